@@ -1,0 +1,139 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Settings shared by every target: Swift 6 language mode is the default for tools 6.0;
+/// `ExistentialAny` keeps the cost of existentials visible in the code.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny")
+]
+
+let package = Package(
+    name: "Gatehouse",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "gatehouse", targets: ["gatehouse"]),
+        .executable(name: "gatehouse-emulator", targets: ["gatehouse-emulator"]),
+        .library(name: "CurlClient", targets: ["CurlClient"]),
+        .library(name: "GatehouseCore", targets: ["GatehouseCore"]),
+        .library(name: "ProviderEmulator", targets: ["ProviderEmulator"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.20.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "5.0.0"),
+    ],
+    targets: [
+        // libcurl, seen through typed shims for its variadic C functions.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        // The one outbound HTTP client: async/await over libcurl's multi interface. No gateway knowledge.
+        .target(
+            name: "CurlClient",
+            dependencies: ["CCurl"],
+            swiftSettings: swiftSettings
+        ),
+        // The core auth module: providers, flows, accounts, token vault, profiles, storage protocol.
+        // No web-framework import.
+        .target(
+            name: "GatehouseCore",
+            dependencies: [
+                "CurlClient",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The embedded default store: SQLite through GRDB.
+        .target(
+            name: "GatehouseSQLite",
+            dependencies: [
+                "GatehouseCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The thin HTTP layer: Hummingbird routes over GatehouseCore.
+        .target(
+            name: "GatehouseServer",
+            dependencies: [
+                "GatehouseCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            resources: [.copy("Resources")],
+            swiftSettings: swiftSettings
+        ),
+        // The provider emulator: imports none of the gateway's targets.
+        .target(
+            name: "ProviderEmulator",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "gatehouse-emulator",
+            dependencies: [
+                "ProviderEmulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "gatehouse",
+            dependencies: [
+                "GatehouseServer",
+                "GatehouseSQLite",
+                "ProviderEmulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CurlClientTests",
+            dependencies: [
+                "CurlClient",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "GatehouseCoreTests",
+            dependencies: ["GatehouseCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "GatehouseStorageTests",
+            dependencies: ["GatehouseCore", "GatehouseSQLite"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ProviderEmulatorTests",
+            dependencies: ["ProviderEmulator", "CurlClient"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "GatehouseEndToEndTests",
+            dependencies: [
+                "GatehouseServer",
+                "GatehouseSQLite",
+                "ProviderEmulator",
+                "CurlClient",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

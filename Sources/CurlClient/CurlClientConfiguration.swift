@@ -1,0 +1,45 @@
+/// Settings of the libcurl client shared by every request it makes.
+public struct CurlClientConfiguration: Sendable {
+    /// A PEM file of trusted CA certificates; `nil` uses the system store.
+    public var caBundlePath: String?
+    /// How long establishing a connection (including TLS) may take.
+    public var connectTimeout: Duration
+    /// How long a whole request may take, body included.
+    public var timeout: Duration
+    /// The largest response body accepted; bigger transfers are aborted.
+    public var maxResponseBytes: Int
+    /// Idle connections kept in the multi handle's cache for reuse.
+    public var maxCachedConnections: Int
+    /// Sent when a request carries no `User-Agent` (GitHub rejects requests without one).
+    public var userAgent: String
+    /// Bytes a streaming consumer may leave unread before libcurl is paused.
+    public var streamBufferBytes: Int
+
+    /// The defaults: system CA store, 5 s connect, 30 s total, 16 MiB cap.
+    public init(
+        caBundlePath: String? = nil,
+        connectTimeout: Duration = .seconds(5),
+        timeout: Duration = .seconds(30),
+        maxResponseBytes: Int = 16 << 20,
+        maxCachedConnections: Int = 64,
+        userAgent: String = "Gatehouse/0.1 libcurl",
+        streamBufferBytes: Int = 256 << 10
+    ) {
+        self.caBundlePath = caBundlePath
+        self.connectTimeout = connectTimeout
+        self.timeout = timeout
+        self.maxResponseBytes = maxResponseBytes
+        self.maxCachedConnections = maxCachedConnections
+        self.userAgent = userAgent
+        self.streamBufferBytes = streamBufferBytes
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, rounded up so that a tiny positive timeout never becomes "none".
+    var curlMilliseconds: Int {
+        let (seconds, attoseconds) = components
+        let millis = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        return Int(max(1, millis + (attoseconds % 1_000_000_000_000_000 > 0 ? 1 : 0)))
+    }
+}

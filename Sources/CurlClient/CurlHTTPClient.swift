@@ -1,0 +1,56 @@
+import CCurl
+
+/// The one outbound HTTP client of Gatehouse: async/await over libcurl's multi interface.
+///
+/// A single multi handle, driven by a dedicated thread (never a server event loop), owns the
+/// connection cache, DNS cache and TLS sessions, so connections to a provider are reused
+/// across requests and HTTP/2 is multiplexed when the server offers it. Redirects are never
+/// followed, TLS is always verified, and every request has connect/total timeouts and a
+/// response-size cap.
+public final class CurlHTTPClient: Sendable {
+    /// The settings every request starts from.
+    public let configuration: CurlClientConfiguration
+    private let driver: CurlMultiDriver
+
+    /// libcurl's global state is set up once per process, before any handle exists.
+    private static let globalInit: Void = {
+        _ = gh_global_init()
+    }()
+
+    /// Starts a client and its driver thread.
+    public init(configuration: CurlClientConfiguration = .init()) {
+        Self.globalInit
+        self.configuration = configuration
+        self.driver = CurlMultiDriver(maxCachedConnections: configuration.maxCachedConnections)
+    }
+
+    /// Sends a request and collects the whole response body (bounded by the size cap).
+    public func execute(_ request: OutboundRequest) async throws -> OutboundResponse {
+        try await stream(request).collect()
+    }
+
+    /// Sends a request and returns as soon as the response head is known; the body streams.
+    ///
+    /// Cancelling the awaiting task aborts the transfer, at any point.
+    public func stream(_ request: OutboundRequest) async throws -> OutboundStreamingResponse {
+        let transfer = try Transfer(request: request, configuration: configuration, driver: driver)
+        let head = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<OutboundResponseHead, any Error>) in
+                transfer.setHeadContinuation(continuation)
+                driver.submit(.add(transfer))
+            }
+        } onCancel: {
+            transfer.requestCancel()
+        }
+        return OutboundStreamingResponse(head: head, body: ResponseBody(channel: transfer.channel))
+    }
+
+    /// Stops the driver thread; transfers still running fail with `cancelled`.
+    public func shutdown() {
+        driver.shutdown()
+    }
+
+    deinit {
+        driver.shutdown()
+    }
+}

@@ -1,0 +1,189 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// Owns one libcurl multi handle and the thread that drives it.
+///
+/// libcurl handles must never be used from two threads at once, so every curl call except
+/// `curl_multi_wakeup` happens on this driver's thread. Other threads talk to it through a
+/// command queue and wake it with `curl_multi_wakeup`.
+final class CurlMultiDriver: Sendable {
+    /// What other threads ask the driver thread to do.
+    enum Command: Sendable {
+        /// Configure the transfer's easy handle and start it.
+        case add(Transfer)
+        /// Abort the transfer if it is still running.
+        case cancel(Transfer)
+        /// Un-pause a transfer whose consumer drained its buffer.
+        case resume(Transfer)
+    }
+
+    /// `CURLM *`; only the driver thread uses it, except for `curl_multi_wakeup`.
+    private nonisolated(unsafe) let multi: UnsafeMutableRawPointer
+    private let commands = Mutex<(queue: [Command], stopping: Bool)>(([], false))
+    private let stopped = Mutex<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(maxCachedConnections: Int) {
+        guard let multi = curl_multi_init() else {
+            fatalError("curl_multi_init failed: libcurl is unusable")
+        }
+        self.multi = multi
+        // Keep enough idle connections for the expected concurrency per upstream; do not cap
+        // total connections (curl #2369: the cap queues transfers in surprising ways).
+        _ = gh_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, maxCachedConnections)
+        _ = gh_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        let handle = MultiHandle(raw: multi)
+        let thread = Thread { [self] in
+            self.run(DriverLoop(multi: handle.raw))
+        }
+        thread.name = "gatehouse-curl"
+        thread.start()
+    }
+
+    /// Queues a command for the driver thread and wakes it.
+    func submit(_ command: Command) {
+        let accepted = commands.withLock { state -> Bool in
+            guard !state.stopping else { return false }
+            state.queue.append(command)
+            return true
+        }
+        if accepted {
+            curl_multi_wakeup(multi)
+        } else if case .add(let transfer) = command {
+            transfer.fail(OutboundError(kind: .cancelled, message: "the HTTP client was shut down"))
+        }
+    }
+
+    /// Stops the thread after failing every running transfer; waits for it to end.
+    func shutdown() {
+        let first = commands.withLock { state -> Bool in
+            defer { state.stopping = true }
+            return !state.stopping
+        }
+        guard first else { return }
+        curl_multi_wakeup(multi)
+        finished.wait()
+    }
+
+    private func run(_ loop: DriverLoop) {
+        while true {
+            let (batch, stopping) = commands.withLock { state in
+                defer { state.queue.removeAll(keepingCapacity: true) }
+                return (state.queue, state.stopping)
+            }
+            for command in batch {
+                loop.handle(command)
+            }
+            if stopping {
+                loop.abortAll()
+                break
+            }
+            loop.performAndReap()
+            // Sleeps until socket activity, libcurl's own next timer, a wakeup, or one second.
+            _ = curl_multi_poll(multi, nil, 0, 1000, nil)
+        }
+        curl_multi_cleanup(multi)
+        finished.signal()
+    }
+}
+
+/// Carries the multi handle pointer to the driver thread, which then owns it.
+private struct MultiHandle: @unchecked Sendable {
+    let raw: UnsafeMutableRawPointer
+}
+
+/// The driver thread's own state: running transfers and idle easy handles.
+/// Never touched from another thread, so it needs no locking.
+private final class DriverLoop {
+    let multi: UnsafeMutableRawPointer
+    var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    var idleHandles: [UnsafeMutableRawPointer] = []
+
+    init(multi: UnsafeMutableRawPointer) {
+        self.multi = multi
+    }
+
+    func handle(_ command: CurlMultiDriver.Command) {
+        switch command {
+        case .add(let transfer):
+            start(transfer)
+        case .cancel(let transfer):
+            guard let easy = transfer.easy, active[easy] != nil else { return }
+            complete(transfer, easy: easy, error: OutboundError(kind: .cancelled, message: "the request was cancelled"))
+        case .resume(let transfer):
+            guard let easy = transfer.easy, active[easy] != nil else { return }
+            _ = curl_easy_pause(easy, gh_pause_cont())
+        }
+    }
+
+    func start(_ transfer: Transfer) {
+        if transfer.isCancelRequested {
+            transfer.fail(OutboundError(kind: .cancelled, message: "the request was cancelled"))
+            return
+        }
+        let easy: UnsafeMutableRawPointer
+        if let reused = idleHandles.popLast() {
+            easy = reused
+        } else if let fresh = curl_easy_init() {
+            easy = fresh
+        } else {
+            transfer.fail(OutboundError(kind: .transport, message: "curl_easy_init failed"))
+            return
+        }
+        do {
+            try transfer.configure(easy)
+        } catch {
+            transfer.releaseHandleResources()
+            recycle(easy)
+            transfer.fail(error)
+            return
+        }
+        active[easy] = transfer
+        let code = curl_multi_add_handle(multi, easy)
+        if code != CURLM_OK {
+            complete(transfer, easy: easy, error: OutboundError(kind: .transport, message: "curl_multi_add_handle failed"))
+        }
+    }
+
+    func performAndReap() {
+        var running: Int32 = 0
+        _ = curl_multi_perform(multi, &running)
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
+                let transfer = active[easy]
+            else { continue }
+            let result = gh_msg_result(message)
+            complete(transfer, easy: easy, error: transfer.error(for: result))
+        }
+    }
+
+    func complete(_ transfer: Transfer, easy: UnsafeMutableRawPointer, error: OutboundError?) {
+        active[easy] = nil
+        _ = curl_multi_remove_handle(multi, easy)
+        transfer.finish(easy: easy, error: error)
+        transfer.releaseHandleResources()
+        recycle(easy)
+    }
+
+    func recycle(_ easy: UnsafeMutableRawPointer) {
+        // A reset handle keeps its connection-independent caches; connections live in the multi.
+        curl_easy_reset(easy)
+        if idleHandles.count < 256 {
+            idleHandles.append(easy)
+        } else {
+            curl_easy_cleanup(easy)
+        }
+    }
+
+    func abortAll() {
+        for (easy, transfer) in active {
+            complete(transfer, easy: easy, error: OutboundError(kind: .cancelled, message: "the HTTP client was shut down"))
+        }
+        for easy in idleHandles {
+            curl_easy_cleanup(easy)
+        }
+        idleHandles.removeAll()
+    }
+}

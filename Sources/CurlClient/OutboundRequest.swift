@@ -1,0 +1,36 @@
+/// One outbound HTTP request, as the gateway describes it to the libcurl client.
+public struct OutboundRequest: Sendable {
+    /// The request method, sent verbatim (`GET`, `POST`, `DELETE`, …).
+    public var method: String
+    /// The absolute `http`/`https` URL. Never logged: it may carry a token in its query.
+    public var url: String
+    /// Request header fields; `User-Agent` falls back to the client's configured one.
+    public var headers: OutboundHeaders
+    /// The request body, sent with an exact `Content-Length`.
+    public var body: [UInt8]?
+    /// Overrides the client's total timeout for this request.
+    public var timeout: Duration?
+    /// Overrides the client's connect timeout for this request.
+    public var connectTimeout: Duration?
+    /// Overrides the client's response-size cap for this request.
+    public var maxResponseBytes: Int?
+
+    /// Creates a request; only the URL is required.
+    public init(
+        method: String = "GET",
+        url: String,
+        headers: OutboundHeaders = [:],
+        body: [UInt8]? = nil,
+        timeout: Duration? = nil,
+        connectTimeout: Duration? = nil,
+        maxResponseBytes: Int? = nil
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+        self.connectTimeout = connectTimeout
+        self.maxResponseBytes = maxResponseBytes
+    }
+}

@@ -1,0 +1,280 @@
+import CCurl
+import Synchronization
+
+/// One request in flight: its easy-handle configuration, the response head being received,
+/// and the channel its body flows through.
+///
+/// Everything but `headContinuation` and `cancelRequested` (both behind locks) is touched
+/// only on the driver thread, which is why the class may cross threads at all.
+final class Transfer: @unchecked Sendable {
+    let request: OutboundRequest
+    let configuration: CurlClientConfiguration
+    let channel: BodyChannel
+    private let maxBytes: Int
+    private let headContinuation = Mutex<CheckedContinuation<OutboundResponseHead, any Error>?>(nil)
+    private let cancelRequested = Mutex<Bool>(false)
+    private weak var driver: CurlMultiDriver?
+
+    // Driver-thread state.
+    private(set) var easy: UnsafeMutableRawPointer?
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var receivedHeaders = OutboundHeaders()
+    private var headDelivered = false
+    private var receivedBytes = 0
+    private var exceededCap = false
+
+    init(request: OutboundRequest, configuration: CurlClientConfiguration, driver: CurlMultiDriver) throws {
+        let scheme = request.url.prefix(8).lowercased()
+        guard scheme.hasPrefix("http://") || scheme.hasPrefix("https://") else {
+            throw OutboundError(kind: .invalidRequest, message: "only absolute http and https URLs are allowed")
+        }
+        for field in request.headers where Self.containsLineBreak(field.name) || Self.containsLineBreak(field.value) {
+            throw OutboundError(kind: .invalidRequest, message: "header field \(field.name.debugDescription) contains a line break")
+        }
+        self.request = request
+        self.configuration = configuration
+        self.maxBytes = request.maxResponseBytes ?? configuration.maxResponseBytes
+        self.driver = driver
+        self.channel = BodyChannel(highWater: configuration.streamBufferBytes)
+        channel.attach(self, driver: driver)
+    }
+
+    private static func containsLineBreak(_ text: String) -> Bool {
+        text.utf8.contains { $0 == 10 || $0 == 13 || $0 == 0 }
+    }
+
+    // MARK: Caller side
+
+    func setHeadContinuation(_ continuation: CheckedContinuation<OutboundResponseHead, any Error>) {
+        headContinuation.withLock { $0 = continuation }
+    }
+
+    var isCancelRequested: Bool { cancelRequested.withLock { $0 } }
+
+    /// Marks the transfer cancelled and asks the driver to abort it. Also covers a cancel
+    /// that races ahead of the `add` command: `start` checks the flag first.
+    func requestCancel() {
+        cancelRequested.withLock { $0 = true }
+        driver?.submit(.cancel(self))
+    }
+
+    // MARK: Driver side
+
+    /// Applies every option of this request to a clean easy handle.
+    func configure(_ easy: UnsafeMutableRawPointer) throws {
+        self.easy = easy
+        let request = self.request
+        try set(easy, CURLOPT_URL, request.url)
+        // Threaded programs must not let libcurl install signal handlers (curl #10743).
+        try set(easy, CURLOPT_NOSIGNAL, 1)
+        // Redirects are never followed: a provider redirect is an answer, not an instruction.
+        try set(easy, CURLOPT_FOLLOWLOCATION, 0)
+        try set(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        try set(easy, CURLOPT_SSL_VERIFYPEER, 1)
+        try set(easy, CURLOPT_SSL_VERIFYHOST, 2)
+        if let caBundle = configuration.caBundlePath {
+            try set(easy, CURLOPT_CAINFO, caBundle)
+        }
+        // HTTP/2 over TLS when the server offers it (ALPN); new transfers wait for a
+        // connection that may multiplex instead of opening another.
+        try set(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
+        try set(easy, CURLOPT_PIPEWAIT, 1)
+        try set(easy, CURLOPT_CONNECTTIMEOUT_MS, (request.connectTimeout ?? configuration.connectTimeout).curlMilliseconds)
+        try set(easy, CURLOPT_TIMEOUT_MS, (request.timeout ?? configuration.timeout).curlMilliseconds)
+        // Aborts early when Content-Length already announces too much; the write callback
+        // enforces the same cap for chunked bodies.
+        try check(gh_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(maxBytes)))
+
+        let method = request.method.uppercased()
+        if let body = request.body {
+            try set(easy, CURLOPT_POST, 1)
+            try check(gh_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
+            // COPYPOSTFIELDS: libcurl keeps its own copy, so the Swift array may go away.
+            try body.withUnsafeBytes { raw in
+                let pointer = UnsafeMutableRawPointer(mutating: raw.baseAddress) ?? UnsafeMutableRawPointer(mutating: "")
+                try check(gh_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, pointer))
+            }
+            if method != "POST" {
+                try set(easy, CURLOPT_CUSTOMREQUEST, method)
+            }
+        } else {
+            switch method {
+            case "GET": try set(easy, CURLOPT_HTTPGET, 1)
+            case "HEAD": try set(easy, CURLOPT_NOBODY, 1)
+            default: try set(easy, CURLOPT_CUSTOMREQUEST, method)
+            }
+        }
+
+        var list: UnsafeMutablePointer<curl_slist>?
+        var hasUserAgent = false
+        for field in request.headers {
+            hasUserAgent = hasUserAgent || field.name.lowercased() == "user-agent"
+            list = curl_slist_append(list, field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)")
+        }
+        if !hasUserAgent {
+            list = curl_slist_append(list, "User-Agent: \(configuration.userAgent)")
+        }
+        // No `Expect: 100-continue` round trip for small bodies.
+        list = curl_slist_append(list, "Expect:")
+        headerList = list
+        try check(gh_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list))
+
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        try check(gh_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION, transferWriteCallback))
+        try check(gh_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context))
+        try check(gh_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, transferHeaderCallback))
+        try check(gh_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context))
+    }
+
+    /// Called by libcurl for each header line of each response (interim ones too).
+    func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
+        var text = String(decoding: line, as: UTF8.self)
+        // "\r\n" is one Character in Swift, so test for newlines, not for "\n".
+        while let last = text.last, last.isNewline {
+            text.removeLast()
+        }
+        if text.hasPrefix("HTTP/") {
+            receivedHeaders = OutboundHeaders()  // a new (final or interim) response starts
+        } else if let colon = text.firstIndex(of: ":") {
+            let name = String(text[..<colon]).trimmingSpaces
+            let value = String(text[text.index(after: colon)...]).trimmingSpaces
+            receivedHeaders.add(name, value)
+        }
+    }
+
+    /// Called by libcurl with body bytes; returns how many were taken, `0` to abort, or the
+    /// pause value to stop delivery until the consumer catches up.
+    func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if receivedBytes + bytes.count > maxBytes {
+            exceededCap = true
+            return 0
+        }
+        deliverHeadIfNeeded()
+        guard channel.offer(bytes) else {
+            return gh_writefunc_pause()
+        }
+        receivedBytes += bytes.count
+        return bytes.count
+    }
+
+    /// Ends the transfer: delivers the head (if still owed) and closes the body channel.
+    func finish(easy: UnsafeMutableRawPointer, error: OutboundError?) {
+        if let error {
+            if headDelivered {
+                channel.finish(error: error)
+            } else {
+                fail(error)
+            }
+            return
+        }
+        deliverHeadIfNeeded()
+        channel.finish(error: nil)
+    }
+
+    /// Fails a transfer whose head was not delivered yet.
+    func fail(_ error: any Error) {
+        headDelivered = true
+        let continuation = headContinuation.withLock { value in
+            defer { value = nil }
+            return value
+        }
+        continuation?.resume(throwing: error)
+        channel.finish(error: error)
+    }
+
+    /// Frees what libcurl borrowed from this transfer once the handle is detached.
+    func releaseHandleResources() {
+        if let headerList {
+            curl_slist_free_all(headerList)
+        }
+        headerList = nil
+        easy = nil
+    }
+
+    /// Maps a libcurl result code to the error the caller sees.
+    func error(for code: CURLcode) -> OutboundError? {
+        if code == CURLE_OK { return nil }
+        let message = String(cString: curl_easy_strerror(code))
+        let raw = Int(code.rawValue)
+        if exceededCap || code == CURLE_FILESIZE_EXCEEDED {
+            return OutboundError(kind: .responseTooLarge, curlCode: raw, message: "the response is larger than \(maxBytes) bytes")
+        }
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT:
+            return OutboundError(kind: .timedOut, curlCode: raw, message: message)
+        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            return OutboundError(kind: .connectFailed, curlCode: raw, message: message)
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CIPHER, CURLE_SSL_ISSUER_ERROR:
+            return OutboundError(kind: .tls, curlCode: raw, message: message)
+        case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
+            return OutboundError(kind: .invalidRequest, curlCode: raw, message: message)
+        default:
+            return OutboundError(kind: .transport, curlCode: raw, message: message)
+        }
+    }
+
+    private func deliverHeadIfNeeded() {
+        guard !headDelivered, let easy else { return }
+        headDelivered = true
+        var status = 0
+        _ = gh_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        var version = 0
+        _ = gh_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+        let head = OutboundResponseHead(status: status, headers: receivedHeaders, httpVersion: Self.versionName(version))
+        let continuation = headContinuation.withLock { value in
+            defer { value = nil }
+            return value
+        }
+        continuation?.resume(returning: head)
+    }
+
+    private static func versionName(_ version: Int) -> String {
+        switch version {
+        case CURL_HTTP_VERSION_1_0: "1.0"
+        case CURL_HTTP_VERSION_2_0: "2"
+        case CURL_HTTP_VERSION_3: "3"
+        default: "1.1"
+        }
+    }
+
+    private func set(_ easy: UnsafeMutableRawPointer, _ option: CURLoption, _ value: Int) throws {
+        try check(gh_easy_setopt_long(easy, option, value))
+    }
+
+    private func set(_ easy: UnsafeMutableRawPointer, _ option: CURLoption, _ value: String) throws {
+        try check(gh_easy_setopt_string(easy, option, value))
+    }
+
+    private func check(_ code: CURLcode) throws {
+        guard code == CURLE_OK else {
+            throw OutboundError(
+                kind: .invalidRequest, curlCode: Int(code.rawValue), message: String(cString: curl_easy_strerror(code)))
+        }
+    }
+}
+
+/// libcurl's write callback: forwards body bytes to the transfer named by `userdata`.
+private let transferWriteCallback: gh_data_callback = { data, size, count, userdata in
+    guard let userdata, let data else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+    return transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count))
+}
+
+/// libcurl's header callback: forwards one header line to the transfer named by `userdata`.
+private let transferHeaderCallback: gh_data_callback = { data, size, count, userdata in
+    guard let userdata, let data else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+    transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: size * count))
+    return size * count
+}
+
+extension String {
+    /// The string without leading and trailing spaces and tabs.
+    var trimmingSpaces: String {
+        var slice = Substring(self)
+        while let first = slice.first, first == " " || first == "\t" { slice.removeFirst() }
+        while let last = slice.last, last == " " || last == "\t" { slice.removeLast() }
+        return String(slice)
+    }
+}

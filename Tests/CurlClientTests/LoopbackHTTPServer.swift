@@ -1,0 +1,143 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// A real HTTP/1.1 server on 127.0.0.1 for the client's tests. It counts accepted TCP
+/// connections, which is how connection reuse is proven.
+///
+/// Routes: `/hello`, `/echo`, `/delay/{ms}`, `/bytes/{n}` (with Content-Length),
+/// `/chunked/{n}` (chunked, no length), `/redirect`, `/status/{code}`.
+final class LoopbackHTTPServer: Sendable {
+    let port: Int
+    private let acceptedConnections: Counter
+    private let requestCount: Counter
+    private let channel: any Channel
+    private let group: MultiThreadedEventLoopGroup
+
+    /// The number of TCP connections accepted so far.
+    var connectionsAccepted: Int { acceptedConnections.value }
+    /// The number of requests answered (or started) so far.
+    var requestsSeen: Int { requestCount.value }
+
+    static func start() async throws -> LoopbackHTTPServer {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let accepted = Counter()
+        let requests = Counter()
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                accepted.increment()
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(RouteHandler(requests: requests))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return LoopbackHTTPServer(channel: channel, group: group, accepted: accepted, requests: requests)
+    }
+
+    private init(channel: any Channel, group: MultiThreadedEventLoopGroup, accepted: Counter, requests: Counter) {
+        self.channel = channel
+        self.group = group
+        self.port = channel.localAddress?.port ?? 0
+        self.acceptedConnections = accepted
+        self.requestCount = requests
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    func stop() async throws {
+        try await channel.close()
+        try await group.shutdownGracefully()
+    }
+}
+
+/// A thread-safe counter.
+final class Counter: Sendable {
+    private let storage = Mutex(0)
+    var value: Int { storage.withLock { $0 } }
+    func increment() { storage.withLock { $0 += 1 } }
+}
+
+private final class RouteHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    let requests: Counter
+    var head: HTTPRequestHead?
+    var body: [UInt8] = []
+
+    init(requests: Counter) { self.requests = requests }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+            body = []
+        case .body(var buffer):
+            body += buffer.readBytes(length: buffer.readableBytes) ?? []
+        case .end:
+            guard let head else { return }
+            requests.increment()
+            route(head, context: context)
+        }
+    }
+
+    private func route(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let parts = head.uri.split(separator: "?")[0].split(separator: "/").map(String.init)
+        switch (parts.first ?? "", parts.count > 1 ? parts[1] : "") {
+        case ("hello", _):
+            send(context, head, status: .ok, headers: ["Content-Type": "application/json"], body: Array(#"{"hello":"world"}"#.utf8))
+        case ("echo", _):
+            var lines = ["method=\(head.method.rawValue)", "uri=\(head.uri)"]
+            for (name, value) in head.headers { lines.append("header:\(name.lowercased())=\(value)") }
+            lines.append("body=\(String(decoding: body, as: UTF8.self))")
+            send(context, head, status: .ok, headers: ["Content-Type": "text/plain"], body: Array(lines.joined(separator: "\n").utf8))
+        case ("delay", let ms):
+            let loop = context.eventLoop.assumeIsolated()
+            loop.scheduleTask(in: .milliseconds(Int64(ms) ?? 0)) {
+                self.send(context, head, status: .ok, headers: [:], body: Array("late".utf8))
+            }
+        case ("bytes", let count):
+            send(context, head, status: .ok, headers: ["Content-Type": "application/octet-stream"], body: Self.pattern(Int(count) ?? 0))
+        case ("chunked", let count):
+            sendChunked(context, head, bytes: Self.pattern(Int(count) ?? 0))
+        case ("redirect", _):
+            send(context, head, status: .found, headers: ["Location": "/hello"], body: [])
+        case ("status", let code):
+            send(context, head, status: HTTPResponseStatus(statusCode: Int(code) ?? 500), headers: [:], body: [])
+        default:
+            send(context, head, status: .notFound, headers: [:], body: [])
+        }
+    }
+
+    /// Deterministic bytes, so tests can check what arrived.
+    static func pattern(_ count: Int) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: $0 % 251) }
+    }
+
+    private func send(_ context: ChannelHandlerContext, _ request: HTTPRequestHead, status: HTTPResponseStatus, headers: [String: String], body: [UInt8]) {
+        var fields = HTTPHeaders(headers.map { ($0.key, $0.value) })
+        fields.add(name: "Content-Length", value: String(body.count))
+        let head = HTTPResponseHead(version: request.version, status: status, headers: fields)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if !body.isEmpty {
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
+        }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    private func sendChunked(_ context: ChannelHandlerContext, _ request: HTTPRequestHead, bytes: [UInt8]) {
+        let head = HTTPResponseHead(version: request.version, status: .ok, headers: ["Transfer-Encoding": "chunked"])
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(offset + 16_384, bytes.count)
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: bytes[offset..<end])))), promise: nil)
+            offset = end
+        }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+}
