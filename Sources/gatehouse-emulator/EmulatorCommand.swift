@@ -1,1 +1,25 @@
-print("x")
+import ArgumentParser
+import Logging
+import ProviderEmulator
+
+/// `gatehouse-emulator`: runs the provider emulator on its own.
+@main
+struct EmulatorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gatehouse-emulator",
+        abstract: "Emulates GitHub's OAuth and REST endpoints on loopback for Gatehouse tests and demos.")
+
+    @Option(help: "The address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port to listen on (0 picks a free one).")
+    var port = 8081
+
+    func run() async throws {
+        let logger = Logger(label: "gatehouse-emulator")
+        let app = ProviderEmulator().application(host: host, port: port, logger: logger) { port in
+            print("Gatehouse emulator ready at http://\(host):\(port)")
+        }
+        try await app.runService()
+    }
+}

@@ -1,1 +1,10 @@
-print("x")
+import ArgumentParser
+
+/// `gatehouse`: the sign-in and unified-profile gateway.
+@main
+struct GatehouseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gatehouse",
+        abstract: "A self-hosted sign-in and unified-profile gateway.",
+        subcommands: [ServeCommand.self, DemoCommand.self])
+}

@@ -1,0 +1,99 @@
+import Foundation
+
+/// Everything the core needs to know about its deployment.
+public struct GatewayConfiguration: Sendable {
+    /// The gateway's public base URL (`https://auth.example.com`), without trailing slash;
+    /// callbacks and photo URLs are built from it.
+    public var publicURL: String
+    /// Where sign-ins may return to: each entry is an origin plus a path prefix
+    /// (`https://app.example.com/` or `https://app.example.com/account`).
+    public var returnToAllowList: [String]
+    /// Development mode: plain `http://` on loopback, cookies without `Secure`/`__Host-`.
+    /// Never on in production; `gatehouse demo` turns it on.
+    public var developmentMode: Bool
+    /// How long a started sign-in may take (design §2: 10 minutes).
+    public var transactionLifetime: TimeInterval
+    /// How long a sign-in result may be fetched (design §2: 60 seconds).
+    public var resultLifetime: TimeInterval
+    /// How long a session cookie stays valid.
+    public var sessionLifetime: TimeInterval
+    /// The largest photo the gateway fetches from a provider.
+    public var maxPhotoBytes: Int
+    /// The configured GitHub provider, if any.
+    public var github: GitHubConfiguration?
+
+    /// Creates a configuration with the documented defaults.
+    public init(
+        publicURL: String,
+        returnToAllowList: [String],
+        developmentMode: Bool = false,
+        transactionLifetime: TimeInterval = 600,
+        resultLifetime: TimeInterval = 60,
+        sessionLifetime: TimeInterval = 7 * 24 * 3600,
+        maxPhotoBytes: Int = 5 << 20,
+        github: GitHubConfiguration? = nil
+    ) {
+        self.publicURL = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
+        self.returnToAllowList = returnToAllowList
+        self.developmentMode = developmentMode
+        self.transactionLifetime = transactionLifetime
+        self.resultLifetime = resultLifetime
+        self.sessionLifetime = sessionLifetime
+        self.maxPhotoBytes = maxPhotoBytes
+        self.github = github
+    }
+
+    /// Names and attributes of the cookies; `__Host-` and `Secure` everywhere but in
+    /// development mode, where a plain-http loopback browser would drop them.
+    public var cookies: CookiePolicy { CookiePolicy(secure: !developmentMode) }
+
+    /// Checks the endpoints: `https` only, except loopback `http` in development mode (design §1).
+    public func validate() throws {
+        for url in [publicURL] + (github.map { [$0.authorizeURL, $0.tokenURL, $0.apiBaseURL] } ?? []) {
+            try EndpointPolicy.check(url, developmentMode: developmentMode)
+        }
+        for entry in returnToAllowList {
+            guard ReturnToPolicy.parse(entry) != nil else {
+                throw GatehouseError.invalidArgument("return_to allow-list entry \(entry.debugDescription) is not an absolute http(s) URL")
+            }
+        }
+    }
+}
+
+/// The cookies the gateway sets.
+public struct CookiePolicy: Sendable {
+    /// `Secure` and the `__Host-` prefix are on.
+    public let secure: Bool
+    /// The session cookie's name.
+    public var sessionName: String { secure ? "__Host-gatehouse-session" : "gatehouse-session" }
+    /// The sign-in transaction cookie's name: it binds `state` to this browser.
+    public var transactionName: String { secure ? "__Host-gatehouse-tx" : "gatehouse-tx" }
+
+    /// A `Set-Cookie` value: HttpOnly, SameSite=Lax, Path=/, Secure when on.
+    public func setCookie(name: String, value: String, maxAge: Int) -> String {
+        var parts = ["\(name)=\(value)", "Path=/", "HttpOnly", "SameSite=Lax", "Max-Age=\(maxAge)"]
+        if secure { parts.append("Secure") }
+        return parts.joined(separator: "; ")
+    }
+
+    /// A `Set-Cookie` value that deletes the cookie.
+    public func deleteCookie(name: String) -> String {
+        setCookie(name: name, value: "", maxAge: 0)
+    }
+}
+
+/// Which provider URLs the gateway may talk to.
+public enum EndpointPolicy {
+    /// Throws unless the URL is `https`, or `http` to loopback in development mode.
+    public static func check(_ url: String, developmentMode: Bool) throws {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(), let host = components.host else {
+            throw GatehouseError.invalidArgument("\(url.debugDescription) is not an absolute URL")
+        }
+        if scheme == "https" { return }
+        let loopback = ["127.0.0.1", "localhost", "::1"].contains(host.lowercased())
+        guard scheme == "http", loopback, developmentMode else {
+            throw GatehouseError.invalidArgument(
+                "\(url.debugDescription): plain http is allowed only to loopback in development mode")
+        }
+    }
+}

@@ -1,0 +1,104 @@
+/// A failure the API reports as an RFC 9457 problem document with a stable `code`.
+///
+/// Details are written for the caller and never include a token, code, secret or cookie.
+public struct GatehouseError: Error, Sendable, Codable, Equatable {
+    /// The stable kebab-case code (`invalid-state`, `no-photo`, …).
+    public var code: String
+    /// The HTTP status.
+    public var status: Int
+    /// A short, fixed summary of the code.
+    public var title: String
+    /// What happened in this case.
+    public var detail: String
+    /// Extra members of the problem document (`providerId`, `email`, …).
+    public var extensions: [String: String]
+    /// Seconds to wait, sent as `Retry-After` (rate limits).
+    public var retryAfter: Int?
+
+    /// Creates an error.
+    public init(code: String, status: Int, title: String, detail: String, extensions: [String: String] = [:], retryAfter: Int? = nil) {
+        self.code = code
+        self.status = status
+        self.title = title
+        self.detail = detail
+        self.extensions = extensions
+        self.retryAfter = retryAfter
+    }
+
+    /// 400 `invalid-argument`.
+    public static func invalidArgument(_ detail: String) -> Self {
+        Self(code: "invalid-argument", status: 400, title: "Invalid argument", detail: detail)
+    }
+    /// 404 `unknown-provider`.
+    public static func unknownProvider(_ id: String) -> Self {
+        Self(code: "unknown-provider", status: 404, title: "Unknown provider", detail: "No provider \(id.prefix(64).debugDescription) is configured.")
+    }
+    /// 400 `invalid-custom-parameter`.
+    public static func invalidCustomParameter(_ name: String) -> Self {
+        Self(
+            code: "invalid-custom-parameter", status: 400, title: "Invalid custom parameter",
+            detail: "The parameter \(name.prefix(64).debugDescription) is reserved and cannot be set by the caller.")
+    }
+    /// 400 `invalid-return-to`.
+    public static func invalidReturnTo(_ detail: String) -> Self {
+        Self(code: "invalid-return-to", status: 400, title: "Invalid return_to", detail: detail)
+    }
+    /// 400 `invalid-state`.
+    public static func invalidState(_ detail: String) -> Self {
+        Self(code: "invalid-state", status: 400, title: "Invalid state", detail: detail)
+    }
+    /// 400 `invalid-idp-response`.
+    public static func invalidIdPResponse(_ detail: String) -> Self {
+        Self(code: "invalid-idp-response", status: 400, title: "Invalid identity provider response", detail: detail)
+    }
+    /// 400 `operation-not-allowed`.
+    public static func operationNotAllowed(_ detail: String, status: Int = 400) -> Self {
+        Self(code: "operation-not-allowed", status: status, title: "Operation not allowed", detail: detail)
+    }
+    /// 401 `unauthenticated`: no valid session or bearer token.
+    public static func unauthenticated() -> Self {
+        Self(code: "unauthenticated", status: 401, title: "Not signed in", detail: "Sign in first: no valid session cookie or bearer token was sent.")
+    }
+    /// 404 `user-not-found`.
+    public static func userNotFound() -> Self {
+        Self(code: "user-not-found", status: 404, title: "User not found", detail: "The account does not exist.")
+    }
+    /// 403 `user-disabled`.
+    public static func userDisabled() -> Self {
+        Self(code: "user-disabled", status: 403, title: "User disabled", detail: "The account has been disabled by an administrator.")
+    }
+    /// 404 `no-photo`.
+    public static func noPhoto() -> Self {
+        Self(code: "no-photo", status: 404, title: "No photo", detail: "The user has no profile photo at any linked provider.")
+    }
+    /// 404 `provider-not-linked`.
+    public static func providerNotLinked(_ providerId: String) -> Self {
+        Self(
+            code: "provider-not-linked", status: 404, title: "Provider not linked",
+            detail: "The account has no linked \(providerId.prefix(64).debugDescription) identity.", extensions: ["providerId": String(providerId.prefix(64))])
+    }
+    /// 409 `provider-reauth-required`.
+    public static func providerReauthRequired(_ providerId: String) -> Self {
+        Self(
+            code: "provider-reauth-required", status: 409, title: "Provider re-authentication required",
+            detail: "The stored \(providerId) grant is no longer valid; sign in with \(providerId) again.", extensions: ["providerId": providerId])
+    }
+    /// 502/503/504 `upstream-unavailable`.
+    public static func upstreamUnavailable(_ providerId: String, status: Int = 502, detail: String) -> Self {
+        Self(code: "upstream-unavailable", status: status, title: "Upstream unavailable", detail: detail, extensions: ["providerId": providerId])
+    }
+    /// 429 `upstream-rate-limited`.
+    public static func upstreamRateLimited(_ providerId: String, retryAfter: Int?) -> Self {
+        Self(
+            code: "upstream-rate-limited", status: 429, title: "Upstream rate limited",
+            detail: "\(providerId) is rate-limiting the gateway; retry later.", extensions: ["providerId": providerId], retryAfter: retryAfter)
+    }
+    /// 404 `not-found` for an unknown route.
+    public static func notFound() -> Self {
+        Self(code: "not-found", status: 404, title: "Not found", detail: "There is no such resource.")
+    }
+    /// 500 `internal`: details stay in the log (by request id), never in the answer.
+    public static func internalError() -> Self {
+        Self(code: "internal", status: 500, title: "Internal error", detail: "The gateway failed to handle the request; the log has the details.")
+    }
+}

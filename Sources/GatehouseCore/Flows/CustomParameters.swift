@@ -1,0 +1,28 @@
+/// The query parameters of `start` that are forwarded to the provider.
+public enum CustomParameters {
+    /// Parameters the gateway itself sets on every authorize request (design §2).
+    public static let reserved: Set<String> = [
+        "client_id", "redirect_uri", "response_type", "response_mode", "scope", "state", "nonce",
+        "code_challenge", "code_challenge_method",
+    ]
+
+    /// Parameters that belong to the gateway's own `start` route.
+    public static let gatewayParameters: Set<String> = ["return_to", "mode", "scope"]
+
+    /// The parameters to forward: everything but the gateway's own; a reserved name throws
+    /// `invalid-custom-parameter` (the caller meant to override something it may not).
+    public static func forwardable(from query: [(String, String)]) throws -> [(String, String)] {
+        var forwarded: [(String, String)] = []
+        for (name, value) in query {
+            if name == "scope" || name == "return_to" || name == "mode" { continue }
+            if reserved.contains(name.lowercased()) {
+                throw GatehouseError.invalidCustomParameter(name)
+            }
+            guard name.count <= 64, value.count <= 1024, !name.isEmpty else {
+                throw GatehouseError.invalidArgument("Custom parameters are limited to 64-character names and 1024-character values.")
+            }
+            forwarded.append((name, value))
+        }
+        return forwarded
+    }
+}

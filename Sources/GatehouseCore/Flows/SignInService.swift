@@ -1,0 +1,143 @@
+import Foundation
+import Logging
+
+/// The browser redirect flow: start → provider → callback → one-time result (design §2, §4).
+public struct SignInService: Sendable {
+    let configuration: GatewayConfiguration
+    let providers: ProviderRegistry
+    let storage: any GatehouseStorage
+    let accounts: AccountService
+    let returnToPolicy: ReturnToPolicy
+
+    /// The answer to `start`.
+    public struct Start: Sendable {
+        /// Where to send the browser.
+        public var authorizationURL: String
+        /// The transaction cookie value (reused when the browser already had one, so
+        /// several tabs can sign in at once).
+        public var bindingValue: String
+    }
+
+    /// The answer to a callback whose state was valid.
+    public struct Completion: Sendable {
+        /// `return_to#gatehouse_result=<id>`.
+        public var redirectURL: String
+        /// A new session cookie value when the sign-in succeeded.
+        public var sessionValue: String?
+    }
+
+    /// Validates the request, stores the transaction and builds the provider's authorize URL.
+    public func start(providerId: String, query: [(String, String)], existingBinding: String?, logger: Logger) async throws -> Start {
+        let provider = try providers.provider(providerId)
+        let parameters = Dictionary(query, uniquingKeysWith: { first, _ in first })
+        guard let returnTo = parameters["return_to"] else {
+            throw GatehouseError.invalidReturnTo("return_to is required.")
+        }
+        try returnToPolicy.check(returnTo)
+        let mode = parameters["mode"] ?? "signin"
+        guard mode == "signin" else {
+            throw GatehouseError.operationNotAllowed("mode \(mode.prefix(32).debugDescription) is not available: only signin is supported so far.")
+        }
+        let custom = try CustomParameters.forwardable(from: query)
+        var scopes = provider.defaultScopes
+        for extra in (parameters["scope"] ?? "").split(separator: " ").map(String.init) where !scopes.contains(extra) {
+            guard extra.count <= 128, extra.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "\"" && $0 != "\\" }) else {
+                throw GatehouseError.invalidArgument("scope contains an invalid scope token.")
+            }
+            scopes.append(extra)
+        }
+
+        let binding = existingBinding.flatMap { $0.count == 43 && Base64URL.decode($0) != nil ? $0 : nil } ?? SecureRandom.token()
+        let state = SecureRandom.token()
+        let nonce = SecureRandom.token()
+        let pkce = PKCE()
+        let redirectURI = "\(configuration.publicURL)/v1/auth/\(provider.id)/callback"
+        let now = Date()
+        try await storage.insertTransaction(
+            SignInTransaction(
+                stateHash: SecureRandom.digest(state), bindingHash: SecureRandom.digest(binding), providerId: provider.id,
+                codeVerifier: pkce.verifier, nonce: nonce, returnTo: returnTo, mode: mode, redirectURI: redirectURI,
+                createdAt: now, expiresAt: now.addingTimeInterval(configuration.transactionLifetime)))
+        logger.info("sign-in started", metadata: ["provider.id": "\(provider.id)", "signin.mode": "\(mode)"])
+        let url = provider.authorizationURL(
+            for: AuthorizationRequest(
+                redirectURI: redirectURI, state: state, nonce: nonce, codeChallenge: pkce.challenge, scopes: scopes, customParameters: custom))
+        return Start(authorizationURL: url, bindingValue: binding)
+    }
+
+    /// Handles the provider's redirect back. An unknown, replayed, expired or unbound state
+    /// throws `invalid-state` before anything is sent to the provider.
+    public func callback(providerId: String, parameters: [String: String], binding: String?, logger: Logger) async throws -> Completion {
+        let provider = try providers.provider(providerId)
+        guard let state = parameters["state"], !state.isEmpty, state.count <= 512 else {
+            throw GatehouseError.invalidState("The callback has no state.")
+        }
+        guard let binding, !binding.isEmpty, binding.count <= 512 else {
+            throw GatehouseError.invalidState("The sign-in was not started in this browser (no transaction cookie).")
+        }
+        guard
+            let transaction = try await storage.takeTransaction(
+                stateHash: SecureRandom.digest(state), bindingHash: SecureRandom.digest(binding))
+        else {
+            throw GatehouseError.invalidState("The state is unknown, already used, or bound to another browser.")
+        }
+        guard transaction.expiresAt > Date() else {
+            throw GatehouseError.invalidState("The sign-in took too long; start again.")
+        }
+        guard transaction.providerId == provider.id else {
+            // Mix-up defence: a state issued for one provider never completes at another's callback.
+            throw GatehouseError.invalidState("The state belongs to another provider's sign-in.")
+        }
+
+        let outcome: StoredResult
+        var sessionValue: String?
+        do {
+            if let error = parameters["error"] {
+                throw GatehouseError.invalidIdPResponse("The provider returned \(error.prefix(64).debugDescription) instead of a code.")
+            }
+            guard let code = parameters["code"], !code.isEmpty else {
+                throw GatehouseError.invalidIdPResponse("The provider's callback has no code.")
+            }
+            let tokens = try await provider.exchangeCode(code, codeVerifier: transaction.codeVerifier, redirectURI: transaction.redirectURI)
+            let profile = try await provider.fetchProfile(tokens: tokens)
+            let signIn = try await accounts.signIn(profile: profile, tokens: tokens)
+            let session = SecureRandom.token()
+            let now = Date()
+            try await storage.insertSession(
+                SessionRecord(
+                    idHash: SecureRandom.digest(session), uid: signIn.account.uid, createdAt: now,
+                    expiresAt: now.addingTimeInterval(configuration.sessionLifetime)))
+            sessionValue = session
+            outcome = .success(
+                SignInResult(
+                    user: signIn.profile, isNewUser: signIn.isNewUser, providerId: provider.id,
+                    additionalUserInfo: .init(profile: profile.rawUserInfo, username: profile.username)))
+            logger.info(
+                "sign-in completed",
+                metadata: ["provider.id": "\(provider.id)", "user.id": "\(signIn.account.uid)", "user.new": "\(signIn.isNewUser)"])
+        } catch let error as GatehouseError {
+            logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "error.code": "\(error.code)"])
+            outcome = .failure(error)
+        }
+
+        let resultID = SecureRandom.token()
+        try await storage.insertResult(
+            idHash: SecureRandom.digest(resultID), payload: try JSONCoding.encoder().encode(outcome),
+            expiresAt: Date().addingTimeInterval(configuration.resultLifetime))
+        let base = transaction.returnTo.split(separator: "#", maxSplits: 1).first.map(String.init) ?? transaction.returnTo
+        return Completion(redirectURL: "\(base)#gatehouse_result=\(resultID)", sessionValue: sessionValue)
+    }
+
+    /// The one-time result: the sign-in result, or the stored failure thrown as an error.
+    public func result(id: String) async throws -> SignInResult {
+        guard !id.isEmpty, id.count <= 128, let payload = try await storage.takeResult(idHash: SecureRandom.digest(id), now: Date()) else {
+            throw GatehouseError(
+                code: "invalid-argument", status: 400, title: "Unknown result",
+                detail: "The result id is unknown, expired (results live 60 s) or was already fetched.")
+        }
+        switch try JSONCoding.decoder().decode(StoredResult.self, from: payload) {
+        case .success(let result): return result
+        case .failure(let error): throw error
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+
+/// The one profile shape every API answer uses (design §3).
+public struct UnifiedProfile: Sendable, Codable, Equatable {
+    /// One linked provider as the API shows it.
+    public struct ProviderEntry: Sendable, Codable, Equatable {
+        public var providerId: String
+        public var federatedId: String
+        public var username: String?
+        public var displayName: String?
+        public var email: String?
+        public var emailVerified: Bool
+        /// The gateway's photo route for this provider, never the provider's URL.
+        public var photoURL: String?
+        public var profileURL: String?
+        public var tenantId: String?
+
+        /// Encodes `nil` members as JSON `null`, so every key is always present.
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(providerId, forKey: .providerId)
+            try c.encode(federatedId, forKey: .federatedId)
+            try c.encode(username, forKey: .username)
+            try c.encode(displayName, forKey: .displayName)
+            try c.encode(email, forKey: .email)
+            try c.encode(emailVerified, forKey: .emailVerified)
+            try c.encode(photoURL, forKey: .photoURL)
+            try c.encode(profileURL, forKey: .profileURL)
+            try c.encode(tenantId, forKey: .tenantId)
+        }
+    }
+
+    public var uid: String
+    public var displayName: String?
+    public var givenName: String?
+    public var familyName: String?
+    public var email: String?
+    public var emailVerified: Bool
+    public var photoURL: String?
+    public var locale: String?
+    public var providers: [ProviderEntry]
+    public var createdAt: Date
+    public var lastSignInAt: Date
+    public var disabled: Bool
+
+    /// Encodes `nil` members as JSON `null`, so every key is always present.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(uid, forKey: .uid)
+        try c.encode(displayName, forKey: .displayName)
+        try c.encode(givenName, forKey: .givenName)
+        try c.encode(familyName, forKey: .familyName)
+        try c.encode(email, forKey: .email)
+        try c.encode(emailVerified, forKey: .emailVerified)
+        try c.encode(photoURL, forKey: .photoURL)
+        try c.encode(locale, forKey: .locale)
+        try c.encode(providers, forKey: .providers)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(lastSignInAt, forKey: .lastSignInAt)
+        try c.encode(disabled, forKey: .disabled)
+    }
+
+    /// Builds the unified profile from an account and its providers' profiles (oldest link first).
+    ///
+    /// The first provider with a value wins for names; the email is the first **verified**
+    /// one, else the first unverified one shown with `emailVerified: false`.
+    public static func build(account: AccountRecord, profiles: [ProviderProfile], photoBaseURL: String) -> UnifiedProfile {
+        let verified = profiles.first { $0.email != nil && $0.emailVerified }
+        let anyEmail = profiles.first { $0.email != nil }
+        let hasPhoto = profiles.contains { $0.photoSourceURL != nil }
+        return UnifiedProfile(
+            uid: account.uid,
+            displayName: profiles.lazy.compactMap(\.displayName).first,
+            givenName: profiles.lazy.compactMap(\.givenName).first,
+            familyName: profiles.lazy.compactMap(\.familyName).first,
+            email: (verified ?? anyEmail)?.email,
+            emailVerified: verified != nil,
+            photoURL: hasPhoto ? photoBaseURL : nil,
+            locale: profiles.lazy.compactMap(\.locale).first,
+            providers: profiles.map { profile in
+                ProviderEntry(
+                    providerId: profile.providerId, federatedId: profile.federatedId, username: profile.username,
+                    displayName: profile.displayName, email: profile.email, emailVerified: profile.emailVerified,
+                    photoURL: profile.photoSourceURL == nil ? nil : "\(photoBaseURL)?provider=\(FormEncoding.escape(profile.providerId))",
+                    profileURL: profile.profileURL, tenantId: profile.tenantId)
+            },
+            createdAt: account.createdAt,
+            lastSignInAt: account.lastSignInAt,
+            disabled: account.disabled)
+    }
+}

@@ -1,0 +1,166 @@
+import CurlClient
+import Foundation
+
+/// GitHub sign-in: OAuth authorization code with PKCE, then `/user` and `/user/emails`
+/// (reference/providers.md §4).
+public struct GitHubProvider: IdentityProvider {
+    /// Always `github.com`.
+    public let id = "github.com"
+    let configuration: GitHubConfiguration
+    let http: CurlHTTPClient
+
+    /// Creates the provider over the shared libcurl client.
+    public init(configuration: GitHubConfiguration, http: CurlHTTPClient) {
+        self.configuration = configuration
+        self.http = http
+    }
+
+    /// The configured default scopes.
+    public var defaultScopes: [String] { configuration.defaultScopes }
+
+    /// `…/login/oauth/authorize?client_id&redirect_uri&scope&state&code_challenge…` plus custom parameters.
+    public func authorizationURL(for request: AuthorizationRequest) -> String {
+        var pairs: [(String, String)] = [
+            ("client_id", configuration.clientID),
+            ("redirect_uri", request.redirectURI),
+            ("scope", request.scopes.joined(separator: " ")),
+            ("state", request.state),
+            ("code_challenge", request.codeChallenge),
+            ("code_challenge_method", "S256"),
+        ]
+        pairs += request.customParameters
+        return configuration.authorizeURL + "?" + FormEncoding.encode(pairs)
+    }
+
+    /// POSTs the code to the token endpoint, asking for JSON. GitHub reports errors with
+    /// HTTP 200 and an `error` member, so the body decides, not the status.
+    public func exchangeCode(_ code: String, codeVerifier: String, redirectURI: String) async throws -> ProviderTokens {
+        let form = FormEncoding.encode([
+            ("client_id", configuration.clientID),
+            ("client_secret", configuration.clientSecret),
+            ("code", code),
+            ("redirect_uri", redirectURI),
+            ("code_verifier", codeVerifier),
+        ])
+        let response: OutboundResponse
+        do {
+            response = try await http.execute(
+                OutboundRequest(
+                    method: "POST", url: configuration.tokenURL,
+                    headers: ["Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"],
+                    body: Array(form.utf8), maxResponseBytes: 64 << 10))
+        } catch {
+            throw UpstreamErrors.transport(error, providerId: id)
+        }
+        guard response.status == 200 else {
+            throw UpstreamErrors.status(response, providerId: id)
+        }
+        let body = Self.decodeTokenBody(response)
+        if let error = body["error"] {
+            // The error code is GitHub's fixed vocabulary; the description never echoes the code.
+            throw GatehouseError.invalidIdPResponse("GitHub refused the authorization code: \(error.prefix(64)).")
+        }
+        guard let accessToken = body["access_token"], !accessToken.isEmpty else {
+            throw GatehouseError.invalidIdPResponse("GitHub's token response has no access_token.")
+        }
+        let scopes = (body["scope"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let expiresAt = body["expires_in"].flatMap(Double.init).map { Date().timeIntervalSince1970 + $0 }
+        return ProviderTokens(accessToken: accessToken, refreshToken: body["refresh_token"], expiresAt: expiresAt, scopes: scopes)
+    }
+
+    /// `/user`, plus `/user/emails` for the primary verified address (providers.md §4.4–4.5).
+    public func fetchProfile(tokens: ProviderTokens) async throws -> ProviderProfile {
+        let userResponse = try await api("/user", tokens: tokens)
+        let user = try JSONCoding.decoder().decode(JSONValue.self, from: Data(userResponse.body))
+        guard let numericID = user["id"]?.integerValue, let login = user["login"]?.stringValue else {
+            throw GatehouseError.invalidIdPResponse("GitHub's /user answer has no id or login.")
+        }
+        var emails: [JSONValue] = []
+        if let response = try? await api("/user/emails", tokens: tokens),
+            let list = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body)).arrayValue
+        {
+            emails = list
+        }
+        let (email, verified) = Self.chooseEmail(publicEmail: user["email"]?.stringValue, emails: emails)
+        return ProviderProfile(
+            providerId: id, federatedId: String(numericID), username: login,
+            displayName: user["name"]?.stringValue ?? login,
+            email: email, emailVerified: verified,
+            photoSourceURL: user["avatar_url"]?.stringValue,
+            profileURL: user["html_url"]?.stringValue,
+            rawUserInfo: user)
+    }
+
+    /// The avatar, resized by GitHub's `s=` parameter; only from the configured avatar hosts.
+    public func fetchPhoto(profile: ProviderProfile, tokens: ProviderTokens, size: Int?) async throws -> ProviderPhoto {
+        guard let source = profile.photoSourceURL, configuration.avatarURLPrefixes.contains(where: source.hasPrefix) else {
+            throw GatehouseError.noPhoto()
+        }
+        var url = source
+        if let size {
+            url += (url.contains("?") ? "&" : "?") + "s=\(size)"
+        }
+        let response: OutboundResponse
+        do {
+            // Avatars are public: no token is sent to the avatar host.
+            response = try await http.execute(OutboundRequest(url: url, headers: ["Accept": "image/*"], maxResponseBytes: 5 << 20))
+        } catch {
+            throw UpstreamErrors.transport(error, providerId: id)
+        }
+        if response.status == 404 { throw GatehouseError.noPhoto() }
+        guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
+        let contentType = response.headers["content-type"] ?? ""
+        guard contentType.lowercased().hasPrefix("image/") else {
+            throw GatehouseError.upstreamUnavailable(id, detail: "GitHub's avatar answer is not an image.")
+        }
+        return ProviderPhoto(bytes: response.body, contentType: contentType)
+    }
+
+    /// The primary **verified** entry of `/user/emails`; otherwise the public email, marked
+    /// verified only if `/user/emails` lists it as verified; otherwise none. An unverified
+    /// address is never reported as verified (design §3–§4).
+    static func chooseEmail(publicEmail: String?, emails: [JSONValue]) -> (String?, Bool) {
+        if let primary = emails.first(where: { $0["primary"]?.boolValue == true && $0["verified"]?.boolValue == true }),
+            let address = primary["email"]?.stringValue
+        {
+            return (address, true)
+        }
+        if let publicEmail {
+            let verified = emails.contains { $0["email"]?.stringValue == publicEmail && $0["verified"]?.boolValue == true }
+            return (publicEmail, verified)
+        }
+        return (nil, false)
+    }
+
+    private func api(_ path: String, tokens: ProviderTokens) async throws -> OutboundResponse {
+        let response: OutboundResponse
+        do {
+            response = try await http.execute(
+                OutboundRequest(
+                    url: configuration.apiBaseURL + path,
+                    headers: [
+                        "Authorization": "Bearer \(tokens.accessToken)",
+                        "Accept": "application/vnd.github+json",
+                        "X-GitHub-Api-Version": "2022-11-28",
+                    ], maxResponseBytes: 1 << 20))
+        } catch {
+            throw UpstreamErrors.transport(error, providerId: id)
+        }
+        if response.status == 403 || response.status == 429, response.headers["x-ratelimit-remaining"] == "0" {
+            let reset = response.headers["x-ratelimit-reset"].flatMap(Int.self.init).map { max(1, $0 - Int(Date().timeIntervalSince1970)) }
+            throw GatehouseError.upstreamRateLimited(id, retryAfter: response.headers["retry-after"].flatMap { Int($0) } ?? reset)
+        }
+        guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
+        return response
+    }
+
+    /// The token response as JSON, or form-encoded when GitHub ignored the `Accept` header.
+    private static func decodeTokenBody(_ response: OutboundResponse) -> [String: String] {
+        if let json = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body)), case .object(let object) = json {
+            return object.compactMapValues { $0.stringValue ?? $0.integerValue.map(String.init) }
+        }
+        var result: [String: String] = [:]
+        for (key, value) in FormEncoding.decode(response.bodyText) where result[key] == nil { result[key] = value }
+        return result
+    }
+}

@@ -1,0 +1,51 @@
+/// A provider's view of the user, normalized. Stored with the link (the last sign-in's
+/// snapshot) and refreshed by live profile calls.
+public struct ProviderProfile: Sendable, Codable, Equatable {
+    /// The provider id.
+    public var providerId: String
+    /// The provider's stable user id (GitHub's numeric `id` as a string).
+    public var federatedId: String
+    /// The provider user name (GitHub `login`).
+    public var username: String?
+    /// The display name.
+    public var displayName: String?
+    /// The given name.
+    public var givenName: String?
+    /// The family name.
+    public var familyName: String?
+    /// The email address, or `nil` when the provider has none worth showing.
+    public var email: String?
+    /// Whether the provider vouches for `email` (GitHub: a primary verified `/user/emails` entry).
+    public var emailVerified: Bool
+    /// The provider's photo URL. Internal: the API only exposes the gateway's photo route.
+    public var photoSourceURL: String?
+    /// The user's public profile page.
+    public var profileURL: String?
+    /// The directory tenant (Microsoft); `nil` elsewhere.
+    public var tenantId: String?
+    /// A BCP 47 locale, when the provider has one.
+    public var locale: String?
+    /// The provider's own answer, unchanged.
+    public var rawUserInfo: JSONValue
+
+    /// Creates a profile.
+    public init(
+        providerId: String, federatedId: String, username: String? = nil, displayName: String? = nil, givenName: String? = nil,
+        familyName: String? = nil, email: String? = nil, emailVerified: Bool = false, photoSourceURL: String? = nil,
+        profileURL: String? = nil, tenantId: String? = nil, locale: String? = nil, rawUserInfo: JSONValue = .null
+    ) {
+        self.providerId = providerId
+        self.federatedId = federatedId
+        self.username = username
+        self.displayName = displayName
+        self.givenName = givenName
+        self.familyName = familyName
+        self.email = email
+        self.emailVerified = emailVerified
+        self.photoSourceURL = photoSourceURL
+        self.profileURL = profileURL
+        self.tenantId = tenantId
+        self.locale = locale
+        self.rawUserInfo = rawUserInfo
+    }
+}

@@ -1,0 +1,34 @@
+import CurlClient
+
+/// Maps what went wrong talking to a provider onto the API's error codes.
+enum UpstreamErrors {
+    /// A transport failure: timeouts → 504, everything else → 502.
+    static func transport(_ error: any Error, providerId: String) -> GatehouseError {
+        if let error = error as? GatehouseError { return error }
+        guard let outbound = error as? OutboundError else {
+            return .upstreamUnavailable(providerId, detail: "\(providerId) could not be reached.")
+        }
+        switch outbound.kind {
+        case .timedOut:
+            return .upstreamUnavailable(providerId, status: 504, detail: "\(providerId) did not answer in time.")
+        case .responseTooLarge:
+            return .upstreamUnavailable(providerId, detail: "\(providerId) sent a larger answer than the gateway accepts.")
+        default:
+            return .upstreamUnavailable(providerId, detail: "\(providerId) could not be reached (\(outbound.kind.rawValue)).")
+        }
+    }
+
+    /// An unexpected HTTP status from a provider's API.
+    static func status(_ response: OutboundResponse, providerId: String) -> GatehouseError {
+        switch response.status {
+        case 401:
+            return .providerReauthRequired(providerId)
+        case 429:
+            return .upstreamRateLimited(providerId, retryAfter: response.headers["retry-after"].flatMap { Int($0) })
+        case 503:
+            return .upstreamUnavailable(providerId, status: 503, detail: "\(providerId) answered 503.")
+        default:
+            return .upstreamUnavailable(providerId, detail: "\(providerId) answered HTTP \(response.status).")
+        }
+    }
+}

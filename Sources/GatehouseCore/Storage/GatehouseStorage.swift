@@ -1,0 +1,47 @@
+import Foundation
+
+/// Everything Gatehouse keeps, behind one protocol: SQLite embedded, PostgreSQL for
+/// several instances. Each method is atomic; "take" methods delete what they return, so a
+/// state, result or code-bound record can be used once even across instances.
+public protocol GatehouseStorage: Sendable {
+    /// Creates or upgrades the schema (versioned, forward-only).
+    func migrate() async throws
+    /// Answers when the store is reachable (readiness).
+    func ping() async throws
+
+    /// Saves a started sign-in.
+    func insertTransaction(_ transaction: SignInTransaction) async throws
+    /// Deletes and returns the transaction with this state **and** binding, if any.
+    func takeTransaction(stateHash: String, bindingHash: String) async throws -> SignInTransaction?
+
+    /// Saves a one-time sign-in result.
+    func insertResult(idHash: String, payload: Data, expiresAt: Date) async throws
+    /// Deletes and returns the result if it has not expired.
+    func takeResult(idHash: String, now: Date) async throws -> Data?
+
+    /// The account with this uid.
+    func account(uid: String) async throws -> AccountRecord?
+    /// The link of this provider identity, on whichever account holds it.
+    func link(providerId: String, federatedId: String) async throws -> ProviderLinkRecord?
+    /// The links of an account, oldest first.
+    func links(uid: String) async throws -> [ProviderLinkRecord]
+    /// Creates an account with its first link in one transaction; throws
+    /// `StorageError.conflict` when the identity is already linked.
+    func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws
+    /// Replaces a link's profile and tokens and sets the account's last sign-in, in one transaction.
+    func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws
+    /// Replaces a link's profile snapshot and tokens.
+    func updateLink(_ link: ProviderLinkRecord) async throws
+
+    /// Saves a session.
+    func insertSession(_ session: SessionRecord) async throws
+    /// The session with this hash, if it has not expired.
+    func session(idHash: String, now: Date) async throws -> SessionRecord?
+    /// Ends one session.
+    func deleteSession(idHash: String) async throws
+    /// Ends every session of an account.
+    func deleteSessions(uid: String) async throws
+
+    /// Deletes expired transactions, results and sessions.
+    func purgeExpired(now: Date) async throws
+}

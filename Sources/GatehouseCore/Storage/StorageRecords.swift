@@ -1,0 +1,118 @@
+import Foundation
+
+/// A started sign-in, waiting for its callback. Keyed by the SHA-256 of `state`.
+public struct SignInTransaction: Sendable, Equatable {
+    /// SHA-256 hex of the `state` sent to the provider.
+    public var stateHash: String
+    /// SHA-256 hex of the transaction cookie that binds the flow to one browser.
+    public var bindingHash: String
+    /// The provider the flow was started for (checked against the callback's path).
+    public var providerId: String
+    /// The PKCE verifier, revealed only to the token endpoint.
+    public var codeVerifier: String
+    /// The nonce (OIDC providers).
+    public var nonce: String
+    /// Where the browser returns.
+    public var returnTo: String
+    /// `signin` (link and reauthenticate come with accounts).
+    public var mode: String
+    /// The callback URL sent on the authorize request; the token request repeats it.
+    public var redirectURI: String
+    /// When the flow started.
+    public var createdAt: Date
+    /// When the flow stops being acceptable.
+    public var expiresAt: Date
+
+    /// Creates a transaction.
+    public init(
+        stateHash: String, bindingHash: String, providerId: String, codeVerifier: String, nonce: String, returnTo: String, mode: String,
+        redirectURI: String, createdAt: Date, expiresAt: Date
+    ) {
+        self.stateHash = stateHash
+        self.bindingHash = bindingHash
+        self.providerId = providerId
+        self.codeVerifier = codeVerifier
+        self.nonce = nonce
+        self.returnTo = returnTo
+        self.mode = mode
+        self.redirectURI = redirectURI
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// A Gatehouse account.
+public struct AccountRecord: Sendable, Equatable {
+    /// The user id.
+    public var uid: String
+    /// When the account was created.
+    public var createdAt: Date
+    /// The last successful sign-in.
+    public var lastSignInAt: Date
+    /// Disabled accounts cannot sign in or be read by the user.
+    public var disabled: Bool
+
+    /// Creates an account record.
+    public init(uid: String, createdAt: Date, lastSignInAt: Date, disabled: Bool = false) {
+        self.uid = uid
+        self.createdAt = createdAt
+        self.lastSignInAt = lastSignInAt
+        self.disabled = disabled
+    }
+}
+
+/// One provider identity linked to an account, with its profile snapshot and its tokens,
+/// sealed by the token vault.
+public struct ProviderLinkRecord: Sendable, Equatable {
+    /// The account.
+    public var uid: String
+    /// The provider id.
+    public var providerId: String
+    /// The provider's user id; (providerId, federatedId) is unique across all accounts.
+    public var federatedId: String
+    /// The normalized profile of the last sign-in or profile call, as JSON.
+    public var profileJSON: Data
+    /// The provider tokens, sealed by `TokenVault` (never plaintext).
+    public var sealedTokens: String
+    /// When the identity was linked.
+    public var linkedAt: Date
+    /// When tokens or profile last changed.
+    public var updatedAt: Date
+
+    /// Creates a link record.
+    public init(uid: String, providerId: String, federatedId: String, profileJSON: Data, sealedTokens: String, linkedAt: Date, updatedAt: Date) {
+        self.uid = uid
+        self.providerId = providerId
+        self.federatedId = federatedId
+        self.profileJSON = profileJSON
+        self.sealedTokens = sealedTokens
+        self.linkedAt = linkedAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// A browser session. Keyed by the SHA-256 of the cookie value.
+public struct SessionRecord: Sendable, Equatable {
+    /// SHA-256 hex of the session cookie.
+    public var idHash: String
+    /// The signed-in account.
+    public var uid: String
+    /// When the session started (the sign-in time).
+    public var createdAt: Date
+    /// When the session ends.
+    public var expiresAt: Date
+
+    /// Creates a session record.
+    public init(idHash: String, uid: String, createdAt: Date, expiresAt: Date) {
+        self.idHash = idHash
+        self.uid = uid
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// Storage failures the core reacts to.
+public enum StorageError: Error, Sendable, Equatable {
+    /// A uniqueness rule was violated (for example the same identity linked twice).
+    case conflict
+}

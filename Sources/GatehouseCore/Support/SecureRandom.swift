@@ -1,0 +1,18 @@
+import Crypto
+import Foundation
+
+/// Unguessable values: state, nonce, PKCE verifiers, session and result ids.
+public enum SecureRandom {
+    /// `byteCount` random bytes from the system CSPRNG, base64url-encoded.
+    /// 32 bytes (256 bits) is the default: comfortably above the 128 bits design §4 asks for.
+    public static func token(byteCount: Int = 32) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return Base64URL.encode((0..<byteCount).map { _ in UInt8.random(in: 0...255, using: &generator) })
+    }
+
+    /// Lower-case hex SHA-256 of the text: how ids and secrets are stored, so a copy of the
+    /// database does not hand out live sessions.
+    public static func digest(_ text: String) -> String {
+        SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import GRDB
+import GatehouseCore
+
+/// The embedded default store: one SQLite file in WAL mode, through GRDB.
+///
+/// WAL with `synchronous=FULL` keeps every committed sign-in across a crash or `kill -9`;
+/// each protocol method is one SQLite transaction, so nothing is ever half-written.
+public final class SQLiteStorage: GatehouseStorage {
+    private let pool: DatabasePool
+
+    /// Opens (or creates) the database file.
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+        }
+        pool = try DatabasePool(path: path, configuration: configuration)
+    }
+
+    /// Applies the versioned, forward-only migrations.
+    public func migrate() async throws {
+        try SQLiteMigrations.migrator.migrate(pool)
+    }
+
+    /// Runs a trivial query.
+    public func ping() async throws {
+        _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
+    public func insertTransaction(_ t: SignInTransaction) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO signin_transactions (state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode,
+                      redirect_uri, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    t.stateHash, t.bindingHash, t.providerId, t.codeVerifier, t.nonce, t.returnTo, t.mode, t.redirectURI, t.createdAt,
+                    t.expiresAt,
+                ])
+        }
+    }
+
+    public func takeTransaction(stateHash: String, bindingHash: String) async throws -> SignInTransaction? {
+        try await pool.write { db in
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "DELETE FROM signin_transactions WHERE state_hash = ? AND binding_hash = ? RETURNING *",
+                    arguments: [stateHash, bindingHash])
+            else { return nil }
+            return SignInTransaction(
+                stateHash: row["state_hash"], bindingHash: row["binding_hash"], providerId: row["provider_id"],
+                codeVerifier: row["code_verifier"], nonce: row["nonce"], returnTo: row["return_to"], mode: row["mode"],
+                redirectURI: row["redirect_uri"], createdAt: row["created_at"], expiresAt: row["expires_at"])
+        }
+    }
+
+    public func insertResult(idHash: String, payload: Data, expiresAt: Date) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO signin_results (id_hash, payload, expires_at) VALUES (?, ?, ?)", arguments: [idHash, payload, expiresAt])
+        }
+    }
+
+    public func takeResult(idHash: String, now: Date) async throws -> Data? {
+        try await pool.write { db in
+            guard let row = try Row.fetchOne(db, sql: "DELETE FROM signin_results WHERE id_hash = ? RETURNING payload, expires_at", arguments: [idHash])
+            else { return nil }
+            let expiresAt: Date = row["expires_at"]
+            return expiresAt > now ? row["payload"] : nil
+        }
+    }
+
+    public func account(uid: String) async throws -> AccountRecord? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE uid = ?", arguments: [uid]).map(Self.account)
+        }
+    }
+
+    public func link(providerId: String, federatedId: String) async throws -> ProviderLinkRecord? {
+        try await pool.read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT * FROM provider_links WHERE provider_id = ? AND federated_id = ?", arguments: [providerId, federatedId]
+            ).map(Self.link)
+        }
+    }
+
+    public func links(uid: String) async throws -> [ProviderLinkRecord] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM provider_links WHERE uid = ? ORDER BY linked_at, provider_id", arguments: [uid]).map(Self.link)
+        }
+    }
+
+    public func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws {
+        do {
+            try await pool.write { db in
+                try db.execute(
+                    sql: "INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled) VALUES (?, ?, ?, ?)",
+                    arguments: [account.uid, account.createdAt, account.lastSignInAt, account.disabled])
+                try Self.insert(firstLink, db)
+            }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            throw StorageError.conflict
+        }
+    }
+
+    public func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws {
+        try await pool.write { db in
+            try Self.update(link, db)
+            try db.execute(sql: "UPDATE accounts SET last_sign_in_at = ? WHERE uid = ?", arguments: [date, link.uid])
+        }
+    }
+
+    public func updateLink(_ link: ProviderLinkRecord) async throws {
+        try await pool.write { db in try Self.update(link, db) }
+    }
+
+    public func insertSession(_ session: SessionRecord) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO sessions (id_hash, uid, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                arguments: [session.idHash, session.uid, session.createdAt, session.expiresAt])
+        }
+    }
+
+    public func session(idHash: String, now: Date) async throws -> SessionRecord? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id_hash = ? AND expires_at > ?", arguments: [idHash, now]).map { row in
+                SessionRecord(idHash: row["id_hash"], uid: row["uid"], createdAt: row["created_at"], expiresAt: row["expires_at"])
+            }
+        }
+    }
+
+    public func deleteSession(idHash: String) async throws {
+        try await pool.write { db in try db.execute(sql: "DELETE FROM sessions WHERE id_hash = ?", arguments: [idHash]) }
+    }
+
+    public func deleteSessions(uid: String) async throws {
+        try await pool.write { db in try db.execute(sql: "DELETE FROM sessions WHERE uid = ?", arguments: [uid]) }
+    }
+
+    public func purgeExpired(now: Date) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM signin_transactions WHERE expires_at <= ?", arguments: [now])
+            try db.execute(sql: "DELETE FROM signin_results WHERE expires_at <= ?", arguments: [now])
+            try db.execute(sql: "DELETE FROM sessions WHERE expires_at <= ?", arguments: [now])
+        }
+    }
+
+    private static func account(_ row: Row) -> AccountRecord {
+        AccountRecord(uid: row["uid"], createdAt: row["created_at"], lastSignInAt: row["last_sign_in_at"], disabled: row["disabled"])
+    }
+
+    private static func link(_ row: Row) -> ProviderLinkRecord {
+        ProviderLinkRecord(
+            uid: row["uid"], providerId: row["provider_id"], federatedId: row["federated_id"], profileJSON: row["profile_json"],
+            sealedTokens: row["sealed_tokens"], linkedAt: row["linked_at"], updatedAt: row["updated_at"])
+    }
+
+    private static func insert(_ link: ProviderLinkRecord, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO provider_links (uid, provider_id, federated_id, profile_json, sealed_tokens, linked_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [link.uid, link.providerId, link.federatedId, link.profileJSON, link.sealedTokens, link.linkedAt, link.updatedAt])
+    }
+
+    private static func update(_ link: ProviderLinkRecord, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                UPDATE provider_links SET profile_json = ?, sealed_tokens = ?, updated_at = ?
+                WHERE provider_id = ? AND federated_id = ? AND uid = ?
+                """,
+            arguments: [link.profileJSON, link.sealedTokens, link.updatedAt, link.providerId, link.federatedId, link.uid])
+    }
+}

@@ -1,0 +1,70 @@
+import GatehouseCore
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// Wraps the router so every error leaves as `application/problem+json`: unknown routes
+/// (`404 not-found`), wrong methods (`405 method-not-allowed` with `Allow`), framework
+/// errors, and unexpected failures (`500 internal`, logged with the request id, never shown).
+/// It also sets the security headers every answer carries.
+struct ProblemResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == BasicRequestContext {
+    let inner: Inner
+    let routes: RouteTable
+    let logger: Logger
+
+    func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
+        let started = ContinuousClock.now
+        var response: Response
+        do {
+            response = try await inner.respond(to: request, context: context)
+            if response.status.code >= 400, response.headers[.contentType] != "application/problem+json" {
+                response = rewrite(response, request: request)
+            }
+        } catch let error as GatehouseError {
+            response = error.problemResponse()
+        } catch let error as any HTTPResponseError {
+            response = rewrite(Response(status: error.status), request: request)
+        } catch {
+            logger.error(
+                "request failed", metadata: ["request.id": "\(context.id)", "error.type": "\(String(reflecting: type(of: error)))"])
+            response = GatehouseError.internalError().problemResponse()
+        }
+        response.headers[.xContentTypeOptions] = "nosniff"
+        if request.uri.path.hasPrefix("/v1/auth") {
+            response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        }
+        // The query string is never logged: callbacks carry codes and state in it.
+        let elapsed = ContinuousClock.now - started
+        logger.info(
+            "request",
+            metadata: [
+                "request.id": "\(context.id)", "http.method": "\(request.method.rawValue)", "http.path": "\(request.uri.path)",
+                "http.status": "\(response.status.code)",
+                "duration.ms": "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)",
+            ])
+        return response
+    }
+
+    private func rewrite(_ response: Response, request: Request) -> Response {
+        switch response.status.code {
+        case 404:
+            let allowed = routes.methods(matching: request.uri.path)
+            if !allowed.isEmpty, !allowed.contains(request.method.rawValue) {
+                var problem = GatehouseError(
+                    code: "method-not-allowed", status: 405, title: "Method not allowed",
+                    detail: "\(request.method.rawValue) is not supported here; use \(allowed.joined(separator: ", "))."
+                ).problemResponse()
+                problem.headers[.allow] = allowed.joined(separator: ", ")
+                return problem
+            }
+            return GatehouseError.notFound().problemResponse()
+        case 413:
+            return GatehouseError(code: "invalid-argument", status: 413, title: "Request too large", detail: "The request body is too large.")
+                .problemResponse()
+        case 500...:
+            return GatehouseError.internalError().problemResponse()
+        default:
+            return GatehouseError.invalidArgument("The request could not be processed (HTTP \(response.status.code)).").problemResponse()
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import GatehouseCore
+import HTTPTypes
+import Hummingbird
+
+/// `/v1/auth/…`: start, callback, result, sign-out.
+struct AuthRoutes {
+    let gatehouse: Gatehouse
+
+    func register(_ router: Router<BasicRequestContext>, table: inout RouteTable) {
+        let cookies = gatehouse.configuration.cookies
+        let signIn = gatehouse.signIn
+        let sessions = gatehouse.sessions
+        let transactionLifetime = Int(gatehouse.configuration.transactionLifetime)
+        let sessionLifetime = Int(gatehouse.configuration.sessionLifetime)
+
+        table.add(router, .get, "/v1/auth/{providerId}/start") { request, context in
+            let providerId = context.parameters.get("providerId") ?? ""
+            let start = try await signIn.start(
+                providerId: providerId, query: request.queryPairs, existingBinding: request.cookie(cookies.transactionName),
+                logger: context.logger)
+            var response =
+                request.wantsJSON
+                ? try Response.json(["authorizationUrl": start.authorizationURL])
+                : Response(status: .found, headers: [.location: start.authorizationURL, .cacheControl: "no-store"])
+            response.headers.append(
+                HTTPField(
+                    name: .setCookie,
+                    value: cookies.setCookie(name: cookies.transactionName, value: start.bindingValue, maxAge: transactionLifetime)))
+            return response
+        }
+
+        let callback: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, context in
+            var request = request
+            var parameters = request.queryDictionary
+            if request.method == .post {
+                let body = try await request.collectBody(upTo: 64 << 10)
+                for (key, value) in FormEncoding.decode(String(buffer: body)) where parameters[key] == nil { parameters[key] = value }
+            }
+            let completion = try await signIn.callback(
+                providerId: context.parameters.get("providerId") ?? "", parameters: parameters,
+                binding: request.cookie(cookies.transactionName), logger: context.logger)
+            var response = Response(status: .seeOther, headers: [.location: completion.redirectURL, .cacheControl: "no-store"])
+            if let session = completion.sessionValue {
+                // A new session id at every sign-in; the old session, if any, ends (no fixation).
+                try await sessions.signOut(session: request.cookie(cookies.sessionName), all: false)
+                response.headers.append(
+                    HTTPField(name: .setCookie, value: cookies.setCookie(name: cookies.sessionName, value: session, maxAge: sessionLifetime)))
+            }
+            return response
+        }
+        table.add(router, .get, "/v1/auth/{providerId}/callback", callback)
+        table.add(router, .post, "/v1/auth/{providerId}/callback", callback)
+
+        table.add(router, .post, "/v1/auth/result") { request, _ in
+            var request = request
+            let body = try await request.collectBody(upTo: 16 << 10)
+            guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
+                let id = object["result"] as? String
+            else {
+                throw GatehouseError.invalidArgument("The body must be a JSON object with a string member \"result\".")
+            }
+            return try Response.json(try await signIn.result(id: id))
+        }
+
+        table.add(router, .post, "/v1/auth/signout") { request, _ in
+            let all = request.queryDictionary["all"] == "true"
+            try await sessions.signOut(session: request.cookie(cookies.sessionName), all: all)
+            var response = Response(status: .noContent, headers: [.cacheControl: "no-store"])
+            response.headers.append(HTTPField(name: .setCookie, value: cookies.deleteCookie(name: cookies.sessionName)))
+            return response
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import GatehouseCore
+import HTTPTypes
+import Hummingbird
+
+/// `/v1/me…`: the signed-in user's unified profile, provider profile and photo.
+struct MeRoutes {
+    let gatehouse: Gatehouse
+
+    /// Photo sizes Graph serves (design §2); other providers scale to the same set.
+    static let photoSizes: Set<Int> = [48, 64, 96, 120, 240, 360, 432, 504, 648]
+
+    func register(_ router: Router<BasicRequestContext>, table: inout RouteTable) {
+        let cookies = gatehouse.configuration.cookies
+        let sessions = gatehouse.sessions
+        let profiles = gatehouse.profiles
+
+        @Sendable func signedIn(_ request: Request) async throws -> String {
+            guard let uid = try await sessions.uid(forSession: request.cookie(cookies.sessionName)) else {
+                throw GatehouseError.unauthenticated()
+            }
+            return uid
+        }
+
+        table.add(router, .get, "/v1/me") { request, _ in
+            try Response.json(try await profiles.me(uid: try await signedIn(request)))
+        }
+
+        table.add(router, .get, "/v1/me/providers/{providerId}/profile") { request, context in
+            let uid = try await signedIn(request)
+            let profile = try await profiles.providerProfile(uid: uid, providerId: context.parameters.get("providerId") ?? "")
+            return try Response.json(ProviderProfileView(profile))
+        }
+
+        table.add(router, .get, "/v1/me/photo") { request, _ in
+            let uid = try await signedIn(request)
+            let query = request.queryDictionary
+            var size: Int?
+            if let text = query["size"] {
+                guard let value = Int(text), Self.photoSizes.contains(value) else {
+                    throw GatehouseError.invalidArgument("size must be one of \(Self.photoSizes.sorted().map(String.init).joined(separator: ", ")).")
+                }
+                size = value
+            }
+            let photo = try await profiles.photo(uid: uid, providerId: query["provider"], size: size)
+            var headers: HTTPFields = [.eTag: photo.etag, .cacheControl: "private, max-age=300"]
+            let tags = (request.headers[.ifNoneMatch] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            if tags.contains(photo.etag) || tags.contains("*") {
+                return Response(status: .notModified, headers: headers)
+            }
+            headers[.contentType] = photo.contentType
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: photo.bytes)))
+        }
+    }
+}
+
+/// A provider profile as `GET /v1/me/providers/{id}/profile` shows it: the normalized fields
+/// plus `rawUserInfo`, without the provider's photo URL.
+struct ProviderProfileView: Encodable {
+    let profile: ProviderProfile
+
+    init(_ profile: ProviderProfile) { self.profile = profile }
+
+    enum CodingKeys: String, CodingKey {
+        case providerId, federatedId, username, displayName, givenName, familyName, email, emailVerified, profileURL, tenantId, locale,
+            rawUserInfo
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(profile.providerId, forKey: .providerId)
+        try c.encode(profile.federatedId, forKey: .federatedId)
+        try c.encode(profile.username, forKey: .username)
+        try c.encode(profile.displayName, forKey: .displayName)
+        try c.encode(profile.givenName, forKey: .givenName)
+        try c.encode(profile.familyName, forKey: .familyName)
+        try c.encode(profile.email, forKey: .email)
+        try c.encode(profile.emailVerified, forKey: .emailVerified)
+        try c.encode(profile.profileURL, forKey: .profileURL)
+        try c.encode(profile.tenantId, forKey: .tenantId)
+        try c.encode(profile.locale, forKey: .locale)
+        try c.encode(profile.rawUserInfo, forKey: .rawUserInfo)
+    }
+}

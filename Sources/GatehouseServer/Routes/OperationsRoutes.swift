@@ -1,0 +1,33 @@
+import GatehouseCore
+import Hummingbird
+
+/// `/healthz` (the process answers) and `/readyz` (storage reachable, providers configured).
+struct OperationsRoutes {
+    let gatehouse: Gatehouse
+
+    func register(_ router: Router<BasicRequestContext>, table: inout RouteTable) {
+        let storage = gatehouse.storage
+        let providers = gatehouse.providers
+        table.add(router, .get, "/healthz") { _, _ in
+            try Response.json(["status": "ok"])
+        }
+        table.add(router, .get, "/readyz") { _, context in
+            do {
+                try await storage.ping()
+            } catch {
+                context.logger.warning("readiness: storage unreachable")
+                throw GatehouseError(code: "not-ready", status: 503, title: "Not ready", detail: "The storage is not reachable.")
+            }
+            guard !providers.ids.isEmpty else {
+                throw GatehouseError(code: "not-ready", status: 503, title: "Not ready", detail: "No provider is configured.")
+            }
+            return try Response.json(ReadyStatus(status: "ready", storage: "ok", providers: providers.ids))
+        }
+    }
+
+    struct ReadyStatus: Encodable {
+        let status: String
+        let storage: String
+        let providers: [String]
+    }
+}

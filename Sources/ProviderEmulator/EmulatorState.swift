@@ -1,0 +1,111 @@
+import Foundation
+
+/// A fault to inject on one emulated endpoint (`POST /_emulator/faults`).
+struct Fault: Sendable {
+    /// `METHOD path`, as received (e.g. `GET /github-api/user`).
+    var endpoint: String
+    /// The status to answer with; `nil` only delays the real answer.
+    var status: Int?
+    /// Extra response headers.
+    var headers: [String: String]
+    /// The response body.
+    var body: String
+    /// Latency added before answering.
+    var delayMilliseconds: Int
+    /// How many more requests it applies to; `nil` until cleared.
+    var remaining: Int?
+}
+
+/// An authorization code waiting for its one redemption.
+struct IssuedCode: Sendable {
+    var clientID: String
+    var redirectURI: String?
+    var login: String
+    var scopes: [String]
+    var codeChallenge: String?
+    var issuedAt: Date
+}
+
+/// An access token the emulated provider handed out.
+struct IssuedToken: Sendable {
+    var login: String
+    var clientID: String
+    var scopes: [String]
+    var expired: Bool
+    var revoked: Bool
+    var used: Int
+    var resetAt: Int
+}
+
+/// Everything the emulator remembers: codes, tokens, call counts and faults.
+/// An actor, because the HTTP server answers requests concurrently.
+actor EmulatorState {
+    private var codes: [String: IssuedCode] = [:]
+    private var tokens: [String: IssuedToken] = [:]
+    private var stats: [String: Int] = [:]
+    private var faults: [Fault] = []
+
+    // MARK: Control path
+
+    func count(_ endpoint: String) {
+        stats[endpoint, default: 0] += 1
+    }
+
+    func statistics() -> [String: Int] { stats }
+
+    func addFault(_ fault: Fault) { faults.append(fault) }
+
+    func clearFaults() { faults.removeAll() }
+
+    /// The fault that applies to this request, consuming one of its `times`.
+    func takeFault(for endpoint: String) -> Fault? {
+        guard let index = faults.firstIndex(where: { $0.endpoint == endpoint && ($0.remaining ?? 1) > 0 }) else { return nil }
+        let fault = faults[index]
+        if let remaining = fault.remaining {
+            faults[index].remaining = remaining - 1
+        }
+        return fault
+    }
+
+    /// Marks every access token issued so far as expired.
+    func expireAllTokens() -> Int {
+        for key in tokens.keys { tokens[key]?.expired = true }
+        return tokens.count
+    }
+
+    // MARK: Codes and tokens
+
+    func storeCode(_ code: String, _ issued: IssuedCode) { codes[code] = issued }
+
+    /// Removes and returns the code: a code is redeemable once, whatever the outcome.
+    func redeemCode(_ code: String) -> IssuedCode? { codes.removeValue(forKey: code) }
+
+    func storeToken(_ token: String, _ issued: IssuedToken) { tokens[token] = issued }
+
+    func token(_ token: String) -> IssuedToken? { tokens[token] }
+
+    /// Counts one API call against the token's rate limit and returns the updated record.
+    func useToken(_ token: String) -> IssuedToken? {
+        guard var record = tokens[token] else { return nil }
+        let now = Int(Date().timeIntervalSince1970)
+        if record.resetAt <= now {
+            record.used = 0
+            record.resetAt = now + 3600
+        }
+        record.used += 1
+        tokens[token] = record
+        return record
+    }
+
+    /// Revokes one token, or every token of the same user and client (`grant`).
+    func revoke(_ token: String, wholeGrant: Bool) -> Bool {
+        guard let record = tokens[token], !record.revoked else { return false }
+        for (key, other) in tokens where key == token || (wholeGrant && other.login == record.login && other.clientID == record.clientID) {
+            tokens[key]?.revoked = true
+        }
+        return true
+    }
+
+    /// All access tokens issued so far (for tests that search logs and databases for them).
+    func issuedTokens() -> [String] { Array(tokens.keys) }
+}

@@ -1,0 +1,88 @@
+import ArgumentParser
+import CurlClient
+import Foundation
+import GatehouseCore
+import GatehouseSQLite
+import GatehouseServer
+import Logging
+import ProviderEmulator
+import ServiceLifecycle
+
+/// `gatehouse demo`: zero configuration — SQLite in a local folder, the provider emulator
+/// alongside, development mode on loopback, and the demo page at `/`.
+struct DemoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "demo", abstract: "Run Gatehouse with the provider emulator and the demo page.")
+
+    @Option(help: "The gateway's port (0 picks a free one).")
+    var port = 8080
+
+    @Option(help: "The emulator's port (0 picks a free one).")
+    var emulatorPort = 8081
+
+    @Option(help: "The folder for the SQLite database and the demo's encryption key; a fresh folder is a fresh demo.")
+    var dataDir = "gatehouse-data"
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let logger = Logging.bootstrapJSON(level: environment["GATEHOUSE_LOG_LEVEL"])
+        try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+        let gatewayPort = port == 0 ? try FreePort.pick() : port
+        let emulatorPort = self.emulatorPort == 0 ? try FreePort.pick() : self.emulatorPort
+        let publicURL = "http://127.0.0.1:\(gatewayPort)"
+        let emulatorURL = "http://127.0.0.1:\(emulatorPort)"
+
+        let storage = try SQLiteStorage(path: (dataDir as NSString).appendingPathComponent("gatehouse.sqlite"))
+        try await storage.migrate()
+        let vault = try TokenVault(keys: [try demoKey(environment: environment)])
+        let client = EmulatorConfiguration.demoGitHubClient
+        let configuration = GatewayConfiguration(
+            publicURL: publicURL, returnToAllowList: ["\(publicURL)/"], developmentMode: true,
+            github: .emulator(baseURL: emulatorURL, clientID: client.id, clientSecret: client.secret))
+        let gatehouse = try Gatehouse(configuration: configuration, storage: storage, vault: vault, http: CurlHTTPClient())
+
+        let emulator = ProviderEmulator().application(port: emulatorPort, logger: logger)
+        let gateway = GatehouseServer.application(gatehouse: gatehouse, host: "127.0.0.1", port: gatewayPort, demoPage: true, logger: logger) {
+            _ in
+            // Written in one call and unbuffered, so a script reading our output sees it at once.
+            FileHandle.standardOutput.write(Data("Gatehouse ready at \(publicURL)\n".utf8))
+        }
+        let group = ServiceGroup(services: [emulator, gateway], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await group.run()
+    }
+
+    /// `GATEHOUSE_ENCRYPTION_KEY` when set; otherwise a key generated once and kept (mode
+    /// 0600) in the data folder, so a demo's stored tokens survive restarts.
+    private func demoKey(environment: [String: String]) throws -> Data {
+        if let text = environment["GATEHOUSE_ENCRYPTION_KEY"] {
+            guard let key = Data(base64Encoded: text), key.count == 32 else {
+                throw ValidationError("GATEHOUSE_ENCRYPTION_KEY must be the base64 of 32 bytes")
+            }
+            return key
+        }
+        let path = (dataDir as NSString).appendingPathComponent("encryption.key")
+        if let text = try? String(contentsOfFile: path, encoding: .utf8), let key = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            return key
+        }
+        let key = TokenVault.generateKey()
+        FileManager.default.createFile(atPath: path, contents: Data(key.base64EncodedString().utf8), attributes: [.posixPermissions: 0o600])
+        return key
+    }
+}
+
+/// Finds a free loopback port by binding port 0 and reading what the kernel chose.
+enum FreePort {
+    static func pick() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ValidationError("no socket for a free port") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        guard bound == 0 else { throw ValidationError("could not bind a free port") }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

@@ -1,0 +1,95 @@
+import ArgumentParser
+import CurlClient
+import Foundation
+import GatehouseCore
+import GatehouseSQLite
+import GatehouseServer
+import Logging
+import ServiceLifecycle
+
+/// `gatehouse serve`: the gateway configured from the environment (see the README).
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Run the gateway (configuration from GATEHOUSE_* variables).")
+
+    @Option(help: "The address to listen on (GATEHOUSE_HOST).")
+    var host: String?
+
+    @Option(help: "The port to listen on (GATEHOUSE_PORT).")
+    var port: Int?
+
+    @Option(help: "The folder holding the SQLite database (GATEHOUSE_DATA_DIR).")
+    var dataDir: String?
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let logger = Logging.bootstrapJSON(level: environment["GATEHOUSE_LOG_LEVEL"])
+        let settings = try ServeSettings(environment: environment, host: host, port: port, dataDir: dataDir)
+        let storage = try SQLiteStorage(path: settings.databasePath)
+        try await storage.migrate()
+        let http = CurlHTTPClient(configuration: .init(caBundlePath: settings.caBundlePath))
+        let gatehouse = try Gatehouse(configuration: settings.gateway, storage: storage, vault: settings.vault, http: http)
+        let app = GatehouseServer.application(gatehouse: gatehouse, host: settings.host, port: settings.port, demoPage: false, logger: logger) {
+            port in
+            logger.info("Gatehouse listening", metadata: ["http.port": "\(port)"])
+        }
+        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await group.run()
+    }
+}
+
+/// The settings of `serve`, read from `GATEHOUSE_*` environment variables.
+struct ServeSettings {
+    var host: String
+    var port: Int
+    var databasePath: String
+    var caBundlePath: String?
+    var gateway: GatewayConfiguration
+    var vault: TokenVault
+
+    init(environment: [String: String], host: String?, port: Int?, dataDir: String?) throws {
+        func required(_ name: String) throws -> String {
+            guard let value = environment[name], !value.isEmpty else { throw ValidationError("\(name) must be set") }
+            return value
+        }
+        self.host = host ?? environment["GATEHOUSE_HOST"] ?? "127.0.0.1"
+        self.port = port ?? environment["GATEHOUSE_PORT"].flatMap(Int.init) ?? 8080
+        let folder = dataDir ?? environment["GATEHOUSE_DATA_DIR"] ?? "gatehouse-data"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        self.databasePath = (folder as NSString).appendingPathComponent("gatehouse.sqlite")
+        self.caBundlePath = environment["GATEHOUSE_CA_BUNDLE"]
+        guard let key = Data(base64Encoded: try required("GATEHOUSE_ENCRYPTION_KEY")), key.count == 32 else {
+            throw ValidationError("GATEHOUSE_ENCRYPTION_KEY must be the base64 of 32 bytes")
+        }
+        self.vault = try TokenVault(keys: [key])
+        var github: GitHubConfiguration?
+        if let clientID = environment["GATEHOUSE_GITHUB_CLIENT_ID"] {
+            var config = GitHubConfiguration(clientID: clientID, clientSecret: try required("GATEHOUSE_GITHUB_CLIENT_SECRET"))
+            if let value = environment["GATEHOUSE_GITHUB_AUTHORIZE_URL"] { config.authorizeURL = value }
+            if let value = environment["GATEHOUSE_GITHUB_TOKEN_URL"] { config.tokenURL = value }
+            if let value = environment["GATEHOUSE_GITHUB_API_URL"] { config.apiBaseURL = value }
+            if let value = environment["GATEHOUSE_GITHUB_AVATAR_URL_PREFIXES"] { config.avatarURLPrefixes = value.split(separator: ",").map(String.init) }
+            github = config
+        }
+        self.gateway = GatewayConfiguration(
+            publicURL: try required("GATEHOUSE_PUBLIC_URL"),
+            returnToAllowList: (environment["GATEHOUSE_RETURN_TO_ALLOWLIST"] ?? "").split(separator: ",").map(String.init),
+            developmentMode: environment["GATEHOUSE_DEVELOPMENT"] == "true",
+            github: github)
+    }
+}
+
+extension Logging {
+    /// Routes swift-log to JSON lines on standard error and returns the gateway's logger.
+    static func bootstrapJSON(level: String?) -> Logger {
+        let sink = LogSink(capture: false)
+        LoggingSystem.bootstrap { label in
+            var handler = JSONLogHandler(label: label, sink: sink)
+            handler.logLevel = level.flatMap(Logger.Level.init(rawValue:)) ?? .info
+            return handler
+        }
+        return Logger(label: "gatehouse")
+    }
+}
+
+/// Namespace for logging set-up helpers.
+enum Logging {}
