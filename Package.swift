@@ -136,6 +136,7 @@ let package = Package(
                 "ProviderEmulator",
                 "CurlClient",
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings

@@ -26,8 +26,8 @@ struct DemoCommand: AsyncParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         let logger = Logging.bootstrapJSON(level: environment["GATEHOUSE_LOG_LEVEL"])
         try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
-        let gatewayPort = port == 0 ? try FreePort.pick() : port
-        let emulatorPort = self.emulatorPort == 0 ? try FreePort.pick() : self.emulatorPort
+        let gatewayPort = port == 0 ? try LoopbackPort.pick() : port
+        let emulatorPort = self.emulatorPort == 0 ? try LoopbackPort.pick() : self.emulatorPort
         let publicURL = "http://127.0.0.1:\(gatewayPort)"
         let emulatorURL = "http://127.0.0.1:\(emulatorPort)"
 
@@ -69,20 +69,3 @@ struct DemoCommand: AsyncParsableCommand {
     }
 }
 
-/// Finds a free loopback port by binding port 0 and reading what the kernel chose.
-enum FreePort {
-    static func pick() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ValidationError("no socket for a free port") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard bound == 0 else { throw ValidationError("could not bind a free port") }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-}

@@ -1,0 +1,151 @@
+import CurlClient
+import Foundation
+import GatehouseCore
+import GatehouseSQLite
+import GatehouseServer
+import Logging
+import ProviderEmulator
+import ServiceLifecycle
+
+/// A gateway and an emulator on loopback ports, in-process, with a fresh SQLite file and
+/// captured logs. Everything between them is real HTTP through libcurl.
+final class TestDeployment: Sendable {
+    let gatewayURL: String
+    let emulatorURL: String
+    let databasePath: String
+    let logs = LogSink(capture: true)
+    let emulator = ProviderEmulator()
+    let client = CurlHTTPClient()
+    private let group: ServiceGroup
+
+    static let githubClient = EmulatorConfiguration.demoGitHubClient
+    static let returnTo = "https://app.example.com/signed-in"
+
+    init(transactionLifetime: TimeInterval = 600) async throws {
+        let gatewayPort = try LoopbackPort.pick()
+        let emulatorPort = try LoopbackPort.pick()
+        gatewayURL = "http://127.0.0.1:\(gatewayPort)"
+        emulatorURL = "http://127.0.0.1:\(emulatorPort)"
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-e2e-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        databasePath = folder + "/gatehouse.sqlite"
+        let sink = logs
+        let logger = Logger(label: "gatehouse-test") { JSONLogHandler(label: $0, sink: sink) }
+        let storage = try SQLiteStorage(path: databasePath)
+        try await storage.migrate()
+        let configuration = GatewayConfiguration(
+            publicURL: gatewayURL, returnToAllowList: ["https://app.example.com/signed-in", "\(gatewayURL)/"], developmentMode: true,
+            transactionLifetime: transactionLifetime,
+            github: .emulator(baseURL: emulatorURL, clientID: Self.githubClient.id, clientSecret: Self.githubClient.secret))
+        let gatehouse = try Gatehouse(
+            configuration: configuration, storage: storage, vault: try TokenVault(keys: [TokenVault.generateKey()]), http: client)
+        group = ServiceGroup(
+            services: [
+                emulator.application(port: emulatorPort, logger: logger),
+                GatehouseServer.application(gatehouse: gatehouse, host: "127.0.0.1", port: gatewayPort, demoPage: true, logger: logger),
+            ], gracefulShutdownSignals: [], logger: logger)
+        let group = self.group
+        Task { try await group.run() }
+        for url in ["\(gatewayURL)/healthz", "\(emulatorURL)/"] {
+            var ready = false
+            for _ in 0..<100 where !ready {
+                ready = (try? await client.execute(OutboundRequest(url: url)))?.status == 200
+                if !ready { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            guard ready else { throw FlowError("\(url) did not come up") }
+        }
+    }
+
+    func stop() async {
+        await group.triggerGracefulShutdown()
+        client.shutdown()
+    }
+
+    /// The emulator's call counts by `METHOD path`.
+    func emulatorStats() async throws -> [String: Int] {
+        let response = try await client.execute(OutboundRequest(url: "\(emulatorURL)/_emulator/stats"))
+        return try JSONDecoder().decode([String: Int].self, from: Data(response.body))
+    }
+}
+
+/// A browser's cookie jar, as curl's `-b/-c` would keep it.
+struct CookieJar {
+    private(set) var cookies: [String: String] = [:]
+
+    mutating func store(from response: OutboundResponse) {
+        for header in response.headers.values("set-cookie") {
+            let pair = header.split(separator: ";", maxSplits: 1)[0].split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(pair[0]).trimmingCharacters(in: .whitespaces)
+            let value = pair.count > 1 ? String(pair[1]) : ""
+            let maxAgeZero = header.lowercased().contains("max-age=0")
+            cookies[name] = maxAgeZero || value.isEmpty ? nil : value
+        }
+    }
+
+    var header: OutboundHeaders {
+        cookies.isEmpty ? [:] : ["Cookie": cookies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")]
+    }
+}
+
+/// Drives the sign-in flow like a browser would.
+struct Browser {
+    let deployment: TestDeployment
+    var jar = CookieJar()
+
+    init(_ deployment: TestDeployment) { self.deployment = deployment }
+
+    /// A request with the jar's cookies; stores the answer's cookies.
+    mutating func send(_ url: String, method: String = "GET", headers: OutboundHeaders = [:], body: [UInt8]? = nil) async throws
+        -> OutboundResponse
+    {
+        var all = jar.header
+        for field in headers { all.add(field.name, field.value) }
+        let response = try await deployment.client.execute(OutboundRequest(method: method, url: url, headers: all, body: body))
+        jar.store(from: response)
+        return response
+    }
+
+    /// Start with `query`, returning the provider's authorize URL.
+    mutating func start(_ query: String) async throws -> OutboundResponse {
+        try await send("\(deployment.gatewayURL)/v1/auth/github.com/start?\(query)")
+    }
+
+    /// Runs start → authorize (auto-approve) and returns the callback URL the emulator chose.
+    mutating func authorize(login: String) async throws -> String {
+        let returnTo = FormEncoding.escape(TestDeployment.returnTo)
+        let start = try await start("return_to=\(returnTo)&login=\(login)")
+        guard start.status == 302, let authorize = start.headers["location"] else { throw FlowError("start answered \(start.status): \(start.bodyText)") }
+        let approved = try await deployment.client.execute(OutboundRequest(url: authorize))
+        guard approved.status == 302, let callback = approved.headers["location"] else { throw FlowError("authorize answered \(approved.status)") }
+        return callback
+    }
+
+    /// The whole flow for a seeded user: returns the result id.
+    mutating func signIn(login: String) async throws -> String {
+        let callback = try await send(try await authorize(login: login))
+        guard callback.status == 303, let location = callback.headers["location"], let range = location.range(of: "#gatehouse_result=") else {
+            throw FlowError("callback answered \(callback.status): \(callback.bodyText)")
+        }
+        return String(location[range.upperBound...])
+    }
+
+    /// `POST /v1/auth/result`.
+    mutating func result(_ id: String) async throws -> OutboundResponse {
+        try await send(
+            "\(deployment.gatewayURL)/v1/auth/result", method: "POST", headers: ["Content-Type": "application/json"],
+            body: Array(#"{"result":"\#(id)"}"#.utf8))
+    }
+}
+
+struct FlowError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Parses a JSON object answer.
+func jsonObject(_ response: OutboundResponse) throws -> [String: Any] {
+    guard let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] else {
+        throw FlowError("not a JSON object: \(response.bodyText)")
+    }
+    return object
+}
