@@ -67,7 +67,8 @@ public final class SQLiteStorage: GatehouseStorage {
 
     public func takeResult(idHash: String, now: Date) async throws -> Data? {
         try await pool.write { db in
-            guard let row = try Row.fetchOne(db, sql: "DELETE FROM signin_results WHERE id_hash = ? RETURNING payload, expires_at", arguments: [idHash])
+            guard
+                let row = try Row.fetchOne(db, sql: "DELETE FROM signin_results WHERE id_hash = ? RETURNING payload, expires_at", arguments: [idHash])
             else { return nil }
             let expiresAt: Date = row["expires_at"]
             return expiresAt > now ? row["payload"] : nil

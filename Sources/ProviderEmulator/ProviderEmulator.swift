@@ -24,7 +24,8 @@ public struct ProviderEmulator: Sendable {
         GitHubAPIRoutes(state: state, configuration: configuration).register(on: router)
         router.get("/") { _, _ in
             Response.text(
-                "Gatehouse provider emulator. GitHub: /github (github.com), /github-api (api.github.com). Control: /_emulator/users, /_emulator/stats.\n")
+                "Gatehouse provider emulator. GitHub: /github (github.com), /github-api (api.github.com). Control: /_emulator/users, /_emulator/stats.\n"
+            )
         }
         return router
     }

@@ -60,7 +60,9 @@ struct DemoCommand: AsyncParsableCommand {
             return key
         }
         let path = (dataDir as NSString).appendingPathComponent("encryption.key")
-        if let text = try? String(contentsOfFile: path, encoding: .utf8), let key = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+        if let text = try? String(contentsOfFile: path, encoding: .utf8),
+            let key = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines))
+        {
             return key
         }
         let key = TokenVault.generateKey()
@@ -68,4 +70,3 @@ struct DemoCommand: AsyncParsableCommand {
         return key
     }
 }
-

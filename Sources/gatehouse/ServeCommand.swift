@@ -67,7 +67,9 @@ struct ServeSettings {
             if let value = environment["GATEHOUSE_GITHUB_AUTHORIZE_URL"] { config.authorizeURL = value }
             if let value = environment["GATEHOUSE_GITHUB_TOKEN_URL"] { config.tokenURL = value }
             if let value = environment["GATEHOUSE_GITHUB_API_URL"] { config.apiBaseURL = value }
-            if let value = environment["GATEHOUSE_GITHUB_AVATAR_URL_PREFIXES"] { config.avatarURLPrefixes = value.split(separator: ",").map(String.init) }
+            if let value = environment["GATEHOUSE_GITHUB_AVATAR_URL_PREFIXES"] {
+                config.avatarURLPrefixes = value.split(separator: ",").map(String.init)
+            }
             github = config
         }
         self.gateway = GatewayConfiguration(

@@ -118,7 +118,9 @@ private final class RouteHandler: ChannelInboundHandler {
         (0..<count).map { UInt8(truncatingIfNeeded: $0 % 251) }
     }
 
-    private func send(_ context: ChannelHandlerContext, _ request: HTTPRequestHead, status: HTTPResponseStatus, headers: [String: String], body: [UInt8]) {
+    private func send(
+        _ context: ChannelHandlerContext, _ request: HTTPRequestHead, status: HTTPResponseStatus, headers: [String: String], body: [UInt8]
+    ) {
         var fields = HTTPHeaders(headers.map { ($0.key, $0.value) })
         fields.add(name: "Content-Length", value: String(body.count))
         let head = HTTPResponseHead(version: request.version, status: status, headers: fields)

@@ -31,7 +31,8 @@ struct GitHubSignInTests {
         #expect((additional["profile"] as? [String: Any])?["login"] as? String == "octocat")
         // A result is handed out once.
         let again = try await browser.result(resultID)
-        #expect(again.status == 400)
+        #expect(again.status == 404)
+        #expect(try jsonObject(again)["code"] as? String == "result-not-found")
 
         let me = try await browser.send("\(deployment.gatewayURL)/v1/me")
         #expect(me.status == 200)
@@ -215,7 +216,8 @@ struct GitHubSignInTests {
         #expect(result.headers["content-type"] == "application/problem+json")
         #expect(try jsonObject(result)["code"] as? String == "invalid-idp-response")
         #expect((try await deployment.emulatorStats())["POST /github/login/oauth/access_token"] == 1)
-        let accounts = try await DatabaseQueue(path: deployment.databasePath).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM accounts") }
+        let accounts = try await DatabaseQueue(path: deployment.databasePath).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM accounts")
+        }
         #expect(accounts == 0)
         let me = try await browser.send("\(deployment.gatewayURL)/v1/me")
         #expect(me.status == 401)

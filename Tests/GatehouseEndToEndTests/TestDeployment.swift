@@ -114,7 +114,9 @@ struct Browser {
     mutating func authorize(login: String) async throws -> String {
         let returnTo = FormEncoding.escape(TestDeployment.returnTo)
         let start = try await start("return_to=\(returnTo)&login=\(login)")
-        guard start.status == 302, let authorize = start.headers["location"] else { throw FlowError("start answered \(start.status): \(start.bodyText)") }
+        guard start.status == 302, let authorize = start.headers["location"] else {
+            throw FlowError("start answered \(start.status): \(start.bodyText)")
+        }
         let approved = try await deployment.client.execute(OutboundRequest(url: authorize))
         guard approved.status == 302, let callback = approved.headers["location"] else { throw FlowError("authorize answered \(approved.status)") }
         return callback
@@ -148,4 +150,11 @@ func jsonObject(_ response: OutboundResponse) throws -> [String: Any] {
         throw FlowError("not a JSON object: \(response.bodyText)")
     }
     return object
+}
+
+/// A throwaway SQLite store for tests that only need a `Gatehouse` value.
+enum GatehouseSQLiteStorageForSpec {
+    static func make() throws -> SQLiteStorage {
+        try SQLiteStorage(path: FileManager.default.temporaryDirectory.appendingPathComponent("spec-\(UUID().uuidString).sqlite").path)
+    }
 }

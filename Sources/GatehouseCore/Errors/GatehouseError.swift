@@ -75,7 +75,8 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable {
     public static func providerNotLinked(_ providerId: String) -> Self {
         Self(
             code: "provider-not-linked", status: 404, title: "Provider not linked",
-            detail: "The account has no linked \(providerId.prefix(64).debugDescription) identity.", extensions: ["providerId": String(providerId.prefix(64))])
+            detail: "The account has no linked \(providerId.prefix(64).debugDescription) identity.",
+            extensions: ["providerId": String(providerId.prefix(64))])
     }
     /// 409 `provider-reauth-required`.
     public static func providerReauthRequired(_ providerId: String) -> Self {

@@ -132,7 +132,7 @@ public struct SignInService: Sendable {
     public func result(id: String) async throws -> SignInResult {
         guard !id.isEmpty, id.count <= 128, let payload = try await storage.takeResult(idHash: SecureRandom.digest(id), now: Date()) else {
             throw GatehouseError(
-                code: "invalid-argument", status: 400, title: "Unknown result",
+                code: "result-not-found", status: 404, title: "Unknown result",
                 detail: "The result id is unknown, expired (results live 60 s) or was already fetched.")
         }
         switch try JSONCoding.decoder().decode(StoredResult.self, from: payload) {

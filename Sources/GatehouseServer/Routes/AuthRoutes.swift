@@ -64,7 +64,11 @@ struct AuthRoutes {
         }
 
         table.add(router, .post, "/v1/auth/signout") { request, _ in
-            let all = request.queryDictionary["all"] == "true"
+            let allParameter = request.queryDictionary["all"] ?? "false"
+            guard allParameter == "true" || allParameter == "false" else {
+                throw GatehouseError.invalidArgument("all must be true or false.")
+            }
+            let all = allParameter == "true"
             try await sessions.signOut(session: request.cookie(cookies.sessionName), all: all)
             var response = Response(status: .noContent, headers: [.cacheControl: "no-store"])
             response.headers.append(HTTPField(name: .setCookie, value: cookies.deleteCookie(name: cookies.sessionName)))

@@ -89,7 +89,8 @@ struct GitHubAPIRoutes {
     /// `DELETE /applications/{client_id}/token|grant` with Basic client auth and a JSON body.
     private func revoke(_ request: Request, clientID: String, wholeGrant: Bool) async -> Response {
         var request = request
-        let expected = "Basic " + Data("\(clientID):\(configuration.githubClients.first { $0.id == clientID }?.secret ?? "\u{0}")".utf8).base64EncodedString()
+        let expected =
+            "Basic " + Data("\(clientID):\(configuration.githubClients.first { $0.id == clientID }?.secret ?? "\u{0}")".utf8).base64EncodedString()
         guard request.headers[.authorization] == expected else {
             return Response.json(["message": "Not Found", "documentation_url": "https://docs.github.com/rest"], status: .notFound)
         }
@@ -97,7 +98,8 @@ struct GitHubAPIRoutes {
         guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any], let token = object["access_token"] as? String,
             await state.token(token)?.clientID == clientID
         else {
-            return Response.json(["message": "Validation Failed", "documentation_url": "https://docs.github.com/rest"], status: .unprocessableContent)
+            return Response.json(
+                ["message": "Validation Failed", "documentation_url": "https://docs.github.com/rest"], status: .unprocessableContent)
         }
         _ = await state.revoke(token, wholeGrant: wholeGrant)
         return Response(status: .noContent)

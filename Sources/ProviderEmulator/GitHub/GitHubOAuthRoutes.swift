@@ -37,7 +37,10 @@ struct GitHubOAuthRoutes {
             return Response.redirect(
                 to: Self.append(
                     to: redirectURI,
-                    [("error", "invalid_request"), ("error_description", "Only the S256 code_challenge_method is supported."), ("state", state ?? "")]))
+                    [
+                        ("error", "invalid_request"), ("error_description", "Only the S256 code_challenge_method is supported."),
+                        ("state", state ?? ""),
+                    ]))
         }
         let forcePicker = query["prompt"] == "select_account"
         guard !forcePicker, let login = query["login"], let user = SeededUsers.github.first(where: { $0.login == login }) else {
@@ -49,7 +52,10 @@ struct GitHubOAuthRoutes {
                     to: redirectURI,
                     [
                         ("error", "access_denied"), ("error_description", "The user has denied your application access."),
-                        ("error_uri", "/apps/building-integrations/setting-up-and-registering-oauth-apps/troubleshooting-authorization-request-errors/#access-denied"),
+                        (
+                            "error_uri",
+                            "/apps/building-integrations/setting-up-and-registering-oauth-apps/troubleshooting-authorization-request-errors/#access-denied"
+                        ),
                         ("state", state ?? ""),
                     ]))
         }
