@@ -120,12 +120,17 @@ let package = Package(
         ),
         .testTarget(
             name: "GatehouseStorageTests",
-            dependencies: ["GatehouseCore", "GatehouseSQLite"],
+            dependencies: ["GatehouseCore", "GatehouseSQLite", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "ProviderEmulatorTests",
-            dependencies: ["ProviderEmulator", "CurlClient"],
+            dependencies: [
+                "ProviderEmulator",
+                "CurlClient",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -46,7 +46,9 @@ struct DemoCommand: AsyncParsableCommand {
             // Written in one call and unbuffered, so a script reading our output sees it at once.
             FileHandle.standardOutput.write(Data("Gatehouse ready at \(publicURL)\n".utf8))
         }
-        let group = ServiceGroup(services: [emulator, gateway], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let purger = ExpiredRecordsPurger(storage: storage, interval: .seconds(300), logger: logger)
+        let group = ServiceGroup(
+            services: [emulator, gateway, PurgeService(purger: purger)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
     }
 

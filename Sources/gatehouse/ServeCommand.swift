@@ -32,7 +32,8 @@ struct ServeCommand: AsyncParsableCommand {
             port in
             logger.info("Gatehouse listening", metadata: ["http.port": "\(port)"])
         }
-        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let purger = ExpiredRecordsPurger(storage: storage, interval: settings.purgeInterval, logger: logger)
+        let group = ServiceGroup(services: [app, PurgeService(purger: purger)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
     }
 }
@@ -43,6 +44,8 @@ struct ServeSettings {
     var port: Int
     var databasePath: String
     var caBundlePath: String?
+    /// Seconds between two purges of expired flows, results and sessions (`GATEHOUSE_PURGE_INTERVAL`, default 300).
+    var purgeInterval: Duration
     var gateway: GatewayConfiguration
     var vault: TokenVault
 
@@ -57,6 +60,9 @@ struct ServeSettings {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         self.databasePath = (folder as NSString).appendingPathComponent("gatehouse.sqlite")
         self.caBundlePath = environment["GATEHOUSE_CA_BUNDLE"]
+        let purgeSeconds = environment["GATEHOUSE_PURGE_INTERVAL"].map { Int($0) } ?? 300
+        guard let purgeSeconds, purgeSeconds > 0 else { throw ValidationError("GATEHOUSE_PURGE_INTERVAL must be a positive number of seconds") }
+        self.purgeInterval = .seconds(purgeSeconds)
         guard let key = Data(base64Encoded: try required("GATEHOUSE_ENCRYPTION_KEY")), key.count == 32 else {
             throw ValidationError("GATEHOUSE_ENCRYPTION_KEY must be the base64 of 32 bytes")
         }

@@ -1,0 +1,69 @@
+import CurlClient
+import Foundation
+import Testing
+
+/// TLS verification with a configurable CA bundle, and HTTP/2 when the server offers it,
+/// against nghttpd (a real HTTP/2 server) on loopback.
+@Suite("CurlHTTPClient over TLS", .serialized)
+struct TLSAndHTTP2Tests {
+    static let payload = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+
+    @Test("HTTP/2 is negotiated and concurrent streams complete intact when the CA bundle trusts the server")
+    func http2WithTrustedCA() async throws {
+        let server = try TLSTestServer.start(files: ["hello.txt": Data("hello over h2\n".utf8), "big.bin": Self.payload])
+        defer { server.stop() }
+        let client = CurlHTTPClient(configuration: .init(caBundlePath: server.caBundlePath))
+        defer { client.shutdown() }
+        let response = try await client.execute(OutboundRequest(url: server.url("/hello.txt")))
+        #expect(response.status == 200)
+        #expect(response.httpVersion == "2")
+        #expect(response.bodyText == "hello over h2\n")
+
+        // Several concurrent requests share multiplexed HTTP/2 streams and all complete intact.
+        let bodies = try await withThrowingTaskGroup(of: [UInt8].self) { group in
+            for _ in 0..<10 { group.addTask { try await client.execute(OutboundRequest(url: server.url("/big.bin"))).body } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(bodies.count == 10)
+        #expect(bodies.allSatisfy { $0 == Array(Self.payload) })
+    }
+
+    @Test("a server the CA bundle does not trust is refused as a TLS failure")
+    func untrustedServerIsRefused() async throws {
+        let server = try TLSTestServer.start(files: ["hello.txt": Data("x".utf8)])
+        defer { server.stop() }
+        let client = CurlHTTPClient()  // the system store does not know the throwaway CA
+        defer { client.shutdown() }
+        do {
+            _ = try await client.execute(OutboundRequest(url: server.url("/hello.txt")))
+            Issue.record("an untrusted certificate was accepted")
+        } catch let error as OutboundError {
+            #expect(error.kind == .tls)
+        }
+    }
+
+    @Test("a certificate for another host name is refused even when its CA is trusted")
+    func hostNameMismatchIsRefused() async throws {
+        let server = try TLSTestServer.start(files: ["hello.txt": Data("x".utf8)])
+        defer { server.stop() }
+        let client = CurlHTTPClient(configuration: .init(caBundlePath: server.caBundlePath))
+        defer { client.shutdown() }
+        do {
+            _ = try await client.execute(OutboundRequest(url: server.url("/hello.txt", host: "localhost")))
+            Issue.record("a certificate for 127.0.0.1 was accepted for localhost")
+        } catch let error as OutboundError {
+            #expect(error.kind == .tls || error.kind == .connectFailed)
+        }
+    }
+
+    @Test("a missing CA bundle file is an error, not a silent fallback to no verification")
+    func missingCABundleFails() async throws {
+        let server = try TLSTestServer.start(files: ["hello.txt": Data("x".utf8)])
+        defer { server.stop() }
+        let client = CurlHTTPClient(configuration: .init(caBundlePath: "/nonexistent/ca.pem"))
+        defer { client.shutdown() }
+        await #expect(throws: OutboundError.self) {
+            _ = try await client.execute(OutboundRequest(url: server.url("/hello.txt")))
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+
+@testable import GatehouseCore
+
+/// PKCE, base64url, form encoding and custom-parameter rules.
+@Suite struct EncodingTests {
+    /// RFC 7636 Appendix B's example verifier and challenge.
+    @Test func pkceMatchesRFC7636AppendixB() {
+        #expect(PKCE.challenge(for: "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk") == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM")
+        let fresh = PKCE()
+        #expect(fresh.verifier.count == 43)
+        #expect(fresh.challenge == PKCE.challenge(for: fresh.verifier))
+        #expect(PKCE().verifier != fresh.verifier)
+    }
+
+    @Test func base64URLRoundTripsWithoutPadding() {
+        for length in 0..<40 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 251) }
+            let text = Base64URL.encode(bytes)
+            #expect(!text.contains("=") && !text.contains("+") && !text.contains("/"))
+            #expect(Base64URL.decode(text) == Data(bytes))
+        }
+        #expect(Base64URL.decode("not base64!") == nil)
+    }
+
+    @Test func formEncodingRoundTrips() {
+        let pairs = [("redirect_uri", "http://127.0.0.1:8080/cb?a=1&b=2"), ("name", "Ada Lovelace"), ("empty", ""), ("ü", "ß+&=")]
+        let encoded = FormEncoding.encode(pairs)
+        #expect(encoded.contains("Ada%20Lovelace"))
+        #expect(!encoded.contains("?"))
+        let decoded = FormEncoding.decode(encoded)
+        #expect(decoded.map(\.0) == pairs.map(\.0))
+        #expect(decoded.map(\.1) == pairs.map(\.1))
+        #expect(FormEncoding.decode("a=b+c&flag&bad=%zz").map { "\($0.0)=\($0.1)" } == ["a=b c", "flag=", "bad=%zz"])
+    }
+
+    @Test func customParametersForwardOnlyWhatIsAllowed() throws {
+        let forwarded = try CustomParameters.forwardable(from: [
+            ("return_to", "https://app.example/"), ("scope", "repo"), ("login", "octocat"), ("allow_signup", "false"),
+        ])
+        #expect(forwarded.map(\.0) == ["login", "allow_signup"])
+        for reserved in ["state", "client_id", "REDIRECT_URI", "code_challenge", "nonce", "response_mode"] {
+            #expect(throws: GatehouseError.self) { try CustomParameters.forwardable(from: [(reserved, "x")]) }
+        }
+        #expect(throws: GatehouseError.self) { try CustomParameters.forwardable(from: [("x", String(repeating: "a", count: 2000))]) }
+    }
+
+    @Test func secureRandomTokensAreUniqueAndDigestsStable() {
+        let tokens = Set((0..<1000).map { _ in SecureRandom.token(byteCount: 32) })
+        #expect(tokens.count == 1000)
+        #expect(SecureRandom.digest("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+}

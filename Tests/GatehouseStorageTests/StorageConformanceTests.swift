@@ -1,0 +1,180 @@
+import Foundation
+import GatehouseCore
+import Testing
+
+/// The contract of `GatehouseStorage`, run against every backend in `StorageBackend.all`.
+@Suite struct StorageConformanceTests {
+    @Test(arguments: StorageBackend.all)
+    func migrationIsRepeatableAndPingAnswers(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.migrate()
+        try await storage.ping()
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func aTransactionIsTakenOnceAndOnlyWithItsBinding(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        let transaction = Fixtures.transaction()
+        try await storage.insertTransaction(transaction)
+        #expect(try await storage.takeTransaction(stateHash: transaction.stateHash, bindingHash: SecureRandom.digest("other")) == nil)
+        #expect(try await storage.takeTransaction(stateHash: transaction.stateHash, bindingHash: transaction.bindingHash) == transaction)
+        #expect(try await storage.takeTransaction(stateHash: transaction.stateHash, bindingHash: transaction.bindingHash) == nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func concurrentTakesOfOneTransactionHaveOneWinner(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        let transaction = Fixtures.transaction()
+        try await storage.insertTransaction(transaction)
+        let winners = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    try await storage.takeTransaction(stateHash: transaction.stateHash, bindingHash: transaction.bindingHash) == nil ? 0 : 1
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(winners == 1)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func aResultIsTakenOnceAndNotAfterItExpires(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.insertResult(idHash: "live", payload: Data("payload".utf8), expiresAt: Fixtures.now.addingTimeInterval(60))
+        try await storage.insertResult(idHash: "stale", payload: Data("old".utf8), expiresAt: Fixtures.now.addingTimeInterval(-1))
+        #expect(try await storage.takeResult(idHash: "live", now: Fixtures.now) == Data("payload".utf8))
+        #expect(try await storage.takeResult(idHash: "live", now: Fixtures.now) == nil)
+        #expect(try await storage.takeResult(idHash: "stale", now: Fixtures.now) == nil)
+        // Taking an expired result still deletes it: a later clock cannot revive it.
+        #expect(try await storage.takeResult(idHash: "stale", now: Fixtures.now.addingTimeInterval(-3600)) == nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func anAccountIsCreatedWithItsFirstLink(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        let link = Fixtures.link("u1", federatedId: "583231")
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: link)
+        #expect(try await storage.account(uid: "u1") == Fixtures.account("u1"))
+        #expect(try await storage.link(providerId: "github.com", federatedId: "583231") == link)
+        #expect(try await storage.links(uid: "u1") == [link])
+        #expect(try await storage.account(uid: "nobody") == nil)
+        #expect(try await storage.link(providerId: "oidc.x", federatedId: "583231") == nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func anIdentityLinkedTwiceIsAConflictAndWritesNothing(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "583231"))
+        await #expect(throws: StorageError.conflict) {
+            try await storage.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", federatedId: "583231"))
+        }
+        // All or nothing: the second account does not exist without its link.
+        #expect(try await storage.account(uid: "u2") == nil)
+        #expect(try await storage.link(providerId: "github.com", federatedId: "583231")?.uid == "u1")
+        await #expect(throws: StorageError.conflict) {
+            try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "other"))
+        }
+        #expect(try await storage.link(providerId: "github.com", federatedId: "other") == nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func racingFirstSignInsCreateOneAccount(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        let created = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<10 {
+                group.addTask {
+                    do {
+                        try await storage.createAccount(Fixtures.account("u\(index)"), firstLink: Fixtures.link("u\(index)", federatedId: "same"))
+                        return 1
+                    } catch StorageError.conflict {
+                        return 0
+                    }
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(created == 1)
+        let owner = try #require(try await storage.link(providerId: "github.com", federatedId: "same")?.uid)
+        #expect(try await storage.account(uid: owner) != nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func aSignInReplacesTheLinkAndMovesLastSignIn(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let later = Fixtures.now.addingTimeInterval(120)
+        var link = Fixtures.link("u1", federatedId: "1", tokens: "v1.k.new")
+        link.updatedAt = later
+        link.profileJSON = Data(#"{"name":"new"}"#.utf8)
+        try await storage.recordSignIn(link: link, at: later)
+        #expect(try await storage.link(providerId: "github.com", federatedId: "1") == link)
+        let account = try #require(try await storage.account(uid: "u1"))
+        #expect(account.lastSignInAt == later)
+        #expect(account.createdAt == Fixtures.now)
+
+        link.sealedTokens = "v1.k.refreshed"
+        try await storage.updateLink(link)
+        #expect(try await storage.link(providerId: "github.com", federatedId: "1")?.sealedTokens == "v1.k.refreshed")
+        #expect(try await storage.account(uid: "u1")?.lastSignInAt == later)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func anUpdateCannotMoveALinkToAnotherAccount(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await storage.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", federatedId: "2"))
+        try await storage.updateLink(Fixtures.link("u2", federatedId: "1", tokens: "v1.k.hijack"))
+        let link = try #require(try await storage.link(providerId: "github.com", federatedId: "1"))
+        #expect(link.uid == "u1")
+        #expect(link.sealedTokens == "v1.k.sealed")
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func sessionsExpireAndEnd(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let a = Fixtures.session("a", uid: "u1")
+        let b = Fixtures.session("b", uid: "u1")
+        let old = Fixtures.session("old", uid: "u1", expiresIn: -1)
+        for session in [a, b, old] { try await storage.insertSession(session) }
+        #expect(try await storage.session(idHash: a.idHash, now: Fixtures.now) == a)
+        #expect(try await storage.session(idHash: old.idHash, now: Fixtures.now) == nil)
+        #expect(try await storage.session(idHash: a.idHash, now: a.expiresAt) == nil)
+
+        try await storage.deleteSession(idHash: a.idHash)
+        #expect(try await storage.session(idHash: a.idHash, now: Fixtures.now) == nil)
+        #expect(try await storage.session(idHash: b.idHash, now: Fixtures.now) == b)
+        try await storage.deleteSessions(uid: "u1")
+        #expect(try await storage.session(idHash: b.idHash, now: Fixtures.now) == nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func purgeRemovesOnlyWhatExpired(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let live = Fixtures.transaction(state: "live")
+        let stale = Fixtures.transaction(state: "stale", expiresIn: -1)
+        try await storage.insertTransaction(live)
+        try await storage.insertTransaction(stale)
+        try await storage.insertResult(idHash: "live", payload: Data("x".utf8), expiresAt: Fixtures.now.addingTimeInterval(60))
+        try await storage.insertSession(Fixtures.session("live", uid: "u1"))
+        try await storage.insertSession(Fixtures.session("stale", uid: "u1", expiresIn: -1))
+
+        try await storage.purgeExpired(now: Fixtures.now)
+
+        #expect(try await storage.takeTransaction(stateHash: stale.stateHash, bindingHash: stale.bindingHash) == nil)
+        #expect(try await storage.takeTransaction(stateHash: live.stateHash, bindingHash: live.bindingHash) == live)
+        #expect(try await storage.takeResult(idHash: "live", now: Fixtures.now) != nil)
+        #expect(try await storage.session(idHash: SecureRandom.digest("live"), now: Fixtures.now) != nil)
+        // Accounts and links are never purged.
+        #expect(try await storage.account(uid: "u1") != nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func linksAreListedOldestFirst(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", provider: "oidc.z", federatedId: "z"))
+        #expect(try await storage.links(uid: "u1").map(\.providerId) == ["oidc.z"])
+        #expect(try await storage.links(uid: "nobody").isEmpty)
+    }
+}
