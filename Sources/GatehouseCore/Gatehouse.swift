@@ -18,13 +18,19 @@ public struct Gatehouse: Sendable {
     public let profiles: ProfileService
 
     /// Builds the core; throws when the configuration is unsafe (see `GatewayConfiguration.validate`).
-    public init(configuration: GatewayConfiguration, storage: any GatehouseStorage, vault: TokenVault, http: CurlHTTPClient) throws {
+    public init(
+        configuration: GatewayConfiguration, storage: any GatehouseStorage, vault: TokenVault, http: CurlHTTPClient,
+        logger: Logger = Logger(label: "gatehouse")
+    ) throws {
         try configuration.validate()
         self.configuration = configuration
         self.storage = storage
         var providers: [any IdentityProvider] = []
         if let github = configuration.github {
             providers.append(GitHubProvider(configuration: github, http: http))
+        }
+        for oidc in configuration.oidcProviders {
+            providers.append(OIDCProvider(configuration: oidc, http: http, developmentMode: configuration.developmentMode, logger: logger))
         }
         let registry = ProviderRegistry(providers)
         self.providers = registry

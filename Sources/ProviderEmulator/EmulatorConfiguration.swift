@@ -1,3 +1,5 @@
+import Foundation
+
 /// A client application registered at an emulated provider.
 public struct ClientRegistration: Sendable, Codable, Equatable {
     /// The `client_id`.
@@ -16,19 +18,45 @@ public struct ClientRegistration: Sendable, Codable, Equatable {
     }
 }
 
+extension ClientRegistration {
+    /// GitHub's rule, used by every emulated provider: the registered callback's host and
+    /// port with the same or a deeper path; without a registration, any port on a loopback host.
+    func accepts(redirectURI: String) -> Bool {
+        guard let url = URLComponents(string: redirectURI), let scheme = url.scheme, let host = url.host,
+            scheme == "http" || scheme == "https", url.user == nil, url.password == nil
+        else { return false }
+        if let registered = callbackURL.flatMap(URLComponents.init(string:)) {
+            return registered.host == host && registered.port == url.port && url.path.hasPrefix(registered.path)
+        }
+        return ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host)
+    }
+}
+
 /// What the emulator knows before it starts.
 public struct EmulatorConfiguration: Sendable {
     /// OAuth apps registered at the emulated GitHub.
     public var githubClients: [ClientRegistration]
+    /// Clients registered at the emulated OpenID Providers, by issuer name (`oidc`, `yahoo`).
+    public var oidcClients: [String: [ClientRegistration]]
     /// How long an authorization code stays redeemable (GitHub: 10 minutes).
     public var codeLifetime: Duration
 
     /// The client `gatehouse demo` uses against the emulated GitHub.
     public static let demoGitHubClient = ClientRegistration(id: "gatehouse-demo-github", secret: "gatehouse-demo-github-secret")
 
-    /// Creates a configuration; the default registers the demo client.
-    public init(githubClients: [ClientRegistration] = [demoGitHubClient], codeLifetime: Duration = .seconds(600)) {
+    /// The client `gatehouse demo` uses against the emulated generic issuer (`oidc.emulator`).
+    public static let demoOIDCClient = ClientRegistration(id: "gatehouse-demo-oidc", secret: "gatehouse-demo-oidc-secret")
+    /// The client `gatehouse demo` uses against the emulated Yahoo (a Yahoo-style consumer key).
+    public static let demoYahooClient = ClientRegistration(id: "dj0yJmk9Z2F0ZWhvdXNlLWRlbW8-", secret: "gatehouse-demo-yahoo-secret")
+
+    /// Creates a configuration; the default registers the demo clients.
+    public init(
+        githubClients: [ClientRegistration] = [demoGitHubClient],
+        oidcClients: [String: [ClientRegistration]] = ["oidc": [demoOIDCClient], "yahoo": [demoYahooClient]],
+        codeLifetime: Duration = .seconds(600)
+    ) {
         self.githubClients = githubClients
+        self.oidcClients = oidcClients
         self.codeLifetime = codeLifetime
     }
 }

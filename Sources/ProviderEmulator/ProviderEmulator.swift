@@ -2,13 +2,15 @@ import Hummingbird
 import Logging
 import NIOCore
 
-/// The provider emulator: GitHub (login + REST API) on one port, a path prefix per emulated
+/// The provider emulator: GitHub (login + REST API), a standard OpenID Provider and Yahoo on one port, a path prefix per emulated
 /// host, with seeded users and a control path for tests. It imports none of the gateway's
 /// modules, so that a misunderstanding of a provider cannot hide on both sides.
 public struct ProviderEmulator: Sendable {
     /// The fixed settings (registered clients, code lifetime).
     public let configuration: EmulatorConfiguration
     let state = EmulatorState()
+    let oidcState = OIDCState()
+    let keys = SigningKeys()
 
     /// Creates an emulator with fresh state.
     public init(configuration: EmulatorConfiguration = .init()) {
@@ -19,12 +21,18 @@ public struct ProviderEmulator: Sendable {
     func buildRouter() -> Router<BasicRequestContext> {
         let router = Router()
         router.add(middleware: TrafficMiddleware(state: state))
-        ControlRoutes(state: state).register(on: router)
+        ControlRoutes(state: state, oidcState: oidcState, keys: keys, configuration: configuration).register(on: router)
         GitHubOAuthRoutes(state: state, configuration: configuration).register(on: router)
         GitHubAPIRoutes(state: state, configuration: configuration).register(on: router)
+        for spec in OIDCIssuerSpec.all {
+            OIDCRoutes(
+                spec: spec, clients: configuration.oidcClients[spec.name] ?? [], state: oidcState, keys: keys,
+                codeLifetime: configuration.codeLifetime
+            ).register(on: router)
+        }
         router.get("/") { _, _ in
             Response.text(
-                "Gatehouse provider emulator. GitHub: /github (github.com), /github-api (api.github.com). Control: /_emulator/users, /_emulator/stats.\n"
+                "Gatehouse provider emulator. GitHub: /github (github.com), /github-api (api.github.com). OpenID Providers: /oidc (oidc.emulator), /yahoo (yahoo.com). Control: /_emulator/users, /_emulator/stats.\n"
             )
         }
         return router
@@ -44,6 +52,6 @@ public struct ProviderEmulator: Sendable {
 
     /// Every access token handed out so far; tests search logs and databases for them.
     public func issuedAccessTokens() async -> [String] {
-        await state.issuedTokens()
+        await state.issuedTokens() + oidcState.issuedTokens()
     }
 }

@@ -36,7 +36,13 @@ public enum SeededUsers {
 
     /// The JSON array of `/_emulator/users`: provider, hint, traits and email per user.
     static func listing() -> [[String: Any]] {
-        github.map { user in
+        let openID: [[String: Any]] = oidc.map { user in
+            [
+                "provider": user.issuer == "yahoo" ? "yahoo.com" : "oidc.emulator", "hint": user.hint, "traits": user.traits, "email": user.email,
+                "name": user.name,
+            ]
+        }
+        return github.map { user in
             let primaryVerified = user.emails.first { $0.primary && $0.verified }?.email
             return [
                 "provider": "github.com",
@@ -45,6 +51,6 @@ public enum SeededUsers {
                 "email": (user.publicEmail ?? primaryVerified ?? user.emails.first?.email) as Any? ?? NSNullValue.null,
                 "name": (user.name as Any?) ?? NSNullValue.null,
             ]
-        }
+        } + openID
     }
 }

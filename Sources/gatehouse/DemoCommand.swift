@@ -35,10 +35,16 @@ struct DemoCommand: AsyncParsableCommand {
         try await storage.migrate()
         let vault = try TokenVault(keys: [try demoKey(environment: environment)])
         let client = EmulatorConfiguration.demoGitHubClient
+        let oidcClient = EmulatorConfiguration.demoOIDCClient
+        let yahooClient = EmulatorConfiguration.demoYahooClient
         let configuration = GatewayConfiguration(
             publicURL: publicURL, returnToAllowList: ["\(publicURL)/"], developmentMode: true,
-            github: .emulator(baseURL: emulatorURL, clientID: client.id, clientSecret: client.secret))
-        let gatehouse = try Gatehouse(configuration: configuration, storage: storage, vault: vault, http: CurlHTTPClient())
+            github: .emulator(baseURL: emulatorURL, clientID: client.id, clientSecret: client.secret),
+            oidcProviders: [
+                .emulatorIssuer(baseURL: emulatorURL, clientID: oidcClient.id, clientSecret: oidcClient.secret),
+                .emulatorYahoo(baseURL: emulatorURL, clientID: yahooClient.id, clientSecret: yahooClient.secret),
+            ])
+        let gatehouse = try Gatehouse(configuration: configuration, storage: storage, vault: vault, http: CurlHTTPClient(), logger: logger)
 
         let emulator = ProviderEmulator().application(port: emulatorPort, logger: logger)
         let gateway = GatehouseServer.application(gatehouse: gatehouse, host: "127.0.0.1", port: gatewayPort, demoPage: true, logger: logger) {

@@ -27,7 +27,7 @@ struct ServeCommand: AsyncParsableCommand {
         let storage = try SQLiteStorage(path: settings.databasePath)
         try await storage.migrate()
         let http = CurlHTTPClient(configuration: .init(caBundlePath: settings.caBundlePath))
-        let gatehouse = try Gatehouse(configuration: settings.gateway, storage: storage, vault: settings.vault, http: http)
+        let gatehouse = try Gatehouse(configuration: settings.gateway, storage: storage, vault: settings.vault, http: http, logger: logger)
         let app = GatehouseServer.application(gatehouse: gatehouse, host: settings.host, port: settings.port, demoPage: false, logger: logger) {
             port in
             logger.info("Gatehouse listening", metadata: ["http.port": "\(port)"])
@@ -82,7 +82,7 @@ struct ServeSettings {
             publicURL: try required("GATEHOUSE_PUBLIC_URL"),
             returnToAllowList: (environment["GATEHOUSE_RETURN_TO_ALLOWLIST"] ?? "").split(separator: ",").map(String.init),
             developmentMode: environment["GATEHOUSE_DEVELOPMENT"] == "true",
-            github: github)
+            github: github, oidcProviders: try OIDCSettings.providers(from: environment))
     }
 }
 

@@ -27,7 +27,8 @@ public struct AccountService: Sendable {
                 guard var account = try await storage.account(uid: link.uid) else { break }
                 if account.disabled { throw GatehouseError.userDisabled() }
                 link.profileJSON = try JSONCoding.encoder().encode(profile)
-                link.sealedTokens = try seal(tokens, for: profile)
+                // An ID-token sign-in brings no access token: keep the grant of an earlier code flow.
+                if !tokens.accessToken.isEmpty { link.sealedTokens = try seal(tokens, for: profile) }
                 link.updatedAt = now
                 try await storage.recordSignIn(link: link, at: now)
                 account.lastSignInAt = now

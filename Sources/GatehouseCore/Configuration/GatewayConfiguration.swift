@@ -21,6 +21,8 @@ public struct GatewayConfiguration: Sendable {
     public var maxPhotoBytes: Int
     /// The configured GitHub provider, if any.
     public var github: GitHubConfiguration?
+    /// The configured OpenID Connect providers (`oidc.<name>` and the Yahoo preset).
+    public var oidcProviders: [OIDCProviderConfiguration]
 
     /// Creates a configuration with the documented defaults.
     public init(
@@ -31,7 +33,8 @@ public struct GatewayConfiguration: Sendable {
         resultLifetime: TimeInterval = 60,
         sessionLifetime: TimeInterval = 7 * 24 * 3600,
         maxPhotoBytes: Int = 5 << 20,
-        github: GitHubConfiguration? = nil
+        github: GitHubConfiguration? = nil,
+        oidcProviders: [OIDCProviderConfiguration] = []
     ) {
         self.publicURL = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
         self.returnToAllowList = returnToAllowList
@@ -41,6 +44,7 @@ public struct GatewayConfiguration: Sendable {
         self.sessionLifetime = sessionLifetime
         self.maxPhotoBytes = maxPhotoBytes
         self.github = github
+        self.oidcProviders = oidcProviders
     }
 
     /// Names and attributes of the cookies; `__Host-` and `Secure` everywhere but in
@@ -51,6 +55,17 @@ public struct GatewayConfiguration: Sendable {
     public func validate() throws {
         for url in [publicURL] + (github.map { [$0.authorizeURL, $0.tokenURL, $0.apiBaseURL] } ?? []) {
             try EndpointPolicy.check(url, developmentMode: developmentMode)
+        }
+        var seen: Set<String> = github == nil ? [] : ["github.com"]
+        for provider in oidcProviders {
+            guard provider.providerId == "yahoo.com" || OIDCProviderConfiguration.isGenericProviderId(provider.providerId) else {
+                throw GatehouseError.invalidArgument("OIDC provider ids are yahoo.com or oidc.<name>, not \(provider.providerId.debugDescription)")
+            }
+            guard seen.insert(provider.providerId).inserted else {
+                throw GatehouseError.invalidArgument("provider \(provider.providerId) is configured twice")
+            }
+            try EndpointPolicy.check(provider.issuer, developmentMode: developmentMode)
+            for url in provider.endpointOverrides.values { try EndpointPolicy.check(url, developmentMode: developmentMode) }
         }
         for entry in returnToAllowList {
             guard ReturnToPolicy.parse(entry) != nil else {

@@ -94,6 +94,20 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable {
             code: "upstream-rate-limited", status: 429, title: "Upstream rate limited",
             detail: "\(providerId) is rate-limiting the gateway; retry later.", extensions: ["providerId": providerId], retryAfter: retryAfter)
     }
+    /// 401 `invalid-id-token`: signature, issuer, audience or another claim is wrong.
+    public static func invalidIdToken(_ detail: String) -> Self {
+        Self(code: "invalid-id-token", status: 401, title: "Invalid ID token", detail: detail)
+    }
+    /// 401 `id-token-expired`.
+    public static func idTokenExpired() -> Self {
+        Self(code: "id-token-expired", status: 401, title: "ID token expired", detail: "The ID token has expired.")
+    }
+    /// 400 `missing-or-invalid-nonce`.
+    public static func missingOrInvalidNonce() -> Self {
+        Self(
+            code: "missing-or-invalid-nonce", status: 400, title: "Missing or invalid nonce",
+            detail: "The ID token's nonce is missing or does not match the one of this sign-in.")
+    }
     /// 404 `not-found` for an unknown route.
     public static func notFound() -> Self {
         Self(code: "not-found", status: 404, title: "Not found", detail: "There is no such resource.")

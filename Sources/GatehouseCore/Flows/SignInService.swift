@@ -52,6 +52,10 @@ public struct SignInService: Sendable {
         let nonce = SecureRandom.token()
         let pkce = PKCE()
         let redirectURI = "\(configuration.publicURL)/v1/auth/\(provider.id)/callback"
+        // Built first: when discovery is down, nothing is stored for a flow that cannot start.
+        let url = try await provider.authorizationURL(
+            for: AuthorizationRequest(
+                redirectURI: redirectURI, state: state, nonce: nonce, codeChallenge: pkce.challenge, scopes: scopes, customParameters: custom))
         let now = Date()
         try await storage.insertTransaction(
             SignInTransaction(
@@ -59,9 +63,6 @@ public struct SignInService: Sendable {
                 codeVerifier: pkce.verifier, nonce: nonce, returnTo: returnTo, mode: mode, redirectURI: redirectURI,
                 createdAt: now, expiresAt: now.addingTimeInterval(configuration.transactionLifetime)))
         logger.info("sign-in started", metadata: ["provider.id": "\(provider.id)", "signin.mode": "\(mode)"])
-        let url = provider.authorizationURL(
-            for: AuthorizationRequest(
-                redirectURI: redirectURI, state: state, nonce: nonce, codeChallenge: pkce.challenge, scopes: scopes, customParameters: custom))
         return Start(authorizationURL: url, bindingValue: binding)
     }
 
@@ -98,23 +99,13 @@ public struct SignInService: Sendable {
             guard let code = parameters["code"], !code.isEmpty else {
                 throw GatehouseError.invalidIdPResponse("The provider's callback has no code.")
             }
-            let tokens = try await provider.exchangeCode(code, codeVerifier: transaction.codeVerifier, redirectURI: transaction.redirectURI)
-            let profile = try await provider.fetchProfile(tokens: tokens)
-            let signIn = try await accounts.signIn(profile: profile, tokens: tokens)
-            let session = SecureRandom.token()
-            let now = Date()
-            try await storage.insertSession(
-                SessionRecord(
-                    idHash: SecureRandom.digest(session), uid: signIn.account.uid, createdAt: now,
-                    expiresAt: now.addingTimeInterval(configuration.sessionLifetime)))
-            sessionValue = session
-            outcome = .success(
-                SignInResult(
-                    user: signIn.profile, isNewUser: signIn.isNewUser, providerId: provider.id,
-                    additionalUserInfo: .init(profile: profile.rawUserInfo, username: profile.username)))
-            logger.info(
-                "sign-in completed",
-                metadata: ["provider.id": "\(provider.id)", "user.id": "\(signIn.account.uid)", "user.new": "\(signIn.isNewUser)"])
+            let completed = try await provider.completeSignIn(
+                CallbackParameters(
+                    code: code, codeVerifier: transaction.codeVerifier, redirectURI: transaction.redirectURI, nonce: transaction.nonce,
+                    issuer: parameters["iss"]))
+            let established = try await establish(completed, providerId: provider.id, logger: logger)
+            sessionValue = established.session
+            outcome = .success(established.result)
         } catch let error as GatehouseError {
             logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "error.code": "\(error.code)"])
             outcome = .failure(error)
@@ -126,6 +117,56 @@ public struct SignInService: Sendable {
             expiresAt: Date().addingTimeInterval(configuration.resultLifetime))
         let base = transaction.returnTo.split(separator: "#", maxSplits: 1).first.map(String.init) ?? transaction.returnTo
         return Completion(redirectURL: "\(base)#gatehouse_result=\(resultID)", sessionValue: sessionValue)
+    }
+
+    /// `POST /v1/auth/idtoken`: signs in with an ID token obtained elsewhere, validated exactly
+    /// like the code flow's. A bare access token is refused: the gateway cannot check whom
+    /// it was issued to (providers.md §5).
+    public func signIn(
+        providerId: String, idToken: String?, rawNonce: String?, accessToken: String?, logger: Logger
+    ) async throws -> (result: SignInResult, session: String) {
+        let provider = try providers.provider(providerId)
+        guard let idToken, !idToken.isEmpty else {
+            if accessToken != nil {
+                throw GatehouseError.operationNotAllowed(
+                    "\(provider.id) sign-in needs an ID token: the audience of a bare access token cannot be verified.")
+            }
+            throw GatehouseError.invalidArgument("idToken is required.")
+        }
+        if let rawNonce, rawNonce.isEmpty || rawNonce.count > 512 {
+            throw GatehouseError.invalidArgument("rawNonce must be 1 to 512 characters.")
+        }
+        do {
+            let completed = try await provider.signIn(idToken: idToken, rawNonce: rawNonce)
+            return try await establish(completed, providerId: provider.id, logger: logger)
+        } catch let error as GatehouseError where error.code == "invalid-id-token" {
+            logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "error.code": "\(error.code)"])
+            // Same wording as Firebase: a token the gateway cannot accept is an invalid IdP response.
+            throw GatehouseError.invalidIdPResponse(error.detail)
+        } catch let error as GatehouseError {
+            logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "error.code": "\(error.code)"])
+            throw error
+        }
+    }
+
+    /// Account, session and result of a validated provider sign-in.
+    private func establish(_ completed: ProviderSignIn, providerId: String, logger: Logger) async throws -> (
+        result: SignInResult, session: String
+    ) {
+        let profile = completed.profile
+        let signIn = try await accounts.signIn(profile: profile, tokens: completed.tokens)
+        let session = SecureRandom.token()
+        let now = Date()
+        try await storage.insertSession(
+            SessionRecord(
+                idHash: SecureRandom.digest(session), uid: signIn.account.uid, createdAt: now,
+                expiresAt: now.addingTimeInterval(configuration.sessionLifetime)))
+        logger.info(
+            "sign-in completed", metadata: ["provider.id": "\(providerId)", "user.id": "\(signIn.account.uid)", "user.new": "\(signIn.isNewUser)"])
+        let result = SignInResult(
+            user: signIn.profile, isNewUser: signIn.isNewUser, providerId: providerId,
+            additionalUserInfo: .init(profile: profile.rawUserInfo, username: profile.username))
+        return (result, session)
     }
 
     /// The one-time result: the sign-in result, or the stored failure thrown as an error.

@@ -42,18 +42,55 @@ public struct ProviderPhoto: Sendable {
     public var contentType: String
 }
 
+/// What the provider's redirect back carried, with the transaction it completes.
+public struct CallbackParameters: Sendable {
+    /// The authorization code.
+    public var code: String
+    /// The PKCE verifier of the transaction.
+    public var codeVerifier: String
+    /// The callback URL the authorize request used.
+    public var redirectURI: String
+    /// The nonce of the transaction (OIDC providers check it in the ID token).
+    public var nonce: String
+    /// The callback's `iss` parameter (RFC 9207), if any.
+    public var issuer: String?
+}
+
+/// A validated sign-in at a provider: its tokens and the user's normalized profile.
+public struct ProviderSignIn: Sendable {
+    /// The provider tokens (stored only encrypted).
+    public var tokens: ProviderTokens
+    /// The normalized profile.
+    public var profile: ProviderProfile
+}
+
 /// One identity provider: authorize URL, code exchange, profile and photo.
 public protocol IdentityProvider: Sendable {
     /// The provider id (`github.com`).
     var id: String { get }
     /// Scopes requested on every sign-in.
     var defaultScopes: [String] { get }
-    /// The authorize URL the browser is sent to.
-    func authorizationURL(for request: AuthorizationRequest) -> String
-    /// Redeems an authorization code, once: a code exchange is never retried.
-    func exchangeCode(_ code: String, codeVerifier: String, redirectURI: String) async throws -> ProviderTokens
+    /// The authorize URL the browser is sent to (OIDC providers need discovery first).
+    func authorizationURL(for request: AuthorizationRequest) async throws -> String
+    /// Redeems the callback's code, once (a code exchange is never retried), validates what
+    /// came back and returns the tokens and the profile.
+    func completeSignIn(_ callback: CallbackParameters) async throws -> ProviderSignIn
+    /// Signs in with an ID token obtained elsewhere; providers without ID tokens refuse.
+    func signIn(idToken: String, rawNonce: String?) async throws -> ProviderSignIn
+    /// Why the provider cannot sign anyone in right now, for `/readyz`; `nil` when it can.
+    func readinessProblem() async -> String?
     /// Fetches and normalizes the user's profile with the access token.
     func fetchProfile(tokens: ProviderTokens) async throws -> ProviderProfile
     /// Fetches the user's photo at about `size` pixels, or throws `no-photo`.
     func fetchPhoto(profile: ProviderProfile, tokens: ProviderTokens, size: Int?) async throws -> ProviderPhoto
+}
+
+extension IdentityProvider {
+    /// Refused: this provider issues no ID tokens.
+    public func signIn(idToken: String, rawNonce: String?) async throws -> ProviderSignIn {
+        throw GatehouseError.operationNotAllowed("\(id) does not sign in with ID tokens.")
+    }
+
+    /// Always ready (no discovery to depend on).
+    public func readinessProblem() async -> String? { nil }
 }

@@ -3,7 +3,7 @@ import GatehouseCore
 import HTTPTypes
 import Hummingbird
 
-/// `/v1/auth/…`: start, callback, result, sign-out.
+/// `/v1/auth/…`: start, callback, result, ID-token sign-in, sign-out.
 struct AuthRoutes {
     let gatehouse: Gatehouse
 
@@ -61,6 +61,32 @@ struct AuthRoutes {
                 throw GatehouseError.invalidArgument("The body must be a JSON object with a string member \"result\".")
             }
             return try Response.json(try await signIn.result(id: id))
+        }
+
+        table.add(router, .post, "/v1/auth/idtoken") { request, context in
+            var request = request
+            // JSON only: a cross-site HTML form cannot send it without a CORS preflight.
+            guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
+                throw GatehouseError.invalidArgument("The body must be application/json.")
+            }
+            let body = try await request.collectBody(upTo: 32 << 10)
+            guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
+                let providerId = object["providerId"] as? String
+            else {
+                throw GatehouseError.invalidArgument("The body must be a JSON object with a string member \"providerId\".")
+            }
+            for key in ["idToken", "rawNonce", "accessToken"] where object[key] != nil && !(object[key] is String) {
+                throw GatehouseError.invalidArgument("\(key) must be a string.")
+            }
+            let established = try await signIn.signIn(
+                providerId: providerId, idToken: object["idToken"] as? String, rawNonce: object["rawNonce"] as? String,
+                accessToken: object["accessToken"] as? String, logger: context.logger)
+            var response = try Response.json(established.result)
+            response.headers[.cacheControl] = "no-store"
+            try await sessions.signOut(session: request.cookie(cookies.sessionName), all: false)
+            response.headers.append(
+                HTTPField(name: .setCookie, value: cookies.setCookie(name: cookies.sessionName, value: established.session, maxAge: sessionLifetime)))
+            return response
         }
 
         table.add(router, .post, "/v1/auth/signout") { request, _ in

@@ -21,7 +21,18 @@ struct OperationsRoutes {
             guard !providers.ids.isEmpty else {
                 throw GatehouseError(code: "not-ready", status: 503, title: "Not ready", detail: "No provider is configured.")
             }
-            return try Response.json(ReadyStatus(status: "ready", storage: "ok", providers: providers.ids))
+            // A provider whose discovery is wrong is reported, by name and reason; the others still serve.
+            var problems: [String: String] = [:]
+            for id in providers.ids {
+                if let problem = await (try? providers.provider(id))?.readinessProblem() { problems[id] = problem }
+            }
+            guard problems.count < providers.ids.count else {
+                throw GatehouseError(
+                    code: "not-ready", status: 503, title: "Not ready",
+                    detail: "No provider can sign anyone in: " + problems.sorted { $0.key < $1.key }.map(\.value).joined(separator: " "))
+            }
+            return try Response.json(
+                ReadyStatus(status: "ready", storage: "ok", providers: providers.ids.filter { problems[$0] == nil }, disabledProviders: problems))
         }
     }
 
@@ -29,5 +40,6 @@ struct OperationsRoutes {
         let status: String
         let storage: String
         let providers: [String]
+        let disabledProviders: [String: String]
     }
 }

@@ -4,6 +4,9 @@ import Hummingbird
 /// The control path (`/_emulator/…`) used by tests and by anyone checking a gateway.
 struct ControlRoutes {
     let state: EmulatorState
+    let oidcState: OIDCState
+    let keys: SigningKeys
+    let configuration: EmulatorConfiguration
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("/_emulator/users") { _, _ in
@@ -13,13 +16,48 @@ struct ControlRoutes {
             Response.json(await state.statistics())
         }
         router.post("/_emulator/expire-tokens") { _, _ in
-            Response.json(["expired": await state.expireAllTokens()])
+            Response.json(["expired": await state.expireAllTokens() + oidcState.expireAll()])
+        }
+        router.post("/_emulator/rotate-keys") { _, _ in
+            Response.json(["rotated": await keys.rotate()])
+        }
+        router.post("/_emulator/oidc/tamper") { request, _ in
+            var request = request
+            let object = try await Self.jsonObject(&request)
+            guard let issuer = object["issuer"] as? String, OIDCIssuerSpec.all.contains(where: { $0.name == issuer }),
+                let mode = (object["mode"] as? String).flatMap(TamperMode.init(rawValue:))
+            else {
+                return Response.json(
+                    ["error": "{\"issuer\": \"oidc|yahoo\", \"mode\": one of \(TamperMode.allCases.map(\.rawValue))} is required"],
+                    status: .badRequest)
+            }
+            await oidcState.arm(mode, issuer: issuer)
+            return Response.json(["issuer": issuer, "mode": mode.rawValue], status: .created)
+        }
+        router.delete("/_emulator/oidc/tamper") { _, _ in
+            await oidcState.clearTampers()
+            return Response(status: .noContent)
+        }
+        // An ID token minted for a seeded user, as a native app would get one (for `POST /v1/auth/idtoken` checks).
+        router.post("/_emulator/oidc/id-token") { request, _ in
+            var request = request
+            let base = request.baseURL
+            let object = try await Self.jsonObject(&request)
+            guard let issuer = object["issuer"] as? String, let spec = OIDCIssuerSpec.all.first(where: { $0.name == issuer }),
+                let hint = object["hint"] as? String, let user = SeededUsers.oidc.first(where: { $0.issuer == issuer && $0.hint == hint })
+            else {
+                return Response.json(["error": "{\"issuer\", \"hint\"} naming a seeded user is required"], status: .badRequest)
+            }
+            let audience = object["audience"] as? String ?? configuration.oidcClients[issuer]?.first?.id ?? ""
+            let routes = OIDCRoutes(spec: spec, clients: [], state: oidcState, keys: keys, codeLifetime: configuration.codeLifetime)
+            let token = try await routes.idToken(
+                for: user, audience: audience, nonce: object["nonce"] as? String, scopes: ["openid", "profile", "email"], base: base)
+            return Response.json(["idToken": token])
         }
         router.post("/_emulator/faults") { request, _ in
             var request = request
-            let body = try await request.collectBody(upTo: 64 << 10)
-            guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
-                let endpoint = object["endpoint"] as? String, !endpoint.isEmpty
+            let object = try await Self.jsonObject(&request)
+            guard let endpoint = object["endpoint"] as? String, !endpoint.isEmpty
             else {
                 return Response.json(["error": "a JSON object with an \"endpoint\" (\"METHOD /path\") is required"], status: .badRequest)
             }
@@ -37,5 +75,11 @@ struct ControlRoutes {
             await state.clearFaults()
             return Response(status: .noContent)
         }
+    }
+
+    /// The body as a JSON object; anything else reads as an empty object.
+    static func jsonObject(_ request: inout Request) async throws -> [String: Any] {
+        let body = try await request.collectBody(upTo: 64 << 10)
+        return (try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]) ?? [:]
     }
 }

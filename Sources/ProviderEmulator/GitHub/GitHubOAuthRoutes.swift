@@ -27,7 +27,7 @@ struct GitHubOAuthRoutes {
             // GitHub shows its own 404 page for an unknown application.
             return Response.text("<html><body><h1>404</h1><p>Not Found</p></body></html>", status: .notFound, contentType: "text/html; charset=utf-8")
         }
-        guard let redirectURI = query["redirect_uri"], Self.redirectAllowed(redirectURI, for: client) else {
+        guard let redirectURI = query["redirect_uri"], client.accepts(redirectURI: redirectURI) else {
             return Response.text(
                 "<html><body><h1>Redirect URI mismatch</h1><p>The redirect_uri MUST match the registered callback URL for this application.</p></body></html>",
                 status: .badRequest, contentType: "text/html; charset=utf-8")
@@ -35,7 +35,7 @@ struct GitHubOAuthRoutes {
         let state = query["state"]
         if let method = query["code_challenge_method"], method != "S256" {
             return Response.redirect(
-                to: Self.append(
+                to: WebText.append(
                     to: redirectURI,
                     [
                         ("error", "invalid_request"), ("error_description", "Only the S256 code_challenge_method is supported."),
@@ -48,7 +48,7 @@ struct GitHubOAuthRoutes {
         }
         if query["deny"] == "1" {
             return Response.redirect(
-                to: Self.append(
+                to: WebText.append(
                     to: redirectURI,
                     [
                         ("error", "access_denied"), ("error_description", "The user has denied your application access."),
@@ -68,7 +68,7 @@ struct GitHubOAuthRoutes {
         await self.state.storeCode(code, issued)
         var pairs = [("code", code)]
         if let state { pairs.append(("state", state)) }
-        return Response.redirect(to: Self.append(to: redirectURI, pairs))
+        return Response.redirect(to: WebText.append(to: redirectURI, pairs))
     }
 
     /// The tiny account picker: one plain link per seeded user, and a cancel link.
@@ -82,8 +82,8 @@ struct GitHubOAuthRoutes {
             return "/github/login/oauth/authorize?" + FormEncoding.encode(pairs)
         }
         let items = SeededUsers.github.map { user in
-            let label = Self.html("\(user.login) — \(user.name ?? "no name") (\(user.traits.joined(separator: ", ")))")
-            return "<li><a id=\"user-\(Self.html(user.login))\" href=\"\(Self.html(link(["login": user.login])))\">\(label)</a></li>"
+            let label = WebText.html("\(user.login) — \(user.name ?? "no name") (\(user.traits.joined(separator: ", ")))")
+            return "<li><a id=\"user-\(WebText.html(user.login))\" href=\"\(WebText.html(link(["login": user.login])))\">\(label)</a></li>"
         }
         let firstLogin = SeededUsers.github[0].login
         return """
@@ -91,9 +91,9 @@ struct GitHubOAuthRoutes {
             <html><head><meta charset="utf-8"><title>Sign in to GitHub (emulator)</title></head>
             <body style="font-family: sans-serif; max-width: 40em; margin: 2em auto">
             <h1>Sign in to GitHub</h1>
-            <p>Provider emulator: choose an account to authorize <code>\(Self.html(query["client_id"] ?? ""))</code>.</p>
+            <p>Provider emulator: choose an account to authorize <code>\(WebText.html(query["client_id"] ?? ""))</code>.</p>
             <ul>\(items.joined())</ul>
-            <p><a id="deny" href="\(Self.html(link(["login": firstLogin, "deny": "1"])))">Cancel (deny access)</a></p>
+            <p><a id="deny" href="\(WebText.html(link(["login": firstLogin, "deny": "1"])))">Cancel (deny access)</a></p>
             </body></html>
             """
     }
@@ -149,32 +149,10 @@ struct GitHubOAuthRoutes {
             return Response.json(object)
         }
         if accept.contains("application/xml") {
-            let inner = fields.map { "<\($0.0)>\(Self.html($0.1))</\($0.0)>" }.joined()
+            let inner = fields.map { "<\($0.0)>\(WebText.html($0.1))</\($0.0)>" }.joined()
             return Response.text("<OAuth>\(inner)</OAuth>", contentType: "application/xml; charset=utf-8")
         }
         return Response.text(FormEncoding.encode(fields), contentType: "application/x-www-form-urlencoded; charset=utf-8")
     }
 
-    // MARK: Helpers
-
-    /// GitHub's rule: the registered callback's host and port with the same or a deeper path;
-    /// any port on a loopback host.
-    static func redirectAllowed(_ redirectURI: String, for client: ClientRegistration) -> Bool {
-        guard let url = URLComponents(string: redirectURI), let scheme = url.scheme, let host = url.host,
-            scheme == "http" || scheme == "https", url.user == nil, url.password == nil
-        else { return false }
-        if let registered = client.callbackURL.flatMap(URLComponents.init(string:)) {
-            return registered.host == host && registered.port == url.port && url.path.hasPrefix(registered.path)
-        }
-        return ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host)
-    }
-
-    static func append(to url: String, _ pairs: [(String, String)]) -> String {
-        url + (url.contains("?") ? "&" : "?") + FormEncoding.encode(pairs)
-    }
-
-    static func html(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
-    }
 }

@@ -32,6 +32,12 @@ public struct GitHubProvider: IdentityProvider {
         return configuration.authorizeURL + "?" + FormEncoding.encode(pairs)
     }
 
+    /// Exchanges the code, then reads `/user` and `/user/emails`.
+    public func completeSignIn(_ callback: CallbackParameters) async throws -> ProviderSignIn {
+        let tokens = try await exchangeCode(callback.code, codeVerifier: callback.codeVerifier, redirectURI: callback.redirectURI)
+        return ProviderSignIn(tokens: tokens, profile: try await fetchProfile(tokens: tokens))
+    }
+
     /// POSTs the code to the token endpoint, asking for JSON. GitHub reports errors with
     /// HTTP 200 and an `error` member, so the body decides, not the status.
     public func exchangeCode(_ code: String, codeVerifier: String, redirectURI: String) async throws -> ProviderTokens {
@@ -100,20 +106,7 @@ public struct GitHubProvider: IdentityProvider {
         if let size {
             url += (url.contains("?") ? "&" : "?") + "s=\(size)"
         }
-        let response: OutboundResponse
-        do {
-            // Avatars are public: no token is sent to the avatar host.
-            response = try await http.execute(OutboundRequest(url: url, headers: ["Accept": "image/*"], maxResponseBytes: 5 << 20))
-        } catch {
-            throw UpstreamErrors.transport(error, providerId: id)
-        }
-        if response.status == 404 { throw GatehouseError.noPhoto() }
-        guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
-        let contentType = response.headers["content-type"] ?? ""
-        guard contentType.lowercased().hasPrefix("image/") else {
-            throw GatehouseError.upstreamUnavailable(id, detail: "GitHub's avatar answer is not an image.")
-        }
-        return ProviderPhoto(bytes: response.body, contentType: contentType)
+        return try await PublicPhoto.fetch(url, providerId: id, http: http)
     }
 
     /// The primary **verified** entry of `/user/emails`; otherwise the public email, marked

@@ -1,0 +1,159 @@
+import CurlClient
+import Foundation
+import JWTKit
+import Logging
+
+/// Discovery and JWKS of one issuer, fetched through the libcurl client and cached.
+///
+/// - Discovery whose `issuer` differs from the configured one disables the provider (the
+///   reason is kept for `/readyz` and logged once).
+/// - An unknown `kid` triggers one JWKS refetch, at most once per cooldown, so forged
+///   tokens cannot make the gateway hammer the provider.
+/// - A warm cache keeps working while the provider's endpoints are down; a cold cache fails
+///   closed.
+public actor IssuerMetadataCache {
+    /// The signing keys of one JWKS answer.
+    struct KeySet {
+        let collection: JWTKeyCollection
+        let keyIDs: Set<String>
+        let count: Int
+        let fetchedAt: Date
+    }
+
+    private let configuration: OIDCProviderConfiguration
+    private let http: CurlHTTPClient
+    private let developmentMode: Bool
+    private let logger: Logger
+    private var document: (value: DiscoveryDocument, fetchedAt: Date)?
+    private var keySet: KeySet?
+    private var lastJWKSFetch: Date?
+    /// Why the provider is disabled, for `/readyz`.
+    public private(set) var disabledReason: String?
+
+    /// Creates an empty cache.
+    public init(configuration: OIDCProviderConfiguration, http: CurlHTTPClient, developmentMode: Bool, logger: Logger) {
+        self.configuration = configuration
+        self.http = http
+        self.developmentMode = developmentMode
+        self.logger = logger
+    }
+
+    /// The discovery document (cached; overrides applied).
+    public func discovery() async throws -> DiscoveryDocument {
+        if let document, Date().timeIntervalSince(document.fetchedAt) < configuration.metadataLifetime {
+            return document.value
+        }
+        do {
+            let fresh = try await fetchDiscovery()
+            document = (fresh, Date())
+            disabledReason = nil
+            return fresh
+        } catch let error as GatehouseError where error.code == "provider-misconfigured" {
+            document = nil
+            throw error
+        } catch {
+            // A stale document is better than none while the provider is unreachable.
+            if let document { return document.value }
+            throw error
+        }
+    }
+
+    private func fetchDiscovery() async throws -> DiscoveryDocument {
+        let url = configuration.issuer.trimmingSuffix("/") + "/.well-known/openid-configuration"
+        let response = try await get(url)
+        guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: configuration.providerId) }
+        guard var parsed = try? JSONDecoder().decode(DiscoveryDocument.self, from: Data(response.body)) else {
+            throw disable("its discovery document is not valid OpenID Provider metadata")
+        }
+        guard parsed.issuer == configuration.issuer else {
+            throw disable("its discovery document names issuer \(parsed.issuer.prefix(200).debugDescription), not the configured one")
+        }
+        let overrides = configuration.endpointOverrides
+        parsed.authorizationEndpoint = overrides["authorization_endpoint"] ?? parsed.authorizationEndpoint
+        parsed.tokenEndpoint = overrides["token_endpoint"] ?? parsed.tokenEndpoint
+        parsed.userinfoEndpoint = overrides["userinfo_endpoint"] ?? parsed.userinfoEndpoint
+        parsed.jwksURI = overrides["jwks_uri"] ?? parsed.jwksURI
+        for endpoint in [parsed.authorizationEndpoint, parsed.tokenEndpoint, parsed.jwksURI] + [parsed.userinfoEndpoint].compactMap({ $0 }) {
+            do {
+                try EndpointPolicy.check(endpoint, developmentMode: developmentMode)
+            } catch {
+                throw disable("its discovery document names an endpoint the gateway may not call (\(endpoint.prefix(200).debugDescription))")
+            }
+        }
+        return parsed
+    }
+
+    private func disable(_ reason: String) -> GatehouseError {
+        let message = "\(configuration.providerId) is disabled: \(reason)."
+        if disabledReason != message {
+            logger.error("OIDC provider disabled", metadata: ["provider.id": "\(configuration.providerId)", "reason": "\(reason)"])
+        }
+        disabledReason = message
+        return GatehouseError(code: "provider-misconfigured", status: 503, title: "Provider misconfigured", detail: message)
+    }
+
+    /// The key collection to verify a token whose header names `kid`. Throws
+    /// `invalid-id-token` when no key of the issuer has that id, even after a refetch.
+    func keys(for kid: String?) async throws -> JWTKeyCollection {
+        if let keySet, keySet.matches(kid), Date().timeIntervalSince(keySet.fetchedAt) < configuration.metadataLifetime {
+            return keySet.collection
+        }
+        let cooledDown = lastJWKSFetch.map { Date().timeIntervalSince($0) >= configuration.jwksRefetchCooldown } ?? true
+        let expired = keySet.map { Date().timeIntervalSince($0.fetchedAt) >= configuration.metadataLifetime } ?? true
+        if cooledDown || expired {
+            do {
+                keySet = try await fetchKeys()
+            } catch {
+                // Warm cache: keep verifying with the keys we have; cold cache: fail closed.
+                guard keySet != nil else { throw error }
+                logger.warning("JWKS refresh failed; using cached keys", metadata: ["provider.id": "\(configuration.providerId)"])
+            }
+        }
+        guard let keySet, keySet.matches(kid) else {
+            throw GatehouseError.invalidIdToken("The ID token is signed with a key the issuer does not publish.")
+        }
+        return keySet.collection
+    }
+
+    private func fetchKeys() async throws -> KeySet {
+        let jwksURI = try await discovery().jwksURI
+        lastJWKSFetch = Date()
+        let response = try await get(jwksURI)
+        guard response.status == 200, let jwks = try? JSONDecoder().decode(JWKS.self, from: Data(response.body)) else {
+            throw GatehouseError.upstreamUnavailable(configuration.providerId, detail: "\(configuration.providerId)'s JWKS could not be read.")
+        }
+        let collection = JWTKeyCollection()
+        var ids: Set<String> = []
+        var count = 0
+        for key in jwks.keys where key.keyType == .rsa || key.keyType == .ecdsa {
+            // A key jwt-kit cannot load (odd curve, short modulus) is skipped, not fatal.
+            guard (try? await collection.add(jwk: key)) != nil else { continue }
+            count += 1
+            if let kid = key.keyIdentifier?.string { ids.insert(kid) }
+        }
+        return KeySet(collection: collection, keyIDs: ids, count: count, fetchedAt: Date())
+    }
+
+    private func get(_ url: String) async throws -> OutboundResponse {
+        do {
+            return try await http.execute(OutboundRequest(url: url, headers: ["Accept": "application/json"], maxResponseBytes: 256 << 10))
+        } catch {
+            throw UpstreamErrors.transport(error, providerId: configuration.providerId)
+        }
+    }
+}
+
+extension IssuerMetadataCache.KeySet {
+    /// A token with a `kid` needs that key; one without is accepted only when the set has a single key.
+    func matches(_ kid: String?) -> Bool {
+        if let kid { return keyIDs.contains(kid) }
+        return count == 1
+    }
+}
+
+extension String {
+    /// The string without one trailing `suffix`.
+    func trimmingSuffix(_ suffix: String) -> String {
+        hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
+    }
+}

@@ -1,0 +1,186 @@
+import CurlClient
+import Foundation
+import Logging
+
+/// Any OpenID Connect provider (and the Yahoo preset): discovery, code flow with PKCE, state
+/// and nonce, full ID-token validation, userinfo whose `sub` must match (providers.md §3, §6).
+public struct OIDCProvider: IdentityProvider {
+    /// The provider id (`oidc.<name>` or `yahoo.com`).
+    public var id: String { configuration.providerId }
+    let configuration: OIDCProviderConfiguration
+    let http: CurlHTTPClient
+    let developmentMode: Bool
+    /// Discovery and keys, shared by every request to this provider.
+    let metadata: IssuerMetadataCache
+    let validator: IDTokenValidator
+
+    /// Creates the provider over the shared libcurl client.
+    public init(configuration: OIDCProviderConfiguration, http: CurlHTTPClient, developmentMode: Bool, logger: Logger) {
+        self.configuration = configuration
+        self.http = http
+        self.developmentMode = developmentMode
+        metadata = IssuerMetadataCache(configuration: configuration, http: http, developmentMode: developmentMode, logger: logger)
+        validator = IDTokenValidator(configuration: configuration, metadata: metadata)
+    }
+
+    /// The configured scopes, `openid` first.
+    public var defaultScopes: [String] { ["openid"] + configuration.defaultScopes.filter { $0 != "openid" } }
+
+    /// The discovered authorization endpoint with code + PKCE S256 + state + nonce.
+    public func authorizationURL(for request: AuthorizationRequest) async throws -> String {
+        let document = try await metadata.discovery()
+        var pairs: [(String, String)] = [
+            ("client_id", configuration.clientID),
+            ("redirect_uri", request.redirectURI),
+            ("response_type", "code"),
+            ("scope", request.scopes.joined(separator: " ")),
+            ("state", request.state),
+            ("nonce", request.nonce),
+            ("code_challenge", request.codeChallenge),
+            ("code_challenge_method", "S256"),
+        ]
+        pairs += request.customParameters
+        let separator = document.authorizationEndpoint.contains("?") ? "&" : "?"
+        return document.authorizationEndpoint + separator + FormEncoding.encode(pairs)
+    }
+
+    /// Checks RFC 9207 `iss`, redeems the code once, validates the ID token, then reads userinfo.
+    public func completeSignIn(_ callback: CallbackParameters) async throws -> ProviderSignIn {
+        let document = try await metadata.discovery()
+        // RFC 9207: required when advertised; when present anyway it must still be right.
+        if document.authorizationResponseIssParameterSupported == true || callback.issuer != nil {
+            guard callback.issuer == configuration.issuer else {
+                throw GatehouseError.invalidIdPResponse("The authorization response's iss does not name the expected issuer.")
+            }
+        }
+        let answer = try await redeem(callback, endpoint: document.tokenEndpoint, authMethods: document.tokenEndpointAuthMethodsSupported)
+        guard let idToken = answer["id_token"]?.stringValue else {
+            throw GatehouseError.invalidIdPResponse("\(id)'s token answer has no ID token.")
+        }
+        let claims = try await validator.validate(idToken, nonce: .exact(callback.nonce))
+        guard let accessToken = answer["access_token"]?.stringValue, !accessToken.isEmpty else {
+            throw GatehouseError.invalidIdPResponse("\(id)'s token answer has no access token.")
+        }
+        let tokens = ProviderTokens(
+            accessToken: accessToken, refreshToken: answer["refresh_token"]?.stringValue,
+            expiresAt: answer["expires_in"]?.integerValue.map { Date().timeIntervalSince1970 + Double($0) },
+            scopes: (answer["scope"]?.stringValue ?? "").split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init))
+        var userInfo: JSONValue?
+        if let endpoint = document.userinfoEndpoint {
+            userInfo = try await self.userInfo(endpoint: endpoint, accessToken: accessToken, expectedSubject: claims.subject)
+        }
+        return ProviderSignIn(tokens: tokens, profile: OIDCProfileMapper.profile(providerId: id, claims: claims, userInfo: userInfo))
+    }
+
+    /// Validates an ID token obtained elsewhere; with `rawNonce`, its `nonce` must match it.
+    public func signIn(idToken: String, rawNonce: String?) async throws -> ProviderSignIn {
+        let nonce: IDTokenValidator.ExpectedNonce = rawNonce.map { .raw($0, configuration.nonceComparison) } ?? .none
+        let claims = try await validator.validate(idToken, nonce: nonce)
+        // No access token comes with an ID-token sign-in, so there is nothing to store or refresh.
+        return ProviderSignIn(
+            tokens: ProviderTokens(accessToken: "", scopes: []),
+            profile: OIDCProfileMapper.profile(providerId: id, claims: claims, userInfo: nil))
+    }
+
+    /// The discovery problem that disabled the provider, if any.
+    public func readinessProblem() async -> String? {
+        do {
+            _ = try await metadata.discovery()
+            return nil
+        } catch let error as GatehouseError {
+            return await metadata.disabledReason ?? error.detail
+        } catch {
+            return "\(id): discovery failed."
+        }
+    }
+
+    /// The live profile from userinfo; the caller checks that `sub` is the linked identity.
+    public func fetchProfile(tokens: ProviderTokens) async throws -> ProviderProfile {
+        guard !tokens.accessToken.isEmpty else {
+            throw GatehouseError.providerReauthRequired(id)
+        }
+        guard let endpoint = try await metadata.discovery().userinfoEndpoint else {
+            throw GatehouseError.operationNotAllowed("\(id) has no userinfo endpoint; /v1/me holds the profile of the last sign-in.")
+        }
+        let info = try await userInfo(endpoint: endpoint, accessToken: tokens.accessToken, expectedSubject: nil)
+        guard let subject = info["sub"]?.stringValue else {
+            throw GatehouseError.invalidIdPResponse("\(id)'s userinfo answer has no sub.")
+        }
+        return OIDCProfileMapper.profile(providerId: id, subject: subject, claims: nil, userInfo: info)
+    }
+
+    /// The `picture`, fetched without a token, from an allowed place only.
+    public func fetchPhoto(profile: ProviderProfile, tokens: ProviderTokens, size: Int?) async throws -> ProviderPhoto {
+        guard let source = profile.photoSourceURL, pictureAllowed(source) else { throw GatehouseError.noPhoto() }
+        return try await PublicPhoto.fetch(source, providerId: id, http: http)
+    }
+
+    private func pictureAllowed(_ url: String) -> Bool {
+        if !configuration.pictureURLPrefixes.isEmpty { return configuration.pictureURLPrefixes.contains(where: url.hasPrefix) }
+        return (try? EndpointPolicy.check(url, developmentMode: developmentMode)) != nil
+    }
+
+    // MARK: Wire
+
+    /// The token request; never retried. RFC 6749 errors (Yahoo's upper-case codes too) become
+    /// `invalid-idp-response` naming the provider's code, never echoing the request.
+    private func redeem(_ callback: CallbackParameters, endpoint: String, authMethods: [String]?) async throws -> JSONValue {
+        var form: [(String, String)] = [
+            ("grant_type", "authorization_code"), ("code", callback.code), ("redirect_uri", callback.redirectURI),
+            ("code_verifier", callback.codeVerifier),
+        ]
+        var headers: OutboundHeaders = ["Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"]
+        switch clientAuthentication(supported: authMethods) {
+        case .clientSecretBasic:
+            // RFC 6749 §2.3.1: both parts form-encoded before Base64.
+            let credentials = "\(FormEncoding.escape(configuration.clientID)):\(FormEncoding.escape(configuration.clientSecret))"
+            headers.add("Authorization", "Basic \(Data(credentials.utf8).base64EncodedString())")
+        case .clientSecretPost:
+            form += [("client_id", configuration.clientID), ("client_secret", configuration.clientSecret)]
+        }
+        let response: OutboundResponse
+        do {
+            response = try await http.execute(
+                OutboundRequest(
+                    method: "POST", url: endpoint, headers: headers, body: Array(FormEncoding.encode(form).utf8), maxResponseBytes: 64 << 10))
+        } catch {
+            throw UpstreamErrors.transport(error, providerId: id)
+        }
+        let body = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body))
+        if let error = body?["error"]?.stringValue {
+            throw GatehouseError.invalidIdPResponse("\(id) refused the code exchange (\(error.prefix(64).debugDescription)).")
+        }
+        guard response.status == 200, let body, case .object = body else {
+            if response.status >= 500 || response.status == 429 { throw UpstreamErrors.status(response, providerId: id) }
+            throw GatehouseError.invalidIdPResponse("\(id) answered the code exchange with HTTP \(response.status).")
+        }
+        return body
+    }
+
+    private func clientAuthentication(supported: [String]?) -> OIDCProviderConfiguration.ClientAuthentication {
+        if let configured = configuration.clientAuthentication { return configured }
+        guard let supported, !supported.isEmpty else { return .clientSecretBasic }  // Core §9 default
+        return supported.contains("client_secret_basic") || !supported.contains("client_secret_post") ? .clientSecretBasic : .clientSecretPost
+    }
+
+    /// GETs userinfo with the bearer token; when `expectedSubject` is set, a different `sub`
+    /// fails the sign-in (Core §5.3.2).
+    private func userInfo(endpoint: String, accessToken: String, expectedSubject: String?) async throws -> JSONValue {
+        let response: OutboundResponse
+        do {
+            response = try await http.execute(
+                OutboundRequest(
+                    url: endpoint, headers: ["Authorization": "Bearer \(accessToken)", "Accept": "application/json"], maxResponseBytes: 256 << 10))
+        } catch {
+            throw UpstreamErrors.transport(error, providerId: id)
+        }
+        guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
+        guard let info = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body)), case .object = info else {
+            throw GatehouseError.invalidIdPResponse("\(id)'s userinfo answer is not a JSON object.")
+        }
+        if let expectedSubject, info["sub"]?.stringValue != expectedSubject {
+            throw GatehouseError.invalidIdPResponse("\(id)'s userinfo describes another subject than the ID token.")
+        }
+        return info
+    }
+}

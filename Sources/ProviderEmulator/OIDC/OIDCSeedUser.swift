@@ -1,0 +1,43 @@
+/// An account at an emulated OpenID Provider.
+public struct OIDCSeedUser: Sendable {
+    /// `oidc` or `yahoo` (the issuer spec's name).
+    public var issuer: String
+    /// The `sub` (Yahoo: a 26-character GUID).
+    public var subject: String
+    /// The `login_hint` that auto-approves this user.
+    public var hint: String
+    /// Display, given and family name.
+    public var name: String
+    public var givenName: String
+    public var familyName: String
+    /// The email and whether the provider vouches for it.
+    public var email: String
+    public var emailVerified: Bool
+    /// Whether `picture` is present.
+    public var hasPicture: Bool
+    /// A BCP 47 locale.
+    public var locale: String
+    /// Traits listed at `/_emulator/users`.
+    public var traits: [String]
+}
+
+extension SeededUsers {
+    /// The emulated OpenID Providers' accounts.
+    public static let oidc: [OIDCSeedUser] = [
+        OIDCSeedUser(
+            issuer: "oidc", subject: "248289761001", hint: "olive@oidc.example", name: "Olive Oidc", givenName: "Olive", familyName: "Oidc",
+            email: "olive@oidc.example", emailVerified: true, hasPicture: true, locale: "en-GB", traits: ["verified-email", "photo"]),
+        OIDCSeedUser(
+            issuer: "oidc", subject: "248289761002", hint: "otto@oidc.example", name: "Otto Unverified", givenName: "Otto",
+            familyName: "Unverified", email: "otto@oidc.example", emailVerified: false, hasPicture: false, locale: "de-DE",
+            traits: ["unverified-email", "no-photo"]),
+        OIDCSeedUser(
+            issuer: "yahoo", subject: "UQIDWJNWVNQD4GXZ5NGMZUSTQ4", hint: "yuki@yahoo.example", name: "Yuki Yahoo", givenName: "Yuki",
+            familyName: "Yahoo", email: "yuki@yahoo.example", emailVerified: true, hasPicture: true, locale: "en-US",
+            traits: ["verified-email", "photo"]),
+        OIDCSeedUser(
+            issuer: "yahoo", subject: "DKZCPIB7ZJZTWRC5A3W4Y5N3M4", hint: "yan@yahoo.example", name: "Yan Unverified", givenName: "Yan",
+            familyName: "Unverified", email: "yan@yahoo.example", emailVerified: false, hasPicture: false, locale: "fr-FR",
+            traits: ["unverified-email", "no-photo"]),
+    ]
+}

@@ -1,0 +1,76 @@
+import Foundation
+
+/// A code issued by an emulated OpenID Provider.
+struct OIDCIssuedCode: Sendable {
+    var issuer: String
+    var clientID: String
+    var redirectURI: String
+    var subject: String
+    var scopes: [String]
+    var nonce: String?
+    var codeChallenge: String?
+    var codeChallengeMethod: String?
+    var issuedAt: Date
+}
+
+/// An access or refresh token issued by an emulated OpenID Provider.
+struct OIDCIssuedToken: Sendable {
+    var issuer: String
+    var clientID: String
+    var subject: String
+    var scopes: [String]
+    var expired: Bool
+}
+
+/// Ways the next answer of an issuer can be made wrong, for the gateway's rejection tests
+/// (`POST /_emulator/oidc/tamper`).
+enum TamperMode: String, Sendable, CaseIterable {
+    case wrongIssuer = "wrong-iss"
+    case wrongAudience = "wrong-aud"
+    case extraAudience = "extra-aud"
+    case expired
+    case badSignature = "bad-signature"
+    case algNone = "alg-none"
+    case hmacWithPublicKey = "hs256-public-key"
+    case missingSubject = "missing-sub"
+    case wrongNonce = "wrong-nonce"
+    case missingNonce = "missing-nonce"
+    case jkuHeader = "jku-header"
+    case jwkHeader = "jwk-header"
+    case callbackIssuerWrong = "callback-iss-wrong"
+    case callbackIssuerMissing = "callback-iss-missing"
+    case userinfoSubjectMismatch = "userinfo-sub-mismatch"
+}
+
+/// Codes, tokens and pending tamper modes of the emulated OpenID Providers.
+actor OIDCState {
+    private var codes: [String: OIDCIssuedCode] = [:]
+    private var tokens: [String: OIDCIssuedToken] = [:]
+    private var tampers: [String: Set<TamperMode>] = [:]
+
+    func storeCode(_ code: String, _ issued: OIDCIssuedCode) { codes[code] = issued }
+
+    /// Removes and returns the code: redeemable once, whatever the outcome.
+    func redeemCode(_ code: String) -> OIDCIssuedCode? { codes.removeValue(forKey: code) }
+
+    func storeToken(_ token: String, _ issued: OIDCIssuedToken) { tokens[token] = issued }
+
+    func token(_ token: String) -> OIDCIssuedToken? { tokens[token] }
+
+    /// Marks every token as expired; returns how many.
+    func expireAll() -> Int {
+        for key in tokens.keys { tokens[key]?.expired = true }
+        return tokens.count
+    }
+
+    func issuedTokens() -> [String] { Array(tokens.keys) }
+
+    /// Arms `mode` for the issuer's next answer of that kind.
+    func arm(_ mode: TamperMode, issuer: String) { tampers[issuer, default: []].insert(mode) }
+
+    /// Consumes `mode` if it was armed for the issuer.
+    func take(_ mode: TamperMode, issuer: String) -> Bool { tampers[issuer]?.remove(mode) != nil }
+
+    /// Disarms everything.
+    func clearTampers() { tampers.removeAll() }
+}
