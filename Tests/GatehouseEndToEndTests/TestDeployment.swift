@@ -1,5 +1,6 @@
 import CurlClient
 import Foundation
+import GRDB
 import GatehouseCore
 import GatehouseSQLite
 import GatehouseServer
@@ -21,7 +22,13 @@ final class TestDeployment: Sendable {
     static let githubClient = EmulatorConfiguration.demoGitHubClient
     static let returnTo = "https://app.example.com/signed-in"
 
-    init(transactionLifetime: TimeInterval = 600) async throws {
+    /// Starts a deployment; `openID` adjusts the emulator-backed OIDC providers (`oidc.emulator`,
+    /// `yahoo.com`) and `extraProviders` adds more, given the emulator's base URL.
+    init(
+        transactionLifetime: TimeInterval = 600,
+        openID: @Sendable (inout OIDCProviderConfiguration) -> Void = { _ in },
+        extraProviders: @Sendable (String) -> [OIDCProviderConfiguration] = { _ in [] }
+    ) async throws {
         let gatewayPort = try LoopbackPort.pick()
         let emulatorPort = try LoopbackPort.pick()
         gatewayURL = "http://127.0.0.1:\(gatewayPort)"
@@ -36,9 +43,11 @@ final class TestDeployment: Sendable {
         let configuration = GatewayConfiguration(
             publicURL: gatewayURL, returnToAllowList: ["https://app.example.com/signed-in", "\(gatewayURL)/"], developmentMode: true,
             transactionLifetime: transactionLifetime,
-            github: .emulator(baseURL: emulatorURL, clientID: Self.githubClient.id, clientSecret: Self.githubClient.secret))
+            github: .emulator(baseURL: emulatorURL, clientID: Self.githubClient.id, clientSecret: Self.githubClient.secret),
+            oidcProviders: Self.openIDProviders(emulatorURL: emulatorURL, adjust: openID) + extraProviders(emulatorURL))
         let gatehouse = try Gatehouse(
-            configuration: configuration, storage: storage, vault: try TokenVault(keys: [TokenVault.generateKey()]), http: client)
+            configuration: configuration, storage: storage, vault: try TokenVault(keys: [TokenVault.generateKey()]), http: client,
+            logger: logger)
         group = ServiceGroup(
             services: [
                 emulator.application(port: emulatorPort, logger: logger),
@@ -54,6 +63,31 @@ final class TestDeployment: Sendable {
             }
             guard ready else { throw FlowError("\(url) did not come up") }
         }
+    }
+
+    /// The emulator's standard issuer and Yahoo, with the demo clients.
+    static func openIDProviders(emulatorURL: String, adjust: (inout OIDCProviderConfiguration) -> Void) -> [OIDCProviderConfiguration] {
+        let oidc = EmulatorConfiguration.demoOIDCClient
+        let yahoo = EmulatorConfiguration.demoYahooClient
+        var providers: [OIDCProviderConfiguration] = [
+            .emulatorIssuer(baseURL: emulatorURL, clientID: oidc.id, clientSecret: oidc.secret),
+            .emulatorYahoo(baseURL: emulatorURL, clientID: yahoo.id, clientSecret: yahoo.secret),
+        ]
+        for index in providers.indices { adjust(&providers[index]) }
+        return providers
+    }
+
+    /// The number of accounts in the database file.
+    func accountCount() async throws -> Int {
+        try await DatabaseQueue(path: databasePath).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM accounts") ?? -1 }
+    }
+
+    /// A JSON POST to the emulator's control path.
+    @discardableResult
+    func control(_ path: String, _ json: String) async throws -> OutboundResponse {
+        try await client.execute(
+            OutboundRequest(
+                method: "POST", url: "\(emulatorURL)/_emulator/\(path)", headers: ["Content-Type": "application/json"], body: Array(json.utf8)))
     }
 
     func stop() async {
@@ -106,14 +140,16 @@ struct Browser {
     }
 
     /// Start with `query`, returning the provider's authorize URL.
-    mutating func start(_ query: String) async throws -> OutboundResponse {
-        try await send("\(deployment.gatewayURL)/v1/auth/github.com/start?\(query)")
+    mutating func start(_ query: String, provider: String = "github.com") async throws -> OutboundResponse {
+        try await send("\(deployment.gatewayURL)/v1/auth/\(provider)/start?\(query)")
     }
 
-    /// Runs start → authorize (auto-approve) and returns the callback URL the emulator chose.
-    mutating func authorize(login: String) async throws -> String {
+    /// Runs start → authorize (auto-approve through the provider's hint parameter: GitHub's
+    /// `login`, everyone else's `login_hint`) and returns the callback URL the emulator chose.
+    mutating func authorize(login: String, provider: String = "github.com") async throws -> String {
         let returnTo = FormEncoding.escape(TestDeployment.returnTo)
-        let start = try await start("return_to=\(returnTo)&login=\(login)")
+        let hint = provider == "github.com" ? "login" : "login_hint"
+        let start = try await start("return_to=\(returnTo)&\(hint)=\(FormEncoding.escape(login))", provider: provider)
         guard start.status == 302, let authorize = start.headers["location"] else {
             throw FlowError("start answered \(start.status): \(start.bodyText)")
         }
@@ -123,8 +159,8 @@ struct Browser {
     }
 
     /// The whole flow for a seeded user: returns the result id.
-    mutating func signIn(login: String) async throws -> String {
-        let callback = try await send(try await authorize(login: login))
+    mutating func signIn(login: String, provider: String = "github.com") async throws -> String {
+        let callback = try await send(try await authorize(login: login, provider: provider))
         guard callback.status == 303, let location = callback.headers["location"], let range = location.range(of: "#gatehouse_result=") else {
             throw FlowError("callback answered \(callback.status): \(callback.bodyText)")
         }
