@@ -133,6 +133,7 @@ let package = Package(
                 "ProviderEmulator",
                 "CurlClient",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

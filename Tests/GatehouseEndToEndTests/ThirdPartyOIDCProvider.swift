@@ -1,0 +1,49 @@
+import CurlClient
+import Foundation
+import GatehouseServer
+
+/// `oidc-provider-mock` (PyPI), an OpenID Provider nobody on this project wrote, run as a
+/// child process on a loopback port. `scripts/test` installs it in a Python ≥ 3.12 venv and
+/// exports `GATEHOUSE_OIDC_PROVIDER_MOCK` with the path of its executable.
+final class ThirdPartyOIDCProvider: Sendable {
+    /// Its issuer, `http://127.0.0.1:<port>`.
+    let issuer: String
+    private let process: Process
+
+    private init(issuer: String, process: Process) {
+        self.issuer = issuer
+        self.process = process
+    }
+
+    /// Starts the provider with one predefined user; throws (never skips) when it is not installed.
+    static func start(userClaims: String, client: CurlHTTPClient) async throws -> ThirdPartyOIDCProvider {
+        guard let path = ProcessInfo.processInfo.environment["GATEHOUSE_OIDC_PROVIDER_MOCK"], FileManager.default.isExecutableFile(atPath: path)
+        else {
+            throw FlowError(
+                "GATEHOUSE_OIDC_PROVIDER_MOCK must name the oidc-provider-mock executable; run the suite with scripts/test, which installs it")
+        }
+        let port = try LoopbackPort.pick()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["--host", "127.0.0.1", "--port", String(port), "--require-nonce", "true", "--user-claims", userClaims]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let provider = ThirdPartyOIDCProvider(issuer: "http://127.0.0.1:\(port)", process: process)
+        // Bounded wait until discovery answers.
+        for _ in 0..<100 {
+            if (try? await client.execute(OutboundRequest(url: "\(provider.issuer)/.well-known/openid-configuration")))?.status == 200 {
+                return provider
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        provider.stop()
+        throw FlowError("oidc-provider-mock did not start on port \(port)")
+    }
+
+    /// Kills the child (SIGKILL: a SIGTERM can be blocked by the mask inherited from a Swift thread).
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
