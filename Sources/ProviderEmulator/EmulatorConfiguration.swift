@@ -38,6 +38,8 @@ public struct EmulatorConfiguration: Sendable {
     public var githubClients: [ClientRegistration]
     /// Clients registered at the emulated OpenID Providers, by issuer name (`oidc`, `yahoo`).
     public var oidcClients: [String: [ClientRegistration]]
+    /// Apps registered at the emulated Microsoft identity platform.
+    public var microsoftClients: [ClientRegistration]
     /// How long an authorization code stays redeemable (GitHub: 10 minutes).
     public var codeLifetime: Duration
 
@@ -49,13 +51,18 @@ public struct EmulatorConfiguration: Sendable {
     /// The client `gatehouse demo` uses against the emulated Yahoo (a Yahoo-style consumer key).
     public static let demoYahooClient = ClientRegistration(id: "dj0yJmk9Z2F0ZWhvdXNlLWRlbW8-", secret: "gatehouse-demo-yahoo-secret")
 
+    /// The app `gatehouse demo` uses against the emulated Microsoft (client ids are GUIDs there).
+    public static let demoMicrosoftClient = ClientRegistration(id: "11112222-bbbb-3333-cccc-4444dddd5555", secret: "gatehouse-demo-microsoft-secret")
+
     /// Creates a configuration; the default registers the demo clients.
     public init(
         githubClients: [ClientRegistration] = [demoGitHubClient],
+        microsoftClients: [ClientRegistration] = [demoMicrosoftClient],
         oidcClients: [String: [ClientRegistration]] = ["oidc": [demoOIDCClient], "yahoo": [demoYahooClient]],
         codeLifetime: Duration = .seconds(600)
     ) {
         self.githubClients = githubClients
+        self.microsoftClients = microsoftClients
         self.oidcClients = oidcClients
         self.codeLifetime = codeLifetime
     }

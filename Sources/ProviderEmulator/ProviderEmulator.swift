@@ -2,7 +2,7 @@ import Hummingbird
 import Logging
 import NIOCore
 
-/// The provider emulator: GitHub (login + REST API), a standard OpenID Provider and Yahoo on one port, a path prefix per emulated
+/// The provider emulator: GitHub (login + REST API), Microsoft (identity platform + Graph), a standard OpenID Provider and Yahoo on one port, a path prefix per emulated
 /// host, with seeded users and a control path for tests. It imports none of the gateway's
 /// modules, so that a misunderstanding of a provider cannot hide on both sides.
 public struct ProviderEmulator: Sendable {
@@ -10,6 +10,7 @@ public struct ProviderEmulator: Sendable {
     public let configuration: EmulatorConfiguration
     let state = EmulatorState()
     let oidcState = OIDCState()
+    let microsoftState = MicrosoftState()
     let keys = SigningKeys()
 
     /// Creates an emulator with fresh state.
@@ -21,7 +22,12 @@ public struct ProviderEmulator: Sendable {
     func buildRouter() -> Router<BasicRequestContext> {
         let router = Router()
         router.add(middleware: TrafficMiddleware(state: state))
-        ControlRoutes(state: state, oidcState: oidcState, keys: keys, configuration: configuration).register(on: router)
+        ControlRoutes(state: state, oidcState: oidcState, microsoftState: microsoftState, keys: keys, configuration: configuration)
+            .register(on: router)
+        MicrosoftIdentityRoutes(
+            clients: configuration.microsoftClients, state: microsoftState, keys: keys, codeLifetime: configuration.codeLifetime
+        ).register(on: router)
+        GraphRoutes(state: microsoftState).register(on: router)
         GitHubOAuthRoutes(state: state, configuration: configuration).register(on: router)
         GitHubAPIRoutes(state: state, configuration: configuration).register(on: router)
         for spec in OIDCIssuerSpec.all {
@@ -32,7 +38,7 @@ public struct ProviderEmulator: Sendable {
         }
         router.get("/") { _, _ in
             Response.text(
-                "Gatehouse provider emulator. GitHub: /github (github.com), /github-api (api.github.com). OpenID Providers: /oidc (oidc.emulator), /yahoo (yahoo.com). Control: /_emulator/users, /_emulator/stats.\n"
+                "Gatehouse provider emulator. GitHub: /github (github.com), /github-api (api.github.com). OpenID Providers: /oidc (oidc.emulator), /yahoo (yahoo.com). Microsoft: /microsoft/{tenant} (login.microsoftonline.com), /graph (graph.microsoft.com). Control: /_emulator/users, /_emulator/stats.\n"
             )
         }
         return router
@@ -52,6 +58,6 @@ public struct ProviderEmulator: Sendable {
 
     /// Every access token handed out so far; tests search logs and databases for them.
     public func issuedAccessTokens() async -> [String] {
-        await state.issuedTokens() + oidcState.issuedTokens()
+        await state.issuedTokens() + oidcState.issuedTokens() + microsoftState.issuedTokens()
     }
 }

@@ -36,6 +36,12 @@ public enum SeededUsers {
 
     /// The JSON array of `/_emulator/users`: provider, hint, traits and email per user.
     static func listing() -> [[String: Any]] {
+        let microsoft: [[String: Any]] = MicrosoftDirectory.users.map { user in
+            [
+                "provider": "microsoft.com", "hint": user.hint, "tenant": user.tenantId, "traits": user.traits,
+                "email": (user.mail ?? user.userPrincipalName), "name": user.displayName,
+            ]
+        }
         let openID: [[String: Any]] = oidc.map { user in
             [
                 "provider": user.issuer == "yahoo" ? "yahoo.com" : "oidc.emulator", "hint": user.hint, "traits": user.traits, "email": user.email,
@@ -51,6 +57,6 @@ public enum SeededUsers {
                 "email": (user.publicEmail ?? primaryVerified ?? user.emails.first?.email) as Any? ?? NSNullValue.null,
                 "name": (user.name as Any?) ?? NSNullValue.null,
             ]
-        } + openID
+        } + microsoft + openID
     }
 }

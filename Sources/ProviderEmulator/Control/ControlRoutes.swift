@@ -5,6 +5,7 @@ import Hummingbird
 struct ControlRoutes {
     let state: EmulatorState
     let oidcState: OIDCState
+    let microsoftState: MicrosoftState
     let keys: SigningKeys
     let configuration: EmulatorConfiguration
 
@@ -16,7 +17,10 @@ struct ControlRoutes {
             Response.json(await state.statistics())
         }
         router.post("/_emulator/expire-tokens") { _, _ in
-            Response.json(["expired": await state.expireAllTokens() + oidcState.expireAll()])
+            Response.json(["expired": await state.expireAllTokens() + oidcState.expireAll() + microsoftState.expireAccessTokens()])
+        }
+        router.post("/_emulator/microsoft/revoke-refresh-tokens") { _, _ in
+            Response.json(["revoked": await microsoftState.revokeRefreshTokens()])
         }
         router.post("/_emulator/rotate-keys") { _, _ in
             Response.json(["rotated": await keys.rotate()])
