@@ -29,6 +29,10 @@ public struct Gatehouse: Sendable {
         if let github = configuration.github {
             providers.append(GitHubProvider(configuration: github, http: http))
         }
+        if let microsoft = configuration.microsoft {
+            providers.append(
+                MicrosoftProvider(configuration: microsoft, http: http, developmentMode: configuration.developmentMode, logger: logger))
+        }
         for oidc in configuration.oidcProviders {
             providers.append(OIDCProvider(configuration: oidc, http: http, developmentMode: configuration.developmentMode, logger: logger))
         }

@@ -52,6 +52,10 @@ enum SQLiteMigrations {
                     CREATE INDEX sessions_uid ON sessions(uid);
                     """)
         }
+        // The provider's own part of a started sign-in (Microsoft: the tenant whose endpoints it uses).
+        migrator.registerMigration("v2-transaction-provider-context") { db in
+            try db.execute(sql: "ALTER TABLE signin_transactions ADD COLUMN provider_context TEXT NOT NULL DEFAULT ''")
+        }
         return migrator
     }
 }

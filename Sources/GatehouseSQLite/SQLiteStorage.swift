@@ -35,10 +35,11 @@ public final class SQLiteStorage: GatehouseStorage {
             try db.execute(
                 sql: """
                     INSERT INTO signin_transactions (state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode,
-                      redirect_uri, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      redirect_uri, provider_context, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    t.stateHash, t.bindingHash, t.providerId, t.codeVerifier, t.nonce, t.returnTo, t.mode, t.redirectURI, t.createdAt,
+                    t.stateHash, t.bindingHash, t.providerId, t.codeVerifier, t.nonce, t.returnTo, t.mode, t.redirectURI, t.providerContext,
+                    t.createdAt,
                     t.expiresAt,
                 ])
         }
@@ -54,7 +55,8 @@ public final class SQLiteStorage: GatehouseStorage {
             return SignInTransaction(
                 stateHash: row["state_hash"], bindingHash: row["binding_hash"], providerId: row["provider_id"],
                 codeVerifier: row["code_verifier"], nonce: row["nonce"], returnTo: row["return_to"], mode: row["mode"],
-                redirectURI: row["redirect_uri"], createdAt: row["created_at"], expiresAt: row["expires_at"])
+                redirectURI: row["redirect_uri"], providerContext: row["provider_context"], createdAt: row["created_at"],
+                expiresAt: row["expires_at"])
         }
     }
 

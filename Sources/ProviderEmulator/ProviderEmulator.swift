@@ -25,7 +25,7 @@ public struct ProviderEmulator: Sendable {
         ControlRoutes(state: state, oidcState: oidcState, microsoftState: microsoftState, keys: keys, configuration: configuration)
             .register(on: router)
         MicrosoftIdentityRoutes(
-            clients: configuration.microsoftClients, state: microsoftState, keys: keys, codeLifetime: configuration.codeLifetime
+            clients: configuration.microsoftClients, state: microsoftState, tamper: oidcState, keys: keys, codeLifetime: configuration.codeLifetime
         ).register(on: router)
         GraphRoutes(state: microsoftState).register(on: router)
         GitHubOAuthRoutes(state: state, configuration: configuration).register(on: router)

@@ -35,11 +35,13 @@ struct DemoCommand: AsyncParsableCommand {
         try await storage.migrate()
         let vault = try TokenVault(keys: [try demoKey(environment: environment)])
         let client = EmulatorConfiguration.demoGitHubClient
+        let microsoftClient = EmulatorConfiguration.demoMicrosoftClient
         let oidcClient = EmulatorConfiguration.demoOIDCClient
         let yahooClient = EmulatorConfiguration.demoYahooClient
         let configuration = GatewayConfiguration(
             publicURL: publicURL, returnToAllowList: ["\(publicURL)/"], developmentMode: true,
             github: .emulator(baseURL: emulatorURL, clientID: client.id, clientSecret: client.secret),
+            microsoft: .emulator(baseURL: emulatorURL, clientID: microsoftClient.id, clientSecret: microsoftClient.secret),
             oidcProviders: [
                 .emulatorIssuer(baseURL: emulatorURL, clientID: oidcClient.id, clientSecret: oidcClient.secret),
                 .emulatorYahoo(baseURL: emulatorURL, clientID: yahooClient.id, clientSecret: yahooClient.secret),

@@ -78,11 +78,22 @@ struct ServeSettings {
             }
             github = config
         }
+        var microsoft: MicrosoftConfiguration?
+        if let clientID = environment["GATEHOUSE_MICROSOFT_CLIENT_ID"] {
+            var config = MicrosoftConfiguration(clientID: clientID, clientSecret: try required("GATEHOUSE_MICROSOFT_CLIENT_SECRET"))
+            if let value = environment["GATEHOUSE_MICROSOFT_TENANT"] { config.tenant = value }
+            if let value = environment["GATEHOUSE_MICROSOFT_ALLOWED_TENANTS"] {
+                config.allowedTenants = Set(value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() })
+            }
+            if let value = environment["GATEHOUSE_MICROSOFT_LOGIN_URL"] { config.loginBaseURL = value }
+            if let value = environment["GATEHOUSE_MICROSOFT_GRAPH_URL"] { config.graphBaseURL = value }
+            microsoft = config
+        }
         self.gateway = GatewayConfiguration(
             publicURL: try required("GATEHOUSE_PUBLIC_URL"),
             returnToAllowList: (environment["GATEHOUSE_RETURN_TO_ALLOWLIST"] ?? "").split(separator: ",").map(String.init),
             developmentMode: environment["GATEHOUSE_DEVELOPMENT"] == "true",
-            github: github, oidcProviders: try OIDCSettings.providers(from: environment))
+            github: github, microsoft: microsoft, oidcProviders: try OIDCSettings.providers(from: environment))
     }
 }
 

@@ -20,6 +20,7 @@ final class TestDeployment: Sendable {
     private let group: ServiceGroup
 
     static let githubClient = EmulatorConfiguration.demoGitHubClient
+    static let microsoftClient = EmulatorConfiguration.demoMicrosoftClient
     static let returnTo = "https://app.example.com/signed-in"
 
     /// Starts a deployment; `openID` adjusts the emulator-backed OIDC providers (`oidc.emulator`,
@@ -27,6 +28,7 @@ final class TestDeployment: Sendable {
     init(
         transactionLifetime: TimeInterval = 600,
         openID: @Sendable (inout OIDCProviderConfiguration) -> Void = { _ in },
+        microsoft: @Sendable (inout MicrosoftConfiguration) -> Void = { _ in },
         extraProviders: @Sendable (String) -> [OIDCProviderConfiguration] = { _ in [] }
     ) async throws {
         let gatewayPort = try LoopbackPort.pick()
@@ -40,10 +42,15 @@ final class TestDeployment: Sendable {
         let logger = Logger(label: "gatehouse-test") { JSONLogHandler(label: $0, sink: sink) }
         let storage = try SQLiteStorage(path: databasePath)
         try await storage.migrate()
+        var microsoftConfiguration = MicrosoftConfiguration.emulator(
+            baseURL: "http://127.0.0.1:\(emulatorPort)", clientID: EmulatorConfiguration.demoMicrosoftClient.id,
+            clientSecret: EmulatorConfiguration.demoMicrosoftClient.secret)
+        microsoft(&microsoftConfiguration)
         let configuration = GatewayConfiguration(
             publicURL: gatewayURL, returnToAllowList: ["https://app.example.com/signed-in", "\(gatewayURL)/"], developmentMode: true,
             transactionLifetime: transactionLifetime,
             github: .emulator(baseURL: emulatorURL, clientID: Self.githubClient.id, clientSecret: Self.githubClient.secret),
+            microsoft: microsoftConfiguration,
             oidcProviders: Self.openIDProviders(emulatorURL: emulatorURL, adjust: openID) + extraProviders(emulatorURL))
         let gatehouse = try Gatehouse(
             configuration: configuration, storage: storage, vault: try TokenVault(keys: [TokenVault.generateKey()]), http: client,

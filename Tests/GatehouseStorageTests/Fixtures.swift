@@ -10,7 +10,8 @@ enum Fixtures {
         SignInTransaction(
             stateHash: SecureRandom.digest(state), bindingHash: SecureRandom.digest(binding), providerId: "github.com",
             codeVerifier: "verifier-\(state)", nonce: "nonce-\(state)", returnTo: "https://app.example/", mode: "signin",
-            redirectURI: "http://127.0.0.1/v1/auth/github.com/callback", createdAt: now, expiresAt: now.addingTimeInterval(expiresIn))
+            redirectURI: "http://127.0.0.1/v1/auth/github.com/callback", providerContext: "tenant-\(state)", createdAt: now,
+            expiresAt: now.addingTimeInterval(expiresIn))
     }
 
     static func account(_ uid: String, at date: Date = now) -> AccountRecord {

@@ -21,6 +21,8 @@ public struct GatewayConfiguration: Sendable {
     public var maxPhotoBytes: Int
     /// The configured GitHub provider, if any.
     public var github: GitHubConfiguration?
+    /// The configured Microsoft provider, if any.
+    public var microsoft: MicrosoftConfiguration?
     /// The configured OpenID Connect providers (`oidc.<name>` and the Yahoo preset).
     public var oidcProviders: [OIDCProviderConfiguration]
 
@@ -34,6 +36,7 @@ public struct GatewayConfiguration: Sendable {
         sessionLifetime: TimeInterval = 7 * 24 * 3600,
         maxPhotoBytes: Int = 5 << 20,
         github: GitHubConfiguration? = nil,
+        microsoft: MicrosoftConfiguration? = nil,
         oidcProviders: [OIDCProviderConfiguration] = []
     ) {
         self.publicURL = publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
@@ -44,6 +47,7 @@ public struct GatewayConfiguration: Sendable {
         self.sessionLifetime = sessionLifetime
         self.maxPhotoBytes = maxPhotoBytes
         self.github = github
+        self.microsoft = microsoft
         self.oidcProviders = oidcProviders
     }
 
@@ -57,6 +61,14 @@ public struct GatewayConfiguration: Sendable {
             try EndpointPolicy.check(url, developmentMode: developmentMode)
         }
         var seen: Set<String> = github == nil ? [] : ["github.com"]
+        if let microsoft {
+            seen.insert("microsoft.com")
+            try EndpointPolicy.check(microsoft.loginBaseURL, developmentMode: developmentMode)
+            try EndpointPolicy.check(microsoft.graphBaseURL, developmentMode: developmentMode)
+            guard MicrosoftTenants.isValid(microsoft.tenant) else {
+                throw GatehouseError.invalidArgument("the Microsoft tenant must be common, organizations, consumers, a GUID or a domain")
+            }
+        }
         for provider in oidcProviders {
             guard provider.providerId == "yahoo.com" || OIDCProviderConfiguration.isGenericProviderId(provider.providerId) else {
                 throw GatehouseError.invalidArgument("OIDC provider ids are yahoo.com or oidc.<name>, not \(provider.providerId.debugDescription)")

@@ -19,6 +19,17 @@ public struct OIDCProviderConfiguration: Sendable {
         case raw
     }
 
+    /// How `iss` is checked, in discovery and in ID tokens.
+    public enum IssuerRule: Sendable, Equatable {
+        /// Discovery's `issuer` and every token's `iss` equal `issuer` (or an additional token issuer) exactly.
+        case exact
+        /// Microsoft (providers.md §1.4): discovery names `{login}/{tenantid}/v2.0` (the literal
+        /// template) or a tenant's `{login}/<GUID>/v2.0`; a token's `iss` must be exactly the
+        /// template filled with its own `tid`, and `tid` must fit the endpoint's audience and the
+        /// allow-list (empty = any tenant).
+        case microsoft(loginBaseURL: String, endpointTenant: String, allowedTenants: Set<String>)
+    }
+
     /// The provider id (`oidc.<name>`, or `yahoo.com`).
     public var providerId: String
     /// The issuer; discovery's `issuer` must equal it exactly.
@@ -47,6 +58,10 @@ public struct OIDCProviderConfiguration: Sendable {
     public var endpointOverrides: [String: String]
     /// Photo URL prefixes the gateway may fetch from `picture`; empty = any `https` URL (or loopback in development).
     public var pictureURLPrefixes: [String]
+    /// How `iss` is checked.
+    public var issuerRule: IssuerRule = .exact
+    /// Whether the userinfo endpoint is called (Microsoft's profile comes from Graph instead).
+    public var usesUserInfo = true
 
     /// Creates a configuration with the defaults of a well-behaved provider.
     public init(

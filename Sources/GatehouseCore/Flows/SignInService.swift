@@ -53,7 +53,7 @@ public struct SignInService: Sendable {
         let pkce = PKCE()
         let redirectURI = "\(configuration.publicURL)/v1/auth/\(provider.id)/callback"
         // Built first: when discovery is down, nothing is stored for a flow that cannot start.
-        let url = try await provider.authorizationURL(
+        let redirect = try await provider.authorizationRedirect(
             for: AuthorizationRequest(
                 redirectURI: redirectURI, state: state, nonce: nonce, codeChallenge: pkce.challenge, scopes: scopes, customParameters: custom))
         let now = Date()
@@ -61,9 +61,9 @@ public struct SignInService: Sendable {
             SignInTransaction(
                 stateHash: SecureRandom.digest(state), bindingHash: SecureRandom.digest(binding), providerId: provider.id,
                 codeVerifier: pkce.verifier, nonce: nonce, returnTo: returnTo, mode: mode, redirectURI: redirectURI,
-                createdAt: now, expiresAt: now.addingTimeInterval(configuration.transactionLifetime)))
+                providerContext: redirect.context, createdAt: now, expiresAt: now.addingTimeInterval(configuration.transactionLifetime)))
         logger.info("sign-in started", metadata: ["provider.id": "\(provider.id)", "signin.mode": "\(mode)"])
-        return Start(authorizationURL: url, bindingValue: binding)
+        return Start(authorizationURL: redirect.url, bindingValue: binding)
     }
 
     /// Handles the provider's redirect back. An unknown, replayed, expired or unbound state
@@ -102,7 +102,7 @@ public struct SignInService: Sendable {
             let completed = try await provider.completeSignIn(
                 CallbackParameters(
                     code: code, codeVerifier: transaction.codeVerifier, redirectURI: transaction.redirectURI, nonce: transaction.nonce,
-                    issuer: parameters["iss"]))
+                    issuer: parameters["iss"], context: transaction.providerContext))
             let established = try await establish(completed, providerId: provider.id, logger: logger)
             sessionValue = established.session
             outcome = .success(established.result)

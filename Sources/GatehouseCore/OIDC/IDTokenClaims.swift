@@ -37,6 +37,12 @@ public struct IDTokenClaims: JWTPayload, Equatable {
     public var picture: String?
     /// `locale`.
     public var locale: String?
+    /// Microsoft's tenant id (`tid`).
+    public var tenantId: String?
+    /// Microsoft's object id (`oid`), the stable user id in that tenant.
+    public var objectId: String?
+    /// Microsoft's `xms_edov`: the tenant verified the domain of `email`.
+    public var emailDomainOwnerVerified: Bool?
 
     enum CodingKeys: String, CodingKey {
         case issuer = "iss"
@@ -51,6 +57,9 @@ public struct IDTokenClaims: JWTPayload, Equatable {
         case givenName = "given_name"
         case familyName = "family_name"
         case preferredUsername = "preferred_username"
+        case tenantId = "tid"
+        case objectId = "oid"
+        case emailDomainOwnerVerified = "xms_edov"
     }
 
     /// Decodes the claims; `iss`, `sub`, `aud`, `exp` and `iat` are required (Core §2).
@@ -80,6 +89,13 @@ public struct IDTokenClaims: JWTPayload, Equatable {
         preferredUsername = try? c.decodeIfPresent(String.self, forKey: .preferredUsername)
         picture = try? c.decodeIfPresent(String.self, forKey: .picture)
         locale = try? c.decodeIfPresent(String.self, forKey: .locale)
+        tenantId = try? c.decodeIfPresent(String.self, forKey: .tenantId)
+        objectId = try? c.decodeIfPresent(String.self, forKey: .objectId)
+        if let flag = try? c.decodeIfPresent(Bool.self, forKey: .emailDomainOwnerVerified) {
+            emailDomainOwnerVerified = flag
+        } else if let text = try? c.decodeIfPresent(String.self, forKey: .emailDomainOwnerVerified) {
+            emailDomainOwnerVerified = text == "true" || text == "1"
+        }
     }
 
     /// Encodes the claims (used by tests and the emulator-free unit checks).
@@ -101,6 +117,9 @@ public struct IDTokenClaims: JWTPayload, Equatable {
         try c.encodeIfPresent(preferredUsername, forKey: .preferredUsername)
         try c.encodeIfPresent(picture, forKey: .picture)
         try c.encodeIfPresent(locale, forKey: .locale)
+        try c.encodeIfPresent(tenantId, forKey: .tenantId)
+        try c.encodeIfPresent(objectId, forKey: .objectId)
+        try c.encodeIfPresent(emailDomainOwnerVerified, forKey: .emailDomainOwnerVerified)
     }
 
     /// jwt-kit calls this after the signature check; the claim rules live in `IDTokenValidator`

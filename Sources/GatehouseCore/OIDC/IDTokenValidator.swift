@@ -52,11 +52,31 @@ public struct IDTokenValidator: Sendable {
         return claims
     }
 
-    private func check(_ claims: IDTokenClaims, nonce: ExpectedNonce, now: Date) throws {
-        let issuers = [configuration.issuer] + configuration.additionalTokenIssuers
-        guard issuers.contains(claims.issuer) else {
-            throw GatehouseError.invalidIdToken("The ID token was issued by another issuer.")
+    /// `iss` by the configured rule; never a prefix match.
+    private func checkIssuer(_ claims: IDTokenClaims) throws {
+        switch configuration.issuerRule {
+        case .exact:
+            guard ([configuration.issuer] + configuration.additionalTokenIssuers).contains(claims.issuer) else {
+                throw GatehouseError.invalidIdToken("The ID token was issued by another issuer.")
+            }
+        case .microsoft(let login, let endpointTenant, let allowed):
+            guard let tid = claims.tenantId?.lowercased(), MicrosoftTenants.isGUID(tid) else {
+                throw GatehouseError.invalidIdToken("The ID token has no tenant id.")
+            }
+            guard claims.issuer == "\(login)/\(tid)/v2.0" else {
+                throw GatehouseError.invalidIdToken("The ID token's issuer does not match its tenant.")
+            }
+            guard MicrosoftTenants.endpoint(endpointTenant, admits: tid) else {
+                throw GatehouseError.invalidIdToken("The ID token's tenant is not the one the sign-in was started for.")
+            }
+            guard allowed.isEmpty || allowed.contains(tid) else {
+                throw GatehouseError.operationNotAllowed("Accounts of this Microsoft tenant may not sign in here.", status: 403)
+            }
         }
+    }
+
+    private func check(_ claims: IDTokenClaims, nonce: ExpectedNonce, now: Date) throws {
+        try checkIssuer(claims)
         guard !claims.subject.isEmpty, claims.subject.count <= 255 else {
             throw GatehouseError.invalidIdToken("The ID token has no usable subject.")
         }

@@ -65,7 +65,7 @@ public actor IssuerMetadataCache {
         guard var parsed = try? JSONDecoder().decode(DiscoveryDocument.self, from: Data(response.body)) else {
             throw disable("its discovery document is not valid OpenID Provider metadata")
         }
-        guard parsed.issuer == configuration.issuer else {
+        guard Self.discoveryIssuerAccepted(parsed.issuer, configuration) else {
             throw disable("its discovery document names issuer \(parsed.issuer.prefix(200).debugDescription), not the configured one")
         }
         let overrides = configuration.endpointOverrides
@@ -81,6 +81,19 @@ public actor IssuerMetadataCache {
             }
         }
         return parsed
+    }
+
+    /// Exact equality, or Microsoft's template / tenant-GUID forms under the same login host.
+    static func discoveryIssuerAccepted(_ issuer: String, _ configuration: OIDCProviderConfiguration) -> Bool {
+        switch configuration.issuerRule {
+        case .exact:
+            return issuer == configuration.issuer
+        case .microsoft(let login, _, _):
+            if issuer == "\(login)/{tenantid}/v2.0" { return true }
+            guard issuer.hasPrefix("\(login)/"), issuer.hasSuffix("/v2.0") else { return false }
+            let tenant = issuer.dropFirst(login.count + 1).dropLast(5)
+            return MicrosoftTenants.isGUID(String(tenant))
+        }
     }
 
     private func disable(_ reason: String) -> GatehouseError {

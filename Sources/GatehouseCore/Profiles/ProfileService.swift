@@ -6,6 +6,7 @@ public struct ProfileService: Sendable {
     let storage: any GatehouseStorage
     let providers: ProviderRegistry
     let accounts: AccountService
+    let refresher = TokenRefresher()
 
     /// A photo ready to serve, with a strong `ETag` computed from its bytes.
     public struct Photo: Sendable {
@@ -25,16 +26,27 @@ public struct ProfileService: Sendable {
     /// The provider's profile fetched live with the stored token; the snapshot is updated.
     public func providerProfile(uid: String, providerId: String) async throws -> ProviderProfile {
         _ = try await enabledAccount(uid)
-        var link = try await link(uid: uid, providerId: providerId)
+        let link = try await link(uid: uid, providerId: providerId)
         let provider = try providers.provider(providerId)
-        let tokens = try openTokens(link)
-        let profile = try await provider.fetchProfile(tokens: tokens)
+        var profile = try await withFreshTokens(link, provider) { try await provider.fetchProfile(tokens: $0) }
         guard profile.federatedId == link.federatedId else {
             throw GatehouseError.providerReauthRequired(providerId)
         }
-        link.profileJSON = try JSONCoding.encoder().encode(profile)
-        link.updatedAt = Date()
-        try await storage.updateLink(link)
+        // Some proofs exist only at sign-in (Microsoft's xms_edov is an ID-token claim): an
+        // address verified then stays verified while the provider still reports the same one.
+        if !profile.emailVerified, let email = profile.email,
+            let snapshot = try? JSONCoding.decoder().decode(ProviderProfile.self, from: link.profileJSON), snapshot.emailVerified,
+            snapshot.email?.lowercased() == email.lowercased()
+        {
+            profile.emailVerified = true
+        }
+        // Re-read before writing: a refresh during the call may have stored rotated tokens,
+        // which the link read at the start no longer has.
+        if var current = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), current.uid == link.uid {
+            current.profileJSON = try JSONCoding.encoder().encode(profile)
+            current.updatedAt = Date()
+            try await storage.updateLink(current)
+        }
         return profile
     }
 
@@ -48,11 +60,59 @@ public struct ProfileService: Sendable {
             guard let profile = try? JSONCoding.decoder().decode(ProviderProfile.self, from: link.profileJSON), profile.photoSourceURL != nil
             else { continue }
             let provider = try providers.provider(link.providerId)
-            let photo = try await provider.fetchPhoto(profile: profile, tokens: try openTokens(link), size: size)
+            let photo = try await withFreshTokens(link, provider) { try await provider.fetchPhoto(profile: profile, tokens: $0, size: size) }
             let digest = SHA256.hash(data: photo.bytes).map { String(format: "%02x", $0) }.joined()
             return Photo(bytes: photo.bytes, contentType: photo.contentType, etag: "\"\(digest)\"")
         }
         throw GatehouseError.noPhoto()
+    }
+
+    /// Runs `call` with the link's tokens, refreshing them first when they have expired, or
+    /// once after the provider rejected them (then retrying once). A refused refresh marks
+    /// the link dead: `provider-reauth-required` until the user signs in with it again.
+    func withFreshTokens<T: Sendable>(
+        _ link: ProviderLinkRecord, _ provider: any IdentityProvider, _ call: @Sendable (ProviderTokens) async throws -> T
+    ) async throws -> T {
+        var tokens = try openTokens(link)
+        if tokens.reauthRequired == true { throw GatehouseError.providerReauthRequired(link.providerId) }
+        if let expiresAt = tokens.expiresAt, expiresAt < Date().timeIntervalSince1970 + 30, tokens.refreshToken != nil {
+            tokens = try await refresh(link, provider, failed: tokens)
+        }
+        do {
+            return try await call(tokens)
+        } catch let error as GatehouseError where error.code == "provider-reauth-required" && tokens.refreshToken != nil {
+            return try await call(try await refresh(link, provider, failed: tokens))
+        }
+    }
+
+    /// Refreshes unless another request already did (the stored access token changed).
+    private func refresh(_ link: ProviderLinkRecord, _ provider: any IdentityProvider, failed: ProviderTokens) async throws -> ProviderTokens {
+        let storage = self.storage
+        let accounts = self.accounts
+        return try await refresher.refreshed(key: "\(link.providerId)|\(link.federatedId)") {
+            guard var current = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), current.uid == link.uid else {
+                throw GatehouseError.providerReauthRequired(link.providerId)
+            }
+            guard let stored = try? accounts.tokens(of: current), stored.reauthRequired != true else {
+                throw GatehouseError.providerReauthRequired(link.providerId)
+            }
+            if stored.accessToken != failed.accessToken { return stored }
+            let profile = ProviderProfile(providerId: current.providerId, federatedId: current.federatedId)
+            do {
+                let fresh = try await provider.refresh(stored)
+                current.sealedTokens = try accounts.seal(fresh, for: profile)
+                current.updatedAt = Date()
+                try await storage.updateLink(current)
+                return fresh
+            } catch let error as GatehouseError where error.code == "provider-reauth-required" {
+                var dead = stored
+                dead.reauthRequired = true
+                current.sealedTokens = try accounts.seal(dead, for: profile)
+                current.updatedAt = Date()
+                try await storage.updateLink(current)
+                throw error
+            }
+        }
     }
 
     private func enabledAccount(_ uid: String) async throws -> AccountRecord {

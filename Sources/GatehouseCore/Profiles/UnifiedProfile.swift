@@ -4,16 +4,26 @@ import Foundation
 public struct UnifiedProfile: Sendable, Codable, Equatable {
     /// One linked provider as the API shows it.
     public struct ProviderEntry: Sendable, Codable, Equatable {
+        /// The provider id.
         public var providerId: String
+        /// The provider's user id (Microsoft: `oid`).
         public var federatedId: String
+        /// The provider user name (GitHub login, Microsoft UPN).
         public var username: String?
+        /// The provider's display name.
         public var displayName: String?
+        /// The provider's email.
         public var email: String?
+        /// Whether the provider vouches for the email.
         public var emailVerified: Bool
         /// The gateway's photo route for this provider, never the provider's URL.
         public var photoURL: String?
+        /// The user's public profile page.
         public var profileURL: String?
+        /// The directory tenant (Microsoft).
         public var tenantId: String?
+        /// The job title (Microsoft), or `nil`.
+        public var jobTitle: String?
 
         /// Encodes `nil` members as JSON `null`, so every key is always present.
         public func encode(to encoder: any Encoder) throws {
@@ -27,6 +37,7 @@ public struct UnifiedProfile: Sendable, Codable, Equatable {
             try c.encode(photoURL, forKey: .photoURL)
             try c.encode(profileURL, forKey: .profileURL)
             try c.encode(tenantId, forKey: .tenantId)
+            try c.encode(jobTitle, forKey: .jobTitle)
         }
     }
 
@@ -82,7 +93,7 @@ public struct UnifiedProfile: Sendable, Codable, Equatable {
                     providerId: profile.providerId, federatedId: profile.federatedId, username: profile.username,
                     displayName: profile.displayName, email: profile.email, emailVerified: profile.emailVerified,
                     photoURL: profile.photoSourceURL == nil ? nil : "\(photoBaseURL)?provider=\(FormEncoding.escape(profile.providerId))",
-                    profileURL: profile.profileURL, tenantId: profile.tenantId)
+                    profileURL: profile.profileURL, tenantId: profile.tenantId, jobTitle: profile.jobTitle)
             },
             createdAt: account.createdAt,
             lastSignInAt: account.lastSignInAt,

@@ -24,13 +24,22 @@ public struct ProviderTokens: Sendable, Codable, Equatable {
     public var expiresAt: Double?
     /// The scopes granted.
     public var scopes: [String]
+    /// Provider-specific context needed to refresh (Microsoft: the tenant of the token endpoint).
+    public var context: String?
+    /// Set when the provider refused the refresh token: calls answer `provider-reauth-required`.
+    public var reauthRequired: Bool?
 
     /// Creates a token set.
-    public init(accessToken: String, refreshToken: String? = nil, expiresAt: Double? = nil, scopes: [String]) {
+    public init(
+        accessToken: String, refreshToken: String? = nil, expiresAt: Double? = nil, scopes: [String], context: String? = nil,
+        reauthRequired: Bool? = nil
+    ) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
         self.expiresAt = expiresAt
         self.scopes = scopes
+        self.context = context
+        self.reauthRequired = reauthRequired
     }
 }
 
@@ -54,6 +63,22 @@ public struct CallbackParameters: Sendable {
     public var nonce: String
     /// The callback's `iss` parameter (RFC 9207), if any.
     public var issuer: String?
+    /// The context the provider returned with the authorize URL.
+    public var context: String
+}
+
+/// Where to send the browser, and what the provider wants back at the callback.
+public struct AuthorizationRedirect: Sendable {
+    /// The authorize URL.
+    public var url: String
+    /// Stored with the transaction and handed back in `CallbackParameters.context`.
+    public var context: String
+
+    /// Creates a redirect.
+    public init(url: String, context: String = "") {
+        self.url = url
+        self.context = context
+    }
 }
 
 /// A validated sign-in at a provider: its tokens and the user's normalized profile.
@@ -71,7 +96,7 @@ public protocol IdentityProvider: Sendable {
     /// Scopes requested on every sign-in.
     var defaultScopes: [String] { get }
     /// The authorize URL the browser is sent to (OIDC providers need discovery first).
-    func authorizationURL(for request: AuthorizationRequest) async throws -> String
+    func authorizationRedirect(for request: AuthorizationRequest) async throws -> AuthorizationRedirect
     /// Redeems the callback's code, once (a code exchange is never retried), validates what
     /// came back and returns the tokens and the profile.
     func completeSignIn(_ callback: CallbackParameters) async throws -> ProviderSignIn
@@ -79,6 +104,9 @@ public protocol IdentityProvider: Sendable {
     func signIn(idToken: String, rawNonce: String?) async throws -> ProviderSignIn
     /// Why the provider cannot sign anyone in right now, for `/readyz`; `nil` when it can.
     func readinessProblem() async -> String?
+    /// A new access token from the refresh token (the refresh token may rotate); throws
+    /// `provider-reauth-required` when the grant is gone.
+    func refresh(_ tokens: ProviderTokens) async throws -> ProviderTokens
     /// Fetches and normalizes the user's profile with the access token.
     func fetchProfile(tokens: ProviderTokens) async throws -> ProviderProfile
     /// Fetches the user's photo at about `size` pixels, or throws `no-photo`.
@@ -89,6 +117,11 @@ extension IdentityProvider {
     /// Refused: this provider issues no ID tokens.
     public func signIn(idToken: String, rawNonce: String?) async throws -> ProviderSignIn {
         throw GatehouseError.operationNotAllowed("\(id) does not sign in with ID tokens.")
+    }
+
+    /// No refresh tokens: a dead access token needs a new sign-in.
+    public func refresh(_ tokens: ProviderTokens) async throws -> ProviderTokens {
+        throw GatehouseError.providerReauthRequired(id)
     }
 
     /// Always ready (no discovery to depend on).

@@ -25,6 +25,8 @@ public struct ProviderProfile: Sendable, Codable, Equatable {
     public var tenantId: String?
     /// A BCP 47 locale, when the provider has one.
     public var locale: String?
+    /// The job title (Microsoft Graph), when the provider has one.
+    public var jobTitle: String?
     /// The provider's own answer, unchanged.
     public var rawUserInfo: JSONValue
 
@@ -32,7 +34,7 @@ public struct ProviderProfile: Sendable, Codable, Equatable {
     public init(
         providerId: String, federatedId: String, username: String? = nil, displayName: String? = nil, givenName: String? = nil,
         familyName: String? = nil, email: String? = nil, emailVerified: Bool = false, photoSourceURL: String? = nil,
-        profileURL: String? = nil, tenantId: String? = nil, locale: String? = nil, rawUserInfo: JSONValue = .null
+        profileURL: String? = nil, tenantId: String? = nil, locale: String? = nil, jobTitle: String? = nil, rawUserInfo: JSONValue = .null
     ) {
         self.providerId = providerId
         self.federatedId = federatedId
@@ -46,6 +48,7 @@ public struct ProviderProfile: Sendable, Codable, Equatable {
         self.profileURL = profileURL
         self.tenantId = tenantId
         self.locale = locale
+        self.jobTitle = jobTitle
         self.rawUserInfo = rawUserInfo
     }
 }

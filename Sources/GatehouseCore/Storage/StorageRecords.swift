@@ -18,6 +18,8 @@ public struct SignInTransaction: Sendable, Equatable {
     public var mode: String
     /// The callback URL sent on the authorize request; the token request repeats it.
     public var redirectURI: String
+    /// What the provider needs back at the callback (Microsoft: the tenant of the endpoints used); may be empty.
+    public var providerContext: String
     /// When the flow started.
     public var createdAt: Date
     /// When the flow stops being acceptable.
@@ -26,7 +28,7 @@ public struct SignInTransaction: Sendable, Equatable {
     /// Creates a transaction.
     public init(
         stateHash: String, bindingHash: String, providerId: String, codeVerifier: String, nonce: String, returnTo: String, mode: String,
-        redirectURI: String, createdAt: Date, expiresAt: Date
+        redirectURI: String, providerContext: String = "", createdAt: Date, expiresAt: Date
     ) {
         self.stateHash = stateHash
         self.bindingHash = bindingHash
@@ -36,6 +38,7 @@ public struct SignInTransaction: Sendable, Equatable {
         self.returnTo = returnTo
         self.mode = mode
         self.redirectURI = redirectURI
+        self.providerContext = providerContext
         self.createdAt = createdAt
         self.expiresAt = expiresAt
     }

@@ -62,7 +62,7 @@ struct ProviderProfileView: Encodable {
 
     enum CodingKeys: String, CodingKey {
         case providerId, federatedId, username, displayName, givenName, familyName, email, emailVerified, profileURL, tenantId, locale,
-            rawUserInfo
+            jobTitle, rawUserInfo
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -78,6 +78,7 @@ struct ProviderProfileView: Encodable {
         try c.encode(profile.profileURL, forKey: .profileURL)
         try c.encode(profile.tenantId, forKey: .tenantId)
         try c.encode(profile.locale, forKey: .locale)
+        try c.encode(profile.jobTitle, forKey: .jobTitle)
         try c.encode(profile.rawUserInfo, forKey: .rawUserInfo)
     }
 }

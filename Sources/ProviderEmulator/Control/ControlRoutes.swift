@@ -28,11 +28,11 @@ struct ControlRoutes {
         router.post("/_emulator/oidc/tamper") { request, _ in
             var request = request
             let object = try await Self.jsonObject(&request)
-            guard let issuer = object["issuer"] as? String, OIDCIssuerSpec.all.contains(where: { $0.name == issuer }),
+            guard let issuer = object["issuer"] as? String, issuer == "microsoft" || OIDCIssuerSpec.all.contains(where: { $0.name == issuer }),
                 let mode = (object["mode"] as? String).flatMap(TamperMode.init(rawValue:))
             else {
                 return Response.json(
-                    ["error": "{\"issuer\": \"oidc|yahoo\", \"mode\": one of \(TamperMode.allCases.map(\.rawValue))} is required"],
+                    ["error": "{\"issuer\": \"oidc|yahoo|microsoft\", \"mode\": one of \(TamperMode.allCases.map(\.rawValue))} is required"],
                     status: .badRequest)
             }
             await oidcState.arm(mode, issuer: issuer)

@@ -8,6 +8,7 @@ import Hummingbird
 struct MicrosoftIdentityRoutes {
     let clients: [ClientRegistration]
     let state: MicrosoftState
+    let tamper: OIDCState
     let keys: SigningKeys
     let codeLifetime: Duration
 
@@ -248,7 +249,8 @@ struct MicrosoftIdentityRoutes {
                 claims["email"] = .string(email)
                 if user.emailDomainVerified { claims["xms_edov"] = .bool(true) }
             }
-            guard let idToken = try? await keys.sign(EmulatorClaims(claims), issuer: Self.keySpec) else {
+            let minter = IDTokenMinter(spec: Self.keySpec, state: tamper, keys: keys)
+            guard let idToken = try? await minter.mint(claims, audience: clientID, base: base) else {
                 return MicrosoftErrors.token(
                     "temporarily_unavailable", 90033, "A transient error has occurred. Please try again.", status: .serviceUnavailable)
             }

@@ -222,36 +222,7 @@ struct OIDCRoutes {
             claims["email"] = .string(user.email)
             claims["email_verified"] = .bool(user.emailVerified)
         }
-        let armed = { (mode: TamperMode) async in await state.take(mode, issuer: spec.name) }
-        if await armed(.wrongIssuer) { claims["iss"] = .string(base + "/evil-issuer") }
-        if await armed(.wrongAudience) { claims["aud"] = .string("someone-else") }
-        if await armed(.extraAudience) { claims["aud"] = .strings([audience, "untrusted-party"]) }
-        if await armed(.expired) {
-            claims["iat"] = .number(now - 7200)
-            claims["exp"] = .number(now - 3600)
-        }
-        if await armed(.missingSubject) { claims["sub"] = nil }
-        if await armed(.wrongNonce) { claims["nonce"] = .string("not-the-nonce") }
-        if await armed(.missingNonce) { claims["nonce"] = nil }
-        let payload = EmulatorClaims(claims)
-        if await armed(.algNone) {
-            let header = SigningKeys.base64URL(Data(#"{"alg":"none","typ":"JWT"}"#.utf8))
-            let body = SigningKeys.base64URL((try? JSONEncoder().encode(payload)) ?? Data())
-            return "\(header).\(body)."
-        }
-        if await armed(.hmacWithPublicKey) { return try await keys.signConfused(payload, issuer: spec) }
-        var extraHeader: [String: JWTHeaderField] = [:]
-        if await armed(.jkuHeader) { extraHeader["jku"] = .string(base + "/evil/jwks") }
-        if await armed(.jwkHeader) { extraHeader["jwk"] = .object(["kty": .string("oct"), "k": .string("ZXZpbA")]) }
-        let signed = try await keys.sign(payload, issuer: spec, extraHeader: extraHeader)
-        if await armed(.badSignature) {
-            // Flip one character of the signature: still base64url, no longer valid.
-            var parts = signed.split(separator: ".").map(String.init)
-            let last = parts[2]
-            parts[2] = String(last.dropLast()) + (last.hasSuffix("A") ? "B" : "A")
-            return parts.joined(separator: ".")
-        }
-        return signed
+        return try await IDTokenMinter(spec: spec, state: state, keys: keys).mint(claims, audience: audience, base: base)
     }
 
     // MARK: Userinfo

@@ -19,7 +19,7 @@ public struct GitHubProvider: IdentityProvider {
     public var defaultScopes: [String] { configuration.defaultScopes }
 
     /// `…/login/oauth/authorize?client_id&redirect_uri&scope&state&code_challenge…` plus custom parameters.
-    public func authorizationURL(for request: AuthorizationRequest) -> String {
+    public func authorizationRedirect(for request: AuthorizationRequest) -> AuthorizationRedirect {
         var pairs: [(String, String)] = [
             ("client_id", configuration.clientID),
             ("redirect_uri", request.redirectURI),
@@ -29,7 +29,7 @@ public struct GitHubProvider: IdentityProvider {
             ("code_challenge_method", "S256"),
         ]
         pairs += request.customParameters
-        return configuration.authorizeURL + "?" + FormEncoding.encode(pairs)
+        return AuthorizationRedirect(url: configuration.authorizeURL + "?" + FormEncoding.encode(pairs))
     }
 
     /// Exchanges the code, then reads `/user` and `/user/emails`.

@@ -27,7 +27,7 @@ public struct OIDCProvider: IdentityProvider {
     public var defaultScopes: [String] { ["openid"] + configuration.defaultScopes.filter { $0 != "openid" } }
 
     /// The discovered authorization endpoint with code + PKCE S256 + state + nonce.
-    public func authorizationURL(for request: AuthorizationRequest) async throws -> String {
+    public func authorizationRedirect(for request: AuthorizationRequest) async throws -> AuthorizationRedirect {
         let document = try await metadata.discovery()
         var pairs: [(String, String)] = [
             ("client_id", configuration.clientID),
@@ -41,11 +41,19 @@ public struct OIDCProvider: IdentityProvider {
         ]
         pairs += request.customParameters
         let separator = document.authorizationEndpoint.contains("?") ? "&" : "?"
-        return document.authorizationEndpoint + separator + FormEncoding.encode(pairs)
+        return AuthorizationRedirect(url: document.authorizationEndpoint + separator + FormEncoding.encode(pairs))
     }
 
     /// Checks RFC 9207 `iss`, redeems the code once, validates the ID token, then reads userinfo.
     public func completeSignIn(_ callback: CallbackParameters) async throws -> ProviderSignIn {
+        let exchanged = try await exchange(callback)
+        return ProviderSignIn(
+            tokens: exchanged.tokens, profile: OIDCProfileMapper.profile(providerId: id, claims: exchanged.claims, userInfo: exchanged.userInfo))
+    }
+
+    /// The code flow's wire part, shared with providers that build their profile elsewhere
+    /// (Microsoft reads Graph): validated claims, tokens, and userinfo when used.
+    func exchange(_ callback: CallbackParameters) async throws -> (claims: IDTokenClaims, tokens: ProviderTokens, userInfo: JSONValue?) {
         let document = try await metadata.discovery()
         // RFC 9207: required when advertised; when present anyway it must still be right.
         if document.authorizationResponseIssParameterSupported == true || callback.issuer != nil {
@@ -53,7 +61,11 @@ public struct OIDCProvider: IdentityProvider {
                 throw GatehouseError.invalidIdPResponse("The authorization response's iss does not name the expected issuer.")
             }
         }
-        let answer = try await redeem(callback, endpoint: document.tokenEndpoint, authMethods: document.tokenEndpointAuthMethodsSupported)
+        let answer = try await tokenRequest(
+            [
+                ("grant_type", "authorization_code"), ("code", callback.code), ("redirect_uri", callback.redirectURI),
+                ("code_verifier", callback.codeVerifier),
+            ], endpoint: document.tokenEndpoint, authMethods: document.tokenEndpointAuthMethodsSupported)
         guard let idToken = answer["id_token"]?.stringValue else {
             throw GatehouseError.invalidIdPResponse("\(id)'s token answer has no ID token.")
         }
@@ -61,15 +73,40 @@ public struct OIDCProvider: IdentityProvider {
         guard let accessToken = answer["access_token"]?.stringValue, !accessToken.isEmpty else {
             throw GatehouseError.invalidIdPResponse("\(id)'s token answer has no access token.")
         }
-        let tokens = ProviderTokens(
-            accessToken: accessToken, refreshToken: answer["refresh_token"]?.stringValue,
-            expiresAt: answer["expires_in"]?.integerValue.map { Date().timeIntervalSince1970 + Double($0) },
-            scopes: (answer["scope"]?.stringValue ?? "").split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init))
+        let tokens = Self.tokens(from: answer, accessToken: accessToken, previous: nil)
         var userInfo: JSONValue?
-        if let endpoint = document.userinfoEndpoint {
+        if configuration.usesUserInfo, let endpoint = document.userinfoEndpoint {
             userInfo = try await self.userInfo(endpoint: endpoint, accessToken: accessToken, expectedSubject: claims.subject)
         }
-        return ProviderSignIn(tokens: tokens, profile: OIDCProfileMapper.profile(providerId: id, claims: claims, userInfo: userInfo))
+        return (claims, tokens, userInfo)
+    }
+
+    /// The refresh-token grant; a rotated refresh token replaces the old one, and any
+    /// `error` (`invalid_grant` above all) means the grant is gone.
+    public func refresh(_ tokens: ProviderTokens) async throws -> ProviderTokens {
+        guard let refreshToken = tokens.refreshToken else { throw GatehouseError.providerReauthRequired(id) }
+        let document = try await metadata.discovery()
+        let answer: JSONValue
+        do {
+            answer = try await tokenRequest(
+                [("grant_type", "refresh_token"), ("refresh_token", refreshToken)], endpoint: document.tokenEndpoint,
+                authMethods: document.tokenEndpointAuthMethodsSupported)
+        } catch let error as GatehouseError where error.code == "invalid-idp-response" {
+            throw GatehouseError.providerReauthRequired(id)
+        }
+        guard let accessToken = answer["access_token"]?.stringValue, !accessToken.isEmpty else {
+            throw GatehouseError.invalidIdPResponse("\(id)'s refresh answer has no access token.")
+        }
+        return Self.tokens(from: answer, accessToken: accessToken, previous: tokens)
+    }
+
+    /// Tokens from a token-endpoint answer; what the answer leaves out is kept from `previous`.
+    static func tokens(from answer: JSONValue, accessToken: String, previous: ProviderTokens?) -> ProviderTokens {
+        let scopes = answer["scope"]?.stringValue.map { $0.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init) }
+        return ProviderTokens(
+            accessToken: accessToken, refreshToken: answer["refresh_token"]?.stringValue ?? previous?.refreshToken,
+            expiresAt: answer["expires_in"]?.integerValue.map { Date().timeIntervalSince1970 + Double($0) },
+            scopes: scopes ?? previous?.scopes ?? [], context: previous?.context)
     }
 
     /// Validates an ID token obtained elsewhere; with `rawNonce`, its `nonce` must match it.
@@ -122,13 +159,10 @@ public struct OIDCProvider: IdentityProvider {
 
     // MARK: Wire
 
-    /// The token request; never retried. RFC 6749 errors (Yahoo's upper-case codes too) become
+    /// A token request; never retried. RFC 6749 errors (Yahoo's upper-case codes too) become
     /// `invalid-idp-response` naming the provider's code, never echoing the request.
-    private func redeem(_ callback: CallbackParameters, endpoint: String, authMethods: [String]?) async throws -> JSONValue {
-        var form: [(String, String)] = [
-            ("grant_type", "authorization_code"), ("code", callback.code), ("redirect_uri", callback.redirectURI),
-            ("code_verifier", callback.codeVerifier),
-        ]
+    private func tokenRequest(_ parameters: [(String, String)], endpoint: String, authMethods: [String]?) async throws -> JSONValue {
+        var form = parameters
         var headers: OutboundHeaders = ["Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"]
         switch clientAuthentication(supported: authMethods) {
         case .clientSecretBasic:
@@ -148,11 +182,11 @@ public struct OIDCProvider: IdentityProvider {
         }
         let body = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body))
         if let error = body?["error"]?.stringValue {
-            throw GatehouseError.invalidIdPResponse("\(id) refused the code exchange (\(error.prefix(64).debugDescription)).")
+            throw GatehouseError.invalidIdPResponse("\(id) refused the token request (\(error.prefix(64).debugDescription)).")
         }
         guard response.status == 200, let body, case .object = body else {
             if response.status >= 500 || response.status == 429 { throw UpstreamErrors.status(response, providerId: id) }
-            throw GatehouseError.invalidIdPResponse("\(id) answered the code exchange with HTTP \(response.status).")
+            throw GatehouseError.invalidIdPResponse("\(id) answered the token request with HTTP \(response.status).")
         }
         return body
     }

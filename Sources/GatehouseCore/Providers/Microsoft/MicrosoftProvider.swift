@@ -1,0 +1,191 @@
+import CurlClient
+import Foundation
+import Logging
+
+/// Microsoft sign-in on the OIDC engine, with the platform's quirks (providers.md §1–§2):
+/// per-tenant endpoints, the `{tenantid}` issuer template checked against the token's `tid`,
+/// `oid` as the federated id, the profile from Graph `/me`, photos as Graph binaries.
+public struct MicrosoftProvider: IdentityProvider {
+    /// Always `microsoft.com`.
+    public let id = "microsoft.com"
+    let configuration: MicrosoftConfiguration
+    let http: CurlHTTPClient
+    let engines: Engines
+
+    /// Creates the provider over the shared libcurl client.
+    public init(configuration: MicrosoftConfiguration, http: CurlHTTPClient, developmentMode: Bool, logger: Logger) {
+        self.configuration = configuration
+        self.http = http
+        engines = Engines(configuration: configuration, http: http, developmentMode: developmentMode, logger: logger)
+    }
+
+    /// The configured scopes.
+    public var defaultScopes: [String] { configuration.defaultScopes }
+
+    /// The authorize URL of the default tenant, or of the caller's `tenant` custom parameter
+    /// (which is the gateway's, not forwarded); the tenant comes back as the flow's context.
+    public func authorizationRedirect(for request: AuthorizationRequest) async throws -> AuthorizationRedirect {
+        var request = request
+        let tenant = request.customParameters.last { $0.0 == "tenant" }?.1 ?? configuration.tenant
+        request.customParameters.removeAll { $0.0 == "tenant" }
+        guard MicrosoftTenants.isValid(tenant) else {
+            throw GatehouseError.invalidArgument("tenant must be common, organizations, consumers, a tenant GUID or a domain.")
+        }
+        if !configuration.allowedTenants.isEmpty, MicrosoftTenants.isGUID(tenant), !configuration.allowedTenants.contains(tenant.lowercased()) {
+            throw GatehouseError.operationNotAllowed("Accounts of this Microsoft tenant may not sign in here.", status: 403)
+        }
+        var redirect = try await engines.engine(tenant).authorizationRedirect(for: request)
+        redirect.context = tenant
+        return redirect
+    }
+
+    /// The code flow at the flow's tenant, then Graph `/me` and the photo's presence.
+    public func completeSignIn(_ callback: CallbackParameters) async throws -> ProviderSignIn {
+        let tenant = callback.context.isEmpty ? configuration.tenant : callback.context
+        var (claims, tokens, _) = try await engines.engine(tenant).exchange(callback)
+        guard let oid = claims.objectId, !oid.isEmpty else {
+            throw GatehouseError.invalidIdToken("The ID token has no oid (the profile scope is required).")
+        }
+        tokens.context = tenant
+        var profile = try await fetchProfile(tokens: tokens, claims: claims)
+        guard profile.federatedId.lowercased() == oid.lowercased() else {
+            throw GatehouseError.invalidIdPResponse("Graph describes another user than the ID token.")
+        }
+        profile.federatedId = oid
+        return ProviderSignIn(tokens: tokens, profile: profile)
+    }
+
+    /// The refresh-token grant at the tenant of the sign-in.
+    public func refresh(_ tokens: ProviderTokens) async throws -> ProviderTokens {
+        var refreshed = try await engines.engine(tokens.context ?? configuration.tenant).refresh(tokens)
+        refreshed.context = tokens.context
+        return refreshed
+    }
+
+    /// Discovery problems of the default tenant.
+    public func readinessProblem() async -> String? {
+        await (try? engines.engine(configuration.tenant))?.readinessProblem()
+    }
+
+    /// Graph `/me`, normalized; the email is verified only for personal accounts (their
+    /// sign-in name) or with the ID token's `xms_edov` for that same address.
+    public func fetchProfile(tokens: ProviderTokens) async throws -> ProviderProfile {
+        try await fetchProfile(tokens: tokens, claims: nil)
+    }
+
+    func fetchProfile(tokens: ProviderTokens, claims: IDTokenClaims?) async throws -> ProviderProfile {
+        let me = try await graph("/v1.0/me", tokens: tokens)
+        guard let graphID = me["id"]?.stringValue, let upn = me["userPrincipalName"]?.stringValue else {
+            throw GatehouseError.invalidIdPResponse("Graph's /me answer has no id or userPrincipalName.")
+        }
+        let personal = graphID.count == 16 && graphID.allSatisfy(\.isHexDigit)
+        // Personal accounts: Graph's id is the 16-hex CID; the oid is it, padded (providers.md §1.5).
+        let oid = personal ? "00000000-0000-0000-\(graphID.prefix(4))-\(graphID.dropFirst(4))" : graphID
+        let guestUPN = upn.contains("#EXT#")
+        let email = me["mail"]?.stringValue ?? (guestUPN ? claims?.email : upn)
+        let verified: Bool
+        if personal {
+            verified = email?.lowercased() == upn.lowercased()
+        } else {
+            // The `email` claim is mutable and unverified unless the tenant owns its domain (nOAuth).
+            verified = claims?.emailDomainOwnerVerified == true && email != nil && claims?.email?.lowercased() == email?.lowercased()
+        }
+        let hasPhoto = try await photoExists(tokens: tokens)
+        var raw = me
+        if case .object(var object) = raw {
+            object.removeValue(forKey: "@odata.context")
+            raw = .object(object)
+        }
+        let tenant = claims?.tenantId ?? (personal ? MicrosoftTenants.consumers : nil)
+        return ProviderProfile(
+            providerId: id, federatedId: oid, username: upn, displayName: me["displayName"]?.stringValue,
+            givenName: me["givenName"]?.stringValue, familyName: me["surname"]?.stringValue, email: email, emailVerified: verified,
+            photoSourceURL: hasPhoto ? "\(configuration.graphBaseURL)/v1.0/me/photo/$value" : nil, tenantId: tenant,
+            locale: me["preferredLanguage"]?.stringValue, jobTitle: me["jobTitle"]?.stringValue, rawUserInfo: raw)
+    }
+
+    /// The Graph binary at `size` (the nearest smaller available size when that one is
+    /// missing), or the largest photo without a size.
+    public func fetchPhoto(profile: ProviderProfile, tokens: ProviderTokens, size: Int?) async throws -> ProviderPhoto {
+        guard profile.photoSourceURL != nil else { throw GatehouseError.noPhoto() }
+        var paths: [String] = []
+        if let size {
+            paths = Self.photoSizes.filter { $0 <= size }.reversed().map { "/v1.0/me/photos/\($0)x\($0)/$value" }
+        }
+        paths.append("/v1.0/me/photo/$value")
+        for path in paths {
+            let response = try await graphResponse(path, tokens: tokens, accept: "image/*", maxBytes: 5 << 20)
+            if response.status == 404 { continue }
+            guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
+            let contentType = response.headers["content-type"] ?? ""
+            guard contentType.lowercased().hasPrefix("image/") else {
+                throw GatehouseError.upstreamUnavailable(id, detail: "Graph's photo answer is not an image.")
+            }
+            return ProviderPhoto(bytes: response.body, contentType: contentType)
+        }
+        throw GatehouseError.noPhoto()
+    }
+
+    /// The sizes Graph serves (providers.md §2.2).
+    static let photoSizes = [48, 64, 96, 120, 240, 360, 432, 504, 648]
+
+    private func photoExists(tokens: ProviderTokens) async throws -> Bool {
+        let response = try await graphResponse("/v1.0/me/photo", tokens: tokens, accept: "application/json", maxBytes: 64 << 10)
+        if response.status == 200 { return true }
+        // Any 404 is "no photo", whatever code the backend chose (ImageNotFound, ErrorItemNotFound, ConsumerPhotoIsNotSupported, …).
+        if response.status == 404 { return false }
+        throw UpstreamErrors.status(response, providerId: id)
+    }
+
+    private func graph(_ path: String, tokens: ProviderTokens) async throws -> JSONValue {
+        let response = try await graphResponse(path, tokens: tokens, accept: "application/json", maxBytes: 1 << 20)
+        guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
+        guard let json = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body)), case .object = json else {
+            throw GatehouseError.invalidIdPResponse("Graph's answer is not a JSON object.")
+        }
+        return json
+    }
+
+    private func graphResponse(_ path: String, tokens: ProviderTokens, accept: String, maxBytes: Int) async throws -> OutboundResponse {
+        do {
+            return try await http.execute(
+                OutboundRequest(
+                    url: configuration.graphBaseURL + path, headers: ["Authorization": "Bearer \(tokens.accessToken)", "Accept": accept],
+                    maxResponseBytes: maxBytes))
+        } catch {
+            throw UpstreamErrors.transport(error, providerId: id)
+        }
+    }
+
+    /// One OIDC engine (discovery + keys) per tenant segment in use, created on demand.
+    actor Engines {
+        private let configuration: MicrosoftConfiguration
+        private let http: CurlHTTPClient
+        private let developmentMode: Bool
+        private let logger: Logger
+        private var byTenant: [String: OIDCProvider] = [:]
+
+        init(configuration: MicrosoftConfiguration, http: CurlHTTPClient, developmentMode: Bool, logger: Logger) {
+            self.configuration = configuration
+            self.http = http
+            self.developmentMode = developmentMode
+            self.logger = logger
+        }
+
+        func engine(_ tenant: String) -> OIDCProvider {
+            let key = tenant.lowercased()
+            if let engine = byTenant[key] { return engine }
+            // Bounded: arbitrary `tenant=` values cannot grow the cache without limit.
+            if byTenant.count >= 64 { byTenant.removeAll() }
+            var oidc = OIDCProviderConfiguration(
+                providerId: "microsoft.com", issuer: "\(configuration.loginBaseURL)/\(key)/v2.0", clientID: configuration.clientID,
+                clientSecret: configuration.clientSecret, allowedAlgorithms: ["RS256"])
+            oidc.issuerRule = .microsoft(loginBaseURL: configuration.loginBaseURL, endpointTenant: key, allowedTenants: configuration.allowedTenants)
+            oidc.usesUserInfo = false
+            oidc.endpointOverrides = [:]
+            let engine = OIDCProvider(configuration: oidc, http: http, developmentMode: developmentMode, logger: logger)
+            byTenant[key] = engine
+            return engine
+        }
+    }
+}

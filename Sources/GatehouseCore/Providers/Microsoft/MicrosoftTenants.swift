@@ -1,0 +1,31 @@
+/// The tenant values of the Microsoft identity platform (providers.md §1.1).
+public enum MicrosoftTenants {
+    /// The tenant of every personal Microsoft account.
+    public static let consumers = "9188040d-6c67-4c5b-b112-36a304b66dad"
+
+    /// Whether `text` is a lower- or upper-case GUID.
+    public static func isGUID(_ text: String) -> Bool {
+        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
+        return groups.map(\.count) == [8, 4, 4, 4, 12] && groups.allSatisfy { $0.allSatisfy(\.isHexDigit) }
+    }
+
+    /// Whether `value` may name a tenant: `common`, `organizations`, `consumers`, a GUID or a domain.
+    public static func isValid(_ value: String) -> Bool {
+        if ["common", "organizations", "consumers"].contains(value) || isGUID(value) { return true }
+        return value.count <= 253 && value.contains(".") && !value.hasPrefix(".") && !value.hasSuffix(".")
+            && value.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
+    }
+
+    /// Whether a token of tenant `tid` can come from the endpoint of `endpoint`: any tenant for
+    /// `common`, work tenants for `organizations`, the personal tenant for `consumers`, that
+    /// GUID for a GUID. A domain cannot be checked offline; the issuer and allow-list still are.
+    public static func endpoint(_ endpoint: String, admits tid: String) -> Bool {
+        switch endpoint.lowercased() {
+        case "common": return true
+        case "organizations": return tid != consumers
+        case "consumers", consumers: return tid == consumers
+        case let guid where isGUID(guid): return tid == guid
+        default: return tid != consumers
+        }
+    }
+}
