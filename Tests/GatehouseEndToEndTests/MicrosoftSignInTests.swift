@@ -221,7 +221,7 @@ struct MicrosoftSignInTests {
         await deployment.stop()
     }
 
-    @Test("Graph 429 → 429 upstream-rate-limited with Retry-After; a bare Microsoft access token cannot sign in")
+    @Test("Graph 429 → 429 upstream-rate-limited with Retry-After, 503 → 503 upstream-unavailable; a bare Microsoft access token cannot sign in")
     func rateLimitAndAccessTokenSignIn() async throws {
         let deployment = try await TestDeployment()
         var browser = Browser(deployment)
@@ -231,6 +231,10 @@ struct MicrosoftSignInTests {
         #expect(limited.status == 429)
         #expect(limited.headers["retry-after"] == "7")
         #expect(try jsonObject(limited)["code"] as? String == "upstream-rate-limited")
+        _ = try await deployment.control("faults", #"{"endpoint": "GET /graph/v1.0/me", "status": 503, "times": 1}"#)
+        let unavailable = try await browser.send("\(deployment.gatewayURL)/v1/me/providers/microsoft.com/profile")
+        #expect(unavailable.status == 503)
+        #expect(try jsonObject(unavailable)["code"] as? String == "upstream-unavailable")
         let refused = try await browser.send(
             "\(deployment.gatewayURL)/v1/auth/idtoken", method: "POST", headers: ["Content-Type": "application/json"],
             body: Array(#"{"providerId": "microsoft.com", "accessToken": "EwAabc"}"#.utf8))
