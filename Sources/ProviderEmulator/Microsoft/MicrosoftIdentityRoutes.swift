@@ -149,15 +149,7 @@ struct MicrosoftIdentityRoutes {
         guard MicrosoftDirectory.audience(tenant) != nil else {
             return MicrosoftErrors.token("invalid_request", 90002, "Tenant '\(tenant)' not found.")
         }
-        var clientID = form["client_id"]
-        var secret = form["client_secret"]
-        if let authorization, authorization.lowercased().hasPrefix("basic "),
-            let decoded = Data(base64Encoded: String(authorization.dropFirst(6))).map({ String(decoding: $0, as: UTF8.self) }),
-            let colon = decoded.firstIndex(of: ":")
-        {
-            clientID = String(decoded[..<colon]).removingPercentEncoding
-            secret = String(decoded[decoded.index(after: colon)...]).removingPercentEncoding
-        }
+        let (clientID, secret) = ClientCredentials.of(form: form, authorization: authorization)
         guard let clientID, !clientID.isEmpty else {
             return MicrosoftErrors.token("invalid_request", 900144, "The request body must contain the following parameter: 'client_id'.")
         }

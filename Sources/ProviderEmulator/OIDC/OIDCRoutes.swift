@@ -138,15 +138,7 @@ struct OIDCRoutes {
     // MARK: Token
 
     private func token(_ form: [String: String], authorization: String?, base: String) async -> Response {
-        var clientID = form["client_id"]
-        var secret = form["client_secret"]
-        if let authorization, authorization.lowercased().hasPrefix("basic "),
-            let decoded = Data(base64Encoded: String(authorization.dropFirst(6))).map({ String(decoding: $0, as: UTF8.self) }),
-            let colon = decoded.firstIndex(of: ":")
-        {
-            clientID = String(decoded[..<colon]).removingPercentEncoding
-            secret = String(decoded[decoded.index(after: colon)...]).removingPercentEncoding
-        }
+        let (clientID, secret) = ClientCredentials.of(form: form, authorization: authorization)
         guard let clientID, let secret, !clientID.isEmpty else {
             return tokenError("INVALID_INPUT", "invalid_request", "client_id is empty", status: .badRequest)
         }
