@@ -30,6 +30,7 @@ public final class SQLiteStorage: GatehouseStorage {
         _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
     }
 
+    /// Saves a started sign-in.
     public func insertTransaction(_ t: SignInTransaction) async throws {
         try await pool.write { db in
             try db.execute(
@@ -45,6 +46,7 @@ public final class SQLiteStorage: GatehouseStorage {
         }
     }
 
+    /// Deletes and returns the transaction with this state and binding (`DELETE … RETURNING`: one winner).
     public func takeTransaction(stateHash: String, bindingHash: String) async throws -> SignInTransaction? {
         try await pool.write { db in
             guard
@@ -60,6 +62,7 @@ public final class SQLiteStorage: GatehouseStorage {
         }
     }
 
+    /// Saves a one-time sign-in result.
     public func insertResult(idHash: String, payload: Data, expiresAt: Date) async throws {
         try await pool.write { db in
             try db.execute(
@@ -67,6 +70,7 @@ public final class SQLiteStorage: GatehouseStorage {
         }
     }
 
+    /// Deletes and returns the result if it has not expired.
     public func takeResult(idHash: String, now: Date) async throws -> Data? {
         try await pool.write { db in
             guard
@@ -77,12 +81,14 @@ public final class SQLiteStorage: GatehouseStorage {
         }
     }
 
+    /// The account with this uid.
     public func account(uid: String) async throws -> AccountRecord? {
         try await pool.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE uid = ?", arguments: [uid]).map(Self.account)
         }
     }
 
+    /// The link of this provider identity.
     public func link(providerId: String, federatedId: String) async throws -> ProviderLinkRecord? {
         try await pool.read { db in
             try Row.fetchOne(
@@ -91,12 +97,14 @@ public final class SQLiteStorage: GatehouseStorage {
         }
     }
 
+    /// The links of an account, oldest first.
     public func links(uid: String) async throws -> [ProviderLinkRecord] {
         try await pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM provider_links WHERE uid = ? ORDER BY linked_at, provider_id", arguments: [uid]).map(Self.link)
         }
     }
 
+    /// Creates the account and its first link in one transaction; a uniqueness violation is `StorageError.conflict`.
     public func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws {
         do {
             try await pool.write { db in
@@ -110,6 +118,7 @@ public final class SQLiteStorage: GatehouseStorage {
         }
     }
 
+    /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
     public func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws {
         try await pool.write { db in
             try Self.update(link, db)
@@ -117,10 +126,12 @@ public final class SQLiteStorage: GatehouseStorage {
         }
     }
 
+    /// Replaces a link's profile and tokens (never its owner).
     public func updateLink(_ link: ProviderLinkRecord) async throws {
         try await pool.write { db in try Self.update(link, db) }
     }
 
+    /// Saves a session.
     public func insertSession(_ session: SessionRecord) async throws {
         try await pool.write { db in
             try db.execute(
@@ -129,6 +140,7 @@ public final class SQLiteStorage: GatehouseStorage {
         }
     }
 
+    /// The session with this hash, if it has not expired.
     public func session(idHash: String, now: Date) async throws -> SessionRecord? {
         try await pool.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id_hash = ? AND expires_at > ?", arguments: [idHash, now]).map { row in
@@ -137,14 +149,17 @@ public final class SQLiteStorage: GatehouseStorage {
         }
     }
 
+    /// Ends one session.
     public func deleteSession(idHash: String) async throws {
         try await pool.write { db in try db.execute(sql: "DELETE FROM sessions WHERE id_hash = ?", arguments: [idHash]) }
     }
 
+    /// Ends every session of an account.
     public func deleteSessions(uid: String) async throws {
         try await pool.write { db in try db.execute(sql: "DELETE FROM sessions WHERE uid = ?", arguments: [uid]) }
     }
 
+    /// Deletes expired transactions, results and sessions.
     public func purgeExpired(now: Date) async throws {
         try await pool.write { db in
             try db.execute(sql: "DELETE FROM signin_transactions WHERE expires_at <= ?", arguments: [now])

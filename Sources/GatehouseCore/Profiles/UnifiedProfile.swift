@@ -41,17 +41,29 @@ public struct UnifiedProfile: Sendable, Codable, Equatable {
         }
     }
 
+    /// The Gatehouse user id.
     public var uid: String
+    /// The display name (first provider that has one).
     public var displayName: String?
+    /// The given name.
     public var givenName: String?
+    /// The family name.
     public var familyName: String?
+    /// The first verified email, else the first unverified one.
     public var email: String?
+    /// Whether `email` is verified by its provider.
     public var emailVerified: Bool
+    /// The gateway's photo route, or `nil` when no provider has a photo.
     public var photoURL: String?
+    /// A BCP 47 locale.
     public var locale: String?
+    /// The linked providers, oldest link first.
     public var providers: [ProviderEntry]
+    /// When the account was created.
     public var createdAt: Date
+    /// The last successful sign-in.
     public var lastSignInAt: Date
+    /// Disabled accounts cannot sign in.
     public var disabled: Bool
 
     /// Encodes `nil` members as JSON `null`, so every key is always present.

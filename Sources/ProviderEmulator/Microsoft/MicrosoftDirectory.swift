@@ -19,8 +19,11 @@ public struct MicrosoftSeedUser: Sendable {
     public var tenantId: String
     /// The 16-hex CID of a personal account (Graph `/me` `id`); `nil` for work accounts.
     public var cid: String?
+    /// Graph `displayName` and the `name` claim.
     public var displayName: String
+    /// Graph `givenName`.
     public var givenName: String
+    /// Graph `surname`.
     public var surname: String
     /// `userPrincipalName`.
     public var userPrincipalName: String
@@ -30,7 +33,9 @@ public struct MicrosoftSeedUser: Sendable {
     public var emailClaim: String?
     /// Whether the ID token carries `xms_edov: true` (the domain owner verified the email).
     public var emailDomainVerified: Bool
+    /// Graph `jobTitle`.
     public var jobTitle: String?
+    /// Graph `preferredLanguage`.
     public var preferredLanguage: String?
     /// The side of the uploaded square photo, or `nil` when there is none.
     public var photoSize: Int?
@@ -45,8 +50,9 @@ public struct MicrosoftSeedUser: Sendable {
 public enum MicrosoftDirectory {
     /// Personal accounts live in this tenant.
     public static let consumersTenant = "9188040d-6c67-4c5b-b112-36a304b66dad"
-    /// Tenant A (Contoso) and tenant B (Fabrikam).
+    /// Tenant A (Contoso).
     public static let tenantA = MicrosoftTenant(id: "8eaef023-2b34-4da1-9baa-8bc8c9d6a490", domain: "contoso.example")
+    /// Tenant B (Fabrikam).
     public static let tenantB = MicrosoftTenant(id: "72f988bf-86f1-41af-91ab-2d7cd011db47", domain: "fabrikam.example")
     /// The photo sizes Graph serves (HD photos on Microsoft 365).
     public static let photoSizes = [48, 64, 96, 120, 240, 360, 432, 504, 648]

@@ -6,12 +6,15 @@ public struct OIDCSeedUser: Sendable {
     public var subject: String
     /// The `login_hint` that auto-approves this user.
     public var hint: String
-    /// Display, given and family name.
+    /// `name`.
     public var name: String
+    /// `given_name`.
     public var givenName: String
+    /// `family_name`.
     public var familyName: String
-    /// The email and whether the provider vouches for it.
+    /// `email`.
     public var email: String
+    /// `email_verified`.
     public var emailVerified: Bool
     /// Whether `picture` is present.
     public var hasPicture: Bool
