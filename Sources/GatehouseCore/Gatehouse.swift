@@ -16,6 +16,8 @@ public struct Gatehouse: Sendable {
     public let sessions: SessionService
     /// Profiles and photos.
     public let profiles: ProfileService
+    /// Internal services' credentials.
+    public let serviceKeys: ServiceKeyService
 
     /// Builds the core; throws when the configuration is unsafe (see `GatewayConfiguration.validate`).
     public init(
@@ -44,5 +46,6 @@ public struct Gatehouse: Sendable {
             returnToPolicy: ReturnToPolicy(allowList: configuration.returnToAllowList))
         self.sessions = SessionService(storage: storage)
         self.profiles = ProfileService(storage: storage, providers: registry, accounts: accounts)
+        self.serviceKeys = ServiceKeyService(storage: storage)
     }
 }

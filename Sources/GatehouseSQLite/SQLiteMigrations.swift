@@ -56,6 +56,19 @@ enum SQLiteMigrations {
         migrator.registerMigration("v2-transaction-provider-context") { db in
             try db.execute(sql: "ALTER TABLE signin_transactions ADD COLUMN provider_context TEXT NOT NULL DEFAULT ''")
         }
+        migrator.registerMigration("v3-service-keys") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE service_keys (
+                      id TEXT PRIMARY KEY,
+                      name TEXT NOT NULL,
+                      secret_hash TEXT NOT NULL UNIQUE,
+                      scopes TEXT NOT NULL,
+                      created_at DATETIME NOT NULL,
+                      revoked_at DATETIME
+                    );
+                    """)
+        }
         return migrator
     }
 }

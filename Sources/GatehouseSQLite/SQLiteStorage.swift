@@ -159,6 +159,56 @@ public final class SQLiteStorage: GatehouseStorage {
         try await pool.write { db in try db.execute(sql: "DELETE FROM sessions WHERE uid = ?", arguments: [uid]) }
     }
 
+    /// Sets the account's `disabled` flag.
+    public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE accounts SET disabled = ? WHERE uid = ?", arguments: [disabled, uid])
+            return db.changesCount > 0
+        }
+    }
+
+    /// Saves a new service key (scopes as one space-separated column).
+    public func insertServiceKey(_ key: ServiceKeyRecord) async throws {
+        do {
+            try await pool.write { db in
+                try db.execute(
+                    sql: "INSERT INTO service_keys (id, name, secret_hash, scopes, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    arguments: [key.id, key.name, key.secretHash, key.scopes.joined(separator: " "), key.createdAt, key.revokedAt])
+            }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            throw StorageError.conflict
+        }
+    }
+
+    /// The key with this secret hash.
+    public func serviceKey(secretHash: String) async throws -> ServiceKeyRecord? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM service_keys WHERE secret_hash = ?", arguments: [secretHash]).map(Self.serviceKey)
+        }
+    }
+
+    /// Every key, oldest first.
+    public func serviceKeys() async throws -> [ServiceKeyRecord] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM service_keys ORDER BY created_at, id").map(Self.serviceKey)
+        }
+    }
+
+    /// Revokes a key that is not revoked yet.
+    public func revokeServiceKey(id: String, at date: Date) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE service_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [date, id])
+            return db.changesCount > 0
+        }
+    }
+
+    private static func serviceKey(_ row: Row) -> ServiceKeyRecord {
+        let scopes: String = row["scopes"]
+        return ServiceKeyRecord(
+            id: row["id"], name: row["name"], secretHash: row["secret_hash"], scopes: scopes.split(separator: " ").map(String.init),
+            createdAt: row["created_at"], revokedAt: row["revoked_at"])
+    }
+
     /// Deletes expired transactions, results and sessions.
     public func purgeExpired(now: Date) async throws {
         try await pool.write { db in

@@ -11,6 +11,7 @@ public enum GatehouseServer {
         OperationsRoutes(gatehouse: gatehouse).register(router, table: &table)
         AuthRoutes(gatehouse: gatehouse).register(router, table: &table)
         MeRoutes(gatehouse: gatehouse).register(router, table: &table)
+        ServiceRoutes(gatehouse: gatehouse).register(router, table: &table)
         if demoPage {
             DemoPage().register(router, table: &table)
         }

@@ -200,4 +200,16 @@ enum GatehouseSQLiteStorageForSpec {
     static func make() throws -> SQLiteStorage {
         try SQLiteStorage(path: FileManager.default.temporaryDirectory.appendingPathComponent("spec-\(UUID().uuidString).sqlite").path)
     }
+
+    /// A fresh, migrated store.
+    static func migrated() async throws -> SQLiteStorage {
+        let storage = try make()
+        try await storage.migrate()
+        return storage
+    }
+
+    /// A second connection to a deployment's database file (as `gatehouse keys` opens it).
+    static func open(_ path: String) throws -> SQLiteStorage {
+        try SQLiteStorage(path: path)
+    }
 }

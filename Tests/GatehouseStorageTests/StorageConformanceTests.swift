@@ -178,3 +178,41 @@ import Testing
         #expect(try await storage.links(uid: "nobody").isEmpty)
     }
 }
+
+/// The service-key and account-state part of the storage contract.
+@Suite struct ServiceKeyStorageConformanceTests {
+    @Test(arguments: StorageBackend.all)
+    func serviceKeysAreFoundByHashListedAndRevokedOnce(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        let key = ServiceKeyRecord(
+            id: "sk_1", name: "billing", secretHash: SecureRandom.digest("secret-1"), scopes: ["photo:read", "profile:read"],
+            createdAt: Fixtures.now)
+        try await storage.insertServiceKey(key)
+        try await storage.insertServiceKey(
+            ServiceKeyRecord(
+                id: "sk_2", name: "admin", secretHash: SecureRandom.digest("secret-2"), scopes: ["admin"],
+                createdAt: Fixtures.now.addingTimeInterval(1)))
+        #expect(try await storage.serviceKey(secretHash: SecureRandom.digest("secret-1")) == key)
+        #expect(try await storage.serviceKey(secretHash: SecureRandom.digest("unknown")) == nil)
+        #expect(try await storage.serviceKeys().map(\.id) == ["sk_1", "sk_2"])
+        #expect(try await storage.revokeServiceKey(id: "sk_1", at: Fixtures.now))
+        #expect(try await storage.revokeServiceKey(id: "sk_1", at: Fixtures.now) == false)
+        #expect(try await storage.revokeServiceKey(id: "nope", at: Fixtures.now) == false)
+        #expect(try await storage.serviceKey(secretHash: SecureRandom.digest("secret-1"))?.revokedAt == Fixtures.now)
+        await #expect(throws: StorageError.conflict) {
+            try await storage.insertServiceKey(
+                ServiceKeyRecord(id: "sk_3", name: "dup", secretHash: SecureRandom.digest("secret-2"), scopes: ["admin"], createdAt: Fixtures.now))
+        }
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func accountsAreDisabledAndEnabled(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        #expect(try await storage.setDisabled(uid: "u1", disabled: true))
+        #expect(try await storage.account(uid: "u1")?.disabled == true)
+        #expect(try await storage.setDisabled(uid: "u1", disabled: false))
+        #expect(try await storage.account(uid: "u1")?.disabled == false)
+        #expect(try await storage.setDisabled(uid: "nobody", disabled: true) == false)
+    }
+}

@@ -1,7 +1,7 @@
 /// A failure the API reports as an RFC 9457 problem document with a stable `code`.
 ///
 /// Details are written for the caller and never include a token, code, secret or cookie.
-public struct GatehouseError: Error, Sendable, Codable, Equatable {
+public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringConvertible {
     /// The stable kebab-case code (`invalid-state`, `no-photo`, …).
     public var code: String
     /// The HTTP status.
@@ -24,6 +24,9 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable {
         self.extensions = extensions
         self.retryAfter = retryAfter
     }
+
+    /// `code: detail`, as a command line shows it.
+    public var description: String { "\(code): \(detail)" }
 
     /// 400 `invalid-argument`.
     public static func invalidArgument(_ detail: String) -> Self {

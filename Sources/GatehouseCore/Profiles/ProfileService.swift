@@ -23,6 +23,24 @@ public struct ProfileService: Sendable {
         try await accounts.unifiedProfile(for: try await enabledAccount(uid))
     }
 
+    /// Any account's unified profile, disabled ones included (internal services and admins).
+    public func profile(uid: String) async throws -> UnifiedProfile {
+        guard let account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
+        return try await accounts.unifiedProfile(for: account)
+    }
+
+    /// Disables or enables an account; disabling also ends its sessions.
+    public func setDisabled(uid: String, disabled: Bool) async throws {
+        guard try await storage.setDisabled(uid: uid, disabled: disabled) else { throw GatehouseError.userNotFound() }
+        if disabled { try await storage.deleteSessions(uid: uid) }
+    }
+
+    /// Ends every session of an account.
+    public func revokeSessions(uid: String) async throws {
+        guard try await storage.account(uid: uid) != nil else { throw GatehouseError.userNotFound() }
+        try await storage.deleteSessions(uid: uid)
+    }
+
     /// The provider's profile fetched live with the stored token; the snapshot is updated.
     public func providerProfile(uid: String, providerId: String) async throws -> ProviderProfile {
         _ = try await enabledAccount(uid)

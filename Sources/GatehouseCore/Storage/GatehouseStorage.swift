@@ -42,6 +42,18 @@ public protocol GatehouseStorage: Sendable {
     /// Ends every session of an account.
     func deleteSessions(uid: String) async throws
 
+    /// Disables or enables an account; `false` when there is no such account.
+    func setDisabled(uid: String, disabled: Bool) async throws -> Bool
+
+    /// Saves a new service key.
+    func insertServiceKey(_ key: ServiceKeyRecord) async throws
+    /// The key whose secret has this hash (revoked ones included; the caller checks).
+    func serviceKey(secretHash: String) async throws -> ServiceKeyRecord?
+    /// Every key, oldest first.
+    func serviceKeys() async throws -> [ServiceKeyRecord]
+    /// Revokes a key; `false` when there is no such key or it was already revoked.
+    func revokeServiceKey(id: String, at date: Date) async throws -> Bool
+
     /// Deletes expired transactions, results and sessions.
     func purgeExpired(now: Date) async throws
 }

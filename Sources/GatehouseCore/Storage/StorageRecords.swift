@@ -114,6 +114,32 @@ public struct SessionRecord: Sendable, Equatable {
     }
 }
 
+/// A credential of an internal service. Only the SHA-256 of the secret is stored.
+public struct ServiceKeyRecord: Sendable, Equatable {
+    /// The public id (shown by `gatehouse keys list`, used to revoke).
+    public var id: String
+    /// A name for people.
+    public var name: String
+    /// SHA-256 hex of the secret.
+    public var secretHash: String
+    /// Granted scopes (`profile:read`, `photo:read`, `admin`).
+    public var scopes: [String]
+    /// When it was created.
+    public var createdAt: Date
+    /// When it was revoked; revoked keys authenticate nothing.
+    public var revokedAt: Date?
+
+    /// Creates a record.
+    public init(id: String, name: String, secretHash: String, scopes: [String], createdAt: Date, revokedAt: Date? = nil) {
+        self.id = id
+        self.name = name
+        self.secretHash = secretHash
+        self.scopes = scopes
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
 /// Storage failures the core reacts to.
 public enum StorageError: Error, Sendable, Equatable {
     /// A uniqueness rule was violated (for example the same identity linked twice).

@@ -32,24 +32,29 @@ struct MeRoutes {
         }
 
         table.add(router, .get, "/v1/me/photo") { request, _ in
-            let uid = try await signedIn(request)
-            let query = request.queryDictionary
-            var size: Int?
-            if let text = query["size"] {
-                guard let value = Int(text), Self.photoSizes.contains(value) else {
-                    throw GatehouseError.invalidArgument("size must be one of \(Self.photoSizes.sorted().map(String.init).joined(separator: ", ")).")
-                }
-                size = value
-            }
-            let photo = try await profiles.photo(uid: uid, providerId: query["provider"], size: size)
-            var headers: HTTPFields = [.eTag: photo.etag, .cacheControl: "private, max-age=300"]
-            let tags = (request.headers[.ifNoneMatch] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            if tags.contains(photo.etag) || tags.contains("*") {
-                return Response(status: .notModified, headers: headers)
-            }
-            headers[.contentType] = photo.contentType
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: photo.bytes)))
+            try await Self.photoResponse(request, profiles: profiles, uid: try await signedIn(request))
         }
+    }
+
+    /// The photo answer of `/v1/me/photo` and `/v1/users/{uid}/photo`: `?size=` checked,
+    /// strong `ETag`, `304` on `If-None-Match`.
+    static func photoResponse(_ request: Request, profiles: ProfileService, uid: String) async throws -> Response {
+        let query = request.queryDictionary
+        var size: Int?
+        if let text = query["size"] {
+            guard let value = Int(text), photoSizes.contains(value) else {
+                throw GatehouseError.invalidArgument("size must be one of \(photoSizes.sorted().map(String.init).joined(separator: ", ")).")
+            }
+            size = value
+        }
+        let photo = try await profiles.photo(uid: uid, providerId: query["provider"], size: size)
+        var headers: HTTPFields = [.eTag: photo.etag, .cacheControl: "private, max-age=300"]
+        let tags = (request.headers[.ifNoneMatch] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        if tags.contains(photo.etag) || tags.contains("*") {
+            return Response(status: .notModified, headers: headers)
+        }
+        headers[.contentType] = photo.contentType
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: photo.bytes)))
     }
 }
 

@@ -1,0 +1,63 @@
+import Foundation
+
+/// Credentials of internal services (design §2): created by `gatehouse keys`, sent as
+/// `Authorization: Bearer <secret>`, stored only as a SHA-256 hash (the secrets are 256-bit
+/// random values, so a plain hash is enough and lookups stay one indexed query).
+public struct ServiceKeyService: Sendable {
+    /// The scopes a key can hold.
+    public static let knownScopes: Set<String> = ["profile:read", "photo:read", "admin"]
+    /// Every secret starts with this, so leaked keys are easy to recognise and scan for.
+    public static let secretPrefix = "ghsk_"
+
+    let storage: any GatehouseStorage
+
+    /// Creates the service over the store.
+    public init(storage: any GatehouseStorage) {
+        self.storage = storage
+    }
+
+    /// Creates a key and returns it with its secret, which is shown once and never stored.
+    public func create(name: String, scopes: [String]) async throws -> (key: ServiceKeyRecord, secret: String) {
+        let name = name.trimmingCharacters(in: .whitespaces)
+        guard !name.isEmpty, name.count <= 100 else { throw GatehouseError.invalidArgument("A key needs a name of 1 to 100 characters.") }
+        let unknown = scopes.filter { !Self.knownScopes.contains($0) }
+        guard unknown.isEmpty, !scopes.isEmpty else {
+            throw GatehouseError.invalidArgument("Scopes must be among \(Self.knownScopes.sorted().joined(separator: ", ")).")
+        }
+        let secret = Self.secretPrefix + SecureRandom.token(byteCount: 32)
+        let key = ServiceKeyRecord(
+            id: "sk_" + String(SecureRandom.token(byteCount: 9)), name: name, secretHash: SecureRandom.digest(secret),
+            scopes: Array(Set(scopes)).sorted(), createdAt: Date())
+        try await storage.insertServiceKey(key)
+        return (key, secret)
+    }
+
+    /// Every key, revoked ones included.
+    public func list() async throws -> [ServiceKeyRecord] {
+        try await storage.serviceKeys()
+    }
+
+    /// Revokes a key; `false` when it does not exist or was already revoked.
+    public func revoke(id: String) async throws -> Bool {
+        try await storage.revokeServiceKey(id: id, at: Date())
+    }
+
+    /// The key behind an `Authorization` header value, which must hold `scope`: a missing,
+    /// unknown or revoked key is `401 unauthenticated`, a missing scope `403 permission-denied`.
+    public func authorize(authorization: String?, scope: String) async throws -> ServiceKeyRecord {
+        guard let authorization, authorization.count <= 512, authorization.lowercased().hasPrefix("bearer ") else {
+            throw GatehouseError.unauthenticated()
+        }
+        let secret = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        guard secret.hasPrefix(Self.secretPrefix), let key = try await storage.serviceKey(secretHash: SecureRandom.digest(secret)),
+            key.revokedAt == nil
+        else {
+            throw GatehouseError.unauthenticated()
+        }
+        guard key.scopes.contains(scope) else {
+            throw GatehouseError(
+                code: "permission-denied", status: 403, title: "Permission denied", detail: "This service key does not have the \(scope) scope.")
+        }
+        return key
+    }
+}

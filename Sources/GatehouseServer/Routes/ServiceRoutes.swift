@@ -1,0 +1,43 @@
+import GatehouseCore
+import HTTPTypes
+import Hummingbird
+
+/// `/v1/users/…`: profiles and photos by user id for internal services, and the admin
+/// operations; every route needs a service key with the route's scope.
+struct ServiceRoutes {
+    let gatehouse: Gatehouse
+
+    func register(_ router: Router<BasicRequestContext>, table: inout RouteTable) {
+        let keys = gatehouse.serviceKeys
+        let profiles = gatehouse.profiles
+
+        @Sendable func uid(_ request: Request, _ context: BasicRequestContext, scope: String) async throws -> String {
+            _ = try await keys.authorize(authorization: request.headers[.authorization], scope: scope)
+            return context.parameters.get("uid") ?? ""
+        }
+
+        table.add(router, .get, "/v1/users/{uid}") { request, context in
+            try Response.json(try await profiles.profile(uid: try await uid(request, context, scope: "profile:read")))
+        }
+        table.add(router, .get, "/v1/users/{uid}/photo") { request, context in
+            try await MeRoutes.photoResponse(request, profiles: profiles, uid: try await uid(request, context, scope: "photo:read"))
+        }
+        table.add(router, .get, "/v1/users/{uid}/providers/{providerId}/profile") { request, context in
+            let user = try await uid(request, context, scope: "profile:read")
+            let profile = try await profiles.providerProfile(uid: user, providerId: context.parameters.get("providerId") ?? "")
+            return try Response.json(ProviderProfileView(profile))
+        }
+        table.add(router, .post, "/v1/users/{uid}/disable") { request, context in
+            try await profiles.setDisabled(uid: try await uid(request, context, scope: "admin"), disabled: true)
+            return Response(status: .noContent)
+        }
+        table.add(router, .post, "/v1/users/{uid}/enable") { request, context in
+            try await profiles.setDisabled(uid: try await uid(request, context, scope: "admin"), disabled: false)
+            return Response(status: .noContent)
+        }
+        table.add(router, .post, "/v1/users/{uid}/revoke-sessions") { request, context in
+            try await profiles.revokeSessions(uid: try await uid(request, context, scope: "admin"))
+            return Response(status: .noContent)
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import ArgumentParser
+import Foundation
+import GatehouseCore
+import GatehouseSQLite
+
+/// `gatehouse keys`: service keys for internal services, managed in the same store a running
+/// gateway uses.
+struct KeysCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keys", abstract: "Create, list and revoke service keys.",
+        subcommands: [CreateService.self, List.self, Revoke.self])
+
+    /// Where the store is.
+    struct StoreOptions: ParsableArguments {
+        @Option(help: "The folder holding the SQLite database (GATEHOUSE_DATA_DIR; the demo's is gatehouse-data).")
+        var dataDir: String?
+
+        /// The migrated store.
+        func storage() async throws -> SQLiteStorage {
+            let folder = dataDir ?? ProcessInfo.processInfo.environment["GATEHOUSE_DATA_DIR"] ?? "gatehouse-data"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let storage = try SQLiteStorage(path: (folder as NSString).appendingPathComponent("gatehouse.sqlite"))
+            try await storage.migrate()
+            return storage
+        }
+    }
+
+    /// `keys create-service NAME --scopes a,b`: prints the secret alone on the last line.
+    struct CreateService: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "create-service", abstract: "Create a service key; the secret is printed once.")
+
+        @Argument(help: "A name for the key.")
+        var name: String
+
+        @Option(help: "Comma-separated scopes: profile:read, photo:read, admin.")
+        var scopes: String
+
+        @OptionGroup var store: StoreOptions
+
+        func run() async throws {
+            let service = ServiceKeyService(storage: try await store.storage())
+            let created = try await service.create(name: name, scopes: scopes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+            print("Created service key \(created.key.id) (\(created.key.name)) with scopes \(created.key.scopes.joined(separator: ",")).")
+            print("The secret is shown once; send it as Authorization: Bearer <secret>.")
+            print(created.secret)
+        }
+    }
+
+    /// `keys list`: id, name, scopes, created, revoked — never secrets.
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List service keys (never their secrets).")
+
+        @OptionGroup var store: StoreOptions
+
+        func run() async throws {
+            let formatter = ISO8601DateFormatter()
+            for key in try await ServiceKeyService(storage: try await store.storage()).list() {
+                let state = key.revokedAt.map { "revoked \(formatter.string(from: $0))" } ?? "active"
+                print("\(key.id)\t\(key.name)\t\(key.scopes.joined(separator: ","))\tcreated \(formatter.string(from: key.createdAt))\t\(state)")
+            }
+        }
+    }
+
+    /// `keys revoke ID`.
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke a service key.")
+
+        @Argument(help: "The key id (from keys list).")
+        var id: String
+
+        @OptionGroup var store: StoreOptions
+
+        func run() async throws {
+            guard try await ServiceKeyService(storage: try await store.storage()).revoke(id: id) else {
+                throw GatehouseError(code: "not-found", status: 404, title: "Not found", detail: "No active key \(id).")
+            }
+            print("Revoked \(id).")
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import CurlClient
+import Foundation
+import GatehouseCore
+import Testing
+
+/// Internal services: service keys, profiles and photos by uid, admin operations.
+@Suite("Service keys and /v1/users")
+struct ServiceKeyRoutesTests {
+    /// A GET or POST with a bearer key.
+    static func call(_ deployment: TestDeployment, _ path: String, key: String?, method: String = "GET", headers: OutboundHeaders = [:])
+        async throws -> OutboundResponse
+    {
+        var all = headers
+        if let key { all.add("Authorization", "Bearer \(key)") }
+        return try await deployment.client.execute(OutboundRequest(method: method, url: deployment.gatewayURL + path, headers: all))
+    }
+
+    @Test(
+        "key lifecycle and scopes: 401 without or with a wrong or revoked key, 403 without the scope; profile, provider profile and photo by uid; admin disable/enable/revoke-sessions"
+    )
+    func lifecycle() async throws {
+        let deployment = try await TestDeployment()
+        var browser = Browser(deployment)
+        let resultID = try await browser.signIn(login: "octocat")
+        let uid = try #require((try jsonObject(try await browser.result(resultID))["user"] as? [String: Any])?["uid"] as? String)
+        let storage = try GatehouseSQLiteStorageForSpec.open(deployment.databasePath)
+        let keys = ServiceKeyService(storage: storage)
+        let reader = try await keys.create(name: "profiles", scopes: ["profile:read", "photo:read"])
+        let admin = try await keys.create(name: "ops", scopes: ["admin"])
+        #expect(reader.secret.hasPrefix("ghsk_"))
+        #expect(try await storage.serviceKeys().allSatisfy { $0.secretHash != reader.secret && $0.secretHash != admin.secret })
+
+        #expect(try await Self.call(deployment, "/v1/users/\(uid)", key: nil).status == 401)
+        #expect(try await Self.call(deployment, "/v1/users/\(uid)", key: "ghsk_wrong").status == 401)
+        let denied = try await Self.call(deployment, "/v1/users/\(uid)", key: admin.secret)
+        #expect(denied.status == 403)
+        #expect(try jsonObject(denied)["code"] as? String == "permission-denied")
+
+        let profile = try await Self.call(deployment, "/v1/users/\(uid)", key: reader.secret)
+        #expect(profile.status == 200)
+        #expect(try jsonObject(profile)["uid"] as? String == uid)
+        #expect(try await Self.call(deployment, "/v1/users/nobody", key: reader.secret).status == 404)
+        let live = try await Self.call(deployment, "/v1/users/\(uid)/providers/github.com/profile", key: reader.secret)
+        #expect(try jsonObject(live)["username"] as? String == "octocat")
+        let photo = try await Self.call(deployment, "/v1/users/\(uid)/photo?size=96", key: reader.secret)
+        #expect(photo.status == 200)
+        #expect(photo.headers["content-type"] == "image/png")
+        let etag = try #require(photo.headers["etag"])
+        #expect(try await Self.call(deployment, "/v1/users/\(uid)/photo?size=96", key: reader.secret, headers: ["If-None-Match": etag]).status == 304)
+
+        #expect(try await Self.call(deployment, "/v1/users/\(uid)/disable", key: reader.secret, method: "POST").status == 403)
+        #expect(try await Self.call(deployment, "/v1/users/\(uid)/disable", key: admin.secret, method: "POST").status == 204)
+        // Disabling ends the user's sessions; services still read the (disabled) profile.
+        #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 401)
+        #expect(try jsonObject(try await Self.call(deployment, "/v1/users/\(uid)", key: reader.secret))["disabled"] as? Bool == true)
+        #expect(try await Self.call(deployment, "/v1/users/\(uid)/enable", key: admin.secret, method: "POST").status == 204)
+        var again = Browser(deployment)
+        _ = try await again.signIn(login: "octocat")
+        #expect(try await again.send("\(deployment.gatewayURL)/v1/me").status == 200)
+        #expect(try await Self.call(deployment, "/v1/users/\(uid)/revoke-sessions", key: admin.secret, method: "POST").status == 204)
+        #expect(try await again.send("\(deployment.gatewayURL)/v1/me").status == 401)
+        #expect(try await Self.call(deployment, "/v1/users/nobody/enable", key: admin.secret, method: "POST").status == 404)
+
+        #expect(try await keys.revoke(id: reader.key.id))
+        #expect(try await Self.call(deployment, "/v1/users/\(uid)", key: reader.secret).status == 401)
+        let logs = deployment.logs.lines.joined(separator: "\n")
+        #expect(!logs.contains(reader.secret) && !logs.contains(admin.secret))
+        await deployment.stop()
+    }
+
+    @Test("creating a key refuses unknown scopes and empty names")
+    func validation() async throws {
+        let keys = ServiceKeyService(storage: try await GatehouseSQLiteStorageForSpec.migrated())
+        await #expect(throws: GatehouseError.self) { try await keys.create(name: "x", scopes: ["profile:write"]) }
+        await #expect(throws: GatehouseError.self) { try await keys.create(name: " ", scopes: ["admin"]) }
+        await #expect(throws: GatehouseError.self) { try await keys.create(name: "x", scopes: []) }
+    }
+}
