@@ -159,6 +159,19 @@ public final class SQLiteStorage: GatehouseStorage {
         try await pool.write { db in try db.execute(sql: "DELETE FROM sessions WHERE uid = ?", arguments: [uid]) }
     }
 
+    /// Accounts by the email of any linked profile snapshot (SQLite's JSON functions; lower-cased both sides).
+    public func uids(email: String, limit: Int) async throws -> [String] {
+        try await pool.read { db in
+            try String.fetchAll(
+                db,
+                sql: """
+                    SELECT uid FROM provider_links
+                    WHERE lower(json_extract(CAST(profile_json AS TEXT), '$.email')) = lower(?)
+                    GROUP BY uid ORDER BY min(linked_at), uid LIMIT ?
+                    """, arguments: [email, limit])
+        }
+    }
+
     /// Sets the account's `disabled` flag.
     public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
         try await pool.write { db in

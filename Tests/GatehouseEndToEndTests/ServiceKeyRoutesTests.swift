@@ -48,6 +48,10 @@ struct ServiceKeyRoutesTests {
         let etag = try #require(photo.headers["etag"])
         #expect(try await Self.call(deployment, "/v1/users/\(uid)/photo?size=96", key: reader.secret, headers: ["If-None-Match": etag]).status == 304)
 
+        let found = try jsonObject(try await Self.call(deployment, "/v1/users?email=OCTOCAT@github.com", key: admin.secret))
+        #expect((found["users"] as? [[String: Any]])?.map { $0["uid"] as? String } == [uid])
+        #expect(try await Self.call(deployment, "/v1/users?email=octocat@github.com", key: reader.secret).status == 403)
+        #expect(try await Self.call(deployment, "/v1/users?email=not-an-email", key: admin.secret).status == 400)
         #expect(try await Self.call(deployment, "/v1/users/\(uid)/disable", key: reader.secret, method: "POST").status == 403)
         #expect(try await Self.call(deployment, "/v1/users/\(uid)/disable", key: admin.secret, method: "POST").status == 204)
         // Disabling ends the user's sessions; services still read the (disabled) profile.

@@ -206,6 +206,20 @@ import Testing
     }
 
     @Test(arguments: StorageBackend.all)
+    func accountsAreFoundByTheWholeEmailOfAnyLink(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        var link = Fixtures.link("u1", federatedId: "1")
+        link.profileJSON = Data(#"{"email":"Ada@Example.com"}"#.utf8)
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: link)
+        var other = Fixtures.link("u2", federatedId: "2")
+        other.profileJSON = Data(#"{"email":"not-ada@example.com"}"#.utf8)
+        try await storage.createAccount(Fixtures.account("u2"), firstLink: other)
+        #expect(try await storage.uids(email: "ada@example.com", limit: 10) == ["u1"])
+        #expect(try await storage.uids(email: "example.com", limit: 10).isEmpty)
+        #expect(try await storage.uids(email: "nobody@example.com", limit: 10).isEmpty)
+    }
+
+    @Test(arguments: StorageBackend.all)
     func accountsAreDisabledAndEnabled(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))

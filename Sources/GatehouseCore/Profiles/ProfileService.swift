@@ -29,6 +29,17 @@ public struct ProfileService: Sendable {
         return try await accounts.unifiedProfile(for: account)
     }
 
+    /// The unified profiles of the accounts with this email on any linked provider (admin search).
+    public func profiles(email: String) async throws -> [UnifiedProfile] {
+        let trimmed = email.trimmingCharacters(in: .whitespaces)
+        guard trimmed.count <= 320, trimmed.contains("@") else { throw GatehouseError.invalidArgument("email must be an email address.") }
+        var result: [UnifiedProfile] = []
+        for uid in try await storage.uids(email: trimmed, limit: 100) {
+            if let account = try await storage.account(uid: uid) { result.append(try await accounts.unifiedProfile(for: account)) }
+        }
+        return result
+    }
+
     /// Disables or enables an account; disabling also ends its sessions.
     public func setDisabled(uid: String, disabled: Bool) async throws {
         guard try await storage.setDisabled(uid: uid, disabled: disabled) else { throw GatehouseError.userNotFound() }

@@ -42,6 +42,9 @@ public protocol GatehouseStorage: Sendable {
     /// Ends every session of an account.
     func deleteSessions(uid: String) async throws
 
+    /// The uids of accounts with a linked identity whose profile email is `email` (compared
+    /// case-insensitively, whole address), oldest link first, at most `limit`.
+    func uids(email: String, limit: Int) async throws -> [String]
     /// Disables or enables an account; `false` when there is no such account.
     func setDisabled(uid: String, disabled: Bool) async throws -> Bool
 

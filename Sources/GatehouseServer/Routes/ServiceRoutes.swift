@@ -16,6 +16,11 @@ struct ServiceRoutes {
             return context.parameters.get("uid") ?? ""
         }
 
+        table.add(router, .get, "/v1/users") { request, _ in
+            _ = try await keys.authorize(authorization: request.headers[.authorization], scope: "admin")
+            guard let email = request.queryDictionary["email"] else { throw GatehouseError.invalidArgument("email is required.") }
+            return try Response.json(UserList(users: try await profiles.profiles(email: email)))
+        }
         table.add(router, .get, "/v1/users/{uid}") { request, context in
             try Response.json(try await profiles.profile(uid: try await uid(request, context, scope: "profile:read")))
         }
@@ -39,5 +44,10 @@ struct ServiceRoutes {
             try await profiles.revokeSessions(uid: try await uid(request, context, scope: "admin"))
             return Response(status: .noContent)
         }
+    }
+
+    /// `GET /v1/users?email=`.
+    struct UserList: Encodable {
+        let users: [UnifiedProfile]
     }
 }
