@@ -45,7 +45,9 @@ public struct Gatehouse: Sendable {
             configuration: configuration, providers: registry, storage: storage, accounts: accounts,
             returnToPolicy: ReturnToPolicy(allowList: configuration.returnToAllowList))
         self.sessions = SessionService(storage: storage)
-        self.profiles = ProfileService(storage: storage, providers: registry, accounts: accounts)
+        self.profiles = ProfileService(
+            storage: storage, providers: registry, accounts: accounts, profileLifetime: configuration.profileCacheLifetime,
+            photoCacheBytes: configuration.photoCacheBytes)
         self.serviceKeys = ServiceKeyService(storage: storage)
     }
 }

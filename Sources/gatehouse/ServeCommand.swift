@@ -94,6 +94,14 @@ struct ServeSettings {
             returnToAllowList: (environment["GATEHOUSE_RETURN_TO_ALLOWLIST"] ?? "").split(separator: ",").map(String.init),
             developmentMode: environment["GATEHOUSE_DEVELOPMENT"] == "true",
             github: github, microsoft: microsoft, oidcProviders: try OIDCSettings.providers(from: environment))
+        if let value = environment["GATEHOUSE_PROFILE_CACHE_TTL"] {
+            guard let seconds = TimeInterval(value), seconds >= 0 else { throw ValidationError("GATEHOUSE_PROFILE_CACHE_TTL must be seconds >= 0") }
+            self.gateway.profileCacheLifetime = seconds
+        }
+        if let value = environment["GATEHOUSE_PHOTO_CACHE_BYTES"] {
+            guard let bytes = Int(value), bytes >= 0 else { throw ValidationError("GATEHOUSE_PHOTO_CACHE_BYTES must be a byte count") }
+            self.gateway.photoCacheBytes = bytes
+        }
     }
 }
 

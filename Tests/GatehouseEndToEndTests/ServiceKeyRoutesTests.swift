@@ -80,3 +80,42 @@ struct ServiceKeyRoutesTests {
         await #expect(throws: GatehouseError.self) { try await keys.create(name: "x", scopes: []) }
     }
 }
+
+/// The profile and photo caches: one upstream call for concurrent misses, reuse within the
+/// lifetime, `?refresh=true` to bypass.
+@Suite("Profile and photo caching")
+struct ProfileCachingTests {
+    @Test("20 concurrent misses → one GitHub /user call; cached answers reused; refresh=true goes upstream; photos too")
+    func singleFlightAndReuse() async throws {
+        let deployment = try await TestDeployment(profileCacheLifetime: 60)
+        var browser = Browser(deployment)
+        let resultID = try await browser.signIn(login: "octocat")
+        let uid = try #require((try jsonObject(try await browser.result(resultID))["user"] as? [String: Any])?["uid"] as? String)
+        let key = try await ServiceKeyService(storage: try GatehouseSQLiteStorageForSpec.open(deployment.databasePath))
+            .create(name: "cache-test", scopes: ["profile:read", "photo:read"])
+        let before = try await deployment.emulatorStats()["GET /github-api/user"] ?? 0
+        // Held back at the emulator so that every request arrives while the first is in flight.
+        _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "delayMs": 300, "times": 1}"#)
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)/providers/github.com/profile", key: key.secret).status
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses == Array(repeating: 200, count: 20))
+        #expect(try await deployment.emulatorStats()["GET /github-api/user"] == before + 1)
+        #expect(try await browser.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile").status == 200)
+        #expect(try await deployment.emulatorStats()["GET /github-api/user"] == before + 1)
+        #expect(try await browser.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile?refresh=true").status == 200)
+        #expect(try await deployment.emulatorStats()["GET /github-api/user"] == before + 2)
+        #expect(try await browser.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile?refresh=maybe").status == 400)
+
+        for _ in 0..<3 {
+            #expect(try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)/photo?size=64", key: key.secret).status == 200)
+        }
+        #expect(try await deployment.emulatorStats()["GET /github-avatars/u/583231"] == 1)
+        await deployment.stop()
+    }
+}

@@ -27,6 +27,7 @@ final class TestDeployment: Sendable {
     /// `yahoo.com`) and `extraProviders` adds more, given the emulator's base URL.
     init(
         transactionLifetime: TimeInterval = 600,
+        profileCacheLifetime: TimeInterval = 0,
         openID: @Sendable (inout OIDCProviderConfiguration) -> Void = { _ in },
         microsoft: @Sendable (inout MicrosoftConfiguration) -> Void = { _ in },
         extraProviders: @Sendable (String) -> [OIDCProviderConfiguration] = { _ in [] }
@@ -46,12 +47,13 @@ final class TestDeployment: Sendable {
             baseURL: "http://127.0.0.1:\(emulatorPort)", clientID: EmulatorConfiguration.demoMicrosoftClient.id,
             clientSecret: EmulatorConfiguration.demoMicrosoftClient.secret)
         microsoft(&microsoftConfiguration)
-        let configuration = GatewayConfiguration(
+        var configuration = GatewayConfiguration(
             publicURL: gatewayURL, returnToAllowList: ["https://app.example.com/signed-in", "\(gatewayURL)/"], developmentMode: true,
             transactionLifetime: transactionLifetime,
             github: .emulator(baseURL: emulatorURL, clientID: Self.githubClient.id, clientSecret: Self.githubClient.secret),
             microsoft: microsoftConfiguration,
             oidcProviders: Self.openIDProviders(emulatorURL: emulatorURL, adjust: openID) + extraProviders(emulatorURL))
+        configuration.profileCacheLifetime = profileCacheLifetime
         let gatehouse = try Gatehouse(
             configuration: configuration, storage: storage, vault: try TokenVault(keys: [TokenVault.generateKey()]), http: client,
             logger: logger)

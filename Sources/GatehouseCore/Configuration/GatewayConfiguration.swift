@@ -19,6 +19,10 @@ public struct GatewayConfiguration: Sendable {
     public var sessionLifetime: TimeInterval
     /// The largest photo the gateway fetches from a provider.
     public var maxPhotoBytes: Int
+    /// How long live provider profiles and photos are reused (0 turns the cache off).
+    public var profileCacheLifetime: TimeInterval = 60
+    /// The photo cache's budget in bytes.
+    public var photoCacheBytes: Int = 32 << 20
     /// The configured GitHub provider, if any.
     public var github: GitHubConfiguration?
     /// The configured Microsoft provider, if any.

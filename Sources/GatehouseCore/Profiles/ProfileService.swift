@@ -7,6 +7,16 @@ public struct ProfileService: Sendable {
     let providers: ProviderRegistry
     let accounts: AccountService
     let refresher = TokenRefresher()
+    let profileCache: ExpiringCache<ProviderProfile>
+    let photoCache: ExpiringCache<Photo>
+
+    init(storage: any GatehouseStorage, providers: ProviderRegistry, accounts: AccountService, profileLifetime: TimeInterval, photoCacheBytes: Int) {
+        self.storage = storage
+        self.providers = providers
+        self.accounts = accounts
+        profileCache = ExpiringCache(lifetime: profileLifetime, capacity: 10_000) { _ in 1 }
+        photoCache = ExpiringCache(lifetime: profileLifetime, capacity: photoCacheBytes) { $0.bytes.count }
+    }
 
     /// A photo ready to serve, with a strong `ETag` computed from its bytes.
     public struct Photo: Sendable {
@@ -52,9 +62,16 @@ public struct ProfileService: Sendable {
         try await storage.deleteSessions(uid: uid)
     }
 
-    /// The provider's profile fetched live with the stored token; the snapshot is updated.
-    public func providerProfile(uid: String, providerId: String) async throws -> ProviderProfile {
+    /// The provider's profile fetched live with the stored token (cached for the configured
+    /// lifetime; `refresh` bypasses the cache); the stored snapshot is updated on every fetch.
+    public func providerProfile(uid: String, providerId: String, refresh: Bool = false) async throws -> ProviderProfile {
         _ = try await enabledAccount(uid)
+        return try await profileCache.value(for: "\(uid)|\(providerId)", bypass: refresh) {
+            try await fetchProviderProfile(uid: uid, providerId: providerId)
+        }
+    }
+
+    private func fetchProviderProfile(uid: String, providerId: String) async throws -> ProviderProfile {
         let link = try await link(uid: uid, providerId: providerId)
         let provider = try providers.provider(providerId)
         var profile = try await withFreshTokens(link, provider) { try await provider.fetchProfile(tokens: $0) }
@@ -79,9 +96,16 @@ public struct ProfileService: Sendable {
         return profile
     }
 
-    /// The photo of the given provider, or of the first linked provider that has one.
-    public func photo(uid: String, providerId: String?, size: Int?) async throws -> Photo {
+    /// The photo of the given provider, or of the first linked provider that has one (cached
+    /// by user, provider and size within the byte budget; `refresh` bypasses the cache).
+    public func photo(uid: String, providerId: String?, size: Int?, refresh: Bool = false) async throws -> Photo {
         _ = try await enabledAccount(uid)
+        return try await photoCache.value(for: "\(uid)|\(providerId ?? "*")|\(size ?? 0)", bypass: refresh) {
+            try await fetchPhoto(uid: uid, providerId: providerId, size: size)
+        }
+    }
+
+    private func fetchPhoto(uid: String, providerId: String?, size: Int?) async throws -> Photo {
         let links = try await storage.links(uid: uid)
         let candidates = providerId.map { id in links.filter { $0.providerId == id } } ?? links
         if let providerId, candidates.isEmpty { throw GatehouseError.providerNotLinked(providerId) }

@@ -27,18 +27,28 @@ struct MeRoutes {
 
         table.add(router, .get, "/v1/me/providers/{providerId}/profile") { request, context in
             let uid = try await signedIn(request)
-            let profile = try await profiles.providerProfile(uid: uid, providerId: context.parameters.get("providerId") ?? "")
+            let profile = try await profiles.providerProfile(
+                uid: uid, providerId: context.parameters.get("providerId") ?? "", refresh: try Self.refresh(request))
             return try Response.json(ProviderProfileView(profile))
         }
 
         table.add(router, .get, "/v1/me/photo") { request, _ in
-            try await Self.photoResponse(request, profiles: profiles, uid: try await signedIn(request))
+            try await Self.photoResponse(request, profiles: profiles, uid: try await signedIn(request), refresh: try Self.refresh(request))
+        }
+    }
+
+    /// `?refresh=true` bypasses the profile and photo caches (the user's own routes only).
+    static func refresh(_ request: Request) throws -> Bool {
+        switch request.queryDictionary["refresh"] {
+        case nil, "false": return false
+        case "true": return true
+        default: throw GatehouseError.invalidArgument("refresh must be true or false.")
         }
     }
 
     /// The photo answer of `/v1/me/photo` and `/v1/users/{uid}/photo`: `?size=` checked,
     /// strong `ETag`, `304` on `If-None-Match`.
-    static func photoResponse(_ request: Request, profiles: ProfileService, uid: String) async throws -> Response {
+    static func photoResponse(_ request: Request, profiles: ProfileService, uid: String, refresh: Bool = false) async throws -> Response {
         let query = request.queryDictionary
         var size: Int?
         if let text = query["size"] {
@@ -47,7 +57,7 @@ struct MeRoutes {
             }
             size = value
         }
-        let photo = try await profiles.photo(uid: uid, providerId: query["provider"], size: size)
+        let photo = try await profiles.photo(uid: uid, providerId: query["provider"], size: size, refresh: refresh)
         var headers: HTTPFields = [.eTag: photo.etag, .cacheControl: "private, max-age=300"]
         let tags = (request.headers[.ifNoneMatch] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         if tags.contains(photo.etag) || tags.contains("*") {
