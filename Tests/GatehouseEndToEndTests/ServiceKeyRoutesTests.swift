@@ -119,3 +119,32 @@ struct ProfileCachingTests {
         await deployment.stop()
     }
 }
+
+/// GitHub's rate limit, honoured without calling GitHub until the reset.
+@Suite("GitHub rate limit")
+struct GitHubRateLimitTests {
+    @Test("x-ratelimit-remaining: 0 → 429 with Retry-After, and no further GitHub call until x-ratelimit-reset")
+    func exhaustedLimitStopsCalls() async throws {
+        let deployment = try await TestDeployment()
+        var browser = Browser(deployment)
+        _ = try await browser.signIn(login: "octocat")
+        let reset = Int(Date().timeIntervalSince1970) + 120
+        _ = try await deployment.control(
+            "faults",
+            #"{"endpoint": "GET /github-api/user", "status": 403, "headers": {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "\#(reset)"}, "body": "{\"message\":\"API rate limit exceeded\"}", "times": 1}"#
+        )
+        let url = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile"
+        let limited = try await browser.send(url)
+        #expect(limited.status == 429)
+        #expect(try jsonObject(limited)["code"] as? String == "upstream-rate-limited")
+        let retryAfter = try #require(limited.headers["retry-after"].flatMap(Int.init))
+        #expect((100...120).contains(retryAfter))
+        let calls = try await deployment.emulatorStats()["GET /github-api/user"]
+        for _ in 0..<3 {
+            #expect(try await browser.send(url).status == 429)
+        }
+        // The fault is used up, so a call would succeed: the gateway does not make one.
+        #expect(try await deployment.emulatorStats()["GET /github-api/user"] == calls)
+        await deployment.stop()
+    }
+}

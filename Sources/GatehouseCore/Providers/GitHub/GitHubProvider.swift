@@ -8,6 +8,7 @@ public struct GitHubProvider: IdentityProvider {
     public let id = "github.com"
     let configuration: GitHubConfiguration
     let http: CurlHTTPClient
+    let rateLimits = GitHubRateLimits()
 
     /// Creates the provider over the shared libcurl client.
     public init(configuration: GitHubConfiguration, http: CurlHTTPClient) {
@@ -126,6 +127,9 @@ public struct GitHubProvider: IdentityProvider {
     }
 
     private func api(_ path: String, tokens: ProviderTokens) async throws -> OutboundResponse {
+        if let wait = await rateLimits.wait(for: tokens.accessToken) {
+            throw GatehouseError.upstreamRateLimited(id, retryAfter: wait)
+        }
         let response: OutboundResponse
         do {
             response = try await http.execute(
@@ -140,8 +144,10 @@ public struct GitHubProvider: IdentityProvider {
             throw UpstreamErrors.transport(error, providerId: id)
         }
         if response.status == 403 || response.status == 429, response.headers["x-ratelimit-remaining"] == "0" {
-            let reset = response.headers["x-ratelimit-reset"].flatMap(Int.self.init).map { max(1, $0 - Int(Date().timeIntervalSince1970)) }
-            throw GatehouseError.upstreamRateLimited(id, retryAfter: response.headers["retry-after"].flatMap { Int($0) } ?? reset)
+            let reset = response.headers["x-ratelimit-reset"].flatMap(Double.init).map(Date.init(timeIntervalSince1970:))
+            let retryAfter = response.headers["retry-after"].flatMap { Int($0) } ?? reset.map { max(1, Int($0.timeIntervalSinceNow.rounded(.up))) }
+            if let reset { await rateLimits.exhausted(token: tokens.accessToken, until: reset) }
+            throw GatehouseError.upstreamRateLimited(id, retryAfter: retryAfter)
         }
         guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
         return response
