@@ -85,6 +85,27 @@ struct OIDCSignInTests {
         await deployment.stop()
     }
 
+    @Test("Yahoo custom parameters: prompt and language forwarded, scope= added to the defaults, reserved names refused")
+    func yahooCustomParameters() async throws {
+        let deployment = try await TestDeployment()
+        var browser = Browser(deployment)
+        let returnTo = FormEncoding.escape(TestDeployment.returnTo)
+        let start = try await browser.start("return_to=\(returnTo)&prompt=login&language=fr&scope=sdct-w", provider: "yahoo.com")
+        #expect(start.status == 302)
+        let query = Dictionary(
+            uniqueKeysWithValues: FormEncoding.decode(String(try #require(start.headers["location"]).split(separator: "?")[1])).map { ($0.0, $0.1) })
+        #expect(query["prompt"] == "login")
+        #expect(query["language"] == "fr")
+        #expect(query["scope"] == "openid profile email sdct-w")
+        #expect(query["nonce"]?.count == 43 && query["code_challenge_method"] == "S256")
+        for reserved in ["client_id", "redirect_uri", "response_type", "state", "nonce"] {
+            let refused = try await browser.start("return_to=\(returnTo)&\(reserved)=x", provider: "yahoo.com")
+            #expect(refused.status == 400)
+            #expect(try jsonObject(refused)["code"] as? String == "invalid-custom-parameter")
+        }
+        await deployment.stop()
+    }
+
     /// Each tamper mode and the error code the gateway must answer with.
     static let rejections: [(mode: String, code: String)] = [
         ("wrong-iss", "invalid-id-token"), ("wrong-aud", "invalid-id-token"), ("extra-aud", "invalid-id-token"),
