@@ -8,13 +8,15 @@ actor ExpiringCache<Value: Sendable> {
         let value: Value
         let storedAt: Date
         let cost: Int
+        /// A use counter: larger is more recent. Kept per entry so that a hit is O(1).
+        var lastUse: UInt64
     }
 
     private let lifetime: TimeInterval
     private let capacity: Int
     private let cost: @Sendable (Value) -> Int
     private var entries: [String: Entry] = [:]
-    private var recency: [String] = []
+    private var clock: UInt64 = 0
     private var totalCost = 0
     private var inFlight: [String: Task<Value, any Error>] = [:]
 
@@ -30,7 +32,8 @@ actor ExpiringCache<Value: Sendable> {
     func value(for key: String, bypass: Bool = false, load: @escaping @Sendable () async throws -> Value) async throws -> Value {
         guard lifetime > 0 else { return try await load() }
         if !bypass, let entry = entries[key], Date().timeIntervalSince(entry.storedAt) < lifetime {
-            touch(key)
+            clock += 1
+            entries[key]?.lastUse = clock
             return entry.value
         }
         if let running = inFlight[key] { return try await running.value }
@@ -42,22 +45,26 @@ actor ExpiringCache<Value: Sendable> {
         return value
     }
 
-    private func touch(_ key: String) {
-        if let index = recency.firstIndex(of: key) { recency.remove(at: index) }
-        recency.append(key)
-    }
-
     private func store(_ value: Value, for key: String) {
         guard lifetime > 0 else { return }
         let size = cost(value)
         guard size <= capacity else { return }
         if let old = entries.removeValue(forKey: key) { totalCost -= old.cost }
-        entries[key] = Entry(value: value, storedAt: Date(), cost: size)
+        clock += 1
+        entries[key] = Entry(value: value, storedAt: Date(), cost: size, lastUse: clock)
         totalCost += size
-        touch(key)
-        while totalCost > capacity, let oldest = recency.first {
-            recency.removeFirst()
-            if let evicted = entries.removeValue(forKey: oldest) { totalCost -= evicted.cost }
+        guard totalCost > capacity else { return }
+        // Over budget: drop expired entries, then the least recently used down to 90 % of the
+        // budget, so that the sort is paid once per batch rather than on every insert.
+        let now = Date()
+        for (staleKey, entry) in entries where now.timeIntervalSince(entry.storedAt) >= lifetime {
+            entries[staleKey] = nil
+            totalCost -= entry.cost
+        }
+        let target = capacity - capacity / 10
+        for (oldKey, entry) in entries.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where totalCost > target && oldKey != key {
+            entries[oldKey] = nil
+            totalCost -= entry.cost
         }
     }
 }

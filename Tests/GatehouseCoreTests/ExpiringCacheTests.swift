@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+
+@testable import GatehouseCore
+
+/// The bounded, expiring, single-flight cache behind profiles and photos.
+@Suite struct ExpiringCacheTests {
+    /// Counts loads per key.
+    actor Loads {
+        var counts: [String: Int] = [:]
+        func add(_ key: String) { counts[key, default: 0] += 1 }
+    }
+
+    @Test func hitsAreReusedAndTheLeastRecentlyUsedGoesFirst() async throws {
+        let loads = Loads()
+        let cache = ExpiringCache<[UInt8]>(lifetime: 60, capacity: 100) { $0.count }
+        func get(_ key: String, bytes: Int = 40) async throws -> [UInt8] {
+            try await cache.value(for: key) {
+                await loads.add(key)
+                return [UInt8](repeating: 1, count: bytes)
+            }
+        }
+        _ = try await get("a")
+        _ = try await get("b")
+        _ = try await get("a")  // a is now more recent than b
+        _ = try await get("c")  // 120 bytes > 100: b goes
+        _ = try await get("a")
+        _ = try await get("c")
+        #expect(await loads.counts == ["a": 1, "b": 1, "c": 1])
+        _ = try await get("b")
+        #expect(await loads.counts["b"] == 2)
+        _ = try await get("huge", bytes: 500)  // larger than the whole budget: served, never stored
+        _ = try await get("huge", bytes: 500)
+        #expect(await loads.counts["huge"] == 2)
+    }
+
+    @Test func concurrentMissesShareOneLoadAndExpiredEntriesReload() async throws {
+        let loads = Loads()
+        let cache = ExpiringCache<Int>(lifetime: 0.2, capacity: 10) { _ in 1 }
+        let values = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<10 {
+                group.addTask {
+                    try await cache.value(for: "k") {
+                        await loads.add("k")
+                        try await Task.sleep(for: .milliseconds(100))
+                        return 7
+                    }
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(values == Array(repeating: 7, count: 10))
+        #expect(await loads.counts["k"] == 1)
+        try await Task.sleep(for: .milliseconds(300))
+        _ = try await cache.value(for: "k") {
+            await loads.add("k")
+            return 8
+        }
+        #expect(await loads.counts["k"] == 2)
+    }
+}
