@@ -50,7 +50,7 @@ final class TLSTestServer: Sendable {
         try process.run()
         let server = TLSTestServer(caBundlePath: path("ca.pem"), port: port, process: process, folder: folder)
         // Bounded wait for the listening socket.
-        for _ in 0..<100 {
+        for _ in 0..<300 {
             if canConnect(port: port) { return server }
             usleep(50_000)
         }

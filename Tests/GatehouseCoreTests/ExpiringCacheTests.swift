@@ -36,7 +36,7 @@ import Testing
 
     @Test func concurrentMissesShareOneLoadAndExpiredEntriesReload() async throws {
         let loads = Loads()
-        let cache = ExpiringCache<Int>(lifetime: 0.2, capacity: 10) { _ in 1 }
+        let cache = ExpiringCache<Int>(lifetime: 1, capacity: 10) { _ in 1 }
         let values = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<10 {
                 group.addTask {
@@ -51,7 +51,7 @@ import Testing
         }
         #expect(values == Array(repeating: 7, count: 10))
         #expect(await loads.counts["k"] == 1)
-        try await Task.sleep(for: .milliseconds(300))
+        try await Task.sleep(for: .milliseconds(1200))
         _ = try await cache.value(for: "k") {
             await loads.add("k")
             return 8

@@ -123,7 +123,7 @@ struct GitHubSignInTests {
 
     @Test("tampered, missing, unbound, replayed and expired state → 400 invalid-state, no session, no token request")
     func invalidState() async throws {
-        let deployment = try await TestDeployment(transactionLifetime: 1)
+        let deployment = try await TestDeployment()
         var browser = Browser(deployment)
         let callback = try await browser.authorize(login: "octocat")
         let tampered = callback.replacingOccurrences(of: "state=", with: "state=x")
@@ -140,14 +140,20 @@ struct GitHubSignInTests {
         #expect(unbound.status == 400)
         #expect(try jsonObject(unbound)["code"] as? String == "invalid-state")
 
-        // Expired: the transaction lives 1 s in this deployment.
-        let late = try await browser.authorize(login: "octocat")
+        #expect((try await deployment.emulatorStats())["POST /github/login/oauth/access_token"] == nil)
+
+        // Expired: in a deployment whose transactions live 1 s (its own, so that the other
+        // steps here never race that clock on a slow machine).
+        let shortLived = try await TestDeployment(transactionLifetime: 1)
+        var slow = Browser(shortLived)
+        let late = try await slow.authorize(login: "octocat")
         try await Task.sleep(for: .milliseconds(1300))
-        let expired = try await browser.send(late)
+        let expired = try await slow.send(late)
         #expect(expired.status == 400)
         #expect(try jsonObject(expired)["code"] as? String == "invalid-state")
-        #expect(browser.jar.cookies.keys.allSatisfy { !$0.contains("session") })
-        #expect((try await deployment.emulatorStats())["POST /github/login/oauth/access_token"] == nil)
+        #expect(slow.jar.cookies.keys.allSatisfy { !$0.contains("session") })
+        #expect((try await shortLived.emulatorStats())["POST /github/login/oauth/access_token"] == nil)
+        await shortLived.stop()
 
         // Replay: a used state is gone.
         let fresh = try await browser.authorize(login: "octocat")

@@ -66,7 +66,8 @@ final class TestDeployment: Sendable {
         Task { try await group.run() }
         for url in ["\(gatewayURL)/healthz", "\(emulatorURL)/"] {
             var ready = false
-            for _ in 0..<100 where !ready {
+            // Bounded, but generous: a loaded 2-core CI machine can take seconds to start both servers.
+            for _ in 0..<400 where !ready {
                 ready = (try? await client.execute(OutboundRequest(url: url)))?.status == 200
                 if !ready { try await Task.sleep(for: .milliseconds(50)) }
             }

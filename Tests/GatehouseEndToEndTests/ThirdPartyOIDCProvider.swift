@@ -31,7 +31,7 @@ final class ThirdPartyOIDCProvider: Sendable {
         try process.run()
         let provider = ThirdPartyOIDCProvider(issuer: "http://127.0.0.1:\(port)", process: process)
         // Bounded wait until discovery answers.
-        for _ in 0..<100 {
+        for _ in 0..<300 {
             if (try? await client.execute(OutboundRequest(url: "\(provider.issuer)/.well-known/openid-configuration")))?.status == 200 {
                 return provider
             }
