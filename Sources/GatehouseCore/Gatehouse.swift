@@ -18,25 +18,35 @@ public struct Gatehouse: Sendable {
     public let profiles: ProfileService
     /// Internal services' credentials.
     public let serviceKeys: ServiceKeyService
+    /// Where the core's counters go.
+    public let metrics: GatehouseMetrics
 
     /// Builds the core; throws when the configuration is unsafe (see `GatewayConfiguration.validate`).
     public init(
         configuration: GatewayConfiguration, storage: any GatehouseStorage, vault: TokenVault, http: CurlHTTPClient,
-        logger: Logger = Logger(label: "gatehouse")
+        metrics: GatehouseMetrics = .disabled, logger: Logger = Logger(label: "gatehouse")
     ) throws {
         try configuration.validate()
         self.configuration = configuration
         self.storage = storage
+        self.metrics = metrics
+        // Each provider sees the one client through its own timeout and metric label.
+        func upstream(_ id: String) -> UpstreamHTTP {
+            UpstreamHTTP(client: http, providerId: id, timeout: configuration.upstreamTimeout(for: id), metrics: metrics)
+        }
         var providers: [any IdentityProvider] = []
         if let github = configuration.github {
-            providers.append(GitHubProvider(configuration: github, http: http))
+            providers.append(GitHubProvider(configuration: github, http: upstream("github.com")))
         }
         if let microsoft = configuration.microsoft {
             providers.append(
-                MicrosoftProvider(configuration: microsoft, http: http, developmentMode: configuration.developmentMode, logger: logger))
+                MicrosoftProvider(
+                    configuration: microsoft, http: upstream("microsoft.com"), developmentMode: configuration.developmentMode, logger: logger))
         }
         for oidc in configuration.oidcProviders {
-            providers.append(OIDCProvider(configuration: oidc, http: http, developmentMode: configuration.developmentMode, logger: logger))
+            providers.append(
+                OIDCProvider(
+                    configuration: oidc, http: upstream(oidc.providerId), developmentMode: configuration.developmentMode, logger: logger))
         }
         let registry = ProviderRegistry(providers)
         self.providers = registry
@@ -46,8 +56,7 @@ public struct Gatehouse: Sendable {
             returnToPolicy: ReturnToPolicy(allowList: configuration.returnToAllowList))
         self.sessions = SessionService(storage: storage)
         self.profiles = ProfileService(
-            storage: storage, providers: registry, accounts: accounts, profileLifetime: configuration.profileCacheLifetime,
-            photoCacheBytes: configuration.photoCacheBytes)
+            storage: storage, providers: registry, accounts: accounts, configuration: configuration, metrics: metrics)
         self.serviceKeys = ServiceKeyService(storage: storage)
     }
 }

@@ -4,11 +4,12 @@ import Logging
 
 /// The HTTP layer: Hummingbird routes over the core. It holds no state of its own.
 public enum GatehouseServer {
-    /// Builds the router and the route table (`demoPage` adds the page at `/`).
-    public static func routes(for gatehouse: Gatehouse, demoPage: Bool) -> (Router<BasicRequestContext>, RouteTable) {
+    /// Builds the router and the route table (`demoPage` adds the page at `/`); `/metrics`
+    /// renders `metrics`, which should be the one the gateway's core records into.
+    public static func routes(for gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool) -> (Router<BasicRequestContext>, RouteTable) {
         let router = Router()
         var table = RouteTable()
-        OperationsRoutes(gatehouse: gatehouse).register(router, table: &table)
+        OperationsRoutes(gatehouse: gatehouse, metrics: metrics).register(router, table: &table)
         AuthRoutes(gatehouse: gatehouse).register(router, table: &table)
         MeRoutes(gatehouse: gatehouse).register(router, table: &table)
         ServiceRoutes(gatehouse: gatehouse).register(router, table: &table)
@@ -20,12 +21,12 @@ public enum GatehouseServer {
 
     /// The application serving the gateway on `host:port`; `onRunning` receives the bound port.
     public static func application(
-        gatehouse: Gatehouse, host: String, port: Int, demoPage: Bool, logger: Logger,
+        gatehouse: Gatehouse, metrics: ServerMetrics, host: String, port: Int, demoPage: Bool, logger: Logger,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        let (router, table) = routes(for: gatehouse, demoPage: demoPage)
+        let (router, table) = routes(for: gatehouse, metrics: metrics, demoPage: demoPage)
         return Application(
-            responder: ProblemResponder(inner: router.buildResponder(), routes: table, logger: logger),
+            responder: ProblemResponder(inner: router.buildResponder(), routes: table, metrics: metrics, logger: logger),
             configuration: .init(address: .hostname(host, port: port), serverName: "Gatehouse"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             logger: logger)

@@ -38,7 +38,7 @@ struct DemoCommand: AsyncParsableCommand {
         let microsoftClient = EmulatorConfiguration.demoMicrosoftClient
         let oidcClient = EmulatorConfiguration.demoOIDCClient
         let yahooClient = EmulatorConfiguration.demoYahooClient
-        let configuration = GatewayConfiguration(
+        var configuration = GatewayConfiguration(
             publicURL: publicURL, returnToAllowList: ["\(publicURL)/"], developmentMode: true,
             github: .emulator(baseURL: emulatorURL, clientID: client.id, clientSecret: client.secret),
             microsoft: .emulator(baseURL: emulatorURL, clientID: microsoftClient.id, clientSecret: microsoftClient.secret),
@@ -46,10 +46,15 @@ struct DemoCommand: AsyncParsableCommand {
                 .emulatorIssuer(baseURL: emulatorURL, clientID: oidcClient.id, clientSecret: oidcClient.secret),
                 .emulatorYahoo(baseURL: emulatorURL, clientID: yahooClient.id, clientSecret: yahooClient.secret),
             ])
-        let gatehouse = try Gatehouse(configuration: configuration, storage: storage, vault: vault, http: CurlHTTPClient(), logger: logger)
+        try ProfileSettings.apply(environment, to: &configuration)
+        let metrics = ServerMetrics()
+        let gatehouse = try Gatehouse(
+            configuration: configuration, storage: storage, vault: vault, http: CurlHTTPClient(), metrics: metrics.core, logger: logger)
 
         let emulator = ProviderEmulator().application(port: emulatorPort, logger: logger)
-        let gateway = GatehouseServer.application(gatehouse: gatehouse, host: "127.0.0.1", port: gatewayPort, demoPage: true, logger: logger) {
+        let gateway = GatehouseServer.application(
+            gatehouse: gatehouse, metrics: metrics, host: "127.0.0.1", port: gatewayPort, demoPage: true, logger: logger
+        ) {
             _ in
             // Written in one call and unbuffered, so a script reading our output sees it at once.
             FileHandle.standardOutput.write(Data("Gatehouse ready at \(publicURL)\n".utf8))

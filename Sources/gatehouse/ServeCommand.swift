@@ -27,8 +27,12 @@ struct ServeCommand: AsyncParsableCommand {
         let storage = try SQLiteStorage(path: settings.databasePath)
         try await storage.migrate()
         let http = CurlHTTPClient(configuration: .init(caBundlePath: settings.caBundlePath))
-        let gatehouse = try Gatehouse(configuration: settings.gateway, storage: storage, vault: settings.vault, http: http, logger: logger)
-        let app = GatehouseServer.application(gatehouse: gatehouse, host: settings.host, port: settings.port, demoPage: false, logger: logger) {
+        let metrics = ServerMetrics()
+        let gatehouse = try Gatehouse(
+            configuration: settings.gateway, storage: storage, vault: settings.vault, http: http, metrics: metrics.core, logger: logger)
+        let app = GatehouseServer.application(
+            gatehouse: gatehouse, metrics: metrics, host: settings.host, port: settings.port, demoPage: false, logger: logger
+        ) {
             port in
             logger.info("Gatehouse listening", metadata: ["http.port": "\(port)"])
         }
@@ -94,14 +98,7 @@ struct ServeSettings {
             returnToAllowList: (environment["GATEHOUSE_RETURN_TO_ALLOWLIST"] ?? "").split(separator: ",").map(String.init),
             developmentMode: environment["GATEHOUSE_DEVELOPMENT"] == "true",
             github: github, microsoft: microsoft, oidcProviders: try OIDCSettings.providers(from: environment))
-        if let value = environment["GATEHOUSE_PROFILE_CACHE_TTL"] {
-            guard let seconds = TimeInterval(value), seconds >= 0 else { throw ValidationError("GATEHOUSE_PROFILE_CACHE_TTL must be seconds >= 0") }
-            self.gateway.profileCacheLifetime = seconds
-        }
-        if let value = environment["GATEHOUSE_PHOTO_CACHE_BYTES"] {
-            guard let bytes = Int(value), bytes >= 0 else { throw ValidationError("GATEHOUSE_PHOTO_CACHE_BYTES must be a byte count") }
-            self.gateway.photoCacheBytes = bytes
-        }
+        try ProfileSettings.apply(environment, to: &self.gateway)
     }
 }
 

@@ -59,3 +59,19 @@ import Testing
         #expect(await loads.counts["k"] == 2)
     }
 }
+
+/// What a failing provider's callers get: the last value, within the stale lifetime only.
+@Suite struct ExpiringCacheStaleTests {
+    @Test("an expired entry is served stale with its age until lifetime + staleLifetime, never after")
+    func staleWindow() async throws {
+        let cache = ExpiringCache<String>(lifetime: 0.2, staleLifetime: 0.4, capacity: 10) { _ in 1 }
+        #expect(await cache.stale(for: "k") == nil)
+        _ = try await cache.value(for: "k") { "v1" }
+        try await Task.sleep(for: .milliseconds(300))
+        let stale = try #require(await cache.stale(for: "k"))
+        #expect(stale.value == "v1")
+        #expect(stale.age >= 0.3)
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(await cache.stale(for: "k") == nil)
+    }
+}

@@ -188,6 +188,7 @@ struct MicrosoftSignInTests {
         #expect(statuses == Array(repeating: 200, count: 20))
         let stats = try await deployment.emulatorStats()
         #expect(stats["POST /microsoft/common/oauth2/v2.0/token"] == 2)  // the sign-in and one refresh
+        #expect(try await ResilienceTests.metric(deployment, "gatehouse_token_refreshes_total", ["provider": "microsoft.com", "outcome": "ok"]) == 1)
         // The rotated refresh token was kept: a second expiry refreshes again.
         _ = try await deployment.control("expire-tokens", "{}")
         #expect(try await browser.send(url).status == 200)

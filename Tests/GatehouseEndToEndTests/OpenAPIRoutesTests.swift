@@ -23,7 +23,8 @@ struct OpenAPIRoutesTests {
         let gatehouse = try Gatehouse(
             configuration: GatewayConfiguration(publicURL: "https://gw.example", returnToAllowList: []),
             storage: try GatehouseSQLiteStorageForSpec.make(), vault: try TokenVault(keys: [TokenVault.generateKey()]), http: deployment.client)
-        let registered = Set(GatehouseServer.routes(for: gatehouse, demoPage: true).1.routes.map { "\($0.method) \($0.path)" })
+        let registered = Set(
+            GatehouseServer.routes(for: gatehouse, metrics: ServerMetrics(), demoPage: true).1.routes.map { "\($0.method) \($0.path)" })
         #expect(registered == documented)
         #expect(registered.count >= 10)
     }

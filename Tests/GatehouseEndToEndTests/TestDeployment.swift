@@ -17,6 +17,8 @@ final class TestDeployment: Sendable {
     let logs = LogSink(capture: true)
     let emulator = ProviderEmulator()
     let client = CurlHTTPClient()
+    /// The gateway's metrics (what `/metrics` renders).
+    let metrics = ServerMetrics()
     private let group: ServiceGroup
 
     static let githubClient = EmulatorConfiguration.demoGitHubClient
@@ -24,13 +26,15 @@ final class TestDeployment: Sendable {
     static let returnTo = "https://app.example.com/signed-in"
 
     /// Starts a deployment; `openID` adjusts the emulator-backed OIDC providers (`oidc.emulator`,
-    /// `yahoo.com`) and `extraProviders` adds more, given the emulator's base URL.
+    /// `yahoo.com`), `extraProviders` adds more, given the emulator's base URL, and `gateway`
+    /// adjusts the rest of the configuration last.
     init(
         transactionLifetime: TimeInterval = 600,
         profileCacheLifetime: TimeInterval = 0,
         openID: @Sendable (inout OIDCProviderConfiguration) -> Void = { _ in },
         microsoft: @Sendable (inout MicrosoftConfiguration) -> Void = { _ in },
-        extraProviders: @Sendable (String) -> [OIDCProviderConfiguration] = { _ in [] }
+        extraProviders: @Sendable (String) -> [OIDCProviderConfiguration] = { _ in [] },
+        gateway: @Sendable (inout GatewayConfiguration) -> Void = { _ in }
     ) async throws {
         let gatewayPort = try LoopbackPort.pick()
         let emulatorPort = try LoopbackPort.pick()
@@ -54,13 +58,15 @@ final class TestDeployment: Sendable {
             microsoft: microsoftConfiguration,
             oidcProviders: Self.openIDProviders(emulatorURL: emulatorURL, adjust: openID) + extraProviders(emulatorURL))
         configuration.profileCacheLifetime = profileCacheLifetime
+        gateway(&configuration)
         let gatehouse = try Gatehouse(
             configuration: configuration, storage: storage, vault: try TokenVault(keys: [TokenVault.generateKey()]), http: client,
-            logger: logger)
+            metrics: metrics.core, logger: logger)
         group = ServiceGroup(
             services: [
                 emulator.application(port: emulatorPort, logger: logger),
-                GatehouseServer.application(gatehouse: gatehouse, host: "127.0.0.1", port: gatewayPort, demoPage: true, logger: logger),
+                GatehouseServer.application(
+                    gatehouse: gatehouse, metrics: metrics, host: "127.0.0.1", port: gatewayPort, demoPage: true, logger: logger),
             ], gracefulShutdownSignals: [], logger: logger)
         let group = self.group
         Task { try await group.run() }

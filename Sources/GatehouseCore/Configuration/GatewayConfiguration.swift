@@ -23,6 +23,19 @@ public struct GatewayConfiguration: Sendable {
     public var profileCacheLifetime: TimeInterval = 60
     /// The photo cache's budget in bytes.
     public var photoCacheBytes: Int = 32 << 20
+    /// How long past its lifetime a cached profile or photo may still be served, marked
+    /// stale, when its provider is failing (RFC 5861's stale-if-error; 0 never serves stale).
+    public var staleIfError: TimeInterval = 3600
+    /// The total time one call to a provider may take, by provider id; others get
+    /// `defaultUpstreamTimeout`.
+    public var upstreamTimeouts: [String: Duration] = [:]
+    /// The timeout of providers without their own.
+    public var defaultUpstreamTimeout: Duration = .seconds(10)
+    /// When a provider's circuit breaker opens.
+    public var circuitBreaker = CircuitBreakerSettings()
+    /// Which provider's photo `/photo` serves when the caller names none: the first of these
+    /// that is linked and has a photo, then any linked provider with one (in link order).
+    public var photoProviderOrder: [String] = []
     /// The configured GitHub provider, if any.
     public var github: GitHubConfiguration?
     /// The configured Microsoft provider, if any.
@@ -58,6 +71,11 @@ public struct GatewayConfiguration: Sendable {
     /// Names and attributes of the cookies; `__Host-` and `Secure` everywhere but in
     /// development mode, where a plain-http loopback browser would drop them.
     public var cookies: CookiePolicy { CookiePolicy(secure: !developmentMode) }
+
+    /// The timeout of one provider's calls.
+    public func upstreamTimeout(for providerId: String) -> Duration {
+        upstreamTimeouts[providerId] ?? defaultUpstreamTimeout
+    }
 
     /// Checks the endpoints: `https` only, except loopback `http` in development mode (design §1).
     public func validate() throws {

@@ -21,7 +21,7 @@ public actor IssuerMetadataCache {
     }
 
     private let configuration: OIDCProviderConfiguration
-    private let http: CurlHTTPClient
+    private let http: UpstreamHTTP
     private let developmentMode: Bool
     private let logger: Logger
     private var document: (value: DiscoveryDocument, fetchedAt: Date)?
@@ -31,7 +31,7 @@ public actor IssuerMetadataCache {
     public private(set) var disabledReason: String?
 
     /// Creates an empty cache.
-    public init(configuration: OIDCProviderConfiguration, http: CurlHTTPClient, developmentMode: Bool, logger: Logger) {
+    public init(configuration: OIDCProviderConfiguration, http: UpstreamHTTP, developmentMode: Bool, logger: Logger) {
         self.configuration = configuration
         self.http = http
         self.developmentMode = developmentMode
@@ -148,11 +148,7 @@ public actor IssuerMetadataCache {
     }
 
     private func get(_ url: String) async throws -> OutboundResponse {
-        do {
-            return try await http.execute(OutboundRequest(url: url, headers: ["Accept": "application/json"], maxResponseBytes: 256 << 10))
-        } catch {
-            throw UpstreamErrors.transport(error, providerId: configuration.providerId)
-        }
+        try await http.execute(OutboundRequest(url: url, headers: ["Accept": "application/json"], maxResponseBytes: 256 << 10))
     }
 }
 

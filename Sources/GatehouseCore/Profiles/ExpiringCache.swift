@@ -2,7 +2,9 @@ import Foundation
 
 /// A bounded, expiring cache with single flight: concurrent misses for one key share one
 /// load, answers live for `lifetime`, and the least recently used entries go first when the
-/// total cost passes `capacity` (bytes for photos, entries for profiles). Failures are not cached.
+/// total cost passes `capacity` (bytes for photos, entries for profiles). Failures are not
+/// cached. Expired entries stay (within the budget) for `staleLifetime` more, so that a
+/// failing provider can be answered from them, marked stale.
 actor ExpiringCache<Value: Sendable> {
     private struct Entry {
         let value: Value
@@ -13,17 +15,27 @@ actor ExpiringCache<Value: Sendable> {
     }
 
     private let lifetime: TimeInterval
+    private let staleLifetime: TimeInterval
     private let capacity: Int
+    private let name: String
+    private let metrics: GatehouseMetrics
     private let cost: @Sendable (Value) -> Int
     private var entries: [String: Entry] = [:]
     private var clock: UInt64 = 0
     private var totalCost = 0
     private var inFlight: [String: Task<Value, any Error>] = [:]
 
-    /// Creates a cache; a `lifetime` of zero turns it off entirely (every call loads on its own).
-    init(lifetime: TimeInterval, capacity: Int, cost: @escaping @Sendable (Value) -> Int) {
+    /// Creates a cache; a `lifetime` of zero turns it off entirely (every call loads on its
+    /// own). `name` labels its hit/miss metrics.
+    init(
+        name: String = "cache", lifetime: TimeInterval, staleLifetime: TimeInterval = 0, capacity: Int, metrics: GatehouseMetrics = .disabled,
+        cost: @escaping @Sendable (Value) -> Int
+    ) {
+        self.name = name
         self.lifetime = lifetime
+        self.staleLifetime = staleLifetime
         self.capacity = capacity
+        self.metrics = metrics
         self.cost = cost
     }
 
@@ -34,8 +46,10 @@ actor ExpiringCache<Value: Sendable> {
         if !bypass, let entry = entries[key], Date().timeIntervalSince(entry.storedAt) < lifetime {
             clock += 1
             entries[key]?.lastUse = clock
+            metrics.cacheLookup(cache: name, result: "hit")
             return entry.value
         }
+        metrics.cacheLookup(cache: name, result: "miss")
         if let running = inFlight[key] { return try await running.value }
         let task = Task { try await load() }
         inFlight[key] = task
@@ -43,6 +57,16 @@ actor ExpiringCache<Value: Sendable> {
         let value = try await task.value
         store(value, for: key)
         return value
+    }
+
+    /// The last value stored for `key` and its age in seconds, if younger than lifetime plus
+    /// stale lifetime: what a failing provider's callers get instead of an error.
+    func stale(for key: String) -> (value: Value, age: TimeInterval)? {
+        guard let entry = entries[key] else { return nil }
+        let age = Date().timeIntervalSince(entry.storedAt)
+        guard age < lifetime + staleLifetime else { return nil }
+        metrics.cacheLookup(cache: name, result: "stale")
+        return (entry.value, age)
     }
 
     private func store(_ value: Value, for key: String) {
@@ -54,10 +78,11 @@ actor ExpiringCache<Value: Sendable> {
         entries[key] = Entry(value: value, storedAt: Date(), cost: size, lastUse: clock)
         totalCost += size
         guard totalCost > capacity else { return }
-        // Over budget: drop expired entries, then the least recently used down to 90 % of the
-        // budget, so that the sort is paid once per batch rather than on every insert.
+        // Over budget: drop entries past any use (stale ones included), then the least recently
+        // used down to 90 % of the budget, so that the sort is paid once per batch rather than
+        // on every insert.
         let now = Date()
-        for (staleKey, entry) in entries where now.timeIntervalSince(entry.storedAt) >= lifetime {
+        for (staleKey, entry) in entries where now.timeIntervalSince(entry.storedAt) >= lifetime + staleLifetime {
             entries[staleKey] = nil
             totalCost -= entry.cost
         }

@@ -1,7 +1,9 @@
 import Crypto
 import Foundation
 
-/// The signed-in user's profile routes: unified profile, one provider's live profile, photo.
+/// Profiles and photos, for the signed-in user's routes and for internal services: unified
+/// profile, one provider's live profile, photo — cached, behind each provider's circuit
+/// breaker, served stale when a provider fails and the cache still has an answer.
 public struct ProfileService: Sendable {
     let storage: any GatehouseStorage
     let providers: ProviderRegistry
@@ -9,13 +11,37 @@ public struct ProfileService: Sendable {
     let refresher = TokenRefresher()
     let profileCache: ExpiringCache<ProviderProfile>
     let photoCache: ExpiringCache<Photo>
+    let circuits: ProviderCircuits
+    let photoProviderOrder: [String]
+    let metrics: GatehouseMetrics
 
-    init(storage: any GatehouseStorage, providers: ProviderRegistry, accounts: AccountService, profileLifetime: TimeInterval, photoCacheBytes: Int) {
+    init(
+        storage: any GatehouseStorage, providers: ProviderRegistry, accounts: AccountService, configuration: GatewayConfiguration,
+        metrics: GatehouseMetrics
+    ) {
         self.storage = storage
         self.providers = providers
         self.accounts = accounts
-        profileCache = ExpiringCache(lifetime: profileLifetime, capacity: 10_000) { _ in 1 }
-        photoCache = ExpiringCache(lifetime: profileLifetime, capacity: photoCacheBytes) { $0.bytes.count }
+        self.metrics = metrics
+        let lifetime = configuration.profileCacheLifetime
+        profileCache = ExpiringCache(
+            name: "profile", lifetime: lifetime, staleLifetime: configuration.staleIfError, capacity: 10_000, metrics: metrics
+        ) { _ in 1 }
+        photoCache = ExpiringCache(
+            name: "photo", lifetime: lifetime, staleLifetime: configuration.staleIfError, capacity: configuration.photoCacheBytes,
+            metrics: metrics
+        ) { $0.bytes.count }
+        circuits = ProviderCircuits(providerIds: providers.ids, settings: configuration.circuitBreaker, metrics: metrics)
+        photoProviderOrder = configuration.photoProviderOrder
+    }
+
+    /// A value as the profile routes serve it: fresh, or from the cache after its provider
+    /// failed (then `staleAge` says how old it is, for the `Age` and `Warning` headers).
+    public struct Served<Value: Sendable>: Sendable {
+        /// The profile or photo.
+        public var value: Value
+        /// Seconds since the value was fetched, when served stale; `nil` when fresh.
+        public var staleAge: Int?
     }
 
     /// A photo ready to serve, with a strong `ETag` computed from its bytes.
@@ -64,17 +90,22 @@ public struct ProfileService: Sendable {
 
     /// The provider's profile fetched live with the stored token (cached for the configured
     /// lifetime; `refresh` bypasses the cache); the stored snapshot is updated on every fetch.
-    public func providerProfile(uid: String, providerId: String, refresh: Bool = false) async throws -> ProviderProfile {
+    public func providerProfile(uid: String, providerId: String, refresh: Bool = false) async throws -> Served<ProviderProfile> {
         _ = try await enabledAccount(uid)
-        return try await profileCache.value(for: "\(uid)|\(providerId)", bypass: refresh) {
-            try await fetchProviderProfile(uid: uid, providerId: providerId)
+        let key = "\(uid)|\(providerId)"
+        return try await servingStale(profileCache, key: key) {
+            try await profileCache.value(for: key, bypass: refresh) {
+                try await fetchProviderProfile(uid: uid, providerId: providerId)
+            }
         }
     }
 
     private func fetchProviderProfile(uid: String, providerId: String) async throws -> ProviderProfile {
         let link = try await link(uid: uid, providerId: providerId)
         let provider = try providers.provider(providerId)
-        var profile = try await withFreshTokens(link, provider) { try await provider.fetchProfile(tokens: $0) }
+        var profile = try await circuits.run(providerId) {
+            try await withFreshTokens(link, provider) { try await provider.fetchProfile(tokens: $0) }
+        }
         guard profile.federatedId == link.federatedId else {
             throw GatehouseError.providerReauthRequired(providerId)
         }
@@ -96,24 +127,51 @@ public struct ProfileService: Sendable {
         return profile
     }
 
-    /// The photo of the given provider, or of the first linked provider that has one (cached
-    /// by user, provider and size within the byte budget; `refresh` bypasses the cache).
-    public func photo(uid: String, providerId: String?, size: Int?, refresh: Bool = false) async throws -> Photo {
+    /// The photo of the given provider, or by default of the first linked provider with one
+    /// (in the configured preference order, then in link order). Cached by user, provider and
+    /// size within the byte budget; `refresh` bypasses the cache.
+    public func photo(uid: String, providerId: String?, size: Int?, refresh: Bool = false) async throws -> Served<Photo> {
         _ = try await enabledAccount(uid)
-        return try await photoCache.value(for: "\(uid)|\(providerId ?? "*")|\(size ?? 0)", bypass: refresh) {
-            try await fetchPhoto(uid: uid, providerId: providerId, size: size)
+        let key = "\(uid)|\(providerId ?? "*")|\(size ?? 0)"
+        return try await servingStale(photoCache, key: key) {
+            try await photoCache.value(for: key, bypass: refresh) {
+                try await fetchPhoto(uid: uid, providerId: providerId, size: size)
+            }
         }
+    }
+
+    /// Runs `load`; when its provider is failing (`upstream-unavailable`, the open breaker
+    /// included), answers with the cache's last value for `key` instead, if it still has one.
+    private func servingStale<Value>(
+        _ cache: ExpiringCache<Value>, key: String, _ load: () async throws -> Value
+    ) async throws -> Served<Value> {
+        do {
+            return Served(value: try await load())
+        } catch let error as GatehouseError where error.code == "upstream-unavailable" {
+            guard let stale = await cache.stale(for: key) else { throw error }
+            return Served(value: stale.value, staleAge: Int(stale.age))
+        }
+    }
+
+    /// Links in photo preference order: the providers named in `order` first (in that order),
+    /// then the others in link order.
+    static func photoCandidates(_ links: [ProviderLinkRecord], order: [String]) -> [ProviderLinkRecord] {
+        let rank = { (link: ProviderLinkRecord) in order.firstIndex(of: link.providerId) ?? Int.max }
+        // Enumerated so that equal ranks keep link order (the sort is not stable).
+        return links.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }.map(\.element)
     }
 
     private func fetchPhoto(uid: String, providerId: String?, size: Int?) async throws -> Photo {
         let links = try await storage.links(uid: uid)
-        let candidates = providerId.map { id in links.filter { $0.providerId == id } } ?? links
+        let candidates = providerId.map { id in links.filter { $0.providerId == id } } ?? Self.photoCandidates(links, order: photoProviderOrder)
         if let providerId, candidates.isEmpty { throw GatehouseError.providerNotLinked(providerId) }
         for link in candidates {
             guard let profile = try? JSONCoding.decoder().decode(ProviderProfile.self, from: link.profileJSON), profile.photoSourceURL != nil
             else { continue }
             let provider = try providers.provider(link.providerId)
-            let photo = try await withFreshTokens(link, provider) { try await provider.fetchPhoto(profile: profile, tokens: $0, size: size) }
+            let photo = try await circuits.run(link.providerId) {
+                try await withFreshTokens(link, provider) { try await provider.fetchPhoto(profile: profile, tokens: $0, size: size) }
+            }
             let digest = SHA256.hash(data: photo.bytes).map { String(format: "%02x", $0) }.joined()
             return Photo(bytes: photo.bytes, contentType: photo.contentType, etag: "\"\(digest)\"")
         }
@@ -142,6 +200,7 @@ public struct ProfileService: Sendable {
     private func refresh(_ link: ProviderLinkRecord, _ provider: any IdentityProvider, failed: ProviderTokens) async throws -> ProviderTokens {
         let storage = self.storage
         let accounts = self.accounts
+        let metrics = self.metrics
         return try await refresher.refreshed(key: "\(link.providerId)|\(link.federatedId)") {
             guard var current = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), current.uid == link.uid else {
                 throw GatehouseError.providerReauthRequired(link.providerId)
@@ -149,20 +208,28 @@ public struct ProfileService: Sendable {
             guard let stored = try? accounts.tokens(of: current), stored.reauthRequired != true else {
                 throw GatehouseError.providerReauthRequired(link.providerId)
             }
-            if stored.accessToken != failed.accessToken { return stored }
+            if stored.accessToken != failed.accessToken {
+                metrics.tokenRefresh(providerId: link.providerId, outcome: "reused")
+                return stored
+            }
             let profile = ProviderProfile(providerId: current.providerId, federatedId: current.federatedId)
             do {
                 let fresh = try await provider.refresh(stored)
                 current.sealedTokens = try accounts.seal(fresh, for: profile)
                 current.updatedAt = Date()
                 try await storage.updateLink(current)
+                metrics.tokenRefresh(providerId: link.providerId, outcome: "ok")
                 return fresh
             } catch let error as GatehouseError where error.code == "provider-reauth-required" {
+                metrics.tokenRefresh(providerId: link.providerId, outcome: "dead-grant")
                 var dead = stored
                 dead.reauthRequired = true
                 current.sealedTokens = try accounts.seal(dead, for: profile)
                 current.updatedAt = Date()
                 try await storage.updateLink(current)
+                throw error
+            } catch {
+                metrics.tokenRefresh(providerId: link.providerId, outcome: "failed")
                 throw error
             }
         }

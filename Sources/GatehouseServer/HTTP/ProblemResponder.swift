@@ -10,6 +10,7 @@ import Logging
 struct ProblemResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == BasicRequestContext {
     let inner: Inner
     let routes: RouteTable
+    let metrics: ServerMetrics
     let logger: Logger
 
     func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
@@ -35,6 +36,9 @@ struct ProblemResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context
         }
         // The query string is never logged: callbacks carry codes and state in it.
         let elapsed = ContinuousClock.now - started
+        metrics.request(
+            method: request.method.rawValue, route: routes.template(method: request.method.rawValue, path: request.uri.path) ?? "unmatched",
+            status: Int(response.status.code), duration: elapsed)
         logger.info(
             "request",
             metadata: [

@@ -21,10 +21,20 @@ public struct RouteTable: Sendable {
 
     /// The methods registered for a concrete request path.
     func methods(matching path: String) -> [String] {
+        matches(path).map(\.method)
+    }
+
+    /// The route template a request was served by (`/v1/users/{uid}`), or `nil` for none;
+    /// a literal segment wins over a parameter (`/v1/users` over `/v1/{x}`).
+    func template(method: String, path: String) -> String? {
+        matches(path).filter { $0.method == method }.map(\.path).max { $0.filter { $0 == "{" }.count > $1.filter { $0 == "{" }.count }
+    }
+
+    private func matches(_ path: String) -> [(method: String, path: String)] {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
         return routes.filter { route in
             let pattern = route.path.split(separator: "/", omittingEmptySubsequences: false)
             return pattern.count == segments.count && zip(pattern, segments).allSatisfy { $0.hasPrefix("{") || $0 == $1 }
-        }.map(\.method)
+        }
     }
 }

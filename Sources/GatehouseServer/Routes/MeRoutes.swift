@@ -29,7 +29,7 @@ struct MeRoutes {
             let uid = try await signedIn(request)
             let profile = try await profiles.providerProfile(
                 uid: uid, providerId: context.parameters.get("providerId") ?? "", refresh: try Self.refresh(request))
-            return try Response.json(ProviderProfileView(profile))
+            return try Self.profileResponse(profile)
         }
 
         table.add(router, .get, "/v1/me/photo") { request, _ in
@@ -46,6 +46,21 @@ struct MeRoutes {
         }
     }
 
+    /// A provider profile answer, marked when it comes stale from the cache.
+    static func profileResponse(_ served: ProfileService.Served<ProviderProfile>) throws -> Response {
+        var response = try Response.json(ProviderProfileView(served.value))
+        markStale(&response.headers, age: served.staleAge)
+        return response
+    }
+
+    /// `Age` and `Warning: 110` (RFC 9111 §5.1, RFC 7234 §5.5.1) on an answer served from the
+    /// cache because its provider is failing, so that callers can tell it is not live.
+    static func markStale(_ headers: inout HTTPFields, age: Int?) {
+        guard let age else { return }
+        headers[.age] = String(age)
+        headers[HTTPField.Name("Warning")!] = "110 gatehouse \"Response is Stale\""
+    }
+
     /// The photo answer of `/v1/me/photo` and `/v1/users/{uid}/photo`: `?size=` checked,
     /// strong `ETag`, `304` on `If-None-Match`.
     static func photoResponse(_ request: Request, profiles: ProfileService, uid: String, refresh: Bool = false) async throws -> Response {
@@ -57,8 +72,10 @@ struct MeRoutes {
             }
             size = value
         }
-        let photo = try await profiles.photo(uid: uid, providerId: query["provider"], size: size, refresh: refresh)
+        let served = try await profiles.photo(uid: uid, providerId: query["provider"], size: size, refresh: refresh)
+        let photo = served.value
         var headers: HTTPFields = [.eTag: photo.etag, .cacheControl: "private, max-age=300"]
+        markStale(&headers, age: served.staleAge)
         let tags = (request.headers[.ifNoneMatch] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         if tags.contains(photo.etag) || tags.contains("*") {
             return Response(status: .notModified, headers: headers)

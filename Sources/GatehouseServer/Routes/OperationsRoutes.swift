@@ -1,15 +1,23 @@
 import GatehouseCore
 import Hummingbird
 
-/// `/healthz` (the process answers) and `/readyz` (storage reachable, providers configured).
+/// `/healthz` (the process answers), `/readyz` (storage reachable, providers configured)
+/// and `/metrics` (Prometheus text).
 struct OperationsRoutes {
     let gatehouse: Gatehouse
+    let metrics: ServerMetrics
 
     func register(_ router: Router<BasicRequestContext>, table: inout RouteTable) {
         let storage = gatehouse.storage
         let providers = gatehouse.providers
         table.add(router, .get, "/healthz") { _, _ in
             try Response.json(["status": "ok"])
+        }
+        let metrics = self.metrics
+        table.add(router, .get, "/metrics") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.exposition())))
         }
         table.add(router, .get, "/readyz") { _, context in
             do {

@@ -29,8 +29,8 @@ struct ServiceRoutes {
         }
         table.add(router, .get, "/v1/users/{uid}/providers/{providerId}/profile") { request, context in
             let user = try await uid(request, context, scope: "profile:read")
-            let profile = try await profiles.providerProfile(uid: user, providerId: context.parameters.get("providerId") ?? "")
-            return try Response.json(ProviderProfileView(profile))
+            return try MeRoutes.profileResponse(
+                try await profiles.providerProfile(uid: user, providerId: context.parameters.get("providerId") ?? ""))
         }
         table.add(router, .post, "/v1/users/{uid}/disable") { request, context in
             try await profiles.setDisabled(uid: try await uid(request, context, scope: "admin"), disabled: true)

@@ -7,11 +7,11 @@ public struct GitHubProvider: IdentityProvider {
     /// Always `github.com`.
     public let id = "github.com"
     let configuration: GitHubConfiguration
-    let http: CurlHTTPClient
+    let http: UpstreamHTTP
     let rateLimits = GitHubRateLimits()
 
     /// Creates the provider over the shared libcurl client.
-    public init(configuration: GitHubConfiguration, http: CurlHTTPClient) {
+    public init(configuration: GitHubConfiguration, http: UpstreamHTTP) {
         self.configuration = configuration
         self.http = http
     }
@@ -49,16 +49,11 @@ public struct GitHubProvider: IdentityProvider {
             ("redirect_uri", redirectURI),
             ("code_verifier", codeVerifier),
         ])
-        let response: OutboundResponse
-        do {
-            response = try await http.execute(
-                OutboundRequest(
-                    method: "POST", url: configuration.tokenURL,
-                    headers: ["Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"],
-                    body: Array(form.utf8), maxResponseBytes: 64 << 10))
-        } catch {
-            throw UpstreamErrors.transport(error, providerId: id)
-        }
+        let response = try await http.execute(
+            OutboundRequest(
+                method: "POST", url: configuration.tokenURL,
+                headers: ["Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"],
+                body: Array(form.utf8), maxResponseBytes: 64 << 10))
         guard response.status == 200 else {
             throw UpstreamErrors.status(response, providerId: id)
         }
@@ -107,7 +102,7 @@ public struct GitHubProvider: IdentityProvider {
         if let size {
             url += (url.contains("?") ? "&" : "?") + "s=\(size)"
         }
-        return try await PublicPhoto.fetch(url, providerId: id, http: http)
+        return try await PublicPhoto.fetch(url, http: http)
     }
 
     /// The primary **verified** entry of `/user/emails`; otherwise the public email, marked
@@ -130,19 +125,14 @@ public struct GitHubProvider: IdentityProvider {
         if let wait = await rateLimits.wait(for: tokens.accessToken) {
             throw GatehouseError.upstreamRateLimited(id, retryAfter: wait)
         }
-        let response: OutboundResponse
-        do {
-            response = try await http.execute(
-                OutboundRequest(
-                    url: configuration.apiBaseURL + path,
-                    headers: [
-                        "Authorization": "Bearer \(tokens.accessToken)",
-                        "Accept": "application/vnd.github+json",
-                        "X-GitHub-Api-Version": "2022-11-28",
-                    ], maxResponseBytes: 1 << 20))
-        } catch {
-            throw UpstreamErrors.transport(error, providerId: id)
-        }
+        let response = try await http.execute(
+            OutboundRequest(
+                url: configuration.apiBaseURL + path,
+                headers: [
+                    "Authorization": "Bearer \(tokens.accessToken)",
+                    "Accept": "application/vnd.github+json",
+                    "X-GitHub-Api-Version": "2022-11-28",
+                ], maxResponseBytes: 1 << 20))
         if response.status == 403 || response.status == 429, response.headers["x-ratelimit-remaining"] == "0" {
             let reset = response.headers["x-ratelimit-reset"].flatMap(Double.init).map(Date.init(timeIntervalSince1970:))
             let retryAfter = response.headers["retry-after"].flatMap { Int($0) } ?? reset.map { max(1, Int($0.timeIntervalSinceNow.rounded(.up))) }

@@ -9,11 +9,11 @@ public struct MicrosoftProvider: IdentityProvider {
     /// Always `microsoft.com`.
     public let id = "microsoft.com"
     let configuration: MicrosoftConfiguration
-    let http: CurlHTTPClient
+    let http: UpstreamHTTP
     let engines: Engines
 
     /// Creates the provider over the shared libcurl client.
-    public init(configuration: MicrosoftConfiguration, http: CurlHTTPClient, developmentMode: Bool, logger: Logger) {
+    public init(configuration: MicrosoftConfiguration, http: UpstreamHTTP, developmentMode: Bool, logger: Logger) {
         self.configuration = configuration
         self.http = http
         engines = Engines(configuration: configuration, http: http, developmentMode: developmentMode, logger: logger)
@@ -147,25 +147,21 @@ public struct MicrosoftProvider: IdentityProvider {
     }
 
     private func graphResponse(_ path: String, tokens: ProviderTokens, accept: String, maxBytes: Int) async throws -> OutboundResponse {
-        do {
-            return try await http.execute(
-                OutboundRequest(
-                    url: configuration.graphBaseURL + path, headers: ["Authorization": "Bearer \(tokens.accessToken)", "Accept": accept],
-                    maxResponseBytes: maxBytes))
-        } catch {
-            throw UpstreamErrors.transport(error, providerId: id)
-        }
+        try await http.execute(
+            OutboundRequest(
+                url: configuration.graphBaseURL + path, headers: ["Authorization": "Bearer \(tokens.accessToken)", "Accept": accept],
+                maxResponseBytes: maxBytes))
     }
 
     /// One OIDC engine (discovery + keys) per tenant segment in use, created on demand.
     actor Engines {
         private let configuration: MicrosoftConfiguration
-        private let http: CurlHTTPClient
+        private let http: UpstreamHTTP
         private let developmentMode: Bool
         private let logger: Logger
         private var byTenant: [String: OIDCProvider] = [:]
 
-        init(configuration: MicrosoftConfiguration, http: CurlHTTPClient, developmentMode: Bool, logger: Logger) {
+        init(configuration: MicrosoftConfiguration, http: UpstreamHTTP, developmentMode: Bool, logger: Logger) {
             self.configuration = configuration
             self.http = http
             self.developmentMode = developmentMode

@@ -8,14 +8,14 @@ public struct OIDCProvider: IdentityProvider {
     /// The provider id (`oidc.<name>` or `yahoo.com`).
     public var id: String { configuration.providerId }
     let configuration: OIDCProviderConfiguration
-    let http: CurlHTTPClient
+    let http: UpstreamHTTP
     let developmentMode: Bool
     /// Discovery and keys, shared by every request to this provider.
     let metadata: IssuerMetadataCache
     let validator: IDTokenValidator
 
     /// Creates the provider over the shared libcurl client.
-    public init(configuration: OIDCProviderConfiguration, http: CurlHTTPClient, developmentMode: Bool, logger: Logger) {
+    public init(configuration: OIDCProviderConfiguration, http: UpstreamHTTP, developmentMode: Bool, logger: Logger) {
         self.configuration = configuration
         self.http = http
         self.developmentMode = developmentMode
@@ -149,7 +149,7 @@ public struct OIDCProvider: IdentityProvider {
     /// The `picture`, fetched without a token, from an allowed place only.
     public func fetchPhoto(profile: ProviderProfile, tokens: ProviderTokens, size: Int?) async throws -> ProviderPhoto {
         guard let source = profile.photoSourceURL, pictureAllowed(source) else { throw GatehouseError.noPhoto() }
-        return try await PublicPhoto.fetch(source, providerId: id, http: http)
+        return try await PublicPhoto.fetch(source, http: http)
     }
 
     private func pictureAllowed(_ url: String) -> Bool {
@@ -172,14 +172,9 @@ public struct OIDCProvider: IdentityProvider {
         case .clientSecretPost:
             form += [("client_id", configuration.clientID), ("client_secret", configuration.clientSecret)]
         }
-        let response: OutboundResponse
-        do {
-            response = try await http.execute(
-                OutboundRequest(
-                    method: "POST", url: endpoint, headers: headers, body: Array(FormEncoding.encode(form).utf8), maxResponseBytes: 64 << 10))
-        } catch {
-            throw UpstreamErrors.transport(error, providerId: id)
-        }
+        let response = try await http.execute(
+            OutboundRequest(
+                method: "POST", url: endpoint, headers: headers, body: Array(FormEncoding.encode(form).utf8), maxResponseBytes: 64 << 10))
         let body = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body))
         if let error = body?["error"]?.stringValue {
             throw GatehouseError.invalidIdPResponse("\(id) refused the token request (\(error.prefix(64).debugDescription)).")
@@ -200,14 +195,9 @@ public struct OIDCProvider: IdentityProvider {
     /// GETs userinfo with the bearer token; when `expectedSubject` is set, a different `sub`
     /// fails the sign-in (Core §5.3.2).
     private func userInfo(endpoint: String, accessToken: String, expectedSubject: String?) async throws -> JSONValue {
-        let response: OutboundResponse
-        do {
-            response = try await http.execute(
-                OutboundRequest(
-                    url: endpoint, headers: ["Authorization": "Bearer \(accessToken)", "Accept": "application/json"], maxResponseBytes: 256 << 10))
-        } catch {
-            throw UpstreamErrors.transport(error, providerId: id)
-        }
+        let response = try await http.execute(
+            OutboundRequest(
+                url: endpoint, headers: ["Authorization": "Bearer \(accessToken)", "Accept": "application/json"], maxResponseBytes: 256 << 10))
         guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
         guard let info = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body)), case .object = info else {
             throw GatehouseError.invalidIdPResponse("\(id)'s userinfo answer is not a JSON object.")

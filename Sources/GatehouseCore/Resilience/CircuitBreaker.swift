@@ -1,0 +1,132 @@
+import Foundation
+
+/// When a provider's circuit breaker opens and for how long.
+public struct CircuitBreakerSettings: Sendable, Equatable {
+    /// Consecutive failures that open the breaker (0 turns breaking off).
+    public var failureThreshold: Int
+    /// How long an open breaker refuses calls before one probe is let through.
+    public var openDuration: TimeInterval
+
+    /// 5 failures, 30 seconds.
+    public init(failureThreshold: Int = 5, openDuration: TimeInterval = 30) {
+        self.failureThreshold = failureThreshold
+        self.openDuration = openDuration
+    }
+}
+
+/// One provider's circuit breaker: after `failureThreshold` consecutive failures the gateway
+/// stops calling the provider for `openDuration` and answers at once (stale data where the
+/// caches have some), then lets a single probe through; its outcome closes or reopens it.
+///
+/// Only failures of the provider itself count (`upstream-unavailable`: 5xx, timeouts,
+/// unreachable). A 4xx, a rate limit or a dead grant is the provider answering.
+actor CircuitBreaker {
+    /// The breaker's state, as `/metrics` reports it.
+    enum State: String, Sendable {
+        case closed
+        case halfOpen = "half-open"
+        case open
+    }
+
+    /// How a call ended, for the breaker.
+    enum Outcome {
+        /// The provider answered (whatever it said).
+        case answered
+        /// The provider failed (`upstream-unavailable`).
+        case failed
+        /// The call tells nothing about the provider (the caller went away).
+        case unknown
+    }
+
+    private let providerId: String
+    private let settings: CircuitBreakerSettings
+    private let metrics: GatehouseMetrics
+    private(set) var state = State.closed
+    private var consecutiveFailures = 0
+    private var openedAt = Date.distantPast
+    private var probing = false
+
+    init(providerId: String, settings: CircuitBreakerSettings, metrics: GatehouseMetrics) {
+        self.providerId = providerId
+        self.settings = settings
+        self.metrics = metrics
+        metrics.circuitState(providerId: providerId, state: .closed)
+    }
+
+    /// Admits a call or throws `503 upstream-unavailable` (with `Retry-After`) while open.
+    /// Returns whether the admitted call is the half-open probe.
+    func admit(now: Date = Date()) throws -> Bool {
+        switch state {
+        case .closed:
+            return false
+        case .open where now.timeIntervalSince(openedAt) >= settings.openDuration:
+            move(to: .halfOpen)
+            probing = true
+            return true
+        case .open, .halfOpen:
+            let remaining = max(1, Int((settings.openDuration - now.timeIntervalSince(openedAt)).rounded(.up)))
+            throw GatehouseError(
+                code: "upstream-unavailable", status: 503, title: "Upstream unavailable",
+                detail: "\(providerId) has been failing; the gateway is not calling it for now.",
+                extensions: ["providerId": providerId], retryAfter: state == .open ? remaining : 1)
+        }
+    }
+
+    /// Records how an admitted call ended.
+    func record(_ outcome: Outcome, probe: Bool, now: Date = Date()) {
+        if probe { probing = false }
+        switch outcome {
+        case .answered:
+            consecutiveFailures = 0
+            if state != .closed { move(to: .closed) }
+        case .failed:
+            consecutiveFailures += 1
+            let tripped = settings.failureThreshold > 0 && consecutiveFailures >= settings.failureThreshold
+            if state == .halfOpen || (state == .closed && tripped) {
+                openedAt = now
+                move(to: .open)
+            }
+        case .unknown:
+            // An abandoned probe leaves the breaker open again, so the next caller probes.
+            if probe, state == .halfOpen {
+                openedAt = now.addingTimeInterval(-settings.openDuration)
+                move(to: .open)
+            }
+        }
+    }
+
+    private func move(to new: State) {
+        state = new
+        metrics.circuitTransition(providerId: providerId, to: new)
+    }
+}
+
+/// The breakers of every configured provider.
+struct ProviderCircuits: Sendable {
+    private let breakers: [String: CircuitBreaker]
+
+    init(providerIds: [String], settings: CircuitBreakerSettings, metrics: GatehouseMetrics) {
+        breakers = Dictionary(
+            uniqueKeysWithValues: providerIds.map { ($0, CircuitBreaker(providerId: $0, settings: settings, metrics: metrics)) })
+    }
+
+    /// The breaker of one provider (for tests and `/readyz`).
+    func breaker(_ providerId: String) -> CircuitBreaker? { breakers[providerId] }
+
+    /// Runs `call` through the provider's breaker.
+    func run<T: Sendable>(_ providerId: String, _ call: () async throws -> T) async throws -> T {
+        guard let breaker = breakers[providerId] else { return try await call() }
+        let probe = try await breaker.admit()
+        do {
+            let value = try await call()
+            await breaker.record(.answered, probe: probe)
+            return value
+        } catch let error as GatehouseError where !Task.isCancelled {
+            await breaker.record(error.code == "upstream-unavailable" ? .failed : .answered, probe: probe)
+            throw error
+        } catch {
+            await breaker.record(.unknown, probe: probe)
+            throw error
+        }
+    }
+}

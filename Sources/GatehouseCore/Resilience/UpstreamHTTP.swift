@@ -1,0 +1,49 @@
+import CurlClient
+
+/// The libcurl client as one provider sees it: that provider's timeout on every request,
+/// transport failures mapped to API errors, and every call counted by outcome.
+///
+/// Each provider gets its own value over the shared client, so a slow provider's timeout
+/// never applies to another's calls (the transfers run side by side on the one multi handle).
+public struct UpstreamHTTP: Sendable {
+    /// The shared client.
+    public let client: CurlHTTPClient
+    /// The provider whose calls these are (the metric label and the errors' `providerId`).
+    public let providerId: String
+    /// The total time one call may take, unless the request sets its own.
+    public let timeout: Duration
+    let metrics: GatehouseMetrics
+
+    /// Wraps `client` for `providerId`.
+    public init(client: CurlHTTPClient, providerId: String, timeout: Duration, metrics: GatehouseMetrics = .disabled) {
+        self.client = client
+        self.providerId = providerId
+        self.timeout = timeout
+        self.metrics = metrics
+    }
+
+    /// Sends `request`; a transport failure throws `upstream-unavailable` (502, or 504 on timeout).
+    func execute(_ request: OutboundRequest) async throws -> OutboundResponse {
+        var request = request
+        if request.timeout == nil { request.timeout = timeout }
+        let response: OutboundResponse
+        do {
+            response = try await client.execute(request)
+        } catch {
+            let timedOut = (error as? OutboundError)?.kind == .timedOut
+            metrics.upstreamCall(providerId: providerId, outcome: timedOut ? "timeout" : "transport-error")
+            throw UpstreamErrors.transport(error, providerId: providerId)
+        }
+        metrics.upstreamCall(providerId: providerId, outcome: Self.outcome(status: response.status))
+        return response
+    }
+
+    static func outcome(status: Int) -> String {
+        switch status {
+        case 200..<400: "ok"
+        case 429: "rate-limited"
+        case 400..<500: "client-error"
+        default: "server-error"
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import CoreMetrics
+import GatehouseCore
+import Prometheus
+
+/// The gateway's metrics: one Prometheus registry per gateway, fed by the core (upstream
+/// calls, caches, refreshes, circuit breakers) and by the HTTP layer (requests), and
+/// rendered at `GET /metrics`.
+///
+/// Not the process-wide `MetricsSystem`: it can be bootstrapped only once per process, and
+/// tests run several gateways side by side, each of which must count only its own traffic.
+public final class ServerMetrics: Sendable {
+    /// The registry `/metrics` renders.
+    public let registry: PrometheusCollectorRegistry
+    private let factory: PrometheusMetricsFactory
+
+    /// A fresh, empty registry.
+    public init() {
+        registry = PrometheusCollectorRegistry()
+        factory = PrometheusMetricsFactory(registry: registry)
+    }
+
+    /// The handle the core records into (pass it to `Gatehouse`).
+    public var core: GatehouseMetrics { GatehouseMetrics(factory: factory) }
+
+    /// Counts one answered request and its duration, by method, route template and status.
+    /// The route is the OpenAPI template (`/v1/users/{uid}`), never the concrete path, so a
+    /// user id never becomes a label.
+    func request(method: String, route: String, status: Int, duration: Duration) {
+        let dimensions = [("method", method), ("route", route), ("status", String(status))]
+        Counter(label: "gatehouse_http_requests_total", dimensions: dimensions, factory: factory).increment()
+        CoreMetrics.Timer(label: "gatehouse_http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
+            .recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    }
+
+    /// The Prometheus text exposition.
+    func exposition() -> String {
+        registry.emitToString()
+    }
+}

@@ -1,0 +1,42 @@
+import ArgumentParser
+import Foundation
+import GatehouseCore
+
+/// The caching and upstream-resilience settings, read from `GATEHOUSE_*` environment
+/// variables by both `serve` and `demo`.
+enum ProfileSettings {
+    /// Applies every variable that is set; a malformed value stops the start with its name.
+    static func apply(_ environment: [String: String], to gateway: inout GatewayConfiguration) throws {
+        func seconds(_ name: String, minimum: TimeInterval = 0) throws -> TimeInterval? {
+            guard let value = environment[name] else { return nil }
+            guard let seconds = TimeInterval(value), seconds >= minimum, seconds.isFinite else {
+                throw ValidationError("\(name) must be a number of seconds >= \(Int(minimum))")
+            }
+            return seconds
+        }
+        func count(_ name: String) throws -> Int? {
+            guard let value = environment[name] else { return nil }
+            guard let number = Int(value), number >= 0 else { throw ValidationError("\(name) must be a whole number >= 0") }
+            return number
+        }
+        if let value = try seconds("GATEHOUSE_PROFILE_CACHE_TTL") { gateway.profileCacheLifetime = value }
+        if let value = try count("GATEHOUSE_PHOTO_CACHE_BYTES") { gateway.photoCacheBytes = value }
+        if let value = try seconds("GATEHOUSE_STALE_IF_ERROR") { gateway.staleIfError = value }
+        if let value = try seconds("GATEHOUSE_UPSTREAM_TIMEOUT", minimum: 1) { gateway.defaultUpstreamTimeout = .milliseconds(Int(value * 1000)) }
+        if let value = environment["GATEHOUSE_UPSTREAM_TIMEOUTS"] {
+            // `github.com=5,microsoft.com=8`: seconds by provider id.
+            for entry in value.split(separator: ",") {
+                let parts = entry.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                guard parts.count == 2, let seconds = TimeInterval(parts[1]), seconds >= 1, seconds.isFinite else {
+                    throw ValidationError("GATEHOUSE_UPSTREAM_TIMEOUTS must look like github.com=5,microsoft.com=8")
+                }
+                gateway.upstreamTimeouts[parts[0]] = .milliseconds(Int(seconds * 1000))
+            }
+        }
+        if let value = try count("GATEHOUSE_BREAKER_FAILURES") { gateway.circuitBreaker.failureThreshold = value }
+        if let value = try seconds("GATEHOUSE_BREAKER_OPEN_SECONDS", minimum: 1) { gateway.circuitBreaker.openDuration = value }
+        if let value = environment["GATEHOUSE_PHOTO_PROVIDERS"] {
+            gateway.photoProviderOrder = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+    }
+}

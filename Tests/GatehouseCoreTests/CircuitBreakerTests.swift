@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+
+@testable import GatehouseCore
+
+/// The per-provider circuit breaker's state machine, with explicit times.
+@Suite struct CircuitBreakerTests {
+    let start = Date(timeIntervalSince1970: 1_000_000)
+
+    func breaker(threshold: Int = 3, open: TimeInterval = 30) -> CircuitBreaker {
+        CircuitBreaker(
+            providerId: "github.com", settings: CircuitBreakerSettings(failureThreshold: threshold, openDuration: open), metrics: .disabled)
+    }
+
+    @Test("opens after the threshold of consecutive failures; an answer in between resets the count")
+    func opensAfterConsecutiveFailures() async throws {
+        let breaker = breaker()
+        for outcome in [CircuitBreaker.Outcome.failed, .failed, .answered, .failed, .failed] {
+            #expect(try await breaker.admit(now: start) == false)
+            await breaker.record(outcome, probe: false, now: start)
+        }
+        #expect(await breaker.state == .closed)
+        _ = try await breaker.admit(now: start)
+        await breaker.record(.failed, probe: false, now: start)
+        #expect(await breaker.state == .open)
+        let refusal = await #expect(throws: GatehouseError.self) { try await breaker.admit(now: start.addingTimeInterval(10)) }
+        #expect(refusal?.code == "upstream-unavailable")
+        #expect(refusal?.status == 503)
+        #expect(refusal?.retryAfter == 20)
+    }
+
+    @Test("after the open period exactly one probe goes through; its success closes, its failure reopens for a full period")
+    func halfOpenProbe() async throws {
+        let breaker = breaker(threshold: 1)
+        _ = try await breaker.admit(now: start)
+        await breaker.record(.failed, probe: false, now: start)
+        let later = start.addingTimeInterval(31)
+        #expect(try await breaker.admit(now: later) == true)
+        #expect(await breaker.state == .halfOpen)
+        await #expect(throws: GatehouseError.self) { try await breaker.admit(now: later) }
+        await breaker.record(.failed, probe: true, now: later)
+        #expect(await breaker.state == .open)
+        await #expect(throws: GatehouseError.self) { try await breaker.admit(now: later.addingTimeInterval(29)) }
+        #expect(try await breaker.admit(now: later.addingTimeInterval(30)) == true)
+        await breaker.record(.answered, probe: true, now: later.addingTimeInterval(30))
+        #expect(await breaker.state == .closed)
+        #expect(try await breaker.admit(now: later.addingTimeInterval(30)) == false)
+    }
+
+    @Test("an abandoned probe lets the next caller probe at once; a threshold of 0 never opens")
+    func abandonedProbeAndDisabled() async throws {
+        let breaker = breaker(threshold: 1)
+        _ = try await breaker.admit(now: start)
+        await breaker.record(.failed, probe: false, now: start)
+        let later = start.addingTimeInterval(31)
+        #expect(try await breaker.admit(now: later) == true)
+        await breaker.record(.unknown, probe: true, now: later)
+        #expect(try await breaker.admit(now: later) == true)
+
+        let never = self.breaker(threshold: 0)
+        for _ in 0..<50 {
+            _ = try await never.admit(now: start)
+            await never.record(.failed, probe: false, now: start)
+        }
+        #expect(await never.state == .closed)
+    }
+
+    @Test("photo preference: configured providers first in their order, then link order")
+    func photoOrder() {
+        let links = ["github.com", "yahoo.com", "microsoft.com", "oidc.a"].map {
+            ProviderLinkRecord(uid: "u", providerId: $0, federatedId: "1", profileJSON: Data(), sealedTokens: "", linkedAt: Date(), updatedAt: Date())
+        }
+        #expect(ProfileService.photoCandidates(links, order: []).map(\.providerId) == ["github.com", "yahoo.com", "microsoft.com", "oidc.a"])
+        #expect(
+            ProfileService.photoCandidates(links, order: ["microsoft.com", "oidc.a", "apple.com"]).map(\.providerId)
+                == ["microsoft.com", "oidc.a", "github.com", "yahoo.com"])
+    }
+}
