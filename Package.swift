@@ -30,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.0.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.25.0"),
     ],
     targets: [
         // libcurl, seen through typed shims for its variadic C functions.
@@ -63,6 +65,17 @@ let package = Package(
             dependencies: [
                 "GatehouseCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The store for several instances: PostgreSQL through postgres-nio.
+        .target(
+            name: "GatehousePostgres",
+            dependencies: [
+                "GatehouseCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -105,6 +118,7 @@ let package = Package(
             dependencies: [
                 "GatehouseServer",
                 "GatehouseSQLite",
+                "GatehousePostgres",
                 "ProviderEmulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -126,9 +140,23 @@ let package = Package(
             dependencies: ["GatehouseCore"],
             swiftSettings: swiftSettings
         ),
+        // Helpers shared by the test targets: the PostgreSQL server of the run.
+        .target(
+            name: "GatehouseTestSupport",
+            dependencies: [
+                "GatehousePostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/GatehouseTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "GatehouseStorageTests",
-            dependencies: ["GatehouseCore", "GatehouseSQLite", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "GatehouseCore", "GatehouseSQLite", "GatehousePostgres", "GatehouseTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -147,6 +175,8 @@ let package = Package(
             dependencies: [
                 "GatehouseServer",
                 "GatehouseSQLite",
+                "GatehousePostgres",
+                "GatehouseTestSupport",
                 "ProviderEmulator",
                 "CurlClient",
                 .product(name: "Yams", package: "Yams"),

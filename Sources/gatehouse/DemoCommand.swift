@@ -2,7 +2,6 @@ import ArgumentParser
 import CurlClient
 import Foundation
 import GatehouseCore
-import GatehouseSQLite
 import GatehouseServer
 import Logging
 import ProviderEmulator
@@ -19,21 +18,22 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "The emulator's port (0 picks a free one).")
     var emulatorPort = 8081
 
-    @Option(help: "The folder for the SQLite database and the demo's encryption key; a fresh folder is a fresh demo.")
-    var dataDir = "gatehouse-data"
+    @Option(help: "Join an emulator that is already running at this URL instead of starting one (several demos, one deployment).")
+    var emulatorURL: String?
+
+    @OptionGroup(title: "Store (a fresh data folder is a fresh demo; it also keeps the demo's encryption key)") var store: StoreOptions
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let logger = Logging.bootstrapJSON(level: environment["GATEHOUSE_LOG_LEVEL"])
-        try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+        let dataDir = try store.folder(environment: environment)
         let gatewayPort = port == 0 ? try LoopbackPort.pick() : port
         let emulatorPort = self.emulatorPort == 0 ? try LoopbackPort.pick() : self.emulatorPort
         let publicURL = "http://127.0.0.1:\(gatewayPort)"
-        let emulatorURL = "http://127.0.0.1:\(emulatorPort)"
+        let emulatorURL = self.emulatorURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? "http://127.0.0.1:\(emulatorPort)"
 
-        let storage = try SQLiteStorage(path: (dataDir as NSString).appendingPathComponent("gatehouse.sqlite"))
-        try await storage.migrate()
-        let vault = try TokenVault(keys: [try demoKey(environment: environment)])
+        let storage = try await store.open(environment: environment, logger: logger)
+        let vault = try TokenVault(keys: [try demoKey(environment: environment, dataDir: dataDir)])
         let client = EmulatorConfiguration.demoGitHubClient
         let microsoftClient = EmulatorConfiguration.demoMicrosoftClient
         let oidcClient = EmulatorConfiguration.demoOIDCClient
@@ -51,7 +51,6 @@ struct DemoCommand: AsyncParsableCommand {
         let gatehouse = try Gatehouse(
             configuration: configuration, storage: storage, vault: vault, http: CurlHTTPClient(), metrics: metrics.core, logger: logger)
 
-        let emulator = ProviderEmulator().application(port: emulatorPort, logger: logger)
         let gateway = GatehouseServer.application(
             gatehouse: gatehouse, metrics: metrics, host: "127.0.0.1", port: gatewayPort, demoPage: true, logger: logger
         ) {
@@ -60,14 +59,15 @@ struct DemoCommand: AsyncParsableCommand {
             FileHandle.standardOutput.write(Data("Gatehouse ready at \(publicURL)\n".utf8))
         }
         let purger = ExpiredRecordsPurger(storage: storage, interval: .seconds(300), logger: logger)
-        let group = ServiceGroup(
-            services: [emulator, gateway, PurgeService(purger: purger)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        var services: [any Service] = [gateway, PurgeService(purger: purger)]
+        if self.emulatorURL == nil { services.append(ProviderEmulator().application(port: emulatorPort, logger: logger)) }
+        let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
     }
 
     /// `GATEHOUSE_ENCRYPTION_KEY` when set; otherwise a key generated once and kept (mode
     /// 0600) in the data folder, so a demo's stored tokens survive restarts.
-    private func demoKey(environment: [String: String]) throws -> Data {
+    private func demoKey(environment: [String: String], dataDir: String) throws -> Data {
         if let text = environment["GATEHOUSE_ENCRYPTION_KEY"] {
             guard let key = Data(base64Encoded: text), key.count == 32 else {
                 throw ValidationError("GATEHOUSE_ENCRYPTION_KEY must be the base64 of 32 bytes")

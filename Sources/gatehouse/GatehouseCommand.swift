@@ -6,5 +6,5 @@ struct GatehouseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gatehouse",
         abstract: "A self-hosted sign-in and unified-profile gateway.",
-        subcommands: [ServeCommand.self, DemoCommand.self, KeysCommand.self])
+        subcommands: [ServeCommand.self, DemoCommand.self, MigrateCommand.self, KeysCommand.self])
 }

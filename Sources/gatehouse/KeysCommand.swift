@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import GatehouseCore
-import GatehouseSQLite
+import Logging
 
 /// `gatehouse keys`: service keys for internal services, managed in the same store a running
 /// gateway uses.
@@ -10,20 +10,8 @@ struct KeysCommand: AsyncParsableCommand {
         commandName: "keys", abstract: "Create, list and revoke service keys.",
         subcommands: [CreateService.self, List.self, Revoke.self])
 
-    /// Where the store is.
-    struct StoreOptions: ParsableArguments {
-        @Option(help: "The folder holding the SQLite database (GATEHOUSE_DATA_DIR; the demo's is gatehouse-data).")
-        var dataDir: String?
-
-        /// The migrated store.
-        func storage() async throws -> SQLiteStorage {
-            let folder = dataDir ?? ProcessInfo.processInfo.environment["GATEHOUSE_DATA_DIR"] ?? "gatehouse-data"
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let storage = try SQLiteStorage(path: (folder as NSString).appendingPathComponent("gatehouse.sqlite"))
-            try await storage.migrate()
-            return storage
-        }
-    }
+    /// The commands print their own results; the store's logs would only add noise.
+    static let quiet = Logger(label: "gatehouse-keys") { _ in SwiftLogNoOpLogHandler() }
 
     /// `keys create-service NAME --scopes a,b`: prints the secret alone on the last line.
     struct CreateService: AsyncParsableCommand {
@@ -38,7 +26,8 @@ struct KeysCommand: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
 
         func run() async throws {
-            let service = ServiceKeyService(storage: try await store.storage())
+            let service = ServiceKeyService(
+                storage: try await store.open(environment: ProcessInfo.processInfo.environment, logger: KeysCommand.quiet))
             let created = try await service.create(name: name, scopes: scopes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
             print("Created service key \(created.key.id) (\(created.key.name)) with scopes \(created.key.scopes.joined(separator: ",")).")
             print("The secret is shown once; send it as Authorization: Bearer <secret>.")
@@ -54,7 +43,9 @@ struct KeysCommand: AsyncParsableCommand {
 
         func run() async throws {
             let formatter = ISO8601DateFormatter()
-            for key in try await ServiceKeyService(storage: try await store.storage()).list() {
+            for key in try await ServiceKeyService(
+                storage: try await store.open(environment: ProcessInfo.processInfo.environment, logger: KeysCommand.quiet)
+            ).list() {
                 let state = key.revokedAt.map { "revoked \(formatter.string(from: $0))" } ?? "active"
                 print("\(key.id)\t\(key.name)\t\(key.scopes.joined(separator: ","))\tcreated \(formatter.string(from: key.createdAt))\t\(state)")
             }
@@ -71,7 +62,11 @@ struct KeysCommand: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
 
         func run() async throws {
-            guard try await ServiceKeyService(storage: try await store.storage()).revoke(id: id) else {
+            guard
+                try await ServiceKeyService(
+                    storage: try await store.open(environment: ProcessInfo.processInfo.environment, logger: KeysCommand.quiet)
+                ).revoke(id: id)
+            else {
                 throw GatehouseError(code: "not-found", status: 404, title: "Not found", detail: "No active key \(id).")
             }
             print("Revoked \(id).")

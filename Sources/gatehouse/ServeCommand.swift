@@ -2,7 +2,6 @@ import ArgumentParser
 import CurlClient
 import Foundation
 import GatehouseCore
-import GatehouseSQLite
 import GatehouseServer
 import Logging
 import ServiceLifecycle
@@ -17,15 +16,13 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The port to listen on (GATEHOUSE_PORT).")
     var port: Int?
 
-    @Option(help: "The folder holding the SQLite database (GATEHOUSE_DATA_DIR).")
-    var dataDir: String?
+    @OptionGroup var store: StoreOptions
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let logger = Logging.bootstrapJSON(level: environment["GATEHOUSE_LOG_LEVEL"])
-        let settings = try ServeSettings(environment: environment, host: host, port: port, dataDir: dataDir)
-        let storage = try SQLiteStorage(path: settings.databasePath)
-        try await storage.migrate()
+        let settings = try ServeSettings(environment: environment, host: host, port: port)
+        let storage = try await store.open(environment: environment, logger: logger)
         let http = CurlHTTPClient(configuration: .init(caBundlePath: settings.caBundlePath))
         let metrics = ServerMetrics()
         let gatehouse = try Gatehouse(
@@ -46,23 +43,19 @@ struct ServeCommand: AsyncParsableCommand {
 struct ServeSettings {
     var host: String
     var port: Int
-    var databasePath: String
     var caBundlePath: String?
     /// Seconds between two purges of expired flows, results and sessions (`GATEHOUSE_PURGE_INTERVAL`, default 300).
     var purgeInterval: Duration
     var gateway: GatewayConfiguration
     var vault: TokenVault
 
-    init(environment: [String: String], host: String?, port: Int?, dataDir: String?) throws {
+    init(environment: [String: String], host: String?, port: Int?) throws {
         func required(_ name: String) throws -> String {
             guard let value = environment[name], !value.isEmpty else { throw ValidationError("\(name) must be set") }
             return value
         }
         self.host = host ?? environment["GATEHOUSE_HOST"] ?? "127.0.0.1"
         self.port = port ?? environment["GATEHOUSE_PORT"].flatMap(Int.init) ?? 8080
-        let folder = dataDir ?? environment["GATEHOUSE_DATA_DIR"] ?? "gatehouse-data"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        self.databasePath = (folder as NSString).appendingPathComponent("gatehouse.sqlite")
         self.caBundlePath = environment["GATEHOUSE_CA_BUNDLE"]
         let purgeSeconds = environment["GATEHOUSE_PURGE_INTERVAL"].map { Int($0) } ?? 300
         guard let purgeSeconds, purgeSeconds > 0 else { throw ValidationError("GATEHOUSE_PURGE_INTERVAL must be a positive number of seconds") }

@@ -2,6 +2,7 @@ import CurlClient
 import Foundation
 import GRDB
 import GatehouseCore
+import GatehousePostgres
 import GatehouseSQLite
 import GatehouseServer
 import Logging
@@ -11,7 +12,10 @@ import ServiceLifecycle
 /// A gateway and an emulator on loopback ports, in-process, with a fresh SQLite file and
 /// captured logs. Everything between them is real HTTP through libcurl.
 final class TestDeployment: Sendable {
+    /// The first gateway instance (the only one unless `instances` was given).
     let gatewayURL: String
+    /// Every gateway instance, sharing one store and one encryption key.
+    let gatewayURLs: [String]
     let emulatorURL: String
     let databasePath: String
     let logs = LogSink(capture: true)
@@ -27,50 +31,64 @@ final class TestDeployment: Sendable {
 
     /// Starts a deployment; `openID` adjusts the emulator-backed OIDC providers (`oidc.emulator`,
     /// `yahoo.com`), `extraProviders` adds more, given the emulator's base URL, and `gateway`
-    /// adjusts the rest of the configuration last.
+    /// adjusts the rest of the configuration last. `database` (a `postgres://` URL) replaces
+    /// the SQLite file, and `instances` gateways share the store, like replicas behind a load balancer.
     init(
         transactionLifetime: TimeInterval = 600,
         profileCacheLifetime: TimeInterval = 0,
         openID: @Sendable (inout OIDCProviderConfiguration) -> Void = { _ in },
         microsoft: @Sendable (inout MicrosoftConfiguration) -> Void = { _ in },
         extraProviders: @Sendable (String) -> [OIDCProviderConfiguration] = { _ in [] },
-        gateway: @Sendable (inout GatewayConfiguration) -> Void = { _ in }
+        gateway: @Sendable (inout GatewayConfiguration) -> Void = { _ in },
+        database: String? = nil,
+        instances: Int = 1
     ) async throws {
-        let gatewayPort = try LoopbackPort.pick()
+        let gatewayPorts = try (0..<instances).map { _ in try LoopbackPort.pick() }
         let emulatorPort = try LoopbackPort.pick()
-        gatewayURL = "http://127.0.0.1:\(gatewayPort)"
+        gatewayURLs = gatewayPorts.map { "http://127.0.0.1:\($0)" }
+        gatewayURL = gatewayURLs[0]
         emulatorURL = "http://127.0.0.1:\(emulatorPort)"
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-e2e-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         databasePath = folder + "/gatehouse.sqlite"
         let sink = logs
         let logger = Logger(label: "gatehouse-test") { JSONLogHandler(label: $0, sink: sink) }
-        let storage = try SQLiteStorage(path: databasePath)
-        try await storage.migrate()
+        let vaultKey = TokenVault.generateKey()
         var microsoftConfiguration = MicrosoftConfiguration.emulator(
             baseURL: "http://127.0.0.1:\(emulatorPort)", clientID: EmulatorConfiguration.demoMicrosoftClient.id,
             clientSecret: EmulatorConfiguration.demoMicrosoftClient.secret)
         microsoft(&microsoftConfiguration)
-        var configuration = GatewayConfiguration(
-            publicURL: gatewayURL, returnToAllowList: ["https://app.example.com/signed-in", "\(gatewayURL)/"], developmentMode: true,
-            transactionLifetime: transactionLifetime,
-            github: .emulator(baseURL: emulatorURL, clientID: Self.githubClient.id, clientSecret: Self.githubClient.secret),
-            microsoft: microsoftConfiguration,
-            oidcProviders: Self.openIDProviders(emulatorURL: emulatorURL, adjust: openID) + extraProviders(emulatorURL))
-        configuration.profileCacheLifetime = profileCacheLifetime
-        gateway(&configuration)
-        let gatehouse = try Gatehouse(
-            configuration: configuration, storage: storage, vault: try TokenVault(keys: [TokenVault.generateKey()]), http: client,
-            metrics: metrics.core, logger: logger)
-        group = ServiceGroup(
-            services: [
-                emulator.application(port: emulatorPort, logger: logger),
+        var services: [any Service] = [emulator.application(port: emulatorPort, logger: logger)]
+        for (index, port) in gatewayPorts.enumerated() {
+            let url = gatewayURLs[index]
+            var configuration = GatewayConfiguration(
+                publicURL: url, returnToAllowList: ["https://app.example.com/signed-in", "\(url)/"], developmentMode: true,
+                transactionLifetime: transactionLifetime,
+                github: .emulator(baseURL: emulatorURL, clientID: Self.githubClient.id, clientSecret: Self.githubClient.secret),
+                microsoft: microsoftConfiguration,
+                oidcProviders: Self.openIDProviders(emulatorURL: emulatorURL, adjust: openID) + extraProviders(emulatorURL))
+            configuration.profileCacheLifetime = profileCacheLifetime
+            gateway(&configuration)
+            // Each instance has its own store object (its own pool), as separate processes would.
+            let storage: any GatehouseStorage =
+                if let database {
+                    try PostgresStorage(url: database, maximumConnections: 8, logger: logger)
+                } else {
+                    try SQLiteStorage(path: databasePath)
+                }
+            try await storage.migrate()
+            let gatehouse = try Gatehouse(
+                configuration: configuration, storage: storage, vault: try TokenVault(keys: [vaultKey]), http: client,
+                metrics: index == 0 ? metrics.core : .disabled, logger: logger)
+            services.append(
                 GatehouseServer.application(
-                    gatehouse: gatehouse, metrics: metrics, host: "127.0.0.1", port: gatewayPort, demoPage: true, logger: logger),
-            ], gracefulShutdownSignals: [], logger: logger)
+                    gatehouse: gatehouse, metrics: index == 0 ? metrics : ServerMetrics(), host: "127.0.0.1", port: port, demoPage: true,
+                    logger: logger))
+        }
+        group = ServiceGroup(services: services, gracefulShutdownSignals: [], logger: logger)
         let group = self.group
         Task { try await group.run() }
-        for url in ["\(gatewayURL)/healthz", "\(emulatorURL)/"] {
+        for url in gatewayURLs.map({ "\($0)/healthz" }) + ["\(emulatorURL)/"] {
             var ready = false
             // Bounded, but generous: a loaded 2-core CI machine can take seconds to start both servers.
             for _ in 0..<400 where !ready {
@@ -93,7 +111,7 @@ final class TestDeployment: Sendable {
         return providers
     }
 
-    /// The number of accounts in the database file.
+    /// The number of accounts in the SQLite file (SQLite deployments only).
     func accountCount() async throws -> Int {
         try await DatabaseQueue(path: databasePath).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM accounts") ?? -1 }
     }

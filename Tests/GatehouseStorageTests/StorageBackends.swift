@@ -1,6 +1,9 @@
 import Foundation
 import GatehouseCore
+import GatehousePostgres
 import GatehouseSQLite
+import GatehouseTestSupport
+import Logging
 import Testing
 
 /// A store under test: a name for the test report and a factory that gives a fresh, migrated,
@@ -14,12 +17,22 @@ struct StorageBackend: CustomTestStringConvertible, Sendable {
 
     var testDescription: String { name }
 
-    /// Every backend available in this run.
-    static let all: [StorageBackend] = [sqlite]
+    /// Every backend available in this run: PostgreSQL whenever `scripts/postgres` (which
+    /// `scripts/test` uses) provides a server; `PostgresAvailabilityTests` fails otherwise,
+    /// so it is never skipped silently.
+    static let all: [StorageBackend] = [sqlite] + (PostgresTestServer.baseURL == nil ? [] : [postgres])
 
     /// SQLite in a new temporary file per store.
     static let sqlite = StorageBackend(name: "SQLite") {
         let storage = try SQLiteStorage(path: temporaryDatabasePath())
+        try await storage.migrate()
+        return storage
+    }
+
+    /// PostgreSQL: a new database on the test server per store.
+    static let postgres = StorageBackend(name: "PostgreSQL") {
+        let storage = try PostgresStorage(
+            url: try await PostgresTestServer.freshDatabase(), maximumConnections: 6, logger: PostgresTestServer.quietLogger)
         try await storage.migrate()
         return storage
     }
@@ -29,5 +42,16 @@ struct StorageBackend: CustomTestStringConvertible, Sendable {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-storage-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         return folder.appendingPathComponent("gatehouse.sqlite").path
+    }
+}
+
+/// The PostgreSQL conformance run must not vanish quietly when no server was provided.
+@Suite struct PostgresAvailabilityTests {
+    @Test("a PostgreSQL server is provided (scripts/test runs the suite under scripts/postgres)")
+    func serverIsProvided() async throws {
+        let url = try #require(
+            PostgresTestServer.baseURL, "GATEHOUSE_TEST_DATABASE_URL is not set: run the suite with scripts/test or scripts/postgres swift test")
+        #expect(url.hasPrefix("postgres://"))
+        #expect(StorageBackend.all.map(\.name) == ["SQLite", "PostgreSQL"])
     }
 }

@@ -1,0 +1,126 @@
+import Logging
+import PostgresNIO
+
+/// The PostgreSQL schema, as versioned forward-only migrations. Never edit a shipped
+/// migration: add the next one. Applied under a transaction-scoped advisory lock, so that
+/// several instances starting at once apply each migration exactly once.
+enum PostgresMigrations {
+    /// One migration: a version name and its statements, applied in one transaction.
+    struct Migration {
+        let version: String
+        let statements: [String]
+    }
+
+    /// An arbitrary, fixed key for `pg_advisory_xact_lock` ("gatehous" in ASCII).
+    static let lockKey: Int64 = 0x6761_7465_686F_7573
+
+    /// Every migration, oldest first.
+    static let all: [Migration] = [
+        Migration(
+            version: "v1-initial",
+            statements: [
+                """
+                CREATE TABLE accounts (
+                  uid text PRIMARY KEY,
+                  created_at timestamptz NOT NULL,
+                  last_sign_in_at timestamptz NOT NULL,
+                  disabled boolean NOT NULL DEFAULT false
+                )
+                """,
+                """
+                CREATE TABLE provider_links (
+                  uid text NOT NULL REFERENCES accounts(uid) ON DELETE CASCADE,
+                  provider_id text NOT NULL,
+                  federated_id text NOT NULL,
+                  profile_json bytea NOT NULL,
+                  sealed_tokens text NOT NULL,
+                  linked_at timestamptz NOT NULL,
+                  updated_at timestamptz NOT NULL,
+                  PRIMARY KEY (provider_id, federated_id),
+                  UNIQUE (uid, provider_id)
+                )
+                """,
+                "CREATE INDEX provider_links_uid ON provider_links(uid)",
+                """
+                CREATE TABLE signin_transactions (
+                  state_hash text PRIMARY KEY,
+                  binding_hash text NOT NULL,
+                  provider_id text NOT NULL,
+                  code_verifier text NOT NULL,
+                  nonce text NOT NULL,
+                  return_to text NOT NULL,
+                  mode text NOT NULL,
+                  redirect_uri text NOT NULL,
+                  provider_context text NOT NULL DEFAULT '',
+                  created_at timestamptz NOT NULL,
+                  expires_at timestamptz NOT NULL
+                )
+                """,
+                "CREATE INDEX signin_transactions_expires_at ON signin_transactions(expires_at)",
+                """
+                CREATE TABLE signin_results (
+                  id_hash text PRIMARY KEY,
+                  payload bytea NOT NULL,
+                  expires_at timestamptz NOT NULL
+                )
+                """,
+                "CREATE INDEX signin_results_expires_at ON signin_results(expires_at)",
+                """
+                CREATE TABLE sessions (
+                  id_hash text PRIMARY KEY,
+                  uid text NOT NULL REFERENCES accounts(uid) ON DELETE CASCADE,
+                  created_at timestamptz NOT NULL,
+                  expires_at timestamptz NOT NULL
+                )
+                """,
+                "CREATE INDEX sessions_uid ON sessions(uid)",
+                "CREATE INDEX sessions_expires_at ON sessions(expires_at)",
+                """
+                CREATE TABLE service_keys (
+                  id text PRIMARY KEY,
+                  name text NOT NULL,
+                  secret_hash text NOT NULL UNIQUE,
+                  scopes text NOT NULL,
+                  created_at timestamptz NOT NULL,
+                  revoked_at timestamptz
+                )
+                """,
+            ])
+    ]
+
+    /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.
+    static func migrate(_ client: PostgresClient, logger: Logger) async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+            try await connection.query(
+                "CREATE TABLE IF NOT EXISTS gatehouse_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+                logger: logger)
+            var applied = Set<String>()
+            for try await version in try await connection.query("SELECT version FROM gatehouse_migrations", logger: logger).decode(String.self) {
+                applied.insert(version)
+            }
+            let unknown = applied.subtracting(all.map(\.version))
+            guard unknown.isEmpty else {
+                throw PostgresStorageError(
+                    "the database has migrations this Gatehouse does not know (\(unknown.sorted().joined(separator: ", "))): it was migrated by a newer version"
+                )
+            }
+            for migration in all where !applied.contains(migration.version) {
+                for statement in migration.statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query("INSERT INTO gatehouse_migrations (version) VALUES (\(migration.version))", logger: logger)
+            }
+        }
+    }
+}
+
+/// A PostgreSQL store failure that is not a database error (configuration, schema version).
+public struct PostgresStorageError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong, for people.
+    public let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}

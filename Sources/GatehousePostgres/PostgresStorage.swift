@@ -1,0 +1,327 @@
+import Foundation
+import GatehouseCore
+import Logging
+import PostgresNIO
+
+/// The store for several gateway instances: PostgreSQL through postgres-nio's pooled client.
+///
+/// Every protocol method is one statement or one transaction, so nothing is half-written;
+/// "take" methods are `DELETE … RETURNING`, so exactly one instance wins a state or result.
+/// Serialization failures and deadlocks (40001, 40P01) are retried a few times; a unique
+/// violation is `StorageError.conflict`. The pool reconnects by itself after a restart.
+public final class PostgresStorage: GatehouseStorage {
+    private let client: PostgresClient
+    private let runner: Task<Void, Never>
+    private let logger: Logger
+    /// `host:port/database`, for error messages (never the password).
+    private let location: String
+
+    /// Connects lazily with `configuration` (see `DatabaseURL`); the pool runs until `shutdown()`.
+    public init(configuration: PostgresClient.Configuration, logger: Logger) {
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        self.logger = logger
+        location = "\(configuration.host ?? configuration.unixSocketPath ?? "?"):\(configuration.port ?? 5432)/\(configuration.database ?? "")"
+        runner = Task { await client.run() }
+    }
+
+    /// Connects with a `postgres://` URL.
+    public convenience init(url: String, maximumConnections: Int = 20, logger: Logger) throws {
+        self.init(configuration: try DatabaseURL.configuration(url, maximumConnections: maximumConnections), logger: logger)
+    }
+
+    /// Closes the pool's connections.
+    public func shutdown() {
+        runner.cancel()
+    }
+
+    deinit {
+        runner.cancel()
+    }
+
+    /// Applies the versioned, forward-only migrations under an advisory lock.
+    public func migrate() async throws {
+        do {
+            try await retrying { try await PostgresMigrations.migrate(client, logger: logger) }
+        } catch let error as PostgresStorageError {
+            throw error
+        } catch {
+            // postgres-nio's descriptions are generic on purpose (no credentials); add where.
+            throw PostgresStorageError("could not migrate the PostgreSQL database at \(location): \(error)")
+        }
+    }
+
+    /// Runs a trivial query.
+    public func ping() async throws {
+        try await client.query("SELECT 1", logger: logger)
+    }
+
+    /// Saves a started sign-in.
+    public func insertTransaction(_ t: SignInTransaction) async throws {
+        try await execute(
+            """
+            INSERT INTO signin_transactions (state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode, redirect_uri,
+              provider_context, created_at, expires_at)
+            VALUES (\(t.stateHash), \(t.bindingHash), \(t.providerId), \(t.codeVerifier), \(t.nonce), \(t.returnTo), \(t.mode),
+              \(t.redirectURI), \(t.providerContext), \(t.createdAt), \(t.expiresAt))
+            """)
+    }
+
+    /// Deletes and returns the transaction with this state and binding (one winner across instances).
+    public func takeTransaction(stateHash: String, bindingHash: String) async throws -> SignInTransaction? {
+        let rows = try await client.query(
+            """
+            DELETE FROM signin_transactions WHERE state_hash = \(stateHash) AND binding_hash = \(bindingHash)
+            RETURNING state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode, redirect_uri, provider_context,
+              created_at, expires_at
+            """, logger: logger)
+        for try await (state, binding, provider, verifier, nonce, returnTo, mode, redirect, context, created, expires) in rows.decode(
+            (String, String, String, String, String, String, String, String, String, Date, Date).self)
+        {
+            return SignInTransaction(
+                stateHash: state, bindingHash: binding, providerId: provider, codeVerifier: verifier, nonce: nonce, returnTo: returnTo,
+                mode: mode, redirectURI: redirect, providerContext: context, createdAt: created, expiresAt: expires)
+        }
+        return nil
+    }
+
+    /// Saves a one-time sign-in result.
+    public func insertResult(idHash: String, payload: Data, expiresAt: Date) async throws {
+        try await execute("INSERT INTO signin_results (id_hash, payload, expires_at) VALUES (\(idHash), \(payload), \(expiresAt))")
+    }
+
+    /// Deletes and returns the result if it has not expired.
+    public func takeResult(idHash: String, now: Date) async throws -> Data? {
+        let rows = try await client.query("DELETE FROM signin_results WHERE id_hash = \(idHash) RETURNING payload, expires_at", logger: logger)
+        for try await (payload, expiresAt) in rows.decode((Data, Date).self) {
+            return expiresAt > now ? payload : nil
+        }
+        return nil
+    }
+
+    /// The account with this uid.
+    public func account(uid: String) async throws -> AccountRecord? {
+        let rows = try await client.query(
+            "SELECT uid, created_at, last_sign_in_at, disabled FROM accounts WHERE uid = \(uid)", logger: logger)
+        for try await (uid, created, lastSignIn, disabled) in rows.decode((String, Date, Date, Bool).self) {
+            return AccountRecord(uid: uid, createdAt: created, lastSignInAt: lastSignIn, disabled: disabled)
+        }
+        return nil
+    }
+
+    /// The link of this provider identity.
+    public func link(providerId: String, federatedId: String) async throws -> ProviderLinkRecord? {
+        try await links(
+            "SELECT \(unescaped: Self.linkColumns) FROM provider_links WHERE provider_id = \(providerId) AND federated_id = \(federatedId)"
+        ).first
+    }
+
+    /// The links of an account, oldest first.
+    public func links(uid: String) async throws -> [ProviderLinkRecord] {
+        try await links("SELECT \(unescaped: Self.linkColumns) FROM provider_links WHERE uid = \(uid) ORDER BY linked_at, provider_id")
+    }
+
+    /// Creates the account and its first link in one transaction; a taken identity is `StorageError.conflict`.
+    public func createAccount(_ account: AccountRecord, firstLink link: ProviderLinkRecord) async throws {
+        try await transaction { connection, logger in
+            try await connection.query(
+                """
+                INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled)
+                VALUES (\(account.uid), \(account.createdAt), \(account.lastSignInAt), \(account.disabled))
+                """, logger: logger)
+            try await connection.query(
+                """
+                INSERT INTO provider_links (uid, provider_id, federated_id, profile_json, sealed_tokens, linked_at, updated_at)
+                VALUES (\(link.uid), \(link.providerId), \(link.federatedId), \(link.profileJSON), \(link.sealedTokens), \(link.linkedAt),
+                  \(link.updatedAt))
+                """, logger: logger)
+        }
+    }
+
+    /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
+    public func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws {
+        try await transaction { connection, logger in
+            try await connection.query(try Self.updateQuery(link), logger: logger)
+            try await connection.query("UPDATE accounts SET last_sign_in_at = \(date) WHERE uid = \(link.uid)", logger: logger)
+        }
+    }
+
+    /// Replaces a link's profile and tokens (never its owner).
+    public func updateLink(_ link: ProviderLinkRecord) async throws {
+        try await execute(try Self.updateQuery(link))
+    }
+
+    /// Saves a session.
+    public func insertSession(_ session: SessionRecord) async throws {
+        try await execute(
+            """
+            INSERT INTO sessions (id_hash, uid, created_at, expires_at)
+            VALUES (\(session.idHash), \(session.uid), \(session.createdAt), \(session.expiresAt))
+            """)
+    }
+
+    /// The session with this hash, if it has not expired.
+    public func session(idHash: String, now: Date) async throws -> SessionRecord? {
+        let rows = try await client.query(
+            "SELECT id_hash, uid, created_at, expires_at FROM sessions WHERE id_hash = \(idHash) AND expires_at > \(now)", logger: logger)
+        for try await (id, uid, created, expires) in rows.decode((String, String, Date, Date).self) {
+            return SessionRecord(idHash: id, uid: uid, createdAt: created, expiresAt: expires)
+        }
+        return nil
+    }
+
+    /// Ends one session.
+    public func deleteSession(idHash: String) async throws {
+        try await execute("DELETE FROM sessions WHERE id_hash = \(idHash)")
+    }
+
+    /// Ends every session of an account.
+    public func deleteSessions(uid: String) async throws {
+        try await execute("DELETE FROM sessions WHERE uid = \(uid)")
+    }
+
+    /// Accounts by the email of any linked profile snapshot (lower-cased both sides).
+    public func uids(email: String, limit: Int) async throws -> [String] {
+        let rows = try await client.query(
+            """
+            SELECT uid FROM provider_links
+            WHERE lower(convert_from(profile_json, 'UTF8')::jsonb ->> 'email') = lower(\(email))
+            GROUP BY uid ORDER BY min(linked_at), uid LIMIT \(limit)
+            """, logger: logger)
+        var uids: [String] = []
+        for try await uid in rows.decode(String.self) { uids.append(uid) }
+        return uids
+    }
+
+    /// Sets the account's `disabled` flag.
+    public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
+        try await changed("UPDATE accounts SET disabled = \(disabled) WHERE uid = \(uid) RETURNING uid")
+    }
+
+    /// Saves a new service key (scopes as one space-separated column).
+    public func insertServiceKey(_ key: ServiceKeyRecord) async throws {
+        try await execute(
+            """
+            INSERT INTO service_keys (id, name, secret_hash, scopes, created_at, revoked_at)
+            VALUES (\(key.id), \(key.name), \(key.secretHash), \(key.scopes.joined(separator: " ")), \(key.createdAt), \(key.revokedAt))
+            """)
+    }
+
+    /// The key with this secret hash.
+    public func serviceKey(secretHash: String) async throws -> ServiceKeyRecord? {
+        try await serviceKeys("SELECT \(unescaped: Self.keyColumns) FROM service_keys WHERE secret_hash = \(secretHash)").first
+    }
+
+    /// Every key, oldest first.
+    public func serviceKeys() async throws -> [ServiceKeyRecord] {
+        try await serviceKeys("SELECT \(unescaped: Self.keyColumns) FROM service_keys ORDER BY created_at, id")
+    }
+
+    /// Revokes a key that is not revoked yet.
+    public func revokeServiceKey(id: String, at date: Date) async throws -> Bool {
+        try await changed("UPDATE service_keys SET revoked_at = \(date) WHERE id = \(id) AND revoked_at IS NULL RETURNING id")
+    }
+
+    /// Deletes expired transactions, results and sessions.
+    public func purgeExpired(now: Date) async throws {
+        try await transaction { connection, logger in
+            try await connection.query("DELETE FROM signin_transactions WHERE expires_at <= \(now)", logger: logger)
+            try await connection.query("DELETE FROM signin_results WHERE expires_at <= \(now)", logger: logger)
+            try await connection.query("DELETE FROM sessions WHERE expires_at <= \(now)", logger: logger)
+        }
+    }
+
+    // MARK: Helpers
+
+    private static let linkColumns = "uid, provider_id, federated_id, profile_json, sealed_tokens, linked_at, updated_at"
+    private static let keyColumns = "id, name, secret_hash, scopes, created_at, revoked_at"
+
+    private static func updateQuery(_ link: ProviderLinkRecord) throws -> PostgresQuery {
+        try """
+        UPDATE provider_links SET profile_json = \(link.profileJSON), sealed_tokens = \(link.sealedTokens), updated_at = \(link.updatedAt)
+        WHERE provider_id = \(link.providerId) AND federated_id = \(link.federatedId) AND uid = \(link.uid)
+        """
+    }
+
+    private func links(_ query: PostgresQuery) async throws -> [ProviderLinkRecord] {
+        var links: [ProviderLinkRecord] = []
+        for try await (uid, provider, federated, profile, tokens, linked, updated) in try await client.query(query, logger: logger).decode(
+            (String, String, String, Data, String, Date, Date).self)
+        {
+            links.append(
+                ProviderLinkRecord(
+                    uid: uid, providerId: provider, federatedId: federated, profileJSON: profile, sealedTokens: tokens, linkedAt: linked,
+                    updatedAt: updated))
+        }
+        return links
+    }
+
+    private func serviceKeys(_ query: PostgresQuery) async throws -> [ServiceKeyRecord] {
+        var keys: [ServiceKeyRecord] = []
+        for try await (id, name, hash, scopes, created, revoked) in try await client.query(query, logger: logger).decode(
+            (String, String, String, String, Date, Date?).self)
+        {
+            keys.append(
+                ServiceKeyRecord(
+                    id: id, name: name, secretHash: hash, scopes: scopes.split(separator: " ").map(String.init), createdAt: created,
+                    revokedAt: revoked))
+        }
+        return keys
+    }
+
+    /// One statement; a unique violation is `StorageError.conflict`.
+    private func execute(_ query: PostgresQuery) async throws {
+        try await retrying { try await client.query(query, logger: logger) }
+    }
+
+    /// Whether an `UPDATE … RETURNING` touched a row.
+    private func changed(_ query: PostgresQuery) async throws -> Bool {
+        try await retrying {
+            for try await _ in try await client.query(query, logger: logger) { return true }
+            return false
+        }
+    }
+
+    /// A transaction, retried whole on a serialization failure or deadlock.
+    private func transaction(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> Void) async throws {
+        let logger = self.logger
+        try await retrying {
+            try await client.withTransaction(logger: logger) { connection in try await body(connection, logger) }
+        }
+    }
+
+    /// Runs `operation`, retrying 40001/40P01 up to four times with a short growing pause, and
+    /// turning a unique violation into `StorageError.conflict`.
+    private func retrying<T>(_ operation: () async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await operation()
+            } catch {
+                switch Self.sqlState(of: error) {
+                case PostgresError.Code.uniqueViolation.raw:
+                    throw StorageError.conflict
+                case let state? where attempt < 4 && Self.retryableStates.contains(state):
+                    attempt += 1
+                    try await Task.sleep(for: .milliseconds(5 << attempt))
+                default:
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// Serialization failure and deadlock: the transaction lost a race and may simply run again.
+    private static let retryableStates: Set<String> = [PostgresError.Code.serializationFailure.raw, PostgresError.Code.deadlockDetected.raw]
+
+    /// The SQLSTATE of a server error, also when it is wrapped in a transaction error.
+    static func sqlState(of error: any Error) -> String? {
+        if let error = error as? PSQLError { return error.serverInfo?[.sqlState] }
+        if let error = error as? PostgresTransactionError {
+            for inner in [error.closureError, error.commitError, error.beginError].compactMap({ $0 }) {
+                if let state = sqlState(of: inner) { return state }
+            }
+        }
+        return nil
+    }
+}

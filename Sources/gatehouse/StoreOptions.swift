@@ -1,0 +1,52 @@
+import ArgumentParser
+import Foundation
+import GatehouseCore
+import GatehousePostgres
+import GatehouseSQLite
+import Logging
+
+/// Where the store is, shared by every command: PostgreSQL when a database URL is given
+/// (`--database-url` or `GATEHOUSE_DATABASE_URL`), otherwise SQLite in the data folder.
+struct StoreOptions: ParsableArguments {
+    @Option(help: "The folder holding the SQLite database (GATEHOUSE_DATA_DIR; default gatehouse-data).")
+    var dataDir: String?
+
+    @Option(help: "A postgres:// URL; PostgreSQL instead of SQLite (GATEHOUSE_DATABASE_URL).")
+    var databaseURL: String?
+
+    /// The data folder (SQLite file, the demo's key), created when missing.
+    func folder(environment: [String: String]) throws -> String {
+        let folder = dataDir ?? environment["GATEHOUSE_DATA_DIR"] ?? "gatehouse-data"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    /// Opens and migrates the store.
+    func open(environment: [String: String], logger: Logger) async throws -> any GatehouseStorage {
+        if let url = databaseURL ?? environment["GATEHOUSE_DATABASE_URL"], !url.isEmpty {
+            let maximum = try environment["GATEHOUSE_DATABASE_POOL_SIZE"].map { text in
+                guard let size = Int(text), size > 0 else { throw ValidationError("GATEHOUSE_DATABASE_POOL_SIZE must be a positive number") }
+                return size
+            }
+            let storage = try PostgresStorage(url: url, maximumConnections: maximum ?? 20, logger: logger)
+            try await storage.migrate()
+            return storage
+        }
+        let storage = try SQLiteStorage(path: (try folder(environment: environment) as NSString).appendingPathComponent("gatehouse.sqlite"))
+        try await storage.migrate()
+        return storage
+    }
+}
+
+/// `gatehouse migrate`: applies the schema migrations and exits (they also run at start).
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "migrate", abstract: "Create or upgrade the store's schema, then exit.")
+
+    @OptionGroup var store: StoreOptions
+
+    func run() async throws {
+        let logger = Logger(label: "gatehouse") { _ in SwiftLogNoOpLogHandler() }
+        _ = try await store.open(environment: ProcessInfo.processInfo.environment, logger: logger)
+        print("The store is migrated.")
+    }
+}

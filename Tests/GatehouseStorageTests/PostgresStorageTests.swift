@@ -1,0 +1,80 @@
+import Foundation
+import GatehouseCore
+import GatehousePostgres
+import GatehouseTestSupport
+import Testing
+
+/// What only the PostgreSQL store has: several instances migrating at once, a database from a
+/// newer version, a server restart, database URLs.
+@Suite struct PostgresStorageTests {
+    @Test("eight instances migrating one database at once: each migration applied exactly once, then every store works")
+    func concurrentMigrations() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let stores = (0..<8).map { _ in try? PostgresStorage(url: url, maximumConnections: 2, logger: PostgresTestServer.quietLogger) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for store in stores { group.addTask { try await store?.migrate() } }
+            try await group.waitForAll()
+        }
+        let first = try #require(stores.first ?? nil)
+        try await first.insertServiceKey(ServiceKeyRecord(id: "sk_1", name: "n", secretHash: "h", scopes: ["admin"], createdAt: Date()))
+        for store in stores { #expect(try await store?.serviceKeys().map(\.id) == ["sk_1"]) }
+        for store in stores { store?.shutdown() }
+    }
+
+    @Test("a database migrated by a newer Gatehouse is refused with a clear error")
+    func newerSchemaIsRefused() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let store = try PostgresStorage(url: url, maximumConnections: 2, logger: PostgresTestServer.quietLogger)
+        try await store.migrate()
+        try await PostgresTestServer.execute(url, "INSERT INTO gatehouse_migrations (version) VALUES ('v999-from-the-future')")
+        let error = await #expect(throws: PostgresStorageError.self) { try await store.migrate() }
+        #expect(error?.description.contains("v999-from-the-future") == true)
+        store.shutdown()
+    }
+
+    @Test("the server stops and starts again: requests fail meanwhile, then the same store recovers without a restart; data intact")
+    func recoversAfterServerRestart() async throws {
+        let cluster = try PostgresCluster()
+        defer { cluster.destroy() }
+        try cluster.start()
+        let store = try PostgresStorage(url: cluster.url, maximumConnections: 4, logger: PostgresTestServer.quietLogger)
+        try await store.migrate()
+        let key = ServiceKeyRecord(
+            id: "sk_restart", name: "n", secretHash: "hash", scopes: ["admin"], createdAt: Date(timeIntervalSince1970: 1_800_000_000))
+        try await store.insertServiceKey(key)
+
+        try cluster.stop()
+        // A request while the server is down fails (bounded here: the pool would wait for a
+        // connection up to its own limit).
+        let whileDown = Task { try await store.ping() }
+        try await Task.sleep(for: .seconds(1))
+        whileDown.cancel()
+        await #expect(throws: (any Error).self) { try await whileDown.value }
+        try cluster.start()
+        let fresh = try PostgresStorage(url: cluster.url, maximumConnections: 1, logger: PostgresTestServer.quietLogger)
+        try await fresh.ping()
+        fresh.shutdown()
+        let restarted = ContinuousClock.now
+        var recovered = false
+        for _ in 0..<300 where !recovered {
+            recovered = (try? await store.ping()) != nil
+            if !recovered { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        print("postgres restart: the pool served again \(ContinuousClock.now - restarted) after the server came back")
+        #expect(recovered)
+        #expect(try await store.serviceKey(secretHash: "hash") == key)
+        store.shutdown()
+    }
+
+    @Test("database URLs: TLS modes, defaults, percent-encoded credentials; errors never repeat the password")
+    func databaseURLs() throws {
+        let plain = try DatabaseURL.configuration("postgres://app:p%40ss@db.internal:6543/gatehouse?sslmode=disable")
+        #expect(plain.host == "db.internal" && plain.port == 6543 && plain.username == "app" && plain.password == "p@ss")
+        #expect(plain.database == "gatehouse")
+        #expect(try DatabaseURL.configuration("postgresql://app@db/gatehouse").port == 5432)
+        for bad in ["mysql://app@db/x", "postgres://db/x", "postgres://app:sekret@db/x?sslmode=allow", "not a url"] {
+            let error = #expect(throws: PostgresStorageError.self) { try DatabaseURL.configuration(bad) }
+            #expect(error?.description.contains("sekret") == false)
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import GatehousePostgres
+import Logging
+import PostgresNIO
+
+/// The PostgreSQL server `scripts/postgres` started for this run.
+public enum PostgresTestServer {
+    /// `GATEHOUSE_TEST_DATABASE_URL`, a superuser connection to the server's `postgres` database.
+    public static let baseURL = ProcessInfo.processInfo.environment["GATEHOUSE_TEST_DATABASE_URL"]
+
+    /// A logger that drops everything (the pools' background chatter).
+    public static let quietLogger = Logger(label: "postgres-test") { _ in SwiftLogNoOpLogHandler() }
+
+    /// One administrative client for the whole run (it creates the per-store databases).
+    private static let admin: PostgresClient? = {
+        guard let baseURL, let configuration = try? DatabaseURL.configuration(baseURL, maximumConnections: 2) else { return nil }
+        let client = PostgresClient(configuration: configuration, backgroundLogger: quietLogger)
+        Task { await client.run() }
+        return client
+    }()
+
+    /// Creates an empty database and returns its URL.
+    public static func freshDatabase() async throws -> String {
+        guard let baseURL, let admin, var components = URLComponents(string: baseURL) else {
+            throw PostgresStorageTestError("GATEHOUSE_TEST_DATABASE_URL is not set; run the tests with scripts/test or scripts/postgres")
+        }
+        let name = "gatehouse_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        try await admin.query("CREATE DATABASE \(unescaped: name)")
+        components.path = "/" + name
+        return components.string ?? baseURL
+    }
+}
+
+/// A test set-up failure.
+public struct PostgresStorageTestError: Error, CustomStringConvertible {
+    /// What is missing.
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension PostgresTestServer {
+    /// Runs one SQL statement on the database at `url` (tests that tamper with a schema).
+    public static func execute(_ url: String, _ sql: String) async throws {
+        let client = PostgresClient(configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: quietLogger)
+        let runner = Task { await client.run() }
+        defer { runner.cancel() }
+        try await client.query(PostgresQuery(unsafeSQL: sql))
+    }
+}
