@@ -231,6 +231,23 @@ public final class PostgresStorage: GatehouseStorage {
         }
     }
 
+    /// A session-level advisory lock on one pooled connection, held while `body` runs. Waiters
+    /// block in PostgreSQL; if this instance dies, its connection closes and the lock is freed.
+    public func withLock<T: Sendable>(_ name: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        let logger = self.logger
+        return try await client.withConnection { connection in
+            try await connection.query("SELECT pg_advisory_lock(hashtextextended(\(name), 0))", logger: logger)
+            let result: Result<T, any Error>
+            do {
+                result = .success(try await body())
+            } catch {
+                result = .failure(error)
+            }
+            try await connection.query("SELECT pg_advisory_unlock(hashtextextended(\(name), 0))", logger: logger)
+            return try result.get()
+        }
+    }
+
     // MARK: Helpers
 
     private static let linkColumns = "uid, provider_id, federated_id, profile_json, sealed_tokens, linked_at, updated_at"

@@ -8,6 +8,7 @@ import GatehouseCore
 /// each protocol method is one SQLite transaction, so nothing is ever half-written.
 public final class SQLiteStorage: GatehouseStorage {
     private let pool: DatabasePool
+    private let locks = KeyedLock()
 
     /// Opens (or creates) the database file.
     public init(path: String) throws {
@@ -229,6 +230,12 @@ public final class SQLiteStorage: GatehouseStorage {
             try db.execute(sql: "DELETE FROM signin_results WHERE expires_at <= ?", arguments: [now])
             try db.execute(sql: "DELETE FROM sessions WHERE expires_at <= ?", arguments: [now])
         }
+    }
+
+    /// An in-process lock: a SQLite file serves one gateway process (several instances use
+    /// PostgreSQL), so exclusion within this process is exclusion among all its users.
+    public func withLock<T: Sendable>(_ name: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        try await locks.run(name, body)
     }
 
     private static func account(_ row: Row) -> AccountRecord {

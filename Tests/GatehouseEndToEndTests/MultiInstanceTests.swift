@@ -67,3 +67,26 @@ struct MultiInstanceTests {
         await deployment.stop()
     }
 }
+
+extension MultiInstanceTests {
+    @Test("an expired Microsoft token, 21 concurrent profile calls spread over three instances: exactly one refresh reaches the provider")
+    func oneRefreshAcrossInstances() async throws {
+        let deployment = try await TestDeployment(database: try await PostgresTestServer.freshDatabase(), instances: 3)
+        var browser = Browser(deployment)
+        #expect(try await MicrosoftSignInTests.signIn(&browser, MicrosoftSignInTests.adele).status == 200)
+        _ = try await deployment.control("expire-tokens", "{}")
+        let cookies = browser.jar.header
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<21 {
+                let url = "\(deployment.gatewayURLs[index % 3])/v1/me/providers/microsoft.com/profile"
+                group.addTask { try await deployment.client.execute(OutboundRequest(url: url, headers: cookies)).status }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses == Array(repeating: 200, count: 21))
+        // The sign-in's code exchange and one refresh; the emulator revokes a used refresh
+        // token, so a second refresh with the old one would also have failed a request.
+        #expect(try await deployment.emulatorStats()["POST /microsoft/common/oauth2/v2.0/token"] == 2)
+        await deployment.stop()
+    }
+}

@@ -199,39 +199,47 @@ public struct ProfileService: Sendable {
     /// Refreshes unless another request already did (the stored access token changed).
     private func refresh(_ link: ProviderLinkRecord, _ provider: any IdentityProvider, failed: ProviderTokens) async throws -> ProviderTokens {
         let storage = self.storage
-        let accounts = self.accounts
-        let metrics = self.metrics
-        return try await refresher.refreshed(key: "\(link.providerId)|\(link.federatedId)") {
-            guard var current = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), current.uid == link.uid else {
-                throw GatehouseError.providerReauthRequired(link.providerId)
+        let key = "\(link.providerId)|\(link.federatedId)"
+        // Single flight in this process, then the store's lock across instances; whoever comes
+        // second finds the rotated tokens already stored and uses them.
+        return try await refresher.refreshed(key: key) {
+            try await storage.withLock("refresh|" + key) {
+                try await refreshLocked(link, provider, failed: failed)
             }
-            guard let stored = try? accounts.tokens(of: current), stored.reauthRequired != true else {
-                throw GatehouseError.providerReauthRequired(link.providerId)
-            }
-            if stored.accessToken != failed.accessToken {
-                metrics.tokenRefresh(providerId: link.providerId, outcome: "reused")
-                return stored
-            }
-            let profile = ProviderProfile(providerId: current.providerId, federatedId: current.federatedId)
-            do {
-                let fresh = try await provider.refresh(stored)
-                current.sealedTokens = try accounts.seal(fresh, for: profile)
-                current.updatedAt = Date()
-                try await storage.updateLink(current)
-                metrics.tokenRefresh(providerId: link.providerId, outcome: "ok")
-                return fresh
-            } catch let error as GatehouseError where error.code == "provider-reauth-required" {
-                metrics.tokenRefresh(providerId: link.providerId, outcome: "dead-grant")
-                var dead = stored
-                dead.reauthRequired = true
-                current.sealedTokens = try accounts.seal(dead, for: profile)
-                current.updatedAt = Date()
-                try await storage.updateLink(current)
-                throw error
-            } catch {
-                metrics.tokenRefresh(providerId: link.providerId, outcome: "failed")
-                throw error
-            }
+        }
+    }
+
+    /// The refresh itself, under the lock: re-reads the stored tokens first.
+    private func refreshLocked(_ link: ProviderLinkRecord, _ provider: any IdentityProvider, failed: ProviderTokens) async throws -> ProviderTokens {
+        guard var current = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), current.uid == link.uid else {
+            throw GatehouseError.providerReauthRequired(link.providerId)
+        }
+        guard let stored = try? accounts.tokens(of: current), stored.reauthRequired != true else {
+            throw GatehouseError.providerReauthRequired(link.providerId)
+        }
+        if stored.accessToken != failed.accessToken {
+            metrics.tokenRefresh(providerId: link.providerId, outcome: "reused")
+            return stored
+        }
+        let profile = ProviderProfile(providerId: current.providerId, federatedId: current.federatedId)
+        do {
+            let fresh = try await provider.refresh(stored)
+            current.sealedTokens = try accounts.seal(fresh, for: profile)
+            current.updatedAt = Date()
+            try await storage.updateLink(current)
+            metrics.tokenRefresh(providerId: link.providerId, outcome: "ok")
+            return fresh
+        } catch let error as GatehouseError where error.code == "provider-reauth-required" {
+            metrics.tokenRefresh(providerId: link.providerId, outcome: "dead-grant")
+            var dead = stored
+            dead.reauthRequired = true
+            current.sealedTokens = try accounts.seal(dead, for: profile)
+            current.updatedAt = Date()
+            try await storage.updateLink(current)
+            throw error
+        } catch {
+            metrics.tokenRefresh(providerId: link.providerId, outcome: "failed")
+            throw error
         }
     }
 

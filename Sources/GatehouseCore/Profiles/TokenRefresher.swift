@@ -1,6 +1,6 @@
 /// One provider-token refresh at a time per linked identity in this process: concurrent
-/// requests that find the access token dead share the refresh that is already running
-/// (cross-instance coordination comes with the PostgreSQL store).
+/// requests that find the access token dead share the refresh that is already running.
+/// Across instances, the store's lock (`GatehouseStorage.withLock`) serializes the rest.
 actor TokenRefresher {
     private var inFlight: [String: Task<ProviderTokens, any Error>] = [:]
 
