@@ -1,0 +1,96 @@
+import CurlClient
+import Foundation
+import GRDB
+import GatehouseCore
+import GatehouseSQLite
+import GatehouseServer
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The embedded default under a crash (issue #7): `kill -9` of a SQLite-backed `gatehouse
+/// demo` process while browsers sign in.
+@Suite("SQLite crash safety")
+struct CrashSafetyTests {
+    /// Collects the session cookies of sign-ins whose result reached the browser.
+    actor Completed {
+        private(set) var sessions: [String] = []
+        func add(_ session: String) { sessions.append(session) }
+    }
+
+    @Test("kill -9 during sign-ins: PRAGMA integrity_check is ok and every sign-in that got its result has its session and account")
+    func killDuringSignIns() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-crash-\(UUID().uuidString)").path
+        let port = try LoopbackPort.pick()
+        let process = Process()
+        process.executableURL = KeysCommandTests.executable
+        process.arguments = ["demo", "--port", "\(port)", "--emulator-port", "\(try LoopbackPort.pick())", "--data-dir", folder]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let gateway = "http://127.0.0.1:\(port)"
+        let client = CurlHTTPClient()
+        defer { client.shutdown() }
+        var up = false
+        for _ in 0..<400 where !up {
+            up = (try? await client.execute(OutboundRequest(url: gateway + "/healthz")))?.status == 200
+            if !up { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        try #require(up, "the demo did not start")
+
+        let completed = Completed()
+        let browsers = (0..<4).map { _ in
+            Task {
+                // Until the process dies: then a request fails and the loop ends.
+                for _ in 0..<500 {
+                    guard let session = try? await Self.signIn(client: client, gateway: gateway) else { return }
+                    await completed.add(session)
+                }
+            }
+        }
+        for _ in 0..<200 where await completed.sessions.count < 12 { try await Task.sleep(for: .milliseconds(25)) }
+        kill(process.processIdentifier, SIGKILL)
+        for browser in browsers { await browser.value }
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+
+        let sessions = await completed.sessions
+        #expect(sessions.count >= 12)
+        let path = folder + "/gatehouse.sqlite"
+        let check = try await DatabaseQueue(path: path).read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+        #expect(check == ["ok"])
+        let storage = try SQLiteStorage(path: path)
+        for session in sessions {
+            let record = try await storage.session(idHash: SecureRandom.digest(session), now: Date())
+            #expect(record != nil)
+            if let record { #expect(try await storage.account(uid: record.uid) != nil) }
+        }
+    }
+
+    /// One whole browser sign-in (start → emulator → callback → result); the session cookie.
+    static func signIn(client: CurlHTTPClient, gateway: String) async throws -> String {
+        var jar = CookieJar()
+        func send(_ url: String, method: String = "GET", body: String? = nil) async throws -> OutboundResponse {
+            var headers = jar.header
+            if body != nil { headers.add("Content-Type", "application/json") }
+            let response = try await client.execute(OutboundRequest(method: method, url: url, headers: headers, body: body.map { Array($0.utf8) }))
+            jar.store(from: response)
+            return response
+        }
+        let returnTo = FormEncoding.escape(gateway + "/")
+        let start = try await send("\(gateway)/v1/auth/github.com/start?return_to=\(returnTo)&login=octocat")
+        guard start.status == 302, let authorize = start.headers["location"] else { throw FlowError("start \(start.status)") }
+        let approved = try await client.execute(OutboundRequest(url: authorize))
+        guard let callback = approved.headers["location"] else { throw FlowError("authorize \(approved.status)") }
+        let returned = try await send(callback)
+        guard returned.status == 303, let location = returned.headers["location"], let marker = location.range(of: "#gatehouse_result=") else {
+            throw FlowError("callback \(returned.status)")
+        }
+        let result = try await send("\(gateway)/v1/auth/result", method: "POST", body: #"{"result":"\#(location[marker.upperBound...])"}"#)
+        guard result.status == 200, let session = jar.cookies["gatehouse-session"] else { throw FlowError("result \(result.status)") }
+        return session
+    }
+}
