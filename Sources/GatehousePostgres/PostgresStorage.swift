@@ -151,6 +151,36 @@ public final class PostgresStorage: GatehouseStorage {
         try await execute(try Self.updateQuery(link))
     }
 
+    /// Replaces a link's profile snapshot only.
+    public func updateLinkProfile(providerId: String, federatedId: String, uid: String, profileJSON: Data, at date: Date) async throws {
+        try await execute(
+            """
+            UPDATE provider_links SET profile_json = \(profileJSON), updated_at = \(date)
+            WHERE provider_id = \(providerId) AND federated_id = \(federatedId) AND uid = \(uid)
+            """)
+    }
+
+    /// A page of all links in (provider, federated id) byte order (collation "C", as SQLite's
+    /// BINARY: the cursor must not depend on the server's locale), after the cursor.
+    public func links(after cursor: LinkCursor?, limit: Int) async throws -> [ProviderLinkRecord] {
+        let provider = cursor?.providerId ?? ""
+        let federated = cursor?.federatedId ?? ""
+        return try await links(
+            """
+            SELECT \(unescaped: Self.linkColumns) FROM provider_links WHERE (provider_id COLLATE "C", federated_id COLLATE "C") > (\(provider), \(federated))
+            ORDER BY provider_id COLLATE "C", federated_id COLLATE "C" LIMIT \(limit)
+            """)
+    }
+
+    /// Compare-and-set of a link's sealed tokens.
+    public func replaceSealedTokens(providerId: String, federatedId: String, expected: String, with sealed: String) async throws -> Bool {
+        try await changed(
+            """
+            UPDATE provider_links SET sealed_tokens = \(sealed)
+            WHERE provider_id = \(providerId) AND federated_id = \(federatedId) AND sealed_tokens = \(expected) RETURNING uid
+            """)
+    }
+
     /// Saves a session.
     public func insertSession(_ session: SessionRecord) async throws {
         try await execute(

@@ -132,6 +132,38 @@ public final class SQLiteStorage: GatehouseStorage {
         try await pool.write { db in try Self.update(link, db) }
     }
 
+    /// Replaces a link's profile snapshot only.
+    public func updateLinkProfile(providerId: String, federatedId: String, uid: String, profileJSON: Data, at date: Date) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE provider_links SET profile_json = ?, updated_at = ? WHERE provider_id = ? AND federated_id = ? AND uid = ?",
+                arguments: [profileJSON, date, providerId, federatedId, uid])
+        }
+    }
+
+    /// A page of all links in (provider, federated id) order, after the cursor.
+    public func links(after cursor: LinkCursor?, limit: Int) async throws -> [ProviderLinkRecord] {
+        try await pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM provider_links WHERE (provider_id, federated_id) > (?, ?)
+                    ORDER BY provider_id, federated_id LIMIT ?
+                    """, arguments: [cursor?.providerId ?? "", cursor?.federatedId ?? "", limit]
+            ).map(Self.link)
+        }
+    }
+
+    /// Compare-and-set of a link's sealed tokens.
+    public func replaceSealedTokens(providerId: String, federatedId: String, expected: String, with sealed: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(
+                sql: "UPDATE provider_links SET sealed_tokens = ? WHERE provider_id = ? AND federated_id = ? AND sealed_tokens = ?",
+                arguments: [sealed, providerId, federatedId, expected])
+            return db.changesCount > 0
+        }
+    }
+
     /// Saves a session.
     public func insertSession(_ session: SessionRecord) async throws {
         try await pool.write { db in

@@ -8,7 +8,7 @@ import Logging
 struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys", abstract: "Create, list and revoke service keys.",
-        subcommands: [CreateService.self, List.self, Revoke.self])
+        subcommands: [CreateService.self, List.self, Revoke.self, RotateEncryption.self])
 
     /// The commands print their own results; the store's logs would only add noise.
     static let quiet = Logger(label: "gatehouse-keys") { _ in SwiftLogNoOpLogHandler() }
@@ -70,6 +70,36 @@ struct KeysCommand: AsyncParsableCommand {
                 throw GatehouseError(code: "not-found", status: 404, title: "Not found", detail: "No active key \(id).")
             }
             print("Revoked \(id).")
+        }
+    }
+
+    /// `keys rotate-encryption`: re-encrypts stored provider tokens under the current key.
+    struct RotateEncryption: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-encryption",
+            abstract: "Re-encrypt every stored provider token under GATEHOUSE_ENCRYPTION_KEY (previous keys in GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS).",
+            discussion: """
+                Rotation: give every instance the new key as GATEHOUSE_ENCRYPTION_KEY and the old one in
+                GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS, run this (instances keep serving), and remove the old key
+                once it reports nothing left unreadable.
+                """)
+
+        @Option(help: "Links per batch.")
+        var batchSize = 200
+
+        @OptionGroup var store: StoreOptions
+
+        func run() async throws {
+            let environment = ProcessInfo.processInfo.environment
+            let vault = try VaultSettings.vault(environment: environment)
+            let rotation = EncryptionRotation(storage: try await store.open(environment: environment, logger: KeysCommand.quiet), vault: vault)
+            let report = try await rotation.run(batchSize: batchSize)
+            print(
+                "Scanned \(report.scanned) links: \(report.resealed) re-encrypted under key \(vault.currentKeyID), \(report.alreadyCurrent) already current, \(report.changedMeanwhile) changed meanwhile, \(report.unreadable) unreadable."
+            )
+            if report.unreadable > 0 {
+                throw ValidationError("\(report.unreadable) links could not be opened with any configured key; their users must sign in again")
+            }
         }
     }
 }

@@ -60,10 +60,7 @@ struct ServeSettings {
         let purgeSeconds = environment["GATEHOUSE_PURGE_INTERVAL"].map { Int($0) } ?? 300
         guard let purgeSeconds, purgeSeconds > 0 else { throw ValidationError("GATEHOUSE_PURGE_INTERVAL must be a positive number of seconds") }
         self.purgeInterval = .seconds(purgeSeconds)
-        guard let key = Data(base64Encoded: try required("GATEHOUSE_ENCRYPTION_KEY")), key.count == 32 else {
-            throw ValidationError("GATEHOUSE_ENCRYPTION_KEY must be the base64 of 32 bytes")
-        }
-        self.vault = try TokenVault(keys: [key])
+        self.vault = try VaultSettings.vault(environment: environment)
         var github: GitHubConfiguration?
         if let clientID = environment["GATEHOUSE_GITHUB_CLIENT_ID"] {
             var config = GitHubConfiguration(clientID: clientID, clientSecret: try required("GATEHOUSE_GITHUB_CLIENT_SECRET"))

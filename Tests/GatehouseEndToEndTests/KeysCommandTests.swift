@@ -14,10 +14,11 @@ struct KeysCommandTests {
     }
 
     /// Runs `gatehouse` with `arguments`; returns the exit status and standard output.
-    static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
@@ -62,5 +63,35 @@ struct KeysCommandTests {
         #expect(try Self.run(["keys", "revoke", id] + location).status != 0)
         await #expect(throws: GatehouseError.self) { try await service.authorize(authorization: "Bearer \(secret)", scope: "photo:read") }
         #expect(try Self.run(["keys", "create-service", "x", "--scopes", "profile:write"] + location).status != 0)
+    }
+
+    @Test(
+        "rotate-encryption re-seals tokens under GATEHOUSE_ENCRYPTION_KEY with the old key in GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS; unreadable links fail it"
+    )
+    func rotateEncryption() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build the gatehouse product first (swift build)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-rotate-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let storage = try SQLiteStorage(path: folder + "/gatehouse.sqlite")
+        try await storage.migrate()
+        let (old, new) = (TokenVault.generateKey(), TokenVault.generateKey())
+        let sealed = try TokenVault(keys: [old]).seal(Data(#"{"accessToken":"t"}"#.utf8), context: "provider-tokens|github.com|7")
+        try await storage.createAccount(
+            AccountRecord(uid: "u7", createdAt: Date(), lastSignInAt: Date()),
+            firstLink: ProviderLinkRecord(
+                uid: "u7", providerId: "github.com", federatedId: "7", profileJSON: Data("{}".utf8), sealedTokens: sealed, linkedAt: Date(),
+                updatedAt: Date()))
+        let keys = ["GATEHOUSE_ENCRYPTION_KEY": new.base64EncodedString()]
+        // Without the old key the link cannot be opened: the command says so and fails.
+        let refused = try Self.run(["keys", "rotate-encryption", "--data-dir", folder], environment: keys)
+        #expect(refused.status != 0)
+        #expect(refused.output.contains("1 unreadable"))
+        let rotated = try Self.run(
+            ["keys", "rotate-encryption", "--data-dir", folder],
+            environment: keys.merging(["GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS": old.base64EncodedString()]) { $1 })
+        #expect(rotated.status == 0)
+        #expect(rotated.output.contains("1 re-encrypted"))
+        let link = try #require(try await storage.link(providerId: "github.com", federatedId: "7"))
+        #expect(try TokenVault(keys: [new]).open(link.sealedTokens, context: "provider-tokens|github.com|7") == Data(#"{"accessToken":"t"}"#.utf8))
     }
 }

@@ -1,6 +1,7 @@
 import CurlClient
 import Foundation
 import GatehouseCore
+import GatehousePostgres
 import GatehouseTestSupport
 import Testing
 
@@ -87,6 +88,66 @@ extension MultiInstanceTests {
         // The sign-in's code exchange and one refresh; the emulator revokes a used refresh
         // token, so a second refresh with the old one would also have failed a request.
         #expect(try await deployment.emulatorStats()["POST /microsoft/common/oauth2/v2.0/token"] == 2)
+        await deployment.stop()
+    }
+}
+
+extension MultiInstanceTests {
+    @Test(
+        "encryption-key rotation under load: tokens sealed with the old key are re-encrypted in batches while two instances serve profiles and refresh tokens; afterwards the new key alone opens every link"
+    )
+    func encryptionKeyRotationUnderLoad() async throws {
+        let old = TokenVault.generateKey()
+        let new = TokenVault.generateKey()
+        let database = try await PostgresTestServer.freshDatabase()
+        // Instance 0 still has only the old key (it signs the users in); 1 and 2 have been
+        // reconfigured: the new key seals, the old one is a previous key.
+        let deployment = try await TestDeployment(database: database, instances: 3, vaultKeys: { $0 == 0 ? [old] : [new, old] })
+        var users: [(browser: Browser, provider: String)] = []
+        for (login, provider) in [("octocat", "github.com"), ("private-pat", "github.com"), ("olive@oidc.example", "oidc.emulator")] {
+            var browser = Browser(deployment)
+            _ = try await browser.signIn(login: login, provider: provider)
+            users.append((browser, provider))
+        }
+        var adele = Browser(deployment)
+        #expect(try await MicrosoftSignInTests.signIn(&adele, MicrosoftSignInTests.adele).status == 200)
+        users.append((adele, "microsoft.com"))
+        let storage = try PostgresStorage(url: database, maximumConnections: 4, logger: PostgresTestServer.quietLogger)
+        let before = try await storage.links(after: nil, limit: 100)
+        #expect(before.count == 4)
+        #expect(before.allSatisfy { $0.sealedTokens.hasPrefix("v1.\(TokenVault.keyID(for: old)).") })
+
+        // Microsoft's access token dies, so the load also refreshes (and re-seals) tokens.
+        _ = try await deployment.control("microsoft/expire-tokens", "{}")
+        let load = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for round in 0..<12 {
+                    for (index, user) in users.enumerated() {
+                        let url = "\(deployment.gatewayURLs[1 + (round + index) % 2])/v1/me/providers/\(user.provider)/profile"
+                        let cookies = user.browser.jar.header
+                        group.addTask { try await deployment.client.execute(OutboundRequest(url: url, headers: cookies)).status }
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+        }
+        let report = try await EncryptionRotation(storage: storage, vault: try TokenVault(keys: [new, old])).run(batchSize: 1)
+        let statuses = try await load.value
+        #expect(report.scanned == 4)
+        #expect(report.unreadable == 0)
+        #expect(report.resealed + report.changedMeanwhile == 4)
+        #expect(statuses.count == 48)
+        #expect(statuses.allSatisfy { $0 == 200 })
+        // Microsoft's refresh happened during the run and sealed with the new key.
+        #expect(try await deployment.emulatorStats()["POST /microsoft/common/oauth2/v2.0/token"] == 2)
+
+        let newOnly = try TokenVault(keys: [new])
+        let again = try await EncryptionRotation(storage: storage, vault: newOnly).run()
+        #expect(again.scanned == 4 && again.alreadyCurrent == 4 && again.resealed == 0 && again.unreadable == 0)
+        for link in try await storage.links(after: nil, limit: 100) {
+            #expect(newOnly.isCurrent(link.sealedTokens))
+        }
+        storage.shutdown()
         await deployment.stop()
     }
 }

@@ -32,7 +32,8 @@ final class TestDeployment: Sendable {
     /// Starts a deployment; `openID` adjusts the emulator-backed OIDC providers (`oidc.emulator`,
     /// `yahoo.com`), `extraProviders` adds more, given the emulator's base URL, and `gateway`
     /// adjusts the rest of the configuration last. `database` (a `postgres://` URL) replaces
-    /// the SQLite file, and `instances` gateways share the store, like replicas behind a load balancer.
+    /// the SQLite file, `instances` gateways share the store, like replicas behind a load balancer,
+    /// and `vaultKeys` gives instance N its encryption keys (default: one key shared by all).
     init(
         transactionLifetime: TimeInterval = 600,
         profileCacheLifetime: TimeInterval = 0,
@@ -41,7 +42,8 @@ final class TestDeployment: Sendable {
         extraProviders: @Sendable (String) -> [OIDCProviderConfiguration] = { _ in [] },
         gateway: @Sendable (inout GatewayConfiguration) -> Void = { _ in },
         database: String? = nil,
-        instances: Int = 1
+        instances: Int = 1,
+        vaultKeys: (@Sendable (Int) -> [Data])? = nil
     ) async throws {
         let gatewayPorts = try (0..<instances).map { _ in try LoopbackPort.pick() }
         let emulatorPort = try LoopbackPort.pick()
@@ -78,7 +80,7 @@ final class TestDeployment: Sendable {
                 }
             try await storage.migrate()
             let gatehouse = try Gatehouse(
-                configuration: configuration, storage: storage, vault: try TokenVault(keys: [vaultKey]), http: client,
+                configuration: configuration, storage: storage, vault: try TokenVault(keys: vaultKeys?(index) ?? [vaultKey]), http: client,
                 metrics: index == 0 ? metrics.core : .disabled, logger: logger)
             services.append(
                 GatehouseServer.application(

@@ -283,3 +283,42 @@ import Testing
         #expect(try await storage.withLock("refresh|c") { 42 } == 42)
     }
 }
+
+/// What key rotation and live profile updates rely on.
+@Suite struct LinkMaintenanceConformanceTests {
+    @Test("links(after:limit:) pages through every link once, in (provider, federated id) byte order", arguments: StorageBackend.all)
+    func pagesThroughAllLinks(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        let identities = [("github.com", "10"), ("github.com", "9"), ("microsoft.com", "a"), ("github.com", "B"), ("oidc.x", "é")]
+        for (index, identity) in identities.enumerated() {
+            try await storage.createAccount(
+                Fixtures.account("u\(index)"), firstLink: Fixtures.link("u\(index)", provider: identity.0, federatedId: identity.1))
+        }
+        var seen: [String] = []
+        var cursor: LinkCursor?
+        while true {
+            let page = try await storage.links(after: cursor, limit: 2)
+            seen += page.map { "\($0.providerId)|\($0.federatedId)" }
+            guard let last = page.last, page.count == 2 else { break }
+            cursor = LinkCursor(providerId: last.providerId, federatedId: last.federatedId)
+        }
+        #expect(seen == ["github.com|10", "github.com|9", "github.com|B", "microsoft.com|a", "oidc.x|é"])
+    }
+
+    @Test("replaceSealedTokens is a compare and set; updateLinkProfile leaves the tokens alone", arguments: StorageBackend.all)
+    func compareAndSetAndProfileOnly(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "42", tokens: "v1.old.x"))
+        #expect(try await storage.replaceSealedTokens(providerId: "github.com", federatedId: "42", expected: "v1.other.y", with: "v1.new.z") == false)
+        #expect(try await storage.replaceSealedTokens(providerId: "github.com", federatedId: "42", expected: "v1.old.x", with: "v1.new.z"))
+        try await storage.updateLinkProfile(
+            providerId: "github.com", federatedId: "42", uid: "u1", profileJSON: Data(#"{"federatedId":"42","email":"a@b.example"}"#.utf8),
+            at: Fixtures.now.addingTimeInterval(5))
+        try await storage.updateLinkProfile(
+            providerId: "github.com", federatedId: "42", uid: "someone-else", profileJSON: Data("{}".utf8), at: Fixtures.now)
+        let link = try #require(try await storage.link(providerId: "github.com", federatedId: "42"))
+        #expect(link.sealedTokens == "v1.new.z")
+        #expect(link.profileJSON == Data(#"{"federatedId":"42","email":"a@b.example"}"#.utf8))
+        #expect(link.updatedAt == Fixtures.now.addingTimeInterval(5))
+    }
+}

@@ -117,13 +117,11 @@ public struct ProfileService: Sendable {
         {
             profile.emailVerified = true
         }
-        // Re-read before writing: a refresh during the call may have stored rotated tokens,
-        // which the link read at the start no longer has.
-        if var current = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), current.uid == link.uid {
-            current.profileJSON = try JSONCoding.encoder().encode(profile)
-            current.updatedAt = Date()
-            try await storage.updateLink(current)
-        }
+        // The snapshot only: tokens are written by refreshes and sign-ins alone, so a refresh or
+        // a key rotation that ran during this call is never undone by stale tokens.
+        try await storage.updateLinkProfile(
+            providerId: link.providerId, federatedId: link.federatedId, uid: link.uid, profileJSON: try JSONCoding.encoder().encode(profile),
+            at: Date())
         return profile
     }
 

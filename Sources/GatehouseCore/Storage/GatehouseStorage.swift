@@ -33,6 +33,16 @@ public protocol GatehouseStorage: Sendable {
     /// Replaces a link's profile snapshot and tokens.
     func updateLink(_ link: ProviderLinkRecord) async throws
 
+    /// Replaces a link's profile snapshot only (its tokens stay as stored), if `uid` still owns it.
+    func updateLinkProfile(providerId: String, federatedId: String, uid: String, profileJSON: Data, at date: Date) async throws
+
+    /// Up to `limit` links of every account, ordered by provider id then federated id, after
+    /// the link at `after` (from the start when `nil`): a stable cursor for batch jobs.
+    func links(after: LinkCursor?, limit: Int) async throws -> [ProviderLinkRecord]
+    /// Replaces a link's sealed tokens only while they are still `expected` (compare and set:
+    /// a refresh that stored new tokens meanwhile wins); `false` when they had changed.
+    func replaceSealedTokens(providerId: String, federatedId: String, expected: String, with sealed: String) async throws -> Bool
+
     /// Saves a session.
     func insertSession(_ session: SessionRecord) async throws
     /// The session with this hash, if it has not expired.

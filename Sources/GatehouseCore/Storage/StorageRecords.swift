@@ -140,6 +140,20 @@ public struct ServiceKeyRecord: Sendable, Equatable {
     }
 }
 
+/// A position in the list of all links (`GatehouseStorage.links(after:limit:)`).
+public struct LinkCursor: Sendable, Equatable {
+    /// The provider id of the last link seen.
+    public var providerId: String
+    /// The federated id of the last link seen.
+    public var federatedId: String
+
+    /// The position right after this link.
+    public init(providerId: String, federatedId: String) {
+        self.providerId = providerId
+        self.federatedId = federatedId
+    }
+}
+
 /// Storage failures the core reacts to.
 public enum StorageError: Error, Sendable, Equatable {
     /// A uniqueness rule was violated (for example the same identity linked twice).

@@ -42,6 +42,11 @@ public struct TokenVault: Sendable {
         return "v1.\(currentKeyID).\(Base64URL.encode(combined))"
     }
 
+    /// Whether `sealed` is under the current key (nothing for a rotation to do).
+    public func isCurrent(_ sealed: String) -> Bool {
+        sealed.hasPrefix("v1.\(currentKeyID).")
+    }
+
     /// Decrypts a sealed value; throws if the key is unknown, the value was altered or the
     /// context differs.
     public func open(_ sealed: String, context: String) throws -> Data {

@@ -19,6 +19,10 @@ struct ControlRoutes {
         router.post("/_emulator/expire-tokens") { _, _ in
             Response.json(["expired": await state.expireAllTokens() + oidcState.expireAll() + microsoftState.expireAccessTokens()])
         }
+        // Microsoft's access tokens only (its refresh tokens keep working), so a test can force refreshes.
+        router.post("/_emulator/microsoft/expire-tokens") { _, _ in
+            Response.json(["expired": await microsoftState.expireAccessTokens()])
+        }
         router.post("/_emulator/microsoft/revoke-refresh-tokens") { _, _ in
             Response.json(["revoked": await microsoftState.revokeRefreshTokens()])
         }
