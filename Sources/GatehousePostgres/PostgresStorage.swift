@@ -2,6 +2,7 @@ import Foundation
 import GatehouseCore
 import Logging
 import PostgresNIO
+import _ConnectionPoolModule
 
 /// The store for several gateway instances: PostgreSQL through postgres-nio's pooled client.
 ///
@@ -15,19 +16,26 @@ public final class PostgresStorage: GatehouseStorage {
     private let logger: Logger
     /// `host:port/database`, for error messages (never the password).
     private let location: String
+    /// How long one statement or transaction may wait (for a connection included) before the
+    /// caller gets `StorageError.unavailable`: without it, requests would queue for as long as
+    /// the pool keeps trying to reach a stopped server.
+    private let operationTimeout: Duration
 
     /// Connects lazily with `configuration` (see `DatabaseURL`); the pool runs until `shutdown()`.
-    public init(configuration: PostgresClient.Configuration, logger: Logger) {
+    public init(configuration: PostgresClient.Configuration, operationTimeout: Duration = .seconds(5), logger: Logger) {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.logger = logger
+        self.operationTimeout = operationTimeout
         location = "\(configuration.host ?? configuration.unixSocketPath ?? "?"):\(configuration.port ?? 5432)/\(configuration.database ?? "")"
         runner = Task { await client.run() }
     }
 
     /// Connects with a `postgres://` URL.
-    public convenience init(url: String, maximumConnections: Int = 20, logger: Logger) throws {
-        self.init(configuration: try DatabaseURL.configuration(url, maximumConnections: maximumConnections), logger: logger)
+    public convenience init(url: String, maximumConnections: Int = 20, operationTimeout: Duration = .seconds(5), logger: Logger) throws {
+        self.init(
+            configuration: try DatabaseURL.configuration(url, maximumConnections: maximumConnections), operationTimeout: operationTimeout,
+            logger: logger)
     }
 
     /// Closes the pool's connections.
@@ -53,7 +61,7 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// Runs a trivial query.
     public func ping() async throws {
-        try await client.query("SELECT 1", logger: logger)
+        try await query("SELECT 1", logger: logger)
     }
 
     /// Saves a started sign-in.
@@ -69,7 +77,7 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// Deletes and returns the transaction with this state and binding (one winner across instances).
     public func takeTransaction(stateHash: String, bindingHash: String) async throws -> SignInTransaction? {
-        let rows = try await client.query(
+        let rows = try await query(
             """
             DELETE FROM signin_transactions WHERE state_hash = \(stateHash) AND binding_hash = \(bindingHash)
             RETURNING state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode, redirect_uri, provider_context,
@@ -92,7 +100,7 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// Deletes and returns the result if it has not expired.
     public func takeResult(idHash: String, now: Date) async throws -> Data? {
-        let rows = try await client.query("DELETE FROM signin_results WHERE id_hash = \(idHash) RETURNING payload, expires_at", logger: logger)
+        let rows = try await query("DELETE FROM signin_results WHERE id_hash = \(idHash) RETURNING payload, expires_at", logger: logger)
         for try await (payload, expiresAt) in rows.decode((Data, Date).self) {
             return expiresAt > now ? payload : nil
         }
@@ -101,7 +109,7 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// The account with this uid.
     public func account(uid: String) async throws -> AccountRecord? {
-        let rows = try await client.query(
+        let rows = try await query(
             "SELECT uid, created_at, last_sign_in_at, disabled FROM accounts WHERE uid = \(uid)", logger: logger)
         for try await (uid, created, lastSignIn, disabled) in rows.decode((String, Date, Date, Bool).self) {
             return AccountRecord(uid: uid, createdAt: created, lastSignInAt: lastSignIn, disabled: disabled)
@@ -192,7 +200,7 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// The session with this hash, if it has not expired.
     public func session(idHash: String, now: Date) async throws -> SessionRecord? {
-        let rows = try await client.query(
+        let rows = try await query(
             "SELECT id_hash, uid, created_at, expires_at FROM sessions WHERE id_hash = \(idHash) AND expires_at > \(now)", logger: logger)
         for try await (id, uid, created, expires) in rows.decode((String, String, Date, Date).self) {
             return SessionRecord(idHash: id, uid: uid, createdAt: created, expiresAt: expires)
@@ -212,7 +220,7 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// Accounts by the email of any linked profile snapshot (lower-cased both sides).
     public func uids(email: String, limit: Int) async throws -> [String] {
-        let rows = try await client.query(
+        let rows = try await query(
             """
             SELECT uid FROM provider_links
             WHERE lower(convert_from(profile_json, 'UTF8')::jsonb ->> 'email') = lower(\(email))
@@ -265,7 +273,13 @@ public final class PostgresStorage: GatehouseStorage {
     /// block in PostgreSQL; if this instance dies, its connection closes and the lock is freed.
     public func withLock<T: Sendable>(_ name: String, _ body: @Sendable () async throws -> T) async throws -> T {
         let logger = self.logger
-        return try await client.withConnection { connection in
+        return try await retrying {
+            try await lockedConnection(name, logger: logger, body)
+        }
+    }
+
+    private func lockedConnection<T: Sendable>(_ name: String, logger: Logger, _ body: @Sendable () async throws -> T) async throws -> T {
+        try await client.withConnection { connection in
             try await connection.query("SELECT pg_advisory_lock(hashtextextended(\(name), 0))", logger: logger)
             let result: Result<T, any Error>
             do {
@@ -290,9 +304,9 @@ public final class PostgresStorage: GatehouseStorage {
         """
     }
 
-    private func links(_ query: PostgresQuery) async throws -> [ProviderLinkRecord] {
+    private func links(_ statement: PostgresQuery) async throws -> [ProviderLinkRecord] {
         var links: [ProviderLinkRecord] = []
-        for try await (uid, provider, federated, profile, tokens, linked, updated) in try await client.query(query, logger: logger).decode(
+        for try await (uid, provider, federated, profile, tokens, linked, updated) in try await query(statement, logger: logger).decode(
             (String, String, String, Data, String, Date, Date).self)
         {
             links.append(
@@ -303,9 +317,9 @@ public final class PostgresStorage: GatehouseStorage {
         return links
     }
 
-    private func serviceKeys(_ query: PostgresQuery) async throws -> [ServiceKeyRecord] {
+    private func serviceKeys(_ statement: PostgresQuery) async throws -> [ServiceKeyRecord] {
         var keys: [ServiceKeyRecord] = []
-        for try await (id, name, hash, scopes, created, revoked) in try await client.query(query, logger: logger).decode(
+        for try await (id, name, hash, scopes, created, revoked) in try await query(statement, logger: logger).decode(
             (String, String, String, String, Date, Date?).self)
         {
             keys.append(
@@ -316,35 +330,60 @@ public final class PostgresStorage: GatehouseStorage {
         return keys
     }
 
-    /// One statement; a unique violation is `StorageError.conflict`.
-    private func execute(_ query: PostgresQuery) async throws {
-        try await retrying { try await client.query(query, logger: logger) }
+    /// One statement through the pool, with `retrying`'s error handling.
+    private func query(_ statement: PostgresQuery, logger: Logger) async throws -> PostgresRowSequence {
+        let client = self.client
+        return try await retrying { try await withinTimeout { try await client.query(statement, logger: logger) } }
+    }
+
+    /// One statement whose rows are not needed.
+    private func execute(_ statement: PostgresQuery) async throws {
+        try await query(statement, logger: logger)
     }
 
     /// Whether an `UPDATE … RETURNING` touched a row.
-    private func changed(_ query: PostgresQuery) async throws -> Bool {
-        try await retrying {
-            for try await _ in try await client.query(query, logger: logger) { return true }
-            return false
-        }
+    private func changed(_ statement: PostgresQuery) async throws -> Bool {
+        for try await _ in try await query(statement, logger: logger) { return true }
+        return false
     }
 
     /// A transaction, retried whole on a serialization failure or deadlock.
     private func transaction(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> Void) async throws {
         let logger = self.logger
+        let client = self.client
         try await retrying {
-            try await client.withTransaction(logger: logger) { connection in try await body(connection, logger) }
+            try await withinTimeout {
+                try await client.withTransaction(logger: logger) { connection in try await body(connection, logger) }
+            }
         }
     }
 
-    /// Runs `operation`, retrying 40001/40P01 up to four times with a short growing pause, and
-    /// turning a unique violation into `StorageError.conflict`.
+    /// `operation`, or `StorageError.unavailable` once `operationTimeout` has passed (the
+    /// operation is cancelled; a statement cut short is rolled back by the server).
+    private func withinTimeout<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        let timeout = operationTimeout
+        return try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await operation() }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw StorageError.unavailable
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw StorageError.unavailable }
+            return first
+        }
+    }
+
+    /// Runs `operation`, retrying 40001/40P01 up to four times with a short growing pause,
+    /// turning a unique violation into `StorageError.conflict` and a database that cannot be
+    /// reached into `StorageError.unavailable` (the API's `503`, not a `500`).
     private func retrying<T>(_ operation: () async throws -> T) async throws -> T {
         var attempt = 0
         while true {
             do {
                 return try await operation()
             } catch {
+                if Self.isUnreachable(error) { throw StorageError.unavailable }
                 switch Self.sqlState(of: error) {
                 case PostgresError.Code.uniqueViolation.raw:
                     throw StorageError.conflict
@@ -360,6 +399,18 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// Serialization failure and deadlock: the transaction lost a race and may simply run again.
     private static let retryableStates: Set<String> = [PostgresError.Code.serializationFailure.raw, PostgresError.Code.deadlockDetected.raw]
+
+    /// The pool cannot connect, the connection broke, or the server is shutting down
+    /// (SQLSTATE classes 08 and 57).
+    static func isUnreachable(_ error: any Error) -> Bool {
+        if error is ConnectionPoolError { return true }
+        if let error = error as? PostgresTransactionError {
+            return [error.beginError, error.closureError, error.commitError].compactMap { $0 }.contains(where: isUnreachable)
+        }
+        if let state = sqlState(of: error) { return state.hasPrefix("08") || state.hasPrefix("57") }
+        guard let error = error as? PSQLError else { return false }
+        return [.connectionError, .serverClosedConnection, .uncleanShutdown, .clientClosedConnection, .poolClosed].contains(error.code)
+    }
 
     /// The SQLSTATE of a server error, also when it is wrapped in a transaction error.
     static func sqlState(of error: any Error) -> String? {

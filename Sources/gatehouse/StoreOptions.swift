@@ -28,7 +28,14 @@ struct StoreOptions: ParsableArguments {
                 guard let size = Int(text), size > 0 else { throw ValidationError("GATEHOUSE_DATABASE_POOL_SIZE must be a positive number") }
                 return size
             }
-            let storage = try PostgresStorage(url: url, maximumConnections: maximum ?? 20, logger: logger)
+            let timeout = try environment["GATEHOUSE_DATABASE_TIMEOUT"].map { text in
+                guard let seconds = Double(text), seconds >= 0.1, seconds.isFinite else {
+                    throw ValidationError("GATEHOUSE_DATABASE_TIMEOUT must be seconds (at least 0.1)")
+                }
+                return Duration.milliseconds(Int(seconds * 1000))
+            }
+            let storage = try PostgresStorage(
+                url: url, maximumConnections: maximum ?? 20, operationTimeout: timeout ?? .seconds(5), logger: logger)
             try await storage.migrate()
             return storage
         }

@@ -151,3 +151,53 @@ extension MultiInstanceTests {
         await deployment.stop()
     }
 }
+
+extension MultiInstanceTests {
+    @Test(
+        "PostgreSQL stopped and started during a load loop: requests answer 503 storage-unavailable (within the 1 s database timeout) while it is down, then the same gateway serves again and the session survived"
+    )
+    func databaseRestartUnderLoad() async throws {
+        let cluster = try PostgresCluster()
+        defer { cluster.destroy() }
+        try cluster.start()
+        let deployment = try await TestDeployment(database: cluster.url, databaseTimeout: .seconds(1))
+        var browser = Browser(deployment)
+        _ = try await browser.signIn(login: "octocat")
+        let cookies = browser.jar.header
+        let me = "\(deployment.gatewayURL)/v1/me"
+
+        /// The statuses and codes of `/v1/me` polled every 20 ms, until `until` says stop.
+        actor Observed {
+            var answers: [(status: Int, code: String?)] = []
+            func add(_ status: Int, _ code: String?) { answers.append((status, code)) }
+            var okAfterFailure: Int {
+                guard let firstFailure = answers.firstIndex(where: { $0.status != 200 }) else { return 0 }
+                return answers[firstFailure...].filter { $0.status == 200 }.count
+            }
+        }
+        let observed = Observed()
+        let poller = Task {
+            for _ in 0..<1500 {
+                if Task.isCancelled { return }
+                let response = try await deployment.client.execute(OutboundRequest(url: me, headers: cookies))
+                await observed.add(response.status, response.status == 200 ? nil : try jsonObject(response)["code"] as? String)
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        for _ in 0..<200 where await observed.answers.count < 10 { try await Task.sleep(for: .milliseconds(20)) }
+        try cluster.stop()
+        for _ in 0..<1000 where await observed.answers.filter({ $0.status != 200 }).count < 3 { try await Task.sleep(for: .milliseconds(20)) }
+        try cluster.start()
+        for _ in 0..<500 where await observed.okAfterFailure < 10 { try await Task.sleep(for: .milliseconds(20)) }
+        poller.cancel()
+        _ = try? await poller.value
+
+        let answers = await observed.answers
+        let failures = answers.filter { $0.status != 200 }
+        #expect(failures.count >= 3)
+        #expect(failures.allSatisfy { $0.status == 503 && $0.code == "storage-unavailable" })
+        #expect(await observed.okAfterFailure >= 10)
+        #expect(try await deployment.client.execute(OutboundRequest(url: me, headers: cookies)).status == 200)
+        await deployment.stop()
+    }
+}

@@ -43,7 +43,8 @@ final class TestDeployment: Sendable {
         gateway: @Sendable (inout GatewayConfiguration) -> Void = { _ in },
         database: String? = nil,
         instances: Int = 1,
-        vaultKeys: (@Sendable (Int) -> [Data])? = nil
+        vaultKeys: (@Sendable (Int) -> [Data])? = nil,
+        databaseTimeout: Duration = .seconds(5)
     ) async throws {
         let gatewayPorts = try (0..<instances).map { _ in try LoopbackPort.pick() }
         let emulatorPort = try LoopbackPort.pick()
@@ -74,7 +75,7 @@ final class TestDeployment: Sendable {
             // Each instance has its own store object (its own pool), as separate processes would.
             let storage: any GatehouseStorage =
                 if let database {
-                    try PostgresStorage(url: database, maximumConnections: 8, logger: logger)
+                    try PostgresStorage(url: database, maximumConnections: 8, operationTimeout: databaseTimeout, logger: logger)
                 } else {
                     try SQLiteStorage(path: databasePath)
                 }

@@ -115,6 +115,13 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
     public static func notFound() -> Self {
         Self(code: "not-found", status: 404, title: "Not found", detail: "There is no such resource.")
     }
+    /// 503 `storage-unavailable` with `Retry-After`: the database is down or unreachable.
+    public static func storageUnavailable() -> Self {
+        Self(
+            code: "storage-unavailable", status: 503, title: "Storage unavailable",
+            detail: "The gateway cannot reach its database right now; retry shortly.", retryAfter: 1)
+    }
+
     /// 500 `internal`: details stay in the log (by request id), never in the answer.
     public static func internalError() -> Self {
         Self(code: "internal", status: 500, title: "Internal error", detail: "The gateway failed to handle the request; the log has the details.")

@@ -158,4 +158,6 @@ public struct LinkCursor: Sendable, Equatable {
 public enum StorageError: Error, Sendable, Equatable {
     /// A uniqueness rule was violated (for example the same identity linked twice).
     case conflict
+    /// The store cannot be reached right now (a database restart, a network failure).
+    case unavailable
 }

@@ -23,6 +23,9 @@ struct ProblemResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context
             }
         } catch let error as GatehouseError {
             response = error.problemResponse()
+        } catch StorageError.unavailable {
+            logger.warning("storage unavailable", metadata: ["request.id": "\(context.id)"])
+            response = GatehouseError.storageUnavailable().problemResponse()
         } catch let error as any HTTPResponseError {
             response = rewrite(Response(status: error.status), request: request)
         } catch {
