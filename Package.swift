@@ -130,6 +130,7 @@ let package = Package(
             name: "CurlClientTests",
             dependencies: [
                 "CurlClient",
+                "GatehouseTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -141,7 +142,8 @@ let package = Package(
             dependencies: ["GatehouseCore"],
             swiftSettings: swiftSettings
         ),
-        // Helpers shared by the test targets: the PostgreSQL server of the run.
+        // Helpers shared by the test targets: the PostgreSQL server of the run, private
+        // clusters, throwaway certificates, running tools.
         .target(
             name: "GatehouseTestSupport",
             dependencies: [

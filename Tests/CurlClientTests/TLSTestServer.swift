@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseTestSupport
 
 /// A real HTTP/2 server over TLS for the client's tests: `nghttpd` (Debian `nghttp2-server`)
 /// serving a folder, with a throwaway CA and server certificate made by the `openssl` CLI.
@@ -29,26 +30,15 @@ final class TLSTestServer: Sendable {
         let htdocs = folder.appendingPathComponent("htdocs")
         try FileManager.default.createDirectory(at: htdocs, withIntermediateDirectories: true)
         for (name, data) in files { try data.write(to: htdocs.appendingPathComponent(name)) }
-        let path = { (name: String) in folder.appendingPathComponent(name).path }
-        try run(
-            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
-            "-subj", "/CN=Gatehouse Test CA", "-keyout", path("ca.key"), "-out", path("ca.pem"))
-        try run(
-            "openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
-            "-keyout", path("server.key"), "-out", path("server.csr"))
-        try "subjectAltName=IP:127.0.0.1\n".write(toFile: path("san.ext"), atomically: true, encoding: .utf8)
-        try run(
-            "openssl", "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"), "-CAcreateserial",
-            "-days", "1", "-extfile", path("san.ext"), "-out", path("server.pem"))
-
-        let port = try freeLoopbackPort()
+        let certificates = try TestCertificates.make(in: folder.path)
+        let port = try TestTools.freeLoopbackPort()
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try executable("nghttpd"))
-        process.arguments = ["--address=127.0.0.1", "--htdocs=\(htdocs.path)", String(port), path("server.key"), path("server.pem")]
+        process.executableURL = URL(fileURLWithPath: try TestTools.executable("nghttpd"))
+        process.arguments = ["--address=127.0.0.1", "--htdocs=\(htdocs.path)", String(port), certificates.keyPath, certificates.certificatePath]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let server = TLSTestServer(caBundlePath: path("ca.pem"), port: port, process: process, folder: folder)
+        let server = TLSTestServer(caBundlePath: certificates.caPath, port: port, process: process, folder: folder)
         // Bounded wait for the listening socket.
         for _ in 0..<300 {
             if canConnect(port: port) { return server }
@@ -65,44 +55,6 @@ final class TLSTestServer: Sendable {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: folder)
-    }
-
-    /// Finds a tool on PATH or in the sbin folders, where Debian installs nghttpd.
-    private static func executable(_ name: String) throws -> String {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-        let folders = path.split(separator: ":").map(String.init) + ["/usr/sbin", "/usr/local/sbin", "/sbin"]
-        for folder in folders where FileManager.default.isExecutableFile(atPath: "\(folder)/\(name)") {
-            return "\(folder)/\(name)"
-        }
-        throw TLSTestServerError("\(name) is not installed (scripts/install-deps --test installs it)")
-    }
-
-    private static func run(_ arguments: String...) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try executable(arguments[0]))
-        process.arguments = Array(arguments.dropFirst())
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TLSTestServerError("\(arguments.prefix(2).joined(separator: " ")) failed") }
-    }
-
-    /// A port the kernel reports free right now.
-    private static func freeLoopbackPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TLSTestServerError("socket() failed") }
-        defer { close(fd) }
-        var address = loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw TLSTestServerError("bind() failed") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     private static func canConnect(port: Int) -> Bool {

@@ -66,6 +66,44 @@ import Testing
         store.shutdown()
     }
 
+    @Test("TLS: verify-full with the server's CA connects over TLS; another CA, or a host name the certificate does not name, is refused")
+    func tlsConnections() async throws {
+        let cluster = try PostgresCluster(tls: true)
+        defer { cluster.destroy() }
+        try cluster.start()
+        let ca = try #require(cluster.certificates?.caPath)
+        let verified = try PostgresStorage(
+            url: "postgres://gatehouse@localhost:\(cluster.port)/postgres?sslmode=verify-full&sslrootcert=\(ca)", maximumConnections: 1,
+            logger: PostgresTestServer.quietLogger)
+        try await verified.migrate()
+        try await verified.ping()
+        // The session really is encrypted: pg_stat_ssl says so for this very connection.
+        try await PostgresTestServer.execute(
+            "postgres://gatehouse@localhost:\(cluster.port)/postgres?sslmode=require&sslrootcert=\(ca)",
+            "DO $$ BEGIN IF NOT (SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()) THEN RAISE 'not TLS'; END IF; END $$")
+        verified.shutdown()
+
+        let otherFolder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-other-ca-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: otherFolder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: otherFolder) }
+        let otherCA = try TestCertificates.make(in: otherFolder)
+        for url in [
+            "postgres://gatehouse@localhost:\(cluster.port)/postgres?sslmode=verify-full&sslrootcert=\(otherCA.caPath)",
+            // The certificate names only `localhost`: the same server reached by address is a mismatch.
+            "postgres://gatehouse@127.0.0.1:\(cluster.port)/postgres?sslmode=verify-full&sslrootcert=\(ca)",
+        ] {
+            let refused = try PostgresStorage(url: url, maximumConnections: 1, operationTimeout: .seconds(3), logger: PostgresTestServer.quietLogger)
+            await #expect(throws: (any Error).self) { try await refused.ping() }
+            refused.shutdown()
+        }
+        // Control: the address itself is reachable, so the refusal above was the certificate check.
+        let plain = try PostgresStorage(
+            url: "postgres://gatehouse@127.0.0.1:\(cluster.port)/postgres?sslmode=disable", maximumConnections: 1,
+            logger: PostgresTestServer.quietLogger)
+        try await plain.ping()
+        plain.shutdown()
+    }
+
     @Test("database URLs: TLS modes, defaults, percent-encoded credentials; errors never repeat the password")
     func databaseURLs() throws {
         let plain = try DatabaseURL.configuration("postgres://app:p%40ss@db.internal:6543/gatehouse?sslmode=disable")

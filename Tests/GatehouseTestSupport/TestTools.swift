@@ -1,0 +1,134 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Running the command-line tools the tests use (openssl, PostgreSQL's, nghttpd) and picking ports.
+public enum TestTools {
+    /// A tool on PATH or in the sbin folders (Debian installs nghttpd and runuser there).
+    public static func executable(_ name: String) throws -> String {
+        if name.hasPrefix("/") { return name }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        let folders = path.split(separator: ":").map(String.init) + ["/usr/sbin", "/usr/local/sbin", "/sbin"]
+        for folder in folders where FileManager.default.isExecutableFile(atPath: "\(folder)/\(name)") {
+            return "\(folder)/\(name)"
+        }
+        throw TestToolError("\(name) is not installed (scripts/install-deps --test installs it)")
+    }
+
+    /// Runs a tool to completion with posix_spawn + waitpid on that one pid, output discarded.
+    ///
+    /// Not Foundation's `Process`: with a tool that leaves a daemon behind (`pg_ctl start`),
+    /// its exit monitoring was seen never to return. The child gets an empty signal mask and
+    /// default handlers: the test runner's threads block some signals, and a server started
+    /// from here must still stop on its signals.
+    public static func run(_ tool: String, _ arguments: [String]) throws {
+        let executable = try executable(tool)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGQUIT, SIGCHLD, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        guard spawned == 0 else { throw TestToolError("could not start \(executable) (errno \(spawned))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        // WIFEXITED and WEXITSTATUS by hand (the C macros are not imported).
+        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+            throw TestToolError("\(tool) \(arguments.first ?? "") failed (wait status \(status))")
+        }
+    }
+
+    /// A port the kernel just handed out on 127.0.0.1 (for servers that bind it at once).
+    public static func freeLoopbackPort() throws -> Int {
+        guard let port = bindable(0) else { throw TestToolError("no free loopback port") }
+        return port
+    }
+
+    /// A free port below the kernel's ephemeral range (32768–60999 by default), for servers
+    /// that bind it only later or bind it again after a restart: the other tests' servers,
+    /// which take kernel-chosen ports, can never grab it in between.
+    public static func freeStablePort() throws -> Int {
+        for _ in 0..<100 {
+            if let port = bindable(Int.random(in: 20_000..<30_000)) { return port }
+        }
+        throw TestToolError("no free loopback port between 20000 and 30000")
+    }
+
+    /// Binds and releases `port` (0: any) on 127.0.0.1; the port, or `nil` when it is taken.
+    private static func bindable(_ port: Int) -> Int? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
+    }
+}
+
+/// A throwaway CA and a server certificate signed by it, made with the `openssl` CLI.
+public struct TestCertificates: Sendable {
+    /// The CA's PEM file (what clients trust).
+    public let caPath: String
+    /// The server certificate's PEM file.
+    public let certificatePath: String
+    /// The server's private key (PEM, unencrypted).
+    public let keyPath: String
+
+    /// Writes the files into `folder`; `subjectAltName` is what the certificate names
+    /// (`IP:127.0.0.1`, `DNS:localhost,IP:127.0.0.1`).
+    public static func make(in folder: String, subjectAltName: String = "IP:127.0.0.1") throws -> TestCertificates {
+        let path = { (name: String) in (folder as NSString).appendingPathComponent(name) }
+        try TestTools.run(
+            "openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj",
+                "/CN=Gatehouse Test CA", "-keyout", path("ca.key"), "-out", path("ca.pem"),
+            ])
+        try TestTools.run(
+            "openssl",
+            [
+                "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout",
+                path("server.key"), "-out", path("server.csr"),
+            ])
+        try "subjectAltName=\(subjectAltName)\n".write(toFile: path("san.ext"), atomically: true, encoding: .utf8)
+        try TestTools.run(
+            "openssl",
+            [
+                "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"), "-CAcreateserial", "-days", "1",
+                "-extfile", path("san.ext"), "-out", path("server.pem"),
+            ])
+        return TestCertificates(caPath: path("ca.pem"), certificatePath: path("server.pem"), keyPath: path("server.key"))
+    }
+}
+
+/// A test tool failed or is missing.
+public struct TestToolError: Error, CustomStringConvertible {
+    /// What happened.
+    public let description: String
+
+    /// An error with this description.
+    public init(_ description: String) { self.description = description }
+}
