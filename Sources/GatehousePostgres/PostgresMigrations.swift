@@ -120,6 +120,7 @@ public struct PostgresStorageError: Error, CustomStringConvertible, Sendable {
     /// What went wrong, for people.
     public let description: String
 
+    /// An error saying `description`.
     init(_ description: String) {
         self.description = description
     }

@@ -75,6 +75,7 @@ struct KeysCommand: AsyncParsableCommand {
 
     /// `keys rotate-encryption`: re-encrypts stored provider tokens under the current key.
     struct RotateEncryption: AsyncParsableCommand {
+        /// The command's name and help.
         static let configuration = CommandConfiguration(
             commandName: "rotate-encryption",
             abstract: "Re-encrypt every stored provider token under GATEHOUSE_ENCRYPTION_KEY (previous keys in GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS).",
@@ -84,11 +85,14 @@ struct KeysCommand: AsyncParsableCommand {
                 once it reports nothing left unreadable.
                 """)
 
+        /// Links read per page.
         @Option(help: "Links per batch.")
         var batchSize = 200
 
+        /// Which store.
         @OptionGroup var store: StoreOptions
 
+        /// Runs the rotation and prints its report; unreadable links fail the command.
         func run() async throws {
             let environment = ProcessInfo.processInfo.environment
             let vault = try VaultSettings.vault(environment: environment)

@@ -8,9 +8,11 @@ import Logging
 /// Where the store is, shared by every command: PostgreSQL when a database URL is given
 /// (`--database-url` or `GATEHOUSE_DATABASE_URL`), otherwise SQLite in the data folder.
 struct StoreOptions: ParsableArguments {
+    /// `--data-dir`: the SQLite folder.
     @Option(help: "The folder holding the SQLite database (GATEHOUSE_DATA_DIR; default gatehouse-data).")
     var dataDir: String?
 
+    /// `--database-url`: PostgreSQL instead.
     @Option(help: "A postgres:// URL; PostgreSQL instead of SQLite (GATEHOUSE_DATABASE_URL).")
     var databaseURL: String?
 
@@ -47,10 +49,13 @@ struct StoreOptions: ParsableArguments {
 
 /// `gatehouse migrate`: applies the schema migrations and exits (they also run at start).
 struct MigrateCommand: AsyncParsableCommand {
+    /// The command's name and help.
     static let configuration = CommandConfiguration(commandName: "migrate", abstract: "Create or upgrade the store's schema, then exit.")
 
+    /// Which store.
     @OptionGroup var store: StoreOptions
 
+    /// Opens the store, which migrates it.
     func run() async throws {
         let logger = Logger(label: "gatehouse") { _ in SwiftLogNoOpLogHandler() }
         _ = try await store.open(environment: ProcessInfo.processInfo.environment, logger: logger)

@@ -35,6 +35,7 @@ public enum PostgresTestServer {
 public struct PostgresStorageTestError: Error, CustomStringConvertible {
     /// What is missing.
     public let description: String
+    /// An error saying `description`.
     init(_ description: String) { self.description = description }
 }
 

@@ -11,10 +11,14 @@ public struct ProfileService: Sendable {
     let refresher = TokenRefresher()
     let profileCache: ExpiringCache<ProviderProfile>
     let photoCache: ExpiringCache<Photo>
+    /// One circuit breaker per provider.
     let circuits: ProviderCircuits
+    /// Which providers' photos `/photo` prefers when the caller names none.
     let photoProviderOrder: [String]
+    /// Refresh counters (the caches and breakers record their own).
     let metrics: GatehouseMetrics
 
+    /// Built by `Gatehouse` from the deployment's settings.
     init(
         storage: any GatehouseStorage, providers: ProviderRegistry, accounts: AccountService, configuration: GatewayConfiguration,
         metrics: GatehouseMetrics

@@ -46,6 +46,7 @@ actor CircuitBreaker {
     private var openedAt = Date.distantPast
     private var probing = false
 
+    /// A closed breaker for `providerId`.
     init(providerId: String, settings: CircuitBreakerSettings, metrics: GatehouseMetrics) {
         self.providerId = providerId
         self.settings = settings
@@ -105,6 +106,7 @@ actor CircuitBreaker {
 struct ProviderCircuits: Sendable {
     private let breakers: [String: CircuitBreaker]
 
+    /// A closed breaker for each provider.
     init(providerIds: [String], settings: CircuitBreakerSettings, metrics: GatehouseMetrics) {
         breakers = Dictionary(
             uniqueKeysWithValues: providerIds.map { ($0, CircuitBreaker(providerId: $0, settings: settings, metrics: metrics)) })

@@ -12,6 +12,7 @@ public struct UpstreamHTTP: Sendable {
     public let providerId: String
     /// The total time one call may take, unless the request sets its own.
     public let timeout: Duration
+    /// Where each call's outcome is counted.
     let metrics: GatehouseMetrics
 
     /// Wraps `client` for `providerId`.
@@ -38,6 +39,7 @@ public struct UpstreamHTTP: Sendable {
         return response
     }
 
+    /// The metric label of an HTTP status.
     static func outcome(status: Int) -> String {
         switch status {
         case 200..<400: "ok"

@@ -5,7 +5,9 @@ import Foundation
 /// old ones as previous keys, so tokens are readable throughout; once a run reports nothing
 /// left under an old key, that key can be removed from the configuration.
 public struct EncryptionRotation: Sendable {
+    /// The store whose links are re-encrypted.
     let storage: any GatehouseStorage
+    /// The current key first, the previous ones after it.
     let vault: TokenVault
 
     /// A rotation over `storage` with `vault` (the current key first).
