@@ -1,5 +1,6 @@
 import CurlClient
 import Foundation
+import GatehouseTestSupport
 import Glibc
 import Testing
 
@@ -105,17 +106,8 @@ struct CurlHTTPClientTests {
     func connectFailure() async throws {
         // A port bound but not listening: connections are refused, and no other test can take
         // the port meanwhile (a stopped server's port could be reused by a parallel test).
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (socket, port) = try #require(TestTools.bindLoopback(0))
         defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
-        }
-        try #require(bound)
-        let port = Int(UInt16(bigEndian: address.sin_port))
         let client = CurlHTTPClient(configuration: .init(connectTimeout: .milliseconds(500)))
         defer { client.shutdown() }
         let error = await #expect(throws: OutboundError.self) {

@@ -29,11 +29,17 @@ import Testing
         #expect(refusal?.retryAfter == 20)
     }
 
-    @Test("after the open period exactly one probe goes through; its success closes, its failure reopens for a full period")
-    func halfOpenProbe() async throws {
+    /// A breaker that one failure at `start` has opened.
+    func openedAtStart() async throws -> CircuitBreaker {
         let breaker = breaker(threshold: 1)
         _ = try await breaker.admit(now: start)
         await breaker.record(.failed, probe: false, now: start)
+        return breaker
+    }
+
+    @Test("after the open period exactly one probe goes through; its success closes, its failure reopens for a full period")
+    func halfOpenProbe() async throws {
+        let breaker = try await openedAtStart()
         let later = start.addingTimeInterval(31)
         #expect(try await breaker.admit(now: later) == true)
         #expect(await breaker.state == .halfOpen)
@@ -49,9 +55,7 @@ import Testing
 
     @Test("an abandoned probe lets the next caller probe at once; a threshold of 0 never opens")
     func abandonedProbeAndDisabled() async throws {
-        let breaker = breaker(threshold: 1)
-        _ = try await breaker.admit(now: start)
-        await breaker.record(.failed, probe: false, now: start)
+        let breaker = try await openedAtStart()
         let later = start.addingTimeInterval(31)
         #expect(try await breaker.admit(now: later) == true)
         await breaker.record(.unknown, probe: true, now: later)

@@ -57,7 +57,8 @@ public enum TestTools {
 
     /// A port the kernel just handed out on 127.0.0.1 (for servers that bind it at once).
     public static func freeLoopbackPort() throws -> Int {
-        guard let port = bindable(0) else { throw TestToolError("no free loopback port") }
+        guard let (fd, port) = bindLoopback(0) else { throw TestToolError("no free loopback port") }
+        close(fd)
         return port
     }
 
@@ -66,16 +67,20 @@ public enum TestTools {
     /// which take kernel-chosen ports, can never grab it in between.
     public static func freeStablePort() throws -> Int {
         for _ in 0..<100 {
-            if let port = bindable(Int.random(in: 20_000..<30_000)) { return port }
+            if let (fd, port) = bindLoopback(Int.random(in: 20_000..<30_000)) {
+                close(fd)
+                return port
+            }
         }
         throw TestToolError("no free loopback port between 20000 and 30000")
     }
 
-    /// Binds and releases `port` (0: any) on 127.0.0.1; the port, or `nil` when it is taken.
-    private static func bindable(_ port: Int) -> Int? {
+    /// A socket bound to `port` (0: any) on 127.0.0.1 but not listening, and its port; `nil`
+    /// when the port is taken. Held open, it reserves a port that refuses connections; the
+    /// caller closes it.
+    public static func bindLoopback(_ port: Int) -> (fd: Int32, port: Int)? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -84,7 +89,11 @@ public enum TestTools {
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
         }
-        return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
+        guard bound else {
+            close(fd)
+            return nil
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 }
 
