@@ -12,8 +12,12 @@ public struct Gatehouse: Sendable {
     public let providers: ProviderRegistry
     /// The redirect sign-in flow.
     public let signIn: SignInService
-    /// Sessions.
+    /// Sessions (cookie or bearer ID token).
     public let sessions: SessionService
+    /// Accounts: linking, pending credentials, unlink, delete.
+    public let accounts: AccountService
+    /// The gateway's own tokens.
+    public let tokens: GatewayTokenService
     /// Profiles and photos.
     public let profiles: ProfileService
     /// Internal services' credentials.
@@ -50,11 +54,18 @@ public struct Gatehouse: Sendable {
         }
         let registry = ProviderRegistry(providers)
         self.providers = registry
-        let accounts = AccountService(storage: storage, vault: vault, photoBaseURL: "\(configuration.publicURL)/v1/me/photo")
+        let accounts = AccountService(
+            storage: storage, vault: vault, photoBaseURL: "\(configuration.publicURL)/v1/me/photo",
+            oneAccountPerEmail: configuration.oneAccountPerEmail, pendingLifetime: configuration.pendingCredentialLifetime)
+        self.accounts = accounts
+        let tokens = GatewayTokenService(
+            configuration: configuration, storage: storage, accounts: accounts,
+            keys: SigningKeyRing(storage: storage, vault: vault, tokenLifetime: configuration.idTokenLifetime, logger: logger))
+        self.tokens = tokens
         self.signIn = SignInService(
-            configuration: configuration, providers: registry, storage: storage, accounts: accounts,
+            configuration: configuration, providers: registry, storage: storage, accounts: accounts, tokens: tokens,
             returnToPolicy: ReturnToPolicy(allowList: configuration.returnToAllowList))
-        self.sessions = SessionService(storage: storage)
+        self.sessions = SessionService(storage: storage, tokens: tokens, recentLoginWindow: configuration.recentLoginWindow)
         self.profiles = ProfileService(
             storage: storage, providers: registry, accounts: accounts, configuration: configuration, metrics: metrics)
         self.serviceKeys = ServiceKeyService(storage: storage)

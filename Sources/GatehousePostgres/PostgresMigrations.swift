@@ -85,7 +85,56 @@ enum PostgresMigrations {
                   revoked_at timestamptz
                 )
                 """,
-            ])
+            ]),
+        // Accounts like Firebase's: verified emails for "one account per email", sessions that
+        // double as refresh-token families, pending credentials, the gateway's signing keys,
+        // and the account a link or re-authentication flow belongs to.
+        Migration(
+            version: "v2-accounts-and-gateway-tokens",
+            statements: [
+                "ALTER TABLE provider_links ADD COLUMN verified_email text",
+                """
+                UPDATE provider_links SET verified_email = lower(normalize(btrim(convert_from(profile_json, 'UTF8')::jsonb ->> 'email'), NFC))
+                WHERE (convert_from(profile_json, 'UTF8')::jsonb ->> 'emailVerified')::boolean
+                  AND (convert_from(profile_json, 'UTF8')::jsonb ->> 'email') LIKE '%_@_%'
+                """,
+                "CREATE INDEX provider_links_verified_email ON provider_links(verified_email)",
+                "ALTER TABLE signin_transactions ADD COLUMN uid text",
+                "ALTER TABLE sessions ADD COLUMN family_id text",
+                "ALTER TABLE sessions ADD COLUMN sign_in_provider text NOT NULL DEFAULT ''",
+                "UPDATE sessions SET family_id = id_hash",
+                "ALTER TABLE sessions ALTER COLUMN family_id SET NOT NULL",
+                "ALTER TABLE sessions ADD CONSTRAINT sessions_family_id UNIQUE (family_id)",
+                """
+                CREATE TABLE refresh_tokens (
+                  token_hash text PRIMARY KEY,
+                  family_id text NOT NULL REFERENCES sessions(family_id) ON DELETE CASCADE,
+                  created_at timestamptz NOT NULL,
+                  used_at timestamptz
+                )
+                """,
+                "CREATE INDEX refresh_tokens_family_id ON refresh_tokens(family_id)",
+                """
+                CREATE TABLE pending_credentials (
+                  token_hash text PRIMARY KEY,
+                  target_uid text NOT NULL REFERENCES accounts(uid) ON DELETE CASCADE,
+                  provider_id text NOT NULL,
+                  federated_id text NOT NULL,
+                  profile_json bytea NOT NULL,
+                  sealed_tokens text NOT NULL,
+                  verified_email text,
+                  expires_at timestamptz NOT NULL
+                )
+                """,
+                "CREATE INDEX pending_credentials_expires_at ON pending_credentials(expires_at)",
+                """
+                CREATE TABLE signing_keys (
+                  kid text PRIMARY KEY,
+                  sealed_private_key text NOT NULL,
+                  created_at timestamptz NOT NULL
+                )
+                """,
+            ]),
     ]
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.

@@ -69,9 +69,9 @@ public final class PostgresStorage: GatehouseStorage {
         try await execute(
             """
             INSERT INTO signin_transactions (state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode, redirect_uri,
-              provider_context, created_at, expires_at)
+              provider_context, uid, created_at, expires_at)
             VALUES (\(t.stateHash), \(t.bindingHash), \(t.providerId), \(t.codeVerifier), \(t.nonce), \(t.returnTo), \(t.mode),
-              \(t.redirectURI), \(t.providerContext), \(t.createdAt), \(t.expiresAt))
+              \(t.redirectURI), \(t.providerContext), \(t.uid), \(t.createdAt), \(t.expiresAt))
             """)
     }
 
@@ -81,14 +81,14 @@ public final class PostgresStorage: GatehouseStorage {
             """
             DELETE FROM signin_transactions WHERE state_hash = \(stateHash) AND binding_hash = \(bindingHash)
             RETURNING state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode, redirect_uri, provider_context,
-              created_at, expires_at
+              uid, created_at, expires_at
             """, logger: logger)
-        for try await (state, binding, provider, verifier, nonce, returnTo, mode, redirect, context, created, expires) in rows.decode(
-            (String, String, String, String, String, String, String, String, String, Date, Date).self)
+        for try await (state, binding, provider, verifier, nonce, returnTo, mode, redirect, context, uid, created, expires) in rows.decode(
+            (String, String, String, String, String, String, String, String, String, String?, Date, Date).self)
         {
             return SignInTransaction(
                 stateHash: state, bindingHash: binding, providerId: provider, codeVerifier: verifier, nonce: nonce, returnTo: returnTo,
-                mode: mode, redirectURI: redirect, providerContext: context, createdAt: created, expiresAt: expires)
+                mode: mode, redirectURI: redirect, providerContext: context, uid: uid, createdAt: created, expiresAt: expires)
         }
         return nil
     }
@@ -137,13 +137,51 @@ public final class PostgresStorage: GatehouseStorage {
                 INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled)
                 VALUES (\(account.uid), \(account.createdAt), \(account.lastSignInAt), \(account.disabled))
                 """, logger: logger)
-            try await connection.query(
-                """
-                INSERT INTO provider_links (uid, provider_id, federated_id, profile_json, sealed_tokens, linked_at, updated_at)
-                VALUES (\(link.uid), \(link.providerId), \(link.federatedId), \(link.profileJSON), \(link.sealedTokens), \(link.linkedAt),
-                  \(link.updatedAt))
-                """, logger: logger)
+            try await connection.query(try Self.insertQuery(link), logger: logger)
         }
+    }
+
+    /// Adds a link; a taken identity or provider slot is `StorageError.conflict`.
+    public func addLink(_ link: ProviderLinkRecord) async throws {
+        try await execute(try Self.insertQuery(link))
+    }
+
+    /// Removes a link unless it is the account's last: the account row is locked first, so
+    /// two concurrent unlinks of one account run one after the other.
+    public func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome {
+        try await transaction { connection, logger in
+            try await connection.query("SELECT uid FROM accounts WHERE uid = \(uid) FOR UPDATE", logger: logger)
+            let links = try await Self.links(
+                "SELECT \(unescaped: Self.linkColumns) FROM provider_links WHERE uid = \(uid)", on: connection, logger: logger)
+            guard let link = links.first(where: { $0.providerId == providerId }) else { return .notLinked }
+            guard links.count > 1 else { return .lastLink }
+            try await connection.query("DELETE FROM provider_links WHERE uid = \(uid) AND provider_id = \(providerId)", logger: logger)
+            return .deleted(link)
+        }
+    }
+
+    /// Deletes the account; links, sessions, refresh tokens and pending credentials cascade.
+    public func deleteAccount(uid: String) async throws -> [ProviderLinkRecord]? {
+        try await transaction { connection, logger in
+            let links = try await Self.links(
+                "SELECT \(unescaped: Self.linkColumns) FROM provider_links WHERE uid = \(uid) ORDER BY linked_at", on: connection, logger: logger)
+            for try await _ in try await connection.query("DELETE FROM accounts WHERE uid = \(uid) RETURNING uid", logger: logger) {
+                return links
+            }
+            return nil
+        }
+    }
+
+    /// Accounts holding a link with this normalized verified email.
+    public func uids(verifiedEmail: String, limit: Int) async throws -> [String] {
+        let rows = try await query(
+            """
+            SELECT uid FROM provider_links WHERE verified_email = \(verifiedEmail)
+            GROUP BY uid ORDER BY min(linked_at), uid LIMIT \(limit)
+            """, logger: logger)
+        var uids: [String] = []
+        for try await uid in rows.decode(String.self) { uids.append(uid) }
+        return uids
     }
 
     /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
@@ -159,11 +197,13 @@ public final class PostgresStorage: GatehouseStorage {
         try await execute(try Self.updateQuery(link))
     }
 
-    /// Replaces a link's profile snapshot only.
-    public func updateLinkProfile(providerId: String, federatedId: String, uid: String, profileJSON: Data, at date: Date) async throws {
+    /// Replaces a link's profile snapshot and verified email only.
+    public func updateLinkProfile(
+        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
+    ) async throws {
         try await execute(
             """
-            UPDATE provider_links SET profile_json = \(profileJSON), updated_at = \(date)
+            UPDATE provider_links SET profile_json = \(profileJSON), verified_email = \(verifiedEmail), updated_at = \(date)
             WHERE provider_id = \(providerId) AND federated_id = \(federatedId) AND uid = \(uid)
             """)
     }
@@ -193,19 +233,108 @@ public final class PostgresStorage: GatehouseStorage {
     public func insertSession(_ session: SessionRecord) async throws {
         try await execute(
             """
-            INSERT INTO sessions (id_hash, uid, created_at, expires_at)
-            VALUES (\(session.idHash), \(session.uid), \(session.createdAt), \(session.expiresAt))
+            INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider)
+            VALUES (\(session.idHash), \(session.uid), \(session.createdAt), \(session.expiresAt), \(session.familyId),
+              \(session.signInProvider))
             """)
     }
 
     /// The session with this hash, if it has not expired.
     public func session(idHash: String, now: Date) async throws -> SessionRecord? {
+        try await Self.firstSession(
+            try await query(
+                "SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE id_hash = \(idHash) AND expires_at > \(now)", logger: logger))
+    }
+
+    /// The session of a refresh-token family, if it has not expired.
+    public func session(familyId: String, now: Date) async throws -> SessionRecord? {
+        try await Self.firstSession(
+            try await query(
+                "SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE family_id = \(familyId) AND expires_at > \(now)", logger: logger))
+    }
+
+    /// Ends a family's session; its refresh tokens cascade.
+    public func deleteSession(familyId: String) async throws {
+        try await execute("DELETE FROM sessions WHERE family_id = \(familyId)")
+    }
+
+    /// Stores a refresh token's hash in its family.
+    public func insertRefreshToken(tokenHash: String, familyId: String, at date: Date) async throws {
+        try await execute("INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (\(tokenHash), \(familyId), \(date))")
+    }
+
+    /// Spends a refresh token, or revokes its family when it was spent already. The token
+    /// row is locked, so two instances presenting the same token cannot both rotate it.
+    public func rotateRefreshToken(tokenHash: String, successorHash: String, now: Date) async throws -> RefreshRotation {
+        try await transaction { connection, logger in
+            var found: (String, Date?)?
+            for try await row in try await connection.query(
+                "SELECT family_id, used_at FROM refresh_tokens WHERE token_hash = \(tokenHash) FOR UPDATE", logger: logger
+            ).decode((String, Date?).self) {
+                found = row
+            }
+            guard let (familyId, usedAt) = found else { return .unknown }
+            if usedAt != nil {
+                try await connection.query("DELETE FROM sessions WHERE family_id = \(familyId)", logger: logger)
+                return .reused
+            }
+            guard
+                let session = try await Self.firstSession(
+                    try await connection.query(
+                        "SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE family_id = \(familyId) AND expires_at > \(now)",
+                        logger: logger))
+            else { return .unknown }
+            try await connection.query("UPDATE refresh_tokens SET used_at = \(now) WHERE token_hash = \(tokenHash)", logger: logger)
+            try await connection.query(
+                "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (\(successorHash), \(familyId), \(now))", logger: logger)
+            return .rotated(session)
+        }
+    }
+
+    /// Saves a pending credential.
+    public func insertPendingCredential(_ c: PendingCredentialRecord) async throws {
+        try await execute(
+            """
+            INSERT INTO pending_credentials (token_hash, target_uid, provider_id, federated_id, profile_json, sealed_tokens, verified_email,
+              expires_at)
+            VALUES (\(c.tokenHash), \(c.targetUid), \(c.providerId), \(c.federatedId), \(c.profileJSON), \(c.sealedTokens),
+              \(c.verifiedEmail), \(c.expiresAt))
+            """)
+    }
+
+    /// Deletes and returns a pending credential that has not expired.
+    public func takePendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
         let rows = try await query(
-            "SELECT id_hash, uid, created_at, expires_at FROM sessions WHERE id_hash = \(idHash) AND expires_at > \(now)", logger: logger)
-        for try await (id, uid, created, expires) in rows.decode((String, String, Date, Date).self) {
-            return SessionRecord(idHash: id, uid: uid, createdAt: created, expiresAt: expires)
+            """
+            DELETE FROM pending_credentials WHERE token_hash = \(tokenHash)
+            RETURNING token_hash, target_uid, provider_id, federated_id, profile_json, sealed_tokens, verified_email, expires_at
+            """, logger: logger)
+        for try await (hash, target, provider, federated, profile, tokens, email, expires) in rows.decode(
+            (String, String, String, String, Data, String, String?, Date).self)
+        {
+            guard expires > now else { return nil }
+            return PendingCredentialRecord(
+                tokenHash: hash, targetUid: target, providerId: provider, federatedId: federated, profileJSON: profile, sealedTokens: tokens,
+                verifiedEmail: email, expiresAt: expires)
         }
         return nil
+    }
+
+    /// Saves a signing key.
+    public func insertSigningKey(_ key: SigningKeyRecord) async throws {
+        try await execute(
+            "INSERT INTO signing_keys (kid, sealed_private_key, created_at) VALUES (\(key.kid), \(key.sealedPrivateKey), \(key.createdAt))")
+    }
+
+    /// Every signing key, newest first.
+    public func signingKeys() async throws -> [SigningKeyRecord] {
+        var keys: [SigningKeyRecord] = []
+        for try await (kid, sealed, created) in try await query(
+            "SELECT kid, sealed_private_key, created_at FROM signing_keys ORDER BY created_at DESC, kid", logger: logger
+        ).decode((String, String, Date).self) {
+            keys.append(SigningKeyRecord(kid: kid, sealedPrivateKey: sealed, createdAt: created))
+        }
+        return keys
     }
 
     /// Ends one session.
@@ -266,6 +395,7 @@ public final class PostgresStorage: GatehouseStorage {
             try await connection.query("DELETE FROM signin_transactions WHERE expires_at <= \(now)", logger: logger)
             try await connection.query("DELETE FROM signin_results WHERE expires_at <= \(now)", logger: logger)
             try await connection.query("DELETE FROM sessions WHERE expires_at <= \(now)", logger: logger)
+            try await connection.query("DELETE FROM pending_credentials WHERE expires_at <= \(now)", logger: logger)
         }
     }
 
@@ -294,27 +424,57 @@ public final class PostgresStorage: GatehouseStorage {
 
     // MARK: Helpers
 
-    private static let linkColumns = "uid, provider_id, federated_id, profile_json, sealed_tokens, linked_at, updated_at"
+    private static let linkColumns = "uid, provider_id, federated_id, profile_json, sealed_tokens, linked_at, updated_at, verified_email"
+    private static let sessionColumns = "id_hash, uid, created_at, expires_at, family_id, sign_in_provider"
     private static let keyColumns = "id, name, secret_hash, scopes, created_at, revoked_at"
 
     private static func updateQuery(_ link: ProviderLinkRecord) throws -> PostgresQuery {
         try """
-        UPDATE provider_links SET profile_json = \(link.profileJSON), sealed_tokens = \(link.sealedTokens), updated_at = \(link.updatedAt)
+        UPDATE provider_links SET profile_json = \(link.profileJSON), sealed_tokens = \(link.sealedTokens), updated_at = \(link.updatedAt),
+          verified_email = \(link.verifiedEmail)
         WHERE provider_id = \(link.providerId) AND federated_id = \(link.federatedId) AND uid = \(link.uid)
         """
     }
 
+    private static func insertQuery(_ link: ProviderLinkRecord) throws -> PostgresQuery {
+        try """
+        INSERT INTO provider_links (uid, provider_id, federated_id, profile_json, sealed_tokens, linked_at, updated_at, verified_email)
+        VALUES (\(link.uid), \(link.providerId), \(link.federatedId), \(link.profileJSON), \(link.sealedTokens), \(link.linkedAt),
+          \(link.updatedAt), \(link.verifiedEmail))
+        """
+    }
+
     private func links(_ statement: PostgresQuery) async throws -> [ProviderLinkRecord] {
+        try await Self.decodeLinks(try await query(statement, logger: logger))
+    }
+
+    private static func links(_ statement: PostgresQuery, on connection: PostgresConnection, logger: Logger) async throws
+        -> [ProviderLinkRecord]
+    {
+        try await decodeLinks(try await connection.query(statement, logger: logger))
+    }
+
+    private static func decodeLinks(_ rows: PostgresRowSequence) async throws -> [ProviderLinkRecord] {
         var links: [ProviderLinkRecord] = []
-        for try await (uid, provider, federated, profile, tokens, linked, updated) in try await query(statement, logger: logger).decode(
-            (String, String, String, Data, String, Date, Date).self)
+        for try await (uid, provider, federated, profile, tokens, linked, updated, email) in rows.decode(
+            (String, String, String, Data, String, Date, Date, String?).self)
         {
             links.append(
                 ProviderLinkRecord(
                     uid: uid, providerId: provider, federatedId: federated, profileJSON: profile, sealedTokens: tokens, linkedAt: linked,
-                    updatedAt: updated))
+                    updatedAt: updated, verifiedEmail: email))
         }
         return links
+    }
+
+    /// The first session of a query's rows.
+    private static func firstSession(_ rows: PostgresRowSequence) async throws -> SessionRecord? {
+        for try await (id, uid, created, expires, family, provider) in rows.decode(
+            (String, String, Date, Date, String, String).self)
+        {
+            return SessionRecord(idHash: id, uid: uid, createdAt: created, expiresAt: expires, familyId: family, signInProvider: provider)
+        }
+        return nil
     }
 
     private func serviceKeys(_ statement: PostgresQuery) async throws -> [ServiceKeyRecord] {
@@ -348,10 +508,10 @@ public final class PostgresStorage: GatehouseStorage {
     }
 
     /// A transaction, retried whole on a serialization failure or deadlock.
-    private func transaction(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> Void) async throws {
+    private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws -> T {
         let logger = self.logger
         let client = self.client
-        try await retrying {
+        return try await retrying {
             try await withinTimeout {
                 try await client.withTransaction(logger: logger) { connection in try await body(connection, logger) }
             }

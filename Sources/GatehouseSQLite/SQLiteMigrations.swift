@@ -1,4 +1,6 @@
+import Foundation
 import GRDB
+import GatehouseCore
 
 /// The SQLite schema, as versioned forward-only migrations. Never edit a shipped migration:
 /// add the next one.
@@ -68,6 +70,53 @@ enum SQLiteMigrations {
                       revoked_at DATETIME
                     );
                     """)
+        }
+        // Accounts like Firebase's: verified emails for "one account per email", sessions that
+        // double as refresh-token families, pending credentials, the gateway's signing keys,
+        // and the account a link or re-authentication flow belongs to.
+        migrator.registerMigration("v4-accounts-and-gateway-tokens") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE provider_links ADD COLUMN verified_email TEXT;
+                    CREATE INDEX provider_links_verified_email ON provider_links(verified_email);
+                    ALTER TABLE signin_transactions ADD COLUMN uid TEXT;
+                    ALTER TABLE sessions ADD COLUMN family_id TEXT;
+                    ALTER TABLE sessions ADD COLUMN sign_in_provider TEXT NOT NULL DEFAULT '';
+                    UPDATE sessions SET family_id = id_hash;
+                    CREATE UNIQUE INDEX sessions_family_id ON sessions(family_id);
+                    CREATE TABLE refresh_tokens (
+                      token_hash TEXT PRIMARY KEY,
+                      family_id TEXT NOT NULL REFERENCES sessions(family_id) ON DELETE CASCADE,
+                      created_at DATETIME NOT NULL,
+                      used_at DATETIME
+                    );
+                    CREATE INDEX refresh_tokens_family_id ON refresh_tokens(family_id);
+                    CREATE TABLE pending_credentials (
+                      token_hash TEXT PRIMARY KEY,
+                      target_uid TEXT NOT NULL REFERENCES accounts(uid) ON DELETE CASCADE,
+                      provider_id TEXT NOT NULL,
+                      federated_id TEXT NOT NULL,
+                      profile_json BLOB NOT NULL,
+                      sealed_tokens TEXT NOT NULL,
+                      verified_email TEXT,
+                      expires_at DATETIME NOT NULL
+                    );
+                    CREATE TABLE signing_keys (
+                      kid TEXT PRIMARY KEY,
+                      sealed_private_key TEXT NOT NULL,
+                      created_at DATETIME NOT NULL
+                    );
+                    """)
+            // Existing links get their verified email with the same normalization new ones use.
+            for row in try Row.fetchAll(db, sql: "SELECT provider_id, federated_id, profile_json FROM provider_links") {
+                let json: Data = row["profile_json"]
+                guard let profile = try? JSONCoding.decoder().decode(ProviderProfile.self, from: json),
+                    let email = EmailAddress.verified(of: profile)
+                else { continue }
+                try db.execute(
+                    sql: "UPDATE provider_links SET verified_email = ? WHERE provider_id = ? AND federated_id = ?",
+                    arguments: [email, row["provider_id"] as String, row["federated_id"] as String])
+            }
         }
         return migrator
     }

@@ -37,12 +37,11 @@ public final class SQLiteStorage: GatehouseStorage {
             try db.execute(
                 sql: """
                     INSERT INTO signin_transactions (state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode,
-                      redirect_uri, provider_context, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      redirect_uri, provider_context, uid, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     t.stateHash, t.bindingHash, t.providerId, t.codeVerifier, t.nonce, t.returnTo, t.mode, t.redirectURI, t.providerContext,
-                    t.createdAt,
-                    t.expiresAt,
+                    t.uid, t.createdAt, t.expiresAt,
                 ])
         }
     }
@@ -58,7 +57,7 @@ public final class SQLiteStorage: GatehouseStorage {
             return SignInTransaction(
                 stateHash: row["state_hash"], bindingHash: row["binding_hash"], providerId: row["provider_id"],
                 codeVerifier: row["code_verifier"], nonce: row["nonce"], returnTo: row["return_to"], mode: row["mode"],
-                redirectURI: row["redirect_uri"], providerContext: row["provider_context"], createdAt: row["created_at"],
+                redirectURI: row["redirect_uri"], providerContext: row["provider_context"], uid: row["uid"], createdAt: row["created_at"],
                 expiresAt: row["expires_at"])
         }
     }
@@ -107,15 +106,13 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Creates the account and its first link in one transaction; a uniqueness violation is `StorageError.conflict`.
     public func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws {
-        do {
+        try await conflicting {
             try await pool.write { db in
                 try db.execute(
                     sql: "INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled) VALUES (?, ?, ?, ?)",
                     arguments: [account.uid, account.createdAt, account.lastSignInAt, account.disabled])
                 try Self.insert(firstLink, db)
             }
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-            throw StorageError.conflict
         }
     }
 
@@ -132,12 +129,52 @@ public final class SQLiteStorage: GatehouseStorage {
         try await pool.write { db in try Self.update(link, db) }
     }
 
-    /// Replaces a link's profile snapshot only.
-    public func updateLinkProfile(providerId: String, federatedId: String, uid: String, profileJSON: Data, at date: Date) async throws {
+    /// Replaces a link's profile snapshot and verified email only.
+    public func updateLinkProfile(
+        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
+    ) async throws {
         try await pool.write { db in
             try db.execute(
-                sql: "UPDATE provider_links SET profile_json = ?, updated_at = ? WHERE provider_id = ? AND federated_id = ? AND uid = ?",
-                arguments: [profileJSON, date, providerId, federatedId, uid])
+                sql: """
+                    UPDATE provider_links SET profile_json = ?, verified_email = ?, updated_at = ?
+                    WHERE provider_id = ? AND federated_id = ? AND uid = ?
+                    """,
+                arguments: [profileJSON, verifiedEmail, date, providerId, federatedId, uid])
+        }
+    }
+
+    /// Adds a link; a taken identity or provider slot is `StorageError.conflict`.
+    public func addLink(_ link: ProviderLinkRecord) async throws {
+        try await conflicting { try await pool.write { db in try Self.insert(link, db) } }
+    }
+
+    /// Removes a link unless it is the account's last (one write transaction: SQLite has one writer).
+    public func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome {
+        try await pool.write { db in
+            let links = try Row.fetchAll(db, sql: "SELECT * FROM provider_links WHERE uid = ?", arguments: [uid]).map(Self.link)
+            guard let link = links.first(where: { $0.providerId == providerId }) else { return .notLinked }
+            guard links.count > 1 else { return .lastLink }
+            try db.execute(sql: "DELETE FROM provider_links WHERE uid = ? AND provider_id = ?", arguments: [uid, providerId])
+            return .deleted(link)
+        }
+    }
+
+    /// Deletes the account; links, sessions, refresh tokens and pending credentials cascade.
+    public func deleteAccount(uid: String) async throws -> [ProviderLinkRecord]? {
+        try await pool.write { db in
+            let links = try Row.fetchAll(db, sql: "SELECT * FROM provider_links WHERE uid = ? ORDER BY linked_at", arguments: [uid]).map(Self.link)
+            try db.execute(sql: "DELETE FROM accounts WHERE uid = ?", arguments: [uid])
+            return db.changesCount > 0 ? links : nil
+        }
+    }
+
+    /// Accounts holding a link with this normalized verified email.
+    public func uids(verifiedEmail: String, limit: Int) async throws -> [String] {
+        try await pool.read { db in
+            try String.fetchAll(
+                db,
+                sql: "SELECT uid FROM provider_links WHERE verified_email = ? GROUP BY uid ORDER BY min(linked_at), uid LIMIT ?",
+                arguments: [verifiedEmail, limit])
         }
     }
 
@@ -168,16 +205,100 @@ public final class SQLiteStorage: GatehouseStorage {
     public func insertSession(_ session: SessionRecord) async throws {
         try await pool.write { db in
             try db.execute(
-                sql: "INSERT INTO sessions (id_hash, uid, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                arguments: [session.idHash, session.uid, session.createdAt, session.expiresAt])
+                sql: "INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [session.idHash, session.uid, session.createdAt, session.expiresAt, session.familyId, session.signInProvider])
         }
     }
 
     /// The session with this hash, if it has not expired.
     public func session(idHash: String, now: Date) async throws -> SessionRecord? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id_hash = ? AND expires_at > ?", arguments: [idHash, now]).map { row in
-                SessionRecord(idHash: row["id_hash"], uid: row["uid"], createdAt: row["created_at"], expiresAt: row["expires_at"])
+            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id_hash = ? AND expires_at > ?", arguments: [idHash, now]).map(Self.session)
+        }
+    }
+
+    /// The session of a refresh-token family, if it has not expired.
+    public func session(familyId: String, now: Date) async throws -> SessionRecord? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE family_id = ? AND expires_at > ?", arguments: [familyId, now]).map(Self.session)
+        }
+    }
+
+    /// Ends a family's session; its refresh tokens cascade.
+    public func deleteSession(familyId: String) async throws {
+        try await pool.write { db in try db.execute(sql: "DELETE FROM sessions WHERE family_id = ?", arguments: [familyId]) }
+    }
+
+    /// Stores a refresh token's hash in its family.
+    public func insertRefreshToken(tokenHash: String, familyId: String, at date: Date) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)", arguments: [tokenHash, familyId, date])
+        }
+    }
+
+    /// Spends a refresh token, or revokes its family when it was spent already.
+    public func rotateRefreshToken(tokenHash: String, successorHash: String, now: Date) async throws -> RefreshRotation {
+        try await pool.write { db in
+            guard let token = try Row.fetchOne(db, sql: "SELECT family_id, used_at FROM refresh_tokens WHERE token_hash = ?", arguments: [tokenHash])
+            else { return .unknown }
+            let familyId: String = token["family_id"]
+            if (token["used_at"] as Date?) != nil {
+                try db.execute(sql: "DELETE FROM sessions WHERE family_id = ?", arguments: [familyId])
+                return .reused
+            }
+            guard
+                let session = try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE family_id = ? AND expires_at > ?", arguments: [familyId, now])
+                    .map(Self.session)
+            else { return .unknown }
+            try db.execute(sql: "UPDATE refresh_tokens SET used_at = ? WHERE token_hash = ?", arguments: [now, tokenHash])
+            try db.execute(
+                sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)", arguments: [successorHash, familyId, now])
+            return .rotated(session)
+        }
+    }
+
+    /// Saves a pending credential.
+    public func insertPendingCredential(_ c: PendingCredentialRecord) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO pending_credentials (token_hash, target_uid, provider_id, federated_id, profile_json, sealed_tokens,
+                      verified_email, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [c.tokenHash, c.targetUid, c.providerId, c.federatedId, c.profileJSON, c.sealedTokens, c.verifiedEmail, c.expiresAt])
+        }
+    }
+
+    /// Deletes and returns a pending credential that has not expired.
+    public func takePendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
+        try await pool.write { db in
+            guard let row = try Row.fetchOne(db, sql: "DELETE FROM pending_credentials WHERE token_hash = ? RETURNING *", arguments: [tokenHash])
+            else { return nil }
+            let credential = PendingCredentialRecord(
+                tokenHash: row["token_hash"], targetUid: row["target_uid"], providerId: row["provider_id"], federatedId: row["federated_id"],
+                profileJSON: row["profile_json"], sealedTokens: row["sealed_tokens"], verifiedEmail: row["verified_email"],
+                expiresAt: row["expires_at"])
+            return credential.expiresAt > now ? credential : nil
+        }
+    }
+
+    /// Saves a signing key.
+    public func insertSigningKey(_ key: SigningKeyRecord) async throws {
+        try await conflicting {
+            try await pool.write { db in
+                try db.execute(
+                    sql: "INSERT INTO signing_keys (kid, sealed_private_key, created_at) VALUES (?, ?, ?)",
+                    arguments: [key.kid, key.sealedPrivateKey, key.createdAt])
+            }
+        }
+    }
+
+    /// Every signing key, newest first.
+    public func signingKeys() async throws -> [SigningKeyRecord] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM signing_keys ORDER BY created_at DESC, kid").map { row in
+                SigningKeyRecord(kid: row["kid"], sealedPrivateKey: row["sealed_private_key"], createdAt: row["created_at"])
             }
         }
     }
@@ -215,14 +336,12 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Saves a new service key (scopes as one space-separated column).
     public func insertServiceKey(_ key: ServiceKeyRecord) async throws {
-        do {
+        try await conflicting {
             try await pool.write { db in
                 try db.execute(
                     sql: "INSERT INTO service_keys (id, name, secret_hash, scopes, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)",
                     arguments: [key.id, key.name, key.secretHash, key.scopes.joined(separator: " "), key.createdAt, key.revokedAt])
             }
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-            throw StorageError.conflict
         }
     }
 
@@ -261,6 +380,7 @@ public final class SQLiteStorage: GatehouseStorage {
             try db.execute(sql: "DELETE FROM signin_transactions WHERE expires_at <= ?", arguments: [now])
             try db.execute(sql: "DELETE FROM signin_results WHERE expires_at <= ?", arguments: [now])
             try db.execute(sql: "DELETE FROM sessions WHERE expires_at <= ?", arguments: [now])
+            try db.execute(sql: "DELETE FROM pending_credentials WHERE expires_at <= ?", arguments: [now])
         }
     }
 
@@ -270,6 +390,21 @@ public final class SQLiteStorage: GatehouseStorage {
         try await locks.run(name, body)
     }
 
+    /// `body`, with a uniqueness violation reported as `StorageError.conflict`.
+    private func conflicting(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            throw StorageError.conflict
+        }
+    }
+
+    private static func session(_ row: Row) -> SessionRecord {
+        SessionRecord(
+            idHash: row["id_hash"], uid: row["uid"], createdAt: row["created_at"], expiresAt: row["expires_at"], familyId: row["family_id"],
+            signInProvider: row["sign_in_provider"])
+    }
+
     private static func account(_ row: Row) -> AccountRecord {
         AccountRecord(uid: row["uid"], createdAt: row["created_at"], lastSignInAt: row["last_sign_in_at"], disabled: row["disabled"])
     }
@@ -277,24 +412,26 @@ public final class SQLiteStorage: GatehouseStorage {
     private static func link(_ row: Row) -> ProviderLinkRecord {
         ProviderLinkRecord(
             uid: row["uid"], providerId: row["provider_id"], federatedId: row["federated_id"], profileJSON: row["profile_json"],
-            sealedTokens: row["sealed_tokens"], linkedAt: row["linked_at"], updatedAt: row["updated_at"])
+            sealedTokens: row["sealed_tokens"], linkedAt: row["linked_at"], updatedAt: row["updated_at"], verifiedEmail: row["verified_email"])
     }
 
     private static func insert(_ link: ProviderLinkRecord, _ db: Database) throws {
         try db.execute(
             sql: """
-                INSERT INTO provider_links (uid, provider_id, federated_id, profile_json, sealed_tokens, linked_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO provider_links (uid, provider_id, federated_id, profile_json, sealed_tokens, linked_at, updated_at, verified_email)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-            arguments: [link.uid, link.providerId, link.federatedId, link.profileJSON, link.sealedTokens, link.linkedAt, link.updatedAt])
+            arguments: [
+                link.uid, link.providerId, link.federatedId, link.profileJSON, link.sealedTokens, link.linkedAt, link.updatedAt, link.verifiedEmail,
+            ])
     }
 
     private static func update(_ link: ProviderLinkRecord, _ db: Database) throws {
         try db.execute(
             sql: """
-                UPDATE provider_links SET profile_json = ?, sealed_tokens = ?, updated_at = ?
+                UPDATE provider_links SET profile_json = ?, sealed_tokens = ?, updated_at = ?, verified_email = ?
                 WHERE provider_id = ? AND federated_id = ? AND uid = ?
                 """,
-            arguments: [link.profileJSON, link.sealedTokens, link.updatedAt, link.providerId, link.federatedId, link.uid])
+            arguments: [link.profileJSON, link.sealedTokens, link.updatedAt, link.verifiedEmail, link.providerId, link.federatedId, link.uid])
     }
 }

@@ -6,12 +6,19 @@ import Logging
 public enum GatehouseServer {
     /// Builds the router and the route table (`demoPage` adds the page at `/`); `/metrics`
     /// renders `metrics`, which should be the one the gateway's core records into.
-    public static func routes(for gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool) -> (Router<BasicRequestContext>, RouteTable) {
-        let router = Router()
+    public static func routes(for gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool) -> (Router<GatehouseRequestContext>, RouteTable) {
+        routes(for: gatehouse, metrics: metrics, demoPage: demoPage, browser: BrowserPolicy(configuration: gatehouse.configuration))
+    }
+
+    static func routes(
+        for gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool, browser: BrowserPolicy
+    ) -> (Router<GatehouseRequestContext>, RouteTable) {
+        let router = Router(context: GatehouseRequestContext.self)
         var table = RouteTable()
         OperationsRoutes(gatehouse: gatehouse, metrics: metrics).register(router, table: &table)
-        AuthRoutes(gatehouse: gatehouse).register(router, table: &table)
-        MeRoutes(gatehouse: gatehouse).register(router, table: &table)
+        AuthRoutes(gatehouse: gatehouse, browser: browser).register(router, table: &table)
+        TokenRoutes(gatehouse: gatehouse, browser: browser).register(router, table: &table)
+        MeRoutes(gatehouse: gatehouse, browser: browser).register(router, table: &table)
         ServiceRoutes(gatehouse: gatehouse).register(router, table: &table)
         if demoPage {
             DemoPage().register(router, table: &table)
@@ -24,9 +31,10 @@ public enum GatehouseServer {
         gatehouse: Gatehouse, metrics: ServerMetrics, host: String, port: Int, demoPage: Bool, logger: Logger,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        let (router, table) = routes(for: gatehouse, metrics: metrics, demoPage: demoPage)
+        let browser = BrowserPolicy(configuration: gatehouse.configuration)
+        let (router, table) = routes(for: gatehouse, metrics: metrics, demoPage: demoPage, browser: browser)
         return Application(
-            responder: ProblemResponder(inner: router.buildResponder(), routes: table, metrics: metrics, logger: logger),
+            responder: ProblemResponder(inner: router.buildResponder(), routes: table, metrics: metrics, browser: browser, logger: logger),
             configuration: .init(address: .hostname(host, port: port), serverName: "Gatehouse"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             logger: logger)

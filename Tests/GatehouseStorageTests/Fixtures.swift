@@ -10,7 +10,7 @@ enum Fixtures {
         SignInTransaction(
             stateHash: SecureRandom.digest(state), bindingHash: SecureRandom.digest(binding), providerId: "github.com",
             codeVerifier: "verifier-\(state)", nonce: "nonce-\(state)", returnTo: "https://app.example/", mode: "signin",
-            redirectURI: "http://127.0.0.1/v1/auth/github.com/callback", providerContext: "tenant-\(state)", createdAt: now,
+            redirectURI: "http://127.0.0.1/v1/auth/github.com/callback", providerContext: "tenant-\(state)", uid: "u-\(state)", createdAt: now,
             expiresAt: now.addingTimeInterval(expiresIn))
     }
 
@@ -27,6 +27,8 @@ enum Fixtures {
     }
 
     static func session(_ id: String, uid: String, expiresIn: TimeInterval = 3600) -> SessionRecord {
-        SessionRecord(idHash: SecureRandom.digest(id), uid: uid, createdAt: now, expiresAt: now.addingTimeInterval(expiresIn))
+        SessionRecord(
+            idHash: SecureRandom.digest(id), uid: uid, createdAt: now, expiresAt: now.addingTimeInterval(expiresIn), familyId: "family-\(id)",
+            signInProvider: "github.com")
     }
 }

@@ -313,12 +313,14 @@ import Testing
         #expect(try await storage.replaceSealedTokens(providerId: "github.com", federatedId: "42", expected: "v1.old.x", with: "v1.new.z"))
         try await storage.updateLinkProfile(
             providerId: "github.com", federatedId: "42", uid: "u1", profileJSON: Data(#"{"federatedId":"42","email":"a@b.example"}"#.utf8),
-            at: Fixtures.now.addingTimeInterval(5))
+            verifiedEmail: "a@b.example", at: Fixtures.now.addingTimeInterval(5))
         try await storage.updateLinkProfile(
-            providerId: "github.com", federatedId: "42", uid: "someone-else", profileJSON: Data("{}".utf8), at: Fixtures.now)
+            providerId: "github.com", federatedId: "42", uid: "someone-else", profileJSON: Data("{}".utf8), verifiedEmail: nil, at: Fixtures.now)
         let link = try #require(try await storage.link(providerId: "github.com", federatedId: "42"))
         #expect(link.sealedTokens == "v1.new.z")
         #expect(link.profileJSON == Data(#"{"federatedId":"42","email":"a@b.example"}"#.utf8))
         #expect(link.updatedAt == Fixtures.now.addingTimeInterval(5))
+        #expect(link.verifiedEmail == "a@b.example")
+        #expect(try await storage.uids(verifiedEmail: "a@b.example", limit: 5) == ["u1"])
     }
 }

@@ -1,11 +1,16 @@
 import Foundation
 
-/// Accounts and their provider links: first sign-in creates the account, later ones update
-/// the link's profile and (re-encrypted) tokens.
+/// Accounts and their provider links, the way Firebase Authentication keeps them: the first
+/// sign-in creates the account, later ones update the link's profile and tokens; further
+/// providers are linked, one account per verified email, pending credentials, unlink, delete.
 public struct AccountService: Sendable {
     let storage: any GatehouseStorage
     let vault: TokenVault
     let photoBaseURL: String
+    /// Firebase's "one account per email address".
+    var oneAccountPerEmail = true
+    /// How long a pending credential can be claimed.
+    var pendingLifetime: TimeInterval = 600
 
     /// What a sign-in did.
     public struct SignIn: Sendable {
@@ -19,34 +24,171 @@ public struct AccountService: Sendable {
 
     /// Finds the account linked to this identity or creates one. Two simultaneous first
     /// sign-ins of one identity cannot create two accounts: the database's uniqueness rule
-    /// decides, and the loser retries as a returning user.
+    /// decides, and the loser retries as a returning user. A new identity whose verified
+    /// email belongs to an existing account is parked as a pending credential instead
+    /// (`account-exists-with-different-credential`).
     public func signIn(profile: ProviderProfile, tokens: ProviderTokens) async throws -> SignIn {
         let now = Date()
         for _ in 0..<3 {
-            if var link = try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) {
-                guard var account = try await storage.account(uid: link.uid) else { break }
-                if account.disabled { throw GatehouseError.userDisabled() }
-                link.profileJSON = try JSONCoding.encoder().encode(profile)
-                // An ID-token sign-in brings no access token: keep the grant of an earlier code flow.
-                if !tokens.accessToken.isEmpty { link.sealedTokens = try seal(tokens, for: profile) }
-                link.updatedAt = now
-                try await storage.recordSignIn(link: link, at: now)
-                account.lastSignInAt = now
-                return SignIn(account: account, profile: try await unifiedProfile(for: account), isNewUser: false)
+            if let link = try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) {
+                return try await refreshLink(link, profile: profile, tokens: tokens, at: now)
+            }
+            let verifiedEmail = EmailAddress.verified(of: profile)
+            if oneAccountPerEmail, let verifiedEmail, let owner = try await storage.uids(verifiedEmail: verifiedEmail, limit: 1).first {
+                let pending = try await park(profile: profile, tokens: tokens, for: owner)
+                throw GatehouseError.accountExistsWithDifferentCredential(email: profile.email ?? verifiedEmail, pendingToken: pending)
             }
             let account = AccountRecord(uid: Self.newUID(), createdAt: now, lastSignInAt: now)
-            let link = ProviderLinkRecord(
-                uid: account.uid, providerId: profile.providerId, federatedId: profile.federatedId,
-                profileJSON: try JSONCoding.encoder().encode(profile), sealedTokens: try seal(tokens, for: profile), linkedAt: now,
-                updatedAt: now)
             do {
-                try await storage.createAccount(account, firstLink: link)
+                try await storage.createAccount(account, firstLink: try newLink(uid: account.uid, profile: profile, tokens: tokens, at: now))
                 return SignIn(account: account, profile: try await unifiedProfile(for: account), isNewUser: true)
             } catch StorageError.conflict {
                 continue  // someone else created it a moment ago: sign in to theirs
             }
         }
         throw GatehouseError.internalError()
+    }
+
+    /// `mode=link`: adds the identity to the signed-in account. Already on this account: its
+    /// tokens are refreshed. On another account: `credential-already-in-use` with a pending
+    /// token for that account's owner. Another identity of the same provider here:
+    /// `provider-already-linked`.
+    public func link(uid: String, profile: ProviderProfile, tokens: ProviderTokens) async throws -> SignIn {
+        try await attach(uid: uid, profile: profile, sealed: try seal(tokens, for: profile)) { owner in
+            try await park(profile: profile, tokens: tokens, for: owner)
+        }
+    }
+
+    /// `mode=reauthenticate`: the identity must already be linked to the signed-in account
+    /// (else `user-mismatch`); its stored tokens and profile are refreshed.
+    public func reauthenticate(uid: String, profile: ProviderProfile, tokens: ProviderTokens) async throws -> SignIn {
+        guard let link = try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId), link.uid == uid else {
+            throw GatehouseError.userMismatch(
+                "The re-authentication signed in a different \(profile.providerId) user than the one linked to this account.")
+        }
+        return try await refreshLink(link, profile: profile, tokens: tokens, at: Date())
+    }
+
+    /// `POST /v1/auth/link {"pendingToken"}`: links a parked credential to the signed-in
+    /// account, which must be the one it was parked for.
+    public func claimPending(uid: String, pendingToken: String) async throws -> SignIn {
+        guard !pendingToken.isEmpty, pendingToken.count <= 128,
+            let pending = try await storage.takePendingCredential(tokenHash: SecureRandom.digest(pendingToken), now: Date())
+        else { throw GatehouseError.invalidPendingToken() }
+        guard pending.targetUid == uid else {
+            // Not this user's to claim: put it back untouched for its owner.
+            try await storage.insertPendingCredential(pending)
+            throw GatehouseError.userMismatch("The pending credential belongs to another account: sign in to that account first.")
+        }
+        let profile = try JSONCoding.decoder().decode(ProviderProfile.self, from: pending.profileJSON)
+        return try await attach(uid: uid, profile: profile, sealed: pending.sealedTokens) { _ in nil }
+    }
+
+    /// Removes a provider from the account (never the last one); its stored tokens are
+    /// destroyed with the link and the provider grant is revoked where possible.
+    public func unlink(uid: String, providerId: String, providers: ProviderRegistry) async throws -> ProviderLinkRecord {
+        switch try await storage.deleteLink(uid: uid, providerId: providerId) {
+        case .deleted(let link):
+            await revokeGrants([link], providers: providers)
+            return link
+        case .notLinked:
+            throw GatehouseError.providerNotLinked(providerId)
+        case .lastLink:
+            throw GatehouseError.operationNotAllowed("The last sign-in method of an account cannot be unlinked; delete the account instead.")
+        }
+    }
+
+    /// Deletes the account with its links, sessions and tokens, then revokes the grants.
+    public func delete(uid: String, providers: ProviderRegistry) async throws {
+        guard let links = try await storage.deleteAccount(uid: uid) else { throw GatehouseError.userNotFound() }
+        await revokeGrants(links, providers: providers)
+    }
+
+    /// Sign-in methods (provider ids) of the accounts holding this verified email.
+    public func signInMethods(email: String) async throws -> [String] {
+        guard let normalized = EmailAddress.normalized(email) else { throw GatehouseError.invalidArgument("email must be an email address.") }
+        var methods: [String] = []
+        for uid in try await storage.uids(verifiedEmail: normalized, limit: 10) {
+            for link in try await storage.links(uid: uid) where !methods.contains(link.providerId) { methods.append(link.providerId) }
+        }
+        return methods
+    }
+
+    /// Best effort: the account or link is already gone, so a provider failing to revoke
+    /// must not bring it back; the stored tokens are destroyed either way.
+    private func revokeGrants(_ links: [ProviderLinkRecord], providers: ProviderRegistry) async {
+        for link in links {
+            guard let provider = try? providers.provider(link.providerId), let tokens = try? self.tokens(of: link) else { continue }
+            try? await provider.revokeGrant(tokens: tokens)
+        }
+    }
+
+    /// Links an identity (with already sealed tokens) to `uid`; `onElsewhere` may park a
+    /// pending credential for the other account's owner when the identity is taken.
+    private func attach(
+        uid: String, profile: ProviderProfile, sealed: String, onElsewhere: (String) async throws -> String?
+    ) async throws -> SignIn {
+        guard var account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
+        if account.disabled { throw GatehouseError.userDisabled() }
+        let now = Date()
+        for _ in 0..<2 {
+            if var existing = try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) {
+                guard existing.uid == uid else { throw GatehouseError.credentialAlreadyInUse(pendingToken: try await onElsewhere(existing.uid)) }
+                existing.profileJSON = try JSONCoding.encoder().encode(profile)
+                existing.sealedTokens = sealed
+                existing.verifiedEmail = EmailAddress.verified(of: profile)
+                existing.updatedAt = now
+                try await storage.updateLink(existing)
+                return SignIn(account: account, profile: try await unifiedProfile(for: account), isNewUser: false)
+            }
+            if try await storage.links(uid: uid).contains(where: { $0.providerId == profile.providerId }) {
+                throw GatehouseError.providerAlreadyLinked(profile.providerId)
+            }
+            do {
+                try await storage.addLink(
+                    ProviderLinkRecord(
+                        uid: uid, providerId: profile.providerId, federatedId: profile.federatedId,
+                        profileJSON: try JSONCoding.encoder().encode(profile), sealedTokens: sealed, linkedAt: now, updatedAt: now,
+                        verifiedEmail: EmailAddress.verified(of: profile)))
+                account = try await storage.account(uid: uid) ?? account
+                return SignIn(account: account, profile: try await unifiedProfile(for: account), isNewUser: false)
+            } catch StorageError.conflict {
+                continue  // a concurrent link won: look again to say which rule it broke
+            }
+        }
+        throw GatehouseError.credentialAlreadyInUse(pendingToken: nil)
+    }
+
+    /// A returning identity: new profile snapshot and tokens, last sign-in moved.
+    private func refreshLink(_ link: ProviderLinkRecord, profile: ProviderProfile, tokens: ProviderTokens, at now: Date) async throws -> SignIn {
+        var link = link
+        guard var account = try await storage.account(uid: link.uid) else { throw GatehouseError.userNotFound() }
+        if account.disabled { throw GatehouseError.userDisabled() }
+        link.profileJSON = try JSONCoding.encoder().encode(profile)
+        link.verifiedEmail = EmailAddress.verified(of: profile)
+        // An ID-token sign-in brings no access token: keep the grant of an earlier code flow.
+        if !tokens.accessToken.isEmpty { link.sealedTokens = try seal(tokens, for: profile) }
+        link.updatedAt = now
+        try await storage.recordSignIn(link: link, at: now)
+        account.lastSignInAt = now
+        return SignIn(account: account, profile: try await unifiedProfile(for: account), isNewUser: false)
+    }
+
+    /// Parks the credential for `owner`; returns the pending token (only its hash is stored).
+    private func park(profile: ProviderProfile, tokens: ProviderTokens, for owner: String) async throws -> String {
+        let token = SecureRandom.token()
+        try await storage.insertPendingCredential(
+            PendingCredentialRecord(
+                tokenHash: SecureRandom.digest(token), targetUid: owner, providerId: profile.providerId, federatedId: profile.federatedId,
+                profileJSON: try JSONCoding.encoder().encode(profile), sealedTokens: try seal(tokens, for: profile),
+                verifiedEmail: EmailAddress.verified(of: profile), expiresAt: Date().addingTimeInterval(pendingLifetime)))
+        return token
+    }
+
+    private func newLink(uid: String, profile: ProviderProfile, tokens: ProviderTokens, at now: Date) throws -> ProviderLinkRecord {
+        ProviderLinkRecord(
+            uid: uid, providerId: profile.providerId, federatedId: profile.federatedId, profileJSON: try JSONCoding.encoder().encode(profile),
+            sealedTokens: try seal(tokens, for: profile), linkedAt: now, updatedAt: now, verifiedEmail: EmailAddress.verified(of: profile))
     }
 
     /// The unified profile of an account from its links' stored snapshots.

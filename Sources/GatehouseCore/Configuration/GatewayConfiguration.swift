@@ -36,6 +36,28 @@ public struct GatewayConfiguration: Sendable {
     /// Which provider's photo `/photo` serves when the caller names none: the first of these
     /// that is linked and has a photo, then any linked provider with one (in link order).
     public var photoProviderOrder: [String] = []
+    /// Firebase's "one account per email address": a first sign-in whose verified email
+    /// belongs to an account of another provider answers `account-exists-with-different-credential`
+    /// instead of creating a second account.
+    public var oneAccountPerEmail = true
+    /// Whether `GET /v1/auth/methods?email=` answers (off: email-enumeration protection).
+    public var signInMethodsLookup = false
+    /// How recent a sign-in must be for unlink, account deletion and service-key creation.
+    public var recentLoginWindow: TimeInterval = 300
+    /// How long a pending credential can be claimed.
+    public var pendingCredentialLifetime: TimeInterval = 600
+    /// How long gateway ID tokens live (design §2: one hour).
+    public var idTokenLifetime: TimeInterval = 3600
+    /// The `aud` of gateway ID tokens; defaults to the public URL.
+    public var tokenAudience: String?
+    /// Browser origins allowed to call the API with credentials (CORS) and to make
+    /// cookie-authenticated changes; defaults to the origins of the `return_to` allow-list.
+    public var allowedOrigins: [String]?
+    /// Peer addresses of reverse proxies whose `X-Forwarded-For` names the client (design §4:
+    /// trusted only from configured proxies).
+    public var trustedProxies: [String] = []
+    /// Requests per minute one client may make to each sign-in, token and link route.
+    public var authRateLimitPerMinute = 60
     /// The configured GitHub provider, if any.
     public var github: GitHubConfiguration?
     /// The configured Microsoft provider, if any.
@@ -71,6 +93,17 @@ public struct GatewayConfiguration: Sendable {
     /// Names and attributes of the cookies; `__Host-` and `Secure` everywhere but in
     /// development mode, where a plain-http loopback browser would drop them.
     public var cookies: CookiePolicy { CookiePolicy(secure: !developmentMode) }
+
+    /// The `aud` gateway ID tokens carry.
+    public var idTokenAudience: String { tokenAudience ?? publicURL }
+
+    /// The origins allowed for CORS and cookie-authenticated changes.
+    public var browserOrigins: [String] {
+        var origins = allowedOrigins ?? returnToAllowList.compactMap { ReturnToPolicy.parse($0)?.origin }
+        // The gateway's own pages (the demo) call the API from its own origin.
+        if let own = ReturnToPolicy.parse(publicURL)?.origin, !origins.contains(own) { origins.append(own) }
+        return origins
+    }
 
     /// The timeout of one provider's calls.
     public func upstreamTimeout(for providerId: String) -> Duration {

@@ -122,6 +122,71 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
             detail: "The gateway cannot reach its database right now; retry shortly.", retryAfter: 1)
     }
 
+    /// 409 `account-exists-with-different-credential`: the verified email belongs to an account
+    /// signed in with another provider; `pendingToken` links this credential once the user
+    /// has signed in to that account.
+    public static func accountExistsWithDifferentCredential(email: String, pendingToken: String) -> Self {
+        Self(
+            code: "account-exists-with-different-credential", status: 409, title: "Account exists with a different credential",
+            detail: "An account already uses this email address with another sign-in method: sign in with it, then link this provider.",
+            extensions: ["email": email, "pendingToken": pendingToken])
+    }
+
+    /// 409 `credential-already-in-use`: the identity is linked to another account.
+    public static func credentialAlreadyInUse(pendingToken: String?) -> Self {
+        Self(
+            code: "credential-already-in-use", status: 409, title: "Credential already in use",
+            detail: "This provider identity is already linked to another account.",
+            extensions: pendingToken.map { ["pendingToken": $0] } ?? [:])
+    }
+
+    /// 409 `provider-already-linked`: the account has this provider with another identity.
+    public static func providerAlreadyLinked(_ providerId: String) -> Self {
+        Self(
+            code: "provider-already-linked", status: 409, title: "Provider already linked",
+            detail: "The account is already linked to another \(providerId) identity; unlink it first.", extensions: ["providerId": providerId])
+    }
+
+    /// 401 `requires-recent-login`.
+    public static func requiresRecentLogin(window: Int) -> Self {
+        Self(
+            code: "requires-recent-login", status: 401, title: "Recent login required",
+            detail: "This operation needs a sign-in within the last \(window) seconds: re-authenticate first.")
+    }
+
+    /// 400 `user-mismatch`: a re-authentication or pending credential belongs to another user.
+    public static func userMismatch(_ detail: String) -> Self {
+        Self(code: "user-mismatch", status: 400, title: "User mismatch", detail: detail)
+    }
+
+    /// 400 `invalid-pending-token`.
+    public static func invalidPendingToken() -> Self {
+        Self(
+            code: "invalid-pending-token", status: 400, title: "Invalid pending token",
+            detail: "The pending token is unknown, expired (they live 10 minutes) or was already used.")
+    }
+
+    /// 401 `invalid-refresh-token`.
+    public static func invalidRefreshToken() -> Self {
+        Self(
+            code: "invalid-refresh-token", status: 401, title: "Invalid refresh token",
+            detail: "The refresh token is unknown, expired, revoked or was already used; sign in again.")
+    }
+
+    /// 429 `rate-limited`.
+    public static func rateLimited(retryAfter: Int) -> Self {
+        Self(
+            code: "rate-limited", status: 429, title: "Too many requests", detail: "Too many requests from this client; retry later.",
+            retryAfter: retryAfter)
+    }
+
+    /// 403 `origin-not-allowed`: a cookie-authenticated change from a page of another origin.
+    public static func originNotAllowed() -> Self {
+        Self(
+            code: "origin-not-allowed", status: 403, title: "Origin not allowed",
+            detail: "Requests that change state with the session cookie must come from an allowed origin.")
+    }
+
     /// 500 `internal`: details stay in the log (by request id), never in the answer.
     public static func internalError() -> Self {
         Self(code: "internal", status: 500, title: "Internal error", detail: "The gateway failed to handle the request; the log has the details.")

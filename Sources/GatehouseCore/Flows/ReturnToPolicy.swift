@@ -13,6 +13,14 @@ public struct ReturnToPolicy: Sendable {
         var host: String
         var port: Int
         var path: String
+
+        /// `scheme://host[:port]`, the port only when it is not the scheme's default (as
+        /// browsers send `Origin`).
+        var origin: String {
+            let defaultPort = scheme == "https" ? 443 : 80
+            let hostPart = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+            return port == defaultPort ? "\(scheme)://\(hostPart)" : "\(scheme)://\(hostPart):\(port)"
+        }
     }
 
     private let entries: [ParsedURL]

@@ -23,10 +23,28 @@ public struct SignInResult: Sendable, Codable, Equatable {
     public var providerId: String
     /// Provider details.
     public var additionalUserInfo: AdditionalUserInfo
+    /// `signIn`, `link` or `reauthenticate` (Firebase's `operationType`).
+    public var operationType: String
+    /// The gateway ID token, when the operation started a session (not for `link`).
+    public var idToken: String?
+    /// The refresh token of that session's family.
+    public var refreshToken: String?
+    /// Seconds the ID token lives.
+    public var expiresIn: Int?
+
+    /// The same result with the session's tokens.
+    func with(_ tokens: GatewayTokenService.Issued?) -> Self {
+        var copy = self
+        copy.idToken = tokens?.idToken
+        copy.refreshToken = tokens?.refreshToken
+        copy.expiresIn = tokens?.expiresIn
+        return copy
+    }
 }
 
-/// A stored one-time result: the success or the problem the caller should see.
+/// A stored one-time result: the success (with the session family whose tokens are minted
+/// when the result is fetched, so no token ever rests in the database) or the problem.
 enum StoredResult: Codable {
-    case success(SignInResult)
+    case success(SignInResult, familyId: String?)
     case failure(GatehouseError)
 }

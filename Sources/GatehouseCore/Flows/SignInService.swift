@@ -7,7 +7,11 @@ public struct SignInService: Sendable {
     let providers: ProviderRegistry
     let storage: any GatehouseStorage
     let accounts: AccountService
+    let tokens: GatewayTokenService
     let returnToPolicy: ReturnToPolicy
+
+    /// The flows `start?mode=` and `POST /v1/auth/idtoken` accept.
+    static let modes: Set<String> = ["signin", "link", "reauthenticate"]
 
     /// The answer to `start`.
     public struct Start: Sendable {
@@ -27,7 +31,10 @@ public struct SignInService: Sendable {
     }
 
     /// Validates the request, stores the transaction and builds the provider's authorize URL.
-    public func start(providerId: String, query: [(String, String)], existingBinding: String?, logger: Logger) async throws -> Start {
+    /// `link` and `reauthenticate` need the signed-in account's `uid`.
+    public func start(
+        providerId: String, query: [(String, String)], existingBinding: String?, signedInUid: String?, logger: Logger
+    ) async throws -> Start {
         let provider = try providers.provider(providerId)
         let parameters = Dictionary(query, uniquingKeysWith: { first, _ in first })
         guard let returnTo = parameters["return_to"] else {
@@ -35,9 +42,7 @@ public struct SignInService: Sendable {
         }
         try returnToPolicy.check(returnTo)
         let mode = parameters["mode"] ?? "signin"
-        guard mode == "signin" else {
-            throw GatehouseError.operationNotAllowed("mode \(mode.prefix(32).debugDescription) is not available: only signin is supported so far.")
-        }
+        let uid = try await checkMode(mode, providerId: provider.id, signedInUid: signedInUid)
         let custom = try CustomParameters.forwardable(from: query)
         var scopes = provider.defaultScopes
         for extra in (parameters["scope"] ?? "").split(separator: " ").map(String.init) where !scopes.contains(extra) {
@@ -61,7 +66,7 @@ public struct SignInService: Sendable {
             SignInTransaction(
                 stateHash: SecureRandom.digest(state), bindingHash: SecureRandom.digest(binding), providerId: provider.id,
                 codeVerifier: pkce.verifier, nonce: nonce, returnTo: returnTo, mode: mode, redirectURI: redirectURI,
-                providerContext: redirect.context, createdAt: now, expiresAt: now.addingTimeInterval(configuration.transactionLifetime)))
+                providerContext: redirect.context, uid: uid, createdAt: now, expiresAt: now.addingTimeInterval(configuration.transactionLifetime)))
         logger.info("sign-in started", metadata: ["provider.id": "\(provider.id)", "signin.mode": "\(mode)"])
         return Start(authorizationURL: redirect.url, bindingValue: binding)
     }
@@ -92,6 +97,7 @@ public struct SignInService: Sendable {
 
         let outcome: StoredResult
         var sessionValue: String?
+        let mode = transaction.mode
         do {
             if let error = parameters["error"] {
                 throw GatehouseError.invalidIdPResponse("The provider returned \(error.prefix(64).debugDescription) instead of a code.")
@@ -103,11 +109,11 @@ public struct SignInService: Sendable {
                 CallbackParameters(
                     code: code, codeVerifier: transaction.codeVerifier, redirectURI: transaction.redirectURI, nonce: transaction.nonce,
                     issuer: parameters["iss"], context: transaction.providerContext))
-            let established = try await establish(completed, providerId: provider.id, logger: logger)
-            sessionValue = established.session
-            outcome = .success(established.result)
+            let established = try await establish(completed, providerId: provider.id, mode: mode, uid: transaction.uid, logger: logger)
+            sessionValue = established.session?.value
+            outcome = .success(established.result, familyId: established.session?.familyId)
         } catch let error as GatehouseError {
-            logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "error.code": "\(error.code)"])
+            logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "signin.mode": "\(mode)", "error.code": "\(error.code)"])
             outcome = .failure(error)
         }
 
@@ -123,9 +129,11 @@ public struct SignInService: Sendable {
     /// like the code flow's. A bare access token is refused: the gateway cannot check whom
     /// it was issued to (providers.md §5).
     public func signIn(
-        providerId: String, idToken: String?, rawNonce: String?, accessToken: String?, logger: Logger
-    ) async throws -> (result: SignInResult, session: String) {
+        providerId: String, idToken: String?, rawNonce: String?, accessToken: String?, mode: String = "signin", signedInUid: String? = nil,
+        logger: Logger
+    ) async throws -> (result: SignInResult, session: String?) {
         let provider = try providers.provider(providerId)
+        let uid = try await checkMode(mode, providerId: provider.id, signedInUid: signedInUid)
         guard let idToken, !idToken.isEmpty else {
             if accessToken != nil {
                 throw GatehouseError.operationNotAllowed(
@@ -138,7 +146,10 @@ public struct SignInService: Sendable {
         }
         do {
             let completed = try await provider.signIn(idToken: idToken, rawNonce: rawNonce)
-            return try await establish(completed, providerId: provider.id, logger: logger)
+            let established = try await establish(completed, providerId: provider.id, mode: mode, uid: uid, logger: logger)
+            var issued: GatewayTokenService.Issued?
+            if let session = established.session { issued = try await tokens.issue(for: session.record) }
+            return (established.result.with(issued), established.session?.value)
         } catch let error as GatehouseError where error.code == "invalid-id-token" {
             logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "error.code": "\(error.code)"])
             // Same wording as Firebase: a token the gateway cannot accept is an invalid IdP response.
@@ -149,23 +160,59 @@ public struct SignInService: Sendable {
         }
     }
 
-    /// Account, session and result of a validated provider sign-in.
-    private func establish(_ completed: ProviderSignIn, providerId: String, logger: Logger) async throws -> (
-        result: SignInResult, session: String
-    ) {
+    /// A new session: the cookie value (shown once) and its stored record.
+    struct NewSession {
+        let value: String
+        let record: SessionRecord
+        var familyId: String { record.familyId }
+    }
+
+    /// The `uid` a mode needs: none for `signin`; for `link` and `reauthenticate` the signed-in
+    /// account (and for `reauthenticate`, one already linked to this provider).
+    private func checkMode(_ mode: String, providerId: String, signedInUid: String?) async throws -> String? {
+        guard Self.modes.contains(mode) else {
+            throw GatehouseError.invalidArgument("mode must be signin, link or reauthenticate.")
+        }
+        guard mode != "signin" else { return nil }
+        guard let signedInUid else { throw GatehouseError.unauthenticated() }
+        if mode == "reauthenticate", try await !storage.links(uid: signedInUid).contains(where: { $0.providerId == providerId }) {
+            throw GatehouseError.providerNotLinked(providerId)
+        }
+        return signedInUid
+    }
+
+    /// Account, session and result of a validated provider sign-in, by mode: `signin` and
+    /// `reauthenticate` start a new session (a fresh `auth_time`, a new id: no fixation);
+    /// `link` changes the account only.
+    private func establish(
+        _ completed: ProviderSignIn, providerId: String, mode: String, uid: String?, logger: Logger
+    ) async throws -> (result: SignInResult, session: NewSession?) {
         let profile = completed.profile
-        let signIn = try await accounts.signIn(profile: profile, tokens: completed.tokens)
-        let session = SecureRandom.token()
-        let now = Date()
-        try await storage.insertSession(
-            SessionRecord(
-                idHash: SecureRandom.digest(session), uid: signIn.account.uid, createdAt: now,
-                expiresAt: now.addingTimeInterval(configuration.sessionLifetime)))
+        let signIn: AccountService.SignIn
+        switch (mode, uid) {
+        case ("link", let uid?): signIn = try await accounts.link(uid: uid, profile: profile, tokens: completed.tokens)
+        case ("reauthenticate", let uid?): signIn = try await accounts.reauthenticate(uid: uid, profile: profile, tokens: completed.tokens)
+        default: signIn = try await accounts.signIn(profile: profile, tokens: completed.tokens)
+        }
+        var session: NewSession?
+        if mode != "link" {
+            let value = SecureRandom.token()
+            let now = Date()
+            let record = SessionRecord(
+                idHash: SecureRandom.digest(value), uid: signIn.account.uid, createdAt: now,
+                expiresAt: now.addingTimeInterval(configuration.sessionLifetime), signInProvider: providerId)
+            try await storage.insertSession(record)
+            session = NewSession(value: value, record: record)
+        }
         logger.info(
-            "sign-in completed", metadata: ["provider.id": "\(providerId)", "user.id": "\(signIn.account.uid)", "user.new": "\(signIn.isNewUser)"])
+            "sign-in completed",
+            metadata: [
+                "provider.id": "\(providerId)", "signin.mode": "\(mode)", "user.id": "\(signIn.account.uid)", "user.new": "\(signIn.isNewUser)",
+            ])
         let result = SignInResult(
             user: signIn.profile, isNewUser: signIn.isNewUser, providerId: providerId,
-            additionalUserInfo: .init(profile: profile.rawUserInfo, username: profile.username))
+            additionalUserInfo: .init(profile: profile.rawUserInfo, username: profile.username),
+            operationType: mode == "signin" ? "signIn" : mode)
         return (result, session)
     }
 
@@ -177,7 +224,13 @@ public struct SignInService: Sendable {
                 detail: "The result id is unknown, expired (results live 60 s) or was already fetched.")
         }
         switch try JSONCoding.decoder().decode(StoredResult.self, from: payload) {
-        case .success(let result): return result
+        case .success(let result, let familyId):
+            // Tokens are minted now, once: the stored result never held a usable credential.
+            guard let familyId else { return result }
+            guard let session = try await storage.session(familyId: familyId, now: Date()) else {
+                throw GatehouseError.invalidRefreshToken()
+            }
+            return result.with(try await tokens.issue(for: session))
         case .failure(let error): throw error
         }
     }

@@ -125,7 +125,7 @@ public struct ProfileService: Sendable {
         // a key rotation that ran during this call is never undone by stale tokens.
         try await storage.updateLinkProfile(
             providerId: link.providerId, federatedId: link.federatedId, uid: link.uid, profileJSON: try JSONCoding.encoder().encode(profile),
-            at: Date())
+            verifiedEmail: EmailAddress.verified(of: profile), at: Date())
         return profile
     }
 

@@ -111,6 +111,9 @@ public protocol IdentityProvider: Sendable {
     func fetchProfile(tokens: ProviderTokens) async throws -> ProviderProfile
     /// Fetches the user's photo at about `size` pixels, or throws `no-photo`.
     func fetchPhoto(profile: ProviderProfile, tokens: ProviderTokens, size: Int?) async throws -> ProviderPhoto
+    /// Revokes the user's grant to the gateway where the provider offers it (GitHub), when
+    /// the link is removed; providers without such an endpoint do nothing.
+    func revokeGrant(tokens: ProviderTokens) async throws
 }
 
 extension IdentityProvider {
@@ -123,6 +126,9 @@ extension IdentityProvider {
     public func refresh(_ tokens: ProviderTokens) async throws -> ProviderTokens {
         throw GatehouseError.providerReauthRequired(id)
     }
+
+    /// No revocation endpoint: forgetting the tokens is all the gateway can do.
+    public func revokeGrant(tokens: ProviderTokens) async throws {}
 
     /// Always ready (no discovery to depend on).
     public func readinessProblem() async -> String? { nil }

@@ -33,8 +33,23 @@ public protocol GatehouseStorage: Sendable {
     /// Replaces a link's profile snapshot and tokens.
     func updateLink(_ link: ProviderLinkRecord) async throws
 
-    /// Replaces a link's profile snapshot only (its tokens stay as stored), if `uid` still owns it.
-    func updateLinkProfile(providerId: String, federatedId: String, uid: String, profileJSON: Data, at date: Date) async throws
+    /// Replaces a link's profile snapshot and verified email only (its tokens stay as
+    /// stored), if `uid` still owns it.
+    func updateLinkProfile(
+        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
+    ) async throws
+    /// Adds a link to an existing account; `StorageError.conflict` when the identity is linked
+    /// anywhere already or the account already has a link to that provider.
+    func addLink(_ link: ProviderLinkRecord) async throws
+    /// Removes the account's link to a provider unless it is the last one (decided inside
+    /// the transaction, so two concurrent unlinks cannot leave an account with none).
+    func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome
+    /// Deletes an account with its links, sessions and refresh tokens; returns the links it
+    /// had (so their grants can be revoked), or `nil` when there is no such account.
+    func deleteAccount(uid: String) async throws -> [ProviderLinkRecord]?
+    /// The uids of accounts with a link whose normalized verified email is `verifiedEmail`,
+    /// oldest link first, at most `limit`.
+    func uids(verifiedEmail: String, limit: Int) async throws -> [String]
 
     /// Up to `limit` links of every account, ordered by provider id then federated id, after
     /// the link at `after` (from the start when `nil`): a stable cursor for batch jobs.
@@ -47,8 +62,28 @@ public protocol GatehouseStorage: Sendable {
     func insertSession(_ session: SessionRecord) async throws
     /// The session with this hash, if it has not expired.
     func session(idHash: String, now: Date) async throws -> SessionRecord?
+    /// The session of a refresh-token family (an ID token's `sid`), if it has not expired.
+    func session(familyId: String, now: Date) async throws -> SessionRecord?
     /// Ends one session.
     func deleteSession(idHash: String) async throws
+    /// Ends the session of a refresh-token family, with its refresh tokens.
+    func deleteSession(familyId: String) async throws
+
+    /// Stores a new refresh token (by hash) in a session's family.
+    func insertRefreshToken(tokenHash: String, familyId: String, at date: Date) async throws
+    /// Spends a refresh token and stores its successor in one transaction. A token spent
+    /// before revokes its whole family (reuse means it was stolen or replayed).
+    func rotateRefreshToken(tokenHash: String, successorHash: String, now: Date) async throws -> RefreshRotation
+
+    /// Saves a pending credential.
+    func insertPendingCredential(_ credential: PendingCredentialRecord) async throws
+    /// Deletes and returns the pending credential with this hash if it has not expired.
+    func takePendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord?
+
+    /// Saves a new signing key.
+    func insertSigningKey(_ key: SigningKeyRecord) async throws
+    /// Every signing key, newest first.
+    func signingKeys() async throws -> [SigningKeyRecord]
     /// Ends every session of an account.
     func deleteSessions(uid: String) async throws
 
@@ -67,7 +102,8 @@ public protocol GatehouseStorage: Sendable {
     /// Revokes a key; `false` when there is no such key or it was already revoked.
     func revokeServiceKey(id: String, at date: Date) async throws -> Bool
 
-    /// Deletes expired transactions, results and sessions.
+    /// Deletes expired transactions, results, sessions (with their refresh tokens) and
+    /// pending credentials.
     func purgeExpired(now: Date) async throws
 
     /// Runs `body` holding the lock `name`, exclusive among every gateway instance using this

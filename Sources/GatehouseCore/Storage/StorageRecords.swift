@@ -14,8 +14,10 @@ public struct SignInTransaction: Sendable, Equatable {
     public var nonce: String
     /// Where the browser returns.
     public var returnTo: String
-    /// `signin` (link and reauthenticate come with accounts).
+    /// `signin`, `link` or `reauthenticate`.
     public var mode: String
+    /// The signed-in account a `link` or `reauthenticate` flow belongs to; `nil` for `signin`.
+    public var uid: String?
     /// The callback URL sent on the authorize request; the token request repeats it.
     public var redirectURI: String
     /// What the provider needs back at the callback (Microsoft: the tenant of the endpoints used); may be empty.
@@ -28,8 +30,9 @@ public struct SignInTransaction: Sendable, Equatable {
     /// Creates a transaction.
     public init(
         stateHash: String, bindingHash: String, providerId: String, codeVerifier: String, nonce: String, returnTo: String, mode: String,
-        redirectURI: String, providerContext: String = "", createdAt: Date, expiresAt: Date
+        redirectURI: String, providerContext: String = "", uid: String? = nil, createdAt: Date, expiresAt: Date
     ) {
+        self.uid = uid
         self.stateHash = stateHash
         self.bindingHash = bindingHash
         self.providerId = providerId
@@ -81,9 +84,16 @@ public struct ProviderLinkRecord: Sendable, Equatable {
     public var linkedAt: Date
     /// When tokens or profile last changed.
     public var updatedAt: Date
+    /// The profile's email, normalized (`EmailAddress`), when the provider vouches for it;
+    /// the only email that can match an account under "one account per email".
+    public var verifiedEmail: String?
 
     /// Creates a link record.
-    public init(uid: String, providerId: String, federatedId: String, profileJSON: Data, sealedTokens: String, linkedAt: Date, updatedAt: Date) {
+    public init(
+        uid: String, providerId: String, federatedId: String, profileJSON: Data, sealedTokens: String, linkedAt: Date, updatedAt: Date,
+        verifiedEmail: String? = nil
+    ) {
+        self.verifiedEmail = verifiedEmail
         self.uid = uid
         self.providerId = providerId
         self.federatedId = federatedId
@@ -94,23 +104,34 @@ public struct ProviderLinkRecord: Sendable, Equatable {
     }
 }
 
-/// A browser session. Keyed by the SHA-256 of the cookie value.
+/// One sign-in: the browser's session cookie and the refresh-token family issued with it
+/// live and die together. Keyed by the SHA-256 of the cookie value; the family id is the
+/// `sid` claim of the gateway ID tokens it issues.
 public struct SessionRecord: Sendable, Equatable {
     /// SHA-256 hex of the session cookie.
     public var idHash: String
     /// The signed-in account.
     public var uid: String
-    /// When the session started (the sign-in time).
+    /// When the session started: the sign-in, i.e. the ID tokens' `auth_time`.
     public var createdAt: Date
-    /// When the session ends.
+    /// When the session (and every refresh token of its family) ends.
     public var expiresAt: Date
+    /// The refresh-token family's id (random; public in ID tokens as `sid`).
+    public var familyId: String
+    /// The provider the user signed in with (`sign_in_provider`).
+    public var signInProvider: String
 
-    /// Creates a session record.
-    public init(idHash: String, uid: String, createdAt: Date, expiresAt: Date) {
+    /// Creates a session record; `familyId` defaults to a random one.
+    public init(
+        idHash: String, uid: String, createdAt: Date, expiresAt: Date, familyId: String = SecureRandom.token(byteCount: 16),
+        signInProvider: String = ""
+    ) {
         self.idHash = idHash
         self.uid = uid
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+        self.familyId = familyId
+        self.signInProvider = signInProvider
     }
 }
 

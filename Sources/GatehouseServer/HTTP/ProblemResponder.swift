@@ -7,17 +7,22 @@ import Logging
 /// (`404 not-found`), wrong methods (`405 method-not-allowed` with `Allow`), framework
 /// errors, and unexpected failures (`500 internal`, logged with the request id, never shown).
 /// It also sets the security headers every answer carries.
-struct ProblemResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == BasicRequestContext {
+struct ProblemResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == GatehouseRequestContext {
     let inner: Inner
     let routes: RouteTable
     let metrics: ServerMetrics
+    let browser: BrowserPolicy
     let logger: Logger
 
-    func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
+    func respond(to request: Request, context: GatehouseRequestContext) async throws -> Response {
         let started = ContinuousClock.now
         var response: Response
         do {
-            response = try await inner.respond(to: request, context: context)
+            if let preflight = browser.preflight(request) {
+                response = preflight
+            } else {
+                response = try await inner.respond(to: request, context: context)
+            }
             if response.status.code >= 400, response.headers[.contentType] != "application/problem+json" {
                 response = rewrite(response, request: request)
             }
@@ -34,6 +39,7 @@ struct ProblemResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context
             response = GatehouseError.internalError().problemResponse()
         }
         response.headers[.xContentTypeOptions] = "nosniff"
+        browser.decorate(&response, for: request)
         if request.uri.path.hasPrefix("/v1/auth") {
             response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
         }

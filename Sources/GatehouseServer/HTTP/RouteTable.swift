@@ -9,8 +9,8 @@ public struct RouteTable: Sendable {
 
     /// Registers a handler and records the route.
     mutating func add(
-        _ router: Router<BasicRequestContext>, _ method: HTTPRequest.Method, _ openAPIPath: String,
-        _ handler: @escaping @Sendable (Request, BasicRequestContext) async throws -> Response
+        _ router: Router<GatehouseRequestContext>, _ method: HTTPRequest.Method, _ openAPIPath: String,
+        _ handler: @escaping @Sendable (Request, GatehouseRequestContext) async throws -> Response
     ) {
         routes.append((method.rawValue, openAPIPath))
         let hummingbirdPath = openAPIPath.split(separator: "/", omittingEmptySubsequences: false).map { segment in

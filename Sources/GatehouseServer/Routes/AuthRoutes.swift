@@ -3,22 +3,42 @@ import GatehouseCore
 import HTTPTypes
 import Hummingbird
 
-/// `/v1/auth/…`: start, callback, result, ID-token sign-in, sign-out.
+/// `/v1/auth/…`: start, callback, result, ID-token sign-in, pending-credential link, sign-in
+/// methods, sign-out.
 struct AuthRoutes {
     let gatehouse: Gatehouse
+    let browser: BrowserPolicy
 
-    func register(_ router: Router<BasicRequestContext>, table: inout RouteTable) {
+    func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
         let cookies = gatehouse.configuration.cookies
         let signIn = gatehouse.signIn
         let sessions = gatehouse.sessions
+        let accounts = gatehouse.accounts
+        let browser = self.browser
+        let methodsLookup = gatehouse.configuration.signInMethodsLookup
         let transactionLifetime = Int(gatehouse.configuration.transactionLifetime)
         let sessionLifetime = Int(gatehouse.configuration.sessionLifetime)
 
+        @Sendable func caller(_ request: Request) async throws -> SessionService.Caller? {
+            try await sessions.caller(cookie: request.cookie(cookies.sessionName), authorization: request.headers[.authorization])
+        }
+
+        /// Replaces the browser's session cookie with a new session (no fixation).
+        @Sendable func setSession(_ response: inout Response, _ request: Request, value: String) async throws {
+            try await sessions.endSession(cookie: request.cookie(cookies.sessionName))
+            response.headers.append(
+                HTTPField(name: .setCookie, value: cookies.setCookie(name: cookies.sessionName, value: value, maxAge: sessionLifetime)))
+        }
+
         table.add(router, .get, "/v1/auth/{providerId}/start") { request, context in
+            try await browser.limit("start", request, context)
             let providerId = context.parameters.get("providerId") ?? ""
+            // Only link and re-authentication look at who is signed in.
+            let mode = request.queryDictionary["mode"] ?? "signin"
+            let signedIn = mode == "signin" ? nil : try await caller(request)
             let start = try await signIn.start(
                 providerId: providerId, query: request.queryPairs, existingBinding: request.cookie(cookies.transactionName),
-                logger: context.logger)
+                signedInUid: signedIn?.uid, logger: context.logger)
             var response =
                 request.wantsJSON
                 ? try Response.json(["authorizationUrl": start.authorizationURL])
@@ -30,7 +50,8 @@ struct AuthRoutes {
             return response
         }
 
-        let callback: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, context in
+        let callback: @Sendable (Request, GatehouseRequestContext) async throws -> Response = { request, context in
+            try await browser.limit("callback", request, context)
             var request = request
             var parameters = request.queryDictionary
             if request.method == .post {
@@ -42,51 +63,66 @@ struct AuthRoutes {
                 binding: request.cookie(cookies.transactionName), logger: context.logger)
             var response = Response(status: .seeOther, headers: [.location: completion.redirectURL, .cacheControl: "no-store"])
             if let session = completion.sessionValue {
-                // A new session id at every sign-in; the old session, if any, ends (no fixation).
-                try await sessions.signOut(session: request.cookie(cookies.sessionName), all: false)
-                response.headers.append(
-                    HTTPField(name: .setCookie, value: cookies.setCookie(name: cookies.sessionName, value: session, maxAge: sessionLifetime)))
+                try await setSession(&response, request, value: session)
             }
             return response
         }
         table.add(router, .get, "/v1/auth/{providerId}/callback", callback)
         table.add(router, .post, "/v1/auth/{providerId}/callback", callback)
 
-        table.add(router, .post, "/v1/auth/result") { request, _ in
-            var request = request
-            let body = try await request.collectBody(upTo: 16 << 10)
-            guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
-                let id = object["result"] as? String
-            else {
+        table.add(router, .post, "/v1/auth/result") { request, context in
+            try await browser.limit("result", request, context)
+            // Any content type: the result id is itself the secret, and no cookie is involved.
+            let object = try await Self.jsonObject(request, limit: 16 << 10, requireJSONType: false)
+            guard let id = object["result"] as? String else {
                 throw GatehouseError.invalidArgument("The body must be a JSON object with a string member \"result\".")
             }
-            return try Response.json(try await signIn.result(id: id))
+            var response = try Response.json(try await signIn.result(id: id))
+            response.headers[.cacheControl] = "no-store"
+            return response
         }
 
         table.add(router, .post, "/v1/auth/idtoken") { request, context in
-            var request = request
-            // JSON only: a cross-site HTML form cannot send it without a CORS preflight.
-            guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
-                throw GatehouseError.invalidArgument("The body must be application/json.")
-            }
-            let body = try await request.collectBody(upTo: 32 << 10)
-            guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
-                let providerId = object["providerId"] as? String
-            else {
+            try await browser.limit("idtoken", request, context)
+            let object = try await Self.jsonObject(request, limit: 32 << 10)
+            guard let providerId = object["providerId"] as? String else {
                 throw GatehouseError.invalidArgument("The body must be a JSON object with a string member \"providerId\".")
             }
-            for key in ["idToken", "rawNonce", "accessToken"] where object[key] != nil && !(object[key] is String) {
+            for key in ["idToken", "rawNonce", "accessToken", "mode"] where object[key] != nil && !(object[key] is String) {
                 throw GatehouseError.invalidArgument("\(key) must be a string.")
             }
+            let mode = object["mode"] as? String ?? "signin"
+            let signedIn = mode == "signin" ? nil : try await caller(request)
+            try browser.requireAllowedOrigin(request, caller: signedIn)
             let established = try await signIn.signIn(
                 providerId: providerId, idToken: object["idToken"] as? String, rawNonce: object["rawNonce"] as? String,
-                accessToken: object["accessToken"] as? String, logger: context.logger)
+                accessToken: object["accessToken"] as? String, mode: mode, signedInUid: signedIn?.uid, logger: context.logger)
             var response = try Response.json(established.result)
             response.headers[.cacheControl] = "no-store"
-            try await sessions.signOut(session: request.cookie(cookies.sessionName), all: false)
-            response.headers.append(
-                HTTPField(name: .setCookie, value: cookies.setCookie(name: cookies.sessionName, value: established.session, maxAge: sessionLifetime)))
+            if let session = established.session { try await setSession(&response, request, value: session) }
             return response
+        }
+
+        table.add(router, .post, "/v1/auth/link") { request, context in
+            try await browser.limit("link", request, context)
+            guard let signedIn = try await caller(request) else { throw GatehouseError.unauthenticated() }
+            try browser.requireAllowedOrigin(request, caller: signedIn)
+            let object = try await Self.jsonObject(request, limit: 4 << 10)
+            guard let pendingToken = object["pendingToken"] as? String else {
+                throw GatehouseError.invalidArgument("The body must be a JSON object with a string member \"pendingToken\".")
+            }
+            let linked = try await accounts.claimPending(uid: signedIn.uid, pendingToken: pendingToken)
+            return try Response.json(["user": linked.profile])
+        }
+
+        table.add(router, .get, "/v1/auth/methods") { request, context in
+            guard methodsLookup else {
+                throw GatehouseError.operationNotAllowed(
+                    "Looking up sign-in methods by email is turned off on this gateway (email-enumeration protection).", status: 404)
+            }
+            try await browser.limit("methods", request, context)
+            guard let email = request.queryDictionary["email"] else { throw GatehouseError.invalidArgument("email is required.") }
+            return try Response.json(SignInMethods(signInMethods: try await accounts.signInMethods(email: email)))
         }
 
         table.add(router, .post, "/v1/auth/signout") { request, _ in
@@ -94,11 +130,32 @@ struct AuthRoutes {
             guard allParameter == "true" || allParameter == "false" else {
                 throw GatehouseError.invalidArgument("all must be true or false.")
             }
-            let all = allParameter == "true"
-            try await sessions.signOut(session: request.cookie(cookies.sessionName), all: all)
+            // A dead or forged bearer token signs nothing out; the cookie is cleared regardless.
+            let signedIn = try? await caller(request)
+            try browser.requireAllowedOrigin(request, caller: signedIn ?? nil)
+            try await sessions.signOut(signedIn ?? nil, all: allParameter == "true")
             var response = Response(status: .noContent, headers: [.cacheControl: "no-store"])
             response.headers.append(HTTPField(name: .setCookie, value: cookies.deleteCookie(name: cookies.sessionName)))
             return response
         }
+    }
+
+    /// `GET /v1/auth/methods`.
+    struct SignInMethods: Encodable {
+        let signInMethods: [String]
+    }
+
+    /// A JSON request body as an object. JSON only: a cross-site HTML form cannot send it
+    /// without a CORS preflight.
+    static func jsonObject(_ request: Request, limit: Int, requireJSONType: Bool = true) async throws -> [String: Any] {
+        var request = request
+        guard !requireJSONType || request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
+            throw GatehouseError.invalidArgument("The body must be application/json.")
+        }
+        let body = try await request.collectBody(upTo: limit)
+        guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any] else {
+            throw GatehouseError.invalidArgument("The body must be a JSON object.")
+        }
+        return object
     }
 }

@@ -3,7 +3,7 @@ import Hummingbird
 
 /// The demo page at `/`: sign in with GitHub, then a profile card (name, email, photo).
 struct DemoPage {
-    func register(_ router: Router<BasicRequestContext>, table: inout RouteTable) {
+    func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
         let html: String = {
             guard let url = Bundle.module.url(forResource: "demo", withExtension: "html", subdirectory: "Resources"),
                 let text = try? String(contentsOf: url, encoding: .utf8)

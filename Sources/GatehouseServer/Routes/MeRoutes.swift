@@ -2,27 +2,58 @@ import GatehouseCore
 import HTTPTypes
 import Hummingbird
 
-/// `/v1/me…`: the signed-in user's unified profile, provider profile and photo.
+/// `/v1/me…`: the signed-in user's unified profile, provider profile and photo, unlink and
+/// account deletion; the session cookie or `Authorization: Bearer <gateway ID token>`.
 struct MeRoutes {
     let gatehouse: Gatehouse
+    let browser: BrowserPolicy
 
     /// Photo sizes Graph serves (design §2); other providers scale to the same set.
     static let photoSizes: Set<Int> = [48, 64, 96, 120, 240, 360, 432, 504, 648]
 
-    func register(_ router: Router<BasicRequestContext>, table: inout RouteTable) {
+    func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
         let cookies = gatehouse.configuration.cookies
         let sessions = gatehouse.sessions
         let profiles = gatehouse.profiles
+        let accounts = gatehouse.accounts
+        let providers = gatehouse.providers
+        let browser = self.browser
 
+        @Sendable func caller(_ request: Request) async throws -> SessionService.Caller {
+            guard
+                let caller = try await sessions.caller(cookie: request.cookie(cookies.sessionName), authorization: request.headers[.authorization])
+            else { throw GatehouseError.unauthenticated() }
+            return caller
+        }
         @Sendable func signedIn(_ request: Request) async throws -> String {
-            guard let uid = try await sessions.uid(forSession: request.cookie(cookies.sessionName)) else {
-                throw GatehouseError.unauthenticated()
-            }
-            return uid
+            try await caller(request).uid
+        }
+        /// Unlink and delete: an allowed origin for cookie callers, and a recent sign-in.
+        @Sendable func sensitive(_ request: Request) async throws -> SessionService.Caller {
+            let caller = try await caller(request)
+            try browser.requireAllowedOrigin(request, caller: caller)
+            try sessions.requireRecentLogin(caller)
+            return caller
         }
 
         table.add(router, .get, "/v1/me") { request, _ in
             try Response.json(try await profiles.me(uid: try await signedIn(request)))
+        }
+
+        table.add(router, .delete, "/v1/me") { request, _ in
+            let caller = try await sensitive(request)
+            try await accounts.delete(uid: caller.uid, providers: providers)
+            var response = Response(status: .noContent, headers: [.cacheControl: "no-store"])
+            if caller.viaCookie {
+                response.headers.append(HTTPField(name: .setCookie, value: cookies.deleteCookie(name: cookies.sessionName)))
+            }
+            return response
+        }
+
+        table.add(router, .delete, "/v1/me/providers/{providerId}") { request, context in
+            let caller = try await sensitive(request)
+            _ = try await accounts.unlink(uid: caller.uid, providerId: context.parameters.get("providerId") ?? "", providers: providers)
+            return try Response.json(try await profiles.me(uid: caller.uid))
         }
 
         table.add(router, .get, "/v1/me/providers/{providerId}/profile") { request, context in

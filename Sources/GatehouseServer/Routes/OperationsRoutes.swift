@@ -1,15 +1,17 @@
 import GatehouseCore
 import Hummingbird
 
-/// `/healthz` (the process answers), `/readyz` (storage reachable, providers configured)
+/// `/healthz` (the process answers), `/readyz` (storage reachable, signing keys loaded,
+/// providers configured)
 /// and `/metrics` (Prometheus text).
 struct OperationsRoutes {
     let gatehouse: Gatehouse
     let metrics: ServerMetrics
 
-    func register(_ router: Router<BasicRequestContext>, table: inout RouteTable) {
+    func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
         let storage = gatehouse.storage
         let providers = gatehouse.providers
+        let keys = gatehouse.tokens.keys
         table.add(router, .get, "/healthz") { _, _ in
             try Response.json(["status": "ok"])
         }
@@ -25,6 +27,9 @@ struct OperationsRoutes {
             } catch {
                 context.logger.warning("readiness: storage unreachable")
                 throw GatehouseError(code: "not-ready", status: 503, title: "Not ready", detail: "The storage is not reachable.")
+            }
+            guard await keys.isReady() else {
+                throw GatehouseError(code: "not-ready", status: 503, title: "Not ready", detail: "No signing key could be loaded.")
             }
             guard !providers.ids.isEmpty else {
                 throw GatehouseError(code: "not-ready", status: 503, title: "Not ready", detail: "No provider is configured.")

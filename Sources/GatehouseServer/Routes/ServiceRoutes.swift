@@ -7,11 +7,11 @@ import Hummingbird
 struct ServiceRoutes {
     let gatehouse: Gatehouse
 
-    func register(_ router: Router<BasicRequestContext>, table: inout RouteTable) {
+    func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
         let keys = gatehouse.serviceKeys
         let profiles = gatehouse.profiles
 
-        @Sendable func uid(_ request: Request, _ context: BasicRequestContext, scope: String) async throws -> String {
+        @Sendable func uid(_ request: Request, _ context: GatehouseRequestContext, scope: String) async throws -> String {
             _ = try await keys.authorize(authorization: request.headers[.authorization], scope: scope)
             return context.parameters.get("uid") ?? ""
         }

@@ -121,6 +121,24 @@ public struct GitHubProvider: IdentityProvider {
         return (nil, false)
     }
 
+    /// `DELETE /applications/{client_id}/grant` with the app's Basic credentials: revokes
+    /// every token of the grant, so the user sees the app gone from their GitHub settings.
+    /// `404`/`422` mean the grant is already gone.
+    public func revokeGrant(tokens: ProviderTokens) async throws {
+        let credentials = Data("\(configuration.clientID):\(configuration.clientSecret)".utf8).base64EncodedString()
+        let body = try JSONSerialization.data(withJSONObject: ["access_token": tokens.accessToken])
+        let response = try await http.execute(
+            OutboundRequest(
+                method: "DELETE", url: "\(configuration.apiBaseURL)/applications/\(configuration.clientID)/grant",
+                headers: [
+                    "Authorization": "Basic \(credentials)", "Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
+                    "Content-Type": "application/json",
+                ], body: Array(body), maxResponseBytes: 64 << 10))
+        guard response.status == 204 || response.status == 404 || response.status == 422 else {
+            throw UpstreamErrors.status(response, providerId: id)
+        }
+    }
+
     private func api(_ path: String, tokens: ProviderTokens) async throws -> OutboundResponse {
         if let wait = await rateLimits.wait(for: tokens.accessToken) {
             throw GatehouseError.upstreamRateLimited(id, retryAfter: wait)

@@ -1,0 +1,41 @@
+import Foundation
+
+/// Token buckets by key (route group and client address): `perMinute` requests, refilled
+/// evenly, bursts up to the same number. In-process: with several instances each enforces
+/// its own budget, so a client's effective limit is at most `instances × perMinute`.
+public actor RateLimiter {
+    private struct Bucket {
+        var tokens: Double
+        var updated: Date
+    }
+
+    private let perMinute: Double
+    private var buckets: [String: Bucket] = [:]
+    /// Above this many keys, full buckets are dropped (they carry no information).
+    private let maximumKeys = 50_000
+
+    /// A limiter allowing `perMinute` requests per key and minute (0 turns it off).
+    public init(perMinute: Int) {
+        self.perMinute = Double(perMinute)
+    }
+
+    /// Takes one token for `key`; returns the seconds to wait when there is none.
+    public func acquire(_ key: String, now: Date = Date()) -> Int? {
+        guard perMinute > 0 else { return nil }
+        var bucket = buckets[key] ?? Bucket(tokens: perMinute, updated: now)
+        bucket.tokens = min(perMinute, bucket.tokens + now.timeIntervalSince(bucket.updated) * perMinute / 60)
+        bucket.updated = now
+        if bucket.tokens < 1 {
+            buckets[key] = bucket
+            return max(1, Int(((1 - bucket.tokens) * 60 / perMinute).rounded(.up)))
+        }
+        bucket.tokens -= 1
+        buckets[key] = bucket
+        if buckets.count > maximumKeys { prune(now: now) }
+        return nil
+    }
+
+    private func prune(now: Date) {
+        buckets = buckets.filter { _, bucket in bucket.tokens + now.timeIntervalSince(bucket.updated) * perMinute / 60 < perMinute }
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import JWTKit
+
+/// The gateway as a token issuer (design §2): ES256 ID tokens for one hour, opaque refresh
+/// tokens stored hashed and rotated at every use, a reused refresh token revoking its whole
+/// family. A session and its refresh-token family are one record, so signing out, disabling
+/// the user or revoking sessions ends both, and ID tokens of an ended session stop being
+/// accepted before they expire.
+public struct GatewayTokenService: Sendable {
+    let configuration: GatewayConfiguration
+    let storage: any GatehouseStorage
+    let accounts: AccountService
+    /// The signing keys (shared with the JWKS route).
+    public let keys: SigningKeyRing
+
+    /// Refresh tokens start with this, so leaked ones are easy to recognise.
+    public static let refreshTokenPrefix = "ghrt_"
+    /// Accepted clock difference for `iat`/`exp`.
+    static let skew: TimeInterval = 60
+
+    /// Tokens for one session.
+    public struct Issued: Sendable, Codable, Equatable {
+        /// The ES256 ID token.
+        public var idToken: String
+        /// The opaque refresh token (shown once; stored hashed).
+        public var refreshToken: String
+        /// Seconds the ID token lives.
+        public var expiresIn: Int
+    }
+
+    /// Who a verified ID token speaks for.
+    public struct Bearer: Sendable {
+        /// The token's claims.
+        public var claims: GatewayIDTokenClaims
+        /// Its live session.
+        public var session: SessionRecord
+    }
+
+    /// Mints an ID token for the session and starts (or continues) its refresh family.
+    public func issue(for session: SessionRecord) async throws -> Issued {
+        let refreshToken = Self.newRefreshToken()
+        try await storage.insertRefreshToken(tokenHash: SecureRandom.digest(refreshToken), familyId: session.familyId, at: Date())
+        return Issued(idToken: try await idToken(for: session), refreshToken: refreshToken, expiresIn: Int(configuration.idTokenLifetime))
+    }
+
+    /// `POST /v1/token`: spends the refresh token, answers a new ID token and its successor.
+    /// A token used twice revokes the family: both the thief and the user must sign in again.
+    public func refresh(_ refreshToken: String) async throws -> Issued {
+        guard refreshToken.hasPrefix(Self.refreshTokenPrefix), refreshToken.count <= 128 else { throw GatehouseError.invalidRefreshToken() }
+        let successor = Self.newRefreshToken()
+        switch try await storage.rotateRefreshToken(
+            tokenHash: SecureRandom.digest(refreshToken), successorHash: SecureRandom.digest(successor), now: Date())
+        {
+        case .rotated(let session):
+            return Issued(idToken: try await idToken(for: session), refreshToken: successor, expiresIn: Int(configuration.idTokenLifetime))
+        case .reused, .unknown:
+            throw GatehouseError.invalidRefreshToken()
+        }
+    }
+
+    /// Verifies a gateway ID token: ES256 only, a published key, exact `iss` and `aud`,
+    /// `exp`/`iat` with a minute of skew, a live session and an enabled account.
+    public func verify(_ token: String, now: Date = Date()) async throws -> Bearer {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard token.count <= 8 << 10, parts.count == 3, let headerData = Base64URL.decode(String(parts[0])),
+            let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any]
+        else { throw GatehouseError.invalidIdToken("The bearer token is not a gateway ID token.") }
+        // The algorithm is fixed: `none`, HS256 with a public key as secret, anything else is refused.
+        guard header["alg"] as? String == "ES256", let kid = header["kid"] as? String,
+            !IDTokenValidator.keyInjectionHeaders.contains(where: { header[$0] != nil }), header["crit"] == nil
+        else { throw GatehouseError.invalidIdToken("The ID token's header is not acceptable.") }
+        let claims: GatewayIDTokenClaims
+        do {
+            claims = try await keys.verify(token, kid: kid)
+        } catch let error as GatehouseError {
+            throw error
+        } catch {
+            throw GatehouseError.invalidIdToken("The ID token's signature or claims do not verify.")
+        }
+        guard claims.iss == configuration.publicURL, claims.aud == configuration.idTokenAudience else {
+            throw GatehouseError.invalidIdToken("The ID token was issued by another issuer or for another audience.")
+        }
+        guard Double(claims.exp) > now.timeIntervalSince1970 - Self.skew else { throw GatehouseError.idTokenExpired() }
+        guard Double(claims.iat) <= now.timeIntervalSince1970 + Self.skew else {
+            throw GatehouseError.invalidIdToken("The ID token was issued in the future.")
+        }
+        guard let session = try await storage.session(familyId: claims.sid, now: now), session.uid == claims.sub else {
+            throw GatehouseError.invalidIdToken("The ID token's session has ended (signed out or revoked).")
+        }
+        return Bearer(claims: claims, session: session)
+    }
+
+    /// The ID token of a session, with the account's current profile.
+    private func idToken(for session: SessionRecord) async throws -> String {
+        guard let account = try await storage.account(uid: session.uid) else { throw GatehouseError.invalidRefreshToken() }
+        if account.disabled { throw GatehouseError.userDisabled() }
+        let links = try await storage.links(uid: account.uid)
+        let profile = try await accounts.unifiedProfile(for: account)
+        var identities: [String: [String]] = [:]
+        for link in links { identities[link.providerId, default: []].append(link.federatedId) }
+        let now = Date()
+        let claims = GatewayIDTokenClaims(
+            iss: configuration.publicURL, aud: configuration.idTokenAudience, sub: account.uid, iat: Int(now.timeIntervalSince1970),
+            exp: Int(now.addingTimeInterval(configuration.idTokenLifetime).timeIntervalSince1970),
+            authTime: Int(session.createdAt.timeIntervalSince1970), signInProvider: session.signInProvider, identities: identities,
+            email: profile.email, emailVerified: profile.emailVerified, name: profile.displayName, sid: session.familyId)
+        return try await keys.sign(claims)
+    }
+
+    static func newRefreshToken() -> String {
+        refreshTokenPrefix + SecureRandom.token(byteCount: 32)
+    }
+}

@@ -1,0 +1,142 @@
+import Crypto
+import Foundation
+import JWTKit
+import Logging
+
+/// The gateway's ES256 signing keys, kept in storage (private halves sealed by the token
+/// vault) so that every instance signs with the same newest key and verifies every key still
+/// published. `gatehouse keys rotate-signing` adds a key; instances pick it up within
+/// `reloadInterval`, or at once when they meet a token with its `kid`.
+public actor SigningKeyRing {
+    /// A usable key.
+    struct Key {
+        let kid: String
+        let createdAt: Date
+        let privateKey: P256.Signing.PrivateKey
+    }
+
+    private let storage: any GatehouseStorage
+    private let vault: TokenVault
+    private let tokenLifetime: TimeInterval
+    private let logger: Logger
+    /// How often the ring rereads storage to notice keys added by other instances.
+    private let reloadInterval: TimeInterval = 30
+    /// Unknown `kid`s may trigger a reread at most this often (forged kids cost nothing).
+    private let unknownKidReloadInterval: TimeInterval = 5
+
+    private var keys: [Key] = []
+    private var collection = JWTKeyCollection()
+    private var loadedAt: Date = .distantPast
+    private var unknownKidReloadAt: Date = .distantPast
+
+    /// A ring over the store; `tokenLifetime` is how long an old key stays published after
+    /// a newer one took over (the lifetime of the tokens it may have signed).
+    public init(storage: any GatehouseStorage, vault: TokenVault, tokenLifetime: TimeInterval, logger: Logger) {
+        self.storage = storage
+        self.vault = vault
+        self.tokenLifetime = tokenLifetime
+        self.logger = logger
+    }
+
+    /// Creates and stores a new newest key; returns its kid. Used at first start (no key
+    /// yet) and by `gatehouse keys rotate-signing`.
+    @discardableResult
+    public static func addKey(storage: any GatehouseStorage, vault: TokenVault, at date: Date = Date()) async throws -> String {
+        let key = P256.Signing.PrivateKey()
+        let kid = "gh-" + String(SecureRandom.digest(key.publicKey.rawRepresentation.base64EncodedString()).prefix(16))
+        let sealed = try vault.seal(key.rawRepresentation, context: vaultContext(kid))
+        try await storage.insertSigningKey(SigningKeyRecord(kid: kid, sealedPrivateKey: sealed, createdAt: date))
+        return kid
+    }
+
+    /// Signs `claims` with the newest key.
+    func sign(_ claims: GatewayIDTokenClaims) async throws -> String {
+        try await loadIfStale()
+        guard let newest = keys.first else { throw GatehouseError.internalError() }
+        var header = JWTHeader()
+        header.typ = "JWT"
+        return try await collection.sign(claims, kid: JWKIdentifier(string: newest.kid), header: header)
+    }
+
+    /// Verifies the signature of a token signed by a published key (rereading storage once
+    /// when the kid is unknown: another instance may have rotated).
+    func verify(_ token: String, kid: String) async throws -> GatewayIDTokenClaims {
+        try await loadIfStale()
+        if !published().contains(where: { $0.kid == kid }), Date() >= unknownKidReloadAt {
+            unknownKidReloadAt = Date().addingTimeInterval(unknownKidReloadInterval)
+            try await load()
+        }
+        guard published().contains(where: { $0.kid == kid }) else {
+            throw GatehouseError.invalidIdToken("The ID token was signed by a key the gateway does not publish.")
+        }
+        return try await collection.verify(token, as: GatewayIDTokenClaims.self)
+    }
+
+    /// The public keys as a JWK Set (`/.well-known/jwks.json`).
+    public func jwks() async throws -> [[String: String]] {
+        try await loadIfStale()
+        return published().map { key in
+            let point = key.privateKey.publicKey.rawRepresentation  // x ‖ y, 32 bytes each
+            return [
+                "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": key.kid,
+                "x": Base64URL.encode(Array(point.prefix(32))), "y": Base64URL.encode(Array(point.suffix(32))),
+            ]
+        }
+    }
+
+    /// Whether a signing key is loaded (readiness).
+    public func isReady() async -> Bool {
+        (try? await loadIfStale()) != nil && !keys.isEmpty
+    }
+
+    /// The newest key, and older ones whose successor appeared less than a token lifetime
+    /// (plus a minute of clock skew) ago: a token they signed may still be alive.
+    private func published() -> [Key] {
+        var result: [Key] = []
+        for (index, key) in keys.enumerated() {
+            if index == 0 || keys[index - 1].createdAt.addingTimeInterval(tokenLifetime + 60) > Date() {
+                result.append(key)
+            } else {
+                break
+            }
+        }
+        return result
+    }
+
+    private func loadIfStale() async throws {
+        if keys.isEmpty || Date().timeIntervalSince(loadedAt) > reloadInterval { try await load() }
+    }
+
+    private func load() async throws {
+        var records = try await storage.signingKeys()
+        if records.isEmpty {
+            // First start: make one. Two instances racing both add one; the newest signs.
+            try await Self.addKey(storage: storage, vault: vault)
+            records = try await storage.signingKeys()
+        }
+        var loaded: [Key] = []
+        for record in records {
+            do {
+                let raw = try vault.open(record.sealedPrivateKey, context: Self.vaultContext(record.kid))
+                loaded.append(Key(kid: record.kid, createdAt: record.createdAt, privateKey: try P256.Signing.PrivateKey(rawRepresentation: raw)))
+            } catch {
+                // A key sealed under an encryption key that is no longer configured: skip it
+                // (tokens it signed stop verifying) rather than refuse to start.
+                logger.warning("signing key unreadable; skipped", metadata: ["key.id": "\(record.kid)"])
+            }
+        }
+        if loaded.isEmpty {
+            try await Self.addKey(storage: storage, vault: vault)
+            return try await load()
+        }
+        let fresh = JWTKeyCollection()
+        for key in loaded {
+            await fresh.add(ecdsa: try ES256PrivateKey(pem: key.privateKey.pemRepresentation), kid: JWKIdentifier(string: key.kid))
+        }
+        keys = loaded
+        collection = fresh
+        loadedAt = Date()
+    }
+
+    static func vaultContext(_ kid: String) -> String { "signing-key|\(kid)" }
+}

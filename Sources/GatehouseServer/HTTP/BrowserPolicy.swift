@@ -1,0 +1,65 @@
+import GatehouseCore
+import HTTPTypes
+import Hummingbird
+
+/// What browsers may do (design §4): CORS only for configured origins (credentials allowed,
+/// never a wildcard or `null`), an allowed `Origin` on every cookie-authenticated state
+/// change, and per-client rate limits on the sign-in, token and link routes.
+struct BrowserPolicy: Sendable {
+    let origins: Set<String>
+    let trustedProxies: Set<String>
+    let limiter: RateLimiter
+
+    init(configuration: GatewayConfiguration) {
+        origins = Set(configuration.browserOrigins)
+        trustedProxies = Set(configuration.trustedProxies)
+        limiter = RateLimiter(perMinute: configuration.authRateLimitPerMinute)
+    }
+
+    /// The CORS preflight answer, or `nil` when the request is not a preflight.
+    func preflight(_ request: Request) -> Response? {
+        guard request.method == .options, let origin = request.headers[.origin],
+            request.headers[.accessControlRequestMethod] != nil
+        else { return nil }
+        guard origins.contains(origin) else { return GatehouseError.originNotAllowed().problemResponse() }
+        var response = Response(status: .noContent)
+        response.headers[.accessControlAllowMethods] = "GET, POST, DELETE"
+        response.headers[.accessControlAllowHeaders] = "Authorization, Content-Type"
+        response.headers[.accessControlMaxAge] = "600"
+        decorate(&response, for: request)
+        return response
+    }
+
+    /// Adds the CORS headers an allowed origin gets on every answer.
+    func decorate(_ response: inout Response, for request: Request) {
+        guard let origin = request.headers[.origin], origins.contains(origin) else { return }
+        response.headers[.accessControlAllowOrigin] = origin
+        response.headers[.accessControlAllowCredentials] = "true"
+        response.headers[.accessControlExposeHeaders] = "Retry-After, ETag, Age, Warning"
+        response.headers.append(HTTPField(name: .vary, value: "Origin"))
+    }
+
+    /// Throws `origin-not-allowed` for a cookie-authenticated change without an allowed
+    /// `Origin` (a cross-site form or script riding on the cookie).
+    func requireAllowedOrigin(_ request: Request, caller: SessionService.Caller?) throws {
+        guard let caller, caller.viaCookie else { return }
+        guard let origin = request.headers[.origin], origins.contains(origin) else { throw GatehouseError.originNotAllowed() }
+    }
+
+    /// Throws `rate-limited` (with `Retry-After`) when this client used up `group`'s budget.
+    func limit(_ group: String, _ request: Request, _ context: GatehouseRequestContext) async throws {
+        if let wait = await limiter.acquire("\(group)|\(client(request, context))") {
+            throw GatehouseError.rateLimited(retryAfter: wait)
+        }
+    }
+
+    /// The client's address: the peer, or the last `X-Forwarded-For` hop when the peer is
+    /// a trusted proxy.
+    func client(_ request: Request, _ context: GatehouseRequestContext) -> String {
+        let peer = context.remoteAddress?.ipAddress ?? "unknown"
+        guard trustedProxies.contains(peer), let forwarded = request.headers[values: HTTPField.Name("X-Forwarded-For")!].last else {
+            return peer
+        }
+        return forwarded.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? peer
+    }
+}

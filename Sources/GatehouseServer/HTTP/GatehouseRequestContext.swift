@@ -1,0 +1,17 @@
+import Hummingbird
+import NIOCore
+
+/// The request context of every gateway route: Hummingbird's basics plus the peer address,
+/// which the rate limits key on.
+public struct GatehouseRequestContext: RequestContext, RemoteAddressRequestContext {
+    /// Hummingbird's per-request storage.
+    public var coreContext: CoreRequestContextStorage
+    /// The connected peer (a proxy, when one is in front).
+    public let remoteAddress: SocketAddress?
+
+    /// Built by Hummingbird for each request.
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+}

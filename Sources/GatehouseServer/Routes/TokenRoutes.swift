@@ -1,0 +1,90 @@
+import Foundation
+import GatehouseCore
+import HTTPTypes
+import Hummingbird
+
+/// The gateway as a token issuer: `POST /v1/token` (refresh-token grant), the JWK Set and
+/// the OpenID configuration that let anyone verify gateway ID tokens.
+struct TokenRoutes {
+    let gatehouse: Gatehouse
+    let browser: BrowserPolicy
+
+    func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
+        let tokens = gatehouse.tokens
+        let browser = self.browser
+        let configuration = gatehouse.configuration
+
+        table.add(router, .post, "/v1/token") { request, context in
+            try await browser.limit("token", request, context)
+            var request = request
+            let body = String(buffer: try await request.collectBody(upTo: 8 << 10))
+            // RFC 6749 §6 form encoding; a JSON body is accepted too.
+            var parameters: [String: String] = [:]
+            if request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true {
+                guard let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else {
+                    throw GatehouseError.invalidArgument("The body must be a JSON object.")
+                }
+                for (key, value) in object { if let text = value as? String { parameters[key] = text } }
+            } else {
+                for (key, value) in FormEncoding.decode(body) where parameters[key] == nil { parameters[key] = value }
+            }
+            guard parameters["grant_type"] == "refresh_token" else {
+                throw GatehouseError.invalidArgument("grant_type must be refresh_token.")
+            }
+            guard let refreshToken = parameters["refresh_token"], !refreshToken.isEmpty else {
+                throw GatehouseError.invalidArgument("refresh_token is required.")
+            }
+            let issued = try await tokens.refresh(refreshToken)
+            var response = try Response.json(TokenAnswer(issued))
+            response.headers[.cacheControl] = "no-store"
+            return response
+        }
+
+        table.add(router, .get, "/.well-known/jwks.json") { _, _ in
+            var response = try Response.json(["keys": try await tokens.keys.jwks()])
+            // Short: a rotated key must reach verifiers well within a token's lifetime.
+            response.headers[.cacheControl] = "public, max-age=300"
+            return response
+        }
+
+        table.add(router, .get, "/.well-known/openid-configuration") { _, _ in
+            var response = try Response.json(
+                OpenIDConfiguration(
+                    issuer: configuration.publicURL, jwks_uri: "\(configuration.publicURL)/.well-known/jwks.json",
+                    token_endpoint: "\(configuration.publicURL)/v1/token", response_types_supported: ["id_token"],
+                    subject_types_supported: ["public"], id_token_signing_alg_values_supported: ["ES256"],
+                    grant_types_supported: ["refresh_token"],
+                    claims_supported: [
+                        "iss", "aud", "sub", "iat", "exp", "auth_time", "sign_in_provider", "identities", "email", "email_verified", "name", "sid",
+                    ]))
+            response.headers[.cacheControl] = "public, max-age=3600"
+            return response
+        }
+    }
+
+    /// `POST /v1/token`'s answer: the gateway's names plus the OAuth ones.
+    struct TokenAnswer: Encodable {
+        let idToken: String
+        let refreshToken: String
+        let expiresIn: Int
+        let tokenType = "Bearer"
+
+        init(_ issued: GatewayTokenService.Issued) {
+            idToken = issued.idToken
+            refreshToken = issued.refreshToken
+            expiresIn = issued.expiresIn
+        }
+    }
+
+    /// The discovery document (OpenID Connect Discovery 1.0 member names).
+    struct OpenIDConfiguration: Encodable {
+        let issuer: String
+        let jwks_uri: String
+        let token_endpoint: String
+        let response_types_supported: [String]
+        let subject_types_supported: [String]
+        let id_token_signing_alg_values_supported: [String]
+        let grant_types_supported: [String]
+        let claims_supported: [String]
+    }
+}
