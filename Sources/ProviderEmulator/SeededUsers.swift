@@ -32,6 +32,12 @@ public enum SeededUsers {
             id: 1_000_003, login: "unverified-uma", name: nil, publicEmail: nil,
             emails: [("uma@example.org", false, true, "private"), ("uma.second@example.org", false, false, nil)],
             traits: ["unverified-emails-only", "photo"], avatarColor: (207, 34, 46)),
+        // One person at two providers with the same verified address (the OpenID emulator
+        // spells it with capitals), and at Yahoo with it unverified: "one account per email".
+        GitHubSeedUser(
+            id: 1_000_004, login: "sam-shared", name: "Sam Shared", publicEmail: nil,
+            emails: [("sam.shared@example.com", true, true, "private")],
+            traits: ["shared-email", "private-email", "verified-email", "photo"], avatarColor: (130, 80, 223)),
     ]
 
     /// The JSON array of `/_emulator/users`: provider, hint, traits and email per user.

@@ -33,7 +33,7 @@ struct DemoCommand: AsyncParsableCommand {
         let emulatorURL = self.emulatorURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? "http://127.0.0.1:\(emulatorPort)"
 
         let storage = try await store.open(environment: environment, logger: logger)
-        let vault = try VaultSettings.vault(environment: environment) { try demoKey(dataDir: dataDir) }
+        let vault = try VaultSettings.vault(environment: environment) { try Self.demoKey(dataDir: dataDir) }
         let client = EmulatorConfiguration.demoGitHubClient
         let microsoftClient = EmulatorConfiguration.demoMicrosoftClient
         let oidcClient = EmulatorConfiguration.demoOIDCClient
@@ -67,7 +67,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     /// The key generated once and kept (mode 0600) in the data folder, so that a demo's
     /// stored tokens survive restarts; used only when `GATEHOUSE_ENCRYPTION_KEY` is unset.
-    private func demoKey(dataDir: String) throws -> Data {
+    static func demoKey(dataDir: String) throws -> Data {
         let path = (dataDir as NSString).appendingPathComponent("encryption.key")
         if let text = try? String(contentsOfFile: path, encoding: .utf8),
             let key = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines))

@@ -7,8 +7,8 @@ import Logging
 /// gateway uses.
 struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "keys", abstract: "Create, list and revoke service keys.",
-        subcommands: [CreateService.self, List.self, Revoke.self, RotateEncryption.self])
+        commandName: "keys", abstract: "Create, list and revoke service keys; rotate signing and encryption keys.",
+        subcommands: [CreateService.self, List.self, Revoke.self, RotateSigning.self, RotateEncryption.self])
 
     /// The commands print their own results; the store's logs would only add noise.
     static let quiet = Logger(label: "gatehouse-keys") { _ in SwiftLogNoOpLogHandler() }
@@ -74,6 +74,32 @@ struct KeysCommand: AsyncParsableCommand {
     }
 
     /// `keys rotate-encryption`: re-encrypts stored provider tokens under the current key.
+    /// `gatehouse keys rotate-signing`.
+    struct RotateSigning: AsyncParsableCommand {
+        /// The command's name and help.
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-signing",
+            abstract: "Add a new ES256 signing key; instances sign with it within 30 s, and the JWKS keeps the old one while its tokens live.")
+
+        /// Which store.
+        @OptionGroup var store: StoreOptions
+
+        /// Adds the key and prints its kid.
+        func run() async throws {
+            let environment = ProcessInfo.processInfo.environment
+            // A demo's data folder keeps its own key when none is configured.
+            let vault = try VaultSettings.vault(environment: environment) {
+                guard store.databaseURL == nil, environment["GATEHOUSE_DATABASE_URL"] == nil else {
+                    throw ValidationError("GATEHOUSE_ENCRYPTION_KEY is required with a database URL")
+                }
+                return try DemoCommand.demoKey(dataDir: try store.folder(environment: environment))
+            }
+            let storage = try await store.open(environment: environment, logger: KeysCommand.quiet)
+            print("New signing key \(try await SigningKeyRing.addKey(storage: storage, vault: vault)).")
+        }
+    }
+
+    /// `gatehouse keys rotate-encryption`.
     struct RotateEncryption: AsyncParsableCommand {
         /// The command's name and help.
         static let configuration = CommandConfiguration(
@@ -82,7 +108,7 @@ struct KeysCommand: AsyncParsableCommand {
             discussion: """
                 Rotation: give every instance the new key as GATEHOUSE_ENCRYPTION_KEY and the old one in
                 GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS, run this (instances keep serving), and remove the old key
-                once it reports nothing left unreadable.
+                once it reports nothing left unreadable and an hour (the ID-token lifetime) has passed.
                 """)
 
         /// Links read per page.
@@ -96,8 +122,13 @@ struct KeysCommand: AsyncParsableCommand {
         func run() async throws {
             let environment = ProcessInfo.processInfo.environment
             let vault = try VaultSettings.vault(environment: environment)
-            let rotation = EncryptionRotation(storage: try await store.open(environment: environment, logger: KeysCommand.quiet), vault: vault)
-            let report = try await rotation.run(batchSize: batchSize)
+            let storage = try await store.open(environment: environment, logger: KeysCommand.quiet)
+            let report = try await EncryptionRotation(storage: storage, vault: vault).run(batchSize: batchSize)
+            // Signing keys are sealed too: a new one under the new key takes over now, and the
+            // old ones stop being published an ID-token lifetime later, before the old
+            // encryption key may be removed.
+            let kid = try await SigningKeyRing.addKey(storage: storage, vault: vault)
+            print("New signing key \(kid), sealed under key \(vault.currentKeyID).")
             print(
                 "Scanned \(report.scanned) links: \(report.resealed) re-encrypted under key \(vault.currentKeyID), \(report.alreadyCurrent) already current, \(report.changedMeanwhile) changed meanwhile, \(report.unreadable) unreadable."
             )

@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import GatehouseCore
 
-/// The caching and upstream-resilience settings, read from `GATEHOUSE_*` environment
-/// variables by both `serve` and `demo`.
+/// The caching, upstream-resilience, account and browser settings, read from `GATEHOUSE_*`
+/// environment variables by both `serve` and `demo`.
 enum ProfileSettings {
     /// Applies every variable that is set; a malformed value stops the start with its name.
     static func apply(_ environment: [String: String], to gateway: inout GatewayConfiguration) throws {
@@ -35,8 +35,26 @@ enum ProfileSettings {
         }
         if let value = try count("GATEHOUSE_BREAKER_FAILURES") { gateway.circuitBreaker.failureThreshold = value }
         if let value = try seconds("GATEHOUSE_BREAKER_OPEN_SECONDS", minimum: 1) { gateway.circuitBreaker.openDuration = value }
-        if let value = environment["GATEHOUSE_PHOTO_PROVIDERS"] {
-            gateway.photoProviderOrder = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        func list(_ name: String) -> [String]? {
+            environment[name].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
         }
+        func flag(_ name: String) throws -> Bool? {
+            guard let value = environment[name] else { return nil }
+            guard value == "true" || value == "false" else { throw ValidationError("\(name) must be true or false") }
+            return value == "true"
+        }
+        if let value = list("GATEHOUSE_PHOTO_PROVIDERS") { gateway.photoProviderOrder = value }
+        if let value = try flag("GATEHOUSE_ONE_ACCOUNT_PER_EMAIL") { gateway.oneAccountPerEmail = value }
+        if let value = try flag("GATEHOUSE_SIGN_IN_METHODS_LOOKUP") { gateway.signInMethodsLookup = value }
+        if let value = try seconds("GATEHOUSE_RECENT_LOGIN_SECONDS", minimum: 1) { gateway.recentLoginWindow = value }
+        if let value = environment["GATEHOUSE_TOKEN_AUDIENCE"] { gateway.tokenAudience = value }
+        if let value = list("GATEHOUSE_ALLOWED_ORIGINS") {
+            guard !value.contains(where: { $0 == "*" || $0 == "null" }) else {
+                throw ValidationError("GATEHOUSE_ALLOWED_ORIGINS lists exact origins: no * and no null")
+            }
+            gateway.allowedOrigins = value
+        }
+        if let value = list("GATEHOUSE_TRUSTED_PROXIES") { gateway.trustedProxies = value }
+        if let value = try count("GATEHOUSE_AUTH_RATE_LIMIT") { gateway.authRateLimitPerMinute = value }
     }
 }

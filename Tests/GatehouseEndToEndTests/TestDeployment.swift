@@ -162,6 +162,9 @@ struct CookieJar {
 struct Browser {
     let deployment: TestDeployment
     var jar = CookieJar()
+    /// The page's origin, sent on every non-GET request as browsers do (`nil`: a non-browser
+    /// client, or a cross-site form whose origin the test sets itself).
+    var origin: String? = "https://app.example.com"
 
     init(_ deployment: TestDeployment) { self.deployment = deployment }
 
@@ -170,6 +173,7 @@ struct Browser {
         -> OutboundResponse
     {
         var all = jar.header
+        if method != "GET", let origin, !headers.contains(where: { $0.name.lowercased() == "origin" }) { all.add("Origin", origin) }
         for field in headers { all.add(field.name, field.value) }
         let response = try await deployment.client.execute(OutboundRequest(method: method, url: url, headers: all, body: body))
         jar.store(from: response)

@@ -42,5 +42,13 @@ extension SeededUsers {
             issuer: "yahoo", subject: "DKZCPIB7ZJZTWRC5A3W4Y5N3M4", hint: "yan@yahoo.example", name: "Yan Unverified", givenName: "Yan",
             familyName: "Unverified", email: "yan@yahoo.example", emailVerified: false, hasPicture: false, locale: "fr-FR",
             traits: ["unverified-email", "no-photo"]),
+        OIDCSeedUser(
+            issuer: "oidc", subject: "248289761003", hint: "sam@oidc.example", name: "Sam Shared", givenName: "Sam", familyName: "Shared",
+            email: "Sam.Shared@Example.com", emailVerified: true, hasPicture: true, locale: "en-GB",
+            traits: ["shared-email", "verified-email", "photo"]),
+        OIDCSeedUser(
+            issuer: "yahoo", subject: "SAMSHAREDUNVERIFIEDYAHOO00", hint: "sam@yahoo.example", name: "Sam Unverified", givenName: "Sam",
+            familyName: "Unverified", email: "sam.shared@example.com", emailVerified: false, hasPicture: false, locale: "en-GB",
+            traits: ["shared-email-unverified", "unverified-email", "no-photo"]),
     ]
 }
