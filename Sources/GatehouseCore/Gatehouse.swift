@@ -60,7 +60,9 @@ public struct Gatehouse: Sendable {
         self.accounts = accounts
         let tokens = GatewayTokenService(
             configuration: configuration, storage: storage, accounts: accounts,
-            keys: SigningKeyRing(storage: storage, vault: vault, tokenLifetime: configuration.idTokenLifetime, logger: logger))
+            keys: SigningKeyRing(
+                storage: storage, vault: vault, tokenLifetime: configuration.idTokenLifetime,
+                reloadInterval: configuration.signingKeyReloadInterval, logger: logger))
         self.tokens = tokens
         self.signIn = SignInService(
             configuration: configuration, providers: registry, storage: storage, accounts: accounts, tokens: tokens,

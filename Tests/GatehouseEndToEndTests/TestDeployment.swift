@@ -18,6 +18,8 @@ final class TestDeployment: Sendable {
     let gatewayURLs: [String]
     let emulatorURL: String
     let databasePath: String
+    /// The encryption key every instance shares (unless `vaultKeys` was given).
+    let vaultKey = TokenVault.generateKey()
     let logs = LogSink(capture: true)
     let emulator = ProviderEmulator()
     let client = CurlHTTPClient()
@@ -56,7 +58,7 @@ final class TestDeployment: Sendable {
         databasePath = folder + "/gatehouse.sqlite"
         let sink = logs
         let logger = Logger(label: "gatehouse-test") { JSONLogHandler(label: $0, sink: sink) }
-        let vaultKey = TokenVault.generateKey()
+        let vaultKey = self.vaultKey
         var microsoftConfiguration = MicrosoftConfiguration.emulator(
             baseURL: "http://127.0.0.1:\(emulatorPort)", clientID: EmulatorConfiguration.demoMicrosoftClient.id,
             clientSecret: EmulatorConfiguration.demoMicrosoftClient.secret)
@@ -187,10 +189,10 @@ struct Browser {
 
     /// Runs start → authorize (auto-approve through the provider's hint parameter: GitHub's
     /// `login`, everyone else's `login_hint`) and returns the callback URL the emulator chose.
-    mutating func authorize(login: String, provider: String = "github.com") async throws -> String {
+    mutating func authorize(login: String, provider: String = "github.com", mode: String = "signin") async throws -> String {
         let returnTo = FormEncoding.escape(TestDeployment.returnTo)
         let hint = provider == "github.com" ? "login" : "login_hint"
-        let start = try await start("return_to=\(returnTo)&\(hint)=\(FormEncoding.escape(login))", provider: provider)
+        let start = try await start("return_to=\(returnTo)&\(hint)=\(FormEncoding.escape(login))&mode=\(mode)", provider: provider)
         guard start.status == 302, let authorize = start.headers["location"] else {
             throw FlowError("start answered \(start.status): \(start.bodyText)")
         }
@@ -200,8 +202,8 @@ struct Browser {
     }
 
     /// The whole flow for a seeded user: returns the result id.
-    mutating func signIn(login: String, provider: String = "github.com") async throws -> String {
-        let callback = try await send(try await authorize(login: login, provider: provider))
+    mutating func signIn(login: String, provider: String = "github.com", mode: String = "signin") async throws -> String {
+        let callback = try await send(try await authorize(login: login, provider: provider, mode: mode))
         guard callback.status == 303, let location = callback.headers["location"], let range = location.range(of: "#gatehouse_result=") else {
             throw FlowError("callback answered \(callback.status): \(callback.bodyText)")
         }

@@ -48,6 +48,9 @@ public struct GatewayConfiguration: Sendable {
     public var pendingCredentialLifetime: TimeInterval = 600
     /// How long gateway ID tokens live (design §2: one hour).
     public var idTokenLifetime: TimeInterval = 3600
+    /// How often each instance rereads the signing keys (to start signing with a key that
+    /// `gatehouse keys rotate-signing` added).
+    public var signingKeyReloadInterval: TimeInterval = 30
     /// The `aud` of gateway ID tokens; defaults to the public URL.
     public var tokenAudience: String?
     /// Browser origins allowed to call the API with credentials (CORS) and to make

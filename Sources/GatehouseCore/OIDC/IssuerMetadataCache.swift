@@ -107,15 +107,18 @@ public actor IssuerMetadataCache {
 
     /// The key collection to verify a token whose header names `kid`. Throws
     /// `invalid-id-token` when no key of the issuer has that id, even after a refetch.
+    /// The JWKS fetch under way, if any.
+    private var keysInFlight: Task<KeySet, any Error>?
+
     func keys(for kid: String?) async throws -> JWTKeyCollection {
         if let keySet, keySet.matches(kid), Date().timeIntervalSince(keySet.fetchedAt) < configuration.metadataLifetime {
             return keySet.collection
         }
         let cooledDown = lastJWKSFetch.map { Date().timeIntervalSince($0) >= configuration.jwksRefetchCooldown } ?? true
         let expired = keySet.map { Date().timeIntervalSince($0.fetchedAt) >= configuration.metadataLifetime } ?? true
-        if cooledDown || expired {
+        if cooledDown || expired || keysInFlight != nil {
             do {
-                keySet = try await fetchKeys()
+                keySet = try await sharedKeyFetch()
             } catch {
                 // Warm cache: keep verifying with the keys we have; cold cache: fail closed.
                 guard keySet != nil else { throw error }
@@ -126,6 +129,16 @@ public actor IssuerMetadataCache {
             throw GatehouseError.invalidIdToken("The ID token is signed with a key the issuer does not publish.")
         }
         return keySet.collection
+    }
+
+    /// One JWKS fetch at a time: callers arriving while it runs (the actor lets them in at
+    /// its `await`) wait for its answer instead of failing on the cooldown with no keys.
+    private func sharedKeyFetch() async throws -> KeySet {
+        if let keysInFlight { return try await keysInFlight.value }
+        let task = Task { try await self.fetchKeys() }
+        keysInFlight = task
+        defer { keysInFlight = nil }
+        return try await task.value
     }
 
     private func fetchKeys() async throws -> KeySet {

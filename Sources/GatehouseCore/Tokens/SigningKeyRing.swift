@@ -20,7 +20,7 @@ public actor SigningKeyRing {
     private let tokenLifetime: TimeInterval
     private let logger: Logger
     /// How often the ring rereads storage to notice keys added by other instances.
-    private let reloadInterval: TimeInterval = 30
+    private let reloadInterval: TimeInterval
     /// Unknown `kid`s may trigger a reread at most this often (forged kids cost nothing).
     private let unknownKidReloadInterval: TimeInterval = 5
 
@@ -31,7 +31,8 @@ public actor SigningKeyRing {
 
     /// A ring over the store; `tokenLifetime` is how long an old key stays published after
     /// a newer one took over (the lifetime of the tokens it may have signed).
-    public init(storage: any GatehouseStorage, vault: TokenVault, tokenLifetime: TimeInterval, logger: Logger) {
+    public init(storage: any GatehouseStorage, vault: TokenVault, tokenLifetime: TimeInterval, reloadInterval: TimeInterval = 30, logger: Logger) {
+        self.reloadInterval = reloadInterval
         self.storage = storage
         self.vault = vault
         self.tokenLifetime = tokenLifetime

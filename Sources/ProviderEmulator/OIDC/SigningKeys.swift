@@ -71,6 +71,9 @@ actor SigningKeys {
                 "kty": "RSA", "n": Self.base64URL(modulus), "e": Self.base64URL(exponent), "kid": kid, "alg": "RS256", "use": "sig",
             ]
         }
+        // The actor let other callers in at the awaits above: the first key stored wins, so
+        // every token and the JWKS agree on one key.
+        if let raced = keys[spec.name] { return raced }
         let key = Key(kid: kid, collection: collection, publicJWK: jwk, publicPEM: pem)
         keys[spec.name] = key
         return key
