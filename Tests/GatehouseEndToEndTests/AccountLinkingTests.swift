@@ -51,7 +51,8 @@ struct AccountLinkingTests {
         #expect(try await deployment.accountCount() == 1)
 
         let idToken = try #require(try jsonObject(viaMicrosoft)["idToken"] as? String)
-        let claims = try #require(try JSONSerialization.jsonObject(with: Base64URL.decode(String(idToken.split(separator: ".")[1])) ?? Data()) as? [String: Any])
+        let claims = try #require(
+            try JSONSerialization.jsonObject(with: Base64URL.decode(String(idToken.split(separator: ".")[1])) ?? Data()) as? [String: Any])
         #expect(claims["sub"] as? String == uid)
         #expect(claims["sign_in_provider"] as? String == "microsoft.com")
         let identities = try #require(claims["identities"] as? [String: [String]])
@@ -59,7 +60,8 @@ struct AccountLinkingTests {
         #expect(identities["microsoft.com"]?.count == 1)
     }
 
-    @Test("a verified email already in use: 409 with email and pendingToken, no second account; the owner links it; single use; others cannot claim it")
+    @Test(
+        "a verified email already in use: 409 with email and pendingToken, no second account; the owner links it; single use; others cannot claim it")
     func pendingCredentialRoundTrip() async throws {
         let deployment = try await TestDeployment()
         defer { Task { await deployment.stop() } }
@@ -121,7 +123,9 @@ struct AccountLinkingTests {
         #expect(try await relaxed.accountCount() == 2)
     }
 
-    @Test("link conflicts: the identity on another account → credential-already-in-use with a pendingToken; another identity of the provider → provider-already-linked")
+    @Test(
+        "link conflicts: the identity on another account → credential-already-in-use with a pendingToken; another identity of the provider → provider-already-linked"
+    )
     func linkConflicts() async throws {
         let deployment = try await TestDeployment()
         defer { Task { await deployment.stop() } }
@@ -178,7 +182,9 @@ struct AccountLinkingTests {
         #expect(codes.sorted() == ["credential-already-in-use", "linked"])
     }
 
-    @Test("re-authenticate: another identity → user-mismatch; after the window unlink and delete need it; last provider stays; delete revokes GitHub's grant")
+    @Test(
+        "re-authenticate: another identity → user-mismatch; after the window unlink and delete need it; last provider stays; delete revokes GitHub's grant"
+    )
     func reauthenticateUnlinkDelete() async throws {
         let deployment = try await TestDeployment(gateway: { $0.recentLoginWindow = 2 })
         defer { Task { await deployment.stop() } }
@@ -194,7 +200,8 @@ struct AccountLinkingTests {
         let wrong = try await browser.complete(login: "private-pat", mode: "reauthenticate")
         #expect(wrong.status == 400)
         #expect(try jsonObject(wrong)["code"] as? String == "user-mismatch")
-        let notLinked = try await browser.start("return_to=\(FormEncoding.escape(TestDeployment.returnTo))&mode=reauthenticate", provider: "yahoo.com")
+        let notLinked = try await browser.start(
+            "return_to=\(FormEncoding.escape(TestDeployment.returnTo))&mode=reauthenticate", provider: "yahoo.com")
         #expect(notLinked.status == 404)
 
         let fresh = try await browser.complete(login: "octocat", mode: "reauthenticate")
