@@ -35,6 +35,10 @@ public struct AccountService: Sendable {
             }
             let verifiedEmail = EmailAddress.verified(of: profile)
             if oneAccountPerEmail, let verifiedEmail, let owner = try await storage.uids(verifiedEmail: verifiedEmail, limit: 1).first {
+                // The address may be this very identity's, linked by a concurrent first sign-in
+                // since the lookup above (account, link and email are written together): then
+                // this is a returning user.
+                if try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) != nil { continue }
                 let pending = try await park(profile: profile, tokens: tokens, for: owner)
                 throw GatehouseError.accountExistsWithDifferentCredential(email: profile.email ?? verifiedEmail, pendingToken: pending)
             }
