@@ -30,7 +30,6 @@ struct AccountLinkingTests {
     @Test("link a second provider, then sign in with either to the same account; the ID token lists both identities")
     func linkAndSignInWithEither() async throws {
         let deployment = try await TestDeployment()
-        defer { Task { await deployment.stop() } }
         var browser = Browser(deployment)
         let first = try await browser.complete(login: "octocat")
         #expect(first.status == 200)
@@ -58,13 +57,13 @@ struct AccountLinkingTests {
         let identities = try #require(claims["identities"] as? [String: [String]])
         #expect(identities["github.com"] == ["583231"])
         #expect(identities["microsoft.com"]?.count == 1)
+        await deployment.stop()
     }
 
     @Test(
         "a verified email already in use: 409 with email and pendingToken, no second account; the owner links it; single use; others cannot claim it")
     func pendingCredentialRoundTrip() async throws {
         let deployment = try await TestDeployment()
-        defer { Task { await deployment.stop() } }
         var owner = Browser(deployment)
         let uid = try account(try await owner.complete(login: "sam-shared")).uid
 
@@ -98,12 +97,12 @@ struct AccountLinkingTests {
         var later = Browser(deployment)
         #expect(try account(try await later.complete(login: "sam@oidc.example", provider: "oidc.emulator")).uid == uid)
         #expect(try await deployment.accountCount() == 2)
+        await deployment.stop()
     }
 
     @Test("an unverified email never matches an account nor triggers the 409; with the setting off a second account is created")
     func unverifiedAndSettingOff() async throws {
         let deployment = try await TestDeployment()
-        defer { Task { await deployment.stop() } }
         var first = Browser(deployment)
         let uid = try account(try await first.complete(login: "sam-shared")).uid
         var unverified = Browser(deployment)
@@ -113,7 +112,6 @@ struct AccountLinkingTests {
         #expect(try account(yahoo).uid != uid)
 
         let relaxed = try await TestDeployment(gateway: { $0.oneAccountPerEmail = false })
-        defer { Task { await relaxed.stop() } }
         var a = Browser(relaxed)
         var b = Browser(relaxed)
         let github = try account(try await a.complete(login: "sam-shared")).uid
@@ -121,6 +119,8 @@ struct AccountLinkingTests {
         #expect(oidc.status == 200)
         #expect(try account(oidc).uid != github)
         #expect(try await relaxed.accountCount() == 2)
+        await relaxed.stop()
+        await deployment.stop()
     }
 
     @Test(
@@ -128,7 +128,6 @@ struct AccountLinkingTests {
     )
     func linkConflicts() async throws {
         let deployment = try await TestDeployment()
-        defer { Task { await deployment.stop() } }
         var octo = Browser(deployment)
         let octoUid = try account(try await octo.complete(login: "octocat")).uid
         var pat = Browser(deployment)
@@ -154,12 +153,12 @@ struct AccountLinkingTests {
         var anonymous = Browser(deployment)
         let start = try await anonymous.start("return_to=\(FormEncoding.escape(TestDeployment.returnTo))&mode=link")
         #expect(start.status == 401)
+        await deployment.stop()
     }
 
     @Test("two simultaneous links of one identity to two accounts: one wins, the other gets credential-already-in-use")
     func concurrentLinks() async throws {
         let deployment = try await TestDeployment()
-        defer { Task { await deployment.stop() } }
         var a = Browser(deployment)
         var b = Browser(deployment)
         _ = try await a.complete(login: "octocat")
@@ -180,6 +179,7 @@ struct AccountLinkingTests {
             return try await group.reduce(into: [String]()) { $0.append($1) }
         }
         #expect(codes.sorted() == ["credential-already-in-use", "linked"])
+        await deployment.stop()
     }
 
     @Test(
@@ -187,7 +187,6 @@ struct AccountLinkingTests {
     )
     func reauthenticateUnlinkDelete() async throws {
         let deployment = try await TestDeployment(gateway: { $0.recentLoginWindow = 2 })
-        defer { Task { await deployment.stop() } }
         var browser = Browser(deployment)
         let uid = try account(try await browser.complete(login: "octocat")).uid
         _ = try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link")
@@ -227,19 +226,18 @@ struct AccountLinkingTests {
         let reborn = try await again.complete(login: "octocat")
         #expect(try jsonObject(reborn)["isNewUser"] as? Bool == true)
         #expect(try account(reborn).uid != uid)
+        await deployment.stop()
     }
 
     @Test("sign-in methods by email: off by default (404), on: the providers of the verified address, normalized")
     func signInMethods() async throws {
         let off = try await TestDeployment()
-        defer { Task { await off.stop() } }
         var browser = Browser(off)
         let closed = try await browser.send("\(off.gatewayURL)/v1/auth/methods?email=sam.shared%40example.com")
         #expect(closed.status == 404)
         #expect(try jsonObject(closed)["code"] as? String == "operation-not-allowed")
 
         let on = try await TestDeployment(gateway: { $0.signInMethodsLookup = true })
-        defer { Task { await on.stop() } }
         var user = Browser(on)
         _ = try await user.complete(login: "sam-shared")
         let methods = try await user.send("\(on.gatewayURL)/v1/auth/methods?email=%20SAM.Shared%40example.COM")
@@ -248,12 +246,13 @@ struct AccountLinkingTests {
         #expect(lookalike.status == 400)
         let unknown = try await user.send("\(on.gatewayURL)/v1/auth/methods?email=nobody%40example.com")
         #expect(try jsonObject(unknown)["signInMethods"] as? [String] == [])
+        await on.stop()
+        await off.stop()
     }
 
     @Test("20 simultaneous first sign-ins of one identity create exactly one account")
     func concurrentFirstSignIns() async throws {
         let deployment = try await TestDeployment()
-        defer { Task { await deployment.stop() } }
         let uids = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<20 {
                 group.addTask {
@@ -265,5 +264,6 @@ struct AccountLinkingTests {
         }
         #expect(uids.count == 1)
         #expect(try await deployment.accountCount() == 1)
+        await deployment.stop()
     }
 }

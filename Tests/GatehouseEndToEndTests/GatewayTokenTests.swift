@@ -28,7 +28,6 @@ struct GatewayTokenTests {
     @Test("the ID token works as a bearer on /v1/me; refresh rotates; a reused refresh token revokes the family and its ID tokens")
     func refreshRotationAndReuse() async throws {
         let deployment = try await TestDeployment()
-        defer { Task { await deployment.stop() } }
         let (_, idToken, refreshToken) = try await Self.signedIn(deployment)
         let me = try await Self.bearer(deployment, idToken)
         #expect(me.status == 200)
@@ -51,12 +50,12 @@ struct GatewayTokenTests {
         let revoked = try await Self.bearer(deployment, newIdToken)
         #expect(revoked.status == 401)
         #expect(try jsonObject(revoked)["code"] as? String == "invalid-id-token")
+        await deployment.stop()
     }
 
     @Test("forged, tampered, alg:none and expired gateway ID tokens are refused with 401")
     func badTokens() async throws {
         let deployment = try await TestDeployment()
-        defer { Task { await deployment.stop() } }
         let (_, idToken, _) = try await Self.signedIn(deployment)
         let parts = idToken.split(separator: ".").map(String.init)
         var claims = try #require(try JSONSerialization.jsonObject(with: Base64URL.decode(parts[1]) ?? Data()) as? [String: Any])
@@ -74,17 +73,17 @@ struct GatewayTokenTests {
         }
 
         let expiring = try await TestDeployment(gateway: { $0.idTokenLifetime = -120 })
-        defer { Task { await expiring.stop() } }
         let (_, expired, _) = try await Self.signedIn(expiring)
         let answer = try await Self.bearer(expiring, expired)
         #expect(answer.status == 401)
         #expect(try jsonObject(answer)["code"] as? String == "id-token-expired")
+        await expiring.stop()
+        await deployment.stop()
     }
 
     @Test("sign-out with the bearer token ends its session: the ID token and refresh token stop working; the cookie session of another sign-in stays")
     func signOutRevokes() async throws {
         let deployment = try await TestDeployment()
-        defer { Task { await deployment.stop() } }
         var (browser, idToken, refreshToken) = try await Self.signedIn(deployment)
         let (_, otherIdToken, _) = try await Self.signedIn(deployment)
         let out = try await deployment.client.execute(
@@ -97,17 +96,17 @@ struct GatewayTokenTests {
         #expect(try await Self.bearer(deployment, otherIdToken).status == 200)
 
         // Disabling the user ends every session.
-        var admin = try KeysCommandTests.run(
+        let admin = try KeysCommandTests.run(
             ["keys", "create-service", "admin", "--scopes", "admin", "--data-dir", (deployment.databasePath as NSString).deletingLastPathComponent],
             environment: ["GATEHOUSE_ENCRYPTION_KEY": deployment.vaultKey.base64EncodedString()])
+        #expect(admin.status == 0)
         let key = try #require(admin.output.split(separator: "\n").last.map(String.init))
         let uid = try account(try await Self.bearer(deployment, otherIdToken)).uid
-        admin.status =
-            try await deployment.client.execute(
-                OutboundRequest(method: "POST", url: "\(deployment.gatewayURL)/v1/users/\(uid)/disable", headers: ["Authorization": "Bearer \(key)"])
-            ).status == 204 ? 0 : 1
-        #expect(admin.status == 0)
+        let disabled = try await deployment.client.execute(
+            OutboundRequest(method: "POST", url: "\(deployment.gatewayURL)/v1/users/\(uid)/disable", headers: ["Authorization": "Bearer \(key)"]))
+        #expect(disabled.status == 204)
         #expect(try await Self.bearer(deployment, otherIdToken).status == 401)
+        await deployment.stop()
     }
 
     @Test("JWKS and openid-configuration verify the ID token with an independent library (PyJWT)")
@@ -116,7 +115,6 @@ struct GatewayTokenTests {
             ProcessInfo.processInfo.environment["GATEHOUSE_TEST_PYJWT_PYTHON"],
             "set GATEHOUSE_TEST_PYJWT_PYTHON to a python with PyJWT[crypto] (scripts/test does)")
         let deployment = try await TestDeployment()
-        defer { Task { await deployment.stop() } }
         let (_, idToken, _) = try await Self.signedIn(deployment)
         let script = """
             import json, sys, urllib.request, jwt
@@ -139,12 +137,12 @@ struct GatewayTokenTests {
         let lines = run.output.split(separator: "\n").map(String.init)
         #expect(lines.first?.hasSuffix(" github.com github.com") == true, "\(run.output)")
         #expect(lines.last == "tampered-refused")
+        await deployment.stop()
     }
 
     @Test("signing-key rotation: tokens from before and after both verify; the JWKS serves both keys")
     func signingKeyRotation() async throws {
         let deployment = try await TestDeployment(gateway: { $0.signingKeyReloadInterval = 1 })
-        defer { Task { await deployment.stop() } }
         let (_, before, refreshToken) = try await Self.signedIn(deployment)
         let rotated = try KeysCommandTests.run(
             ["keys", "rotate-signing", "--data-dir", (deployment.databasePath as NSString).deletingLastPathComponent],
@@ -162,12 +160,12 @@ struct GatewayTokenTests {
         #expect(try kids == [kid(before), kid(after)].compactMap { $0 }.reduce(into: Set<String>()) { $0.insert($1) })
         #expect(try await Self.bearer(deployment, before).status == 200)
         #expect(try await Self.bearer(deployment, after).status == 200)
+        await deployment.stop()
     }
 
     @Test("CORS only for configured origins; cookie changes need an allowed Origin; sign-in routes are rate limited with Retry-After")
     func browserRules() async throws {
         let deployment = try await TestDeployment(gateway: { $0.authRateLimitPerMinute = 5 })
-        defer { Task { await deployment.stop() } }
         func preflight(_ origin: String) async throws -> OutboundResponse {
             try await deployment.client.execute(
                 OutboundRequest(
@@ -204,6 +202,7 @@ struct GatewayTokenTests {
         }
         #expect(statuses.filter { $0 == 429 }.count >= 1)
         #expect(Int(retryAfter ?? "") ?? 0 >= 1)
+        await deployment.stop()
     }
 
     /// Runs a program; its exit status and standard output (and error).

@@ -197,9 +197,12 @@ public struct AccountService: Sendable {
 
     /// The unified profile of an account from its links' stored snapshots.
     public func unifiedProfile(for account: AccountRecord) async throws -> UnifiedProfile {
-        let profiles = try await storage.links(uid: account.uid).compactMap { link in
-            try? JSONCoding.decoder().decode(ProviderProfile.self, from: link.profileJSON)
-        }
+        unifiedProfile(for: account, links: try await storage.links(uid: account.uid))
+    }
+
+    /// The unified profile from links already read.
+    func unifiedProfile(for account: AccountRecord, links: [ProviderLinkRecord]) -> UnifiedProfile {
+        let profiles = links.compactMap { link in try? JSONCoding.decoder().decode(ProviderProfile.self, from: link.profileJSON) }
         return UnifiedProfile.build(account: account, profiles: profiles, photoBaseURL: photoBaseURL)
     }
 

@@ -39,11 +39,6 @@ public struct SessionService: Sendable {
         return Caller(uid: session.uid, authTime: session.createdAt, familyId: session.familyId, viaCookie: true)
     }
 
-    /// The account uid of a live session cookie, or `nil`.
-    public func uid(forSession value: String?) async throws -> String? {
-        try await caller(cookie: value, authorization: nil)?.uid
-    }
-
     /// Throws `requires-recent-login` unless the caller signed in within the window.
     public func requireRecentLogin(_ caller: Caller, now: Date = Date()) throws {
         guard now.timeIntervalSince(caller.authTime) <= recentLoginWindow else {

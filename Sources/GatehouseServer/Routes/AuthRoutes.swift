@@ -131,9 +131,9 @@ struct AuthRoutes {
                 throw GatehouseError.invalidArgument("all must be true or false.")
             }
             // A dead or forged bearer token signs nothing out; the cookie is cleared regardless.
-            let signedIn = try? await caller(request)
-            try browser.requireAllowedOrigin(request, caller: signedIn ?? nil)
-            try await sessions.signOut(signedIn ?? nil, all: allParameter == "true")
+            let signedIn = (try? await caller(request)) ?? nil
+            try browser.requireAllowedOrigin(request, caller: signedIn)
+            try await sessions.signOut(signedIn, all: allParameter == "true")
             var response = Response(status: .noContent, headers: [.cacheControl: "no-store"])
             response.headers.append(HTTPField(name: .setCookie, value: cookies.deleteCookie(name: cookies.sessionName)))
             return response
