@@ -21,7 +21,7 @@ public enum GatehouseServer {
         MeRoutes(gatehouse: gatehouse, browser: browser).register(router, table: &table)
         ServiceRoutes(gatehouse: gatehouse).register(router, table: &table)
         if demoPage {
-            DemoPage().register(router, table: &table)
+            DemoPage(providerIds: gatehouse.providers.ids).register(router, table: &table)
         }
         return (router, table)
     }

@@ -1,0 +1,254 @@
+"""The demo page, driven in headless Chromium through the provider emulator's HTML pickers.
+
+Each test starts its own `gatehouse demo` (SQLite in a temporary folder, built-in emulator),
+clicks through the page as a person would, asserts what the page shows and saves a screenshot
+of every step under $GATEHOUSE_SCREENSHOTS (default: ci-artifacts/screenshots).
+"""
+
+import os
+import pathlib
+import subprocess
+import tempfile
+import time
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+GATEHOUSE = os.environ.get("GATEHOUSE_BIN", str(ROOT / ".build" / "debug" / "gatehouse"))
+SCREENSHOTS = pathlib.Path(os.environ.get("GATEHOUSE_SCREENSHOTS", str(ROOT / "ci-artifacts" / "screenshots")))
+WAIT_SECONDS = 20
+
+
+class Demo:
+    """A `gatehouse demo` process on free loopback ports, stopped when the test ends."""
+
+    def __init__(self, environment):
+        self.folder = tempfile.TemporaryDirectory(prefix="gatehouse-browser-")
+        self.output = open(os.path.join(self.folder.name, "demo.out"), "w+")
+        self.errors = open(os.path.join(self.folder.name, "demo.err"), "w+")
+        self.process = subprocess.Popen(
+            [GATEHOUSE, "demo", "--port", "0", "--emulator-port", "0", "--data-dir", self.folder.name],
+            stdout=self.output, stderr=self.errors, env={**os.environ, **environment})
+        self.url = None
+        for _ in range(600):  # at most 60 s
+            self.output.seek(0)
+            for line in self.output.read().splitlines():
+                if line.startswith("Gatehouse ready at "):
+                    self.url = line.removeprefix("Gatehouse ready at ").strip()
+            if self.url or self.process.poll() is not None:
+                break
+            time.sleep(0.1)
+        if not self.url:
+            self.stop()
+            self.errors.seek(0)
+            raise RuntimeError("gatehouse demo did not start: " + self.errors.read()[-2000:])
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.output.close()
+        self.errors.close()
+        self.folder.cleanup()
+
+
+@pytest.fixture
+def start_demo():
+    demos = []
+
+    def start(**environment):
+        demo = Demo(environment)
+        demos.append(demo)
+        return demo
+
+    yield start
+    for demo in demos:
+        demo.stop()
+
+
+@pytest.fixture
+def page(request):
+    options = Options()
+    options.binary_location = os.environ.get("GATEHOUSE_CHROMIUM", "/usr/bin/chromium")
+    # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1000,1100"]:
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(
+        options=options, service=Service(os.environ.get("GATEHOUSE_CHROMEDRIVER", "/usr/bin/chromedriver")))
+    driver.set_page_load_timeout(WAIT_SECONDS)
+    yield Page(driver, request.node.name)
+    try:
+        # The page's own script must never throw, whatever the test did.
+        exceptions = [entry["message"] for entry in driver.get_log("browser") if "Uncaught" in entry["message"]]
+        assert exceptions == [], exceptions
+    finally:
+        driver.quit()
+
+
+class Page:
+    """The demo page in one browser, with the steps a person takes."""
+
+    def __init__(self, driver, test_name):
+        self.driver = driver
+        self.wait = WebDriverWait(driver, WAIT_SECONDS)
+        self.folder = SCREENSHOTS / test_name
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.shots = 0
+
+    def open(self, url):
+        self.driver.get(url)
+
+    def shot(self, name):
+        self.shots += 1
+        path = self.folder / f"{self.shots:02d}-{name}.png"
+        assert self.driver.save_screenshot(str(path)), f"no screenshot at {path}"
+
+    def click(self, element_id):
+        self.wait.until(EC.element_to_be_clickable((By.ID, element_id))).click()
+
+    def pick(self, hint):
+        """On the emulator's account picker, chooses the seeded user `hint`."""
+        self.click("user-" + hint)
+
+    def text(self, element_id):
+        return self.wait.until(EC.visibility_of_element_located((By.ID, element_id))).text
+
+    def wait_text(self, element_id, expected):
+        """Waits until the visible element holds `expected`, then returns its text."""
+        self.wait.until(EC.text_to_be_present_in_element((By.ID, element_id), expected))
+        return self.text(element_id)
+
+    def present(self, element_id):
+        return len(self.driver.find_elements(By.ID, element_id)) > 0
+
+    def linked(self):
+        return sorted(item.get_attribute("id").removeprefix("linked-")
+                      for item in self.driver.find_elements(By.CSS_SELECTOR, "#linked li"))
+
+    def signed_in(self):
+        self.wait.until(EC.visibility_of_element_located((By.ID, "signed-in")))
+
+    def signed_out(self):
+        self.wait.until(EC.visibility_of_element_located((By.ID, "signed-out")))
+
+    def photo_loaded(self):
+        self.wait.until(lambda driver: driver.execute_script(
+            "const img = document.getElementById('photo'); return img.complete && img.naturalWidth > 0;"))
+
+    def sign_in(self, provider, hint):
+        self.click("signin-" + provider)
+        self.pick(hint)
+
+
+def test_sign_in_link_through_account_exists_unlink_sign_out_and_delete(start_demo, page):
+    demo = start_demo()
+    page.open(demo.url)
+    page.signed_out()
+    for provider in ["github.com", "microsoft.com", "oidc.emulator", "yahoo.com"]:
+        assert page.present("signin-" + provider)
+    page.shot("signed-out")
+
+    # First sign-in creates the account; the profile card shows the unified profile and photo.
+    page.sign_in("github.com", "sam-shared")
+    page.signed_in()
+    assert "Your account was created" in page.text("notice")
+    assert page.text("name") == "Sam Shared"
+    assert page.text("email") == "sam.shared@example.com (verified)"
+    uid = page.text("uid")
+    assert page.linked() == ["github.com"]
+    page.photo_loaded()
+    page.shot("signed-in-github")
+
+    page.click("signout")
+    page.signed_out()
+    assert page.text("notice") == "Signed out."
+
+    # The same verified email at another provider: no second account, the page explains.
+    page.sign_in("oidc.emulator", "sam@oidc.example")
+    notice = page.wait_text("notice", "An account already uses")
+    assert "Sam.Shared@Example.com" in notice and "OpenID Connect will be linked" in notice
+    page.signed_out()
+    page.shot("account-exists-with-different-credential")
+
+    # Signing in with the existing method links the parked credential.
+    page.sign_in("github.com", "sam-shared")
+    page.wait_text("notice", "OpenID Connect is now linked to your account")
+    page.signed_in()
+    assert page.text("uid") == uid
+    assert page.linked() == ["github.com", "oidc.emulator"]
+    page.shot("pending-credential-linked")
+
+    # Link a third provider from the signed-in page.
+    page.click("link-microsoft.com")
+    page.pick("AdeleV@contoso.example")
+    page.wait_text("notice", "Microsoft is now linked to your account")
+    assert page.linked() == ["github.com", "microsoft.com", "oidc.emulator"]
+    page.shot("microsoft-linked")
+
+    page.click("unlink-microsoft.com")
+    page.wait_text("notice", "Microsoft was unlinked")
+    assert page.linked() == ["github.com", "oidc.emulator"]
+    assert not page.present("unlink-microsoft.com") and page.present("link-microsoft.com")
+    page.shot("microsoft-unlinked")
+
+    # The linked OpenID Connect identity now signs in to the same account.
+    page.click("signout")
+    page.signed_out()
+    page.sign_in("oidc.emulator", "sam@oidc.example")
+    page.wait_text("notice", "Welcome back")
+    assert page.text("uid") == uid
+    page.shot("signed-in-with-linked-provider")
+
+    page.click("delete")
+    page.driver.switch_to.alert.accept()
+    page.wait_text("notice", "Your account was deleted")
+    page.signed_out()
+    page.shot("account-deleted")
+
+    # The deleted account is gone: the same person starts a new one.
+    page.sign_in("github.com", "sam-shared")
+    page.wait_text("notice", "Your account was created")
+    assert page.text("uid") != uid
+
+
+def test_unlink_after_the_recent_login_window_asks_to_reauthenticate(start_demo, page):
+    demo = start_demo(GATEHOUSE_RECENT_LOGIN_SECONDS="2")
+    page.open(demo.url)
+    page.sign_in("github.com", "octocat")
+    page.signed_in()
+    page.click("link-oidc.emulator")
+    page.pick("olive@oidc.example")
+    page.wait_text("notice", "OpenID Connect is now linked")
+    time.sleep(3)  # past the 2 s window
+
+    page.click("unlink-oidc.emulator")
+    page.wait_text("notice", "confirm it is you")
+    assert page.linked() == ["github.com", "oidc.emulator"]
+    page.shot("requires-recent-login")
+
+    # Re-authenticating with a linked method finishes the unlink it interrupted.
+    page.click("reauth-github.com")
+    page.pick("octocat")
+    page.wait_text("notice", "OpenID Connect was unlinked")
+    assert page.linked() == ["github.com"]
+    page.shot("unlinked-after-reauthentication")
+
+
+def test_a_provider_error_is_shown_and_nothing_is_signed_in(start_demo, page):
+    demo = start_demo()
+    page.open(demo.url)
+    page.click("signin-github.com")
+    page.click("deny")
+    assert "access_denied" in page.wait_text("error", "Sign-in failed")
+    page.signed_out()
+    page.shot("access-denied")
