@@ -160,6 +160,7 @@ let package = Package(
             dependencies: [
                 "GatehouseCore", "GatehouseSQLite", "GatehousePostgres", "GatehouseTestSupport",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -549,6 +549,8 @@ public final class PostgresStorage: GatehouseStorage {
                     throw StorageError.conflict
                 case let state? where attempt < 4 && Self.retryableStates.contains(state):
                     attempt += 1
+                    // Worth seeing: frequent retries mean contention an operator may want to know about.
+                    logger.notice("transaction retried", metadata: ["sqlstate": "\(state)", "attempt": "\(attempt)"])
                     try await Task.sleep(for: .milliseconds(5 << attempt))
                 default:
                     throw error

@@ -14,14 +14,20 @@ struct GatewayTokenTests {
         return (browser, try #require(result["idToken"] as? String), try #require(result["refreshToken"] as? String))
     }
 
-    static func bearer(_ deployment: TestDeployment, _ token: String, path: String = "/v1/me") async throws -> OutboundResponse {
-        try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)\(path)", headers: ["Authorization": "Bearer \(token)"]))
+    /// `path` with the ID token as a bearer, on `instance` (default: the first).
+    static func bearer(_ deployment: TestDeployment, _ token: String, path: String = "/v1/me", on instance: String? = nil) async throws
+        -> OutboundResponse
+    {
+        try await deployment.client.execute(
+            OutboundRequest(url: "\(instance ?? deployment.gatewayURL)\(path)", headers: ["Authorization": "Bearer \(token)"]))
     }
 
-    static func refresh(_ deployment: TestDeployment, _ token: String) async throws -> OutboundResponse {
+    /// `POST /v1/token` with a refresh token, on `instance` (default: the first).
+    static func refresh(_ deployment: TestDeployment, _ token: String, on instance: String? = nil) async throws -> OutboundResponse {
         try await deployment.client.execute(
             OutboundRequest(
-                method: "POST", url: "\(deployment.gatewayURL)/v1/token", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                method: "POST", url: "\(instance ?? deployment.gatewayURL)/v1/token",
+                headers: ["Content-Type": "application/x-www-form-urlencoded"],
                 body: Array("grant_type=refresh_token&refresh_token=\(FormEncoding.escape(token))".utf8)))
     }
 

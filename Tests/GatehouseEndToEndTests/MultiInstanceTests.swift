@@ -55,6 +55,54 @@ struct MultiInstanceTests {
         await deployment.stop()
     }
 
+    @Test(
+        "refresh tokens across instances: one first signing key for three fresh replicas; rotated on A, the new ID token works on B and C, the old refresh token replayed on B revokes the family everywhere; six concurrent uses of one token on three instances: exactly one wins"
+    )
+    func refreshTokenReuseAcrossInstances() async throws {
+        let deployment = try await TestDeployment(database: try await PostgresTestServer.freshDatabase(), instances: 3)
+        let (a, b, c) = (deployment.gatewayURLs[0], deployment.gatewayURLs[1], deployment.gatewayURLs[2])
+        // Three fresh replicas asked for their keys at once make one first signing key, not three.
+        let kids = try await withThrowingTaskGroup(of: [String].self) { group in
+            for instance in [a, b, c] {
+                group.addTask {
+                    let jwks = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(instance)/.well-known/jwks.json")))
+                    return (jwks["keys"] as? [[String: Any]] ?? []).compactMap { $0["kid"] as? String }
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(kids.count == 3 && kids.allSatisfy { $0.count == 1 && $0 == kids[0] }, "\(kids)")
+        let (_, _, first) = try await GatewayTokenTests.signedIn(deployment)
+        let rotated = try jsonObject(try await GatewayTokenTests.refresh(deployment, first, on: a))
+        let idToken = try #require(rotated["idToken"] as? String)
+        let second = try #require(rotated["refreshToken"] as? String)
+        for instance in [b, c] {
+            let me = try await GatewayTokenTests.bearer(deployment, idToken, on: instance)
+            #expect(me.status == 200, "\(me.bodyText)")
+        }
+
+        let replay = try await GatewayTokenTests.refresh(deployment, first, on: b)
+        #expect(replay.status == 401)
+        #expect(try jsonObject(replay)["code"] as? String == "invalid-refresh-token")
+        #expect(try await GatewayTokenTests.refresh(deployment, second, on: c).status == 401)
+        for instance in [a, b, c] { #expect(try await GatewayTokenTests.bearer(deployment, idToken, on: instance).status == 401) }
+
+        // One token, six simultaneous uses: the store's row lock lets one rotate; the others
+        // are reuse, which ends the family (the winner's new token with it).
+        let (_, _, contested) = try await GatewayTokenTests.signedIn(deployment)
+        let answers = try await withThrowingTaskGroup(of: OutboundResponse.self) { group in
+            for index in 0..<6 {
+                group.addTask { try await GatewayTokenTests.refresh(deployment, contested, on: deployment.gatewayURLs[index % 3]) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.map(\.status).sorted() == [200, 401, 401, 401, 401, 401])
+        let winner = try #require(answers.first { $0.status == 200 })
+        let winnersToken = try #require(try jsonObject(winner)["refreshToken"] as? String)
+        #expect(try await GatewayTokenTests.refresh(deployment, winnersToken, on: b).status == 401)
+        await deployment.stop()
+    }
+
     @Test("a started sign-in's state is single-use across instances: the same callback replayed on another instance is refused")
     func callbackReplayAcrossInstances() async throws {
         let deployment = try await TestDeployment(database: try await PostgresTestServer.freshDatabase(), instances: 2)

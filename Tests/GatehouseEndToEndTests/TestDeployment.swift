@@ -65,7 +65,9 @@ final class TestDeployment: Sendable {
         microsoft(&microsoftConfiguration)
         var services: [any Service] = [emulator.application(port: emulatorPort, logger: logger)]
         for (index, port) in gatewayPorts.enumerated() {
-            let url = gatewayURLs[index]
+            // Replicas behind a load balancer share one public URL: the first instance's stands
+            // for it (the issuer of gateway ID tokens and the providers' redirect URI).
+            let url = gatewayURLs[0]
             var configuration = GatewayConfiguration(
                 publicURL: url, returnToAllowList: ["https://app.example.com/signed-in", "\(url)/"], developmentMode: true,
                 transactionLifetime: transactionLifetime,

@@ -111,9 +111,14 @@ public actor SigningKeyRing {
     private func load() async throws {
         var records = try await storage.signingKeys()
         if records.isEmpty {
-            // First start: make one. Two instances racing both add one; the newest signs.
-            try await Self.addKey(storage: storage, vault: vault)
-            records = try await storage.signingKeys()
+            // First start: make one. Under the store's lock, so replicas starting together
+            // share one key instead of each signing with its own until they reload.
+            let storage = self.storage
+            let vault = self.vault
+            records = try await storage.withLock("signing-key-bootstrap") {
+                if try await storage.signingKeys().isEmpty { try await Self.addKey(storage: storage, vault: vault) }
+                return try await storage.signingKeys()
+            }
         }
         var loaded: [Key] = []
         for record in records {
