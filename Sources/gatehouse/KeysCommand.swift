@@ -79,7 +79,9 @@ struct KeysCommand: AsyncParsableCommand {
         /// The command's name and help.
         static let configuration = CommandConfiguration(
             commandName: "rotate-signing",
-            abstract: "Add a new ES256 signing key; instances sign with it within 30 s, and the JWKS keeps the old one while its tokens live.")
+            abstract:
+                "Add a new ES256 signing key: published at once, signing after 60 s (when every instance has loaded it); the JWKS keeps the old key while its tokens live."
+        )
 
         /// Which store.
         @OptionGroup var store: StoreOptions

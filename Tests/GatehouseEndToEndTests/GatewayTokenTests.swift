@@ -146,19 +146,35 @@ struct GatewayTokenTests {
         await deployment.stop()
     }
 
-    @Test("signing-key rotation: tokens from before and after both verify; the JWKS serves both keys")
+    @Test("signing-key rotation: the new key is published first and signs two reload intervals later; tokens from before and after both verify")
     func signingKeyRotation() async throws {
         let deployment = try await TestDeployment(gateway: { $0.signingKeyReloadInterval = 1 })
         let (_, before, refreshToken) = try await Self.signedIn(deployment)
+        func kid(_ token: String) throws -> String? {
+            try (JSONSerialization.jsonObject(with: Base64URL.decode(String(token.split(separator: ".")[0])) ?? Data()) as? [String: Any])?["kid"]
+                as? String
+        }
+        let rotation = ContinuousClock.now
         let rotated = try KeysCommandTests.run(
             ["keys", "rotate-signing", "--data-dir", (deployment.databasePath as NSString).deletingLastPathComponent],
             environment: ["GATEHOUSE_ENCRYPTION_KEY": deployment.vaultKey.base64EncodedString()])
         #expect(rotated.status == 0)
-        try await Task.sleep(for: .milliseconds(1500))
-        let after = try #require(try jsonObject(try await Self.refresh(deployment, refreshToken))["idToken"] as? String)
-        func kid(_ token: String) throws -> String? {
-            try (JSONSerialization.jsonObject(with: Base64URL.decode(String(token.split(separator: ".")[0])) ?? Data()) as? [String: Any])?["kid"]
-                as? String
+        // Published within a reload interval (1 s here), signing after two.
+        try await Task.sleep(for: .milliseconds(1200))
+        let published = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/.well-known/jwks.json")))
+        #expect((published["keys"] as? [Any])?.count == 2)
+        let earlyAnswer = try jsonObject(try await Self.refresh(deployment, refreshToken))
+        let early = try #require(earlyAnswer["refreshToken"] as? String)
+        if ContinuousClock.now - rotation < .seconds(2) {
+            // Less than two reload intervals since the key was stored: the old key still signs.
+            #expect(try kid(try #require(earlyAnswer["idToken"] as? String)) == kid(before))
+        }
+        // Then the new key takes over (bounded wait: the key's clock started when the command stored it).
+        var (after, next) = (before, early)
+        for _ in 0..<25 where try kid(after) == kid(before) {
+            try await Task.sleep(for: .milliseconds(200))
+            let answer = try jsonObject(try await Self.refresh(deployment, next))
+            (after, next) = (try #require(answer["idToken"] as? String), try #require(answer["refreshToken"] as? String))
         }
         #expect(try kid(before) != kid(after))
         let jwks = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/.well-known/jwks.json")))

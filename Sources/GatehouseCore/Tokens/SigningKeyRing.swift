@@ -5,8 +5,10 @@ import Logging
 
 /// The gateway's ES256 signing keys, kept in storage (private halves sealed by the token
 /// vault) so that every instance signs with the same newest key and verifies every key still
-/// published. `gatehouse keys rotate-signing` adds a key; instances pick it up within
-/// `reloadInterval`, or at once when they meet a token with its `kid`.
+/// published. `gatehouse keys rotate-signing` adds a key; instances load it within
+/// `reloadInterval` (or at once when they meet a token with its `kid`) and publish it, and
+/// start signing with it only two reload intervals after it was stored: by then every
+/// instance knows it, so no instance ever meets a token whose key it has not loaded yet.
 public actor SigningKeyRing {
     /// A usable key.
     struct Key {
@@ -50,13 +52,21 @@ public actor SigningKeyRing {
         return kid
     }
 
-    /// Signs `claims` with the newest key.
+    /// Signs `claims` with the newest active key.
     func sign(_ claims: GatewayIDTokenClaims) async throws -> String {
         try await loadIfStale()
-        guard let newest = keys.first else { throw GatehouseError.internalError() }
+        let now = Date()
+        // A fresh deployment's first keys are not active yet: the oldest one signs meanwhile.
+        guard let signer = keys.first(where: { activeFrom($0) <= now }) ?? keys.last else { throw GatehouseError.internalError() }
         var header = JWTHeader()
         header.typ = "JWT"
-        return try await collection.sign(claims, kid: JWKIdentifier(string: newest.kid), header: header)
+        return try await collection.sign(claims, kid: JWKIdentifier(string: signer.kid), header: header)
+    }
+
+    /// When a key starts signing: two reload intervals after it was stored (the second one
+    /// covers clock differences between instances), so every instance has loaded it first.
+    private func activeFrom(_ key: Key) -> Date {
+        key.createdAt.addingTimeInterval(2 * reloadInterval)
     }
 
     /// Verifies the signature of a token signed by a published key (rereading storage once
@@ -90,12 +100,13 @@ public actor SigningKeyRing {
         (try? await loadIfStale()) != nil && !keys.isEmpty
     }
 
-    /// The newest key, and older ones whose successor appeared less than a token lifetime
-    /// (plus a minute of clock skew) ago: a token they signed may still be alive.
+    /// The newest key (published before it signs), and older ones whose successor took over
+    /// less than a token lifetime (plus a minute of clock skew) ago: a token they signed may
+    /// still be alive.
     private func published() -> [Key] {
         var result: [Key] = []
         for (index, key) in keys.enumerated() {
-            if index == 0 || keys[index - 1].createdAt.addingTimeInterval(tokenLifetime + 60) > Date() {
+            if index == 0 || activeFrom(keys[index - 1]).addingTimeInterval(tokenLifetime + 60) > Date() {
                 result.append(key)
             } else {
                 break
