@@ -94,4 +94,31 @@ struct KeysCommandTests {
         let link = try #require(try await storage.link(providerId: "github.com", federatedId: "7"))
         #expect(try TokenVault(keys: [new]).open(link.sealedTokens, context: "provider-tokens|github.com|7") == Data(#"{"accessToken":"t"}"#.utf8))
     }
+
+    @Test(
+        "the encryption key from a file (GATEHOUSE_ENCRYPTION_KEY_FILE, trailing newline allowed); both the variable and the file, or an unreadable file, stop the command"
+    )
+    func encryptionKeyFromFile() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-keyfile-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let key = TokenVault.generateKey()
+        let keyFile = folder + "/encryption-key"
+        try Data((key.base64EncodedString() + "\n").utf8).write(to: URL(fileURLWithPath: keyFile))
+
+        let rotated = try Self.run(["keys", "rotate-signing", "--data-dir", folder], environment: ["GATEHOUSE_ENCRYPTION_KEY_FILE": keyFile])
+        #expect(rotated.status == 0)
+        let records = try await SQLiteStorage(path: folder + "/gatehouse.sqlite").signingKeys()
+        let record = try #require(records.first)
+        // Sealed under the file's key (not the demo folder's generated one).
+        #expect(throws: Never.self) { try TokenVault(keys: [key]).open(record.sealedPrivateKey, context: "signing-key|\(record.kid)") }
+
+        let both = try Self.run(
+            ["keys", "rotate-signing", "--data-dir", folder],
+            environment: ["GATEHOUSE_ENCRYPTION_KEY_FILE": keyFile, "GATEHOUSE_ENCRYPTION_KEY": key.base64EncodedString()])
+        #expect(both.status != 0)
+        let missing = try Self.run(
+            ["keys", "rotate-signing", "--data-dir", folder], environment: ["GATEHOUSE_ENCRYPTION_KEY_FILE": folder + "/absent"])
+        #expect(missing.status != 0)
+        #expect(try await SQLiteStorage(path: folder + "/gatehouse.sqlite").signingKeys().count == 1)
+    }
 }
