@@ -252,3 +252,22 @@ def test_a_provider_error_is_shown_and_nothing_is_signed_in(start_demo, page):
     assert "access_denied" in page.wait_text("error", "Sign-in failed")
     page.signed_out()
     page.shot("access-denied")
+
+
+def test_linking_an_identity_that_belongs_to_another_account_is_refused(start_demo, page):
+    demo = start_demo()
+    page.open(demo.url)
+    page.sign_in("oidc.emulator", "olive@oidc.example")
+    page.signed_in()
+    olive = page.text("uid")
+    page.click("signout")
+    page.signed_out()
+
+    page.sign_in("github.com", "octocat")
+    page.signed_in()
+    page.click("link-oidc.emulator")
+    page.pick("olive@oidc.example")
+    page.wait_text("error", "already belongs to another Gatehouse account")
+    assert page.linked() == ["github.com"]
+    assert page.text("uid") != olive
+    page.shot("credential-already-in-use")
