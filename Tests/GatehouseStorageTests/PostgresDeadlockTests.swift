@@ -73,15 +73,20 @@ final class LogRecords: Sendable {
 
     /// Records notices and above (the driver's trace chatter stays out).
     struct Handler: LogHandler {
+        /// Where lines go.
         let records: LogRecords
+        /// The logger's own metadata.
         var metadata: Logger.Metadata = [:]
+        /// The lowest level recorded.
         var logLevel: Logger.Level = .notice
 
+        /// One metadata value.
         subscript(metadataKey key: String) -> Logger.Metadata.Value? {
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
 
+        /// Records one line.
         func log(
             level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String, file: String,
             function: String, line: UInt

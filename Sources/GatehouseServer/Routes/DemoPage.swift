@@ -8,6 +8,7 @@ struct DemoPage {
     /// The configured provider ids, in the order the page offers them.
     let providerIds: [String]
 
+    /// Adds `GET /` (the page is rendered once, at start).
     func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
         let html = Self.page(providerIds: providerIds)
         table.add(router, .get, "/") { _, _ in
