@@ -135,6 +135,18 @@ enum PostgresMigrations {
                 )
                 """,
             ]),
+        // Envelope encryption: the vault's data keys, wrapped by configured keys.
+        Migration(
+            version: "v3-data-keys",
+            statements: [
+                """
+                CREATE TABLE data_keys (
+                  id text PRIMARY KEY,
+                  wrapped_key text NOT NULL,
+                  created_at timestamptz NOT NULL
+                )
+                """
+            ]),
     ]
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.

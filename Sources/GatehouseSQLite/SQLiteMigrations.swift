@@ -118,6 +118,17 @@ enum SQLiteMigrations {
                     arguments: [email, row["provider_id"] as String, row["federated_id"] as String])
             }
         }
+        // Envelope encryption: the vault's data keys, wrapped by configured keys.
+        migrator.registerMigration("v5-data-keys") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE data_keys (
+                      id TEXT PRIMARY KEY,
+                      wrapped_key TEXT NOT NULL,
+                      created_at DATETIME NOT NULL
+                    );
+                    """)
+        }
         return migrator
     }
 }

@@ -1,0 +1,52 @@
+import Foundation
+import GatehouseCore
+import Testing
+
+/// The storage contract of the vault's envelope layer: data keys, re-wrapping, re-sealed
+/// signing keys and the per-key usage count that decides when an old key may go.
+@Suite struct DataKeyConformanceTests {
+    @Test(arguments: StorageBackend.all)
+    func dataKeysAreListedNewestFirstRewrappedAndDeleted(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        let old = DataKeyRecord(id: "d1", wrappedKey: "v1.k1.old", createdAt: Fixtures.now)
+        let new = DataKeyRecord(id: "d2", wrappedKey: "v1.k1.new", createdAt: Fixtures.now.addingTimeInterval(10))
+        try await storage.insertDataKey(old)
+        try await storage.insertDataKey(new)
+        #expect(try await storage.dataKeys() == [new, old])
+        await #expect(throws: StorageError.conflict) { try await storage.insertDataKey(old) }
+
+        #expect(try await storage.replaceWrappedDataKey(id: "d1", expected: "v1.k1.old", with: "v1.k2.old") == true)
+        // Compare-and-set: a stale expectation changes nothing.
+        #expect(try await storage.replaceWrappedDataKey(id: "d1", expected: "v1.k1.old", with: "v1.k3.old") == false)
+        #expect(try await storage.dataKeys().last?.wrappedKey == "v1.k2.old")
+
+        #expect(try await storage.deleteDataKey(id: "d1") == true)
+        #expect(try await storage.deleteDataKey(id: "d1") == false)
+        #expect(try await storage.dataKeys() == [new])
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func sealedSigningKeysAreReplacedWithCompareAndSet(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.insertSigningKey(SigningKeyRecord(kid: "s", sealedPrivateKey: "v1.k.a", createdAt: Fixtures.now))
+        #expect(try await storage.replaceSealedSigningKey(kid: "s", expected: "v1.k.a", with: "v2.d.b") == true)
+        #expect(try await storage.replaceSealedSigningKey(kid: "s", expected: "v1.k.a", with: "v2.d.c") == false)
+        #expect(try await storage.signingKeys().map(\.sealedPrivateKey) == ["v2.d.b"])
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func sealingKeyUsageCountsLinksSigningKeysAndLivePendingCredentials(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        #expect(try await storage.sealingKeyUsage(now: Fixtures.now) == [:])
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1", tokens: "v2.d1.aaa"))
+        try await storage.addLink(Fixtures.link("u1", provider: "oidc.x", federatedId: "2", tokens: "v1.k9.bbb"))
+        try await storage.insertSigningKey(SigningKeyRecord(kid: "s", sealedPrivateKey: "v2.d1.ccc", createdAt: Fixtures.now))
+        var live = AccountSecurityConformanceTests.pending("p1", target: "u1")
+        live.sealedTokens = "v2.d2.ddd"
+        var expired = AccountSecurityConformanceTests.pending("p2", target: "u1", expiresIn: -1)
+        expired.sealedTokens = "v2.d3.eee"
+        try await storage.insertPendingCredential(live)
+        try await storage.insertPendingCredential(expired)
+        #expect(try await storage.sealingKeyUsage(now: Fixtures.now) == ["v2.d1": 2, "v1.k9": 1, "v2.d2": 1])
+    }
+}
