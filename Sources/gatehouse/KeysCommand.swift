@@ -73,7 +73,6 @@ struct KeysCommand: AsyncParsableCommand {
         }
     }
 
-    /// `keys rotate-encryption`: re-encrypts stored provider tokens under the current key.
     /// `gatehouse keys rotate-signing`.
     struct RotateSigning: AsyncParsableCommand {
         /// The command's name and help.
@@ -106,16 +105,28 @@ struct KeysCommand: AsyncParsableCommand {
         /// The command's name and help.
         static let configuration = CommandConfiguration(
             commandName: "rotate-encryption",
-            abstract: "Re-encrypt every stored provider token under GATEHOUSE_ENCRYPTION_KEY (previous keys in GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS).",
+            abstract: "Move every stored secret to a new data key, wrapped by GATEHOUSE_ENCRYPTION_KEY.",
             discussion: """
-                Rotation: give every instance the new key as GATEHOUSE_ENCRYPTION_KEY and the old one in
-                GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS, run this (instances keep serving), and remove the old key
-                once it reports nothing left unreadable and an hour (the ID-token lifetime) has passed.
+                Provider tokens and signing keys are sealed with data keys kept in the database, wrapped by the
+                configured key. This re-wraps the data keys under GATEHOUSE_ENCRYPTION_KEY (old configured keys go in
+                GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS meanwhile), adds a new data key, waits until every instance seals
+                with it (two reload intervals, 60 s), re-encrypts everything in batches while instances keep serving,
+                and deletes old data keys nothing uses. When it reports nothing remaining, previous configured keys
+                may be removed; pending credentials keep an old key alive at most 10 minutes (run again with
+                --keep-data-key to finish).
                 """)
 
         /// Links read per page.
         @Option(help: "Links per batch.")
         var batchSize = 200
+
+        /// Finish an earlier rotation instead of starting one.
+        @Flag(help: "Do not add a data key: re-encrypt what is left and retire unused keys, without waiting.")
+        var keepDataKey = false
+
+        /// The instances' reload interval (tests and unusual deployments change it).
+        @Option(help: .hidden)
+        var reloadSeconds: Double = 30
 
         /// Which store.
         @OptionGroup var store: StoreOptions
@@ -123,19 +134,23 @@ struct KeysCommand: AsyncParsableCommand {
         /// Runs the rotation and prints its report; unreadable links fail the command.
         func run() async throws {
             let environment = ProcessInfo.processInfo.environment
-            let vault = try VaultSettings.vault(environment: environment)
+            let vault = try VaultSettings.vault(environment: environment, reloadInterval: reloadSeconds)
             let storage = try await store.open(environment: environment, logger: KeysCommand.quiet)
-            let report = try await EncryptionRotation(storage: storage, vault: vault).run(batchSize: batchSize)
-            // Signing keys are sealed too: a new one under the new key takes over now, and the
-            // old ones stop being published an ID-token lifetime later, before the old
-            // encryption key may be removed.
-            let kid = try await SigningKeyRing.addKey(storage: storage, vault: vault)
-            print("New signing key \(kid), sealed under key \(vault.currentKeyID).")
+            if !keepDataKey { print("Adding a data key; waiting \(Int(2 * reloadSeconds)) s until every instance seals with it…") }
+            let report = try await EncryptionRotation(storage: storage, vault: vault).run(batchSize: batchSize, newDataKey: !keepDataKey)
             print(
-                "Scanned \(report.scanned) links: \(report.resealed) re-encrypted under key \(vault.currentKeyID), \(report.alreadyCurrent) already current, \(report.changedMeanwhile) changed meanwhile, \(report.unreadable) unreadable."
+                "Data keys: \(report.rewrappedDataKeys) re-wrapped under configured key \(vault.currentKeyID), \(report.unreadableDataKeys) unreadable; sealing with \(vault.currentLabel)."
             )
-            if report.unreadable > 0 {
-                throw ValidationError("\(report.unreadable) links could not be opened with any configured key; their users must sign in again")
+            print(
+                "Scanned \(report.scanned) links: \(report.resealed) re-encrypted, \(report.alreadyCurrent) already current, \(report.changedMeanwhile) changed meanwhile, \(report.unreadable) unreadable; \(report.resealedSigningKeys) signing keys re-encrypted."
+            )
+            print("Retired data keys: \(report.retiredDataKeys.isEmpty ? "none" : report.retiredDataKeys.joined(separator: ", ")).")
+            let remaining = report.remaining.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+            print(remaining.isEmpty ? "Nothing remains under older keys." : "Still under older keys: \(remaining.joined(separator: ", ")).")
+            if report.unreadable > 0 || report.unreadableDataKeys > 0 {
+                throw ValidationError(
+                    "\(report.unreadable) links and \(report.unreadableDataKeys) data keys could not be opened with any configured key; their users must sign in again"
+                )
             }
         }
     }

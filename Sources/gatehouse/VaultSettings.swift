@@ -9,7 +9,9 @@ import GatehouseCore
 enum VaultSettings {
     /// The vault; `fallback` supplies the current key when none is configured (the demo's
     /// generated key), otherwise a missing key stops the command.
-    static func vault(environment: [String: String], fallback: (() throws -> Data)? = nil) throws -> TokenVault {
+    static func vault(environment: [String: String], reloadInterval: TimeInterval = 30, fallback: (() throws -> Data)? = nil) throws
+        -> TokenVault
+    {
         let current: Data
         if let text = try setting("GATEHOUSE_ENCRYPTION_KEY", environment) {
             current = try key(text, name: "GATEHOUSE_ENCRYPTION_KEY")
@@ -21,7 +23,7 @@ enum VaultSettings {
         let previous = try (try setting("GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS", environment) ?? "")
             .split(whereSeparator: { $0 == "," || $0.isNewline })
             .map { try key(String($0), name: "GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS") }
-        return try TokenVault(keys: [current] + previous)
+        return try TokenVault(keys: [current] + previous, reloadInterval: reloadInterval)
     }
 
     /// `name` from the environment, or the contents of the file `name_FILE` names; both at

@@ -82,17 +82,24 @@ struct KeysCommandTests {
                 uid: "u7", providerId: "github.com", federatedId: "7", profileJSON: Data("{}".utf8), sealedTokens: sealed, linkedAt: Date(),
                 updatedAt: Date()))
         let keys = ["GATEHOUSE_ENCRYPTION_KEY": new.base64EncodedString()]
+        // The instances' reload interval, shortened so the command waits 0.4 s, not 60.
+        let command = ["keys", "rotate-encryption", "--data-dir", folder, "--reload-seconds", "0.2"]
         // Without the old key the link cannot be opened: the command says so and fails.
-        let refused = try Self.run(["keys", "rotate-encryption", "--data-dir", folder], environment: keys)
+        let refused = try Self.run(command, environment: keys)
         #expect(refused.status != 0)
         #expect(refused.output.contains("1 unreadable"))
-        let rotated = try Self.run(
-            ["keys", "rotate-encryption", "--data-dir", folder],
-            environment: keys.merging(["GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS": old.base64EncodedString()]) { $1 })
+        let rotated = try Self.run(command, environment: keys.merging(["GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS": old.base64EncodedString()]) { $1 })
         #expect(rotated.status == 0)
         #expect(rotated.output.contains("1 re-encrypted"))
+        #expect(rotated.output.contains("Nothing remains under older keys."))
+        // The link now sits under a data key wrapped by the new configured key alone.
         let link = try #require(try await storage.link(providerId: "github.com", federatedId: "7"))
-        #expect(try TokenVault(keys: [new]).open(link.sealedTokens, context: "provider-tokens|github.com|7") == Data(#"{"accessToken":"t"}"#.utf8))
+        #expect(link.sealedTokens.hasPrefix("v2."))
+        let vault = try TokenVault(keys: [new])
+        try await vault.load(from: storage)
+        #expect(try vault.open(link.sealedTokens, context: "provider-tokens|github.com|7") == Data(#"{"accessToken":"t"}"#.utf8))
+        // The refused run's data key was used by nothing and is gone; one remains.
+        #expect(try await storage.dataKeys().count == 1)
     }
 
     @Test(
@@ -107,10 +114,13 @@ struct KeysCommandTests {
 
         let rotated = try Self.run(["keys", "rotate-signing", "--data-dir", folder], environment: ["GATEHOUSE_ENCRYPTION_KEY_FILE": keyFile])
         #expect(rotated.status == 0)
-        let records = try await SQLiteStorage(path: folder + "/gatehouse.sqlite").signingKeys()
-        let record = try #require(records.first)
-        // Sealed under the file's key (not the demo folder's generated one).
-        #expect(throws: Never.self) { try TokenVault(keys: [key]).open(record.sealedPrivateKey, context: "signing-key|\(record.kid)") }
+        let storage = try SQLiteStorage(path: folder + "/gatehouse.sqlite")
+        let record = try #require(try await storage.signingKeys().first)
+        // Sealed with a data key wrapped by the file's key (not the demo folder's generated one).
+        let vault = try TokenVault(keys: [key])
+        try await vault.load(from: storage)
+        #expect(record.sealedPrivateKey.hasPrefix("v2."))
+        #expect(throws: Never.self) { try vault.open(record.sealedPrivateKey, context: "signing-key|\(record.kid)") }
 
         let both = try Self.run(
             ["keys", "rotate-signing", "--data-dir", folder],

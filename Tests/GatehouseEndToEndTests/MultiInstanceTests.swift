@@ -142,7 +142,7 @@ extension MultiInstanceTests {
 
 extension MultiInstanceTests {
     @Test(
-        "encryption-key rotation under load: tokens sealed with the old key are re-encrypted in batches while two instances serve profiles and refresh tokens; afterwards the new key alone opens every link"
+        "encryption-key rotation under load: a new data key wrapped by the new configured key; tokens re-encrypted in batches while two instances serve profiles and refresh tokens; the old data key retired; afterwards the new configured key alone opens every link"
     )
     func encryptionKeyRotationUnderLoad() async throws {
         let old = TokenVault.generateKey()
@@ -150,7 +150,8 @@ extension MultiInstanceTests {
         let database = try await PostgresTestServer.freshDatabase()
         // Instance 0 still has only the old key (it signs the users in); 1 and 2 have been
         // reconfigured: the new key seals, the old one is a previous key.
-        let deployment = try await TestDeployment(database: database, instances: 3, vaultKeys: { $0 == 0 ? [old] : [new, old] })
+        let deployment = try await TestDeployment(
+            database: database, instances: 3, vaultKeys: { $0 == 0 ? [old] : [new, old] }, vaultReloadInterval: 0.5)
         var users: [(browser: Browser, provider: String)] = []
         for (login, provider) in [("octocat", "github.com"), ("private-pat", "github.com"), ("olive@oidc.example", "oidc.emulator")] {
             var browser = Browser(deployment)
@@ -163,14 +164,18 @@ extension MultiInstanceTests {
         let storage = try PostgresStorage(url: database, maximumConnections: 4, logger: PostgresTestServer.quietLogger)
         let before = try await storage.links(after: nil, limit: 100)
         #expect(before.count == 4)
-        #expect(before.allSatisfy { $0.sealedTokens.hasPrefix("v1.\(TokenVault.keyID(for: old)).") })
+        // A fresh store: the first instance made a data key (wrapped by the old configured key).
+        let firstDataKey = try #require(try await storage.dataKeys().first)
+        #expect(firstDataKey.wrappedKey.hasPrefix("v1.\(TokenVault.keyID(for: old))."))
+        #expect(before.allSatisfy { $0.sealedTokens.hasPrefix("v2.\(firstDataKey.id).") })
 
         // Microsoft's access token dies, so the load also refreshes (and re-seals) tokens.
         _ = try await deployment.control("microsoft/expire-tokens", "{}")
+        let signedIn = users
         let load = Task {
             try await withThrowingTaskGroup(of: Int.self) { group in
                 for round in 0..<12 {
-                    for (index, user) in users.enumerated() {
+                    for (index, user) in signedIn.enumerated() {
                         let url = "\(deployment.gatewayURLs[1 + (round + index) % 2])/v1/me/providers/\(user.provider)/profile"
                         let cookies = user.browser.jar.header
                         group.addTask { try await deployment.client.execute(OutboundRequest(url: url, headers: cookies)).status }
@@ -179,22 +184,33 @@ extension MultiInstanceTests {
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
             }
         }
-        let report = try await EncryptionRotation(storage: storage, vault: try TokenVault(keys: [new, old])).run(batchSize: 1)
+        let report = try await EncryptionRotation(storage: storage, vault: try TokenVault(keys: [new, old], reloadInterval: 0.5)).run(batchSize: 1)
         let statuses = try await load.value
+        #expect(report.rewrappedDataKeys == 1 && report.unreadableDataKeys == 0)
         #expect(report.scanned == 4)
         #expect(report.unreadable == 0)
-        #expect(report.resealed + report.changedMeanwhile == 4)
+        #expect(report.resealed + report.changedMeanwhile + report.alreadyCurrent == 4)
+        #expect(report.resealedSigningKeys == 1)
+        #expect(report.retiredDataKeys == [firstDataKey.id], "\(report)")
+        #expect(report.remaining.isEmpty, "\(report)")
         #expect(statuses.count == 48)
         #expect(statuses.allSatisfy { $0 == 200 })
         // Microsoft's refresh happened during the run and sealed with the new key.
         #expect(try await deployment.emulatorStats()["POST /microsoft/common/oauth2/v2.0/token"] == 2)
 
+        // The old configured key is gone from the configuration: everything still opens.
         let newOnly = try TokenVault(keys: [new])
-        let again = try await EncryptionRotation(storage: storage, vault: newOnly).run()
+        let again = try await EncryptionRotation(storage: storage, vault: newOnly).run(newDataKey: false)
         #expect(again.scanned == 4 && again.alreadyCurrent == 4 && again.resealed == 0 && again.unreadable == 0)
+        #expect(again.unreadableDataKeys == 0 && again.remaining.isEmpty)
         for link in try await storage.links(after: nil, limit: 100) {
             #expect(newOnly.isCurrent(link.sealedTokens))
+            #expect(throws: Never.self) { try newOnly.open(link.sealedTokens, context: "provider-tokens|\(link.providerId)|\(link.federatedId)") }
         }
+        // Instances with both configured keys serve on after the rotation.
+        let after = try await deployment.client.execute(
+            OutboundRequest(url: "\(deployment.gatewayURLs[2])/v1/me/providers/github.com/profile", headers: signedIn[0].browser.jar.header))
+        #expect(after.status == 200)
         storage.shutdown()
         await deployment.stop()
     }

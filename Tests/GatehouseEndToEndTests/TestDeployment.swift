@@ -35,7 +35,8 @@ final class TestDeployment: Sendable {
     /// `yahoo.com`), `extraProviders` adds more, given the emulator's base URL, and `gateway`
     /// adjusts the rest of the configuration last. `database` (a `postgres://` URL) replaces
     /// the SQLite file, `instances` gateways share the store, like replicas behind a load balancer,
-    /// and `vaultKeys` gives instance N its encryption keys (default: one key shared by all).
+    /// `vaultKeys` gives instance N its encryption keys (default: one key shared by all) and
+    /// `vaultReloadInterval` how often instances reread the data keys.
     init(
         transactionLifetime: TimeInterval = 600,
         profileCacheLifetime: TimeInterval = 0,
@@ -46,6 +47,7 @@ final class TestDeployment: Sendable {
         database: String? = nil,
         instances: Int = 1,
         vaultKeys: (@Sendable (Int) -> [Data])? = nil,
+        vaultReloadInterval: TimeInterval = 30,
         databaseTimeout: Duration = .seconds(5)
     ) async throws {
         let gatewayPorts = try (0..<instances).map { _ in try LoopbackPort.pick() }
@@ -85,7 +87,8 @@ final class TestDeployment: Sendable {
                 }
             try await storage.migrate()
             let gatehouse = try Gatehouse(
-                configuration: configuration, storage: storage, vault: try TokenVault(keys: vaultKeys?(index) ?? [vaultKey]), http: client,
+                configuration: configuration, storage: storage,
+                vault: try TokenVault(keys: vaultKeys?(index) ?? [vaultKey], reloadInterval: vaultReloadInterval), http: client,
                 metrics: index == 0 ? metrics.core : .disabled, logger: logger)
             services.append(
                 GatehouseServer.application(

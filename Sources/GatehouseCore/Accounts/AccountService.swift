@@ -44,7 +44,7 @@ public struct AccountService: Sendable {
             }
             let account = AccountRecord(uid: Self.newUID(), createdAt: now, lastSignInAt: now)
             do {
-                try await storage.createAccount(account, firstLink: try newLink(uid: account.uid, profile: profile, tokens: tokens, at: now))
+                try await storage.createAccount(account, firstLink: try await newLink(uid: account.uid, profile: profile, tokens: tokens, at: now))
                 return SignIn(account: account, profile: try await unifiedProfile(for: account), isNewUser: true)
             } catch StorageError.conflict {
                 continue  // someone else created it a moment ago: sign in to theirs
@@ -58,7 +58,7 @@ public struct AccountService: Sendable {
     /// token for that account's owner. Another identity of the same provider here:
     /// `provider-already-linked`.
     public func link(uid: String, profile: ProviderProfile, tokens: ProviderTokens) async throws -> SignIn {
-        try await attach(uid: uid, profile: profile, sealed: try seal(tokens, for: profile)) { owner in
+        try await attach(uid: uid, profile: profile, sealed: try await seal(tokens, for: profile)) { owner in
             try await park(profile: profile, tokens: tokens, for: owner)
         }
     }
@@ -122,7 +122,7 @@ public struct AccountService: Sendable {
     /// must not bring it back; the stored tokens are destroyed either way.
     private func revokeGrants(_ links: [ProviderLinkRecord], providers: ProviderRegistry) async {
         for link in links {
-            guard let provider = try? providers.provider(link.providerId), let tokens = try? self.tokens(of: link) else { continue }
+            guard let provider = try? providers.provider(link.providerId), let tokens = try? await self.tokens(of: link) else { continue }
             try? await provider.revokeGrant(tokens: tokens)
         }
     }
@@ -171,7 +171,7 @@ public struct AccountService: Sendable {
         link.profileJSON = try JSONCoding.encoder().encode(profile)
         link.verifiedEmail = EmailAddress.verified(of: profile)
         // An ID-token sign-in brings no access token: keep the grant of an earlier code flow.
-        if !tokens.accessToken.isEmpty { link.sealedTokens = try seal(tokens, for: profile) }
+        if !tokens.accessToken.isEmpty { link.sealedTokens = try await seal(tokens, for: profile) }
         link.updatedAt = now
         try await storage.recordSignIn(link: link, at: now)
         account.lastSignInAt = now
@@ -184,15 +184,15 @@ public struct AccountService: Sendable {
         try await storage.insertPendingCredential(
             PendingCredentialRecord(
                 tokenHash: SecureRandom.digest(token), targetUid: owner, providerId: profile.providerId, federatedId: profile.federatedId,
-                profileJSON: try JSONCoding.encoder().encode(profile), sealedTokens: try seal(tokens, for: profile),
+                profileJSON: try JSONCoding.encoder().encode(profile), sealedTokens: try await seal(tokens, for: profile),
                 verifiedEmail: EmailAddress.verified(of: profile), expiresAt: Date().addingTimeInterval(pendingLifetime)))
         return token
     }
 
-    private func newLink(uid: String, profile: ProviderProfile, tokens: ProviderTokens, at now: Date) throws -> ProviderLinkRecord {
+    private func newLink(uid: String, profile: ProviderProfile, tokens: ProviderTokens, at now: Date) async throws -> ProviderLinkRecord {
         ProviderLinkRecord(
             uid: uid, providerId: profile.providerId, federatedId: profile.federatedId, profileJSON: try JSONCoding.encoder().encode(profile),
-            sealedTokens: try seal(tokens, for: profile), linkedAt: now, updatedAt: now, verifiedEmail: EmailAddress.verified(of: profile))
+            sealedTokens: try await seal(tokens, for: profile), linkedAt: now, updatedAt: now, verifiedEmail: EmailAddress.verified(of: profile))
     }
 
     /// The unified profile of an account from its links' stored snapshots.
@@ -206,14 +206,15 @@ public struct AccountService: Sendable {
         return UnifiedProfile.build(account: account, profiles: profiles, photoBaseURL: photoBaseURL)
     }
 
-    /// Seals tokens for a link; the identity is the associated data.
-    func seal(_ tokens: ProviderTokens, for profile: ProviderProfile) throws -> String {
-        try vault.seal(try JSONCoding.encoder().encode(tokens), context: Self.vaultContext(profile.providerId, profile.federatedId))
+    /// Seals tokens for a link (under the current data key); the identity is the associated data.
+    func seal(_ tokens: ProviderTokens, for profile: ProviderProfile) async throws -> String {
+        try await vault.refresh(from: storage)
+        return try vault.seal(try JSONCoding.encoder().encode(tokens), context: Self.vaultContext(profile.providerId, profile.federatedId))
     }
 
     /// Opens a link's tokens.
-    func tokens(of link: ProviderLinkRecord) throws -> ProviderTokens {
-        let data = try vault.open(link.sealedTokens, context: Self.vaultContext(link.providerId, link.federatedId))
+    func tokens(of link: ProviderLinkRecord) async throws -> ProviderTokens {
+        let data = try await vault.open(link.sealedTokens, context: Self.vaultContext(link.providerId, link.federatedId), storage: storage)
         return try JSONCoding.decoder().decode(ProviderTokens.self, from: data)
     }
 

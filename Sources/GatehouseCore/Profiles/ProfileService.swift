@@ -186,7 +186,7 @@ public struct ProfileService: Sendable {
     func withFreshTokens<T: Sendable>(
         _ link: ProviderLinkRecord, _ provider: any IdentityProvider, _ call: @Sendable (ProviderTokens) async throws -> T
     ) async throws -> T {
-        var tokens = try openTokens(link)
+        var tokens = try await openTokens(link)
         if tokens.reauthRequired == true { throw GatehouseError.providerReauthRequired(link.providerId) }
         if let expiresAt = tokens.expiresAt, expiresAt < Date().timeIntervalSince1970 + 30, tokens.refreshToken != nil {
             tokens = try await refresh(link, provider, failed: tokens)
@@ -216,7 +216,7 @@ public struct ProfileService: Sendable {
         guard var current = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), current.uid == link.uid else {
             throw GatehouseError.providerReauthRequired(link.providerId)
         }
-        guard let stored = try? accounts.tokens(of: current), stored.reauthRequired != true else {
+        guard let stored = try? await accounts.tokens(of: current), stored.reauthRequired != true else {
             throw GatehouseError.providerReauthRequired(link.providerId)
         }
         if stored.accessToken != failed.accessToken {
@@ -226,7 +226,7 @@ public struct ProfileService: Sendable {
         let profile = ProviderProfile(providerId: current.providerId, federatedId: current.federatedId)
         do {
             let fresh = try await provider.refresh(stored)
-            current.sealedTokens = try accounts.seal(fresh, for: profile)
+            current.sealedTokens = try await accounts.seal(fresh, for: profile)
             current.updatedAt = Date()
             try await storage.updateLink(current)
             metrics.tokenRefresh(providerId: link.providerId, outcome: "ok")
@@ -235,7 +235,7 @@ public struct ProfileService: Sendable {
             metrics.tokenRefresh(providerId: link.providerId, outcome: "dead-grant")
             var dead = stored
             dead.reauthRequired = true
-            current.sealedTokens = try accounts.seal(dead, for: profile)
+            current.sealedTokens = try await accounts.seal(dead, for: profile)
             current.updatedAt = Date()
             try await storage.updateLink(current)
             throw error
@@ -259,11 +259,14 @@ public struct ProfileService: Sendable {
         return link
     }
 
-    /// A link whose tokens no longer open (a removed key) needs a new sign-in, not a 500.
-    private func openTokens(_ link: ProviderLinkRecord) throws -> ProviderTokens {
+    /// A link whose tokens no longer open (a removed key) needs a new sign-in, not a 500; a
+    /// store that cannot be read stays a storage error.
+    private func openTokens(_ link: ProviderLinkRecord) async throws -> ProviderTokens {
         do {
-            return try accounts.tokens(of: link)
-        } catch {
+            return try await accounts.tokens(of: link)
+        } catch is TokenVault.VaultError {
+            throw GatehouseError.providerReauthRequired(link.providerId)
+        } catch is DecodingError {
             throw GatehouseError.providerReauthRequired(link.providerId)
         }
     }

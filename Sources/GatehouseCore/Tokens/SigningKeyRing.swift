@@ -47,6 +47,7 @@ public actor SigningKeyRing {
     public static func addKey(storage: any GatehouseStorage, vault: TokenVault, at date: Date = Date()) async throws -> String {
         let key = P256.Signing.PrivateKey()
         let kid = "gh-" + String(SecureRandom.digest(key.publicKey.rawRepresentation.base64EncodedString()).prefix(16))
+        try await vault.refresh(from: storage)
         let sealed = try vault.seal(key.rawRepresentation, context: vaultContext(kid))
         try await storage.insertSigningKey(SigningKeyRecord(kid: kid, sealedPrivateKey: sealed, createdAt: date))
         return kid
@@ -133,14 +134,17 @@ public actor SigningKeyRing {
         }
         var loaded: [Key] = []
         for record in records {
+            let raw: Data
             do {
-                let raw = try vault.open(record.sealedPrivateKey, context: Self.vaultContext(record.kid))
-                loaded.append(Key(kid: record.kid, createdAt: record.createdAt, privateKey: try P256.Signing.PrivateKey(rawRepresentation: raw)))
-            } catch {
+                raw = try await vault.open(record.sealedPrivateKey, context: Self.vaultContext(record.kid), storage: storage)
+            } catch is TokenVault.VaultError {
                 // A key sealed under an encryption key that is no longer configured: skip it
-                // (tokens it signed stop verifying) rather than refuse to start.
+                // (tokens it signed stop verifying) rather than refuse to start. Storage
+                // errors are not caught: an outage must not look like a lost key.
                 logger.warning("signing key unreadable; skipped", metadata: ["key.id": "\(record.kid)"])
+                continue
             }
+            loaded.append(Key(kid: record.kid, createdAt: record.createdAt, privateKey: try P256.Signing.PrivateKey(rawRepresentation: raw)))
         }
         if loaded.isEmpty {
             try await Self.addKey(storage: storage, vault: vault)
