@@ -22,7 +22,7 @@ import Testing
         #expect(try second.open(sealed, context: "c") == Data("gho_token".utf8))
         // The database alone opens nothing: another configured key cannot unwrap the data key.
         let stranger = try TokenVault(keys: [TokenVault.generateKey()])
-        await #expect(throws: GatehouseError.self) { try await stranger.load(from: storage) }
+        await #expect(throws: TokenVault.VaultError.noUsableDataKey) { try await stranger.load(from: storage) }
         #expect(throws: TokenVault.VaultError.self) { try stranger.open(sealed, context: "c") }
     }
 

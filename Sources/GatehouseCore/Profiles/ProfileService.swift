@@ -264,7 +264,7 @@ public struct ProfileService: Sendable {
     private func openTokens(_ link: ProviderLinkRecord) async throws -> ProviderTokens {
         do {
             return try await accounts.tokens(of: link)
-        } catch is TokenVault.VaultError {
+        } catch TokenVault.VaultError.unreadable {
             throw GatehouseError.providerReauthRequired(link.providerId)
         } catch is DecodingError {
             throw GatehouseError.providerReauthRequired(link.providerId)

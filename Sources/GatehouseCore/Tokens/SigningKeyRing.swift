@@ -137,7 +137,7 @@ public actor SigningKeyRing {
             let raw: Data
             do {
                 raw = try await vault.open(record.sealedPrivateKey, context: Self.vaultContext(record.kid), storage: storage)
-            } catch is TokenVault.VaultError {
+            } catch TokenVault.VaultError.unreadable {
                 // A key sealed under an encryption key that is no longer configured: skip it
                 // (tokens it signed stop verifying) rather than refuse to start. Storage
                 // errors are not caught: an outage must not look like a lost key.

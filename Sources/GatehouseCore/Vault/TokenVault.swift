@@ -135,9 +135,7 @@ public final class TokenVault: Sendable {
             byID[record.id] = key
             readable.append(record)
         }
-        if !records.isEmpty && readable.isEmpty {
-            throw GatehouseError.invalidArgument("no stored data key opens with the configured encryption keys")
-        }
+        if !records.isEmpty && readable.isEmpty { throw VaultError.noUsableDataKey }
         let now = Date()
         let sealing = readable.first { $0.createdAt.addingTimeInterval(2 * reloadInterval) <= now } ?? readable.last
         state.withLock { state in
@@ -163,10 +161,22 @@ public final class TokenVault: Sendable {
         record.wrappedKey.hasPrefix("v1.\(currentKeyID).")
     }
 
-    /// Why a sealed value could not be opened (deliberately without detail).
-    public enum VaultError: Error, Sendable {
+    /// Why the vault failed (deliberately without detail about the value).
+    public enum VaultError: Error, Sendable, CustomStringConvertible {
         /// Unknown key, altered value or wrong context.
         case unreadable
+        /// The store has data keys, but no configured key unwraps any of them: the
+        /// configuration is wrong (a server error, not the user's).
+        case noUsableDataKey
+
+        /// What an operator reads.
+        public var description: String {
+            switch self {
+            case .unreadable: "a sealed value could not be opened"
+            case .noUsableDataKey:
+                "no stored data key opens with the configured encryption keys (GATEHOUSE_ENCRYPTION_KEY, GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS)"
+            }
+        }
     }
 
     // MARK: Private
