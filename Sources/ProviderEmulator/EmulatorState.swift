@@ -14,6 +14,9 @@ struct Fault: Sendable {
     var delayMilliseconds: Int
     /// How many more requests it applies to; `nil` until cleared.
     var remaining: Int?
+    /// When positive, the real answer's head and the first half of its body are sent, and
+    /// the rest waits this long or until `POST /_emulator/faults/release`.
+    var pauseBodyMilliseconds = 0
 }
 
 /// An authorization code waiting for its one redemption.
@@ -44,6 +47,8 @@ actor EmulatorState {
     private var tokens: [String: IssuedToken] = [:]
     private var stats: [String: Int] = [:]
     private var faults: [Fault] = []
+    /// Bumped by `POST /_emulator/faults/release`: paused bodies watch it.
+    private var releases = 0
 
     // MARK: Control path
 
@@ -56,6 +61,20 @@ actor EmulatorState {
     func addFault(_ fault: Fault) { faults.append(fault) }
 
     func clearFaults() { faults.removeAll() }
+
+    /// Lets every paused body go on.
+    func releasePausedBodies() { releases += 1 }
+
+    /// Waits up to `milliseconds`, or less if paused bodies are released meanwhile.
+    func pause(milliseconds: Int) async {
+        let start = releases
+        var waited = 0
+        // Bounded polling: the pause ends by itself even if nobody releases it.
+        while releases == start, waited < milliseconds {
+            try? await Task.sleep(for: .milliseconds(20))
+            waited += 20
+        }
+    }
 
     /// The fault that applies to this request, consuming one of its `times`.
     func takeFault(for endpoint: String) -> Fault? {

@@ -26,8 +26,10 @@ struct ResilienceTests {
         let fresh = try await octocat.send(profileURL)
         #expect(fresh.status == 200)
         #expect(fresh.headers["warning"] == nil && fresh.headers["age"] == nil)
-        let freshPhoto = try await octocat.send(photoURL)
+        // Revalidating, so that even a miss answers with the tag (misses stream without one).
+        let freshPhoto = try await octocat.send(photoURL, headers: ["If-None-Match": "\"older\""])
         #expect(freshPhoto.status == 200)
+        #expect(freshPhoto.headers["etag"] != nil)
         // Both cached answers expire; then GitHub's API and avatar host fail.
         try await Task.sleep(for: .milliseconds(1200))
         _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "status": 503, "body": "{}"}"#)

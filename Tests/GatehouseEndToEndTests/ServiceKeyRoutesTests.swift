@@ -45,7 +45,9 @@ struct ServiceKeyRoutesTests {
         let photo = try await Self.call(deployment, "/v1/users/\(uid)/photo?size=96", key: reader.secret)
         #expect(photo.status == 200)
         #expect(photo.headers["content-type"] == "image/png")
-        let etag = try #require(photo.headers["etag"])
+        let tagged = try await Self.call(deployment, "/v1/users/\(uid)/photo?size=96", key: reader.secret, headers: ["If-None-Match": "\"older\""])
+        #expect(tagged.body == photo.body)
+        let etag = try #require(tagged.headers["etag"])
         #expect(try await Self.call(deployment, "/v1/users/\(uid)/photo?size=96", key: reader.secret, headers: ["If-None-Match": etag]).status == 304)
 
         let found = try jsonObject(try await Self.call(deployment, "/v1/users?email=OCTOCAT@github.com", key: admin.secret))

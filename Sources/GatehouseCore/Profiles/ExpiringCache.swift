@@ -43,20 +43,31 @@ actor ExpiringCache<Value: Sendable> {
     /// skips a cached value but stores the fresh one.
     func value(for key: String, bypass: Bool = false, load: @escaping @Sendable () async throws -> Value) async throws -> Value {
         guard lifetime > 0 else { return try await load() }
-        if !bypass, let entry = entries[key], Date().timeIntervalSince(entry.storedAt) < lifetime {
-            clock += 1
-            entries[key]?.lastUse = clock
-            metrics.cacheLookup(cache: name, result: "hit")
-            return entry.value
+        if bypass {
+            metrics.cacheLookup(cache: name, result: "miss")
+        } else if let value = fresh(for: key) {
+            return value
         }
-        metrics.cacheLookup(cache: name, result: "miss")
         if let running = inFlight[key] { return try await running.value }
         let task = Task { try await load() }
         inFlight[key] = task
         defer { inFlight[key] = nil }
         let value = try await task.value
-        store(value, for: key)
+        insert(value, for: key)
         return value
+    }
+
+    /// The value for `key` if it is still fresh (counted as a hit, otherwise as a miss), for
+    /// callers that load and `insert` themselves.
+    func fresh(for key: String) -> Value? {
+        guard lifetime > 0, let entry = entries[key], Date().timeIntervalSince(entry.storedAt) < lifetime else {
+            metrics.cacheLookup(cache: name, result: "miss")
+            return nil
+        }
+        clock += 1
+        entries[key]?.lastUse = clock
+        metrics.cacheLookup(cache: name, result: "hit")
+        return entry.value
     }
 
     /// The last value stored for `key` and its age in seconds, if younger than lifetime plus
@@ -69,7 +80,9 @@ actor ExpiringCache<Value: Sendable> {
         return (entry.value, age)
     }
 
-    private func store(_ value: Value, for key: String) {
+    /// Stores `value` for `key`, evicting within the budget; a value larger than the whole
+    /// budget is not kept.
+    func insert(_ value: Value, for key: String) {
         guard lifetime > 0 else { return }
         let size = cost(value)
         guard size <= capacity else { return }

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// Profiles and photos, for the signed-in user's routes and for internal services: unified
@@ -11,6 +10,8 @@ public struct ProfileService: Sendable {
     let refresher = TokenRefresher()
     let profileCache: ExpiringCache<ProviderProfile>
     let photoCache: ExpiringCache<Photo>
+    /// Photo transfers in progress, joined by concurrent misses.
+    let photoDownloads = PhotoDownloads()
     /// One circuit breaker per provider.
     let circuits: ProviderCircuits
     /// Which providers' photos `/photo` prefers when the caller names none.
@@ -46,6 +47,14 @@ public struct ProfileService: Sendable {
         public var value: Value
         /// Seconds since the value was fetched, when served stale; `nil` when fresh.
         public var staleAge: Int?
+    }
+
+    /// A photo as `/photo` serves it: whole from the cache, or streaming from the provider.
+    public enum PhotoAnswer: Sendable {
+        /// The whole image with its `ETag`, from the cache.
+        case stored(Photo)
+        /// A transfer whose head has arrived; its body streams to every caller.
+        case downloading(PhotoDownload)
     }
 
     /// A photo ready to serve, with a strong `ETag` computed from its bytes.
@@ -101,6 +110,8 @@ public struct ProfileService: Sendable {
             try await profileCache.value(for: key, bypass: refresh) {
                 try await fetchProviderProfile(uid: uid, providerId: providerId)
             }
+        } stale: {
+            $0
         }
     }
 
@@ -131,27 +142,45 @@ public struct ProfileService: Sendable {
 
     /// The photo of the given provider, or by default of the first linked provider with one
     /// (in the configured preference order, then in link order). Cached by user, provider and
-    /// size within the byte budget; `refresh` bypasses the cache.
-    public func photo(uid: String, providerId: String?, size: Int?, refresh: Bool = false) async throws -> Served<Photo> {
+    /// size within the byte budget; `refresh` bypasses the cache. A miss answers as soon as
+    /// the provider's head has arrived, with the transfer that concurrent misses share.
+    public func photo(uid: String, providerId: String?, size: Int?, refresh: Bool = false) async throws -> Served<PhotoAnswer> {
         _ = try await enabledAccount(uid)
         let key = "\(uid)|\(providerId ?? "*")|\(size ?? 0)"
+        if !refresh, let photo = await photoCache.fresh(for: key) { return Served(value: .stored(photo)) }
         return try await servingStale(photoCache, key: key) {
-            try await photoCache.value(for: key, bypass: refresh) {
-                try await fetchPhoto(uid: uid, providerId: providerId, size: size)
+            let download = photoDownloads.join(key) { download in
+                // Its own task: the transfer outlives any one caller and fills the cache.
+                Task { await runDownload(download, key: key, uid: uid, providerId: providerId, size: size) }
             }
+            _ = try await download.head()
+            return .downloading(download)
+        } stale: {
+            .stored($0)
         }
+    }
+
+    private func runDownload(_ download: PhotoDownload, key: String, uid: String, providerId: String?, size: Int?) async {
+        do {
+            let photo = try await fetchPhoto(uid: uid, providerId: providerId, size: size, into: download)
+            await photoCache.insert(photo, for: key)
+            download.finish(photo)
+        } catch {
+            download.fail(error)
+        }
+        photoDownloads.remove(key, download)
     }
 
     /// Runs `load`; when its provider is failing (`upstream-unavailable`, the open breaker
     /// included), answers with the cache's last value for `key` instead, if it still has one.
-    private func servingStale<Value>(
-        _ cache: ExpiringCache<Value>, key: String, _ load: () async throws -> Value
+    private func servingStale<Cached, Value>(
+        _ cache: ExpiringCache<Cached>, key: String, _ load: () async throws -> Value, stale wrap: (Cached) -> Value
     ) async throws -> Served<Value> {
         do {
             return Served(value: try await load())
         } catch let error as GatehouseError where error.code == "upstream-unavailable" {
             guard let stale = await cache.stale(for: key) else { throw error }
-            return Served(value: stale.value, staleAge: Int(stale.age))
+            return Served(value: wrap(stale.value), staleAge: Int(stale.age))
         }
     }
 
@@ -163,7 +192,9 @@ public struct ProfileService: Sendable {
         return links.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }.map(\.element)
     }
 
-    private func fetchPhoto(uid: String, providerId: String?, size: Int?) async throws -> Photo {
+    /// Opens the preferred candidate's photo and receives it into `download`, under the
+    /// provider's breaker until the last byte (a transfer failing half-way counts).
+    private func fetchPhoto(uid: String, providerId: String?, size: Int?, into download: PhotoDownload) async throws -> Photo {
         let links = try await storage.links(uid: uid)
         let candidates = providerId.map { id in links.filter { $0.providerId == id } } ?? Self.photoCandidates(links, order: photoProviderOrder)
         if let providerId, candidates.isEmpty { throw GatehouseError.providerNotLinked(providerId) }
@@ -171,11 +202,10 @@ public struct ProfileService: Sendable {
             guard let profile = try? JSONCoding.decoder().decode(ProviderProfile.self, from: link.profileJSON), profile.photoSourceURL != nil
             else { continue }
             let provider = try providers.provider(link.providerId)
-            let photo = try await circuits.run(link.providerId) {
-                try await withFreshTokens(link, provider) { try await provider.fetchPhoto(profile: profile, tokens: $0, size: size) }
+            return try await circuits.run(link.providerId) {
+                let source = try await withFreshTokens(link, provider) { try await provider.fetchPhoto(profile: profile, tokens: $0, size: size) }
+                return try await download.receive(source, providerId: link.providerId)
             }
-            let digest = SHA256.hash(data: photo.bytes).map { String(format: "%02x", $0) }.joined()
-            return Photo(bytes: photo.bytes, contentType: photo.contentType, etag: "\"\(digest)\"")
         }
         throw GatehouseError.noPhoto()
     }

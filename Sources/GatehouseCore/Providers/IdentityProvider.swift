@@ -1,3 +1,5 @@
+import CurlClient
+
 /// What the flow needs to build a provider's authorize request.
 public struct AuthorizationRequest: Sendable {
     /// The gateway's callback for this provider.
@@ -43,12 +45,15 @@ public struct ProviderTokens: Sendable, Codable, Equatable {
     }
 }
 
-/// A profile photo fetched from a provider.
+/// A profile photo as a provider sends it: the head checked (`200`, an image content type,
+/// a declared size under the cap), the body still arriving.
 public struct ProviderPhoto: Sendable {
-    /// The image bytes.
-    public var bytes: [UInt8]
     /// The provider's `Content-Type`, checked to be an image.
     public var contentType: String
+    /// The size the provider declared, when it did.
+    public var contentLength: Int?
+    /// The image bytes as they arrive; libcurl stops the transfer past the size cap.
+    public var body: ResponseBody
 }
 
 /// What the provider's redirect back carried, with the transaction it completes.
@@ -109,7 +114,7 @@ public protocol IdentityProvider: Sendable {
     func refresh(_ tokens: ProviderTokens) async throws -> ProviderTokens
     /// Fetches and normalizes the user's profile with the access token.
     func fetchProfile(tokens: ProviderTokens) async throws -> ProviderProfile
-    /// Fetches the user's photo at about `size` pixels, or throws `no-photo`.
+    /// Opens the user's photo at about `size` pixels (its body streams), or throws `no-photo`.
     func fetchPhoto(profile: ProviderProfile, tokens: ProviderTokens, size: Int?) async throws -> ProviderPhoto
     /// Revokes the user's grant to the gateway where the provider offers it (GitHub), when
     /// the link is removed; providers without such an endpoint do nothing.

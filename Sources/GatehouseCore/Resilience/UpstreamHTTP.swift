@@ -23,20 +23,35 @@ public struct UpstreamHTTP: Sendable {
         self.metrics = metrics
     }
 
-    /// Sends `request`; a transport failure throws `upstream-unavailable` (502, or 504 on timeout).
+    /// Sends `request` and collects its body.
     func execute(_ request: OutboundRequest) async throws -> OutboundResponse {
+        try await collect(try await stream(request))
+    }
+
+    /// Sends `request` and returns at its response head; the body streams. A transport failure
+    /// throws `upstream-unavailable` (502, or 504 on timeout). Each call is counted at its head.
+    func stream(_ request: OutboundRequest) async throws -> OutboundStreamingResponse {
         var request = request
         if request.timeout == nil { request.timeout = timeout }
-        let response: OutboundResponse
+        let response: OutboundStreamingResponse
         do {
-            response = try await client.execute(request)
+            response = try await client.stream(request)
         } catch {
             let timedOut = (error as? OutboundError)?.kind == .timedOut
             metrics.upstreamCall(providerId: providerId, outcome: timedOut ? "timeout" : "transport-error")
             throw UpstreamErrors.transport(error, providerId: providerId)
         }
-        metrics.upstreamCall(providerId: providerId, outcome: Self.outcome(status: response.status))
+        metrics.upstreamCall(providerId: providerId, outcome: Self.outcome(status: response.head.status))
         return response
+    }
+
+    /// The rest of a streamed response; a transport failure is mapped as in `stream`.
+    func collect(_ response: OutboundStreamingResponse) async throws -> OutboundResponse {
+        do {
+            return try await response.collect()
+        } catch {
+            throw UpstreamErrors.transport(error, providerId: providerId)
+        }
     }
 
     /// The metric label of an HTTP status.

@@ -92,8 +92,10 @@ struct MeRoutes {
         headers[HTTPField.Name("Warning")!] = "110 gatehouse \"Response is Stale\""
     }
 
-    /// The photo answer of `/v1/me/photo` and `/v1/users/{uid}/photo`: `?size=` checked,
-    /// strong `ETag`, `304` on `If-None-Match`.
+    /// The photo answer of `/v1/me/photo` and `/v1/users/{uid}/photo`: `?size=` checked; from
+    /// the cache with its strong `ETag` (`304` on `If-None-Match`); on a miss streamed as the
+    /// provider sends it, without an `ETag` (the bytes that would make one have not arrived)
+    /// — unless the caller revalidates, then the whole photo is awaited for a `304` or a tag.
     static func photoResponse(_ request: Request, profiles: ProfileService, uid: String, refresh: Bool = false) async throws -> Response {
         let query = request.queryDictionary
         var size: Int?
@@ -104,16 +106,35 @@ struct MeRoutes {
             size = value
         }
         let served = try await profiles.photo(uid: uid, providerId: query["provider"], size: size, refresh: refresh)
-        let photo = served.value
-        var headers: HTTPFields = [.eTag: photo.etag, .cacheControl: "private, max-age=300"]
-        markStale(&headers, age: served.staleAge)
         let tags = (request.headers[.ifNoneMatch] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let photo: ProfileService.Photo
+        switch served.value {
+        case .stored(let stored):
+            photo = stored
+        case .downloading(let download) where !tags.isEmpty:
+            photo = try await download.photo()
+        case .downloading(let download):
+            let head = try await download.head()
+            let headers: HTTPFields = [.contentType: head.contentType, .cacheControl: photoCacheControl]
+            let body = ResponseBody(contentLength: head.contentLength) { writer in
+                for try await chunk in download.chunks() {
+                    try await writer.write(ByteBuffer(bytes: chunk))
+                }
+                try await writer.finish(nil)
+            }
+            return Response(status: .ok, headers: headers, body: body)
+        }
+        var headers: HTTPFields = [.eTag: photo.etag, .cacheControl: photoCacheControl]
+        markStale(&headers, age: served.staleAge)
         if tags.contains(photo.etag) || tags.contains("*") {
             return Response(status: .notModified, headers: headers)
         }
         headers[.contentType] = photo.contentType
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: photo.bytes)))
     }
+
+    /// Photos are the user's own (private) and change rarely.
+    static let photoCacheControl = "private, max-age=300"
 }
 
 /// A provider profile as `GET /v1/me/providers/{id}/profile` shows it: the normalized fields

@@ -75,9 +75,14 @@ struct ControlRoutes {
                 headers: (object["headers"] as? [String: Any])?.compactMapValues { "\($0)" } ?? [:],
                 body: object["body"] as? String ?? "",
                 delayMilliseconds: object["delayMs"] as? Int ?? 0,
-                remaining: object["times"] as? Int)
+                remaining: object["times"] as? Int,
+                pauseBodyMilliseconds: object["pauseBodyMs"] as? Int ?? 0)
             await state.addFault(fault)
             return Response.json(["endpoint": endpoint], status: .created)
+        }
+        router.post("/_emulator/faults/release") { _, _ in
+            await state.releasePausedBodies()
+            return Response(status: .noContent)
         }
         router.delete("/_emulator/faults") { _, _ in
             await state.clearFaults()

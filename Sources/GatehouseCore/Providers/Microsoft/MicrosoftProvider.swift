@@ -114,14 +114,9 @@ public struct MicrosoftProvider: IdentityProvider {
         }
         paths.append("/v1.0/me/photo/$value")
         for path in paths {
-            let response = try await graphResponse(path, tokens: tokens, accept: "image/*", maxBytes: 5 << 20)
-            if response.status == 404 { continue }
-            guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
-            let contentType = response.headers["content-type"] ?? ""
-            guard contentType.lowercased().hasPrefix("image/") else {
-                throw GatehouseError.upstreamUnavailable(id, detail: "Graph's photo answer is not an image.")
+            if let photo = try await PhotoSource.open(graphRequest(path, tokens: tokens, accept: "image/*", maxBytes: nil), http: http) {
+                return photo
             }
-            return ProviderPhoto(bytes: response.body, contentType: contentType)
         }
         throw GatehouseError.noPhoto()
     }
@@ -147,10 +142,13 @@ public struct MicrosoftProvider: IdentityProvider {
     }
 
     private func graphResponse(_ path: String, tokens: ProviderTokens, accept: String, maxBytes: Int) async throws -> OutboundResponse {
-        try await http.execute(
-            OutboundRequest(
-                url: configuration.graphBaseURL + path, headers: ["Authorization": "Bearer \(tokens.accessToken)", "Accept": accept],
-                maxResponseBytes: maxBytes))
+        try await http.execute(graphRequest(path, tokens: tokens, accept: accept, maxBytes: maxBytes))
+    }
+
+    private func graphRequest(_ path: String, tokens: ProviderTokens, accept: String, maxBytes: Int?) -> OutboundRequest {
+        OutboundRequest(
+            url: configuration.graphBaseURL + path, headers: ["Authorization": "Bearer \(tokens.accessToken)", "Accept": accept],
+            maxResponseBytes: maxBytes)
     }
 
     /// One OIDC engine (discovery + keys) per tenant segment in use, created on demand.

@@ -149,7 +149,7 @@ public struct OIDCProvider: IdentityProvider {
     /// The `picture`, fetched without a token, from an allowed place only.
     public func fetchPhoto(profile: ProviderProfile, tokens: ProviderTokens, size: Int?) async throws -> ProviderPhoto {
         guard let source = profile.photoSourceURL, pictureAllowed(source) else { throw GatehouseError.noPhoto() }
-        return try await PublicPhoto.fetch(source, http: http)
+        return try await PhotoSource.openPublic(source, http: http)
     }
 
     private func pictureAllowed(_ url: String) -> Bool {

@@ -1,0 +1,177 @@
+import Crypto
+import Synchronization
+
+/// One photo transfer from a provider, shared by every caller that asked for the same photo
+/// while it ran (single flight): each caller streams the bytes as they arrive, from the
+/// first one, and the whole image ends up in the cache with its strong `ETag`.
+///
+/// The transfer runs on its own task and reads the provider's body at the provider's pace,
+/// never at the pace of the slowest caller; the bytes are held (at most the photo size cap)
+/// so that a caller joining late still gets them all. A caller going away stops nothing.
+public final class PhotoDownload: Sendable {
+    /// What a caller needs before the first byte: the response head.
+    public struct Head: Sendable {
+        /// The provider's image content type.
+        public var contentType: String
+        /// The size the provider declared, when it did.
+        public var contentLength: Int?
+    }
+
+    private struct State {
+        var head: Head?
+        var chunks: [[UInt8]] = []
+        var photo: ProfileService.Photo?
+        var failure: (any Error)?
+        var headWaiters: [CheckedContinuation<Head, any Error>] = []
+        var photoWaiters: [CheckedContinuation<ProfileService.Photo, any Error>] = []
+        var subscribers: [Int: AsyncThrowingStream<[UInt8], any Error>.Continuation] = [:]
+        var nextSubscriber = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// A download whose head has not arrived yet.
+    init() {}
+
+    // MARK: Callers
+
+    /// Waits for the response head, or throws what ended the transfer before it.
+    public func head() async throws -> Head {
+        try await withCheckedThrowingContinuation { continuation in
+            let ready: Result<Head, any Error>? = state.withLock { s in
+                if let head = s.head { return .success(head) }
+                if let failure = s.failure { return .failure(failure) }
+                s.headWaiters.append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
+    }
+
+    /// Waits for the whole photo (with its `ETag`), or throws what ended the transfer.
+    public func photo() async throws -> ProfileService.Photo {
+        try await withCheckedThrowingContinuation { continuation in
+            let ready: Result<ProfileService.Photo, any Error>? = state.withLock { s in
+                if let photo = s.photo { return .success(photo) }
+                if let failure = s.failure { return .failure(failure) }
+                s.photoWaiters.append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
+    }
+
+    /// The image bytes from the first one: those received so far at once, then the rest as
+    /// they arrive. Ends with the transfer, or throws if it fails half-way.
+    public func chunks() -> AsyncThrowingStream<[UInt8], any Error> {
+        let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
+        // Under the lock, so that no chunk is appended between the replay and the subscription.
+        let id: Int? = state.withLock { s in
+            for chunk in s.chunks { continuation.yield(chunk) }
+            if s.photo != nil {
+                continuation.finish()
+                return nil
+            }
+            if let failure = s.failure {
+                continuation.finish(throwing: failure)
+                return nil
+            }
+            let id = s.nextSubscriber
+            s.nextSubscriber += 1
+            s.subscribers[id] = continuation
+            return id
+        }
+        if let id {
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+            }
+        }
+        return stream
+    }
+
+    // MARK: The transfer
+
+    /// Reads the provider's photo to its end, passing each chunk on as it comes, and returns
+    /// the whole image with its `ETag`. Body failures are mapped for `providerId`.
+    func receive(_ source: ProviderPhoto, providerId: String) async throws -> ProfileService.Photo {
+        let waiters = state.withLock { s in
+            s.head = Head(contentType: source.contentType, contentLength: source.contentLength)
+            defer { s.headWaiters = [] }
+            return s.headWaiters
+        }
+        for waiter in waiters { waiter.resume(returning: Head(contentType: source.contentType, contentLength: source.contentLength)) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(source.contentLength ?? 0)
+        do {
+            for try await chunk in source.body where !chunk.isEmpty {
+                bytes.append(contentsOf: chunk)
+                state.withLock { s in
+                    s.chunks.append(chunk)
+                    for subscriber in s.subscribers.values { subscriber.yield(chunk) }
+                }
+            }
+        } catch {
+            throw UpstreamErrors.transport(error, providerId: providerId)
+        }
+        let digest = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        return ProfileService.Photo(bytes: bytes, contentType: source.contentType, etag: "\"\(digest)\"")
+    }
+
+    /// Ends the download with the whole photo: streams finish, waiters get it.
+    func finish(_ photo: ProfileService.Photo) {
+        let (subscribers, heads, photos) = state.withLock { s in
+            s.photo = photo
+            defer {
+                s.subscribers = [:]
+                s.headWaiters = []
+                s.photoWaiters = []
+            }
+            return (Array(s.subscribers.values), s.headWaiters, s.photoWaiters)
+        }
+        for subscriber in subscribers { subscriber.finish() }
+        for waiter in heads { waiter.resume(returning: Head(contentType: photo.contentType, contentLength: photo.bytes.count)) }
+        for waiter in photos { waiter.resume(returning: photo) }
+    }
+
+    /// Ends the download with an error: before the head every caller gets it as their
+    /// answer; after it, the streams stop and the callers' connections are cut short.
+    func fail(_ error: any Error) {
+        let (subscribers, heads, photos) = state.withLock { s in
+            s.failure = error
+            defer {
+                s.subscribers = [:]
+                s.headWaiters = []
+                s.photoWaiters = []
+            }
+            return (Array(s.subscribers.values), s.headWaiters, s.photoWaiters)
+        }
+        for subscriber in subscribers { subscriber.finish(throwing: error) }
+        for waiter in heads { waiter.resume(throwing: error) }
+        for waiter in photos { waiter.resume(throwing: error) }
+    }
+}
+
+/// The photo downloads running now, by cache key: whoever asks for a photo being downloaded
+/// joins that download instead of starting another.
+final class PhotoDownloads: Sendable {
+    private let running = Mutex<[String: PhotoDownload]>([:])
+
+    /// The download running for `key`, or a new one that `start` is handed to run.
+    func join(_ key: String, start: (PhotoDownload) -> Void) -> PhotoDownload {
+        let (download, isNew) = running.withLock { running -> (PhotoDownload, Bool) in
+            if let download = running[key] { return (download, false) }
+            let download = PhotoDownload()
+            running[key] = download
+            return (download, true)
+        }
+        if isNew { start(download) }
+        return download
+    }
+
+    /// Forgets a finished download (not a newer one started for the same key since).
+    func remove(_ key: String, _ download: PhotoDownload) {
+        running.withLock { running in
+            if running[key] === download { running[key] = nil }
+        }
+    }
+}

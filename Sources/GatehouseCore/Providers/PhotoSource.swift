@@ -1,0 +1,41 @@
+import CurlClient
+
+/// Opening a photo download at a provider: the status, the content type and the declared
+/// size are checked on the response head, before a byte is passed on to anyone.
+enum PhotoSource {
+    /// The largest photo the gateway accepts from a provider (declared or received).
+    static let maxBytes = 5 << 20
+
+    /// GETs `request`; `nil` on `404`, `provider-reauth-required`/`upstream-…` on other
+    /// failures, `upstream-unavailable` for an answer that is not an image or is declared
+    /// too large. The returned body streams; libcurl aborts it past `maxBytes`.
+    static func open(_ request: OutboundRequest, http: UpstreamHTTP) async throws -> ProviderPhoto? {
+        var request = request
+        request.maxResponseBytes = maxBytes
+        let providerId = http.providerId
+        let response = try await http.stream(request)
+        if response.head.status == 404 { return nil }
+        guard response.head.status == 200 else {
+            // The (small) error body tells rate limits and dead tokens apart.
+            throw UpstreamErrors.status(try await http.collect(response), providerId: providerId)
+        }
+        let contentType = response.head.headers["content-type"] ?? ""
+        guard contentType.lowercased().hasPrefix("image/") else {
+            throw GatehouseError.upstreamUnavailable(providerId, detail: "\(providerId)'s photo answer is not an image.")
+        }
+        let declared = response.head.headers["content-length"].flatMap { Int($0) }
+        if let declared, declared > maxBytes {
+            throw UpstreamErrors.transport(OutboundError(kind: .responseTooLarge, message: "declared \(declared) bytes"), providerId: providerId)
+        }
+        return ProviderPhoto(contentType: contentType, contentLength: declared, body: response.body)
+    }
+
+    /// A photo at a public URL (GitHub avatars, OIDC `picture`), fetched without any
+    /// credential: no token is ever sent to an image host. `404` → `no-photo`.
+    static func openPublic(_ url: String, http: UpstreamHTTP) async throws -> ProviderPhoto {
+        guard let photo = try await open(OutboundRequest(url: url, headers: ["Accept": "image/*"]), http: http) else {
+            throw GatehouseError.noPhoto()
+        }
+        return photo
+    }
+}

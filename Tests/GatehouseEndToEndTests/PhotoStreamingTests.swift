@@ -1,0 +1,131 @@
+import Crypto
+import CurlClient
+import Foundation
+import GatehouseCore
+import GatehouseSQLite
+import Testing
+
+/// Photos on a cache miss stream from the provider to every caller that asked meanwhile; the
+/// whole image lands in the cache with its strong `ETag`.
+@Suite("Photo streaming")
+struct PhotoStreamingTests {
+    static let avatar = "GET /github-avatars/u/583231"
+
+    /// A deployment with octocat signed in and a `photo:read` service key.
+    static func signedIn(cacheLifetime: TimeInterval, gateway: @Sendable @escaping (inout GatewayConfiguration) -> Void = { _ in })
+        async throws -> (TestDeployment, uid: String, key: String)
+    {
+        let deployment = try await TestDeployment(profileCacheLifetime: cacheLifetime, gateway: gateway)
+        var browser = Browser(deployment)
+        let resultID = try await browser.signIn(login: "octocat")
+        let uid = try #require((try jsonObject(try await browser.result(resultID))["user"] as? [String: Any])?["uid"] as? String)
+        let key = try await ServiceKeyService(storage: try GatehouseSQLiteStorageForSpec.open(deployment.databasePath))
+            .create(name: "photos", scopes: ["photo:read"])
+        return (deployment, uid, key.secret)
+    }
+
+    static func request(_ deployment: TestDeployment, uid: String, key: String, headers: OutboundHeaders = [:]) -> OutboundRequest {
+        var all = headers
+        all.add("Authorization", "Bearer \(key)")
+        return OutboundRequest(url: "\(deployment.gatewayURL)/v1/users/\(uid)/photo?size=96", headers: all)
+    }
+
+    @Test(
+        "a miss streams: head and first bytes arrive while GitHub still holds the rest; a second caller joins that transfer; then cached with a strong ETag"
+    )
+    func missStreams() async throws {
+        let (deployment, uid, key) = try await Self.signedIn(cacheLifetime: 60)
+        // GitHub sends the head and half the image, then waits (up to 30 s, or until released).
+        _ = try await deployment.control("faults", #"{"endpoint": "\#(Self.avatar)", "pauseBodyMs": 30000, "times": 1}"#)
+        let started = ContinuousClock.now
+        let first = try await deployment.client.stream(Self.request(deployment, uid: uid, key: key))
+        var firstIterator = first.body.makeAsyncIterator()
+        var firstBytes = try #require(try await firstIterator.next())
+        // A gateway that buffered would answer only after the pause.
+        #expect(ContinuousClock.now - started < .seconds(20))
+        #expect(first.head.status == 200)
+        #expect(first.head.headers["content-type"] == "image/png")
+        #expect(first.head.headers["etag"] == nil)
+        #expect(first.head.headers["cache-control"] == "private, max-age=300")
+        #expect(!firstBytes.isEmpty)
+
+        // Joins the running transfer: gets the bytes so far at once, the rest with the first caller.
+        let second = try await deployment.client.stream(Self.request(deployment, uid: uid, key: key))
+        #expect(second.head.status == 200)
+        #expect(ContinuousClock.now - started < .seconds(20))
+        _ = try await deployment.control("faults/release", "{}")
+        while let chunk = try await firstIterator.next() { firstBytes += chunk }
+        let secondBytes = try await second.collect().body
+        #expect(firstBytes.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+        #expect(secondBytes == firstBytes)
+        #expect(first.head.headers["content-length"] == String(firstBytes.count))
+        #expect(try await deployment.emulatorStats()[Self.avatar] == 1)
+
+        // The transfer filled the cache: same bytes, strong ETag from their SHA-256, no new call.
+        let cached = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key))
+        #expect(cached.status == 200)
+        #expect(cached.body == firstBytes)
+        let digest = SHA256.hash(data: firstBytes).map { String(format: "%02x", $0) }.joined()
+        #expect(cached.headers["etag"] == "\"\(digest)\"")
+        #expect(try await deployment.emulatorStats()[Self.avatar] == 1)
+        await deployment.stop()
+    }
+
+    @Test("20 concurrent misses → one avatar call, twenty identical images")
+    func concurrentMissesShareOneCall() async throws {
+        let (deployment, uid, key) = try await Self.signedIn(cacheLifetime: 60)
+        _ = try await deployment.control("faults", #"{"endpoint": "\#(Self.avatar)", "delayMs": 300, "times": 1}"#)
+        let request = Self.request(deployment, uid: uid, key: key)
+        let answers = try await withThrowingTaskGroup(of: OutboundResponse.self) { group in
+            for _ in 0..<20 { group.addTask { try await deployment.client.execute(request) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.map(\.status) == Array(repeating: 200, count: 20))
+        #expect(Set(answers.map(\.body)).count == 1)
+        #expect(answers[0].body.count > 100)
+        #expect(try await deployment.emulatorStats()[Self.avatar] == 1)
+        await deployment.stop()
+    }
+
+    @Test("revalidation on a miss waits for the whole photo: 304 when it did not change, 200 with the tag when it did not match")
+    func revalidationOnMiss() async throws {
+        let (deployment, uid, key) = try await Self.signedIn(cacheLifetime: 1)
+        _ = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key))
+        let cached = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key))
+        let etag = try #require(cached.headers["etag"])
+        #expect(try await deployment.emulatorStats()[Self.avatar] == 1)
+
+        try await Task.sleep(for: .milliseconds(1200))
+        let notModified = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key, headers: ["If-None-Match": etag]))
+        #expect(notModified.status == 304)
+        #expect(notModified.headers["etag"] == etag)
+        #expect(notModified.body.isEmpty)
+        #expect(try await deployment.emulatorStats()[Self.avatar] == 2)
+
+        try await Task.sleep(for: .milliseconds(1200))
+        let changed = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key, headers: ["If-None-Match": "\"other\""]))
+        #expect(changed.status == 200)
+        #expect(changed.headers["etag"] == etag)
+        #expect(changed.body == cached.body)
+        #expect(try await deployment.emulatorStats()[Self.avatar] == 3)
+        await deployment.stop()
+    }
+
+    @Test("GitHub stalling half-way past its timeout: the streamed answer is cut short, nothing is cached, the next caller gets a whole image")
+    func failureHalfWay() async throws {
+        let (deployment, uid, key) = try await Self.signedIn(cacheLifetime: 60) { $0.upstreamTimeouts["github.com"] = .seconds(2) }
+        _ = try await deployment.control("faults", #"{"endpoint": "\#(Self.avatar)", "pauseBodyMs": 10000, "times": 1}"#)
+        let cut = try await deployment.client.stream(Self.request(deployment, uid: uid, key: key))
+        #expect(cut.head.status == 200)
+        // The head promised the whole length; the connection ends before it.
+        await #expect(throws: OutboundError.self) { _ = try await cut.collect() }
+
+        let whole = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key))
+        #expect(whole.status == 200)
+        #expect(whole.body.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+        #expect(whole.headers["content-length"] == String(whole.body.count))
+        #expect(whole.headers["etag"] == nil)
+        #expect(try await deployment.emulatorStats()[Self.avatar] == 2)
+        await deployment.stop()
+    }
+}
