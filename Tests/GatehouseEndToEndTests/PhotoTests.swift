@@ -129,3 +129,54 @@ struct PhotoStreamingTests {
         await deployment.stop()
     }
 }
+
+/// Which linked provider's photo `/photo` serves: `?provider=`, else the configured order,
+/// else the first linked provider with a photo.
+@Suite("Photo provider preference")
+struct PhotoPreferenceTests {
+    /// Calls per emulated picture host: GitHub's avatars and the OpenID issuer's pictures.
+    static func pictureCalls(_ deployment: TestDeployment) async throws -> (github: Int, oidc: Int) {
+        let stats = try await deployment.emulatorStats()
+        let oidc = stats.filter { $0.key.hasPrefix("GET ") && $0.key.contains("/pictures/") }.values.reduce(0, +)
+        return (stats[PhotoStreamingTests.avatar] ?? 0, oidc)
+    }
+
+    /// octocat (GitHub avatar) with Olive's OpenID identity (a `picture`) linked second.
+    static func twoPhotos(order: [String]) async throws -> (TestDeployment, Browser) {
+        let deployment = try await TestDeployment(gateway: { $0.photoProviderOrder = order })
+        var browser = Browser(deployment)
+        #expect(try await browser.complete(login: "octocat").status == 200)
+        #expect(try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link").status == 200)
+        return (deployment, browser)
+    }
+
+    @Test("default: the first linked provider's photo; ?provider= picks another; an unlinked provider is 404 provider-not-linked")
+    func firstLinkedByDefault() async throws {
+        var (deployment, browser) = try await Self.twoPhotos(order: [])
+        let photo = "\(deployment.gatewayURL)/v1/me/photo"
+        let github = try await browser.send(photo)
+        #expect(github.status == 200)
+        #expect(try await Self.pictureCalls(deployment) == (1, 0))
+        let oidc = try await browser.send(photo + "?provider=oidc.emulator")
+        #expect(oidc.status == 200)
+        #expect(oidc.headers["content-type"] == "image/png")
+        #expect(oidc.body != github.body)
+        #expect(try await Self.pictureCalls(deployment) == (1, 1))
+        let unlinked = try await browser.send(photo + "?provider=yahoo.com")
+        #expect(unlinked.status == 404)
+        #expect(try jsonObject(unlinked)["code"] as? String == "provider-not-linked")
+        await deployment.stop()
+    }
+
+    @Test("GATEHOUSE_PHOTO_PROVIDERS=oidc.emulator: the OpenID picture first, though GitHub was linked first")
+    func configuredOrder() async throws {
+        var (deployment, browser) = try await Self.twoPhotos(order: ["oidc.emulator"])
+        let preferred = try await browser.send("\(deployment.gatewayURL)/v1/me/photo")
+        #expect(preferred.status == 200)
+        #expect(try await Self.pictureCalls(deployment) == (0, 1))
+        let github = try await browser.send("\(deployment.gatewayURL)/v1/me/photo?provider=github.com")
+        #expect(github.body != preferred.body)
+        #expect(try await Self.pictureCalls(deployment) == (1, 1))
+        await deployment.stop()
+    }
+}
