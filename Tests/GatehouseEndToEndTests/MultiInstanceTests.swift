@@ -115,6 +115,36 @@ struct MultiInstanceTests {
         #expect(try jsonObject(replay)["code"] as? String == "invalid-state")
         await deployment.stop()
     }
+
+    @Test("a service key works on every instance and after a restart of the whole deployment; revoked, it fails on every instance")
+    func serviceKeyAcrossInstancesAndRestarts() async throws {
+        let database = try await PostgresTestServer.freshDatabase()
+        // A restart keeps its configuration, the encryption key included.
+        let vaultKey = TokenVault.generateKey()
+        var deployment = try await TestDeployment(database: database, instances: 3, vaultKeys: { _ in [vaultKey] })
+        var browser = Browser(deployment)
+        let resultID = try await browser.signIn(login: "octocat")
+        let uid = try #require((try jsonObject(try await browser.result(resultID))["user"] as? [String: Any])?["uid"] as? String)
+        // Created the way `gatehouse keys create-service` does: on the store, by another process' pool.
+        let keys = ServiceKeyService(storage: try PostgresStorage(url: database, maximumConnections: 2, logger: PostgresTestServer.quietLogger))
+        let (key, secret) = try await keys.create(name: "directory", scopes: ["profile:read"])
+        func statuses() async throws -> [Int] {
+            var statuses: [Int] = []
+            for instance in deployment.gatewayURLs {
+                let request = OutboundRequest(url: "\(instance)/v1/users/\(uid)", headers: ["Authorization": "Bearer \(secret)"])
+                statuses.append(try await deployment.client.execute(request).status)
+            }
+            return statuses
+        }
+        #expect(try await statuses() == [200, 200, 200])
+        await deployment.stop()
+
+        deployment = try await TestDeployment(database: database, instances: 3, vaultKeys: { _ in [vaultKey] })
+        #expect(try await statuses() == [200, 200, 200])
+        #expect(try await keys.revoke(id: key.id))
+        #expect(try await statuses() == [401, 401, 401])
+        await deployment.stop()
+    }
 }
 
 extension MultiInstanceTests {
