@@ -61,7 +61,7 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// Runs a trivial query.
     public func ping() async throws {
-        try await query("SELECT 1", logger: logger)
+        _ = try await query("SELECT 1", logger: logger)
     }
 
     /// Saves a started sign-in.
@@ -547,7 +547,7 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// One statement whose rows are not needed.
     private func execute(_ statement: PostgresQuery) async throws {
-        try await query(statement, logger: logger)
+        _ = try await query(statement, logger: logger)
     }
 
     /// Whether an `UPDATE … RETURNING` touched a row.

@@ -75,7 +75,9 @@ struct DemoCommand: AsyncParsableCommand {
             return key
         }
         let key = TokenVault.generateKey()
-        FileManager.default.createFile(atPath: path, contents: Data(key.base64EncodedString().utf8), attributes: [.posixPermissions: 0o600])
+        // A key that could not be kept would seal tokens the next start cannot open.
+        guard FileManager.default.createFile(atPath: path, contents: Data(key.base64EncodedString().utf8), attributes: [.posixPermissions: 0o600])
+        else { throw ValidationError("cannot write the demo's encryption key to \(path)") }
         return key
     }
 }

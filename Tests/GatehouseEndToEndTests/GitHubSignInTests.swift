@@ -51,8 +51,8 @@ struct GitHubSignInTests {
         #expect(photo.status == 200)
         #expect(photo.headers["content-type"] == "image/png")
         #expect(Array(photo.body.prefix(4)) == [0x89, 0x50, 0x4E, 0x47])
-        // Streamed (the cache is off here): a tag only for a caller who revalidates.
-        #expect(photo.headers["etag"] == nil)
+        // The cache is off here: a miss is streamed (without a tag unless the image was whole
+        // before the answer started); a caller who revalidates always gets the tag.
         let tagged = try await browser.send(photoURL + "?size=96", headers: ["If-None-Match": "\"older\""])
         #expect(tagged.body == photo.body)
         let etag = try #require(tagged.headers["etag"])

@@ -87,12 +87,9 @@ final class LogRecords: Sendable {
         }
 
         /// Records one line.
-        func log(
-            level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String, file: String,
-            function: String, line: UInt
-        ) {
-            let merged = metadata.merging(explicit ?? [:]) { $1 }
-            let text = ([message.description] + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).joined(separator: " ")
+        func log(event: LogEvent) {
+            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            let text = ([event.message.description] + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).joined(separator: " ")
             records.lines.withLock { $0.append(text) }
         }
     }

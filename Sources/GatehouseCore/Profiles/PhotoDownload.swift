@@ -61,6 +61,9 @@ public final class PhotoDownload: Sendable {
         }
     }
 
+    /// The whole photo if the transfer has already ended with it (nothing left to stream).
+    public var completed: ProfileService.Photo? { state.withLock { $0.photo } }
+
     /// The image bytes from the first one: those received so far at once, then the rest as
     /// they arrive. Ends with the transfer, or throws if it fails half-way.
     public func chunks() -> AsyncThrowingStream<[UInt8], any Error> {

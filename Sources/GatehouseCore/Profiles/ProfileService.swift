@@ -154,6 +154,8 @@ public struct ProfileService: Sendable {
                 Task { await runDownload(download, key: key, uid: uid, providerId: providerId, size: size) }
             }
             _ = try await download.head()
+            // Joined just as it ended (before it left the running set): answer whole, tagged.
+            if let photo = download.completed { return .stored(photo) }
             return .downloading(download)
         } stale: {
             .stored($0)

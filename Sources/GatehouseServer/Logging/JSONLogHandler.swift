@@ -46,15 +46,14 @@ public struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    /// Writes one line.
-    public func log(
-        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String, file: String,
-        function: String, line: UInt
-    ) {
+    /// Writes one line. The event's attached error is left out: its description may quote
+    /// what a provider or driver sent; callers log the error's type as metadata instead.
+    public func log(event: LogEvent) {
         var object: [String: String] = [
-            "ts": ISO8601DateFormatter().string(from: Date()), "level": level.rawValue, "logger": label, "message": message.description,
+            "ts": ISO8601DateFormatter().string(from: Date()), "level": event.level.rawValue, "logger": label,
+            "message": event.message.description,
         ]
-        for (key, value) in metadata.merging(explicit ?? [:], uniquingKeysWith: { $1 }) {
+        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) {
             object[key] = value.description
         }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()

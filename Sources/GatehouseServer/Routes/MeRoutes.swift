@@ -96,6 +96,7 @@ struct MeRoutes {
     /// the cache with its strong `ETag` (`304` on `If-None-Match`); on a miss streamed as the
     /// provider sends it, without an `ETag` (the bytes that would make one have not arrived)
     /// — unless the caller revalidates, then the whole photo is awaited for a `304` or a tag.
+    /// (`ProfileService` answers a transfer that is already whole as a stored photo.)
     static func photoResponse(_ request: Request, profiles: ProfileService, uid: String, refresh: Bool = false) async throws -> Response {
         let query = request.queryDictionary
         var size: Int?

@@ -64,7 +64,7 @@ public struct MicrosoftProvider: IdentityProvider {
 
     /// Discovery problems of the default tenant.
     public func readinessProblem() async -> String? {
-        await (try? engines.engine(configuration.tenant))?.readinessProblem()
+        await engines.engine(configuration.tenant).readinessProblem()
     }
 
     /// Graph `/me`, normalized; the email is verified only for personal accounts (their
