@@ -10,6 +10,9 @@ struct Fault: Sendable {
     var headers: [String: String]
     /// The response body.
     var body: String
+    /// When positive, the body is this many zero bytes instead (a large answer without a
+    /// large control request).
+    var bodyBytes = 0
     /// Latency added before answering.
     var delayMilliseconds: Int
     /// How many more requests it applies to; `nil` until cleared.

@@ -186,3 +186,53 @@ struct PhotoPreferenceTests {
         await deployment.stop()
     }
 }
+
+/// What the gateway accepts from a photo source: images only, under the size cap; Yahoo's
+/// `picture` like any OpenID one.
+@Suite("Photo sources")
+struct PhotoSourceTests {
+    @Test(
+        "an answer that is not an image, or declares more than 5 MiB, is 502 upstream-unavailable before any byte is passed on, and nothing is cached"
+    )
+    func refusedAnswers() async throws {
+        let (deployment, uid, key) = try await PhotoStreamingTests.signedIn(cacheLifetime: 60)
+        let avatar = PhotoStreamingTests.avatar
+        _ = try await deployment.control(
+            "faults",
+            #"{"endpoint": "\#(avatar)", "status": 200, "headers": {"Content-Type": "text/html"}, "body": "<html>sign in</html>", "times": 1}"#)
+        let html = try await deployment.client.execute(PhotoStreamingTests.request(deployment, uid: uid, key: key))
+        #expect(html.status == 502)
+        #expect(html.headers["content-type"]?.hasPrefix("application/problem+json") == true)
+        #expect(try jsonObject(html)["code"] as? String == "upstream-unavailable")
+        #expect(try jsonObject(html)["providerId"] as? String == "github.com")
+        #expect((try jsonObject(html)["detail"] as? String)?.contains("not an image") == true)
+
+        _ = try await deployment.control(
+            "faults", #"{"endpoint": "\#(avatar)", "status": 200, "headers": {"Content-Type": "image/png"}, "bodyBytes": 6000000, "times": 1}"#)
+        let large = try await deployment.client.execute(PhotoStreamingTests.request(deployment, uid: uid, key: key))
+        #expect(large.status == 502)
+        #expect(try jsonObject(large)["code"] as? String == "upstream-unavailable")
+        #expect((try jsonObject(large)["detail"] as? String)?.contains("larger answer") == true)
+
+        // Neither was cached: the next call goes to GitHub again and gets the real avatar.
+        let real = try await deployment.client.execute(PhotoStreamingTests.request(deployment, uid: uid, key: key))
+        #expect(real.status == 200)
+        #expect(real.body.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+        #expect(try await deployment.emulatorStats()[avatar] == 3)
+        await deployment.stop()
+    }
+
+    @Test("Yahoo: the userinfo picture, through the gateway")
+    func yahooPicture() async throws {
+        let deployment = try await TestDeployment()
+        var browser = Browser(deployment)
+        #expect(try await browser.complete(login: "yuki@yahoo.example", provider: "yahoo.com").status == 200)
+        let photo = try await browser.send("\(deployment.gatewayURL)/v1/me/photo")
+        #expect(photo.status == 200)
+        #expect(photo.headers["content-type"] == "image/png")
+        #expect(photo.body.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+        let stats = try await deployment.emulatorStats()
+        #expect(stats.filter { $0.key.hasPrefix("GET /yahoo") && $0.key.contains("/pictures/") }.values.reduce(0, +) == 1)
+        await deployment.stop()
+    }
+}

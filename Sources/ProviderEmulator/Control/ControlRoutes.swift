@@ -74,6 +74,7 @@ struct ControlRoutes {
                 status: object["status"] as? Int,
                 headers: (object["headers"] as? [String: Any])?.compactMapValues { "\($0)" } ?? [:],
                 body: object["body"] as? String ?? "",
+                bodyBytes: min(object["bodyBytes"] as? Int ?? 0, 64 << 20),
                 delayMilliseconds: object["delayMs"] as? Int ?? 0,
                 remaining: object["times"] as? Int,
                 pauseBodyMilliseconds: object["pauseBodyMs"] as? Int ?? 0)

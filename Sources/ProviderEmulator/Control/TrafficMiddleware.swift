@@ -23,8 +23,8 @@ struct TrafficMiddleware<Context: RequestContext>: RouterMiddleware {
                     if let field = HTTPField.Name(name) { headers[field] = value }
                 }
                 if headers[.contentType] == nil { headers[.contentType] = "application/json; charset=utf-8" }
-                return Response(
-                    status: HTTPResponse.Status(code: status), headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: fault.body)))
+                let body = fault.bodyBytes > 0 ? ByteBuffer(repeating: 0, count: fault.bodyBytes) : ByteBuffer(string: fault.body)
+                return Response(status: HTTPResponse.Status(code: status), headers: headers, body: ResponseBody(byteBuffer: body))
             }
             if fault.pauseBodyMilliseconds > 0 {
                 return try await Self.pausingBody(try await next(request, context), milliseconds: fault.pauseBodyMilliseconds, state: state)
