@@ -150,3 +150,36 @@ struct GitHubRateLimitTests {
         await deployment.stop()
     }
 }
+
+/// The service routes for every provider, not only GitHub.
+@Suite("Service routes for every provider")
+struct ServiceRoutesPerProviderTests {
+    @Test(
+        "profile, live provider profile and photo by uid with a service key",
+        arguments: [
+            ("github.com", "octocat", "image/png"), ("microsoft.com", "AdeleV@contoso.example", "image/jpeg"),
+            ("oidc.emulator", "olive@oidc.example", "image/png"), ("yahoo.com", "yuki@yahoo.example", "image/png"),
+        ])
+    func byUid(providerId: String, login: String, photoType: String) async throws {
+        let deployment = try await TestDeployment()
+        var browser = Browser(deployment)
+        let signedIn = try await browser.complete(login: login, provider: providerId)
+        #expect(signedIn.status == 200)
+        let uid = try #require((try jsonObject(signedIn)["user"] as? [String: Any])?["uid"] as? String)
+        let key = try await ServiceKeyService(storage: try GatehouseSQLiteStorageForSpec.open(deployment.databasePath))
+            .create(name: "directory", scopes: ["profile:read", "photo:read"])
+
+        let profile = try jsonObject(try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)", key: key.secret))
+        #expect(profile["uid"] as? String == uid)
+        #expect((profile["providers"] as? [[String: Any]])?.map { $0["providerId"] as? String } == [providerId])
+        let live = try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)/providers/\(providerId)/profile", key: key.secret)
+        #expect(live.status == 200)
+        #expect(try jsonObject(live)["providerId"] as? String == providerId)
+        #expect(try jsonObject(live)["federatedId"] as? String != nil)
+        let photo = try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)/photo", key: key.secret)
+        #expect(photo.status == 200)
+        #expect(photo.headers["content-type"] == photoType)
+        #expect(photo.body.count > 100)
+        await deployment.stop()
+    }
+}
