@@ -89,10 +89,11 @@ final class Transfer: @unchecked Sendable {
         if let body = request.body {
             try set(easy, CURLOPT_POST, 1)
             try check(gh_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
-            // COPYPOSTFIELDS: libcurl keeps its own copy, so the Swift array may go away.
-            try body.withUnsafeBytes { raw in
-                let pointer = UnsafeMutableRawPointer(mutating: raw.baseAddress) ?? UnsafeMutableRawPointer(mutating: "")
-                try check(gh_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, pointer))
+            // COPYPOSTFIELDS: libcurl keeps its own copy, so the Swift array may go away. An
+            // empty body still needs a valid pointer (libcurl copies its zero bytes from it).
+            let bytes = body.isEmpty ? [0] : body
+            try bytes.withUnsafeBytes { raw in
+                try check(gh_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress!)))
             }
             if method != "POST" {
                 try set(easy, CURLOPT_CUSTOMREQUEST, method)

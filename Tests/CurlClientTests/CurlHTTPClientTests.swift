@@ -40,6 +40,19 @@ struct CurlHTTPClientTests {
         try await server.stop()
     }
 
+    @Test("an empty body is sent as a POST with Content-Length: 0")
+    func sendsEmptyBody() async throws {
+        let server = try await LoopbackHTTPServer.start()
+        let client = CurlHTTPClient()
+        defer { client.shutdown() }
+        let response = try await client.execute(OutboundRequest(method: "POST", url: server.url("/echo"), body: []))
+        let lines = Set(response.bodyText.split(separator: "\n").map(String.init))
+        #expect(lines.contains("method=POST"))
+        #expect(lines.contains("header:content-length=0"))
+        #expect(lines.contains("body="))
+        try await server.stop()
+    }
+
     @Test("sequential requests reuse one keep-alive connection")
     func reusesConnections() async throws {
         let server = try await LoopbackHTTPServer.start()
