@@ -97,17 +97,15 @@ public final class PhotoDownload: Sendable {
     /// Reads the provider's photo to its end, passing each chunk on as it comes, and returns
     /// the whole image with its `ETag`. Body failures are mapped for `providerId`.
     func receive(_ source: ProviderPhoto, providerId: String) async throws -> ProfileService.Photo {
+        let head = Head(contentType: source.contentType, contentLength: source.contentLength)
         let waiters = state.withLock { s in
-            s.head = Head(contentType: source.contentType, contentLength: source.contentLength)
+            s.head = head
             defer { s.headWaiters = [] }
             return s.headWaiters
         }
-        for waiter in waiters { waiter.resume(returning: Head(contentType: source.contentType, contentLength: source.contentLength)) }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(source.contentLength ?? 0)
+        for waiter in waiters { waiter.resume(returning: head) }
         do {
             for try await chunk in source.body where !chunk.isEmpty {
-                bytes.append(contentsOf: chunk)
                 state.withLock { s in
                     s.chunks.append(chunk)
                     for subscriber in s.subscribers.values { subscriber.yield(chunk) }
@@ -116,14 +114,21 @@ public final class PhotoDownload: Sendable {
         } catch {
             throw UpstreamErrors.transport(error, providerId: providerId)
         }
+        // The chunks kept for late joiners are the image: no second copy while it arrives.
+        let bytes = state.withLock { Array($0.chunks.joined()) }
         let digest = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
         return ProfileService.Photo(bytes: bytes, contentType: source.contentType, etag: "\"\(digest)\"")
     }
 
-    /// Ends the download with the whole photo: streams finish, waiters get it.
-    func finish(_ photo: ProfileService.Photo) {
+    /// Ends the download with the whole photo (streams finish, waiters get it) or with an
+    /// error: before the head every caller gets it as their answer; after it, the streams
+    /// stop and the callers' connections are cut short.
+    func end(_ result: Result<ProfileService.Photo, any Error>) {
         let (subscribers, heads, photos) = state.withLock { s in
-            s.photo = photo
+            switch result {
+            case .success(let photo): s.photo = photo
+            case .failure(let error): s.failure = error
+            }
             defer {
                 s.subscribers = [:]
                 s.headWaiters = []
@@ -131,26 +136,14 @@ public final class PhotoDownload: Sendable {
             }
             return (Array(s.subscribers.values), s.headWaiters, s.photoWaiters)
         }
-        for subscriber in subscribers { subscriber.finish() }
-        for waiter in heads { waiter.resume(returning: Head(contentType: photo.contentType, contentLength: photo.bytes.count)) }
-        for waiter in photos { waiter.resume(returning: photo) }
-    }
-
-    /// Ends the download with an error: before the head every caller gets it as their
-    /// answer; after it, the streams stop and the callers' connections are cut short.
-    func fail(_ error: any Error) {
-        let (subscribers, heads, photos) = state.withLock { s in
-            s.failure = error
-            defer {
-                s.subscribers = [:]
-                s.headWaiters = []
-                s.photoWaiters = []
-            }
-            return (Array(s.subscribers.values), s.headWaiters, s.photoWaiters)
+        for subscriber in subscribers {
+            if case .failure(let error) = result { subscriber.finish(throwing: error) } else { subscriber.finish() }
         }
-        for subscriber in subscribers { subscriber.finish(throwing: error) }
-        for waiter in heads { waiter.resume(throwing: error) }
-        for waiter in photos { waiter.resume(throwing: error) }
+        // Head waiters are left only when the transfer failed before its head.
+        for waiter in heads {
+            waiter.resume(with: result.map { Head(contentType: $0.contentType, contentLength: $0.bytes.count) })
+        }
+        for waiter in photos { waiter.resume(with: result) }
     }
 }
 

@@ -166,9 +166,9 @@ public struct ProfileService: Sendable {
         do {
             let photo = try await fetchPhoto(uid: uid, providerId: providerId, size: size, into: download)
             await photoCache.insert(photo, for: key)
-            download.finish(photo)
+            download.end(.success(photo))
         } catch {
-            download.fail(error)
+            download.end(.failure(error))
         }
         photoDownloads.remove(key, download)
     }
