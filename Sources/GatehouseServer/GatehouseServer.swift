@@ -26,17 +26,26 @@ public enum GatehouseServer {
         return (router, table)
     }
 
-    /// The application serving the gateway on `host:port`; `onRunning` receives the bound port.
-    public static func application(
-        gatehouse: Gatehouse, metrics: ServerMetrics, host: String, port: Int, demoPage: Bool, logger: Logger,
+    /// The gateway listening on `host:port` (0: a port the kernel picks), assembled by
+    /// `assemble` from the port it got; `onRunning` receives that port once it serves.
+    public static func service(
+        host: String, port: Int, logger: Logger, assemble: @escaping @Sendable (_ port: Int) async throws -> GatewayAssembly,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) -> some ApplicationProtocol {
-        let browser = BrowserPolicy(configuration: gatehouse.configuration)
-        let (router, table) = routes(for: gatehouse, metrics: metrics, demoPage: demoPage, browser: browser)
-        return Application(
-            responder: ProblemResponder(inner: router.buildResponder(), routes: table, metrics: metrics, browser: browser, logger: logger),
-            configuration: .init(address: .hostname(host, port: port), serverName: "Gatehouse"),
-            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
-            logger: logger)
+    ) -> GatewayService {
+        GatewayService(host: host, port: port, logger: logger, assemble: assemble, onRunning: onRunning)
+    }
+
+    /// The gateway over a core assembled beforehand (its configuration does not depend on the port).
+    public static func service(
+        _ assembly: GatewayAssembly, host: String, port: Int, logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> GatewayService {
+        GatewayService(host: host, port: port, logger: logger, assemble: { _ in assembly }, onRunning: onRunning)
+    }
+
+    /// The whole responder chain over an assembled core.
+    static func responder(for assembly: GatewayAssembly, logger: Logger) -> ProblemResponder<RouterResponder<GatehouseRequestContext>> {
+        let browser = BrowserPolicy(configuration: assembly.gatehouse.configuration)
+        let (router, table) = routes(for: assembly.gatehouse, metrics: assembly.metrics, demoPage: assembly.demoPage, browser: browser)
+        return ProblemResponder(inner: router.buildResponder(), routes: table, metrics: assembly.metrics, browser: browser, logger: logger)
     }
 }

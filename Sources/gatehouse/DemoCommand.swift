@@ -27,18 +27,40 @@ struct DemoCommand: AsyncParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         let logger = Logging.bootstrapJSON(level: environment["GATEHOUSE_LOG_LEVEL"])
         let dataDir = try store.folder(environment: environment)
-        let gatewayPort = port == 0 ? try LoopbackPort.pick() : port
-        let emulatorPort = self.emulatorPort == 0 ? try LoopbackPort.pick() : self.emulatorPort
-        let publicURL = "http://127.0.0.1:\(gatewayPort)"
-        let emulatorURL = self.emulatorURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? "http://127.0.0.1:\(emulatorPort)"
-
         let storage = try await store.open(environment: environment, logger: logger)
         let vault = try VaultSettings.vault(environment: environment) { try Self.demoKey(dataDir: dataDir) }
+        // Both listeners bind first (0: the kernel picks) and report their ports; the gateway's
+        // configuration, which names both URLs, is assembled from what they got.
+        let emulatorBase = Eventual<String>()
+        if let url = self.emulatorURL { emulatorBase.set(url.hasSuffix("/") ? String(url.dropLast()) : url) }
+        let metrics = ServerMetrics()
+        let gateway = GatehouseServer.service(host: "127.0.0.1", port: port, logger: logger) { port in
+            let publicURL = "http://127.0.0.1:\(port)"
+            var configuration = Self.configuration(publicURL: publicURL, emulatorURL: try await emulatorBase.value())
+            try ProfileSettings.apply(environment, to: &configuration)
+            let gatehouse = try Gatehouse(
+                configuration: configuration, storage: storage, vault: vault, http: CurlHTTPClient(), metrics: metrics.core, logger: logger)
+            return GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: true)
+        } onRunning: { port in
+            // Written in one call and unbuffered, so a script reading our output sees it at once.
+            FileHandle.standardOutput.write(Data("Gatehouse ready at http://127.0.0.1:\(port)\n".utf8))
+        }
+        let purger = ExpiredRecordsPurger(storage: storage, interval: .seconds(300), logger: logger)
+        var services: [any Service] = [gateway, PurgeService(purger: purger)]
+        if self.emulatorURL == nil {
+            services.append(ProviderEmulator().application(port: emulatorPort, logger: logger) { emulatorBase.set("http://127.0.0.1:\($0)") })
+        }
+        let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await group.run()
+    }
+
+    /// The demo's configuration: every provider at the emulator, with the emulator's demo clients.
+    static func configuration(publicURL: String, emulatorURL: String) -> GatewayConfiguration {
         let client = EmulatorConfiguration.demoGitHubClient
         let microsoftClient = EmulatorConfiguration.demoMicrosoftClient
         let oidcClient = EmulatorConfiguration.demoOIDCClient
         let yahooClient = EmulatorConfiguration.demoYahooClient
-        var configuration = GatewayConfiguration(
+        return GatewayConfiguration(
             publicURL: publicURL, returnToAllowList: ["\(publicURL)/"], developmentMode: true,
             github: .emulator(baseURL: emulatorURL, clientID: client.id, clientSecret: client.secret),
             microsoft: .emulator(baseURL: emulatorURL, clientID: microsoftClient.id, clientSecret: microsoftClient.secret),
@@ -46,23 +68,6 @@ struct DemoCommand: AsyncParsableCommand {
                 .emulatorIssuer(baseURL: emulatorURL, clientID: oidcClient.id, clientSecret: oidcClient.secret),
                 .emulatorYahoo(baseURL: emulatorURL, clientID: yahooClient.id, clientSecret: yahooClient.secret),
             ])
-        try ProfileSettings.apply(environment, to: &configuration)
-        let metrics = ServerMetrics()
-        let gatehouse = try Gatehouse(
-            configuration: configuration, storage: storage, vault: vault, http: CurlHTTPClient(), metrics: metrics.core, logger: logger)
-
-        let gateway = GatehouseServer.application(
-            gatehouse: gatehouse, metrics: metrics, host: "127.0.0.1", port: gatewayPort, demoPage: true, logger: logger
-        ) {
-            _ in
-            // Written in one call and unbuffered, so a script reading our output sees it at once.
-            FileHandle.standardOutput.write(Data("Gatehouse ready at \(publicURL)\n".utf8))
-        }
-        let purger = ExpiredRecordsPurger(storage: storage, interval: .seconds(300), logger: logger)
-        var services: [any Service] = [gateway, PurgeService(purger: purger)]
-        if self.emulatorURL == nil { services.append(ProviderEmulator().application(port: emulatorPort, logger: logger)) }
-        let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        try await group.run()
     }
 
     /// The key generated once and kept (mode 0600) in the data folder, so that a demo's

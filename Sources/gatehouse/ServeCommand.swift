@@ -27,10 +27,9 @@ struct ServeCommand: AsyncParsableCommand {
         let metrics = ServerMetrics()
         let gatehouse = try Gatehouse(
             configuration: settings.gateway, storage: storage, vault: settings.vault, http: http, metrics: metrics.core, logger: logger)
-        let app = GatehouseServer.application(
-            gatehouse: gatehouse, metrics: metrics, host: settings.host, port: settings.port, demoPage: false, logger: logger
-        ) {
-            port in
+        let app = GatehouseServer.service(
+            GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: false), host: settings.host, port: settings.port, logger: logger
+        ) { port in
             logger.info("Gatehouse listening", metadata: ["http.port": "\(port)"])
         }
         let purger = ExpiredRecordsPurger(storage: storage, interval: settings.purgeInterval, logger: logger)

@@ -204,16 +204,20 @@ struct CurlHTTPClientTests {
         try await server.stop()
     }
 
-    @Test("dropping a streaming body early cancels the transfer and keeps the client usable")
+    @Test("dropping a streaming body early cancels the transfer at the server and keeps the client usable")
     func abandonedStream() async throws {
         let server = try await LoopbackHTTPServer.start()
-        let client = CurlHTTPClient(configuration: .init(maxResponseBytes: 64 << 20, streamBufferBytes: 16 << 10))
+        let client = CurlHTTPClient(configuration: .init(maxResponseBytes: 1 << 30, streamBufferBytes: 16 << 10))
         defer { client.shutdown() }
+        // 512 MiB, written only as fast as it is read: the server is still writing when we stop.
         do {
-            let response = try await client.stream(OutboundRequest(url: server.url("/chunked/\(4 << 20)")))
+            let response = try await client.stream(OutboundRequest(url: server.url("/trickle/\(512 << 20)")))
             var iterator = response.body.makeAsyncIterator()
             _ = try await iterator.next()
         }
+        // The client closes the connection: the server's next write fails (bounded wait).
+        for _ in 0..<200 where server.answersCut == 0 { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(server.answersCut == 1)
         let after = try await client.execute(OutboundRequest(url: server.url("/hello")))
         #expect(after.status == 200)
         try await server.stop()

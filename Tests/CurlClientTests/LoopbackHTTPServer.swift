@@ -7,11 +7,14 @@ import Synchronization
 /// connections, which is how connection reuse is proven.
 ///
 /// Routes: `/hello`, `/echo`, `/delay/{ms}`, `/bytes/{n}` (with Content-Length),
-/// `/chunked/{n}` (chunked, no length), `/redirect`, `/status/{code}`.
+/// `/chunked/{n}` (chunked, no length), `/trickle/{n}` (n bytes in 16 KiB writes, each after
+/// the previous one left, so a client that stops reading holds the rest back), `/redirect`,
+/// `/status/{code}`.
 final class LoopbackHTTPServer: Sendable {
     let port: Int
     private let acceptedConnections: Counter
     private let requestCount: Counter
+    private let cutCount: Counter
     private let channel: any Channel
     private let group: MultiThreadedEventLoopGroup
 
@@ -19,11 +22,14 @@ final class LoopbackHTTPServer: Sendable {
     var connectionsAccepted: Int { acceptedConnections.value }
     /// The number of requests answered (or started) so far.
     var requestsSeen: Int { requestCount.value }
+    /// The number of `/trickle` answers the client cut short (a write failed before the last byte).
+    var answersCut: Int { cutCount.value }
 
     static func start() async throws -> LoopbackHTTPServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let accepted = Counter()
         let requests = Counter()
+        let cut = Counter()
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -31,19 +37,20 @@ final class LoopbackHTTPServer: Sendable {
                 accepted.increment()
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(RouteHandler(requests: requests))
+                    try channel.pipeline.syncOperations.addHandler(RouteHandler(requests: requests, cut: cut))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        return LoopbackHTTPServer(channel: channel, group: group, accepted: accepted, requests: requests)
+        return LoopbackHTTPServer(channel: channel, group: group, accepted: accepted, requests: requests, cut: cut)
     }
 
-    private init(channel: any Channel, group: MultiThreadedEventLoopGroup, accepted: Counter, requests: Counter) {
+    private init(channel: any Channel, group: MultiThreadedEventLoopGroup, accepted: Counter, requests: Counter, cut: Counter) {
         self.channel = channel
         self.group = group
         self.port = channel.localAddress?.port ?? 0
         self.acceptedConnections = accepted
         self.requestCount = requests
+        self.cutCount = cut
     }
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
@@ -66,10 +73,14 @@ private final class RouteHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     let requests: Counter
+    let cut: Counter
     var head: HTTPRequestHead?
     var body: [UInt8] = []
 
-    init(requests: Counter) { self.requests = requests }
+    init(requests: Counter, cut: Counter) {
+        self.requests = requests
+        self.cut = cut
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -104,6 +115,10 @@ private final class RouteHandler: ChannelInboundHandler {
             send(context, head, status: .ok, headers: ["Content-Type": "application/octet-stream"], body: Self.pattern(Int(count) ?? 0))
         case ("chunked", let count):
             sendChunked(context, head, bytes: Self.pattern(Int(count) ?? 0))
+        case ("trickle", let count):
+            let head = HTTPResponseHead(version: head.version, status: .ok, headers: ["Content-Length": String(Int(count) ?? 0)])
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            trickle(context, remaining: Int(count) ?? 0)
         case ("redirect", _):
             send(context, head, status: .found, headers: ["Location": "/hello"], body: [])
         case ("status", let code):
@@ -129,6 +144,21 @@ private final class RouteHandler: ChannelInboundHandler {
             context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
         }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    /// Writes the next 16 KiB once the previous write has left; counts a failed write as a cut answer.
+    private func trickle(_ context: ChannelHandlerContext, remaining: Int) {
+        guard remaining > 0 else {
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            return
+        }
+        let size = min(16_384, remaining)
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(repeating: 0x61, count: size))))).assumeIsolated().whenComplete {
+            switch $0 {
+            case .success: self.trickle(context, remaining: remaining - size)
+            case .failure: self.cut.increment()
+            }
+        }
     }
 
     private func sendChunked(_ context: ChannelHandlerContext, _ request: HTTPRequestHead, bytes: [UInt8]) {

@@ -31,7 +31,7 @@ final class TLSTestServer: Sendable {
         try FileManager.default.createDirectory(at: htdocs, withIntermediateDirectories: true)
         for (name, data) in files { try data.write(to: htdocs.appendingPathComponent(name)) }
         let certificates = try TestCertificates.make(in: folder.path)
-        let port = try TestTools.freeLoopbackPort()
+        let port = try TestTools.freeStablePort()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try TestTools.executable("nghttpd"))
         process.arguments = ["--address=127.0.0.1", "--htdocs=\(htdocs.path)", String(port), certificates.keyPath, certificates.certificatePath]

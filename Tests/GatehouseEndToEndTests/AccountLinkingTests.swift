@@ -29,241 +29,241 @@ func account(_ response: OutboundResponse) throws -> (uid: String, providers: [S
 struct AccountLinkingTests {
     @Test("link a second provider, then sign in with either to the same account; the ID token lists both identities")
     func linkAndSignInWithEither() async throws {
-        let deployment = try await TestDeployment()
-        var browser = Browser(deployment)
-        let first = try await browser.complete(login: "octocat")
-        #expect(first.status == 200)
-        let uid = try account(first).uid
-        let linked = try await browser.complete(login: "AdeleV@contoso.example", provider: "microsoft.com", mode: "link")
-        #expect(linked.status == 200, "\(linked.bodyText)")
-        #expect(try jsonObject(linked)["operationType"] as? String == "link")
-        #expect(try jsonObject(linked)["idToken"] == nil)
-        #expect(try account(linked) == (uid, ["github.com", "microsoft.com"]))
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            let first = try await browser.complete(login: "octocat")
+            #expect(first.status == 200)
+            let uid = try account(first).uid
+            let linked = try await browser.complete(login: "AdeleV@contoso.example", provider: "microsoft.com", mode: "link")
+            #expect(linked.status == 200, "\(linked.bodyText)")
+            #expect(try jsonObject(linked)["operationType"] as? String == "link")
+            #expect(try jsonObject(linked)["idToken"] == nil)
+            #expect(try account(linked) == (uid, ["github.com", "microsoft.com"]))
 
-        var other = Browser(deployment)
-        let viaMicrosoft = try await other.complete(login: "AdeleV@contoso.example", provider: "microsoft.com")
-        #expect(try account(viaMicrosoft).uid == uid)
-        #expect(try jsonObject(viaMicrosoft)["isNewUser"] as? Bool == false)
-        var third = Browser(deployment)
-        let viaGitHub = try await third.complete(login: "octocat")
-        #expect(try account(viaGitHub).uid == uid)
-        #expect(try await deployment.accountCount() == 1)
+            var other = Browser(deployment)
+            let viaMicrosoft = try await other.complete(login: "AdeleV@contoso.example", provider: "microsoft.com")
+            #expect(try account(viaMicrosoft).uid == uid)
+            #expect(try jsonObject(viaMicrosoft)["isNewUser"] as? Bool == false)
+            var third = Browser(deployment)
+            let viaGitHub = try await third.complete(login: "octocat")
+            #expect(try account(viaGitHub).uid == uid)
+            #expect(try await deployment.accountCount() == 1)
 
-        let idToken = try #require(try jsonObject(viaMicrosoft)["idToken"] as? String)
-        let claims = try #require(
-            try JSONSerialization.jsonObject(with: Base64URL.decode(String(idToken.split(separator: ".")[1])) ?? Data()) as? [String: Any])
-        #expect(claims["sub"] as? String == uid)
-        #expect(claims["sign_in_provider"] as? String == "microsoft.com")
-        let identities = try #require(claims["identities"] as? [String: [String]])
-        #expect(identities["github.com"] == ["583231"])
-        #expect(identities["microsoft.com"]?.count == 1)
-        await deployment.stop()
+            let idToken = try #require(try jsonObject(viaMicrosoft)["idToken"] as? String)
+            let claims = try #require(
+                try JSONSerialization.jsonObject(with: Base64URL.decode(String(idToken.split(separator: ".")[1])) ?? Data()) as? [String: Any])
+            #expect(claims["sub"] as? String == uid)
+            #expect(claims["sign_in_provider"] as? String == "microsoft.com")
+            let identities = try #require(claims["identities"] as? [String: [String]])
+            #expect(identities["github.com"] == ["583231"])
+            #expect(identities["microsoft.com"]?.count == 1)
+        }
     }
 
     @Test(
         "a verified email already in use: 409 with email and pendingToken, no second account; the owner links it; single use; others cannot claim it")
     func pendingCredentialRoundTrip() async throws {
-        let deployment = try await TestDeployment()
-        var owner = Browser(deployment)
-        let uid = try account(try await owner.complete(login: "sam-shared")).uid
+        try await withDeployment { deployment in
+            var owner = Browser(deployment)
+            let uid = try account(try await owner.complete(login: "sam-shared")).uid
 
-        var newcomer = Browser(deployment)
-        let refused = try await newcomer.complete(login: "sam@oidc.example", provider: "oidc.emulator")
-        #expect(refused.status == 409)
-        let problem = try jsonObject(refused)
-        #expect(problem["code"] as? String == "account-exists-with-different-credential")
-        #expect(problem["email"] as? String == "Sam.Shared@Example.com")
-        let pendingToken = try #require(problem["pendingToken"] as? String)
-        #expect(try await deployment.accountCount() == 1)
-        // The refused sign-in started no session.
-        #expect(try await newcomer.send("\(deployment.gatewayURL)/v1/me").status == 401)
+            var newcomer = Browser(deployment)
+            let refused = try await newcomer.complete(login: "sam@oidc.example", provider: "oidc.emulator")
+            #expect(refused.status == 409)
+            let problem = try jsonObject(refused)
+            #expect(problem["code"] as? String == "account-exists-with-different-credential")
+            #expect(problem["email"] as? String == "Sam.Shared@Example.com")
+            let pendingToken = try #require(problem["pendingToken"] as? String)
+            #expect(try await deployment.accountCount() == 1)
+            // The refused sign-in started no session.
+            #expect(try await newcomer.send("\(deployment.gatewayURL)/v1/me").status == 401)
 
-        // Someone else's account cannot claim it, and the attempt does not consume it.
-        var stranger = Browser(deployment)
-        _ = try await stranger.complete(login: "octocat")
-        let mismatch = try await stranger.json("/v1/auth/link", #"{"pendingToken":"\#(pendingToken)"}"#)
-        #expect(mismatch.status == 400)
-        #expect(try jsonObject(mismatch)["code"] as? String == "user-mismatch")
+            // Someone else's account cannot claim it, and the attempt does not consume it.
+            var stranger = Browser(deployment)
+            _ = try await stranger.complete(login: "octocat")
+            let mismatch = try await stranger.json("/v1/auth/link", #"{"pendingToken":"\#(pendingToken)"}"#)
+            #expect(mismatch.status == 400)
+            #expect(try jsonObject(mismatch)["code"] as? String == "user-mismatch")
 
-        // The newcomer signs in with the existing provider, then links.
-        _ = try await newcomer.complete(login: "sam-shared")
-        let linked = try await newcomer.json("/v1/auth/link", #"{"pendingToken":"\#(pendingToken)"}"#)
-        #expect(linked.status == 200, "\(linked.bodyText)")
-        #expect(try account(linked) == (uid, ["github.com", "oidc.emulator"]))
-        let again = try await newcomer.json("/v1/auth/link", #"{"pendingToken":"\#(pendingToken)"}"#)
-        #expect(again.status == 400)
-        #expect(try jsonObject(again)["code"] as? String == "invalid-pending-token")
+            // The newcomer signs in with the existing provider, then links.
+            _ = try await newcomer.complete(login: "sam-shared")
+            let linked = try await newcomer.json("/v1/auth/link", #"{"pendingToken":"\#(pendingToken)"}"#)
+            #expect(linked.status == 200, "\(linked.bodyText)")
+            #expect(try account(linked) == (uid, ["github.com", "oidc.emulator"]))
+            let again = try await newcomer.json("/v1/auth/link", #"{"pendingToken":"\#(pendingToken)"}"#)
+            #expect(again.status == 400)
+            #expect(try jsonObject(again)["code"] as? String == "invalid-pending-token")
 
-        var later = Browser(deployment)
-        #expect(try account(try await later.complete(login: "sam@oidc.example", provider: "oidc.emulator")).uid == uid)
-        #expect(try await deployment.accountCount() == 2)
-        await deployment.stop()
+            var later = Browser(deployment)
+            #expect(try account(try await later.complete(login: "sam@oidc.example", provider: "oidc.emulator")).uid == uid)
+            #expect(try await deployment.accountCount() == 2)
+        }
     }
 
     @Test("an unverified email never matches an account nor triggers the 409; with the setting off a second account is created")
     func unverifiedAndSettingOff() async throws {
-        let deployment = try await TestDeployment()
-        var first = Browser(deployment)
-        let uid = try account(try await first.complete(login: "sam-shared")).uid
-        var unverified = Browser(deployment)
-        let yahoo = try await unverified.complete(login: "sam@yahoo.example", provider: "yahoo.com")
-        #expect(yahoo.status == 200, "\(yahoo.bodyText)")
-        #expect(try jsonObject(yahoo)["isNewUser"] as? Bool == true)
-        #expect(try account(yahoo).uid != uid)
+        try await withDeployment { deployment in
+            var first = Browser(deployment)
+            let uid = try account(try await first.complete(login: "sam-shared")).uid
+            var unverified = Browser(deployment)
+            let yahoo = try await unverified.complete(login: "sam@yahoo.example", provider: "yahoo.com")
+            #expect(yahoo.status == 200, "\(yahoo.bodyText)")
+            #expect(try jsonObject(yahoo)["isNewUser"] as? Bool == true)
+            #expect(try account(yahoo).uid != uid)
 
-        let relaxed = try await TestDeployment(gateway: { $0.oneAccountPerEmail = false })
-        var a = Browser(relaxed)
-        var b = Browser(relaxed)
-        let github = try account(try await a.complete(login: "sam-shared")).uid
-        let oidc = try await b.complete(login: "sam@oidc.example", provider: "oidc.emulator")
-        #expect(oidc.status == 200)
-        #expect(try account(oidc).uid != github)
-        #expect(try await relaxed.accountCount() == 2)
-        await relaxed.stop()
-        await deployment.stop()
+            try await withDeployment(gateway: { $0.oneAccountPerEmail = false }) { relaxed in
+                var a = Browser(relaxed)
+                var b = Browser(relaxed)
+                let github = try account(try await a.complete(login: "sam-shared")).uid
+                let oidc = try await b.complete(login: "sam@oidc.example", provider: "oidc.emulator")
+                #expect(oidc.status == 200)
+                #expect(try account(oidc).uid != github)
+                #expect(try await relaxed.accountCount() == 2)
+            }
+        }
     }
 
     @Test(
         "link conflicts: the identity on another account → credential-already-in-use with a pendingToken; another identity of the provider → provider-already-linked"
     )
     func linkConflicts() async throws {
-        let deployment = try await TestDeployment()
-        var octo = Browser(deployment)
-        let octoUid = try account(try await octo.complete(login: "octocat")).uid
-        var pat = Browser(deployment)
-        _ = try await pat.complete(login: "olive@oidc.example", provider: "oidc.emulator")
+        try await withDeployment { deployment in
+            var octo = Browser(deployment)
+            let octoUid = try account(try await octo.complete(login: "octocat")).uid
+            var pat = Browser(deployment)
+            _ = try await pat.complete(login: "olive@oidc.example", provider: "oidc.emulator")
 
-        let taken = try await pat.complete(login: "octocat", mode: "link")
-        #expect(taken.status == 409)
-        #expect(try jsonObject(taken)["code"] as? String == "credential-already-in-use")
-        let pending = try #require(try jsonObject(taken)["pendingToken"] as? String)
-        // The pending token belongs to the account holding the identity: refused elsewhere
-        // (without being used up), accepted there, where it refreshes the link's tokens.
-        let elsewhere = try await pat.json("/v1/auth/link", #"{"pendingToken":"\#(pending)"}"#)
-        #expect(try jsonObject(elsewhere)["code"] as? String == "user-mismatch")
-        let claimed = try await octo.json("/v1/auth/link", #"{"pendingToken":"\#(pending)"}"#)
-        #expect(claimed.status == 200, "\(claimed.bodyText)")
-        #expect(try account(claimed) == (octoUid, ["github.com"]))
+            let taken = try await pat.complete(login: "octocat", mode: "link")
+            #expect(taken.status == 409)
+            #expect(try jsonObject(taken)["code"] as? String == "credential-already-in-use")
+            let pending = try #require(try jsonObject(taken)["pendingToken"] as? String)
+            // The pending token belongs to the account holding the identity: refused elsewhere
+            // (without being used up), accepted there, where it refreshes the link's tokens.
+            let elsewhere = try await pat.json("/v1/auth/link", #"{"pendingToken":"\#(pending)"}"#)
+            #expect(try jsonObject(elsewhere)["code"] as? String == "user-mismatch")
+            let claimed = try await octo.json("/v1/auth/link", #"{"pendingToken":"\#(pending)"}"#)
+            #expect(claimed.status == 200, "\(claimed.bodyText)")
+            #expect(try account(claimed) == (octoUid, ["github.com"]))
 
-        let second = try await octo.complete(login: "private-pat", mode: "link")
-        #expect(second.status == 409)
-        #expect(try jsonObject(second)["code"] as? String == "provider-already-linked")
-        #expect(try account(try await octo.send("\(deployment.gatewayURL)/v1/me")) == (octoUid, ["github.com"]))
-        // Linking without being signed in is refused at start.
-        var anonymous = Browser(deployment)
-        let start = try await anonymous.start("return_to=\(FormEncoding.escape(TestDeployment.returnTo))&mode=link")
-        #expect(start.status == 401)
-        await deployment.stop()
+            let second = try await octo.complete(login: "private-pat", mode: "link")
+            #expect(second.status == 409)
+            #expect(try jsonObject(second)["code"] as? String == "provider-already-linked")
+            #expect(try account(try await octo.send("\(deployment.gatewayURL)/v1/me")) == (octoUid, ["github.com"]))
+            // Linking without being signed in is refused at start.
+            var anonymous = Browser(deployment)
+            let start = try await anonymous.start("return_to=\(FormEncoding.escape(TestDeployment.returnTo))&mode=link")
+            #expect(start.status == 401)
+        }
     }
 
     @Test("two simultaneous links of one identity to two accounts: one wins, the other gets credential-already-in-use")
     func concurrentLinks() async throws {
-        let deployment = try await TestDeployment()
-        var a = Browser(deployment)
-        var b = Browser(deployment)
-        _ = try await a.complete(login: "octocat")
-        _ = try await b.complete(login: "private-pat")
-        let callbackA = try await a.authorize(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link")
-        let callbackB = try await b.authorize(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link")
-        let pairs = [(a, callbackA), (b, callbackB)]
-        let codes = try await withThrowingTaskGroup(of: String.self) { group in
-            for (browser, callback) in pairs {
-                group.addTask {
-                    var browser = browser
-                    let location = try #require(try await browser.send(callback).headers["location"])
-                    let marker = try #require(location.range(of: "#gatehouse_result="))
-                    let result = try await browser.result(String(location[marker.upperBound...]))
-                    return result.status == 200 ? "linked" : (try jsonObject(result)["code"] as? String ?? "?")
+        try await withDeployment { deployment in
+            var a = Browser(deployment)
+            var b = Browser(deployment)
+            _ = try await a.complete(login: "octocat")
+            _ = try await b.complete(login: "private-pat")
+            let callbackA = try await a.authorize(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link")
+            let callbackB = try await b.authorize(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link")
+            let pairs = [(a, callbackA), (b, callbackB)]
+            let codes = try await withThrowingTaskGroup(of: String.self) { group in
+                for (browser, callback) in pairs {
+                    group.addTask {
+                        var browser = browser
+                        let location = try #require(try await browser.send(callback).headers["location"])
+                        let marker = try #require(location.range(of: "#gatehouse_result="))
+                        let result = try await browser.result(String(location[marker.upperBound...]))
+                        return result.status == 200 ? "linked" : (try jsonObject(result)["code"] as? String ?? "?")
+                    }
                 }
+                return try await group.reduce(into: [String]()) { $0.append($1) }
             }
-            return try await group.reduce(into: [String]()) { $0.append($1) }
+            #expect(codes.sorted() == ["credential-already-in-use", "linked"])
         }
-        #expect(codes.sorted() == ["credential-already-in-use", "linked"])
-        await deployment.stop()
     }
 
     @Test(
         "re-authenticate: another identity → user-mismatch; after the window unlink and delete need it; last provider stays; delete revokes GitHub's grant"
     )
     func reauthenticateUnlinkDelete() async throws {
-        let deployment = try await TestDeployment(gateway: { $0.recentLoginWindow = 2 })
-        var browser = Browser(deployment)
-        let uid = try account(try await browser.complete(login: "octocat")).uid
-        _ = try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link")
-        try await Task.sleep(for: .milliseconds(2500))
-        let stale = try await browser.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator", method: "DELETE")
-        #expect(stale.status == 401)
-        #expect(try jsonObject(stale)["code"] as? String == "requires-recent-login")
-        #expect(try await browser.send("\(deployment.gatewayURL)/v1/me", method: "DELETE").status == 401)
+        try await withDeployment(gateway: { $0.recentLoginWindow = 2 }) { deployment in
+            var browser = Browser(deployment)
+            let uid = try account(try await browser.complete(login: "octocat")).uid
+            _ = try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link")
+            try await Task.sleep(for: .milliseconds(2500))
+            let stale = try await browser.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator", method: "DELETE")
+            #expect(stale.status == 401)
+            #expect(try jsonObject(stale)["code"] as? String == "requires-recent-login")
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me", method: "DELETE").status == 401)
 
-        let wrong = try await browser.complete(login: "private-pat", mode: "reauthenticate")
-        #expect(wrong.status == 400)
-        #expect(try jsonObject(wrong)["code"] as? String == "user-mismatch")
-        let notLinked = try await browser.start(
-            "return_to=\(FormEncoding.escape(TestDeployment.returnTo))&mode=reauthenticate", provider: "yahoo.com")
-        #expect(notLinked.status == 404)
+            let wrong = try await browser.complete(login: "private-pat", mode: "reauthenticate")
+            #expect(wrong.status == 400)
+            #expect(try jsonObject(wrong)["code"] as? String == "user-mismatch")
+            let notLinked = try await browser.start(
+                "return_to=\(FormEncoding.escape(TestDeployment.returnTo))&mode=reauthenticate", provider: "yahoo.com")
+            #expect(notLinked.status == 404)
 
-        let fresh = try await browser.complete(login: "octocat", mode: "reauthenticate")
-        #expect(fresh.status == 200, "\(fresh.bodyText)")
-        #expect(try jsonObject(fresh)["operationType"] as? String == "reauthenticate")
-        #expect(try account(fresh).uid == uid)
-        let unlinked = try await browser.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator", method: "DELETE")
-        #expect(unlinked.status == 200, "\(unlinked.bodyText)")
-        #expect(try account(unlinked).providers == ["github.com"])
-        let last = try await browser.send("\(deployment.gatewayURL)/v1/me/providers/github.com", method: "DELETE")
-        #expect(last.status == 400)
-        #expect(try jsonObject(last)["code"] as? String == "operation-not-allowed")
+            let fresh = try await browser.complete(login: "octocat", mode: "reauthenticate")
+            #expect(fresh.status == 200, "\(fresh.bodyText)")
+            #expect(try jsonObject(fresh)["operationType"] as? String == "reauthenticate")
+            #expect(try account(fresh).uid == uid)
+            let unlinked = try await browser.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator", method: "DELETE")
+            #expect(unlinked.status == 200, "\(unlinked.bodyText)")
+            #expect(try account(unlinked).providers == ["github.com"])
+            let last = try await browser.send("\(deployment.gatewayURL)/v1/me/providers/github.com", method: "DELETE")
+            #expect(last.status == 400)
+            #expect(try jsonObject(last)["code"] as? String == "operation-not-allowed")
 
-        let grantPath = "DELETE /github-api/applications/\(TestDeployment.githubClient.id)/grant"
-        let revocationsBefore = try await deployment.emulatorStats()[grantPath] ?? 0
-        let deleted = try await browser.send("\(deployment.gatewayURL)/v1/me", method: "DELETE")
-        #expect(deleted.status == 204)
-        #expect(try await deployment.emulatorStats()[grantPath] == revocationsBefore + 1)
-        #expect(try await deployment.accountCount() == 0)
-        #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 401)
-        // Signing in again makes a new account.
-        var again = Browser(deployment)
-        let reborn = try await again.complete(login: "octocat")
-        #expect(try jsonObject(reborn)["isNewUser"] as? Bool == true)
-        #expect(try account(reborn).uid != uid)
-        await deployment.stop()
+            let grantPath = "DELETE /github-api/applications/\(TestDeployment.githubClient.id)/grant"
+            let revocationsBefore = try await deployment.emulatorStats()[grantPath] ?? 0
+            let deleted = try await browser.send("\(deployment.gatewayURL)/v1/me", method: "DELETE")
+            #expect(deleted.status == 204)
+            #expect(try await deployment.emulatorStats()[grantPath] == revocationsBefore + 1)
+            #expect(try await deployment.accountCount() == 0)
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 401)
+            // Signing in again makes a new account.
+            var again = Browser(deployment)
+            let reborn = try await again.complete(login: "octocat")
+            #expect(try jsonObject(reborn)["isNewUser"] as? Bool == true)
+            #expect(try account(reborn).uid != uid)
+        }
     }
 
     @Test("sign-in methods by email: off by default (404), on: the providers of the verified address, normalized")
     func signInMethods() async throws {
-        let off = try await TestDeployment()
-        var browser = Browser(off)
-        let closed = try await browser.send("\(off.gatewayURL)/v1/auth/methods?email=sam.shared%40example.com")
-        #expect(closed.status == 404)
-        #expect(try jsonObject(closed)["code"] as? String == "operation-not-allowed")
+        try await withDeployment { off in
+            var browser = Browser(off)
+            let closed = try await browser.send("\(off.gatewayURL)/v1/auth/methods?email=sam.shared%40example.com")
+            #expect(closed.status == 404)
+            #expect(try jsonObject(closed)["code"] as? String == "operation-not-allowed")
 
-        let on = try await TestDeployment(gateway: { $0.signInMethodsLookup = true })
-        var user = Browser(on)
-        _ = try await user.complete(login: "sam-shared")
-        let methods = try await user.send("\(on.gatewayURL)/v1/auth/methods?email=%20SAM.Shared%40example.COM")
-        #expect(try jsonObject(methods)["signInMethods"] as? [String] == ["github.com"])
-        let lookalike = try await user.send("\(on.gatewayURL)/v1/auth/methods?email=sam.shared%40example.com%40evil.example")
-        #expect(lookalike.status == 400)
-        let unknown = try await user.send("\(on.gatewayURL)/v1/auth/methods?email=nobody%40example.com")
-        #expect(try jsonObject(unknown)["signInMethods"] as? [String] == [])
-        await on.stop()
-        await off.stop()
+            try await withDeployment(gateway: { $0.signInMethodsLookup = true }) { on in
+                var user = Browser(on)
+                _ = try await user.complete(login: "sam-shared")
+                let methods = try await user.send("\(on.gatewayURL)/v1/auth/methods?email=%20SAM.Shared%40example.COM")
+                #expect(try jsonObject(methods)["signInMethods"] as? [String] == ["github.com"])
+                let lookalike = try await user.send("\(on.gatewayURL)/v1/auth/methods?email=sam.shared%40example.com%40evil.example")
+                #expect(lookalike.status == 400)
+                let unknown = try await user.send("\(on.gatewayURL)/v1/auth/methods?email=nobody%40example.com")
+                #expect(try jsonObject(unknown)["signInMethods"] as? [String] == [])
+            }
+        }
     }
 
     @Test("20 simultaneous first sign-ins of one identity create exactly one account")
     func concurrentFirstSignIns() async throws {
-        let deployment = try await TestDeployment()
-        let uids = try await withThrowingTaskGroup(of: String.self) { group in
-            for _ in 0..<20 {
-                group.addTask {
-                    var browser = Browser(deployment)
-                    return try account(try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator")).uid
+        try await withDeployment { deployment in
+            let uids = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<20 {
+                    group.addTask {
+                        var browser = Browser(deployment)
+                        return try account(try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator")).uid
+                    }
                 }
+                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
             }
-            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+            #expect(uids.count == 1)
+            #expect(try await deployment.accountCount() == 1)
         }
-        #expect(uids.count == 1)
-        #expect(try await deployment.accountCount() == 1)
-        await deployment.stop()
     }
 }

@@ -3,7 +3,6 @@ import Foundation
 import GRDB
 import GatehouseCore
 import GatehouseSQLite
-import GatehouseServer
 import Testing
 
 #if canImport(Glibc)
@@ -24,29 +23,36 @@ struct CrashSafetyTests {
     func killDuringSignIns() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-crash-\(UUID().uuidString)").path
-        let port = try LoopbackPort.pick()
+        // Both servers bind port 0; the demo prints the gateway's URL once it serves.
+        let output = folder + ".out"
+        try #require(FileManager.default.createFile(atPath: output, contents: nil))
         let process = Process()
         process.executableURL = KeysCommandTests.executable
-        process.arguments = ["demo", "--port", "\(port)", "--emulator-port", "\(try LoopbackPort.pick())", "--data-dir", folder]
-        process.standardOutput = FileHandle.nullDevice
+        process.arguments = ["demo", "--port", "0", "--emulator-port", "0", "--data-dir", folder]
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let gateway = "http://127.0.0.1:\(port)"
+        // Whatever happens below, the demo does not outlive the test.
+        defer {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+        var gateway: String?
+        for _ in 0..<600 where gateway == nil && process.isRunning {
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            gateway = text.split(separator: "\n").first { $0.hasPrefix("Gatehouse ready at ") }.map { String($0.dropFirst(19)) }
+            if gateway == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
         let client = CurlHTTPClient()
         defer { client.shutdown() }
-        var up = false
-        for _ in 0..<400 where !up {
-            up = (try? await client.execute(OutboundRequest(url: gateway + "/healthz")))?.status == 200
-            if !up { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        try #require(up, "the demo did not start")
+        let gatewayURL = try #require(gateway, "the demo did not start")
 
         let completed = Completed()
         let browsers = (0..<4).map { _ in
             Task {
                 // Until the process dies: then a request fails and the loop ends.
                 for _ in 0..<500 {
-                    guard let session = try? await Self.signIn(client: client, gateway: gateway) else { return }
+                    guard let session = try? await Self.signIn(client: client, gateway: gatewayURL) else { return }
                     await completed.add(session)
                 }
             }

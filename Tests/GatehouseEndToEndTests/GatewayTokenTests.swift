@@ -33,86 +33,89 @@ struct GatewayTokenTests {
 
     @Test("the ID token works as a bearer on /v1/me; refresh rotates; a reused refresh token revokes the family and its ID tokens")
     func refreshRotationAndReuse() async throws {
-        let deployment = try await TestDeployment()
-        let (_, idToken, refreshToken) = try await Self.signedIn(deployment)
-        let me = try await Self.bearer(deployment, idToken)
-        #expect(me.status == 200)
-        #expect(try jsonObject(me)["providers"] != nil)
+        try await withDeployment { deployment in
+            let (_, idToken, refreshToken) = try await Self.signedIn(deployment)
+            let me = try await Self.bearer(deployment, idToken)
+            #expect(me.status == 200)
+            #expect(try jsonObject(me)["providers"] != nil)
 
-        let first = try await Self.refresh(deployment, refreshToken)
-        #expect(first.status == 200, "\(first.bodyText)")
-        let rotated = try jsonObject(first)
-        let second = try #require(rotated["refreshToken"] as? String)
-        #expect(second != refreshToken)
-        #expect(rotated["expiresIn"] as? Int == 3600)
-        let newIdToken = try #require(rotated["idToken"] as? String)
-        #expect(try await Self.bearer(deployment, newIdToken).status == 200)
+            let first = try await Self.refresh(deployment, refreshToken)
+            #expect(first.status == 200, "\(first.bodyText)")
+            let rotated = try jsonObject(first)
+            let second = try #require(rotated["refreshToken"] as? String)
+            #expect(second != refreshToken)
+            #expect(rotated["expiresIn"] as? Int == 3600)
+            let newIdToken = try #require(rotated["idToken"] as? String)
+            #expect(try await Self.bearer(deployment, newIdToken).status == 200)
 
-        // The first refresh token again: replay. The family ends, the newer token with it.
-        let replay = try await Self.refresh(deployment, refreshToken)
-        #expect(replay.status == 401)
-        #expect(try jsonObject(replay)["code"] as? String == "invalid-refresh-token")
-        #expect(try await Self.refresh(deployment, second).status == 401)
-        let revoked = try await Self.bearer(deployment, newIdToken)
-        #expect(revoked.status == 401)
-        #expect(try jsonObject(revoked)["code"] as? String == "invalid-id-token")
-        await deployment.stop()
+            // The first refresh token again: replay. The family ends, the newer token with it.
+            let replay = try await Self.refresh(deployment, refreshToken)
+            #expect(replay.status == 401)
+            #expect(try jsonObject(replay)["code"] as? String == "invalid-refresh-token")
+            #expect(try await Self.refresh(deployment, second).status == 401)
+            let revoked = try await Self.bearer(deployment, newIdToken)
+            #expect(revoked.status == 401)
+            #expect(try jsonObject(revoked)["code"] as? String == "invalid-id-token")
+        }
     }
 
     @Test("forged, tampered, alg:none and expired gateway ID tokens are refused with 401")
     func badTokens() async throws {
-        let deployment = try await TestDeployment()
-        let (_, idToken, _) = try await Self.signedIn(deployment)
-        let parts = idToken.split(separator: ".").map(String.init)
-        var claims = try #require(try JSONSerialization.jsonObject(with: Base64URL.decode(parts[1]) ?? Data()) as? [String: Any])
-        claims["sub"] = "someone-else"
-        let tampered = "\(parts[0]).\(Base64URL.encode(Array(try JSONSerialization.data(withJSONObject: claims)))).\(parts[2])"
-        let header = try #require(try JSONSerialization.jsonObject(with: Base64URL.decode(parts[0]) ?? Data()) as? [String: Any])
-        let none = Base64URL.encode(Array(try JSONSerialization.data(withJSONObject: ["alg": "none", "kid": header["kid"] as Any])))
-        let unsigned = "\(none).\(parts[1])."
-        // A valid ES256 signature by a key the gateway does not publish, under its kid.
-        let forged = try await ForeignSigner.sign(payload: parts[1], kid: header["kid"] as? String ?? "")
-        for token in [tampered, unsigned, forged, "not-a-jwt", idToken + "x"] {
-            let answer = try await Self.bearer(deployment, token)
-            #expect(answer.status == 401, "\(token.prefix(20))…")
-            #expect(try jsonObject(answer)["code"] as? String == "invalid-id-token")
-        }
+        try await withDeployment { deployment in
+            let (_, idToken, _) = try await Self.signedIn(deployment)
+            let parts = idToken.split(separator: ".").map(String.init)
+            var claims = try #require(try JSONSerialization.jsonObject(with: Base64URL.decode(parts[1]) ?? Data()) as? [String: Any])
+            claims["sub"] = "someone-else"
+            let tampered = "\(parts[0]).\(Base64URL.encode(Array(try JSONSerialization.data(withJSONObject: claims)))).\(parts[2])"
+            let header = try #require(try JSONSerialization.jsonObject(with: Base64URL.decode(parts[0]) ?? Data()) as? [String: Any])
+            let none = Base64URL.encode(Array(try JSONSerialization.data(withJSONObject: ["alg": "none", "kid": header["kid"] as Any])))
+            let unsigned = "\(none).\(parts[1])."
+            // A valid ES256 signature by a key the gateway does not publish, under its kid.
+            let forged = try await ForeignSigner.sign(payload: parts[1], kid: header["kid"] as? String ?? "")
+            for token in [tampered, unsigned, forged, "not-a-jwt", idToken + "x"] {
+                let answer = try await Self.bearer(deployment, token)
+                #expect(answer.status == 401, "\(token.prefix(20))…")
+                #expect(try jsonObject(answer)["code"] as? String == "invalid-id-token")
+            }
 
-        let expiring = try await TestDeployment(gateway: { $0.idTokenLifetime = -120 })
-        let (_, expired, _) = try await Self.signedIn(expiring)
-        let answer = try await Self.bearer(expiring, expired)
-        #expect(answer.status == 401)
-        #expect(try jsonObject(answer)["code"] as? String == "id-token-expired")
-        await expiring.stop()
-        await deployment.stop()
+            try await withDeployment(gateway: { $0.idTokenLifetime = -120 }) { expiring in
+                let (_, expired, _) = try await Self.signedIn(expiring)
+                let answer = try await Self.bearer(expiring, expired)
+                #expect(answer.status == 401)
+                #expect(try jsonObject(answer)["code"] as? String == "id-token-expired")
+            }
+        }
     }
 
     @Test("sign-out with the bearer token ends its session: the ID token and refresh token stop working; the cookie session of another sign-in stays")
     func signOutRevokes() async throws {
-        let deployment = try await TestDeployment()
-        var (browser, idToken, refreshToken) = try await Self.signedIn(deployment)
-        let (_, otherIdToken, _) = try await Self.signedIn(deployment)
-        let out = try await deployment.client.execute(
-            OutboundRequest(method: "POST", url: "\(deployment.gatewayURL)/v1/auth/signout", headers: ["Authorization": "Bearer \(idToken)"]))
-        #expect(out.status == 204)
-        #expect(try await Self.bearer(deployment, idToken).status == 401)
-        #expect(try await Self.refresh(deployment, refreshToken).status == 401)
-        // That sign-in's cookie belonged to the same session.
-        #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 401)
-        #expect(try await Self.bearer(deployment, otherIdToken).status == 200)
+        try await withDeployment { deployment in
+            var (browser, idToken, refreshToken) = try await Self.signedIn(deployment)
+            let (_, otherIdToken, _) = try await Self.signedIn(deployment)
+            let out = try await deployment.client.execute(
+                OutboundRequest(method: "POST", url: "\(deployment.gatewayURL)/v1/auth/signout", headers: ["Authorization": "Bearer \(idToken)"]))
+            #expect(out.status == 204)
+            #expect(try await Self.bearer(deployment, idToken).status == 401)
+            #expect(try await Self.refresh(deployment, refreshToken).status == 401)
+            // That sign-in's cookie belonged to the same session.
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 401)
+            #expect(try await Self.bearer(deployment, otherIdToken).status == 200)
 
-        // Disabling the user ends every session.
-        let admin = try KeysCommandTests.run(
-            ["keys", "create-service", "admin", "--scopes", "admin", "--data-dir", (deployment.databasePath as NSString).deletingLastPathComponent],
-            environment: ["GATEHOUSE_ENCRYPTION_KEY": deployment.vaultKey.base64EncodedString()])
-        #expect(admin.status == 0)
-        let key = try #require(admin.output.split(separator: "\n").last.map(String.init))
-        let uid = try account(try await Self.bearer(deployment, otherIdToken)).uid
-        let disabled = try await deployment.client.execute(
-            OutboundRequest(method: "POST", url: "\(deployment.gatewayURL)/v1/users/\(uid)/disable", headers: ["Authorization": "Bearer \(key)"]))
-        #expect(disabled.status == 204)
-        #expect(try await Self.bearer(deployment, otherIdToken).status == 401)
-        await deployment.stop()
+            // Disabling the user ends every session.
+            let admin = try KeysCommandTests.run(
+                [
+                    "keys", "create-service", "admin", "--scopes", "admin", "--data-dir",
+                    (deployment.databasePath as NSString).deletingLastPathComponent,
+                ],
+                environment: ["GATEHOUSE_ENCRYPTION_KEY": deployment.vaultKey.base64EncodedString()])
+            #expect(admin.status == 0)
+            let key = try #require(admin.output.split(separator: "\n").last.map(String.init))
+            let uid = try account(try await Self.bearer(deployment, otherIdToken)).uid
+            let disabled = try await deployment.client.execute(
+                OutboundRequest(method: "POST", url: "\(deployment.gatewayURL)/v1/users/\(uid)/disable", headers: ["Authorization": "Bearer \(key)"]))
+            #expect(disabled.status == 204)
+            #expect(try await Self.bearer(deployment, otherIdToken).status == 401)
+        }
     }
 
     @Test("JWKS and openid-configuration verify the ID token with an independent library (PyJWT)")
@@ -120,111 +123,112 @@ struct GatewayTokenTests {
         let python = try #require(
             ProcessInfo.processInfo.environment["GATEHOUSE_TEST_PYJWT_PYTHON"],
             "set GATEHOUSE_TEST_PYJWT_PYTHON to a python with PyJWT[crypto] (scripts/test does)")
-        let deployment = try await TestDeployment()
-        let (_, idToken, _) = try await Self.signedIn(deployment)
-        let script = """
-            import json, sys, urllib.request, jwt
-            base, token = sys.argv[1], sys.argv[2]
-            config = json.load(urllib.request.urlopen(base + "/.well-known/openid-configuration"))
-            assert config["issuer"] == base, config
-            keys = jwt.PyJWKClient(config["jwks_uri"])
-            key = keys.get_signing_key_from_jwt(token)
-            claims = jwt.decode(token, key.key, algorithms=["ES256"], audience=base, issuer=base,
-                                options={"require": ["exp", "iat", "sub", "auth_time"]})
-            print(claims["sub"], claims["sign_in_provider"], ",".join(sorted(claims["identities"])))
-            try:
-                jwt.decode(token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB"), key.key, algorithms=["ES256"], audience=base)
-                print("TAMPERED-ACCEPTED")
-            except jwt.InvalidSignatureError:
-                print("tampered-refused")
-            """
-        let run = try Self.output(python, ["-c", script, deployment.gatewayURL, idToken])
-        #expect(run.status == 0, "\(run.output)")
-        let lines = run.output.split(separator: "\n").map(String.init)
-        #expect(lines.first?.hasSuffix(" github.com github.com") == true, "\(run.output)")
-        #expect(lines.last == "tampered-refused")
-        await deployment.stop()
+        try await withDeployment { deployment in
+            let (_, idToken, _) = try await Self.signedIn(deployment)
+            let script = """
+                import json, sys, urllib.request, jwt
+                base, token = sys.argv[1], sys.argv[2]
+                config = json.load(urllib.request.urlopen(base + "/.well-known/openid-configuration"))
+                assert config["issuer"] == base, config
+                keys = jwt.PyJWKClient(config["jwks_uri"])
+                key = keys.get_signing_key_from_jwt(token)
+                claims = jwt.decode(token, key.key, algorithms=["ES256"], audience=base, issuer=base,
+                                    options={"require": ["exp", "iat", "sub", "auth_time"]})
+                print(claims["sub"], claims["sign_in_provider"], ",".join(sorted(claims["identities"])))
+                try:
+                    jwt.decode(token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB"), key.key, algorithms=["ES256"], audience=base)
+                    print("TAMPERED-ACCEPTED")
+                except jwt.InvalidSignatureError:
+                    print("tampered-refused")
+                """
+            let run = try Self.output(python, ["-c", script, deployment.gatewayURL, idToken])
+            #expect(run.status == 0, "\(run.output)")
+            let lines = run.output.split(separator: "\n").map(String.init)
+            #expect(lines.first?.hasSuffix(" github.com github.com") == true, "\(run.output)")
+            #expect(lines.last == "tampered-refused")
+        }
     }
 
     @Test("signing-key rotation: the new key is published first and signs two reload intervals later; tokens from before and after both verify")
     func signingKeyRotation() async throws {
-        let deployment = try await TestDeployment(gateway: { $0.signingKeyReloadInterval = 1 })
-        let (_, before, refreshToken) = try await Self.signedIn(deployment)
-        func kid(_ token: String) throws -> String? {
-            try (JSONSerialization.jsonObject(with: Base64URL.decode(String(token.split(separator: ".")[0])) ?? Data()) as? [String: Any])?["kid"]
-                as? String
+        try await withDeployment(gateway: { $0.signingKeyReloadInterval = 1 }) { deployment in
+            let (_, before, refreshToken) = try await Self.signedIn(deployment)
+            func kid(_ token: String) throws -> String? {
+                try (JSONSerialization.jsonObject(with: Base64URL.decode(String(token.split(separator: ".")[0])) ?? Data()) as? [String: Any])?["kid"]
+                    as? String
+            }
+            let rotation = ContinuousClock.now
+            let rotated = try KeysCommandTests.run(
+                ["keys", "rotate-signing", "--data-dir", (deployment.databasePath as NSString).deletingLastPathComponent],
+                environment: ["GATEHOUSE_ENCRYPTION_KEY": deployment.vaultKey.base64EncodedString()])
+            #expect(rotated.status == 0)
+            // Published within a reload interval (1 s here), signing after two.
+            try await Task.sleep(for: .milliseconds(1200))
+            let published = try jsonObject(
+                try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/.well-known/jwks.json")))
+            #expect((published["keys"] as? [Any])?.count == 2)
+            let earlyAnswer = try jsonObject(try await Self.refresh(deployment, refreshToken))
+            let early = try #require(earlyAnswer["refreshToken"] as? String)
+            if ContinuousClock.now - rotation < .seconds(2) {
+                // Less than two reload intervals since the key was stored: the old key still signs.
+                #expect(try kid(try #require(earlyAnswer["idToken"] as? String)) == kid(before))
+            }
+            // Then the new key takes over (bounded wait: the key's clock started when the command stored it).
+            var (after, next) = (before, early)
+            for _ in 0..<25 where try kid(after) == kid(before) {
+                try await Task.sleep(for: .milliseconds(200))
+                let answer = try jsonObject(try await Self.refresh(deployment, next))
+                (after, next) = (try #require(answer["idToken"] as? String), try #require(answer["refreshToken"] as? String))
+            }
+            #expect(try kid(before) != kid(after))
+            let jwks = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/.well-known/jwks.json")))
+            let kids = Set((jwks["keys"] as? [[String: Any]] ?? []).compactMap { $0["kid"] as? String })
+            #expect(try kids == [kid(before), kid(after)].compactMap { $0 }.reduce(into: Set<String>()) { $0.insert($1) })
+            #expect(try await Self.bearer(deployment, before).status == 200)
+            #expect(try await Self.bearer(deployment, after).status == 200)
         }
-        let rotation = ContinuousClock.now
-        let rotated = try KeysCommandTests.run(
-            ["keys", "rotate-signing", "--data-dir", (deployment.databasePath as NSString).deletingLastPathComponent],
-            environment: ["GATEHOUSE_ENCRYPTION_KEY": deployment.vaultKey.base64EncodedString()])
-        #expect(rotated.status == 0)
-        // Published within a reload interval (1 s here), signing after two.
-        try await Task.sleep(for: .milliseconds(1200))
-        let published = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/.well-known/jwks.json")))
-        #expect((published["keys"] as? [Any])?.count == 2)
-        let earlyAnswer = try jsonObject(try await Self.refresh(deployment, refreshToken))
-        let early = try #require(earlyAnswer["refreshToken"] as? String)
-        if ContinuousClock.now - rotation < .seconds(2) {
-            // Less than two reload intervals since the key was stored: the old key still signs.
-            #expect(try kid(try #require(earlyAnswer["idToken"] as? String)) == kid(before))
-        }
-        // Then the new key takes over (bounded wait: the key's clock started when the command stored it).
-        var (after, next) = (before, early)
-        for _ in 0..<25 where try kid(after) == kid(before) {
-            try await Task.sleep(for: .milliseconds(200))
-            let answer = try jsonObject(try await Self.refresh(deployment, next))
-            (after, next) = (try #require(answer["idToken"] as? String), try #require(answer["refreshToken"] as? String))
-        }
-        #expect(try kid(before) != kid(after))
-        let jwks = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/.well-known/jwks.json")))
-        let kids = Set((jwks["keys"] as? [[String: Any]] ?? []).compactMap { $0["kid"] as? String })
-        #expect(try kids == [kid(before), kid(after)].compactMap { $0 }.reduce(into: Set<String>()) { $0.insert($1) })
-        #expect(try await Self.bearer(deployment, before).status == 200)
-        #expect(try await Self.bearer(deployment, after).status == 200)
-        await deployment.stop()
     }
 
     @Test("CORS only for configured origins; cookie changes need an allowed Origin; sign-in routes are rate limited with Retry-After")
     func browserRules() async throws {
-        let deployment = try await TestDeployment(gateway: { $0.authRateLimitPerMinute = 5 })
-        func preflight(_ origin: String) async throws -> OutboundResponse {
-            try await deployment.client.execute(
-                OutboundRequest(
-                    method: "OPTIONS", url: "\(deployment.gatewayURL)/v1/me",
-                    headers: ["Origin": origin, "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "authorization"]))
-        }
-        let allowed = try await preflight("https://app.example.com")
-        #expect(allowed.status == 204)
-        #expect(allowed.headers["access-control-allow-origin"] == "https://app.example.com")
-        #expect(allowed.headers["access-control-allow-credentials"] == "true")
-        for origin in ["https://evil.example", "null", "https://app.example.com.evil.example"] {
-            let refused = try await preflight(origin)
-            #expect(refused.status == 403)
-            #expect(refused.headers["access-control-allow-origin"] == nil)
-        }
+        try await withDeployment(gateway: { $0.authRateLimitPerMinute = 5 }) { deployment in
+            func preflight(_ origin: String) async throws -> OutboundResponse {
+                try await deployment.client.execute(
+                    OutboundRequest(
+                        method: "OPTIONS", url: "\(deployment.gatewayURL)/v1/me",
+                        headers: ["Origin": origin, "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "authorization"]))
+            }
+            let allowed = try await preflight("https://app.example.com")
+            #expect(allowed.status == 204)
+            #expect(allowed.headers["access-control-allow-origin"] == "https://app.example.com")
+            #expect(allowed.headers["access-control-allow-credentials"] == "true")
+            for origin in ["https://evil.example", "null", "https://app.example.com.evil.example"] {
+                let refused = try await preflight(origin)
+                #expect(refused.status == 403)
+                #expect(refused.headers["access-control-allow-origin"] == nil)
+            }
 
-        var browser = Browser(deployment)
-        _ = try await browser.complete(login: "octocat")
-        browser.origin = "https://evil.example"
-        let crossSite = try await browser.send("\(deployment.gatewayURL)/v1/auth/signout", method: "POST")
-        #expect(crossSite.status == 403)
-        #expect(try jsonObject(crossSite)["code"] as? String == "origin-not-allowed")
-        browser.origin = nil
-        #expect(try await browser.send("\(deployment.gatewayURL)/v1/auth/signout", method: "POST").status == 403)
-        #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 200, "the refused sign-outs changed nothing")
+            var browser = Browser(deployment)
+            _ = try await browser.complete(login: "octocat")
+            browser.origin = "https://evil.example"
+            let crossSite = try await browser.send("\(deployment.gatewayURL)/v1/auth/signout", method: "POST")
+            #expect(crossSite.status == 403)
+            #expect(try jsonObject(crossSite)["code"] as? String == "origin-not-allowed")
+            browser.origin = nil
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/auth/signout", method: "POST").status == 403)
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 200, "the refused sign-outs changed nothing")
 
-        // Five results per minute per client; the sixth waits.
-        var statuses: [Int] = []
-        var retryAfter: String?
-        for _ in 0..<6 {
-            let answer = try await browser.json("/v1/auth/result", #"{"result":"unknown"}"#)
-            statuses.append(answer.status)
-            retryAfter = answer.headers["retry-after"] ?? retryAfter
+            // Five results per minute per client; the sixth waits.
+            var statuses: [Int] = []
+            var retryAfter: String?
+            for _ in 0..<6 {
+                let answer = try await browser.json("/v1/auth/result", #"{"result":"unknown"}"#)
+                statuses.append(answer.status)
+                retryAfter = answer.headers["retry-after"] ?? retryAfter
+            }
+            #expect(statuses.filter { $0 == 429 }.count >= 1)
+            #expect(Int(retryAfter ?? "") ?? 0 >= 1)
         }
-        #expect(statuses.filter { $0 == 429 }.count >= 1)
-        #expect(Int(retryAfter ?? "") ?? 0 >= 1)
-        await deployment.stop()
     }
 
     /// Runs a program; its exit status and standard output (and error).

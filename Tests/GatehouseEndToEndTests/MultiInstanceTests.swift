@@ -13,107 +13,107 @@ struct MultiInstanceTests {
         "start on A, callback on B, result on C (taken once across instances), /v1/me and the live profile on every instance, sign-out on one ends the session everywhere"
     )
     func flowAcrossInstances() async throws {
-        let deployment = try await TestDeployment(database: try await PostgresTestServer.freshDatabase(), instances: 3)
-        let (a, b, c) = (deployment.gatewayURLs[0], deployment.gatewayURLs[1], deployment.gatewayURLs[2])
-        var browser = Browser(deployment)
-        let callback = try await browser.authorize(login: "octocat")
-        #expect(callback.hasPrefix(a + "/v1/auth/github.com/callback?"))
-        // The load balancer sends the provider's redirect to another instance.
-        let answered = try await browser.send(b + callback.dropFirst(a.count))
-        #expect(answered.status == 303)
-        let location = try #require(answered.headers["location"])
-        let resultID = try #require(location.range(of: "#gatehouse_result=").map { String(location[$0.upperBound...]) })
+        try await withDeployment(database: try await PostgresTestServer.freshDatabase(), instances: 3) { deployment in
+            let (a, b, c) = (deployment.gatewayURLs[0], deployment.gatewayURLs[1], deployment.gatewayURLs[2])
+            var browser = Browser(deployment)
+            let callback = try await browser.authorize(login: "octocat")
+            #expect(callback.hasPrefix(a + "/v1/auth/github.com/callback?"))
+            // The load balancer sends the provider's redirect to another instance.
+            let answered = try await browser.send(b + callback.dropFirst(a.count))
+            #expect(answered.status == 303)
+            let location = try #require(answered.headers["location"])
+            let resultID = try #require(location.range(of: "#gatehouse_result=").map { String(location[$0.upperBound...]) })
 
-        func takeResult(on instance: String) async throws -> OutboundResponse {
-            try await browser.send(
-                "\(instance)/v1/auth/result", method: "POST", headers: ["Content-Type": "application/json"],
-                body: Array(#"{"result":"\#(resultID)"}"#.utf8))
-        }
-        let result = try await takeResult(on: c)
-        #expect(result.status == 200)
-        let uid = try #require((try jsonObject(result)["user"] as? [String: Any])?["uid"] as? String)
-        let again = try await takeResult(on: a)
-        #expect(again.status == 404)
-        #expect(try jsonObject(again)["code"] as? String == "result-not-found")
+            func takeResult(on instance: String) async throws -> OutboundResponse {
+                try await browser.send(
+                    "\(instance)/v1/auth/result", method: "POST", headers: ["Content-Type": "application/json"],
+                    body: Array(#"{"result":"\#(resultID)"}"#.utf8))
+            }
+            let result = try await takeResult(on: c)
+            #expect(result.status == 200)
+            let uid = try #require((try jsonObject(result)["user"] as? [String: Any])?["uid"] as? String)
+            let again = try await takeResult(on: a)
+            #expect(again.status == 404)
+            #expect(try jsonObject(again)["code"] as? String == "result-not-found")
 
-        for instance in [a, b, c] {
-            let me = try await browser.send("\(instance)/v1/me")
-            #expect(me.status == 200)
-            #expect(try jsonObject(me)["uid"] as? String == uid)
-        }
-        // Tokens sealed by B (same encryption key) open on C.
-        let live = try await browser.send("\(c)/v1/me/providers/github.com/profile")
-        #expect(live.status == 200)
-        #expect(try jsonObject(live)["username"] as? String == "octocat")
+            for instance in [a, b, c] {
+                let me = try await browser.send("\(instance)/v1/me")
+                #expect(me.status == 200)
+                #expect(try jsonObject(me)["uid"] as? String == uid)
+            }
+            // Tokens sealed by B (same encryption key) open on C.
+            let live = try await browser.send("\(c)/v1/me/providers/github.com/profile")
+            #expect(live.status == 200)
+            #expect(try jsonObject(live)["username"] as? String == "octocat")
 
-        let cookies = browser.jar.header
-        #expect(try await browser.send("\(a)/v1/auth/signout", method: "POST", headers: ["Origin": a]).status == 204)
-        for instance in [b, c] {
-            let stale = try await deployment.client.execute(OutboundRequest(url: "\(instance)/v1/me", headers: cookies))
-            #expect(stale.status == 401)
+            let cookies = browser.jar.header
+            #expect(try await browser.send("\(a)/v1/auth/signout", method: "POST", headers: ["Origin": a]).status == 204)
+            for instance in [b, c] {
+                let stale = try await deployment.client.execute(OutboundRequest(url: "\(instance)/v1/me", headers: cookies))
+                #expect(stale.status == 401)
+            }
         }
-        await deployment.stop()
     }
 
     @Test(
         "refresh tokens across instances: one first signing key for three fresh replicas; rotated on A, the new ID token works on B and C, the old refresh token replayed on B revokes the family everywhere; six concurrent uses of one token on three instances: exactly one wins"
     )
     func refreshTokenReuseAcrossInstances() async throws {
-        let deployment = try await TestDeployment(database: try await PostgresTestServer.freshDatabase(), instances: 3)
-        let (a, b, c) = (deployment.gatewayURLs[0], deployment.gatewayURLs[1], deployment.gatewayURLs[2])
-        // Three fresh replicas asked for their keys at once make one first signing key, not three.
-        let kids = try await withThrowingTaskGroup(of: [String].self) { group in
-            for instance in [a, b, c] {
-                group.addTask {
-                    let jwks = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(instance)/.well-known/jwks.json")))
-                    return (jwks["keys"] as? [[String: Any]] ?? []).compactMap { $0["kid"] as? String }
+        try await withDeployment(database: try await PostgresTestServer.freshDatabase(), instances: 3) { deployment in
+            let (a, b, c) = (deployment.gatewayURLs[0], deployment.gatewayURLs[1], deployment.gatewayURLs[2])
+            // Three fresh replicas asked for their keys at once make one first signing key, not three.
+            let kids = try await withThrowingTaskGroup(of: [String].self) { group in
+                for instance in [a, b, c] {
+                    group.addTask {
+                        let jwks = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(instance)/.well-known/jwks.json")))
+                        return (jwks["keys"] as? [[String: Any]] ?? []).compactMap { $0["kid"] as? String }
+                    }
                 }
+                return try await group.reduce(into: []) { $0.append($1) }
             }
-            return try await group.reduce(into: []) { $0.append($1) }
-        }
-        #expect(kids.count == 3 && kids.allSatisfy { $0.count == 1 && $0 == kids[0] }, "\(kids)")
-        let (_, _, first) = try await GatewayTokenTests.signedIn(deployment)
-        let rotated = try jsonObject(try await GatewayTokenTests.refresh(deployment, first, on: a))
-        let idToken = try #require(rotated["idToken"] as? String)
-        let second = try #require(rotated["refreshToken"] as? String)
-        for instance in [b, c] {
-            let me = try await GatewayTokenTests.bearer(deployment, idToken, on: instance)
-            #expect(me.status == 200, "\(me.bodyText)")
-        }
-
-        let replay = try await GatewayTokenTests.refresh(deployment, first, on: b)
-        #expect(replay.status == 401)
-        #expect(try jsonObject(replay)["code"] as? String == "invalid-refresh-token")
-        #expect(try await GatewayTokenTests.refresh(deployment, second, on: c).status == 401)
-        for instance in [a, b, c] { #expect(try await GatewayTokenTests.bearer(deployment, idToken, on: instance).status == 401) }
-
-        // One token, six simultaneous uses: the store's row lock lets one rotate; the others
-        // are reuse, which ends the family (the winner's new token with it).
-        let (_, _, contested) = try await GatewayTokenTests.signedIn(deployment)
-        let answers = try await withThrowingTaskGroup(of: OutboundResponse.self) { group in
-            for index in 0..<6 {
-                group.addTask { try await GatewayTokenTests.refresh(deployment, contested, on: deployment.gatewayURLs[index % 3]) }
+            #expect(kids.count == 3 && kids.allSatisfy { $0.count == 1 && $0 == kids[0] }, "\(kids)")
+            let (_, _, first) = try await GatewayTokenTests.signedIn(deployment)
+            let rotated = try jsonObject(try await GatewayTokenTests.refresh(deployment, first, on: a))
+            let idToken = try #require(rotated["idToken"] as? String)
+            let second = try #require(rotated["refreshToken"] as? String)
+            for instance in [b, c] {
+                let me = try await GatewayTokenTests.bearer(deployment, idToken, on: instance)
+                #expect(me.status == 200, "\(me.bodyText)")
             }
-            return try await group.reduce(into: []) { $0.append($1) }
+
+            let replay = try await GatewayTokenTests.refresh(deployment, first, on: b)
+            #expect(replay.status == 401)
+            #expect(try jsonObject(replay)["code"] as? String == "invalid-refresh-token")
+            #expect(try await GatewayTokenTests.refresh(deployment, second, on: c).status == 401)
+            for instance in [a, b, c] { #expect(try await GatewayTokenTests.bearer(deployment, idToken, on: instance).status == 401) }
+
+            // One token, six simultaneous uses: the store's row lock lets one rotate; the others
+            // are reuse, which ends the family (the winner's new token with it).
+            let (_, _, contested) = try await GatewayTokenTests.signedIn(deployment)
+            let answers = try await withThrowingTaskGroup(of: OutboundResponse.self) { group in
+                for index in 0..<6 {
+                    group.addTask { try await GatewayTokenTests.refresh(deployment, contested, on: deployment.gatewayURLs[index % 3]) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers.map(\.status).sorted() == [200, 401, 401, 401, 401, 401])
+            let winner = try #require(answers.first { $0.status == 200 })
+            let winnersToken = try #require(try jsonObject(winner)["refreshToken"] as? String)
+            #expect(try await GatewayTokenTests.refresh(deployment, winnersToken, on: b).status == 401)
         }
-        #expect(answers.map(\.status).sorted() == [200, 401, 401, 401, 401, 401])
-        let winner = try #require(answers.first { $0.status == 200 })
-        let winnersToken = try #require(try jsonObject(winner)["refreshToken"] as? String)
-        #expect(try await GatewayTokenTests.refresh(deployment, winnersToken, on: b).status == 401)
-        await deployment.stop()
     }
 
     @Test("a started sign-in's state is single-use across instances: the same callback replayed on another instance is refused")
     func callbackReplayAcrossInstances() async throws {
-        let deployment = try await TestDeployment(database: try await PostgresTestServer.freshDatabase(), instances: 2)
-        let (a, b) = (deployment.gatewayURLs[0], deployment.gatewayURLs[1])
-        var browser = Browser(deployment)
-        let callback = try await browser.authorize(login: "octocat")
-        #expect(try await browser.send(callback).status == 303)
-        let replay = try await browser.send(b + callback.dropFirst(a.count))
-        #expect(replay.status == 400)
-        #expect(try jsonObject(replay)["code"] as? String == "invalid-state")
-        await deployment.stop()
+        try await withDeployment(database: try await PostgresTestServer.freshDatabase(), instances: 2) { deployment in
+            let (a, b) = (deployment.gatewayURLs[0], deployment.gatewayURLs[1])
+            var browser = Browser(deployment)
+            let callback = try await browser.authorize(login: "octocat")
+            #expect(try await browser.send(callback).status == 303)
+            let replay = try await browser.send(b + callback.dropFirst(a.count))
+            #expect(replay.status == 400)
+            #expect(try jsonObject(replay)["code"] as? String == "invalid-state")
+        }
     }
 
     @Test("a service key works on every instance and after a restart of the whole deployment; revoked, it fails on every instance")
@@ -121,14 +121,13 @@ struct MultiInstanceTests {
         let database = try await PostgresTestServer.freshDatabase()
         // A restart keeps its configuration, the encryption key included.
         let vaultKey = TokenVault.generateKey()
-        var deployment = try await TestDeployment(database: database, instances: 3, vaultKeys: { _ in [vaultKey] })
-        var browser = Browser(deployment)
-        let resultID = try await browser.signIn(login: "octocat")
-        let uid = try #require((try jsonObject(try await browser.result(resultID))["user"] as? [String: Any])?["uid"] as? String)
         // Created the way `gatehouse keys create-service` does: on the store, by another process' pool.
-        let keys = ServiceKeyService(storage: try PostgresStorage(url: database, maximumConnections: 2, logger: PostgresTestServer.quietLogger))
+        let store = try PostgresStorage(url: database, maximumConnections: 2, logger: PostgresTestServer.quietLogger)
+        defer { store.shutdown() }
+        try await store.migrate()
+        let keys = ServiceKeyService(storage: store)
         let (key, secret) = try await keys.create(name: "directory", scopes: ["profile:read"])
-        func statuses() async throws -> [Int] {
+        func statuses(_ deployment: TestDeployment, uid: String) async throws -> [Int] {
             var statuses: [Int] = []
             for instance in deployment.gatewayURLs {
                 let request = OutboundRequest(url: "\(instance)/v1/users/\(uid)", headers: ["Authorization": "Bearer \(secret)"])
@@ -136,37 +135,42 @@ struct MultiInstanceTests {
             }
             return statuses
         }
-        #expect(try await statuses() == [200, 200, 200])
-        await deployment.stop()
-
-        deployment = try await TestDeployment(database: database, instances: 3, vaultKeys: { _ in [vaultKey] })
-        #expect(try await statuses() == [200, 200, 200])
-        #expect(try await keys.revoke(id: key.id))
-        #expect(try await statuses() == [401, 401, 401])
-        await deployment.stop()
+        let uid = try await withDeployment(database: database, instances: 3, vaultKeys: { _ in [vaultKey] }) { deployment in
+            var browser = Browser(deployment)
+            let resultID = try await browser.signIn(login: "octocat")
+            let uid = try #require((try jsonObject(try await browser.result(resultID))["user"] as? [String: Any])?["uid"] as? String)
+            #expect(try await statuses(deployment, uid: uid) == [200, 200, 200])
+            return uid
+        }
+        // The whole deployment again, on new ports, with the same store and key.
+        try await withDeployment(database: database, instances: 3, vaultKeys: { _ in [vaultKey] }) { deployment async throws in
+            #expect(try await statuses(deployment, uid: uid) == [200, 200, 200])
+            #expect(try await keys.revoke(id: key.id))
+            #expect(try await statuses(deployment, uid: uid) == [401, 401, 401])
+        }
     }
 }
 
 extension MultiInstanceTests {
     @Test("an expired Microsoft token, 21 concurrent profile calls spread over three instances: exactly one refresh reaches the provider")
     func oneRefreshAcrossInstances() async throws {
-        let deployment = try await TestDeployment(database: try await PostgresTestServer.freshDatabase(), instances: 3)
-        var browser = Browser(deployment)
-        #expect(try await MicrosoftSignInTests.signIn(&browser, MicrosoftSignInTests.adele).status == 200)
-        _ = try await deployment.control("expire-tokens", "{}")
-        let cookies = browser.jar.header
-        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-            for index in 0..<21 {
-                let url = "\(deployment.gatewayURLs[index % 3])/v1/me/providers/microsoft.com/profile"
-                group.addTask { try await deployment.client.execute(OutboundRequest(url: url, headers: cookies)).status }
+        try await withDeployment(database: try await PostgresTestServer.freshDatabase(), instances: 3) { deployment in
+            var browser = Browser(deployment)
+            #expect(try await MicrosoftSignInTests.signIn(&browser, MicrosoftSignInTests.adele).status == 200)
+            _ = try await deployment.control("expire-tokens", "{}")
+            let cookies = browser.jar.header
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<21 {
+                    let url = "\(deployment.gatewayURLs[index % 3])/v1/me/providers/microsoft.com/profile"
+                    group.addTask { try await deployment.client.execute(OutboundRequest(url: url, headers: cookies)).status }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
             }
-            return try await group.reduce(into: []) { $0.append($1) }
+            #expect(statuses == Array(repeating: 200, count: 21))
+            // The sign-in's code exchange and one refresh; the emulator revokes a used refresh
+            // token, so a second refresh with the old one would also have failed a request.
+            #expect(try await deployment.emulatorStats()["POST /microsoft/common/oauth2/v2.0/token"] == 2)
         }
-        #expect(statuses == Array(repeating: 200, count: 21))
-        // The sign-in's code exchange and one refresh; the emulator revokes a used refresh
-        // token, so a second refresh with the old one would also have failed a request.
-        #expect(try await deployment.emulatorStats()["POST /microsoft/common/oauth2/v2.0/token"] == 2)
-        await deployment.stop()
     }
 }
 
@@ -180,69 +184,71 @@ extension MultiInstanceTests {
         let database = try await PostgresTestServer.freshDatabase()
         // Instance 0 still has only the old key (it signs the users in); 1 and 2 have been
         // reconfigured: the new key seals, the old one is a previous key.
-        let deployment = try await TestDeployment(
-            database: database, instances: 3, vaultKeys: { $0 == 0 ? [old] : [new, old] }, vaultReloadInterval: 0.5)
-        var users: [(browser: Browser, provider: String)] = []
-        for (login, provider) in [("octocat", "github.com"), ("private-pat", "github.com"), ("olive@oidc.example", "oidc.emulator")] {
-            var browser = Browser(deployment)
-            _ = try await browser.signIn(login: login, provider: provider)
-            users.append((browser, provider))
-        }
-        var adele = Browser(deployment)
-        #expect(try await MicrosoftSignInTests.signIn(&adele, MicrosoftSignInTests.adele).status == 200)
-        users.append((adele, "microsoft.com"))
-        let storage = try PostgresStorage(url: database, maximumConnections: 4, logger: PostgresTestServer.quietLogger)
-        let before = try await storage.links(after: nil, limit: 100)
-        #expect(before.count == 4)
-        // A fresh store: the first instance made a data key (wrapped by the old configured key).
-        let firstDataKey = try #require(try await storage.dataKeys().first)
-        #expect(firstDataKey.wrappedKey.hasPrefix("v1.\(TokenVault.keyID(for: old))."))
-        #expect(before.allSatisfy { $0.sealedTokens.hasPrefix("v2.\(firstDataKey.id).") })
-
-        // Microsoft's access token dies, so the load also refreshes (and re-seals) tokens.
-        _ = try await deployment.control("microsoft/expire-tokens", "{}")
-        let signedIn = users
-        let load = Task {
-            try await withThrowingTaskGroup(of: Int.self) { group in
-                for round in 0..<12 {
-                    for (index, user) in signedIn.enumerated() {
-                        let url = "\(deployment.gatewayURLs[1 + (round + index) % 2])/v1/me/providers/\(user.provider)/profile"
-                        let cookies = user.browser.jar.header
-                        group.addTask { try await deployment.client.execute(OutboundRequest(url: url, headers: cookies)).status }
-                    }
-                }
-                return try await group.reduce(into: [Int]()) { $0.append($1) }
+        try await withDeployment(
+            database: database, instances: 3, vaultKeys: { $0 == 0 ? [old] : [new, old] }, vaultReloadInterval: 0.5
+        ) { deployment in
+            var users: [(browser: Browser, provider: String)] = []
+            for (login, provider) in [("octocat", "github.com"), ("private-pat", "github.com"), ("olive@oidc.example", "oidc.emulator")] {
+                var browser = Browser(deployment)
+                _ = try await browser.signIn(login: login, provider: provider)
+                users.append((browser, provider))
             }
-        }
-        let report = try await EncryptionRotation(storage: storage, vault: try TokenVault(keys: [new, old], reloadInterval: 0.5)).run(batchSize: 1)
-        let statuses = try await load.value
-        #expect(report.rewrappedDataKeys == 1 && report.unreadableDataKeys == 0)
-        #expect(report.scanned == 4)
-        #expect(report.unreadable == 0)
-        #expect(report.resealed + report.changedMeanwhile + report.alreadyCurrent == 4)
-        #expect(report.resealedSigningKeys == 1)
-        #expect(report.retiredDataKeys == [firstDataKey.id], "\(report)")
-        #expect(report.remaining.isEmpty, "\(report)")
-        #expect(statuses.count == 48)
-        #expect(statuses.allSatisfy { $0 == 200 })
-        // Microsoft's refresh happened during the run and sealed with the new key.
-        #expect(try await deployment.emulatorStats()["POST /microsoft/common/oauth2/v2.0/token"] == 2)
+            var adele = Browser(deployment)
+            #expect(try await MicrosoftSignInTests.signIn(&adele, MicrosoftSignInTests.adele).status == 200)
+            users.append((adele, "microsoft.com"))
+            let storage = try PostgresStorage(url: database, maximumConnections: 4, logger: PostgresTestServer.quietLogger)
+            let before = try await storage.links(after: nil, limit: 100)
+            #expect(before.count == 4)
+            // A fresh store: the first instance made a data key (wrapped by the old configured key).
+            let firstDataKey = try #require(try await storage.dataKeys().first)
+            #expect(firstDataKey.wrappedKey.hasPrefix("v1.\(TokenVault.keyID(for: old))."))
+            #expect(before.allSatisfy { $0.sealedTokens.hasPrefix("v2.\(firstDataKey.id).") })
 
-        // The old configured key is gone from the configuration: everything still opens.
-        let newOnly = try TokenVault(keys: [new])
-        let again = try await EncryptionRotation(storage: storage, vault: newOnly).run(newDataKey: false)
-        #expect(again.scanned == 4 && again.alreadyCurrent == 4 && again.resealed == 0 && again.unreadable == 0)
-        #expect(again.unreadableDataKeys == 0 && again.remaining.isEmpty)
-        for link in try await storage.links(after: nil, limit: 100) {
-            #expect(newOnly.isCurrent(link.sealedTokens))
-            #expect(throws: Never.self) { try newOnly.open(link.sealedTokens, context: "provider-tokens|\(link.providerId)|\(link.federatedId)") }
+            // Microsoft's access token dies, so the load also refreshes (and re-seals) tokens.
+            _ = try await deployment.control("microsoft/expire-tokens", "{}")
+            let signedIn = users
+            let load = Task {
+                try await withThrowingTaskGroup(of: Int.self) { group in
+                    for round in 0..<12 {
+                        for (index, user) in signedIn.enumerated() {
+                            let url = "\(deployment.gatewayURLs[1 + (round + index) % 2])/v1/me/providers/\(user.provider)/profile"
+                            let cookies = user.browser.jar.header
+                            group.addTask { try await deployment.client.execute(OutboundRequest(url: url, headers: cookies)).status }
+                        }
+                    }
+                    return try await group.reduce(into: [Int]()) { $0.append($1) }
+                }
+            }
+            let report = try await EncryptionRotation(storage: storage, vault: try TokenVault(keys: [new, old], reloadInterval: 0.5)).run(
+                batchSize: 1)
+            let statuses = try await load.value
+            #expect(report.rewrappedDataKeys == 1 && report.unreadableDataKeys == 0)
+            #expect(report.scanned == 4)
+            #expect(report.unreadable == 0)
+            #expect(report.resealed + report.changedMeanwhile + report.alreadyCurrent == 4)
+            #expect(report.resealedSigningKeys == 1)
+            #expect(report.retiredDataKeys == [firstDataKey.id], "\(report)")
+            #expect(report.remaining.isEmpty, "\(report)")
+            #expect(statuses.count == 48)
+            #expect(statuses.allSatisfy { $0 == 200 })
+            // Microsoft's refresh happened during the run and sealed with the new key.
+            #expect(try await deployment.emulatorStats()["POST /microsoft/common/oauth2/v2.0/token"] == 2)
+
+            // The old configured key is gone from the configuration: everything still opens.
+            let newOnly = try TokenVault(keys: [new])
+            let again = try await EncryptionRotation(storage: storage, vault: newOnly).run(newDataKey: false)
+            #expect(again.scanned == 4 && again.alreadyCurrent == 4 && again.resealed == 0 && again.unreadable == 0)
+            #expect(again.unreadableDataKeys == 0 && again.remaining.isEmpty)
+            for link in try await storage.links(after: nil, limit: 100) {
+                #expect(newOnly.isCurrent(link.sealedTokens))
+                #expect(throws: Never.self) { try newOnly.open(link.sealedTokens, context: "provider-tokens|\(link.providerId)|\(link.federatedId)") }
+            }
+            // Instances with both configured keys serve on after the rotation.
+            let after = try await deployment.client.execute(
+                OutboundRequest(url: "\(deployment.gatewayURLs[2])/v1/me/providers/github.com/profile", headers: signedIn[0].browser.jar.header))
+            #expect(after.status == 200)
+            storage.shutdown()
         }
-        // Instances with both configured keys serve on after the rotation.
-        let after = try await deployment.client.execute(
-            OutboundRequest(url: "\(deployment.gatewayURLs[2])/v1/me/providers/github.com/profile", headers: signedIn[0].browser.jar.header))
-        #expect(after.status == 200)
-        storage.shutdown()
-        await deployment.stop()
     }
 }
 
@@ -254,44 +260,44 @@ extension MultiInstanceTests {
         let cluster = try PostgresCluster()
         defer { cluster.destroy() }
         try cluster.start()
-        let deployment = try await TestDeployment(database: cluster.url, databaseTimeout: .seconds(1))
-        var browser = Browser(deployment)
-        _ = try await browser.signIn(login: "octocat")
-        let cookies = browser.jar.header
-        let me = "\(deployment.gatewayURL)/v1/me"
+        try await withDeployment(database: cluster.url, databaseTimeout: .seconds(1)) { deployment in
+            var browser = Browser(deployment)
+            _ = try await browser.signIn(login: "octocat")
+            let cookies = browser.jar.header
+            let me = "\(deployment.gatewayURL)/v1/me"
 
-        /// The statuses and codes of `/v1/me` polled every 20 ms, until `until` says stop.
-        actor Observed {
-            var answers: [(status: Int, code: String?)] = []
-            func add(_ status: Int, _ code: String?) { answers.append((status, code)) }
-            var okAfterFailure: Int {
-                guard let firstFailure = answers.firstIndex(where: { $0.status != 200 }) else { return 0 }
-                return answers[firstFailure...].filter { $0.status == 200 }.count
+            /// The statuses and codes of `/v1/me` polled every 20 ms, until `until` says stop.
+            actor Observed {
+                var answers: [(status: Int, code: String?)] = []
+                func add(_ status: Int, _ code: String?) { answers.append((status, code)) }
+                var okAfterFailure: Int {
+                    guard let firstFailure = answers.firstIndex(where: { $0.status != 200 }) else { return 0 }
+                    return answers[firstFailure...].filter { $0.status == 200 }.count
+                }
             }
-        }
-        let observed = Observed()
-        let poller = Task {
-            for _ in 0..<1500 {
-                if Task.isCancelled { return }
-                let response = try await deployment.client.execute(OutboundRequest(url: me, headers: cookies))
-                await observed.add(response.status, response.status == 200 ? nil : try jsonObject(response)["code"] as? String)
-                try await Task.sleep(for: .milliseconds(20))
+            let observed = Observed()
+            let poller = Task {
+                for _ in 0..<1500 {
+                    if Task.isCancelled { return }
+                    let response = try await deployment.client.execute(OutboundRequest(url: me, headers: cookies))
+                    await observed.add(response.status, response.status == 200 ? nil : try jsonObject(response)["code"] as? String)
+                    try await Task.sleep(for: .milliseconds(20))
+                }
             }
-        }
-        for _ in 0..<200 where await observed.answers.count < 10 { try await Task.sleep(for: .milliseconds(20)) }
-        try cluster.stop()
-        for _ in 0..<1000 where await observed.answers.filter({ $0.status != 200 }).count < 3 { try await Task.sleep(for: .milliseconds(20)) }
-        try cluster.start()
-        for _ in 0..<500 where await observed.okAfterFailure < 10 { try await Task.sleep(for: .milliseconds(20)) }
-        poller.cancel()
-        _ = try? await poller.value
+            for _ in 0..<200 where await observed.answers.count < 10 { try await Task.sleep(for: .milliseconds(20)) }
+            try cluster.stop()
+            for _ in 0..<1000 where await observed.answers.filter({ $0.status != 200 }).count < 3 { try await Task.sleep(for: .milliseconds(20)) }
+            try cluster.start()
+            for _ in 0..<500 where await observed.okAfterFailure < 10 { try await Task.sleep(for: .milliseconds(20)) }
+            poller.cancel()
+            _ = try? await poller.value
 
-        let answers = await observed.answers
-        let failures = answers.filter { $0.status != 200 }
-        #expect(failures.count >= 3)
-        #expect(failures.allSatisfy { $0.status == 503 && $0.code == "storage-unavailable" })
-        #expect(await observed.okAfterFailure >= 10)
-        #expect(try await deployment.client.execute(OutboundRequest(url: me, headers: cookies)).status == 200)
-        await deployment.stop()
+            let answers = await observed.answers
+            let failures = answers.filter { $0.status != 200 }
+            #expect(failures.count >= 3)
+            #expect(failures.allSatisfy { $0.status == 503 && $0.code == "storage-unavailable" })
+            #expect(await observed.okAfterFailure >= 10)
+            #expect(try await deployment.client.execute(OutboundRequest(url: me, headers: cookies)).status == 200)
+        }
     }
 }

@@ -21,89 +21,91 @@ struct OIDCSignInTests {
 
     @Test("generic OIDC: full flow with RFC 9207 iss, unified profile, live userinfo profile, photo through the gateway")
     func genericFullFlow() async throws {
-        let deployment = try await TestDeployment()
-        var browser = Browser(deployment)
-        let callback = try await browser.authorize(login: Self.olive, provider: "oidc.emulator")
-        #expect(callback.contains("iss="))
-        let completed = try await browser.send(callback)
-        let id = String(try #require(completed.headers["location"]).split(separator: "=").last ?? "")
-        let result = try await browser.result(id)
-        #expect(result.status == 200)
-        let json = try jsonObject(result)
-        #expect(json["providerId"] as? String == "oidc.emulator")
-        let user = try #require(json["user"] as? [String: Any])
-        #expect(user["email"] as? String == Self.olive)
-        #expect(user["emailVerified"] as? Bool == true)
-        #expect(user["givenName"] as? String == "Olive")
-        #expect(user["locale"] as? String == "en-GB")
-        #expect((user["photoURL"] as? String)?.hasPrefix(deployment.gatewayURL) == true)
-        let providers = try #require(user["providers"] as? [[String: Any]])
-        #expect(providers.first?["federatedId"] as? String == "248289761001")
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            let callback = try await browser.authorize(login: Self.olive, provider: "oidc.emulator")
+            #expect(callback.contains("iss="))
+            let completed = try await browser.send(callback)
+            let id = String(try #require(completed.headers["location"]).split(separator: "=").last ?? "")
+            let result = try await browser.result(id)
+            #expect(result.status == 200)
+            let json = try jsonObject(result)
+            #expect(json["providerId"] as? String == "oidc.emulator")
+            let user = try #require(json["user"] as? [String: Any])
+            #expect(user["email"] as? String == Self.olive)
+            #expect(user["emailVerified"] as? Bool == true)
+            #expect(user["givenName"] as? String == "Olive")
+            #expect(user["locale"] as? String == "en-GB")
+            #expect((user["photoURL"] as? String)?.hasPrefix(deployment.gatewayURL) == true)
+            let providers = try #require(user["providers"] as? [[String: Any]])
+            #expect(providers.first?["federatedId"] as? String == "248289761001")
 
-        let live = try await browser.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile")
-        #expect(live.status == 200)
-        #expect(try jsonObject(live)["federatedId"] as? String == "248289761001")
-        let photo = try await browser.send("\(deployment.gatewayURL)/v1/me/photo")
-        #expect(photo.status == 200)
-        #expect(photo.headers["content-type"] == "image/png")
-        #expect(Array(photo.body.prefix(4)) == [0x89, 0x50, 0x4E, 0x47])
+            let live = try await browser.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile")
+            #expect(live.status == 200)
+            #expect(try jsonObject(live)["federatedId"] as? String == "248289761001")
+            let photo = try await browser.send("\(deployment.gatewayURL)/v1/me/photo")
+            #expect(photo.status == 200)
+            #expect(photo.headers["content-type"] == "image/png")
+            #expect(Array(photo.body.prefix(4)) == [0x89, 0x50, 0x4E, 0x47])
 
-        // Discovery and JWKS are cached: a second sign-in fetches neither again.
-        var second = Browser(deployment)
-        #expect(try await Self.signIn(&second, login: Self.olive, provider: "oidc.emulator").status == 200)
-        let stats = try await deployment.emulatorStats()
-        #expect(stats["GET /oidc/.well-known/openid-configuration"] == 1)
-        #expect(stats["GET /oidc/jwks"] == 1)
-        #expect(stats["POST /oidc/token"] == 2)
-        #expect(stats["GET /oidc/userinfo"] == 3)
-        try await Self.expectNoSecretsLogged(deployment)
-        await deployment.stop()
+            // Discovery and JWKS are cached: a second sign-in fetches neither again.
+            var second = Browser(deployment)
+            #expect(try await Self.signIn(&second, login: Self.olive, provider: "oidc.emulator").status == 200)
+            let stats = try await deployment.emulatorStats()
+            #expect(stats["GET /oidc/.well-known/openid-configuration"] == 1)
+            #expect(stats["GET /oidc/jwks"] == 1)
+            #expect(stats["POST /oidc/token"] == 2)
+            #expect(stats["GET /oidc/userinfo"] == 3)
+            try await Self.expectNoSecretsLogged(deployment)
+        }
     }
 
     @Test("Yahoo: ES256 ID token, GUID subject, userinfo profile; an unverified email is never marked verified")
     func yahooFlow() async throws {
-        let deployment = try await TestDeployment()
-        let jwks = try await deployment.client.execute(OutboundRequest(url: "\(deployment.emulatorURL)/yahoo/openid/v1/certs"))
-        #expect(jwks.bodyText.contains(#""kty":"EC""#))
-        var browser = Browser(deployment)
-        let verified = try await Self.signIn(&browser, login: Self.yuki, provider: "yahoo.com")
-        #expect(verified.status == 200)
-        let user = try #require(verified.json["user"] as? [String: Any])
-        #expect((user["providers"] as? [[String: Any]])?.first?["federatedId"] as? String == "UQIDWJNWVNQD4GXZ5NGMZUSTQ4")
-        #expect(user["emailVerified"] as? Bool == true)
-        #expect(
-            (verified.json["additionalUserInfo"] as? [String: Any]).flatMap { $0["profile"] as? [String: Any] }?["sub"] as? String
-                == "UQIDWJNWVNQD4GXZ5NGMZUSTQ4")
+        try await withDeployment { deployment in
+            let jwks = try await deployment.client.execute(OutboundRequest(url: "\(deployment.emulatorURL)/yahoo/openid/v1/certs"))
+            #expect(jwks.bodyText.contains(#""kty":"EC""#))
+            var browser = Browser(deployment)
+            let verified = try await Self.signIn(&browser, login: Self.yuki, provider: "yahoo.com")
+            #expect(verified.status == 200)
+            let user = try #require(verified.json["user"] as? [String: Any])
+            #expect((user["providers"] as? [[String: Any]])?.first?["federatedId"] as? String == "UQIDWJNWVNQD4GXZ5NGMZUSTQ4")
+            #expect(user["emailVerified"] as? Bool == true)
+            #expect(
+                (verified.json["additionalUserInfo"] as? [String: Any]).flatMap { $0["profile"] as? [String: Any] }?["sub"] as? String
+                    == "UQIDWJNWVNQD4GXZ5NGMZUSTQ4")
 
-        var other = Browser(deployment)
-        let unverified = try await Self.signIn(&other, login: "yan@yahoo.example", provider: "yahoo.com")
-        let yan = try #require(unverified.json["user"] as? [String: Any])
-        #expect(yan["email"] as? String == "yan@yahoo.example")
-        #expect(yan["emailVerified"] as? Bool == false)
-        #expect(try await deployment.emulatorStats()["POST /yahoo/oauth2/get_token"] == 2)
-        try await Self.expectNoSecretsLogged(deployment)
-        await deployment.stop()
+            var other = Browser(deployment)
+            let unverified = try await Self.signIn(&other, login: "yan@yahoo.example", provider: "yahoo.com")
+            let yan = try #require(unverified.json["user"] as? [String: Any])
+            #expect(yan["email"] as? String == "yan@yahoo.example")
+            #expect(yan["emailVerified"] as? Bool == false)
+            #expect(try await deployment.emulatorStats()["POST /yahoo/oauth2/get_token"] == 2)
+            try await Self.expectNoSecretsLogged(deployment)
+        }
     }
 
     @Test("Yahoo custom parameters: prompt and language forwarded, scope= added to the defaults, reserved names refused")
     func yahooCustomParameters() async throws {
-        let deployment = try await TestDeployment()
-        var browser = Browser(deployment)
-        let returnTo = FormEncoding.escape(TestDeployment.returnTo)
-        let start = try await browser.start("return_to=\(returnTo)&prompt=login&language=fr&scope=sdct-w", provider: "yahoo.com")
-        #expect(start.status == 302)
-        let query = Dictionary(
-            uniqueKeysWithValues: FormEncoding.decode(String(try #require(start.headers["location"]).split(separator: "?")[1])).map { ($0.0, $0.1) })
-        #expect(query["prompt"] == "login")
-        #expect(query["language"] == "fr")
-        #expect(query["scope"] == "openid profile email sdct-w")
-        #expect(query["nonce"]?.count == 43 && query["code_challenge_method"] == "S256")
-        for reserved in ["client_id", "redirect_uri", "response_type", "state", "nonce"] {
-            let refused = try await browser.start("return_to=\(returnTo)&\(reserved)=x", provider: "yahoo.com")
-            #expect(refused.status == 400)
-            #expect(try jsonObject(refused)["code"] as? String == "invalid-custom-parameter")
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            let returnTo = FormEncoding.escape(TestDeployment.returnTo)
+            let start = try await browser.start("return_to=\(returnTo)&prompt=login&language=fr&scope=sdct-w", provider: "yahoo.com")
+            #expect(start.status == 302)
+            let query = Dictionary(
+                uniqueKeysWithValues: FormEncoding.decode(String(try #require(start.headers["location"]).split(separator: "?")[1])).map {
+                    ($0.0, $0.1)
+                })
+            #expect(query["prompt"] == "login")
+            #expect(query["language"] == "fr")
+            #expect(query["scope"] == "openid profile email sdct-w")
+            #expect(query["nonce"]?.count == 43 && query["code_challenge_method"] == "S256")
+            for reserved in ["client_id", "redirect_uri", "response_type", "state", "nonce"] {
+                let refused = try await browser.start("return_to=\(returnTo)&\(reserved)=x", provider: "yahoo.com")
+                #expect(refused.status == 400)
+                #expect(try jsonObject(refused)["code"] as? String == "invalid-custom-parameter")
+            }
         }
-        await deployment.stop()
     }
 
     /// Each tamper mode and the error code the gateway must answer with.
@@ -119,79 +121,79 @@ struct OIDCSignInTests {
     @Test("a bad ID token, callback iss or userinfo subject → error result, no session, no account", arguments: rejections.map(\.mode))
     func rejection(mode: String) async throws {
         let expected = try #require(Self.rejections.first { $0.mode == mode }?.code)
-        let deployment = try await TestDeployment()
-        let armed = try await deployment.control("oidc/tamper", #"{"issuer": "oidc", "mode": "\#(mode)"}"#)
-        #expect(armed.status == 201)
-        var browser = Browser(deployment)
-        let (status, json) = try await Self.signIn(&browser, login: Self.olive, provider: "oidc.emulator")
-        #expect(status >= 400)
-        #expect(json["code"] as? String == expected, "mode \(mode): \(json)")
-        #expect(browser.jar.cookies.keys.allSatisfy { !$0.contains("session") })
-        #expect(try await deployment.accountCount() == 0)
-        #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 401)
-        // Nothing is sent to the userinfo endpoint before the ID token passed.
-        if expected != "invalid-idp-response" {
-            #expect(try await deployment.emulatorStats()["GET /oidc/userinfo"] == nil)
+        try await withDeployment { deployment in
+            let armed = try await deployment.control("oidc/tamper", #"{"issuer": "oidc", "mode": "\#(mode)"}"#)
+            #expect(armed.status == 201)
+            var browser = Browser(deployment)
+            let (status, json) = try await Self.signIn(&browser, login: Self.olive, provider: "oidc.emulator")
+            #expect(status >= 400)
+            #expect(json["code"] as? String == expected, "mode \(mode): \(json)")
+            #expect(browser.jar.cookies.keys.allSatisfy { !$0.contains("session") })
+            #expect(try await deployment.accountCount() == 0)
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 401)
+            // Nothing is sent to the userinfo endpoint before the ID token passed.
+            if expected != "invalid-idp-response" {
+                #expect(try await deployment.emulatorStats()["GET /oidc/userinfo"] == nil)
+            }
         }
-        await deployment.stop()
     }
 
     @Test("discovery naming another issuer disables that provider with a clear reason; the others still work")
     func discoveryIssuerMismatch() async throws {
         let oidc = EmulatorConfigurationClients.oidc
-        let deployment = try await TestDeployment(extraProviders: { base in
+        try await withDeployment(extraProviders: { base in
             // The emulator's document says `…/oidc`; this configuration expects `…/oidc/`.
             [OIDCProviderConfiguration(providerId: "oidc.mismatch", issuer: "\(base)/oidc/", clientID: oidc.id, clientSecret: oidc.secret)]
-        })
-        var browser = Browser(deployment)
-        let start = try await browser.start("return_to=\(FormEncoding.escape(TestDeployment.returnTo))", provider: "oidc.mismatch")
-        #expect(start.status == 503)
-        #expect(try jsonObject(start)["code"] as? String == "provider-misconfigured")
-        #expect(browser.jar.cookies.isEmpty)
-        let ready = try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/readyz"))
-        #expect(ready.status == 200)
-        let readiness = try jsonObject(ready)
-        let disabled = try #require(readiness["disabledProviders"] as? [String: String])
-        #expect(disabled["oidc.mismatch"]?.contains("issuer") == true)
-        #expect((readiness["providers"] as? [String])?.contains("oidc.mismatch") == false)
-        #expect(deployment.logs.lines.contains { $0.contains("OIDC provider disabled") && $0.contains("oidc.mismatch") })
-        #expect(try await Self.signIn(&browser, login: Self.olive, provider: "oidc.emulator").status == 200)
-        await deployment.stop()
+        }) { deployment in
+            var browser = Browser(deployment)
+            let start = try await browser.start("return_to=\(FormEncoding.escape(TestDeployment.returnTo))", provider: "oidc.mismatch")
+            #expect(start.status == 503)
+            #expect(try jsonObject(start)["code"] as? String == "provider-misconfigured")
+            #expect(browser.jar.cookies.isEmpty)
+            let ready = try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/readyz"))
+            #expect(ready.status == 200)
+            let readiness = try jsonObject(ready)
+            let disabled = try #require(readiness["disabledProviders"] as? [String: String])
+            #expect(disabled["oidc.mismatch"]?.contains("issuer") == true)
+            #expect((readiness["providers"] as? [String])?.contains("oidc.mismatch") == false)
+            #expect(deployment.logs.lines.contains { $0.contains("OIDC provider disabled") && $0.contains("oidc.mismatch") })
+            #expect(try await Self.signIn(&browser, login: Self.olive, provider: "oidc.emulator").status == 200)
+        }
     }
 
     @Test("key rotation at the provider: the next sign-in succeeds after exactly one JWKS refetch")
     func keyRotation() async throws {
-        let deployment = try await TestDeployment(openID: { $0.jwksRefetchCooldown = 0 })
-        var first = Browser(deployment)
-        #expect(try await Self.signIn(&first, login: Self.olive, provider: "oidc.emulator").status == 200)
-        #expect(try await deployment.control("rotate-keys", "{}").status == 200)
-        var second = Browser(deployment)
-        #expect(try await Self.signIn(&second, login: Self.olive, provider: "oidc.emulator").status == 200)
-        #expect(try await deployment.emulatorStats()["GET /oidc/jwks"] == 2)
-        await deployment.stop()
+        try await withDeployment(openID: { $0.jwksRefetchCooldown = 0 }) { deployment async throws in
+            var first = Browser(deployment)
+            #expect(try await Self.signIn(&first, login: Self.olive, provider: "oidc.emulator").status == 200)
+            #expect(try await deployment.control("rotate-keys", "{}").status == 200)
+            var second = Browser(deployment)
+            #expect(try await Self.signIn(&second, login: Self.olive, provider: "oidc.emulator").status == 200)
+            #expect(try await deployment.emulatorStats()["GET /oidc/jwks"] == 2)
+        }
     }
 
     @Test("JWKS endpoint down: a warm cache keeps signing in; a cold cache fails closed")
     func jwksOutage() async throws {
         // Warm: keys cached, then the cache ages out while the JWKS endpoint answers 503.
-        let warm = try await TestDeployment(openID: { $0.metadataLifetime = 0.3 })
-        var browser = Browser(warm)
-        #expect(try await Self.signIn(&browser, login: Self.olive, provider: "oidc.emulator").status == 200)
-        try await warm.control("faults", #"{"endpoint": "GET /oidc/jwks", "status": 503}"#)
-        try await Task.sleep(for: .milliseconds(400))
-        var again = Browser(warm)
-        #expect(try await Self.signIn(&again, login: Self.olive, provider: "oidc.emulator").status == 200)
-        #expect(try await warm.emulatorStats()["GET /oidc/jwks"] ?? 0 >= 2)
-        await warm.stop()
+        try await withDeployment(openID: { $0.metadataLifetime = 0.3 }) { warm in
+            var browser = Browser(warm)
+            #expect(try await Self.signIn(&browser, login: Self.olive, provider: "oidc.emulator").status == 200)
+            try await warm.control("faults", #"{"endpoint": "GET /oidc/jwks", "status": 503}"#)
+            try await Task.sleep(for: .milliseconds(400))
+            var again = Browser(warm)
+            #expect(try await Self.signIn(&again, login: Self.olive, provider: "oidc.emulator").status == 200)
+            #expect(try await warm.emulatorStats()["GET /oidc/jwks"] ?? 0 >= 2)
+        }
 
-        let cold = try await TestDeployment()
-        try await cold.control("faults", #"{"endpoint": "GET /oidc/jwks", "status": 503}"#)
-        var coldBrowser = Browser(cold)
-        let (status, json) = try await Self.signIn(&coldBrowser, login: Self.olive, provider: "oidc.emulator")
-        #expect(status == 502)
-        #expect(json["code"] as? String == "upstream-unavailable")
-        #expect(try await cold.accountCount() == 0)
-        await cold.stop()
+        try await withDeployment { cold in
+            try await cold.control("faults", #"{"endpoint": "GET /oidc/jwks", "status": 503}"#)
+            var coldBrowser = Browser(cold)
+            let (status, json) = try await Self.signIn(&coldBrowser, login: Self.olive, provider: "oidc.emulator")
+            #expect(status == 502)
+            #expect(json["code"] as? String == "upstream-unavailable")
+            #expect(try await cold.accountCount() == 0)
+        }
     }
 
     /// Mints an ID token at the emulator's control path.
@@ -208,49 +210,50 @@ struct OIDCSignInTests {
 
     @Test("ID-token sign-in: good token with rawNonce, foreign aud, wrong rawNonce, access token only, forged kid")
     func idTokenSignIn() async throws {
-        let deployment = try await TestDeployment()
-        let rawNonce = "a-raw-nonce-from-the-app"
-        let good = try await Self.mint(deployment, issuer: "oidc", hint: Self.olive, extra: #", "nonce": "\#(SecureRandom.digest(rawNonce))""#)
-        var browser = Browser(deployment)
-        let signedIn = try await Self.idTokenSignIn(&browser, #"{"providerId": "oidc.emulator", "idToken": "\#(good)", "rawNonce": "\#(rawNonce)"}"#)
-        #expect(signedIn.status == 200)
-        #expect((try jsonObject(signedIn)["user"] as? [String: Any])?["email"] as? String == Self.olive)
-        #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 200)
+        try await withDeployment { deployment in
+            let rawNonce = "a-raw-nonce-from-the-app"
+            let good = try await Self.mint(deployment, issuer: "oidc", hint: Self.olive, extra: #", "nonce": "\#(SecureRandom.digest(rawNonce))""#)
+            var browser = Browser(deployment)
+            let signedIn = try await Self.idTokenSignIn(
+                &browser, #"{"providerId": "oidc.emulator", "idToken": "\#(good)", "rawNonce": "\#(rawNonce)"}"#)
+            #expect(signedIn.status == 200)
+            #expect((try jsonObject(signedIn)["user"] as? [String: Any])?["email"] as? String == Self.olive)
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 200)
 
-        var other = Browser(deployment)
-        let wrongNonce = try await Self.idTokenSignIn(&other, #"{"providerId": "oidc.emulator", "idToken": "\#(good)", "rawNonce": "other"}"#)
-        #expect(wrongNonce.status == 400)
-        #expect(try jsonObject(wrongNonce)["code"] as? String == "missing-or-invalid-nonce")
+            var other = Browser(deployment)
+            let wrongNonce = try await Self.idTokenSignIn(&other, #"{"providerId": "oidc.emulator", "idToken": "\#(good)", "rawNonce": "other"}"#)
+            #expect(wrongNonce.status == 400)
+            #expect(try jsonObject(wrongNonce)["code"] as? String == "missing-or-invalid-nonce")
 
-        let foreign = try await Self.mint(deployment, issuer: "oidc", hint: Self.olive, extra: #", "audience": "another-client""#)
-        let refused = try await Self.idTokenSignIn(&other, #"{"providerId": "oidc.emulator", "idToken": "\#(foreign)"}"#)
-        #expect(refused.status == 400)
-        #expect(try jsonObject(refused)["code"] as? String == "invalid-idp-response")
+            let foreign = try await Self.mint(deployment, issuer: "oidc", hint: Self.olive, extra: #", "audience": "another-client""#)
+            let refused = try await Self.idTokenSignIn(&other, #"{"providerId": "oidc.emulator", "idToken": "\#(foreign)"}"#)
+            #expect(refused.status == 400)
+            #expect(try jsonObject(refused)["code"] as? String == "invalid-idp-response")
 
-        let accessOnly = try await Self.idTokenSignIn(&other, #"{"providerId": "yahoo.com", "accessToken": "some-access-token"}"#)
-        #expect(accessOnly.status == 400)
-        #expect(try jsonObject(accessOnly)["code"] as? String == "operation-not-allowed")
+            let accessOnly = try await Self.idTokenSignIn(&other, #"{"providerId": "yahoo.com", "accessToken": "some-access-token"}"#)
+            #expect(accessOnly.status == 400)
+            #expect(try jsonObject(accessOnly)["code"] as? String == "operation-not-allowed")
 
-        // Tokens signed with keys the issuer never published: at most one JWKS refetch, however many arrive.
-        let before = try await deployment.emulatorStats()["GET /oidc/jwks"] ?? 0
-        let attacker = JWTKeyCollection()
-        await attacker.add(ecdsa: ES256PrivateKey(), kid: "attacker")
-        let claims = try JSONDecoder().decode(
-            IDTokenClaims.self,
-            from: Data(
-                #"{"iss": "\#(deployment.emulatorURL)/oidc", "sub": "248289761001", "aud": "gatehouse-demo-oidc", "exp": \#(Int(Date().timeIntervalSince1970) + 600), "iat": \#(Int(Date().timeIntervalSince1970))}"#
-                    .utf8))
-        for _ in 0..<5 {
-            let forged = try await attacker.sign(claims, kid: "attacker")
-            let answer = try await Self.idTokenSignIn(&other, #"{"providerId": "oidc.emulator", "idToken": "\#(forged)"}"#)
-            #expect(answer.status == 400)
-            #expect(try jsonObject(answer)["code"] as? String == "invalid-idp-response")
+            // Tokens signed with keys the issuer never published: at most one JWKS refetch, however many arrive.
+            let before = try await deployment.emulatorStats()["GET /oidc/jwks"] ?? 0
+            let attacker = JWTKeyCollection()
+            await attacker.add(ecdsa: ES256PrivateKey(), kid: "attacker")
+            let claims = try JSONDecoder().decode(
+                IDTokenClaims.self,
+                from: Data(
+                    #"{"iss": "\#(deployment.emulatorURL)/oidc", "sub": "248289761001", "aud": "gatehouse-demo-oidc", "exp": \#(Int(Date().timeIntervalSince1970) + 600), "iat": \#(Int(Date().timeIntervalSince1970))}"#
+                        .utf8))
+            for _ in 0..<5 {
+                let forged = try await attacker.sign(claims, kid: "attacker")
+                let answer = try await Self.idTokenSignIn(&other, #"{"providerId": "oidc.emulator", "idToken": "\#(forged)"}"#)
+                #expect(answer.status == 400)
+                #expect(try jsonObject(answer)["code"] as? String == "invalid-idp-response")
+            }
+            let after = try await deployment.emulatorStats()["GET /oidc/jwks"] ?? 0
+            #expect(after - before <= 1)
+            #expect(other.jar.cookies.keys.allSatisfy { !$0.contains("session") })
+            #expect(try await deployment.accountCount() == 1)
         }
-        let after = try await deployment.emulatorStats()["GET /oidc/jwks"] ?? 0
-        #expect(after - before <= 1)
-        #expect(other.jar.cookies.keys.allSatisfy { !$0.contains("session") })
-        #expect(try await deployment.accountCount() == 1)
-        await deployment.stop()
     }
 
     /// No access, refresh or ID token and no client secret in the captured logs.

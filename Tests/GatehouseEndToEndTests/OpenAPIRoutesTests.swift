@@ -1,3 +1,4 @@
+import CurlClient
 import Foundation
 import GatehouseCore
 import GatehouseServer
@@ -18,11 +19,12 @@ struct OpenAPIRoutesTests {
                 documented.insert("\(method.uppercased()) \(path)")
             }
         }
-        let deployment = try await TestDeployment()
-        defer { Task { await deployment.stop() } }
+        // No server is needed: the route table is built from an assembled core.
+        let client = CurlHTTPClient()
+        defer { client.shutdown() }
         let gatehouse = try Gatehouse(
             configuration: GatewayConfiguration(publicURL: "https://gw.example", returnToAllowList: []),
-            storage: try GatehouseSQLiteStorageForSpec.make(), vault: try TokenVault(keys: [TokenVault.generateKey()]), http: deployment.client)
+            storage: try GatehouseSQLiteStorageForSpec.make(), vault: try TokenVault(keys: [TokenVault.generateKey()]), http: client)
         let registered = Set(
             GatehouseServer.routes(for: gatehouse, metrics: ServerMetrics(), demoPage: true).1.routes.map { "\($0.method) \($0.path)" })
         #expect(registered == documented)

@@ -11,17 +11,19 @@ import Testing
 struct PhotoStreamingTests {
     static let avatar = "GET /github-avatars/u/583231"
 
-    /// A deployment with octocat signed in and a `photo:read` service key.
-    static func signedIn(cacheLifetime: TimeInterval, gateway: @Sendable @escaping (inout GatewayConfiguration) -> Void = { _ in })
-        async throws -> (TestDeployment, uid: String, key: String)
-    {
-        let deployment = try await TestDeployment(profileCacheLifetime: cacheLifetime, gateway: gateway)
-        var browser = Browser(deployment)
-        let resultID = try await browser.signIn(login: "octocat")
-        let uid = try #require((try jsonObject(try await browser.result(resultID))["user"] as? [String: Any])?["uid"] as? String)
-        let key = try await ServiceKeyService(storage: try GatehouseSQLiteStorageForSpec.open(deployment.databasePath))
-            .create(name: "photos", scopes: ["photo:read"])
-        return (deployment, uid, key.secret)
+    /// Runs `body` with a deployment where octocat is signed in, his uid and a `photo:read` service key.
+    static func withSignedIn(
+        cacheLifetime: TimeInterval, gateway: @Sendable @escaping (inout GatewayConfiguration) -> Void = { _ in },
+        _ body: (TestDeployment, _ uid: String, _ key: String) async throws -> Void
+    ) async throws {
+        try await withDeployment(profileCacheLifetime: cacheLifetime, gateway: gateway) { deployment in
+            var browser = Browser(deployment)
+            let resultID = try await browser.signIn(login: "octocat")
+            let uid = try #require((try jsonObject(try await browser.result(resultID))["user"] as? [String: Any])?["uid"] as? String)
+            let key = try await ServiceKeyService(storage: try GatehouseSQLiteStorageForSpec.open(deployment.databasePath))
+                .create(name: "photos", scopes: ["photo:read"])
+            try await body(deployment, uid, key.secret)
+        }
     }
 
     static func request(_ deployment: TestDeployment, uid: String, key: String, headers: OutboundHeaders = [:]) -> OutboundRequest {
@@ -34,105 +36,105 @@ struct PhotoStreamingTests {
         "a miss streams: head and first bytes arrive while GitHub still holds the rest; a second caller joins that transfer; then cached with a strong ETag"
     )
     func missStreams() async throws {
-        let (deployment, uid, key) = try await Self.signedIn(cacheLifetime: 60)
-        // GitHub sends the head and half the image, then waits (up to 30 s, or until released).
-        _ = try await deployment.control("faults", #"{"endpoint": "\#(Self.avatar)", "pauseBodyMs": 30000, "times": 1}"#)
-        let started = ContinuousClock.now
-        let first = try await deployment.client.stream(Self.request(deployment, uid: uid, key: key))
-        var firstIterator = first.body.makeAsyncIterator()
-        var firstBytes = try #require(try await firstIterator.next())
-        // A gateway that buffered would answer only after the pause; half an image has no tag yet.
-        #expect(ContinuousClock.now - started < .seconds(20))
-        #expect(first.head.status == 200)
-        #expect(first.head.headers["content-type"] == "image/png")
-        #expect(first.head.headers["etag"] == nil)
-        #expect(first.head.headers["cache-control"] == "private, max-age=300")
-        #expect(!firstBytes.isEmpty)
+        try await Self.withSignedIn(cacheLifetime: 60) { deployment, uid, key in
+            // GitHub sends the head and half the image, then waits (up to 30 s, or until released).
+            _ = try await deployment.control("faults", #"{"endpoint": "\#(Self.avatar)", "pauseBodyMs": 30000, "times": 1}"#)
+            let started = ContinuousClock.now
+            let first = try await deployment.client.stream(Self.request(deployment, uid: uid, key: key))
+            var firstIterator = first.body.makeAsyncIterator()
+            var firstBytes = try #require(try await firstIterator.next())
+            // A gateway that buffered would answer only after the pause; half an image has no tag yet.
+            #expect(ContinuousClock.now - started < .seconds(20))
+            #expect(first.head.status == 200)
+            #expect(first.head.headers["content-type"] == "image/png")
+            #expect(first.head.headers["etag"] == nil)
+            #expect(first.head.headers["cache-control"] == "private, max-age=300")
+            #expect(!firstBytes.isEmpty)
 
-        // Joins the running transfer: gets the bytes so far at once, the rest with the first caller.
-        let second = try await deployment.client.stream(Self.request(deployment, uid: uid, key: key))
-        #expect(second.head.status == 200)
-        #expect(ContinuousClock.now - started < .seconds(20))
-        _ = try await deployment.control("faults/release", "{}")
-        while let chunk = try await firstIterator.next() { firstBytes += chunk }
-        let secondBytes = try await second.collect().body
-        #expect(firstBytes.starts(with: [0x89, 0x50, 0x4E, 0x47]))
-        #expect(secondBytes == firstBytes)
-        #expect(first.head.headers["content-length"] == String(firstBytes.count))
-        #expect(try await deployment.emulatorStats()[Self.avatar] == 1)
+            // Joins the running transfer: gets the bytes so far at once, the rest with the first caller.
+            let second = try await deployment.client.stream(Self.request(deployment, uid: uid, key: key))
+            #expect(second.head.status == 200)
+            #expect(ContinuousClock.now - started < .seconds(20))
+            _ = try await deployment.control("faults/release", "{}")
+            while let chunk = try await firstIterator.next() { firstBytes += chunk }
+            let secondBytes = try await second.collect().body
+            #expect(firstBytes.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+            #expect(secondBytes == firstBytes)
+            #expect(first.head.headers["content-length"] == String(firstBytes.count))
+            #expect(try await deployment.emulatorStats()[Self.avatar] == 1)
 
-        // The transfer fills the cache as it ends (just after the callers got the last byte):
-        // same bytes, strong ETag from their SHA-256, no new call.
-        var cached = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key))
-        for _ in 0..<50 where cached.headers["etag"] == nil {
-            try await Task.sleep(for: .milliseconds(100))
-            cached = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key))
+            // The transfer fills the cache as it ends (just after the callers got the last byte):
+            // same bytes, strong ETag from their SHA-256, no new call.
+            var cached = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key))
+            for _ in 0..<50 where cached.headers["etag"] == nil {
+                try await Task.sleep(for: .milliseconds(100))
+                cached = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key))
+            }
+            #expect(cached.status == 200)
+            #expect(cached.body == firstBytes)
+            let digest = SHA256.hash(data: firstBytes).map { String(format: "%02x", $0) }.joined()
+            #expect(cached.headers["etag"] == "\"\(digest)\"")
+            #expect(try await deployment.emulatorStats()[Self.avatar] == 1)
         }
-        #expect(cached.status == 200)
-        #expect(cached.body == firstBytes)
-        let digest = SHA256.hash(data: firstBytes).map { String(format: "%02x", $0) }.joined()
-        #expect(cached.headers["etag"] == "\"\(digest)\"")
-        #expect(try await deployment.emulatorStats()[Self.avatar] == 1)
-        await deployment.stop()
     }
 
     @Test("20 concurrent misses → one avatar call, twenty identical images")
     func concurrentMissesShareOneCall() async throws {
-        let (deployment, uid, key) = try await Self.signedIn(cacheLifetime: 60)
-        _ = try await deployment.control("faults", #"{"endpoint": "\#(Self.avatar)", "delayMs": 300, "times": 1}"#)
-        let request = Self.request(deployment, uid: uid, key: key)
-        let answers = try await withThrowingTaskGroup(of: OutboundResponse.self) { group in
-            for _ in 0..<20 { group.addTask { try await deployment.client.execute(request) } }
-            return try await group.reduce(into: []) { $0.append($1) }
+        try await Self.withSignedIn(cacheLifetime: 60) { deployment, uid, key in
+            _ = try await deployment.control("faults", #"{"endpoint": "\#(Self.avatar)", "delayMs": 300, "times": 1}"#)
+            let request = Self.request(deployment, uid: uid, key: key)
+            let answers = try await withThrowingTaskGroup(of: OutboundResponse.self) { group in
+                for _ in 0..<20 { group.addTask { try await deployment.client.execute(request) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers.map(\.status) == Array(repeating: 200, count: 20))
+            #expect(Set(answers.map(\.body)).count == 1)
+            #expect(answers[0].body.count > 100)
+            #expect(try await deployment.emulatorStats()[Self.avatar] == 1)
         }
-        #expect(answers.map(\.status) == Array(repeating: 200, count: 20))
-        #expect(Set(answers.map(\.body)).count == 1)
-        #expect(answers[0].body.count > 100)
-        #expect(try await deployment.emulatorStats()[Self.avatar] == 1)
-        await deployment.stop()
     }
 
     @Test("revalidation on a miss waits for the whole photo: 304 when it did not change, 200 with the tag when it did not match")
     func revalidationOnMiss() async throws {
-        let (deployment, uid, key) = try await Self.signedIn(cacheLifetime: 1)
-        // Revalidation with a tag that does not match: the miss is awaited whole and tagged.
-        let tagged = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key, headers: ["If-None-Match": "\"older\""]))
-        #expect(tagged.status == 200)
-        #expect(tagged.body.starts(with: [0x89, 0x50, 0x4E, 0x47]))
-        let etag = try #require(tagged.headers["etag"])
-        #expect(try await deployment.emulatorStats()[Self.avatar] == 1)
+        try await Self.withSignedIn(cacheLifetime: 1) { deployment, uid, key in
+            // Revalidation with a tag that does not match: the miss is awaited whole and tagged.
+            let tagged = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key, headers: ["If-None-Match": "\"older\""]))
+            #expect(tagged.status == 200)
+            #expect(tagged.body.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+            let etag = try #require(tagged.headers["etag"])
+            #expect(try await deployment.emulatorStats()[Self.avatar] == 1)
 
-        try await Task.sleep(for: .milliseconds(1200))
-        let notModified = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key, headers: ["If-None-Match": etag]))
-        #expect(notModified.status == 304)
-        #expect(notModified.headers["etag"] == etag)
-        #expect(notModified.body.isEmpty)
-        #expect(try await deployment.emulatorStats()[Self.avatar] == 2)
+            try await Task.sleep(for: .milliseconds(1200))
+            let notModified = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key, headers: ["If-None-Match": etag]))
+            #expect(notModified.status == 304)
+            #expect(notModified.headers["etag"] == etag)
+            #expect(notModified.body.isEmpty)
+            #expect(try await deployment.emulatorStats()[Self.avatar] == 2)
 
-        try await Task.sleep(for: .milliseconds(1200))
-        let changed = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key, headers: ["If-None-Match": "\"other\""]))
-        #expect(changed.status == 200)
-        #expect(changed.headers["etag"] == etag)
-        #expect(changed.body == tagged.body)
-        #expect(try await deployment.emulatorStats()[Self.avatar] == 3)
-        await deployment.stop()
+            try await Task.sleep(for: .milliseconds(1200))
+            let changed = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key, headers: ["If-None-Match": "\"other\""]))
+            #expect(changed.status == 200)
+            #expect(changed.headers["etag"] == etag)
+            #expect(changed.body == tagged.body)
+            #expect(try await deployment.emulatorStats()[Self.avatar] == 3)
+        }
     }
 
     @Test("GitHub stalling half-way past its timeout: the streamed answer is cut short, nothing is cached, the next caller gets a whole image")
     func failureHalfWay() async throws {
-        let (deployment, uid, key) = try await Self.signedIn(cacheLifetime: 60) { $0.upstreamTimeouts["github.com"] = .seconds(2) }
-        _ = try await deployment.control("faults", #"{"endpoint": "\#(Self.avatar)", "pauseBodyMs": 10000, "times": 1}"#)
-        let cut = try await deployment.client.stream(Self.request(deployment, uid: uid, key: key))
-        #expect(cut.head.status == 200)
-        // The head promised the whole length; the connection ends before it.
-        await #expect(throws: OutboundError.self) { _ = try await cut.collect() }
+        try await Self.withSignedIn(cacheLifetime: 60, gateway: { $0.upstreamTimeouts["github.com"] = .seconds(2) }) { deployment, uid, key in
+            _ = try await deployment.control("faults", #"{"endpoint": "\#(Self.avatar)", "pauseBodyMs": 10000, "times": 1}"#)
+            let cut = try await deployment.client.stream(Self.request(deployment, uid: uid, key: key))
+            #expect(cut.head.status == 200)
+            // The head promised the whole length; the connection ends before it.
+            await #expect(throws: OutboundError.self) { _ = try await cut.collect() }
 
-        let whole = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key))
-        #expect(whole.status == 200)
-        #expect(whole.body.starts(with: [0x89, 0x50, 0x4E, 0x47]))
-        #expect(whole.headers["content-length"] == String(whole.body.count))
-        #expect(try await deployment.emulatorStats()[Self.avatar] == 2)
-        await deployment.stop()
+            let whole = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key))
+            #expect(whole.status == 200)
+            #expect(whole.body.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+            #expect(whole.headers["content-length"] == String(whole.body.count))
+            #expect(try await deployment.emulatorStats()[Self.avatar] == 2)
+        }
     }
 }
 
@@ -147,43 +149,46 @@ struct PhotoPreferenceTests {
         return (stats[PhotoStreamingTests.avatar] ?? 0, oidc)
     }
 
-    /// octocat (GitHub avatar) with Olive's OpenID identity (a `picture`) linked second.
-    static func twoPhotos(order: [String]) async throws -> (TestDeployment, Browser) {
-        let deployment = try await TestDeployment(gateway: { $0.photoProviderOrder = order })
-        var browser = Browser(deployment)
-        #expect(try await browser.complete(login: "octocat").status == 200)
-        #expect(try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link").status == 200)
-        return (deployment, browser)
+    /// Runs `body` with octocat (GitHub avatar) signed in and Olive's OpenID identity (a `picture`) linked second.
+    static func withTwoPhotos(order: [String], _ body: (TestDeployment, Browser) async throws -> Void) async throws {
+        try await withDeployment(gateway: { $0.photoProviderOrder = order }) { deployment in
+            var browser = Browser(deployment)
+            #expect(try await browser.complete(login: "octocat").status == 200)
+            #expect(try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link").status == 200)
+            try await body(deployment, browser)
+        }
     }
 
     @Test("default: the first linked provider's photo; ?provider= picks another; an unlinked provider is 404 provider-not-linked")
     func firstLinkedByDefault() async throws {
-        var (deployment, browser) = try await Self.twoPhotos(order: [])
-        let photo = "\(deployment.gatewayURL)/v1/me/photo"
-        let github = try await browser.send(photo)
-        #expect(github.status == 200)
-        #expect(try await Self.pictureCalls(deployment) == (1, 0))
-        let oidc = try await browser.send(photo + "?provider=oidc.emulator")
-        #expect(oidc.status == 200)
-        #expect(oidc.headers["content-type"] == "image/png")
-        #expect(oidc.body != github.body)
-        #expect(try await Self.pictureCalls(deployment) == (1, 1))
-        let unlinked = try await browser.send(photo + "?provider=yahoo.com")
-        #expect(unlinked.status == 404)
-        #expect(try jsonObject(unlinked)["code"] as? String == "provider-not-linked")
-        await deployment.stop()
+        try await Self.withTwoPhotos(order: []) { deployment, browser in
+            var browser = browser
+            let photo = "\(deployment.gatewayURL)/v1/me/photo"
+            let github = try await browser.send(photo)
+            #expect(github.status == 200)
+            #expect(try await Self.pictureCalls(deployment) == (1, 0))
+            let oidc = try await browser.send(photo + "?provider=oidc.emulator")
+            #expect(oidc.status == 200)
+            #expect(oidc.headers["content-type"] == "image/png")
+            #expect(oidc.body != github.body)
+            #expect(try await Self.pictureCalls(deployment) == (1, 1))
+            let unlinked = try await browser.send(photo + "?provider=yahoo.com")
+            #expect(unlinked.status == 404)
+            #expect(try jsonObject(unlinked)["code"] as? String == "provider-not-linked")
+        }
     }
 
     @Test("GATEHOUSE_PHOTO_PROVIDERS=oidc.emulator: the OpenID picture first, though GitHub was linked first")
     func configuredOrder() async throws {
-        var (deployment, browser) = try await Self.twoPhotos(order: ["oidc.emulator"])
-        let preferred = try await browser.send("\(deployment.gatewayURL)/v1/me/photo")
-        #expect(preferred.status == 200)
-        #expect(try await Self.pictureCalls(deployment) == (0, 1))
-        let github = try await browser.send("\(deployment.gatewayURL)/v1/me/photo?provider=github.com")
-        #expect(github.body != preferred.body)
-        #expect(try await Self.pictureCalls(deployment) == (1, 1))
-        await deployment.stop()
+        try await Self.withTwoPhotos(order: ["oidc.emulator"]) { deployment, browser in
+            var browser = browser
+            let preferred = try await browser.send("\(deployment.gatewayURL)/v1/me/photo")
+            #expect(preferred.status == 200)
+            #expect(try await Self.pictureCalls(deployment) == (0, 1))
+            let github = try await browser.send("\(deployment.gatewayURL)/v1/me/photo?provider=github.com")
+            #expect(github.body != preferred.body)
+            #expect(try await Self.pictureCalls(deployment) == (1, 1))
+        }
     }
 }
 
@@ -195,44 +200,44 @@ struct PhotoSourceTests {
         "an answer that is not an image, or declares more than 5 MiB, is 502 upstream-unavailable before any byte is passed on, and nothing is cached"
     )
     func refusedAnswers() async throws {
-        let (deployment, uid, key) = try await PhotoStreamingTests.signedIn(cacheLifetime: 60)
-        let avatar = PhotoStreamingTests.avatar
-        _ = try await deployment.control(
-            "faults",
-            #"{"endpoint": "\#(avatar)", "status": 200, "headers": {"Content-Type": "text/html"}, "body": "<html>sign in</html>", "times": 1}"#)
-        let html = try await deployment.client.execute(PhotoStreamingTests.request(deployment, uid: uid, key: key))
-        #expect(html.status == 502)
-        #expect(html.headers["content-type"]?.hasPrefix("application/problem+json") == true)
-        #expect(try jsonObject(html)["code"] as? String == "upstream-unavailable")
-        #expect(try jsonObject(html)["providerId"] as? String == "github.com")
-        #expect((try jsonObject(html)["detail"] as? String)?.contains("not an image") == true)
+        try await PhotoStreamingTests.withSignedIn(cacheLifetime: 60) { deployment, uid, key in
+            let avatar = PhotoStreamingTests.avatar
+            _ = try await deployment.control(
+                "faults",
+                #"{"endpoint": "\#(avatar)", "status": 200, "headers": {"Content-Type": "text/html"}, "body": "<html>sign in</html>", "times": 1}"#)
+            let html = try await deployment.client.execute(PhotoStreamingTests.request(deployment, uid: uid, key: key))
+            #expect(html.status == 502)
+            #expect(html.headers["content-type"]?.hasPrefix("application/problem+json") == true)
+            #expect(try jsonObject(html)["code"] as? String == "upstream-unavailable")
+            #expect(try jsonObject(html)["providerId"] as? String == "github.com")
+            #expect((try jsonObject(html)["detail"] as? String)?.contains("not an image") == true)
 
-        _ = try await deployment.control(
-            "faults", #"{"endpoint": "\#(avatar)", "status": 200, "headers": {"Content-Type": "image/png"}, "bodyBytes": 6000000, "times": 1}"#)
-        let large = try await deployment.client.execute(PhotoStreamingTests.request(deployment, uid: uid, key: key))
-        #expect(large.status == 502)
-        #expect(try jsonObject(large)["code"] as? String == "upstream-unavailable")
-        #expect((try jsonObject(large)["detail"] as? String)?.contains("larger answer") == true)
+            _ = try await deployment.control(
+                "faults", #"{"endpoint": "\#(avatar)", "status": 200, "headers": {"Content-Type": "image/png"}, "bodyBytes": 6000000, "times": 1}"#)
+            let large = try await deployment.client.execute(PhotoStreamingTests.request(deployment, uid: uid, key: key))
+            #expect(large.status == 502)
+            #expect(try jsonObject(large)["code"] as? String == "upstream-unavailable")
+            #expect((try jsonObject(large)["detail"] as? String)?.contains("larger answer") == true)
 
-        // Neither was cached: the next call goes to GitHub again and gets the real avatar.
-        let real = try await deployment.client.execute(PhotoStreamingTests.request(deployment, uid: uid, key: key))
-        #expect(real.status == 200)
-        #expect(real.body.starts(with: [0x89, 0x50, 0x4E, 0x47]))
-        #expect(try await deployment.emulatorStats()[avatar] == 3)
-        await deployment.stop()
+            // Neither was cached: the next call goes to GitHub again and gets the real avatar.
+            let real = try await deployment.client.execute(PhotoStreamingTests.request(deployment, uid: uid, key: key))
+            #expect(real.status == 200)
+            #expect(real.body.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+            #expect(try await deployment.emulatorStats()[avatar] == 3)
+        }
     }
 
     @Test("Yahoo: the userinfo picture, through the gateway")
     func yahooPicture() async throws {
-        let deployment = try await TestDeployment()
-        var browser = Browser(deployment)
-        #expect(try await browser.complete(login: "yuki@yahoo.example", provider: "yahoo.com").status == 200)
-        let photo = try await browser.send("\(deployment.gatewayURL)/v1/me/photo")
-        #expect(photo.status == 200)
-        #expect(photo.headers["content-type"] == "image/png")
-        #expect(photo.body.starts(with: [0x89, 0x50, 0x4E, 0x47]))
-        let stats = try await deployment.emulatorStats()
-        #expect(stats.filter { $0.key.hasPrefix("GET /yahoo") && $0.key.contains("/pictures/") }.values.reduce(0, +) == 1)
-        await deployment.stop()
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            #expect(try await browser.complete(login: "yuki@yahoo.example", provider: "yahoo.com").status == 200)
+            let photo = try await browser.send("\(deployment.gatewayURL)/v1/me/photo")
+            #expect(photo.status == 200)
+            #expect(photo.headers["content-type"] == "image/png")
+            #expect(photo.body.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+            let stats = try await deployment.emulatorStats()
+            #expect(stats.filter { $0.key.hasPrefix("GET /yahoo") && $0.key.contains("/pictures/") }.values.reduce(0, +) == 1)
+        }
     }
 }

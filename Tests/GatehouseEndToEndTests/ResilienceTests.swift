@@ -11,153 +11,154 @@ struct ResilienceTests {
         "a failing provider: stale answers with Age and Warning, the breaker opens after 3 failures and stops calling it, 503 with Retry-After when nothing is cached, a probe closes it again"
     )
     func breakerAndStaleAnswers() async throws {
-        let deployment = try await TestDeployment(
+        try await withDeployment(
             profileCacheLifetime: 1,
             gateway: { (gateway: inout GatewayConfiguration) in
                 gateway.circuitBreaker = CircuitBreakerSettings(failureThreshold: 3, openDuration: 5)
-            })
-        var octocat = Browser(deployment)
-        _ = try await octocat.signIn(login: "octocat")
-        var pat = Browser(deployment)
-        _ = try await pat.signIn(login: "private-pat")
-        let profileURL = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile"
-        let photoURL = "\(deployment.gatewayURL)/v1/me/photo?size=64"
+            }
+        ) { deployment in
+            var octocat = Browser(deployment)
+            _ = try await octocat.signIn(login: "octocat")
+            var pat = Browser(deployment)
+            _ = try await pat.signIn(login: "private-pat")
+            let profileURL = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile"
+            let photoURL = "\(deployment.gatewayURL)/v1/me/photo?size=64"
 
-        let fresh = try await octocat.send(profileURL)
-        #expect(fresh.status == 200)
-        #expect(fresh.headers["warning"] == nil && fresh.headers["age"] == nil)
-        // Revalidating, so that even a miss answers with the tag (misses stream without one).
-        let freshPhoto = try await octocat.send(photoURL, headers: ["If-None-Match": "\"older\""])
-        #expect(freshPhoto.status == 200)
-        #expect(freshPhoto.headers["etag"] != nil)
-        // Both cached answers expire; then GitHub's API and avatar host fail.
-        try await Task.sleep(for: .milliseconds(1200))
-        _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "status": 503, "body": "{}"}"#)
-        _ = try await deployment.control("faults", #"{"endpoint": "GET /github-avatars/u/583231", "status": 503, "body": "{}"}"#)
-        let userCalls = try await deployment.emulatorStats()["GET /github-api/user"] ?? 0
+            let fresh = try await octocat.send(profileURL)
+            #expect(fresh.status == 200)
+            #expect(fresh.headers["warning"] == nil && fresh.headers["age"] == nil)
+            // Revalidating, so that even a miss answers with the tag (misses stream without one).
+            let freshPhoto = try await octocat.send(photoURL, headers: ["If-None-Match": "\"older\""])
+            #expect(freshPhoto.status == 200)
+            #expect(freshPhoto.headers["etag"] != nil)
+            // Both cached answers expire; then GitHub's API and avatar host fail.
+            try await Task.sleep(for: .milliseconds(1200))
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "status": 503, "body": "{}"}"#)
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-avatars/u/583231", "status": 503, "body": "{}"}"#)
+            let userCalls = try await deployment.emulatorStats()["GET /github-api/user"] ?? 0
 
-        for _ in 0..<3 {
-            let stale = try await octocat.send(profileURL)
-            #expect(stale.status == 200)
-            #expect(stale.headers["warning"] == #"110 gatehouse "Response is Stale""#)
-            #expect((Int(stale.headers["age"] ?? "") ?? -1) >= 1)
-            #expect(try jsonObject(stale)["username"] as? String == "octocat")
+            for _ in 0..<3 {
+                let stale = try await octocat.send(profileURL)
+                #expect(stale.status == 200)
+                #expect(stale.headers["warning"] == #"110 gatehouse "Response is Stale""#)
+                #expect((Int(stale.headers["age"] ?? "") ?? -1) >= 1)
+                #expect(try jsonObject(stale)["username"] as? String == "octocat")
+            }
+            #expect(try await deployment.emulatorStats()["GET /github-api/user"] == userCalls + 3)
+            #expect(try await Self.metric(deployment, "gatehouse_circuit_state", ["provider": "github.com"]) == 2)
+
+            // Open: answers come from the cache at once, and GitHub is not called.
+            #expect(try await octocat.send(profileURL).status == 200)
+            let stalePhoto = try await octocat.send(photoURL)
+            #expect(stalePhoto.status == 200)
+            #expect(stalePhoto.body == freshPhoto.body)
+            #expect(stalePhoto.headers["etag"] == freshPhoto.headers["etag"])
+            #expect(stalePhoto.headers["warning"]?.hasPrefix("110 ") == true)
+            let unavailable = try await pat.send(profileURL)
+            #expect(unavailable.status == 503)
+            #expect(try jsonObject(unavailable)["code"] as? String == "upstream-unavailable")
+            #expect(try jsonObject(unavailable)["providerId"] as? String == "github.com")
+            #expect((1...5).contains(Int(unavailable.headers["retry-after"] ?? "") ?? 0))
+            let stats = try await deployment.emulatorStats()
+            #expect(stats["GET /github-api/user"] == userCalls + 3)
+            #expect(stats["GET /github-avatars/u/583231"] == 1)
+            // Other providers keep their own, closed breaker.
+            #expect(try await Self.metric(deployment, "gatehouse_circuit_state", ["provider": "oidc.emulator"]) == 0)
+
+            // GitHub recovers; after the open period one probe goes through and closes the breaker.
+            _ = try await deployment.client.execute(OutboundRequest(method: "DELETE", url: deployment.emulatorURL + "/_emulator/faults"))
+            try await Task.sleep(for: .milliseconds(5100))
+            let recovered = try await pat.send(profileURL)
+            #expect(recovered.status == 200)
+            #expect(recovered.headers["warning"] == nil)
+            #expect(try await Self.metric(deployment, "gatehouse_circuit_state", ["provider": "github.com"]) == 0)
+            #expect(try await Self.metric(deployment, "gatehouse_circuit_transitions_total", ["provider": "github.com", "state": "open"]) == 1)
+            #expect(try await Self.metric(deployment, "gatehouse_cache_lookups_total", ["cache": "profile", "result": "stale"]) == 4)
         }
-        #expect(try await deployment.emulatorStats()["GET /github-api/user"] == userCalls + 3)
-        #expect(try await Self.metric(deployment, "gatehouse_circuit_state", ["provider": "github.com"]) == 2)
-
-        // Open: answers come from the cache at once, and GitHub is not called.
-        #expect(try await octocat.send(profileURL).status == 200)
-        let stalePhoto = try await octocat.send(photoURL)
-        #expect(stalePhoto.status == 200)
-        #expect(stalePhoto.body == freshPhoto.body)
-        #expect(stalePhoto.headers["etag"] == freshPhoto.headers["etag"])
-        #expect(stalePhoto.headers["warning"]?.hasPrefix("110 ") == true)
-        let unavailable = try await pat.send(profileURL)
-        #expect(unavailable.status == 503)
-        #expect(try jsonObject(unavailable)["code"] as? String == "upstream-unavailable")
-        #expect(try jsonObject(unavailable)["providerId"] as? String == "github.com")
-        #expect((1...5).contains(Int(unavailable.headers["retry-after"] ?? "") ?? 0))
-        let stats = try await deployment.emulatorStats()
-        #expect(stats["GET /github-api/user"] == userCalls + 3)
-        #expect(stats["GET /github-avatars/u/583231"] == 1)
-        // Other providers keep their own, closed breaker.
-        #expect(try await Self.metric(deployment, "gatehouse_circuit_state", ["provider": "oidc.emulator"]) == 0)
-
-        // GitHub recovers; after the open period one probe goes through and closes the breaker.
-        _ = try await deployment.client.execute(OutboundRequest(method: "DELETE", url: deployment.emulatorURL + "/_emulator/faults"))
-        try await Task.sleep(for: .milliseconds(5100))
-        let recovered = try await pat.send(profileURL)
-        #expect(recovered.status == 200)
-        #expect(recovered.headers["warning"] == nil)
-        #expect(try await Self.metric(deployment, "gatehouse_circuit_state", ["provider": "github.com"]) == 0)
-        #expect(try await Self.metric(deployment, "gatehouse_circuit_transitions_total", ["provider": "github.com", "state": "open"]) == 1)
-        #expect(try await Self.metric(deployment, "gatehouse_cache_lookups_total", ["cache": "profile", "result": "stale"]) == 4)
-        await deployment.stop()
     }
 
     @Test("a hanging provider does not slow the others: OpenID profile latency while GitHub calls hang stays near its baseline")
     func providersAreIsolated() async throws {
-        let deployment = try await TestDeployment(gateway: { (gateway: inout GatewayConfiguration) in
+        try await withDeployment(gateway: { (gateway: inout GatewayConfiguration) in
             gateway.upstreamTimeouts["github.com"] = .seconds(8)
             // Breaking off: every GitHub call hangs until its timeout throughout the measurement.
             gateway.circuitBreaker.failureThreshold = 0
-        })
-        var octocat = Browser(deployment)
-        _ = try await octocat.signIn(login: "octocat")
-        var olive = Browser(deployment)
-        _ = try await olive.signIn(login: "olive@oidc.example", provider: "oidc.emulator")
-        let oliveURL = "\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile"
+        }) { deployment in
+            var octocat = Browser(deployment)
+            _ = try await octocat.signIn(login: "octocat")
+            var olive = Browser(deployment)
+            _ = try await olive.signIn(login: "olive@oidc.example", provider: "oidc.emulator")
+            let oliveURL = "\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile"
 
-        func medianLatency() async throws -> Duration {
-            var samples: [Duration] = []
-            for _ in 0..<15 {
-                let started = ContinuousClock.now
-                #expect(try await olive.send(oliveURL).status == 200)
-                samples.append(ContinuousClock.now - started)
-            }
-            return samples.sorted()[samples.count / 2]
-        }
-        _ = try await medianLatency()  // warm connections and caches of discovery
-        let baseline = try await medianLatency()
-
-        _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "delayMs": 12000}"#)
-        let hanging = Task {
-            try await withThrowingTaskGroup(of: Int.self) { group in
-                for _ in 0..<8 {
-                    let browser = octocat
-                    group.addTask {
-                        var caller = browser
-                        return try await caller.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile").status
-                    }
+            func medianLatency() async throws -> Duration {
+                var samples: [Duration] = []
+                for _ in 0..<15 {
+                    let started = ContinuousClock.now
+                    #expect(try await olive.send(oliveURL).status == 200)
+                    samples.append(ContinuousClock.now - started)
                 }
-                return try await group.reduce(into: [Int]()) { $0.append($1) }
+                return samples.sorted()[samples.count / 2]
             }
+            _ = try await medianLatency()  // warm connections and caches of discovery
+            let baseline = try await medianLatency()
+
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "delayMs": 12000}"#)
+            let hanging = Task {
+                try await withThrowingTaskGroup(of: Int.self) { group in
+                    for _ in 0..<8 {
+                        let browser = octocat
+                        group.addTask {
+                            var caller = browser
+                            return try await caller.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile").status
+                        }
+                    }
+                    return try await group.reduce(into: [Int]()) { $0.append($1) }
+                }
+            }
+            // Until all eight are waiting at the emulator.
+            let userCalls = { try await deployment.emulatorStats()["GET /github-api/user"] ?? 0 }
+            let target = try await userCalls() + 8
+            for _ in 0..<100 where try await userCalls() < target { try await Task.sleep(for: .milliseconds(20)) }
+            let measuring = ContinuousClock.now
+            let during = try await medianLatency()
+            let measured = ContinuousClock.now - measuring
+            let statuses = try await hanging.value
+            #expect(statuses == Array(repeating: 504, count: 8))
+            // The GitHub calls were hanging during the whole measurement (they time out at 8 s).
+            #expect(measured < .seconds(6))
+            let ratio =
+                Double(during.components.attoseconds + during.components.seconds * 1_000_000_000_000_000_000)
+                / Double(baseline.components.attoseconds + baseline.components.seconds * 1_000_000_000_000_000_000)
+            print("isolation: OpenID profile median \(baseline) alone, \(during) while 8 GitHub calls hang (ratio \(ratio))")
+            // Blocking would cost a whole GitHub timeout (8 s); the bound leaves room for a loaded machine.
+            #expect(during < baseline * 4 + .milliseconds(500))
         }
-        // Until all eight are waiting at the emulator.
-        let userCalls = { try await deployment.emulatorStats()["GET /github-api/user"] ?? 0 }
-        let target = try await userCalls() + 8
-        for _ in 0..<100 where try await userCalls() < target { try await Task.sleep(for: .milliseconds(20)) }
-        let measuring = ContinuousClock.now
-        let during = try await medianLatency()
-        let measured = ContinuousClock.now - measuring
-        let statuses = try await hanging.value
-        #expect(statuses == Array(repeating: 504, count: 8))
-        // The GitHub calls were hanging during the whole measurement (they time out at 8 s).
-        #expect(measured < .seconds(6))
-        let ratio =
-            Double(during.components.attoseconds + during.components.seconds * 1_000_000_000_000_000_000)
-            / Double(baseline.components.attoseconds + baseline.components.seconds * 1_000_000_000_000_000_000)
-        print("isolation: OpenID profile median \(baseline) alone, \(during) while 8 GitHub calls hang (ratio \(ratio))")
-        // Blocking would cost a whole GitHub timeout (8 s); the bound leaves room for a loaded machine.
-        #expect(during < baseline * 4 + .milliseconds(500))
-        await deployment.stop()
     }
 
     @Test("/metrics counts upstream calls as the emulator saw them, cache lookups and requests by route template")
     func metricsMatchTraffic() async throws {
-        let deployment = try await TestDeployment(profileCacheLifetime: 60)
-        var browser = Browser(deployment)
-        _ = try await browser.signIn(login: "octocat")
-        let url = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile"
-        for _ in 0..<3 { #expect(try await browser.send(url).status == 200) }
-        #expect(try await browser.send(url + "?refresh=true").status == 200)
+        try await withDeployment(profileCacheLifetime: 60) { deployment in
+            var browser = Browser(deployment)
+            _ = try await browser.signIn(login: "octocat")
+            let url = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile"
+            for _ in 0..<3 { #expect(try await browser.send(url).status == 200) }
+            #expect(try await browser.send(url + "?refresh=true").status == 200)
 
-        let stats = try await deployment.emulatorStats()
-        let githubCalls = stats.filter { $0.key.contains(" /github-api/") || $0.key.contains(" /github/login/oauth/access_token") }
-            .values.reduce(0, +)
-        #expect(try await Self.metric(deployment, "gatehouse_upstream_calls_total", ["provider": "github.com", "outcome": "ok"]) != nil)
-        let counted = try await Self.metricSum(deployment, "gatehouse_upstream_calls_total", ["provider": "github.com"])
-        #expect(Int(counted) == githubCalls)
-        #expect(try await Self.metric(deployment, "gatehouse_cache_lookups_total", ["cache": "profile", "result": "hit"]) == 2)
-        #expect(try await Self.metric(deployment, "gatehouse_cache_lookups_total", ["cache": "profile", "result": "miss"]) == 2)
-        #expect(
-            try await Self.metric(
-                deployment, "gatehouse_http_requests_total", ["method": "GET", "route": "/v1/me/providers/{providerId}/profile", "status": "200"])
-                == 4)
-        let metrics = try await deployment.client.execute(OutboundRequest(url: deployment.gatewayURL + "/metrics"))
-        #expect(metrics.headers["content-type"]?.hasPrefix("text/plain") == true)
-        await deployment.stop()
+            let stats = try await deployment.emulatorStats()
+            let githubCalls = stats.filter { $0.key.contains(" /github-api/") || $0.key.contains(" /github/login/oauth/access_token") }
+                .values.reduce(0, +)
+            #expect(try await Self.metric(deployment, "gatehouse_upstream_calls_total", ["provider": "github.com", "outcome": "ok"]) != nil)
+            let counted = try await Self.metricSum(deployment, "gatehouse_upstream_calls_total", ["provider": "github.com"])
+            #expect(Int(counted) == githubCalls)
+            #expect(try await Self.metric(deployment, "gatehouse_cache_lookups_total", ["cache": "profile", "result": "hit"]) == 2)
+            #expect(try await Self.metric(deployment, "gatehouse_cache_lookups_total", ["cache": "profile", "result": "miss"]) == 2)
+            #expect(
+                try await Self.metric(
+                    deployment, "gatehouse_http_requests_total", ["method": "GET", "route": "/v1/me/providers/{providerId}/profile", "status": "200"])
+                    == 4)
+            let metrics = try await deployment.client.execute(OutboundRequest(url: deployment.gatewayURL + "/metrics"))
+            #expect(metrics.headers["content-type"]?.hasPrefix("text/plain") == true)
+        }
     }
 
     /// The value of one series of `/metrics`, `nil` when absent.

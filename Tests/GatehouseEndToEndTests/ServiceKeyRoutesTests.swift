@@ -19,59 +19,61 @@ struct ServiceKeyRoutesTests {
         "key lifecycle and scopes: 401 without or with a wrong or revoked key, 403 without the scope; profile, provider profile and photo by uid; admin disable/enable/revoke-sessions"
     )
     func lifecycle() async throws {
-        let deployment = try await TestDeployment()
-        var browser = Browser(deployment)
-        let resultID = try await browser.signIn(login: "octocat")
-        let uid = try #require((try jsonObject(try await browser.result(resultID))["user"] as? [String: Any])?["uid"] as? String)
-        let storage = try GatehouseSQLiteStorageForSpec.open(deployment.databasePath)
-        let keys = ServiceKeyService(storage: storage)
-        let reader = try await keys.create(name: "profiles", scopes: ["profile:read", "photo:read"])
-        let admin = try await keys.create(name: "ops", scopes: ["admin"])
-        #expect(reader.secret.hasPrefix("ghsk_"))
-        #expect(try await storage.serviceKeys().allSatisfy { $0.secretHash != reader.secret && $0.secretHash != admin.secret })
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            let resultID = try await browser.signIn(login: "octocat")
+            let uid = try #require((try jsonObject(try await browser.result(resultID))["user"] as? [String: Any])?["uid"] as? String)
+            let storage = try GatehouseSQLiteStorageForSpec.open(deployment.databasePath)
+            let keys = ServiceKeyService(storage: storage)
+            let reader = try await keys.create(name: "profiles", scopes: ["profile:read", "photo:read"])
+            let admin = try await keys.create(name: "ops", scopes: ["admin"])
+            #expect(reader.secret.hasPrefix("ghsk_"))
+            #expect(try await storage.serviceKeys().allSatisfy { $0.secretHash != reader.secret && $0.secretHash != admin.secret })
 
-        #expect(try await Self.call(deployment, "/v1/users/\(uid)", key: nil).status == 401)
-        #expect(try await Self.call(deployment, "/v1/users/\(uid)", key: "ghsk_wrong").status == 401)
-        let denied = try await Self.call(deployment, "/v1/users/\(uid)", key: admin.secret)
-        #expect(denied.status == 403)
-        #expect(try jsonObject(denied)["code"] as? String == "permission-denied")
+            #expect(try await Self.call(deployment, "/v1/users/\(uid)", key: nil).status == 401)
+            #expect(try await Self.call(deployment, "/v1/users/\(uid)", key: "ghsk_wrong").status == 401)
+            let denied = try await Self.call(deployment, "/v1/users/\(uid)", key: admin.secret)
+            #expect(denied.status == 403)
+            #expect(try jsonObject(denied)["code"] as? String == "permission-denied")
 
-        let profile = try await Self.call(deployment, "/v1/users/\(uid)", key: reader.secret)
-        #expect(profile.status == 200)
-        #expect(try jsonObject(profile)["uid"] as? String == uid)
-        #expect(try await Self.call(deployment, "/v1/users/nobody", key: reader.secret).status == 404)
-        let live = try await Self.call(deployment, "/v1/users/\(uid)/providers/github.com/profile", key: reader.secret)
-        #expect(try jsonObject(live)["username"] as? String == "octocat")
-        let photo = try await Self.call(deployment, "/v1/users/\(uid)/photo?size=96", key: reader.secret)
-        #expect(photo.status == 200)
-        #expect(photo.headers["content-type"] == "image/png")
-        let tagged = try await Self.call(deployment, "/v1/users/\(uid)/photo?size=96", key: reader.secret, headers: ["If-None-Match": "\"older\""])
-        #expect(tagged.body == photo.body)
-        let etag = try #require(tagged.headers["etag"])
-        #expect(try await Self.call(deployment, "/v1/users/\(uid)/photo?size=96", key: reader.secret, headers: ["If-None-Match": etag]).status == 304)
+            let profile = try await Self.call(deployment, "/v1/users/\(uid)", key: reader.secret)
+            #expect(profile.status == 200)
+            #expect(try jsonObject(profile)["uid"] as? String == uid)
+            #expect(try await Self.call(deployment, "/v1/users/nobody", key: reader.secret).status == 404)
+            let live = try await Self.call(deployment, "/v1/users/\(uid)/providers/github.com/profile", key: reader.secret)
+            #expect(try jsonObject(live)["username"] as? String == "octocat")
+            let photo = try await Self.call(deployment, "/v1/users/\(uid)/photo?size=96", key: reader.secret)
+            #expect(photo.status == 200)
+            #expect(photo.headers["content-type"] == "image/png")
+            let tagged = try await Self.call(
+                deployment, "/v1/users/\(uid)/photo?size=96", key: reader.secret, headers: ["If-None-Match": "\"older\""])
+            #expect(tagged.body == photo.body)
+            let etag = try #require(tagged.headers["etag"])
+            #expect(
+                try await Self.call(deployment, "/v1/users/\(uid)/photo?size=96", key: reader.secret, headers: ["If-None-Match": etag]).status == 304)
 
-        let found = try jsonObject(try await Self.call(deployment, "/v1/users?email=OCTOCAT@github.com", key: admin.secret))
-        #expect((found["users"] as? [[String: Any]])?.map { $0["uid"] as? String } == [uid])
-        #expect(try await Self.call(deployment, "/v1/users?email=octocat@github.com", key: reader.secret).status == 403)
-        #expect(try await Self.call(deployment, "/v1/users?email=not-an-email", key: admin.secret).status == 400)
-        #expect(try await Self.call(deployment, "/v1/users/\(uid)/disable", key: reader.secret, method: "POST").status == 403)
-        #expect(try await Self.call(deployment, "/v1/users/\(uid)/disable", key: admin.secret, method: "POST").status == 204)
-        // Disabling ends the user's sessions; services still read the (disabled) profile.
-        #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 401)
-        #expect(try jsonObject(try await Self.call(deployment, "/v1/users/\(uid)", key: reader.secret))["disabled"] as? Bool == true)
-        #expect(try await Self.call(deployment, "/v1/users/\(uid)/enable", key: admin.secret, method: "POST").status == 204)
-        var again = Browser(deployment)
-        _ = try await again.signIn(login: "octocat")
-        #expect(try await again.send("\(deployment.gatewayURL)/v1/me").status == 200)
-        #expect(try await Self.call(deployment, "/v1/users/\(uid)/revoke-sessions", key: admin.secret, method: "POST").status == 204)
-        #expect(try await again.send("\(deployment.gatewayURL)/v1/me").status == 401)
-        #expect(try await Self.call(deployment, "/v1/users/nobody/enable", key: admin.secret, method: "POST").status == 404)
+            let found = try jsonObject(try await Self.call(deployment, "/v1/users?email=OCTOCAT@github.com", key: admin.secret))
+            #expect((found["users"] as? [[String: Any]])?.map { $0["uid"] as? String } == [uid])
+            #expect(try await Self.call(deployment, "/v1/users?email=octocat@github.com", key: reader.secret).status == 403)
+            #expect(try await Self.call(deployment, "/v1/users?email=not-an-email", key: admin.secret).status == 400)
+            #expect(try await Self.call(deployment, "/v1/users/\(uid)/disable", key: reader.secret, method: "POST").status == 403)
+            #expect(try await Self.call(deployment, "/v1/users/\(uid)/disable", key: admin.secret, method: "POST").status == 204)
+            // Disabling ends the user's sessions; services still read the (disabled) profile.
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 401)
+            #expect(try jsonObject(try await Self.call(deployment, "/v1/users/\(uid)", key: reader.secret))["disabled"] as? Bool == true)
+            #expect(try await Self.call(deployment, "/v1/users/\(uid)/enable", key: admin.secret, method: "POST").status == 204)
+            var again = Browser(deployment)
+            _ = try await again.signIn(login: "octocat")
+            #expect(try await again.send("\(deployment.gatewayURL)/v1/me").status == 200)
+            #expect(try await Self.call(deployment, "/v1/users/\(uid)/revoke-sessions", key: admin.secret, method: "POST").status == 204)
+            #expect(try await again.send("\(deployment.gatewayURL)/v1/me").status == 401)
+            #expect(try await Self.call(deployment, "/v1/users/nobody/enable", key: admin.secret, method: "POST").status == 404)
 
-        #expect(try await keys.revoke(id: reader.key.id))
-        #expect(try await Self.call(deployment, "/v1/users/\(uid)", key: reader.secret).status == 401)
-        let logs = deployment.logs.lines.joined(separator: "\n")
-        #expect(!logs.contains(reader.secret) && !logs.contains(admin.secret))
-        await deployment.stop()
+            #expect(try await keys.revoke(id: reader.key.id))
+            #expect(try await Self.call(deployment, "/v1/users/\(uid)", key: reader.secret).status == 401)
+            let logs = deployment.logs.lines.joined(separator: "\n")
+            #expect(!logs.contains(reader.secret) && !logs.contains(admin.secret))
+        }
     }
 
     @Test("creating a key refuses unknown scopes and empty names")
@@ -89,36 +91,36 @@ struct ServiceKeyRoutesTests {
 struct ProfileCachingTests {
     @Test("20 concurrent misses → one GitHub /user call; cached answers reused; refresh=true goes upstream; photos too")
     func singleFlightAndReuse() async throws {
-        let deployment = try await TestDeployment(profileCacheLifetime: 60)
-        var browser = Browser(deployment)
-        let resultID = try await browser.signIn(login: "octocat")
-        let uid = try #require((try jsonObject(try await browser.result(resultID))["user"] as? [String: Any])?["uid"] as? String)
-        let key = try await ServiceKeyService(storage: try GatehouseSQLiteStorageForSpec.open(deployment.databasePath))
-            .create(name: "cache-test", scopes: ["profile:read", "photo:read"])
-        let before = try await deployment.emulatorStats()["GET /github-api/user"] ?? 0
-        // Held back at the emulator so that every request arrives while the first is in flight.
-        _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "delayMs": 300, "times": 1}"#)
-        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<20 {
-                group.addTask {
-                    try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)/providers/github.com/profile", key: key.secret).status
+        try await withDeployment(profileCacheLifetime: 60) { deployment in
+            var browser = Browser(deployment)
+            let resultID = try await browser.signIn(login: "octocat")
+            let uid = try #require((try jsonObject(try await browser.result(resultID))["user"] as? [String: Any])?["uid"] as? String)
+            let key = try await ServiceKeyService(storage: try GatehouseSQLiteStorageForSpec.open(deployment.databasePath))
+                .create(name: "cache-test", scopes: ["profile:read", "photo:read"])
+            let before = try await deployment.emulatorStats()["GET /github-api/user"] ?? 0
+            // Held back at the emulator so that every request arrives while the first is in flight.
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "delayMs": 300, "times": 1}"#)
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<20 {
+                    group.addTask {
+                        try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)/providers/github.com/profile", key: key.secret).status
+                    }
                 }
+                return try await group.reduce(into: []) { $0.append($1) }
             }
-            return try await group.reduce(into: []) { $0.append($1) }
-        }
-        #expect(statuses == Array(repeating: 200, count: 20))
-        #expect(try await deployment.emulatorStats()["GET /github-api/user"] == before + 1)
-        #expect(try await browser.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile").status == 200)
-        #expect(try await deployment.emulatorStats()["GET /github-api/user"] == before + 1)
-        #expect(try await browser.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile?refresh=true").status == 200)
-        #expect(try await deployment.emulatorStats()["GET /github-api/user"] == before + 2)
-        #expect(try await browser.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile?refresh=maybe").status == 400)
+            #expect(statuses == Array(repeating: 200, count: 20))
+            #expect(try await deployment.emulatorStats()["GET /github-api/user"] == before + 1)
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile").status == 200)
+            #expect(try await deployment.emulatorStats()["GET /github-api/user"] == before + 1)
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile?refresh=true").status == 200)
+            #expect(try await deployment.emulatorStats()["GET /github-api/user"] == before + 2)
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile?refresh=maybe").status == 400)
 
-        for _ in 0..<3 {
-            #expect(try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)/photo?size=64", key: key.secret).status == 200)
+            for _ in 0..<3 {
+                #expect(try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)/photo?size=64", key: key.secret).status == 200)
+            }
+            #expect(try await deployment.emulatorStats()["GET /github-avatars/u/583231"] == 1)
         }
-        #expect(try await deployment.emulatorStats()["GET /github-avatars/u/583231"] == 1)
-        await deployment.stop()
     }
 }
 
@@ -127,27 +129,27 @@ struct ProfileCachingTests {
 struct GitHubRateLimitTests {
     @Test("x-ratelimit-remaining: 0 → 429 with Retry-After, and no further GitHub call until x-ratelimit-reset")
     func exhaustedLimitStopsCalls() async throws {
-        let deployment = try await TestDeployment()
-        var browser = Browser(deployment)
-        _ = try await browser.signIn(login: "octocat")
-        let reset = Int(Date().timeIntervalSince1970) + 120
-        _ = try await deployment.control(
-            "faults",
-            #"{"endpoint": "GET /github-api/user", "status": 403, "headers": {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "\#(reset)"}, "body": "{\"message\":\"API rate limit exceeded\"}", "times": 1}"#
-        )
-        let url = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile"
-        let limited = try await browser.send(url)
-        #expect(limited.status == 429)
-        #expect(try jsonObject(limited)["code"] as? String == "upstream-rate-limited")
-        let retryAfter = try #require(limited.headers["retry-after"].flatMap(Int.init))
-        #expect((100...120).contains(retryAfter))
-        let calls = try await deployment.emulatorStats()["GET /github-api/user"]
-        for _ in 0..<3 {
-            #expect(try await browser.send(url).status == 429)
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            _ = try await browser.signIn(login: "octocat")
+            let reset = Int(Date().timeIntervalSince1970) + 120
+            _ = try await deployment.control(
+                "faults",
+                #"{"endpoint": "GET /github-api/user", "status": 403, "headers": {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "\#(reset)"}, "body": "{\"message\":\"API rate limit exceeded\"}", "times": 1}"#
+            )
+            let url = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile"
+            let limited = try await browser.send(url)
+            #expect(limited.status == 429)
+            #expect(try jsonObject(limited)["code"] as? String == "upstream-rate-limited")
+            let retryAfter = try #require(limited.headers["retry-after"].flatMap(Int.init))
+            #expect((100...120).contains(retryAfter))
+            let calls = try await deployment.emulatorStats()["GET /github-api/user"]
+            for _ in 0..<3 {
+                #expect(try await browser.send(url).status == 429)
+            }
+            // The fault is used up, so a call would succeed: the gateway does not make one.
+            #expect(try await deployment.emulatorStats()["GET /github-api/user"] == calls)
         }
-        // The fault is used up, so a call would succeed: the gateway does not make one.
-        #expect(try await deployment.emulatorStats()["GET /github-api/user"] == calls)
-        await deployment.stop()
     }
 }
 
@@ -161,25 +163,25 @@ struct ServiceRoutesPerProviderTests {
             ("oidc.emulator", "olive@oidc.example", "image/png"), ("yahoo.com", "yuki@yahoo.example", "image/png"),
         ])
     func byUid(providerId: String, login: String, photoType: String) async throws {
-        let deployment = try await TestDeployment()
-        var browser = Browser(deployment)
-        let signedIn = try await browser.complete(login: login, provider: providerId)
-        #expect(signedIn.status == 200)
-        let uid = try #require((try jsonObject(signedIn)["user"] as? [String: Any])?["uid"] as? String)
-        let key = try await ServiceKeyService(storage: try GatehouseSQLiteStorageForSpec.open(deployment.databasePath))
-            .create(name: "directory", scopes: ["profile:read", "photo:read"])
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            let signedIn = try await browser.complete(login: login, provider: providerId)
+            #expect(signedIn.status == 200)
+            let uid = try #require((try jsonObject(signedIn)["user"] as? [String: Any])?["uid"] as? String)
+            let key = try await ServiceKeyService(storage: try GatehouseSQLiteStorageForSpec.open(deployment.databasePath))
+                .create(name: "directory", scopes: ["profile:read", "photo:read"])
 
-        let profile = try jsonObject(try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)", key: key.secret))
-        #expect(profile["uid"] as? String == uid)
-        #expect((profile["providers"] as? [[String: Any]])?.map { $0["providerId"] as? String } == [providerId])
-        let live = try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)/providers/\(providerId)/profile", key: key.secret)
-        #expect(live.status == 200)
-        #expect(try jsonObject(live)["providerId"] as? String == providerId)
-        #expect(try jsonObject(live)["federatedId"] as? String != nil)
-        let photo = try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)/photo", key: key.secret)
-        #expect(photo.status == 200)
-        #expect(photo.headers["content-type"] == photoType)
-        #expect(photo.body.count > 100)
-        await deployment.stop()
+            let profile = try jsonObject(try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)", key: key.secret))
+            #expect(profile["uid"] as? String == uid)
+            #expect((profile["providers"] as? [[String: Any]])?.map { $0["providerId"] as? String } == [providerId])
+            let live = try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)/providers/\(providerId)/profile", key: key.secret)
+            #expect(live.status == 200)
+            #expect(try jsonObject(live)["providerId"] as? String == providerId)
+            #expect(try jsonObject(live)["federatedId"] as? String != nil)
+            let photo = try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)/photo", key: key.secret)
+            #expect(photo.status == 200)
+            #expect(photo.headers["content-type"] == photoType)
+            #expect(photo.body.count > 100)
+        }
     }
 }

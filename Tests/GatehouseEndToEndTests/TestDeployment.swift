@@ -8,105 +8,170 @@ import GatehouseServer
 import Logging
 import ProviderEmulator
 import ServiceLifecycle
+import Synchronization
 
-/// A gateway and an emulator on loopback ports, in-process, with a fresh SQLite file and
-/// captured logs. Everything between them is real HTTP through libcurl.
-final class TestDeployment: Sendable {
-    /// The first gateway instance (the only one unless `instances` was given).
-    let gatewayURL: String
-    /// Every gateway instance, sharing one store and one encryption key.
-    let gatewayURLs: [String]
-    let emulatorURL: String
-    let databasePath: String
-    /// The encryption key every instance shares (unless `vaultKeys` was given).
-    let vaultKey = TokenVault.generateKey()
+/// Runs `body` against a fresh deployment — a gateway and an emulator on loopback ports the
+/// kernel picked, in-process, with a fresh SQLite file and captured logs — and always stops
+/// both servers before returning or rethrowing, also when `body` throws. Everything between
+/// them is real HTTP through libcurl.
+///
+/// `openID` adjusts the emulator-backed OIDC providers (`oidc.emulator`, `yahoo.com`),
+/// `extraProviders` adds more, given the emulator's base URL, and `gateway` adjusts the rest of
+/// the configuration last. `database` (a `postgres://` URL) replaces the SQLite file,
+/// `instances` gateways share the store, like replicas behind a load balancer, `vaultKeys`
+/// gives instance N its encryption keys (default: one key shared by all) and
+/// `vaultReloadInterval` how often instances reread the data keys.
+func withDeployment<T>(
+    transactionLifetime: TimeInterval = 600,
+    profileCacheLifetime: TimeInterval = 0,
+    openID: @escaping @Sendable (inout OIDCProviderConfiguration) -> Void = { _ in },
+    microsoft: @escaping @Sendable (inout MicrosoftConfiguration) -> Void = { _ in },
+    extraProviders: @escaping @Sendable (String) -> [OIDCProviderConfiguration] = { _ in [] },
+    gateway: @escaping @Sendable (inout GatewayConfiguration) -> Void = { _ in },
+    database: String? = nil,
+    instances: Int = 1,
+    vaultKeys: (@Sendable (Int) -> [Data])? = nil,
+    vaultReloadInterval: TimeInterval = 30,
+    databaseTimeout: Duration = .seconds(5),
+    _ body: (TestDeployment) async throws -> T
+) async throws -> T {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-e2e-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    let databasePath = folder + "/gatehouse.sqlite"
     let logs = LogSink(capture: true)
+    let logger = Logger(label: "gatehouse-test") { JSONLogHandler(label: $0, sink: logs) }
+    let vaultKey = TokenVault.generateKey()
     let emulator = ProviderEmulator()
     let client = CurlHTTPClient()
-    /// The gateway's metrics (what `/metrics` renders).
     let metrics = ServerMetrics()
-    private let group: ServiceGroup
-
-    static let githubClient = EmulatorConfiguration.demoGitHubClient
-    static let microsoftClient = EmulatorConfiguration.demoMicrosoftClient
-    static let returnTo = "https://app.example.com/signed-in"
-
-    /// Starts a deployment; `openID` adjusts the emulator-backed OIDC providers (`oidc.emulator`,
-    /// `yahoo.com`), `extraProviders` adds more, given the emulator's base URL, and `gateway`
-    /// adjusts the rest of the configuration last. `database` (a `postgres://` URL) replaces
-    /// the SQLite file, `instances` gateways share the store, like replicas behind a load balancer,
-    /// `vaultKeys` gives instance N its encryption keys (default: one key shared by all) and
-    /// `vaultReloadInterval` how often instances reread the data keys.
-    init(
-        transactionLifetime: TimeInterval = 600,
-        profileCacheLifetime: TimeInterval = 0,
-        openID: @Sendable (inout OIDCProviderConfiguration) -> Void = { _ in },
-        microsoft: @Sendable (inout MicrosoftConfiguration) -> Void = { _ in },
-        extraProviders: @Sendable (String) -> [OIDCProviderConfiguration] = { _ in [] },
-        gateway: @Sendable (inout GatewayConfiguration) -> Void = { _ in },
-        database: String? = nil,
-        instances: Int = 1,
-        vaultKeys: (@Sendable (Int) -> [Data])? = nil,
-        vaultReloadInterval: TimeInterval = 30,
-        databaseTimeout: Duration = .seconds(5)
-    ) async throws {
-        let gatewayPorts = try (0..<instances).map { _ in try LoopbackPort.pick() }
-        let emulatorPort = try LoopbackPort.pick()
-        gatewayURLs = gatewayPorts.map { "http://127.0.0.1:\($0)" }
-        gatewayURL = gatewayURLs[0]
-        emulatorURL = "http://127.0.0.1:\(emulatorPort)"
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-e2e-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        databasePath = folder + "/gatehouse.sqlite"
-        let sink = logs
-        let logger = Logger(label: "gatehouse-test") { JSONLogHandler(label: $0, sink: sink) }
-        let vaultKey = self.vaultKey
-        var microsoftConfiguration = MicrosoftConfiguration.emulator(
-            baseURL: "http://127.0.0.1:\(emulatorPort)", clientID: EmulatorConfiguration.demoMicrosoftClient.id,
-            clientSecret: EmulatorConfiguration.demoMicrosoftClient.secret)
-        microsoft(&microsoftConfiguration)
-        var services: [any Service] = [emulator.application(port: emulatorPort, logger: logger)]
-        for (index, port) in gatewayPorts.enumerated() {
-            // Replicas behind a load balancer share one public URL: the first instance's stands
-            // for it (the issuer of gateway ID tokens and the providers' redirect URI).
-            let url = gatewayURLs[0]
+    let stores = Mutex<[PostgresStorage]>([])
+    // Every listener binds port 0 and reports what it got; configurations that name a URL
+    // are assembled from those reports, never from ports picked beforehand.
+    let emulatorPort = Eventual<Int>()
+    let gatewayPorts = (0..<instances).map { _ in Eventual<Int>() }
+    var services: [any Service] = [emulator.application(port: 0, logger: logger) { emulatorPort.set($0) }]
+    for index in 0..<instances {
+        let gatewayService = GatehouseServer.service(host: "127.0.0.1", port: 0, logger: logger) { port in
+            let emulatorURL = "http://127.0.0.1:\(try await emulatorPort.value())"
+            // Instances come up one after the other (each migrates the shared store in turn).
+            // Replicas behind a load balancer share one public URL: the first instance's
+            // stands for it (the issuer of gateway ID tokens and the providers' redirect URI).
+            if index > 0 { _ = try await gatewayPorts[index - 1].value() }
+            let url = "http://127.0.0.1:\(index == 0 ? port : try await gatewayPorts[0].value())"
+            var microsoftConfiguration = MicrosoftConfiguration.emulator(
+                baseURL: emulatorURL, clientID: EmulatorConfiguration.demoMicrosoftClient.id,
+                clientSecret: EmulatorConfiguration.demoMicrosoftClient.secret)
+            microsoft(&microsoftConfiguration)
             var configuration = GatewayConfiguration(
                 publicURL: url, returnToAllowList: ["https://app.example.com/signed-in", "\(url)/"], developmentMode: true,
                 transactionLifetime: transactionLifetime,
-                github: .emulator(baseURL: emulatorURL, clientID: Self.githubClient.id, clientSecret: Self.githubClient.secret),
+                github: .emulator(
+                    baseURL: emulatorURL, clientID: TestDeployment.githubClient.id, clientSecret: TestDeployment.githubClient.secret),
                 microsoft: microsoftConfiguration,
-                oidcProviders: Self.openIDProviders(emulatorURL: emulatorURL, adjust: openID) + extraProviders(emulatorURL))
+                oidcProviders: TestDeployment.openIDProviders(emulatorURL: emulatorURL, adjust: openID) + extraProviders(emulatorURL))
             configuration.profileCacheLifetime = profileCacheLifetime
             gateway(&configuration)
             // Each instance has its own store object (its own pool), as separate processes would.
-            let storage: any GatehouseStorage =
-                if let database {
-                    try PostgresStorage(url: database, maximumConnections: 8, operationTimeout: databaseTimeout, logger: logger)
-                } else {
-                    try SQLiteStorage(path: databasePath)
-                }
+            let storage: any GatehouseStorage
+            if let database {
+                let postgres = try PostgresStorage(url: database, maximumConnections: 8, operationTimeout: databaseTimeout, logger: logger)
+                stores.withLock { $0.append(postgres) }
+                storage = postgres
+            } else {
+                storage = try SQLiteStorage(path: databasePath)
+            }
             try await storage.migrate()
             let gatehouse = try Gatehouse(
                 configuration: configuration, storage: storage,
                 vault: try TokenVault(keys: vaultKeys?(index) ?? [vaultKey], reloadInterval: vaultReloadInterval), http: client,
                 metrics: index == 0 ? metrics.core : .disabled, logger: logger)
-            services.append(
-                GatehouseServer.application(
-                    gatehouse: gatehouse, metrics: index == 0 ? metrics : ServerMetrics(), host: "127.0.0.1", port: port, demoPage: true,
-                    logger: logger))
+            return GatewayAssembly(gatehouse: gatehouse, metrics: index == 0 ? metrics : ServerMetrics(), demoPage: true)
+        } onRunning: {
+            gatewayPorts[index].set($0)
         }
-        group = ServiceGroup(services: services, gracefulShutdownSignals: [], logger: logger)
-        let group = self.group
-        Task { try await group.run() }
-        for url in gatewayURLs.map({ "\($0)/healthz" }) + ["\(emulatorURL)/"] {
-            var ready = false
-            // Bounded, but generous: a loaded 2-core CI machine can take seconds to start both servers.
-            for _ in 0..<400 where !ready {
-                ready = (try? await client.execute(OutboundRequest(url: url)))?.status == 200
-                if !ready { try await Task.sleep(for: .milliseconds(50)) }
+        services.append(gatewayService)
+    }
+    var configuration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [], logger: logger)
+    // Bounded: a test that left a request hanging must not hang the suite at shutdown.
+    configuration.maximumGracefulShutdownDuration = .seconds(10)
+    configuration.maximumCancellationDuration = .seconds(5)
+    let group = ServiceGroup(configuration: configuration)
+    defer {
+        client.shutdown()
+        for store in stores.withLock({ $0 }) { store.shutdown() }
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+    return try await withThrowingTaskGroup(of: Void.self, returning: T.self) { tasks in
+        tasks.addTask {
+            let stopped: any Error
+            do {
+                try await group.run()
+                stopped = FlowError("the deployment stopped")
+            } catch {
+                stopped = error
             }
-            guard ready else { throw FlowError("\(url) did not come up") }
+            // Whoever still waits for a port learns why it will never come.
+            emulatorPort.fail(stopped)
+            for port in gatewayPorts { port.fail(stopped) }
+            if !(stopped is FlowError) { throw stopped }
         }
+        let outcome: Result<T, any Error>
+        do {
+            let emulatorURL = "http://127.0.0.1:\(try await emulatorPort.value())"
+            var gatewayURLs: [String] = []
+            for port in gatewayPorts { gatewayURLs.append("http://127.0.0.1:\(try await port.value())") }
+            let deployment = TestDeployment(
+                gatewayURLs: gatewayURLs, emulatorURL: emulatorURL, databasePath: databasePath, vaultKey: vaultKey, logs: logs,
+                emulator: emulator, client: client, metrics: metrics)
+            outcome = .success(try await body(deployment))
+        } catch {
+            outcome = .failure(error)
+        }
+        await group.triggerGracefulShutdown()
+        // The servers' own failure (a bind or assembly error), if any, explains the test's.
+        try await tasks.waitForAll()
+        return try outcome.get()
+    }
+}
+
+/// A running deployment, handed to the body of `withDeployment`.
+final class TestDeployment: Sendable {
+    /// The first gateway instance (the only one unless `instances` was given).
+    let gatewayURL: String
+    /// Every gateway instance, sharing one store and one encryption key.
+    let gatewayURLs: [String]
+    /// The emulator's base URL.
+    let emulatorURL: String
+    /// The SQLite file (SQLite deployments only).
+    let databasePath: String
+    /// The encryption key every instance shares (unless `vaultKeys` was given).
+    let vaultKey: Data
+    /// Every log line of the deployment.
+    let logs: LogSink
+    /// The emulator, for its issued tokens.
+    let emulator: ProviderEmulator
+    /// The client the tests (and the gateways) use.
+    let client: CurlHTTPClient
+    /// The gateway's metrics (what `/metrics` renders).
+    let metrics: ServerMetrics
+
+    static let githubClient = EmulatorConfiguration.demoGitHubClient
+    static let microsoftClient = EmulatorConfiguration.demoMicrosoftClient
+    static let returnTo = "https://app.example.com/signed-in"
+
+    fileprivate init(
+        gatewayURLs: [String], emulatorURL: String, databasePath: String, vaultKey: Data, logs: LogSink, emulator: ProviderEmulator,
+        client: CurlHTTPClient, metrics: ServerMetrics
+    ) {
+        self.gatewayURLs = gatewayURLs
+        self.gatewayURL = gatewayURLs[0]
+        self.emulatorURL = emulatorURL
+        self.databasePath = databasePath
+        self.vaultKey = vaultKey
+        self.logs = logs
+        self.emulator = emulator
+        self.client = client
+        self.metrics = metrics
     }
 
     /// The emulator's standard issuer and Yahoo, with the demo clients.
@@ -132,11 +197,6 @@ final class TestDeployment: Sendable {
         try await client.execute(
             OutboundRequest(
                 method: "POST", url: "\(emulatorURL)/_emulator/\(path)", headers: ["Content-Type": "application/json"], body: Array(json.utf8)))
-    }
-
-    func stop() async {
-        await group.triggerGracefulShutdown()
-        client.shutdown()
     }
 
     /// The emulator's call counts by `METHOD path`.

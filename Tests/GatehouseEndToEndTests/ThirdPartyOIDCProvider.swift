@@ -1,6 +1,6 @@
 import CurlClient
 import Foundation
-import GatehouseServer
+import GatehouseTestSupport
 
 /// `oidc-provider-mock` (PyPI), an OpenID Provider nobody on this project wrote, run as a
 /// child process on a loopback port. `scripts/test` installs it in a Python ≥ 3.12 venv and
@@ -22,7 +22,7 @@ final class ThirdPartyOIDCProvider: Sendable {
             throw FlowError(
                 "GATEHOUSE_OIDC_PROVIDER_MOCK must name the oidc-provider-mock executable; run the suite with scripts/test, which installs it")
         }
-        let port = try LoopbackPort.pick()
+        let port = try TestTools.freeStablePort()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = ["--host", "127.0.0.1", "--port", String(port), "--require-nonce", "true", "--user-claims", userClaims]

@@ -85,15 +85,10 @@ struct ThirdPartyOIDCTests {
         defer { http.shutdown() }
         let mock = try await ThirdPartyOIDCProvider.start(userClaims: claims, client: http)
         defer { mock.stop() }
-        let deployment = try await TestDeployment(extraProviders: { _ in
+        try await withDeployment(extraProviders: { _ in
             [OIDCProviderConfiguration(providerId: "oidc.mock", issuer: mock.issuer, clientID: client.id, clientSecret: client.secret)]
-        })
-        do {
+        }) { deployment in
             try await body(mock, deployment, http)
-        } catch {
-            await deployment.stop()
-            throw error
         }
-        await deployment.stop()
     }
 }

@@ -36,19 +36,29 @@ import Testing
         let cluster = try PostgresCluster()
         defer { cluster.destroy() }
         try cluster.start()
-        let store = try PostgresStorage(url: cluster.url, maximumConnections: 4, logger: PostgresTestServer.quietLogger)
+        // One connection: a request that left its lease behind would starve every later one.
+        let store = try PostgresStorage(
+            url: cluster.url, maximumConnections: 1, operationTimeout: .seconds(4), logger: PostgresTestServer.quietLogger)
         try await store.migrate()
         let key = ServiceKeyRecord(
             id: "sk_restart", name: "n", secretHash: "hash", scopes: ["admin"], createdAt: Date(timeIntervalSince1970: 1_800_000_000))
         try await store.insertServiceKey(key)
 
         try cluster.stop()
-        // A request while the server is down fails (bounded here: the pool would wait for a
-        // connection up to its own limit).
-        let whileDown = Task { try await store.ping() }
-        try await Task.sleep(for: .seconds(1))
-        whileDown.cancel()
-        await #expect(throws: (any Error).self) { try await whileDown.value }
+        // While the server is down a request fails as unavailable within the store's timeout
+        // (it does not queue for as long as the pool keeps trying).
+        let failing = ContinuousClock.now
+        await #expect(throws: StorageError.unavailable) { try await store.ping() }
+        #expect(ContinuousClock.now - failing < .seconds(10))
+        // A request cancelled by its caller fails at once, not when the 4 s timeout ends it:
+        // the store passes cancellation on to the pool.
+        let cancelled = Task { try await store.ping() }
+        await Task.yield()
+        let cancelledAt = ContinuousClock.now
+        cancelled.cancel()
+        let outcome = await cancelled.result
+        #expect(ContinuousClock.now - cancelledAt < .seconds(2))
+        #expect(throws: (any Error).self) { try outcome.get() }
         try cluster.start()
         let fresh = try PostgresStorage(url: cluster.url, maximumConnections: 1, logger: PostgresTestServer.quietLogger)
         try await fresh.ping()
@@ -60,6 +70,7 @@ import Testing
             if !recovered { try await Task.sleep(for: .milliseconds(100)) }
         }
         print("postgres restart: the pool served again \(ContinuousClock.now - restarted) after the server came back")
+        // Neither the failed nor the cancelled request kept the only connection slot.
         #expect(recovered)
         #expect(try await store.serviceKey(secretHash: "hash") == key)
         store.shutdown()

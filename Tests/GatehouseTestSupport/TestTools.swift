@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -55,22 +56,21 @@ public enum TestTools {
         }
     }
 
-    /// A port the kernel just handed out on 127.0.0.1 (for servers that bind it at once).
-    public static func freeLoopbackPort() throws -> Int {
-        guard let (fd, port) = bindLoopback(0) else { throw TestToolError("no free loopback port") }
-        close(fd)
-        return port
-    }
+    /// Stable ports this process handed out already: two servers of one run never get the same one.
+    private static let handedOut = Mutex<Set<Int>>([])
 
     /// A free port below the kernel's ephemeral range (32768–60999 by default), for servers
-    /// that bind it only later or bind it again after a restart: the other tests' servers,
-    /// which take kernel-chosen ports, can never grab it in between.
+    /// that cannot report the port they bound (another program: nghttpd, oidc-provider-mock,
+    /// PostgreSQL) or bind it again after a restart. Servers of this process bind port 0 and
+    /// report what they got, and the kernel never hands out a port of this range for port 0
+    /// or an outgoing connection, so none of them can grab it in between; nor can another
+    /// pick of this run.
     public static func freeStablePort() throws -> Int {
         for _ in 0..<100 {
-            if let (fd, port) = bindLoopback(Int.random(in: 20_000..<30_000)) {
-                close(fd)
-                return port
-            }
+            let candidate = Int.random(in: 20_000..<30_000)
+            guard handedOut.withLock({ $0.insert(candidate).inserted }), let (fd, port) = bindLoopback(candidate) else { continue }
+            close(fd)
+            return port
         }
         throw TestToolError("no free loopback port between 20000 and 30000")
     }

@@ -1,0 +1,131 @@
+import GatehouseCore
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// What a gateway serves once its listener is bound: the assembled core and the metrics its
+/// `/metrics` renders (the ones the core records into).
+public struct GatewayAssembly: Sendable {
+    /// The core the routes call.
+    public let gatehouse: Gatehouse
+    /// What `/metrics` renders.
+    public let metrics: ServerMetrics
+    /// Whether the demo page is served at `/`.
+    public let demoPage: Bool
+
+    /// Pairs a core with its metrics.
+    public init(gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool) {
+        self.gatehouse = gatehouse
+        self.metrics = metrics
+        self.demoPage = demoPage
+    }
+}
+
+/// The gateway as a `Service`: it binds its listener first and assembles the core only then,
+/// from the port it actually got. A configuration that names the gateway's own URL (redirect
+/// URIs, the ID-token issuer) can thus listen on port 0 without picking a port beforehand,
+/// which would race every other server of the machine for it.
+///
+/// Connections that arrive while the core is assembled wait in the listen backlog (Hummingbird
+/// handles none before `onServerRunning` returns). When assembly fails, `run()` throws that
+/// error and the listener stops.
+public struct GatewayService: Service {
+    private let application: Application<AssembledResponder>
+    private let slot: AssembledResponder
+
+    init(
+        host: String, port: Int, logger: Logger, assemble: @escaping @Sendable (Int) async throws -> GatewayAssembly,
+        onRunning: @escaping @Sendable (Int) async -> Void
+    ) {
+        let slot = AssembledResponder(logger: logger)
+        self.slot = slot
+        application = Application(
+            responder: slot,
+            configuration: .init(address: .hostname(host, port: port), serverName: "Gatehouse"),
+            onServerRunning: { channel in
+                let bound = channel.localAddress?.port ?? port
+                do {
+                    slot.install(try await assemble(bound))
+                    await onRunning(bound)
+                } catch {
+                    slot.fail(error)
+                }
+            },
+            logger: logger)
+    }
+
+    /// Serves until graceful shutdown; throws when the core could not be assembled.
+    public func run() async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await application.run() }
+            group.addTask { try await slot.assembled() }
+            // The first to end is the assembly (or the server, on a bind error); a failure
+            // ends the group, which cancels the other.
+            try await group.next()
+            try await group.next()
+        }
+    }
+}
+
+/// The responder of a `GatewayService`: empty until the core is assembled.
+final class AssembledResponder: HTTPResponder, Sendable {
+    typealias Context = GatehouseRequestContext
+
+    private enum State {
+        case assembling([CheckedContinuation<Void, any Error>])
+        case ready(ProblemResponder<RouterResponder<GatehouseRequestContext>>)
+        case failed(any Error)
+    }
+
+    private let state = Mutex(State.assembling([]))
+    private let logger: Logger
+
+    init(logger: Logger) { self.logger = logger }
+
+    func install(_ assembly: GatewayAssembly) {
+        let responder = GatehouseServer.responder(for: assembly, logger: logger)
+        let waiting = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            guard case .assembling(let waiting) = state else { return [] }
+            state = .ready(responder)
+            return waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    func fail(_ error: any Error) {
+        let waiting = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            guard case .assembling(let waiting) = state else { return [] }
+            state = .failed(error)
+            return waiting
+        }
+        for continuation in waiting { continuation.resume(throwing: error) }
+    }
+
+    /// Returns once the core is assembled; throws its assembly error.
+    func assembled() async throws {
+        try await withCheckedThrowingContinuation { continuation in
+            let result: Result<Void, any Error>? = state.withLock { state in
+                switch state {
+                case .assembling(let waiting):
+                    state = .assembling(waiting + [continuation])
+                    return nil
+                case .ready: return .success(())
+                case .failed(let error): return .failure(error)
+                }
+            }
+            if let result { continuation.resume(with: result) }
+        }
+    }
+
+    func respond(to request: Request, context: GatehouseRequestContext) async throws -> Response {
+        let ready = state.withLock { state -> ProblemResponder<RouterResponder<GatehouseRequestContext>>? in
+            if case .ready(let responder) = state { return responder }
+            return nil
+        }
+        // Unreachable in practice (no connection is handled before assembly ends); a failed
+        // assembly stops the server.
+        guard let ready else { return Response(status: .serviceUnavailable) }
+        return try await ready.respond(to: request, context: context)
+    }
+}
