@@ -40,34 +40,38 @@ public struct Gatehouse: Sendable {
         }
         var providers: [any IdentityProvider] = []
         if let github = configuration.github {
-            providers.append(GitHubProvider(configuration: github, http: upstream("github.com")))
+            providers.append(GitHubProvider(configuration: github, http: upstream("github.com"), clock: configuration.clock))
         }
         if let microsoft = configuration.microsoft {
             providers.append(
                 MicrosoftProvider(
-                    configuration: microsoft, http: upstream("microsoft.com"), developmentMode: configuration.developmentMode, logger: logger))
+                    configuration: microsoft, http: upstream("microsoft.com"), developmentMode: configuration.developmentMode,
+                    clock: configuration.clock, logger: logger))
         }
         for oidc in configuration.oidcProviders {
             providers.append(
                 OIDCProvider(
-                    configuration: oidc, http: upstream(oidc.providerId), developmentMode: configuration.developmentMode, logger: logger))
+                    configuration: oidc, http: upstream(oidc.providerId), developmentMode: configuration.developmentMode,
+                    clock: configuration.clock, logger: logger))
         }
         let registry = ProviderRegistry(providers)
         self.providers = registry
         let accounts = AccountService(
             storage: storage, vault: vault, photoBaseURL: "\(configuration.publicURL)/v1/me/photo",
-            oneAccountPerEmail: configuration.oneAccountPerEmail, pendingLifetime: configuration.pendingCredentialLifetime)
+            oneAccountPerEmail: configuration.oneAccountPerEmail, pendingLifetime: configuration.pendingCredentialLifetime,
+            clock: configuration.clock)
         self.accounts = accounts
         let tokens = GatewayTokenService(
             configuration: configuration, storage: storage, accounts: accounts,
             keys: SigningKeyRing(
                 storage: storage, vault: vault, tokenLifetime: configuration.idTokenLifetime,
-                reloadInterval: configuration.signingKeyReloadInterval, logger: logger))
+                reloadInterval: configuration.signingKeyReloadInterval, clock: configuration.clock, logger: logger))
         self.tokens = tokens
         self.signIn = SignInService(
             configuration: configuration, providers: registry, storage: storage, accounts: accounts, tokens: tokens,
             returnToPolicy: ReturnToPolicy(allowList: configuration.returnToAllowList))
-        self.sessions = SessionService(storage: storage, tokens: tokens, recentLoginWindow: configuration.recentLoginWindow)
+        self.sessions = SessionService(
+            storage: storage, tokens: tokens, recentLoginWindow: configuration.recentLoginWindow, clock: configuration.clock)
         self.profiles = ProfileService(
             storage: storage, providers: registry, accounts: accounts, configuration: configuration, metrics: metrics)
         self.serviceKeys = ServiceKeyService(storage: storage)

@@ -36,12 +36,15 @@ import Testing
 
     @Test func concurrentMissesShareOneLoadAndExpiredEntriesReload() async throws {
         let loads = Loads()
-        let cache = ExpiringCache<Int>(lifetime: 1, capacity: 10) { _ in 1 }
+        let clock = OffsetClock()
+        let cache = ExpiringCache<Int>(lifetime: 1, capacity: 10, clock: clock) { _ in 1 }
         let values = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<10 {
                 group.addTask {
                     try await cache.value(for: "k") {
                         await loads.add("k")
+                        // Holds the load open so that the others join it (they would hit
+                        // the cache after it anyway: the count holds either way).
                         try await Task.sleep(for: .milliseconds(100))
                         return 7
                     }
@@ -51,7 +54,7 @@ import Testing
         }
         #expect(values == Array(repeating: 7, count: 10))
         #expect(await loads.counts["k"] == 1)
-        try await Task.sleep(for: .milliseconds(1200))
+        clock.advance(by: 1.2)
         _ = try await cache.value(for: "k") {
             await loads.add("k")
             return 8
@@ -64,15 +67,15 @@ import Testing
 @Suite struct ExpiringCacheStaleTests {
     @Test("an expired entry is served stale with its age until lifetime + staleLifetime, never after")
     func staleWindow() async throws {
-        // Wide windows: a loaded machine may oversleep by a second without changing the outcome.
-        let cache = ExpiringCache<String>(lifetime: 1, staleLifetime: 2, capacity: 10) { _ in 1 }
+        let clock = OffsetClock()
+        let cache = ExpiringCache<String>(lifetime: 1, staleLifetime: 2, capacity: 10, clock: clock) { _ in 1 }
         #expect(await cache.stale(for: "k") == nil)
         _ = try await cache.value(for: "k") { "v1" }
-        try await Task.sleep(for: .milliseconds(1100))
+        clock.advance(by: 1.1)
         let stale = try #require(await cache.stale(for: "k"))
         #expect(stale.value == "v1")
         #expect(stale.age >= 1.1)
-        try await Task.sleep(for: .seconds(2))
+        clock.advance(by: 2)
         #expect(await cache.stale(for: "k") == nil)
     }
 }

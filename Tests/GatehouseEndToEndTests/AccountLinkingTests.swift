@@ -190,7 +190,7 @@ struct AccountLinkingTests {
             var browser = Browser(deployment)
             let uid = try account(try await browser.complete(login: "octocat")).uid
             _ = try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link")
-            try await Task.sleep(for: .milliseconds(2500))
+            deployment.clock.advance(by: 2.5)
             let stale = try await browser.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator", method: "DELETE")
             #expect(stale.status == 401)
             #expect(try jsonObject(stale)["code"] as? String == "requires-recent-login")

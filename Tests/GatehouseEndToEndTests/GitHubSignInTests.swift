@@ -153,7 +153,7 @@ struct GitHubSignInTests {
             try await withDeployment(transactionLifetime: 1) { shortLived in
                 var slow = Browser(shortLived)
                 let late = try await slow.authorize(login: "octocat")
-                try await Task.sleep(for: .milliseconds(1300))
+                shortLived.clock.advance(by: 1.3)
                 let expired = try await slow.send(late)
                 #expect(expired.status == 400)
                 #expect(try jsonObject(expired)["code"] as? String == "invalid-state")

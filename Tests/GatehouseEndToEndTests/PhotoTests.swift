@@ -104,14 +104,14 @@ struct PhotoStreamingTests {
             let etag = try #require(tagged.headers["etag"])
             #expect(try await deployment.emulatorStats()[Self.avatar] == 1)
 
-            try await Task.sleep(for: .milliseconds(1200))
+            deployment.clock.advance(by: 1.2)
             let notModified = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key, headers: ["If-None-Match": etag]))
             #expect(notModified.status == 304)
             #expect(notModified.headers["etag"] == etag)
             #expect(notModified.body.isEmpty)
             #expect(try await deployment.emulatorStats()[Self.avatar] == 2)
 
-            try await Task.sleep(for: .milliseconds(1200))
+            deployment.clock.advance(by: 1.2)
             let changed = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key, headers: ["If-None-Match": "\"other\""]))
             #expect(changed.status == 200)
             #expect(changed.headers["etag"] == etag)

@@ -32,7 +32,7 @@ struct ResilienceTests {
             #expect(freshPhoto.status == 200)
             #expect(freshPhoto.headers["etag"] != nil)
             // Both cached answers expire; then GitHub's API and avatar host fail.
-            try await Task.sleep(for: .milliseconds(1200))
+            deployment.clock.advance(by: 1.2)
             _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "status": 503, "body": "{}"}"#)
             _ = try await deployment.control("faults", #"{"endpoint": "GET /github-avatars/u/583231", "status": 503, "body": "{}"}"#)
             let userCalls = try await deployment.emulatorStats()["GET /github-api/user"] ?? 0
@@ -67,7 +67,7 @@ struct ResilienceTests {
 
             // GitHub recovers; after the open period one probe goes through and closes the breaker.
             _ = try await deployment.client.execute(OutboundRequest(method: "DELETE", url: deployment.emulatorURL + "/_emulator/faults"))
-            try await Task.sleep(for: .milliseconds(5100))
+            deployment.clock.advance(by: 5.1)
             let recovered = try await pat.send(profileURL)
             #expect(recovered.status == 200)
             #expect(recovered.headers["warning"] == nil)

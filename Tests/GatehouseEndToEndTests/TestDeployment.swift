@@ -44,6 +44,7 @@ func withDeployment<T>(
     let emulator = ProviderEmulator()
     let client = CurlHTTPClient()
     let metrics = ServerMetrics()
+    let clock = OffsetClock()
     let stores = Mutex<[PostgresStorage]>([])
     // Every listener binds port 0 and reports what it got; configurations that name a URL
     // are assembled from those reports, never from ports picked beforehand.
@@ -70,6 +71,7 @@ func withDeployment<T>(
                 microsoft: microsoftConfiguration,
                 oidcProviders: TestDeployment.openIDProviders(emulatorURL: emulatorURL, adjust: openID) + extraProviders(emulatorURL))
             configuration.profileCacheLifetime = profileCacheLifetime
+            configuration.clock = clock
             gateway(&configuration)
             // Each instance has its own store object (its own pool), as separate processes would.
             let storage: any GatehouseStorage
@@ -83,7 +85,7 @@ func withDeployment<T>(
             try await storage.migrate()
             let gatehouse = try Gatehouse(
                 configuration: configuration, storage: storage,
-                vault: try TokenVault(keys: vaultKeys?(index) ?? [vaultKey], reloadInterval: vaultReloadInterval), http: client,
+                vault: try TokenVault(keys: vaultKeys?(index) ?? [vaultKey], reloadInterval: vaultReloadInterval, clock: clock), http: client,
                 metrics: index == 0 ? metrics.core : .disabled, logger: logger)
             return GatewayAssembly(gatehouse: gatehouse, metrics: index == 0 ? metrics : ServerMetrics(), demoPage: true)
         } onRunning: {
@@ -122,7 +124,7 @@ func withDeployment<T>(
             for port in gatewayPorts { gatewayURLs.append("http://127.0.0.1:\(try await port.value())") }
             let deployment = TestDeployment(
                 gatewayURLs: gatewayURLs, emulatorURL: emulatorURL, databasePath: databasePath, vaultKey: vaultKey, logs: logs,
-                emulator: emulator, client: client, metrics: metrics)
+                emulator: emulator, client: client, metrics: metrics, clock: clock)
             outcome = .success(try await body(deployment))
         } catch {
             outcome = .failure(error)
@@ -154,6 +156,8 @@ final class TestDeployment: Sendable {
     let client: CurlHTTPClient
     /// The gateway's metrics (what `/metrics` renders).
     let metrics: ServerMetrics
+    /// Every instance's clock: tests advance it past a lifetime instead of sleeping.
+    let clock: OffsetClock
 
     static let githubClient = EmulatorConfiguration.demoGitHubClient
     static let microsoftClient = EmulatorConfiguration.demoMicrosoftClient
@@ -161,8 +165,9 @@ final class TestDeployment: Sendable {
 
     fileprivate init(
         gatewayURLs: [String], emulatorURL: String, databasePath: String, vaultKey: Data, logs: LogSink, emulator: ProviderEmulator,
-        client: CurlHTTPClient, metrics: ServerMetrics
+        client: CurlHTTPClient, metrics: ServerMetrics, clock: OffsetClock
     ) {
+        self.clock = clock
         self.gatewayURLs = gatewayURLs
         self.gatewayURL = gatewayURLs[0]
         self.emulatorURL = emulatorURL

@@ -86,9 +86,10 @@ import Testing
         // This instance rereads only hourly; another one already seals with a newer key.
         let slow = try TokenVault(keys: [configured], reloadInterval: 3600)
         try await slow.load(from: storage)
-        let fast = try TokenVault(keys: [configured], reloadInterval: 0.05)
+        let clock = OffsetClock()
+        let fast = try TokenVault(keys: [configured], reloadInterval: 0.05, clock: clock)
         try await storage.insertDataKey(try fast.newDataKey())
-        try await Task.sleep(for: .milliseconds(150))
+        clock.advance(by: 0.15)
         try await fast.load(from: storage)
         let sealed = try fast.seal(Data("new".utf8), context: "c")
         #expect(sealed.hasPrefix("v2.\(try #require(fast.sealingDataKeyID))."))

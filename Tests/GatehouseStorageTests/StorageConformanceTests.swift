@@ -242,6 +242,8 @@ import Testing
             peak = max(peak, now)
         }
         func leave() { now -= 1 }
+        /// How many are inside right now.
+        var inside: Int { now }
     }
 
     @Test(
@@ -269,7 +271,10 @@ import Testing
                 group.addTask {
                     try await storage.withLock(name) {
                         await different.enter()
-                        try await Task.sleep(for: .milliseconds(300))
+                        // Waits (bounded) for the other holder: independent locks let it in
+                        // meanwhile, whatever the machine's load; a lock that wrongly
+                        // excluded it would leave the peak at 1.
+                        for _ in 0..<250 where await different.inside < 2 { try await Task.sleep(for: .milliseconds(20)) }
                         await different.leave()
                     }
                 }

@@ -11,6 +11,8 @@ public struct AccountService: Sendable {
     var oneAccountPerEmail = true
     /// How long a pending credential can be claimed.
     var pendingLifetime: TimeInterval = 600
+    /// Where the time comes from.
+    var clock: any GatehouseClock = SystemClock()
 
     /// What a sign-in did.
     public struct SignIn: Sendable {
@@ -28,7 +30,7 @@ public struct AccountService: Sendable {
     /// email belongs to an existing account is parked as a pending credential instead
     /// (`account-exists-with-different-credential`).
     public func signIn(profile: ProviderProfile, tokens: ProviderTokens) async throws -> SignIn {
-        let now = Date()
+        let now = clock.now()
         for _ in 0..<3 {
             if let link = try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) {
                 return try await refreshLink(link, profile: profile, tokens: tokens, at: now)
@@ -70,14 +72,14 @@ public struct AccountService: Sendable {
             throw GatehouseError.userMismatch(
                 "The re-authentication signed in a different \(profile.providerId) user than the one linked to this account.")
         }
-        return try await refreshLink(link, profile: profile, tokens: tokens, at: Date())
+        return try await refreshLink(link, profile: profile, tokens: tokens, at: clock.now())
     }
 
     /// `POST /v1/auth/link {"pendingToken"}`: links a parked credential to the signed-in
     /// account, which must be the one it was parked for.
     public func claimPending(uid: String, pendingToken: String) async throws -> SignIn {
         guard !pendingToken.isEmpty, pendingToken.count <= 128,
-            let pending = try await storage.takePendingCredential(tokenHash: SecureRandom.digest(pendingToken), now: Date())
+            let pending = try await storage.takePendingCredential(tokenHash: SecureRandom.digest(pendingToken), now: clock.now())
         else { throw GatehouseError.invalidPendingToken() }
         guard pending.targetUid == uid else {
             // Not this user's to claim: put it back untouched for its owner.
@@ -134,7 +136,7 @@ public struct AccountService: Sendable {
     ) async throws -> SignIn {
         guard var account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
         if account.disabled { throw GatehouseError.userDisabled() }
-        let now = Date()
+        let now = clock.now()
         for _ in 0..<2 {
             if var existing = try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) {
                 guard existing.uid == uid else { throw GatehouseError.credentialAlreadyInUse(pendingToken: try await onElsewhere(existing.uid)) }
@@ -185,7 +187,7 @@ public struct AccountService: Sendable {
             PendingCredentialRecord(
                 tokenHash: SecureRandom.digest(token), targetUid: owner, providerId: profile.providerId, federatedId: profile.federatedId,
                 profileJSON: try JSONCoding.encoder().encode(profile), sealedTokens: try await seal(tokens, for: profile),
-                verifiedEmail: EmailAddress.verified(of: profile), expiresAt: Date().addingTimeInterval(pendingLifetime)))
+                verifiedEmail: EmailAddress.verified(of: profile), expiresAt: clock.now().addingTimeInterval(pendingLifetime)))
         return token
     }
 

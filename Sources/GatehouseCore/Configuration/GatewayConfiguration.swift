@@ -67,6 +67,8 @@ public struct GatewayConfiguration: Sendable {
     public var microsoft: MicrosoftConfiguration?
     /// The configured OpenID Connect providers (`oidc.<name>` and the Yahoo preset).
     public var oidcProviders: [OIDCProviderConfiguration]
+    /// Where the core reads the time (the machine's clock; tests move an `OffsetClock`).
+    public var clock: any GatehouseClock = SystemClock()
 
     /// Creates a configuration with the documented defaults.
     public init(

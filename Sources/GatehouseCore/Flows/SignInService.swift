@@ -61,7 +61,7 @@ public struct SignInService: Sendable {
         let redirect = try await provider.authorizationRedirect(
             for: AuthorizationRequest(
                 redirectURI: redirectURI, state: state, nonce: nonce, codeChallenge: pkce.challenge, scopes: scopes, customParameters: custom))
-        let now = Date()
+        let now = configuration.clock.now()
         try await storage.insertTransaction(
             SignInTransaction(
                 stateHash: SecureRandom.digest(state), bindingHash: SecureRandom.digest(binding), providerId: provider.id,
@@ -87,7 +87,7 @@ public struct SignInService: Sendable {
         else {
             throw GatehouseError.invalidState("The state is unknown, already used, or bound to another browser.")
         }
-        guard transaction.expiresAt > Date() else {
+        guard transaction.expiresAt > configuration.clock.now() else {
             throw GatehouseError.invalidState("The sign-in took too long; start again.")
         }
         guard transaction.providerId == provider.id else {
@@ -120,7 +120,7 @@ public struct SignInService: Sendable {
         let resultID = SecureRandom.token()
         try await storage.insertResult(
             idHash: SecureRandom.digest(resultID), payload: try JSONCoding.encoder().encode(outcome),
-            expiresAt: Date().addingTimeInterval(configuration.resultLifetime))
+            expiresAt: configuration.clock.now().addingTimeInterval(configuration.resultLifetime))
         let base = transaction.returnTo.split(separator: "#", maxSplits: 1).first.map(String.init) ?? transaction.returnTo
         return Completion(redirectURL: "\(base)#gatehouse_result=\(resultID)", sessionValue: sessionValue)
     }
@@ -197,7 +197,7 @@ public struct SignInService: Sendable {
         var session: NewSession?
         if mode != "link" {
             let value = SecureRandom.token()
-            let now = Date()
+            let now = configuration.clock.now()
             let record = SessionRecord(
                 idHash: SecureRandom.digest(value), uid: signIn.account.uid, createdAt: now,
                 expiresAt: now.addingTimeInterval(configuration.sessionLifetime), signInProvider: providerId)
@@ -218,7 +218,9 @@ public struct SignInService: Sendable {
 
     /// The one-time result: the sign-in result, or the stored failure thrown as an error.
     public func result(id: String) async throws -> SignInResult {
-        guard !id.isEmpty, id.count <= 128, let payload = try await storage.takeResult(idHash: SecureRandom.digest(id), now: Date()) else {
+        guard !id.isEmpty, id.count <= 128,
+            let payload = try await storage.takeResult(idHash: SecureRandom.digest(id), now: configuration.clock.now())
+        else {
             throw GatehouseError(
                 code: "result-not-found", status: 404, title: "Unknown result",
                 detail: "The result id is unknown, expired (results live 60 s) or was already fetched.")
@@ -227,7 +229,7 @@ public struct SignInService: Sendable {
         case .success(let result, let familyId):
             // Tokens are minted now, once: the stored result never held a usable credential.
             guard let familyId else { return result }
-            guard let session = try await storage.session(familyId: familyId, now: Date()) else {
+            guard let session = try await storage.session(familyId: familyId, now: configuration.clock.now()) else {
                 throw GatehouseError.invalidRefreshToken()
             }
             return result.with(try await tokens.issue(for: session))

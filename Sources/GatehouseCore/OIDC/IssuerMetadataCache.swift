@@ -24,6 +24,7 @@ public actor IssuerMetadataCache {
     private let http: UpstreamHTTP
     private let developmentMode: Bool
     private let logger: Logger
+    private let clock: any GatehouseClock
     private var document: (value: DiscoveryDocument, fetchedAt: Date)?
     private var keySet: KeySet?
     private var lastJWKSFetch: Date?
@@ -31,7 +32,11 @@ public actor IssuerMetadataCache {
     public private(set) var disabledReason: String?
 
     /// Creates an empty cache.
-    public init(configuration: OIDCProviderConfiguration, http: UpstreamHTTP, developmentMode: Bool, logger: Logger) {
+    public init(
+        configuration: OIDCProviderConfiguration, http: UpstreamHTTP, developmentMode: Bool, clock: any GatehouseClock = SystemClock(),
+        logger: Logger
+    ) {
+        self.clock = clock
         self.configuration = configuration
         self.http = http
         self.developmentMode = developmentMode
@@ -40,12 +45,12 @@ public actor IssuerMetadataCache {
 
     /// The discovery document (cached; overrides applied).
     public func discovery() async throws -> DiscoveryDocument {
-        if let document, Date().timeIntervalSince(document.fetchedAt) < configuration.metadataLifetime {
+        if let document, clock.now().timeIntervalSince(document.fetchedAt) < configuration.metadataLifetime {
             return document.value
         }
         do {
             let fresh = try await fetchDiscovery()
-            document = (fresh, Date())
+            document = (fresh, clock.now())
             disabledReason = nil
             return fresh
         } catch let error as GatehouseError where error.code == "provider-misconfigured" {
@@ -111,11 +116,11 @@ public actor IssuerMetadataCache {
     private var keysInFlight: Task<KeySet, any Error>?
 
     func keys(for kid: String?) async throws -> JWTKeyCollection {
-        if let keySet, keySet.matches(kid), Date().timeIntervalSince(keySet.fetchedAt) < configuration.metadataLifetime {
+        if let keySet, keySet.matches(kid), clock.now().timeIntervalSince(keySet.fetchedAt) < configuration.metadataLifetime {
             return keySet.collection
         }
-        let cooledDown = lastJWKSFetch.map { Date().timeIntervalSince($0) >= configuration.jwksRefetchCooldown } ?? true
-        let expired = keySet.map { Date().timeIntervalSince($0.fetchedAt) >= configuration.metadataLifetime } ?? true
+        let cooledDown = lastJWKSFetch.map { clock.now().timeIntervalSince($0) >= configuration.jwksRefetchCooldown } ?? true
+        let expired = keySet.map { clock.now().timeIntervalSince($0.fetchedAt) >= configuration.metadataLifetime } ?? true
         if cooledDown || expired || keysInFlight != nil {
             do {
                 keySet = try await sharedKeyFetch()
@@ -143,7 +148,7 @@ public actor IssuerMetadataCache {
 
     private func fetchKeys() async throws -> KeySet {
         let jwksURI = try await discovery().jwksURI
-        lastJWKSFetch = Date()
+        lastJWKSFetch = clock.now()
         let response = try await get(jwksURI)
         guard response.status == 200, let jwks = try? JSONDecoder().decode(JWKS.self, from: Data(response.body)) else {
             throw GatehouseError.upstreamUnavailable(configuration.providerId, detail: "\(configuration.providerId)'s JWKS could not be read.")
@@ -157,7 +162,7 @@ public actor IssuerMetadataCache {
             count += 1
             if let kid = key.keyIdentifier?.string { ids.insert(kid) }
         }
-        return KeySet(collection: collection, keyIDs: ids, count: count, fetchedAt: Date())
+        return KeySet(collection: collection, keyIDs: ids, count: count, fetchedAt: clock.now())
     }
 
     private func get(_ url: String) async throws -> OutboundResponse {

@@ -20,6 +20,7 @@ actor ExpiringCache<Value: Sendable> {
     private let name: String
     private let metrics: GatehouseMetrics
     private let cost: @Sendable (Value) -> Int
+    private let wallClock: any GatehouseClock
     private var entries: [String: Entry] = [:]
     private var clock: UInt64 = 0
     private var totalCost = 0
@@ -29,8 +30,9 @@ actor ExpiringCache<Value: Sendable> {
     /// own). `name` labels its hit/miss metrics.
     init(
         name: String = "cache", lifetime: TimeInterval, staleLifetime: TimeInterval = 0, capacity: Int, metrics: GatehouseMetrics = .disabled,
-        cost: @escaping @Sendable (Value) -> Int
+        clock: any GatehouseClock = SystemClock(), cost: @escaping @Sendable (Value) -> Int
     ) {
+        self.wallClock = clock
         self.name = name
         self.lifetime = lifetime
         self.staleLifetime = staleLifetime
@@ -60,7 +62,7 @@ actor ExpiringCache<Value: Sendable> {
     /// The value for `key` if it is still fresh (counted as a hit, otherwise as a miss), for
     /// callers that load and `insert` themselves.
     func fresh(for key: String) -> Value? {
-        guard lifetime > 0, let entry = entries[key], Date().timeIntervalSince(entry.storedAt) < lifetime else {
+        guard lifetime > 0, let entry = entries[key], wallClock.now().timeIntervalSince(entry.storedAt) < lifetime else {
             metrics.cacheLookup(cache: name, result: "miss")
             return nil
         }
@@ -74,7 +76,7 @@ actor ExpiringCache<Value: Sendable> {
     /// stale lifetime: what a failing provider's callers get instead of an error.
     func stale(for key: String) -> (value: Value, age: TimeInterval)? {
         guard let entry = entries[key] else { return nil }
-        let age = Date().timeIntervalSince(entry.storedAt)
+        let age = wallClock.now().timeIntervalSince(entry.storedAt)
         guard age < lifetime + staleLifetime else { return nil }
         metrics.cacheLookup(cache: name, result: "stale")
         return (entry.value, age)
@@ -88,13 +90,13 @@ actor ExpiringCache<Value: Sendable> {
         guard size <= capacity else { return }
         if let old = entries.removeValue(forKey: key) { totalCost -= old.cost }
         clock += 1
-        entries[key] = Entry(value: value, storedAt: Date(), cost: size, lastUse: clock)
+        entries[key] = Entry(value: value, storedAt: wallClock.now(), cost: size, lastUse: clock)
         totalCost += size
         guard totalCost > capacity else { return }
         // Over budget: drop entries past any use (stale ones included), then the least recently
         // used down to 90 % of the budget, so that the sort is paid once per batch rather than
         // on every insert.
-        let now = Date()
+        let now = wallClock.now()
         for (staleKey, entry) in entries where now.timeIntervalSince(entry.storedAt) >= lifetime + staleLifetime {
             entries[staleKey] = nil
             totalCost -= entry.cost

@@ -18,6 +18,8 @@ public struct ProfileService: Sendable {
     let photoProviderOrder: [String]
     /// Refresh counters (the caches and breakers record their own).
     let metrics: GatehouseMetrics
+    /// Where the time comes from.
+    let clock: any GatehouseClock
 
     /// Built by `Gatehouse` from the deployment's settings.
     init(
@@ -28,15 +30,18 @@ public struct ProfileService: Sendable {
         self.providers = providers
         self.accounts = accounts
         self.metrics = metrics
+        self.clock = configuration.clock
         let lifetime = configuration.profileCacheLifetime
         profileCache = ExpiringCache(
-            name: "profile", lifetime: lifetime, staleLifetime: configuration.staleIfError, capacity: 10_000, metrics: metrics
+            name: "profile", lifetime: lifetime, staleLifetime: configuration.staleIfError, capacity: 10_000, metrics: metrics,
+            clock: configuration.clock
         ) { _ in 1 }
         photoCache = ExpiringCache(
             name: "photo", lifetime: lifetime, staleLifetime: configuration.staleIfError, capacity: configuration.photoCacheBytes,
-            metrics: metrics
+            metrics: metrics, clock: configuration.clock
         ) { $0.bytes.count }
-        circuits = ProviderCircuits(providerIds: providers.ids, settings: configuration.circuitBreaker, metrics: metrics)
+        circuits = ProviderCircuits(
+            providerIds: providers.ids, settings: configuration.circuitBreaker, metrics: metrics, clock: configuration.clock)
         photoProviderOrder = configuration.photoProviderOrder
     }
 
@@ -136,7 +141,7 @@ public struct ProfileService: Sendable {
         // a key rotation that ran during this call is never undone by stale tokens.
         try await storage.updateLinkProfile(
             providerId: link.providerId, federatedId: link.federatedId, uid: link.uid, profileJSON: try JSONCoding.encoder().encode(profile),
-            verifiedEmail: EmailAddress.verified(of: profile), at: Date())
+            verifiedEmail: EmailAddress.verified(of: profile), at: clock.now())
         return profile
     }
 
@@ -220,7 +225,7 @@ public struct ProfileService: Sendable {
     ) async throws -> T {
         var tokens = try await openTokens(link)
         if tokens.reauthRequired == true { throw GatehouseError.providerReauthRequired(link.providerId) }
-        if let expiresAt = tokens.expiresAt, expiresAt < Date().timeIntervalSince1970 + 30, tokens.refreshToken != nil {
+        if let expiresAt = tokens.expiresAt, expiresAt < clock.now().timeIntervalSince1970 + 30, tokens.refreshToken != nil {
             tokens = try await refresh(link, provider, failed: tokens)
         }
         do {
@@ -259,7 +264,7 @@ public struct ProfileService: Sendable {
         do {
             let fresh = try await provider.refresh(stored)
             current.sealedTokens = try await accounts.seal(fresh, for: profile)
-            current.updatedAt = Date()
+            current.updatedAt = clock.now()
             try await storage.updateLink(current)
             metrics.tokenRefresh(providerId: link.providerId, outcome: "ok")
             return fresh
@@ -268,7 +273,7 @@ public struct ProfileService: Sendable {
             var dead = stored
             dead.reauthRequired = true
             current.sealedTokens = try await accounts.seal(dead, for: profile)
-            current.updatedAt = Date()
+            current.updatedAt = clock.now()
             try await storage.updateLink(current)
             throw error
         } catch {

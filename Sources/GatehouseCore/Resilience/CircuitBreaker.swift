@@ -105,9 +105,11 @@ actor CircuitBreaker {
 /// The breakers of every configured provider.
 struct ProviderCircuits: Sendable {
     private let breakers: [String: CircuitBreaker]
+    private let clock: any GatehouseClock
 
     /// A closed breaker for each provider.
-    init(providerIds: [String], settings: CircuitBreakerSettings, metrics: GatehouseMetrics) {
+    init(providerIds: [String], settings: CircuitBreakerSettings, metrics: GatehouseMetrics, clock: any GatehouseClock = SystemClock()) {
+        self.clock = clock
         breakers = Dictionary(
             uniqueKeysWithValues: providerIds.map { ($0, CircuitBreaker(providerId: $0, settings: settings, metrics: metrics)) })
     }
@@ -118,16 +120,16 @@ struct ProviderCircuits: Sendable {
     /// Runs `call` through the provider's breaker.
     func run<T: Sendable>(_ providerId: String, _ call: () async throws -> T) async throws -> T {
         guard let breaker = breakers[providerId] else { return try await call() }
-        let probe = try await breaker.admit()
+        let probe = try await breaker.admit(now: clock.now())
         do {
             let value = try await call()
-            await breaker.record(.answered, probe: probe)
+            await breaker.record(.answered, probe: probe, now: clock.now())
             return value
         } catch let error as GatehouseError where !Task.isCancelled {
-            await breaker.record(error.code == "upstream-unavailable" ? .failed : .answered, probe: probe)
+            await breaker.record(error.code == "upstream-unavailable" ? .failed : .answered, probe: probe, now: clock.now())
             throw error
         } catch {
-            await breaker.record(.unknown, probe: probe)
+            await breaker.record(.unknown, probe: probe, now: clock.now())
             throw error
         }
     }

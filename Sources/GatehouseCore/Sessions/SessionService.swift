@@ -7,6 +7,8 @@ public struct SessionService: Sendable {
     let tokens: GatewayTokenService
     /// How recent a sign-in must be for sensitive operations.
     let recentLoginWindow: TimeInterval
+    /// Where the time comes from.
+    let clock: any GatehouseClock
 
     /// A signed-in caller.
     public struct Caller: Sendable {
@@ -34,14 +36,14 @@ public struct SessionService: Sendable {
                 familyId: bearer.session.familyId, viaCookie: false)
         }
         guard let cookie, !cookie.isEmpty, cookie.count <= 128,
-            let session = try await storage.session(idHash: SecureRandom.digest(cookie), now: Date())
+            let session = try await storage.session(idHash: SecureRandom.digest(cookie), now: clock.now())
         else { return nil }
         return Caller(uid: session.uid, authTime: session.createdAt, familyId: session.familyId, viaCookie: true)
     }
 
     /// Throws `requires-recent-login` unless the caller signed in within the window.
-    public func requireRecentLogin(_ caller: Caller, now: Date = Date()) throws {
-        guard now.timeIntervalSince(caller.authTime) <= recentLoginWindow else {
+    public func requireRecentLogin(_ caller: Caller) throws {
+        guard clock.now().timeIntervalSince(caller.authTime) <= recentLoginWindow else {
             throw GatehouseError.requiresRecentLogin(window: Int(recentLoginWindow))
         }
     }

@@ -39,7 +39,7 @@ public struct GatewayTokenService: Sendable {
     /// Mints an ID token for the session and starts (or continues) its refresh family.
     public func issue(for session: SessionRecord) async throws -> Issued {
         let refreshToken = Self.newRefreshToken()
-        try await storage.insertRefreshToken(tokenHash: SecureRandom.digest(refreshToken), familyId: session.familyId, at: Date())
+        try await storage.insertRefreshToken(tokenHash: SecureRandom.digest(refreshToken), familyId: session.familyId, at: configuration.clock.now())
         return Issued(idToken: try await idToken(for: session), refreshToken: refreshToken, expiresIn: Int(configuration.idTokenLifetime))
     }
 
@@ -49,7 +49,7 @@ public struct GatewayTokenService: Sendable {
         guard refreshToken.hasPrefix(Self.refreshTokenPrefix), refreshToken.count <= 128 else { throw GatehouseError.invalidRefreshToken() }
         let successor = Self.newRefreshToken()
         switch try await storage.rotateRefreshToken(
-            tokenHash: SecureRandom.digest(refreshToken), successorHash: SecureRandom.digest(successor), now: Date())
+            tokenHash: SecureRandom.digest(refreshToken), successorHash: SecureRandom.digest(successor), now: configuration.clock.now())
         {
         case .rotated(let session):
             return Issued(idToken: try await idToken(for: session), refreshToken: successor, expiresIn: Int(configuration.idTokenLifetime))
@@ -60,7 +60,8 @@ public struct GatewayTokenService: Sendable {
 
     /// Verifies a gateway ID token: ES256 only, a published key, exact `iss` and `aud`,
     /// `exp`/`iat` with a minute of skew, a live session and an enabled account.
-    public func verify(_ token: String, now: Date = Date()) async throws -> Bearer {
+    public func verify(_ token: String) async throws -> Bearer {
+        let now = configuration.clock.now()
         // The algorithm is fixed: `none`, HS256 with a public key as secret, anything else is refused.
         guard let kid = try JWSHeaderPolicy.check(token, maxLength: 8 << 10, algorithms: ["ES256"]) else {
             throw GatehouseError.invalidIdToken("The ID token has no key id.")
@@ -94,7 +95,7 @@ public struct GatewayTokenService: Sendable {
         let profile = accounts.unifiedProfile(for: account, links: links)
         var identities: [String: [String]] = [:]
         for link in links { identities[link.providerId, default: []].append(link.federatedId) }
-        let now = Date()
+        let now = configuration.clock.now()
         let claims = GatewayIDTokenClaims(
             iss: configuration.publicURL, aud: configuration.idTokenAudience, sub: account.uid, iat: Int(now.timeIntervalSince1970),
             exp: Int(now.addingTimeInterval(configuration.idTokenLifetime).timeIntervalSince1970),

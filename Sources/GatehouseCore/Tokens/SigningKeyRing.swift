@@ -25,6 +25,7 @@ public actor SigningKeyRing {
     private let reloadInterval: TimeInterval
     /// Unknown `kid`s may trigger a reread at most this often (forged kids cost nothing).
     private let unknownKidReloadInterval: TimeInterval = 5
+    private let clock: any GatehouseClock
 
     private var keys: [Key] = []
     private var collection = JWTKeyCollection()
@@ -33,8 +34,12 @@ public actor SigningKeyRing {
 
     /// A ring over the store; `tokenLifetime` is how long an old key stays published after
     /// a newer one took over (the lifetime of the tokens it may have signed).
-    public init(storage: any GatehouseStorage, vault: TokenVault, tokenLifetime: TimeInterval, reloadInterval: TimeInterval = 30, logger: Logger) {
+    public init(
+        storage: any GatehouseStorage, vault: TokenVault, tokenLifetime: TimeInterval, reloadInterval: TimeInterval = 30,
+        clock: any GatehouseClock = SystemClock(), logger: Logger
+    ) {
         self.reloadInterval = reloadInterval
+        self.clock = clock
         self.storage = storage
         self.vault = vault
         self.tokenLifetime = tokenLifetime
@@ -56,7 +61,7 @@ public actor SigningKeyRing {
     /// Signs `claims` with the newest active key.
     func sign(_ claims: GatewayIDTokenClaims) async throws -> String {
         try await loadIfStale()
-        let now = Date()
+        let now = clock.now()
         // A fresh deployment's first keys are not active yet: the oldest one signs meanwhile.
         guard let signer = keys.first(where: { activeFrom($0) <= now }) ?? keys.last else { throw GatehouseError.internalError() }
         var header = JWTHeader()
@@ -74,8 +79,8 @@ public actor SigningKeyRing {
     /// when the kid is unknown: another instance may have rotated).
     func verify(_ token: String, kid: String) async throws -> GatewayIDTokenClaims {
         try await loadIfStale()
-        if !published().contains(where: { $0.kid == kid }), Date() >= unknownKidReloadAt {
-            unknownKidReloadAt = Date().addingTimeInterval(unknownKidReloadInterval)
+        if !published().contains(where: { $0.kid == kid }), clock.now() >= unknownKidReloadAt {
+            unknownKidReloadAt = clock.now().addingTimeInterval(unknownKidReloadInterval)
             try await load()
         }
         guard published().contains(where: { $0.kid == kid }) else {
@@ -107,7 +112,7 @@ public actor SigningKeyRing {
     private func published() -> [Key] {
         var result: [Key] = []
         for (index, key) in keys.enumerated() {
-            if index == 0 || activeFrom(keys[index - 1]).addingTimeInterval(tokenLifetime + 60) > Date() {
+            if index == 0 || activeFrom(keys[index - 1]).addingTimeInterval(tokenLifetime + 60) > clock.now() {
                 result.append(key)
             } else {
                 break
@@ -117,7 +122,7 @@ public actor SigningKeyRing {
     }
 
     private func loadIfStale() async throws {
-        if keys.isEmpty || Date().timeIntervalSince(loadedAt) > reloadInterval { try await load() }
+        if keys.isEmpty || clock.now().timeIntervalSince(loadedAt) > reloadInterval { try await load() }
     }
 
     private func load() async throws {
@@ -156,7 +161,7 @@ public actor SigningKeyRing {
         }
         keys = loaded
         collection = fresh
-        loadedAt = Date()
+        loadedAt = clock.now()
     }
 
     static func vaultContext(_ kid: String) -> String { "signing-key|\(kid)" }

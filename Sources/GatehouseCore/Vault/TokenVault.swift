@@ -29,9 +29,13 @@ public final class TokenVault: Sendable {
         var forcedReloadAt: Date = .distantPast
     }
 
+    /// Where the time comes from (reload intervals, when a new data key starts sealing).
+    private let clock: any GatehouseClock
+
     /// Creates a vault from 32-byte configured keys; the first is current. No data key is
     /// loaded until `refresh(from:)` or `load(from:)`.
-    public init(keys: [Data], reloadInterval: TimeInterval = 30) throws {
+    public init(keys: [Data], reloadInterval: TimeInterval = 30, clock: any GatehouseClock = SystemClock()) throws {
+        self.clock = clock
         guard let first = keys.first else { throw GatehouseError.invalidArgument("the token vault needs at least one key") }
         var byID: [String: SymmetricKey] = [:]
         for key in keys {
@@ -96,8 +100,8 @@ public final class TokenVault: Sendable {
         try await refresh(from: storage)
         if sealed.hasPrefix("v2."), let id = sealed.split(separator: ".").dropFirst().first.map(String.init) {
             let reload = state.withLock { state in
-                guard state.byID[id] == nil, Date() >= state.forcedReloadAt else { return false }
-                state.forcedReloadAt = Date().addingTimeInterval(1)
+                guard state.byID[id] == nil, clock.now() >= state.forcedReloadAt else { return false }
+                state.forcedReloadAt = clock.now().addingTimeInterval(1)
                 return true
             }
             if reload { try await load(from: storage) }
@@ -107,7 +111,7 @@ public final class TokenVault: Sendable {
 
     /// Rereads the data keys if they were loaded more than `reloadInterval` ago (or never).
     public func refresh(from storage: any GatehouseStorage) async throws {
-        let stale = state.withLock { Date().timeIntervalSince($0.loadedAt) > reloadInterval }
+        let stale = state.withLock { clock.now().timeIntervalSince($0.loadedAt) > reloadInterval }
         if stale { try await load(from: storage) }
     }
 
@@ -120,7 +124,7 @@ public final class TokenVault: Sendable {
         var records = try await storage.dataKeys()
         if records.isEmpty {
             records = try await storage.withLock("data-key-bootstrap") {
-                guard try await storage.dataKeys().isEmpty, try await storage.sealingKeyUsage(now: Date()).isEmpty else {
+                guard try await storage.dataKeys().isEmpty, try await storage.sealingKeyUsage(now: clock.now()).isEmpty else {
                     return try await storage.dataKeys()
                 }
                 try await storage.insertDataKey(try self.newDataKey())
@@ -136,7 +140,7 @@ public final class TokenVault: Sendable {
             readable.append(record)
         }
         if !records.isEmpty && readable.isEmpty { throw VaultError.noUsableDataKey }
-        let now = Date()
+        let now = clock.now()
         let sealing = readable.first { $0.createdAt.addingTimeInterval(2 * reloadInterval) <= now } ?? readable.last
         state.withLock { state in
             state.byID = byID
@@ -146,7 +150,8 @@ public final class TokenVault: Sendable {
     }
 
     /// A new random data key, wrapped by the current configured key (not stored yet).
-    public func newDataKey(at date: Date = Date()) throws -> DataKeyRecord {
+    public func newDataKey(at date: Date? = nil) throws -> DataKeyRecord {
+        let date = date ?? clock.now()
         let id = "dk" + String(SecureRandom.digest(UUID().uuidString + "\(date.timeIntervalSince1970)").prefix(14))
         return DataKeyRecord(id: id, wrappedKey: try wrap(Self.generateKey(), id: id), createdAt: date)
     }

@@ -9,8 +9,10 @@ struct BrowserPolicy: Sendable {
     let origins: Set<String>
     let trustedProxies: Set<String>
     let limiter: RateLimiter
+    let clock: any GatehouseClock
 
     init(configuration: GatewayConfiguration) {
+        clock = configuration.clock
         origins = Set(configuration.browserOrigins)
         trustedProxies = Set(configuration.trustedProxies)
         limiter = RateLimiter(perMinute: configuration.authRateLimitPerMinute)
@@ -48,7 +50,7 @@ struct BrowserPolicy: Sendable {
 
     /// Throws `rate-limited` (with `Retry-After`) when this client used up `group`'s budget.
     func limit(_ group: String, _ request: Request, _ context: GatehouseRequestContext) async throws {
-        if let wait = await limiter.acquire("\(group)|\(client(request, context))") {
+        if let wait = await limiter.acquire("\(group)|\(client(request, context))", now: clock.now()) {
             throw GatehouseError.rateLimited(retryAfter: wait)
         }
     }

@@ -10,8 +10,12 @@ public struct GitHubProvider: IdentityProvider {
     let http: UpstreamHTTP
     let rateLimits = GitHubRateLimits()
 
+    /// Where the time comes from (token expiry).
+    let clock: any GatehouseClock
+
     /// Creates the provider over the shared libcurl client.
-    public init(configuration: GitHubConfiguration, http: UpstreamHTTP) {
+    public init(configuration: GitHubConfiguration, http: UpstreamHTTP, clock: any GatehouseClock = SystemClock()) {
+        self.clock = clock
         self.configuration = configuration
         self.http = http
     }
@@ -66,7 +70,7 @@ public struct GitHubProvider: IdentityProvider {
             throw GatehouseError.invalidIdPResponse("GitHub's token response has no access_token.")
         }
         let scopes = (body["scope"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        let expiresAt = body["expires_in"].flatMap(Double.init).map { Date().timeIntervalSince1970 + $0 }
+        let expiresAt = body["expires_in"].flatMap(Double.init).map { clock.now().timeIntervalSince1970 + $0 }
         return ProviderTokens(accessToken: accessToken, refreshToken: body["refresh_token"], expiresAt: expiresAt, scopes: scopes)
     }
 

@@ -13,10 +13,13 @@ public struct MicrosoftProvider: IdentityProvider {
     let engines: Engines
 
     /// Creates the provider over the shared libcurl client.
-    public init(configuration: MicrosoftConfiguration, http: UpstreamHTTP, developmentMode: Bool, logger: Logger) {
+    public init(
+        configuration: MicrosoftConfiguration, http: UpstreamHTTP, developmentMode: Bool, clock: any GatehouseClock = SystemClock(),
+        logger: Logger
+    ) {
         self.configuration = configuration
         self.http = http
-        engines = Engines(configuration: configuration, http: http, developmentMode: developmentMode, logger: logger)
+        engines = Engines(configuration: configuration, http: http, developmentMode: developmentMode, clock: clock, logger: logger)
     }
 
     /// The configured scopes.
@@ -157,9 +160,11 @@ public struct MicrosoftProvider: IdentityProvider {
         private let http: UpstreamHTTP
         private let developmentMode: Bool
         private let logger: Logger
+        private let clock: any GatehouseClock
         private var byTenant: [String: OIDCProvider] = [:]
 
-        init(configuration: MicrosoftConfiguration, http: UpstreamHTTP, developmentMode: Bool, logger: Logger) {
+        init(configuration: MicrosoftConfiguration, http: UpstreamHTTP, developmentMode: Bool, clock: any GatehouseClock, logger: Logger) {
+            self.clock = clock
             self.configuration = configuration
             self.http = http
             self.developmentMode = developmentMode
@@ -177,7 +182,7 @@ public struct MicrosoftProvider: IdentityProvider {
             oidc.issuerRule = .microsoft(loginBaseURL: configuration.loginBaseURL, endpointTenant: key, allowedTenants: configuration.allowedTenants)
             oidc.usesUserInfo = false
             oidc.endpointOverrides = [:]
-            let engine = OIDCProvider(configuration: oidc, http: http, developmentMode: developmentMode, logger: logger)
+            let engine = OIDCProvider(configuration: oidc, http: http, developmentMode: developmentMode, clock: clock, logger: logger)
             byTenant[key] = engine
             return engine
         }

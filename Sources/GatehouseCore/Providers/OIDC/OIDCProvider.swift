@@ -13,13 +13,20 @@ public struct OIDCProvider: IdentityProvider {
     /// Discovery and keys, shared by every request to this provider.
     let metadata: IssuerMetadataCache
     let validator: IDTokenValidator
+    /// Where the time comes from.
+    let clock: any GatehouseClock
 
     /// Creates the provider over the shared libcurl client.
-    public init(configuration: OIDCProviderConfiguration, http: UpstreamHTTP, developmentMode: Bool, logger: Logger) {
+    public init(
+        configuration: OIDCProviderConfiguration, http: UpstreamHTTP, developmentMode: Bool, clock: any GatehouseClock = SystemClock(),
+        logger: Logger
+    ) {
+        self.clock = clock
         self.configuration = configuration
         self.http = http
         self.developmentMode = developmentMode
-        metadata = IssuerMetadataCache(configuration: configuration, http: http, developmentMode: developmentMode, logger: logger)
+        metadata = IssuerMetadataCache(
+            configuration: configuration, http: http, developmentMode: developmentMode, clock: clock, logger: logger)
         validator = IDTokenValidator(configuration: configuration, metadata: metadata)
     }
 
@@ -69,11 +76,11 @@ public struct OIDCProvider: IdentityProvider {
         guard let idToken = answer["id_token"]?.stringValue else {
             throw GatehouseError.invalidIdPResponse("\(id)'s token answer has no ID token.")
         }
-        let claims = try await validator.validate(idToken, nonce: .exact(callback.nonce))
+        let claims = try await validator.validate(idToken, nonce: .exact(callback.nonce), now: clock.now())
         guard let accessToken = answer["access_token"]?.stringValue, !accessToken.isEmpty else {
             throw GatehouseError.invalidIdPResponse("\(id)'s token answer has no access token.")
         }
-        let tokens = Self.tokens(from: answer, accessToken: accessToken, previous: nil)
+        let tokens = tokens(from: answer, accessToken: accessToken, previous: nil)
         var userInfo: JSONValue?
         if configuration.usesUserInfo, let endpoint = document.userinfoEndpoint {
             userInfo = try await self.userInfo(endpoint: endpoint, accessToken: accessToken, expectedSubject: claims.subject)
@@ -97,22 +104,22 @@ public struct OIDCProvider: IdentityProvider {
         guard let accessToken = answer["access_token"]?.stringValue, !accessToken.isEmpty else {
             throw GatehouseError.invalidIdPResponse("\(id)'s refresh answer has no access token.")
         }
-        return Self.tokens(from: answer, accessToken: accessToken, previous: tokens)
+        return self.tokens(from: answer, accessToken: accessToken, previous: tokens)
     }
 
     /// Tokens from a token-endpoint answer; what the answer leaves out is kept from `previous`.
-    static func tokens(from answer: JSONValue, accessToken: String, previous: ProviderTokens?) -> ProviderTokens {
+    func tokens(from answer: JSONValue, accessToken: String, previous: ProviderTokens?) -> ProviderTokens {
         let scopes = answer["scope"]?.stringValue.map { $0.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init) }
         return ProviderTokens(
             accessToken: accessToken, refreshToken: answer["refresh_token"]?.stringValue ?? previous?.refreshToken,
-            expiresAt: answer["expires_in"]?.integerValue.map { Date().timeIntervalSince1970 + Double($0) },
+            expiresAt: answer["expires_in"]?.integerValue.map { clock.now().timeIntervalSince1970 + Double($0) },
             scopes: scopes ?? previous?.scopes ?? [], context: previous?.context)
     }
 
     /// Validates an ID token obtained elsewhere; with `rawNonce`, its `nonce` must match it.
     public func signIn(idToken: String, rawNonce: String?) async throws -> ProviderSignIn {
         let nonce: IDTokenValidator.ExpectedNonce = rawNonce.map { .raw($0, configuration.nonceComparison) } ?? .none
-        let claims = try await validator.validate(idToken, nonce: nonce)
+        let claims = try await validator.validate(idToken, nonce: nonce, now: clock.now())
         // No access token comes with an ID-token sign-in, so there is nothing to store or refresh.
         return ProviderSignIn(
             tokens: ProviderTokens(accessToken: "", scopes: []),

@@ -1,0 +1,35 @@
+import Foundation
+import Synchronization
+
+/// Where the core reads the time: stored timestamps, lifetimes of flows, sessions, tokens and
+/// cache entries, breaker cool-downs. Injected, so tests move time forward instead of sleeping.
+public protocol GatehouseClock: Sendable {
+    /// The current time.
+    func now() -> Date
+}
+
+/// The machine's clock.
+public struct SystemClock: GatehouseClock {
+    /// The machine's clock.
+    public init() {}
+
+    /// `Date()`.
+    public func now() -> Date { Date() }
+}
+
+/// The machine's clock plus an offset that tests move forward: time keeps flowing, and a test
+/// that needs a lifetime to pass advances the clock past it instead of sleeping.
+public final class OffsetClock: GatehouseClock {
+    private let offset = Mutex<TimeInterval>(0)
+
+    /// No offset yet.
+    public init() {}
+
+    /// The machine's time plus the offset.
+    public func now() -> Date { Date().addingTimeInterval(offset.withLock { $0 }) }
+
+    /// Moves the clock `seconds` forward.
+    public func advance(by seconds: TimeInterval) {
+        offset.withLock { $0 += seconds }
+    }
+}
