@@ -147,6 +147,18 @@ enum PostgresMigrations {
                 )
                 """
             ]),
+        // Result binding (the client's result_challenge) and single-use ID tokens.
+        Migration(
+            version: "v4-result-binding-and-spent-tokens",
+            statements: [
+                "ALTER TABLE signin_transactions ADD COLUMN result_challenge text",
+                """
+                CREATE TABLE spent_tokens (
+                  token_hash text PRIMARY KEY,
+                  expires_at timestamptz NOT NULL
+                )
+                """,
+            ]),
     ]
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.

@@ -69,9 +69,9 @@ public final class PostgresStorage: GatehouseStorage {
         try await execute(
             """
             INSERT INTO signin_transactions (state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode, redirect_uri,
-              provider_context, uid, created_at, expires_at)
+              provider_context, uid, created_at, expires_at, result_challenge)
             VALUES (\(t.stateHash), \(t.bindingHash), \(t.providerId), \(t.codeVerifier), \(t.nonce), \(t.returnTo), \(t.mode),
-              \(t.redirectURI), \(t.providerContext), \(t.uid), \(t.createdAt), \(t.expiresAt))
+              \(t.redirectURI), \(t.providerContext), \(t.uid), \(t.createdAt), \(t.expiresAt), \(t.resultChallenge))
             """)
     }
 
@@ -81,16 +81,26 @@ public final class PostgresStorage: GatehouseStorage {
             """
             DELETE FROM signin_transactions WHERE state_hash = \(stateHash) AND binding_hash = \(bindingHash)
             RETURNING state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode, redirect_uri, provider_context,
-              uid, created_at, expires_at
+              uid, created_at, expires_at, result_challenge
             """, logger: logger)
-        for try await (state, binding, provider, verifier, nonce, returnTo, mode, redirect, context, uid, created, expires) in rows.decode(
-            (String, String, String, String, String, String, String, String, String, String?, Date, Date).self)
+        for try await (state, binding, provider, verifier, nonce, returnTo, mode, redirect, context, uid, created, expires, challenge)
+            in rows.decode((String, String, String, String, String, String, String, String, String, String?, Date, Date, String?).self)
         {
             return SignInTransaction(
                 stateHash: state, bindingHash: binding, providerId: provider, codeVerifier: verifier, nonce: nonce, returnTo: returnTo,
-                mode: mode, redirectURI: redirect, providerContext: context, uid: uid, createdAt: created, expiresAt: expires)
+                mode: mode, redirectURI: redirect, providerContext: context, uid: uid, createdAt: created, expiresAt: expires,
+                resultChallenge: challenge)
         }
         return nil
+    }
+
+    /// Records a single-use credential; `false` when it was recorded already (by any instance).
+    public func spendToken(hash: String, expiresAt: Date) async throws -> Bool {
+        let rows = try await query(
+            "INSERT INTO spent_tokens (token_hash, expires_at) VALUES (\(hash), \(expiresAt)) ON CONFLICT (token_hash) DO NOTHING RETURNING 1",
+            logger: logger)
+        for try await _ in rows.decode(Int.self) { return true }
+        return false
     }
 
     /// Saves a one-time sign-in result.
@@ -445,6 +455,7 @@ public final class PostgresStorage: GatehouseStorage {
             try await connection.query("DELETE FROM signin_results WHERE expires_at <= \(now)", logger: logger)
             try await connection.query("DELETE FROM sessions WHERE expires_at <= \(now)", logger: logger)
             try await connection.query("DELETE FROM pending_credentials WHERE expires_at <= \(now)", logger: logger)
+            try await connection.query("DELETE FROM spent_tokens WHERE expires_at <= \(now)", logger: logger)
         }
     }
 

@@ -129,6 +129,17 @@ enum SQLiteMigrations {
                     );
                     """)
         }
+        // Result binding (the client's result_challenge) and single-use ID tokens.
+        migrator.registerMigration("v6-result-binding-and-spent-tokens") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE signin_transactions ADD COLUMN result_challenge TEXT;
+                    CREATE TABLE spent_tokens (
+                      token_hash TEXT PRIMARY KEY,
+                      expires_at DATETIME NOT NULL
+                    );
+                    """)
+        }
         return migrator
     }
 }

@@ -37,11 +37,12 @@ public final class SQLiteStorage: GatehouseStorage {
             try db.execute(
                 sql: """
                     INSERT INTO signin_transactions (state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode,
-                      redirect_uri, provider_context, uid, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      redirect_uri, provider_context, uid, created_at, expires_at, result_challenge)
+                      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     t.stateHash, t.bindingHash, t.providerId, t.codeVerifier, t.nonce, t.returnTo, t.mode, t.redirectURI, t.providerContext,
-                    t.uid, t.createdAt, t.expiresAt,
+                    t.uid, t.createdAt, t.expiresAt, t.resultChallenge,
                 ])
         }
     }
@@ -58,7 +59,17 @@ public final class SQLiteStorage: GatehouseStorage {
                 stateHash: row["state_hash"], bindingHash: row["binding_hash"], providerId: row["provider_id"],
                 codeVerifier: row["code_verifier"], nonce: row["nonce"], returnTo: row["return_to"], mode: row["mode"],
                 redirectURI: row["redirect_uri"], providerContext: row["provider_context"], uid: row["uid"], createdAt: row["created_at"],
-                expiresAt: row["expires_at"])
+                expiresAt: row["expires_at"], resultChallenge: row["result_challenge"])
+        }
+    }
+
+    /// Records a single-use credential; `false` when it was recorded already.
+    public func spendToken(hash: String, expiresAt: Date) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO spent_tokens (token_hash, expires_at) VALUES (?, ?) ON CONFLICT (token_hash) DO NOTHING",
+                arguments: [hash, expiresAt])
+            return db.changesCount == 1
         }
     }
 
@@ -445,6 +456,7 @@ public final class SQLiteStorage: GatehouseStorage {
             try db.execute(sql: "DELETE FROM signin_results WHERE expires_at <= ?", arguments: [now])
             try db.execute(sql: "DELETE FROM sessions WHERE expires_at <= ?", arguments: [now])
             try db.execute(sql: "DELETE FROM pending_credentials WHERE expires_at <= ?", arguments: [now])
+            try db.execute(sql: "DELETE FROM spent_tokens WHERE expires_at <= ?", arguments: [now])
         }
     }
 

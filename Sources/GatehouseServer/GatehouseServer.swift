@@ -19,7 +19,7 @@ public enum GatehouseServer {
         AuthRoutes(gatehouse: gatehouse, browser: browser).register(router, table: &table)
         TokenRoutes(gatehouse: gatehouse, browser: browser).register(router, table: &table)
         MeRoutes(gatehouse: gatehouse, browser: browser).register(router, table: &table)
-        ServiceRoutes(gatehouse: gatehouse).register(router, table: &table)
+        ServiceRoutes(gatehouse: gatehouse, browser: browser).register(router, table: &table)
         if demoPage {
             DemoPage(providerIds: gatehouse.providers.ids).register(router, table: &table)
         }

@@ -56,5 +56,8 @@ enum ProfileSettings {
         }
         if let value = list("GATEHOUSE_TRUSTED_PROXIES") { gateway.trustedProxies = value }
         if let value = try count("GATEHOUSE_AUTH_RATE_LIMIT") { gateway.authRateLimitPerMinute = value }
+        if let value = try count("GATEHOUSE_USER_RATE_LIMIT") { gateway.userRateLimitPerMinute = value }
+        if let value = try count("GATEHOUSE_SERVICE_RATE_LIMIT") { gateway.serviceRateLimitPerMinute = value }
+        if let value = try flag("GATEHOUSE_REQUIRE_RESULT_BINDING") { gateway.requireResultBinding = value }
     }
 }

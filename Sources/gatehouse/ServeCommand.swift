@@ -25,6 +25,11 @@ struct ServeCommand: AsyncParsableCommand {
         let storage = try await store.open(environment: environment, logger: logger)
         let http = CurlHTTPClient(configuration: .init(caBundlePath: settings.caBundlePath))
         let metrics = ServerMetrics()
+        if !settings.gateway.requireResultBinding {
+            logger.warning(
+                "GATEHOUSE_REQUIRE_RESULT_BINDING=false: sign-in results are redeemable by anyone holding their id for 60 s; bind them with result_challenge"
+            )
+        }
         let gatehouse = try Gatehouse(
             configuration: settings.gateway, storage: storage, vault: settings.vault, http: http, metrics: metrics.core, logger: logger)
         let app = GatehouseServer.service(

@@ -5,11 +5,18 @@ clicks through the page as a person would, asserts what the page shows and saves
 of every step under $GATEHOUSE_SCREENSHOTS (default: ci-artifacts/screenshots).
 """
 
+import base64
+import hashlib
+import http.cookiejar
+import json
 import os
 import pathlib
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 import pytest
 from selenium import webdriver
@@ -221,15 +228,26 @@ def test_sign_in_link_through_account_exists_unlink_sign_out_and_delete(start_de
     assert page.text("uid") != uid
 
 
-def test_unlink_after_the_recent_login_window_asks_to_reauthenticate(start_demo, page):
-    demo = start_demo(GATEHOUSE_RECENT_LOGIN_SECONDS="2")
+def test_link_and_unlink_after_the_recent_login_window_ask_to_reauthenticate_then_resume(start_demo, page):
+    # The demo runs in its own process: the window passes in real time (5 s, slept past).
+    demo = start_demo(GATEHOUSE_RECENT_LOGIN_SECONDS="5")
     page.open(demo.url)
     page.sign_in("github.com", "octocat")
     page.signed_in()
+    time.sleep(6)  # past the 5 s window
+
+    # Adding a sign-in method is sensitive too: the page asks to confirm, then links.
     page.click("link-oidc.emulator")
+    page.wait_text("notice", "confirm it is you before adding OpenID Connect")
+    assert page.linked() == ["github.com"]
+    page.shot("link-requires-recent-login")
+    page.click("reauth-github.com")
+    page.pick("octocat")
     page.pick("olive@oidc.example")
     page.wait_text("notice", "OpenID Connect is now linked")
-    time.sleep(3)  # past the 2 s window
+    assert page.linked() == ["github.com", "oidc.emulator"]
+    page.shot("linked-after-reauthentication")
+    time.sleep(6)  # past the window again
 
     page.click("unlink-oidc.emulator")
     page.wait_text("notice", "confirm it is you")
@@ -242,6 +260,47 @@ def test_unlink_after_the_recent_login_window_asks_to_reauthenticate(start_demo,
     page.wait_text("notice", "OpenID Connect was unlinked")
     assert page.linked() == ["github.com"]
     page.shot("unlinked-after-reauthentication")
+
+
+def test_a_result_id_without_its_verifier_signs_nothing_in(start_demo, page):
+    demo = start_demo()
+    # A flow started elsewhere (a script standing for the client that holds the verifier):
+    # its result id reaches this browser, which never had the verifier.
+    verifier = base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(NoRedirects, urllib.request.HTTPCookieProcessor(jar))
+
+    def location(url):
+        try:
+            opener.open(url)
+        except urllib.error.HTTPError as answer:
+            return answer.headers["Location"]
+        raise AssertionError("no redirect from " + url)
+
+    return_to = urllib.parse.quote(demo.url + "/", safe="")
+    authorize = location(f"{demo.url}/v1/auth/github.com/start?return_to={return_to}&login=octocat&result_challenge={challenge}")
+    result_url = location(location(authorize))
+    assert "#gatehouse_result=" in result_url
+    page.open(result_url)
+    page.wait_text("error", "invalid-result")
+    page.signed_out()
+    page.shot("stolen-result-refused")
+
+    # The client that started the flow still redeems it.
+    result_id = result_url.split("#gatehouse_result=")[1]
+    body = json.dumps({"result": result_id, "result_verifier": verifier}).encode()
+    request = urllib.request.Request(demo.url + "/v1/auth/result", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as answer:
+        assert answer.status == 200
+        assert json.load(answer)["user"]["providers"][0]["providerId"] == "github.com"
+
+
+class NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Lets each redirect surface as an HTTPError whose Location the test follows itself."""
+
+    def redirect_request(self, *arguments, **keywords):
+        return None
 
 
 def test_a_provider_error_is_shown_and_nothing_is_signed_in(start_demo, page):

@@ -141,6 +141,12 @@ struct AccountLinkingTests {
             // (without being used up), accepted there, where it refreshes the link's tokens.
             let elsewhere = try await pat.json("/v1/auth/link", #"{"pendingToken":"\#(pending)"}"#)
             #expect(try jsonObject(elsewhere)["code"] as? String == "user-mismatch")
+            // A session older than the pending credential cannot claim it (a stolen session
+            // must not collect it): the owner signs in again first; it is still there then.
+            let stale = try await octo.json("/v1/auth/link", #"{"pendingToken":"\#(pending)"}"#)
+            #expect(stale.status == 401)
+            #expect(try jsonObject(stale)["code"] as? String == "requires-recent-login")
+            #expect(try await octo.complete(login: "octocat").status == 200)
             let claimed = try await octo.json("/v1/auth/link", #"{"pendingToken":"\#(pending)"}"#)
             #expect(claimed.status == 200, "\(claimed.bodyText)")
             #expect(try account(claimed) == (octoUid, ["github.com"]))
@@ -186,11 +192,11 @@ struct AccountLinkingTests {
         "re-authenticate: another identity → user-mismatch; after the window unlink and delete need it; last provider stays; delete revokes GitHub's grant"
     )
     func reauthenticateUnlinkDelete() async throws {
-        try await withDeployment(gateway: { $0.recentLoginWindow = 2 }) { deployment in
+        try await withDeployment(gateway: { $0.recentLoginWindow = 60 }) { deployment in
             var browser = Browser(deployment)
             let uid = try account(try await browser.complete(login: "octocat")).uid
             _ = try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link")
-            deployment.clock.advance(by: 2.5)
+            deployment.clock.advance(by: 61)
             let stale = try await browser.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator", method: "DELETE")
             #expect(stale.status == 401)
             #expect(try jsonObject(stale)["code"] as? String == "requires-recent-login")

@@ -87,7 +87,8 @@ struct CrashSafetyTests {
             return response
         }
         let returnTo = FormEncoding.escape(gateway + "/")
-        let start = try await send("\(gateway)/v1/auth/github.com/start?return_to=\(returnTo)&login=octocat")
+        let key = ResultKey()
+        let start = try await send("\(gateway)/v1/auth/github.com/start?return_to=\(returnTo)&login=octocat&result_challenge=\(key.challenge)")
         guard start.status == 302, let authorize = start.headers["location"] else { throw FlowError("start \(start.status)") }
         let approved = try await client.execute(OutboundRequest(url: authorize))
         guard let callback = approved.headers["location"] else { throw FlowError("authorize \(approved.status)") }
@@ -95,7 +96,9 @@ struct CrashSafetyTests {
         guard returned.status == 303, let location = returned.headers["location"], let marker = location.range(of: "#gatehouse_result=") else {
             throw FlowError("callback \(returned.status)")
         }
-        let result = try await send("\(gateway)/v1/auth/result", method: "POST", body: #"{"result":"\#(location[marker.upperBound...])"}"#)
+        let result = try await send(
+            "\(gateway)/v1/auth/result", method: "POST",
+            body: #"{"result":"\#(location[marker.upperBound...])","result_verifier":"\#(key.verifier)"}"#)
         guard result.status == 200, let session = jar.cookies["gatehouse-session"] else { throw FlowError("result \(result.status)") }
         return session
     }

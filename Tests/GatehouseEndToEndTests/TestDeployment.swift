@@ -1,3 +1,4 @@
+import Crypto
 import CurlClient
 import Foundation
 import GRDB
@@ -94,46 +95,59 @@ func withDeployment<T>(
         services.append(gatewayService)
     }
     var configuration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [], logger: logger)
-    // Bounded: a test that left a request hanging must not hang the suite at shutdown.
+    // A test that left a request hanging must not hold the shutdown: after 10 s the servers
+    // are cancelled.
     configuration.maximumGracefulShutdownDuration = .seconds(10)
-    configuration.maximumCancellationDuration = .seconds(5)
     let group = ServiceGroup(configuration: configuration)
     defer {
         client.shutdown()
         for store in stores.withLock({ $0 }) { store.shutdown() }
         try? FileManager.default.removeItem(atPath: folder)
     }
-    return try await withThrowingTaskGroup(of: Void.self, returning: T.self) { tasks in
-        tasks.addTask {
-            let stopped: any Error
-            do {
-                try await group.run()
-                stopped = FlowError("the deployment stopped")
-            } catch {
-                stopped = error
-            }
-            // Whoever still waits for a port learns why it will never come.
-            emulatorPort.fail(stopped)
-            for port in gatewayPorts { port.fail(stopped) }
-            if !(stopped is FlowError) { throw stopped }
-        }
-        let outcome: Result<T, any Error>
+    // How the servers ended: `nil` after a requested shutdown, else their error.
+    let ended = Eventual<(any Error)?>()
+    Task {
+        let stopped: any Error
         do {
-            let emulatorURL = "http://127.0.0.1:\(try await emulatorPort.value())"
-            var gatewayURLs: [String] = []
-            for port in gatewayPorts { gatewayURLs.append("http://127.0.0.1:\(try await port.value())") }
-            let deployment = TestDeployment(
-                gatewayURLs: gatewayURLs, emulatorURL: emulatorURL, databasePath: databasePath, vaultKey: vaultKey, logs: logs,
-                emulator: emulator, client: client, metrics: metrics, clock: clock)
-            outcome = .success(try await body(deployment))
+            try await group.run()
+            stopped = FlowError("the deployment stopped")
         } catch {
-            outcome = .failure(error)
+            stopped = error
         }
-        await group.triggerGracefulShutdown()
-        // The servers' own failure (a bind or assembly error), if any, explains the test's.
-        try await tasks.waitForAll()
-        return try outcome.get()
+        // Whoever still waits for a port learns why it will never come.
+        emulatorPort.fail(stopped)
+        for port in gatewayPorts { port.fail(stopped) }
+        ended.set(stopped is FlowError ? nil : stopped)
     }
+    let outcome: Result<T, any Error>
+    do {
+        let emulatorURL = "http://127.0.0.1:\(try await emulatorPort.value())"
+        var gatewayURLs: [String] = []
+        for port in gatewayPorts { gatewayURLs.append("http://127.0.0.1:\(try await port.value())") }
+        let deployment = TestDeployment(
+            gatewayURLs: gatewayURLs, emulatorURL: emulatorURL, databasePath: databasePath, vaultKey: vaultKey, logs: logs,
+            emulator: emulator, client: client, metrics: metrics, clock: clock)
+        outcome = .success(try await body(deployment))
+    } catch {
+        outcome = .failure(error)
+    }
+    await group.triggerGracefulShutdown()
+    // Bounded: servers that do not stop fail the test (and are left behind) rather than
+    // hang the suite or crash the test process.
+    let stopped = try await withThrowingTaskGroup(of: Bool.self) { race in
+        race.addTask {
+            if let failure = try await ended.value() { throw failure }
+            return true
+        }
+        race.addTask {
+            try await Task.sleep(for: .seconds(30))
+            return false
+        }
+        defer { race.cancelAll() }
+        return try await race.next() ?? false
+    }
+    guard stopped else { throw FlowError("the deployment did not stop within 30 s of its shutdown") }
+    return try outcome.get()
 }
 
 /// A running deployment, handed to the body of `withDeployment`.
@@ -230,10 +244,29 @@ struct CookieJar {
     }
 }
 
+/// A result verifier and its challenge, computed here independently of the gateway's code:
+/// base64url(SHA-256(verifier)), no padding (RFC 7636's S256).
+struct ResultKey {
+    let verifier: String
+    let challenge: String
+
+    init(verifier: String = Self.base64url(Data((0..<32).map { _ in UInt8.random(in: 0...255) }))) {
+        self.verifier = verifier
+        challenge = Self.base64url(Data(SHA256.hash(data: Data(verifier.utf8))))
+    }
+
+    static func base64url(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
+
 /// Drives the sign-in flow like a browser would.
 struct Browser {
     let deployment: TestDeployment
     var jar = CookieJar()
+    /// The verifier of the last flow started (the page keeps it, as the demo page does in sessionStorage).
+    var resultKey = ResultKey()
     /// The page's origin, sent on every non-GET request as browsers do (`nil`: a non-browser
     /// client, or a cross-site form whose origin the test sets itself).
     var origin: String? = "https://app.example.com"
@@ -252,9 +285,15 @@ struct Browser {
         return response
     }
 
-    /// Start with `query`, returning the provider's authorize URL.
+    /// Start with `query` (plus a fresh `result_challenge` unless the query has one), returning
+    /// the provider's authorize URL.
     mutating func start(_ query: String, provider: String = "github.com") async throws -> OutboundResponse {
-        try await send("\(deployment.gatewayURL)/v1/auth/\(provider)/start?\(query)")
+        var query = query
+        if !query.contains("result_challenge=") {
+            resultKey = ResultKey()
+            query += "&result_challenge=\(resultKey.challenge)"
+        }
+        return try await send("\(deployment.gatewayURL)/v1/auth/\(provider)/start?\(query)")
     }
 
     /// Runs start → authorize (auto-approve through the provider's hint parameter: GitHub's
@@ -280,11 +319,11 @@ struct Browser {
         return String(location[range.upperBound...])
     }
 
-    /// `POST /v1/auth/result`.
-    mutating func result(_ id: String) async throws -> OutboundResponse {
+    /// `POST /v1/auth/result` with the verifier of the flow this browser started last.
+    mutating func result(_ id: String, on instance: String? = nil) async throws -> OutboundResponse {
         try await send(
-            "\(deployment.gatewayURL)/v1/auth/result", method: "POST", headers: ["Content-Type": "application/json"],
-            body: Array(#"{"result":"\#(id)"}"#.utf8))
+            "\(instance ?? deployment.gatewayURL)/v1/auth/result", method: "POST", headers: ["Content-Type": "application/json"],
+            body: Array(#"{"result":"\#(id)","result_verifier":"\#(resultKey.verifier)"}"#.utf8))
     }
 }
 

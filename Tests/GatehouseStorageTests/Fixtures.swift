@@ -11,7 +11,7 @@ enum Fixtures {
             stateHash: SecureRandom.digest(state), bindingHash: SecureRandom.digest(binding), providerId: "github.com",
             codeVerifier: "verifier-\(state)", nonce: "nonce-\(state)", returnTo: "https://app.example/", mode: "signin",
             redirectURI: "http://127.0.0.1/v1/auth/github.com/callback", providerContext: "tenant-\(state)", uid: "u-\(state)", createdAt: now,
-            expiresAt: now.addingTimeInterval(expiresIn))
+            expiresAt: now.addingTimeInterval(expiresIn), resultChallenge: "challenge-\(state)")
     }
 
     static func account(_ uid: String, at date: Date = now) -> AccountRecord {

@@ -22,6 +22,29 @@ import Testing
     }
 
     @Test(arguments: StorageBackend.all)
+    func aTransactionWithoutResultChallengeKeepsNone(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        var transaction = Fixtures.transaction()
+        transaction.resultChallenge = nil
+        try await storage.insertTransaction(transaction)
+        #expect(try await storage.takeTransaction(stateHash: transaction.stateHash, bindingHash: transaction.bindingHash) == transaction)
+    }
+
+    @Test("a spent token is recorded once across callers; a concurrent replay loses; purged after it expires", arguments: StorageBackend.all)
+    func spentTokensAreSingleUse(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        let wins = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<8 { group.addTask { try await storage.spendToken(hash: "t1", expiresAt: Fixtures.now.addingTimeInterval(60)) } }
+            return try await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(wins.filter { $0 }.count == 1)
+        #expect(try await storage.spendToken(hash: "t2", expiresAt: Fixtures.now.addingTimeInterval(60)))
+        try await storage.purgeExpired(now: Fixtures.now.addingTimeInterval(61))
+        // Expired markers are gone (their tokens are refused as expired anyway).
+        #expect(try await storage.spendToken(hash: "t1", expiresAt: Fixtures.now.addingTimeInterval(120)))
+    }
+
+    @Test(arguments: StorageBackend.all)
     func concurrentTakesOfOneTransactionHaveOneWinner(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         let transaction = Fixtures.transaction()

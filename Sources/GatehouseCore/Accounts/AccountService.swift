@@ -76,8 +76,9 @@ public struct AccountService: Sendable {
     }
 
     /// `POST /v1/auth/link {"pendingToken"}`: links a parked credential to the signed-in
-    /// account, which must be the one it was parked for.
-    public func claimPending(uid: String, pendingToken: String) async throws -> SignIn {
+    /// account, which must be the one it was parked for, by a sign-in made after it was
+    /// parked (proof of fresh control: an old stolen session cannot collect it).
+    public func claimPending(uid: String, pendingToken: String, signedInAt: Date) async throws -> SignIn {
         guard !pendingToken.isEmpty, pendingToken.count <= 128,
             let pending = try await storage.takePendingCredential(tokenHash: SecureRandom.digest(pendingToken), now: clock.now())
         else { throw GatehouseError.invalidPendingToken() }
@@ -85,6 +86,12 @@ public struct AccountService: Sendable {
             // Not this user's to claim: put it back untouched for its owner.
             try await storage.insertPendingCredential(pending)
             throw GatehouseError.userMismatch("The pending credential belongs to another account: sign in to that account first.")
+        }
+        // Pending credentials record when they expire; they were issued one lifetime before.
+        guard signedInAt >= pending.expiresAt.addingTimeInterval(-pendingLifetime) else {
+            try await storage.insertPendingCredential(pending)
+            throw GatehouseError.requiresRecentLogin(
+                detail: "Sign in again with a method of this account: a pending credential is claimed only by a sign-in made after it was issued.")
         }
         let profile = try JSONCoding.decoder().decode(ProviderProfile.self, from: pending.profileJSON)
         return try await attach(uid: uid, profile: profile, sealed: pending.sealedTokens) { _ in nil }

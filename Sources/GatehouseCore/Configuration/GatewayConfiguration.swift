@@ -61,6 +61,14 @@ public struct GatewayConfiguration: Sendable {
     public var trustedProxies: [String] = []
     /// Requests per minute one client may make to each sign-in, token and link route.
     public var authRateLimitPerMinute = 60
+    /// Requests per minute one signed-in user may make to `/v1/me…` (per instance; 0: no limit).
+    public var userRateLimitPerMinute = 600
+    /// Requests per minute one service key may make to `/v1/users…` (per instance; 0: no limit).
+    public var serviceRateLimitPerMinute = 6000
+    /// Whether every browser flow must bind its result to the client that started it
+    /// (`result_challenge` at start, `result_verifier` at `POST /v1/auth/result`). Turning it
+    /// off lets a stolen result id be redeemed by anyone within its lifetime.
+    public var requireResultBinding = true
     /// The configured GitHub provider, if any.
     public var github: GitHubConfiguration?
     /// The configured Microsoft provider, if any.

@@ -149,14 +149,31 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
 
     /// 401 `requires-recent-login`.
     public static func requiresRecentLogin(window: Int) -> Self {
-        Self(
-            code: "requires-recent-login", status: 401, title: "Recent login required",
-            detail: "This operation needs a sign-in within the last \(window) seconds: re-authenticate first.")
+        requiresRecentLogin(detail: "This operation needs a sign-in within the last \(window) seconds: re-authenticate first.")
+    }
+
+    /// 401 `requires-recent-login` with its own explanation.
+    public static func requiresRecentLogin(detail: String) -> Self {
+        Self(code: "requires-recent-login", status: 401, title: "Recent login required", detail: detail)
     }
 
     /// 400 `user-mismatch`: a re-authentication or pending credential belongs to another user.
     public static func userMismatch(_ detail: String) -> Self {
         Self(code: "user-mismatch", status: 400, title: "User mismatch", detail: detail)
+    }
+
+    /// 400 `invalid-result`: a bound result redeemed without its verifier, or with another one.
+    public static func invalidResult(_ detail: String) -> Self {
+        Self(code: "invalid-result", status: 400, title: "Invalid sign-in result", detail: detail)
+    }
+
+    /// The one-time result is unknown, expired or was fetched already.
+    public static func resultNotFound() -> Self {
+        Self(
+            code: "result-not-found", status: 404, title: "Unknown result",
+            detail:
+                "No result matches this id (and verifier): it is unknown, expired (results live 60 s), already fetched, or bound to another verifier."
+        )
     }
 
     /// 400 `invalid-pending-token`.

@@ -7,14 +7,14 @@ public enum CustomParameters {
     ]
 
     /// Parameters that belong to the gateway's own `start` route.
-    public static let gatewayParameters: Set<String> = ["return_to", "mode", "scope"]
+    public static let gatewayParameters: Set<String> = ["return_to", "mode", "scope", "result_challenge"]
 
     /// The parameters to forward: everything but the gateway's own; a reserved name throws
     /// `invalid-custom-parameter` (the caller meant to override something it may not).
     public static func forwardable(from query: [(String, String)]) throws -> [(String, String)] {
         var forwarded: [(String, String)] = []
         for (name, value) in query {
-            if name == "scope" || name == "return_to" || name == "mode" { continue }
+            if gatewayParameters.contains(name) { continue }
             if reserved.contains(name.lowercased()) {
                 throw GatehouseError.invalidCustomParameter(name)
             }

@@ -43,6 +43,7 @@ public struct SignInService: Sendable {
         try returnToPolicy.check(returnTo)
         let mode = parameters["mode"] ?? "signin"
         let uid = try await checkMode(mode, providerId: provider.id, signedInUid: signedInUid)
+        let resultChallenge = try ResultBinding.challenge(parameters["result_challenge"], required: configuration.requireResultBinding)
         let custom = try CustomParameters.forwardable(from: query)
         var scopes = provider.defaultScopes
         for extra in (parameters["scope"] ?? "").split(separator: " ").map(String.init) where !scopes.contains(extra) {
@@ -66,7 +67,8 @@ public struct SignInService: Sendable {
             SignInTransaction(
                 stateHash: SecureRandom.digest(state), bindingHash: SecureRandom.digest(binding), providerId: provider.id,
                 codeVerifier: pkce.verifier, nonce: nonce, returnTo: returnTo, mode: mode, redirectURI: redirectURI,
-                providerContext: redirect.context, uid: uid, createdAt: now, expiresAt: now.addingTimeInterval(configuration.transactionLifetime)))
+                providerContext: redirect.context, uid: uid, createdAt: now, expiresAt: now.addingTimeInterval(configuration.transactionLifetime),
+                resultChallenge: resultChallenge))
         logger.info("sign-in started", metadata: ["provider.id": "\(provider.id)", "signin.mode": "\(mode)"])
         return Start(authorizationURL: redirect.url, bindingValue: binding)
     }
@@ -119,7 +121,8 @@ public struct SignInService: Sendable {
 
         let resultID = SecureRandom.token()
         try await storage.insertResult(
-            idHash: SecureRandom.digest(resultID), payload: try JSONCoding.encoder().encode(outcome),
+            idHash: ResultBinding.storageKey(resultID: resultID, challenge: transaction.resultChallenge),
+            payload: try JSONCoding.encoder().encode(outcome),
             expiresAt: configuration.clock.now().addingTimeInterval(configuration.resultLifetime))
         let base = transaction.returnTo.split(separator: "#", maxSplits: 1).first.map(String.init) ?? transaction.returnTo
         return Completion(redirectURL: "\(base)#gatehouse_result=\(resultID)", sessionValue: sessionValue)
@@ -144,8 +147,12 @@ public struct SignInService: Sendable {
         if let rawNonce, rawNonce.isEmpty || rawNonce.count > 512 {
             throw GatehouseError.invalidArgument("rawNonce must be 1 to 512 characters.")
         }
+        // Adding or confirming a sign-in method with a token obtained elsewhere needs proof
+        // that the token was minted for this request: its nonce.
+        if mode != "signin", rawNonce == nil { throw GatehouseError.missingOrInvalidNonce() }
         do {
             let completed = try await provider.signIn(idToken: idToken, rawNonce: rawNonce)
+            if let claims = completed.idTokenClaims { try await accept(claims, idToken: idToken, mode: mode) }
             let established = try await establish(completed, providerId: provider.id, mode: mode, uid: uid, logger: logger)
             var issued: GatewayTokenService.Issued?
             if let session = established.session { issued = try await tokens.issue(for: session.record) }
@@ -157,6 +164,24 @@ public struct SignInService: Sendable {
         } catch let error as GatehouseError {
             logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "error.code": "\(error.code)"])
             throw error
+        }
+    }
+
+    /// An ID token posted to the gateway signs in once: its hash is remembered (across
+    /// instances) until it expires. Linking and re-authentication also need a recent
+    /// authentication at the provider (`auth_time`, else `iat`, within the recent-login window).
+    private func accept(_ claims: IDTokenClaims, idToken: String, mode: String) async throws {
+        let now = configuration.clock.now()
+        if mode != "signin" {
+            let authenticated = Date(timeIntervalSince1970: claims.authTime ?? claims.issuedAt)
+            guard now.timeIntervalSince(authenticated) <= configuration.recentLoginWindow else {
+                throw GatehouseError.invalidIdToken(
+                    "Linking or re-authenticating needs an ID token from a sign-in within the last \(Int(configuration.recentLoginWindow)) seconds.")
+            }
+        }
+        let expiry = Date(timeIntervalSince1970: claims.expiresAt).addingTimeInterval(120)
+        guard try await storage.spendToken(hash: SecureRandom.digest(idToken), expiresAt: expiry) else {
+            throw GatehouseError.invalidIdToken("This ID token was already used to sign in; ask the provider for a new one.")
         }
     }
 
@@ -217,13 +242,20 @@ public struct SignInService: Sendable {
     }
 
     /// The one-time result: the sign-in result, or the stored failure thrown as an error.
-    public func result(id: String) async throws -> SignInResult {
-        guard !id.isEmpty, id.count <= 128,
-            let payload = try await storage.takeResult(idHash: SecureRandom.digest(id), now: configuration.clock.now())
-        else {
-            throw GatehouseError(
-                code: "result-not-found", status: 404, title: "Unknown result",
-                detail: "The result id is unknown, expired (results live 60 s) or was already fetched.")
+    /// A bound result is found only with the verifier of its flow's `result_challenge`, so a
+    /// stolen id alone redeems nothing and the result stays for its owner.
+    public func result(id: String, verifier: String?) async throws -> SignInResult {
+        guard !id.isEmpty, id.count <= 128 else { throw GatehouseError.resultNotFound() }
+        let challenge = try verifier.map(ResultBinding.challenge(forVerifier:))
+        if challenge == nil, configuration.requireResultBinding {
+            throw GatehouseError.invalidResult(
+                "result_verifier is required: the verifier whose SHA-256 the sign-in's start sent as result_challenge.")
+        }
+        let key = ResultBinding.storageKey(resultID: id, challenge: challenge)
+        // With a verifier, "unknown", "already fetched" and "bound to another verifier" look
+        // the same from here: the stored key is derived from both.
+        guard let payload = try await storage.takeResult(idHash: key, now: configuration.clock.now()) else {
+            throw GatehouseError.resultNotFound()
         }
         switch try JSONCoding.decoder().decode(StoredResult.self, from: payload) {
         case .success(let result, let familyId):

@@ -43,6 +43,8 @@ public struct IDTokenClaims: JWTPayload, Equatable {
     public var objectId: String?
     /// Microsoft's `xms_edov`: the tenant verified the domain of `email`.
     public var emailDomainOwnerVerified: Bool?
+    /// `auth_time`: when the user last authenticated at the provider, if it says.
+    public var authTime: Double?
 
     enum CodingKeys: String, CodingKey {
         case issuer = "iss"
@@ -60,6 +62,7 @@ public struct IDTokenClaims: JWTPayload, Equatable {
         case tenantId = "tid"
         case objectId = "oid"
         case emailDomainOwnerVerified = "xms_edov"
+        case authTime = "auth_time"
     }
 
     /// Decodes the claims; `iss`, `sub`, `aud`, `exp` and `iat` are required (Core §2).
@@ -76,6 +79,7 @@ public struct IDTokenClaims: JWTPayload, Equatable {
         expiresAt = try c.decode(Double.self, forKey: .expiresAt)
         issuedAt = try c.decode(Double.self, forKey: .issuedAt)
         notBefore = try c.decodeIfPresent(Double.self, forKey: .notBefore)
+        authTime = try? c.decodeIfPresent(Double.self, forKey: .authTime)
         nonce = try c.decodeIfPresent(String.self, forKey: .nonce)
         email = try? c.decodeIfPresent(String.self, forKey: .email)
         if let flag = try? c.decodeIfPresent(Bool.self, forKey: .emailVerified) {
@@ -108,6 +112,7 @@ public struct IDTokenClaims: JWTPayload, Equatable {
         try c.encode(expiresAt, forKey: .expiresAt)
         try c.encode(issuedAt, forKey: .issuedAt)
         try c.encodeIfPresent(notBefore, forKey: .notBefore)
+        try c.encodeIfPresent(authTime, forKey: .authTime)
         try c.encodeIfPresent(nonce, forKey: .nonce)
         try c.encodeIfPresent(email, forKey: .email)
         try c.encodeIfPresent(emailVerified, forKey: .emailVerified)

@@ -10,7 +10,8 @@ public struct IDTokenValidator: Sendable {
         case exact(String)
         /// `rawNonce` of an ID-token sign-in, compared as the provider is configured.
         case raw(String, OIDCProviderConfiguration.NonceComparison)
-        /// No nonce was sent, so none is checked.
+        /// No nonce was sent: the token must carry none either (a token minted for another
+        /// client's nonce cannot be replayed by leaving the nonce out).
         case none
     }
 
@@ -83,7 +84,7 @@ public struct IDTokenValidator: Sendable {
         }
         switch nonce {
         case .none:
-            break
+            guard claims.nonce == nil else { throw GatehouseError.missingOrInvalidNonce() }
         case .exact(let expected):
             guard let actual = claims.nonce, actual == expected else { throw GatehouseError.missingOrInvalidNonce() }
         case .raw(let raw, let comparison):

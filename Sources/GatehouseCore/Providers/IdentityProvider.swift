@@ -92,6 +92,15 @@ public struct ProviderSignIn: Sendable {
     public var tokens: ProviderTokens
     /// The normalized profile.
     public var profile: ProviderProfile
+    /// The validated ID token's claims, for an ID-token sign-in (freshness and replay checks).
+    public var idTokenClaims: IDTokenClaims?
+
+    /// Pairs tokens and profile.
+    public init(tokens: ProviderTokens, profile: ProviderProfile, idTokenClaims: IDTokenClaims? = nil) {
+        self.tokens = tokens
+        self.profile = profile
+        self.idTokenClaims = idTokenClaims
+    }
 }
 
 /// One identity provider: authorize URL, code exchange, profile and photo.

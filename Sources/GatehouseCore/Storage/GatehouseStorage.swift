@@ -19,6 +19,10 @@ public protocol GatehouseStorage: Sendable {
     /// Deletes and returns the result if it has not expired.
     func takeResult(idHash: String, now: Date) async throws -> Data?
 
+    /// Records that a single-use credential (an ID token posted to the gateway) was used,
+    /// until `expiresAt`; `false` when it had been recorded already (a replay), across instances.
+    func spendToken(hash: String, expiresAt: Date) async throws -> Bool
+
     /// The account with this uid.
     func account(uid: String) async throws -> AccountRecord?
     /// The link of this provider identity, on whichever account holds it.

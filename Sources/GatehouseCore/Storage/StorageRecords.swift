@@ -26,13 +26,17 @@ public struct SignInTransaction: Sendable, Equatable {
     public var createdAt: Date
     /// When the flow stops being acceptable.
     public var expiresAt: Date
+    /// The client's `result_challenge` (base64url SHA-256 of its verifier): only the holder of
+    /// the verifier can redeem the flow's result. `nil` for an unbound flow.
+    public var resultChallenge: String?
 
     /// Creates a transaction.
     public init(
         stateHash: String, bindingHash: String, providerId: String, codeVerifier: String, nonce: String, returnTo: String, mode: String,
-        redirectURI: String, providerContext: String = "", uid: String? = nil, createdAt: Date, expiresAt: Date
+        redirectURI: String, providerContext: String = "", uid: String? = nil, createdAt: Date, expiresAt: Date, resultChallenge: String? = nil
     ) {
         self.uid = uid
+        self.resultChallenge = resultChallenge
         self.stateHash = stateHash
         self.bindingHash = bindingHash
         self.providerId = providerId

@@ -9,9 +9,15 @@ struct BrowserPolicy: Sendable {
     let origins: Set<String>
     let trustedProxies: Set<String>
     let limiter: RateLimiter
+    /// Per signed-in user, on `/v1/me…`.
+    let userLimiter: RateLimiter
+    /// Per service key, on `/v1/users…`.
+    let serviceLimiter: RateLimiter
     let clock: any GatehouseClock
 
     init(configuration: GatewayConfiguration) {
+        userLimiter = RateLimiter(perMinute: configuration.userRateLimitPerMinute)
+        serviceLimiter = RateLimiter(perMinute: configuration.serviceRateLimitPerMinute)
         clock = configuration.clock
         origins = Set(configuration.browserOrigins)
         trustedProxies = Set(configuration.trustedProxies)
@@ -47,6 +53,38 @@ struct BrowserPolicy: Sendable {
         guard let caller, caller.viaCookie else { return }
         guard let origin = request.headers[.origin], origins.contains(origin) else { throw GatehouseError.originNotAllowed() }
     }
+
+    /// Throws `origin-not-allowed` for a request that carries no bearer token (so it may ride
+    /// on the cookie, signed in or not) without an allowed `Origin`.
+    func requireAllowedOrigin(_ request: Request) throws {
+        guard request.headers[.authorization] == nil else { return }
+        guard let origin = request.headers[.origin], origins.contains(origin) else { throw GatehouseError.originNotAllowed() }
+    }
+
+    /// Throws `origin-not-allowed` when a cookie-authenticated request comes from another
+    /// site: an `Origin` outside the allowed set, or no `Origin` and the browser's
+    /// `Sec-Fetch-Site: cross-site` (what a top-level navigation from another site sends).
+    func refuseCrossSite(_ request: Request, caller: SessionService.Caller?) throws {
+        guard let caller, caller.viaCookie else { return }
+        if let origin = request.headers[.origin] {
+            guard origins.contains(origin) else { throw GatehouseError.originNotAllowed() }
+            return
+        }
+        if request.headers[Self.secFetchSite]?.lowercased() == "cross-site" { throw GatehouseError.originNotAllowed() }
+    }
+
+    /// Throws `rate-limited` (with `Retry-After`) when a signed-in user used up the budget
+    /// of `/v1/me…`.
+    func limit(user uid: String) async throws {
+        if let wait = await userLimiter.acquire(uid, now: clock.now()) { throw GatehouseError.rateLimited(retryAfter: wait) }
+    }
+
+    /// Throws `rate-limited` (with `Retry-After`) when a service key used up the budget of `/v1/users…`.
+    func limit(serviceKey id: String) async throws {
+        if let wait = await serviceLimiter.acquire(id, now: clock.now()) { throw GatehouseError.rateLimited(retryAfter: wait) }
+    }
+
+    static let secFetchSite = HTTPField.Name("Sec-Fetch-Site")!
 
     /// Throws `rate-limited` (with `Retry-After`) when this client used up `group`'s budget.
     func limit(_ group: String, _ request: Request, _ context: GatehouseRequestContext) async throws {

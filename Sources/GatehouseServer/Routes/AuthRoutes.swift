@@ -36,6 +36,11 @@ struct AuthRoutes {
             // Only link and re-authentication look at who is signed in.
             let mode = request.queryDictionary["mode"] ?? "signin"
             let signedIn = mode == "signin" ? nil : try await caller(request)
+            // A cross-site page must not start a link or a re-authentication on the user's
+            // cookie (a top-level GET navigation carries it under SameSite=Lax).
+            try browser.refuseCrossSite(request, caller: signedIn)
+            // Adding a sign-in method is as sensitive as removing one.
+            if mode == "link", let signedIn { try sessions.requireRecentLogin(signedIn) }
             let start = try await signIn.start(
                 providerId: providerId, query: request.queryPairs, existingBinding: request.cookie(cookies.transactionName),
                 signedInUid: signedIn?.uid, logger: context.logger)
@@ -77,7 +82,10 @@ struct AuthRoutes {
             guard let id = object["result"] as? String else {
                 throw GatehouseError.invalidArgument("The body must be a JSON object with a string member \"result\".")
             }
-            var response = try Response.json(try await signIn.result(id: id))
+            guard object["result_verifier"] == nil || object["result_verifier"] is String else {
+                throw GatehouseError.invalidArgument("result_verifier must be a string.")
+            }
+            var response = try Response.json(try await signIn.result(id: id, verifier: object["result_verifier"] as? String))
             response.headers[.cacheControl] = "no-store"
             return response
         }
@@ -94,6 +102,7 @@ struct AuthRoutes {
             let mode = object["mode"] as? String ?? "signin"
             let signedIn = mode == "signin" ? nil : try await caller(request)
             try browser.requireAllowedOrigin(request, caller: signedIn)
+            if mode == "link", let signedIn { try sessions.requireRecentLogin(signedIn) }
             let established = try await signIn.signIn(
                 providerId: providerId, idToken: object["idToken"] as? String, rawNonce: object["rawNonce"] as? String,
                 accessToken: object["accessToken"] as? String, mode: mode, signedInUid: signedIn?.uid, logger: context.logger)
@@ -111,7 +120,8 @@ struct AuthRoutes {
             guard let pendingToken = object["pendingToken"] as? String else {
                 throw GatehouseError.invalidArgument("The body must be a JSON object with a string member \"pendingToken\".")
             }
-            let linked = try await accounts.claimPending(uid: signedIn.uid, pendingToken: pendingToken)
+            try sessions.requireRecentLogin(signedIn)
+            let linked = try await accounts.claimPending(uid: signedIn.uid, pendingToken: pendingToken, signedInAt: signedIn.authTime)
             return try Response.json(["user": linked.profile])
         }
 
@@ -130,9 +140,11 @@ struct AuthRoutes {
             guard allParameter == "true" || allParameter == "false" else {
                 throw GatehouseError.invalidArgument("all must be true or false.")
             }
+            // Without a bearer token the request may ride on the cookie: a cross-site form must
+            // not sign the user out, so an allowed Origin is required whoever is signed in.
+            try browser.requireAllowedOrigin(request)
             // A dead or forged bearer token signs nothing out; the cookie is cleared regardless.
             let signedIn = (try? await caller(request)) ?? nil
-            try browser.requireAllowedOrigin(request, caller: signedIn)
             try await sessions.signOut(signedIn, all: allParameter == "true")
             var response = Response(status: .noContent, headers: [.cacheControl: "no-store"])
             response.headers.append(HTTPField(name: .setCookie, value: cookies.deleteCookie(name: cookies.sessionName)))

@@ -23,6 +23,7 @@ struct MeRoutes {
             guard
                 let caller = try await sessions.caller(cookie: request.cookie(cookies.sessionName), authorization: request.headers[.authorization])
             else { throw GatehouseError.unauthenticated() }
+            try await browser.limit(user: caller.uid)
             return caller
         }
         @Sendable func signedIn(_ request: Request) async throws -> String {

@@ -6,18 +6,25 @@ import Hummingbird
 /// operations; every route needs a service key with the route's scope.
 struct ServiceRoutes {
     let gatehouse: Gatehouse
+    let browser: BrowserPolicy
 
     func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
         let keys = gatehouse.serviceKeys
         let profiles = gatehouse.profiles
+        let browser = self.browser
 
+        /// The key, authorized for `scope` and within its rate limit.
+        @Sendable func authorize(_ request: Request, scope: String) async throws {
+            let key = try await keys.authorize(authorization: request.headers[.authorization], scope: scope)
+            try await browser.limit(serviceKey: key.id)
+        }
         @Sendable func uid(_ request: Request, _ context: GatehouseRequestContext, scope: String) async throws -> String {
-            _ = try await keys.authorize(authorization: request.headers[.authorization], scope: scope)
+            try await authorize(request, scope: scope)
             return context.parameters.get("uid") ?? ""
         }
 
         table.add(router, .get, "/v1/users") { request, _ in
-            _ = try await keys.authorize(authorization: request.headers[.authorization], scope: "admin")
+            try await authorize(request, scope: "admin")
             guard let email = request.queryDictionary["email"] else { throw GatehouseError.invalidArgument("email is required.") }
             return try Response.json(UserList(users: try await profiles.profiles(email: email)))
         }

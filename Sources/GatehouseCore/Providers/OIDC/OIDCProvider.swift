@@ -123,7 +123,7 @@ public struct OIDCProvider: IdentityProvider {
         // No access token comes with an ID-token sign-in, so there is nothing to store or refresh.
         return ProviderSignIn(
             tokens: ProviderTokens(accessToken: "", scopes: []),
-            profile: OIDCProfileMapper.profile(providerId: id, claims: claims, userInfo: nil))
+            profile: OIDCProfileMapper.profile(providerId: id, claims: claims, userInfo: nil), idTokenClaims: claims)
     }
 
     /// The discovery problem that disabled the provider, if any.

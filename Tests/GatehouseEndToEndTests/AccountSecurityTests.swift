@@ -1,0 +1,242 @@
+import CurlClient
+import Foundation
+import GatehouseCore
+import Testing
+
+/// Issue #15: a stolen session, result id or ID token must not become an account takeover,
+/// and no cookie-authenticated action may be triggered cross-site. One test per attack.
+@Suite("Account and session security")
+struct AccountSecurityTests {
+    static let olive = "olive@oidc.example"
+
+    /// A GET with the browser's cookies and extra headers (a navigation, not a fetch).
+    static func navigate(_ browser: inout Browser, _ path: String, headers: OutboundHeaders) async throws -> OutboundResponse {
+        try await browser.send("\(browser.deployment.gatewayURL)\(path)", headers: headers)
+    }
+
+    @Test("a stale session cannot add a sign-in method: link by redirect, by ID token and by pending token need a recent login")
+    func linkingNeedsRecentLogin() async throws {
+        try await withDeployment(gateway: { $0.recentLoginWindow = 60 }) { deployment in
+            var victim = Browser(deployment)
+            let uid = try account(try await victim.complete(login: "octocat")).uid
+            deployment.clock.advance(by: 61)
+            // What an attacker holding the session tries: attach their own identity, then
+            // re-authenticate with it and remove the owner's methods.
+            let delete = try await victim.send("\(deployment.gatewayURL)/v1/me", method: "DELETE")
+            #expect(delete.status == 401)
+            let link = try await victim.start(
+                "return_to=\(FormEncoding.escape(TestDeployment.returnTo))&login_hint=\(Self.olive)&mode=link", provider: "oidc.emulator")
+            #expect(link.status == 401)
+            #expect(try jsonObject(link)["code"] as? String == "requires-recent-login")
+            let rawNonce = "attacker-nonce"
+            let idToken = try await OIDCSignInTests.mint(
+                deployment, issuer: "oidc", hint: Self.olive, extra: #", "nonce": "\#(SecureRandom.digest(rawNonce))""#)
+            let byToken = try await victim.json(
+                "/v1/auth/idtoken", #"{"providerId": "oidc.emulator", "idToken": "\#(idToken)", "rawNonce": "\#(rawNonce)", "mode": "link"}"#)
+            #expect(byToken.status == 401)
+            #expect(try jsonObject(byToken)["code"] as? String == "requires-recent-login")
+            // Nothing was linked: re-authenticating with the attacker's identity is refused.
+            let reauth = try await victim.start(
+                "return_to=\(FormEncoding.escape(TestDeployment.returnTo))&login_hint=\(Self.olive)&mode=reauthenticate", provider: "oidc.emulator")
+            #expect(reauth.status == 404)
+            #expect(try jsonObject(reauth)["code"] as? String == "provider-not-linked")
+            let me = try await victim.send("\(deployment.gatewayURL)/v1/me")
+            #expect(try account(me) == (uid, ["github.com"]))
+
+            // After a fresh sign-in the owner links as before.
+            #expect(try await victim.complete(login: "octocat", mode: "reauthenticate").status == 200)
+            #expect(
+                try account(try await victim.complete(login: Self.olive, provider: "oidc.emulator", mode: "link")) == (
+                    uid, ["github.com", "oidc.emulator"]
+                ))
+        }
+    }
+
+    @Test("a stolen result id redeems nothing without its verifier, and stays redeemable by the browser that started the flow")
+    func resultIsBoundToItsClient() async throws {
+        try await withDeployment { deployment in
+            var owner = Browser(deployment)
+            let resultID = try await owner.signIn(login: "octocat")
+            var thief = Browser(deployment)
+            thief.origin = nil
+            let bare = try await thief.send(
+                "\(deployment.gatewayURL)/v1/auth/result", method: "POST", headers: ["Content-Type": "application/json"],
+                body: Array(#"{"result":"\#(resultID)"}"#.utf8))
+            #expect(bare.status == 400)
+            #expect(try jsonObject(bare)["code"] as? String == "invalid-result")
+            #expect(bare.bodyText.contains("refreshToken") == false)
+            thief.resultKey = ResultKey()
+            let guessed = try await thief.result(resultID)
+            #expect(guessed.status == 404)
+            #expect(try jsonObject(guessed)["code"] as? String == "result-not-found")
+
+            let redeemed = try await owner.result(resultID)
+            #expect(redeemed.status == 200)
+            #expect(try jsonObject(redeemed)["refreshToken"] as? String != nil)
+
+            // Binding is required by default: a start without result_challenge is refused.
+            let unbound = try await owner.start("return_to=\(FormEncoding.escape(TestDeployment.returnTo))&login=octocat&result_challenge=short")
+            #expect(unbound.status == 400)
+            let missing = try await owner.send(
+                "\(deployment.gatewayURL)/v1/auth/github.com/start?return_to=\(FormEncoding.escape(TestDeployment.returnTo))&login=octocat")
+            #expect(missing.status == 400)
+            #expect((try jsonObject(missing)["detail"] as? String)?.contains("result_challenge") == true)
+        }
+        // GATEHOUSE_REQUIRE_RESULT_BINDING=false keeps the unbound flow for existing clients.
+        try await withDeployment(gateway: { $0.requireResultBinding = false }) { deployment in
+            var legacy = Browser(deployment)
+            let start = try await legacy.send(
+                "\(deployment.gatewayURL)/v1/auth/github.com/start?return_to=\(FormEncoding.escape(TestDeployment.returnTo))&login=octocat")
+            #expect(start.status == 302)
+            let approved = try await deployment.client.execute(OutboundRequest(url: try #require(start.headers["location"])))
+            let callback = try await legacy.send(try #require(approved.headers["location"]))
+            let location = try #require(callback.headers["location"])
+            let id = try #require(location.range(of: "#gatehouse_result=").map { String(location[$0.upperBound...]) })
+            let redeemed = try await legacy.send(
+                "\(deployment.gatewayURL)/v1/auth/result", method: "POST", headers: ["Content-Type": "application/json"],
+                body: Array(#"{"result":"\#(id)"}"#.utf8))
+            #expect(redeemed.status == 200)
+        }
+    }
+
+    @Test("link and re-authentication starts refuse a cross-site navigation or a foreign Origin; the same start from the page works")
+    func crossSiteStartsAreRefused() async throws {
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            _ = try await browser.complete(login: "octocat")
+            let returnTo = FormEncoding.escape(TestDeployment.returnTo)
+            for mode in ["link", "reauthenticate"] {
+                let provider = mode == "link" ? "oidc.emulator" : "github.com"
+                let key = ResultKey()
+                let path = "/v1/auth/\(provider)/start?return_to=\(returnTo)&mode=\(mode)&result_challenge=\(key.challenge)"
+                let crossSite = try await Self.navigate(&browser, path, headers: ["Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"])
+                #expect(crossSite.status == 403, "\(mode)")
+                #expect(try jsonObject(crossSite)["code"] as? String == "origin-not-allowed")
+                #expect(crossSite.headers["set-cookie"] == nil)
+                let foreign = try await Self.navigate(&browser, path, headers: ["Origin": "https://evil.example", "Accept": "application/json"])
+                #expect(foreign.status == 403, "\(mode)")
+                let page = try await Self.navigate(
+                    &browser, path, headers: ["Origin": "https://app.example.com", "Sec-Fetch-Site": "same-site", "Accept": "application/json"])
+                #expect(page.status == 200, "\(mode): \(page.bodyText)")
+                #expect(try jsonObject(page)["authorizationUrl"] as? String != nil)
+            }
+            // A plain sign-in start is not cookie-authenticated: a cross-site link to it is fine.
+            let signIn = try await Self.navigate(
+                &browser, "/v1/auth/github.com/start?return_to=\(returnTo)&result_challenge=\(ResultKey().challenge)",
+                headers: ["Sec-Fetch-Site": "cross-site"])
+            #expect(signIn.status == 302)
+        }
+    }
+
+    @Test("sign-out without an allowed Origin is refused and keeps the session, signed in or not")
+    func crossSiteSignOutIsRefused() async throws {
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            _ = try await browser.complete(login: "octocat")
+            let signOut = "\(deployment.gatewayURL)/v1/auth/signout"
+            browser.origin = nil
+            let formPost = try await browser.send(signOut, method: "POST", headers: ["Sec-Fetch-Site": "cross-site"])
+            #expect(formPost.status == 403)
+            #expect(try jsonObject(formPost)["code"] as? String == "origin-not-allowed")
+            #expect(formPost.headers["set-cookie"] == nil)
+            let foreign = try await browser.send(signOut, method: "POST", headers: ["Origin": "https://evil.example"])
+            #expect(foreign.status == 403)
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 200, "the session survived")
+            var stranger = Browser(deployment)
+            stranger.origin = nil
+            #expect(try await stranger.send(signOut, method: "POST").status == 403)
+            browser.origin = "https://app.example.com"
+            #expect(try await browser.send(signOut, method: "POST").status == 204)
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 401)
+        }
+    }
+
+    @Test(
+        "ID tokens: a nonce in the token needs its rawNonce; link and re-authentication need one; a token signs in once; stale ones cannot re-authenticate"
+    )
+    func idTokenNoncesFreshnessAndReplay() async throws {
+        try await withDeployment(gateway: { $0.recentLoginWindow = 60 }) { deployment in
+            var browser = Browser(deployment)
+            let rawNonce = "raw-nonce-of-this-app"
+            let withNonce = try await OIDCSignInTests.mint(
+                deployment, issuer: "oidc", hint: Self.olive, extra: #", "nonce": "\#(SecureRandom.digest(rawNonce))""#)
+            // Captured from another client and replayed with the nonce left out.
+            let leftOut = try await browser.json("/v1/auth/idtoken", #"{"providerId": "oidc.emulator", "idToken": "\#(withNonce)"}"#)
+            #expect(leftOut.status == 400)
+            #expect(try jsonObject(leftOut)["code"] as? String == "missing-or-invalid-nonce")
+            let yahoo = try await OIDCSignInTests.mint(deployment, issuer: "yahoo", hint: "yuki@yahoo.example", extra: #", "nonce": "n-1""#)
+            let yahooLeftOut = try await browser.json("/v1/auth/idtoken", #"{"providerId": "yahoo.com", "idToken": "\#(yahoo)"}"#)
+            #expect(try jsonObject(yahooLeftOut)["code"] as? String == "missing-or-invalid-nonce")
+
+            let first = try await browser.json(
+                "/v1/auth/idtoken", #"{"providerId": "oidc.emulator", "idToken": "\#(withNonce)", "rawNonce": "\#(rawNonce)"}"#)
+            #expect(first.status == 200, "\(first.bodyText)")
+            let replay = try await browser.json(
+                "/v1/auth/idtoken", #"{"providerId": "oidc.emulator", "idToken": "\#(withNonce)", "rawNonce": "\#(rawNonce)"}"#)
+            #expect(replay.status == 400)
+            #expect(try jsonObject(replay)["code"] as? String == "invalid-idp-response")
+
+            // Re-authentication by ID token: a nonce is required, and the token is used once.
+            let noNonce = try await OIDCSignInTests.mint(deployment, issuer: "oidc", hint: Self.olive)
+            let reauthWithout = try await browser.json(
+                "/v1/auth/idtoken", #"{"providerId": "oidc.emulator", "idToken": "\#(noNonce)", "mode": "reauthenticate"}"#)
+            #expect(reauthWithout.status == 400)
+            #expect(try jsonObject(reauthWithout)["code"] as? String == "missing-or-invalid-nonce")
+            let fresh = try await OIDCSignInTests.mint(
+                deployment, issuer: "oidc", hint: Self.olive, extra: #", "nonce": "\#(SecureRandom.digest("reauth-nonce"))""#)
+            let body = #"{"providerId": "oidc.emulator", "idToken": "\#(fresh)", "rawNonce": "reauth-nonce", "mode": "reauthenticate"}"#
+            #expect(try await browser.json("/v1/auth/idtoken", body).status == 200)
+            #expect(try await browser.json("/v1/auth/idtoken", body).status == 400, "the same token twice")
+
+            // A token from a sign-in older than the recent-login window cannot re-authenticate.
+            let old = try await OIDCSignInTests.mint(
+                deployment, issuer: "oidc", hint: Self.olive, extra: #", "nonce": "\#(SecureRandom.digest("old-nonce"))""#)
+            deployment.clock.advance(by: 61)
+            let stale = try await browser.json(
+                "/v1/auth/idtoken", #"{"providerId": "oidc.emulator", "idToken": "\#(old)", "rawNonce": "old-nonce", "mode": "reauthenticate"}"#)
+            #expect(stale.status == 400)
+            #expect(try jsonObject(stale)["code"] as? String == "invalid-idp-response")
+        }
+    }
+
+    @Test("/v1/me… is rate limited per signed-in user and /v1/users… per service key, with Retry-After")
+    func perCallerRateLimits() async throws {
+        try await withDeployment(gateway: {
+            $0.userRateLimitPerMinute = 3
+            $0.serviceRateLimitPerMinute = 3
+        }) { deployment in
+            var octo = Browser(deployment)
+            let uid = try account(try await octo.complete(login: "octocat")).uid
+            var statuses: [Int] = []
+            var retryAfter: String?
+            for _ in 0..<4 {
+                let answer = try await octo.send("\(deployment.gatewayURL)/v1/me")
+                statuses.append(answer.status)
+                retryAfter = answer.headers["retry-after"] ?? retryAfter
+                if answer.status == 429 { #expect(try jsonObject(answer)["code"] as? String == "rate-limited") }
+            }
+            #expect(statuses == [200, 200, 200, 429])
+            #expect((Int(retryAfter ?? "") ?? 0) >= 1)
+            // Another user has a budget of their own.
+            var pat = Browser(deployment)
+            _ = try await pat.complete(login: "private-pat")
+            #expect(try await pat.send("\(deployment.gatewayURL)/v1/me").status == 200)
+            // The budget refills with time.
+            deployment.clock.advance(by: 30)
+            #expect(try await octo.send("\(deployment.gatewayURL)/v1/me").status == 200)
+
+            let keys = ServiceKeyService(storage: try GatehouseSQLiteStorageForSpec.open(deployment.databasePath))
+            let (_, first) = try await keys.create(name: "one", scopes: ["profile:read"])
+            let (_, second) = try await keys.create(name: "two", scopes: ["profile:read"])
+            func read(_ key: String) async throws -> Int {
+                try await deployment.client.execute(
+                    OutboundRequest(url: "\(deployment.gatewayURL)/v1/users/\(uid)", headers: ["Authorization": "Bearer \(key)"])
+                ).status
+            }
+            var serviceStatuses: [Int] = []
+            for _ in 0..<4 { serviceStatuses.append(try await read(first)) }
+            #expect(serviceStatuses == [200, 200, 200, 429])
+            #expect(try await read(second) == 200)
+        }
+    }
+}
