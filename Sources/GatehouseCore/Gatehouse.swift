@@ -36,7 +36,9 @@ public struct Gatehouse: Sendable {
         self.metrics = metrics
         // Each provider sees the one client through its own timeout and metric label.
         func upstream(_ id: String) -> UpstreamHTTP {
-            UpstreamHTTP(client: http, providerId: id, timeout: configuration.upstreamTimeout(for: id), metrics: metrics)
+            UpstreamHTTP(
+                client: http, providerId: id, timeout: configuration.upstreamTimeout(for: id), metrics: metrics,
+                maxPhotoBytes: configuration.maxPhotoBytes)
         }
         var providers: [any IdentityProvider] = []
         if let github = configuration.github {

@@ -21,6 +21,10 @@ enum ProfileSettings {
         }
         if let value = try seconds("GATEHOUSE_PROFILE_CACHE_TTL") { gateway.profileCacheLifetime = value }
         if let value = try count("GATEHOUSE_PHOTO_CACHE_BYTES") { gateway.photoCacheBytes = value }
+        if let value = try count("GATEHOUSE_MAX_PHOTO_BYTES") {
+            guard value >= 1024 else { throw ValidationError("GATEHOUSE_MAX_PHOTO_BYTES must be at least 1024") }
+            gateway.maxPhotoBytes = value
+        }
         if let value = try seconds("GATEHOUSE_STALE_IF_ERROR") { gateway.staleIfError = value }
         if let value = try seconds("GATEHOUSE_UPSTREAM_TIMEOUT", minimum: 1) { gateway.defaultUpstreamTimeout = .milliseconds(Int(value * 1000)) }
         if let value = environment["GATEHOUSE_UPSTREAM_TIMEOUTS"] {

@@ -30,6 +30,16 @@ public struct MicrosoftConfiguration: Sendable {
         self.defaultScopes = defaultScopes
     }
 
+    /// Whether the configured tenant restricts sign-ins to itself (a GUID or a domain), rather
+    /// than naming an audience (`common`, `organizations`, `consumers`).
+    public var restrictsTenant: Bool { !["common", "organizations", "consumers"].contains(tenant.lowercased()) }
+
+    /// The tenants `tenant=` may name and sign-ins may come from when the configuration
+    /// restricts them: the configured tenant and the allow-list. Empty: no restriction.
+    public var permittedTenants: Set<String> {
+        restrictsTenant ? allowedTenants.union([tenant.lowercased()]) : allowedTenants
+    }
+
     /// The provider emulator's Microsoft at `baseURL`.
     public static func emulator(baseURL: String, clientID: String, clientSecret: String, tenant: String = "common") -> Self {
         Self(

@@ -28,6 +28,8 @@ public actor IssuerMetadataCache {
     private var document: (value: DiscoveryDocument, fetchedAt: Date)?
     private var keySet: KeySet?
     private var lastJWKSFetch: Date?
+    /// Reasons already logged for skipped JWKS members (bounded).
+    private var loggedSkips: Set<String> = []
     /// Why the provider is disabled, for `/readyz`.
     public private(set) var disabledReason: String?
 
@@ -119,9 +121,10 @@ public actor IssuerMetadataCache {
         if let keySet, keySet.matches(kid), clock.now().timeIntervalSince(keySet.fetchedAt) < configuration.metadataLifetime {
             return keySet.collection
         }
+        // Every fetch, a failed one too, starts the cooldown: neither an unknown `kid` nor a
+        // cold or expired cache can make the gateway call a failing JWKS endpoint more often.
         let cooledDown = lastJWKSFetch.map { clock.now().timeIntervalSince($0) >= configuration.jwksRefetchCooldown } ?? true
-        let expired = keySet.map { clock.now().timeIntervalSince($0.fetchedAt) >= configuration.metadataLifetime } ?? true
-        if cooledDown || expired || keysInFlight != nil {
+        if cooledDown || keysInFlight != nil {
             do {
                 keySet = try await sharedKeyFetch()
             } catch {
@@ -140,6 +143,7 @@ public actor IssuerMetadataCache {
     /// its `await`) wait for its answer instead of failing on the cooldown with no keys.
     private func sharedKeyFetch() async throws -> KeySet {
         if let keysInFlight { return try await keysInFlight.value }
+        lastJWKSFetch = clock.now()
         let task = Task { try await self.fetchKeys() }
         keysInFlight = task
         defer { keysInFlight = nil }
@@ -148,21 +152,53 @@ public actor IssuerMetadataCache {
 
     private func fetchKeys() async throws -> KeySet {
         let jwksURI = try await discovery().jwksURI
-        lastJWKSFetch = clock.now()
         let response = try await get(jwksURI)
-        guard response.status == 200, let jwks = try? JSONDecoder().decode(JWKS.self, from: Data(response.body)) else {
+        guard response.status == 200, let document = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body)),
+            case .array(let members)? = document["keys"]
+        else {
             throw GatehouseError.upstreamUnavailable(configuration.providerId, detail: "\(configuration.providerId)'s JWKS could not be read.")
+        }
+        // RFC 7517 §5: each key on its own; what cannot verify a signature is skipped.
+        var usable: [JWK] = []
+        for member in members {
+            switch JWKSMember.signingKey(member) {
+            case .usable(let key): usable.append(key)
+            case .skipped(let reason): skip(member, reason)
+            }
         }
         let collection = JWTKeyCollection()
         var ids: Set<String> = []
         var count = 0
-        for key in jwks.keys where key.keyType == .rsa || key.keyType == .ecdsa {
-            // A key jwt-kit cannot load (odd curve, short modulus) is skipped, not fatal.
-            guard (try? await collection.add(jwk: key)) != nil else { continue }
-            count += 1
-            if let kid = key.keyIdentifier?.string { ids.insert(kid) }
+        for key in usable {
+            if let kid = key.keyIdentifier?.string {
+                // A key jwt-kit cannot load (odd curve, short modulus) is skipped too.
+                guard (try? await collection.add(jwk: key)) != nil else {
+                    skip(nil, "jwt-kit cannot load key \(kid.prefix(64))")
+                    continue
+                }
+                ids.insert(kid)
+                count += 1
+            } else if usable.count == 1 {
+                // A lone key without `kid` verifies the tokens that name none.
+                var named = key
+                named.keyIdentifier = JWKIdentifier(string: Self.anonymousKeyID)
+                guard (try? await collection.add(jwk: named, isDefault: true)) != nil else { continue }
+                count += 1
+            } else {
+                skip(nil, "a key without kid among several cannot be chosen")
+            }
         }
         return KeySet(collection: collection, keyIDs: ids, count: count, fetchedAt: clock.now())
+    }
+
+    /// The id under which a lone key without `kid` is kept (never matched by a token's `kid`:
+    /// it is not in `keyIDs`).
+    static let anonymousKeyID = "gatehouse:no-kid"
+
+    /// Logs a skipped JWKS member once per issuer and reason.
+    private func skip(_ member: JSONValue?, _ reason: String) {
+        guard loggedSkips.count < 64, loggedSkips.insert(reason).inserted else { return }
+        logger.notice("JWKS key skipped", metadata: ["provider.id": "\(configuration.providerId)", "reason": "\(reason)"])
     }
 
     private func get(_ url: String) async throws -> OutboundResponse {

@@ -97,20 +97,30 @@ public final class PhotoDownload: Sendable {
     /// Reads the provider's photo to its end, passing each chunk on as it comes, and returns
     /// the whole image with its `ETag`. Body failures are mapped for `providerId`.
     func receive(_ source: ProviderPhoto, providerId: String) async throws -> ProfileService.Photo {
-        let head = Head(contentType: source.contentType, contentLength: source.contentLength)
-        let waiters = state.withLock { s in
-            s.head = head
-            defer { s.headWaiters = [] }
-            return s.headWaiters
-        }
-        for waiter in waiters { waiter.resume(returning: head) }
         do {
-            for try await chunk in source.body where !chunk.isEmpty {
-                state.withLock { s in
-                    s.chunks.append(chunk)
-                    for subscriber in s.subscribers.values { subscriber.yield(chunk) }
-                }
+            var iterator = source.body.makeAsyncIterator()
+            // The head waits for the leading bytes: an answer that only claims to be an image
+            // is refused before any caller sees a byte of it.
+            var leading: [UInt8] = []
+            var held: [[UInt8]] = []
+            while leading.count < RasterImage.signatureLength, let chunk = try await iterator.next() {
+                leading += chunk.prefix(RasterImage.signatureLength - leading.count)
+                if !chunk.isEmpty { held.append(chunk) }
             }
+            guard let type = RasterImage(contentType: source.contentType), type.matches(leading) else {
+                throw GatehouseError.upstreamUnavailable(providerId, detail: "\(providerId)'s photo is not the image its type says.")
+            }
+            let head = Head(contentType: type.rawValue, contentLength: source.contentLength)
+            let waiters = state.withLock { s in
+                s.head = head
+                defer { s.headWaiters = [] }
+                return s.headWaiters
+            }
+            for waiter in waiters { waiter.resume(returning: head) }
+            for chunk in held { deliver(chunk) }
+            while let chunk = try await iterator.next() { if !chunk.isEmpty { deliver(chunk) } }
+        } catch let error as GatehouseError {
+            throw error
         } catch {
             throw UpstreamErrors.transport(error, providerId: providerId)
         }
@@ -118,6 +128,14 @@ public final class PhotoDownload: Sendable {
         let bytes = state.withLock { Array($0.chunks.joined()) }
         let digest = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
         return ProfileService.Photo(bytes: bytes, contentType: source.contentType, etag: "\"\(digest)\"")
+    }
+
+    /// Keeps a chunk for late joiners and passes it to every caller streaming now.
+    private func deliver(_ chunk: [UInt8]) {
+        state.withLock { s in
+            s.chunks.append(chunk)
+            for subscriber in s.subscribers.values { subscriber.yield(chunk) }
+        }
     }
 
     /// Ends the download with the whole photo (streams finish, waiters get it) or with an

@@ -3,13 +3,13 @@ import CurlClient
 /// Opening a photo download at a provider: the status, the content type and the declared
 /// size are checked on the response head, before a byte is passed on to anyone.
 enum PhotoSource {
-    /// The largest photo the gateway accepts from a provider (declared or received).
-    static let maxBytes = 5 << 20
-
     /// GETs `request`; `nil` on `404`, `provider-reauth-required`/`upstream-…` on other
-    /// failures, `upstream-unavailable` for an answer that is not an image or is declared
-    /// too large. The returned body streams; libcurl aborts it past `maxBytes`.
+    /// failures, `upstream-unavailable` for an answer that is not a raster image (JPEG, PNG,
+    /// GIF, WebP) or is declared too large. The returned body streams; libcurl aborts it past
+    /// the provider's `maxPhotoBytes` (`GATEHOUSE_MAX_PHOTO_BYTES`); its leading bytes are
+    /// checked against the type by `PhotoDownload`.
     static func open(_ request: OutboundRequest, http: UpstreamHTTP) async throws -> ProviderPhoto? {
+        let maxBytes = http.maxPhotoBytes
         var request = request
         request.maxResponseBytes = maxBytes
         let providerId = http.providerId
@@ -19,15 +19,14 @@ enum PhotoSource {
             // The (small) error body tells rate limits and dead tokens apart.
             throw UpstreamErrors.status(try await http.collect(response), providerId: providerId)
         }
-        let contentType = response.head.headers["content-type"] ?? ""
-        guard contentType.lowercased().hasPrefix("image/") else {
-            throw GatehouseError.upstreamUnavailable(providerId, detail: "\(providerId)'s photo answer is not an image.")
+        guard let type = RasterImage(contentType: response.head.headers["content-type"] ?? "") else {
+            throw GatehouseError.upstreamUnavailable(providerId, detail: "\(providerId)'s photo answer is not an image (JPEG, PNG, GIF or WebP).")
         }
         let declared = response.head.headers["content-length"].flatMap { Int($0) }
         if let declared, declared > maxBytes {
             throw UpstreamErrors.transport(OutboundError(kind: .responseTooLarge, message: "declared \(declared) bytes"), providerId: providerId)
         }
-        return ProviderPhoto(contentType: contentType, contentLength: declared, body: response.body)
+        return ProviderPhoto(contentType: type.rawValue, contentLength: declared, body: response.body)
     }
 
     /// A photo at a public URL (GitHub avatars, OIDC `picture`), fetched without any

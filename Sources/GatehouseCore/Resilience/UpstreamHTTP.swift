@@ -14,9 +14,14 @@ public struct UpstreamHTTP: Sendable {
     public let timeout: Duration
     /// Where each call's outcome is counted.
     let metrics: GatehouseMetrics
+    /// The largest photo accepted from this provider (declared or received).
+    public let maxPhotoBytes: Int
 
     /// Wraps `client` for `providerId`.
-    public init(client: CurlHTTPClient, providerId: String, timeout: Duration, metrics: GatehouseMetrics = .disabled) {
+    public init(
+        client: CurlHTTPClient, providerId: String, timeout: Duration, metrics: GatehouseMetrics = .disabled, maxPhotoBytes: Int = 5 << 20
+    ) {
+        self.maxPhotoBytes = maxPhotoBytes
         self.client = client
         self.providerId = providerId
         self.timeout = timeout

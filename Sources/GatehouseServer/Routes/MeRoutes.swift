@@ -117,7 +117,8 @@ struct MeRoutes {
             photo = try await download.photo()
         case .downloading(let download):
             let head = try await download.head()
-            let headers: HTTPFields = [.contentType: head.contentType, .cacheControl: photoCacheControl]
+            var headers: HTTPFields = [.contentType: head.contentType, .cacheControl: photoCacheControl]
+            headers[.contentSecurityPolicy] = photoContentSecurityPolicy
             let body = ResponseBody(contentLength: head.contentLength) { writer in
                 for try await chunk in download.chunks() {
                     try await writer.write(ByteBuffer(bytes: chunk))
@@ -132,11 +133,16 @@ struct MeRoutes {
             return Response(status: .notModified, headers: headers)
         }
         headers[.contentType] = photo.contentType
+        headers[.contentSecurityPolicy] = photoContentSecurityPolicy
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: photo.bytes)))
     }
 
     /// Photos are the user's own (private) and change rarely.
     static let photoCacheControl = "private, max-age=300"
+
+    /// A photo opened as a document runs nothing and loads nothing (with `nosniff`, which
+    /// every answer carries, a browser never reads it as anything but its image type).
+    static let photoContentSecurityPolicy = "default-src 'none'; sandbox"
 }
 
 /// A provider profile as `GET /v1/me/providers/{id}/profile` shows it: the normalized fields

@@ -40,7 +40,7 @@ struct IDTokenMinter {
         var extraHeader: [String: JWTHeaderField] = [:]
         if await armed(.jkuHeader) { extraHeader["jku"] = .string(base + "/evil/jwks") }
         if await armed(.jwkHeader) { extraHeader["jwk"] = .object(["kty": .string("oct"), "k": .string("ZXZpbA")]) }
-        let signed = try await keys.sign(payload, issuer: spec, extraHeader: extraHeader)
+        let signed = try await keys.sign(payload, issuer: spec, extraHeader: extraHeader, withKeyID: !(await armed(.noKeyID)))
         if await armed(.badSignature) {
             // Change one character in the middle of the signature: still base64url, no longer
             // valid. (The last character may carry only padding bits, so it is not used.)

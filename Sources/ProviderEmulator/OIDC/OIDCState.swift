@@ -36,6 +36,8 @@ enum TamperMode: String, Sendable, CaseIterable {
     case wrongNonce = "wrong-nonce"
     case missingNonce = "missing-nonce"
     case jkuHeader = "jku-header"
+    /// The token's header names no `kid` (for an issuer whose JWKS has one key without one).
+    case noKeyID = "no-kid"
     case jwkHeader = "jwk-header"
     case callbackIssuerWrong = "callback-iss-wrong"
     case callbackIssuerMissing = "callback-iss-missing"

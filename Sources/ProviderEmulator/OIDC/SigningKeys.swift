@@ -20,12 +20,15 @@ actor SigningKeys {
     private var generation = 0
 
     /// Signs `claims` with the issuer's current key; `header` fields are added (tamper modes).
-    func sign(_ claims: EmulatorClaims, issuer spec: OIDCIssuerSpec, extraHeader: [String: JWTHeaderField] = [:]) async throws -> String {
+    func sign(
+        _ claims: EmulatorClaims, issuer spec: OIDCIssuerSpec, extraHeader: [String: JWTHeaderField] = [:], withKeyID: Bool = true
+    ) async throws -> String {
         let key = try await current(spec)
         var header = JWTHeader()
         header.typ = "JWT"
         for (name, value) in extraHeader { header.fields[name] = value }
-        return try await key.collection.sign(claims, kid: JWKIdentifier(string: key.kid), header: header)
+        // Without a kid, jwt-kit signs with the collection's only (default) key.
+        return try await key.collection.sign(claims, kid: withKeyID ? JWKIdentifier(string: key.kid) : nil, header: header)
     }
 
     /// The issuer's JWK Set (public parts only).

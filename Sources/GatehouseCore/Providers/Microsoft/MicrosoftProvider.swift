@@ -11,6 +11,8 @@ public struct MicrosoftProvider: IdentityProvider {
     let configuration: MicrosoftConfiguration
     let http: UpstreamHTTP
     let engines: Engines
+    /// Shared by the engines of every tenant: the client registration is one.
+    let health: ProviderHealth
 
     /// Creates the provider over the shared libcurl client.
     public init(
@@ -19,7 +21,10 @@ public struct MicrosoftProvider: IdentityProvider {
     ) {
         self.configuration = configuration
         self.http = http
-        engines = Engines(configuration: configuration, http: http, developmentMode: developmentMode, clock: clock, logger: logger)
+        let health = ProviderHealth(logger: logger)
+        self.health = health
+        engines = Engines(
+            configuration: configuration, http: http, developmentMode: developmentMode, clock: clock, health: health, logger: logger)
     }
 
     /// The configured scopes.
@@ -34,7 +39,15 @@ public struct MicrosoftProvider: IdentityProvider {
         guard MicrosoftTenants.isValid(tenant) else {
             throw GatehouseError.invalidArgument("tenant must be common, organizations, consumers, a tenant GUID or a domain.")
         }
-        if !configuration.allowedTenants.isEmpty, MicrosoftTenants.isGUID(tenant), !configuration.allowedTenants.contains(tenant.lowercased()) {
+        // A configured tenant GUID or domain is a restriction, not a default: `tenant=` may name
+        // only a permitted tenant (never common, organizations or consumers). Otherwise an
+        // allow-list still refuses a GUID outside it.
+        let permitted = configuration.permittedTenants
+        let refused =
+            configuration.restrictsTenant
+            ? !permitted.contains(tenant.lowercased())
+            : !permitted.isEmpty && MicrosoftTenants.isGUID(tenant) && !permitted.contains(tenant.lowercased())
+        if refused {
             throw GatehouseError.operationNotAllowed("Accounts of this Microsoft tenant may not sign in here.", status: 403)
         }
         var redirect = try await engines.engine(tenant).authorizationRedirect(for: request)
@@ -67,7 +80,8 @@ public struct MicrosoftProvider: IdentityProvider {
 
     /// Discovery problems of the default tenant.
     public func readinessProblem() async -> String? {
-        await engines.engine(configuration.tenant).readinessProblem()
+        if let problem = health.readinessProblem { return problem }
+        return await engines.engine(configuration.tenant).readinessProblem()
     }
 
     /// Graph `/me`, normalized; the email is verified only for personal accounts (their
@@ -161,10 +175,15 @@ public struct MicrosoftProvider: IdentityProvider {
         private let developmentMode: Bool
         private let logger: Logger
         private let clock: any GatehouseClock
+        private let health: ProviderHealth
         private var byTenant: [String: OIDCProvider] = [:]
 
-        init(configuration: MicrosoftConfiguration, http: UpstreamHTTP, developmentMode: Bool, clock: any GatehouseClock, logger: Logger) {
+        init(
+            configuration: MicrosoftConfiguration, http: UpstreamHTTP, developmentMode: Bool, clock: any GatehouseClock, health: ProviderHealth,
+            logger: Logger
+        ) {
             self.clock = clock
+            self.health = health
             self.configuration = configuration
             self.http = http
             self.developmentMode = developmentMode
@@ -179,10 +198,15 @@ public struct MicrosoftProvider: IdentityProvider {
             var oidc = OIDCProviderConfiguration(
                 providerId: "microsoft.com", issuer: "\(configuration.loginBaseURL)/\(key)/v2.0", clientID: configuration.clientID,
                 clientSecret: configuration.clientSecret, allowedAlgorithms: ["RS256"])
-            oidc.issuerRule = .microsoft(loginBaseURL: configuration.loginBaseURL, endpointTenant: key, allowedTenants: configuration.allowedTenants)
+            // The ID token's `tid` must be one of the permitted tenants known by GUID (a
+            // domain-only restriction is held by the tenant endpoint itself).
+            oidc.issuerRule = .microsoft(
+                loginBaseURL: configuration.loginBaseURL, endpointTenant: key,
+                allowedTenants: configuration.permittedTenants.filter(MicrosoftTenants.isGUID))
             oidc.usesUserInfo = false
             oidc.endpointOverrides = [:]
-            let engine = OIDCProvider(configuration: oidc, http: http, developmentMode: developmentMode, clock: clock, logger: logger)
+            let engine = OIDCProvider(
+                configuration: oidc, http: http, developmentMode: developmentMode, clock: clock, health: health, logger: logger)
             byTenant[key] = engine
             return engine
         }

@@ -15,13 +15,16 @@ public struct OIDCProvider: IdentityProvider {
     let validator: IDTokenValidator
     /// Where the time comes from.
     let clock: any GatehouseClock
+    /// Whether the provider accepts the gateway's client registration (for `/readyz`).
+    let health: ProviderHealth
 
     /// Creates the provider over the shared libcurl client.
     public init(
         configuration: OIDCProviderConfiguration, http: UpstreamHTTP, developmentMode: Bool, clock: any GatehouseClock = SystemClock(),
-        logger: Logger
+        health: ProviderHealth? = nil, logger: Logger
     ) {
         self.clock = clock
+        self.health = health ?? ProviderHealth(logger: logger)
         self.configuration = configuration
         self.http = http
         self.developmentMode = developmentMode
@@ -93,17 +96,17 @@ public struct OIDCProvider: IdentityProvider {
     public func refresh(_ tokens: ProviderTokens) async throws -> ProviderTokens {
         guard let refreshToken = tokens.refreshToken else { throw GatehouseError.providerReauthRequired(id) }
         let document = try await metadata.discovery()
-        let answer: JSONValue
-        do {
-            answer = try await tokenRequest(
-                [("grant_type", "refresh_token"), ("refresh_token", refreshToken)], endpoint: document.tokenEndpoint,
-                authMethods: document.tokenEndpointAuthMethodsSupported)
-        } catch let error as GatehouseError where error.code == "invalid-idp-response" {
-            throw GatehouseError.providerReauthRequired(id)
+        let response = try await tokenResponse(
+            [("grant_type", "refresh_token"), ("refresh_token", refreshToken)], endpoint: document.tokenEndpoint,
+            authMethods: document.tokenEndpointAuthMethodsSupported)
+        let answer = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body))
+        guard response.status == 200, let answer, answer["error"] == nil, let accessToken = answer["access_token"]?.stringValue,
+            !accessToken.isEmpty
+        else {
+            // Only the grant's own death ends the link (RefreshRefusal).
+            throw RefreshRefusal.error(status: response.status, body: response.body, headers: response.headers, providerId: id, health: health)
         }
-        guard let accessToken = answer["access_token"]?.stringValue, !accessToken.isEmpty else {
-            throw GatehouseError.invalidIdPResponse("\(id)'s refresh answer has no access token.")
-        }
+        health.recovered()
         return self.tokens(from: answer, accessToken: accessToken, previous: tokens)
     }
 
@@ -126,8 +129,9 @@ public struct OIDCProvider: IdentityProvider {
             profile: OIDCProfileMapper.profile(providerId: id, claims: claims, userInfo: nil), idTokenClaims: claims)
     }
 
-    /// The discovery problem that disabled the provider, if any.
+    /// The discovery problem that disabled the provider, or a refused client registration.
     public func readinessProblem() async -> String? {
+        if let problem = health.readinessProblem { return problem }
         do {
             _ = try await metadata.discovery()
             return nil
@@ -169,6 +173,24 @@ public struct OIDCProvider: IdentityProvider {
     /// A token request; never retried. RFC 6749 errors (Yahoo's upper-case codes too) become
     /// `invalid-idp-response` naming the provider's code, never echoing the request.
     private func tokenRequest(_ parameters: [(String, String)], endpoint: String, authMethods: [String]?) async throws -> JSONValue {
+        let response = try await tokenResponse(parameters, endpoint: endpoint, authMethods: authMethods)
+        let body = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body))
+        if let error = body?["error"]?.stringValue {
+            if RefreshRefusal.misconfigurationCodes.contains(error.lowercased()) {
+                throw health.misconfigured(id, reason: "its token endpoint refused the gateway's client credentials (\(error.prefix(32)))")
+            }
+            throw GatehouseError.invalidIdPResponse("\(id) refused the token request (\(error.prefix(64).debugDescription)).")
+        }
+        guard response.status == 200, let body, case .object = body else {
+            if response.status >= 500 || response.status == 429 { throw UpstreamErrors.status(response, providerId: id) }
+            throw GatehouseError.invalidIdPResponse("\(id) answered the token request with HTTP \(response.status).")
+        }
+        health.recovered()
+        return body
+    }
+
+    /// The token endpoint's raw answer to `parameters`, with the client authenticated.
+    private func tokenResponse(_ parameters: [(String, String)], endpoint: String, authMethods: [String]?) async throws -> OutboundResponse {
         var form = parameters
         var headers: OutboundHeaders = ["Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"]
         switch clientAuthentication(supported: authMethods) {
@@ -179,18 +201,9 @@ public struct OIDCProvider: IdentityProvider {
         case .clientSecretPost:
             form += [("client_id", configuration.clientID), ("client_secret", configuration.clientSecret)]
         }
-        let response = try await http.execute(
+        return try await http.execute(
             OutboundRequest(
                 method: "POST", url: endpoint, headers: headers, body: Array(FormEncoding.encode(form).utf8), maxResponseBytes: 64 << 10))
-        let body = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body))
-        if let error = body?["error"]?.stringValue {
-            throw GatehouseError.invalidIdPResponse("\(id) refused the token request (\(error.prefix(64).debugDescription)).")
-        }
-        guard response.status == 200, let body, case .object = body else {
-            if response.status >= 500 || response.status == 429 { throw UpstreamErrors.status(response, providerId: id) }
-            throw GatehouseError.invalidIdPResponse("\(id) answered the token request with HTTP \(response.status).")
-        }
-        return body
     }
 
     private func clientAuthentication(supported: [String]?) -> OIDCProviderConfiguration.ClientAuthentication {

@@ -1,0 +1,27 @@
+import Foundation
+import JWTKit
+
+/// One member of a JWK Set, judged on its own (RFC 7517 §5): a signature-verification key
+/// the gateway can use, or the reason it is skipped. One unusable member (an encryption key,
+/// a symmetric key, a key type this gateway does not know) never makes the rest unreadable.
+enum JWKSMember {
+    /// A key to verify ID tokens with, or why not.
+    enum Judgement {
+        case usable(JWK)
+        case skipped(String)
+    }
+
+    /// Judges one member of `keys`.
+    static func signingKey(_ member: JSONValue) -> Judgement {
+        guard case .object = member, let type = member["kty"]?.stringValue else { return .skipped("a member without kty") }
+        guard type == "RSA" || type == "EC" else { return .skipped("key type \(type.prefix(16)) is not used for ID tokens") }
+        if let use = member["use"]?.stringValue, use != "sig" { return .skipped("a key for \(use.prefix(16)), not signatures") }
+        if case .array(let operations)? = member["key_ops"], !operations.contains(where: { $0.stringValue == "verify" }) {
+            return .skipped("a key whose key_ops exclude verify")
+        }
+        guard let data = try? JSONCoding.encoder().encode(member), let key = try? JSONDecoder().decode(JWK.self, from: data) else {
+            return .skipped("a malformed \(type) key")
+        }
+        return .usable(key)
+    }
+}

@@ -1,0 +1,68 @@
+import CurlClient
+import Foundation
+import Logging
+import Synchronization
+
+/// What a token endpoint's refusal of a refresh means, the same for every provider (RFC 6749
+/// §5.2): only the grant's own death ends a link; the operator's mistakes and the provider's
+/// troubles never do.
+enum RefreshRefusal {
+    /// The error codes that mean the grant is gone: RFC 6749's `invalid_grant` (Microsoft's
+    /// too, whatever its AADSTS detail) and GitHub's `bad_refresh_token` (providers.md §4.3).
+    static let deadGrantCodes: Set<String> = ["invalid_grant", "bad_refresh_token"]
+    /// The codes that mean the gateway's own client registration is wrong.
+    static let misconfigurationCodes: Set<String> = ["invalid_client", "unauthorized_client"]
+
+    /// The error for a refresh answer that was not a token: `provider-reauth-required` for a
+    /// dead grant, `provider-misconfigured` (503) for a client the provider does not accept
+    /// (recorded in `health`), `upstream-unavailable` for everything else (a proxy's HTML page,
+    /// `temporarily_unavailable`, a 5xx), which leaves the grant for a later retry.
+    static func error(status: Int, body: [UInt8], headers: OutboundHeaders, providerId: String, health: ProviderHealth) -> GatehouseError {
+        let json = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(body))
+        // Yahoo writes its codes in upper case.
+        if let code = json?["error"]?.stringValue?.lowercased() {
+            if deadGrantCodes.contains(code) { return .providerReauthRequired(providerId) }
+            if misconfigurationCodes.contains(code) {
+                return health.misconfigured(
+                    providerId, reason: "its token endpoint refused the gateway's client credentials (\(code.prefix(32)))")
+            }
+            return .upstreamUnavailable(
+                providerId, status: 503, detail: "\(providerId) could not refresh the grant now (\(code.prefix(32))); retry later.")
+        }
+        if status == 429 { return .upstreamRateLimited(providerId, retryAfter: headers["retry-after"].flatMap { Int($0) }) }
+        return .upstreamUnavailable(
+            providerId, status: status >= 500 ? 503 : 502, detail: "\(providerId) answered the refresh with HTTP \(status) and no OAuth error.")
+    }
+}
+
+/// A provider's own health as the gateway last saw it: whether the provider refuses the
+/// gateway's client credentials. Shown by `/readyz`, logged once when it starts, cleared by
+/// the next token request that succeeds.
+public final class ProviderHealth: Sendable {
+    private let problem = Mutex<String?>(nil)
+    private let logger: Logger?
+
+    /// A healthy provider.
+    init(logger: Logger? = nil) { self.logger = logger }
+
+    /// What is wrong, for `/readyz`; `nil` when nothing is known to be.
+    public var readinessProblem: String? { problem.withLock { $0 } }
+
+    /// Records a refused client registration (logged loudly the first time) and returns the
+    /// error every caller gets meanwhile: `503 provider-misconfigured`.
+    func misconfigured(_ providerId: String, reason: String) -> GatehouseError {
+        let message = "\(providerId) is misconfigured: \(reason). Users' grants are kept; fix the client id or secret."
+        let first = problem.withLock { current in
+            defer { current = message }
+            return current != message
+        }
+        if first { logger?.error("provider misconfigured", metadata: ["provider.id": "\(providerId)", "reason": "\(reason)"]) }
+        return GatehouseError(
+            code: "provider-misconfigured", status: 503, title: "Provider misconfigured", detail: message, extensions: ["providerId": providerId])
+    }
+
+    /// A token request succeeded: the registration works (again).
+    func recovered() {
+        problem.withLock { $0 = nil }
+    }
+}

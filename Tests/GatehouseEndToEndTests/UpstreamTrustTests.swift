@@ -1,0 +1,225 @@
+import CurlClient
+import Foundation
+import GatehouseCore
+import ProviderEmulator
+import Testing
+
+/// Issue #16: what a hostile or faulty upstream can do, and to whom.
+@Suite("Upstream trust")
+struct UpstreamTrustTests {
+    /// A provider whose refresh the tests break: its id, a seeded user and how to sign in.
+    struct RefreshingProvider: Sendable, CustomTestStringConvertible {
+        let id: String
+        let hint: String
+        /// The emulator's token endpoint (`METHOD path`, as faults name it).
+        let tokenEndpoint: String
+        var testDescription: String { id }
+    }
+
+    static let refreshing = [
+        RefreshingProvider(id: "oidc.emulator", hint: "olive@oidc.example", tokenEndpoint: "POST /oidc/token"),
+        RefreshingProvider(id: "yahoo.com", hint: "yuki@yahoo.example", tokenEndpoint: "POST /yahoo/oauth2/get_token"),
+        RefreshingProvider(id: "microsoft.com", hint: "AdeleV@contoso.example", tokenEndpoint: "POST /microsoft/common/oauth2/v2.0/token"),
+    ]
+
+    @Test(
+        "refresh answers: invalid_client is the operator's 503 provider-misconfigured (readiness says so), an HTML page or temporarily_unavailable is upstream-unavailable; the grant survives all three; only invalid_grant kills it",
+        arguments: refreshing)
+    func refreshErrorsAreClassified(_ provider: RefreshingProvider) async throws {
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            #expect(try await browser.complete(login: provider.hint, provider: provider.id).status == 200)
+            let live = "\(deployment.gatewayURL)/v1/me/providers/\(provider.id)/profile"
+            func fault(status: Int, contentType: String = "application/json", body: String) async throws {
+                let escaped = body.replacingOccurrences(of: "\"", with: "\\\"")
+                _ = try await deployment.control(
+                    "faults",
+                    #"{"endpoint": "\#(provider.tokenEndpoint)", "status": \#(status), "headers": {"Content-Type": "\#(contentType)"}, "body": "\#(escaped)", "times": 1}"#
+                )
+            }
+            func expired() { deployment.clock.advance(by: 7200) }  // the stored access token has expired: a refresh comes first
+            let refreshes = { try await deployment.emulatorStats()[provider.tokenEndpoint] ?? 0 }
+
+            expired()
+            try await fault(status: 401, body: #"{"error":"invalid_client","error_description":"bad secret"}"#)
+            let before = try await refreshes()
+            let misconfigured = try await browser.send(live)
+            #expect(misconfigured.status == 503, "\(misconfigured.bodyText)")
+            #expect(try jsonObject(misconfigured)["code"] as? String == "provider-misconfigured")
+            #expect(try await refreshes() == before + 1)
+            let ready = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/readyz")))
+            #expect((ready["disabledProviders"] as? [String: String])?[provider.id]?.contains("misconfigured") == true)
+            #expect(deployment.logs.lines.contains { $0.contains("provider misconfigured") && $0.contains(provider.id) })
+
+            try await fault(status: 400, contentType: "text/html", body: "<html><body>Proxy says no</body></html>")
+            let html = try await browser.send(live)
+            #expect(html.status == 502, "\(html.bodyText)")
+            #expect(try jsonObject(html)["code"] as? String == "upstream-unavailable")
+
+            try await fault(status: 400, body: #"{"error":"temporarily_unavailable"}"#)
+            let busy = try await browser.send(live)
+            #expect(busy.status == 503)
+            #expect(try jsonObject(busy)["code"] as? String == "upstream-unavailable")
+
+            // The grant was never touched: the next refresh works, and readiness recovers.
+            let recovered = try await browser.send(live)
+            #expect(recovered.status == 200, "\(recovered.bodyText)")
+            let readyAgain = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/readyz")))
+            #expect((readyAgain["disabledProviders"] as? [String: String])?[provider.id] == nil)
+
+            // invalid_grant, and only that, ends the grant.
+            expired()
+            try await fault(status: 400, body: #"{"error":"invalid_grant","error_description":"AADSTS70008: expired"}"#)
+            let dead = try await browser.send(live)
+            #expect(dead.status == 409)
+            #expect(try jsonObject(dead)["code"] as? String == "provider-reauth-required")
+            #expect(try await browser.send(live).status == 409, "a dead grant stays dead")
+        }
+    }
+
+    @Test("a configured tenant GUID restricts sign-ins: tenant=common or another tenant is refused at start; the allow-list widens it")
+    func configuredTenantIsARestriction() async throws {
+        let tenantA = MicrosoftDirectory.tenantA
+        let tenantB = MicrosoftDirectory.tenantB
+        try await withDeployment(microsoft: { $0.tenant = tenantA.id }) { deployment in
+            for tenant in ["common", "organizations", "consumers", tenantB.id, tenantB.domain] {
+                var bob = Browser(deployment)
+                let refused = try await MicrosoftSignInTests.signIn(&bob, MicrosoftSignInTests.bob, extra: "&tenant=\(tenant)")
+                #expect(refused.status == 403, "tenant=\(tenant)")
+                #expect(refused.json["code"] as? String == "operation-not-allowed")
+            }
+            #expect(try await deployment.accountCount() == 0)
+            var adele = Browser(deployment)
+            #expect(try await MicrosoftSignInTests.signIn(&adele, MicrosoftSignInTests.adele).status == 200)
+            var adeleByName = Browser(deployment)
+            #expect(try await MicrosoftSignInTests.signIn(&adeleByName, MicrosoftSignInTests.adele, extra: "&tenant=\(tenantA.id)").status == 200)
+        }
+        try await withDeployment(microsoft: {
+            $0.tenant = tenantA.id
+            $0.allowedTenants = [tenantB.id]
+        }) { deployment async throws in
+            var bob = Browser(deployment)
+            #expect(try await MicrosoftSignInTests.signIn(&bob, MicrosoftSignInTests.bob, extra: "&tenant=\(tenantB.id)").status == 200)
+            var common = Browser(deployment)
+            #expect(try await MicrosoftSignInTests.signIn(&common, MicrosoftSignInTests.bob, extra: "&tenant=common").status == 403)
+        }
+    }
+
+    /// Serves `keys` (JSON objects) as the OpenID emulator's JWKS for the next calls.
+    static func serveJWKS(_ deployment: TestDeployment, _ keys: [[String: Any]]) async throws {
+        let body = String(decoding: try JSONSerialization.data(withJSONObject: ["keys": keys]), as: UTF8.self)
+        let fault: [String: Any] = ["endpoint": "GET /oidc/jwks", "status": 200, "body": body, "times": 20]
+        _ = try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: fault), as: UTF8.self))
+    }
+
+    /// The OpenID emulator's real signing key, as its JWKS publishes it.
+    static func realKey(_ deployment: TestDeployment) async throws -> [String: Any] {
+        let jwks = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.emulatorURL)/oidc/jwks")))
+        return try #require((jwks["keys"] as? [[String: Any]])?.first)
+    }
+
+    @Test("a JWKS with an AKP, an oct, an X25519 and an encryption key next to the signing key still verifies; each skipped key is logged")
+    func hostileJWKSMembersAreSkipped() async throws {
+        try await withDeployment { deployment in
+            let real = try await Self.realKey(deployment)
+            var encryption = real
+            encryption["kid"] = "enc-1"
+            encryption["use"] = "enc"
+            try await Self.serveJWKS(
+                deployment,
+                [
+                    ["kty": "AKP", "alg": "ML-DSA-44", "pub": "AAAA", "kid": "pq-1"],
+                    ["kty": "oct", "k": "c2VjcmV0", "kid": "hmac-1"],
+                    ["kty": "OKP", "crv": "X25519", "x": "hSDwCYkwp1R0i33ctD73Wg2_Og0mOBr066SpjqqbTmo", "kid": "x-1"],
+                    encryption, real,
+                ])
+            var browser = Browser(deployment)
+            let signedIn = try await browser.complete(login: Self.olive, provider: "oidc.emulator")
+            #expect(signedIn.status == 200, "\(signedIn.bodyText)")
+            let skipped = deployment.logs.lines.filter { $0.contains("JWKS key skipped") }
+            #expect(skipped.count == 4, "\(skipped)")
+        }
+    }
+
+    @Test("a lone JWKS key without kid verifies tokens that name none")
+    func loneKeyWithoutKeyID() async throws {
+        try await withDeployment { deployment in
+            var anonymous = try await Self.realKey(deployment)
+            anonymous["kid"] = nil
+            try await Self.serveJWKS(deployment, [anonymous])
+            _ = try await deployment.control("oidc/tamper", #"{"issuer": "oidc", "mode": "no-kid"}"#)
+            var browser = Browser(deployment)
+            let signedIn = try await browser.complete(login: Self.olive, provider: "oidc.emulator")
+            #expect(signedIn.status == 200, "\(signedIn.bodyText)")
+        }
+    }
+
+    @Test("a cold cache whose JWKS endpoint fails is refetched at most once per cooldown, and fails closed")
+    func coldCacheRespectsTheCooldown() async throws {
+        try await withDeployment { deployment in
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /oidc/jwks", "status": 503, "body": "{}", "times": 100}"#)
+            var browser = Browser(deployment)
+            for attempt in 0..<3 {
+                let rawNonce = "cold-\(attempt)"
+                let token = try await OIDCSignInTests.mint(
+                    deployment, issuer: "oidc", hint: Self.olive, extra: #", "nonce": "\#(SecureRandom.digest(rawNonce))""#)
+                let answer = try await browser.json(
+                    "/v1/auth/idtoken", #"{"providerId": "oidc.emulator", "idToken": "\#(token)", "rawNonce": "\#(rawNonce)"}"#)
+                #expect(answer.status >= 400)
+            }
+            #expect(try await deployment.emulatorStats()["GET /oidc/jwks"] == 1)
+            // After the cooldown the next validation tries again.
+            deployment.clock.advance(by: 31)
+            let token = try await OIDCSignInTests.mint(
+                deployment, issuer: "oidc", hint: Self.olive, extra: #", "nonce": "\#(SecureRandom.digest("late"))""#)
+            _ = try await browser.json("/v1/auth/idtoken", #"{"providerId": "oidc.emulator", "idToken": "\#(token)", "rawNonce": "late"}"#)
+            #expect(try await deployment.emulatorStats()["GET /oidc/jwks"] == 2)
+        }
+    }
+
+    static let olive = "olive@oidc.example"
+
+    @Test(
+        "photos: SVG, or HTML declared image/png, is refused before a byte is passed on and never cached; raster answers carry CSP sandbox and nosniff; GATEHOUSE_MAX_PHOTO_BYTES caps the size"
+    )
+    func onlyRasterPhotos() async throws {
+        let avatar = PhotoStreamingTests.avatar
+        try await PhotoStreamingTests.withSignedIn(cacheLifetime: 60, gateway: { $0.maxPhotoBytes = 200_000 }) { deployment, uid, key in
+            let request = PhotoStreamingTests.request(deployment, uid: uid, key: key)
+            let svg = #"<svg xmlns='http://www.w3.org/2000/svg'><script>alert(document.cookie)</script></svg>"#
+            _ = try await deployment.control(
+                "faults", #"{"endpoint": "\#(avatar)", "status": 200, "headers": {"Content-Type": "image/svg+xml"}, "body": "\#(svg)", "times": 1}"#)
+            let scripted = try await deployment.client.execute(request)
+            #expect(scripted.status == 502)
+            #expect(scripted.headers["content-type"]?.hasPrefix("application/problem+json") == true)
+            #expect(!scripted.bodyText.contains("<svg"))
+
+            let html = "<html><body>sign in to continue</body></html>"
+            _ = try await deployment.control(
+                "faults", #"{"endpoint": "\#(avatar)", "status": 200, "headers": {"Content-Type": "image/png"}, "body": "\#(html)", "times": 1}"#)
+            let disguised = try await deployment.client.execute(request)
+            #expect(disguised.status == 502)
+            #expect(!disguised.bodyText.contains("<html"))
+
+            _ = try await deployment.control(
+                "faults", #"{"endpoint": "\#(avatar)", "status": 200, "headers": {"Content-Type": "image/png"}, "bodyBytes": 300000, "times": 1}"#)
+            let large = try await deployment.client.execute(request)
+            #expect(large.status == 502, "300,000 bytes are over the 200,000-byte cap")
+
+            // The real avatar, streamed on this miss and then from the cache: both with the headers.
+            let real = try await deployment.client.execute(request)
+            #expect(real.status == 200)
+            #expect(real.body.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+            #expect(real.headers["content-security-policy"] == "default-src 'none'; sandbox")
+            #expect(real.headers["x-content-type-options"] == "nosniff")
+            var cached = try await deployment.client.execute(request)
+            for _ in 0..<50 where cached.headers["etag"] == nil {
+                try await Task.sleep(for: .milliseconds(50))
+                cached = try await deployment.client.execute(request)
+            }
+            #expect(cached.headers["etag"] != nil)
+            #expect(cached.headers["content-security-policy"] == "default-src 'none'; sandbox")
+            #expect(try await deployment.emulatorStats()[avatar] == 4, "nothing refused was cached")
+        }
+    }
+}
