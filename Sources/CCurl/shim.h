@@ -41,6 +41,16 @@ static inline CURLcode gh_easy_setopt_data_callback(CURL *handle, CURLoption opt
     return curl_easy_setopt(handle, option, callback);
 }
 
+/// curl_easy_setopt for CURLOPT_OPENSOCKETFUNCTION.
+static inline CURLcode gh_easy_setopt_opensocket(CURL *handle, curl_opensocket_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
+}
+
+/// curl_share_setopt for CURLSHOPT_SHARE / CURLSHOPT_UNSHARE (a `curl_lock_data`).
+static inline CURLSHcode gh_share_setopt_lock_data(CURLSH *share, CURLSHoption option, curl_lock_data data) {
+    return curl_share_setopt(share, option, data);
+}
+
 /// curl_easy_getinfo for infos answering a `long`.
 static inline CURLcode gh_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);

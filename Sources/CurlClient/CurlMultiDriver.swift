@@ -20,6 +20,11 @@ final class CurlMultiDriver: Sendable {
 
     /// `CURLM *`; only the driver thread uses it, except for `curl_multi_wakeup`.
     private nonisolated(unsafe) let multi: UnsafeMutableRawPointer
+    /// `CURLSH *` holding the connection cache of `.publicOnly` transfers: their connections
+    /// were all opened through the address check, and a connection another request opened to
+    /// an internal address can never be reused by one of them. Used on the driver thread only
+    /// (so it needs no lock callbacks).
+    nonisolated(unsafe) let publicOnlyConnections: UnsafeMutableRawPointer?
     private let commands = Mutex<(queue: [Command], stopping: Bool)>(([], false))
     private let stopped = Mutex<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
@@ -29,6 +34,9 @@ final class CurlMultiDriver: Sendable {
             fatalError("curl_multi_init failed: libcurl is unusable")
         }
         self.multi = multi
+        let share = curl_share_init()
+        if let share { _ = gh_share_setopt_lock_data(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) }
+        publicOnlyConnections = share
         // Keep enough idle connections for the expected concurrency per upstream; do not cap
         // total connections (curl #2369: the cap queues transfers in surprising ways).
         _ = gh_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, maxCachedConnections)
@@ -84,6 +92,7 @@ final class CurlMultiDriver: Sendable {
             _ = curl_multi_poll(multi, nil, 0, 1000, nil)
         }
         curl_multi_cleanup(multi)
+        if let publicOnlyConnections { curl_share_cleanup(publicOnlyConnections) }
         finished.signal()
     }
 }

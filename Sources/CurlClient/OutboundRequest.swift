@@ -14,6 +14,10 @@ public struct OutboundRequest: Sendable {
     public var connectTimeout: Duration?
     /// Overrides the client's response-size cap for this request.
     public var maxResponseBytes: Int?
+    /// Which addresses the request may connect to, checked on the address libcurl actually
+    /// connects to (after DNS resolution, so a name that rebinds to an internal address is
+    /// refused too). Default: any.
+    public var addresses: AddressPolicy = .any
 
     /// Creates a request; only the URL is required.
     public init(

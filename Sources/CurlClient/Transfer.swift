@@ -70,6 +70,16 @@ final class Transfer: @unchecked Sendable {
         // Redirects are never followed: a provider redirect is an answer, not an instruction.
         try set(easy, CURLOPT_FOLLOWLOCATION, 0)
         try set(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        if request.addresses == .publicOnly {
+            try check(gh_easy_setopt_opensocket(easy, publicOnlyOpenSocket))
+            // Its own connection cache: only connections opened through the check are reused.
+            if let share = driver?.publicOnlyConnections {
+                try check(gh_easy_setopt_pointer(easy, CURLOPT_SHARE, share))
+            } else {
+                try set(easy, CURLOPT_FRESH_CONNECT, 1)
+                try set(easy, CURLOPT_FORBID_REUSE, 1)
+            }
+        }
         try set(easy, CURLOPT_SSL_VERIFYPEER, 1)
         try set(easy, CURLOPT_SSL_VERIFYHOST, 2)
         if let caBundle = configuration.caBundlePath {

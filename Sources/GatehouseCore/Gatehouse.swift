@@ -38,7 +38,7 @@ public struct Gatehouse: Sendable {
         func upstream(_ id: String) -> UpstreamHTTP {
             UpstreamHTTP(
                 client: http, providerId: id, timeout: configuration.upstreamTimeout(for: id), metrics: metrics,
-                maxPhotoBytes: configuration.maxPhotoBytes)
+                maxPhotoBytes: configuration.maxPhotoBytes, photoAddresses: configuration.photoAddresses)
         }
         var providers: [any IdentityProvider] = []
         if let github = configuration.github {

@@ -578,19 +578,30 @@ public final class PostgresStorage: GatehouseStorage {
         }
     }
 
-    /// `operation`, or `StorageError.unavailable` once `operationTimeout` has passed (the
-    /// operation is cancelled; a statement cut short is rolled back by the server).
+    /// `operation`, or `StorageError.unavailable` once `operationTimeout` has passed. The
+    /// operation is then cancelled (a statement cut short is rolled back by the server) but not
+    /// waited for: a connection broken mid-query may not notice cancellation for a long time,
+    /// and neither the request nor a shutdown may hang on it.
     private func withinTimeout<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
         let timeout = operationTimeout
-        return try await withThrowingTaskGroup(of: T.self) { group in
-            group.addTask { try await operation() }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                throw StorageError.unavailable
+        let outcome = Eventual<T>()
+        let work = Task {
+            do { outcome.set(try await operation()) } catch { outcome.fail(error) }
+        }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            outcome.fail(StorageError.unavailable)
+        }
+        defer { timer.cancel() }
+        do {
+            return try await withTaskCancellationHandler {
+                try await outcome.value()
+            } onCancel: {
+                work.cancel()
             }
-            defer { group.cancelAll() }
-            guard let first = try await group.next() else { throw StorageError.unavailable }
-            return first
+        } catch {
+            work.cancel()
+            throw error
         }
     }
 

@@ -23,6 +23,9 @@ enum OIDCSettings {
                 yahoo.issuer = issuer
                 yahoo.additionalTokenIssuers = environment["GATEHOUSE_YAHOO_LEGACY_ISSUER"].map { [$0] } ?? []
             }
+            if let hosts = environment["GATEHOUSE_YAHOO_PICTURE_HOSTS"] {
+                yahoo.pictureURLPrefixes = try pictureHosts(hosts, "GATEHOUSE_YAHOO_PICTURE_HOSTS")
+            }
             providers.append(yahoo)
         }
         let suffix = "_ISSUER"
@@ -39,6 +42,9 @@ enum OIDCSettings {
                 }
                 provider.clientAuthentication = parsed
             }
+            if let hosts = environment[prefix + "PICTURE_HOSTS"] {
+                provider.pictureURLPrefixes = try pictureHosts(hosts, prefix + "PICTURE_HOSTS")
+            }
             if let nonce = environment[prefix + "NONCE"] {
                 guard let parsed = OIDCProviderConfiguration.NonceComparison(rawValue: nonce) else {
                     throw ValidationError("\(prefix)NONCE must be sha256 or raw")
@@ -48,5 +54,15 @@ enum OIDCSettings {
             providers.append(provider)
         }
         return providers
+    }
+
+    /// Comma-separated hosts (`cdn.example.com`, meaning `https://cdn.example.com/`) or URL
+    /// prefixes (`https://cdn.example.com/avatars/`) from which `picture` may be fetched.
+    static func pictureHosts(_ value: String, _ name: String) throws -> [String] {
+        try value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.map { entry in
+            let prefix = entry.contains("://") ? entry : "https://\(entry)/"
+            guard URLAllowList.isValidEntry(prefix) else { throw ValidationError("\(name): \(entry) is not a host or an http(s) URL prefix") }
+            return prefix
+        }
     }
 }

@@ -1,8 +1,9 @@
-import CurlClient
 import Foundation
 import GatehouseTestSupport
 import Glibc
 import Testing
+
+@testable import CurlClient
 
 /// The libcurl client against a real HTTP server on loopback.
 @Suite("CurlHTTPClient")
@@ -235,5 +236,44 @@ struct CurlHTTPClientTests {
             try await client.execute(OutboundRequest(url: "file:///etc/passwd"))
         }
         #expect(file?.kind == .invalidRequest)
+    }
+
+    @Test("publicOnly refuses the address it would connect to when it is loopback, by IP or by a name resolving to it; .any connects")
+    func publicOnlyRefusesInternalAddresses() async throws {
+        let server = try await LoopbackHTTPServer.start()
+        let client = CurlHTTPClient()
+        defer { client.shutdown() }
+        // An unrestricted request leaves a kept-alive connection to the server in the pool:
+        // a restricted one must not reuse it.
+        #expect(try await client.execute(OutboundRequest(url: server.url("/hello"))).status == 200)
+        for url in [server.url("/hello"), "http://localhost:\(server.port)/hello"] {
+            var request = OutboundRequest(url: url)
+            request.addresses = .publicOnly
+            let refused = await #expect(throws: OutboundError.self) { try await client.execute(request) }
+            #expect(refused?.kind == .connectFailed, "\(url)")
+        }
+        #expect(server.requestsSeen == 1)
+        #expect(try await client.execute(OutboundRequest(url: server.url("/hello"))).status == 200)
+        try await server.stop()
+    }
+
+    @Test("address classification: private, loopback, link-local, CGNAT, multicast, ULA and mapped addresses are not public")
+    func addressClassification() {
+        for inside in [
+            [127, 0, 0, 1], [10, 1, 2, 3], [172, 16, 0, 1], [172, 31, 255, 255], [192, 168, 1, 1], [169, 254, 169, 254],
+            [100, 64, 0, 1], [0, 0, 0, 0], [224, 0, 0, 1], [255, 255, 255, 255],
+        ] as [[UInt8]] {
+            #expect(!AddressPolicy.isPublic(ipv4: inside), "\(inside)")
+        }
+        for external in [[8, 8, 8, 8], [140, 82, 112, 3], [172, 32, 0, 1], [100, 128, 0, 1]] as [[UInt8]] {
+            #expect(AddressPolicy.isPublic(ipv4: external), "\(external)")
+        }
+        let loopback6: [UInt8] = Array(repeating: 0, count: 15) + [1]
+        let mappedLoopback: [UInt8] = Array(repeating: 0, count: 10) + [0xFF, 0xFF, 127, 0, 0, 1]
+        let uniqueLocal: [UInt8] = [0xFD] + Array(repeating: 0, count: 14) + [1]
+        let linkLocal: [UInt8] = [0xFE, 0x80] + Array(repeating: 0, count: 13) + [1]
+        for inside in [loopback6, mappedLoopback, uniqueLocal, linkLocal] { #expect(!AddressPolicy.isPublic(ipv6: inside)) }
+        let google: [UInt8] = [0x20, 0x01, 0x48, 0x60, 0x48, 0x60] + Array(repeating: 0, count: 8) + [0x88, 0x88]
+        #expect(AddressPolicy.isPublic(ipv6: google))
     }
 }

@@ -222,4 +222,92 @@ struct UpstreamTrustTests {
             #expect(try await deployment.emulatorStats()[avatar] == 4, "nothing refused was cached")
         }
     }
+
+    /// Makes the OpenID emulator answer `url` as Olive's `picture`.
+    static func choosePicture(_ deployment: TestDeployment, _ url: String) async throws {
+        _ = try await deployment.control("oidc/picture", #"{"issuer": "oidc", "hint": "\#(Self.olive)", "url": "\#(url)"}"#)
+    }
+
+    @Test(
+        "one user's broken photo source never opens the provider's breaker for others: six failures are 502 photo-unavailable, another user's profile still 200"
+    )
+    func oneUsersPhotoCannotOpenTheBreaker() async throws {
+        try await withDeployment { deployment in
+            try await Self.choosePicture(deployment, "\(deployment.emulatorURL)/oidc/pictures/broken")
+            _ = try await deployment.control(
+                "faults",
+                #"{"endpoint": "GET /oidc/pictures/broken", "status": 200, "headers": {"Content-Type": "text/html"}, "body": "<html></html>", "times": 20}"#
+            )
+            var olive = Browser(deployment)
+            #expect(try await olive.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
+            for _ in 0..<6 {
+                let photo = try await olive.send("\(deployment.gatewayURL)/v1/me/photo")
+                #expect(photo.status == 502)
+                #expect(try jsonObject(photo)["code"] as? String == "photo-unavailable")
+            }
+            var otto = Browser(deployment)
+            #expect(try await otto.complete(login: "otto@oidc.example", provider: "oidc.emulator").status == 200)
+            let profile = try await otto.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile")
+            #expect(profile.status == 200, "\(profile.bodyText)")
+            #expect(try await ResilienceTests.metric(deployment, "gatehouse_circuit_state", ["provider": "oidc.emulator"]) == 0)
+        }
+    }
+
+    @Test(
+        "photo URLs: only the issuer's origin or a configured prefix (parsed, segment boundary), never another local server; one uniform photo-unavailable"
+    )
+    func pictureAllowList() async throws {
+        try await withDeployment(openID: {
+            $0.pictureURLPrefixes = [$0.issuer.replacingOccurrences(of: "127.0.0.1", with: "localhost") + "/pictures"]
+        }) {
+            deployment in
+            var olive = Browser(deployment)
+            #expect(try await olive.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
+            // Another server on this machine (the gateway itself stands for it): never fetched.
+            try await Self.choosePicture(deployment, "\(deployment.gatewayURL)/metrics")
+            #expect(try await olive.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
+            let local = try await olive.send("\(deployment.gatewayURL)/v1/me/photo")
+            #expect(local.status == 404)
+            #expect(try jsonObject(local)["code"] as? String == "no-photo")
+            // A raw prefix match would admit this one: the configured prefix ends at a segment.
+            let emulatorLocalhost = deployment.emulatorURL.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+            try await Self.choosePicture(deployment, "\(emulatorLocalhost)/oidc/pictures-elsewhere/x")
+            #expect(try await olive.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
+            #expect(try await olive.send("\(deployment.gatewayURL)/v1/me/photo").status == 404)
+            let stats = try await deployment.emulatorStats()
+            #expect(stats["GET /oidc/pictures-elsewhere/x"] == nil)
+            // Under the configured prefix: fetched.
+            try await Self.choosePicture(deployment, "\(emulatorLocalhost)/oidc/pictures/olive-elsewhere")
+            _ = try await deployment.control(
+                "faults", #"{"endpoint": "GET /oidc/pictures/olive-elsewhere", "status": 404, "body": "{}", "times": 1}"#)
+            #expect(try await olive.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
+            _ = try await olive.send("\(deployment.gatewayURL)/v1/me/photo")
+            #expect(try await deployment.emulatorStats()["GET /oidc/pictures/olive-elsewhere"] == 1)
+        }
+    }
+
+    @Test("outside development mode photo fetches refuse internal addresses after DNS resolution (a name that resolves to loopback too)")
+    func photoFetchesRefuseInternalAddresses() async throws {
+        try await withDeployment(
+            openID: { $0.pictureURLPrefixes = [$0.issuer.replacingOccurrences(of: "127.0.0.1", with: "localhost") + "/pictures"] },
+            gateway: { $0.allowPrivatePhotoAddresses = false }
+        ) { deployment in
+            var olive = Browser(deployment)
+            #expect(try await olive.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
+            let byAddress = try await olive.send("\(deployment.gatewayURL)/v1/me/photo")
+            #expect(byAddress.status == 502)
+            #expect(try jsonObject(byAddress)["code"] as? String == "photo-unavailable")
+            #expect(try jsonObject(byAddress)["detail"] as? String == "The photo could not be fetched from its source.")
+            let emulatorLocalhost = deployment.emulatorURL.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+            try await Self.choosePicture(deployment, "\(emulatorLocalhost)/oidc/pictures/by-name")
+            #expect(try await olive.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
+            let byName = try await olive.send("\(deployment.gatewayURL)/v1/me/photo")
+            #expect(byName.status == 502)
+            #expect(try jsonObject(byName)["code"] as? String == "photo-unavailable")
+            let stats = try await deployment.emulatorStats()
+            #expect(stats.keys.filter { $0.contains("/pictures/") }.isEmpty, "no picture request reached the emulator: \(stats)")
+            // The cause is in the log, not in the answer.
+            #expect(deployment.logs.lines.contains { $0.contains("upstream failure") && $0.contains("photo-unavailable") })
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import CurlClient
 import Foundation
 
 /// Everything the core needs to know about its deployment.
@@ -75,6 +76,11 @@ public struct GatewayConfiguration: Sendable {
     public var microsoft: MicrosoftConfiguration?
     /// The configured OpenID Connect providers (`oidc.<name>` and the Yahoo preset).
     public var oidcProviders: [OIDCProviderConfiguration]
+    /// Whether photo URLs may lead to loopback, private, link-local or unique-local addresses
+    /// (`nil`: only in development mode). Checked on the address libcurl connects to.
+    public var allowPrivatePhotoAddresses: Bool?
+    /// The address policy of photo fetches.
+    public var photoAddresses: AddressPolicy { (allowPrivatePhotoAddresses ?? developmentMode) ? .any : .publicOnly }
     /// Where the core reads the time (the machine's clock; tests move an `OffsetClock`).
     public var clock: any GatehouseClock = SystemClock()
 

@@ -56,7 +56,8 @@ public struct OIDCProviderConfiguration: Sendable {
     public var metadataLifetime: TimeInterval
     /// Endpoint overrides (`authorization_endpoint`, `token_endpoint`, `userinfo_endpoint`, `jwks_uri`).
     public var endpointOverrides: [String: String]
-    /// Photo URL prefixes the gateway may fetch from `picture`; empty = any `https` URL (or loopback in development).
+    /// Photo URL prefixes the gateway may fetch `picture` from besides the issuer's own origin
+    /// (compared as parsed origin + path prefix on a segment boundary).
     public var pictureURLPrefixes: [String]
     /// How `iss` is checked.
     public var issuerRule: IssuerRule = .exact
@@ -96,7 +97,7 @@ public struct OIDCProviderConfiguration: Sendable {
     ) -> Self {
         Self(
             providerId: "yahoo.com", issuer: issuer, clientID: clientID, clientSecret: clientSecret, additionalTokenIssuers: [legacyIssuer],
-            allowedAlgorithms: ["ES256", "RS256"])
+            allowedAlgorithms: ["ES256", "RS256"], pictureURLPrefixes: ["https://s.yimg.com/", "https://ct.yimg.com/"])
     }
 
     /// The provider emulator's standard issuer at `baseURL`, as `oidc.emulator`.

@@ -14,6 +14,9 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
     public var extensions: [String: String]
     /// Seconds to wait, sent as `Retry-After` (rate limits).
     public var retryAfter: Int?
+    /// What really went wrong, for the log only (never in the problem document): an error
+    /// that is deliberately uniform to callers keeps its cause here.
+    public var logDetail: String?
 
     /// Creates an error.
     public init(code: String, status: Int, title: String, detail: String, extensions: [String: String] = [:], retryAfter: Int? = nil) {
@@ -81,6 +84,17 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
             detail: "The account has no linked \(providerId.prefix(64).debugDescription) identity.",
             extensions: ["providerId": String(providerId.prefix(64))])
     }
+    /// 502 `photo-unavailable`: one answer whatever went wrong at a photo host (refused
+    /// address, connection, TLS, status, type, size), so photo URLs cannot map a network;
+    /// the cause is kept in `logDetail`.
+    public static func photoUnavailable(_ providerId: String, cause: String) -> Self {
+        var error = Self(
+            code: "photo-unavailable", status: 502, title: "Photo unavailable", detail: "The photo could not be fetched from its source.",
+            extensions: ["providerId": providerId])
+        error.logDetail = cause
+        return error
+    }
+
     /// 409 `provider-reauth-required`.
     public static func providerReauthRequired(_ providerId: String) -> Self {
         Self(

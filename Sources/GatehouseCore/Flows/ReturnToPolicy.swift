@@ -1,88 +1,25 @@
 import Foundation
 
-/// Decides whether a `return_to` URL is on the allow-list: same scheme, host and port as an
-/// entry, and a path under the entry's path prefix (at a segment boundary).
-///
-/// The parser is deliberately strict, because browsers and URL libraries disagree on odd
-/// input: anything with user info, backslashes, control characters, encoded separators or
-/// dot segments is refused rather than interpreted.
+/// Decides whether a `return_to` URL is on the allow-list (see `URLAllowList` for the rules).
 public struct ReturnToPolicy: Sendable {
-    /// A strictly parsed absolute URL.
-    struct ParsedURL: Equatable {
-        var scheme: String
-        var host: String
-        var port: Int
-        var path: String
-
-        /// `scheme://host[:port]`, the port only when it is not the scheme's default (as
-        /// browsers send `Origin`).
-        var origin: String {
-            let defaultPort = scheme == "https" ? 443 : 80
-            let hostPart = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-            return port == defaultPort ? "\(scheme)://\(hostPart)" : "\(scheme)://\(hostPart):\(port)"
-        }
-    }
-
-    private let entries: [ParsedURL]
+    private let allowList: URLAllowList
 
     /// Creates the policy from allow-list entries (invalid entries are ignored;
     /// `GatewayConfiguration.validate` reports them).
     public init(allowList: [String]) {
-        entries = allowList.compactMap(Self.parse)
+        self.allowList = URLAllowList(allowList)
     }
 
     /// Throws `invalid-return-to` unless the URL is allowed.
     public func check(_ returnTo: String) throws {
-        guard let url = Self.parse(returnTo) else {
+        guard Self.parse(returnTo) != nil else {
             throw GatehouseError.invalidReturnTo("return_to must be an absolute http(s) URL without credentials or unusual characters.")
         }
-        let allowed = entries.contains { entry in
-            guard entry.scheme == url.scheme, entry.host == url.host, entry.port == url.port else { return false }
-            if entry.path == "/" || entry.path.isEmpty { return true }
-            let prefix = entry.path.hasSuffix("/") ? entry.path : entry.path + "/"
-            return url.path == entry.path || url.path.hasPrefix(prefix)
-        }
-        guard allowed else {
+        guard allowList.allows(returnTo) else {
             throw GatehouseError.invalidReturnTo("return_to is not on the gateway's allow-list.")
         }
     }
 
-    /// Parses `scheme://host[:port][/path][?query][#fragment]`, or `nil` for anything unusual.
-    static func parse(_ text: String) -> ParsedURL? {
-        guard text.count <= 2048,
-            !text.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F || $0 == "\\" || $0.value > 0x7E })
-        else { return nil }
-        let lowered = text.lowercased()
-        let scheme: String
-        if lowered.hasPrefix("https://") {
-            scheme = "https"
-        } else if lowered.hasPrefix("http://") {
-            scheme = "http"
-        } else {
-            return nil
-        }
-        let rest = text.dropFirst(scheme.count + 3)
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-        let authority = rest[..<authorityEnd].lowercased()
-        // No user info, no percent-encoding in the authority, no empty host.
-        guard !authority.isEmpty, !authority.contains("@"), !authority.contains("%") else { return nil }
-        var host = authority
-        var port = scheme == "https" ? 443 : 80
-        if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") {
-            guard let parsed = Int(authority[authority.index(after: colon)...]), (1...65535).contains(parsed) else { return nil }
-            port = parsed
-            host = String(authority[..<colon])
-        }
-        guard !host.isEmpty, host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "[" || $0 == "]" || $0 == ":" })
-        else { return nil }
-        let afterAuthority = rest[authorityEnd...]
-        let pathEnd = afterAuthority.firstIndex { $0 == "?" || $0 == "#" } ?? afterAuthority.endIndex
-        let path = String(afterAuthority[..<pathEnd])
-        let decodedPath = (path.removingPercentEncoding ?? path).lowercased()
-        // Encoded slashes or dots could be re-interpreted by the app; dot segments escape the prefix.
-        guard !path.lowercased().contains("%2f"), !path.lowercased().contains("%5c"), !path.contains("//") else { return nil }
-        let segments = decodedPath.split(separator: "/", omittingEmptySubsequences: false)
-        guard !segments.contains(where: { $0 == "." || $0 == ".." }) else { return nil }
-        return ParsedURL(scheme: scheme, host: host, port: port, path: path.isEmpty ? "/" : path)
-    }
+    /// The strict parse `URLAllowList` uses.
+    static func parse(_ text: String) -> URLAllowList.ParsedURL? { URLAllowList.parse(text) }
 }

@@ -108,7 +108,7 @@ public final class PhotoDownload: Sendable {
                 if !chunk.isEmpty { held.append(chunk) }
             }
             guard let type = RasterImage(contentType: source.contentType), type.matches(leading) else {
-                throw GatehouseError.upstreamUnavailable(providerId, detail: "\(providerId)'s photo is not the image its type says.")
+                throw GatehouseError.photoUnavailable(providerId, cause: "the photo's leading bytes are not those of \(source.contentType)")
             }
             let head = Head(contentType: type.rawValue, contentLength: source.contentLength)
             let waiters = state.withLock { s in

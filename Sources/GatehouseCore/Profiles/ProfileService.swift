@@ -178,14 +178,15 @@ public struct ProfileService: Sendable {
         photoDownloads.remove(key, download)
     }
 
-    /// Runs `load`; when its provider is failing (`upstream-unavailable`, the open breaker
-    /// included), answers with the cache's last value for `key` instead, if it still has one.
+    /// Runs `load`; when its provider or photo host is failing (`upstream-unavailable`, the open
+    /// breaker included, or `photo-unavailable`), answers with the cache's last value for
+    /// `key` instead, if it still has one.
     private func servingStale<Cached, Value>(
         _ cache: ExpiringCache<Cached>, key: String, _ load: () async throws -> Value, stale wrap: (Cached) -> Value
     ) async throws -> Served<Value> {
         do {
             return Served(value: try await load())
-        } catch let error as GatehouseError where error.code == "upstream-unavailable" {
+        } catch let error as GatehouseError where error.code == "upstream-unavailable" || error.code == "photo-unavailable" {
             guard let stale = await cache.stale(for: key) else { throw error }
             return Served(value: wrap(stale.value), staleAge: Int(stale.age))
         }

@@ -29,12 +29,20 @@ enum PhotoSource {
         return ProviderPhoto(contentType: type.rawValue, contentLength: declared, body: response.body)
     }
 
-    /// A photo at a public URL (GitHub avatars, OIDC `picture`), fetched without any
-    /// credential: no token is ever sent to an image host. `404` → `no-photo`.
+    /// A photo at a URL the provider or the user chose (GitHub avatars, OIDC `picture`),
+    /// already checked against the provider's allow-list; fetched without any credential (no
+    /// token is ever sent to an image host), only from public addresses outside development
+    /// mode. `404` → `no-photo`; every other failure is one uniform `502 photo-unavailable`.
     static func openPublic(_ url: String, http: UpstreamHTTP) async throws -> ProviderPhoto {
-        guard let photo = try await open(OutboundRequest(url: url, headers: ["Accept": "image/*"]), http: http) else {
-            throw GatehouseError.noPhoto()
+        var request = OutboundRequest(url: url, headers: ["Accept": "image/*"])
+        request.addresses = http.photoAddresses
+        let photo: ProviderPhoto?
+        do {
+            photo = try await open(request, http: http)
+        } catch let error as GatehouseError {
+            throw GatehouseError.photoUnavailable(http.providerId, cause: "\(error.code): \(error.detail)")
         }
+        guard let photo else { throw GatehouseError.noPhoto() }
         return photo
     }
 }

@@ -16,11 +16,15 @@ public struct UpstreamHTTP: Sendable {
     let metrics: GatehouseMetrics
     /// The largest photo accepted from this provider (declared or received).
     public let maxPhotoBytes: Int
+    /// Where photo fetches may connect.
+    public let photoAddresses: AddressPolicy
 
     /// Wraps `client` for `providerId`.
     public init(
-        client: CurlHTTPClient, providerId: String, timeout: Duration, metrics: GatehouseMetrics = .disabled, maxPhotoBytes: Int = 5 << 20
+        client: CurlHTTPClient, providerId: String, timeout: Duration, metrics: GatehouseMetrics = .disabled, maxPhotoBytes: Int = 5 << 20,
+        photoAddresses: AddressPolicy = .publicOnly
     ) {
+        self.photoAddresses = photoAddresses
         self.maxPhotoBytes = maxPhotoBytes
         self.client = client
         self.providerId = providerId

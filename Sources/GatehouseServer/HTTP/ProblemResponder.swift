@@ -27,6 +27,9 @@ struct ProblemResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context
                 response = rewrite(response, request: request)
             }
         } catch let error as GatehouseError {
+            if let cause = error.logDetail {
+                logger.notice("upstream failure", metadata: ["request.id": "\(context.id)", "error.code": "\(error.code)", "cause": "\(cause)"])
+            }
             response = error.problemResponse()
         } catch StorageError.unavailable {
             logger.warning("storage unavailable", metadata: ["request.id": "\(context.id)"])

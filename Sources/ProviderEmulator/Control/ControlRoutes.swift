@@ -42,6 +42,18 @@ struct ControlRoutes {
             await oidcState.arm(mode, issuer: issuer)
             return Response.json(["issuer": issuer, "mode": mode.rawValue], status: .created)
         }
+        // A user whose `picture` is whatever URL they chose (a loopback port, another host).
+        router.post("/_emulator/oidc/picture") { request, _ in
+            var request = request
+            let object = try await Self.jsonObject(&request)
+            guard let issuer = object["issuer"] as? String, let hint = object["hint"] as? String, let url = object["url"] as? String,
+                let user = SeededUsers.oidc.first(where: { $0.issuer == issuer && $0.hint == hint })
+            else {
+                return Response.json(["error": "{\"issuer\", \"hint\", \"url\"} naming a seeded user is required"], status: .badRequest)
+            }
+            await oidcState.setPicture(url, subject: user.subject)
+            return Response.json(["issuer": issuer, "hint": hint, "picture": url], status: .created)
+        }
         router.delete("/_emulator/oidc/tamper") { _, _ in
             await oidcState.clearTampers()
             return Response(status: .noContent)

@@ -236,7 +236,11 @@ struct OIDCRoutes {
             info["given_name"] = user.givenName
             info["family_name"] = user.familyName
             info["locale"] = user.locale
-            if user.hasPicture { info["picture"] = spec.issuer(base: base) + "/pictures/" + user.subject }
+            if let chosen = await state.picture(subject: user.subject) {
+                info["picture"] = chosen
+            } else if user.hasPicture {
+                info["picture"] = spec.issuer(base: base) + "/pictures/" + user.subject
+            }
         }
         if record.scopes.contains("email") {
             info["email"] = user.email

@@ -49,6 +49,14 @@ actor OIDCState {
     private var codes: [String: OIDCIssuedCode] = [:]
     private var tokens: [String: OIDCIssuedToken] = [:]
     private var tampers: [String: Set<TamperMode>] = [:]
+    /// `picture` URLs set by the control path, by subject (a user who chose a hostile one).
+    private var pictures: [String: String] = [:]
+
+    /// Makes userinfo answer `url` as this subject's `picture`.
+    func setPicture(_ url: String, subject: String) { pictures[subject] = url }
+
+    /// The `picture` set for this subject, if any.
+    func picture(subject: String) -> String? { pictures[subject] }
 
     func storeCode(_ code: String, _ issued: OIDCIssuedCode) { codes[code] = issued }
 

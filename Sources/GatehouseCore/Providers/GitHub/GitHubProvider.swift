@@ -99,7 +99,7 @@ public struct GitHubProvider: IdentityProvider {
 
     /// The avatar, resized by GitHub's `s=` parameter; only from the configured avatar hosts.
     public func fetchPhoto(profile: ProviderProfile, tokens: ProviderTokens, size: Int?) async throws -> ProviderPhoto {
-        guard let source = profile.photoSourceURL, configuration.avatarURLPrefixes.contains(where: source.hasPrefix) else {
+        guard let source = profile.photoSourceURL, URLAllowList(configuration.avatarURLPrefixes).allows(source) else {
             throw GatehouseError.noPhoto()
         }
         var url = source

@@ -163,9 +163,12 @@ public struct OIDCProvider: IdentityProvider {
         return try await PhotoSource.openPublic(source, http: http)
     }
 
+    /// The `picture` must be on the issuer's own origin or under a configured prefix (parsed,
+    /// on a segment boundary), and `https` (loopback `http` in development mode).
     private func pictureAllowed(_ url: String) -> Bool {
-        if !configuration.pictureURLPrefixes.isEmpty { return configuration.pictureURLPrefixes.contains(where: url.hasPrefix) }
-        return (try? EndpointPolicy.check(url, developmentMode: developmentMode)) != nil
+        guard (try? EndpointPolicy.check(url, developmentMode: developmentMode)) != nil else { return false }
+        let issuerOrigin = URLAllowList.parse(configuration.issuer).map { [$0.origin + "/"] } ?? []
+        return URLAllowList(configuration.pictureURLPrefixes + issuerOrigin).allows(url)
     }
 
     // MARK: Wire
