@@ -34,11 +34,13 @@ public struct Gatehouse: Sendable {
         self.configuration = configuration
         self.storage = storage
         self.metrics = metrics
-        // Each provider sees the one client through its own timeout and metric label.
+        // Each provider sees the one client through its own timeout and metric label; the
+        // photo hosts' breakers are shared (one host may serve several providers' pictures).
+        let photoHosts = PhotoHostBreakers(settings: configuration.circuitBreaker, clock: configuration.clock)
         func upstream(_ id: String) -> UpstreamHTTP {
             UpstreamHTTP(
                 client: http, providerId: id, timeout: configuration.upstreamTimeout(for: id), metrics: metrics,
-                maxPhotoBytes: configuration.maxPhotoBytes, photoAddresses: configuration.photoAddresses)
+                maxPhotoBytes: configuration.maxPhotoBytes, photoAddresses: configuration.photoAddresses, photoHosts: photoHosts)
         }
         var providers: [any IdentityProvider] = []
         if let github = configuration.github {

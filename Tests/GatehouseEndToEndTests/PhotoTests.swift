@@ -212,6 +212,8 @@ struct PhotoSourceTests {
             #expect(try jsonObject(html)["code"] as? String == "photo-unavailable")
             #expect(try jsonObject(html)["providerId"] as? String == "github.com")
             #expect(deployment.logs.lines.contains { $0.contains("upstream failure") && $0.contains("not an image") })
+            // A failed source is remembered for a minute (the negative cache): let it pass.
+            deployment.clock.advance(by: 61)
 
             _ = try await deployment.control(
                 "faults", #"{"endpoint": "\#(avatar)", "status": 200, "headers": {"Content-Type": "image/png"}, "bodyBytes": 6000000, "times": 1}"#)
@@ -219,6 +221,8 @@ struct PhotoSourceTests {
             #expect(large.status == 502)
             #expect(try jsonObject(large)["code"] as? String == "photo-unavailable")
             #expect(deployment.logs.lines.contains { $0.contains("upstream failure") && $0.contains("larger answer") })
+            // A failed source is remembered for a minute (the negative cache): let it pass.
+            deployment.clock.advance(by: 61)
 
             // Neither was cached: the next call goes to GitHub again and gets the real avatar.
             let real = try await deployment.client.execute(PhotoStreamingTests.request(deployment, uid: uid, key: key))

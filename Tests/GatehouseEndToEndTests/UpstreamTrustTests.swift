@@ -193,6 +193,8 @@ struct UpstreamTrustTests {
             #expect(scripted.status == 502)
             #expect(scripted.headers["content-type"]?.hasPrefix("application/problem+json") == true)
             #expect(!scripted.bodyText.contains("<svg"))
+            // A failed source is remembered for a minute (the negative cache): let it pass.
+            deployment.clock.advance(by: 61)
 
             let html = "<html><body>sign in to continue</body></html>"
             _ = try await deployment.control(
@@ -200,11 +202,15 @@ struct UpstreamTrustTests {
             let disguised = try await deployment.client.execute(request)
             #expect(disguised.status == 502)
             #expect(!disguised.bodyText.contains("<html"))
+            // A failed source is remembered for a minute (the negative cache): let it pass.
+            deployment.clock.advance(by: 61)
 
             _ = try await deployment.control(
                 "faults", #"{"endpoint": "\#(avatar)", "status": 200, "headers": {"Content-Type": "image/png"}, "bodyBytes": 300000, "times": 1}"#)
             let large = try await deployment.client.execute(request)
             #expect(large.status == 502, "300,000 bytes are over the 200,000-byte cap")
+            // A failed source is remembered for a minute (the negative cache): let it pass.
+            deployment.clock.advance(by: 61)
 
             // The real avatar, streamed on this miss and then from the cache: both with the headers.
             let real = try await deployment.client.execute(request)
@@ -308,6 +314,44 @@ struct UpstreamTrustTests {
             #expect(stats.keys.filter { $0.contains("/pictures/") }.isEmpty, "no picture request reached the emulator: \(stats)")
             // The cause is in the log, not in the answer.
             #expect(deployment.logs.lines.contains { $0.contains("upstream failure") && $0.contains("photo-unavailable") })
+        }
+    }
+
+    @Test(
+        "a failed photo source is remembered per user (polling reaches it once); a host failing again and again is left alone by its own breaker; the provider's API is untouched"
+    )
+    func photoFailuresAreRememberedAndHostsBroken() async throws {
+        try await withDeployment(gateway: { $0.photoFailureLifetime = 10 }) { deployment in
+            let down = "GET /oidc/pictures/down"
+            try await Self.choosePicture(deployment, "\(deployment.emulatorURL)/oidc/pictures/down")
+            _ = try await deployment.control("faults", #"{"endpoint": "\#(down)", "status": 503, "body": "{}", "times": 100}"#)
+            var olive = Browser(deployment)
+            #expect(try await olive.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
+            let photo = "\(deployment.gatewayURL)/v1/me/photo"
+            for _ in 0..<6 {
+                let answer = try await olive.send(photo)
+                #expect(answer.status == 502)
+                #expect(try jsonObject(answer)["code"] as? String == "photo-unavailable")
+            }
+            #expect(try await deployment.emulatorStats()[down] == 1, "polling reached the failing source once")
+            // Once the memory lapses the source is tried again; five failures in a row open its
+            // host's breaker (open for 30 s), and the next try does not reach the host.
+            for _ in 0..<4 {
+                deployment.clock.advance(by: 11)
+                #expect(try await olive.send(photo).status == 502)
+            }
+            #expect(try await deployment.emulatorStats()[down] == 5)
+            deployment.clock.advance(by: 11)
+            let refused = try await olive.send(photo)
+            #expect(refused.status == 502)
+            #expect(try jsonObject(refused)["code"] as? String == "photo-unavailable")
+            #expect(try await deployment.emulatorStats()[down] == 5)
+            #expect(deployment.logs.lines.contains { $0.contains("has been failing; not calling it for now") })
+            // The provider's API and its breaker are untouched.
+            var otto = Browser(deployment)
+            #expect(try await otto.complete(login: "otto@oidc.example", provider: "oidc.emulator").status == 200)
+            #expect(try await otto.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile").status == 200)
+            #expect(try await ResilienceTests.metric(deployment, "gatehouse_circuit_state", ["provider": "oidc.emulator"]) == 0)
         }
     }
 }

@@ -24,6 +24,9 @@ public struct GatewayConfiguration: Sendable {
     public var profileCacheLifetime: TimeInterval = 60
     /// The photo cache's budget in bytes.
     public var photoCacheBytes: Int = 32 << 20
+    /// Seconds a photo source that failed (`photo-unavailable`) is remembered as failed for
+    /// that user and size, so polling cannot hammer it (0: not remembered).
+    public var photoFailureLifetime: TimeInterval = 60
     /// How long past its lifetime a cached profile or photo may still be served, marked
     /// stale, when its provider is failing (RFC 5861's stale-if-error; 0 never serves stale).
     public var staleIfError: TimeInterval = 3600

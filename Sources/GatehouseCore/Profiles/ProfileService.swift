@@ -10,6 +10,8 @@ public struct ProfileService: Sendable {
     let refresher = TokenRefresher()
     let profileCache: ExpiringCache<ProviderProfile>
     let photoCache: ExpiringCache<Photo>
+    /// Photo sources that just failed, by the same key: answered from here, not fetched again.
+    let photoFailures: ExpiringCache<GatehouseError>
     /// Photo transfers in progress, joined by concurrent misses.
     let photoDownloads = PhotoDownloads()
     /// One circuit breaker per provider.
@@ -40,6 +42,9 @@ public struct ProfileService: Sendable {
             name: "photo", lifetime: lifetime, staleLifetime: configuration.staleIfError, capacity: configuration.photoCacheBytes,
             metrics: metrics, clock: configuration.clock
         ) { $0.bytes.count }
+        photoFailures = ExpiringCache(
+            name: "photo-failure", lifetime: configuration.photoFailureLifetime, capacity: 10_000, metrics: metrics, clock: configuration.clock
+        ) { _ in 1 }
         circuits = ProviderCircuits(
             providerIds: providers.ids, settings: configuration.circuitBreaker, metrics: metrics, clock: configuration.clock)
         photoProviderOrder = configuration.photoProviderOrder
@@ -154,6 +159,8 @@ public struct ProfileService: Sendable {
         let key = "\(uid)|\(providerId ?? "*")|\(size ?? 0)"
         if !refresh, let photo = await photoCache.fresh(for: key) { return Served(value: .stored(photo)) }
         return try await servingStale(photoCache, key: key) {
+            // A source that failed a moment ago fails again without being called.
+            if !refresh, let failure = await photoFailures.fresh(for: key) { throw failure }
             let download = photoDownloads.join(key) { download in
                 // Its own task: the transfer outlives any one caller and fills the cache.
                 Task { await runDownload(download, key: key, uid: uid, providerId: providerId, size: size) }
@@ -173,6 +180,7 @@ public struct ProfileService: Sendable {
             await photoCache.insert(photo, for: key)
             download.end(.success(photo))
         } catch {
+            if let failure = error as? GatehouseError, failure.code == "photo-unavailable" { await photoFailures.insert(failure, for: key) }
             download.end(.failure(error))
         }
         photoDownloads.remove(key, download)

@@ -36,11 +36,12 @@ enum PhotoSource {
     static func openPublic(_ url: String, http: UpstreamHTTP) async throws -> ProviderPhoto {
         var request = OutboundRequest(url: url, headers: ["Accept": "image/*"])
         request.addresses = http.photoAddresses
-        let photo: ProviderPhoto?
-        do {
-            photo = try await open(request, http: http)
-        } catch let error as GatehouseError {
-            throw GatehouseError.photoUnavailable(http.providerId, cause: "\(error.code): \(error.detail)")
+        let photo = try await http.photoHosts.run(url, providerId: http.providerId) {
+            do {
+                return try await open(request, http: http)
+            } catch let error as GatehouseError {
+                throw GatehouseError.photoUnavailable(http.providerId, cause: "\(error.code): \(error.detail)")
+            }
         }
         guard let photo else { throw GatehouseError.noPhoto() }
         return photo

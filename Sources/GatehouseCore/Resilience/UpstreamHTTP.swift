@@ -18,13 +18,16 @@ public struct UpstreamHTTP: Sendable {
     public let maxPhotoBytes: Int
     /// Where photo fetches may connect.
     public let photoAddresses: AddressPolicy
+    /// The photo hosts' breakers, shared by every provider.
+    public let photoHosts: PhotoHostBreakers
 
     /// Wraps `client` for `providerId`.
     public init(
         client: CurlHTTPClient, providerId: String, timeout: Duration, metrics: GatehouseMetrics = .disabled, maxPhotoBytes: Int = 5 << 20,
-        photoAddresses: AddressPolicy = .publicOnly
+        photoAddresses: AddressPolicy = .publicOnly, photoHosts: PhotoHostBreakers = PhotoHostBreakers()
     ) {
         self.photoAddresses = photoAddresses
+        self.photoHosts = photoHosts
         self.maxPhotoBytes = maxPhotoBytes
         self.client = client
         self.providerId = providerId

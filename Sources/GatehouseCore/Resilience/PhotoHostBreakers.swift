@@ -1,0 +1,56 @@
+import Foundation
+import Synchronization
+
+/// A circuit breaker per photo host (origin), separate from the providers' API breakers: a
+/// host that keeps failing is left alone for a while, without any provider's API — and so
+/// any other user — being affected. Created on first use, at most `maximumHosts` of them
+/// (closed ones are dropped first when the table is full); no per-host metrics, whose labels
+/// users could multiply.
+public final class PhotoHostBreakers: Sendable {
+    private let breakers = Mutex<[String: CircuitBreaker]>([:])
+    private let settings: CircuitBreakerSettings
+    private let clock: any GatehouseClock
+    private let maximumHosts = 1000
+
+    /// Breakers with the providers' settings.
+    public init(settings: CircuitBreakerSettings = CircuitBreakerSettings(), clock: any GatehouseClock = SystemClock()) {
+        self.settings = settings
+        self.clock = clock
+    }
+
+    /// Runs `call` through the breaker of `url`'s origin; while it is open, throws
+    /// `photo-unavailable` at once. Failures of the host (`photo-unavailable`,
+    /// `upstream-unavailable`) count; any other answer closes it.
+    func run<T: Sendable>(_ url: String, providerId: String, _ call: () async throws -> T) async throws -> T {
+        let origin = URLAllowList.parse(url)?.origin ?? "unparsed"
+        let breaker = self.breaker(for: origin)
+        let probe: Bool
+        do {
+            probe = try await breaker.admit(now: clock.now())
+        } catch {
+            throw GatehouseError.photoUnavailable(providerId, cause: "the photo host \(origin) has been failing; not calling it for now")
+        }
+        do {
+            let value = try await call()
+            await breaker.record(.answered, probe: probe, now: clock.now())
+            return value
+        } catch let error as GatehouseError where !Task.isCancelled {
+            let failed = error.code == "photo-unavailable" || error.code == "upstream-unavailable"
+            await breaker.record(failed ? .failed : .answered, probe: probe, now: clock.now())
+            throw error
+        } catch {
+            await breaker.record(.unknown, probe: probe, now: clock.now())
+            throw error
+        }
+    }
+
+    private func breaker(for origin: String) -> CircuitBreaker {
+        breakers.withLock { table in
+            if let existing = table[origin] { return existing }
+            if table.count >= maximumHosts { table.removeAll() }
+            let created = CircuitBreaker(providerId: "photo host \(origin)", settings: settings, metrics: .disabled)
+            table[origin] = created
+            return created
+        }
+    }
+}
