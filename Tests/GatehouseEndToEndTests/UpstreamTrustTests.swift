@@ -354,4 +354,32 @@ struct UpstreamTrustTests {
             #expect(try await ResilienceTests.metric(deployment, "gatehouse_circuit_state", ["provider": "oidc.emulator"]) == 0)
         }
     }
+
+    @Test(
+        "every photo 200 has an ETag derived at the head: streamed and cached answers agree, a revalidated miss is 304; a Last-Modified-only host is tagged too"
+    )
+    func photoTagsAtTheHead() async throws {
+        try await PhotoStreamingTests.withSignedIn(cacheLifetime: 60) { deployment, uid, key in
+            let request = PhotoStreamingTests.request(deployment, uid: uid, key: key)
+            let streamed = try await deployment.client.execute(request)
+            let tag = try #require(streamed.headers["etag"])
+            #expect(tag.hasPrefix("\"") && tag.count > 10)
+            #expect(try await deployment.client.execute(request).headers["etag"] == tag)
+            // A miss revalidated with the current tag is 304 without a body.
+            deployment.clock.advance(by: 61)
+            let notModified = try await deployment.client.execute(
+                PhotoStreamingTests.request(deployment, uid: uid, key: key, headers: ["If-None-Match": tag]))
+            #expect(notModified.status == 304)
+            #expect(notModified.body.isEmpty)
+            #expect(try await deployment.emulatorStats()[PhotoStreamingTests.avatar] == 2)
+        }
+        // A picture host that sends only Last-Modified: tagged too.
+        try await withDeployment { deployment in
+            var olive = Browser(deployment)
+            #expect(try await olive.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
+            let photo = try await olive.send("\(deployment.gatewayURL)/v1/me/photo")
+            #expect(photo.status == 200)
+            #expect(photo.headers["etag"] != nil)
+        }
+    }
 }

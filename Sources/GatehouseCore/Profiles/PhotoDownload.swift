@@ -1,4 +1,3 @@
-import Crypto
 import Synchronization
 
 /// One photo transfer from a provider, shared by every caller that asked for the same photo
@@ -15,6 +14,8 @@ public final class PhotoDownload: Sendable {
         public var contentType: String
         /// The size the provider declared, when it did.
         public var contentLength: Int?
+        /// The tag of the image (`ProviderPhoto.entityTag`), the same as the cached photo's.
+        public var etag: String
     }
 
     private struct State {
@@ -96,7 +97,19 @@ public final class PhotoDownload: Sendable {
 
     /// Reads the provider's photo to its end, passing each chunk on as it comes, and returns
     /// the whole image with its `ETag`. Body failures are mapped for `providerId`.
-    func receive(_ source: ProviderPhoto, providerId: String) async throws -> ProfileService.Photo {
+    func receive(
+        _ source: ProviderPhoto, providerId: String, whole: @Sendable (ProfileService.Photo) async -> Void
+    ) async throws -> ProfileService.Photo {
+        let type: RasterImage
+        // The very last byte is held back until the whole image is in the cache: a caller that
+        // has every byte can rely on the next request being a cache hit.
+        var last: [UInt8] = []
+        func pass(_ chunk: [UInt8]) {
+            guard !chunk.isEmpty else { return }
+            let combined = last + chunk
+            deliver(Array(combined.dropLast()))
+            last = [combined[combined.count - 1]]
+        }
         do {
             var iterator = source.body.makeAsyncIterator()
             // The head waits for the leading bytes: an answer that only claims to be an image
@@ -107,31 +120,35 @@ public final class PhotoDownload: Sendable {
                 leading += chunk.prefix(RasterImage.signatureLength - leading.count)
                 if !chunk.isEmpty { held.append(chunk) }
             }
-            guard let type = RasterImage(contentType: source.contentType), type.matches(leading) else {
+            guard let declared = RasterImage(contentType: source.contentType), declared.matches(leading) else {
                 throw GatehouseError.photoUnavailable(providerId, cause: "the photo's leading bytes are not those of \(source.contentType)")
             }
-            let head = Head(contentType: type.rawValue, contentLength: source.contentLength)
+            type = declared
+            let head = Head(contentType: type.rawValue, contentLength: source.contentLength, etag: source.entityTag)
             let waiters = state.withLock { s in
                 s.head = head
                 defer { s.headWaiters = [] }
                 return s.headWaiters
             }
             for waiter in waiters { waiter.resume(returning: head) }
-            for chunk in held { deliver(chunk) }
-            while let chunk = try await iterator.next() { if !chunk.isEmpty { deliver(chunk) } }
+            for chunk in held { pass(chunk) }
+            while let chunk = try await iterator.next() { pass(chunk) }
         } catch let error as GatehouseError {
             throw error
         } catch {
             throw UpstreamErrors.transport(error, providerId: providerId)
         }
         // The chunks kept for late joiners are the image: no second copy while it arrives.
-        let bytes = state.withLock { Array($0.chunks.joined()) }
-        let digest = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
-        return ProfileService.Photo(bytes: bytes, contentType: source.contentType, etag: "\"\(digest)\"")
+        let bytes = state.withLock { Array($0.chunks.joined()) } + last
+        let photo = ProfileService.Photo(bytes: bytes, contentType: type.rawValue, etag: source.entityTag)
+        await whole(photo)
+        deliver(last)
+        return photo
     }
 
     /// Keeps a chunk for late joiners and passes it to every caller streaming now.
     private func deliver(_ chunk: [UInt8]) {
+        guard !chunk.isEmpty else { return }
         state.withLock { s in
             s.chunks.append(chunk)
             for subscriber in s.subscribers.values { subscriber.yield(chunk) }
@@ -159,7 +176,7 @@ public final class PhotoDownload: Sendable {
         }
         // Head waiters are left only when the transfer failed before its head.
         for waiter in heads {
-            waiter.resume(with: result.map { Head(contentType: $0.contentType, contentLength: $0.bytes.count) })
+            waiter.resume(with: result.map { Head(contentType: $0.contentType, contentLength: $0.bytes.count, etag: $0.etag) })
         }
         for waiter in photos { waiter.resume(with: result) }
     }

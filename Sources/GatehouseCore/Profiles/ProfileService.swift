@@ -73,7 +73,8 @@ public struct ProfileService: Sendable {
         public var bytes: [UInt8]
         /// The provider's image content type.
         public var contentType: String
-        /// `"<sha256 of the bytes>"`: equal bytes, equal tag.
+        /// The tag it was first served with (`ProviderPhoto.entityTag`): the same for a
+        /// streamed and a cached answer.
         public var etag: String
     }
 
@@ -176,8 +177,10 @@ public struct ProfileService: Sendable {
 
     private func runDownload(_ download: PhotoDownload, key: String, uid: String, providerId: String?, size: Int?) async {
         do {
-            let photo = try await fetchPhoto(uid: uid, providerId: providerId, size: size, into: download)
-            await photoCache.insert(photo, for: key)
+            let cache = photoCache
+            let photo = try await fetchPhoto(uid: uid, providerId: providerId, size: size, into: download) { whole in
+                await cache.insert(whole, for: key)
+            }
             download.end(.success(photo))
         } catch {
             if let failure = error as? GatehouseError, failure.code == "photo-unavailable" { await photoFailures.insert(failure, for: key) }
@@ -210,7 +213,9 @@ public struct ProfileService: Sendable {
 
     /// Opens the preferred candidate's photo and receives it into `download`, under the
     /// provider's breaker until the last byte (a transfer failing half-way counts).
-    private func fetchPhoto(uid: String, providerId: String?, size: Int?, into download: PhotoDownload) async throws -> Photo {
+    private func fetchPhoto(
+        uid: String, providerId: String?, size: Int?, into download: PhotoDownload, whole: @escaping @Sendable (Photo) async -> Void
+    ) async throws -> Photo {
         let links = try await storage.links(uid: uid)
         let candidates = providerId.map { id in links.filter { $0.providerId == id } } ?? Self.photoCandidates(links, order: photoProviderOrder)
         if let providerId, candidates.isEmpty { throw GatehouseError.providerNotLinked(providerId) }
@@ -220,7 +225,7 @@ public struct ProfileService: Sendable {
             let provider = try providers.provider(link.providerId)
             return try await circuits.run(link.providerId) {
                 let source = try await withFreshTokens(link, provider) { try await provider.fetchPhoto(profile: profile, tokens: $0, size: size) }
-                return try await download.receive(source, providerId: link.providerId)
+                return try await download.receive(source, providerId: link.providerId, whole: whole)
             }
         }
         throw GatehouseError.noPhoto()

@@ -54,6 +54,19 @@ public struct ProviderPhoto: Sendable {
     public var contentLength: Int?
     /// The image bytes as they arrive; libcurl stops the transfer past the size cap.
     public var body: ResponseBody
+    /// Where the image came from (its URL identifies it, size included).
+    public var sourceURL: String = ""
+    /// The provider's validator for it: its `ETag`, else its `Last-Modified`.
+    public var validator: String?
+
+    /// The entity tag the gateway serves for this image, known at the head: derived from the
+    /// source URL, the provider's validator, the declared length and the type, so the same
+    /// image has the same tag whether it is streamed or answered from the cache, and a new
+    /// image at the same URL (a new provider tag, date or size) a new one.
+    public var entityTag: String {
+        let identity = "\(sourceURL)|\(validator ?? "")|\(contentLength.map(String.init) ?? "")|\(contentType)"
+        return "\"" + SecureRandom.digest(identity).prefix(32) + "\""
+    }
 }
 
 /// What the provider's redirect back carried, with the transaction it completes.

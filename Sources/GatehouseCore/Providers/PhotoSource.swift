@@ -26,7 +26,10 @@ enum PhotoSource {
         if let declared, declared > maxBytes {
             throw UpstreamErrors.transport(OutboundError(kind: .responseTooLarge, message: "declared \(declared) bytes"), providerId: providerId)
         }
-        return ProviderPhoto(contentType: type.rawValue, contentLength: declared, body: response.body)
+        var photo = ProviderPhoto(contentType: type.rawValue, contentLength: declared, body: response.body)
+        photo.sourceURL = request.url
+        photo.validator = response.head.headers["etag"] ?? response.head.headers["last-modified"]
+        return photo
     }
 
     /// A photo at a URL the provider or the user chose (GitHub avatars, OIDC `picture`),

@@ -94,9 +94,8 @@ struct MeRoutes {
     }
 
     /// The photo answer of `/v1/me/photo` and `/v1/users/{uid}/photo`: `?size=` checked; from
-    /// the cache with its strong `ETag` (`304` on `If-None-Match`); on a miss streamed as the
-    /// provider sends it, without an `ETag` (the bytes that would make one have not arrived)
-    /// — unless the caller revalidates, then the whole photo is awaited for a `304` or a tag.
+    /// the cache, or on a miss streamed as the provider sends it; both with the same `ETag`
+    /// (derived at the provider's head: `ProviderPhoto.entityTag`) and `304` on `If-None-Match`.
     /// (`ProfileService` answers a transfer that is already whole as a stored photo.)
     static func photoResponse(_ request: Request, profiles: ProfileService, uid: String, refresh: Bool = false) async throws -> Response {
         let query = request.queryDictionary
@@ -113,11 +112,15 @@ struct MeRoutes {
         switch served.value {
         case .stored(let stored):
             photo = stored
-        case .downloading(let download) where !tags.isEmpty:
-            photo = try await download.photo()
         case .downloading(let download):
+            // The tag is known at the head: a revalidation is answered without the body (the
+            // transfer goes on and fills the cache), anything else streams with the tag.
             let head = try await download.head()
-            var headers: HTTPFields = [.contentType: head.contentType, .cacheControl: photoCacheControl]
+            var headers: HTTPFields = [.eTag: head.etag, .cacheControl: photoCacheControl]
+            if tags.contains(head.etag) || tags.contains("*") {
+                return Response(status: .notModified, headers: headers)
+            }
+            headers[.contentType] = head.contentType
             headers[.contentSecurityPolicy] = photoContentSecurityPolicy
             let body = ResponseBody(contentLength: head.contentLength) { writer in
                 for try await chunk in download.chunks() {

@@ -36,9 +36,13 @@ struct GitHubAPIRoutes {
             let requested = request.formQuery["s"].flatMap(Int.init) ?? 460
             let size = min(max(requested, 1), 460)
             let png = AvatarImage.png(size: size, color: user.avatarColor)
+            // GitHub's avatar host sends both validators.
             return Response(
                 status: .ok,
-                headers: [.contentType: "image/png", .cacheControl: "max-age=300"],
+                headers: [
+                    .contentType: "image/png", .cacheControl: "max-age=300", .eTag: AvatarImage.entityTag(png),
+                    .lastModified: "Mon, 02 Nov 2026 10:00:00 GMT",
+                ],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: png)))
         }
         router.delete("/github-api/applications/:clientID/token") { request, context in

@@ -85,7 +85,7 @@ struct GraphRoutes {
     static func jpeg(_ user: MicrosoftSeedUser, _ size: Int) -> Response {
         let level = UInt8(truncatingIfNeeded: user.oid.utf8.reduce(40) { $0 &+ Int($1) } % 160 + 48)
         return Response(
-            status: .ok, headers: [.contentType: "image/jpeg"],
+            status: .ok, headers: [.contentType: "image/jpeg", .eTag: "\"\(mediaTag(user, size))\""],
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: FlatJPEG.jpeg(width: size, height: size, level: level))))
     }
 

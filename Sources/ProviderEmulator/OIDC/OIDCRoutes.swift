@@ -37,8 +37,9 @@ struct OIDCRoutes {
                 return Response.text("Not Found", status: .notFound)
             }
             let shade = UInt8(truncatingIfNeeded: user.subject.utf8.reduce(0) { $0 &+ Int($1) })
+            // A picture host that sends only Last-Modified.
             return Response(
-                status: .ok, headers: [.contentType: "image/png", .cacheControl: "max-age=300"],
+                status: .ok, headers: [.contentType: "image/png", .cacheControl: "max-age=300", .lastModified: "Sun, 01 Nov 2026 08:00:00 GMT"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: AvatarImage.png(size: 96, color: (shade, 90, 160)))))
         }
     }

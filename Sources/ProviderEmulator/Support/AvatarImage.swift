@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// Generates real PNG images for emulated avatars: a coloured square with a lighter
@@ -6,6 +7,11 @@ import Foundation
 /// The image data is stored (deflate "stored" blocks), which every PNG decoder accepts;
 /// the emulator needs valid bytes, not small ones.
 enum AvatarImage {
+    /// A strong entity tag for image bytes, as an image host would send it.
+    static func entityTag(_ bytes: [UInt8]) -> String {
+        "\"" + SHA256.hash(data: bytes).prefix(12).map { String(format: "%02x", $0) }.joined() + "\""
+    }
+
     /// A `size`×`size` RGB PNG.
     static func png(size: Int, color: (UInt8, UInt8, UInt8)) -> [UInt8] {
         var raw: [UInt8] = []
