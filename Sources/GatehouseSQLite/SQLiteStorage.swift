@@ -10,8 +10,16 @@ public final class SQLiteStorage: GatehouseStorage {
     private let pool: DatabasePool
     private let locks = KeyedLock()
 
-    /// Opens (or creates) the database file.
+    /// Opens (or creates) the database file, readable by its owner only (0600; SQLite gives
+    /// its `-wal` and `-shm` files the same permissions).
     public init(path: String) throws {
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path + suffix)
+        }
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in

@@ -74,15 +74,35 @@ struct DemoCommand: AsyncParsableCommand {
     /// stored tokens survive restarts; used only when `GATEHOUSE_ENCRYPTION_KEY` is unset.
     static func demoKey(dataDir: String) throws -> Data {
         let path = (dataDir as NSString).appendingPathComponent("encryption.key")
-        if let text = try? String(contentsOfFile: path, encoding: .utf8),
-            let key = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines))
-        {
-            return key
-        }
+        // Created only when absent (O_EXCL, 0600): an existing file is never rewritten, since
+        // every token, data key and signing key in the store is sealed under it.
         let key = TokenVault.generateKey()
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard descriptor >= 0 else {
+            guard errno == EEXIST else { throw ValidationError("cannot create the demo's encryption key at \(path) (errno \(errno))") }
+            return try existingKey(at: path)
+        }
+        defer { close(descriptor) }
+        let text = Array((key.base64EncodedString() + "\n").utf8)
         // A key that could not be kept would seal tokens the next start cannot open.
-        guard FileManager.default.createFile(atPath: path, contents: Data(key.base64EncodedString().utf8), attributes: [.posixPermissions: 0o600])
-        else { throw ValidationError("cannot write the demo's encryption key to \(path)") }
+        guard write(descriptor, text, text.count) == text.count, fsync(descriptor) == 0 else {
+            unlink(path)
+            throw ValidationError("cannot write the demo's encryption key to \(path)")
+        }
+        return key
+    }
+
+    /// The key in an existing key file; a file that cannot be read or holds anything but one
+    /// base64 32-byte key stops the command (it is never replaced).
+    private static func existingKey(at path: String) throws -> Data {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw ValidationError("\(path) exists but cannot be read; fix its permissions (it is never replaced)")
+        }
+        guard let key = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)), key.count == 32 else {
+            throw ValidationError(
+                "\(path) exists but does not hold one base64 32-byte key (the stored tokens are sealed under it); restore it or move it away — it is never replaced"
+            )
+        }
         return key
     }
 }

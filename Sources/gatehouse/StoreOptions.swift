@@ -16,10 +16,13 @@ struct StoreOptions: ParsableArguments {
     @Option(help: "A postgres:// URL; PostgreSQL instead of SQLite (GATEHOUSE_DATABASE_URL).")
     var databaseURL: String?
 
-    /// The data folder (SQLite file, the demo's key), created when missing.
+    /// The data folder (SQLite file, the demo's key), created when missing; private to the
+    /// user running Gatehouse (0700), an existing one included: it holds emails, profiles,
+    /// in-flight PKCE verifiers and hashes of tokens and keys.
     func folder(environment: [String: String]) throws -> String {
         let folder = dataDir ?? environment["GATEHOUSE_DATA_DIR"] ?? "gatehouse-data"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder)
         return folder
     }
 

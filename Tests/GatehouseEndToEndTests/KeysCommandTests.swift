@@ -14,11 +14,11 @@ struct KeysCommandTests {
     }
 
     /// Runs `gatehouse` with `arguments`; returns the exit status and standard output.
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    static func run(_ arguments: [String], environment: [String: String] = [:], removing: [String] = []) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }.filter { !removing.contains($0.key) }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
@@ -130,5 +130,45 @@ struct KeysCommandTests {
             ["keys", "rotate-signing", "--data-dir", folder], environment: ["GATEHOUSE_ENCRYPTION_KEY_FILE": folder + "/absent"])
         #expect(missing.status != 0)
         #expect(try await SQLiteStorage(path: folder + "/gatehouse.sqlite").signingKeys().count == 1)
+    }
+
+    /// The variables that configure an encryption key: without them a data folder keeps its own.
+    static let keyVariables = ["GATEHOUSE_ENCRYPTION_KEY", "GATEHOUSE_ENCRYPTION_KEY_FILE", "GATEHOUSE_DATABASE_URL"]
+
+    /// The permission bits of a file or folder.
+    static func mode(_ path: String) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int ?? -1) & 0o777
+    }
+
+    @Test("a data folder the CLI creates is 0700 and the demo key, the SQLite file and its -wal/-shm are 0600")
+    func dataFolderIsPrivate() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build the gatehouse product first (swift build)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-modes-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // No GATEHOUSE_ENCRYPTION_KEY: the folder keeps the demo's key, as `gatehouse demo` does.
+        let rotated = try Self.run(["keys", "rotate-signing", "--data-dir", folder], removing: Self.keyVariables)
+        #expect(rotated.status == 0)
+        #expect(try Self.mode(folder) == 0o700)
+        for name in ["encryption.key", "gatehouse.sqlite", "gatehouse.sqlite-wal", "gatehouse.sqlite-shm"] {
+            let path = (folder as NSString).appendingPathComponent(name)
+            guard FileManager.default.fileExists(atPath: path) else { continue }
+            #expect(try Self.mode(path) == 0o600, "\(name)")
+        }
+        #expect(try Self.mode((folder as NSString).appendingPathComponent("gatehouse.sqlite")) == 0o600)
+    }
+
+    @Test("an existing key file that does not parse is never replaced: the command stops and the file is unchanged")
+    func unreadableKeyFileIsKept() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build the gatehouse product first (swift build)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-keyfile-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let keyPath = (folder as NSString).appendingPathComponent("encryption.key")
+        // An operator's comment line makes the file unreadable as a key; it must survive.
+        let original = "# demo key, keep\n" + TokenVault.generateKey().base64EncodedString() + "\n"
+        try original.write(toFile: keyPath, atomically: true, encoding: .utf8)
+        let rotated = try Self.run(["keys", "rotate-signing", "--data-dir", folder], removing: Self.keyVariables)
+        #expect(rotated.status != 0)
+        #expect(try String(contentsOfFile: keyPath, encoding: .utf8) == original)
     }
 }
