@@ -40,7 +40,8 @@ public struct Gatehouse: Sendable {
         func upstream(_ id: String) -> UpstreamHTTP {
             UpstreamHTTP(
                 client: http, providerId: id, timeout: configuration.upstreamTimeout(for: id), metrics: metrics,
-                maxPhotoBytes: configuration.maxPhotoBytes, photoAddresses: configuration.photoAddresses, photoHosts: photoHosts)
+                maxPhotoBytes: configuration.maxPhotoBytes, photoAddresses: configuration.photoAddresses, photoHosts: photoHosts,
+                photoTimeout: configuration.photoTimeout)
         }
         var providers: [any IdentityProvider] = []
         if let github = configuration.github {

@@ -22,6 +22,7 @@ enum ProfileSettings {
         if let value = try seconds("GATEHOUSE_PROFILE_CACHE_TTL") { gateway.profileCacheLifetime = value }
         if let value = try count("GATEHOUSE_PHOTO_CACHE_BYTES") { gateway.photoCacheBytes = value }
         if let value = try seconds("GATEHOUSE_PHOTO_FAILURE_SECONDS") { gateway.photoFailureLifetime = value }
+        if let value = try seconds("GATEHOUSE_PHOTO_TIMEOUT", minimum: 1) { gateway.photoTimeout = .milliseconds(Int(value * 1000)) }
         if let value = try count("GATEHOUSE_MAX_PHOTO_BYTES") {
             guard value >= 1024 else { throw ValidationError("GATEHOUSE_MAX_PHOTO_BYTES must be at least 1024") }
             gateway.maxPhotoBytes = value

@@ -27,6 +27,9 @@ public struct GatewayConfiguration: Sendable {
     /// Seconds a photo source that failed (`photo-unavailable`) is remembered as failed for
     /// that user and size, so polling cannot hammer it (0: not remembered).
     public var photoFailureLifetime: TimeInterval = 60
+    /// The total time one fetch from a photo host (GitHub avatars, OpenID pictures) may take;
+    /// `nil`: the provider's upstream timeout.
+    public var photoTimeout: Duration?
     /// How long past its lifetime a cached profile or photo may still be served, marked
     /// stale, when its provider is failing (RFC 5861's stale-if-error; 0 never serves stale).
     public var staleIfError: TimeInterval = 3600

@@ -37,7 +37,7 @@ enum PhotoSource {
     /// token is ever sent to an image host), only from public addresses outside development
     /// mode. `404` → `no-photo`; every other failure is one uniform `502 photo-unavailable`.
     static func openPublic(_ url: String, http: UpstreamHTTP) async throws -> ProviderPhoto {
-        var request = OutboundRequest(url: url, headers: ["Accept": "image/*"])
+        var request = OutboundRequest(url: url, headers: ["Accept": "image/*"], timeout: http.photoTimeout)
         request.addresses = http.photoAddresses
         let photo = try await http.photoHosts.run(url, providerId: http.providerId) {
             do {

@@ -20,12 +20,15 @@ public struct UpstreamHTTP: Sendable {
     public let photoAddresses: AddressPolicy
     /// The photo hosts' breakers, shared by every provider.
     public let photoHosts: PhotoHostBreakers
+    /// The total time of one fetch from a photo host (the provider's timeout unless set).
+    public let photoTimeout: Duration
 
     /// Wraps `client` for `providerId`.
     public init(
         client: CurlHTTPClient, providerId: String, timeout: Duration, metrics: GatehouseMetrics = .disabled, maxPhotoBytes: Int = 5 << 20,
-        photoAddresses: AddressPolicy = .publicOnly, photoHosts: PhotoHostBreakers = PhotoHostBreakers()
+        photoAddresses: AddressPolicy = .publicOnly, photoHosts: PhotoHostBreakers = PhotoHostBreakers(), photoTimeout: Duration? = nil
     ) {
+        self.photoTimeout = photoTimeout ?? timeout
         self.photoAddresses = photoAddresses
         self.photoHosts = photoHosts
         self.maxPhotoBytes = maxPhotoBytes
