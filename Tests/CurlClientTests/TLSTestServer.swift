@@ -11,10 +11,10 @@ final class TLSTestServer: Sendable {
     let caBundlePath: String
     /// The port nghttpd listens on.
     let port: Int
-    private let process: Process
+    private let process: SpawnedProcess
     private let folder: URL
 
-    private init(caBundlePath: String, port: Int, process: Process, folder: URL) {
+    private init(caBundlePath: String, port: Int, process: SpawnedProcess, folder: URL) {
         self.caBundlePath = caBundlePath
         self.port = port
         self.process = process
@@ -32,12 +32,9 @@ final class TLSTestServer: Sendable {
         for (name, data) in files { try data.write(to: htdocs.appendingPathComponent(name)) }
         let certificates = try TestCertificates.make(in: folder.path)
         let port = try TestTools.freeStablePort()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try TestTools.executable("nghttpd"))
-        process.arguments = ["--address=127.0.0.1", "--htdocs=\(htdocs.path)", String(port), certificates.keyPath, certificates.certificatePath]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try SpawnedProcess.start(
+            try TestTools.executable("nghttpd"),
+            ["--address=127.0.0.1", "--htdocs=\(htdocs.path)", String(port), certificates.keyPath, certificates.certificatePath])
         let server = TLSTestServer(caBundlePath: certificates.caPath, port: port, process: process, folder: folder)
         // Bounded wait for the listening socket.
         for _ in 0..<300 {
@@ -50,10 +47,7 @@ final class TLSTestServer: Sendable {
 
     /// Stops nghttpd and removes the certificates.
     func stop() {
-        // SIGKILL, because a child spawned from a Swift concurrency thread can inherit a signal
-        // mask that blocks SIGTERM, and nghttpd would then never exit.
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        process.stop()
         try? FileManager.default.removeItem(at: folder)
     }
 

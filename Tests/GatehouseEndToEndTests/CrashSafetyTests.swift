@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import GatehouseCore
 import GatehouseSQLite
+import GatehouseTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -26,17 +27,10 @@ struct CrashSafetyTests {
         // Both servers bind port 0; the demo prints the gateway's URL once it serves.
         let output = folder + ".out"
         try #require(FileManager.default.createFile(atPath: output, contents: nil))
-        let process = Process()
-        process.executableURL = KeysCommandTests.executable
-        process.arguments = ["demo", "--port", "0", "--emulator-port", "0", "--data-dir", folder]
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try SpawnedProcess.start(
+            KeysCommandTests.executable.path, ["demo", "--port", "0", "--emulator-port", "0", "--data-dir", folder], output: .file(output))
         // Whatever happens below, the demo does not outlive the test.
-        defer {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-        }
+        defer { process.stop() }
         var gateway: String?
         for _ in 0..<600 where gateway == nil && process.isRunning {
             let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
@@ -58,10 +52,9 @@ struct CrashSafetyTests {
             }
         }
         for _ in 0..<200 where await completed.sessions.count < 12 { try await Task.sleep(for: .milliseconds(25)) }
-        kill(process.processIdentifier, SIGKILL)
+        kill(process.pid, SIGKILL)
         for browser in browsers { await browser.value }
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(SpawnedProcess.killedBySignal(process.wait()))
 
         let sessions = await completed.sessions
         #expect(sessions.count >= 12)

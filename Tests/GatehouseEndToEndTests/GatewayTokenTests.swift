@@ -1,6 +1,7 @@
 import CurlClient
 import Foundation
 import GatehouseCore
+import GatehouseTestSupport
 import JWTKit
 import Testing
 
@@ -232,16 +233,9 @@ struct GatewayTokenTests {
 
     /// Runs a program; its exit status and standard output (and error).
     static func output(_ program: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let child = try SpawnedProcess.start(program, arguments, output: .pipe)
+        let output = child.readOutput()
+        return (SpawnedProcess.exitCode(child.wait()) ?? -1, output)
     }
 }
 

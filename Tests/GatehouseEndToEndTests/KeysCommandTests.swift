@@ -15,17 +15,12 @@ struct KeysCommandTests {
 
     /// Runs `gatehouse` with `arguments`; returns the exit status and standard output.
     static func run(_ arguments: [String], environment: [String: String] = [:], removing: [String] = []) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }.filter { !removing.contains($0.key) }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let child = try SpawnedProcess.start(
+            executable.path, arguments,
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }.filter { !removing.contains($0.key) },
+            output: .pipe)
+        let output = child.readOutput()
+        return (SpawnedProcess.exitCode(child.wait()) ?? -1, output)
     }
 
     @Test(

@@ -8,9 +8,9 @@ import GatehouseTestSupport
 final class ThirdPartyOIDCProvider: Sendable {
     /// Its issuer, `http://127.0.0.1:<port>`.
     let issuer: String
-    private let process: Process
+    private let process: SpawnedProcess
 
-    private init(issuer: String, process: Process) {
+    private init(issuer: String, process: SpawnedProcess) {
         self.issuer = issuer
         self.process = process
     }
@@ -23,12 +23,8 @@ final class ThirdPartyOIDCProvider: Sendable {
                 "GATEHOUSE_OIDC_PROVIDER_MOCK must name the oidc-provider-mock executable; run the suite with scripts/test, which installs it")
         }
         let port = try TestTools.freeStablePort()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--host", "127.0.0.1", "--port", String(port), "--require-nonce", "true", "--user-claims", userClaims]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try SpawnedProcess.start(
+            path, ["--host", "127.0.0.1", "--port", String(port), "--require-nonce", "true", "--user-claims", userClaims])
         let provider = ThirdPartyOIDCProvider(issuer: "http://127.0.0.1:\(port)", process: process)
         // Bounded wait until discovery answers.
         for _ in 0..<300 {
@@ -41,9 +37,8 @@ final class ThirdPartyOIDCProvider: Sendable {
         throw FlowError("oidc-provider-mock did not start on port \(port)")
     }
 
-    /// Kills the child (SIGKILL: a SIGTERM can be blocked by the mask inherited from a Swift thread).
+    /// Kills the child and waits for it.
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        process.stop()
     }
 }

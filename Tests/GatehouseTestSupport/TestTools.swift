@@ -18,40 +18,11 @@ public enum TestTools {
         throw TestToolError("\(name) is not installed (scripts/install-deps --test installs it)")
     }
 
-    /// Runs a tool to completion with posix_spawn + waitpid on that one pid, output discarded.
-    ///
-    /// Not Foundation's `Process`: with a tool that leaves a daemon behind (`pg_ctl start`),
-    /// its exit monitoring was seen never to return. The child gets an empty signal mask and
-    /// default handlers: the test runner's threads block some signals, and a server started
-    /// from here must still stop on its signals.
+    /// Runs a tool to completion (`SpawnedProcess`: posix_spawn, waitpid on that one pid),
+    /// output discarded; throws unless it exits 0.
     public static func run(_ tool: String, _ arguments: [String]) throws {
-        let executable = try executable(tool)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGQUIT, SIGCHLD, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-        guard spawned == 0 else { throw TestToolError("could not start \(executable) (errno \(spawned))") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        // WIFEXITED and WEXITSTATUS by hand (the C macros are not imported).
-        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+        let status = try SpawnedProcess.start(try executable(tool), arguments).wait()
+        guard SpawnedProcess.exitCode(status) == 0 else {
             throw TestToolError("\(tool) \(arguments.first ?? "") failed (wait status \(status))")
         }
     }
