@@ -2,7 +2,6 @@ import GatehouseCore
 import Hummingbird
 import Logging
 import ServiceLifecycle
-import Synchronization
 
 /// What a gateway serves once its listener is bound: the assembled core and the metrics its
 /// `/metrics` renders (the ones the core records into).
@@ -72,60 +71,30 @@ public struct GatewayService: Service {
 final class AssembledResponder: HTTPResponder, Sendable {
     typealias Context = GatehouseRequestContext
 
-    private enum State {
-        case assembling([CheckedContinuation<Void, any Error>])
-        case ready(ProblemResponder<RouterResponder<GatehouseRequestContext>>)
-        case failed(any Error)
-    }
-
-    private let state = Mutex(State.assembling([]))
+    /// The chain over the assembled core, once there is one (or why there never will be);
+    /// waiting for it honours cancellation, so a listener that fails to bind cannot leave
+    /// `GatewayService.run()` waiting forever.
+    private let chain = Eventual<ProblemResponder<RouterResponder<GatehouseRequestContext>>>()
     private let logger: Logger
 
     init(logger: Logger) { self.logger = logger }
 
     func install(_ assembly: GatewayAssembly) {
-        let responder = GatehouseServer.responder(for: assembly, logger: logger)
-        let waiting = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
-            guard case .assembling(let waiting) = state else { return [] }
-            state = .ready(responder)
-            return waiting
-        }
-        for continuation in waiting { continuation.resume() }
+        chain.set(GatehouseServer.responder(for: assembly, logger: logger))
     }
 
     func fail(_ error: any Error) {
-        let waiting = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
-            guard case .assembling(let waiting) = state else { return [] }
-            state = .failed(error)
-            return waiting
-        }
-        for continuation in waiting { continuation.resume(throwing: error) }
+        chain.fail(error)
     }
 
     /// Returns once the core is assembled; throws its assembly error.
     func assembled() async throws {
-        try await withCheckedThrowingContinuation { continuation in
-            let result: Result<Void, any Error>? = state.withLock { state in
-                switch state {
-                case .assembling(let waiting):
-                    state = .assembling(waiting + [continuation])
-                    return nil
-                case .ready: return .success(())
-                case .failed(let error): return .failure(error)
-                }
-            }
-            if let result { continuation.resume(with: result) }
-        }
+        _ = try await chain.value()
     }
 
     func respond(to request: Request, context: GatehouseRequestContext) async throws -> Response {
-        let ready = state.withLock { state -> ProblemResponder<RouterResponder<GatehouseRequestContext>>? in
-            if case .ready(let responder) = state { return responder }
-            return nil
-        }
-        // Unreachable in practice (no connection is handled before assembly ends); a failed
-        // assembly stops the server.
-        guard let ready else { return Response(status: .serviceUnavailable) }
-        return try await ready.respond(to: request, context: context)
+        // No connection is handled before assembly ends (Hummingbird waits for
+        // `onServerRunning`), so this returns at once; a failed assembly stops the server.
+        try await chain.value().respond(to: request, context: context)
     }
 }

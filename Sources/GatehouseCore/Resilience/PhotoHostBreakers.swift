@@ -4,8 +4,8 @@ import Synchronization
 /// A circuit breaker per photo host (origin), separate from the providers' API breakers: a
 /// host that keeps failing is left alone for a while, without any provider's API — and so
 /// any other user — being affected. Created on first use, at most `maximumHosts` of them
-/// (closed ones are dropped first when the table is full); no per-host metrics, whose labels
-/// users could multiply.
+/// (a full table starts over, so memory stays bounded whatever hosts users name); no per-host
+/// metrics, whose labels users could multiply.
 public final class PhotoHostBreakers: Sendable {
     private let breakers = Mutex<[String: CircuitBreaker]>([:])
     private let settings: CircuitBreakerSettings
