@@ -4,7 +4,8 @@ import CCurl
 ///
 /// A single multi handle, driven by a dedicated thread (never a server event loop), owns the
 /// connection cache, DNS cache and TLS sessions, so connections to a provider are reused
-/// across requests and HTTP/2 is multiplexed when the server offers it. Redirects are never
+/// across requests; HTTP/2 is spoken when the server offers it, one request at a time per
+/// connection (libcurl 7.88's multiplexing stalls streams, see `CurlMultiDriver`). Redirects are never
 /// followed, TLS is always verified, and every request has connect/total timeouts and a
 /// response-size cap.
 public final class CurlHTTPClient: Sendable {

@@ -85,10 +85,9 @@ final class Transfer: @unchecked Sendable {
         if let caBundle = configuration.caBundlePath {
             try set(easy, CURLOPT_CAINFO, caBundle)
         }
-        // HTTP/2 over TLS when the server offers it (ALPN); new transfers wait for a
-        // connection that may multiplex instead of opening another.
+        // HTTP/2 over TLS when the server offers it (ALPN), one stream per connection (see
+        // `CurlMultiDriver`: no multiplexing, so no waiting for a connection to multiplex on).
         try set(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
-        try set(easy, CURLOPT_PIPEWAIT, 1)
         try set(easy, CURLOPT_CONNECTTIMEOUT_MS, (request.connectTimeout ?? configuration.connectTimeout).curlMilliseconds)
         try set(easy, CURLOPT_TIMEOUT_MS, (request.timeout ?? configuration.timeout).curlMilliseconds)
         // Aborts early when Content-Length already announces too much; the write callback
