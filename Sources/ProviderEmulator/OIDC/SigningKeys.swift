@@ -17,6 +17,8 @@ actor SigningKeys {
     }
 
     private var keys: [String: Key] = [:]
+    /// Keys being made, one per issuer: concurrent first callers wait for the same one.
+    private var making: [String: Task<Key, any Error>] = [:]
     private var generation = 0
 
     /// Signs `claims` with the issuer's current key; `header` fields are added (tamper modes).
@@ -50,12 +52,35 @@ actor SigningKeys {
         generation += 1
         let count = keys.count
         keys.removeAll()
+        making.removeAll()
         return count
     }
 
+    /// The issuer's key of this generation, made once. An RSA key takes a second or more to
+    /// make in a debug build under load: when every concurrent first caller made its own in
+    /// turn on this actor, 20 simultaneous first sign-ins waited past the gateway's timeout.
     private func current(_ spec: OIDCIssuerSpec) async throws -> Key {
         if let key = keys[spec.name] { return key }
-        let kid = "\(spec.name)-\(generation)-\(Randomness.hex(8))"
+        let started = generation
+        let task: Task<Key, any Error>
+        if let running = making[spec.name] {
+            task = running
+        } else {
+            let kid = "\(spec.name)-\(generation)-\(Randomness.hex(8))"
+            // Made off the actor, so signing with other issuers' keys goes on meanwhile.
+            task = Task.detached { try await Self.makeKey(spec, kid: kid) }
+            making[spec.name] = task
+        }
+        let key = try await task.value
+        // Keys rotated meanwhile: this one is already gone from the JWKS.
+        guard generation == started else { return try await current(spec) }
+        if let stored = keys[spec.name] { return stored }
+        keys[spec.name] = key
+        making[spec.name] = nil
+        return key
+    }
+
+    private static func makeKey(_ spec: OIDCIssuerSpec, kid: String) async throws -> Key {
         let collection = JWTKeyCollection()
         let jwk: [String: String]
         let pem: String
@@ -74,12 +99,7 @@ actor SigningKeys {
                 "kty": "RSA", "n": Self.base64URL(modulus), "e": Self.base64URL(exponent), "kid": kid, "alg": "RS256", "use": "sig",
             ]
         }
-        // The actor let other callers in at the awaits above: the first key stored wins, so
-        // every token and the JWKS agree on one key.
-        if let raced = keys[spec.name] { return raced }
-        let key = Key(kid: kid, collection: collection, publicJWK: jwk, publicPEM: pem)
-        keys[spec.name] = key
-        return key
+        return Key(kid: kid, collection: collection, publicJWK: jwk, publicPEM: pem)
     }
 
     static func base64URL(_ data: Data) -> String {
