@@ -45,7 +45,7 @@ public struct Gatehouse: Sendable {
         }
         var providers: [any IdentityProvider] = []
         if let github = configuration.github {
-            providers.append(GitHubProvider(configuration: github, http: upstream("github.com"), clock: configuration.clock))
+            providers.append(GitHubProvider(configuration: github, http: upstream("github.com"), clock: configuration.clock, logger: logger))
         }
         if let microsoft = configuration.microsoft {
             providers.append(

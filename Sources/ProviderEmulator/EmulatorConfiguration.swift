@@ -9,12 +9,16 @@ public struct ClientRegistration: Sendable, Codable, Equatable {
     /// The registered callback; `nil` accepts any loopback callback, as GitHub does for
     /// `http://127.0.0.1:<any port>/…`.
     public var callbackURL: String?
+    /// GitHub only: a GitHub App with expiring user tokens (`ghu_…` for 8 hours plus a
+    /// single-use `ghr_…` refresh token) instead of an OAuth app's lasting `gho_…` token.
+    public var expiringUserTokens: Bool?
 
     /// Creates a registration.
-    public init(id: String, secret: String, callbackURL: String? = nil) {
+    public init(id: String, secret: String, callbackURL: String? = nil, expiringUserTokens: Bool? = nil) {
         self.id = id
         self.secret = secret
         self.callbackURL = callbackURL
+        self.expiringUserTokens = expiringUserTokens
     }
 }
 
@@ -45,6 +49,9 @@ public struct EmulatorConfiguration: Sendable {
 
     /// The client `gatehouse demo` uses against the emulated GitHub.
     public static let demoGitHubClient = ClientRegistration(id: "gatehouse-demo-github", secret: "gatehouse-demo-github-secret")
+    /// A GitHub App registered at the emulated GitHub: its user tokens expire and refresh.
+    public static let demoGitHubAppClient = ClientRegistration(
+        id: "Iv1.gatehousedemoapp", secret: "gatehouse-demo-github-app-secret", expiringUserTokens: true)
 
     /// The client `gatehouse demo` uses against the emulated generic issuer (`oidc.emulator`).
     public static let demoOIDCClient = ClientRegistration(id: "gatehouse-demo-oidc", secret: "gatehouse-demo-oidc-secret")
@@ -56,7 +63,7 @@ public struct EmulatorConfiguration: Sendable {
 
     /// Creates a configuration; the default registers the demo clients.
     public init(
-        githubClients: [ClientRegistration] = [demoGitHubClient],
+        githubClients: [ClientRegistration] = [demoGitHubClient, demoGitHubAppClient],
         microsoftClients: [ClientRegistration] = [demoMicrosoftClient],
         oidcClients: [String: [ClientRegistration]] = ["oidc": [demoOIDCClient], "yahoo": [demoYahooClient]],
         codeLifetime: Duration = .seconds(600)

@@ -48,6 +48,8 @@ struct IssuedToken: Sendable {
 actor EmulatorState {
     private var codes: [String: IssuedCode] = [:]
     private var tokens: [String: IssuedToken] = [:]
+    /// GitHub App refresh tokens (`ghr_…`) and the access token each was issued with.
+    private var refreshTokens: [String: (accessToken: String, record: IssuedToken)] = [:]
     private var stats: [String: Int] = [:]
     private var faults: [Fault] = []
     /// Bumped by `POST /_emulator/faults/release`: paused bodies watch it.
@@ -105,6 +107,21 @@ actor EmulatorState {
     func storeToken(_ token: String, _ issued: IssuedToken) { tokens[token] = issued }
 
     func token(_ token: String) -> IssuedToken? { tokens[token] }
+
+    func storeRefreshToken(_ refreshToken: String, accessToken: String, _ issued: IssuedToken) {
+        refreshTokens[refreshToken] = (accessToken, issued)
+    }
+
+    /// Spends a GitHub App refresh token of `clientID`: it and the access token issued with
+    /// it stop working (providers.md §4.2), whatever the caller does next. `nil` when unknown,
+    /// spent, revoked or another client's.
+    func redeemRefreshToken(_ refreshToken: String, clientID: String) -> IssuedToken? {
+        guard let grant = refreshTokens[refreshToken], grant.record.clientID == clientID, tokens[grant.accessToken]?.revoked != true
+        else { return nil }
+        refreshTokens[refreshToken] = nil
+        tokens[grant.accessToken]?.revoked = true
+        return grant.record
+    }
 
     /// Counts one API call against the token's rate limit and returns the updated record.
     func useToken(_ token: String) -> IssuedToken? {

@@ -13,6 +13,15 @@ struct UpstreamTrustTests {
         let hint: String
         /// The emulator's token endpoint (`METHOD path`, as faults name it).
         let tokenEndpoint: String
+        /// The HTTP status of the provider's OAuth errors (GitHub answers them with 200).
+        var errorStatus = 400
+        /// Its code for a client it does not know, and for a dead refresh token.
+        var misconfigured = "invalid_client"
+        var deadGrant = "invalid_grant"
+        /// How long its access tokens live, in seconds.
+        var tokenLifetime: Double = 3600
+        /// Adjusts the gateway to a client of the emulator that gets refresh tokens.
+        var gateway: @Sendable (inout GatewayConfiguration) -> Void = { _ in }
         var testDescription: String { id }
     }
 
@@ -20,13 +29,24 @@ struct UpstreamTrustTests {
         RefreshingProvider(id: "oidc.emulator", hint: "olive@oidc.example", tokenEndpoint: "POST /oidc/token"),
         RefreshingProvider(id: "yahoo.com", hint: "yuki@yahoo.example", tokenEndpoint: "POST /yahoo/oauth2/get_token"),
         RefreshingProvider(id: "microsoft.com", hint: "AdeleV@contoso.example", tokenEndpoint: "POST /microsoft/common/oauth2/v2.0/token"),
+        // A GitHub App: expiring user tokens (8 h) with refresh tokens; errors come with HTTP 200.
+        RefreshingProvider(
+            id: "github.com", hint: "octocat", tokenEndpoint: "POST /github/login/oauth/access_token", errorStatus: 200,
+            misconfigured: "incorrect_client_credentials", deadGrant: "bad_refresh_token", tokenLifetime: 28800,
+            gateway: useGitHubApp),
     ]
+
+    /// Points the gateway's GitHub configuration at the emulator's GitHub App.
+    @Sendable static func useGitHubApp(_ configuration: inout GatewayConfiguration) {
+        configuration.github?.clientID = EmulatorConfiguration.demoGitHubAppClient.id
+        configuration.github?.clientSecret = EmulatorConfiguration.demoGitHubAppClient.secret
+    }
 
     @Test(
         "refresh answers: invalid_client is the operator's 503 provider-misconfigured (readiness says so), an HTML page or temporarily_unavailable is upstream-unavailable; the grant survives all three; only invalid_grant kills it",
         arguments: refreshing)
     func refreshErrorsAreClassified(_ provider: RefreshingProvider) async throws {
-        try await withDeployment { deployment in
+        try await withDeployment(gateway: provider.gateway) { deployment in
             var browser = Browser(deployment)
             #expect(try await browser.complete(login: provider.hint, provider: provider.id).status == 200)
             let live = "\(deployment.gatewayURL)/v1/me/providers/\(provider.id)/profile"
@@ -37,11 +57,13 @@ struct UpstreamTrustTests {
                     #"{"endpoint": "\#(provider.tokenEndpoint)", "status": \#(status), "headers": {"Content-Type": "\#(contentType)"}, "body": "\#(escaped)", "times": 1}"#
                 )
             }
-            func expired() { deployment.clock.advance(by: 7200) }  // the stored access token has expired: a refresh comes first
+            // The stored access token has expired: a refresh comes first.
+            func expired() { deployment.clock.advance(by: provider.tokenLifetime + 60) }
             let refreshes = { try await deployment.emulatorStats()[provider.tokenEndpoint] ?? 0 }
 
             expired()
-            try await fault(status: 401, body: #"{"error":"invalid_client","error_description":"bad secret"}"#)
+            try await fault(
+                status: provider.errorStatus == 200 ? 200 : 401, body: #"{"error":"\#(provider.misconfigured)","error_description":"bad secret"}"#)
             let before = try await refreshes()
             let misconfigured = try await browser.send(live)
             #expect(misconfigured.status == 503, "\(misconfigured.bodyText)")
@@ -56,7 +78,7 @@ struct UpstreamTrustTests {
             #expect(html.status == 502, "\(html.bodyText)")
             #expect(try jsonObject(html)["code"] as? String == "upstream-unavailable")
 
-            try await fault(status: 400, body: #"{"error":"temporarily_unavailable"}"#)
+            try await fault(status: provider.errorStatus, body: #"{"error":"temporarily_unavailable"}"#)
             let busy = try await browser.send(live)
             #expect(busy.status == 503)
             #expect(try jsonObject(busy)["code"] as? String == "upstream-unavailable")
@@ -67,13 +89,42 @@ struct UpstreamTrustTests {
             let readyAgain = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/readyz")))
             #expect((readyAgain["disabledProviders"] as? [String: String])?[provider.id] == nil)
 
-            // invalid_grant, and only that, ends the grant.
+            // The provider's dead-grant code, and only that, ends the grant.
             expired()
-            try await fault(status: 400, body: #"{"error":"invalid_grant","error_description":"AADSTS70008: expired"}"#)
+            try await fault(status: provider.errorStatus, body: #"{"error":"\#(provider.deadGrant)","error_description":"AADSTS70008: expired"}"#)
             let dead = try await browser.send(live)
             #expect(dead.status == 409)
             #expect(try jsonObject(dead)["code"] as? String == "provider-reauth-required")
             #expect(try await browser.send(live).status == 409, "a dead grant stays dead")
+        }
+    }
+
+    @Test("a GitHub App's expiring user token is refreshed when it expires and when GitHub rejects it, and each refresh token is used once")
+    func gitHubAppTokensRefresh() async throws {
+        try await withDeployment(gateway: Self.useGitHubApp) { deployment in
+            var browser = Browser(deployment)
+            #expect(try await browser.complete(login: "octocat").status == 200)
+            let live = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile"
+            let endpoint = "POST /github/login/oauth/access_token"
+            let exchanges = { try await deployment.emulatorStats()[endpoint] ?? 0 }
+            let afterSignIn = try await exchanges()
+            #expect(try await browser.send(live).status == 200)
+            #expect(try await exchanges() == afterSignIn, "a fresh token is not refreshed")
+
+            // Eight hours later: refreshed before the call. The emulator spends a refresh token
+            // on use, so the second refresh only works with the rotated one.
+            for round in 1...2 {
+                deployment.clock.advance(by: 28800 + 60)
+                let profile = try await browser.send(live)
+                #expect(profile.status == 200, "round \(round): \(profile.bodyText)")
+                #expect(try await exchanges() == afterSignIn + round)
+            }
+            // GitHub rejects the token before the gateway thinks it expired: one refresh, one retry.
+            _ = try await deployment.control("expire-tokens", "{}")
+            let rejected = try await browser.send(live)
+            #expect(rejected.status == 200, "\(rejected.bodyText)")
+            #expect(try await exchanges() == afterSignIn + 3)
+            #expect(deployment.logs.lines.allSatisfy { !$0.contains("ghr_") && !$0.contains("ghu_") }, "no token in a log line")
         }
     }
 

@@ -10,11 +10,13 @@ import Testing
     static let callback = "http://127.0.0.1:9/callback"
     static let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 
-    static func authorizeURL(_ base: String, login: String?, scope: String = "read:user user:email", extra: String = "") -> String {
+    static func authorizeURL(
+        _ base: String, login: String?, scope: String = "read:user user:email", extra: String = "", clientID: String = client.id
+    ) -> String {
         let challenge = Data(SHA256.hash(data: Data(verifier.utf8))).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         var url =
-            "\(base)/github/login/oauth/authorize?client_id=\(client.id)&redirect_uri=\(callback.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)"
+            "\(base)/github/login/oauth/authorize?client_id=\(clientID)&redirect_uri=\(callback.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)"
         url += "&state=st4te&scope=\(scope.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)"
         url += "&code_challenge=\(challenge)&code_challenge_method=S256"
         if let login { url += "&login=\(login)" }
@@ -22,21 +24,21 @@ import Testing
     }
 
     /// Authorizes `login` and returns the code.
-    static func code(_ base: String, _ http: CurlHTTPClient, login: String = "octocat", scope: String = "read:user user:email") async throws
-        -> String
-    {
-        let response = try await http.execute(OutboundRequest(url: authorizeURL(base, login: login, scope: scope)))
+    static func code(
+        _ base: String, _ http: CurlHTTPClient, login: String = "octocat", scope: String = "read:user user:email", clientID: String = client.id
+    ) async throws -> String {
+        let response = try await http.execute(OutboundRequest(url: authorizeURL(base, login: login, scope: scope, clientID: clientID)))
         #expect(response.status == 302)
         let query = try response.locationQuery()
         #expect(query["state"] == "st4te")
         return try #require(query["code"])
     }
 
-    static func tokenRequest(_ base: String, code: String, accept: String? = nil, secret: String = client.secret, verifier: String = verifier)
-        -> OutboundRequest
-    {
+    static func tokenRequest(
+        _ base: String, code: String, accept: String? = nil, secret: String = client.secret, verifier: String = verifier, clientID: String = client.id
+    ) -> OutboundRequest {
         let body = [
-            "client_id=\(client.id)", "client_secret=\(secret)", "code=\(code)", "code_verifier=\(verifier)",
+            "client_id=\(clientID)", "client_secret=\(secret)", "code=\(code)", "code_verifier=\(verifier)",
             "redirect_uri=\(callback.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
         ].joined(separator: "&")
         var headers: OutboundHeaders = ["Content-Type": "application/x-www-form-urlencoded"]
@@ -59,6 +61,49 @@ import Testing
         headers.add("User-Agent", userAgent ?? "")
         if let token { headers.add("Authorization", "Bearer \(token)") }
         return OutboundRequest(url: url, headers: headers)
+    }
+
+    @Test("a GitHub App gets an 8-hour ghu_ token and a ghr_ refresh token; a refresh rotates both and spends the old ones; an OAuth app has none")
+    func gitHubAppTokensExpireAndRefresh() async throws {
+        try await withEmulator { base, http in
+            let app = EmulatorConfiguration.demoGitHubAppClient
+            let code = try await Self.code(base, http, clientID: app.id)
+            let issued = try await http.execute(Self.tokenRequest(base, code: code, accept: "application/json", secret: app.secret, clientID: app.id))
+                .jsonObject()
+            let access = try #require(issued["access_token"] as? String)
+            let refresh = try #require(issued["refresh_token"] as? String)
+            #expect(access.hasPrefix("ghu_") && refresh.hasPrefix("ghr_"))
+            #expect(issued["expires_in"] as? Int == 28800)
+            #expect(issued["refresh_token_expires_in"] as? Int == 15_897_600)
+            #expect(issued["scope"] as? String == "")
+
+            func refreshRequest(_ token: String, secret: String = app.secret) -> OutboundRequest {
+                let body = "client_id=\(app.id)&client_secret=\(secret)&grant_type=refresh_token&refresh_token=\(token)"
+                return OutboundRequest(
+                    method: "POST", url: "\(base)/github/login/oauth/access_token",
+                    headers: ["Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"], body: Array(body.utf8))
+            }
+            let wrongSecret = try await http.execute(refreshRequest(refresh, secret: "nope"))
+            #expect(wrongSecret.status == 200)
+            #expect(try wrongSecret.jsonObject()["error"] as? String == "incorrect_client_credentials")
+
+            let rotated = try await http.execute(refreshRequest(refresh)).jsonObject()
+            let newAccess = try #require(rotated["access_token"] as? String)
+            #expect(newAccess.hasPrefix("ghu_") && newAccess != access)
+            #expect((rotated["refresh_token"] as? String).map { $0.hasPrefix("ghr_") && $0 != refresh } == true)
+            #expect(try await http.execute(Self.api("\(base)/github-api/user", token: access)).status == 401, "the old access token stops working")
+            #expect(try await http.execute(Self.api("\(base)/github-api/user", token: newAccess)).status == 200)
+
+            let spent = try await http.execute(refreshRequest(refresh))
+            #expect(spent.status == 200)
+            #expect(try spent.jsonObject()["error"] as? String == "bad_refresh_token")
+
+            // An OAuth app's token lasts and comes without a refresh token.
+            let oauth = try await http.execute(Self.tokenRequest(base, code: try await Self.code(base, http), accept: "application/json"))
+                .jsonObject()
+            #expect(oauth["refresh_token"] == nil && oauth["expires_in"] == nil)
+            #expect((oauth["access_token"] as? String)?.hasPrefix("gho_") == true)
+        }
     }
 
     @Test func authorizeWithASeededLoginRedirectsStraightBack() async throws {

@@ -8,10 +8,12 @@ import Synchronization
 /// troubles never do.
 enum RefreshRefusal {
     /// The error codes that mean the grant is gone: RFC 6749's `invalid_grant` (Microsoft's
-    /// too, whatever its AADSTS detail) and GitHub's `bad_refresh_token` (providers.md §4.3).
-    static let deadGrantCodes: Set<String> = ["invalid_grant", "bad_refresh_token"]
-    /// The codes that mean the gateway's own client registration is wrong.
-    static let misconfigurationCodes: Set<String> = ["invalid_client", "unauthorized_client"]
+    /// too, whatever its AADSTS detail), GitHub's `bad_refresh_token` (providers.md §4.2) and
+    /// Yahoo's `INVALID_REFRESH_TOKEN` (providers.md §3.3, "Failed to decode/encode refresh token").
+    static let deadGrantCodes: Set<String> = ["invalid_grant", "bad_refresh_token", "invalid_refresh_token"]
+    /// The codes that mean the gateway's own client registration is wrong: RFC 6749's, and
+    /// GitHub's `incorrect_client_credentials` (providers.md §4.2).
+    static let misconfigurationCodes: Set<String> = ["invalid_client", "unauthorized_client", "incorrect_client_credentials"]
 
     /// The error for a refresh answer that was not a token: `provider-reauth-required` for a
     /// dead grant, `provider-misconfigured` (503) for a client the provider does not accept

@@ -108,6 +108,9 @@ struct GitHubOAuthRoutes {
                 "incorrect_client_credentials", "The client_id and/or client_secret passed are incorrect.",
                 "incorrect-client-credentials", accept: accept)
         }
+        if parameters["grant_type"] == "refresh_token" {
+            return await refresh(parameters["refresh_token"] ?? "", client: client, accept: accept)
+        }
         guard let code = parameters["code"], let issued = await state.redeemCode(code), issued.clientID == clientID,
             Date().timeIntervalSince(issued.issuedAt) < Double(configuration.codeLifetime.components.seconds)
         else {
@@ -125,13 +128,36 @@ struct GitHubOAuthRoutes {
                 return tokenError("bad_verification_code", "The code passed is incorrect or expired.", "bad-verification-code", accept: accept)
             }
         }
-        let token = "gho_" + Randomness.alphanumeric(36)
-        await state.storeToken(
-            token,
-            IssuedToken(
-                login: issued.login, clientID: clientID, scopes: issued.scopes, expired: false, revoked: false, used: 0,
-                resetAt: Int(Date().timeIntervalSince1970) + 3600))
-        let fields = [("access_token", token), ("scope", issued.scopes.joined(separator: ",")), ("token_type", "bearer")]
+        return await issueTokens(login: issued.login, scopes: issued.scopes, client: client, accept: accept)
+    }
+
+    /// `grant_type=refresh_token` (GitHub Apps only): a spent, unknown or revoked refresh
+    /// token is `bad_refresh_token`, with HTTP 200 like every GitHub token error.
+    private func refresh(_ refreshToken: String, client: ClientRegistration, accept: String) async -> Response {
+        guard client.expiringUserTokens == true, let grant = await state.redeemRefreshToken(refreshToken, clientID: client.id) else {
+            return tokenError("bad_refresh_token", "The refresh token passed is incorrect or expired.", "bad-refresh-token", accept: accept)
+        }
+        return await issueTokens(login: grant.login, scopes: grant.scopes, client: client, accept: accept)
+    }
+
+    /// An OAuth app's lasting `gho_` token, or a GitHub App's `ghu_` token for 8 hours with
+    /// a `ghr_` refresh token for 6 months (providers.md §4.2; a GitHub App's `scope` is "").
+    private func issueTokens(login: String, scopes: [String], client: ClientRegistration, accept: String) async -> Response {
+        let expiring = client.expiringUserTokens == true
+        let token = (expiring ? "ghu_" : "gho_") + Randomness.alphanumeric(36)
+        let record = IssuedToken(
+            login: login, clientID: client.id, scopes: scopes, expired: false, revoked: false, used: 0,
+            resetAt: Int(Date().timeIntervalSince1970) + 3600)
+        await state.storeToken(token, record)
+        guard expiring else {
+            return negotiated([("access_token", token), ("scope", scopes.joined(separator: ",")), ("token_type", "bearer")], accept: accept)
+        }
+        let refreshToken = "ghr_" + Randomness.alphanumeric(76)
+        await state.storeRefreshToken(refreshToken, accessToken: token, record)
+        let fields = [
+            ("access_token", token), ("expires_in", "28800"), ("refresh_token", refreshToken), ("refresh_token_expires_in", "15897600"),
+            ("scope", ""), ("token_type", "bearer"),
+        ]
         return negotiated(fields, accept: accept)
     }
 
@@ -145,7 +171,8 @@ struct GitHubOAuthRoutes {
     private func negotiated(_ fields: [(String, String)], accept: String) -> Response {
         if accept.contains("application/json") {
             var object: [String: Any] = [:]
-            for (key, value) in fields { object[key] = value }
+            // Lifetimes are JSON numbers; everything else is a string.
+            for (key, value) in fields { object[key] = key.hasSuffix("expires_in") ? Int(value) ?? 0 : value }
             return Response.json(object)
         }
         if accept.contains("application/xml") {

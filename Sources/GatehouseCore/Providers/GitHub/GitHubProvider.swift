@@ -1,5 +1,6 @@
 import CurlClient
 import Foundation
+import Logging
 
 /// GitHub sign-in: OAuth authorization code with PKCE, then `/user` and `/user/emails`
 /// (reference/providers.md §4).
@@ -12,12 +13,15 @@ public struct GitHubProvider: IdentityProvider {
 
     /// Where the time comes from (token expiry).
     let clock: any GatehouseClock
+    /// Whether GitHub accepts the gateway's client credentials (seen at refreshes).
+    let health: ProviderHealth
 
     /// Creates the provider over the shared libcurl client.
-    public init(configuration: GitHubConfiguration, http: UpstreamHTTP, clock: any GatehouseClock = SystemClock()) {
+    public init(configuration: GitHubConfiguration, http: UpstreamHTTP, clock: any GatehouseClock = SystemClock(), logger: Logger? = nil) {
         self.clock = clock
         self.configuration = configuration
         self.http = http
+        self.health = ProviderHealth(logger: logger)
     }
 
     /// The configured default scopes.
@@ -46,18 +50,13 @@ public struct GitHubProvider: IdentityProvider {
     /// POSTs the code to the token endpoint, asking for JSON. GitHub reports errors with
     /// HTTP 200 and an `error` member, so the body decides, not the status.
     public func exchangeCode(_ code: String, codeVerifier: String, redirectURI: String) async throws -> ProviderTokens {
-        let form = FormEncoding.encode([
+        let response = try await tokenRequest([
             ("client_id", configuration.clientID),
             ("client_secret", configuration.clientSecret),
             ("code", code),
             ("redirect_uri", redirectURI),
             ("code_verifier", codeVerifier),
         ])
-        let response = try await http.execute(
-            OutboundRequest(
-                method: "POST", url: configuration.tokenURL,
-                headers: ["Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"],
-                body: Array(form.utf8), maxResponseBytes: 64 << 10))
         guard response.status == 200 else {
             throw UpstreamErrors.status(response, providerId: id)
         }
@@ -69,10 +68,55 @@ public struct GitHubProvider: IdentityProvider {
         guard let accessToken = body["access_token"], !accessToken.isEmpty else {
             throw GatehouseError.invalidIdPResponse("GitHub's token response has no access_token.")
         }
+        health.recovered()
+        return self.tokens(from: body, accessToken: accessToken)
+    }
+
+    /// POSTs a form to the token endpoint, asking for JSON.
+    private func tokenRequest(_ form: [(String, String)]) async throws -> OutboundResponse {
+        try await http.execute(
+            OutboundRequest(
+                method: "POST", url: configuration.tokenURL,
+                headers: ["Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"],
+                body: Array(FormEncoding.encode(form).utf8), maxResponseBytes: 64 << 10))
+    }
+
+    /// The token set of a successful answer: `scope` is comma-separated, `expires_in` and
+    /// `refresh_token` come only for a GitHub App's expiring tokens.
+    private func tokens(from body: [String: String], accessToken: String) -> ProviderTokens {
         let scopes = (body["scope"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         let expiresAt = body["expires_in"].flatMap(Double.init).map { clock.now().timeIntervalSince1970 + $0 }
         return ProviderTokens(accessToken: accessToken, refreshToken: body["refresh_token"], expiresAt: expiresAt, scopes: scopes)
     }
+
+    /// The refresh-token grant of a GitHub App's expiring user tokens (providers.md §4.2):
+    /// the answer brings a new access token and a new refresh token (both old ones stop
+    /// working). An OAuth app's lasting token has no refresh token: a dead one needs a new
+    /// sign-in. Refusals come with HTTP 200 and are classified like every provider's
+    /// (`RefreshRefusal`): `bad_refresh_token` ends the grant, `incorrect_client_credentials`
+    /// is the operator's mistake.
+    public func refresh(_ tokens: ProviderTokens) async throws -> ProviderTokens {
+        guard let refreshToken = tokens.refreshToken else { throw GatehouseError.providerReauthRequired(id) }
+        let response = try await tokenRequest([
+            ("client_id", configuration.clientID),
+            ("client_secret", configuration.clientSecret),
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refreshToken),
+        ])
+        let body = Self.decodeTokenBody(response)
+        guard response.status == 200, body["error"] == nil, let accessToken = body["access_token"], !accessToken.isEmpty else {
+            throw RefreshRefusal.error(status: response.status, body: response.body, headers: response.headers, providerId: id, health: health)
+        }
+        health.recovered()
+        var fresh = self.tokens(from: body, accessToken: accessToken)
+        // The refresh token is never kept from before: GitHub spent it. A GitHub App's `scope`
+        // is always empty, so the scopes of the sign-in stay.
+        fresh.scopes = fresh.scopes.isEmpty ? tokens.scopes : fresh.scopes
+        return fresh
+    }
+
+    /// A refused client registration, for `/readyz`.
+    public func readinessProblem() async -> String? { health.readinessProblem }
 
     /// `/user`, plus `/user/emails` for the primary verified address (providers.md §4.4–4.5).
     public func fetchProfile(tokens: ProviderTokens) async throws -> ProviderProfile {
