@@ -263,6 +263,16 @@ public final class PostgresStorage: GatehouseStorage {
                 "SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE family_id = \(familyId) AND expires_at > \(now)", logger: logger))
     }
 
+    /// The unexpired session of a refresh token's family.
+    public func session(refreshTokenHash: String, now: Date) async throws -> SessionRecord? {
+        try await Self.firstSession(
+            try await query(
+                """
+                SELECT \(unescaped: Self.sessionColumns) FROM sessions
+                WHERE family_id = (SELECT family_id FROM refresh_tokens WHERE token_hash = \(refreshTokenHash)) AND expires_at > \(now)
+                """, logger: logger))
+    }
+
     /// Ends a family's session; its refresh tokens cascade.
     public func deleteSession(familyId: String) async throws {
         try await execute("DELETE FROM sessions WHERE family_id = \(familyId)")

@@ -243,6 +243,16 @@ public final class SQLiteStorage: GatehouseStorage {
         }
     }
 
+    /// The unexpired session of a refresh token's family.
+    public func session(refreshTokenHash: String, now: Date) async throws -> SessionRecord? {
+        try await pool.read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT * FROM sessions WHERE family_id = (SELECT family_id FROM refresh_tokens WHERE token_hash = ?) AND expires_at > ?",
+                arguments: [refreshTokenHash, now]
+            ).map(Self.session)
+        }
+    }
+
     /// Ends a family's session; its refresh tokens cascade.
     public func deleteSession(familyId: String) async throws {
         try await pool.write { db in try db.execute(sql: "DELETE FROM sessions WHERE family_id = ?", arguments: [familyId]) }

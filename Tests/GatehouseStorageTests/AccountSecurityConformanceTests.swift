@@ -84,12 +84,17 @@ import Testing
         try await storage.insertSession(session)
         try await storage.insertRefreshToken(tokenHash: "r1", familyId: session.familyId, at: Fixtures.now)
         #expect(try await storage.session(familyId: session.familyId, now: Fixtures.now) == session)
+        #expect(try await storage.session(refreshTokenHash: "r1", now: Fixtures.now) == session)
+        #expect(try await storage.session(refreshTokenHash: "r1", now: session.expiresAt) == nil, "an expired session is none")
+        #expect(try await storage.session(refreshTokenHash: "r2", now: Fixtures.now) == nil)
         #expect(try await storage.rotateRefreshToken(tokenHash: "r1", successorHash: "r2", now: Fixtures.now) == .rotated(session))
+        #expect(try await storage.session(refreshTokenHash: "r2", now: Fixtures.now) == session)
         #expect(try await storage.rotateRefreshToken(tokenHash: "r2", successorHash: "r3", now: Fixtures.now) == .rotated(session))
         // r1 again: stolen or replayed. The family ends, r3 with it.
         #expect(try await storage.rotateRefreshToken(tokenHash: "r1", successorHash: "r4", now: Fixtures.now) == .reused)
         #expect(try await storage.session(familyId: session.familyId, now: Fixtures.now) == nil)
         #expect(try await storage.session(idHash: session.idHash, now: Fixtures.now) == nil)
+        #expect(try await storage.session(refreshTokenHash: "r3", now: Fixtures.now) == nil)
         #expect(try await storage.rotateRefreshToken(tokenHash: "r3", successorHash: "r5", now: Fixtures.now) == .unknown)
         #expect(try await storage.rotateRefreshToken(tokenHash: "never", successorHash: "r6", now: Fixtures.now) == .unknown)
     }

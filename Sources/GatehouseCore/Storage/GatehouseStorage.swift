@@ -68,6 +68,9 @@ public protocol GatehouseStorage: Sendable {
     func session(idHash: String, now: Date) async throws -> SessionRecord?
     /// The session of a refresh-token family (an ID token's `sid`), if it has not expired.
     func session(familyId: String, now: Date) async throws -> SessionRecord?
+    /// The unexpired session a refresh token belongs to, spent or not: what a refresh reads
+    /// before it commits the rotation.
+    func session(refreshTokenHash: String, now: Date) async throws -> SessionRecord?
     /// Ends one session.
     func deleteSession(idHash: String) async throws
     /// Ends the session of a refresh-token family, with its refresh tokens.

@@ -47,12 +47,22 @@ public struct GatewayTokenService: Sendable {
     /// A token used twice revokes the family: both the thief and the user must sign in again.
     public func refresh(_ refreshToken: String) async throws -> Issued {
         guard refreshToken.hasPrefix(Self.refreshTokenPrefix), refreshToken.count <= 128 else { throw GatehouseError.invalidRefreshToken() }
+        let tokenHash = SecureRandom.digest(refreshToken)
         let successor = Self.newRefreshToken()
+        // Everything the answer needs is read and signed before the rotation commits: a store
+        // error before it leaves the token as it was (the client's retry works), and after it
+        // there is nothing left to fail. A token spent before still goes to the rotation, which
+        // revokes its family.
+        let prepared = try await storage.session(refreshTokenHash: tokenHash, now: configuration.clock.now())
+        var idToken: String?
+        if let prepared { idToken = try await self.idToken(for: prepared) }
         switch try await storage.rotateRefreshToken(
-            tokenHash: SecureRandom.digest(refreshToken), successorHash: SecureRandom.digest(successor), now: configuration.clock.now())
+            tokenHash: tokenHash, successorHash: SecureRandom.digest(successor), now: configuration.clock.now())
         {
         case .rotated(let session):
-            return Issued(idToken: try await idToken(for: session), refreshToken: successor, expiresIn: Int(configuration.idTokenLifetime))
+            // The rotation found the session read above (a family never changes its session).
+            guard let idToken, session.familyId == prepared?.familyId else { throw GatehouseError.invalidRefreshToken() }
+            return Issued(idToken: idToken, refreshToken: successor, expiresIn: Int(configuration.idTokenLifetime))
         case .reused, .unknown:
             throw GatehouseError.invalidRefreshToken()
         }
