@@ -15,6 +15,32 @@ struct ServiceKeyRoutesTests {
         return try await deployment.client.execute(OutboundRequest(method: method, url: deployment.gatewayURL + path, headers: all))
     }
 
+    @Test("lookup by email finds only accounts whose provider verified the address; includeUnverified=true adds the others, marked")
+    func lookupByEmailIsVerifiedOnly() async throws {
+        try await withDeployment { deployment in
+            // Yahoo merely claims Sam's address (the older account); GitHub verified it.
+            var claimer = Browser(deployment)
+            let claimed = try account(try await claimer.complete(login: "sam@yahoo.example", provider: "yahoo.com")).uid
+            var owner = Browser(deployment)
+            let verified = try account(try await owner.complete(login: "sam-shared")).uid
+            #expect(claimed != verified)
+            let storage = try GatehouseSQLiteStorageForSpec.open(deployment.databasePath)
+            let admin = try await ServiceKeyService(storage: storage).create(name: "ops", scopes: ["admin"])
+            func users(_ query: String) async throws -> [[String: Any]] {
+                let response = try await Self.call(deployment, "/v1/users?\(query)", key: admin.secret)
+                #expect(response.status == 200, "\(response.bodyText)")
+                return try jsonObject(response)["users"] as? [[String: Any]] ?? []
+            }
+            let found = try await users("email=Sam.Shared@example.com")
+            #expect(found.map { $0["uid"] as? String } == [verified])
+            #expect(found.map { $0["emailMatch"] as? String } == ["verified"])
+            let widened = try await users("email=sam.shared@example.com&includeUnverified=true")
+            #expect(widened.map { $0["uid"] as? String } == [claimed, verified])
+            #expect(widened.map { $0["emailMatch"] as? String } == ["unverified", "verified"])
+            #expect(try await Self.call(deployment, "/v1/users?email=sam.shared@example.com&includeUnverified=yes", key: admin.secret).status == 400)
+        }
+    }
+
     @Test(
         "key lifecycle and scopes: 401 without or with a wrong or revoked key, 403 without the scope; profile, provider profile and photo by uid; admin disable/enable/revoke-sessions"
     )

@@ -89,13 +89,23 @@ public struct ProfileService: Sendable {
         return try await accounts.unifiedProfile(for: account)
     }
 
-    /// The unified profiles of the accounts with this email on any linked provider (admin search).
-    public func profiles(email: String) async throws -> [UnifiedProfile] {
+    /// The accounts with this email (admin search), oldest first, at most 100: by default only
+    /// those a provider vouches for it (`emailVerified`), as one-account-per-email matches;
+    /// `includeUnverified` adds accounts whose provider merely claims it, each marked, so a
+    /// service mapping an email to a user is not pointed at whoever typed the address first.
+    public func profiles(email: String, includeUnverified: Bool = false) async throws -> [EmailMatch] {
         let trimmed = email.trimmingCharacters(in: .whitespaces)
-        guard trimmed.count <= 320, trimmed.contains("@") else { throw GatehouseError.invalidArgument("email must be an email address.") }
-        var result: [UnifiedProfile] = []
-        for uid in try await storage.uids(email: trimmed, limit: 100) {
-            if let account = try await storage.account(uid: uid) { result.append(try await accounts.unifiedProfile(for: account)) }
+        guard trimmed.count <= 320, trimmed.contains("@"), let normalized = EmailAddress.normalized(trimmed) else {
+            throw GatehouseError.invalidArgument("email must be an email address.")
+        }
+        let verified = Set(try await storage.uids(verifiedEmail: normalized, limit: 100))
+        let uids =
+            includeUnverified ? try await storage.uids(email: trimmed, limit: 100) : try await storage.uids(verifiedEmail: normalized, limit: 100)
+        var result: [EmailMatch] = []
+        for uid in uids {
+            if let account = try await storage.account(uid: uid) {
+                result.append(EmailMatch(profile: try await accounts.unifiedProfile(for: account), verified: verified.contains(uid)))
+            }
         }
         return result
     }

@@ -26,7 +26,13 @@ struct ServiceRoutes {
         table.add(router, .get, "/v1/users") { request, _ in
             try await authorize(request, scope: "admin")
             guard let email = request.queryDictionary["email"] else { throw GatehouseError.invalidArgument("email is required.") }
-            return try Response.json(UserList(users: try await profiles.profiles(email: email)))
+            let includeUnverified: Bool
+            switch request.queryDictionary["includeUnverified"] {
+            case nil, "false": includeUnverified = false
+            case "true": includeUnverified = true
+            default: throw GatehouseError.invalidArgument("includeUnverified must be true or false.")
+            }
+            return try Response.json(UserList(users: try await profiles.profiles(email: email, includeUnverified: includeUnverified)))
         }
         table.add(router, .get, "/v1/users/{uid}") { request, context in
             try Response.json(try await profiles.profile(uid: try await uid(request, context, scope: "profile:read")))
@@ -55,6 +61,6 @@ struct ServiceRoutes {
 
     /// `GET /v1/users?email=`.
     struct UserList: Encodable {
-        let users: [UnifiedProfile]
+        let users: [EmailMatch]
     }
 }
