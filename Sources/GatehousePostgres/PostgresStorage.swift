@@ -628,6 +628,8 @@ public final class PostgresStorage: GatehouseStorage {
                 switch Self.sqlState(of: error) {
                 case PostgresError.Code.uniqueViolation.raw:
                     throw StorageError.conflict
+                case let state? where Self.exhaustedStates[state] != nil:
+                    throw StorageError.exhausted(condition: "\(Self.exhaustedStates[state] ?? "") (SQLSTATE \(state))")
                 case let state? where attempt < 4 && Self.retryableStates.contains(state):
                     attempt += 1
                     // Worth seeing: frequent retries mean contention an operator may want to know about.
@@ -639,6 +641,11 @@ public final class PostgresStorage: GatehouseStorage {
             }
         }
     }
+
+    /// The server lacks a resource: nothing was committed, and the answer is 503.
+    private static let exhaustedStates: [String: String] = [
+        "53100": "disk full", "53200": "out of memory", "53300": "too many connections", "53400": "configuration limit exceeded",
+    ]
 
     /// Serialization failure and deadlock: the transaction lost a race and may simply run again.
     private static let retryableStates: Set<String> = [PostgresError.Code.serializationFailure.raw, PostgresError.Code.deadlockDetected.raw]

@@ -9,6 +9,8 @@ import GatehouseCore
 public final class SQLiteStorage: GatehouseStorage {
     private let pool: DatabasePool
     private let locks = KeyedLock()
+    /// The data folder, named in errors about the disk.
+    private let folder: String
 
     /// Opens (or creates) the database file, readable by its owner only (0600; SQLite gives
     /// its `-wal` and `-shm` files the same permissions).
@@ -27,6 +29,34 @@ public final class SQLiteStorage: GatehouseStorage {
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
         pool = try DatabasePool(path: path, configuration: configuration)
+        folder = (path as NSString).deletingLastPathComponent
+    }
+
+    /// A read, with resource failures as `StorageError.exhausted`.
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do { return try await pool.read(body) } catch let error as DatabaseError { throw exhausted(error) ?? error }
+    }
+
+    /// A write transaction, with resource failures as `StorageError.exhausted`: SQLite rolled
+    /// it back, so nothing was committed and the caller may answer 503.
+    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do { return try await pool.write(body) } catch let error as DatabaseError { throw exhausted(error) ?? error }
+    }
+
+    /// A full disk, an I/O error, no memory, a file that cannot be opened or written: the
+    /// condition and the data folder, never the statement's values.
+    private func exhausted(_ error: DatabaseError) -> StorageError? {
+        let condition: String
+        switch error.resultCode {
+        case .SQLITE_FULL: condition = "disk full (SQLITE_FULL) in \(folder)"
+        case .SQLITE_IOERR: condition = "I/O error (SQLITE_IOERR, extended code \(error.extendedResultCode.rawValue)) in \(folder)"
+        case .SQLITE_NOMEM: condition = "out of memory (SQLITE_NOMEM)"
+        case .SQLITE_CANTOPEN: condition = "cannot open the database files (SQLITE_CANTOPEN) in \(folder)"
+        case .SQLITE_READONLY: condition = "the database is read-only (SQLITE_READONLY) in \(folder)"
+        case .SQLITE_BUSY: condition = "the database stayed locked past the busy timeout (SQLITE_BUSY)"
+        default: return nil
+        }
+        return .exhausted(condition: condition)
     }
 
     /// Applies the versioned, forward-only migrations.
@@ -36,12 +66,12 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Runs a trivial query.
     public func ping() async throws {
-        _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+        _ = try await read { db in try Int.fetchOne(db, sql: "SELECT 1") }
     }
 
     /// Saves a started sign-in.
     public func insertTransaction(_ t: SignInTransaction) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.execute(
                 sql: """
                     INSERT INTO signin_transactions (state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode,
@@ -57,7 +87,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Deletes and returns the transaction with this state and binding (`DELETE … RETURNING`: one winner).
     public func takeTransaction(stateHash: String, bindingHash: String) async throws -> SignInTransaction? {
-        try await pool.write { db in
+        try await write { db in
             guard
                 let row = try Row.fetchOne(
                     db, sql: "DELETE FROM signin_transactions WHERE state_hash = ? AND binding_hash = ? RETURNING *",
@@ -73,7 +103,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Records a single-use credential; `false` when it was recorded already.
     public func spendToken(hash: String, expiresAt: Date) async throws -> Bool {
-        try await pool.write { db in
+        try await write { db in
             try db.execute(
                 sql: "INSERT INTO spent_tokens (token_hash, expires_at) VALUES (?, ?) ON CONFLICT (token_hash) DO NOTHING",
                 arguments: [hash, expiresAt])
@@ -83,7 +113,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Saves a one-time sign-in result.
     public func insertResult(idHash: String, payload: Data, expiresAt: Date) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.execute(
                 sql: "INSERT INTO signin_results (id_hash, payload, expires_at) VALUES (?, ?, ?)", arguments: [idHash, payload, expiresAt])
         }
@@ -91,7 +121,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Deletes and returns the result if it has not expired.
     public func takeResult(idHash: String, now: Date) async throws -> Data? {
-        try await pool.write { db in
+        try await write { db in
             guard
                 let row = try Row.fetchOne(db, sql: "DELETE FROM signin_results WHERE id_hash = ? RETURNING payload, expires_at", arguments: [idHash])
             else { return nil }
@@ -102,14 +132,14 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// The account with this uid.
     public func account(uid: String) async throws -> AccountRecord? {
-        try await pool.read { db in
+        try await read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE uid = ?", arguments: [uid]).map(Self.account)
         }
     }
 
     /// The link of this provider identity.
     public func link(providerId: String, federatedId: String) async throws -> ProviderLinkRecord? {
-        try await pool.read { db in
+        try await read { db in
             try Row.fetchOne(
                 db, sql: "SELECT * FROM provider_links WHERE provider_id = ? AND federated_id = ?", arguments: [providerId, federatedId]
             ).map(Self.link)
@@ -118,7 +148,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// The links of an account, oldest first.
     public func links(uid: String) async throws -> [ProviderLinkRecord] {
-        try await pool.read { db in
+        try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM provider_links WHERE uid = ? ORDER BY linked_at, provider_id", arguments: [uid]).map(Self.link)
         }
     }
@@ -126,7 +156,7 @@ public final class SQLiteStorage: GatehouseStorage {
     /// Creates the account and its first link in one transaction; a uniqueness violation is `StorageError.conflict`.
     public func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws {
         try await conflicting {
-            try await pool.write { db in
+            try await write { db in
                 try db.execute(
                     sql: "INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled) VALUES (?, ?, ?, ?)",
                     arguments: [account.uid, account.createdAt, account.lastSignInAt, account.disabled])
@@ -137,7 +167,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
     public func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws {
-        try await pool.write { db in
+        try await write { db in
             try Self.update(link, db)
             try db.execute(sql: "UPDATE accounts SET last_sign_in_at = ? WHERE uid = ?", arguments: [date, link.uid])
         }
@@ -145,14 +175,14 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Replaces a link's profile and tokens (never its owner).
     public func updateLink(_ link: ProviderLinkRecord) async throws {
-        try await pool.write { db in try Self.update(link, db) }
+        try await write { db in try Self.update(link, db) }
     }
 
     /// Replaces a link's profile snapshot and verified email only.
     public func updateLinkProfile(
         providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
     ) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.execute(
                 sql: """
                     UPDATE provider_links SET profile_json = ?, verified_email = ?, updated_at = ?
@@ -164,12 +194,12 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Adds a link; a taken identity or provider slot is `StorageError.conflict`.
     public func addLink(_ link: ProviderLinkRecord) async throws {
-        try await conflicting { try await pool.write { db in try Self.insert(link, db) } }
+        try await conflicting { try await write { db in try Self.insert(link, db) } }
     }
 
     /// Removes a link unless it is the account's last (one write transaction: SQLite has one writer).
     public func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome {
-        try await pool.write { db in
+        try await write { db in
             let links = try Row.fetchAll(db, sql: "SELECT * FROM provider_links WHERE uid = ?", arguments: [uid]).map(Self.link)
             guard let link = links.first(where: { $0.providerId == providerId }) else { return .notLinked }
             guard links.count > 1 else { return .lastLink }
@@ -180,7 +210,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Deletes the account; links, sessions, refresh tokens and pending credentials cascade.
     public func deleteAccount(uid: String) async throws -> [ProviderLinkRecord]? {
-        try await pool.write { db in
+        try await write { db in
             let links = try Row.fetchAll(db, sql: "SELECT * FROM provider_links WHERE uid = ? ORDER BY linked_at", arguments: [uid]).map(Self.link)
             try db.execute(sql: "DELETE FROM accounts WHERE uid = ?", arguments: [uid])
             return db.changesCount > 0 ? links : nil
@@ -189,7 +219,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Accounts holding a link with this normalized verified email.
     public func uids(verifiedEmail: String, limit: Int) async throws -> [String] {
-        try await pool.read { db in
+        try await read { db in
             try String.fetchAll(
                 db,
                 sql: "SELECT uid FROM provider_links WHERE verified_email = ? GROUP BY uid ORDER BY min(linked_at), uid LIMIT ?",
@@ -199,7 +229,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// A page of all links in (provider, federated id) order, after the cursor.
     public func links(after cursor: LinkCursor?, limit: Int) async throws -> [ProviderLinkRecord] {
-        try await pool.read { db in
+        try await read { db in
             try Row.fetchAll(
                 db,
                 sql: """
@@ -212,7 +242,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Compare-and-set of a link's sealed tokens.
     public func replaceSealedTokens(providerId: String, federatedId: String, expected: String, with sealed: String) async throws -> Bool {
-        try await pool.write { db in
+        try await write { db in
             try db.execute(
                 sql: "UPDATE provider_links SET sealed_tokens = ? WHERE provider_id = ? AND federated_id = ? AND sealed_tokens = ?",
                 arguments: [sealed, providerId, federatedId, expected])
@@ -222,7 +252,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Saves a session.
     public func insertSession(_ session: SessionRecord) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.execute(
                 sql: "INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider) VALUES (?, ?, ?, ?, ?, ?)",
                 arguments: [session.idHash, session.uid, session.createdAt, session.expiresAt, session.familyId, session.signInProvider])
@@ -231,21 +261,21 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// The session with this hash, if it has not expired.
     public func session(idHash: String, now: Date) async throws -> SessionRecord? {
-        try await pool.read { db in
+        try await read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id_hash = ? AND expires_at > ?", arguments: [idHash, now]).map(Self.session)
         }
     }
 
     /// The session of a refresh-token family, if it has not expired.
     public func session(familyId: String, now: Date) async throws -> SessionRecord? {
-        try await pool.read { db in
+        try await read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE family_id = ? AND expires_at > ?", arguments: [familyId, now]).map(Self.session)
         }
     }
 
     /// The unexpired session of a refresh token's family.
     public func session(refreshTokenHash: String, now: Date) async throws -> SessionRecord? {
-        try await pool.read { db in
+        try await read { db in
             try Row.fetchOne(
                 db, sql: "SELECT * FROM sessions WHERE family_id = (SELECT family_id FROM refresh_tokens WHERE token_hash = ?) AND expires_at > ?",
                 arguments: [refreshTokenHash, now]
@@ -255,12 +285,12 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Ends a family's session; its refresh tokens cascade.
     public func deleteSession(familyId: String) async throws {
-        try await pool.write { db in try db.execute(sql: "DELETE FROM sessions WHERE family_id = ?", arguments: [familyId]) }
+        try await write { db in try db.execute(sql: "DELETE FROM sessions WHERE family_id = ?", arguments: [familyId]) }
     }
 
     /// Stores a refresh token's hash in its family.
     public func insertRefreshToken(tokenHash: String, familyId: String, at date: Date) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.execute(
                 sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)", arguments: [tokenHash, familyId, date])
         }
@@ -268,7 +298,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Spends a refresh token, or revokes its family when it was spent already.
     public func rotateRefreshToken(tokenHash: String, successorHash: String, now: Date) async throws -> RefreshRotation {
-        try await pool.write { db in
+        try await write { db in
             guard let token = try Row.fetchOne(db, sql: "SELECT family_id, used_at FROM refresh_tokens WHERE token_hash = ?", arguments: [tokenHash])
             else { return .unknown }
             let familyId: String = token["family_id"]
@@ -289,7 +319,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Saves a pending credential.
     public func insertPendingCredential(_ c: PendingCredentialRecord) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.execute(
                 sql: """
                     INSERT INTO pending_credentials (token_hash, target_uid, provider_id, federated_id, profile_json, sealed_tokens,
@@ -301,7 +331,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Deletes and returns a pending credential that has not expired.
     public func takePendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
-        try await pool.write { db in
+        try await write { db in
             guard let row = try Row.fetchOne(db, sql: "DELETE FROM pending_credentials WHERE token_hash = ? RETURNING *", arguments: [tokenHash])
             else { return nil }
             let credential = PendingCredentialRecord(
@@ -315,7 +345,7 @@ public final class SQLiteStorage: GatehouseStorage {
     /// Saves a signing key.
     public func insertSigningKey(_ key: SigningKeyRecord) async throws {
         try await conflicting {
-            try await pool.write { db in
+            try await write { db in
                 try db.execute(
                     sql: "INSERT INTO signing_keys (kid, sealed_private_key, created_at) VALUES (?, ?, ?)",
                     arguments: [key.kid, key.sealedPrivateKey, key.createdAt])
@@ -325,7 +355,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Every signing key, newest first.
     public func signingKeys() async throws -> [SigningKeyRecord] {
-        try await pool.read { db in
+        try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM signing_keys ORDER BY created_at DESC, kid").map { row in
                 SigningKeyRecord(kid: row["kid"], sealedPrivateKey: row["sealed_private_key"], createdAt: row["created_at"])
             }
@@ -334,7 +364,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Replaces a signing key's sealed private key if it is still `expected`.
     public func replaceSealedSigningKey(kid: String, expected: String, with sealed: String) async throws -> Bool {
-        try await pool.write { db in
+        try await write { db in
             try db.execute(
                 sql: "UPDATE signing_keys SET sealed_private_key = ? WHERE kid = ? AND sealed_private_key = ?", arguments: [sealed, kid, expected])
             return db.changesCount > 0
@@ -344,7 +374,7 @@ public final class SQLiteStorage: GatehouseStorage {
     /// Saves a data key.
     public func insertDataKey(_ key: DataKeyRecord) async throws {
         try await conflicting {
-            try await pool.write { db in
+            try await write { db in
                 try db.execute(
                     sql: "INSERT INTO data_keys (id, wrapped_key, created_at) VALUES (?, ?, ?)", arguments: [key.id, key.wrappedKey, key.createdAt])
             }
@@ -353,7 +383,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Every data key, newest first.
     public func dataKeys() async throws -> [DataKeyRecord] {
-        try await pool.read { db in
+        try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM data_keys ORDER BY created_at DESC, id").map { row in
                 DataKeyRecord(id: row["id"], wrappedKey: row["wrapped_key"], createdAt: row["created_at"])
             }
@@ -362,7 +392,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Replaces a data key's wrapping if it is still `expected`.
     public func replaceWrappedDataKey(id: String, expected: String, with wrapped: String) async throws -> Bool {
-        try await pool.write { db in
+        try await write { db in
             try db.execute(sql: "UPDATE data_keys SET wrapped_key = ? WHERE id = ? AND wrapped_key = ?", arguments: [wrapped, id, expected])
             return db.changesCount > 0
         }
@@ -370,7 +400,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Deletes a data key.
     public func deleteDataKey(id: String) async throws -> Bool {
-        try await pool.write { db in
+        try await write { db in
             try db.execute(sql: "DELETE FROM data_keys WHERE id = ?", arguments: [id])
             return db.changesCount > 0
         }
@@ -387,7 +417,7 @@ public final class SQLiteStorage: GatehouseStorage {
               UNION ALL SELECT \(label("sealed_tokens")) FROM pending_credentials WHERE expires_at > ?
             ) GROUP BY label
             """
-        return try await pool.read { db in
+        return try await read { db in
             var usage: [String: Int] = [:]
             for row in try Row.fetchAll(db, sql: sql, arguments: [now]) {
                 usage[row["label"]] = row["uses"]
@@ -398,17 +428,17 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Ends one session.
     public func deleteSession(idHash: String) async throws {
-        try await pool.write { db in try db.execute(sql: "DELETE FROM sessions WHERE id_hash = ?", arguments: [idHash]) }
+        try await write { db in try db.execute(sql: "DELETE FROM sessions WHERE id_hash = ?", arguments: [idHash]) }
     }
 
     /// Ends every session of an account.
     public func deleteSessions(uid: String) async throws {
-        try await pool.write { db in try db.execute(sql: "DELETE FROM sessions WHERE uid = ?", arguments: [uid]) }
+        try await write { db in try db.execute(sql: "DELETE FROM sessions WHERE uid = ?", arguments: [uid]) }
     }
 
     /// Accounts by the email of any linked profile snapshot (SQLite's JSON functions; lower-cased both sides).
     public func uids(email: String, limit: Int) async throws -> [String] {
-        try await pool.read { db in
+        try await read { db in
             try String.fetchAll(
                 db,
                 sql: """
@@ -421,7 +451,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Sets the account's `disabled` flag.
     public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
-        try await pool.write { db in
+        try await write { db in
             try db.execute(sql: "UPDATE accounts SET disabled = ? WHERE uid = ?", arguments: [disabled, uid])
             return db.changesCount > 0
         }
@@ -430,7 +460,7 @@ public final class SQLiteStorage: GatehouseStorage {
     /// Saves a new service key (scopes as one space-separated column).
     public func insertServiceKey(_ key: ServiceKeyRecord) async throws {
         try await conflicting {
-            try await pool.write { db in
+            try await write { db in
                 try db.execute(
                     sql: "INSERT INTO service_keys (id, name, secret_hash, scopes, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)",
                     arguments: [key.id, key.name, key.secretHash, key.scopes.joined(separator: " "), key.createdAt, key.revokedAt])
@@ -440,21 +470,21 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// The key with this secret hash.
     public func serviceKey(secretHash: String) async throws -> ServiceKeyRecord? {
-        try await pool.read { db in
+        try await read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM service_keys WHERE secret_hash = ?", arguments: [secretHash]).map(Self.serviceKey)
         }
     }
 
     /// Every key, oldest first.
     public func serviceKeys() async throws -> [ServiceKeyRecord] {
-        try await pool.read { db in
+        try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM service_keys ORDER BY created_at, id").map(Self.serviceKey)
         }
     }
 
     /// Revokes a key that is not revoked yet.
     public func revokeServiceKey(id: String, at date: Date) async throws -> Bool {
-        try await pool.write { db in
+        try await write { db in
             try db.execute(sql: "UPDATE service_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [date, id])
             return db.changesCount > 0
         }
@@ -469,7 +499,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Deletes expired transactions, results and sessions.
     public func purgeExpired(now: Date) async throws {
-        try await pool.write { db in
+        try await write { db in
             try db.execute(sql: "DELETE FROM signin_transactions WHERE expires_at <= ?", arguments: [now])
             try db.execute(sql: "DELETE FROM signin_results WHERE expires_at <= ?", arguments: [now])
             try db.execute(sql: "DELETE FROM sessions WHERE expires_at <= ?", arguments: [now])

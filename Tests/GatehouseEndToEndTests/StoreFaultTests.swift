@@ -1,6 +1,8 @@
 import CurlClient
 import Foundation
 import GRDB
+import GatehouseCore
+import GatehouseTestSupport
 import Testing
 
 /// Issue #21: what a store failure in the middle of a request leaves behind.
@@ -24,5 +26,67 @@ struct StoreFaultTests {
             let successor = try #require(try jsonObject(retried)["refreshToken"] as? String)
             #expect(try await GatewayTokenTests.refresh(deployment, successor).status == 200, "the family lives on")
         }
+    }
+}
+
+extension StoreFaultTests {
+    @Test(
+        "a full disk answers 503 storage-unavailable with Retry-After (never 500), logs the condition and the folder, and sign-ins resume once space returns",
+        .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+    func fullDiskIsUnavailableNotAnError() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-full-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try TestTools.run("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", folder])
+        defer {
+            try? TestTools.run("umount", ["-l", folder])
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+        try await withDeployment(dataFolder: folder) { deployment in
+            var first = Browser(deployment)
+            #expect(try await first.complete(login: "octocat").status == 200)
+            // Fill the disk, 64 KiB at a time, until it refuses.
+            let filler = folder + "/filler"
+            FileManager.default.createFile(atPath: filler, contents: nil)
+            let handle = try #require(FileHandle(forWritingAtPath: filler))
+            let chunk = Data(count: 64 << 10)
+            for _ in 0..<256 {
+                do { try handle.write(contentsOf: chunk) } catch { break }
+            }
+            try? handle.close()
+
+            // Sign-ins write (a transaction, an account, a session): each answer is a success
+            // (SQLite may still have room in its WAL) or a 503, never a 500.
+            var unavailable = 0
+            for login in ["private-pat", "unverified-uma", "sam-shared", "octocat", "private-pat", "sam-shared"] {
+                let answer = try await Self.attemptSignIn(deployment, login: login)
+                #expect([200, 503].contains(answer.status), "\(login): \(answer.status) \(answer.bodyText)")
+                if answer.status == 503 {
+                    unavailable += 1
+                    #expect(try jsonObject(answer)["code"] as? String == "storage-unavailable")
+                    #expect(answer.headers["retry-after"] != nil)
+                }
+            }
+            #expect(unavailable > 0, "a full disk refused no write")
+            #expect(deployment.logs.lines.contains { $0.contains("storage unavailable") && $0.contains("disk full") && $0.contains(folder) })
+
+            try FileManager.default.removeItem(atPath: filler)
+            let resumed = try await Self.attemptSignIn(deployment, login: "sam-shared")
+            #expect(resumed.status == 200, "\(resumed.bodyText)")
+        }
+    }
+
+    /// A GitHub sign-in step by step: the first answer that is not the next step's (start,
+    /// callback), else the result's answer.
+    static func attemptSignIn(_ deployment: TestDeployment, login: String) async throws -> OutboundResponse {
+        var browser = Browser(deployment)
+        let start = try await browser.start("return_to=\(FormEncoding.escape(TestDeployment.returnTo))&login=\(login)")
+        guard start.status == 302, let authorize = start.headers["location"] else { return start }
+        let approved = try await deployment.client.execute(OutboundRequest(url: authorize))
+        let callbackURL = try #require(approved.headers["location"])
+        let callback = try await browser.send(callbackURL)
+        guard callback.status == 303, let location = callback.headers["location"], let range = location.range(of: "#gatehouse_result=") else {
+            return callback
+        }
+        return try await browser.result(String(location[range.upperBound...]))
     }
 }

@@ -21,7 +21,8 @@ import Synchronization
 /// the configuration last. `database` (a `postgres://` URL) replaces the SQLite file,
 /// `instances` gateways share the store, like replicas behind a load balancer, `vaultKeys`
 /// gives instance N its encryption keys (default: one key shared by all) and
-/// `vaultReloadInterval` how often instances reread the data keys.
+/// `vaultReloadInterval` how often instances reread the data keys. `dataFolder` holds the SQLite
+/// file instead of a fresh temporary folder (the caller removes it).
 func withDeployment<T>(
     transactionLifetime: TimeInterval = 600,
     profileCacheLifetime: TimeInterval = 0,
@@ -34,11 +35,12 @@ func withDeployment<T>(
     vaultKeys: (@Sendable (Int) -> [Data])? = nil,
     vaultReloadInterval: TimeInterval = 30,
     databaseTimeout: Duration = .seconds(5),
+    dataFolder: String? = nil,
     _ body: (TestDeployment) async throws -> T
 ) async throws -> T {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-e2e-\(UUID().uuidString)").path
     try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-    let databasePath = folder + "/gatehouse.sqlite"
+    let databasePath = (dataFolder ?? folder) + "/gatehouse.sqlite"
     let logs = LogSink(capture: true)
     let logger = Logger(label: "gatehouse-test") { JSONLogHandler(label: $0, sink: logs) }
     let vaultKey = TokenVault.generateKey()

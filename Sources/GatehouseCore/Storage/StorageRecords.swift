@@ -185,4 +185,8 @@ public enum StorageError: Error, Sendable, Equatable {
     case conflict
     /// The store cannot be reached right now (a database restart, a network failure).
     case unavailable
+    /// The store refuses work for lack of a resource (a full disk, no memory, no connection
+    /// slots, an I/O error): nothing was committed. `condition` names it for the log (never
+    /// values); the API answers `503 storage-unavailable`.
+    case exhausted(condition: String)
 }

@@ -34,6 +34,10 @@ struct ProblemResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context
         } catch StorageError.unavailable {
             logger.warning("storage unavailable", metadata: ["request.id": "\(context.id)"])
             response = GatehouseError.storageUnavailable().problemResponse()
+        } catch StorageError.exhausted(let condition) {
+            // An operator's problem (a full disk, no connection slots): loud, and named.
+            logger.error("storage unavailable", metadata: ["request.id": "\(context.id)", "condition": "\(condition)"])
+            response = GatehouseError.storageUnavailable().problemResponse()
         } catch let error as any HTTPResponseError {
             response = rewrite(Response(status: error.status), request: request)
         } catch {
