@@ -108,13 +108,31 @@ public final class PostgresStorage: GatehouseStorage {
         try await execute("INSERT INTO signin_results (id_hash, payload, expires_at) VALUES (\(idHash), \(payload), \(expiresAt))")
     }
 
-    /// Deletes and returns the result if it has not expired.
-    public func takeResult(idHash: String, now: Date) async throws -> Data? {
-        let rows = try await query("DELETE FROM signin_results WHERE id_hash = \(idHash) RETURNING payload, expires_at", logger: logger)
-        for try await (payload, expiresAt) in rows.decode((Data, Date).self) {
-            return expiresAt > now ? payload : nil
-        }
+    /// The result if it has not expired, left in place.
+    public func result(idHash: String, now: Date) async throws -> Data? {
+        let rows = try await query("SELECT payload FROM signin_results WHERE id_hash = \(idHash) AND expires_at > \(now)", logger: logger)
+        for try await payload in rows.decode(Data.self) { return payload }
         return nil
+    }
+
+    /// Deletes and returns the result if it has not expired; stores `refreshToken` in the
+    /// same transaction when it was there.
+    public func takeResult(idHash: String, now: Date, refreshToken: NewRefreshToken?) async throws -> Data? {
+        try await transaction { connection, logger in
+            var taken: (Data, Date)?
+            for try await row in try await connection.query(
+                "DELETE FROM signin_results WHERE id_hash = \(idHash) RETURNING payload, expires_at", logger: logger
+            ).decode((Data, Date).self) {
+                taken = row
+            }
+            guard let (payload, expiresAt) = taken, expiresAt > now else { return nil }
+            if let token = refreshToken {
+                try await connection.query(
+                    "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (\(token.tokenHash), \(token.familyId), \(token.issuedAt))",
+                    logger: logger)
+            }
+            return payload
+        }
     }
 
     /// The account with this uid.

@@ -119,14 +119,28 @@ public final class SQLiteStorage: GatehouseStorage {
         }
     }
 
-    /// Deletes and returns the result if it has not expired.
-    public func takeResult(idHash: String, now: Date) async throws -> Data? {
+    /// The result if it has not expired, left in place.
+    public func result(idHash: String, now: Date) async throws -> Data? {
+        try await read { db in
+            try Data.fetchOne(db, sql: "SELECT payload FROM signin_results WHERE id_hash = ? AND expires_at > ?", arguments: [idHash, now])
+        }
+    }
+
+    /// Deletes and returns the result if it has not expired; stores `refreshToken` in the
+    /// same transaction when it was there.
+    public func takeResult(idHash: String, now: Date, refreshToken: NewRefreshToken?) async throws -> Data? {
         try await write { db in
             guard
                 let row = try Row.fetchOne(db, sql: "DELETE FROM signin_results WHERE id_hash = ? RETURNING payload, expires_at", arguments: [idHash])
             else { return nil }
             let expiresAt: Date = row["expires_at"]
-            return expiresAt > now ? row["payload"] : nil
+            guard expiresAt > now else { return nil }
+            if let token = refreshToken {
+                try db.execute(
+                    sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)",
+                    arguments: [token.tokenHash, token.familyId, token.issuedAt])
+            }
+            return row["payload"]
         }
     }
 

@@ -27,6 +27,25 @@ struct StoreFaultTests {
             #expect(try await GatewayTokenTests.refresh(deployment, successor).status == 200, "the family lives on")
         }
     }
+
+    @Test("a store error while the one-time result is redeemed leaves it redeemable: its tokens and its removal commit together")
+    func resultRedemptionFailingLeavesTheResult() async throws {
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            let resultID = try await browser.signIn(login: "octocat")
+            let database = try DatabaseQueue(path: deployment.databasePath)
+            try await database.write { try $0.execute(sql: "ALTER TABLE refresh_tokens RENAME TO refresh_tokens_away") }
+            let failed = try await browser.result(resultID)
+            #expect(failed.status >= 500, "\(failed.status): \(failed.bodyText)")
+            try await database.write { try $0.execute(sql: "ALTER TABLE refresh_tokens_away RENAME TO refresh_tokens") }
+
+            let retried = try await browser.result(resultID)
+            #expect(retried.status == 200, "\(retried.bodyText)")
+            let refreshToken = try #require(try jsonObject(retried)["refreshToken"] as? String)
+            #expect(try await GatewayTokenTests.refresh(deployment, refreshToken).status == 200)
+            #expect(try await browser.result(resultID).status == 404, "still one-time")
+        }
+    }
 }
 
 extension StoreFaultTests {

@@ -65,11 +65,36 @@ import Testing
         let storage = try await backend.make()
         try await storage.insertResult(idHash: "live", payload: Data("payload".utf8), expiresAt: Fixtures.now.addingTimeInterval(60))
         try await storage.insertResult(idHash: "stale", payload: Data("old".utf8), expiresAt: Fixtures.now.addingTimeInterval(-1))
-        #expect(try await storage.takeResult(idHash: "live", now: Fixtures.now) == Data("payload".utf8))
-        #expect(try await storage.takeResult(idHash: "live", now: Fixtures.now) == nil)
-        #expect(try await storage.takeResult(idHash: "stale", now: Fixtures.now) == nil)
+        #expect(try await storage.result(idHash: "live", now: Fixtures.now) == Data("payload".utf8))
+        #expect(try await storage.result(idHash: "live", now: Fixtures.now) == Data("payload".utf8), "reading leaves it")
+        #expect(try await storage.result(idHash: "stale", now: Fixtures.now) == nil)
+        #expect(try await storage.takeResult(idHash: "live", now: Fixtures.now, refreshToken: nil) == Data("payload".utf8))
+        #expect(try await storage.takeResult(idHash: "live", now: Fixtures.now, refreshToken: nil) == nil)
+        #expect(try await storage.result(idHash: "live", now: Fixtures.now) == nil)
+        #expect(try await storage.takeResult(idHash: "stale", now: Fixtures.now, refreshToken: nil) == nil)
         // Taking an expired result still deletes it: a later clock cannot revive it.
-        #expect(try await storage.takeResult(idHash: "stale", now: Fixtures.now.addingTimeInterval(-3600)) == nil)
+        #expect(try await storage.takeResult(idHash: "stale", now: Fixtures.now.addingTimeInterval(-3600), refreshToken: nil) == nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func takingAResultStoresItsRefreshTokenInTheSameTransaction(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let session = Fixtures.session("s1", uid: "u1")
+        try await storage.insertSession(session)
+        try await storage.insertResult(idHash: "r", payload: Data("payload".utf8), expiresAt: Fixtures.now.addingTimeInterval(60))
+        let first = NewRefreshToken(tokenHash: "t1", familyId: session.familyId, issuedAt: Fixtures.now)
+        #expect(try await storage.takeResult(idHash: "r", now: Fixtures.now, refreshToken: first) == Data("payload".utf8))
+        #expect(try await storage.session(refreshTokenHash: "t1", now: Fixtures.now) == session)
+        // Gone already: the second token is not stored.
+        let second = NewRefreshToken(tokenHash: "t2", familyId: session.familyId, issuedAt: Fixtures.now)
+        #expect(try await storage.takeResult(idHash: "r", now: Fixtures.now, refreshToken: second) == nil)
+        #expect(try await storage.session(refreshTokenHash: "t2", now: Fixtures.now) == nil)
+        // A token that cannot be stored (a family that does not exist) leaves the result in place.
+        try await storage.insertResult(idHash: "kept", payload: Data("kept".utf8), expiresAt: Fixtures.now.addingTimeInterval(60))
+        let orphan = NewRefreshToken(tokenHash: "t3", familyId: "no-such-family", issuedAt: Fixtures.now)
+        await #expect(throws: (any Error).self) { try await storage.takeResult(idHash: "kept", now: Fixtures.now, refreshToken: orphan) }
+        #expect(try await storage.result(idHash: "kept", now: Fixtures.now) == Data("kept".utf8))
     }
 
     @Test(arguments: StorageBackend.all)
@@ -187,7 +212,7 @@ import Testing
 
         #expect(try await storage.takeTransaction(stateHash: stale.stateHash, bindingHash: stale.bindingHash) == nil)
         #expect(try await storage.takeTransaction(stateHash: live.stateHash, bindingHash: live.bindingHash) == live)
-        #expect(try await storage.takeResult(idHash: "live", now: Fixtures.now) != nil)
+        #expect(try await storage.takeResult(idHash: "live", now: Fixtures.now, refreshToken: nil) != nil)
         #expect(try await storage.session(idHash: SecureRandom.digest("live"), now: Fixtures.now) != nil)
         // Accounts and links are never purged.
         #expect(try await storage.account(uid: "u1") != nil)

@@ -254,18 +254,27 @@ public struct SignInService: Sendable {
         let key = ResultBinding.storageKey(resultID: id, challenge: challenge)
         // With a verifier, "unknown", "already fetched" and "bound to another verifier" look
         // the same from here: the stored key is derived from both.
-        guard let payload = try await storage.takeResult(idHash: key, now: configuration.clock.now()) else {
-            throw GatehouseError.resultNotFound()
-        }
+        // Read first, taken last: the session and tokens are prepared before the result is
+        // consumed, and the result leaves the store in the same transaction as the refresh
+        // token arrives, so a store error at any step leaves the result redeemable.
+        let now = configuration.clock.now()
+        guard let payload = try await storage.result(idHash: key, now: now) else { throw GatehouseError.resultNotFound() }
         switch try JSONCoding.decoder().decode(StoredResult.self, from: payload) {
         case .success(let result, let familyId):
             // Tokens are minted now, once: the stored result never held a usable credential.
-            guard let familyId else { return result }
-            guard let session = try await storage.session(familyId: familyId, now: configuration.clock.now()) else {
-                throw GatehouseError.invalidRefreshToken()
+            var prepared: (GatewayTokenService.Issued, NewRefreshToken)?
+            if let familyId {
+                guard let session = try await storage.session(familyId: familyId, now: now) else { throw GatehouseError.invalidRefreshToken() }
+                prepared = try await tokens.prepareIssue(for: session)
             }
-            return result.with(try await tokens.issue(for: session))
-        case .failure(let error): throw error
+            // Someone else redeemed it meanwhile: one winner, as before.
+            guard try await storage.takeResult(idHash: key, now: now, refreshToken: prepared?.1) != nil else {
+                throw GatehouseError.resultNotFound()
+            }
+            return prepared.map { result.with($0.0) } ?? result
+        case .failure(let error):
+            guard try await storage.takeResult(idHash: key, now: now, refreshToken: nil) != nil else { throw GatehouseError.resultNotFound() }
+            throw error
         }
     }
 }

@@ -16,8 +16,12 @@ public protocol GatehouseStorage: Sendable {
 
     /// Saves a one-time sign-in result.
     func insertResult(idHash: String, payload: Data, expiresAt: Date) async throws
-    /// Deletes and returns the result if it has not expired.
-    func takeResult(idHash: String, now: Date) async throws -> Data?
+    /// The result if it has not expired, left in place: what a redemption reads first.
+    func result(idHash: String, now: Date) async throws -> Data?
+    /// Deletes and returns the result if it has not expired, and in the same transaction
+    /// stores `refreshToken` (the first of the session's family) when it was there: a failed
+    /// redemption leaves the result, a successful one the token, never one without the other.
+    func takeResult(idHash: String, now: Date, refreshToken: NewRefreshToken?) async throws -> Data?
 
     /// Records that a single-use credential (an ID token posted to the gateway) was used,
     /// until `expiresAt`; `false` when it had been recorded already (a replay), across instances.

@@ -180,6 +180,23 @@ public struct LinkCursor: Sendable, Equatable {
 }
 
 /// Storage failures the core reacts to.
+/// A refresh token to store, by hash, in a session's family.
+public struct NewRefreshToken: Sendable, Equatable {
+    /// SHA-256 of the token.
+    public var tokenHash: String
+    /// The session's family.
+    public var familyId: String
+    /// When it was issued.
+    public var issuedAt: Date
+
+    /// Describes the token.
+    public init(tokenHash: String, familyId: String, issuedAt: Date) {
+        self.tokenHash = tokenHash
+        self.familyId = familyId
+        self.issuedAt = issuedAt
+    }
+}
+
 public enum StorageError: Error, Sendable, Equatable {
     /// A uniqueness rule was violated (for example the same identity linked twice).
     case conflict

@@ -38,9 +38,19 @@ public struct GatewayTokenService: Sendable {
 
     /// Mints an ID token for the session and starts (or continues) its refresh family.
     public func issue(for session: SessionRecord) async throws -> Issued {
+        let (issued, token) = try await prepareIssue(for: session)
+        try await storage.insertRefreshToken(tokenHash: token.tokenHash, familyId: token.familyId, at: token.issuedAt)
+        return issued
+    }
+
+    /// The tokens `issue(for:)` would answer, everything read and signed, and the refresh
+    /// token the caller must store (in its own transaction) before answering them.
+    public func prepareIssue(for session: SessionRecord) async throws -> (Issued, NewRefreshToken) {
         let refreshToken = Self.newRefreshToken()
-        try await storage.insertRefreshToken(tokenHash: SecureRandom.digest(refreshToken), familyId: session.familyId, at: configuration.clock.now())
-        return Issued(idToken: try await idToken(for: session), refreshToken: refreshToken, expiresIn: Int(configuration.idTokenLifetime))
+        let issued = Issued(idToken: try await idToken(for: session), refreshToken: refreshToken, expiresIn: Int(configuration.idTokenLifetime))
+        return (
+            issued, NewRefreshToken(tokenHash: SecureRandom.digest(refreshToken), familyId: session.familyId, issuedAt: configuration.clock.now())
+        )
     }
 
     /// `POST /v1/token`: spends the refresh token, answers a new ID token and its successor.
