@@ -159,6 +159,18 @@ enum PostgresMigrations {
                 )
                 """,
             ]),
+        // Named locks as leases (withLock): no pooled connection is held while a lock is.
+        Migration(
+            version: "v5-lock-leases",
+            statements: [
+                """
+                CREATE TABLE gatehouse_locks (
+                  name text PRIMARY KEY,
+                  holder text NOT NULL,
+                  expires_at timestamptz NOT NULL
+                )
+                """
+            ]),
     ]
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.

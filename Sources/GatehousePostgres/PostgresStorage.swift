@@ -20,22 +20,34 @@ public final class PostgresStorage: GatehouseStorage {
     /// caller gets `StorageError.unavailable`: without it, requests would queue for as long as
     /// the pool keeps trying to reach a stopped server.
     private let operationTimeout: Duration
+    /// How long a `withLock` lease lasts when its holder never releases it (it died).
+    private let lockLease: Duration
+    /// How long `withLock` waits for a lock another holder has.
+    private let lockWait: Duration
 
     /// Connects lazily with `configuration` (see `DatabaseURL`); the pool runs until `shutdown()`.
-    public init(configuration: PostgresClient.Configuration, operationTimeout: Duration = .seconds(5), logger: Logger) {
+    public init(
+        configuration: PostgresClient.Configuration, operationTimeout: Duration = .seconds(5), lockLease: Duration = .seconds(120),
+        lockWait: Duration = .seconds(60), logger: Logger
+    ) {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.logger = logger
         self.operationTimeout = operationTimeout
+        self.lockLease = lockLease
+        self.lockWait = lockWait
         location = "\(configuration.host ?? configuration.unixSocketPath ?? "?"):\(configuration.port ?? 5432)/\(configuration.database ?? "")"
         runner = Task { await client.run() }
     }
 
     /// Connects with a `postgres://` URL.
-    public convenience init(url: String, maximumConnections: Int = 20, operationTimeout: Duration = .seconds(5), logger: Logger) throws {
+    public convenience init(
+        url: String, maximumConnections: Int = 20, operationTimeout: Duration = .seconds(5), lockLease: Duration = .seconds(120),
+        lockWait: Duration = .seconds(60), logger: Logger
+    ) throws {
         self.init(
             configuration: try DatabaseURL.configuration(url, maximumConnections: maximumConnections), operationTimeout: operationTimeout,
-            logger: logger)
+            lockLease: lockLease, lockWait: lockWait, logger: logger)
     }
 
     /// Closes the pool's connections.
@@ -484,30 +496,55 @@ public final class PostgresStorage: GatehouseStorage {
             try await connection.query("DELETE FROM sessions WHERE expires_at <= \(now)", logger: logger)
             try await connection.query("DELETE FROM pending_credentials WHERE expires_at <= \(now)", logger: logger)
             try await connection.query("DELETE FROM spent_tokens WHERE expires_at <= \(now)", logger: logger)
+            // Leases whose holder died (the server's clock, like the leases themselves).
+            try await connection.query("DELETE FROM gatehouse_locks WHERE expires_at < now()", logger: logger)
         }
     }
 
-    /// A session-level advisory lock on one pooled connection, held while `body` runs. Waiters
-    /// block in PostgreSQL; if this instance dies, its connection closes and the lock is freed.
+    /// A named lock across instances, held as a lease in `gatehouse_locks`: taken and
+    /// released by one short statement each, so no pooled connection is held while `body`
+    /// runs. (A session-level advisory lock kept one connection for the whole body — a
+    /// provider's token call included — and every waiter blocked in PostgreSQL on another:
+    /// a few slow refreshes starved the pool for every request.) Waiters retry with a growing
+    /// pause for up to `lockWait`, then answer `StorageError.unavailable`. A holder that died
+    /// frees the lock when its lease ends (`lockLease`); the lease is longer than any body
+    /// (a provider call ends at its upstream timeout).
     public func withLock<T: Sendable>(_ name: String, _ body: @Sendable () async throws -> T) async throws -> T {
-        let logger = self.logger
-        return try await retrying {
-            try await lockedConnection(name, logger: logger, body)
+        let holder = UUID().uuidString
+        let deadline = ContinuousClock.now + lockWait
+        var pause = Duration.milliseconds(5)
+        while try await !lease(name, holder: holder) {
+            guard ContinuousClock.now < deadline else {
+                logger.warning("lock wait timed out", metadata: ["lock": "\(name.prefix(80))"])
+                throw StorageError.unavailable
+            }
+            try await Task.sleep(for: pause)
+            pause = min(pause * 2, .milliseconds(100))
         }
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body())
+        } catch {
+            result = .failure(error)
+        }
+        // A release that fails (the database went away) leaves the lease to expire.
+        try? await execute("DELETE FROM gatehouse_locks WHERE name = \(name) AND holder = \(holder)")
+        return try result.get()
     }
 
-    private func lockedConnection<T: Sendable>(_ name: String, logger: Logger, _ body: @Sendable () async throws -> T) async throws -> T {
-        try await client.withConnection { connection in
-            try await connection.query("SELECT pg_advisory_lock(hashtextextended(\(name), 0))", logger: logger)
-            let result: Result<T, any Error>
-            do {
-                result = .success(try await body())
-            } catch {
-                result = .failure(error)
-            }
-            try await connection.query("SELECT pg_advisory_unlock(hashtextextended(\(name), 0))", logger: logger)
-            return try result.get()
-        }
+    /// Takes the lease when nobody holds it or its holder's lease has ended (the server's
+    /// clock decides, so instances' clocks need not agree).
+    private func lease(_ name: String, holder: String) async throws -> Bool {
+        let milliseconds = Int(lockLease.components.seconds * 1000 + lockLease.components.attoseconds / 1_000_000_000_000_000)
+        let rows = try await query(
+            """
+            INSERT INTO gatehouse_locks (name, holder, expires_at) VALUES (\(name), \(holder), now() + \(milliseconds) * interval '1 millisecond')
+            ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+            WHERE gatehouse_locks.expires_at < now()
+            RETURNING holder
+            """, logger: logger)
+        for try await _ in rows.decode(String.self) { return true }
+        return false
     }
 
     // MARK: Helpers

@@ -20,6 +20,42 @@ import Testing
         for store in stores { store.shutdown() }
     }
 
+    @Test("locks hold no pooled connection: with a pool of 2, four holders of different locks each query inside; a dead holder's lease ends")
+    func locksDoNotStarveThePool() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let store = try PostgresStorage(
+            url: url, maximumConnections: 2, operationTimeout: .seconds(3), lockLease: .seconds(2), logger: PostgresTestServer.quietLogger)
+        defer { store.shutdown() }
+        try await store.migrate()
+        try await store.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        // Each holder keeps its lock over a slow call (a provider's token endpoint) and needs the
+        // store meanwhile. With a connection per held lock, the two connections went to the first
+        // two holders, whose queries then waited for a third until the operation timeout.
+        let found = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<4 {
+                group.addTask {
+                    try await store.withLock("refresh|user-\(index)") {
+                        try await Task.sleep(for: .milliseconds(200))
+                        return try await store.account(uid: "u1") != nil
+                    }
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(found == [true, true, true, true])
+
+        // A holder that died without releasing: its lease ends, then the lock is free again.
+        try await store.withLock("left-behind") {
+            let other = try PostgresStorage(url: url, maximumConnections: 1, lockWait: .seconds(10), logger: PostgresTestServer.quietLogger)
+            defer { other.shutdown() }
+            // While the lease lasts, another store waits for it; this holder never lets go
+            // before the other has it, so only the lease's end can free it.
+            let waited = ContinuousClock.now
+            _ = try await other.withLock("left-behind") { true }
+            #expect(ContinuousClock.now - waited >= .seconds(1), "the lock was taken while its lease lasted")
+        }
+    }
+
     @Test("a database migrated by a newer Gatehouse is refused with a clear error")
     func newerSchemaIsRefused() async throws {
         let url = try await PostgresTestServer.freshDatabase()
@@ -33,9 +69,9 @@ import Testing
 
     @Test("the server stops and starts again: requests fail meanwhile, then the same store recovers without a restart; data intact")
     func recoversAfterServerRestart() async throws {
-        let cluster = try PostgresCluster()
+        let cluster = try await PostgresCluster()
         defer { cluster.destroy() }
-        try cluster.start()
+        try await cluster.start()
         // One connection: a request that left its lease behind would starve every later one.
         let store = try PostgresStorage(
             url: cluster.url, maximumConnections: 1, operationTimeout: .seconds(4), logger: PostgresTestServer.quietLogger)
@@ -44,7 +80,7 @@ import Testing
             id: "sk_restart", name: "n", secretHash: "hash", scopes: ["admin"], createdAt: Date(timeIntervalSince1970: 1_800_000_000))
         try await store.insertServiceKey(key)
 
-        try cluster.stop()
+        try await cluster.stop()
         // While the server is down a request fails as unavailable within the store's timeout
         // (it does not queue for as long as the pool keeps trying).
         let failing = ContinuousClock.now
@@ -59,7 +95,7 @@ import Testing
         let outcome = await cancelled.result
         #expect(ContinuousClock.now - cancelledAt < .seconds(2))
         #expect(throws: (any Error).self) { try outcome.get() }
-        try cluster.start()
+        try await cluster.start()
         let fresh = try PostgresStorage(url: cluster.url, maximumConnections: 1, logger: PostgresTestServer.quietLogger)
         try await fresh.ping()
         fresh.shutdown()
@@ -78,9 +114,9 @@ import Testing
 
     @Test("TLS: verify-full with the server's CA connects over TLS; another CA, or a host name the certificate does not name, is refused")
     func tlsConnections() async throws {
-        let cluster = try PostgresCluster(tls: true)
+        let cluster = try await PostgresCluster(tls: true)
         defer { cluster.destroy() }
-        try cluster.start()
+        try await cluster.start()
         let ca = try #require(cluster.certificates?.caPath)
         let verified = try PostgresStorage(
             url: "postgres://gatehouse@localhost:\(cluster.port)/postgres?sslmode=verify-full&sslrootcert=\(ca)", maximumConnections: 1,
@@ -96,7 +132,7 @@ import Testing
         let otherFolder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-other-ca-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: otherFolder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: otherFolder) }
-        let otherCA = try TestCertificates.make(in: otherFolder)
+        let otherCA = try await TestCertificates.make(in: otherFolder)
         for url in [
             "postgres://gatehouse@localhost:\(cluster.port)/postgres?sslmode=verify-full&sslrootcert=\(otherCA.caPath)",
             // The certificate names only `localhost`: the same server reached by address is a mismatch.
