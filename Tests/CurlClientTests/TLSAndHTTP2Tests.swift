@@ -16,7 +16,7 @@ struct TLSAndHTTP2Tests {
 
     @Test("HTTP/2 is negotiated and concurrent 2 MB downloads all complete intact, round after round")
     func http2WithTrustedCA() async throws {
-        let server = try TLSTestServer.start(files: ["hello.txt": Data("hello over h2\n".utf8), "big.bin": Self.payload])
+        let server = try await TLSTestServer.start(files: ["hello.txt": Data("hello over h2\n".utf8), "big.bin": Self.payload])
         defer { server.stop() }
         let client = CurlHTTPClient(configuration: .init(caBundlePath: server.caBundlePath))
         defer { client.shutdown() }
@@ -42,7 +42,7 @@ struct TLSAndHTTP2Tests {
 
     @Test("a server the CA bundle does not trust is refused as a TLS failure")
     func untrustedServerIsRefused() async throws {
-        let server = try TLSTestServer.start(files: ["hello.txt": Data("x".utf8)])
+        let server = try await TLSTestServer.start(files: ["hello.txt": Data("x".utf8)])
         defer { server.stop() }
         let client = CurlHTTPClient()  // the system store does not know the throwaway CA
         defer { client.shutdown() }
@@ -56,7 +56,7 @@ struct TLSAndHTTP2Tests {
 
     @Test("a certificate for another host name is refused even when its CA is trusted")
     func hostNameMismatchIsRefused() async throws {
-        let server = try TLSTestServer.start(files: ["hello.txt": Data("x".utf8)])
+        let server = try await TLSTestServer.start(files: ["hello.txt": Data("x".utf8)])
         defer { server.stop() }
         let client = CurlHTTPClient(configuration: .init(caBundlePath: server.caBundlePath))
         defer { client.shutdown() }
@@ -71,7 +71,7 @@ struct TLSAndHTTP2Tests {
 
     @Test("a missing CA bundle file is an error, not a silent fallback to no verification")
     func missingCABundleFails() async throws {
-        let server = try TLSTestServer.start(files: ["hello.txt": Data("x".utf8)])
+        let server = try await TLSTestServer.start(files: ["hello.txt": Data("x".utf8)])
         defer { server.stop() }
         let client = CurlHTTPClient(configuration: .init(caBundlePath: "/nonexistent/ca.pem"))
         defer { client.shutdown() }

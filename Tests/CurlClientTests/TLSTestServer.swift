@@ -25,12 +25,12 @@ final class TLSTestServer: Sendable {
     func url(_ path: String, host: String = "127.0.0.1") -> String { "https://\(host):\(port)\(path)" }
 
     /// Makes the certificates, writes `files` into the document root and starts nghttpd.
-    static func start(files: [String: Data]) throws -> TLSTestServer {
+    static func start(files: [String: Data]) async throws -> TLSTestServer {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-tls-\(UUID().uuidString)")
         let htdocs = folder.appendingPathComponent("htdocs")
         try FileManager.default.createDirectory(at: htdocs, withIntermediateDirectories: true)
         for (name, data) in files { try data.write(to: htdocs.appendingPathComponent(name)) }
-        let certificates = try TestCertificates.make(in: folder.path)
+        let certificates = try await TestCertificates.make(in: folder.path)
         let port = try TestTools.freeStablePort()
         let process = try SpawnedProcess.start(
             try TestTools.executable("nghttpd"),
@@ -39,7 +39,7 @@ final class TLSTestServer: Sendable {
         // Bounded wait for the listening socket.
         for _ in 0..<300 {
             if canConnect(port: port) { return server }
-            usleep(50_000)
+            try await Task.sleep(for: .milliseconds(50))
         }
         server.stop()
         throw TLSTestServerError("nghttpd did not start listening on port \(port)")

@@ -54,7 +54,7 @@ struct CrashSafetyTests {
         for _ in 0..<200 where await completed.sessions.count < 12 { try await Task.sleep(for: .milliseconds(25)) }
         kill(process.pid, SIGKILL)
         for browser in browsers { await browser.value }
-        #expect(SpawnedProcess.killedBySignal(process.wait()))
+        #expect(SpawnedProcess.killedBySignal(await process.exited()))
 
         let sessions = await completed.sessions
         #expect(sessions.count >= 12)

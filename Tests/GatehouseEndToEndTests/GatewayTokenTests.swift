@@ -103,7 +103,7 @@ struct GatewayTokenTests {
             #expect(try await Self.bearer(deployment, otherIdToken).status == 200)
 
             // Disabling the user ends every session.
-            let admin = try KeysCommandTests.run(
+            let admin = try await KeysCommandTests.run(
                 [
                     "keys", "create-service", "admin", "--scopes", "admin", "--data-dir",
                     (deployment.databasePath as NSString).deletingLastPathComponent,
@@ -142,7 +142,7 @@ struct GatewayTokenTests {
                 except jwt.InvalidSignatureError:
                     print("tampered-refused")
                 """
-            let run = try Self.output(python, ["-c", script, deployment.gatewayURL, idToken])
+            let run = try await Self.output(python, ["-c", script, deployment.gatewayURL, idToken])
             #expect(run.status == 0, "\(run.output)")
             let lines = run.output.split(separator: "\n").map(String.init)
             #expect(lines.first?.hasSuffix(" github.com github.com") == true, "\(run.output)")
@@ -159,7 +159,7 @@ struct GatewayTokenTests {
                     as? String
             }
             let rotation = ContinuousClock.now
-            let rotated = try KeysCommandTests.run(
+            let rotated = try await KeysCommandTests.run(
                 ["keys", "rotate-signing", "--data-dir", (deployment.databasePath as NSString).deletingLastPathComponent],
                 environment: ["GATEHOUSE_ENCRYPTION_KEY": deployment.vaultKey.base64EncodedString()])
             #expect(rotated.status == 0)
@@ -232,10 +232,10 @@ struct GatewayTokenTests {
     }
 
     /// Runs a program; its exit status and standard output (and error).
-    static func output(_ program: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    static func output(_ program: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
         let child = try SpawnedProcess.start(program, arguments, output: .pipe)
-        let output = child.readOutput()
-        return (SpawnedProcess.exitCode(child.wait()) ?? -1, output)
+        let output = await child.output()
+        return (SpawnedProcess.exitCode(await child.exited()) ?? -1, output)
     }
 }
 

@@ -14,13 +14,15 @@ struct KeysCommandTests {
     }
 
     /// Runs `gatehouse` with `arguments`; returns the exit status and standard output.
-    static func run(_ arguments: [String], environment: [String: String] = [:], removing: [String] = []) throws -> (status: Int32, output: String) {
+    static func run(_ arguments: [String], environment: [String: String] = [:], removing: [String] = []) async throws -> (
+        status: Int32, output: String
+    ) {
         let child = try SpawnedProcess.start(
             executable.path, arguments,
             environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }.filter { !removing.contains($0.key) },
             output: .pipe)
-        let output = child.readOutput()
-        return (SpawnedProcess.exitCode(child.wait()) ?? -1, output)
+        let output = await child.output()
+        return (SpawnedProcess.exitCode(await child.exited()) ?? -1, output)
     }
 
     @Test(
@@ -40,12 +42,12 @@ struct KeysCommandTests {
             location = ["--database-url", url]
             storage = try PostgresStorage(url: url, maximumConnections: 2, logger: PostgresTestServer.quietLogger)
         }
-        let created = try Self.run(["keys", "create-service", "billing", "--scopes", "profile:read,photo:read"] + location)
+        let created = try await Self.run(["keys", "create-service", "billing", "--scopes", "profile:read,photo:read"] + location)
         #expect(created.status == 0)
         let secret = try #require(created.output.split(separator: "\n").last.map(String.init))
         #expect(secret.hasPrefix("ghsk_") && !secret.contains(" "))
 
-        let listed = try Self.run(["keys", "list"] + location)
+        let listed = try await Self.run(["keys", "list"] + location)
         #expect(listed.output.contains("billing") && listed.output.contains("active"))
         #expect(!listed.output.contains(secret))
         let id = try #require(listed.output.split(separator: "\t").first.map(String.init))
@@ -54,10 +56,10 @@ struct KeysCommandTests {
         let key = try await service.authorize(authorization: "Bearer \(secret)", scope: "photo:read")
         #expect(key.id == id)
 
-        #expect(try Self.run(["keys", "revoke", id] + location).status == 0)
-        #expect(try Self.run(["keys", "revoke", id] + location).status != 0)
+        #expect(try await Self.run(["keys", "revoke", id] + location).status == 0)
+        #expect(try await Self.run(["keys", "revoke", id] + location).status != 0)
         await #expect(throws: GatehouseError.self) { try await service.authorize(authorization: "Bearer \(secret)", scope: "photo:read") }
-        #expect(try Self.run(["keys", "create-service", "x", "--scopes", "profile:write"] + location).status != 0)
+        #expect(try await Self.run(["keys", "create-service", "x", "--scopes", "profile:write"] + location).status != 0)
     }
 
     @Test(
@@ -80,10 +82,10 @@ struct KeysCommandTests {
         // The instances' reload interval, shortened so the command waits 0.4 s, not 60.
         let command = ["keys", "rotate-encryption", "--data-dir", folder, "--reload-seconds", "0.2"]
         // Without the old key the link cannot be opened: the command says so and fails.
-        let refused = try Self.run(command, environment: keys)
+        let refused = try await Self.run(command, environment: keys)
         #expect(refused.status != 0)
         #expect(refused.output.contains("1 unreadable"))
-        let rotated = try Self.run(command, environment: keys.merging(["GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS": old.base64EncodedString()]) { $1 })
+        let rotated = try await Self.run(command, environment: keys.merging(["GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS": old.base64EncodedString()]) { $1 })
         #expect(rotated.status == 0)
         #expect(rotated.output.contains("1 re-encrypted"))
         #expect(rotated.output.contains("Nothing remains under older keys."))
@@ -107,7 +109,7 @@ struct KeysCommandTests {
         let keyFile = folder + "/encryption-key"
         try Data((key.base64EncodedString() + "\n").utf8).write(to: URL(fileURLWithPath: keyFile))
 
-        let rotated = try Self.run(["keys", "rotate-signing", "--data-dir", folder], environment: ["GATEHOUSE_ENCRYPTION_KEY_FILE": keyFile])
+        let rotated = try await Self.run(["keys", "rotate-signing", "--data-dir", folder], environment: ["GATEHOUSE_ENCRYPTION_KEY_FILE": keyFile])
         #expect(rotated.status == 0)
         let storage = try SQLiteStorage(path: folder + "/gatehouse.sqlite")
         let record = try #require(try await storage.signingKeys().first)
@@ -117,11 +119,11 @@ struct KeysCommandTests {
         #expect(record.sealedPrivateKey.hasPrefix("v2."))
         #expect(throws: Never.self) { try vault.open(record.sealedPrivateKey, context: "signing-key|\(record.kid)") }
 
-        let both = try Self.run(
+        let both = try await Self.run(
             ["keys", "rotate-signing", "--data-dir", folder],
             environment: ["GATEHOUSE_ENCRYPTION_KEY_FILE": keyFile, "GATEHOUSE_ENCRYPTION_KEY": key.base64EncodedString()])
         #expect(both.status != 0)
-        let missing = try Self.run(
+        let missing = try await Self.run(
             ["keys", "rotate-signing", "--data-dir", folder], environment: ["GATEHOUSE_ENCRYPTION_KEY_FILE": folder + "/absent"])
         #expect(missing.status != 0)
         #expect(try await SQLiteStorage(path: folder + "/gatehouse.sqlite").signingKeys().count == 1)
@@ -136,12 +138,12 @@ struct KeysCommandTests {
     }
 
     @Test("a data folder the CLI creates is 0700 and the demo key, the SQLite file and its -wal/-shm are 0600")
-    func dataFolderIsPrivate() throws {
+    func dataFolderIsPrivate() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build the gatehouse product first (swift build)")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-modes-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // No GATEHOUSE_ENCRYPTION_KEY: the folder keeps the demo's key, as `gatehouse demo` does.
-        let rotated = try Self.run(["keys", "rotate-signing", "--data-dir", folder], removing: Self.keyVariables)
+        let rotated = try await Self.run(["keys", "rotate-signing", "--data-dir", folder], removing: Self.keyVariables)
         #expect(rotated.status == 0)
         #expect(try Self.mode(folder) == 0o700)
         for name in ["encryption.key", "gatehouse.sqlite", "gatehouse.sqlite-wal", "gatehouse.sqlite-shm"] {
@@ -153,7 +155,7 @@ struct KeysCommandTests {
     }
 
     @Test("an existing key file that does not parse is never replaced: the command stops and the file is unchanged")
-    func unreadableKeyFileIsKept() throws {
+    func unreadableKeyFileIsKept() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build the gatehouse product first (swift build)")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-keyfile-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -162,7 +164,7 @@ struct KeysCommandTests {
         // An operator's comment line makes the file unreadable as a key; it must survive.
         let original = "# demo key, keep\n" + TokenVault.generateKey().base64EncodedString() + "\n"
         try original.write(toFile: keyPath, atomically: true, encoding: .utf8)
-        let rotated = try Self.run(["keys", "rotate-signing", "--data-dir", folder], removing: Self.keyVariables)
+        let rotated = try await Self.run(["keys", "rotate-signing", "--data-dir", folder], removing: Self.keyVariables)
         #expect(rotated.status != 0)
         #expect(try String(contentsOfFile: keyPath, encoding: .utf8) == original)
     }

@@ -255,9 +255,9 @@ extension MultiInstanceTests {
         "PostgreSQL stopped and started during a load loop: requests answer 503 storage-unavailable (within the 1 s database timeout) while it is down, then the same gateway serves again and the session survived"
     )
     func databaseRestartUnderLoad() async throws {
-        let cluster = try PostgresCluster()
+        let cluster = try await PostgresCluster()
         defer { cluster.destroy() }
-        try cluster.start()
+        try await cluster.start()
         // A load loop: one user polls far above the per-user rate limit, which is not under test.
         try await withDeployment(gateway: { $0.userRateLimitPerMinute = 0 }, database: cluster.url, databaseTimeout: .seconds(1)) {
             deployment in
@@ -285,9 +285,9 @@ extension MultiInstanceTests {
                 }
             }
             for _ in 0..<200 where await observed.answers.count < 10 { try await Task.sleep(for: .milliseconds(20)) }
-            try cluster.stop()
+            try await cluster.stop()
             for _ in 0..<1000 where await observed.answers.filter({ $0.status != 200 }).count < 3 { try await Task.sleep(for: .milliseconds(20)) }
-            try cluster.start()
+            try await cluster.start()
             for _ in 0..<500 where await observed.okAfterFailure < 10 { try await Task.sleep(for: .milliseconds(20)) }
             poller.cancel()
             _ = try? await poller.value

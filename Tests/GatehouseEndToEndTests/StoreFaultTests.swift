@@ -55,9 +55,9 @@ extension StoreFaultTests {
     func fullDiskIsUnavailableNotAnError() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-full-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        try TestTools.run("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", folder])
+        try await TestTools.run("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", folder])
         defer {
-            try? TestTools.run("umount", ["-l", folder])
+            try? TestTools.runBlocking("umount", ["-l", folder])
             try? FileManager.default.removeItem(atPath: folder)
         }
         try await withDeployment(dataFolder: folder) { deployment in

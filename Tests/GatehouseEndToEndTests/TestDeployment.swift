@@ -75,6 +75,10 @@ func withDeployment<T>(
                 oidcProviders: TestDeployment.openIDProviders(emulatorURL: emulatorURL, adjust: openID) + extraProviders(emulatorURL))
             configuration.profileCacheLifetime = profileCacheLifetime
             configuration.clock = clock
+            // The emulator is in-process on a debug build: on a loaded 2-core machine twenty
+            // parallel sign-ins (RSA checks at -O0) took the product's 10 s default past its
+            // end. Tests that test timeouts set their own.
+            configuration.defaultUpstreamTimeout = .seconds(25)
             gateway(&configuration)
             // Each instance has its own store object (its own pool), as separate processes would.
             let storage: any GatehouseStorage

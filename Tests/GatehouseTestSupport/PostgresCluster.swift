@@ -19,7 +19,7 @@ public final class PostgresCluster: Sendable {
 
     /// Runs `initdb` in a new temporary folder; with `tls`, the server gets a certificate that
     /// names only `localhost`, from a throwaway CA (`certificates.caPath`).
-    public init(tls: Bool = false) throws {
+    public init(tls: Bool = false) async throws {
         guard let bin = ProcessInfo.processInfo.environment["GATEHOUSE_TEST_PG_BIN"] else {
             throw PostgresStorageTestError("GATEHOUSE_TEST_PG_BIN is not set; run the tests with scripts/test or scripts/postgres")
         }
@@ -28,16 +28,16 @@ public final class PostgresCluster: Sendable {
         folder = "/tmp/gatehouse-pg-cluster-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
         port = try TestTools.freeStablePort()
-        certificates = tls ? try TestCertificates.make(in: folder, subjectAltName: "DNS:localhost") : nil
+        certificates = tls ? try await TestCertificates.make(in: folder, subjectAltName: "DNS:localhost") : nil
         if tls { _ = chmod(folder + "/server.key", 0o600) }
-        if getuid() == 0 { try TestTools.run("chown", ["-R", "postgres", folder]) }
-        try tool("initdb", ["-D", folder + "/data", "-U", "gatehouse", "--auth=trust", "-E", "UTF8", "--no-locale"])
+        if getuid() == 0 { try await TestTools.run("chown", ["-R", "postgres", folder]) }
+        try await tool("initdb", ["-D", folder + "/data", "-U", "gatehouse", "--auth=trust", "-E", "UTF8", "--no-locale"])
     }
 
     /// Starts the server and waits until it accepts connections.
-    public func start() throws {
-        try withLog {
-            try tool(
+    public func start() async throws {
+        try await withLog {
+            try await tool(
                 "pg_ctl",
                 [
                     "-D", folder + "/data", "-l", folder + "/server.log", "-w", "-t", "60", "-o",
@@ -47,9 +47,9 @@ public final class PostgresCluster: Sendable {
     }
 
     /// Runs a pg_ctl step; a failure carries the end of the server's log.
-    private func withLog(_ step: () throws -> Void) throws {
+    private func withLog(_ step: () async throws -> Void) async throws {
         do {
-            try step()
+            try await step()
         } catch {
             let log = (try? String(contentsOfFile: folder + "/server.log", encoding: .utf8)) ?? ""
             throw TestToolError("\(error) — server log: \(log.split(separator: "\n").suffix(8).joined(separator: " | "))")
@@ -62,22 +62,24 @@ public final class PostgresCluster: Sendable {
     }
 
     /// Stops the server (fast shutdown: open connections are closed).
-    public func stop() throws {
-        try withLog { try tool("pg_ctl", ["-D", folder + "/data", "-m", "fast", "-w", "stop"]) }
+    public func stop() async throws {
+        try await withLog { try await tool("pg_ctl", ["-D", folder + "/data", "-m", "fast", "-w", "stop"]) }
     }
 
     /// Stops the server if it runs and deletes its files.
     public func destroy() {
-        try? tool("pg_ctl", ["-D", folder + "/data", "-m", "immediate", "stop"])
+        // Synchronous for `defer`; an immediate stop is quick.
+        let command = getuid() == 0 ? ("runuser", ["-u", "postgres", "--", bin + "/pg_ctl"]) : (bin + "/pg_ctl", [])
+        try? TestTools.runBlocking(command.0, command.1 + ["-D", folder + "/data", "-m", "immediate", "stop"])
         try? FileManager.default.removeItem(atPath: folder)
     }
 
-    private func tool(_ name: String, _ arguments: [String]) throws {
+    private func tool(_ name: String, _ arguments: [String]) async throws {
         // PostgreSQL refuses to run as root: as root, run it as the `postgres` user.
         if getuid() == 0 {
-            try TestTools.run("runuser", ["-u", "postgres", "--", bin + "/" + name] + arguments)
+            try await TestTools.run("runuser", ["-u", "postgres", "--", bin + "/" + name] + arguments)
         } else {
-            try TestTools.run(bin + "/" + name, arguments)
+            try await TestTools.run(bin + "/" + name, arguments)
         }
     }
 }

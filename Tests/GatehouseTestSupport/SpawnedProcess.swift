@@ -124,6 +124,23 @@ public final class SpawnedProcess: Sendable {
         return raw
     }
 
+    /// `wait()` on a thread of its own, for async code: a blocking wait on Swift's cooperative
+    /// pool (one thread per core, two on the CI machine) holds one of its threads, and two at
+    /// once froze every server of every other test in the process (seen as 10 s upstream
+    /// timeouts in unrelated tests while PostgreSQL clusters started).
+    public func exited() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: self.wait()) }.start()
+        }
+    }
+
+    /// `readOutput()` on a thread of its own (see `exited()`).
+    public func output() async -> String {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: self.readOutput()) }.start()
+        }
+    }
+
     /// Whether the child has not exited yet.
     public var isRunning: Bool {
         guard status.withLock({ $0 }) == nil else { return false }

@@ -20,7 +20,15 @@ public enum TestTools {
 
     /// Runs a tool to completion (`SpawnedProcess`: posix_spawn, waitpid on that one pid),
     /// output discarded; throws unless it exits 0.
-    public static func run(_ tool: String, _ arguments: [String]) throws {
+    public static func run(_ tool: String, _ arguments: [String]) async throws {
+        let status = await (try SpawnedProcess.start(try executable(tool), arguments)).exited()
+        guard SpawnedProcess.exitCode(status) == 0 else {
+            throw TestToolError("\(tool) \(arguments.first ?? "") failed (wait status \(status))")
+        }
+    }
+
+    /// `run` for synchronous cleanup (`defer`) of quick tools only: it blocks its thread.
+    public static func runBlocking(_ tool: String, _ arguments: [String]) throws {
         let status = try SpawnedProcess.start(try executable(tool), arguments).wait()
         guard SpawnedProcess.exitCode(status) == 0 else {
             throw TestToolError("\(tool) \(arguments.first ?? "") failed (wait status \(status))")
@@ -79,22 +87,22 @@ public struct TestCertificates: Sendable {
 
     /// Writes the files into `folder`; `subjectAltName` is what the certificate names
     /// (`IP:127.0.0.1`, `DNS:localhost,IP:127.0.0.1`).
-    public static func make(in folder: String, subjectAltName: String = "IP:127.0.0.1") throws -> TestCertificates {
+    public static func make(in folder: String, subjectAltName: String = "IP:127.0.0.1") async throws -> TestCertificates {
         let path = { (name: String) in (folder as NSString).appendingPathComponent(name) }
-        try TestTools.run(
+        try await TestTools.run(
             "openssl",
             [
                 "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj",
                 "/CN=Gatehouse Test CA", "-keyout", path("ca.key"), "-out", path("ca.pem"),
             ])
-        try TestTools.run(
+        try await TestTools.run(
             "openssl",
             [
                 "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout",
                 path("server.key"), "-out", path("server.csr"),
             ])
         try "subjectAltName=\(subjectAltName)\n".write(toFile: path("san.ext"), atomically: true, encoding: .utf8)
-        try TestTools.run(
+        try await TestTools.run(
             "openssl",
             [
                 "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"), "-CAcreateserial", "-days", "1",
