@@ -18,6 +18,8 @@ struct StoreFaultTests {
             try await database.write { try $0.execute(sql: "ALTER TABLE provider_links RENAME TO provider_links_away") }
             let failed = try await GatewayTokenTests.refresh(deployment, refreshToken)
             #expect(failed.status >= 500, "\(failed.status): \(failed.bodyText)")
+            // The log says which store failure it was, not just a type name.
+            #expect(deployment.logs.lines.contains { $0.contains("request failed") && $0.contains("no such table: provider_links") })
             try await database.write { try $0.execute(sql: "ALTER TABLE provider_links_away RENAME TO provider_links") }
 
             // The client keeps its token and retries: it was never spent.

@@ -41,8 +41,9 @@ struct ProblemResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context
         } catch let error as any HTTPResponseError {
             response = rewrite(Response(status: error.status), request: request)
         } catch {
-            logger.error(
-                "request failed", metadata: ["request.id": "\(context.id)", "error.type": "\(String(reflecting: type(of: error)))"])
+            var metadata: Logger.Metadata = ["request.id": "\(context.id)", "error.type": "\(String(reflecting: type(of: error)))"]
+            if let store = error as? any StoreFailureSummary { metadata["store.error"] = "\(store.storeFailureSummary)" }
+            logger.error("request failed", metadata: metadata)
             response = GatehouseError.internalError().problemResponse()
         }
         response.headers[.xContentTypeOptions] = "nosniff"
