@@ -98,11 +98,10 @@ public struct ProfileService: Sendable {
         guard trimmed.count <= 320, trimmed.contains("@"), let normalized = EmailAddress.normalized(trimmed) else {
             throw GatehouseError.invalidArgument("email must be an email address.")
         }
-        let verified = Set(try await storage.uids(verifiedEmail: normalized, limit: 100))
-        let uids =
-            includeUnverified ? try await storage.uids(email: trimmed, limit: 100) : try await storage.uids(verifiedEmail: normalized, limit: 100)
+        let verifiedUIDs = try await storage.uids(verifiedEmail: normalized, limit: 100)
+        let verified = Set(verifiedUIDs)
         var result: [EmailMatch] = []
-        for uid in uids {
+        for uid in includeUnverified ? try await storage.uids(email: trimmed, limit: 100) : verifiedUIDs {
             if let account = try await storage.account(uid: uid) {
                 result.append(EmailMatch(profile: try await accounts.unifiedProfile(for: account), verified: verified.contains(uid)))
             }
