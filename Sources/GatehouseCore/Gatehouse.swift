@@ -67,7 +67,7 @@ public struct Gatehouse: Sendable {
             clock: configuration.clock)
         self.accounts = accounts
         let tokens = GatewayTokenService(
-            configuration: configuration, storage: storage, accounts: accounts,
+            configuration: configuration, storage: storage, accounts: accounts, vault: vault, logger: logger,
             keys: SigningKeyRing(
                 storage: storage, vault: vault, tokenLifetime: configuration.idTokenLifetime,
                 reloadInterval: configuration.signingKeyReloadInterval, clock: configuration.clock, logger: logger))

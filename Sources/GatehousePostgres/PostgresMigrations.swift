@@ -171,6 +171,15 @@ enum PostgresMigrations {
                 )
                 """
             ]),
+        // Retry windows: the sealed successor of a spent refresh token, the sealed answer of a
+        // redeemed result, each until its window ends.
+        Migration(
+            version: "v6-retry-windows",
+            statements: [
+                "ALTER TABLE refresh_tokens ADD COLUMN sealed_successor text, ADD COLUMN retry_until timestamptz",
+                "CREATE INDEX refresh_tokens_retry_until ON refresh_tokens(retry_until) WHERE retry_until IS NOT NULL",
+                "ALTER TABLE signin_results ADD COLUMN sealed_answer text, ADD COLUMN answer_token_hash text, ADD COLUMN retry_until timestamptz",
+            ]),
     ]
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.

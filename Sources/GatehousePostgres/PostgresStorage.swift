@@ -120,30 +120,47 @@ public final class PostgresStorage: GatehouseStorage {
         try await execute("INSERT INTO signin_results (id_hash, payload, expires_at) VALUES (\(idHash), \(payload), \(expiresAt))")
     }
 
-    /// The result if it has not expired, left in place.
-    public func result(idHash: String, now: Date) async throws -> Data? {
-        let rows = try await query("SELECT payload FROM signin_results WHERE id_hash = \(idHash) AND expires_at > \(now)", logger: logger)
-        for try await payload in rows.decode(Data.self) { return payload }
+    /// The result if it has not expired, left in place; a redeemed one while its retry window
+    /// lasts and the refresh token it answered is unused.
+    public func result(idHash: String, now: Date) async throws -> StoredResultState? {
+        let rows = try await query(
+            """
+            SELECT payload, sealed_answer, retry_until > \(now)
+              AND (answer_token_hash IS NULL OR EXISTS (SELECT 1 FROM refresh_tokens WHERE token_hash = answer_token_hash AND used_at IS NULL))
+            FROM signin_results WHERE id_hash = \(idHash) AND expires_at > \(now)
+            """, logger: logger)
+        for try await (payload, answer, retryable) in rows.decode((Data, String?, Bool?).self) {
+            guard let answer else { return .pending(payload) }
+            return retryable == true ? .redeemed(sealedAnswer: answer) : nil
+        }
         return nil
     }
 
-    /// Deletes and returns the result if it has not expired; stores `refreshToken` in the
-    /// same transaction when it was there.
-    public func takeResult(idHash: String, now: Date, refreshToken: NewRefreshToken?) async throws -> Data? {
+    /// Redeems the result if it has not expired and was not redeemed; stores the refresh
+    /// token and keeps the sealed answer (or deletes the result) in the same transaction.
+    public func takeResult(idHash: String, now: Date, redemption: ResultRedemption) async throws -> Bool {
         try await transaction { connection, logger in
-            var taken: (Data, Date)?
-            for try await row in try await connection.query(
-                "DELETE FROM signin_results WHERE id_hash = \(idHash) RETURNING payload, expires_at", logger: logger
-            ).decode((Data, Date).self) {
-                taken = row
+            // An expired result goes for good: a clock set back later cannot revive it.
+            try await connection.query("DELETE FROM signin_results WHERE id_hash = \(idHash) AND expires_at <= \(now)", logger: logger)
+            let taken: PostgresQuery
+            if let answer = redemption.sealedAnswer {
+                taken = """
+                    UPDATE signin_results SET sealed_answer = \(answer), answer_token_hash = \(redemption.refreshToken?.tokenHash),
+                      retry_until = \(redemption.retryUntil)
+                    WHERE id_hash = \(idHash) AND sealed_answer IS NULL RETURNING 1
+                    """
+            } else {
+                taken = "DELETE FROM signin_results WHERE id_hash = \(idHash) AND sealed_answer IS NULL RETURNING 1"
             }
-            guard let (payload, expiresAt) = taken, expiresAt > now else { return nil }
-            if let token = refreshToken {
+            var found = false
+            for try await _ in try await connection.query(taken, logger: logger) { found = true }
+            guard found else { return false }
+            if let token = redemption.refreshToken {
                 try await connection.query(
                     "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (\(token.tokenHash), \(token.familyId), \(token.issuedAt))",
                     logger: logger)
             }
-            return payload
+            return true
         }
     }
 
@@ -315,28 +332,41 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// Spends a refresh token, or revokes its family when it was spent already. The token
     /// row is locked, so two instances presenting the same token cannot both rotate it.
-    public func rotateRefreshToken(tokenHash: String, successorHash: String, now: Date) async throws -> RefreshRotation {
+    public func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation {
         try await transaction { connection, logger in
-            var found: (String, Date?)?
+            var found: (String, Date?, String?, Date?)?
+            // FOR UPDATE: concurrent uses of one token queue here, so exactly one rotates and
+            // the others see it spent (and get its kept successor, or revoke).
             for try await row in try await connection.query(
-                "SELECT family_id, used_at FROM refresh_tokens WHERE token_hash = \(tokenHash) FOR UPDATE", logger: logger
-            ).decode((String, Date?).self) {
+                "SELECT family_id, used_at, sealed_successor, retry_until FROM refresh_tokens WHERE token_hash = \(tokenHash) FOR UPDATE",
+                logger: logger
+            ).decode((String, Date?, String?, Date?).self) {
                 found = row
             }
-            guard let (familyId, usedAt) = found else { return .unknown }
+            guard let (familyId, usedAt, kept, retryUntil) = found else { return .unknown }
+            let session = try await Self.firstSession(
+                try await connection.query(
+                    "SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE family_id = \(familyId) AND expires_at > \(now)",
+                    logger: logger))
             if usedAt != nil {
+                if let session, let kept, let retryUntil, retryUntil > now { return .retried(session, sealedSuccessor: kept) }
                 try await connection.query("DELETE FROM sessions WHERE family_id = \(familyId)", logger: logger)
                 return .reused
             }
-            guard
-                let session = try await Self.firstSession(
-                    try await connection.query(
-                        "SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE family_id = \(familyId) AND expires_at > \(now)",
-                        logger: logger))
-            else { return .unknown }
-            try await connection.query("UPDATE refresh_tokens SET used_at = \(now) WHERE token_hash = \(tokenHash)", logger: logger)
+            guard let session else { return .unknown }
+            // Only the token spent last keeps its successor: the predecessor's window ends here.
             try await connection.query(
-                "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (\(successorHash), \(familyId), \(now))", logger: logger)
+                "UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL WHERE family_id = \(familyId) AND sealed_successor IS NOT NULL",
+                logger: logger)
+            try await connection.query(
+                """
+                UPDATE refresh_tokens SET used_at = \(now), sealed_successor = \(successor.sealedToken),
+                  retry_until = \(successor.sealedToken.map { _ in successor.retryUntil })
+                WHERE token_hash = \(tokenHash)
+                """, logger: logger)
+            try await connection.query(
+                "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (\(successor.tokenHash), \(familyId), \(now))",
+                logger: logger)
             return .rotated(session)
         }
     }
@@ -428,6 +458,8 @@ public final class PostgresStorage: GatehouseStorage {
               SELECT sealed_tokens AS value FROM provider_links
               UNION ALL SELECT sealed_private_key FROM signing_keys
               UNION ALL SELECT sealed_tokens FROM pending_credentials WHERE expires_at > \(now)
+              UNION ALL SELECT sealed_successor FROM refresh_tokens WHERE sealed_successor IS NOT NULL AND retry_until > \(now)
+              UNION ALL SELECT sealed_answer FROM signin_results WHERE sealed_answer IS NOT NULL AND retry_until > \(now)
             ) sealed GROUP BY 1
             """, logger: logger
         ).decode((String, Int).self) {
@@ -492,7 +524,9 @@ public final class PostgresStorage: GatehouseStorage {
     public func purgeExpired(now: Date) async throws {
         try await transaction { connection, logger in
             try await connection.query("DELETE FROM signin_transactions WHERE expires_at <= \(now)", logger: logger)
-            try await connection.query("DELETE FROM signin_results WHERE expires_at <= \(now)", logger: logger)
+            try await connection.query("DELETE FROM signin_results WHERE expires_at <= \(now) OR retry_until <= \(now)", logger: logger)
+            try await connection.query(
+                "UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL WHERE retry_until <= \(now)", logger: logger)
             try await connection.query("DELETE FROM sessions WHERE expires_at <= \(now)", logger: logger)
             try await connection.query("DELETE FROM pending_credentials WHERE expires_at <= \(now)", logger: logger)
             try await connection.query("DELETE FROM spent_tokens WHERE expires_at <= \(now)", logger: logger)

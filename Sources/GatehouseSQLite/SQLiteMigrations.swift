@@ -140,6 +140,19 @@ enum SQLiteMigrations {
                     );
                     """)
         }
+        // Retry windows: the sealed successor of a spent refresh token, the sealed answer of a
+        // redeemed result, each until its window ends.
+        migrator.registerMigration("v7-retry-windows") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE refresh_tokens ADD COLUMN sealed_successor TEXT;
+                    ALTER TABLE refresh_tokens ADD COLUMN retry_until DATETIME;
+                    ALTER TABLE signin_results ADD COLUMN sealed_answer TEXT;
+                    ALTER TABLE signin_results ADD COLUMN answer_token_hash TEXT;
+                    ALTER TABLE signin_results ADD COLUMN retry_until DATETIME;
+                    CREATE INDEX refresh_tokens_retry_until ON refresh_tokens(retry_until) WHERE retry_until IS NOT NULL;
+                    """)
+        }
         return migrator
     }
 }

@@ -119,28 +119,50 @@ public final class SQLiteStorage: GatehouseStorage {
         }
     }
 
-    /// The result if it has not expired, left in place.
-    public func result(idHash: String, now: Date) async throws -> Data? {
+    /// The result if it has not expired, left in place; a redeemed one while its retry window
+    /// lasts and the refresh token it answered is unused.
+    public func result(idHash: String, now: Date) async throws -> StoredResultState? {
         try await read { db in
-            try Data.fetchOne(db, sql: "SELECT payload FROM signin_results WHERE id_hash = ? AND expires_at > ?", arguments: [idHash, now])
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT payload, sealed_answer, answer_token_hash, retry_until FROM signin_results WHERE id_hash = ? AND expires_at > ?",
+                    arguments: [idHash, now])
+            else { return nil }
+            guard let answer: String = row["sealed_answer"] else { return .pending(row["payload"]) }
+            guard let retryUntil: Date = row["retry_until"], retryUntil > now else { return nil }
+            if let tokenHash: String = row["answer_token_hash"] {
+                let unused = try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM refresh_tokens WHERE token_hash = ? AND used_at IS NULL)", arguments: [tokenHash])
+                guard unused == true else { return nil }
+            }
+            return .redeemed(sealedAnswer: answer)
         }
     }
 
-    /// Deletes and returns the result if it has not expired; stores `refreshToken` in the
-    /// same transaction when it was there.
-    public func takeResult(idHash: String, now: Date, refreshToken: NewRefreshToken?) async throws -> Data? {
+    /// Redeems the result if it has not expired and was not redeemed; stores the refresh
+    /// token and keeps the sealed answer (or deletes the result) in the same transaction.
+    public func takeResult(idHash: String, now: Date, redemption: ResultRedemption) async throws -> Bool {
         try await write { db in
+            // An expired result goes for good: a clock set back later cannot revive it.
+            try db.execute(sql: "DELETE FROM signin_results WHERE id_hash = ? AND expires_at <= ?", arguments: [idHash, now])
             guard
-                let row = try Row.fetchOne(db, sql: "DELETE FROM signin_results WHERE id_hash = ? RETURNING payload, expires_at", arguments: [idHash])
-            else { return nil }
-            let expiresAt: Date = row["expires_at"]
-            guard expiresAt > now else { return nil }
-            if let token = refreshToken {
+                try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM signin_results WHERE id_hash = ? AND sealed_answer IS NULL)", arguments: [idHash])
+                    == true
+            else { return false }
+            if let answer = redemption.sealedAnswer {
+                try db.execute(
+                    sql: "UPDATE signin_results SET sealed_answer = ?, answer_token_hash = ?, retry_until = ? WHERE id_hash = ?",
+                    arguments: [answer, redemption.refreshToken?.tokenHash, redemption.retryUntil, idHash])
+            } else {
+                try db.execute(sql: "DELETE FROM signin_results WHERE id_hash = ?", arguments: [idHash])
+            }
+            if let token = redemption.refreshToken {
                 try db.execute(
                     sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)",
                     arguments: [token.tokenHash, token.familyId, token.issuedAt])
             }
-            return row["payload"]
+            return true
         }
     }
 
@@ -311,22 +333,34 @@ public final class SQLiteStorage: GatehouseStorage {
     }
 
     /// Spends a refresh token, or revokes its family when it was spent already.
-    public func rotateRefreshToken(tokenHash: String, successorHash: String, now: Date) async throws -> RefreshRotation {
+    public func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation {
         try await write { db in
-            guard let token = try Row.fetchOne(db, sql: "SELECT family_id, used_at FROM refresh_tokens WHERE token_hash = ?", arguments: [tokenHash])
+            guard
+                let token = try Row.fetchOne(
+                    db, sql: "SELECT family_id, used_at, sealed_successor, retry_until FROM refresh_tokens WHERE token_hash = ?",
+                    arguments: [tokenHash])
             else { return .unknown }
             let familyId: String = token["family_id"]
+            let session = try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE family_id = ? AND expires_at > ?", arguments: [familyId, now])
+                .map(Self.session)
             if (token["used_at"] as Date?) != nil {
+                if let session, let kept: String = token["sealed_successor"], let until: Date = token["retry_until"], until > now {
+                    return .retried(session, sealedSuccessor: kept)
+                }
                 try db.execute(sql: "DELETE FROM sessions WHERE family_id = ?", arguments: [familyId])
                 return .reused
             }
-            guard
-                let session = try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE family_id = ? AND expires_at > ?", arguments: [familyId, now])
-                    .map(Self.session)
-            else { return .unknown }
-            try db.execute(sql: "UPDATE refresh_tokens SET used_at = ? WHERE token_hash = ?", arguments: [now, tokenHash])
+            guard let session else { return .unknown }
+            // Only the token spent last keeps its successor: the predecessor's window ends here.
             try db.execute(
-                sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)", arguments: [successorHash, familyId, now])
+                sql: "UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL WHERE family_id = ? AND sealed_successor IS NOT NULL",
+                arguments: [familyId])
+            try db.execute(
+                sql: "UPDATE refresh_tokens SET used_at = ?, sealed_successor = ?, retry_until = ? WHERE token_hash = ?",
+                arguments: [now, successor.sealedToken, successor.sealedToken.map { _ in successor.retryUntil }, tokenHash])
+            try db.execute(
+                sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)",
+                arguments: [successor.tokenHash, familyId, now])
             return .rotated(session)
         }
     }
@@ -428,7 +462,9 @@ public final class SQLiteStorage: GatehouseStorage {
             SELECT label, count(*) AS uses FROM (
               SELECT \(label("sealed_tokens")) AS label FROM provider_links
               UNION ALL SELECT \(label("sealed_private_key")) FROM signing_keys
-              UNION ALL SELECT \(label("sealed_tokens")) FROM pending_credentials WHERE expires_at > ?
+              UNION ALL SELECT \(label("sealed_tokens")) FROM pending_credentials WHERE expires_at > ?1
+              UNION ALL SELECT \(label("sealed_successor")) FROM refresh_tokens WHERE sealed_successor IS NOT NULL AND retry_until > ?1
+              UNION ALL SELECT \(label("sealed_answer")) FROM signin_results WHERE sealed_answer IS NOT NULL AND retry_until > ?1
             ) GROUP BY label
             """
         return try await read { db in
@@ -515,7 +551,9 @@ public final class SQLiteStorage: GatehouseStorage {
     public func purgeExpired(now: Date) async throws {
         try await write { db in
             try db.execute(sql: "DELETE FROM signin_transactions WHERE expires_at <= ?", arguments: [now])
-            try db.execute(sql: "DELETE FROM signin_results WHERE expires_at <= ?", arguments: [now])
+            try db.execute(sql: "DELETE FROM signin_results WHERE expires_at <= ?1 OR retry_until <= ?1", arguments: [now])
+            try db.execute(
+                sql: "UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL WHERE retry_until <= ?", arguments: [now])
             try db.execute(sql: "DELETE FROM sessions WHERE expires_at <= ?", arguments: [now])
             try db.execute(sql: "DELETE FROM pending_credentials WHERE expires_at <= ?", arguments: [now])
             try db.execute(sql: "DELETE FROM spent_tokens WHERE expires_at <= ?", arguments: [now])

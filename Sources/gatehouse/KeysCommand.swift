@@ -110,7 +110,8 @@ struct KeysCommand: AsyncParsableCommand {
                 Provider tokens and signing keys are sealed with data keys kept in the database, wrapped by the
                 configured key. This re-wraps the data keys under GATEHOUSE_ENCRYPTION_KEY (old configured keys go in
                 GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS meanwhile), adds a new data key, waits until every instance seals
-                with it (two reload intervals, 60 s), re-encrypts everything in batches while instances keep serving,
+                with it (two reload intervals and one retry window, GATEHOUSE_REFRESH_RETRY_WINDOW: 70 s by default),
+                re-encrypts everything in batches while instances keep serving,
                 and deletes old data keys nothing uses. When it reports nothing remaining, previous configured keys
                 may be removed; pending credentials keep an old key alive at most 10 minutes (run again with
                 --keep-data-key to finish).
@@ -136,8 +137,12 @@ struct KeysCommand: AsyncParsableCommand {
             let environment = ProcessInfo.processInfo.environment
             let vault = try VaultSettings.vault(environment: environment, reloadInterval: reloadSeconds)
             let storage = try await store.open(environment: environment, logger: KeysCommand.quiet)
-            if !keepDataKey { print("Adding a data key; waiting \(Int(2 * reloadSeconds)) s until every instance seals with it…") }
-            let report = try await EncryptionRotation(storage: storage, vault: vault).run(batchSize: batchSize, newDataKey: !keepDataKey)
+            var gateway = GatewayConfiguration(publicURL: "", returnToAllowList: [])
+            try ProfileSettings.applyRetryWindow(environment, to: &gateway)
+            let window = gateway.refreshRetryWindow
+            if !keepDataKey { print("Adding a data key; waiting \(Int(2 * reloadSeconds + window)) s until every instance seals with it…") }
+            let report = try await EncryptionRotation(storage: storage, vault: vault, retryWindow: window).run(
+                batchSize: batchSize, newDataKey: !keepDataKey)
             print(
                 "Data keys: \(report.rewrappedDataKeys) re-wrapped under configured key \(vault.currentKeyID), \(report.unreadableDataKeys) unreadable; sealing with \(vault.currentLabel)."
             )

@@ -65,6 +65,16 @@ enum ProfileSettings {
         if let value = try count("GATEHOUSE_USER_RATE_LIMIT") { gateway.userRateLimitPerMinute = value }
         if let value = try count("GATEHOUSE_SERVICE_RATE_LIMIT") { gateway.serviceRateLimitPerMinute = value }
         if let value = try flag("GATEHOUSE_REQUIRE_RESULT_BINDING") { gateway.requireResultBinding = value }
+        try applyRetryWindow(environment, to: &gateway)
         if let value = try flag("GATEHOUSE_PRIVATE_PHOTO_ADDRESSES") { gateway.allowPrivatePhotoAddresses = value }
+    }
+
+    /// `GATEHOUSE_REFRESH_RETRY_WINDOW` alone (the key rotation's wait depends on it too).
+    static func applyRetryWindow(_ environment: [String: String], to gateway: inout GatewayConfiguration) throws {
+        guard let value = environment["GATEHOUSE_REFRESH_RETRY_WINDOW"] else { return }
+        guard let seconds = TimeInterval(value), (0...60).contains(seconds) else {
+            throw ValidationError("GATEHOUSE_REFRESH_RETRY_WINDOW must be a number of seconds between 0 and 60")
+        }
+        gateway.refreshRetryWindow = seconds
     }
 }

@@ -32,7 +32,9 @@ struct GatewayTokenTests {
                 body: Array("grant_type=refresh_token&refresh_token=\(FormEncoding.escape(token))".utf8)))
     }
 
-    @Test("the ID token works as a bearer on /v1/me; refresh rotates; a reused refresh token revokes the family and its ID tokens")
+    @Test(
+        "the ID token works as a bearer on /v1/me; refresh rotates; a retry inside the window gets the same successor; a reuse after it revokes the family and its ID tokens"
+    )
     func refreshRotationAndReuse() async throws {
         try await withDeployment { deployment in
             let (_, idToken, refreshToken) = try await Self.signedIn(deployment)
@@ -49,7 +51,15 @@ struct GatewayTokenTests {
             let newIdToken = try #require(rotated["idToken"] as? String)
             #expect(try await Self.bearer(deployment, newIdToken).status == 200)
 
-            // The first refresh token again: replay. The family ends, the newer token with it.
+            // The first refresh token again at once: a retry (its answer may have been lost).
+            // The same successor, a fresh ID token, nothing revoked.
+            let retry = try await Self.refresh(deployment, refreshToken)
+            #expect(retry.status == 200, "\(retry.bodyText)")
+            #expect(try jsonObject(retry)["refreshToken"] as? String == second)
+            #expect(try await Self.bearer(deployment, try #require(try jsonObject(retry)["idToken"] as? String)).status == 200)
+
+            // After the window: replay. The family ends, the newer token with it.
+            deployment.clock.advance(by: 10)
             let replay = try await Self.refresh(deployment, refreshToken)
             #expect(replay.status == 401)
             #expect(try jsonObject(replay)["code"] as? String == "invalid-refresh-token")
@@ -57,6 +67,71 @@ struct GatewayTokenTests {
             let revoked = try await Self.bearer(deployment, newIdToken)
             #expect(revoked.status == 401)
             #expect(try jsonObject(revoked)["code"] as? String == "invalid-id-token")
+        }
+    }
+
+    @Test(
+        "retry window: every retry of the last rotation gets the same successor; once the successor is spent, the predecessor revokes the family, an older token too; 0 is strict"
+    )
+    func refreshRetryWindow() async throws {
+        // A minute's window, 50 s of it passed: the retries are well inside it however slow
+        // the machine is between two requests.
+        try await withDeployment(gateway: { $0.refreshRetryWindow = 60 }) { deployment in
+            let (_, _, first) = try await Self.signedIn(deployment)
+            let rotated = try await Self.refresh(deployment, first)
+            let second = try #require(try jsonObject(rotated)["refreshToken"] as? String)
+            deployment.clock.advance(by: 50)
+            for _ in 0..<3 {
+                let retry = try await Self.refresh(deployment, first)
+                #expect(retry.status == 200, "\(retry.bodyText)")
+                #expect(try jsonObject(retry)["refreshToken"] as? String == second)
+            }
+            // The successor is spent: the window of its predecessor is over, whatever the clock says.
+            let third = try #require(try jsonObject(try await Self.refresh(deployment, second))["refreshToken"] as? String)
+            #expect(try await Self.refresh(deployment, first).status == 401, "a token two rotations old never gets a window")
+            #expect(try await Self.refresh(deployment, third).status == 401, "its reuse revoked the family")
+            #expect(deployment.logs.lines.contains { $0.contains("refresh token reused") })
+
+            let (_, _, token) = try await Self.signedIn(deployment)
+            let next = try #require(try jsonObject(try await Self.refresh(deployment, token))["refreshToken"] as? String)
+            _ = try await Self.refresh(deployment, next)
+            // The successor was spent: a retry of the first rotation is a reuse.
+            #expect(try await Self.refresh(deployment, token).status == 401)
+        }
+        try await withDeployment(gateway: { $0.refreshRetryWindow = 0 }) { strict in
+            let (_, _, first) = try await Self.signedIn(strict)
+            let second = try #require(try jsonObject(try await Self.refresh(strict, first))["refreshToken"] as? String)
+            #expect(try await Self.refresh(strict, first).status == 401)
+            #expect(try await Self.refresh(strict, second).status == 401)
+        }
+    }
+
+    @Test(
+        "a result redeemed again with the same verifier inside the window answers the same tokens; another verifier, a late retry or a used token find nothing"
+    )
+    func resultRetryWindow() async throws {
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            let id = try await browser.signIn(login: "octocat")
+            let first = try await browser.result(id)
+            #expect(first.status == 200, "\(first.bodyText)")
+            let again = try await browser.result(id)
+            #expect(again.status == 200, "\(again.bodyText)")
+            let (tokens, same) = (try jsonObject(first), try jsonObject(again))
+            #expect(same["refreshToken"] as? String == tokens["refreshToken"] as? String)
+            #expect(same["idToken"] as? String == tokens["idToken"] as? String)
+            #expect(same["user"] != nil)
+            // A stolen id with another verifier finds nothing, inside the window too.
+            var thief = Browser(deployment)
+            #expect(try await thief.result(id).status == 404)
+            deployment.clock.advance(by: 10)
+            #expect(try await browser.result(id).status == 404)
+
+            // Once the answered refresh token was used, the answer is no longer handed out.
+            let other = try await browser.signIn(login: "octocat")
+            let answer = try jsonObject(try await browser.result(other))
+            #expect(try await Self.refresh(deployment, try #require(answer["refreshToken"] as? String)).status == 200)
+            #expect(try await browser.result(other).status == 404)
         }
     }
 

@@ -29,7 +29,12 @@ struct GitHubSignInTests {
             let additional = try #require(resultJSON["additionalUserInfo"] as? [String: Any])
             #expect(additional["username"] as? String == "octocat")
             #expect((additional["profile"] as? [String: Any])?["login"] as? String == "octocat")
-            // A result is handed out once.
+            // A result is handed out once: its retry inside the window sees the same answer,
+            // after it nothing.
+            let retried = try await browser.result(resultID)
+            #expect(retried.status == 200)
+            #expect(try jsonObject(retried)["refreshToken"] as? String == resultJSON["refreshToken"] as? String)
+            deployment.clock.advance(by: 10)
             let again = try await browser.result(resultID)
             #expect(again.status == 404)
             #expect(try jsonObject(again)["code"] as? String == "result-not-found")

@@ -72,7 +72,7 @@ import Testing
         #expect(try await storage.account(uid: "u1") == nil)
         #expect(try await storage.link(providerId: "github.com", federatedId: "1") == nil)
         #expect(try await storage.session(familyId: session.familyId, now: Fixtures.now) == nil)
-        #expect(try await storage.rotateRefreshToken(tokenHash: "r1", successorHash: "r2", now: Fixtures.now) == .unknown)
+        #expect(try await storage.rotateRefreshToken(tokenHash: "r1", successor: .strict("r2"), now: Fixtures.now) == .unknown)
         #expect(try await storage.takePendingCredential(tokenHash: "p1", now: Fixtures.now) == nil)
     }
 
@@ -87,16 +87,16 @@ import Testing
         #expect(try await storage.session(refreshTokenHash: "r1", now: Fixtures.now) == session)
         #expect(try await storage.session(refreshTokenHash: "r1", now: session.expiresAt) == nil, "an expired session is none")
         #expect(try await storage.session(refreshTokenHash: "r2", now: Fixtures.now) == nil)
-        #expect(try await storage.rotateRefreshToken(tokenHash: "r1", successorHash: "r2", now: Fixtures.now) == .rotated(session))
+        #expect(try await storage.rotateRefreshToken(tokenHash: "r1", successor: .strict("r2"), now: Fixtures.now) == .rotated(session))
         #expect(try await storage.session(refreshTokenHash: "r2", now: Fixtures.now) == session)
-        #expect(try await storage.rotateRefreshToken(tokenHash: "r2", successorHash: "r3", now: Fixtures.now) == .rotated(session))
+        #expect(try await storage.rotateRefreshToken(tokenHash: "r2", successor: .strict("r3"), now: Fixtures.now) == .rotated(session))
         // r1 again: stolen or replayed. The family ends, r3 with it.
-        #expect(try await storage.rotateRefreshToken(tokenHash: "r1", successorHash: "r4", now: Fixtures.now) == .reused)
+        #expect(try await storage.rotateRefreshToken(tokenHash: "r1", successor: .strict("r4"), now: Fixtures.now) == .reused)
         #expect(try await storage.session(familyId: session.familyId, now: Fixtures.now) == nil)
         #expect(try await storage.session(idHash: session.idHash, now: Fixtures.now) == nil)
         #expect(try await storage.session(refreshTokenHash: "r3", now: Fixtures.now) == nil)
-        #expect(try await storage.rotateRefreshToken(tokenHash: "r3", successorHash: "r5", now: Fixtures.now) == .unknown)
-        #expect(try await storage.rotateRefreshToken(tokenHash: "never", successorHash: "r6", now: Fixtures.now) == .unknown)
+        #expect(try await storage.rotateRefreshToken(tokenHash: "r3", successor: .strict("r5"), now: Fixtures.now) == .unknown)
+        #expect(try await storage.rotateRefreshToken(tokenHash: "never", successor: .strict("r6"), now: Fixtures.now) == .unknown)
     }
 
     @Test(arguments: StorageBackend.all)
@@ -108,12 +108,81 @@ import Testing
         try await storage.insertRefreshToken(tokenHash: "r1", familyId: session.familyId, at: Fixtures.now)
         let outcomes = try await withThrowingTaskGroup(of: RefreshRotation.self) { group in
             for index in 0..<10 {
-                group.addTask { try await storage.rotateRefreshToken(tokenHash: "r1", successorHash: "next-\(index)", now: Fixtures.now) }
+                group.addTask { try await storage.rotateRefreshToken(tokenHash: "r1", successor: .strict("next-\(index)"), now: Fixtures.now) }
             }
             return try await group.reduce(into: [RefreshRotation]()) { $0.append($1) }
         }
         #expect(outcomes.filter { $0 == .rotated(session) }.count == 1)
         #expect(outcomes.filter { $0 == .rotated(session) }.count + outcomes.filter { $0 == .reused || $0 == .unknown }.count == 10)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func concurrentRotationsInsideTheRetryWindowAllGetTheWinnersSuccessor(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let session = Fixtures.session("s1", uid: "u1")
+        try await storage.insertSession(session)
+        try await storage.insertRefreshToken(tokenHash: "r1", familyId: session.familyId, at: Fixtures.now)
+        let outcomes = try await withThrowingTaskGroup(of: RefreshRotation.self) { group in
+            for index in 0..<10 {
+                group.addTask { try await storage.rotateRefreshToken(tokenHash: "r1", successor: .kept("next-\(index)"), now: Fixtures.now) }
+            }
+            return try await group.reduce(into: [RefreshRotation]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 == .rotated(session) }.count == 1)
+        let kept = outcomes.compactMap { outcome -> String? in
+            if case .retried(let found, let sealed) = outcome, found == session { return sealed }
+            return nil
+        }
+        #expect(kept.count == 9)
+        // Every retry got the one successor that was stored: the winner's.
+        let winner = try #require(kept.first.map { String($0.dropFirst("sealed-".count)) })
+        #expect(Set(kept) == ["sealed-\(winner)"])
+        #expect(try await storage.session(refreshTokenHash: winner, now: Fixtures.now) == session)
+        #expect(try await storage.rotateRefreshToken(tokenHash: winner, successor: .kept("after"), now: Fixtures.now) == .rotated(session))
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func onlyTheLastSpentTokenGetsItsSuccessorBackAndOnlyInsideItsWindow(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        func family(_ id: String) async throws -> SessionRecord {
+            let session = Fixtures.session(id, uid: "u1")
+            try await storage.insertSession(session)
+            try await storage.insertRefreshToken(tokenHash: "\(id)-r1", familyId: session.familyId, at: Fixtures.now)
+            #expect(try await storage.rotateRefreshToken(tokenHash: "\(id)-r1", successor: .kept("\(id)-r2"), now: Fixtures.now) == .rotated(session))
+            return session
+        }
+        // Inside the window the spent token returns the kept successor, as often as asked.
+        let a = try await family("a")
+        let later = Fixtures.now.addingTimeInterval(9)
+        #expect(
+            try await storage.rotateRefreshToken(tokenHash: "a-r1", successor: .kept("x"), now: later) == .retried(a, sealedSuccessor: "sealed-a-r2"))
+        #expect(
+            try await storage.rotateRefreshToken(tokenHash: "a-r1", successor: .kept("y"), now: later) == .retried(a, sealedSuccessor: "sealed-a-r2"))
+        #expect(try await storage.session(refreshTokenHash: "x", now: later) == nil, "a retry stores no successor")
+        // At the window's end the same use is a reuse: the family is revoked.
+        #expect(try await storage.rotateRefreshToken(tokenHash: "a-r1", successor: .kept("z"), now: Fixtures.now.addingTimeInterval(10)) == .reused)
+        #expect(try await storage.session(familyId: a.familyId, now: later) == nil)
+        // Once the successor was spent, the predecessor has no window left (nor any older one).
+        let b = try await family("b")
+        #expect(try await storage.rotateRefreshToken(tokenHash: "b-r2", successor: .kept("b-r3"), now: Fixtures.now) == .rotated(b))
+        #expect(
+            try await storage.rotateRefreshToken(tokenHash: "b-r2", successor: .kept("w"), now: Fixtures.now)
+                == .retried(b, sealedSuccessor: "sealed-b-r3"))
+        #expect(try await storage.rotateRefreshToken(tokenHash: "b-r1", successor: .kept("v"), now: Fixtures.now) == .reused)
+        #expect(try await storage.session(familyId: b.familyId, now: Fixtures.now) == nil)
+        // Strict (no sealed successor): the first reuse revokes.
+        let c = Fixtures.session("c", uid: "u1")
+        try await storage.insertSession(c)
+        try await storage.insertRefreshToken(tokenHash: "c-r1", familyId: c.familyId, at: Fixtures.now)
+        #expect(try await storage.rotateRefreshToken(tokenHash: "c-r1", successor: .strict("c-r2"), now: Fixtures.now) == .rotated(c))
+        #expect(try await storage.rotateRefreshToken(tokenHash: "c-r1", successor: .strict("u"), now: Fixtures.now) == .reused)
+        // The purger wipes a kept successor whose window ended: even a clock set back finds none.
+        let d = try await family("d")
+        try await storage.purgeExpired(now: Fixtures.now.addingTimeInterval(11))
+        #expect(try await storage.rotateRefreshToken(tokenHash: "d-r1", successor: .kept("t"), now: Fixtures.now) == .reused)
+        #expect(try await storage.session(familyId: d.familyId, now: Fixtures.now) == nil)
     }
 
     @Test(arguments: StorageBackend.all)
@@ -126,9 +195,9 @@ import Testing
         try await storage.insertSession(live)
         try await storage.insertRefreshToken(tokenHash: "old-r", familyId: expired.familyId, at: Fixtures.now)
         try await storage.insertRefreshToken(tokenHash: "live-r", familyId: live.familyId, at: Fixtures.now)
-        #expect(try await storage.rotateRefreshToken(tokenHash: "old-r", successorHash: "x", now: Fixtures.now) == .unknown)
+        #expect(try await storage.rotateRefreshToken(tokenHash: "old-r", successor: .strict("x"), now: Fixtures.now) == .unknown)
         try await storage.deleteSession(familyId: live.familyId)
-        #expect(try await storage.rotateRefreshToken(tokenHash: "live-r", successorHash: "y", now: Fixtures.now) == .unknown)
+        #expect(try await storage.rotateRefreshToken(tokenHash: "live-r", successor: .strict("y"), now: Fixtures.now) == .unknown)
     }
 
     @Test(arguments: StorageBackend.all)
@@ -158,5 +227,17 @@ import Testing
         PendingCredentialRecord(
             tokenHash: hash, targetUid: target, providerId: "oidc.x", federatedId: "f-\(hash)", profileJSON: Data(#"{"a":1}"#.utf8),
             sealedTokens: "v1.k.s", verifiedEmail: "pat@example.com", expiresAt: Fixtures.now.addingTimeInterval(expiresIn))
+    }
+}
+
+extension RefreshSuccessor {
+    /// A successor kept (as `sealed-<hash>`) for a 10-second retry window from `Fixtures.now`.
+    static func kept(_ hash: String) -> RefreshSuccessor {
+        RefreshSuccessor(tokenHash: hash, sealedToken: "sealed-\(hash)", retryUntil: Fixtures.now.addingTimeInterval(10))
+    }
+
+    /// A successor with no retry window.
+    static func strict(_ hash: String) -> RefreshSuccessor {
+        RefreshSuccessor(tokenHash: hash, sealedToken: nil, retryUntil: Fixtures.now)
     }
 }

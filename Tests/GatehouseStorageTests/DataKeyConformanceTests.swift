@@ -35,7 +35,7 @@ import Testing
     }
 
     @Test(arguments: StorageBackend.all)
-    func sealingKeyUsageCountsLinksSigningKeysAndLivePendingCredentials(_ backend: StorageBackend) async throws {
+    func sealingKeyUsageCountsLinksSigningKeysLivePendingCredentialsAndRetryWindows(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         #expect(try await storage.sealingKeyUsage(now: Fixtures.now) == [:])
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1", tokens: "v2.d1.aaa"))
@@ -48,5 +48,16 @@ import Testing
         try await storage.insertPendingCredential(live)
         try await storage.insertPendingCredential(expired)
         #expect(try await storage.sealingKeyUsage(now: Fixtures.now) == ["v2.d1": 2, "v1.k9": 1, "v2.d2": 1])
+        // What retry windows keep counts while the window lasts.
+        let session = Fixtures.session("s1", uid: "u1")
+        try await storage.insertSession(session)
+        try await storage.insertRefreshToken(tokenHash: "r1", familyId: session.familyId, at: Fixtures.now)
+        let successor = RefreshSuccessor(tokenHash: "r2", sealedToken: "v2.d4.fff", retryUntil: Fixtures.now.addingTimeInterval(10))
+        _ = try await storage.rotateRefreshToken(tokenHash: "r1", successor: successor, now: Fixtures.now)
+        try await storage.insertResult(idHash: "res", payload: Data("x".utf8), expiresAt: Fixtures.now.addingTimeInterval(60))
+        let redemption = ResultRedemption(refreshToken: nil, sealedAnswer: "v2.d4.ggg", retryUntil: Fixtures.now.addingTimeInterval(10))
+        #expect(try await storage.takeResult(idHash: "res", now: Fixtures.now, redemption: redemption))
+        #expect(try await storage.sealingKeyUsage(now: Fixtures.now) == ["v2.d1": 2, "v1.k9": 1, "v2.d2": 1, "v2.d4": 2])
+        #expect(try await storage.sealingKeyUsage(now: Fixtures.now.addingTimeInterval(10)) == ["v2.d1": 2, "v1.k9": 1, "v2.d2": 1])
     }
 }

@@ -36,7 +36,7 @@ import Testing
         #expect(try await storage.dataKeys().isEmpty)
         #expect(try vault.seal(Data("x".utf8), context: "c").hasPrefix("v1.\(vault.currentKeyID)."))
 
-        let report = try await EncryptionRotation(storage: storage, vault: vault).run()
+        let report = try await EncryptionRotation(storage: storage, vault: vault, retryWindow: 0).run()
         let id = try #require(report.newDataKeyID)
         #expect(report.resealed == 1 && report.remaining.isEmpty)
         let link = try #require(try await storage.link(providerId: "github.com", federatedId: "1"))
@@ -62,7 +62,7 @@ import Testing
 
         let newKey = TokenVault.generateKey()
         let during = try TokenVault(keys: [newKey, configured], reloadInterval: 0.1)
-        let report = try await EncryptionRotation(storage: storage, vault: during).run()
+        let report = try await EncryptionRotation(storage: storage, vault: during, retryWindow: 0).run()
         #expect(report.rewrappedDataKeys == 1 && report.resealed == 1 && report.resealedSigningKeys == 1)
         // The pending credential still needs the old data key: not retired yet.
         #expect(report.retiredDataKeys.isEmpty)
@@ -74,7 +74,7 @@ import Testing
         try await after.load(from: storage)
         let taken = try #require(try await storage.takePendingCredential(tokenHash: "p1", now: Date()))
         #expect(try after.open(taken.sealedTokens, context: "provider-tokens|oidc.x|f-p1") == Data("p".utf8))
-        let finish = try await EncryptionRotation(storage: storage, vault: after).run(newDataKey: false)
+        let finish = try await EncryptionRotation(storage: storage, vault: after, retryWindow: 0).run(newDataKey: false)
         #expect(finish.retiredDataKeys == [oldID] && finish.remaining.isEmpty)
         let signing = try #require(try await storage.signingKeys().first)
         #expect(try after.open(signing.sealedPrivateKey, context: "signing-key|s1") == Data("k".utf8))

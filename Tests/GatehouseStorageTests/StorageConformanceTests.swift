@@ -65,15 +65,15 @@ import Testing
         let storage = try await backend.make()
         try await storage.insertResult(idHash: "live", payload: Data("payload".utf8), expiresAt: Fixtures.now.addingTimeInterval(60))
         try await storage.insertResult(idHash: "stale", payload: Data("old".utf8), expiresAt: Fixtures.now.addingTimeInterval(-1))
-        #expect(try await storage.result(idHash: "live", now: Fixtures.now) == Data("payload".utf8))
-        #expect(try await storage.result(idHash: "live", now: Fixtures.now) == Data("payload".utf8), "reading leaves it")
+        #expect(try await storage.result(idHash: "live", now: Fixtures.now) == .pending(Data("payload".utf8)))
+        #expect(try await storage.result(idHash: "live", now: Fixtures.now) == .pending(Data("payload".utf8)), "reading leaves it")
         #expect(try await storage.result(idHash: "stale", now: Fixtures.now) == nil)
-        #expect(try await storage.takeResult(idHash: "live", now: Fixtures.now, refreshToken: nil) == Data("payload".utf8))
-        #expect(try await storage.takeResult(idHash: "live", now: Fixtures.now, refreshToken: nil) == nil)
+        #expect(try await storage.takeResult(idHash: "live", now: Fixtures.now, redemption: .deleting(nil)))
+        #expect(try await storage.takeResult(idHash: "live", now: Fixtures.now, redemption: .deleting(nil)) == false)
         #expect(try await storage.result(idHash: "live", now: Fixtures.now) == nil)
-        #expect(try await storage.takeResult(idHash: "stale", now: Fixtures.now, refreshToken: nil) == nil)
-        // Taking an expired result still deletes it: a later clock cannot revive it.
-        #expect(try await storage.takeResult(idHash: "stale", now: Fixtures.now.addingTimeInterval(-3600), refreshToken: nil) == nil)
+        #expect(try await storage.takeResult(idHash: "stale", now: Fixtures.now, redemption: .deleting(nil)) == false)
+        // Taking an expired result still deletes it: a clock set back later cannot revive it.
+        #expect(try await storage.takeResult(idHash: "stale", now: Fixtures.now.addingTimeInterval(-3600), redemption: .deleting(nil)) == false)
     }
 
     @Test(arguments: StorageBackend.all)
@@ -84,17 +84,47 @@ import Testing
         try await storage.insertSession(session)
         try await storage.insertResult(idHash: "r", payload: Data("payload".utf8), expiresAt: Fixtures.now.addingTimeInterval(60))
         let first = NewRefreshToken(tokenHash: "t1", familyId: session.familyId, issuedAt: Fixtures.now)
-        #expect(try await storage.takeResult(idHash: "r", now: Fixtures.now, refreshToken: first) == Data("payload".utf8))
+        #expect(try await storage.takeResult(idHash: "r", now: Fixtures.now, redemption: .deleting(first)))
         #expect(try await storage.session(refreshTokenHash: "t1", now: Fixtures.now) == session)
         // Gone already: the second token is not stored.
         let second = NewRefreshToken(tokenHash: "t2", familyId: session.familyId, issuedAt: Fixtures.now)
-        #expect(try await storage.takeResult(idHash: "r", now: Fixtures.now, refreshToken: second) == nil)
+        #expect(try await storage.takeResult(idHash: "r", now: Fixtures.now, redemption: .deleting(second)) == false)
         #expect(try await storage.session(refreshTokenHash: "t2", now: Fixtures.now) == nil)
         // A token that cannot be stored (a family that does not exist) leaves the result in place.
         try await storage.insertResult(idHash: "kept", payload: Data("kept".utf8), expiresAt: Fixtures.now.addingTimeInterval(60))
         let orphan = NewRefreshToken(tokenHash: "t3", familyId: "no-such-family", issuedAt: Fixtures.now)
-        await #expect(throws: (any Error).self) { try await storage.takeResult(idHash: "kept", now: Fixtures.now, refreshToken: orphan) }
-        #expect(try await storage.result(idHash: "kept", now: Fixtures.now) == Data("kept".utf8))
+        await #expect(throws: (any Error).self) {
+            try await storage.takeResult(idHash: "kept", now: Fixtures.now, redemption: .keeping(orphan, answer: "sealed-answer"))
+        }
+        #expect(try await storage.result(idHash: "kept", now: Fixtures.now) == .pending(Data("kept".utf8)))
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func aRedeemedResultKeepsItsAnswerForItsWindowWhileItsTokenIsUnused(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let session = Fixtures.session("s1", uid: "u1")
+        try await storage.insertSession(session)
+        try await storage.insertResult(idHash: "r", payload: Data("payload".utf8), expiresAt: Fixtures.now.addingTimeInterval(60))
+        let token = NewRefreshToken(tokenHash: "t1", familyId: session.familyId, issuedAt: Fixtures.now)
+        #expect(try await storage.takeResult(idHash: "r", now: Fixtures.now, redemption: .keeping(token, answer: "sealed-answer")))
+        #expect(try await storage.session(refreshTokenHash: "t1", now: Fixtures.now) == session)
+        // Read again inside the window: the kept answer, never the result a second time.
+        #expect(try await storage.result(idHash: "r", now: Fixtures.now.addingTimeInterval(9)) == .redeemed(sealedAnswer: "sealed-answer"))
+        let other = NewRefreshToken(tokenHash: "t2", familyId: session.familyId, issuedAt: Fixtures.now)
+        #expect(try await storage.takeResult(idHash: "r", now: Fixtures.now, redemption: .keeping(other, answer: "second")) == false)
+        #expect(try await storage.session(refreshTokenHash: "t2", now: Fixtures.now) == nil)
+        // After the window, nothing.
+        #expect(try await storage.result(idHash: "r", now: Fixtures.now.addingTimeInterval(10)) == nil)
+        // Once the token it answered was used, nothing either: the answer is no longer current.
+        #expect(try await storage.rotateRefreshToken(tokenHash: "t1", successor: .strict("t3"), now: Fixtures.now) == .rotated(session))
+        #expect(try await storage.result(idHash: "r", now: Fixtures.now) == nil)
+        // The purger removes a redeemed result once its window ended.
+        try await storage.insertResult(idHash: "q", payload: Data("q".utf8), expiresAt: Fixtures.now.addingTimeInterval(60))
+        #expect(try await storage.takeResult(idHash: "q", now: Fixtures.now, redemption: .keeping(nil, answer: "sealed-q")))
+        #expect(try await storage.result(idHash: "q", now: Fixtures.now) == .redeemed(sealedAnswer: "sealed-q"))
+        try await storage.purgeExpired(now: Fixtures.now.addingTimeInterval(11))
+        #expect(try await storage.result(idHash: "q", now: Fixtures.now) == nil)
     }
 
     @Test(arguments: StorageBackend.all)
@@ -212,7 +242,7 @@ import Testing
 
         #expect(try await storage.takeTransaction(stateHash: stale.stateHash, bindingHash: stale.bindingHash) == nil)
         #expect(try await storage.takeTransaction(stateHash: live.stateHash, bindingHash: live.bindingHash) == live)
-        #expect(try await storage.takeResult(idHash: "live", now: Fixtures.now, refreshToken: nil) != nil)
+        #expect(try await storage.takeResult(idHash: "live", now: Fixtures.now, redemption: .deleting(nil)))
         #expect(try await storage.session(idHash: SecureRandom.digest("live"), now: Fixtures.now) != nil)
         // Accounts and links are never purged.
         #expect(try await storage.account(uid: "u1") != nil)
@@ -375,5 +405,17 @@ import Testing
         #expect(link.updatedAt == Fixtures.now.addingTimeInterval(5))
         #expect(link.verifiedEmail == "a@b.example")
         #expect(try await storage.uids(verifiedEmail: "a@b.example", limit: 5) == ["u1"])
+    }
+}
+
+extension ResultRedemption {
+    /// A redemption that deletes the result (no retry window).
+    static func deleting(_ token: NewRefreshToken?) -> ResultRedemption {
+        ResultRedemption(refreshToken: token, sealedAnswer: nil, retryUntil: Fixtures.now)
+    }
+
+    /// A redemption that keeps `answer` for a 10-second retry window from `Fixtures.now`.
+    static func keeping(_ token: NewRefreshToken?, answer: String) -> ResultRedemption {
+        ResultRedemption(refreshToken: token, sealedAnswer: answer, retryUntil: Fixtures.now.addingTimeInterval(10))
     }
 }

@@ -76,6 +76,12 @@ public struct GatewayConfiguration: Sendable {
     /// (`result_challenge` at start, `result_verifier` at `POST /v1/auth/result`). Turning it
     /// off lets a stolen result id be redeemed by anyone within its lifetime.
     public var requireResultBinding = true
+    /// Seconds during which presenting the refresh token just spent returns the same
+    /// successor (a retry after a lost answer), and redeeming a result again with the same
+    /// verifier returns the same tokens; `0`: strict, every second use revokes. Only the
+    /// immediately preceding token ever gets the window. The trade-off: a thief replaying a
+    /// token inside the window gets the successor instead of revoking the family.
+    public var refreshRetryWindow: TimeInterval = 10
     /// The configured GitHub provider, if any.
     public var github: GitHubConfiguration?
     /// The configured Microsoft provider, if any.

@@ -258,7 +258,15 @@ public struct SignInService: Sendable {
         // consumed, and the result leaves the store in the same transaction as the refresh
         // token arrives, so a store error at any step leaves the result redeemable.
         let now = configuration.clock.now()
-        guard let payload = try await storage.result(idHash: key, now: now) else { throw GatehouseError.resultNotFound() }
+        let payload: Data
+        switch try await storage.result(idHash: key, now: now) {
+        case nil: throw GatehouseError.resultNotFound()
+        case .redeemed(let sealedAnswer):
+            // A retry of a redemption whose answer was lost: the same answer, same tokens.
+            let answer = try await tokens.vault.open(sealedAnswer, context: Self.answerContext(key), storage: storage)
+            return try JSONCoding.decoder().decode(SignInResult.self, from: answer)
+        case .pending(let stored): payload = stored
+        }
         switch try JSONCoding.decoder().decode(StoredResult.self, from: payload) {
         case .success(let result, let familyId):
             // Tokens are minted now, once: the stored result never held a usable credential.
@@ -267,14 +275,25 @@ public struct SignInService: Sendable {
                 guard let session = try await storage.session(familyId: familyId, now: now) else { throw GatehouseError.invalidRefreshToken() }
                 prepared = try await tokens.prepareIssue(for: session)
             }
+            let answer = prepared.map { result.with($0.0) } ?? result
+            // Only a bound result keeps its answer for a retry: an unbound id may have leaked.
+            let window = challenge == nil ? 0 : configuration.refreshRetryWindow
+            let sealedAnswer = window > 0 ? try tokens.vault.seal(try JSONCoding.encoder().encode(answer), context: Self.answerContext(key)) : nil
+            let redemption = ResultRedemption(refreshToken: prepared?.1, sealedAnswer: sealedAnswer, retryUntil: now.addingTimeInterval(window))
             // Someone else redeemed it meanwhile: one winner, as before.
-            guard try await storage.takeResult(idHash: key, now: now, refreshToken: prepared?.1) != nil else {
-                throw GatehouseError.resultNotFound()
-            }
-            return prepared.map { result.with($0.0) } ?? result
+            guard try await storage.takeResult(idHash: key, now: now, redemption: redemption) else { throw GatehouseError.resultNotFound() }
+            return answer
         case .failure(let error):
-            guard try await storage.takeResult(idHash: key, now: now, refreshToken: nil) != nil else { throw GatehouseError.resultNotFound() }
+            guard
+                try await storage.takeResult(
+                    idHash: key, now: now, redemption: ResultRedemption(refreshToken: nil, sealedAnswer: nil, retryUntil: now))
+            else { throw GatehouseError.resultNotFound() }
             throw error
         }
+    }
+
+    /// The vault context of a redeemed result's kept answer: bound to the result's key.
+    static func answerContext(_ key: String) -> String {
+        "signin-result|\(key)"
     }
 }

@@ -41,7 +41,10 @@ public struct PendingCredentialRecord: Sendable, Equatable {
 public enum RefreshRotation: Sendable, Equatable {
     /// The token was live: it is now spent, its successor stored; the family's session.
     case rotated(SessionRecord)
-    /// The token had already been spent: its whole family (the session) was revoked.
+    /// The token was spent moments ago and its successor is still unused and inside the
+    /// retry window: the rotation is not repeated; the same successor, sealed as it was stored.
+    case retried(SessionRecord, sealedSuccessor: String)
+    /// The token had already been spent (outside the retry window): its whole family (the session) was revoked.
     case reused
     /// No live family knows this token (never issued, expired, or revoked).
     case unknown

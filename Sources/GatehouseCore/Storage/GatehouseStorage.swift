@@ -16,12 +16,16 @@ public protocol GatehouseStorage: Sendable {
 
     /// Saves a one-time sign-in result.
     func insertResult(idHash: String, payload: Data, expiresAt: Date) async throws
-    /// The result if it has not expired, left in place: what a redemption reads first.
-    func result(idHash: String, now: Date) async throws -> Data?
-    /// Deletes and returns the result if it has not expired, and in the same transaction
-    /// stores `refreshToken` (the first of the session's family) when it was there: a failed
-    /// redemption leaves the result, a successful one the token, never one without the other.
-    func takeResult(idHash: String, now: Date, refreshToken: NewRefreshToken?) async throws -> Data?
+    /// The result if it has not expired, left in place: what a redemption reads first. A
+    /// redeemed result is `.redeemed` while its retry window lasts and the refresh token it
+    /// answered is unused, and gone otherwise.
+    func result(idHash: String, now: Date) async throws -> StoredResultState?
+    /// Redeems the result if it has not expired and was not redeemed: in one transaction it
+    /// stores the redemption's refresh token (the first of the session's family) and either
+    /// keeps the sealed answer for retries or deletes the result. A failed redemption leaves
+    /// the result, a successful one the token, never one without the other; `false` when
+    /// there was nothing to redeem (someone else won).
+    func takeResult(idHash: String, now: Date, redemption: ResultRedemption) async throws -> Bool
 
     /// Records that a single-use credential (an ID token posted to the gateway) was used,
     /// until `expiresAt`; `false` when it had been recorded already (a replay), across instances.
@@ -82,9 +86,12 @@ public protocol GatehouseStorage: Sendable {
 
     /// Stores a new refresh token (by hash) in a session's family.
     func insertRefreshToken(tokenHash: String, familyId: String, at date: Date) async throws
-    /// Spends a refresh token and stores its successor in one transaction. A token spent
-    /// before revokes its whole family (reuse means it was stolen or replayed).
-    func rotateRefreshToken(tokenHash: String, successorHash: String, now: Date) async throws -> RefreshRotation
+    /// Spends a refresh token and stores its successor in one transaction, keeping the sealed
+    /// successor beside the spent token (and wiping the one its predecessor kept, so only the
+    /// immediately preceding token ever has a retry window). A token spent before returns
+    /// its kept successor while the window lasts (`.retried`), and otherwise revokes its
+    /// whole family (reuse means it was stolen or replayed).
+    func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation
 
     /// Saves a pending credential.
     func insertPendingCredential(_ credential: PendingCredentialRecord) async throws
@@ -106,8 +113,8 @@ public protocol GatehouseStorage: Sendable {
     func replaceWrappedDataKey(id: String, expected: String, with wrapped: String) async throws -> Bool
     /// Deletes a data key; whether it existed.
     func deleteDataKey(id: String) async throws -> Bool
-    /// How many stored sealed values each key seals — provider tokens of links, signing keys
-    /// and unexpired pending credentials — by label: the sealed value's first two dot-separated
+    /// How many stored sealed values each key seals — provider tokens of links, signing keys,
+    /// unexpired pending credentials and what retry windows keep — by label: the sealed value's first two dot-separated
     /// parts (`v1.<configured key id>` or `v2.<data key id>`).
     func sealingKeyUsage(now: Date) async throws -> [String: Int]
     /// Ends every session of an account.
@@ -128,8 +135,9 @@ public protocol GatehouseStorage: Sendable {
     /// Revokes a key; `false` when there is no such key or it was already revoked.
     func revokeServiceKey(id: String, at date: Date) async throws -> Bool
 
-    /// Deletes expired transactions, results, sessions (with their refresh tokens) and
-    /// pending credentials.
+    /// Deletes expired transactions, results (redeemed ones once their retry window ended),
+    /// sessions (with their refresh tokens) and pending credentials, and wipes the sealed
+    /// successors of spent refresh tokens whose retry window ended.
     func purgeExpired(now: Date) async throws
 
     /// Runs `body` holding the lock `name`, exclusive among every gateway instance using this

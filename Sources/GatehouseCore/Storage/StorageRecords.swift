@@ -179,7 +179,6 @@ public struct LinkCursor: Sendable, Equatable {
     }
 }
 
-/// Storage failures the core reacts to.
 /// A refresh token to store, by hash, in a session's family.
 public struct NewRefreshToken: Sendable, Equatable {
     /// SHA-256 of the token.
@@ -197,6 +196,7 @@ public struct NewRefreshToken: Sendable, Equatable {
     }
 }
 
+/// Storage failures the core reacts to.
 public enum StorageError: Error, Sendable, Equatable {
     /// A uniqueness rule was violated (for example the same identity linked twice).
     case conflict

@@ -1,15 +1,23 @@
 import Foundation
 import JWTKit
+import Logging
 
 /// The gateway as a token issuer (design §2): ES256 ID tokens for one hour, opaque refresh
 /// tokens stored hashed and rotated at every use, a reused refresh token revoking its whole
 /// family. A session and its refresh-token family are one record, so signing out, disabling
 /// the user or revoking sessions ends both, and ID tokens of an ended session stop being
 /// accepted before they expire.
+///
+/// A rotation whose answer was lost (the connection or the database went away after the
+/// commit) is safe to retry: for `refreshRetryWindow` seconds the token just spent returns
+/// the same successor, kept sealed beside it, with a fresh ID token.
 public struct GatewayTokenService: Sendable {
     let configuration: GatewayConfiguration
     let storage: any GatehouseStorage
     let accounts: AccountService
+    /// Seals the successor kept for retries.
+    let vault: TokenVault
+    let logger: Logger
     /// The signing keys (shared with the JWKS route).
     public let keys: SigningKeyRing
 
@@ -54,28 +62,52 @@ public struct GatewayTokenService: Sendable {
     }
 
     /// `POST /v1/token`: spends the refresh token, answers a new ID token and its successor.
-    /// A token used twice revokes the family: both the thief and the user must sign in again.
+    /// A token used twice revokes the family: both the thief and the user must sign in again —
+    /// except a retry of the last rotation inside the retry window, which gets the same
+    /// successor (a retry is not a reuse).
     public func refresh(_ refreshToken: String) async throws -> Issued {
         guard refreshToken.hasPrefix(Self.refreshTokenPrefix), refreshToken.count <= 128 else { throw GatehouseError.invalidRefreshToken() }
         let tokenHash = SecureRandom.digest(refreshToken)
+        let now = configuration.clock.now()
         let successor = Self.newRefreshToken()
+        let window = configuration.refreshRetryWindow
+        let sealedSuccessor = window > 0 ? try vault.seal(Data(successor.utf8), context: Self.successorContext(tokenHash)) : nil
         // Everything the answer needs is read and signed before the rotation commits: a store
         // error before it leaves the token as it was (the client's retry works), and after it
         // there is nothing left to fail. A token spent before still goes to the rotation, which
-        // revokes its family.
-        let prepared = try await storage.session(refreshTokenHash: tokenHash, now: configuration.clock.now())
+        // returns the kept successor or revokes its family.
+        let prepared = try await storage.session(refreshTokenHash: tokenHash, now: now)
         var idToken: String?
         if let prepared { idToken = try await self.idToken(for: prepared) }
-        switch try await storage.rotateRefreshToken(
-            tokenHash: tokenHash, successorHash: SecureRandom.digest(successor), now: configuration.clock.now())
-        {
+        let rotation = try await storage.rotateRefreshToken(
+            tokenHash: tokenHash,
+            successor: RefreshSuccessor(
+                tokenHash: SecureRandom.digest(successor), sealedToken: sealedSuccessor, retryUntil: now.addingTimeInterval(window)),
+            now: now)
+        switch rotation {
         case .rotated(let session):
             // The rotation found the session read above (a family never changes its session).
             guard let idToken, session.familyId == prepared?.familyId else { throw GatehouseError.invalidRefreshToken() }
             return Issued(idToken: idToken, refreshToken: successor, expiresIn: Int(configuration.idTokenLifetime))
-        case .reused, .unknown:
+        case .retried(let session, let kept):
+            guard let idToken, session.familyId == prepared?.familyId else { throw GatehouseError.invalidRefreshToken() }
+            let same = try await vault.open(kept, context: Self.successorContext(tokenHash), storage: storage)
+            logger.info("refresh token retried within the retry window", metadata: ["user.id": "\(session.uid)"])
+            return Issued(idToken: idToken, refreshToken: String(decoding: same, as: UTF8.self), expiresIn: Int(configuration.idTokenLifetime))
+        case .reused:
+            logger.warning(
+                "refresh token reused: its session was revoked",
+                metadata: ["user.id": "\(prepared?.uid ?? "unknown")"])
+            throw GatehouseError.invalidRefreshToken()
+        case .unknown:
             throw GatehouseError.invalidRefreshToken()
         }
+    }
+
+    /// The vault context of the successor kept beside the token with this hash: a sealed
+    /// successor moved to another row does not open.
+    static func successorContext(_ tokenHash: String) -> String {
+        "refresh-successor|\(tokenHash)"
     }
 
     /// Verifies a gateway ID token: ES256 only, a published key, exact `iss` and `aud`,

@@ -8,18 +8,23 @@ import Foundation
 /// links' provider tokens page by page and the signing keys, each with a compare-and-set (a
 /// refresh that stores new tokens meanwhile wins); (4) deletes old data keys nothing uses
 /// any more. Pending credentials are not re-encrypted: they expire within minutes, and a
-/// later run retires the key they kept alive.
+/// later run retires the key they kept alive. What retry windows keep (a spent refresh
+/// token's successor, a redeemed result's answer) lives seconds: the wait in (2) lasts one
+/// retry window longer, so none sealed with an older key is left when (4) runs.
 public struct EncryptionRotation: Sendable {
     /// The store whose secrets are re-encrypted.
     let storage: any GatehouseStorage
     /// The configured keys (current first) and the instances' reload interval.
     let vault: TokenVault
+    /// The instances' retry window (`GatewayConfiguration.refreshRetryWindow`).
+    let retryWindow: TimeInterval
 
     /// A rotation over `storage` with `vault` (the current configured key first; its
-    /// `reloadInterval` must be the running instances').
-    public init(storage: any GatehouseStorage, vault: TokenVault) {
+    /// `reloadInterval` must be the running instances', and `retryWindow` theirs too).
+    public init(storage: any GatehouseStorage, vault: TokenVault, retryWindow: TimeInterval) {
         self.storage = storage
         self.vault = vault
+        self.retryWindow = retryWindow
     }
 
     /// What a run did.
@@ -46,8 +51,8 @@ public struct EncryptionRotation: Sendable {
         /// Old data keys deleted because nothing uses them any more.
         public var retiredDataKeys: [String] = []
         /// Values still under another key than the current one, by key label (`v2.<id>`,
-        /// `v1.<configured key id>`): pending credentials until they expire, or links that
-        /// changed meanwhile. Empty means every older key may go.
+        /// `v1.<configured key id>`): pending credentials until they expire, links that
+        /// changed meanwhile, or (without a new data key) what retry windows keep. Empty means every older key may go.
         public var remaining: [String: Int] = [:]
     }
 
@@ -68,8 +73,9 @@ public struct EncryptionRotation: Sendable {
             try await storage.insertDataKey(key)
             report.newDataKeyID = key.id
             // Every instance rereads its data keys within one interval; the second covers
-            // clocks that differ. After that the new key seals everywhere.
-            try await Task.sleep(for: .seconds(2 * vault.reloadInterval))
+            // clocks that differ. After that the new key seals everywhere, and one retry
+            // window later nothing sealed before is kept for a retry any more.
+            try await Task.sleep(for: .seconds(2 * vault.reloadInterval + retryWindow))
         }
         try await vault.load(from: storage)
         try await resealLinks(batchSize: batchSize, into: &report)

@@ -1,0 +1,49 @@
+import Foundation
+
+/// The successor a refresh-token rotation stores, and what lets a retry of that same
+/// rotation (its answer lost with the connection) get the same successor back.
+public struct RefreshSuccessor: Sendable, Equatable {
+    /// SHA-256 of the successor token.
+    public var tokenHash: String
+    /// The successor itself, sealed by the token vault, kept beside the spent token until
+    /// `retryUntil` or until the successor is rotated in turn; `nil`: no retry window (strict).
+    public var sealedToken: String?
+    /// When presenting the spent token again stops returning the successor and starts
+    /// revoking the family.
+    public var retryUntil: Date
+
+    /// Describes the successor.
+    public init(tokenHash: String, sealedToken: String?, retryUntil: Date) {
+        self.tokenHash = tokenHash
+        self.sealedToken = sealedToken
+        self.retryUntil = retryUntil
+    }
+}
+
+/// A one-time sign-in result as the store holds it (`GatehouseStorage.result(idHash:now:)`).
+public enum StoredResultState: Sendable, Equatable {
+    /// Not redeemed yet: the stored result.
+    case pending(Data)
+    /// Redeemed moments ago, inside the retry window, its refresh token still unused: the
+    /// answer that redemption gave, sealed by the token vault.
+    case redeemed(sealedAnswer: String)
+}
+
+/// What redeeming a one-time result stores in the same transaction
+/// (`GatehouseStorage.takeResult(idHash:now:redemption:)`).
+public struct ResultRedemption: Sendable, Equatable {
+    /// The first refresh token of the session's family, if the result signs a session in.
+    public var refreshToken: NewRefreshToken?
+    /// The answer, sealed by the token vault, for a retry with the same verifier until
+    /// `retryUntil`; `nil`: the result is deleted (no retry window).
+    public var sealedAnswer: String?
+    /// The end of the retry window.
+    public var retryUntil: Date
+
+    /// Describes the redemption.
+    public init(refreshToken: NewRefreshToken?, sealedAnswer: String?, retryUntil: Date) {
+        self.refreshToken = refreshToken
+        self.sealedAnswer = sealedAnswer
+        self.retryUntil = retryUntil
+    }
+}
