@@ -24,6 +24,8 @@ public struct Gatehouse: Sendable {
     public let serviceKeys: ServiceKeyService
     /// Where the core's counters go.
     public let metrics: GatehouseMetrics
+    /// Recent resource refusals of the store (a full disk), for readiness.
+    public let storageHealth: StorageHealth
 
     /// Builds the core; throws when the configuration is unsafe (see `GatewayConfiguration.validate`).
     public init(
@@ -34,6 +36,7 @@ public struct Gatehouse: Sendable {
         self.configuration = configuration
         self.storage = storage
         self.metrics = metrics
+        self.storageHealth = StorageHealth(clock: configuration.clock)
         // Each provider sees the one client through its own timeout and metric label; the
         // photo hosts' breakers are shared (one host may serve several providers' pictures).
         let photoHosts = PhotoHostBreakers(settings: configuration.circuitBreaker, clock: configuration.clock)

@@ -71,9 +71,15 @@ public final class PostgresStorage: GatehouseStorage {
         }
     }
 
-    /// Runs a trivial query.
-    public func ping() async throws {
-        _ = try await query("SELECT 1", logger: logger)
+    /// Runs `SELECT 1`, within `limit` (at most the operation timeout).
+    public func ping(within limit: Duration?) async throws {
+        // A pool with no server queues the request until the limit: readiness passes a short
+        // one so that it follows the database within a second.
+        let client = self.client
+        let logger = self.logger
+        _ = try await retrying {
+            try await withinTimeout(limit.map { min($0, operationTimeout) }) { try await client.query("SELECT 1", logger: logger) }
+        }
     }
 
     /// Saves a started sign-in.
@@ -681,8 +687,8 @@ public final class PostgresStorage: GatehouseStorage {
     /// operation is then cancelled (a statement cut short is rolled back by the server) but not
     /// waited for: a connection broken mid-query may not notice cancellation for a long time,
     /// and neither the request nor a shutdown may hang on it.
-    private func withinTimeout<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-        let timeout = operationTimeout
+    private func withinTimeout<T: Sendable>(_ limit: Duration? = nil, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        let timeout = limit ?? operationTimeout
         let outcome = Eventual<T>()
         let work = Task {
             do { outcome.set(try await operation()) } catch { outcome.fail(error) }

@@ -64,8 +64,8 @@ public final class SQLiteStorage: GatehouseStorage {
         try SQLiteMigrations.migrator.migrate(pool)
     }
 
-    /// Runs a trivial query.
-    public func ping() async throws {
+    /// Runs a trivial query (a local file: no limit to apply).
+    public func ping(within limit: Duration?) async throws {
         _ = try await read { db in try Int.fetchOne(db, sql: "SELECT 1") }
     }
 

@@ -46,6 +46,8 @@ public enum GatehouseServer {
     static func responder(for assembly: GatewayAssembly, logger: Logger) -> ProblemResponder<RouterResponder<GatehouseRequestContext>> {
         let browser = BrowserPolicy(configuration: assembly.gatehouse.configuration)
         let (router, table) = routes(for: assembly.gatehouse, metrics: assembly.metrics, demoPage: assembly.demoPage, browser: browser)
-        return ProblemResponder(inner: router.buildResponder(), routes: table, metrics: assembly.metrics, browser: browser, logger: logger)
+        return ProblemResponder(
+            inner: router.buildResponder(), routes: table, metrics: assembly.metrics, browser: browser,
+            storageHealth: assembly.gatehouse.storageHealth, logger: logger)
     }
 }

@@ -50,7 +50,7 @@ struct DemoCommand: AsyncParsableCommand {
         if self.emulatorURL == nil {
             services.append(ProviderEmulator().application(port: emulatorPort, logger: logger) { emulatorBase.set("http://127.0.0.1:\($0)") })
         }
-        let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let group = ShutdownDeadline.group(services: services, timeout: try ShutdownDeadline.timeout(environment), logger: logger)
         try await group.run()
     }
 

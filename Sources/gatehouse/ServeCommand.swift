@@ -38,7 +38,8 @@ struct ServeCommand: AsyncParsableCommand {
             logger.info("Gatehouse listening", metadata: ["http.port": "\(port)"])
         }
         let purger = ExpiredRecordsPurger(storage: storage, interval: settings.purgeInterval, logger: logger)
-        let group = ServiceGroup(services: [app, PurgeService(purger: purger)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        let group = ShutdownDeadline.group(
+            services: [app, PurgeService(purger: purger)], timeout: try ShutdownDeadline.timeout(environment), logger: logger)
         try await group.run()
     }
 }

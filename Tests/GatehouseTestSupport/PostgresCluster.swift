@@ -66,6 +66,12 @@ public final class PostgresCluster: Sendable {
         try await withLog { try await tool("pg_ctl", ["-D", folder + "/data", "-m", "fast", "-w", "stop"]) }
     }
 
+    /// Crashes the server: an immediate stop, as a power cut or a killed postmaster would
+    /// (no checkpoint; connections cut; the next start recovers from the WAL).
+    public func crash() async throws {
+        try await withLog { try await tool("pg_ctl", ["-D", folder + "/data", "-m", "immediate", "-w", "stop"]) }
+    }
+
     /// Stops the server if it runs and deletes its files.
     public func destroy() {
         // Synchronous for `defer`; an immediate stop is quick.

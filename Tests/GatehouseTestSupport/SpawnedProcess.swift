@@ -19,7 +19,7 @@ public final class SpawnedProcess: Sendable {
     public enum Output: Sendable {
         /// `/dev/null`.
         case discard
-        /// Appended to this file.
+        /// Appended to this file, standard error too (the gateway logs there).
         case file(String)
         /// A pipe the test reads with `readOutput()` (standard error goes there too).
         case pipe
@@ -51,7 +51,7 @@ public final class SpawnedProcess: Sendable {
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         case .file(let path):
             posix_spawn_file_actions_addopen(&actions, 1, path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
         case .pipe:
             // A socket pair, created close-on-exec atomically: no other child spawned meanwhile
             // inherits the write end (which would hold `readOutput()` until that child exits).

@@ -6,8 +6,9 @@ import Foundation
 public protocol GatehouseStorage: Sendable {
     /// Creates or upgrades the schema (versioned, forward-only).
     func migrate() async throws
-    /// Answers when the store is reachable (readiness).
-    func ping() async throws
+    /// Answers when the store is reachable, within `limit` if given (readiness asks for a
+    /// short one) or the store's own operation timeout.
+    func ping(within limit: Duration?) async throws
 
     /// Saves a started sign-in.
     func insertTransaction(_ transaction: SignInTransaction) async throws
@@ -144,4 +145,11 @@ public protocol GatehouseStorage: Sendable {
     /// store (one provider-token refresh at a time per linked identity, across instances).
     /// A lock dies with its holder: a crashed instance never leaves it taken.
     func withLock<T: Sendable>(_ name: String, _ body: @Sendable () async throws -> T) async throws -> T
+}
+
+extension GatehouseStorage {
+    /// Answers when the store is reachable, within the store's own operation timeout.
+    public func ping() async throws {
+        try await ping(within: nil)
+    }
 }

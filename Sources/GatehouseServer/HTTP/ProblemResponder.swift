@@ -12,6 +12,8 @@ struct ProblemResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context
     let routes: RouteTable
     let metrics: ServerMetrics
     let browser: BrowserPolicy
+    /// Told of resource refusals, which `/readyz` reports.
+    let storageHealth: StorageHealth
     let logger: Logger
 
     func respond(to request: Request, context: GatehouseRequestContext) async throws -> Response {
@@ -37,6 +39,7 @@ struct ProblemResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context
         } catch StorageError.exhausted(let condition) {
             // An operator's problem (a full disk, no connection slots): loud, and named.
             logger.error("storage unavailable", metadata: ["request.id": "\(context.id)", "condition": "\(condition)"])
+            storageHealth.recordExhausted(condition)
             response = GatehouseError.storageUnavailable().problemResponse()
         } catch let error as any HTTPResponseError {
             response = rewrite(Response(status: error.status), request: request)

@@ -2,8 +2,8 @@ import GatehouseCore
 import Hummingbird
 
 /// `/healthz` (the process answers), `/readyz` (storage reachable, signing keys loaded,
-/// providers configured)
-/// and `/metrics` (Prometheus text).
+/// providers configured; a store that refused writes lately is reported as degraded) and
+/// `/metrics` (Prometheus text).
 struct OperationsRoutes {
     let gatehouse: Gatehouse
     let metrics: ServerMetrics
@@ -12,6 +12,7 @@ struct OperationsRoutes {
         let storage = gatehouse.storage
         let providers = gatehouse.providers
         let keys = gatehouse.tokens.keys
+        let health = gatehouse.storageHealth
         table.add(router, .get, "/healthz") { _, _ in
             try Response.json(["status": "ok"])
         }
@@ -23,7 +24,8 @@ struct OperationsRoutes {
         }
         table.add(router, .get, "/readyz") { _, context in
             do {
-                try await storage.ping()
+                // Half a second: readiness follows the database within a second each way.
+                try await storage.ping(within: .milliseconds(500))
             } catch {
                 context.logger.warning("readiness: storage unreachable")
                 throw GatehouseError(code: "not-ready", status: 503, title: "Not ready", detail: "The storage is not reachable.")
@@ -44,14 +46,21 @@ struct OperationsRoutes {
                     code: "not-ready", status: 503, title: "Not ready",
                     detail: "No provider can sign anyone in: " + problems.sorted { $0.key < $1.key }.map(\.value).joined(separator: " "))
             }
+            // Reads work (the ping did) but writes were refused lately: still ready — sending
+            // traffic elsewhere does not give the shared store its disk back — and said.
+            let refusal = health.recentProblem.map { "writes refused \($0.secondsAgo) s ago: \($0.condition)" }
             return try Response.json(
-                ReadyStatus(status: "ready", storage: "ok", providers: providers.ids.filter { problems[$0] == nil }, disabledProviders: problems))
+                ReadyStatus(
+                    status: "ready", storage: refusal == nil ? "ok" : "degraded", storageProblem: refusal,
+                    providers: providers.ids.filter { problems[$0] == nil }, disabledProviders: problems))
         }
     }
 
     struct ReadyStatus: Encodable {
         let status: String
+        /// `ok`, or `degraded` while `storageProblem` says what the store refused lately.
         let storage: String
+        let storageProblem: String?
         let providers: [String]
         let disabledProviders: [String: String]
     }

@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ServiceLifecycle
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Bounds how long the process takes to stop after `SIGTERM`/`SIGINT`
+/// (`GATEHOUSE_SHUTDOWN_TIMEOUT`, seconds, default 25: inside Kubernetes' 30 s grace period).
+///
+/// The service group is given the timeout as its graceful-shutdown limit, after which it
+/// cancels the services. That is not always enough: work stuck in a call that ignores
+/// cancellation (a connection broken mid-query after a database crash) would keep the
+/// process alive forever, and an orchestrator would wait until its own kill. So one second
+/// past the limit a thread outside Swift's cooperative pool logs what happened and ends the
+/// process.
+struct ShutdownDeadline: Service {
+    /// The graceful-shutdown limit.
+    let timeout: Duration
+    let logger: Logger
+
+    /// Reads `GATEHOUSE_SHUTDOWN_TIMEOUT`.
+    static func timeout(_ environment: [String: String]) throws -> Duration {
+        guard let text = environment["GATEHOUSE_SHUTDOWN_TIMEOUT"] else { return .seconds(25) }
+        guard let seconds = Double(text), seconds >= 1, seconds <= 3600 else {
+            throw ValidationError("GATEHOUSE_SHUTDOWN_TIMEOUT must be a number of seconds between 1 and 3600")
+        }
+        return .milliseconds(Int(seconds * 1000))
+    }
+
+    /// The service group for `services`, stopping on `SIGTERM`/`SIGINT` within `timeout`.
+    static func group(services: [any Service], timeout: Duration, logger: Logger) -> ServiceGroup {
+        // Last, so it is the first told of the shutdown; its return (once armed) ends nothing.
+        let deadline = ServiceGroupConfiguration.ServiceConfiguration(
+            service: ShutdownDeadline(timeout: timeout, logger: logger), successTerminationBehavior: .ignore)
+        var configuration = ServiceGroupConfiguration(
+            services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) } + [deadline],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        configuration.maximumGracefulShutdownDuration = timeout
+        return ServiceGroup(configuration: configuration)
+    }
+
+    /// Waits for the shutdown to begin, then arms the deadline.
+    func run() async throws {
+        try? await gracefulShutdown()
+        let limit = timeout + .seconds(1)
+        let logger = self.logger
+        let thread = Thread {
+            Thread.sleep(forTimeInterval: Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18)
+            logger.error("shutdown did not finish in time; exiting", metadata: ["shutdown.timeout": "\(timeout)"])
+            exit(0)
+        }
+        thread.start()
+    }
+}

@@ -1,0 +1,333 @@
+import CurlClient
+import Foundation
+import GatehouseCore
+import GatehouseTestSupport
+import Logging
+import ProviderEmulator
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Issue #21: two `gatehouse serve` processes on one PostgreSQL server that crashes under
+/// load, as an operator's failover would.
+@Suite("Database failover")
+struct DatabaseFailoverTests {
+    /// One refresh-token chain: the token the client holds and what its last answer was.
+    struct Chain: Sendable {
+        var refreshToken: String
+        var idToken: String
+        var lastStatus = 200
+    }
+
+    /// Everything the load saw.
+    actor Record {
+        var chains: [Chain]
+        var statuses: [Int: Int] = [:]
+        var unexpected: [String] = []
+        var rotations = 0
+
+        init(_ chains: [Chain]) { self.chains = chains }
+
+        func update(_ index: Int, _ chain: Chain) { chains[index] = chain }
+        func saw(_ status: Int) {
+            statuses[status, default: 0] += 1
+            if status == 200 { rotations += 1 }
+        }
+        func odd(_ line: String) { unexpected.append(line) }
+    }
+
+    @Test(
+        "PostgreSQL crashed three times (-m immediate) under load on two serve instances: only 200/503 answers, every chain whose last answer was 200 or 503 rotates on either instance, readiness follows the database within a second, SIGTERM ends both in time"
+    )
+    func crashCyclesUnderLoad() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        let cluster = try await PostgresCluster()
+        defer { cluster.destroy() }
+        try await cluster.start()
+        try await withRunningEmulator { emulatorURL in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-failover-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let key = TokenVault.generateKey()
+            let a = try await ServeProcess.start(name: "a", database: cluster.url, emulatorURL: emulatorURL, key: key, folder: folder)
+            defer { a.process.stop() }
+            let b = try await ServeProcess.start(name: "b", database: cluster.url, emulatorURL: emulatorURL, key: key, folder: folder)
+            defer { b.process.stop() }
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+
+            // Six clients sign in on A.
+            var chains: [Chain] = []
+            for _ in 0..<6 { chains.append(try await Self.signIn(client: client, gateway: a.url)) }
+            let record = Record(chains)
+            let stop = Flag()
+            // ... and rotate their refresh tokens on B, keeping the token on anything but a 200.
+            let load = (0..<6).map { index in
+                Task {
+                    for _ in 0..<20_000 where !stop.isSet {
+                        var chain = await record.chains[index]
+                        let answer: OutboundResponse
+                        do {
+                            answer = try await Self.refresh(client: client, gateway: b.url, chain.refreshToken)
+                        } catch {
+                            await record.odd("client \(index): \(error)")
+                            return
+                        }
+                        await record.saw(answer.status)
+                        chain.lastStatus = answer.status
+                        if answer.status == 200, let json = try? jsonObject(answer), let next = json["refreshToken"] as? String,
+                            let idToken = json["idToken"] as? String
+                        {
+                            chain.refreshToken = next
+                            chain.idToken = idToken
+                        } else if answer.status != 503 {
+                            await record.odd("client \(index): \(answer.status) \(answer.bodyText.prefix(200))")
+                        }
+                        await record.update(index, chain)
+                        try? await Task.sleep(for: .milliseconds(20))
+                    }
+                }
+            }
+
+            var downAfter: [Duration] = []
+            var upAfter: [Duration] = []
+            for _ in 0..<3 {
+                let before = await record.rotations
+                for _ in 0..<500 where await record.rotations < before + 30 { try await Task.sleep(for: .milliseconds(20)) }
+                try await cluster.crash()
+                downAfter.append(try await Self.readiness(of: [a.url, b.url], is: 503, client: client))
+                // The database stays away for two seconds, then comes back.
+                try await Task.sleep(for: .seconds(2))
+                try await cluster.start()
+                upAfter.append(try await Self.readiness(of: [a.url, b.url], is: 200, client: client))
+            }
+            let settled = await record.rotations
+            for _ in 0..<500 where await record.rotations < settled + 30 { try await Task.sleep(for: .milliseconds(20)) }
+            stop.set()
+            for task in load { await task.value }
+
+            let statuses = await record.statuses
+            let unexpected = await record.unexpected
+            #expect(unexpected.isEmpty, "\(unexpected.prefix(5))")
+            #expect(Set(statuses.keys).isSubset(of: [200, 503]), "\(statuses)")
+            #expect(statuses[503, default: 0] > 0, "the outages were seen: \(statuses)")
+            // Readiness follows the database within a second each way.
+            #expect(downAfter.allSatisfy { $0 <= .seconds(1) }, "\(downAfter)")
+            #expect(upAfter.allSatisfy { $0 <= .seconds(1) }, "\(upAfter)")
+            // Every chain rotates on either instance, and every account answers /v1/me.
+            for (index, chain) in await record.chains.enumerated() {
+                #expect([200, 503].contains(chain.lastStatus))
+                let onA = try await Self.refresh(client: client, gateway: a.url, chain.refreshToken)
+                #expect(onA.status == 200, "chain \(index) on A: \(onA.status) \(onA.bodyText)")
+                guard onA.status == 200, let next = try jsonObject(onA)["refreshToken"] as? String else { continue }
+                let onB = try await Self.refresh(client: client, gateway: b.url, next)
+                #expect(onB.status == 200, "chain \(index) on B: \(onB.status) \(onB.bodyText)")
+                let idToken = try #require(try jsonObject(onB)["idToken"] as? String)
+                for gateway in [a.url, b.url] {
+                    let me = try await client.execute(OutboundRequest(url: "\(gateway)/v1/me", headers: ["Authorization": "Bearer \(idToken)"]))
+                    #expect(me.status == 200, "chain \(index): /v1/me \(me.status)")
+                }
+            }
+            // Both recovered without a restart, and both stop on SIGTERM within their shutdown
+            // timeout (5 s), exit code 0, whatever the database did before.
+            #expect(a.process.isRunning && b.process.isRunning)
+            for instance in [a, b] { kill(instance.process.pid, SIGTERM) }
+            for instance in [a, b] {
+                let status = try await Self.exit(of: instance.process, within: .seconds(10))
+                #expect(status.map(SpawnedProcess.exitCode) == 0, "\(instance.name): \(String(describing: status)) \(instance.logTail)")
+            }
+        }
+    }
+
+    @Test(
+        "SIGTERM with a request stuck on a slow provider: the process ends within GATEHOUSE_SHUTDOWN_TIMEOUT (2 s here), exit code 0, instead of waiting for the request"
+    )
+    func shutdownTimeoutBoundsTheStop() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        try await withRunningEmulator { emulatorURL in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-shutdown-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let instance = try await ServeProcess.start(
+                name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
+                extra: ["GATEHOUSE_SHUTDOWN_TIMEOUT": "2"])
+            defer { instance.process.stop() }
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            let chain = try await Self.signIn(client: client, gateway: instance.url)
+            // GitHub's /user now takes 20 s; a live profile request waits on it.
+            let fault = try await client.execute(
+                OutboundRequest(
+                    method: "POST", url: "\(emulatorURL)/_emulator/faults", headers: ["Content-Type": "application/json"],
+                    body: Array(#"{"endpoint": "GET /github-api/user", "delayMs": 20000}"#.utf8)))
+            #expect(fault.status == 201)
+            let stuck = Task {
+                try? await client.execute(
+                    OutboundRequest(
+                        url: "\(instance.url)/v1/me/providers/github.com/profile", headers: ["Authorization": "Bearer \(chain.idToken)"]))
+            }
+            defer { stuck.cancel() }
+            var inFlight = false
+            for _ in 0..<200 where !inFlight {
+                let stats = try jsonObject(try await client.execute(OutboundRequest(url: "\(emulatorURL)/_emulator/stats")))
+                inFlight = (stats["GET /github-api/user"] as? Int ?? 0) >= 2
+                if !inFlight { try await Task.sleep(for: .milliseconds(25)) }
+            }
+            try #require(inFlight, "the live profile request never reached the provider")
+            let signalled = ContinuousClock.now
+            kill(instance.process.pid, SIGTERM)
+            let status = try await Self.exit(of: instance.process, within: .seconds(10))
+            let took = ContinuousClock.now - signalled
+            #expect(status.map(SpawnedProcess.exitCode) == 0, "\(String(describing: status)) \(instance.logTail)")
+            #expect(took < .seconds(6), "\(took)")
+        }
+    }
+
+    /// How long until every gateway's `/readyz` answers `status` (each polled every 50 ms, at
+    /// most 20 s): the slowest gateway's time.
+    static func readiness(of gateways: [String], is status: Int, client: CurlHTTPClient) async throws -> Duration {
+        let started = ContinuousClock.now
+        let times = try await withThrowingTaskGroup(of: Duration?.self) { group in
+            for gateway in gateways {
+                group.addTask {
+                    for _ in 0..<400 {
+                        let answer = try? await client.execute(OutboundRequest(url: "\(gateway)/readyz"))
+                        if answer?.status == status { return ContinuousClock.now - started }
+                        try await Task.sleep(for: .milliseconds(50))
+                    }
+                    return nil
+                }
+            }
+            return try await group.reduce(into: [Duration?]()) { $0.append($1) }
+        }
+        #expect(times.allSatisfy { $0 != nil }, "readiness never became \(status) on some gateway")
+        return times.compactMap { $0 }.max() ?? .seconds(20)
+    }
+
+    /// The child's wait status once it exited, or `nil` if it still runs after `limit`.
+    static func exit(of process: SpawnedProcess, within limit: Duration) async throws -> Int32? {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            if !process.isRunning { return await process.exited() }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return nil
+    }
+
+    /// A whole GitHub sign-in on `gateway` (its public URL is the shared `ServeProcess.publicURL`,
+    /// so the provider's redirect is sent on to `gateway`, as a load balancer would); the chain's first tokens.
+    static func signIn(client: CurlHTTPClient, gateway: String) async throws -> Chain {
+        var jar = CookieJar()
+        func send(_ url: String, method: String = "GET", body: String? = nil) async throws -> OutboundResponse {
+            var headers = jar.header
+            if body != nil { headers.add("Content-Type", "application/json") }
+            let response = try await client.execute(OutboundRequest(method: method, url: url, headers: headers, body: body.map { Array($0.utf8) }))
+            jar.store(from: response)
+            return response
+        }
+        let key = ResultKey()
+        let returnTo = FormEncoding.escape(TestDeployment.returnTo)
+        let start = try await send("\(gateway)/v1/auth/github.com/start?return_to=\(returnTo)&login=octocat&result_challenge=\(key.challenge)")
+        guard start.status == 302, let authorize = start.headers["location"] else { throw FlowError("start \(start.status) \(start.bodyText)") }
+        let approved = try await client.execute(OutboundRequest(url: authorize))
+        guard let callback = approved.headers["location"], callback.hasPrefix(ServeProcess.publicURL) else {
+            throw FlowError("authorize \(approved.status)")
+        }
+        let returned = try await send(gateway + callback.dropFirst(ServeProcess.publicURL.count))
+        guard returned.status == 303, let location = returned.headers["location"], let marker = location.range(of: "#gatehouse_result=") else {
+            throw FlowError("callback \(returned.status) \(returned.bodyText)")
+        }
+        let result = try await send(
+            "\(gateway)/v1/auth/result", method: "POST",
+            body: #"{"result":"\#(location[marker.upperBound...])","result_verifier":"\#(key.verifier)"}"#)
+        let json = try jsonObject(result)
+        guard result.status == 200, let refreshToken = json["refreshToken"] as? String, let idToken = json["idToken"] as? String else {
+            throw FlowError("result \(result.status)")
+        }
+        return Chain(refreshToken: refreshToken, idToken: idToken)
+    }
+
+    /// `POST /v1/token`.
+    static func refresh(client: CurlHTTPClient, gateway: String, _ token: String) async throws -> OutboundResponse {
+        try await client.execute(
+            OutboundRequest(
+                method: "POST", url: "\(gateway)/v1/token", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                body: Array("grant_type=refresh_token&refresh_token=\(FormEncoding.escape(token))".utf8)))
+    }
+}
+
+/// A stop signal the load's tasks read.
+final class Flag: Sendable {
+    private let value = Mutex(false)
+    var isSet: Bool { value.withLock { $0 } }
+    func set() { value.withLock { $0 = true } }
+}
+
+/// A `gatehouse serve` child process configured for the in-process emulator.
+struct ServeProcess {
+    /// The public URL every instance shares (behind a load balancer); never contacted.
+    static let publicURL = "http://localhost:9"
+    let name: String
+    let process: SpawnedProcess
+    let url: String
+    let logPath: String
+
+    /// The end of its log, for failure messages.
+    var logTail: String {
+        ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").split(separator: "\n").suffix(6).joined(separator: "\n")
+    }
+
+    /// Starts `gatehouse serve` on port 0 and waits (at most 60 s) for the port it reports.
+    /// `database` is a PostgreSQL URL, or `nil` for SQLite in `folder`; `extra` adds settings.
+    static func start(
+        name: String, database: String?, emulatorURL: String, key: Data, folder: String, extra: [String: String] = [:]
+    ) async throws -> ServeProcess {
+        let log = "\(folder)/\(name).log"
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let client = TestDeployment.githubClient
+        var environment = [
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+            "GATEHOUSE_PORT": "0", "GATEHOUSE_PUBLIC_URL": publicURL, "GATEHOUSE_RETURN_TO_ALLOWLIST": TestDeployment.returnTo,
+            "GATEHOUSE_DEVELOPMENT": "true", "GATEHOUSE_ENCRYPTION_KEY": key.base64EncodedString(),
+            "GATEHOUSE_DATA_DIR": "\(folder)/\(name)-data",
+            "GATEHOUSE_DATABASE_TIMEOUT": "1", "GATEHOUSE_DATABASE_POOL_SIZE": "4", "GATEHOUSE_SHUTDOWN_TIMEOUT": "5",
+            "GATEHOUSE_GITHUB_CLIENT_ID": client.id, "GATEHOUSE_GITHUB_CLIENT_SECRET": client.secret,
+            "GATEHOUSE_GITHUB_AUTHORIZE_URL": "\(emulatorURL)/github/login/oauth/authorize",
+            "GATEHOUSE_GITHUB_TOKEN_URL": "\(emulatorURL)/github/login/oauth/access_token", "GATEHOUSE_GITHUB_API_URL": "\(emulatorURL)/github-api",
+            "GATEHOUSE_AUTH_RATE_LIMIT": "0", "GATEHOUSE_UPSTREAM_TIMEOUT": "25",
+        ]
+        if let database { environment["GATEHOUSE_DATABASE_URL"] = database }
+        environment.merge(extra) { $1 }
+        let process = try SpawnedProcess.start(KeysCommandTests.executable.path, ["serve"], environment: environment, output: .file(log))
+        var port: String?
+        for _ in 0..<1200 where port == nil && process.isRunning {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            port = text.split(separator: "\n").first { $0.contains("Gatehouse listening") }.flatMap { line in
+                line.firstRange(of: #/"http\.port":"(\d+)"/#).map { String(line[$0].dropFirst(13).dropLast()) }
+            }
+            if port == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let instance = ServeProcess(name: name, process: process, url: "http://127.0.0.1:\(port ?? "0")", logPath: log)
+        guard port != nil else {
+            process.stop()
+            throw FlowError("gatehouse serve (\(name)) did not start: \(instance.logTail)")
+        }
+        return instance
+    }
+}
+
+/// Runs the provider emulator in this process on a port it binds, for `body`.
+func withRunningEmulator<T>(_ body: (String) async throws -> T) async throws -> T {
+    let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+    let application = ProviderEmulator().application(port: 0, logger: Logger(label: "emulator") { _ in SwiftLogNoOpLogHandler() }) {
+        continuation.yield($0)
+    }
+    let server = Task { try await application.runService() }
+    defer { server.cancel() }
+    var iterator = ports.makeAsyncIterator()
+    guard let port = await iterator.next() else { throw FlowError("the emulator did not start") }
+    return try await body("http://127.0.0.1:\(port)")
+}
