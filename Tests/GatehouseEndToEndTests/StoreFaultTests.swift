@@ -52,6 +52,82 @@ struct StoreFaultTests {
 
 extension StoreFaultTests {
     @Test(
+        "a pool of three connections, three Microsoft users whose refreshes wait 8 s on the token endpoint: none answers 503, and a GitHub user's /v1/me answers 200 meanwhile"
+    )
+    func slowRefreshesDoNotStarveThePool() async throws {
+        try await withDeployment(database: try await PostgresTestServer.freshDatabase(), databasePoolSize: 3) { deployment in
+            var waiting: [Browser] = []
+            for login in [MicrosoftSignInTests.adele, MicrosoftSignInTests.bob, MicrosoftSignInTests.steven] {
+                var browser = Browser(deployment)
+                #expect(try await MicrosoftSignInTests.signIn(&browser, login).status == 200)
+                waiting.append(browser)
+            }
+            var bystander = Browser(deployment)
+            #expect(try await bystander.complete(login: "octocat").status == 200)
+            _ = try await deployment.control("microsoft/expire-tokens", "{}")
+            _ = try await deployment.control("faults", #"{"endpoint": "POST /microsoft/common/oauth2/v2.0/token", "delayMs": 8000}"#)
+            let refreshes = waiting.map { browser in
+                Task {
+                    try await deployment.client.execute(
+                        OutboundRequest(url: "\(deployment.gatewayURL)/v1/me/providers/microsoft.com/profile", headers: browser.jar.header))
+                }
+            }
+            // All three refreshes are at the provider (three sign-ins made three token calls before).
+            var atProvider = false
+            for _ in 0..<400 where !atProvider {
+                atProvider = try await deployment.emulatorStats()["POST /microsoft/common/oauth2/v2.0/token"] ?? 0 >= 6
+                if !atProvider { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(atProvider)
+            // Meanwhile another user is served as usual: no connection is held across the calls.
+            for _ in 0..<5 {
+                let me = try await bystander.send("\(deployment.gatewayURL)/v1/me")
+                #expect(me.status == 200, "\(me.status) \(me.bodyText)")
+            }
+            for refresh in refreshes {
+                let answer = try await refresh.value
+                #expect(answer.status == 200, "\(answer.status) \(answer.bodyText)")
+            }
+        }
+    }
+
+    @Test("a sign-in that stores new tokens while a refresh of the same identity is at the provider keeps its tokens")
+    func aRefreshDoesNotOverwriteTokensStoredMeanwhile() async throws {
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            #expect(try await MicrosoftSignInTests.signIn(&browser, MicrosoftSignInTests.adele).status == 200)
+            _ = try await deployment.control("microsoft/expire-tokens", "{}")
+            // The next token call (the refresh) is held half-way through its answer until released;
+            // the sign-in's own call after it is not.
+            _ = try await deployment.control(
+                "faults", #"{"endpoint": "POST /microsoft/common/oauth2/v2.0/token", "pauseBodyMs": 30000, "times": 1}"#)
+            let cookies = browser.jar.header
+            let refresh = Task {
+                try await deployment.client.execute(
+                    OutboundRequest(url: "\(deployment.gatewayURL)/v1/me/providers/microsoft.com/profile", headers: cookies))
+            }
+            var atProvider = false
+            for _ in 0..<400 where !atProvider {
+                atProvider = try await deployment.emulatorStats()["POST /microsoft/common/oauth2/v2.0/token"] ?? 0 >= 2
+                if !atProvider { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(atProvider)
+            var again = Browser(deployment)
+            #expect(try await MicrosoftSignInTests.signIn(&again, MicrosoftSignInTests.adele).status == 200)
+            let database = try DatabaseQueue(path: deployment.databasePath)
+            let signedIn = try await database.read { try String.fetchOne($0, sql: "SELECT sealed_tokens FROM provider_links") }
+            _ = try await deployment.control("faults/release", "{}")
+            #expect(try await refresh.value.status == 200)
+            let after = try await database.read { try String.fetchOne($0, sql: "SELECT sealed_tokens FROM provider_links") }
+            #expect(after == signedIn, "the refresh replaced the tokens the sign-in stored meanwhile")
+            #expect(
+                try await ResilienceTests.metric(
+                    deployment, "gatehouse_token_refreshes_total", ["provider": "microsoft.com", "outcome": "superseded"])
+                    == 1)
+        }
+    }
+
+    @Test(
         "a full disk answers 503 storage-unavailable with Retry-After (never 500), logs the condition and the folder, and sign-ins resume once space returns",
         .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
     func fullDiskIsUnavailableNotAnError() async throws {

@@ -35,6 +35,7 @@ func withDeployment<T>(
     vaultKeys: (@Sendable (Int) -> [Data])? = nil,
     vaultReloadInterval: TimeInterval = 30,
     databaseTimeout: Duration = .seconds(5),
+    databasePoolSize: Int = 8,
     dataFolder: String? = nil,
     _ body: (TestDeployment) async throws -> T
 ) async throws -> T {
@@ -83,7 +84,8 @@ func withDeployment<T>(
             // Each instance has its own store object (its own pool), as separate processes would.
             let storage: any GatehouseStorage
             if let database {
-                let postgres = try PostgresStorage(url: database, maximumConnections: 8, operationTimeout: databaseTimeout, logger: logger)
+                let postgres = try PostgresStorage(
+                    url: database, maximumConnections: databasePoolSize, operationTimeout: databaseTimeout, logger: logger)
                 stores.withLock { $0.append(postgres) }
                 storage = postgres
             } else {

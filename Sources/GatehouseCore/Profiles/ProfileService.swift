@@ -273,7 +273,7 @@ public struct ProfileService: Sendable {
 
     /// The refresh itself, under the lock: re-reads the stored tokens first.
     private func refreshLocked(_ link: ProviderLinkRecord, _ provider: any IdentityProvider, failed: ProviderTokens) async throws -> ProviderTokens {
-        guard var current = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), current.uid == link.uid else {
+        guard let current = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), current.uid == link.uid else {
             throw GatehouseError.providerReauthRequired(link.providerId)
         }
         guard let stored = try? await accounts.tokens(of: current), stored.reauthRequired != true else {
@@ -284,20 +284,24 @@ public struct ProfileService: Sendable {
             return stored
         }
         let profile = ProviderProfile(providerId: current.providerId, federatedId: current.federatedId)
+        // The new tokens replace exactly the ones read above (compare and set): should a
+        // sign-in, or another instance whose lock lease ran out, have stored newer ones during
+        // the provider call, theirs stay. The caller still gets the tokens it was answered.
+        let read = current.sealedTokens
         do {
             let fresh = try await provider.refresh(stored)
-            current.sealedTokens = try await accounts.seal(fresh, for: profile)
-            current.updatedAt = clock.now()
-            try await storage.updateLink(current)
-            metrics.tokenRefresh(providerId: link.providerId, outcome: "ok")
+            let sealed = try await accounts.seal(fresh, for: profile)
+            let replaced = try await storage.replaceSealedTokens(
+                providerId: current.providerId, federatedId: current.federatedId, expected: read, with: sealed)
+            metrics.tokenRefresh(providerId: link.providerId, outcome: replaced ? "ok" : "superseded")
             return fresh
         } catch let error as GatehouseError where error.code == "provider-reauth-required" {
             metrics.tokenRefresh(providerId: link.providerId, outcome: "dead-grant")
             var dead = stored
             dead.reauthRequired = true
-            current.sealedTokens = try await accounts.seal(dead, for: profile)
-            current.updatedAt = clock.now()
-            try await storage.updateLink(current)
+            _ = try await storage.replaceSealedTokens(
+                providerId: current.providerId, federatedId: current.federatedId, expected: read,
+                with: try await accounts.seal(dead, for: profile))
             throw error
         } catch {
             metrics.tokenRefresh(providerId: link.providerId, outcome: "failed")
