@@ -205,8 +205,18 @@ public final class PostgresStorage: GatehouseStorage {
     }
 
     /// Adds a link; a taken identity or provider slot is `StorageError.conflict`.
-    public func addLink(_ link: ProviderLinkRecord) async throws {
-        try await execute(try Self.insertQuery(link))
+    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+        try await withPendingConsumed(consumingPending, try Self.insertQuery(link))
+    }
+
+    /// `statement`, then (in the same transaction) the deletion of the pending credential a
+    /// claim consumes; the statement alone when there is none.
+    private func withPendingConsumed(_ tokenHash: String?, _ statement: PostgresQuery) async throws {
+        guard let tokenHash else { return try await execute(statement) }
+        try await transaction { connection, logger in
+            try await connection.query(statement, logger: logger)
+            try await connection.query("DELETE FROM pending_credentials WHERE token_hash = \(tokenHash)", logger: logger)
+        }
     }
 
     /// Removes a link unless it is the account's last: the account row is locked first, so
@@ -256,8 +266,8 @@ public final class PostgresStorage: GatehouseStorage {
     }
 
     /// Replaces a link's profile and tokens (never its owner).
-    public func updateLink(_ link: ProviderLinkRecord) async throws {
-        try await execute(try Self.updateQuery(link))
+    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+        try await withPendingConsumed(consumingPending, try Self.updateQuery(link))
     }
 
     /// Replaces a link's profile snapshot and verified email only.
@@ -390,15 +400,26 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// Deletes and returns a pending credential that has not expired.
     public func takePendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
-        let rows = try await query(
-            """
-            DELETE FROM pending_credentials WHERE token_hash = \(tokenHash)
-            RETURNING token_hash, target_uid, provider_id, federated_id, profile_json, sealed_tokens, verified_email, expires_at
-            """, logger: logger)
+        let credential = try await Self.pending(
+            try await query(
+                "DELETE FROM pending_credentials WHERE token_hash = \(tokenHash) RETURNING \(unescaped: Self.pendingColumns)", logger: logger))
+        return credential.flatMap { $0.expiresAt > now ? $0 : nil }
+    }
+
+    /// The pending credential if it has not expired, left in place.
+    public func pendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
+        try await Self.pending(
+            try await query(
+                "SELECT \(unescaped: Self.pendingColumns) FROM pending_credentials WHERE token_hash = \(tokenHash) AND expires_at > \(now)",
+                logger: logger))
+    }
+
+    private static let pendingColumns = "token_hash, target_uid, provider_id, federated_id, profile_json, sealed_tokens, verified_email, expires_at"
+
+    private static func pending(_ rows: PostgresRowSequence) async throws -> PendingCredentialRecord? {
         for try await (hash, target, provider, federated, profile, tokens, email, expires) in rows.decode(
             (String, String, String, String, Data, String, String?, Date).self)
         {
-            guard expires > now else { return nil }
             return PendingCredentialRecord(
                 tokenHash: hash, targetUid: target, providerId: provider, federatedId: federated, profileJSON: profile, sealedTokens: tokens,
                 verifiedEmail: email, expiresAt: expires)
@@ -499,7 +520,16 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// Sets the account's `disabled` flag.
     public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
-        try await changed("UPDATE accounts SET disabled = \(disabled) WHERE uid = \(uid) RETURNING uid")
+        try await transaction { connection, logger in
+            var found = false
+            for try await _ in try await connection.query(
+                "UPDATE accounts SET disabled = \(disabled) WHERE uid = \(uid) RETURNING uid", logger: logger)
+            {
+                found = true
+            }
+            if found, disabled { try await connection.query("DELETE FROM sessions WHERE uid = \(uid)", logger: logger) }
+            return found
+        }
     }
 
     /// Saves a new service key (scopes as one space-separated column).

@@ -210,8 +210,11 @@ public final class SQLiteStorage: GatehouseStorage {
     }
 
     /// Replaces a link's profile and tokens (never its owner).
-    public func updateLink(_ link: ProviderLinkRecord) async throws {
-        try await write { db in try Self.update(link, db) }
+    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+        try await write { db in
+            try Self.update(link, db)
+            try Self.deletePending(consumingPending, db)
+        }
     }
 
     /// Replaces a link's profile snapshot and verified email only.
@@ -229,8 +232,19 @@ public final class SQLiteStorage: GatehouseStorage {
     }
 
     /// Adds a link; a taken identity or provider slot is `StorageError.conflict`.
-    public func addLink(_ link: ProviderLinkRecord) async throws {
-        try await conflicting { try await write { db in try Self.insert(link, db) } }
+    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+        try await conflicting {
+            try await write { db in
+                try Self.insert(link, db)
+                try Self.deletePending(consumingPending, db)
+            }
+        }
+    }
+
+    /// Deletes the pending credential a claim consumes, inside the claim's transaction.
+    private static func deletePending(_ tokenHash: String?, _ db: Database) throws {
+        guard let tokenHash else { return }
+        try db.execute(sql: "DELETE FROM pending_credentials WHERE token_hash = ?", arguments: [tokenHash])
     }
 
     /// Removes a link unless it is the account's last (one write transaction: SQLite has one writer).
@@ -382,12 +396,24 @@ public final class SQLiteStorage: GatehouseStorage {
         try await write { db in
             guard let row = try Row.fetchOne(db, sql: "DELETE FROM pending_credentials WHERE token_hash = ? RETURNING *", arguments: [tokenHash])
             else { return nil }
-            let credential = PendingCredentialRecord(
-                tokenHash: row["token_hash"], targetUid: row["target_uid"], providerId: row["provider_id"], federatedId: row["federated_id"],
-                profileJSON: row["profile_json"], sealedTokens: row["sealed_tokens"], verifiedEmail: row["verified_email"],
-                expiresAt: row["expires_at"])
+            let credential = Self.pending(row)
             return credential.expiresAt > now ? credential : nil
         }
+    }
+
+    /// The pending credential if it has not expired, left in place.
+    public func pendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM pending_credentials WHERE token_hash = ? AND expires_at > ?", arguments: [tokenHash, now])
+                .map(Self.pending)
+        }
+    }
+
+    private static func pending(_ row: Row) -> PendingCredentialRecord {
+        PendingCredentialRecord(
+            tokenHash: row["token_hash"], targetUid: row["target_uid"], providerId: row["provider_id"], federatedId: row["federated_id"],
+            profileJSON: row["profile_json"], sealedTokens: row["sealed_tokens"], verifiedEmail: row["verified_email"],
+            expiresAt: row["expires_at"])
     }
 
     /// Saves a signing key.
@@ -503,7 +529,9 @@ public final class SQLiteStorage: GatehouseStorage {
     public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
         try await write { db in
             try db.execute(sql: "UPDATE accounts SET disabled = ? WHERE uid = ?", arguments: [disabled, uid])
-            return db.changesCount > 0
+            guard db.changesCount > 0 else { return false }
+            if disabled { try db.execute(sql: "DELETE FROM sessions WHERE uid = ?", arguments: [uid]) }
+            return true
         }
     }
 

@@ -51,6 +51,31 @@ struct StoreFaultTests {
 }
 
 extension StoreFaultTests {
+    @Test("a store error while a pending credential is claimed leaves it claimable: the link and the claim commit together")
+    func claimFailingLeavesThePendingCredential() async throws {
+        try await withDeployment { deployment in
+            var owner = Browser(deployment)
+            let uid = try account(try await owner.complete(login: "sam-shared")).uid
+            var newcomer = Browser(deployment)
+            let refused = try await newcomer.complete(login: "sam@oidc.example", provider: "oidc.emulator")
+            let pendingToken = try #require(try jsonObject(refused)["pendingToken"] as? String)
+            _ = try await newcomer.complete(login: "sam-shared")
+            // The links table goes away under the running gateway (as a broken disk or a lost
+            // connection would fail the statement): the claim needs it.
+            let database = try DatabaseQueue(path: deployment.databasePath)
+            try await database.write { try $0.execute(sql: "ALTER TABLE provider_links RENAME TO provider_links_away") }
+            let failed = try await newcomer.json("/v1/auth/link", #"{"pendingToken":"\#(pendingToken)"}"#)
+            #expect(failed.status >= 500, "\(failed.status): \(failed.bodyText)")
+            try await database.write { try $0.execute(sql: "ALTER TABLE provider_links_away RENAME TO provider_links") }
+
+            let linked = try await newcomer.json("/v1/auth/link", #"{"pendingToken":"\#(pendingToken)"}"#)
+            #expect(linked.status == 200, "\(linked.bodyText)")
+            #expect(try account(linked) == (uid, ["github.com", "oidc.emulator"]))
+            let again = try await newcomer.json("/v1/auth/link", #"{"pendingToken":"\#(pendingToken)"}"#)
+            #expect(try jsonObject(again)["code"] as? String == "invalid-pending-token", "consumed by the claim that succeeded")
+        }
+    }
+
     @Test(
         "a pool of three connections, three Microsoft users whose refreshes wait 8 s on the token endpoint: none answers 503, and a GitHub user's /v1/me answers 200 meanwhile"
     )

@@ -213,6 +213,30 @@ import Testing
     }
 
     @Test(arguments: StorageBackend.all)
+    func aClaimReadsThePendingCredentialAndConsumesItWithTheLink(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let pending = Self.pending("p1", target: "u1")
+        try await storage.insertPendingCredential(pending)
+        try await storage.insertPendingCredential(Self.pending("p2", target: "u1", expiresIn: -1))
+        #expect(try await storage.pendingCredential(tokenHash: "p1", now: Fixtures.now) == pending)
+        #expect(try await storage.pendingCredential(tokenHash: "p1", now: Fixtures.now) == pending, "reading leaves it")
+        #expect(try await storage.pendingCredential(tokenHash: "p2", now: Fixtures.now) == nil)
+        // A link that cannot be added (the provider slot is taken) consumes nothing.
+        await #expect(throws: StorageError.conflict) {
+            try await storage.addLink(Fixtures.link("u1", federatedId: "other"), consumingPending: "p1")
+        }
+        #expect(try await storage.pendingCredential(tokenHash: "p1", now: Fixtures.now) == pending)
+        try await storage.addLink(Fixtures.link("u1", provider: "oidc.x", federatedId: "f-p1"), consumingPending: "p1")
+        #expect(try await storage.pendingCredential(tokenHash: "p1", now: Fixtures.now) == nil)
+        #expect(try await storage.links(uid: "u1").count == 2)
+        // Updating a link can consume one too.
+        try await storage.insertPendingCredential(Self.pending("p3", target: "u1"))
+        try await storage.updateLink(Fixtures.link("u1", provider: "oidc.x", federatedId: "f-p1"), consumingPending: "p3")
+        #expect(try await storage.pendingCredential(tokenHash: "p3", now: Fixtures.now) == nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
     func signingKeysComeBackNewestFirst(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         let old = SigningKeyRecord(kid: "a", sealedPrivateKey: "v1.k.old", createdAt: Fixtures.now)

@@ -301,8 +301,11 @@ import Testing
     func accountsAreDisabledAndEnabled(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let session = Fixtures.session("s1", uid: "u1")
+        try await storage.insertSession(session)
         #expect(try await storage.setDisabled(uid: "u1", disabled: true))
         #expect(try await storage.account(uid: "u1")?.disabled == true)
+        #expect(try await storage.session(idHash: session.idHash, now: Fixtures.now) == nil, "disabling ends the sessions with it")
         #expect(try await storage.setDisabled(uid: "u1", disabled: false))
         #expect(try await storage.account(uid: "u1")?.disabled == false)
         #expect(try await storage.setDisabled(uid: "nobody", disabled: true) == false)

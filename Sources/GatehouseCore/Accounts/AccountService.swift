@@ -46,8 +46,11 @@ public struct AccountService: Sendable {
             }
             let account = AccountRecord(uid: Self.newUID(), createdAt: now, lastSignInAt: now)
             do {
-                try await storage.createAccount(account, firstLink: try await newLink(uid: account.uid, profile: profile, tokens: tokens, at: now))
-                return SignIn(account: account, profile: try await unifiedProfile(for: account), isNewUser: true)
+                // The answer is built before the commit: after it, nothing is left to fail.
+                let first = try await newLink(uid: account.uid, profile: profile, tokens: tokens, at: now)
+                let answer = SignIn(account: account, profile: unifiedProfile(for: account, links: [first]), isNewUser: true)
+                try await storage.createAccount(account, firstLink: first)
+                return answer
             } catch StorageError.conflict {
                 continue  // someone else created it a moment ago: sign in to theirs
             }
@@ -78,32 +81,39 @@ public struct AccountService: Sendable {
     /// `POST /v1/auth/link {"pendingToken"}`: links a parked credential to the signed-in
     /// account, which must be the one it was parked for, by a sign-in made after it was
     /// parked (proof of fresh control: an old stolen session cannot collect it).
+    ///
+    /// The credential is read, checked, and consumed by the same transaction that adds the
+    /// link: a refused claim leaves it untouched for its owner, and a store error leaves it
+    /// claimable.
     public func claimPending(uid: String, pendingToken: String, signedInAt: Date) async throws -> SignIn {
+        let tokenHash = SecureRandom.digest(pendingToken)
         guard !pendingToken.isEmpty, pendingToken.count <= 128,
-            let pending = try await storage.takePendingCredential(tokenHash: SecureRandom.digest(pendingToken), now: clock.now())
+            let pending = try await storage.pendingCredential(tokenHash: tokenHash, now: clock.now())
         else { throw GatehouseError.invalidPendingToken() }
         guard pending.targetUid == uid else {
-            // Not this user's to claim: put it back untouched for its owner.
-            try await storage.insertPendingCredential(pending)
             throw GatehouseError.userMismatch("The pending credential belongs to another account: sign in to that account first.")
         }
         // Pending credentials record when they expire; they were issued one lifetime before.
         guard signedInAt >= pending.expiresAt.addingTimeInterval(-pendingLifetime) else {
-            try await storage.insertPendingCredential(pending)
             throw GatehouseError.requiresRecentLogin(
                 detail: "Sign in again with a method of this account: a pending credential is claimed only by a sign-in made after it was issued.")
         }
         let profile = try JSONCoding.decoder().decode(ProviderProfile.self, from: pending.profileJSON)
-        return try await attach(uid: uid, profile: profile, sealed: pending.sealedTokens) { _ in nil }
+        return try await attach(uid: uid, profile: profile, sealed: pending.sealedTokens, consumingPending: tokenHash) { _ in nil }
     }
 
     /// Removes a provider from the account (never the last one); its stored tokens are
-    /// destroyed with the link and the provider grant is revoked where possible.
-    public func unlink(uid: String, providerId: String, providers: ProviderRegistry) async throws -> ProviderLinkRecord {
+    /// destroyed with the link and the provider grant is revoked where possible. Answers the
+    /// account's unified profile without it, built from what was read before the commit.
+    public func unlink(uid: String, providerId: String, providers: ProviderRegistry) async throws -> UnifiedProfile {
+        guard let account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
+        if account.disabled { throw GatehouseError.userDisabled() }
+        let remaining = try await storage.links(uid: uid).filter { $0.providerId != providerId }
+        let answer = unifiedProfile(for: account, links: remaining)
         switch try await storage.deleteLink(uid: uid, providerId: providerId) {
         case .deleted(let link):
             await revokeGrants([link], providers: providers)
-            return link
+            return answer
         case .notLinked:
             throw GatehouseError.providerNotLinked(providerId)
         case .lastLink:
@@ -138,33 +148,39 @@ public struct AccountService: Sendable {
 
     /// Links an identity (with already sealed tokens) to `uid`; `onElsewhere` may park a
     /// pending credential for the other account's owner when the identity is taken.
+    /// The answer is built from what was read before the commit, so a store error means
+    /// nothing was written.
     private func attach(
-        uid: String, profile: ProviderProfile, sealed: String, onElsewhere: (String) async throws -> String?
+        uid: String, profile: ProviderProfile, sealed: String, consumingPending: String? = nil,
+        onElsewhere: (String) async throws -> String?
     ) async throws -> SignIn {
-        guard var account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
+        guard let account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
         if account.disabled { throw GatehouseError.userDisabled() }
         let now = clock.now()
         for _ in 0..<2 {
+            let links = try await storage.links(uid: uid)
             if var existing = try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) {
                 guard existing.uid == uid else { throw GatehouseError.credentialAlreadyInUse(pendingToken: try await onElsewhere(existing.uid)) }
                 existing.profileJSON = try JSONCoding.encoder().encode(profile)
                 existing.sealedTokens = sealed
                 existing.verifiedEmail = EmailAddress.verified(of: profile)
                 existing.updatedAt = now
-                try await storage.updateLink(existing)
-                return SignIn(account: account, profile: try await unifiedProfile(for: account), isNewUser: false)
+                let updated = links.map { $0.providerId == existing.providerId && $0.federatedId == existing.federatedId ? existing : $0 }
+                let answer = SignIn(account: account, profile: unifiedProfile(for: account, links: updated), isNewUser: false)
+                try await storage.updateLink(existing, consumingPending: consumingPending)
+                return answer
             }
-            if try await storage.links(uid: uid).contains(where: { $0.providerId == profile.providerId }) {
+            if links.contains(where: { $0.providerId == profile.providerId }) {
                 throw GatehouseError.providerAlreadyLinked(profile.providerId)
             }
+            let link = ProviderLinkRecord(
+                uid: uid, providerId: profile.providerId, federatedId: profile.federatedId,
+                profileJSON: try JSONCoding.encoder().encode(profile), sealedTokens: sealed, linkedAt: now, updatedAt: now,
+                verifiedEmail: EmailAddress.verified(of: profile))
+            let answer = SignIn(account: account, profile: unifiedProfile(for: account, links: links + [link]), isNewUser: false)
             do {
-                try await storage.addLink(
-                    ProviderLinkRecord(
-                        uid: uid, providerId: profile.providerId, federatedId: profile.federatedId,
-                        profileJSON: try JSONCoding.encoder().encode(profile), sealedTokens: sealed, linkedAt: now, updatedAt: now,
-                        verifiedEmail: EmailAddress.verified(of: profile)))
-                account = try await storage.account(uid: uid) ?? account
-                return SignIn(account: account, profile: try await unifiedProfile(for: account), isNewUser: false)
+                try await storage.addLink(link, consumingPending: consumingPending)
+                return answer
             } catch StorageError.conflict {
                 continue  // a concurrent link won: look again to say which rule it broke
             }
@@ -182,9 +198,13 @@ public struct AccountService: Sendable {
         // An ID-token sign-in brings no access token: keep the grant of an earlier code flow.
         if !tokens.accessToken.isEmpty { link.sealedTokens = try await seal(tokens, for: profile) }
         link.updatedAt = now
-        try await storage.recordSignIn(link: link, at: now)
         account.lastSignInAt = now
-        return SignIn(account: account, profile: try await unifiedProfile(for: account), isNewUser: false)
+        let updated = try await storage.links(uid: account.uid).map {
+            $0.providerId == link.providerId && $0.federatedId == link.federatedId ? link : $0
+        }
+        let answer = SignIn(account: account, profile: unifiedProfile(for: account, links: updated), isNewUser: false)
+        try await storage.recordSignIn(link: link, at: now)
+        return answer
     }
 
     /// Parks the credential for `owner`; returns the pending token (only its hash is stored).

