@@ -24,7 +24,7 @@ import Testing
         await breaker.record(.failed, probe: false, now: start)
         #expect(await breaker.state == .open)
         let refusal = await #expect(throws: GatehouseError.self) { try await breaker.admit(now: start.addingTimeInterval(10)) }
-        #expect(refusal?.code == "upstream-unavailable")
+        #expect(refusal?.code == .upstreamUnavailable)
         #expect(refusal?.status == 503)
         #expect(refusal?.retryAfter == 20)
     }

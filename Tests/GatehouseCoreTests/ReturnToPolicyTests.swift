@@ -46,7 +46,7 @@ import Testing
         do {
             try policy.check(url)
         } catch let error as GatehouseError {
-            #expect(error.code == "invalid-return-to")
+            #expect(error.code == .invalidReturnTo)
             #expect(error.status == 400)
         } catch {
             Issue.record("unexpected error \(error)")

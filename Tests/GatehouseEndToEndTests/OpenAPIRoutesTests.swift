@@ -30,4 +30,16 @@ struct OpenAPIRoutesTests {
         #expect(registered == documented)
         #expect(registered.count >= 10)
     }
+
+    @Test("the problem document's code enum is exactly GatehouseError.Code")
+    func problemCodesMatchSpec() throws {
+        let specURL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../OpenAPI/openapi.yaml")
+        let spec = try #require(try Yams.load(yaml: String(contentsOf: specURL, encoding: .utf8)) as? [String: Any])
+        let schemas = try #require((spec["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        let problem = try #require(
+            schemas.values.compactMap { $0 as? [String: Any] }.first { ($0["required"] as? [String])?.contains("code") == true })
+        let code = try #require((problem["properties"] as? [String: Any])?["code"] as? [String: Any])
+        let documented = Set(try #require(code["enum"] as? [String]))
+        #expect(documented == Set(GatehouseError.Code.allCases.map(\.rawValue)))
+    }
 }

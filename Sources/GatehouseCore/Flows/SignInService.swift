@@ -157,7 +157,7 @@ public struct SignInService: Sendable {
             var issued: GatewayTokenService.Issued?
             if let session = established.session { issued = try await tokens.issue(for: session.record) }
             return (established.result.with(issued), established.session?.value)
-        } catch let error as GatehouseError where error.code == "invalid-id-token" {
+        } catch let error as GatehouseError where error.code == .invalidIDToken {
             logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "error.code": "\(error.code)"])
             // Same wording as Firebase: a token the gateway cannot accept is an invalid IdP response.
             throw GatehouseError.invalidIdPResponse(error.detail)

@@ -55,7 +55,7 @@ public actor IssuerMetadataCache {
             document = (fresh, clock.now())
             disabledReason = nil
             return fresh
-        } catch let error as GatehouseError where error.code == "provider-misconfigured" {
+        } catch let error as GatehouseError where error.code == .providerMisconfigured {
             document = nil
             throw error
         } catch {
@@ -109,7 +109,7 @@ public actor IssuerMetadataCache {
             logger.error("OIDC provider disabled", metadata: ["provider.id": "\(configuration.providerId)", "reason": "\(reason)"])
         }
         disabledReason = message
-        return GatehouseError(code: "provider-misconfigured", status: 503, title: "Provider misconfigured", detail: message)
+        return GatehouseError(code: .providerMisconfigured, status: 503, title: "Provider misconfigured", detail: message)
     }
 
     /// The key collection to verify a token whose header names `kid`. Throws

@@ -191,7 +191,7 @@ public struct ProfileService: Sendable {
             }
             download.end(.success(photo))
         } catch {
-            if let failure = error as? GatehouseError, failure.code == "photo-unavailable" { await photoFailures.insert(failure, for: key) }
+            if let failure = error as? GatehouseError, failure.code == .photoUnavailable { await photoFailures.insert(failure, for: key) }
             download.end(.failure(error))
         }
         photoDownloads.remove(key, download)
@@ -205,7 +205,7 @@ public struct ProfileService: Sendable {
     ) async throws -> Served<Value> {
         do {
             return Served(value: try await load())
-        } catch let error as GatehouseError where error.code == "upstream-unavailable" || error.code == "photo-unavailable" {
+        } catch let error as GatehouseError where error.code == .upstreamUnavailable || error.code == .photoUnavailable {
             guard let stale = await cache.stale(for: key) else { throw error }
             return Served(value: wrap(stale.value), staleAge: Int(stale.age))
         }
@@ -252,7 +252,7 @@ public struct ProfileService: Sendable {
         }
         do {
             return try await call(tokens)
-        } catch let error as GatehouseError where error.code == "provider-reauth-required" && tokens.refreshToken != nil {
+        } catch let error as GatehouseError where error.code == .providerReauthRequired && tokens.refreshToken != nil {
             return try await call(try await refresh(link, provider, failed: tokens))
         }
     }
@@ -294,7 +294,7 @@ public struct ProfileService: Sendable {
                 providerId: current.providerId, federatedId: current.federatedId, expected: read, with: sealed)
             metrics.tokenRefresh(providerId: link.providerId, outcome: replaced ? "ok" : "superseded")
             return fresh
-        } catch let error as GatehouseError where error.code == "provider-reauth-required" {
+        } catch let error as GatehouseError where error.code == .providerReauthRequired {
             metrics.tokenRefresh(providerId: link.providerId, outcome: "dead-grant")
             var dead = stored
             dead.reauthRequired = true

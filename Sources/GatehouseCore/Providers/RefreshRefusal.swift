@@ -60,7 +60,7 @@ public final class ProviderHealth: Sendable {
         }
         if first { logger?.error("provider misconfigured", metadata: ["provider.id": "\(providerId)", "reason": "\(reason)"]) }
         return GatehouseError(
-            code: "provider-misconfigured", status: 503, title: "Provider misconfigured", detail: message, extensions: ["providerId": providerId])
+            code: .providerMisconfigured, status: 503, title: "Provider misconfigured", detail: message, extensions: ["providerId": providerId])
     }
 
     /// A token request succeeded: the registration works (again).

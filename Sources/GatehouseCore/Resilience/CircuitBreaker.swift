@@ -67,7 +67,7 @@ actor CircuitBreaker {
         case .open, .halfOpen:
             let remaining = max(1, Int((settings.openDuration - now.timeIntervalSince(openedAt)).rounded(.up)))
             throw GatehouseError(
-                code: "upstream-unavailable", status: 503, title: "Upstream unavailable",
+                code: .upstreamUnavailable, status: 503, title: "Upstream unavailable",
                 detail: "\(providerId) has been failing; the gateway is not calling it for now.",
                 extensions: ["providerId": providerId], retryAfter: state == .open ? remaining : 1)
         }
@@ -126,7 +126,7 @@ struct ProviderCircuits: Sendable {
             await breaker.record(.answered, probe: probe, now: clock.now())
             return value
         } catch let error as GatehouseError where !Task.isCancelled {
-            await breaker.record(error.code == "upstream-unavailable" ? .failed : .answered, probe: probe, now: clock.now())
+            await breaker.record(error.code == .upstreamUnavailable ? .failed : .answered, probe: probe, now: clock.now())
             throw error
         } catch {
             await breaker.record(.unknown, probe: probe, now: clock.now())

@@ -35,7 +35,7 @@ public final class PhotoHostBreakers: Sendable {
             await breaker.record(.answered, probe: probe, now: clock.now())
             return value
         } catch let error as GatehouseError where !Task.isCancelled {
-            let failed = error.code == "photo-unavailable" || error.code == "upstream-unavailable"
+            let failed = error.code == .photoUnavailable || error.code == .upstreamUnavailable
             await breaker.record(failed ? .failed : .answered, probe: probe, now: clock.now())
             throw error
         } catch {

@@ -56,7 +56,7 @@ public struct ServiceKeyService: Sendable {
         }
         guard key.scopes.contains(scope) else {
             throw GatehouseError(
-                code: "permission-denied", status: 403, title: "Permission denied", detail: "This service key does not have the \(scope) scope.")
+                code: .permissionDenied, status: 403, title: "Permission denied", detail: "This service key does not have the \(scope) scope.")
         }
         return key
     }

@@ -8,7 +8,7 @@ extension GatehouseError {
     /// as a response, with `Retry-After` when set. `ProblemResponder` turns thrown errors into it.
     func problemResponse() -> Response {
         var object: [String: Any] = [
-            "type": "urn:gatehouse:problem:\(code)", "title": title, "status": status, "detail": detail, "code": code,
+            "type": "urn:gatehouse:problem:\(code)", "title": title, "status": status, "detail": detail, "code": code.rawValue,
         ]
         for (key, value) in extensions { object[key] = value }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()

@@ -75,7 +75,7 @@ struct ProblemResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context
             let allowed = routes.methods(matching: request.uri.path)
             if !allowed.isEmpty, !allowed.contains(request.method.rawValue) {
                 var problem = GatehouseError(
-                    code: "method-not-allowed", status: 405, title: "Method not allowed",
+                    code: .methodNotAllowed, status: 405, title: "Method not allowed",
                     detail: "\(request.method.rawValue) is not supported here; use \(allowed.joined(separator: ", "))."
                 ).problemResponse()
                 problem.headers[.allow] = allowed.joined(separator: ", ")
@@ -83,7 +83,7 @@ struct ProblemResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context
             }
             return GatehouseError.notFound().problemResponse()
         case 413:
-            return GatehouseError(code: "invalid-argument", status: 413, title: "Request too large", detail: "The request body is too large.")
+            return GatehouseError(code: .invalidArgument, status: 413, title: "Request too large", detail: "The request body is too large.")
                 .problemResponse()
         case 500...:
             return GatehouseError.internalError().problemResponse()
