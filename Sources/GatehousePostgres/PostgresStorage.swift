@@ -88,7 +88,7 @@ public final class PostgresStorage: GatehouseStorage {
             """
             INSERT INTO signin_transactions (state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode, redirect_uri,
               provider_context, uid, created_at, expires_at, result_challenge)
-            VALUES (\(t.stateHash), \(t.bindingHash), \(t.providerId), \(t.codeVerifier), \(t.nonce), \(t.returnTo), \(t.mode),
+            VALUES (\(t.stateHash), \(t.bindingHash), \(t.providerId), \(t.codeVerifier), \(t.nonce), \(t.returnTo), \(t.mode.rawValue),
               \(t.redirectURI), \(t.providerContext), \(t.uid), \(t.createdAt), \(t.expiresAt), \(t.resultChallenge))
             """)
     }
@@ -104,6 +104,8 @@ public final class PostgresStorage: GatehouseStorage {
         for try await (state, binding, provider, verifier, nonce, returnTo, mode, redirect, context, uid, created, expires, challenge)
             in rows.decode((String, String, String, String, String, String, String, String, String, String?, Date, Date, String?).self)
         {
+            // A mode this version does not know cannot be continued: as good as no transaction.
+            guard let mode = SignInMode(rawValue: mode) else { return nil }
             return SignInTransaction(
                 stateHash: state, bindingHash: binding, providerId: provider, codeVerifier: verifier, nonce: nonce, returnTo: returnTo,
                 mode: mode, redirectURI: redirect, providerContext: context, uid: uid, createdAt: created, expiresAt: expires,

@@ -79,7 +79,7 @@ public final class SQLiteStorage: GatehouseStorage {
                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    t.stateHash, t.bindingHash, t.providerId, t.codeVerifier, t.nonce, t.returnTo, t.mode, t.redirectURI, t.providerContext,
+                    t.stateHash, t.bindingHash, t.providerId, t.codeVerifier, t.nonce, t.returnTo, t.mode.rawValue, t.redirectURI, t.providerContext,
                     t.uid, t.createdAt, t.expiresAt, t.resultChallenge,
                 ])
         }
@@ -92,10 +92,12 @@ public final class SQLiteStorage: GatehouseStorage {
                 let row = try Row.fetchOne(
                     db, sql: "DELETE FROM signin_transactions WHERE state_hash = ? AND binding_hash = ? RETURNING *",
                     arguments: [stateHash, bindingHash])
+                // A mode this version does not know cannot be continued: as good as no transaction.
             else { return nil }
+            guard let mode = SignInMode(rawValue: row["mode"]) else { return nil }
             return SignInTransaction(
                 stateHash: row["state_hash"], bindingHash: row["binding_hash"], providerId: row["provider_id"],
-                codeVerifier: row["code_verifier"], nonce: row["nonce"], returnTo: row["return_to"], mode: row["mode"],
+                codeVerifier: row["code_verifier"], nonce: row["nonce"], returnTo: row["return_to"], mode: mode,
                 redirectURI: row["redirect_uri"], providerContext: row["provider_context"], uid: row["uid"], createdAt: row["created_at"],
                 expiresAt: row["expires_at"], resultChallenge: row["result_challenge"])
         }

@@ -9,7 +9,7 @@ enum Fixtures {
     static func transaction(state: String = "state", binding: String = "binding", expiresIn: TimeInterval = 600) -> SignInTransaction {
         SignInTransaction(
             stateHash: SecureRandom.digest(state), bindingHash: SecureRandom.digest(binding), providerId: "github.com",
-            codeVerifier: "verifier-\(state)", nonce: "nonce-\(state)", returnTo: "https://app.example/", mode: "signin",
+            codeVerifier: "verifier-\(state)", nonce: "nonce-\(state)", returnTo: "https://app.example/", mode: .link,
             redirectURI: "http://127.0.0.1/v1/auth/github.com/callback", providerContext: "tenant-\(state)", uid: "u-\(state)", createdAt: now,
             expiresAt: now.addingTimeInterval(expiresIn), resultChallenge: "challenge-\(state)")
     }

@@ -11,7 +11,6 @@ public struct SignInService: Sendable {
     let returnToPolicy: ReturnToPolicy
 
     /// The flows `start?mode=` and `POST /v1/auth/idtoken` accept.
-    static let modes: Set<String> = ["signin", "link", "reauthenticate"]
 
     /// The answer to `start`.
     public struct Start: Sendable {
@@ -41,7 +40,7 @@ public struct SignInService: Sendable {
             throw GatehouseError.invalidReturnTo("return_to is required.")
         }
         try returnToPolicy.check(returnTo)
-        let mode = parameters["mode"] ?? "signin"
+        let mode = try SignInMode(parameter: parameters["mode"])
         let uid = try await checkMode(mode, providerId: provider.id, signedInUid: signedInUid)
         let resultChallenge = try ResultBinding.challenge(parameters["result_challenge"], required: configuration.requireResultBinding)
         let custom = try CustomParameters.forwardable(from: query)
@@ -132,7 +131,7 @@ public struct SignInService: Sendable {
     /// like the code flow's. A bare access token is refused: the gateway cannot check whom
     /// it was issued to (providers.md §5).
     public func signIn(
-        providerId: String, idToken: String?, rawNonce: String?, accessToken: String?, mode: String = "signin", signedInUid: String? = nil,
+        providerId: String, idToken: String?, rawNonce: String?, accessToken: String?, mode: SignInMode = .signIn, signedInUid: String? = nil,
         logger: Logger
     ) async throws -> (result: SignInResult, session: String?) {
         let provider = try providers.provider(providerId)
@@ -149,7 +148,7 @@ public struct SignInService: Sendable {
         }
         // Adding or confirming a sign-in method with a token obtained elsewhere needs proof
         // that the token was minted for this request: its nonce.
-        if mode != "signin", rawNonce == nil { throw GatehouseError.missingOrInvalidNonce() }
+        if mode != .signIn, rawNonce == nil { throw GatehouseError.missingOrInvalidNonce() }
         do {
             let completed = try await provider.signIn(idToken: idToken, rawNonce: rawNonce)
             if let claims = completed.idTokenClaims { try await accept(claims, idToken: idToken, mode: mode) }
@@ -170,9 +169,9 @@ public struct SignInService: Sendable {
     /// An ID token posted to the gateway signs in once: its hash is remembered (across
     /// instances) until it expires. Linking and re-authentication also need a recent
     /// authentication at the provider (`auth_time`, else `iat`, within the recent-login window).
-    private func accept(_ claims: IDTokenClaims, idToken: String, mode: String) async throws {
+    private func accept(_ claims: IDTokenClaims, idToken: String, mode: SignInMode) async throws {
         let now = configuration.clock.now()
-        if mode != "signin" {
+        if mode != .signIn {
             let authenticated = Date(timeIntervalSince1970: claims.authTime ?? claims.issuedAt)
             guard now.timeIntervalSince(authenticated) <= configuration.recentLoginWindow else {
                 throw GatehouseError.invalidIdToken(
@@ -194,13 +193,10 @@ public struct SignInService: Sendable {
 
     /// The `uid` a mode needs: none for `signin`; for `link` and `reauthenticate` the signed-in
     /// account (and for `reauthenticate`, one already linked to this provider).
-    private func checkMode(_ mode: String, providerId: String, signedInUid: String?) async throws -> String? {
-        guard Self.modes.contains(mode) else {
-            throw GatehouseError.invalidArgument("mode must be signin, link or reauthenticate.")
-        }
-        guard mode != "signin" else { return nil }
+    private func checkMode(_ mode: SignInMode, providerId: String, signedInUid: String?) async throws -> String? {
+        guard mode != .signIn else { return nil }
         guard let signedInUid else { throw GatehouseError.unauthenticated() }
-        if mode == "reauthenticate", try await !storage.links(uid: signedInUid).contains(where: { $0.providerId == providerId }) {
+        if mode == .reauthenticate, try await !storage.links(uid: signedInUid).contains(where: { $0.providerId == providerId }) {
             throw GatehouseError.providerNotLinked(providerId)
         }
         return signedInUid
@@ -210,17 +206,17 @@ public struct SignInService: Sendable {
     /// `reauthenticate` start a new session (a fresh `auth_time`, a new id: no fixation);
     /// `link` changes the account only.
     private func establish(
-        _ completed: ProviderSignIn, providerId: String, mode: String, uid: String?, logger: Logger
+        _ completed: ProviderSignIn, providerId: String, mode: SignInMode, uid: String?, logger: Logger
     ) async throws -> (result: SignInResult, session: NewSession?) {
         let profile = completed.profile
         let signIn: AccountService.SignIn
         switch (mode, uid) {
-        case ("link", let uid?): signIn = try await accounts.link(uid: uid, profile: profile, tokens: completed.tokens)
-        case ("reauthenticate", let uid?): signIn = try await accounts.reauthenticate(uid: uid, profile: profile, tokens: completed.tokens)
+        case (.link, let uid?): signIn = try await accounts.link(uid: uid, profile: profile, tokens: completed.tokens)
+        case (.reauthenticate, let uid?): signIn = try await accounts.reauthenticate(uid: uid, profile: profile, tokens: completed.tokens)
         default: signIn = try await accounts.signIn(profile: profile, tokens: completed.tokens)
         }
         var session: NewSession?
-        if mode != "link" {
+        if mode != .link {
             let value = SecureRandom.token()
             let now = configuration.clock.now()
             let record = SessionRecord(
@@ -237,7 +233,7 @@ public struct SignInService: Sendable {
         let result = SignInResult(
             user: signIn.profile, isNewUser: signIn.isNewUser, providerId: providerId,
             additionalUserInfo: .init(profile: profile.rawUserInfo, username: profile.username),
-            operationType: mode == "signin" ? "signIn" : mode)
+            operationType: mode.operationType)
         return (result, session)
     }
 

@@ -15,7 +15,7 @@ public struct SignInTransaction: Sendable, Equatable {
     /// Where the browser returns.
     public var returnTo: String
     /// `signin`, `link` or `reauthenticate`.
-    public var mode: String
+    public var mode: SignInMode
     /// The signed-in account a `link` or `reauthenticate` flow belongs to; `nil` for `signin`.
     public var uid: String?
     /// The callback URL sent on the authorize request; the token request repeats it.
@@ -32,7 +32,7 @@ public struct SignInTransaction: Sendable, Equatable {
 
     /// Creates a transaction.
     public init(
-        stateHash: String, bindingHash: String, providerId: String, codeVerifier: String, nonce: String, returnTo: String, mode: String,
+        stateHash: String, bindingHash: String, providerId: String, codeVerifier: String, nonce: String, returnTo: String, mode: SignInMode,
         redirectURI: String, providerContext: String = "", uid: String? = nil, createdAt: Date, expiresAt: Date, resultChallenge: String? = nil
     ) {
         self.uid = uid

@@ -34,13 +34,13 @@ struct AuthRoutes {
             try await browser.limit("start", request, context)
             let providerId = context.parameters.get("providerId") ?? ""
             // Only link and re-authentication look at who is signed in.
-            let mode = request.queryDictionary["mode"] ?? "signin"
-            let signedIn = mode == "signin" ? nil : try await caller(request)
+            let mode = try SignInMode(parameter: request.queryDictionary["mode"])
+            let signedIn = mode == .signIn ? nil : try await caller(request)
             // A cross-site page must not start a link or a re-authentication on the user's
             // cookie (a top-level GET navigation carries it under SameSite=Lax).
             try browser.refuseCrossSite(request, caller: signedIn)
             // Adding a sign-in method is as sensitive as removing one.
-            if mode == "link", let signedIn { try sessions.requireRecentLogin(signedIn) }
+            if mode == .link, let signedIn { try sessions.requireRecentLogin(signedIn) }
             let start = try await signIn.start(
                 providerId: providerId, query: request.queryPairs, existingBinding: request.cookie(cookies.transactionName),
                 signedInUid: signedIn?.uid, logger: context.logger)
@@ -99,10 +99,10 @@ struct AuthRoutes {
             for key in ["idToken", "rawNonce", "accessToken", "mode"] where object[key] != nil && !(object[key] is String) {
                 throw GatehouseError.invalidArgument("\(key) must be a string.")
             }
-            let mode = object["mode"] as? String ?? "signin"
-            let signedIn = mode == "signin" ? nil : try await caller(request)
+            let mode = try SignInMode(parameter: object["mode"] as? String)
+            let signedIn = mode == .signIn ? nil : try await caller(request)
             try browser.requireAllowedOrigin(request, caller: signedIn)
-            if mode == "link", let signedIn { try sessions.requireRecentLogin(signedIn) }
+            if mode == .link, let signedIn { try sessions.requireRecentLogin(signedIn) }
             let established = try await signIn.signIn(
                 providerId: providerId, idToken: object["idToken"] as? String, rawNonce: object["rawNonce"] as? String,
                 accessToken: object["accessToken"] as? String, mode: mode, signedInUid: signedIn?.uid, logger: context.logger)
