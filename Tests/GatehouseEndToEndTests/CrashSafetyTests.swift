@@ -71,28 +71,8 @@ struct CrashSafetyTests {
 
     /// One whole browser sign-in (start → emulator → callback → result); the session cookie.
     static func signIn(client: CurlHTTPClient, gateway: String) async throws -> String {
-        var jar = CookieJar()
-        func send(_ url: String, method: String = "GET", body: String? = nil) async throws -> OutboundResponse {
-            var headers = jar.header
-            if body != nil { headers.add("Content-Type", "application/json") }
-            let response = try await client.execute(OutboundRequest(method: method, url: url, headers: headers, body: body.map { Array($0.utf8) }))
-            jar.store(from: response)
-            return response
-        }
-        let returnTo = FormEncoding.escape(gateway + "/")
-        let key = ResultKey()
-        let start = try await send("\(gateway)/v1/auth/github.com/start?return_to=\(returnTo)&login=octocat&result_challenge=\(key.challenge)")
-        guard start.status == 302, let authorize = start.headers["location"] else { throw FlowError("start \(start.status)") }
-        let approved = try await client.execute(OutboundRequest(url: authorize))
-        guard let callback = approved.headers["location"] else { throw FlowError("authorize \(approved.status)") }
-        let returned = try await send(callback)
-        guard returned.status == 303, let location = returned.headers["location"], let marker = location.range(of: "#gatehouse_result=") else {
-            throw FlowError("callback \(returned.status)")
-        }
-        let result = try await send(
-            "\(gateway)/v1/auth/result", method: "POST",
-            body: #"{"result":"\#(location[marker.upperBound...])","result_verifier":"\#(key.verifier)"}"#)
-        guard result.status == 200, let session = jar.cookies["gatehouse-session"] else { throw FlowError("result \(result.status)") }
+        let (jar, _) = try await headlessSignIn(client: client, gateway: gateway, returnTo: gateway + "/")
+        guard let session = jar.cookies["gatehouse-session"] else { throw FlowError("no session cookie") }
         return session
     }
 }

@@ -220,32 +220,10 @@ struct DatabaseFailoverTests {
     /// A whole GitHub sign-in on `gateway` (its public URL is the shared `ServeProcess.publicURL`,
     /// so the provider's redirect is sent on to `gateway`, as a load balancer would); the chain's first tokens.
     static func signIn(client: CurlHTTPClient, gateway: String) async throws -> Chain {
-        var jar = CookieJar()
-        func send(_ url: String, method: String = "GET", body: String? = nil) async throws -> OutboundResponse {
-            var headers = jar.header
-            if body != nil { headers.add("Content-Type", "application/json") }
-            let response = try await client.execute(OutboundRequest(method: method, url: url, headers: headers, body: body.map { Array($0.utf8) }))
-            jar.store(from: response)
-            return response
-        }
-        let key = ResultKey()
-        let returnTo = FormEncoding.escape(TestDeployment.returnTo)
-        let start = try await send("\(gateway)/v1/auth/github.com/start?return_to=\(returnTo)&login=octocat&result_challenge=\(key.challenge)")
-        guard start.status == 302, let authorize = start.headers["location"] else { throw FlowError("start \(start.status) \(start.bodyText)") }
-        let approved = try await client.execute(OutboundRequest(url: authorize))
-        guard let callback = approved.headers["location"], callback.hasPrefix(ServeProcess.publicURL) else {
-            throw FlowError("authorize \(approved.status)")
-        }
-        let returned = try await send(gateway + callback.dropFirst(ServeProcess.publicURL.count))
-        guard returned.status == 303, let location = returned.headers["location"], let marker = location.range(of: "#gatehouse_result=") else {
-            throw FlowError("callback \(returned.status) \(returned.bodyText)")
-        }
-        let result = try await send(
-            "\(gateway)/v1/auth/result", method: "POST",
-            body: #"{"result":"\#(location[marker.upperBound...])","result_verifier":"\#(key.verifier)"}"#)
-        let json = try jsonObject(result)
-        guard result.status == 200, let refreshToken = json["refreshToken"] as? String, let idToken = json["idToken"] as? String else {
-            throw FlowError("result \(result.status)")
+        let (_, json) = try await headlessSignIn(
+            client: client, gateway: gateway, returnTo: TestDeployment.returnTo, publicURL: ServeProcess.publicURL)
+        guard let refreshToken = json["refreshToken"] as? String, let idToken = json["idToken"] as? String else {
+            throw FlowError("the result has no tokens")
         }
         return Chain(refreshToken: refreshToken, idToken: idToken)
     }

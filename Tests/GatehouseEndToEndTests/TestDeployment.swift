@@ -335,6 +335,42 @@ struct Browser {
     }
 }
 
+/// A whole GitHub sign-in as octocat against a gateway outside `withDeployment` (a child
+/// process), with a cookie jar of its own: start → emulator → callback → result. When the
+/// gateway's public URL is another (replicas behind a load balancer), the provider's redirect
+/// to `publicURL` is sent on to `gateway`. The jar and the result's JSON.
+func headlessSignIn(
+    client: CurlHTTPClient, gateway: String, returnTo: String, publicURL: String? = nil
+) async throws -> (CookieJar, [String: Any]) {
+    var jar = CookieJar()
+    func send(_ url: String, method: String = "GET", body: String? = nil) async throws -> OutboundResponse {
+        var headers = jar.header
+        if body != nil { headers.add("Content-Type", "application/json") }
+        let response = try await client.execute(OutboundRequest(method: method, url: url, headers: headers, body: body.map { Array($0.utf8) }))
+        jar.store(from: response)
+        return response
+    }
+    let key = ResultKey()
+    let start = try await send(
+        "\(gateway)/v1/auth/github.com/start?return_to=\(FormEncoding.escape(returnTo))&login=octocat&result_challenge=\(key.challenge)")
+    guard start.status == 302, let authorize = start.headers["location"] else { throw FlowError("start \(start.status) \(start.bodyText)") }
+    let approved = try await client.execute(OutboundRequest(url: authorize))
+    guard var callback = approved.headers["location"] else { throw FlowError("authorize \(approved.status)") }
+    if let publicURL {
+        guard callback.hasPrefix(publicURL) else { throw FlowError("the provider redirected elsewhere") }
+        callback = gateway + callback.dropFirst(publicURL.count)
+    }
+    let returned = try await send(callback)
+    guard returned.status == 303, let location = returned.headers["location"], let marker = location.range(of: "#gatehouse_result=") else {
+        throw FlowError("callback \(returned.status) \(returned.bodyText)")
+    }
+    let result = try await send(
+        "\(gateway)/v1/auth/result", method: "POST",
+        body: #"{"result":"\#(location[marker.upperBound...])","result_verifier":"\#(key.verifier)"}"#)
+    guard result.status == 200 else { throw FlowError("result \(result.status)") }
+    return (jar, try jsonObject(result))
+}
+
 struct FlowError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }

@@ -99,8 +99,10 @@ import Testing
         #expect(try await storage.rotateRefreshToken(tokenHash: "never", successor: .strict("r6"), now: Fixtures.now) == .unknown)
     }
 
-    @Test(arguments: StorageBackend.all)
-    func concurrentRotationsOfOneRefreshTokenHaveOneWinner(_ backend: StorageBackend) async throws {
+    /// A session with refresh token `r1`, rotated ten times at once with `successor(i)`.
+    static func tenConcurrentRotations(
+        _ backend: StorageBackend, successor: @escaping @Sendable (Int) -> RefreshSuccessor
+    ) async throws -> (any GatehouseStorage, SessionRecord, [RefreshRotation]) {
         let storage = try await backend.make()
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
         let session = Fixtures.session("s1", uid: "u1")
@@ -108,27 +110,23 @@ import Testing
         try await storage.insertRefreshToken(tokenHash: "r1", familyId: session.familyId, at: Fixtures.now)
         let outcomes = try await withThrowingTaskGroup(of: RefreshRotation.self) { group in
             for index in 0..<10 {
-                group.addTask { try await storage.rotateRefreshToken(tokenHash: "r1", successor: .strict("next-\(index)"), now: Fixtures.now) }
+                group.addTask { try await storage.rotateRefreshToken(tokenHash: "r1", successor: successor(index), now: Fixtures.now) }
             }
             return try await group.reduce(into: [RefreshRotation]()) { $0.append($1) }
         }
+        return (storage, session, outcomes)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func concurrentRotationsOfOneRefreshTokenHaveOneWinner(_ backend: StorageBackend) async throws {
+        let (_, session, outcomes) = try await Self.tenConcurrentRotations(backend) { .strict("next-\($0)") }
         #expect(outcomes.filter { $0 == .rotated(session) }.count == 1)
         #expect(outcomes.filter { $0 == .rotated(session) }.count + outcomes.filter { $0 == .reused || $0 == .unknown }.count == 10)
     }
 
     @Test(arguments: StorageBackend.all)
     func concurrentRotationsInsideTheRetryWindowAllGetTheWinnersSuccessor(_ backend: StorageBackend) async throws {
-        let storage = try await backend.make()
-        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
-        let session = Fixtures.session("s1", uid: "u1")
-        try await storage.insertSession(session)
-        try await storage.insertRefreshToken(tokenHash: "r1", familyId: session.familyId, at: Fixtures.now)
-        let outcomes = try await withThrowingTaskGroup(of: RefreshRotation.self) { group in
-            for index in 0..<10 {
-                group.addTask { try await storage.rotateRefreshToken(tokenHash: "r1", successor: .kept("next-\(index)"), now: Fixtures.now) }
-            }
-            return try await group.reduce(into: [RefreshRotation]()) { $0.append($1) }
-        }
+        let (storage, session, outcomes) = try await Self.tenConcurrentRotations(backend) { .kept("next-\($0)") }
         #expect(outcomes.filter { $0 == .rotated(session) }.count == 1)
         let kept = outcomes.compactMap { outcome -> String? in
             if case .retried(let found, let sealed) = outcome, found == session { return sealed }
