@@ -22,6 +22,8 @@ public struct Gatehouse: Sendable {
     public let profiles: ProfileService
     /// Internal services' credentials.
     public let serviceKeys: ServiceKeyService
+    /// Lookup by email, disable, enable, revoke sessions.
+    public let admin: AdminService
     /// Where the core's counters go.
     public let metrics: GatehouseMetrics
     /// Recent resource refusals of the store (a full disk), for readiness.
@@ -83,5 +85,6 @@ public struct Gatehouse: Sendable {
         self.profiles = ProfileService(
             storage: storage, providers: registry, accounts: accounts, configuration: configuration, metrics: metrics)
         self.serviceKeys = ServiceKeyService(storage: storage)
+        self.admin = AdminService(storage: storage, accounts: accounts)
     }
 }

@@ -89,37 +89,6 @@ public struct ProfileService: Sendable {
         return try await accounts.unifiedProfile(for: account)
     }
 
-    /// The accounts with this email (admin search), oldest first, at most 100: by default only
-    /// those a provider vouches for it (`emailVerified`), as one-account-per-email matches;
-    /// `includeUnverified` adds accounts whose provider merely claims it, each marked, so a
-    /// service mapping an email to a user is not pointed at whoever typed the address first.
-    public func profiles(email: String, includeUnverified: Bool = false) async throws -> [EmailMatch] {
-        let trimmed = email.trimmingCharacters(in: .whitespaces)
-        guard trimmed.count <= 320, trimmed.contains("@"), let normalized = EmailAddress.normalized(trimmed) else {
-            throw GatehouseError.invalidArgument("email must be an email address.")
-        }
-        let verifiedUIDs = try await storage.uids(verifiedEmail: normalized, limit: 100)
-        let verified = Set(verifiedUIDs)
-        var result: [EmailMatch] = []
-        for uid in includeUnverified ? try await storage.uids(email: trimmed, limit: 100) : verifiedUIDs {
-            if let account = try await storage.account(uid: uid) {
-                result.append(EmailMatch(profile: try await accounts.unifiedProfile(for: account), verified: verified.contains(uid)))
-            }
-        }
-        return result
-    }
-
-    /// Disables or enables an account; disabling also ends its sessions.
-    public func setDisabled(uid: String, disabled: Bool) async throws {
-        guard try await storage.setDisabled(uid: uid, disabled: disabled) else { throw GatehouseError.userNotFound() }
-    }
-
-    /// Ends every session of an account.
-    public func revokeSessions(uid: String) async throws {
-        guard try await storage.account(uid: uid) != nil else { throw GatehouseError.userNotFound() }
-        try await storage.deleteSessions(uid: uid)
-    }
-
     /// The provider's profile fetched live with the stored token (cached for the configured
     /// lifetime; `refresh` bypasses the cache); the stored snapshot is updated on every fetch.
     public func providerProfile(uid: String, providerId: String, refresh: Bool = false) async throws -> Served<ProviderProfile> {

@@ -1,0 +1,40 @@
+import Foundation
+
+/// The operators' and internal services' account operations (`/v1/users…` with the `admin`
+/// scope): lookup by email, disable, enable, revoke sessions. Reading profiles and photos
+/// stays with `ProfileService`.
+public struct AdminService: Sendable {
+    let storage: any GatehouseStorage
+    let accounts: AccountService
+
+    /// The accounts with this email (admin search), oldest first, at most 100: by default only
+    /// those a provider vouches for it (`emailVerified`), as one-account-per-email matches;
+    /// `includeUnverified` adds accounts whose provider merely claims it, each marked, so a
+    /// service mapping an email to a user is not pointed at whoever typed the address first.
+    public func lookup(email: String, includeUnverified: Bool = false) async throws -> [EmailMatch] {
+        let trimmed = email.trimmingCharacters(in: .whitespaces)
+        guard trimmed.count <= 320, trimmed.contains("@"), let normalized = EmailAddress.normalized(trimmed) else {
+            throw GatehouseError.invalidArgument("email must be an email address.")
+        }
+        let verifiedUIDs = try await storage.uids(verifiedEmail: normalized, limit: 100)
+        let verified = Set(verifiedUIDs)
+        var result: [EmailMatch] = []
+        for uid in includeUnverified ? try await storage.uids(email: trimmed, limit: 100) : verifiedUIDs {
+            if let account = try await storage.account(uid: uid) {
+                result.append(EmailMatch(profile: try await accounts.unifiedProfile(for: account), verified: verified.contains(uid)))
+            }
+        }
+        return result
+    }
+
+    /// Disables or enables an account; disabling also ends its sessions.
+    public func setDisabled(uid: String, disabled: Bool) async throws {
+        guard try await storage.setDisabled(uid: uid, disabled: disabled) else { throw GatehouseError.userNotFound() }
+    }
+
+    /// Ends every session of an account.
+    public func revokeSessions(uid: String) async throws {
+        guard try await storage.account(uid: uid) != nil else { throw GatehouseError.userNotFound() }
+        try await storage.deleteSessions(uid: uid)
+    }
+}
