@@ -11,9 +11,9 @@ public enum GatehouseServer {
     }
 
     static func routes(
-        for gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool, browser: BrowserPolicy
+        for gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool, browser: BrowserPolicy,
+        router: Router<GatehouseRequestContext> = Router(context: GatehouseRequestContext.self)
     ) -> (Router<GatehouseRequestContext>, RouteTable) {
-        let router = Router(context: GatehouseRequestContext.self)
         var table = RouteTable()
         OperationsRoutes(gatehouse: gatehouse, metrics: metrics).register(router, table: &table)
         AuthRoutes(gatehouse: gatehouse, browser: browser).register(router, table: &table)
@@ -42,12 +42,19 @@ public enum GatehouseServer {
         GatewayService(host: host, port: port, logger: logger, assemble: { _ in assembly }, onRunning: onRunning)
     }
 
-    /// The whole responder chain over an assembled core.
-    static func responder(for assembly: GatewayAssembly, logger: Logger) -> ProblemResponder<RouterResponder<GatehouseRequestContext>> {
+    /// The whole responder chain over an assembled core, outermost first: access log and
+    /// metrics → security headers → CORS → error mapping → routes.
+    static func responder(for assembly: GatewayAssembly, logger: Logger) -> RouterResponder<GatehouseRequestContext> {
         let browser = BrowserPolicy(configuration: assembly.gatehouse.configuration)
-        let (router, table) = routes(for: assembly.gatehouse, metrics: assembly.metrics, demoPage: assembly.demoPage, browser: browser)
-        return ProblemResponder(
-            inner: router.buildResponder(), routes: table, metrics: assembly.metrics, browser: browser,
-            storageHealth: assembly.gatehouse.storageHealth, logger: logger)
+        // Hummingbird wraps each route in the middlewares present when it is added, and the
+        // outer links need the finished route table: the table is read off a first pass.
+        let (_, table) = routes(for: assembly.gatehouse, metrics: assembly.metrics, demoPage: assembly.demoPage, browser: browser)
+        let router = Router(context: GatehouseRequestContext.self)
+        router.add(middleware: AccessLogMiddleware(routes: table, metrics: assembly.metrics, logger: logger))
+        router.add(middleware: SecurityHeadersMiddleware())
+        router.add(middleware: BrowserPolicyMiddleware(browser: browser))
+        router.add(middleware: ProblemMiddleware(routes: table, storageHealth: assembly.gatehouse.storageHealth, logger: logger))
+        _ = routes(for: assembly.gatehouse, metrics: assembly.metrics, demoPage: assembly.demoPage, browser: browser, router: router)
+        return router.buildResponder()
     }
 }

@@ -74,7 +74,7 @@ final class AssembledResponder: HTTPResponder, Sendable {
     /// The chain over the assembled core, once there is one (or why there never will be);
     /// waiting for it honours cancellation, so a listener that fails to bind cannot leave
     /// `GatewayService.run()` waiting forever.
-    private let chain = Eventual<ProblemResponder<RouterResponder<GatehouseRequestContext>>>()
+    private let chain = Eventual<RouterResponder<GatehouseRequestContext>>()
     private let logger: Logger
 
     init(logger: Logger) { self.logger = logger }

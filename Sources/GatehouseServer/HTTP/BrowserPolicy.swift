@@ -70,7 +70,7 @@ struct BrowserPolicy: Sendable {
             guard origins.contains(origin) else { throw GatehouseError.originNotAllowed() }
             return
         }
-        if request.headers[Self.secFetchSite]?.lowercased() == "cross-site" { throw GatehouseError.originNotAllowed() }
+        if request.headers[.secFetchSite]?.lowercased() == "cross-site" { throw GatehouseError.originNotAllowed() }
     }
 
     /// Throws `rate-limited` (with `Retry-After`) when a signed-in user used up the budget
@@ -84,8 +84,6 @@ struct BrowserPolicy: Sendable {
         if let wait = await serviceLimiter.acquire(id, now: clock.now()) { throw GatehouseError.rateLimited(retryAfter: wait) }
     }
 
-    static let secFetchSite = HTTPField.Name("Sec-Fetch-Site")!
-
     /// Throws `rate-limited` (with `Retry-After`) when this client used up `group`'s budget.
     func limit(_ group: String, _ request: Request, _ context: GatehouseRequestContext) async throws {
         if let wait = await limiter.acquire("\(group)|\(client(request, context))", now: clock.now()) {
@@ -97,7 +95,7 @@ struct BrowserPolicy: Sendable {
     /// a trusted proxy.
     func client(_ request: Request, _ context: GatehouseRequestContext) -> String {
         let peer = context.remoteAddress?.ipAddress ?? "unknown"
-        guard trustedProxies.contains(peer), let forwarded = request.headers[values: HTTPField.Name("X-Forwarded-For")!].last else {
+        guard trustedProxies.contains(peer), let forwarded = request.headers[values: .xForwardedFor].last else {
             return peer
         }
         return forwarded.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? peer

@@ -5,7 +5,7 @@ import Hummingbird
 
 extension GatehouseError {
     /// The RFC 9457 problem document (`type`, `title`, `status`, `detail`, `code`, extensions)
-    /// as a response, with `Retry-After` when set. `ProblemResponder` turns thrown errors into it.
+    /// as a response, with `Retry-After` when set. `ProblemMiddleware` turns thrown errors into it.
     func problemResponse() -> Response {
         var object: [String: Any] = [
             "type": "urn:gatehouse:problem:\(code)", "title": title, "status": status, "detail": detail, "code": code.rawValue,

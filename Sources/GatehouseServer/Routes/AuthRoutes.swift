@@ -32,7 +32,7 @@ struct AuthRoutes {
 
         table.add(router, .get, "/v1/auth/{providerId}/start") { request, context in
             try await browser.limit("start", request, context)
-            let providerId = context.parameters.get("providerId") ?? ""
+            let providerId = try context.parameters.require("providerId")
             // Only link and re-authentication look at who is signed in.
             let mode = try SignInMode(parameter: request.queryDictionary["mode"])
             let signedIn = mode == .signIn ? nil : try await caller(request)
@@ -64,7 +64,7 @@ struct AuthRoutes {
                 for (key, value) in FormEncoding.decode(String(buffer: body)) where parameters[key] == nil { parameters[key] = value }
             }
             let completion = try await signIn.callback(
-                providerId: context.parameters.get("providerId") ?? "", parameters: parameters,
+                providerId: try context.parameters.require("providerId"), parameters: parameters,
                 binding: request.cookie(cookies.transactionName), logger: context.logger)
             var response = Response(status: .seeOther, headers: [.location: completion.redirectURL, .cacheControl: "no-store"])
             if let session = completion.sessionValue {

@@ -54,13 +54,13 @@ struct MeRoutes {
         table.add(router, .delete, "/v1/me/providers/{providerId}") { request, context in
             let caller = try await sensitive(request)
             return try Response.json(
-                try await accounts.unlink(uid: caller.uid, providerId: context.parameters.get("providerId") ?? "", providers: providers))
+                try await accounts.unlink(uid: caller.uid, providerId: try context.parameters.require("providerId"), providers: providers))
         }
 
         table.add(router, .get, "/v1/me/providers/{providerId}/profile") { request, context in
             let uid = try await signedIn(request)
             let profile = try await profiles.providerProfile(
-                uid: uid, providerId: context.parameters.get("providerId") ?? "", refresh: try Self.refresh(request))
+                uid: uid, providerId: try context.parameters.require("providerId"), refresh: try Self.refresh(request))
             return try Self.profileResponse(profile)
         }
 
@@ -90,7 +90,7 @@ struct MeRoutes {
     static func markStale(_ headers: inout HTTPFields, age: Int?) {
         guard let age else { return }
         headers[.age] = String(age)
-        headers[HTTPField.Name("Warning")!] = "110 gatehouse \"Response is Stale\""
+        headers[.warning] = "110 gatehouse \"Response is Stale\""
     }
 
     /// The photo answer of `/v1/me/photo` and `/v1/users/{uid}/photo`: `?size=` checked; from

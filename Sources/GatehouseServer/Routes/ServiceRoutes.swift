@@ -11,6 +11,7 @@ struct ServiceRoutes {
     func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
         let keys = gatehouse.serviceKeys
         let profiles = gatehouse.profiles
+        let admin = gatehouse.admin
         let browser = self.browser
 
         /// The key, authorized for `scope` and within its rate limit.
@@ -20,7 +21,7 @@ struct ServiceRoutes {
         }
         @Sendable func uid(_ request: Request, _ context: GatehouseRequestContext, scope: String) async throws -> String {
             try await authorize(request, scope: scope)
-            return context.parameters.get("uid") ?? ""
+            return try context.parameters.require("uid")
         }
 
         table.add(router, .get, "/v1/users") { request, _ in
@@ -32,7 +33,7 @@ struct ServiceRoutes {
             case "true": includeUnverified = true
             default: throw GatehouseError.invalidArgument("includeUnverified must be true or false.")
             }
-            return try Response.json(UserList(users: try await profiles.profiles(email: email, includeUnverified: includeUnverified)))
+            return try Response.json(UserList(users: try await admin.lookup(email: email, includeUnverified: includeUnverified)))
         }
         table.add(router, .get, "/v1/users/{uid}") { request, context in
             try Response.json(try await profiles.profile(uid: try await uid(request, context, scope: "profile:read")))
@@ -43,18 +44,18 @@ struct ServiceRoutes {
         table.add(router, .get, "/v1/users/{uid}/providers/{providerId}/profile") { request, context in
             let user = try await uid(request, context, scope: "profile:read")
             return try MeRoutes.profileResponse(
-                try await profiles.providerProfile(uid: user, providerId: context.parameters.get("providerId") ?? ""))
+                try await profiles.providerProfile(uid: user, providerId: try context.parameters.require("providerId")))
         }
         table.add(router, .post, "/v1/users/{uid}/disable") { request, context in
-            try await profiles.setDisabled(uid: try await uid(request, context, scope: "admin"), disabled: true)
+            try await admin.setDisabled(uid: try await uid(request, context, scope: "admin"), disabled: true)
             return Response(status: .noContent)
         }
         table.add(router, .post, "/v1/users/{uid}/enable") { request, context in
-            try await profiles.setDisabled(uid: try await uid(request, context, scope: "admin"), disabled: false)
+            try await admin.setDisabled(uid: try await uid(request, context, scope: "admin"), disabled: false)
             return Response(status: .noContent)
         }
         table.add(router, .post, "/v1/users/{uid}/revoke-sessions") { request, context in
-            try await profiles.revokeSessions(uid: try await uid(request, context, scope: "admin"))
+            try await admin.revokeSessions(uid: try await uid(request, context, scope: "admin"))
             return Response(status: .noContent)
         }
     }

@@ -1,0 +1,31 @@
+import GatehouseCore
+import Hummingbird
+import Logging
+
+/// The outermost link: one access-log line and the request metrics for every answer, errors
+/// and preflights included (the inner links never throw past `ProblemMiddleware`).
+struct AccessLogMiddleware: RouterMiddleware {
+    typealias Context = GatehouseRequestContext
+    /// Route templates for the metrics' `route` label (bounded: never the raw path).
+    let routes: RouteTable
+    let metrics: ServerMetrics
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let started = ContinuousClock.now
+        let response = try await next(request, context)
+        let elapsed = ContinuousClock.now - started
+        metrics.request(
+            method: request.method.rawValue, route: routes.template(method: request.method.rawValue, path: request.uri.path) ?? "unmatched",
+            status: Int(response.status.code), duration: elapsed)
+        // The query string is never logged: callbacks carry codes and state in it.
+        logger.info(
+            "request",
+            metadata: [
+                "request.id": "\(context.id)", "http.method": "\(request.method.rawValue)", "http.path": "\(request.uri.path)",
+                "http.status": "\(response.status.code)",
+                "duration.ms": "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)",
+            ])
+        return response
+    }
+}

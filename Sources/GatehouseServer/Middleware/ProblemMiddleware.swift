@@ -1,0 +1,69 @@
+import GatehouseCore
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// The innermost link: every error leaves as `application/problem+json`. Unknown routes are
+/// `404 not-found`, wrong methods `405 method-not-allowed` with `Allow`, framework errors
+/// keep their status, store outages are `503 storage-unavailable`, and anything unexpected is
+/// `500 internal`, logged with the request id and never shown. Nothing is thrown past it.
+struct ProblemMiddleware: RouterMiddleware {
+    typealias Context = GatehouseRequestContext
+    /// Tells `405` from `404`.
+    let routes: RouteTable
+    /// Told of resource refusals, which `/readyz` reports.
+    let storageHealth: StorageHealth
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            let response = try await next(request, context)
+            guard response.status.code >= 400, response.headers[.contentType] != "application/problem+json" else { return response }
+            return rewrite(response.status, request: request)
+        } catch let error as GatehouseError {
+            if let cause = error.logDetail {
+                logger.notice("upstream failure", metadata: ["request.id": "\(context.id)", "error.code": "\(error.code)", "cause": "\(cause)"])
+            }
+            return error.problemResponse()
+        } catch StorageError.unavailable {
+            logger.warning("storage unavailable", metadata: ["request.id": "\(context.id)"])
+            return GatehouseError.storageUnavailable().problemResponse()
+        } catch StorageError.exhausted(let condition) {
+            // An operator's problem (a full disk, no connection slots): loud, and named.
+            logger.error("storage unavailable", metadata: ["request.id": "\(context.id)", "condition": "\(condition)"])
+            storageHealth.recordExhausted(condition)
+            return GatehouseError.storageUnavailable().problemResponse()
+        } catch let error as any HTTPResponseError {
+            return rewrite(error.status, request: request)
+        } catch {
+            var metadata: Logger.Metadata = ["request.id": "\(context.id)", "error.type": "\(String(reflecting: type(of: error)))"]
+            if let store = error as? any StoreFailureSummary { metadata["store.error"] = "\(store.storeFailureSummary)" }
+            logger.error("request failed", metadata: metadata)
+            return GatehouseError.internalError().problemResponse()
+        }
+    }
+
+    /// A framework's bare status as a problem document.
+    private func rewrite(_ status: HTTPResponse.Status, request: Request) -> Response {
+        switch status.code {
+        case 404:
+            let allowed = routes.methods(matching: request.uri.path)
+            if !allowed.isEmpty, !allowed.contains(request.method.rawValue) {
+                var problem = GatehouseError(
+                    code: .methodNotAllowed, status: 405, title: "Method not allowed",
+                    detail: "\(request.method.rawValue) is not supported here; use \(allowed.joined(separator: ", "))."
+                ).problemResponse()
+                problem.headers[.allow] = allowed.joined(separator: ", ")
+                return problem
+            }
+            return GatehouseError.notFound().problemResponse()
+        case 413:
+            return GatehouseError(code: .invalidArgument, status: 413, title: "Request too large", detail: "The request body is too large.")
+                .problemResponse()
+        case 500...:
+            return GatehouseError.internalError().problemResponse()
+        default:
+            return GatehouseError.invalidArgument("The request could not be processed (HTTP \(status.code)).").problemResponse()
+        }
+    }
+}
