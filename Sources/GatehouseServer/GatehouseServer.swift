@@ -43,7 +43,7 @@ public enum GatehouseServer {
     }
 
     /// The whole responder chain over an assembled core, outermost first: access log and
-    /// metrics → security headers → CORS → error mapping → routes.
+    /// metrics → security headers → CORS → error mapping → credentials → routes.
     static func responder(for assembly: GatewayAssembly, logger: Logger) -> RouterResponder<GatehouseRequestContext> {
         let browser = BrowserPolicy(configuration: assembly.gatehouse.configuration)
         // Hummingbird wraps each route in the middlewares present when it is added, and the
@@ -54,6 +54,10 @@ public enum GatehouseServer {
         router.add(middleware: SecurityHeadersMiddleware())
         router.add(middleware: BrowserPolicyMiddleware(browser: browser))
         router.add(middleware: ProblemMiddleware(routes: table, storageHealth: assembly.gatehouse.storageHealth, logger: logger))
+        router.add(
+            middleware: AuthenticationMiddleware(
+                sessions: assembly.gatehouse.sessions, serviceKeys: assembly.gatehouse.serviceKeys,
+                cookies: CookiePolicy(assembly.gatehouse.configuration)))
         _ = routes(for: assembly.gatehouse, metrics: assembly.metrics, demoPage: assembly.demoPage, browser: browser, router: router)
         return router.buildResponder()
     }

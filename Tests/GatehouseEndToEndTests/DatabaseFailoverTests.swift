@@ -264,7 +264,7 @@ struct ServeProcess {
         name: String, database: String?, emulatorURL: String, key: Data, folder: String, extra: [String: String] = [:]
     ) async throws -> ServeProcess {
         let log = "\(folder)/\(name).log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         let client = TestDeployment.githubClient
         var environment = [
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",

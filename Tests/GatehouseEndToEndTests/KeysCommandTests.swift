@@ -53,12 +53,12 @@ struct KeysCommandTests {
         let id = try #require(listed.output.split(separator: "\t").first.map(String.init))
 
         let service = ServiceKeyService(storage: storage)
-        let key = try await service.authorize(authorization: "Bearer \(secret)", scope: "photo:read")
+        let key = try await service.authorize(secret: secret, scope: "photo:read")
         #expect(key.id == id)
 
         #expect(try await Self.run(["keys", "revoke", id] + location).status == 0)
         #expect(try await Self.run(["keys", "revoke", id] + location).status != 0)
-        await #expect(throws: GatehouseError.self) { try await service.authorize(authorization: "Bearer \(secret)", scope: "photo:read") }
+        await #expect(throws: GatehouseError.self) { try await service.authorize(secret: secret, scope: "photo:read") }
         #expect(try await Self.run(["keys", "create-service", "x", "--scopes", "profile:write"] + location).status != 0)
     }
 

@@ -121,10 +121,6 @@ public struct GatewayConfiguration: Sendable {
         self.oidcProviders = oidcProviders
     }
 
-    /// Names and attributes of the cookies; `__Host-` and `Secure` everywhere but in
-    /// development mode, where a plain-http loopback browser would drop them.
-    public var cookies: CookiePolicy { CookiePolicy(secure: !developmentMode) }
-
     /// The `aud` gateway ID tokens carry.
     public var idTokenAudience: String { tokenAudience ?? publicURL }
 
@@ -170,28 +166,6 @@ public struct GatewayConfiguration: Sendable {
                 throw GatehouseError.invalidArgument("return_to allow-list entry \(entry.debugDescription) is not an absolute http(s) URL")
             }
         }
-    }
-}
-
-/// The cookies the gateway sets.
-public struct CookiePolicy: Sendable {
-    /// `Secure` and the `__Host-` prefix are on.
-    public let secure: Bool
-    /// The session cookie's name.
-    public var sessionName: String { secure ? "__Host-gatehouse-session" : "gatehouse-session" }
-    /// The sign-in transaction cookie's name: it binds `state` to this browser.
-    public var transactionName: String { secure ? "__Host-gatehouse-tx" : "gatehouse-tx" }
-
-    /// A `Set-Cookie` value: HttpOnly, SameSite=Lax, Path=/, Secure when on.
-    public func setCookie(name: String, value: String, maxAge: Int) -> String {
-        var parts = ["\(name)=\(value)", "Path=/", "HttpOnly", "SameSite=Lax", "Max-Age=\(maxAge)"]
-        if secure { parts.append("Secure") }
-        return parts.joined(separator: "; ")
-    }
-
-    /// A `Set-Cookie` value that deletes the cookie.
-    public func deleteCookie(name: String) -> String {
-        setCookie(name: name, value: "", maxAge: 0)
     }
 }
 

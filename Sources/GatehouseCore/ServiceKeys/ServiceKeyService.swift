@@ -42,14 +42,11 @@ public struct ServiceKeyService: Sendable {
         try await storage.revokeServiceKey(id: id, at: Date())
     }
 
-    /// The key behind an `Authorization` header value, which must hold `scope`: a missing,
-    /// unknown or revoked key is `401 unauthenticated`, a missing scope `403 permission-denied`.
-    public func authorize(authorization: String?, scope: String) async throws -> ServiceKeyRecord {
-        guard let authorization, authorization.count <= 512, authorization.lowercased().hasPrefix("bearer ") else {
-            throw GatehouseError.unauthenticated()
-        }
-        let secret = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        guard secret.hasPrefix(Self.secretPrefix), let key = try await storage.serviceKey(secretHash: SecureRandom.digest(secret)),
+    /// The key with this secret, which must hold `scope`: a missing, unknown or revoked key
+    /// is `401 unauthenticated`, a missing scope `403 permission-denied`.
+    public func authorize(secret: String?, scope: String) async throws -> ServiceKeyRecord {
+        guard let secret, secret.count <= 512, secret.hasPrefix(Self.secretPrefix),
+            let key = try await storage.serviceKey(secretHash: SecureRandom.digest(secret)),
             key.revokedAt == nil
         else {
             throw GatehouseError.unauthenticated()

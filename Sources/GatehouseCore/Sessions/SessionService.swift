@@ -23,20 +23,19 @@ public struct SessionService: Sendable {
         public var viaCookie: Bool
     }
 
-    /// The caller of a request: a bearer token when an `Authorization` header is sent
-    /// (an invalid one is `401`, never a silent fall-back to the cookie), else the cookie.
-    public func caller(cookie: String?, authorization: String?) async throws -> Caller? {
-        if let authorization {
-            guard authorization.count <= 8 << 10, authorization.lowercased().hasPrefix("bearer ") else {
-                throw GatehouseError.invalidIdToken("Authorization must be \"Bearer <ID token>\".")
-            }
-            let bearer = try await tokens.verify(String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces))
-            return Caller(
-                uid: bearer.session.uid, authTime: Date(timeIntervalSince1970: TimeInterval(bearer.claims.authTime)),
-                familyId: bearer.session.familyId, viaCookie: false)
-        }
-        guard let cookie, !cookie.isEmpty, cookie.count <= 128,
-            let session = try await storage.session(idHash: SecureRandom.digest(cookie), now: clock.now())
+    /// The caller behind a gateway ID token (`Authorization: Bearer`); an invalid or ended
+    /// one is `401 invalid-id-token`.
+    public func caller(idToken: String) async throws -> Caller {
+        let bearer = try await tokens.verify(idToken)
+        return Caller(
+            uid: bearer.session.uid, authTime: Date(timeIntervalSince1970: TimeInterval(bearer.claims.authTime)),
+            familyId: bearer.session.familyId, viaCookie: false)
+    }
+
+    /// The caller behind a session cookie's value, or `nil` when it names no live session.
+    public func caller(sessionCookie: String?) async throws -> Caller? {
+        guard let sessionCookie, !sessionCookie.isEmpty, sessionCookie.count <= 128,
+            let session = try await storage.session(idHash: SecureRandom.digest(sessionCookie), now: clock.now())
         else { return nil }
         return Caller(uid: session.uid, authTime: session.createdAt, familyId: session.familyId, viaCookie: true)
     }

@@ -8,6 +8,8 @@ public struct GatehouseRequestContext: RequestContext, RemoteAddressRequestConte
     public var coreContext: CoreRequestContextStorage
     /// The connected peer (a proxy, when one is in front).
     public let remoteAddress: SocketAddress?
+    /// What the request presents to prove who it is (`AuthenticationMiddleware`).
+    var credentials = Credentials.none
 
     /// Built by Hummingbird for each request.
     public init(source: ApplicationRequestContextSource) {

@@ -10,7 +10,7 @@ struct AuthRoutes {
     let browser: BrowserPolicy
 
     func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
-        let cookies = gatehouse.configuration.cookies
+        let cookies = CookiePolicy(gatehouse.configuration)
         let signIn = gatehouse.signIn
         let sessions = gatehouse.sessions
         let accounts = gatehouse.accounts
@@ -18,10 +18,6 @@ struct AuthRoutes {
         let methodsLookup = gatehouse.configuration.signInMethodsLookup
         let transactionLifetime = Int(gatehouse.configuration.transactionLifetime)
         let sessionLifetime = Int(gatehouse.configuration.sessionLifetime)
-
-        @Sendable func caller(_ request: Request) async throws -> SessionService.Caller? {
-            try await sessions.caller(cookie: request.cookie(cookies.sessionName), authorization: request.headers[.authorization])
-        }
 
         /// Replaces the browser's session cookie with a new session (no fixation).
         @Sendable func setSession(_ response: inout Response, _ request: Request, value: String) async throws {
@@ -35,7 +31,7 @@ struct AuthRoutes {
             let providerId = try context.parameters.require("providerId")
             // Only link and re-authentication look at who is signed in.
             let mode = try SignInMode(parameter: request.queryDictionary["mode"])
-            let signedIn = mode == .signIn ? nil : try await caller(request)
+            let signedIn = mode == .signIn ? nil : try await context.user()
             // A cross-site page must not start a link or a re-authentication on the user's
             // cookie (a top-level GET navigation carries it under SameSite=Lax).
             try browser.refuseCrossSite(request, caller: signedIn)
@@ -100,7 +96,7 @@ struct AuthRoutes {
                 throw GatehouseError.invalidArgument("\(key) must be a string.")
             }
             let mode = try SignInMode(parameter: object["mode"] as? String)
-            let signedIn = mode == .signIn ? nil : try await caller(request)
+            let signedIn = mode == .signIn ? nil : try await context.user()
             try browser.requireAllowedOrigin(request, caller: signedIn)
             if mode == .link, let signedIn { try sessions.requireRecentLogin(signedIn) }
             let established = try await signIn.signIn(
@@ -114,7 +110,7 @@ struct AuthRoutes {
 
         table.add(router, .post, "/v1/auth/link") { request, context in
             try await browser.limit("link", request, context)
-            guard let signedIn = try await caller(request) else { throw GatehouseError.unauthenticated() }
+            let signedIn = try await context.requireUser()
             try browser.requireAllowedOrigin(request, caller: signedIn)
             let object = try await Self.jsonObject(request, limit: 4 << 10)
             guard let pendingToken = object["pendingToken"] as? String else {
@@ -135,7 +131,7 @@ struct AuthRoutes {
             return try Response.json(SignInMethods(signInMethods: try await accounts.signInMethods(email: email)))
         }
 
-        table.add(router, .post, "/v1/auth/signout") { request, _ in
+        table.add(router, .post, "/v1/auth/signout") { request, context in
             let allParameter = request.queryDictionary["all"] ?? "false"
             guard allParameter == "true" || allParameter == "false" else {
                 throw GatehouseError.invalidArgument("all must be true or false.")
@@ -144,7 +140,7 @@ struct AuthRoutes {
             // not sign the user out, so an allowed Origin is required whoever is signed in.
             try browser.requireAllowedOrigin(request)
             // A dead or forged bearer token signs nothing out; the cookie is cleared regardless.
-            let signedIn = (try? await caller(request)) ?? nil
+            let signedIn = (try? await context.user()) ?? nil
             try await sessions.signOut(signedIn, all: allParameter == "true")
             var response = Response(status: .noContent, headers: [.cacheControl: "no-store"])
             response.headers.append(HTTPField(name: .setCookie, value: cookies.deleteCookie(name: cookies.sessionName)))

@@ -12,37 +12,36 @@ struct MeRoutes {
     static let photoSizes: Set<Int> = [48, 64, 96, 120, 240, 360, 432, 504, 648]
 
     func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
-        let cookies = gatehouse.configuration.cookies
+        let cookies = CookiePolicy(gatehouse.configuration)
         let sessions = gatehouse.sessions
         let profiles = gatehouse.profiles
         let accounts = gatehouse.accounts
         let providers = gatehouse.providers
         let browser = self.browser
 
-        @Sendable func caller(_ request: Request) async throws -> SessionService.Caller {
-            guard
-                let caller = try await sessions.caller(cookie: request.cookie(cookies.sessionName), authorization: request.headers[.authorization])
-            else { throw GatehouseError.unauthenticated() }
+        /// The signed-in user, within the per-user rate limit.
+        @Sendable func caller(_ context: GatehouseRequestContext) async throws -> SessionService.Caller {
+            let caller = try await context.requireUser()
             try await browser.limit(user: caller.uid)
             return caller
         }
-        @Sendable func signedIn(_ request: Request) async throws -> String {
-            try await caller(request).uid
+        @Sendable func signedIn(_ context: GatehouseRequestContext) async throws -> String {
+            try await caller(context).uid
         }
         /// Unlink and delete: an allowed origin for cookie callers, and a recent sign-in.
-        @Sendable func sensitive(_ request: Request) async throws -> SessionService.Caller {
-            let caller = try await caller(request)
+        @Sendable func sensitive(_ request: Request, _ context: GatehouseRequestContext) async throws -> SessionService.Caller {
+            let caller = try await caller(context)
             try browser.requireAllowedOrigin(request, caller: caller)
             try sessions.requireRecentLogin(caller)
             return caller
         }
 
-        table.add(router, .get, "/v1/me") { request, _ in
-            try Response.json(try await profiles.me(uid: try await signedIn(request)))
+        table.add(router, .get, "/v1/me") { request, context in
+            try Response.json(try await profiles.me(uid: try await signedIn(context)))
         }
 
-        table.add(router, .delete, "/v1/me") { request, _ in
-            let caller = try await sensitive(request)
+        table.add(router, .delete, "/v1/me") { request, context in
+            let caller = try await sensitive(request, context)
             try await accounts.delete(uid: caller.uid, providers: providers)
             var response = Response(status: .noContent, headers: [.cacheControl: "no-store"])
             if caller.viaCookie {
@@ -52,20 +51,20 @@ struct MeRoutes {
         }
 
         table.add(router, .delete, "/v1/me/providers/{providerId}") { request, context in
-            let caller = try await sensitive(request)
+            let caller = try await sensitive(request, context)
             return try Response.json(
                 try await accounts.unlink(uid: caller.uid, providerId: try context.parameters.require("providerId"), providers: providers))
         }
 
         table.add(router, .get, "/v1/me/providers/{providerId}/profile") { request, context in
-            let uid = try await signedIn(request)
+            let uid = try await signedIn(context)
             let profile = try await profiles.providerProfile(
                 uid: uid, providerId: try context.parameters.require("providerId"), refresh: try Self.refresh(request))
             return try Self.profileResponse(profile)
         }
 
-        table.add(router, .get, "/v1/me/photo") { request, _ in
-            try await Self.photoResponse(request, profiles: profiles, uid: try await signedIn(request), refresh: try Self.refresh(request))
+        table.add(router, .get, "/v1/me/photo") { request, context in
+            try await Self.photoResponse(request, profiles: profiles, uid: try await signedIn(context), refresh: try Self.refresh(request))
         }
     }
 

@@ -9,23 +9,22 @@ struct ServiceRoutes {
     let browser: BrowserPolicy
 
     func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
-        let keys = gatehouse.serviceKeys
         let profiles = gatehouse.profiles
         let admin = gatehouse.admin
         let browser = self.browser
 
         /// The key, authorized for `scope` and within its rate limit.
-        @Sendable func authorize(_ request: Request, scope: String) async throws {
-            let key = try await keys.authorize(authorization: request.headers[.authorization], scope: scope)
+        @Sendable func authorize(_ context: GatehouseRequestContext, scope: String) async throws {
+            let key = try await context.requireService(scope: scope)
             try await browser.limit(serviceKey: key.id)
         }
-        @Sendable func uid(_ request: Request, _ context: GatehouseRequestContext, scope: String) async throws -> String {
-            try await authorize(request, scope: scope)
+        @Sendable func uid(_ context: GatehouseRequestContext, scope: String) async throws -> String {
+            try await authorize(context, scope: scope)
             return try context.parameters.require("uid")
         }
 
-        table.add(router, .get, "/v1/users") { request, _ in
-            try await authorize(request, scope: "admin")
+        table.add(router, .get, "/v1/users") { request, context in
+            try await authorize(context, scope: "admin")
             guard let email = request.queryDictionary["email"] else { throw GatehouseError.invalidArgument("email is required.") }
             let includeUnverified: Bool
             switch request.queryDictionary["includeUnverified"] {
@@ -36,26 +35,26 @@ struct ServiceRoutes {
             return try Response.json(UserList(users: try await admin.lookup(email: email, includeUnverified: includeUnverified)))
         }
         table.add(router, .get, "/v1/users/{uid}") { request, context in
-            try Response.json(try await profiles.profile(uid: try await uid(request, context, scope: "profile:read")))
+            try Response.json(try await profiles.profile(uid: try await uid(context, scope: "profile:read")))
         }
         table.add(router, .get, "/v1/users/{uid}/photo") { request, context in
-            try await MeRoutes.photoResponse(request, profiles: profiles, uid: try await uid(request, context, scope: "photo:read"))
+            try await MeRoutes.photoResponse(request, profiles: profiles, uid: try await uid(context, scope: "photo:read"))
         }
         table.add(router, .get, "/v1/users/{uid}/providers/{providerId}/profile") { request, context in
-            let user = try await uid(request, context, scope: "profile:read")
+            let user = try await uid(context, scope: "profile:read")
             return try MeRoutes.profileResponse(
                 try await profiles.providerProfile(uid: user, providerId: try context.parameters.require("providerId")))
         }
         table.add(router, .post, "/v1/users/{uid}/disable") { request, context in
-            try await admin.setDisabled(uid: try await uid(request, context, scope: "admin"), disabled: true)
+            try await admin.setDisabled(uid: try await uid(context, scope: "admin"), disabled: true)
             return Response(status: .noContent)
         }
         table.add(router, .post, "/v1/users/{uid}/enable") { request, context in
-            try await admin.setDisabled(uid: try await uid(request, context, scope: "admin"), disabled: false)
+            try await admin.setDisabled(uid: try await uid(context, scope: "admin"), disabled: false)
             return Response(status: .noContent)
         }
         table.add(router, .post, "/v1/users/{uid}/revoke-sessions") { request, context in
-            try await admin.revokeSessions(uid: try await uid(request, context, scope: "admin"))
+            try await admin.revokeSessions(uid: try await uid(context, scope: "admin"))
             return Response(status: .noContent)
         }
     }

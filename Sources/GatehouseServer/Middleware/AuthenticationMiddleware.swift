@@ -1,0 +1,69 @@
+import GatehouseCore
+import Hummingbird
+
+/// Puts what a request presents to prove who it is on its context: the `Authorization`
+/// header and the session cookie. Nothing is checked here (most routes need no caller, and
+/// a stray header must not fail `/healthz`); routes ask the context, which checks the
+/// credential they need: `user()`, `requireUser()`, `requireService(scope:)`.
+struct AuthenticationMiddleware: RouterMiddleware {
+    typealias Context = GatehouseRequestContext
+    let sessions: SessionService
+    let serviceKeys: ServiceKeyService
+    let cookies: CookiePolicy
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        context.credentials = Credentials(
+            authorization: request.headers[.authorization], sessionCookie: request.cookie(cookies.sessionName), sessions: sessions,
+            serviceKeys: serviceKeys)
+        return try await next(request, context)
+    }
+}
+
+/// A request's credentials and the services that check them.
+struct Credentials: Sendable {
+    /// The raw `Authorization` header, if sent.
+    var authorization: String?
+    /// The session cookie's value, if sent.
+    var sessionCookie: String?
+    let sessions: SessionService?
+    let serviceKeys: ServiceKeyService?
+
+    /// No credentials (a context no middleware saw).
+    static let none = Credentials(authorization: nil, sessionCookie: nil, sessions: nil, serviceKeys: nil)
+
+    /// The token of `Authorization: Bearer <token>`, if the header has that form and at most `limit` bytes.
+    func bearer(limit: Int) -> String? {
+        guard let authorization, authorization.utf8.count <= limit, authorization.lowercased().hasPrefix("bearer ") else { return nil }
+        return String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+    }
+}
+
+extension GatehouseRequestContext {
+    /// The signed-in user: the gateway ID token when `Authorization` is sent (an invalid one
+    /// is `401`, never a silent fall-back to the cookie), else the session cookie; `nil` when
+    /// neither names a live session.
+    func user() async throws -> SessionService.Caller? {
+        guard let sessions = credentials.sessions else { return nil }
+        if credentials.authorization != nil {
+            guard let token = credentials.bearer(limit: 8 << 10) else {
+                throw GatehouseError.invalidIdToken("Authorization must be \"Bearer <ID token>\".")
+            }
+            return try await sessions.caller(idToken: token)
+        }
+        return try await sessions.caller(sessionCookie: credentials.sessionCookie)
+    }
+
+    /// The signed-in user, or `401 unauthenticated`.
+    func requireUser() async throws -> SessionService.Caller {
+        guard let caller = try await user() else { throw GatehouseError.unauthenticated() }
+        return caller
+    }
+
+    /// The service key of `Authorization: Bearer <key>`, holding `scope`: `401
+    /// unauthenticated` without a valid key, `403 permission-denied` without the scope.
+    func requireService(scope: String) async throws -> ServiceKeyRecord {
+        guard let serviceKeys = credentials.serviceKeys else { throw GatehouseError.unauthenticated() }
+        return try await serviceKeys.authorize(secret: credentials.bearer(limit: 512), scope: scope)
+    }
+}
