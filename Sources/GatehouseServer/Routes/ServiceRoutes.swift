@@ -38,11 +38,11 @@ struct ServiceRoutes {
             try Response.json(try await profiles.profile(uid: try await uid(context, scope: "profile:read")))
         }
         table.add(router, .get, "/v1/users/{uid}/photo") { request, context in
-            try await MeRoutes.photoResponse(request, profiles: profiles, uid: try await uid(context, scope: "photo:read"))
+            try await ProfileResponses.photo(request, profiles: profiles, uid: try await uid(context, scope: "photo:read"))
         }
         table.add(router, .get, "/v1/users/{uid}/providers/{providerId}/profile") { request, context in
             let user = try await uid(context, scope: "profile:read")
-            return try MeRoutes.profileResponse(
+            return try ProfileResponses.profile(
                 try await profiles.providerProfile(uid: user, providerId: try context.parameters.require("providerId")))
         }
         table.add(router, .post, "/v1/users/{uid}/disable") { request, context in
