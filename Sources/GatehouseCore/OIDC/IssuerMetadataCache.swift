@@ -115,7 +115,7 @@ public actor IssuerMetadataCache {
     /// The key collection to verify a token whose header names `kid`. Throws
     /// `invalid-id-token` when no key of the issuer has that id, even after a refetch.
     /// The JWKS fetch under way, if any.
-    private var keysInFlight: Task<KeySet, any Error>?
+    private let keyFetches = SingleFlight<String, KeySet>()
 
     func keys(for kid: String?) async throws -> JWTKeyCollection {
         if let keySet, keySet.matches(kid), clock.now().timeIntervalSince(keySet.fetchedAt) < configuration.metadataLifetime {
@@ -124,7 +124,7 @@ public actor IssuerMetadataCache {
         // Every fetch, a failed one too, starts the cooldown: neither an unknown `kid` nor a
         // cold or expired cache can make the gateway call a failing JWKS endpoint more often.
         let cooledDown = lastJWKSFetch.map { clock.now().timeIntervalSince($0) >= configuration.jwksRefetchCooldown } ?? true
-        if cooledDown || keysInFlight != nil {
+        if cooledDown || keyFetches.isRunning(Self.jwks) {
             do {
                 keySet = try await sharedKeyFetch()
             } catch {
@@ -142,13 +142,13 @@ public actor IssuerMetadataCache {
     /// One JWKS fetch at a time: callers arriving while it runs (the actor lets them in at
     /// its `await`) wait for its answer instead of failing on the cooldown with no keys.
     private func sharedKeyFetch() async throws -> KeySet {
-        if let keysInFlight { return try await keysInFlight.value }
-        lastJWKSFetch = clock.now()
-        let task = Task { try await self.fetchKeys() }
-        keysInFlight = task
-        defer { keysInFlight = nil }
-        return try await task.value
+        // Checked and started without a suspension in between: the cooldown starts with the fetch.
+        if !keyFetches.isRunning(Self.jwks) { lastJWKSFetch = clock.now() }
+        return try await keyFetches.task(for: Self.jwks) { try await self.fetchKeys() }.value
     }
+
+    /// The single-flight key of the JWKS fetch (one per issuer: this cache is per issuer).
+    private static let jwks = "jwks"
 
     private func fetchKeys() async throws -> KeySet {
         let jwksURI = try await discovery().jwksURI

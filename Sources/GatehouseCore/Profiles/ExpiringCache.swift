@@ -24,7 +24,7 @@ actor ExpiringCache<Value: Sendable> {
     private var entries: [String: Entry] = [:]
     private var clock: UInt64 = 0
     private var totalCost = 0
-    private var inFlight: [String: Task<Value, any Error>] = [:]
+    private let loads = SingleFlight<String, Value>()
 
     /// Creates a cache; a `lifetime` of zero turns it off entirely (every call loads on its
     /// own). `name` labels its hit/miss metrics.
@@ -50,13 +50,13 @@ actor ExpiringCache<Value: Sendable> {
         } else if let value = fresh(for: key) {
             return value
         }
-        if let running = inFlight[key] { return try await running.value }
-        let task = Task { try await load() }
-        inFlight[key] = task
-        defer { inFlight[key] = nil }
-        let value = try await task.value
-        insert(value, for: key)
-        return value
+        // Registered before this actor suspends: a concurrent miss joins this load.
+        let shared = loads.task(for: key) {
+            let value = try await load()
+            await self.insert(value, for: key)
+            return value
+        }
+        return try await shared.value
     }
 
     /// The value for `key` if it is still fresh (counted as a hit, otherwise as a miss), for

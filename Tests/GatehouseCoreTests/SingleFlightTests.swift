@@ -1,0 +1,60 @@
+import Synchronization
+import Testing
+
+@testable import GatehouseCore
+
+/// The one single-flight type behind the caches, refreshes and JWKS fetches.
+@Suite struct SingleFlightTests {
+    /// Counts runs and holds each until released, so callers overlap without sleeping.
+    final class Gate: Sendable {
+        let runs = Mutex(0)
+        let (released, release) = AsyncStream.makeStream(of: Void.self)
+
+        func work(_ value: Int) async throws -> Int {
+            runs.withLock { $0 += 1 }
+            for await _ in released { break }
+            return value
+        }
+    }
+
+    @Test("callers of one key share one run and its result; another key runs on its own; after the end a new run starts")
+    func sharing() async throws {
+        let flight = SingleFlight<String, Int>()
+        let gate = Gate()
+        let first = flight.task(for: "a") { try await gate.work(1) }
+        let joined = (0..<10).map { _ in flight.task(for: "a") { try await gate.work(2) } }
+        #expect(flight.isRunning("a"))
+        #expect(joined.allSatisfy { $0 == first })
+        let other = Gate()
+        let b = flight.task(for: "b") { try await other.work(3) }
+        other.release.yield()
+        #expect(try await b.value == 3)
+        gate.release.yield()
+        #expect(try await first.value == 1)
+        for task in joined { #expect(try await task.value == 1) }
+        #expect(gate.runs.withLock { $0 } == 1)
+        // The run forgot itself when it ended (its own task removes it).
+        for _ in 0..<1000 where flight.isRunning("a") { await Task.yield() }
+        #expect(!flight.isRunning("a"))
+        let again = Gate()
+        again.release.yield()
+        #expect(try await flight.run("a") { try await again.work(4) } == 4)
+    }
+
+    @Test("an error is shared by every caller of the run, and the next call starts afresh")
+    func errors() async throws {
+        struct Failure: Error {}
+        let flight = SingleFlight<String, Int>()
+        let gate = Gate()
+        let failing = flight.task(for: "k") {
+            _ = try await gate.work(0)
+            throw Failure()
+        }
+        let joined = flight.task(for: "k") { 7 }
+        gate.release.yield()
+        await #expect(throws: Failure.self) { try await failing.value }
+        await #expect(throws: Failure.self) { try await joined.value }
+        for _ in 0..<1000 where flight.isRunning("k") { await Task.yield() }
+        #expect(try await flight.run("k") { 8 } == 8)
+    }
+}
