@@ -144,7 +144,18 @@ public actor IssuerMetadataCache {
     private func sharedKeyFetch() async throws -> KeySet {
         // Checked and started without a suspension in between: the cooldown starts with the fetch.
         if !keyFetches.isRunning(Self.jwks) { lastJWKSFetch = clock.now() }
-        return try await keyFetches.task(for: Self.jwks) { try await self.fetchKeys() }.value
+        // The fetch stores its keys itself, before the run ends: a caller that finds no run
+        // going on finds the keys it brought.
+        return try await keyFetches.task(for: Self.jwks) {
+            let fetched = try await self.fetchKeys()
+            await self.store(fetched)
+            return fetched
+        }.value
+    }
+
+    /// Keeps a fetched key set.
+    private func store(_ fetched: KeySet) {
+        keySet = fetched
     }
 
     /// The single-flight key of the JWKS fetch (one per issuer: this cache is per issuer).
