@@ -1,6 +1,7 @@
 import CurlClient
 import Foundation
 import GatehouseCore
+import GatehouseTestSupport
 import Testing
 
 extension Browser {
@@ -258,18 +259,20 @@ struct AccountLinkingTests {
 
     @Test("20 simultaneous first sign-ins of one identity create exactly one account")
     func concurrentFirstSignIns() async throws {
-        try await withDeployment { deployment in
-            let uids = try await withThrowingTaskGroup(of: String.self) { group in
-                for _ in 0..<20 {
-                    group.addTask {
-                        var browser = Browser(deployment)
-                        return try account(try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator")).uid
+        try await HeavyTests.gate.exclusive {
+            try await withDeployment { deployment in
+                let uids = try await withThrowingTaskGroup(of: String.self) { group in
+                    for _ in 0..<20 {
+                        group.addTask {
+                            var browser = Browser(deployment)
+                            return try account(try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator")).uid
+                        }
                     }
+                    return try await group.reduce(into: Set<String>()) { $0.insert($1) }
                 }
-                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+                #expect(uids.count == 1)
+                #expect(try await deployment.accountCount() == 1)
             }
-            #expect(uids.count == 1)
-            #expect(try await deployment.accountCount() == 1)
         }
     }
 }

@@ -43,101 +43,103 @@ struct DatabaseFailoverTests {
         "PostgreSQL crashed three times (-m immediate) under load on two serve instances: only 200/503 answers, every chain whose last answer was 200 or 503 rotates on either instance, readiness follows the database within a second, SIGTERM ends both in time"
     )
     func crashCyclesUnderLoad() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
-        let cluster = try await PostgresCluster()
-        defer { cluster.destroy() }
-        try await cluster.start()
-        try await withRunningEmulator { emulatorURL in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-failover-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: folder) }
-            let key = TokenVault.generateKey()
-            let a = try await ServeProcess.start(name: "a", database: cluster.url, emulatorURL: emulatorURL, key: key, folder: folder)
-            defer { a.process.stop() }
-            let b = try await ServeProcess.start(name: "b", database: cluster.url, emulatorURL: emulatorURL, key: key, folder: folder)
-            defer { b.process.stop() }
-            let client = CurlHTTPClient()
-            defer { client.shutdown() }
+        try await HeavyTests.gate.exclusive {
+            try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+            let cluster = try await PostgresCluster()
+            defer { cluster.destroy() }
+            try await cluster.start()
+            try await withRunningEmulator { emulatorURL in
+                let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-failover-\(UUID().uuidString)").path
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(atPath: folder) }
+                let key = TokenVault.generateKey()
+                let a = try await ServeProcess.start(name: "a", database: cluster.url, emulatorURL: emulatorURL, key: key, folder: folder)
+                defer { a.process.stop() }
+                let b = try await ServeProcess.start(name: "b", database: cluster.url, emulatorURL: emulatorURL, key: key, folder: folder)
+                defer { b.process.stop() }
+                let client = CurlHTTPClient()
+                defer { client.shutdown() }
 
-            // Six clients sign in on A.
-            var chains: [Chain] = []
-            for _ in 0..<6 { chains.append(try await Self.signIn(client: client, gateway: a.url)) }
-            let record = Record(chains)
-            let stop = Flag()
-            // ... and rotate their refresh tokens on B, keeping the token on anything but a 200.
-            let load = (0..<6).map { index in
-                Task {
-                    for _ in 0..<20_000 where !stop.isSet {
-                        var chain = await record.chains[index]
-                        let answer: OutboundResponse
-                        do {
-                            answer = try await Self.refresh(client: client, gateway: b.url, chain.refreshToken)
-                        } catch {
-                            await record.odd("client \(index): \(error)")
-                            return
+                // Six clients sign in on A.
+                var chains: [Chain] = []
+                for _ in 0..<6 { chains.append(try await Self.signIn(client: client, gateway: a.url)) }
+                let record = Record(chains)
+                let stop = Flag()
+                // ... and rotate their refresh tokens on B, keeping the token on anything but a 200.
+                let load = (0..<6).map { index in
+                    Task {
+                        for _ in 0..<20_000 where !stop.isSet {
+                            var chain = await record.chains[index]
+                            let answer: OutboundResponse
+                            do {
+                                answer = try await Self.refresh(client: client, gateway: b.url, chain.refreshToken)
+                            } catch {
+                                await record.odd("client \(index): \(error)")
+                                return
+                            }
+                            await record.saw(answer.status)
+                            chain.lastStatus = answer.status
+                            if answer.status == 200, let json = try? jsonObject(answer), let next = json["refreshToken"] as? String,
+                                let idToken = json["idToken"] as? String
+                            {
+                                chain.refreshToken = next
+                                chain.idToken = idToken
+                            } else if answer.status != 503 {
+                                await record.odd("client \(index): \(answer.status) \(answer.bodyText.prefix(200))")
+                            }
+                            await record.update(index, chain)
+                            try? await Task.sleep(for: .milliseconds(50))
                         }
-                        await record.saw(answer.status)
-                        chain.lastStatus = answer.status
-                        if answer.status == 200, let json = try? jsonObject(answer), let next = json["refreshToken"] as? String,
-                            let idToken = json["idToken"] as? String
-                        {
-                            chain.refreshToken = next
-                            chain.idToken = idToken
-                        } else if answer.status != 503 {
-                            await record.odd("client \(index): \(answer.status) \(answer.bodyText.prefix(200))")
-                        }
-                        await record.update(index, chain)
-                        try? await Task.sleep(for: .milliseconds(20))
                     }
                 }
-            }
 
-            var downAfter: [Duration] = []
-            var upAfter: [Duration] = []
-            for _ in 0..<3 {
-                let before = await record.rotations
-                for _ in 0..<500 where await record.rotations < before + 30 { try await Task.sleep(for: .milliseconds(20)) }
-                try await cluster.crash()
-                downAfter.append(try await Self.readiness(of: [a.url, b.url], is: 503, client: client))
-                // The database stays away for two seconds, then comes back.
-                try await Task.sleep(for: .seconds(2))
-                try await cluster.start()
-                upAfter.append(try await Self.readiness(of: [a.url, b.url], is: 200, client: client))
-            }
-            let settled = await record.rotations
-            for _ in 0..<500 where await record.rotations < settled + 30 { try await Task.sleep(for: .milliseconds(20)) }
-            stop.set()
-            for task in load { await task.value }
-
-            let statuses = await record.statuses
-            let unexpected = await record.unexpected
-            #expect(unexpected.isEmpty, "\(unexpected.prefix(5))")
-            #expect(Set(statuses.keys).isSubset(of: [200, 503]), "\(statuses)")
-            #expect(statuses[503, default: 0] > 0, "the outages were seen: \(statuses)")
-            // Readiness follows the database within a second each way.
-            #expect(downAfter.allSatisfy { $0 <= .seconds(1) }, "\(downAfter)")
-            #expect(upAfter.allSatisfy { $0 <= .seconds(1) }, "\(upAfter)")
-            // Every chain rotates on either instance, and every account answers /v1/me.
-            for (index, chain) in await record.chains.enumerated() {
-                #expect([200, 503].contains(chain.lastStatus))
-                let onA = try await Self.refresh(client: client, gateway: a.url, chain.refreshToken)
-                #expect(onA.status == 200, "chain \(index) on A: \(onA.status) \(onA.bodyText)")
-                guard onA.status == 200, let next = try jsonObject(onA)["refreshToken"] as? String else { continue }
-                let onB = try await Self.refresh(client: client, gateway: b.url, next)
-                #expect(onB.status == 200, "chain \(index) on B: \(onB.status) \(onB.bodyText)")
-                let idToken = try #require(try jsonObject(onB)["idToken"] as? String)
-                for gateway in [a.url, b.url] {
-                    let me = try await client.execute(OutboundRequest(url: "\(gateway)/v1/me", headers: ["Authorization": "Bearer \(idToken)"]))
-                    #expect(me.status == 200, "chain \(index): /v1/me \(me.status)")
+                var downAfter: [Duration] = []
+                var upAfter: [Duration] = []
+                for _ in 0..<3 {
+                    let before = await record.rotations
+                    for _ in 0..<500 where await record.rotations < before + 15 { try await Task.sleep(for: .milliseconds(20)) }
+                    try await cluster.crash()
+                    downAfter.append(try await Self.readiness(of: [a.url, b.url], is: 503, client: client))
+                    // The database stays away for two seconds, then comes back.
+                    try await Task.sleep(for: .seconds(2))
+                    try await cluster.start()
+                    upAfter.append(try await Self.readiness(of: [a.url, b.url], is: 200, client: client))
                 }
-            }
-            // Both recovered without a restart, and both stop on SIGTERM within their shutdown
-            // timeout (5 s), exit code 0, whatever the database did before.
-            #expect(a.process.isRunning && b.process.isRunning)
-            for instance in [a, b] { kill(instance.process.pid, SIGTERM) }
-            for instance in [a, b] {
-                let status = try await Self.exit(of: instance.process, within: .seconds(10))
-                #expect(status.map(SpawnedProcess.exitCode) == 0, "\(instance.name): \(String(describing: status)) \(instance.logTail)")
+                let settled = await record.rotations
+                for _ in 0..<500 where await record.rotations < settled + 15 { try await Task.sleep(for: .milliseconds(20)) }
+                stop.set()
+                for task in load { await task.value }
+
+                let statuses = await record.statuses
+                let unexpected = await record.unexpected
+                #expect(unexpected.isEmpty, "\(unexpected.prefix(5))")
+                #expect(Set(statuses.keys).isSubset(of: [200, 503]), "\(statuses)")
+                #expect(statuses[503, default: 0] > 0, "the outages were seen: \(statuses)")
+                // Readiness follows the database within a second each way.
+                #expect(downAfter.allSatisfy { $0 <= .seconds(1) }, "\(downAfter)")
+                #expect(upAfter.allSatisfy { $0 <= .seconds(1) }, "\(upAfter)")
+                // Every chain rotates on either instance, and every account answers /v1/me.
+                for (index, chain) in await record.chains.enumerated() {
+                    #expect([200, 503].contains(chain.lastStatus))
+                    let onA = try await Self.refresh(client: client, gateway: a.url, chain.refreshToken)
+                    #expect(onA.status == 200, "chain \(index) on A: \(onA.status) \(onA.bodyText)")
+                    guard onA.status == 200, let next = try jsonObject(onA)["refreshToken"] as? String else { continue }
+                    let onB = try await Self.refresh(client: client, gateway: b.url, next)
+                    #expect(onB.status == 200, "chain \(index) on B: \(onB.status) \(onB.bodyText)")
+                    let idToken = try #require(try jsonObject(onB)["idToken"] as? String)
+                    for gateway in [a.url, b.url] {
+                        let me = try await client.execute(OutboundRequest(url: "\(gateway)/v1/me", headers: ["Authorization": "Bearer \(idToken)"]))
+                        #expect(me.status == 200, "chain \(index): /v1/me \(me.status)")
+                    }
+                }
+                // Both recovered without a restart, and both stop on SIGTERM within their shutdown
+                // timeout (5 s), exit code 0, whatever the database did before.
+                #expect(a.process.isRunning && b.process.isRunning)
+                for instance in [a, b] { kill(instance.process.pid, SIGTERM) }
+                for instance in [a, b] {
+                    let status = try await Self.exit(of: instance.process, within: .seconds(10))
+                    #expect(status.map(SpawnedProcess.exitCode) == 0, "\(instance.name): \(String(describing: status)) \(instance.logTail)")
+                }
             }
         }
     }

@@ -1,6 +1,7 @@
 import CurlClient
 import Foundation
 import GatehouseCore
+import GatehouseTestSupport
 import Testing
 
 /// Upstream resilience (issue #6): per-provider circuit breakers, stale answers from the
@@ -79,59 +80,61 @@ struct ResilienceTests {
 
     @Test("a hanging provider does not slow the others: OpenID profile latency while GitHub calls hang stays near its baseline")
     func providersAreIsolated() async throws {
-        try await withDeployment(gateway: { (gateway: inout GatewayConfiguration) in
-            gateway.upstreamTimeouts["github.com"] = .seconds(8)
-            // Breaking off: every GitHub call hangs until its timeout throughout the measurement.
-            gateway.circuitBreaker.failureThreshold = 0
-        }) { deployment in
-            var octocat = Browser(deployment)
-            _ = try await octocat.signIn(login: "octocat")
-            var olive = Browser(deployment)
-            _ = try await olive.signIn(login: "olive@oidc.example", provider: "oidc.emulator")
-            let oliveURL = "\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile"
+        try await HeavyTests.gate.exclusive {
+            try await withDeployment(gateway: { (gateway: inout GatewayConfiguration) in
+                gateway.upstreamTimeouts["github.com"] = .seconds(8)
+                // Breaking off: every GitHub call hangs until its timeout throughout the measurement.
+                gateway.circuitBreaker.failureThreshold = 0
+            }) { deployment in
+                var octocat = Browser(deployment)
+                _ = try await octocat.signIn(login: "octocat")
+                var olive = Browser(deployment)
+                _ = try await olive.signIn(login: "olive@oidc.example", provider: "oidc.emulator")
+                let oliveURL = "\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile"
 
-            func medianLatency() async throws -> Duration {
-                var samples: [Duration] = []
-                for _ in 0..<15 {
-                    let started = ContinuousClock.now
-                    #expect(try await olive.send(oliveURL).status == 200)
-                    samples.append(ContinuousClock.now - started)
-                }
-                return samples.sorted()[samples.count / 2]
-            }
-            _ = try await medianLatency()  // warm connections and caches of discovery
-            let baseline = try await medianLatency()
-
-            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "delayMs": 12000}"#)
-            let hanging = Task {
-                try await withThrowingTaskGroup(of: Int.self) { group in
-                    for _ in 0..<8 {
-                        let browser = octocat
-                        group.addTask {
-                            var caller = browser
-                            return try await caller.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile").status
-                        }
+                func medianLatency() async throws -> Duration {
+                    var samples: [Duration] = []
+                    for _ in 0..<15 {
+                        let started = ContinuousClock.now
+                        #expect(try await olive.send(oliveURL).status == 200)
+                        samples.append(ContinuousClock.now - started)
                     }
-                    return try await group.reduce(into: [Int]()) { $0.append($1) }
+                    return samples.sorted()[samples.count / 2]
                 }
+                _ = try await medianLatency()  // warm connections and caches of discovery
+                let baseline = try await medianLatency()
+
+                _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "delayMs": 12000}"#)
+                let hanging = Task {
+                    try await withThrowingTaskGroup(of: Int.self) { group in
+                        for _ in 0..<8 {
+                            let browser = octocat
+                            group.addTask {
+                                var caller = browser
+                                return try await caller.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile").status
+                            }
+                        }
+                        return try await group.reduce(into: [Int]()) { $0.append($1) }
+                    }
+                }
+                // Until all eight are waiting at the emulator.
+                let userCalls = { try await deployment.emulatorStats()["GET /github-api/user"] ?? 0 }
+                let target = try await userCalls() + 8
+                for _ in 0..<100 where try await userCalls() < target { try await Task.sleep(for: .milliseconds(20)) }
+                let measuring = ContinuousClock.now
+                let during = try await medianLatency()
+                let measured = ContinuousClock.now - measuring
+                let statuses = try await hanging.value
+                #expect(statuses == Array(repeating: 504, count: 8))
+                // The GitHub calls were hanging during the whole measurement (they time out at 8 s).
+                #expect(measured < .seconds(6))
+                let ratio =
+                    Double(during.components.attoseconds + during.components.seconds * 1_000_000_000_000_000_000)
+                    / Double(baseline.components.attoseconds + baseline.components.seconds * 1_000_000_000_000_000_000)
+                print("isolation: OpenID profile median \(baseline) alone, \(during) while 8 GitHub calls hang (ratio \(ratio))")
+                // Blocking would cost a whole GitHub timeout (8 s); the bound leaves room for a loaded machine.
+                #expect(during < baseline * 4 + .milliseconds(500))
             }
-            // Until all eight are waiting at the emulator.
-            let userCalls = { try await deployment.emulatorStats()["GET /github-api/user"] ?? 0 }
-            let target = try await userCalls() + 8
-            for _ in 0..<100 where try await userCalls() < target { try await Task.sleep(for: .milliseconds(20)) }
-            let measuring = ContinuousClock.now
-            let during = try await medianLatency()
-            let measured = ContinuousClock.now - measuring
-            let statuses = try await hanging.value
-            #expect(statuses == Array(repeating: 504, count: 8))
-            // The GitHub calls were hanging during the whole measurement (they time out at 8 s).
-            #expect(measured < .seconds(6))
-            let ratio =
-                Double(during.components.attoseconds + during.components.seconds * 1_000_000_000_000_000_000)
-                / Double(baseline.components.attoseconds + baseline.components.seconds * 1_000_000_000_000_000_000)
-            print("isolation: OpenID profile median \(baseline) alone, \(during) while 8 GitHub calls hang (ratio \(ratio))")
-            // Blocking would cost a whole GitHub timeout (8 s); the bound leaves room for a loaded machine.
-            #expect(during < baseline * 4 + .milliseconds(500))
         }
     }
 
