@@ -1,0 +1,68 @@
+import Foundation
+
+/// Accounts, their provider links (profile snapshots and sealed tokens) and the pending
+/// credentials parked for them. Part of `GatehouseStorage`.
+public protocol AccountStore: Sendable {
+    /// The account with this uid.
+    func account(uid: String) async throws -> AccountRecord?
+    /// The link of this provider identity, on whichever account holds it.
+    func link(providerId: String, federatedId: String) async throws -> ProviderLinkRecord?
+    /// The links of an account, oldest first.
+    func links(uid: String) async throws -> [ProviderLinkRecord]
+    /// Creates an account with its first link in one transaction; throws
+    /// `StorageError.conflict` when the identity is already linked.
+    func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws
+    /// Replaces a link's profile and tokens and sets the account's last sign-in, in one transaction.
+    func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws
+    /// Replaces a link's profile snapshot and tokens and, in the same transaction, deletes the
+    /// pending credential with hash `consumingPending` when given.
+    func updateLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws
+    /// Replaces a link's profile snapshot and verified email only (its tokens stay as
+    /// stored), if `uid` still owns it.
+    func updateLinkProfile(
+        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
+    ) async throws
+    /// Adds a link to an existing account and, in the same transaction, deletes the pending
+    /// credential with hash `consumingPending` when given; `StorageError.conflict` when the
+    /// identity is linked anywhere already or the account already has a link to that provider.
+    func addLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws
+    /// Removes the account's link to a provider unless it is the last one (decided inside
+    /// the transaction, so two concurrent unlinks cannot leave an account with none).
+    func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome
+    /// Deletes an account with its links, sessions and refresh tokens; returns the links it
+    /// had (so their grants can be revoked), or `nil` when there is no such account.
+    func deleteAccount(uid: String) async throws -> [ProviderLinkRecord]?
+    /// The uids of accounts with a link whose normalized verified email is `verifiedEmail`,
+    /// oldest link first, at most `limit`.
+    func uids(verifiedEmail: String, limit: Int) async throws -> [String]
+    /// Up to `limit` links of every account, ordered by provider id then federated id, after
+    /// the link at `after` (from the start when `nil`): a stable cursor for batch jobs.
+    func links(after: LinkCursor?, limit: Int) async throws -> [ProviderLinkRecord]
+    /// Replaces a link's sealed tokens only while they are still `expected` (compare and set:
+    /// a refresh that stored new tokens meanwhile wins); `false` when they had changed.
+    func replaceSealedTokens(providerId: String, federatedId: String, expected: String, with sealed: String) async throws -> Bool
+    /// Saves a pending credential.
+    func insertPendingCredential(_ credential: PendingCredentialRecord) async throws
+    /// Deletes and returns the pending credential with this hash if it has not expired.
+    func takePendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord?
+    /// The pending credential with this hash if it has not expired, left in place.
+    func pendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord?
+    /// The uids of accounts with a linked identity whose profile email is `email` (compared
+    /// case-insensitively, whole address), oldest link first, at most `limit`.
+    func uids(email: String, limit: Int) async throws -> [String]
+    /// Disables or enables an account; disabling ends its sessions in the same transaction;
+    /// `false` when there is no such account.
+    func setDisabled(uid: String, disabled: Bool) async throws -> Bool
+}
+
+extension AccountStore {
+    /// Replaces a link's profile snapshot and tokens.
+    public func updateLink(_ link: ProviderLinkRecord) async throws {
+        try await updateLink(link, consumingPending: nil)
+    }
+
+    /// Adds a link to an existing account (see `addLink(_:consumingPending:)`).
+    public func addLink(_ link: ProviderLinkRecord) async throws {
+        try await addLink(link, consumingPending: nil)
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+
+/// Sessions and their refresh-token families. Part of `GatehouseStorage`.
+public protocol SessionStore: Sendable {
+    /// Saves a session.
+    func insertSession(_ session: SessionRecord) async throws
+    /// The session with this hash, if it has not expired.
+    func session(idHash: String, now: Date) async throws -> SessionRecord?
+    /// The session of a refresh-token family (an ID token's `sid`), if it has not expired.
+    func session(familyId: String, now: Date) async throws -> SessionRecord?
+    /// The unexpired session a refresh token belongs to, spent or not: what a refresh reads
+    /// before it commits the rotation.
+    func session(refreshTokenHash: String, now: Date) async throws -> SessionRecord?
+    /// Ends one session.
+    func deleteSession(idHash: String) async throws
+    /// Ends the session of a refresh-token family, with its refresh tokens.
+    func deleteSession(familyId: String) async throws
+    /// Stores a new refresh token (by hash) in a session's family.
+    func insertRefreshToken(tokenHash: String, familyId: String, at date: Date) async throws
+    /// Spends a refresh token and stores its successor in one transaction, keeping the sealed
+    /// successor beside the spent token (and wiping the one its predecessor kept, so only the
+    /// immediately preceding token ever has a retry window). A token spent before returns
+    /// its kept successor while the window lasts (`.retried`), and otherwise revokes its
+    /// whole family (reuse means it was stolen or replayed).
+    func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation
+    /// Ends every session of an account.
+    func deleteSessions(uid: String) async throws
+}

@@ -1,0 +1,171 @@
+import Foundation
+import GatehouseCore
+import Logging
+import PostgresNIO
+import _ConnectionPoolModule
+
+/// PostgresStorage's `AccountStore` part.
+extension PostgresStorage {
+    /// Closes the pool's connections.
+    public func shutdown() {
+        runner.cancel()
+    }
+    /// The account with this uid.
+    public func account(uid: String) async throws -> AccountRecord? {
+        let rows = try await query(
+            "SELECT uid, created_at, last_sign_in_at, disabled FROM accounts WHERE uid = \(uid)", logger: logger)
+        for try await (uid, created, lastSignIn, disabled) in rows.decode((String, Date, Date, Bool).self) {
+            return AccountRecord(uid: uid, createdAt: created, lastSignInAt: lastSignIn, disabled: disabled)
+        }
+        return nil
+    }
+    /// The link of this provider identity.
+    public func link(providerId: String, federatedId: String) async throws -> ProviderLinkRecord? {
+        try await links(
+            "SELECT \(unescaped: Self.linkColumns) FROM provider_links WHERE provider_id = \(providerId) AND federated_id = \(federatedId)"
+        ).first
+    }
+    /// The links of an account, oldest first.
+    public func links(uid: String) async throws -> [ProviderLinkRecord] {
+        try await links("SELECT \(unescaped: Self.linkColumns) FROM provider_links WHERE uid = \(uid) ORDER BY linked_at, provider_id")
+    }
+    /// Creates the account and its first link in one transaction; a taken identity is `StorageError.conflict`.
+    public func createAccount(_ account: AccountRecord, firstLink link: ProviderLinkRecord) async throws {
+        try await transaction { connection, logger in
+            try await connection.query(
+                """
+                INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled)
+                VALUES (\(account.uid), \(account.createdAt), \(account.lastSignInAt), \(account.disabled))
+                """, logger: logger)
+            try await connection.query(try Self.insertQuery(link), logger: logger)
+        }
+    }
+    /// Adds a link; a taken identity or provider slot is `StorageError.conflict`.
+    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+        try await withPendingConsumed(consumingPending, try Self.insertQuery(link))
+    }
+    /// Removes a link unless it is the account's last: the account row is locked first, so
+    /// two concurrent unlinks of one account run one after the other.
+    public func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome {
+        try await transaction { connection, logger in
+            try await connection.query("SELECT uid FROM accounts WHERE uid = \(uid) FOR UPDATE", logger: logger)
+            let links = try await Self.links(
+                "SELECT \(unescaped: Self.linkColumns) FROM provider_links WHERE uid = \(uid)", on: connection, logger: logger)
+            guard let link = links.first(where: { $0.providerId == providerId }) else { return .notLinked }
+            guard links.count > 1 else { return .lastLink }
+            try await connection.query("DELETE FROM provider_links WHERE uid = \(uid) AND provider_id = \(providerId)", logger: logger)
+            return .deleted(link)
+        }
+    }
+    /// Deletes the account; links, sessions, refresh tokens and pending credentials cascade.
+    public func deleteAccount(uid: String) async throws -> [ProviderLinkRecord]? {
+        try await transaction { connection, logger in
+            let links = try await Self.links(
+                "SELECT \(unescaped: Self.linkColumns) FROM provider_links WHERE uid = \(uid) ORDER BY linked_at", on: connection, logger: logger)
+            for try await _ in try await connection.query("DELETE FROM accounts WHERE uid = \(uid) RETURNING uid", logger: logger) {
+                return links
+            }
+            return nil
+        }
+    }
+    /// Accounts holding a link with this normalized verified email.
+    public func uids(verifiedEmail: String, limit: Int) async throws -> [String] {
+        let rows = try await query(
+            """
+            SELECT uid FROM provider_links WHERE verified_email = \(verifiedEmail)
+            GROUP BY uid ORDER BY min(linked_at), uid LIMIT \(limit)
+            """, logger: logger)
+        var uids: [String] = []
+        for try await uid in rows.decode(String.self) { uids.append(uid) }
+        return uids
+    }
+    /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
+    public func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws {
+        try await transaction { connection, logger in
+            try await connection.query(try Self.updateQuery(link), logger: logger)
+            try await connection.query("UPDATE accounts SET last_sign_in_at = \(date) WHERE uid = \(link.uid)", logger: logger)
+        }
+    }
+    /// Replaces a link's profile and tokens (never its owner).
+    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+        try await withPendingConsumed(consumingPending, try Self.updateQuery(link))
+    }
+    /// Replaces a link's profile snapshot and verified email only.
+    public func updateLinkProfile(
+        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
+    ) async throws {
+        try await execute(
+            """
+            UPDATE provider_links SET profile_json = \(profileJSON), verified_email = \(verifiedEmail), updated_at = \(date)
+            WHERE provider_id = \(providerId) AND federated_id = \(federatedId) AND uid = \(uid)
+            """)
+    }
+    /// A page of all links in (provider, federated id) byte order (collation "C", as SQLite's
+    /// BINARY: the cursor must not depend on the server's locale), after the cursor.
+    public func links(after cursor: LinkCursor?, limit: Int) async throws -> [ProviderLinkRecord] {
+        let provider = cursor?.providerId ?? ""
+        let federated = cursor?.federatedId ?? ""
+        return try await links(
+            """
+            SELECT \(unescaped: Self.linkColumns) FROM provider_links WHERE (provider_id COLLATE "C", federated_id COLLATE "C") > (\(provider), \(federated))
+            ORDER BY provider_id COLLATE "C", federated_id COLLATE "C" LIMIT \(limit)
+            """)
+    }
+    /// Compare-and-set of a link's sealed tokens.
+    public func replaceSealedTokens(providerId: String, federatedId: String, expected: String, with sealed: String) async throws -> Bool {
+        try await changed(
+            """
+            UPDATE provider_links SET sealed_tokens = \(sealed)
+            WHERE provider_id = \(providerId) AND federated_id = \(federatedId) AND sealed_tokens = \(expected) RETURNING uid
+            """)
+    }
+    /// Saves a pending credential.
+    public func insertPendingCredential(_ c: PendingCredentialRecord) async throws {
+        try await execute(
+            """
+            INSERT INTO pending_credentials (token_hash, target_uid, provider_id, federated_id, profile_json, sealed_tokens, verified_email,
+              expires_at)
+            VALUES (\(c.tokenHash), \(c.targetUid), \(c.providerId), \(c.federatedId), \(c.profileJSON), \(c.sealedTokens),
+              \(c.verifiedEmail), \(c.expiresAt))
+            """)
+    }
+    /// Deletes and returns a pending credential that has not expired.
+    public func takePendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
+        let credential = try await Self.pending(
+            try await query(
+                "DELETE FROM pending_credentials WHERE token_hash = \(tokenHash) RETURNING \(unescaped: Self.pendingColumns)", logger: logger))
+        return credential.flatMap { $0.expiresAt > now ? $0 : nil }
+    }
+    /// The pending credential if it has not expired, left in place.
+    public func pendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
+        try await Self.pending(
+            try await query(
+                "SELECT \(unescaped: Self.pendingColumns) FROM pending_credentials WHERE token_hash = \(tokenHash) AND expires_at > \(now)",
+                logger: logger))
+    }
+    /// Accounts by the email of any linked profile snapshot (lower-cased both sides).
+    public func uids(email: String, limit: Int) async throws -> [String] {
+        let rows = try await query(
+            """
+            SELECT uid FROM provider_links
+            WHERE lower(convert_from(profile_json, 'UTF8')::jsonb ->> 'email') = lower(\(email))
+            GROUP BY uid ORDER BY min(linked_at), uid LIMIT \(limit)
+            """, logger: logger)
+        var uids: [String] = []
+        for try await uid in rows.decode(String.self) { uids.append(uid) }
+        return uids
+    }
+    /// Sets the account's `disabled` flag.
+    public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
+        try await transaction { connection, logger in
+            var found = false
+            for try await _ in try await connection.query(
+                "UPDATE accounts SET disabled = \(disabled) WHERE uid = \(uid) RETURNING uid", logger: logger)
+            {
+                found = true
+            }
+            if found, disabled { try await connection.query("DELETE FROM sessions WHERE uid = \(uid)", logger: logger) }
+            return found
+        }
+    }
+}

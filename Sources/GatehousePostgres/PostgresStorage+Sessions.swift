@@ -1,0 +1,95 @@
+import Foundation
+import GatehouseCore
+import Logging
+import PostgresNIO
+import _ConnectionPoolModule
+
+/// PostgresStorage's `SessionStore` part.
+extension PostgresStorage {
+    /// Saves a session.
+    public func insertSession(_ session: SessionRecord) async throws {
+        try await execute(
+            """
+            INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider)
+            VALUES (\(session.idHash), \(session.uid), \(session.createdAt), \(session.expiresAt), \(session.familyId),
+              \(session.signInProvider))
+            """)
+    }
+    /// The session with this hash, if it has not expired.
+    public func session(idHash: String, now: Date) async throws -> SessionRecord? {
+        try await Self.firstSession(
+            try await query(
+                "SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE id_hash = \(idHash) AND expires_at > \(now)", logger: logger))
+    }
+    /// The session of a refresh-token family, if it has not expired.
+    public func session(familyId: String, now: Date) async throws -> SessionRecord? {
+        try await Self.firstSession(
+            try await query(
+                "SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE family_id = \(familyId) AND expires_at > \(now)", logger: logger))
+    }
+    /// The unexpired session of a refresh token's family.
+    public func session(refreshTokenHash: String, now: Date) async throws -> SessionRecord? {
+        try await Self.firstSession(
+            try await query(
+                """
+                SELECT \(unescaped: Self.sessionColumns) FROM sessions
+                WHERE family_id = (SELECT family_id FROM refresh_tokens WHERE token_hash = \(refreshTokenHash)) AND expires_at > \(now)
+                """, logger: logger))
+    }
+    /// Ends a family's session; its refresh tokens cascade.
+    public func deleteSession(familyId: String) async throws {
+        try await execute("DELETE FROM sessions WHERE family_id = \(familyId)")
+    }
+    /// Stores a refresh token's hash in its family.
+    public func insertRefreshToken(tokenHash: String, familyId: String, at date: Date) async throws {
+        try await execute("INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (\(tokenHash), \(familyId), \(date))")
+    }
+    /// Spends a refresh token, or revokes its family when it was spent already. The token
+    /// row is locked, so two instances presenting the same token cannot both rotate it.
+    public func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation {
+        try await transaction { connection, logger in
+            var found: (String, Date?, String?, Date?)?
+            // FOR UPDATE: concurrent uses of one token queue here, so exactly one rotates and
+            // the others see it spent (and get its kept successor, or revoke).
+            for try await row in try await connection.query(
+                "SELECT family_id, used_at, sealed_successor, retry_until FROM refresh_tokens WHERE token_hash = \(tokenHash) FOR UPDATE",
+                logger: logger
+            ).decode((String, Date?, String?, Date?).self) {
+                found = row
+            }
+            guard let (familyId, usedAt, kept, retryUntil) = found else { return .unknown }
+            let session = try await Self.firstSession(
+                try await connection.query(
+                    "SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE family_id = \(familyId) AND expires_at > \(now)",
+                    logger: logger))
+            if usedAt != nil {
+                if let session, let kept, let retryUntil, retryUntil > now { return .retried(session, sealedSuccessor: kept) }
+                try await connection.query("DELETE FROM sessions WHERE family_id = \(familyId)", logger: logger)
+                return .reused
+            }
+            guard let session else { return .unknown }
+            // Only the token spent last keeps its successor: the predecessor's window ends here.
+            try await connection.query(
+                "UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL WHERE family_id = \(familyId) AND sealed_successor IS NOT NULL",
+                logger: logger)
+            try await connection.query(
+                """
+                UPDATE refresh_tokens SET used_at = \(now), sealed_successor = \(successor.sealedToken),
+                  retry_until = \(successor.sealedToken.map { _ in successor.retryUntil })
+                WHERE token_hash = \(tokenHash)
+                """, logger: logger)
+            try await connection.query(
+                "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (\(successor.tokenHash), \(familyId), \(now))",
+                logger: logger)
+            return .rotated(session)
+        }
+    }
+    /// Ends one session.
+    public func deleteSession(idHash: String) async throws {
+        try await execute("DELETE FROM sessions WHERE id_hash = \(idHash)")
+    }
+    /// Ends every session of an account.
+    public func deleteSessions(uid: String) async throws {
+        try await execute("DELETE FROM sessions WHERE uid = \(uid)")
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import GRDB
+import GatehouseCore
+
+/// SQLiteStorage's `AccountStore` part.
+extension SQLiteStorage {
+    /// The account with this uid.
+    public func account(uid: String) async throws -> AccountRecord? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE uid = ?", arguments: [uid]).map(Self.account)
+        }
+    }
+    /// The link of this provider identity.
+    public func link(providerId: String, federatedId: String) async throws -> ProviderLinkRecord? {
+        try await read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT * FROM provider_links WHERE provider_id = ? AND federated_id = ?", arguments: [providerId, federatedId]
+            ).map(Self.link)
+        }
+    }
+    /// The links of an account, oldest first.
+    public func links(uid: String) async throws -> [ProviderLinkRecord] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM provider_links WHERE uid = ? ORDER BY linked_at, provider_id", arguments: [uid]).map(Self.link)
+        }
+    }
+    /// Creates the account and its first link in one transaction; a uniqueness violation is `StorageError.conflict`.
+    public func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws {
+        try await conflicting {
+            try await write { db in
+                try db.execute(
+                    sql: "INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled) VALUES (?, ?, ?, ?)",
+                    arguments: [account.uid, account.createdAt, account.lastSignInAt, account.disabled])
+                try Self.insert(firstLink, db)
+            }
+        }
+    }
+    /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
+    public func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws {
+        try await write { db in
+            try Self.update(link, db)
+            try db.execute(sql: "UPDATE accounts SET last_sign_in_at = ? WHERE uid = ?", arguments: [date, link.uid])
+        }
+    }
+    /// Replaces a link's profile and tokens (never its owner).
+    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+        try await write { db in
+            try Self.update(link, db)
+            try Self.deletePending(consumingPending, db)
+        }
+    }
+    /// Replaces a link's profile snapshot and verified email only.
+    public func updateLinkProfile(
+        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
+    ) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE provider_links SET profile_json = ?, verified_email = ?, updated_at = ?
+                    WHERE provider_id = ? AND federated_id = ? AND uid = ?
+                    """,
+                arguments: [profileJSON, verifiedEmail, date, providerId, federatedId, uid])
+        }
+    }
+    /// Adds a link; a taken identity or provider slot is `StorageError.conflict`.
+    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+        try await conflicting {
+            try await write { db in
+                try Self.insert(link, db)
+                try Self.deletePending(consumingPending, db)
+            }
+        }
+    }
+    /// Removes a link unless it is the account's last (one write transaction: SQLite has one writer).
+    public func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome {
+        try await write { db in
+            let links = try Row.fetchAll(db, sql: "SELECT * FROM provider_links WHERE uid = ?", arguments: [uid]).map(Self.link)
+            guard let link = links.first(where: { $0.providerId == providerId }) else { return .notLinked }
+            guard links.count > 1 else { return .lastLink }
+            try db.execute(sql: "DELETE FROM provider_links WHERE uid = ? AND provider_id = ?", arguments: [uid, providerId])
+            return .deleted(link)
+        }
+    }
+    /// Deletes the account; links, sessions, refresh tokens and pending credentials cascade.
+    public func deleteAccount(uid: String) async throws -> [ProviderLinkRecord]? {
+        try await write { db in
+            let links = try Row.fetchAll(db, sql: "SELECT * FROM provider_links WHERE uid = ? ORDER BY linked_at", arguments: [uid]).map(Self.link)
+            try db.execute(sql: "DELETE FROM accounts WHERE uid = ?", arguments: [uid])
+            return db.changesCount > 0 ? links : nil
+        }
+    }
+    /// Accounts holding a link with this normalized verified email.
+    public func uids(verifiedEmail: String, limit: Int) async throws -> [String] {
+        try await read { db in
+            try String.fetchAll(
+                db,
+                sql: "SELECT uid FROM provider_links WHERE verified_email = ? GROUP BY uid ORDER BY min(linked_at), uid LIMIT ?",
+                arguments: [verifiedEmail, limit])
+        }
+    }
+    /// A page of all links in (provider, federated id) order, after the cursor.
+    public func links(after cursor: LinkCursor?, limit: Int) async throws -> [ProviderLinkRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM provider_links WHERE (provider_id, federated_id) > (?, ?)
+                    ORDER BY provider_id, federated_id LIMIT ?
+                    """, arguments: [cursor?.providerId ?? "", cursor?.federatedId ?? "", limit]
+            ).map(Self.link)
+        }
+    }
+    /// Compare-and-set of a link's sealed tokens.
+    public func replaceSealedTokens(providerId: String, federatedId: String, expected: String, with sealed: String) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE provider_links SET sealed_tokens = ? WHERE provider_id = ? AND federated_id = ? AND sealed_tokens = ?",
+                arguments: [sealed, providerId, federatedId, expected])
+            return db.changesCount > 0
+        }
+    }
+    /// Saves a pending credential.
+    public func insertPendingCredential(_ c: PendingCredentialRecord) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO pending_credentials (token_hash, target_uid, provider_id, federated_id, profile_json, sealed_tokens,
+                      verified_email, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [c.tokenHash, c.targetUid, c.providerId, c.federatedId, c.profileJSON, c.sealedTokens, c.verifiedEmail, c.expiresAt])
+        }
+    }
+    /// Deletes and returns a pending credential that has not expired.
+    public func takePendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
+        try await write { db in
+            guard let row = try Row.fetchOne(db, sql: "DELETE FROM pending_credentials WHERE token_hash = ? RETURNING *", arguments: [tokenHash])
+            else { return nil }
+            let credential = Self.pending(row)
+            return credential.expiresAt > now ? credential : nil
+        }
+    }
+    /// The pending credential if it has not expired, left in place.
+    public func pendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM pending_credentials WHERE token_hash = ? AND expires_at > ?", arguments: [tokenHash, now])
+                .map(Self.pending)
+        }
+    }
+    /// Accounts by the email of any linked profile snapshot (SQLite's JSON functions; lower-cased both sides).
+    public func uids(email: String, limit: Int) async throws -> [String] {
+        try await read { db in
+            try String.fetchAll(
+                db,
+                sql: """
+                    SELECT uid FROM provider_links
+                    WHERE lower(json_extract(CAST(profile_json AS TEXT), '$.email')) = lower(?)
+                    GROUP BY uid ORDER BY min(linked_at), uid LIMIT ?
+                    """, arguments: [email, limit])
+        }
+    }
+    /// Sets the account's `disabled` flag.
+    public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
+        try await write { db in
+            try db.execute(sql: "UPDATE accounts SET disabled = ? WHERE uid = ?", arguments: [disabled, uid])
+            guard db.changesCount > 0 else { return false }
+            if disabled { try db.execute(sql: "DELETE FROM sessions WHERE uid = ?", arguments: [uid]) }
+            return true
+        }
+    }
+}

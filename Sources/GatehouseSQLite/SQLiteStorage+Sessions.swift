@@ -1,0 +1,87 @@
+import Foundation
+import GRDB
+import GatehouseCore
+
+/// SQLiteStorage's `SessionStore` part.
+extension SQLiteStorage {
+    /// Saves a session.
+    public func insertSession(_ session: SessionRecord) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [session.idHash, session.uid, session.createdAt, session.expiresAt, session.familyId, session.signInProvider])
+        }
+    }
+    /// The session with this hash, if it has not expired.
+    public func session(idHash: String, now: Date) async throws -> SessionRecord? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id_hash = ? AND expires_at > ?", arguments: [idHash, now]).map(Self.session)
+        }
+    }
+    /// The session of a refresh-token family, if it has not expired.
+    public func session(familyId: String, now: Date) async throws -> SessionRecord? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE family_id = ? AND expires_at > ?", arguments: [familyId, now]).map(Self.session)
+        }
+    }
+    /// The unexpired session of a refresh token's family.
+    public func session(refreshTokenHash: String, now: Date) async throws -> SessionRecord? {
+        try await read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT * FROM sessions WHERE family_id = (SELECT family_id FROM refresh_tokens WHERE token_hash = ?) AND expires_at > ?",
+                arguments: [refreshTokenHash, now]
+            ).map(Self.session)
+        }
+    }
+    /// Ends a family's session; its refresh tokens cascade.
+    public func deleteSession(familyId: String) async throws {
+        try await write { db in try db.execute(sql: "DELETE FROM sessions WHERE family_id = ?", arguments: [familyId]) }
+    }
+    /// Stores a refresh token's hash in its family.
+    public func insertRefreshToken(tokenHash: String, familyId: String, at date: Date) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)", arguments: [tokenHash, familyId, date])
+        }
+    }
+    /// Spends a refresh token, or revokes its family when it was spent already.
+    public func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation {
+        try await write { db in
+            guard
+                let token = try Row.fetchOne(
+                    db, sql: "SELECT family_id, used_at, sealed_successor, retry_until FROM refresh_tokens WHERE token_hash = ?",
+                    arguments: [tokenHash])
+            else { return .unknown }
+            let familyId: String = token["family_id"]
+            let session = try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE family_id = ? AND expires_at > ?", arguments: [familyId, now])
+                .map(Self.session)
+            if (token["used_at"] as Date?) != nil {
+                if let session, let kept: String = token["sealed_successor"], let until: Date = token["retry_until"], until > now {
+                    return .retried(session, sealedSuccessor: kept)
+                }
+                try db.execute(sql: "DELETE FROM sessions WHERE family_id = ?", arguments: [familyId])
+                return .reused
+            }
+            guard let session else { return .unknown }
+            // Only the token spent last keeps its successor: the predecessor's window ends here.
+            try db.execute(
+                sql: "UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL WHERE family_id = ? AND sealed_successor IS NOT NULL",
+                arguments: [familyId])
+            try db.execute(
+                sql: "UPDATE refresh_tokens SET used_at = ?, sealed_successor = ?, retry_until = ? WHERE token_hash = ?",
+                arguments: [now, successor.sealedToken, successor.sealedToken.map { _ in successor.retryUntil }, tokenHash])
+            try db.execute(
+                sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)",
+                arguments: [successor.tokenHash, familyId, now])
+            return .rotated(session)
+        }
+    }
+    /// Ends one session.
+    public func deleteSession(idHash: String) async throws {
+        try await write { db in try db.execute(sql: "DELETE FROM sessions WHERE id_hash = ?", arguments: [idHash]) }
+    }
+    /// Ends every session of an account.
+    public func deleteSessions(uid: String) async throws {
+        try await write { db in try db.execute(sql: "DELETE FROM sessions WHERE uid = ?", arguments: [uid]) }
+    }
+}
