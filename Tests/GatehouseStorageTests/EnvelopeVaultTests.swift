@@ -55,7 +55,7 @@ import Testing
             firstLink: Fixtures.link("u1", federatedId: "1", tokens: try before.seal(Data("a".utf8), context: "provider-tokens|github.com|1")))
         try await storage.insertSigningKey(
             SigningKeyRecord(kid: "s1", sealedPrivateKey: try before.seal(Data("k".utf8), context: "signing-key|s1"), createdAt: Fixtures.now))
-        var pending = AccountSecurityConformanceTests.pending("p1", target: "u1", expiresIn: 3600)
+        var pending = Fixtures.pending("p1", target: "u1", expiresIn: 3600)
         pending.sealedTokens = try before.seal(Data("p".utf8), context: "provider-tokens|oidc.x|f-p1")
         pending.expiresAt = Date().addingTimeInterval(3600)
         try await storage.insertPendingCredential(pending)

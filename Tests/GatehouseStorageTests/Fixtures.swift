@@ -31,4 +31,34 @@ enum Fixtures {
             idHash: SecureRandom.digest(id), uid: uid, createdAt: now, expiresAt: now.addingTimeInterval(expiresIn), familyId: "family-\(id)",
             signInProvider: "github.com")
     }
+
+    static func pending(_ hash: String, target: String, expiresIn: TimeInterval = 600) -> PendingCredentialRecord {
+        PendingCredentialRecord(
+            tokenHash: hash, targetUid: target, providerId: "oidc.x", federatedId: "f-\(hash)", profileJSON: Data(#"{"a":1}"#.utf8),
+            sealedTokens: "v1.k.s", verifiedEmail: "pat@example.com", expiresAt: Fixtures.now.addingTimeInterval(expiresIn))
+    }
+}
+
+extension ResultRedemption {
+    /// A redemption that deletes the result (no retry window).
+    static func deleting(_ token: NewRefreshToken?) -> ResultRedemption {
+        ResultRedemption(refreshToken: token, sealedAnswer: nil, retryUntil: Fixtures.now)
+    }
+
+    /// A redemption that keeps `answer` for a 10-second retry window from `Fixtures.now`.
+    static func keeping(_ token: NewRefreshToken?, answer: String) -> ResultRedemption {
+        ResultRedemption(refreshToken: token, sealedAnswer: answer, retryUntil: Fixtures.now.addingTimeInterval(10))
+    }
+}
+
+extension RefreshSuccessor {
+    /// A successor kept (as `sealed-<hash>`) for a 10-second retry window from `Fixtures.now`.
+    static func kept(_ hash: String) -> RefreshSuccessor {
+        RefreshSuccessor(tokenHash: hash, sealedToken: "sealed-\(hash)", retryUntil: Fixtures.now.addingTimeInterval(10))
+    }
+
+    /// A successor with no retry window.
+    static func strict(_ hash: String) -> RefreshSuccessor {
+        RefreshSuccessor(tokenHash: hash, sealedToken: nil, retryUntil: Fixtures.now)
+    }
 }

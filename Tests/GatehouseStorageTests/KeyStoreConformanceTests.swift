@@ -2,9 +2,20 @@ import Foundation
 import GatehouseCore
 import Testing
 
-/// The storage contract of the vault's envelope layer: data keys, re-wrapping, re-sealed
-/// signing keys and the per-key usage count that decides when an old key may go.
-@Suite struct DataKeyConformanceTests {
+/// The `KeyStore` part of the storage contract, run against every backend in
+/// `StorageBackend.all`: signing keys and data keys: listing, compare-and-set re-encryption, what each key seals.
+@Suite struct KeyStoreConformanceTests {
+    @Test(arguments: StorageBackend.all)
+    func signingKeysComeBackNewestFirst(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        let old = SigningKeyRecord(kid: "a", sealedPrivateKey: "v1.k.old", createdAt: Fixtures.now)
+        let new = SigningKeyRecord(kid: "b", sealedPrivateKey: "v1.k.new", createdAt: Fixtures.now.addingTimeInterval(10))
+        try await storage.insertSigningKey(old)
+        try await storage.insertSigningKey(new)
+        #expect(try await storage.signingKeys() == [new, old])
+        await #expect(throws: StorageError.conflict) { try await storage.insertSigningKey(old) }
+    }
+
     @Test(arguments: StorageBackend.all)
     func dataKeysAreListedNewestFirstRewrappedAndDeleted(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
@@ -41,9 +52,9 @@ import Testing
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1", tokens: "v2.d1.aaa"))
         try await storage.addLink(Fixtures.link("u1", provider: "oidc.x", federatedId: "2", tokens: "v1.k9.bbb"))
         try await storage.insertSigningKey(SigningKeyRecord(kid: "s", sealedPrivateKey: "v2.d1.ccc", createdAt: Fixtures.now))
-        var live = AccountSecurityConformanceTests.pending("p1", target: "u1")
+        var live = Fixtures.pending("p1", target: "u1")
         live.sealedTokens = "v2.d2.ddd"
-        var expired = AccountSecurityConformanceTests.pending("p2", target: "u1", expiresIn: -1)
+        var expired = Fixtures.pending("p2", target: "u1", expiresIn: -1)
         expired.sealedTokens = "v2.d3.eee"
         try await storage.insertPendingCredential(live)
         try await storage.insertPendingCredential(expired)

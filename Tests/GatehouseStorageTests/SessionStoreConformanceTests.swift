@@ -2,78 +2,26 @@ import Foundation
 import GatehouseCore
 import Testing
 
-/// The storage contract of linking, unlinking, deletion, refresh-token families, pending
-/// credentials and signing keys, on every backend.
-@Suite struct AccountSecurityConformanceTests {
+/// The `SessionStore` part of the storage contract, run against every backend in
+/// `StorageBackend.all`: sessions and refresh-token families: rotation, reuse, the retry window, expiry.
+@Suite struct SessionStoreConformanceTests {
     @Test(arguments: StorageBackend.all)
-    func addLinkRefusesATakenIdentityOrProviderSlot(_ backend: StorageBackend) async throws {
+    func sessionsExpireAndEnd(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
-        try await storage.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", provider: "microsoft.com", federatedId: "m2"))
-        // The identity is on u1 already.
-        await #expect(throws: StorageError.conflict) { try await storage.addLink(Fixtures.link("u2", federatedId: "1")) }
-        // u1 already has a GitHub identity.
-        await #expect(throws: StorageError.conflict) { try await storage.addLink(Fixtures.link("u1", federatedId: "other")) }
-        var linked = Fixtures.link("u1", provider: "microsoft.com", federatedId: "m1")
-        linked.verifiedEmail = "pat@example.com"
-        try await storage.addLink(linked)
-        #expect(try await storage.links(uid: "u1").map(\.providerId) == ["github.com", "microsoft.com"])
-        #expect(try await storage.uids(verifiedEmail: "pat@example.com", limit: 5) == ["u1"])
-        #expect(try await storage.uids(verifiedEmail: "PAT@example.com", limit: 5) == [])
-    }
+        let a = Fixtures.session("a", uid: "u1")
+        let b = Fixtures.session("b", uid: "u1")
+        let old = Fixtures.session("old", uid: "u1", expiresIn: -1)
+        for session in [a, b, old] { try await storage.insertSession(session) }
+        #expect(try await storage.session(idHash: a.idHash, now: Fixtures.now) == a)
+        #expect(try await storage.session(idHash: old.idHash, now: Fixtures.now) == nil)
+        #expect(try await storage.session(idHash: a.idHash, now: a.expiresAt) == nil)
 
-    @Test(arguments: StorageBackend.all)
-    func concurrentLinksOfOneIdentityHaveOneWinner(_ backend: StorageBackend) async throws {
-        let storage = try await backend.make()
-        for index in 0..<8 {
-            try await storage.createAccount(Fixtures.account("u\(index)"), firstLink: Fixtures.link("u\(index)", federatedId: "g\(index)"))
-        }
-        let winners = try await withThrowingTaskGroup(of: Int.self) { group in
-            for index in 0..<8 {
-                group.addTask {
-                    do {
-                        try await storage.addLink(Fixtures.link("u\(index)", provider: "oidc.x", federatedId: "shared"))
-                        return 1
-                    } catch StorageError.conflict {
-                        return 0
-                    }
-                }
-            }
-            return try await group.reduce(0, +)
-        }
-        #expect(winners == 1)
-    }
-
-    @Test(arguments: StorageBackend.all)
-    func theLastLinkCannotBeRemovedEvenByConcurrentUnlinks(_ backend: StorageBackend) async throws {
-        let storage = try await backend.make()
-        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
-        try await storage.addLink(Fixtures.link("u1", provider: "microsoft.com", federatedId: "m1"))
-        #expect(try await storage.deleteLink(uid: "u1", providerId: "yahoo.com") == .notLinked)
-        async let first = storage.deleteLink(uid: "u1", providerId: "github.com")
-        async let second = storage.deleteLink(uid: "u1", providerId: "microsoft.com")
-        let outcomes = try await [first, second]
-        #expect(outcomes.filter { if case .deleted = $0 { true } else { false } }.count == 1)
-        #expect(outcomes.contains(.lastLink))
-        #expect(try await storage.links(uid: "u1").count == 1)
-    }
-
-    @Test(arguments: StorageBackend.all)
-    func deletingAnAccountTakesItsLinksSessionsTokensAndPendingCredentials(_ backend: StorageBackend) async throws {
-        let storage = try await backend.make()
-        let link = Fixtures.link("u1", federatedId: "1")
-        try await storage.createAccount(Fixtures.account("u1"), firstLink: link)
-        let session = Fixtures.session("s1", uid: "u1")
-        try await storage.insertSession(session)
-        try await storage.insertRefreshToken(tokenHash: "r1", familyId: session.familyId, at: Fixtures.now)
-        try await storage.insertPendingCredential(Self.pending("p1", target: "u1"))
-        #expect(try await storage.deleteAccount(uid: "u1") == [link])
-        #expect(try await storage.deleteAccount(uid: "u1") == nil)
-        #expect(try await storage.account(uid: "u1") == nil)
-        #expect(try await storage.link(providerId: "github.com", federatedId: "1") == nil)
-        #expect(try await storage.session(familyId: session.familyId, now: Fixtures.now) == nil)
-        #expect(try await storage.rotateRefreshToken(tokenHash: "r1", successor: .strict("r2"), now: Fixtures.now) == .unknown)
-        #expect(try await storage.takePendingCredential(tokenHash: "p1", now: Fixtures.now) == nil)
+        try await storage.deleteSession(idHash: a.idHash)
+        #expect(try await storage.session(idHash: a.idHash, now: Fixtures.now) == nil)
+        #expect(try await storage.session(idHash: b.idHash, now: Fixtures.now) == b)
+        try await storage.deleteSessions(uid: "u1")
+        #expect(try await storage.session(idHash: b.idHash, now: Fixtures.now) == nil)
     }
 
     @Test(arguments: StorageBackend.all)
@@ -196,70 +144,5 @@ import Testing
         #expect(try await storage.rotateRefreshToken(tokenHash: "old-r", successor: .strict("x"), now: Fixtures.now) == .unknown)
         try await storage.deleteSession(familyId: live.familyId)
         #expect(try await storage.rotateRefreshToken(tokenHash: "live-r", successor: .strict("y"), now: Fixtures.now) == .unknown)
-    }
-
-    @Test(arguments: StorageBackend.all)
-    func aPendingCredentialIsTakenOnceBeforeItExpires(_ backend: StorageBackend) async throws {
-        let storage = try await backend.make()
-        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
-        let pending = Self.pending("p1", target: "u1")
-        try await storage.insertPendingCredential(pending)
-        try await storage.insertPendingCredential(Self.pending("p2", target: "u1", expiresIn: -1))
-        #expect(try await storage.takePendingCredential(tokenHash: "p1", now: Fixtures.now) == pending)
-        #expect(try await storage.takePendingCredential(tokenHash: "p1", now: Fixtures.now) == nil)
-        #expect(try await storage.takePendingCredential(tokenHash: "p2", now: Fixtures.now) == nil)
-    }
-
-    @Test(arguments: StorageBackend.all)
-    func aClaimReadsThePendingCredentialAndConsumesItWithTheLink(_ backend: StorageBackend) async throws {
-        let storage = try await backend.make()
-        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
-        let pending = Self.pending("p1", target: "u1")
-        try await storage.insertPendingCredential(pending)
-        try await storage.insertPendingCredential(Self.pending("p2", target: "u1", expiresIn: -1))
-        #expect(try await storage.pendingCredential(tokenHash: "p1", now: Fixtures.now) == pending)
-        #expect(try await storage.pendingCredential(tokenHash: "p1", now: Fixtures.now) == pending, "reading leaves it")
-        #expect(try await storage.pendingCredential(tokenHash: "p2", now: Fixtures.now) == nil)
-        // A link that cannot be added (the provider slot is taken) consumes nothing.
-        await #expect(throws: StorageError.conflict) {
-            try await storage.addLink(Fixtures.link("u1", federatedId: "other"), consumingPending: "p1")
-        }
-        #expect(try await storage.pendingCredential(tokenHash: "p1", now: Fixtures.now) == pending)
-        try await storage.addLink(Fixtures.link("u1", provider: "oidc.x", federatedId: "f-p1"), consumingPending: "p1")
-        #expect(try await storage.pendingCredential(tokenHash: "p1", now: Fixtures.now) == nil)
-        #expect(try await storage.links(uid: "u1").count == 2)
-        // Updating a link can consume one too.
-        try await storage.insertPendingCredential(Self.pending("p3", target: "u1"))
-        try await storage.updateLink(Fixtures.link("u1", provider: "oidc.x", federatedId: "f-p1"), consumingPending: "p3")
-        #expect(try await storage.pendingCredential(tokenHash: "p3", now: Fixtures.now) == nil)
-    }
-
-    @Test(arguments: StorageBackend.all)
-    func signingKeysComeBackNewestFirst(_ backend: StorageBackend) async throws {
-        let storage = try await backend.make()
-        let old = SigningKeyRecord(kid: "a", sealedPrivateKey: "v1.k.old", createdAt: Fixtures.now)
-        let new = SigningKeyRecord(kid: "b", sealedPrivateKey: "v1.k.new", createdAt: Fixtures.now.addingTimeInterval(10))
-        try await storage.insertSigningKey(old)
-        try await storage.insertSigningKey(new)
-        #expect(try await storage.signingKeys() == [new, old])
-        await #expect(throws: StorageError.conflict) { try await storage.insertSigningKey(old) }
-    }
-
-    static func pending(_ hash: String, target: String, expiresIn: TimeInterval = 600) -> PendingCredentialRecord {
-        PendingCredentialRecord(
-            tokenHash: hash, targetUid: target, providerId: "oidc.x", federatedId: "f-\(hash)", profileJSON: Data(#"{"a":1}"#.utf8),
-            sealedTokens: "v1.k.s", verifiedEmail: "pat@example.com", expiresAt: Fixtures.now.addingTimeInterval(expiresIn))
-    }
-}
-
-extension RefreshSuccessor {
-    /// A successor kept (as `sealed-<hash>`) for a 10-second retry window from `Fixtures.now`.
-    static func kept(_ hash: String) -> RefreshSuccessor {
-        RefreshSuccessor(tokenHash: hash, sealedToken: "sealed-\(hash)", retryUntil: Fixtures.now.addingTimeInterval(10))
-    }
-
-    /// A successor with no retry window.
-    static func strict(_ hash: String) -> RefreshSuccessor {
-        RefreshSuccessor(tokenHash: hash, sealedToken: nil, retryUntil: Fixtures.now)
     }
 }

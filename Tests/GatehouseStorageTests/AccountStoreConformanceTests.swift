@@ -1,0 +1,268 @@
+import Foundation
+import GatehouseCore
+import Testing
+
+/// The `AccountStore` part of the storage contract, run against every backend in
+/// `StorageBackend.all`: accounts, links and pending credentials: creation, linking races, unlink, deletion, lookups, compare-and-set.
+@Suite struct AccountStoreConformanceTests {
+    @Test(arguments: StorageBackend.all)
+    func anAccountIsCreatedWithItsFirstLink(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        let link = Fixtures.link("u1", federatedId: "583231")
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: link)
+        #expect(try await storage.account(uid: "u1") == Fixtures.account("u1"))
+        #expect(try await storage.link(providerId: "github.com", federatedId: "583231") == link)
+        #expect(try await storage.links(uid: "u1") == [link])
+        #expect(try await storage.account(uid: "nobody") == nil)
+        #expect(try await storage.link(providerId: "oidc.x", federatedId: "583231") == nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func anIdentityLinkedTwiceIsAConflictAndWritesNothing(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "583231"))
+        await #expect(throws: StorageError.conflict) {
+            try await storage.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", federatedId: "583231"))
+        }
+        // All or nothing: the second account does not exist without its link.
+        #expect(try await storage.account(uid: "u2") == nil)
+        #expect(try await storage.link(providerId: "github.com", federatedId: "583231")?.uid == "u1")
+        await #expect(throws: StorageError.conflict) {
+            try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "other"))
+        }
+        #expect(try await storage.link(providerId: "github.com", federatedId: "other") == nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func racingFirstSignInsCreateOneAccount(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        let created = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<10 {
+                group.addTask {
+                    do {
+                        try await storage.createAccount(Fixtures.account("u\(index)"), firstLink: Fixtures.link("u\(index)", federatedId: "same"))
+                        return 1
+                    } catch StorageError.conflict {
+                        return 0
+                    }
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(created == 1)
+        let owner = try #require(try await storage.link(providerId: "github.com", federatedId: "same")?.uid)
+        #expect(try await storage.account(uid: owner) != nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func aSignInReplacesTheLinkAndMovesLastSignIn(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let later = Fixtures.now.addingTimeInterval(120)
+        var link = Fixtures.link("u1", federatedId: "1", tokens: "v1.k.new")
+        link.updatedAt = later
+        link.profileJSON = Data(#"{"name":"new"}"#.utf8)
+        try await storage.recordSignIn(link: link, at: later)
+        #expect(try await storage.link(providerId: "github.com", federatedId: "1") == link)
+        let account = try #require(try await storage.account(uid: "u1"))
+        #expect(account.lastSignInAt == later)
+        #expect(account.createdAt == Fixtures.now)
+
+        link.sealedTokens = "v1.k.refreshed"
+        try await storage.updateLink(link)
+        #expect(try await storage.link(providerId: "github.com", federatedId: "1")?.sealedTokens == "v1.k.refreshed")
+        #expect(try await storage.account(uid: "u1")?.lastSignInAt == later)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func anUpdateCannotMoveALinkToAnotherAccount(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await storage.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", federatedId: "2"))
+        try await storage.updateLink(Fixtures.link("u2", federatedId: "1", tokens: "v1.k.hijack"))
+        let link = try #require(try await storage.link(providerId: "github.com", federatedId: "1"))
+        #expect(link.uid == "u1")
+        #expect(link.sealedTokens == "v1.k.sealed")
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func linksAreListedOldestFirst(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", provider: "oidc.z", federatedId: "z"))
+        #expect(try await storage.links(uid: "u1").map(\.providerId) == ["oidc.z"])
+        #expect(try await storage.links(uid: "nobody").isEmpty)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func addLinkRefusesATakenIdentityOrProviderSlot(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await storage.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", provider: "microsoft.com", federatedId: "m2"))
+        // The identity is on u1 already.
+        await #expect(throws: StorageError.conflict) { try await storage.addLink(Fixtures.link("u2", federatedId: "1")) }
+        // u1 already has a GitHub identity.
+        await #expect(throws: StorageError.conflict) { try await storage.addLink(Fixtures.link("u1", federatedId: "other")) }
+        var linked = Fixtures.link("u1", provider: "microsoft.com", federatedId: "m1")
+        linked.verifiedEmail = "pat@example.com"
+        try await storage.addLink(linked)
+        #expect(try await storage.links(uid: "u1").map(\.providerId) == ["github.com", "microsoft.com"])
+        #expect(try await storage.uids(verifiedEmail: "pat@example.com", limit: 5) == ["u1"])
+        #expect(try await storage.uids(verifiedEmail: "PAT@example.com", limit: 5) == [])
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func concurrentLinksOfOneIdentityHaveOneWinner(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        for index in 0..<8 {
+            try await storage.createAccount(Fixtures.account("u\(index)"), firstLink: Fixtures.link("u\(index)", federatedId: "g\(index)"))
+        }
+        let winners = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    do {
+                        try await storage.addLink(Fixtures.link("u\(index)", provider: "oidc.x", federatedId: "shared"))
+                        return 1
+                    } catch StorageError.conflict {
+                        return 0
+                    }
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(winners == 1)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func theLastLinkCannotBeRemovedEvenByConcurrentUnlinks(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await storage.addLink(Fixtures.link("u1", provider: "microsoft.com", federatedId: "m1"))
+        #expect(try await storage.deleteLink(uid: "u1", providerId: "yahoo.com") == .notLinked)
+        async let first = storage.deleteLink(uid: "u1", providerId: "github.com")
+        async let second = storage.deleteLink(uid: "u1", providerId: "microsoft.com")
+        let outcomes = try await [first, second]
+        #expect(outcomes.filter { if case .deleted = $0 { true } else { false } }.count == 1)
+        #expect(outcomes.contains(.lastLink))
+        #expect(try await storage.links(uid: "u1").count == 1)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func deletingAnAccountTakesItsLinksSessionsTokensAndPendingCredentials(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        let link = Fixtures.link("u1", federatedId: "1")
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: link)
+        let session = Fixtures.session("s1", uid: "u1")
+        try await storage.insertSession(session)
+        try await storage.insertRefreshToken(tokenHash: "r1", familyId: session.familyId, at: Fixtures.now)
+        try await storage.insertPendingCredential(Fixtures.pending("p1", target: "u1"))
+        #expect(try await storage.deleteAccount(uid: "u1") == [link])
+        #expect(try await storage.deleteAccount(uid: "u1") == nil)
+        #expect(try await storage.account(uid: "u1") == nil)
+        #expect(try await storage.link(providerId: "github.com", federatedId: "1") == nil)
+        #expect(try await storage.session(familyId: session.familyId, now: Fixtures.now) == nil)
+        #expect(try await storage.rotateRefreshToken(tokenHash: "r1", successor: .strict("r2"), now: Fixtures.now) == .unknown)
+        #expect(try await storage.takePendingCredential(tokenHash: "p1", now: Fixtures.now) == nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func aPendingCredentialIsTakenOnceBeforeItExpires(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let pending = Fixtures.pending("p1", target: "u1")
+        try await storage.insertPendingCredential(pending)
+        try await storage.insertPendingCredential(Fixtures.pending("p2", target: "u1", expiresIn: -1))
+        #expect(try await storage.takePendingCredential(tokenHash: "p1", now: Fixtures.now) == pending)
+        #expect(try await storage.takePendingCredential(tokenHash: "p1", now: Fixtures.now) == nil)
+        #expect(try await storage.takePendingCredential(tokenHash: "p2", now: Fixtures.now) == nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func aClaimReadsThePendingCredentialAndConsumesItWithTheLink(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let pending = Fixtures.pending("p1", target: "u1")
+        try await storage.insertPendingCredential(pending)
+        try await storage.insertPendingCredential(Fixtures.pending("p2", target: "u1", expiresIn: -1))
+        #expect(try await storage.pendingCredential(tokenHash: "p1", now: Fixtures.now) == pending)
+        #expect(try await storage.pendingCredential(tokenHash: "p1", now: Fixtures.now) == pending, "reading leaves it")
+        #expect(try await storage.pendingCredential(tokenHash: "p2", now: Fixtures.now) == nil)
+        // A link that cannot be added (the provider slot is taken) consumes nothing.
+        await #expect(throws: StorageError.conflict) {
+            try await storage.addLink(Fixtures.link("u1", federatedId: "other"), consumingPending: "p1")
+        }
+        #expect(try await storage.pendingCredential(tokenHash: "p1", now: Fixtures.now) == pending)
+        try await storage.addLink(Fixtures.link("u1", provider: "oidc.x", federatedId: "f-p1"), consumingPending: "p1")
+        #expect(try await storage.pendingCredential(tokenHash: "p1", now: Fixtures.now) == nil)
+        #expect(try await storage.links(uid: "u1").count == 2)
+        // Updating a link can consume one too.
+        try await storage.insertPendingCredential(Fixtures.pending("p3", target: "u1"))
+        try await storage.updateLink(Fixtures.link("u1", provider: "oidc.x", federatedId: "f-p1"), consumingPending: "p3")
+        #expect(try await storage.pendingCredential(tokenHash: "p3", now: Fixtures.now) == nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func accountsAreFoundByTheWholeEmailOfAnyLink(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        var link = Fixtures.link("u1", federatedId: "1")
+        link.profileJSON = Data(#"{"email":"Ada@Example.com"}"#.utf8)
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: link)
+        var other = Fixtures.link("u2", federatedId: "2")
+        other.profileJSON = Data(#"{"email":"not-ada@example.com"}"#.utf8)
+        try await storage.createAccount(Fixtures.account("u2"), firstLink: other)
+        #expect(try await storage.uids(email: "ada@example.com", limit: 10) == ["u1"])
+        #expect(try await storage.uids(email: "example.com", limit: 10).isEmpty)
+        #expect(try await storage.uids(email: "nobody@example.com", limit: 10).isEmpty)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func accountsAreDisabledAndEnabled(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let session = Fixtures.session("s1", uid: "u1")
+        try await storage.insertSession(session)
+        #expect(try await storage.setDisabled(uid: "u1", disabled: true))
+        #expect(try await storage.account(uid: "u1")?.disabled == true)
+        #expect(try await storage.session(idHash: session.idHash, now: Fixtures.now) == nil, "disabling ends the sessions with it")
+        #expect(try await storage.setDisabled(uid: "u1", disabled: false))
+        #expect(try await storage.account(uid: "u1")?.disabled == false)
+        #expect(try await storage.setDisabled(uid: "nobody", disabled: true) == false)
+    }
+
+    @Test("links(after:limit:) pages through every link once, in (provider, federated id) byte order", arguments: StorageBackend.all)
+    func pagesThroughAllLinks(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        let identities = [("github.com", "10"), ("github.com", "9"), ("microsoft.com", "a"), ("github.com", "B"), ("oidc.x", "é")]
+        for (index, identity) in identities.enumerated() {
+            try await storage.createAccount(
+                Fixtures.account("u\(index)"), firstLink: Fixtures.link("u\(index)", provider: identity.0, federatedId: identity.1))
+        }
+        var seen: [String] = []
+        var cursor: LinkCursor?
+        while true {
+            let page = try await storage.links(after: cursor, limit: 2)
+            seen += page.map { "\($0.providerId)|\($0.federatedId)" }
+            guard let last = page.last, page.count == 2 else { break }
+            cursor = LinkCursor(providerId: last.providerId, federatedId: last.federatedId)
+        }
+        #expect(seen == ["github.com|10", "github.com|9", "github.com|B", "microsoft.com|a", "oidc.x|é"])
+    }
+
+    @Test("replaceSealedTokens is a compare and set; updateLinkProfile leaves the tokens alone", arguments: StorageBackend.all)
+    func compareAndSetAndProfileOnly(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "42", tokens: "v1.old.x"))
+        #expect(try await storage.replaceSealedTokens(providerId: "github.com", federatedId: "42", expected: "v1.other.y", with: "v1.new.z") == false)
+        #expect(try await storage.replaceSealedTokens(providerId: "github.com", federatedId: "42", expected: "v1.old.x", with: "v1.new.z"))
+        try await storage.updateLinkProfile(
+            providerId: "github.com", federatedId: "42", uid: "u1", profileJSON: Data(#"{"federatedId":"42","email":"a@b.example"}"#.utf8),
+            verifiedEmail: "a@b.example", at: Fixtures.now.addingTimeInterval(5))
+        try await storage.updateLinkProfile(
+            providerId: "github.com", federatedId: "42", uid: "someone-else", profileJSON: Data("{}".utf8), verifiedEmail: nil, at: Fixtures.now)
+        let link = try #require(try await storage.link(providerId: "github.com", federatedId: "42"))
+        #expect(link.sealedTokens == "v1.new.z")
+        #expect(link.profileJSON == Data(#"{"federatedId":"42","email":"a@b.example"}"#.utf8))
+        #expect(link.updatedAt == Fixtures.now.addingTimeInterval(5))
+        #expect(link.verifiedEmail == "a@b.example")
+        #expect(try await storage.uids(verifiedEmail: "a@b.example", limit: 5) == ["u1"])
+    }
+}
