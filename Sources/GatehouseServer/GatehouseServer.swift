@@ -11,19 +11,26 @@ public enum GatehouseServer {
     }
 
     static func routes(
-        for gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool, browser: BrowserPolicy,
-        router: Router<GatehouseRequestContext> = Router(context: GatehouseRequestContext.self)
+        for gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool, browser: BrowserPolicy
     ) -> (Router<GatehouseRequestContext>, RouteTable) {
-        var table = RouteTable()
-        OperationsRoutes(gatehouse: gatehouse, metrics: metrics).register(router, table: &table)
-        AuthRoutes(gatehouse: gatehouse, browser: browser).register(router, table: &table)
-        TokenRoutes(gatehouse: gatehouse, browser: browser).register(router, table: &table)
-        MeRoutes(gatehouse: gatehouse, browser: browser).register(router, table: &table)
-        ServiceRoutes(gatehouse: gatehouse, browser: browser).register(router, table: &table)
-        if demoPage {
-            DemoPage(providerIds: gatehouse.providers.ids).register(router, table: &table)
-        }
+        let table = table(for: gatehouse, metrics: metrics, demoPage: demoPage, browser: browser)
+        let router = Router(context: GatehouseRequestContext.self)
+        table.register(on: router)
         return (router, table)
+    }
+
+    /// Every route of the gateway with its handler, not yet on a router.
+    static func table(for gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool, browser: BrowserPolicy) -> RouteTable {
+        var table = RouteTable()
+        OperationsRoutes(gatehouse: gatehouse, metrics: metrics).register(into: &table)
+        AuthRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
+        TokenRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
+        MeRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
+        ServiceRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
+        if demoPage {
+            DemoPage(providerIds: gatehouse.providers.ids).register(into: &table)
+        }
+        return table
     }
 
     /// The gateway listening on `host:port` (0: a port the kernel picks), assembled by
@@ -47,8 +54,8 @@ public enum GatehouseServer {
     static func responder(for assembly: GatewayAssembly, logger: Logger) -> RouterResponder<GatehouseRequestContext> {
         let browser = BrowserPolicy(configuration: assembly.gatehouse.configuration)
         // Hummingbird wraps each route in the middlewares present when it is added, and the
-        // outer links need the finished route table: the table is read off a first pass.
-        let (_, table) = routes(for: assembly.gatehouse, metrics: assembly.metrics, demoPage: assembly.demoPage, browser: browser)
+        // outer links need the finished route table: routes go on the router last.
+        let table = table(for: assembly.gatehouse, metrics: assembly.metrics, demoPage: assembly.demoPage, browser: browser)
         let router = Router(context: GatehouseRequestContext.self)
         router.add(middleware: AccessLogMiddleware(routes: table, metrics: assembly.metrics, logger: logger))
         router.add(middleware: SecurityHeadersMiddleware())
@@ -58,7 +65,7 @@ public enum GatehouseServer {
             middleware: AuthenticationMiddleware(
                 sessions: assembly.gatehouse.sessions, serviceKeys: assembly.gatehouse.serviceKeys,
                 cookies: CookiePolicy(assembly.gatehouse.configuration)))
-        _ = routes(for: assembly.gatehouse, metrics: assembly.metrics, demoPage: assembly.demoPage, browser: browser, router: router)
+        table.register(on: router)
         return router.buildResponder()
     }
 }

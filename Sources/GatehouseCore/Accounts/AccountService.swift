@@ -165,8 +165,8 @@ public struct AccountService: Sendable {
                 existing.sealedTokens = sealed
                 existing.verifiedEmail = EmailAddress.verified(of: profile)
                 existing.updatedAt = now
-                let updated = links.map { $0.providerId == existing.providerId && $0.federatedId == existing.federatedId ? existing : $0 }
-                let answer = SignIn(account: account, profile: unifiedProfile(for: account, links: updated), isNewUser: false)
+                let answer = SignIn(
+                    account: account, profile: unifiedProfile(for: account, links: Self.replacing(existing, in: links)), isNewUser: false)
                 try await storage.updateLink(existing, consumingPending: consumingPending)
                 return answer
             }
@@ -199,12 +199,16 @@ public struct AccountService: Sendable {
         if !tokens.accessToken.isEmpty { link.sealedTokens = try await seal(tokens, for: profile) }
         link.updatedAt = now
         account.lastSignInAt = now
-        let updated = try await storage.links(uid: account.uid).map {
-            $0.providerId == link.providerId && $0.federatedId == link.federatedId ? link : $0
-        }
-        let answer = SignIn(account: account, profile: unifiedProfile(for: account, links: updated), isNewUser: false)
+        let links = Self.replacing(link, in: try await storage.links(uid: account.uid))
+        let answer = SignIn(account: account, profile: unifiedProfile(for: account, links: links), isNewUser: false)
         try await storage.recordSignIn(link: link, at: now)
         return answer
+    }
+
+    /// `links` with the one of `link`'s identity replaced by `link`: the links as they will be
+    /// once a write commits, for an answer built before it.
+    static func replacing(_ link: ProviderLinkRecord, in links: [ProviderLinkRecord]) -> [ProviderLinkRecord] {
+        links.map { $0.providerId == link.providerId && $0.federatedId == link.federatedId ? link : $0 }
     }
 
     /// Parks the credential for `owner`; returns the pending token (only its hash is stored).

@@ -10,8 +10,6 @@ public struct SignInService: Sendable {
     let tokens: GatewayTokenService
     let returnToPolicy: ReturnToPolicy
 
-    /// The flows `start?mode=` and `POST /v1/auth/idtoken` accept.
-
     /// The answer to `start`.
     public struct Start: Sendable {
         /// Where to send the browser.

@@ -1,22 +1,35 @@
 import HTTPTypes
 import Hummingbird
 
-/// The routes the server registered, as `(method, OpenAPI path)`: the OpenAPI test compares
-/// them with `OpenAPI/openapi.yaml`, and the problem responder uses them to tell `405` from `404`.
+/// The routes the server serves, as `(method, OpenAPI path)` with their handlers: the OpenAPI
+/// test compares them with `OpenAPI/openapi.yaml`, the middlewares use them to tell `405`
+/// from `404` and to label metrics. Collected first and put on a router afterwards, because
+/// Hummingbird wraps a route in the middlewares present when it is added, and those
+/// middlewares need the finished table.
 public struct RouteTable: Sendable {
     /// Method (`GET`) and OpenAPI-style path (`/v1/auth/{providerId}/start`).
-    public private(set) var routes: [(method: String, path: String)] = []
+    public var routes: [(method: String, path: String)] { entries.map { ($0.method.rawValue, $0.path) } }
 
-    /// Registers a handler and records the route.
+    private var entries:
+        [(method: HTTPRequest.Method, path: String, handler: @Sendable (Request, GatehouseRequestContext) async throws -> Response)] =
+            []
+
+    /// Records a route and its handler.
     mutating func add(
-        _ router: Router<GatehouseRequestContext>, _ method: HTTPRequest.Method, _ openAPIPath: String,
+        _ method: HTTPRequest.Method, _ openAPIPath: String,
         _ handler: @escaping @Sendable (Request, GatehouseRequestContext) async throws -> Response
     ) {
-        routes.append((method.rawValue, openAPIPath))
-        let hummingbirdPath = openAPIPath.split(separator: "/", omittingEmptySubsequences: false).map { segment in
-            segment.hasPrefix("{") && segment.hasSuffix("}") ? ":" + segment.dropFirst().dropLast() : String(segment)
-        }.joined(separator: "/")
-        router.on(RouterPath(hummingbirdPath), method: method, use: handler)
+        entries.append((method, openAPIPath, handler))
+    }
+
+    /// Adds every recorded route to `router` (after its middlewares).
+    func register(on router: Router<GatehouseRequestContext>) {
+        for entry in entries {
+            let hummingbirdPath = entry.path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+                segment.hasPrefix("{") && segment.hasSuffix("}") ? ":" + segment.dropFirst().dropLast() : String(segment)
+            }.joined(separator: "/")
+            router.on(RouterPath(hummingbirdPath), method: entry.method, use: entry.handler)
+        }
     }
 
     /// The methods registered for a concrete request path.

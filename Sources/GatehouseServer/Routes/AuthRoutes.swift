@@ -9,7 +9,7 @@ struct AuthRoutes {
     let gatehouse: Gatehouse
     let browser: BrowserPolicy
 
-    func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
+    func register(into table: inout RouteTable) {
         let cookies = CookiePolicy(gatehouse.configuration)
         let signIn = gatehouse.signIn
         let sessions = gatehouse.sessions
@@ -26,7 +26,7 @@ struct AuthRoutes {
                 HTTPField(name: .setCookie, value: cookies.setCookie(name: cookies.sessionName, value: value, maxAge: sessionLifetime)))
         }
 
-        table.add(router, .get, "/v1/auth/{providerId}/start") { request, context in
+        table.add(.get, "/v1/auth/{providerId}/start") { request, context in
             try await browser.limit("start", request, context)
             let providerId = try context.parameters.require("providerId")
             // Only link and re-authentication look at who is signed in.
@@ -68,10 +68,10 @@ struct AuthRoutes {
             }
             return response
         }
-        table.add(router, .get, "/v1/auth/{providerId}/callback", callback)
-        table.add(router, .post, "/v1/auth/{providerId}/callback", callback)
+        table.add(.get, "/v1/auth/{providerId}/callback", callback)
+        table.add(.post, "/v1/auth/{providerId}/callback", callback)
 
-        table.add(router, .post, "/v1/auth/result") { request, context in
+        table.add(.post, "/v1/auth/result") { request, context in
             try await browser.limit("result", request, context)
             // Any content type: the result id is itself the secret, and no cookie is involved.
             let object = try await Self.jsonObject(request, limit: 16 << 10, requireJSONType: false)
@@ -86,7 +86,7 @@ struct AuthRoutes {
             return response
         }
 
-        table.add(router, .post, "/v1/auth/idtoken") { request, context in
+        table.add(.post, "/v1/auth/idtoken") { request, context in
             try await browser.limit("idtoken", request, context)
             let object = try await Self.jsonObject(request, limit: 32 << 10)
             guard let providerId = object["providerId"] as? String else {
@@ -108,7 +108,7 @@ struct AuthRoutes {
             return response
         }
 
-        table.add(router, .post, "/v1/auth/link") { request, context in
+        table.add(.post, "/v1/auth/link") { request, context in
             try await browser.limit("link", request, context)
             let signedIn = try await context.requireUser()
             try browser.requireAllowedOrigin(request, caller: signedIn)
@@ -121,7 +121,7 @@ struct AuthRoutes {
             return try Response.json(["user": linked.profile])
         }
 
-        table.add(router, .get, "/v1/auth/methods") { request, context in
+        table.add(.get, "/v1/auth/methods") { request, context in
             guard methodsLookup else {
                 throw GatehouseError.operationNotAllowed(
                     "Looking up sign-in methods by email is turned off on this gateway (email-enumeration protection).", status: 404)
@@ -131,7 +131,7 @@ struct AuthRoutes {
             return try Response.json(SignInMethods(signInMethods: try await accounts.signInMethods(email: email)))
         }
 
-        table.add(router, .post, "/v1/auth/signout") { request, context in
+        table.add(.post, "/v1/auth/signout") { request, context in
             let allParameter = request.queryDictionary["all"] ?? "false"
             guard allParameter == "true" || allParameter == "false" else {
                 throw GatehouseError.invalidArgument("all must be true or false.")

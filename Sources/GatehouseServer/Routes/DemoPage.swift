@@ -9,9 +9,9 @@ struct DemoPage {
     let providerIds: [String]
 
     /// Adds `GET /` (the page is rendered once, at start).
-    func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
+    func register(into table: inout RouteTable) {
         let html = Self.page(providerIds: providerIds)
-        table.add(router, .get, "/") { _, _ in
+        table.add(.get, "/") { _, _ in
             Response(
                 status: .ok,
                 headers: [

@@ -8,7 +8,7 @@ struct MeRoutes {
     let gatehouse: Gatehouse
     let browser: BrowserPolicy
 
-    func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
+    func register(into table: inout RouteTable) {
         let cookies = CookiePolicy(gatehouse.configuration)
         let sessions = gatehouse.sessions
         let profiles = gatehouse.profiles
@@ -33,11 +33,11 @@ struct MeRoutes {
             return caller
         }
 
-        table.add(router, .get, "/v1/me") { request, context in
+        table.add(.get, "/v1/me") { request, context in
             try Response.json(try await profiles.me(uid: try await signedIn(context)))
         }
 
-        table.add(router, .delete, "/v1/me") { request, context in
+        table.add(.delete, "/v1/me") { request, context in
             let caller = try await sensitive(request, context)
             try await accounts.delete(uid: caller.uid, providers: providers)
             var response = Response(status: .noContent, headers: [.cacheControl: "no-store"])
@@ -47,20 +47,20 @@ struct MeRoutes {
             return response
         }
 
-        table.add(router, .delete, "/v1/me/providers/{providerId}") { request, context in
+        table.add(.delete, "/v1/me/providers/{providerId}") { request, context in
             let caller = try await sensitive(request, context)
             return try Response.json(
                 try await accounts.unlink(uid: caller.uid, providerId: try context.parameters.require("providerId"), providers: providers))
         }
 
-        table.add(router, .get, "/v1/me/providers/{providerId}/profile") { request, context in
+        table.add(.get, "/v1/me/providers/{providerId}/profile") { request, context in
             let uid = try await signedIn(context)
             let profile = try await profiles.providerProfile(
                 uid: uid, providerId: try context.parameters.require("providerId"), refresh: try Self.refresh(request))
             return try ProfileResponses.profile(profile)
         }
 
-        table.add(router, .get, "/v1/me/photo") { request, context in
+        table.add(.get, "/v1/me/photo") { request, context in
             try await ProfileResponses.photo(request, profiles: profiles, uid: try await signedIn(context), refresh: try Self.refresh(request))
         }
     }

@@ -8,21 +8,21 @@ struct OperationsRoutes {
     let gatehouse: Gatehouse
     let metrics: ServerMetrics
 
-    func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
+    func register(into table: inout RouteTable) {
         let storage = gatehouse.storage
         let providers = gatehouse.providers
         let keys = gatehouse.tokens.keys
         let health = gatehouse.storageHealth
-        table.add(router, .get, "/healthz") { _, _ in
+        table.add(.get, "/healthz") { _, _ in
             try Response.json(["status": "ok"])
         }
         let metrics = self.metrics
-        table.add(router, .get, "/metrics") { _, _ in
+        table.add(.get, "/metrics") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.exposition())))
         }
-        table.add(router, .get, "/readyz") { _, context in
+        table.add(.get, "/readyz") { _, context in
             do {
                 // Half a second: readiness follows the database within a second each way.
                 try await storage.ping(within: .milliseconds(500))

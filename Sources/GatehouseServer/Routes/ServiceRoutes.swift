@@ -8,7 +8,7 @@ struct ServiceRoutes {
     let gatehouse: Gatehouse
     let browser: BrowserPolicy
 
-    func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
+    func register(into table: inout RouteTable) {
         let profiles = gatehouse.profiles
         let admin = gatehouse.admin
         let browser = self.browser
@@ -23,7 +23,7 @@ struct ServiceRoutes {
             return try context.parameters.require("uid")
         }
 
-        table.add(router, .get, "/v1/users") { request, context in
+        table.add(.get, "/v1/users") { request, context in
             try await authorize(context, scope: "admin")
             guard let email = request.queryDictionary["email"] else { throw GatehouseError.invalidArgument("email is required.") }
             let includeUnverified: Bool
@@ -34,26 +34,26 @@ struct ServiceRoutes {
             }
             return try Response.json(UserList(users: try await admin.lookup(email: email, includeUnverified: includeUnverified)))
         }
-        table.add(router, .get, "/v1/users/{uid}") { request, context in
+        table.add(.get, "/v1/users/{uid}") { request, context in
             try Response.json(try await profiles.profile(uid: try await uid(context, scope: "profile:read")))
         }
-        table.add(router, .get, "/v1/users/{uid}/photo") { request, context in
+        table.add(.get, "/v1/users/{uid}/photo") { request, context in
             try await ProfileResponses.photo(request, profiles: profiles, uid: try await uid(context, scope: "photo:read"))
         }
-        table.add(router, .get, "/v1/users/{uid}/providers/{providerId}/profile") { request, context in
+        table.add(.get, "/v1/users/{uid}/providers/{providerId}/profile") { request, context in
             let user = try await uid(context, scope: "profile:read")
             return try ProfileResponses.profile(
                 try await profiles.providerProfile(uid: user, providerId: try context.parameters.require("providerId")))
         }
-        table.add(router, .post, "/v1/users/{uid}/disable") { request, context in
+        table.add(.post, "/v1/users/{uid}/disable") { request, context in
             try await admin.setDisabled(uid: try await uid(context, scope: "admin"), disabled: true)
             return Response(status: .noContent)
         }
-        table.add(router, .post, "/v1/users/{uid}/enable") { request, context in
+        table.add(.post, "/v1/users/{uid}/enable") { request, context in
             try await admin.setDisabled(uid: try await uid(context, scope: "admin"), disabled: false)
             return Response(status: .noContent)
         }
-        table.add(router, .post, "/v1/users/{uid}/revoke-sessions") { request, context in
+        table.add(.post, "/v1/users/{uid}/revoke-sessions") { request, context in
             try await admin.revokeSessions(uid: try await uid(context, scope: "admin"))
             return Response(status: .noContent)
         }

@@ -9,12 +9,12 @@ struct TokenRoutes {
     let gatehouse: Gatehouse
     let browser: BrowserPolicy
 
-    func register(_ router: Router<GatehouseRequestContext>, table: inout RouteTable) {
+    func register(into table: inout RouteTable) {
         let tokens = gatehouse.tokens
         let browser = self.browser
         let configuration = gatehouse.configuration
 
-        table.add(router, .post, "/v1/token") { request, context in
+        table.add(.post, "/v1/token") { request, context in
             try await browser.limit("token", request, context)
             var request = request
             let body = String(buffer: try await request.collectBody(upTo: 8 << 10))
@@ -40,14 +40,14 @@ struct TokenRoutes {
             return response
         }
 
-        table.add(router, .get, "/.well-known/jwks.json") { _, _ in
+        table.add(.get, "/.well-known/jwks.json") { _, _ in
             var response = try Response.json(["keys": try await tokens.keys.jwks()])
             // Short: a rotated key must reach verifiers well within a token's lifetime.
             response.headers[.cacheControl] = "public, max-age=300"
             return response
         }
 
-        table.add(router, .get, "/.well-known/openid-configuration") { _, _ in
+        table.add(.get, "/.well-known/openid-configuration") { _, _ in
             var response = try Response.json(
                 OpenIDConfiguration(
                     issuer: configuration.publicURL, jwks_uri: "\(configuration.publicURL)/.well-known/jwks.json",
