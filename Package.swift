@@ -176,6 +176,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The HTTP layer in-process (Hummingbird's router test client): statuses, problem
+        // documents, headers.
+        .testTarget(
+            name: "GatehouseServerTests",
+            dependencies: [
+                "GatehouseServer",
+                "GatehouseSQLite",
+                "CurlClient",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "GatehouseEndToEndTests",
             dependencies: [

@@ -52,6 +52,11 @@ public enum GatehouseServer {
     /// The whole responder chain over an assembled core, outermost first: access log and
     /// metrics → security headers → CORS → error mapping → credentials → routes.
     static func responder(for assembly: GatewayAssembly, logger: Logger) -> RouterResponder<GatehouseRequestContext> {
+        router(for: assembly, logger: logger).buildResponder()
+    }
+
+    /// The router behind `responder(for:logger:)`; tests drive it in-process.
+    static func router(for assembly: GatewayAssembly, logger: Logger) -> Router<GatehouseRequestContext> {
         let browser = BrowserPolicy(configuration: assembly.gatehouse.configuration)
         // Hummingbird wraps each route in the middlewares present when it is added, and the
         // outer links need the finished route table: routes go on the router last.
@@ -66,6 +71,6 @@ public enum GatehouseServer {
                 sessions: assembly.gatehouse.sessions, serviceKeys: assembly.gatehouse.serviceKeys,
                 cookies: CookiePolicy(assembly.gatehouse.configuration)))
         table.register(on: router)
-        return router.buildResponder()
+        return router
     }
 }

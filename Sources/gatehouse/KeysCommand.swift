@@ -67,7 +67,7 @@ struct KeysCommand: AsyncParsableCommand {
                     storage: try await store.open(environment: ProcessInfo.processInfo.environment, logger: KeysCommand.quiet)
                 ).revoke(id: id)
             else {
-                throw GatehouseError(code: .notFound, status: 404, title: "Not found", detail: "No active key \(id).")
+                throw GatehouseError(code: .notFound, detail: "No active key \(id).")
             }
             print("Revoked \(id).")
         }

@@ -25,7 +25,7 @@ import Testing
         #expect(await breaker.state == .open)
         let refusal = await #expect(throws: GatehouseError.self) { try await breaker.admit(now: start.addingTimeInterval(10)) }
         #expect(refusal?.code == .upstreamUnavailable)
-        #expect(refusal?.status == 503)
+        #expect(refusal?.situation == .temporarilyUnavailable)
         #expect(refusal?.retryAfter == 20)
     }
 

@@ -47,7 +47,7 @@ import Testing
             try policy.check(url)
         } catch let error as GatehouseError {
             #expect(error.code == .invalidReturnTo)
-            #expect(error.status == 400)
+            #expect(error.situation == .usual)
         } catch {
             Issue.record("unexpected error \(error)")
         }

@@ -264,48 +264,6 @@ struct GatewayTokenTests {
         }
     }
 
-    @Test("CORS only for configured origins; cookie changes need an allowed Origin; sign-in routes are rate limited with Retry-After")
-    func browserRules() async throws {
-        try await withDeployment(gateway: { $0.authRateLimitPerMinute = 5 }) { deployment in
-            func preflight(_ origin: String) async throws -> OutboundResponse {
-                try await deployment.client.execute(
-                    OutboundRequest(
-                        method: "OPTIONS", url: "\(deployment.gatewayURL)/v1/me",
-                        headers: ["Origin": origin, "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "authorization"]))
-            }
-            let allowed = try await preflight("https://app.example.com")
-            #expect(allowed.status == 204)
-            #expect(allowed.headers["access-control-allow-origin"] == "https://app.example.com")
-            #expect(allowed.headers["access-control-allow-credentials"] == "true")
-            for origin in ["https://evil.example", "null", "https://app.example.com.evil.example"] {
-                let refused = try await preflight(origin)
-                #expect(refused.status == 403)
-                #expect(refused.headers["access-control-allow-origin"] == nil)
-            }
-
-            var browser = Browser(deployment)
-            _ = try await browser.complete(login: "octocat")
-            browser.origin = "https://evil.example"
-            let crossSite = try await browser.send("\(deployment.gatewayURL)/v1/auth/signout", method: "POST")
-            #expect(crossSite.status == 403)
-            #expect(try jsonObject(crossSite)["code"] as? String == "origin-not-allowed")
-            browser.origin = nil
-            #expect(try await browser.send("\(deployment.gatewayURL)/v1/auth/signout", method: "POST").status == 403)
-            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 200, "the refused sign-outs changed nothing")
-
-            // Five results per minute per client; the sixth waits.
-            var statuses: [Int] = []
-            var retryAfter: String?
-            for _ in 0..<6 {
-                let answer = try await browser.json("/v1/auth/result", #"{"result":"unknown"}"#)
-                statuses.append(answer.status)
-                retryAfter = answer.headers["retry-after"] ?? retryAfter
-            }
-            #expect(statuses.filter { $0 == 429 }.count >= 1)
-            #expect(Int(retryAfter ?? "") ?? 0 >= 1)
-        }
-    }
-
     /// Runs a program; its exit status and standard output (and error).
     static func output(_ program: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
         let child = try SpawnedProcess.start(program, arguments, output: .pipe)

@@ -242,21 +242,4 @@ struct GitHubSignInTests {
             #expect(me.status == 401)
         }
     }
-
-    @Test("errors are problem documents: unknown route, wrong method, unknown provider")
-    func problemDocuments() async throws {
-        try await withDeployment { deployment in
-            var browser = Browser(deployment)
-            let missing = try await browser.send("\(deployment.gatewayURL)/nope")
-            #expect(missing.status == 404)
-            #expect(missing.headers["content-type"] == "application/problem+json")
-            #expect(try jsonObject(missing)["code"] as? String == "not-found")
-            let wrongMethod = try await browser.send("\(deployment.gatewayURL)/v1/me", method: "PUT")
-            #expect(wrongMethod.status == 405)
-            #expect(wrongMethod.headers["allow"] == "GET, DELETE")
-            let unknown = try await browser.send("\(deployment.gatewayURL)/v1/auth/example.com/start?return_to=x")
-            #expect(unknown.status == 404)
-            #expect(try jsonObject(unknown)["code"] as? String == "unknown-provider")
-        }
-    }
 }

@@ -1,6 +1,8 @@
 /// A failure the API reports as an RFC 9457 problem document with a stable `code`.
 ///
 /// Details are written for the caller and never include a token, code, secret or cookie.
+/// The core says *what* failed (`code`, `situation`); the HTTP layer chooses the status and
+/// title, so nothing here knows about HTTP.
 public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringConvertible {
     /// Every stable code; the raw values are the kebab-case wire codes of problem documents.
     /// Code compares codes through this type, never as strings.
@@ -84,12 +86,30 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         case userNotFound = "user-not-found"
     }
 
+    /// Which of several situations a code stands for, where callers handle them alike but
+    /// the protocol tells them apart (a refusal by policy from a hidden feature, a timeout from
+    /// a bad answer).
+    public enum Situation: String, Sendable, Codable, Equatable {
+        /// The code's ordinary meaning.
+        case usual
+        /// Refused by the operator's policy for this caller (a tenant restriction).
+        case refusedByPolicy
+        /// A feature turned off on this gateway, answered as if it did not exist so that it
+        /// reveals nothing (email-enumeration protection).
+        case hiddenFeature
+        /// The request body is larger than the gateway accepts.
+        case tooLarge
+        /// The upstream did not answer in time.
+        case timedOut
+        /// The upstream cannot serve now and says so (a 503, an open circuit, a refusal to be
+        /// retried later); a retry may succeed.
+        case temporarilyUnavailable
+    }
+
     /// The stable code (`invalid-state`, `no-photo`, …).
     public var code: Code
-    /// The HTTP status.
-    public var status: Int
-    /// A short, fixed summary of the code.
-    public var title: String
+    /// Which situation of the code occurred.
+    public var situation: Situation
     /// What happened in this case.
     public var detail: String
     /// Extra members of the problem document (`providerId`, `email`, …).
@@ -101,207 +121,214 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
     public var logDetail: String?
 
     /// Creates an error.
-    public init(code: Code, status: Int, title: String, detail: String, extensions: [String: String] = [:], retryAfter: Int? = nil) {
+    public init(
+        code: Code, situation: Situation = .usual, detail: String, extensions: [String: String] = [:], retryAfter: Int? = nil
+    ) {
         self.code = code
-        self.status = status
-        self.title = title
+        self.situation = situation
         self.detail = detail
         self.extensions = extensions
         self.retryAfter = retryAfter
     }
 
+    /// Decodes a stored error (a sign-in result's failure); one stored before situations
+    /// existed is in its usual one.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        code = try container.decode(Code.self, forKey: .code)
+        situation = try container.decodeIfPresent(Situation.self, forKey: .situation) ?? .usual
+        detail = try container.decode(String.self, forKey: .detail)
+        extensions = try container.decodeIfPresent([String: String].self, forKey: .extensions) ?? [:]
+        retryAfter = try container.decodeIfPresent(Int.self, forKey: .retryAfter)
+        logDetail = try container.decodeIfPresent(String.self, forKey: .logDetail)
+    }
+
     /// `code: detail`, as a command line shows it.
     public var description: String { "\(code): \(detail)" }
 
-    /// 400 `invalid-argument`.
+    /// `invalid-argument`.
     public static func invalidArgument(_ detail: String) -> Self {
-        Self(code: .invalidArgument, status: 400, title: "Invalid argument", detail: detail)
+        Self(code: .invalidArgument, detail: detail)
     }
-    /// 404 `unknown-provider`.
+    /// `unknown-provider`.
     public static func unknownProvider(_ id: String) -> Self {
-        Self(code: .unknownProvider, status: 404, title: "Unknown provider", detail: "No provider \(id.prefix(64).debugDescription) is configured.")
+        Self(code: .unknownProvider, detail: "No provider \(id.prefix(64).debugDescription) is configured.")
     }
-    /// 400 `invalid-custom-parameter`.
+    /// `invalid-custom-parameter`.
     public static func invalidCustomParameter(_ name: String) -> Self {
         Self(
-            code: .invalidCustomParameter, status: 400, title: "Invalid custom parameter",
-            detail: "The parameter \(name.prefix(64).debugDescription) is reserved and cannot be set by the caller.")
+            code: .invalidCustomParameter, detail: "The parameter \(name.prefix(64).debugDescription) is reserved and cannot be set by the caller.")
     }
-    /// 400 `invalid-return-to`.
+    /// `invalid-return-to`.
     public static func invalidReturnTo(_ detail: String) -> Self {
-        Self(code: .invalidReturnTo, status: 400, title: "Invalid return_to", detail: detail)
+        Self(code: .invalidReturnTo, detail: detail)
     }
-    /// 400 `invalid-state`.
+    /// `invalid-state`.
     public static func invalidState(_ detail: String) -> Self {
-        Self(code: .invalidState, status: 400, title: "Invalid state", detail: detail)
+        Self(code: .invalidState, detail: detail)
     }
-    /// 400 `invalid-idp-response`.
+    /// `invalid-idp-response`.
     public static func invalidIdPResponse(_ detail: String) -> Self {
-        Self(code: .invalidIdPResponse, status: 400, title: "Invalid identity provider response", detail: detail)
+        Self(code: .invalidIdPResponse, detail: detail)
     }
-    /// 400 `operation-not-allowed`.
-    public static func operationNotAllowed(_ detail: String, status: Int = 400) -> Self {
-        Self(code: .operationNotAllowed, status: status, title: "Operation not allowed", detail: detail)
+    /// `operation-not-allowed`: refused in this `situation` (`.refusedByPolicy` for a
+    /// caller the operator's policy keeps out, `.hiddenFeature` for a feature turned off).
+    public static func operationNotAllowed(_ detail: String, situation: Situation = .usual) -> Self {
+        Self(code: .operationNotAllowed, situation: situation, detail: detail)
     }
-    /// 401 `unauthenticated`: no valid session or bearer token.
+    /// `unauthenticated`: no valid session or bearer token.
     public static func unauthenticated() -> Self {
-        Self(code: .unauthenticated, status: 401, title: "Not signed in", detail: "Sign in first: no valid session cookie or bearer token was sent.")
+        Self(code: .unauthenticated, detail: "Sign in first: no valid session cookie or bearer token was sent.")
     }
-    /// 404 `user-not-found`.
+    /// `user-not-found`.
     public static func userNotFound() -> Self {
-        Self(code: .userNotFound, status: 404, title: "User not found", detail: "The account does not exist.")
+        Self(code: .userNotFound, detail: "The account does not exist.")
     }
-    /// 403 `user-disabled`.
+    /// `user-disabled`.
     public static func userDisabled() -> Self {
-        Self(code: .userDisabled, status: 403, title: "User disabled", detail: "The account has been disabled by an administrator.")
+        Self(code: .userDisabled, detail: "The account has been disabled by an administrator.")
     }
-    /// 404 `no-photo`.
+    /// `no-photo`.
     public static func noPhoto() -> Self {
-        Self(code: .noPhoto, status: 404, title: "No photo", detail: "The user has no profile photo at any linked provider.")
+        Self(code: .noPhoto, detail: "The user has no profile photo at any linked provider.")
     }
-    /// 404 `provider-not-linked`.
+    /// `provider-not-linked`.
     public static func providerNotLinked(_ providerId: String) -> Self {
         Self(
-            code: .providerNotLinked, status: 404, title: "Provider not linked",
-            detail: "The account has no linked \(providerId.prefix(64).debugDescription) identity.",
+            code: .providerNotLinked, detail: "The account has no linked \(providerId.prefix(64).debugDescription) identity.",
             extensions: ["providerId": String(providerId.prefix(64))])
     }
-    /// 502 `photo-unavailable`: one answer whatever went wrong at a photo host (refused
+    /// `photo-unavailable`: one answer whatever went wrong at a photo host (refused
     /// address, connection, TLS, status, type, size), so photo URLs cannot map a network;
     /// the cause is kept in `logDetail`.
     public static func photoUnavailable(_ providerId: String, cause: String) -> Self {
         var error = Self(
-            code: .photoUnavailable, status: 502, title: "Photo unavailable", detail: "The photo could not be fetched from its source.",
+            code: .photoUnavailable, detail: "The photo could not be fetched from its source.",
             extensions: ["providerId": providerId])
         error.logDetail = cause
         return error
     }
 
-    /// 409 `provider-reauth-required`.
+    /// `provider-reauth-required`.
     public static func providerReauthRequired(_ providerId: String) -> Self {
         Self(
-            code: .providerReauthRequired, status: 409, title: "Provider re-authentication required",
-            detail: "The stored \(providerId) grant is no longer valid; sign in with \(providerId) again.", extensions: ["providerId": providerId])
+            code: .providerReauthRequired, detail: "The stored \(providerId) grant is no longer valid; sign in with \(providerId) again.",
+            extensions: ["providerId": providerId])
     }
-    /// 502/503/504 `upstream-unavailable`.
-    public static func upstreamUnavailable(_ providerId: String, status: Int = 502, detail: String) -> Self {
-        Self(code: .upstreamUnavailable, status: status, title: "Upstream unavailable", detail: detail, extensions: ["providerId": providerId])
+    /// `upstream-unavailable`: a bad answer, or the `situation` (`.timedOut`,
+    /// `.temporarilyUnavailable`).
+    public static func upstreamUnavailable(_ providerId: String, situation: Situation = .usual, detail: String) -> Self {
+        Self(code: .upstreamUnavailable, situation: situation, detail: detail, extensions: ["providerId": providerId])
     }
-    /// 429 `upstream-rate-limited`.
+    /// `upstream-rate-limited`.
     public static func upstreamRateLimited(_ providerId: String, retryAfter: Int?) -> Self {
         Self(
-            code: .upstreamRateLimited, status: 429, title: "Upstream rate limited",
-            detail: "\(providerId) is rate-limiting the gateway; retry later.", extensions: ["providerId": providerId], retryAfter: retryAfter)
+            code: .upstreamRateLimited, detail: "\(providerId) is rate-limiting the gateway; retry later.", extensions: ["providerId": providerId],
+            retryAfter: retryAfter)
     }
-    /// 401 `invalid-id-token`: signature, issuer, audience or another claim is wrong.
+    /// `invalid-id-token`: signature, issuer, audience or another claim is wrong.
     public static func invalidIdToken(_ detail: String) -> Self {
-        Self(code: .invalidIDToken, status: 401, title: "Invalid ID token", detail: detail)
+        Self(code: .invalidIDToken, detail: detail)
     }
-    /// 401 `id-token-expired`.
+    /// `id-token-expired`.
     public static func idTokenExpired() -> Self {
-        Self(code: .idTokenExpired, status: 401, title: "ID token expired", detail: "The ID token has expired.")
+        Self(code: .idTokenExpired, detail: "The ID token has expired.")
     }
-    /// 400 `missing-or-invalid-nonce`.
+    /// `missing-or-invalid-nonce`.
     public static func missingOrInvalidNonce() -> Self {
         Self(
-            code: .missingOrInvalidNonce, status: 400, title: "Missing or invalid nonce",
-            detail: "The ID token's nonce is missing or does not match the one of this sign-in.")
+            code: .missingOrInvalidNonce, detail: "The ID token's nonce is missing or does not match the one of this sign-in.")
     }
-    /// 404 `not-found` for an unknown route.
+    /// `not-found` for an unknown route.
     public static func notFound() -> Self {
-        Self(code: .notFound, status: 404, title: "Not found", detail: "There is no such resource.")
+        Self(code: .notFound, detail: "There is no such resource.")
     }
-    /// 503 `storage-unavailable` with `Retry-After`: the database is down or unreachable.
+    /// `storage-unavailable`, retry after a second: the database is down or unreachable.
     public static func storageUnavailable() -> Self {
         Self(
-            code: .storageUnavailable, status: 503, title: "Storage unavailable",
-            detail: "The gateway cannot reach its database right now; retry shortly.", retryAfter: 1)
+            code: .storageUnavailable, detail: "The gateway cannot reach its database right now; retry shortly.", retryAfter: 1)
     }
 
-    /// 409 `account-exists-with-different-credential`: the verified email belongs to an account
+    /// `account-exists-with-different-credential`: the verified email belongs to an account
     /// signed in with another provider; `pendingToken` links this credential once the user
     /// has signed in to that account.
     public static func accountExistsWithDifferentCredential(email: String, pendingToken: String) -> Self {
         Self(
-            code: .accountExistsWithDifferentCredential, status: 409, title: "Account exists with a different credential",
+            code: .accountExistsWithDifferentCredential,
             detail: "An account already uses this email address with another sign-in method: sign in with it, then link this provider.",
             extensions: ["email": email, "pendingToken": pendingToken])
     }
 
-    /// 409 `credential-already-in-use`: the identity is linked to another account.
+    /// `credential-already-in-use`: the identity is linked to another account.
     public static func credentialAlreadyInUse(pendingToken: String?) -> Self {
         Self(
-            code: .credentialAlreadyInUse, status: 409, title: "Credential already in use",
-            detail: "This provider identity is already linked to another account.",
+            code: .credentialAlreadyInUse, detail: "This provider identity is already linked to another account.",
             extensions: pendingToken.map { ["pendingToken": $0] } ?? [:])
     }
 
-    /// 409 `provider-already-linked`: the account has this provider with another identity.
+    /// `provider-already-linked`: the account has this provider with another identity.
     public static func providerAlreadyLinked(_ providerId: String) -> Self {
         Self(
-            code: .providerAlreadyLinked, status: 409, title: "Provider already linked",
-            detail: "The account is already linked to another \(providerId) identity; unlink it first.", extensions: ["providerId": providerId])
+            code: .providerAlreadyLinked, detail: "The account is already linked to another \(providerId) identity; unlink it first.",
+            extensions: ["providerId": providerId])
     }
 
-    /// 401 `requires-recent-login`.
+    /// `requires-recent-login`.
     public static func requiresRecentLogin(window: Int) -> Self {
         requiresRecentLogin(detail: "This operation needs a sign-in within the last \(window) seconds: re-authenticate first.")
     }
 
-    /// 401 `requires-recent-login` with its own explanation.
+    /// `requires-recent-login` with its own explanation.
     public static func requiresRecentLogin(detail: String) -> Self {
-        Self(code: .requiresRecentLogin, status: 401, title: "Recent login required", detail: detail)
+        Self(code: .requiresRecentLogin, detail: detail)
     }
 
-    /// 400 `user-mismatch`: a re-authentication or pending credential belongs to another user.
+    /// `user-mismatch`: a re-authentication or pending credential belongs to another user.
     public static func userMismatch(_ detail: String) -> Self {
-        Self(code: .userMismatch, status: 400, title: "User mismatch", detail: detail)
+        Self(code: .userMismatch, detail: detail)
     }
 
-    /// 400 `invalid-result`: a bound result redeemed without its verifier, or with another one.
+    /// `invalid-result`: a bound result redeemed without its verifier, or with another one.
     public static func invalidResult(_ detail: String) -> Self {
-        Self(code: .invalidResult, status: 400, title: "Invalid sign-in result", detail: detail)
+        Self(code: .invalidResult, detail: detail)
     }
 
     /// The one-time result is unknown, expired or was fetched already.
     public static func resultNotFound() -> Self {
         Self(
-            code: .resultNotFound, status: 404, title: "Unknown result",
+            code: .resultNotFound,
             detail:
                 "No result matches this id (and verifier): it is unknown, expired (results live 60 s), already fetched, or bound to another verifier."
         )
     }
 
-    /// 400 `invalid-pending-token`.
+    /// `invalid-pending-token`.
     public static func invalidPendingToken() -> Self {
         Self(
-            code: .invalidPendingToken, status: 400, title: "Invalid pending token",
-            detail: "The pending token is unknown, expired (they live 10 minutes) or was already used.")
+            code: .invalidPendingToken, detail: "The pending token is unknown, expired (they live 10 minutes) or was already used.")
     }
 
-    /// 401 `invalid-refresh-token`.
+    /// `invalid-refresh-token`.
     public static func invalidRefreshToken() -> Self {
         Self(
-            code: .invalidRefreshToken, status: 401, title: "Invalid refresh token",
-            detail: "The refresh token is unknown, expired, revoked or was already used; sign in again.")
+            code: .invalidRefreshToken, detail: "The refresh token is unknown, expired, revoked or was already used; sign in again.")
     }
 
-    /// 429 `rate-limited`.
+    /// `rate-limited`, with the seconds to wait.
     public static func rateLimited(retryAfter: Int) -> Self {
         Self(
-            code: .rateLimited, status: 429, title: "Too many requests", detail: "Too many requests from this client; retry later.",
+            code: .rateLimited, detail: "Too many requests from this client; retry later.",
             retryAfter: retryAfter)
     }
 
-    /// 403 `origin-not-allowed`: a cookie-authenticated change from a page of another origin.
+    /// `origin-not-allowed`: a cookie-authenticated change from a page of another origin.
     public static func originNotAllowed() -> Self {
         Self(
-            code: .originNotAllowed, status: 403, title: "Origin not allowed",
-            detail: "Requests that change state with the session cookie must come from an allowed origin.")
+            code: .originNotAllowed, detail: "Requests that change state with the session cookie must come from an allowed origin.")
     }
 
-    /// 500 `internal`: details stay in the log (by request id), never in the answer.
+    /// `internal`: details stay in the log (by request id), never in the answer.
     public static func internalError() -> Self {
-        Self(code: .`internal`, status: 500, title: "Internal error", detail: "The gateway failed to handle the request; the log has the details.")
+        Self(code: .`internal`, detail: "The gateway failed to handle the request; the log has the details.")
     }
 }

@@ -7,7 +7,7 @@ public enum SignInMode: String, Sendable, Codable, CaseIterable, CustomStringCon
     /// Prove again that the signed-in user controls an identity already linked.
     case reauthenticate
 
-    /// The mode a request names; `signin` when it names none, `400 invalid-argument` for
+    /// The mode a request names; `signin` when it names none, `invalid-argument` for
     /// anything else.
     public init(parameter: String?) throws {
         guard let parameter else {

@@ -53,7 +53,7 @@ public struct IDTokenValidator: Sendable {
                 throw GatehouseError.invalidIdToken("The ID token's tenant is not the one the sign-in was started for.")
             }
             guard allowed.isEmpty || allowed.contains(tid) else {
-                throw GatehouseError.operationNotAllowed("Accounts of this Microsoft tenant may not sign in here.", status: 403)
+                throw GatehouseError.operationNotAllowed("Accounts of this Microsoft tenant may not sign in here.", situation: .refusedByPolicy)
             }
         }
     }

@@ -109,7 +109,7 @@ public actor IssuerMetadataCache {
             logger.error("OIDC provider disabled", metadata: ["provider.id": "\(configuration.providerId)", "reason": "\(reason)"])
         }
         disabledReason = message
-        return GatehouseError(code: .providerMisconfigured, status: 503, title: "Provider misconfigured", detail: message)
+        return GatehouseError(code: .providerMisconfigured, detail: message)
     }
 
     /// The key collection to verify a token whose header names `kid`. Throws

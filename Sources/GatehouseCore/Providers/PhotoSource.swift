@@ -35,7 +35,7 @@ enum PhotoSource {
     /// A photo at a URL the provider or the user chose (GitHub avatars, OIDC `picture`),
     /// already checked against the provider's allow-list; fetched without any credential (no
     /// token is ever sent to an image host), only from public addresses outside development
-    /// mode. `404` → `no-photo`; every other failure is one uniform `502 photo-unavailable`.
+    /// mode. `404` → `no-photo`; every other failure is one uniform `photo-unavailable`.
     static func openPublic(_ url: String, http: UpstreamHTTP) async throws -> ProviderPhoto {
         var request = OutboundRequest(url: url, headers: ["Accept": "image/*"], timeout: http.photoTimeout)
         request.addresses = http.photoAddresses

@@ -16,7 +16,7 @@ enum RefreshRefusal {
     static let misconfigurationCodes: Set<String> = ["invalid_client", "unauthorized_client", "incorrect_client_credentials"]
 
     /// The error for a refresh answer that was not a token: `provider-reauth-required` for a
-    /// dead grant, `provider-misconfigured` (503) for a client the provider does not accept
+    /// dead grant, `provider-misconfigured` for a client the provider does not accept
     /// (recorded in `health`), `upstream-unavailable` for everything else (a proxy's HTML page,
     /// `temporarily_unavailable`, a 5xx), which leaves the grant for a later retry.
     static func error(status: Int, body: [UInt8], headers: OutboundHeaders, providerId: String, health: ProviderHealth) -> GatehouseError {
@@ -29,11 +29,13 @@ enum RefreshRefusal {
                     providerId, reason: "its token endpoint refused the gateway's client credentials (\(code.prefix(32)))")
             }
             return .upstreamUnavailable(
-                providerId, status: 503, detail: "\(providerId) could not refresh the grant now (\(code.prefix(32))); retry later.")
+                providerId, situation: .temporarilyUnavailable,
+                detail: "\(providerId) could not refresh the grant now (\(code.prefix(32))); retry later.")
         }
         if status == 429 { return .upstreamRateLimited(providerId, retryAfter: headers["retry-after"].flatMap { Int($0) }) }
         return .upstreamUnavailable(
-            providerId, status: status >= 500 ? 503 : 502, detail: "\(providerId) answered the refresh with HTTP \(status) and no OAuth error.")
+            providerId, situation: status >= 500 ? .temporarilyUnavailable : .usual,
+            detail: "\(providerId) answered the refresh with HTTP \(status) and no OAuth error.")
     }
 }
 
@@ -51,7 +53,7 @@ public final class ProviderHealth: Sendable {
     public var readinessProblem: String? { problem.withLock { $0 } }
 
     /// Records a refused client registration (logged loudly the first time) and returns the
-    /// error every caller gets meanwhile: `503 provider-misconfigured`.
+    /// error every caller gets meanwhile: `provider-misconfigured`.
     func misconfigured(_ providerId: String, reason: String) -> GatehouseError {
         let message = "\(providerId) is misconfigured: \(reason). Users' grants are kept; fix the client id or secret."
         let first = problem.withLock { current in
@@ -60,7 +62,7 @@ public final class ProviderHealth: Sendable {
         }
         if first { logger?.error("provider misconfigured", metadata: ["provider.id": "\(providerId)", "reason": "\(reason)"]) }
         return GatehouseError(
-            code: .providerMisconfigured, status: 503, title: "Provider misconfigured", detail: message, extensions: ["providerId": providerId])
+            code: .providerMisconfigured, detail: message, extensions: ["providerId": providerId])
     }
 
     /// A token request succeeded: the registration works (again).

@@ -54,7 +54,7 @@ actor CircuitBreaker {
         metrics.circuitState(providerId: providerId, state: .closed)
     }
 
-    /// Admits a call or throws `503 upstream-unavailable` (with `Retry-After`) while open.
+    /// Admits a call or throws `upstream-unavailable` (temporarily, with the seconds to wait) while open.
     /// Returns whether the admitted call is the half-open probe.
     func admit(now: Date = Date()) throws -> Bool {
         switch state {
@@ -67,7 +67,7 @@ actor CircuitBreaker {
         case .open, .halfOpen:
             let remaining = max(1, Int((settings.openDuration - now.timeIntervalSince(openedAt)).rounded(.up)))
             throw GatehouseError(
-                code: .upstreamUnavailable, status: 503, title: "Upstream unavailable",
+                code: .upstreamUnavailable, situation: .temporarilyUnavailable,
                 detail: "\(providerId) has been failing; the gateway is not calling it for now.",
                 extensions: ["providerId": providerId], retryAfter: state == .open ? remaining : 1)
         }

@@ -2,7 +2,7 @@ import CurlClient
 
 /// Maps what went wrong talking to a provider onto the API's error codes.
 enum UpstreamErrors {
-    /// A transport failure: timeouts → 504, everything else → 502.
+    /// A transport failure: a timeout, or a bad gateway.
     static func transport(_ error: any Error, providerId: String) -> GatehouseError {
         if let error = error as? GatehouseError { return error }
         guard let outbound = error as? OutboundError else {
@@ -10,7 +10,7 @@ enum UpstreamErrors {
         }
         switch outbound.kind {
         case .timedOut:
-            return .upstreamUnavailable(providerId, status: 504, detail: "\(providerId) did not answer in time.")
+            return .upstreamUnavailable(providerId, situation: .timedOut, detail: "\(providerId) did not answer in time.")
         case .responseTooLarge:
             return .upstreamUnavailable(providerId, detail: "\(providerId) sent a larger answer than the gateway accepts.")
         default:
@@ -26,7 +26,7 @@ enum UpstreamErrors {
         case 429:
             return .upstreamRateLimited(providerId, retryAfter: response.headers["retry-after"].flatMap { Int($0) })
         case 503:
-            return .upstreamUnavailable(providerId, status: 503, detail: "\(providerId) answered 503.")
+            return .upstreamUnavailable(providerId, situation: .temporarilyUnavailable, detail: "\(providerId) answered 503.")
         default:
             return .upstreamUnavailable(providerId, detail: "\(providerId) answered HTTP \(response.status).")
         }

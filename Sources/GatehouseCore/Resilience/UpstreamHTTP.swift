@@ -44,7 +44,7 @@ public struct UpstreamHTTP: Sendable {
     }
 
     /// Sends `request` and returns at its response head; the body streams. A transport failure
-    /// throws `upstream-unavailable` (502, or 504 on timeout). Each call is counted at its head.
+    /// throws `upstream-unavailable` (a bad gateway, or a timeout). Each call is counted at its head.
     func stream(_ request: OutboundRequest) async throws -> OutboundStreamingResponse {
         var request = request
         if request.timeout == nil { request.timeout = timeout }

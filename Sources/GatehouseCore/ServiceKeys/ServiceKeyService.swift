@@ -43,7 +43,7 @@ public struct ServiceKeyService: Sendable {
     }
 
     /// The key with this secret, which must hold `scope`: a missing, unknown or revoked key
-    /// is `401 unauthenticated`, a missing scope `403 permission-denied`.
+    /// is `unauthenticated`, a missing scope `permission-denied`.
     public func authorize(secret: String?, scope: String) async throws -> ServiceKeyRecord {
         guard let secret, secret.count <= 512, secret.hasPrefix(Self.secretPrefix),
             let key = try await storage.serviceKey(secretHash: SecureRandom.digest(secret)),
@@ -53,7 +53,7 @@ public struct ServiceKeyService: Sendable {
         }
         guard key.scopes.contains(scope) else {
             throw GatehouseError(
-                code: .permissionDenied, status: 403, title: "Permission denied", detail: "This service key does not have the \(scope) scope.")
+                code: .permissionDenied, detail: "This service key does not have the \(scope) scope.")
         }
         return key
     }

@@ -24,7 +24,7 @@ public struct SessionService: Sendable {
     }
 
     /// The caller behind a gateway ID token (`Authorization: Bearer`); an invalid or ended
-    /// one is `401 invalid-id-token`.
+    /// one is `invalid-id-token`.
     public func caller(idToken: String) async throws -> Caller {
         let bearer = try await tokens.verify(idToken)
         return Caller(

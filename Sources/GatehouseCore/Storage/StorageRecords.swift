@@ -204,6 +204,6 @@ public enum StorageError: Error, Sendable, Equatable {
     case unavailable
     /// The store refuses work for lack of a resource (a full disk, no memory, no connection
     /// slots, an I/O error): nothing was committed. `condition` names it for the log (never
-    /// values); the API answers `503 storage-unavailable`.
+    /// values); the API answers `storage-unavailable`.
     case exhausted(condition: String)
 }

@@ -3,18 +3,106 @@ import GatehouseCore
 import HTTPTypes
 import Hummingbird
 
-extension GatehouseError {
+/// The HTTP side of the core's errors: the status and title of each code (and situation) are
+/// chosen here, so the core never names a status. Thrown past a route, `ProblemMiddleware`
+/// renders it; Hummingbird would too, through `HTTPResponseError`.
+extension GatehouseError: HTTPResponseError {
+    /// The status of this code in this situation.
+    public var status: HTTPResponse.Status {
+        switch (code, situation) {
+        case (.operationNotAllowed, .refusedByPolicy): .forbidden
+        case (.operationNotAllowed, .hiddenFeature): .notFound
+        case (.invalidArgument, .tooLarge): .contentTooLarge
+        case (.upstreamUnavailable, .timedOut): .gatewayTimeout
+        case (.upstreamUnavailable, .temporarilyUnavailable): .serviceUnavailable
+        default: Self.usualStatus(code)
+        }
+    }
+
+    /// A short, fixed summary of the code (the problem document's `title`).
+    public var title: String {
+        switch (code, situation) {
+        case (.invalidArgument, .tooLarge): "Request too large"
+        default: Self.usualTitle(code)
+        }
+    }
+
+    /// The problem document as the answer to `request`.
+    public func response(from request: Request, context: some RequestContext) throws -> Response { problemResponse() }
+
     /// The RFC 9457 problem document (`type`, `title`, `status`, `detail`, `code`, extensions)
-    /// as a response, with `Retry-After` when set. `ProblemMiddleware` turns thrown errors into it.
+    /// as a response, with `Retry-After` when set.
     func problemResponse() -> Response {
         var object: [String: Any] = [
-            "type": "urn:gatehouse:problem:\(code)", "title": title, "status": status, "detail": detail, "code": code.rawValue,
+            "type": "urn:gatehouse:problem:\(code)", "title": title, "status": status.code, "detail": detail, "code": code.rawValue,
         ]
         for (key, value) in extensions { object[key] = value }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         var headers: HTTPFields = [.contentType: "application/problem+json", .cacheControl: "no-store"]
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
-        return Response(status: HTTPResponse.Status(code: status), headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(data: data)))
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(data: data)))
+    }
+
+    /// The status of a code in its usual situation. Exhaustive, so a new code cannot be added
+    /// without choosing its status.
+    private static func usualStatus(_ code: Code) -> HTTPResponse.Status {
+        switch code {
+        case .invalidArgument, .invalidCustomParameter, .invalidReturnTo, .invalidState, .invalidIdPResponse, .operationNotAllowed,
+            .missingOrInvalidNonce, .userMismatch, .invalidResult, .invalidPendingToken:
+            .badRequest
+        case .unauthenticated, .invalidIDToken, .idTokenExpired, .requiresRecentLogin, .invalidRefreshToken: .unauthorized
+        case .userDisabled, .permissionDenied, .originNotAllowed: .forbidden
+        case .unknownProvider, .userNotFound, .noPhoto, .providerNotLinked, .notFound, .resultNotFound: .notFound
+        case .methodNotAllowed: .methodNotAllowed
+        case .accountExistsWithDifferentCredential, .credentialAlreadyInUse, .providerAlreadyLinked, .providerReauthRequired: .conflict
+        case .rateLimited, .upstreamRateLimited: .tooManyRequests
+        case .internal: .internalServerError
+        case .photoUnavailable, .upstreamUnavailable: .badGateway
+        case .storageUnavailable, .providerMisconfigured, .notReady: .serviceUnavailable
+        }
+    }
+
+    /// The title of each code in its usual situation; exhaustive, like the status.
+    private static func usualTitle(_ code: Code) -> String {
+        switch code {
+        case .accountExistsWithDifferentCredential: "Account exists with a different credential"
+        case .credentialAlreadyInUse: "Credential already in use"
+        case .idTokenExpired: "ID token expired"
+        case .`internal`: "Internal error"
+        case .invalidArgument: "Invalid argument"
+        case .invalidCustomParameter: "Invalid custom parameter"
+        case .invalidIDToken: "Invalid ID token"
+        case .invalidIdPResponse: "Invalid identity provider response"
+        case .invalidPendingToken: "Invalid pending token"
+        case .invalidRefreshToken: "Invalid refresh token"
+        case .invalidResult: "Invalid sign-in result"
+        case .invalidReturnTo: "Invalid return_to"
+        case .invalidState: "Invalid state"
+        case .methodNotAllowed: "Method not allowed"
+        case .missingOrInvalidNonce: "Missing or invalid nonce"
+        case .noPhoto: "No photo"
+        case .notFound: "Not found"
+        case .notReady: "Not ready"
+        case .operationNotAllowed: "Operation not allowed"
+        case .originNotAllowed: "Origin not allowed"
+        case .permissionDenied: "Permission denied"
+        case .photoUnavailable: "Photo unavailable"
+        case .providerAlreadyLinked: "Provider already linked"
+        case .providerMisconfigured: "Provider misconfigured"
+        case .providerNotLinked: "Provider not linked"
+        case .providerReauthRequired: "Provider re-authentication required"
+        case .rateLimited: "Too many requests"
+        case .requiresRecentLogin: "Recent login required"
+        case .resultNotFound: "Unknown result"
+        case .storageUnavailable: "Storage unavailable"
+        case .unauthenticated: "Not signed in"
+        case .unknownProvider: "Unknown provider"
+        case .upstreamRateLimited: "Upstream rate limited"
+        case .upstreamUnavailable: "Upstream unavailable"
+        case .userDisabled: "User disabled"
+        case .userMismatch: "User mismatch"
+        case .userNotFound: "User not found"
+        }
     }
 }
 

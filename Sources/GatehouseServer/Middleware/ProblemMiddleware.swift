@@ -50,7 +50,7 @@ struct ProblemMiddleware: RouterMiddleware {
             let allowed = routes.methods(matching: request.uri.path)
             if !allowed.isEmpty, !allowed.contains(request.method.rawValue) {
                 var problem = GatehouseError(
-                    code: .methodNotAllowed, status: 405, title: "Method not allowed",
+                    code: .methodNotAllowed,
                     detail: "\(request.method.rawValue) is not supported here; use \(allowed.joined(separator: ", "))."
                 ).problemResponse()
                 problem.headers[.allow] = allowed.joined(separator: ", ")
@@ -58,7 +58,7 @@ struct ProblemMiddleware: RouterMiddleware {
             }
             return GatehouseError.notFound().problemResponse()
         case 413:
-            return GatehouseError(code: .invalidArgument, status: 413, title: "Request too large", detail: "The request body is too large.")
+            return GatehouseError(code: .invalidArgument, situation: .tooLarge, detail: "The request body is too large.")
                 .problemResponse()
         case 500...:
             return GatehouseError.internalError().problemResponse()

@@ -124,7 +124,7 @@ struct AuthRoutes {
         table.add(.get, "/v1/auth/methods") { request, context in
             guard methodsLookup else {
                 throw GatehouseError.operationNotAllowed(
-                    "Looking up sign-in methods by email is turned off on this gateway (email-enumeration protection).", status: 404)
+                    "Looking up sign-in methods by email is turned off on this gateway (email-enumeration protection).", situation: .hiddenFeature)
             }
             try await browser.limit("methods", request, context)
             guard let email = request.queryDictionary["email"] else { throw GatehouseError.invalidArgument("email is required.") }

@@ -28,13 +28,13 @@ struct OperationsRoutes {
                 try await storage.ping(within: .milliseconds(500))
             } catch {
                 context.logger.warning("readiness: storage unreachable")
-                throw GatehouseError(code: .notReady, status: 503, title: "Not ready", detail: "The storage is not reachable.")
+                throw GatehouseError(code: .notReady, detail: "The storage is not reachable.")
             }
             guard await keys.isReady() else {
-                throw GatehouseError(code: .notReady, status: 503, title: "Not ready", detail: "No signing key could be loaded.")
+                throw GatehouseError(code: .notReady, detail: "No signing key could be loaded.")
             }
             guard !providers.ids.isEmpty else {
-                throw GatehouseError(code: .notReady, status: 503, title: "Not ready", detail: "No provider is configured.")
+                throw GatehouseError(code: .notReady, detail: "No provider is configured.")
             }
             // A provider whose discovery is wrong is reported, by name and reason; the others still serve.
             var problems: [String: String] = [:]
@@ -43,7 +43,7 @@ struct OperationsRoutes {
             }
             guard problems.count < providers.ids.count else {
                 throw GatehouseError(
-                    code: .notReady, status: 503, title: "Not ready",
+                    code: .notReady,
                     detail: "No provider can sign anyone in: " + problems.sorted { $0.key < $1.key }.map(\.value).joined(separator: " "))
             }
             // Reads work (the ping did) but writes were refused lately: still ready — sending

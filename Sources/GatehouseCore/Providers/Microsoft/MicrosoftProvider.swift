@@ -48,7 +48,7 @@ public struct MicrosoftProvider: IdentityProvider {
             ? !permitted.contains(tenant.lowercased())
             : !permitted.isEmpty && MicrosoftTenants.isGUID(tenant) && !permitted.contains(tenant.lowercased())
         if refused {
-            throw GatehouseError.operationNotAllowed("Accounts of this Microsoft tenant may not sign in here.", status: 403)
+            throw GatehouseError.operationNotAllowed("Accounts of this Microsoft tenant may not sign in here.", situation: .refusedByPolicy)
         }
         var redirect = try await engines.engine(tenant).authorizationRedirect(for: request)
         redirect.context = tenant

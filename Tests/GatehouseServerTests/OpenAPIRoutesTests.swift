@@ -1,4 +1,3 @@
-import CurlClient
 import Foundation
 import GatehouseCore
 import GatehouseServer
@@ -20,13 +19,9 @@ struct OpenAPIRoutesTests {
             }
         }
         // No server is needed: the route table is built from an assembled core.
-        let client = CurlHTTPClient()
-        defer { client.shutdown() }
-        let gatehouse = try Gatehouse(
-            configuration: GatewayConfiguration(publicURL: "https://gw.example", returnToAllowList: []),
-            storage: try GatehouseSQLiteStorageForSpec.make(), vault: try TokenVault(keys: [TokenVault.generateKey()]), http: client)
-        let registered = Set(
-            GatehouseServer.routes(for: gatehouse, metrics: ServerMetrics(), demoPage: true).1.routes.map { "\($0.method) \($0.path)" })
+        let registered = try await withInProcessGateway { _, gatehouse in
+            Set(GatehouseServer.routes(for: gatehouse, metrics: ServerMetrics(), demoPage: true).1.routes.map { "\($0.method) \($0.path)" })
+        }
         #expect(registered == documented)
         #expect(registered.count >= 10)
     }

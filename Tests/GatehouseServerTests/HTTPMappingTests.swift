@@ -1,0 +1,138 @@
+import Foundation
+import GatehouseCore
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+@testable import GatehouseServer
+
+/// Statuses, problem documents and headers of the real route chain, in-process.
+@Suite("HTTP mapping (in-process)")
+struct HTTPMappingTests {
+    @Test("errors are problem documents: unknown route, wrong method with Allow, unknown provider; every answer is nosniff")
+    func problemDocuments() async throws {
+        try await withInProcessGateway { client, _ in
+            let missing = try await client.execute(uri: "/nope", method: .get)
+            #expect(missing.status == .notFound)
+            #expect(missing.problemCode == "not-found")
+            #expect(missing.headers[.xContentTypeOptions] == "nosniff")
+            #expect(missing.headers[.cacheControl] == "no-store")
+            let wrongMethod = try await client.execute(uri: "/v1/me", method: .put)
+            #expect(wrongMethod.status == .methodNotAllowed)
+            #expect(wrongMethod.problemCode == "method-not-allowed")
+            #expect(wrongMethod.headers[.allow] == "GET, DELETE")
+            let unknown = try await client.execute(uri: "/v1/auth/example.com/start?return_to=x", method: .get)
+            #expect(unknown.status == .notFound)
+            #expect(unknown.problemCode == "unknown-provider")
+            let problem = try unknown.json
+            #expect(problem["status"] as? Int == 404)
+            #expect(problem["title"] as? String == "Unknown provider")
+            #expect(problem["type"] as? String == "urn:gatehouse:problem:unknown-provider")
+            let healthy = try await client.execute(uri: "/healthz", method: .get)
+            #expect(healthy.status == .ok)
+            #expect(healthy.headers[.xContentTypeOptions] == "nosniff")
+        }
+    }
+
+    @Test("callers without credentials: 401 unauthenticated, a garbage bearer 401 invalid-id-token")
+    func userCredentials() async throws {
+        try await withInProcessGateway { client, _ in
+            let anonymous = try await client.execute(uri: "/v1/me", method: .get)
+            #expect(anonymous.status == .unauthorized)
+            #expect(anonymous.problemCode == "unauthenticated")
+            let garbage = try await client.execute(uri: "/v1/me", method: .get, headers: [.authorization: "Bearer not-a-jwt"])
+            #expect(garbage.status == .unauthorized)
+            #expect(garbage.problemCode == "invalid-id-token")
+        }
+    }
+
+    @Test("service keys: none or unknown 401, a missing scope 403 permission-denied, an unknown user 404 user-not-found")
+    func serviceKeys() async throws {
+        try await withInProcessGateway { client, gatehouse in
+            let (_, photoKey) = try await gatehouse.serviceKeys.create(name: "photos", scopes: ["photo:read"])
+            let (_, profileKey) = try await gatehouse.serviceKeys.create(name: "profiles", scopes: ["profile:read"])
+            #expect(try await client.execute(uri: "/v1/users/u1", method: .get).status == .unauthorized)
+            let unknown = try await client.execute(uri: "/v1/users/u1", method: .get, headers: [.authorization: "Bearer gk_unknown"])
+            #expect(unknown.status == .unauthorized)
+            let scopeless = try await client.execute(uri: "/v1/users/u1", method: .get, headers: [.authorization: "Bearer \(photoKey)"])
+            #expect(scopeless.status == .forbidden)
+            #expect(scopeless.problemCode == "permission-denied")
+            let missingUser = try await client.execute(uri: "/v1/users/u1", method: .get, headers: [.authorization: "Bearer \(profileKey)"])
+            #expect(missingUser.status == .notFound)
+            #expect(missingUser.problemCode == "user-not-found")
+        }
+    }
+
+    @Test("sign-in starts: a foreign return_to 400 invalid-return-to, an unknown mode 400 invalid-argument, a good one 302 to the provider")
+    func starts() async throws {
+        try await withInProcessGateway { client, _ in
+            let foreign = try await client.execute(
+                uri: "/v1/auth/github.com/start?return_to=https%3A%2F%2Fevil.example%2F", method: .get)
+            #expect(foreign.status == .badRequest)
+            #expect(foreign.problemCode == "invalid-return-to")
+            let mode = try await client.execute(
+                uri: "/v1/auth/github.com/start?return_to=https%3A%2F%2Fapp.example.com%2Fsigned-in&mode=bogus", method: .get)
+            #expect(mode.status == .badRequest)
+            #expect(mode.problemCode == "invalid-argument")
+            // Outside development mode a start must bind its result (any S256 value will do here).
+            let challenge = String(repeating: "A", count: 43)
+            let good = try await client.execute(
+                uri: "/v1/auth/github.com/start?return_to=https%3A%2F%2Fapp.example.com%2Fsigned-in&result_challenge=\(challenge)", method: .get)
+            #expect(good.status == .found, "\(String(buffer: good.body))")
+            #expect(good.headers[.location]?.hasPrefix("https://idp.invalid/github/login/oauth/authorize?") == true)
+            #expect(good.headers[.referrerPolicy] == "no-referrer")
+            #expect(good.headers[.setCookie]?.contains("HttpOnly") == true)
+        }
+    }
+
+    @Test("a feature turned off answers 404 operation-not-allowed; an oversized body 413 invalid-argument")
+    func hiddenAndTooLarge() async throws {
+        try await withInProcessGateway { client, _ in
+            let methods = try await client.execute(uri: "/v1/auth/methods?email=a%40example.com", method: .get)
+            #expect(methods.status == .notFound)
+            #expect(methods.problemCode == "operation-not-allowed")
+            let body = ByteBuffer(string: #"{"result":""# + String(repeating: "a", count: 20 << 10) + #""}"#)
+            let tooLarge = try await client.execute(
+                uri: "/v1/auth/result", method: .post, headers: [.contentType: "application/json"], body: body)
+            #expect(tooLarge.status == .contentTooLarge)
+            #expect(tooLarge.problemCode == "invalid-argument")
+            #expect(try tooLarge.json["title"] as? String == "Request too large")
+        }
+    }
+
+    @Test("CORS preflights only for configured origins (never null or a look-alike); sign-in routes are rate limited with Retry-After")
+    func browserRules() async throws {
+        try await withInProcessGateway(gateway: { $0.authRateLimitPerMinute = 5 }) { client, _ in
+            func preflight(_ origin: String) async throws -> TestResponse {
+                try await client.execute(
+                    uri: "/v1/me", method: .options,
+                    headers: [.origin: origin, .accessControlRequestMethod: "GET", .accessControlRequestHeaders: "authorization"])
+            }
+            let allowed = try await preflight("https://app.example.com")
+            #expect(allowed.status == .noContent)
+            #expect(allowed.headers[.accessControlAllowOrigin] == "https://app.example.com")
+            #expect(allowed.headers[.accessControlAllowCredentials] == "true")
+            for origin in ["https://evil.example", "null", "https://app.example.com.evil.example"] {
+                let refused = try await preflight(origin)
+                #expect(refused.status == .forbidden)
+                #expect(refused.problemCode == "origin-not-allowed")
+                #expect(refused.headers[.accessControlAllowOrigin] == nil)
+            }
+            // Five results per minute per client; the sixth waits.
+            var statuses: [HTTPResponse.Status] = []
+            var retryAfter: String?
+            for _ in 0..<6 {
+                let answer = try await client.execute(
+                    uri: "/v1/auth/result", method: .post, headers: [.contentType: "application/json"],
+                    body: ByteBuffer(string: #"{"result":"unknown"}"#))
+                statuses.append(answer.status)
+                retryAfter = answer.headers[.retryAfter] ?? retryAfter
+            }
+            // A malformed result id is refused (400) within the budget; the sixth call is not served.
+            #expect(statuses.prefix(5).allSatisfy { $0 == .badRequest }, "\(statuses)")
+            #expect(statuses.last == .tooManyRequests)
+            #expect(Int(retryAfter ?? "") ?? 0 >= 1)
+        }
+    }
+}
