@@ -108,11 +108,11 @@ enum SQLiteMigrations {
                     );
                     """)
             // Existing links get their verified email with the same normalization new ones use.
-            for row in try Row.fetchAll(db, sql: "SELECT provider_id, federated_id, profile_json FROM provider_links") {
-                let json: Data = row["profile_json"]
-                guard let profile = try? JSONCoding.decoder().decode(ProviderProfile.self, from: json),
-                    let email = EmailAddress.verified(of: profile)
-                else { continue }
+            // A snapshot that cannot be read stops the migration, naming its row.
+            for row in try Row.fetchAll(db, sql: "SELECT uid, provider_id, federated_id, profile_json FROM provider_links") {
+                let profile = try ProfileSnapshot.decode(
+                    row["profile_json"], uid: row["uid"], providerId: row["provider_id"], federatedId: row["federated_id"])
+                guard let email = EmailAddress.verified(of: profile) else { continue }
                 try db.execute(
                     sql: "UPDATE provider_links SET verified_email = ? WHERE provider_id = ? AND federated_id = ?",
                     arguments: [email, row["provider_id"] as String, row["federated_id"] as String])

@@ -205,6 +205,32 @@ extension StoreFaultTests {
         }
     }
 
+    @Test("a corrupt or too-new profile snapshot is an operator-visible error on every read, never a silent gap or re-auth")
+    func corruptProfileSnapshot() async throws {
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            _ = try await browser.complete(login: "octocat")
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 200)
+            let database = try DatabaseQueue(path: deployment.databasePath)
+            for (broken, cause) in [
+                (#"{"providerId":"github.com","federatedId":"#, "unreadable"),
+                (#"{"version":99,"providerId":"github.com","federatedId":"583231","emailVerified":false,"rawUserInfo":null}"#, "version 99"),
+                (#"{"providerId":"github.com","federatedId":"someone-else","emailVerified":false,"rawUserInfo":null}"#, "another identity"),
+            ] {
+                try await database.write { try $0.execute(sql: "UPDATE provider_links SET profile_json = ?", arguments: [Data(broken.utf8)]) }
+                for path in ["/v1/me", "/v1/me/photo", "/v1/me/providers/github.com/profile"] {
+                    let answer = try await browser.send("\(deployment.gatewayURL)\(path)")
+                    #expect(answer.status == 500, "\(path) with \(cause): \(answer.status) \(answer.bodyText)")
+                    #expect(try jsonObject(answer)["code"] as? String == "internal", "\(path) with \(cause)")
+                }
+                // The log names the row and why, so an operator can find it.
+                #expect(
+                    deployment.logs.lines.contains { $0.contains("request failed") && $0.contains("profile snapshot") && $0.contains(cause) },
+                    "\(cause)")
+            }
+        }
+    }
+
     /// A GitHub sign-in step by step: the first answer that is not the next step's (start,
     /// callback), else the result's answer.
     static func attemptSignIn(_ deployment: TestDeployment, login: String) async throws -> OutboundResponse {

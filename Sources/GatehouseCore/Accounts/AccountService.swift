@@ -48,7 +48,7 @@ public struct AccountService: Sendable {
             do {
                 // The answer is built before the commit: after it, nothing is left to fail.
                 let first = try await newLink(uid: account.uid, profile: profile, tokens: tokens, at: now)
-                let answer = SignIn(account: account, profile: unifiedProfile(for: account, links: [first]), isNewUser: true)
+                let answer = try SignIn(account: account, profile: unifiedProfile(for: account, links: [first]), isNewUser: true)
                 try await storage.createAccount(account, firstLink: first)
                 return answer
             } catch StorageError.conflict {
@@ -98,7 +98,7 @@ public struct AccountService: Sendable {
             throw GatehouseError.requiresRecentLogin(
                 detail: "Sign in again with a method of this account: a pending credential is claimed only by a sign-in made after it was issued.")
         }
-        let profile = try JSONCoding.decoder().decode(ProviderProfile.self, from: pending.profileJSON)
+        let profile = try pending.profile()
         return try await attach(uid: uid, profile: profile, sealed: pending.sealedTokens, consumingPending: tokenHash) { _ in nil }
     }
 
@@ -109,7 +109,7 @@ public struct AccountService: Sendable {
         guard let account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
         if account.disabled { throw GatehouseError.userDisabled() }
         let remaining = try await storage.links(uid: uid).filter { $0.providerId != providerId }
-        let answer = unifiedProfile(for: account, links: remaining)
+        let answer = try unifiedProfile(for: account, links: remaining)
         switch try await storage.deleteLink(uid: uid, providerId: providerId) {
         case .deleted(let link):
             await revokeGrants([link], providers: providers)
@@ -161,11 +161,11 @@ public struct AccountService: Sendable {
             let links = try await storage.links(uid: uid)
             if var existing = try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) {
                 guard existing.uid == uid else { throw GatehouseError.credentialAlreadyInUse(pendingToken: try await onElsewhere(existing.uid)) }
-                existing.profileJSON = try JSONCoding.encoder().encode(profile)
+                existing.profileJSON = try ProfileSnapshot.encode(profile)
                 existing.sealedTokens = sealed
                 existing.verifiedEmail = EmailAddress.verified(of: profile)
                 existing.updatedAt = now
-                let answer = SignIn(
+                let answer = try SignIn(
                     account: account, profile: unifiedProfile(for: account, links: Self.replacing(existing, in: links)), isNewUser: false)
                 try await storage.updateLink(existing, consumingPending: consumingPending)
                 return answer
@@ -175,9 +175,9 @@ public struct AccountService: Sendable {
             }
             let link = ProviderLinkRecord(
                 uid: uid, providerId: profile.providerId, federatedId: profile.federatedId,
-                profileJSON: try JSONCoding.encoder().encode(profile), sealedTokens: sealed, linkedAt: now, updatedAt: now,
+                profileJSON: try ProfileSnapshot.encode(profile), sealedTokens: sealed, linkedAt: now, updatedAt: now,
                 verifiedEmail: EmailAddress.verified(of: profile))
-            let answer = SignIn(account: account, profile: unifiedProfile(for: account, links: links + [link]), isNewUser: false)
+            let answer = try SignIn(account: account, profile: unifiedProfile(for: account, links: links + [link]), isNewUser: false)
             do {
                 try await storage.addLink(link, consumingPending: consumingPending)
                 return answer
@@ -193,14 +193,14 @@ public struct AccountService: Sendable {
         var link = link
         guard var account = try await storage.account(uid: link.uid) else { throw GatehouseError.userNotFound() }
         if account.disabled { throw GatehouseError.userDisabled() }
-        link.profileJSON = try JSONCoding.encoder().encode(profile)
+        link.profileJSON = try ProfileSnapshot.encode(profile)
         link.verifiedEmail = EmailAddress.verified(of: profile)
         // An ID-token sign-in brings no access token: keep the grant of an earlier code flow.
         if !tokens.accessToken.isEmpty { link.sealedTokens = try await seal(tokens, for: profile) }
         link.updatedAt = now
         account.lastSignInAt = now
         let links = Self.replacing(link, in: try await storage.links(uid: account.uid))
-        let answer = SignIn(account: account, profile: unifiedProfile(for: account, links: links), isNewUser: false)
+        let answer = try SignIn(account: account, profile: unifiedProfile(for: account, links: links), isNewUser: false)
         try await storage.recordSignIn(link: link, at: now)
         return answer
     }
@@ -217,26 +217,25 @@ public struct AccountService: Sendable {
         try await storage.insertPendingCredential(
             PendingCredentialRecord(
                 tokenHash: SecureRandom.digest(token), targetUid: owner, providerId: profile.providerId, federatedId: profile.federatedId,
-                profileJSON: try JSONCoding.encoder().encode(profile), sealedTokens: try await seal(tokens, for: profile),
+                profileJSON: try ProfileSnapshot.encode(profile), sealedTokens: try await seal(tokens, for: profile),
                 verifiedEmail: EmailAddress.verified(of: profile), expiresAt: clock.now().addingTimeInterval(pendingLifetime)))
         return token
     }
 
     private func newLink(uid: String, profile: ProviderProfile, tokens: ProviderTokens, at now: Date) async throws -> ProviderLinkRecord {
         ProviderLinkRecord(
-            uid: uid, providerId: profile.providerId, federatedId: profile.federatedId, profileJSON: try JSONCoding.encoder().encode(profile),
+            uid: uid, providerId: profile.providerId, federatedId: profile.federatedId, profileJSON: try ProfileSnapshot.encode(profile),
             sealedTokens: try await seal(tokens, for: profile), linkedAt: now, updatedAt: now, verifiedEmail: EmailAddress.verified(of: profile))
     }
 
     /// The unified profile of an account from its links' stored snapshots.
     public func unifiedProfile(for account: AccountRecord) async throws -> UnifiedProfile {
-        unifiedProfile(for: account, links: try await storage.links(uid: account.uid))
+        try unifiedProfile(for: account, links: try await storage.links(uid: account.uid))
     }
 
     /// The unified profile from links already read.
-    func unifiedProfile(for account: AccountRecord, links: [ProviderLinkRecord]) -> UnifiedProfile {
-        let profiles = links.compactMap { link in try? JSONCoding.decoder().decode(ProviderProfile.self, from: link.profileJSON) }
-        return UnifiedProfile.build(account: account, profiles: profiles, photoBaseURL: photoBaseURL)
+    func unifiedProfile(for account: AccountRecord, links: [ProviderLinkRecord]) throws -> UnifiedProfile {
+        UnifiedProfile.build(account: account, profiles: try links.map { try $0.profile() }, photoBaseURL: photoBaseURL)
     }
 
     /// Seals tokens for a link (under the current data key); the identity is the associated data.

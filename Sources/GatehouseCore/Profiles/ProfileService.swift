@@ -105,6 +105,7 @@ public struct ProfileService: Sendable {
 
     private func fetchProviderProfile(uid: String, providerId: String) async throws -> ProviderProfile {
         let link = try await link(uid: uid, providerId: providerId)
+        let snapshot = try link.profile()
         let provider = try providers.provider(providerId)
         var profile = try await circuits.run(providerId) {
             try await withFreshTokens(link, provider) { try await provider.fetchProfile(tokens: $0) }
@@ -115,15 +116,14 @@ public struct ProfileService: Sendable {
         // Some proofs exist only at sign-in (Microsoft's xms_edov is an ID-token claim): an
         // address verified then stays verified while the provider still reports the same one.
         if !profile.emailVerified, let email = profile.email,
-            let snapshot = try? JSONCoding.decoder().decode(ProviderProfile.self, from: link.profileJSON), snapshot.emailVerified,
-            snapshot.email?.lowercased() == email.lowercased()
+            snapshot.emailVerified, snapshot.email?.lowercased() == email.lowercased()
         {
             profile.emailVerified = true
         }
         // The snapshot only: tokens are written by refreshes and sign-ins alone, so a refresh or
         // a key rotation that ran during this call is never undone by stale tokens.
         try await storage.updateLinkProfile(
-            providerId: link.providerId, federatedId: link.federatedId, uid: link.uid, profileJSON: try JSONCoding.encoder().encode(profile),
+            providerId: link.providerId, federatedId: link.federatedId, uid: link.uid, profileJSON: try ProfileSnapshot.encode(profile),
             verifiedEmail: EmailAddress.verified(of: profile), at: clock.now())
         return profile
     }
@@ -197,8 +197,8 @@ public struct ProfileService: Sendable {
         let candidates = providerId.map { id in links.filter { $0.providerId == id } } ?? Self.photoCandidates(links, order: photoProviderOrder)
         if let providerId, candidates.isEmpty { throw GatehouseError.providerNotLinked(providerId) }
         for link in candidates {
-            guard let profile = try? JSONCoding.decoder().decode(ProviderProfile.self, from: link.profileJSON), profile.photoSourceURL != nil
-            else { continue }
+            let profile = try link.profile()
+            guard profile.photoSourceURL != nil else { continue }
             let provider = try providers.provider(link.providerId)
             return try await circuits.run(link.providerId) {
                 let source = try await withFreshTokens(link, provider) { try await provider.fetchPhoto(profile: profile, tokens: $0, size: size) }

@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+
+@testable import GatehouseCore
+
+/// The stored form of provider profiles.
+@Suite("Profile snapshots")
+struct ProfileSnapshotTests {
+    static let profile = ProviderProfile(
+        providerId: "github.com", federatedId: "583231", username: "octocat", email: "octocat@github.com", emailVerified: true,
+        rawUserInfo: .object(["login": .string("octocat")]))
+
+    @Test("written with the current version and read back unchanged")
+    func roundTrip() throws {
+        let data = try ProfileSnapshot.encode(Self.profile)
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(object["version"] as? Int == ProfileSnapshot.currentVersion)
+        #expect(object["federatedId"] as? String == "583231")
+        #expect(try ProfileSnapshot.decode(data, uid: "u", providerId: "github.com", federatedId: "583231") == Self.profile)
+    }
+
+    @Test("a snapshot stored before versions existed is version 1")
+    func legacy() throws {
+        let legacy = try JSONCoding.encoder().encode(Self.profile)
+        #expect(try ProfileSnapshot.decode(legacy, uid: nil, providerId: "github.com", federatedId: "583231") == Self.profile)
+    }
+
+    @Test("unreadable, newer, or another identity's: an error naming the row, never a value")
+    func refused() throws {
+        let valid = try ProfileSnapshot.encode(Self.profile)
+        var newer = try #require(try JSONSerialization.jsonObject(with: valid) as? [String: Any])
+        newer["version"] = ProfileSnapshot.currentVersion + 1
+        let cases: [(Data, String, String)] = [
+            (Data("{".utf8), "583231", "unreadable (not JSON)"),
+            (Data(#"{"providerId":"github.com"}"#.utf8), "583231", "unreadable (no federatedId)"),
+            (try JSONSerialization.data(withJSONObject: newer), "583231", "written by a newer Gatehouse"),
+            (valid, "42", "another identity"),
+        ]
+        for (data, federatedId, reason) in cases {
+            let error = #expect(throws: CorruptProfileSnapshot.self) {
+                try ProfileSnapshot.decode(data, uid: "u1", providerId: "github.com", federatedId: federatedId)
+            }
+            #expect(error?.reason.contains(reason) == true, "\(error?.reason ?? "")")
+            #expect(error?.description.contains("github.com link of account u1") == true)
+        }
+    }
+}
