@@ -83,7 +83,7 @@ public struct Gatehouse: Sendable {
         self.sessions = SessionService(
             storage: storage, tokens: tokens, recentLoginWindow: configuration.recentLoginWindow, clock: configuration.clock)
         self.profiles = ProfileService(
-            storage: storage, providers: registry, accounts: accounts, configuration: configuration, metrics: metrics)
+            storage: storage, providers: registry, accounts: accounts, vault: vault, configuration: configuration, metrics: metrics)
         self.serviceKeys = ServiceKeyService(storage: storage)
         self.admin = AdminService(storage: storage, accounts: accounts)
     }

@@ -28,7 +28,7 @@ struct DemoCommand: AsyncParsableCommand {
         let logger = Logging.bootstrapJSON(level: environment["GATEHOUSE_LOG_LEVEL"])
         let dataDir = try store.folder(environment: environment)
         let storage = try await store.open(environment: environment, logger: logger)
-        let vault = try VaultSettings.vault(environment: environment) { try Self.demoKey(dataDir: dataDir) }
+        let vault = try TokenVault(keys: try VaultSettings.keys(environment: environment) { try Self.demoKey(dataDir: dataDir) }, store: storage)
         // Both listeners bind first (0: the kernel picks) and report their ports; the gateway's
         // configuration, which names both URLs, is assembled from what they got.
         let emulatorBase = Eventual<String>()

@@ -89,13 +89,14 @@ struct KeysCommand: AsyncParsableCommand {
         func run() async throws {
             let environment = ProcessInfo.processInfo.environment
             // A demo's data folder keeps its own key when none is configured.
-            let vault = try VaultSettings.vault(environment: environment) {
+            let keys = try VaultSettings.keys(environment: environment) {
                 guard store.databaseURL == nil, environment["GATEHOUSE_DATABASE_URL"] == nil else {
                     throw ValidationError("GATEHOUSE_ENCRYPTION_KEY is required with a database URL")
                 }
                 return try DemoCommand.demoKey(dataDir: try store.folder(environment: environment))
             }
             let storage = try await store.open(environment: environment, logger: KeysCommand.quiet)
+            let vault = try TokenVault(keys: keys, store: storage)
             print("New signing key \(try await SigningKeyRing.addKey(storage: storage, vault: vault)).")
         }
     }
@@ -135,8 +136,9 @@ struct KeysCommand: AsyncParsableCommand {
         /// Runs the rotation and prints its report; unreadable links fail the command.
         func run() async throws {
             let environment = ProcessInfo.processInfo.environment
-            let vault = try VaultSettings.vault(environment: environment, reloadInterval: reloadSeconds)
+            let keys = try VaultSettings.keys(environment: environment)
             let storage = try await store.open(environment: environment, logger: KeysCommand.quiet)
+            let vault = try TokenVault(keys: keys, store: storage, reloadInterval: reloadSeconds)
             var gateway = GatewayConfiguration(publicURL: "", returnToAllowList: [])
             try ProfileSettings.applyRetryWindow(environment, to: &gateway)
             let window = gateway.refreshRetryWindow

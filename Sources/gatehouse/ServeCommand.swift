@@ -31,7 +31,8 @@ struct ServeCommand: AsyncParsableCommand {
             )
         }
         let gatehouse = try Gatehouse(
-            configuration: settings.gateway, storage: storage, vault: settings.vault, http: http, metrics: metrics.core, logger: logger)
+            configuration: settings.gateway, storage: storage, vault: try TokenVault(keys: settings.vaultKeys, store: storage), http: http,
+            metrics: metrics.core, logger: logger)
         let app = GatehouseServer.service(
             GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: false), host: settings.host, port: settings.port, logger: logger
         ) { port in
@@ -52,7 +53,8 @@ struct ServeSettings {
     /// Seconds between two purges of expired flows, results and sessions (`GATEHOUSE_PURGE_INTERVAL`, default 300).
     var purgeInterval: Duration
     var gateway: GatewayConfiguration
-    var vault: TokenVault
+    /// The configured encryption keys, current first.
+    var vaultKeys: [Data]
 
     init(environment: [String: String], host: String?, port: Int?) throws {
         func required(_ name: String) throws -> String {
@@ -65,7 +67,7 @@ struct ServeSettings {
         let purgeSeconds = environment["GATEHOUSE_PURGE_INTERVAL"].map { Int($0) } ?? 300
         guard let purgeSeconds, purgeSeconds > 0 else { throw ValidationError("GATEHOUSE_PURGE_INTERVAL must be a positive number of seconds") }
         self.purgeInterval = .seconds(purgeSeconds)
-        self.vault = try VaultSettings.vault(environment: environment)
+        self.vaultKeys = try VaultSettings.keys(environment: environment)
         var github: GitHubConfiguration?
         if let clientID = environment["GATEHOUSE_GITHUB_CLIENT_ID"] {
             var config = GitHubConfiguration(clientID: clientID, clientSecret: try required("GATEHOUSE_GITHUB_CLIENT_SECRET"))

@@ -7,11 +7,9 @@ import GatehouseCore
 /// Either may instead name a file with `…_FILE` (a mounted Kubernetes secret, say). Keys never
 /// come from the database.
 enum VaultSettings {
-    /// The vault; `fallback` supplies the current key when none is configured (the demo's
-    /// generated key), otherwise a missing key stops the command.
-    static func vault(environment: [String: String], reloadInterval: TimeInterval = 30, fallback: (() throws -> Data)? = nil) throws
-        -> TokenVault
-    {
+    /// The configured keys, current first; `fallback` supplies the current key when none is
+    /// configured (the demo's generated key), otherwise a missing key stops the command.
+    static func keys(environment: [String: String], fallback: (() throws -> Data)? = nil) throws -> [Data] {
         let current: Data
         if let text = try setting("GATEHOUSE_ENCRYPTION_KEY", environment) {
             current = try key(text, name: "GATEHOUSE_ENCRYPTION_KEY")
@@ -23,7 +21,7 @@ enum VaultSettings {
         let previous = try (try setting("GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS", environment) ?? "")
             .split(whereSeparator: { $0 == "," || $0.isNewline })
             .map { try key(String($0), name: "GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS") }
-        return try TokenVault(keys: [current] + previous, reloadInterval: reloadInterval)
+        return [current] + previous
     }
 
     /// `name` from the environment, or the contents of the file `name_FILE` names; both at

@@ -5,49 +5,50 @@ import Testing
 
 /// AES-256-GCM sealing of provider tokens, bound to the link it belongs to.
 @Suite struct TokenVaultTests {
+    // A vault without a store: configured keys alone (`v1`), as tools and legacy values use.
     let key = TokenVault.generateKey()
 
-    @Test func sealsAndOpens() throws {
+    @Test func sealsAndOpens() async throws {
         let vault = try TokenVault(keys: [key])
-        let sealed = try vault.seal(Data("gho_secret".utf8), context: "github.com|1")
+        let sealed = try await vault.seal(Data("gho_secret".utf8), context: "github.com|1")
         #expect(sealed.hasPrefix("v1.\(vault.currentKeyID)."))
         #expect(!sealed.contains("gho_secret"))
-        #expect(try vault.open(sealed, context: "github.com|1") == Data("gho_secret".utf8))
+        #expect(try await vault.open(sealed, context: "github.com|1") == Data("gho_secret".utf8))
     }
 
-    @Test func sealingTwiceGivesDifferentCiphertexts() throws {
+    @Test func sealingTwiceGivesDifferentCiphertexts() async throws {
         let vault = try TokenVault(keys: [key])
         let plaintext = Data("same".utf8)
-        #expect(try vault.seal(plaintext, context: "c") != vault.seal(plaintext, context: "c"))
+        #expect(try await vault.seal(plaintext, context: "c") != vault.seal(plaintext, context: "c"))
     }
 
-    @Test func anotherContextDoesNotOpen() throws {
+    @Test func anotherContextDoesNotOpen() async throws {
         let vault = try TokenVault(keys: [key])
-        let sealed = try vault.seal(Data("t".utf8), context: "github.com|1")
-        #expect(throws: TokenVault.VaultError.self) { try vault.open(sealed, context: "github.com|2") }
+        let sealed = try await vault.seal(Data("t".utf8), context: "github.com|1")
+        await #expect(throws: TokenVault.VaultError.self) { try await vault.open(sealed, context: "github.com|2") }
     }
 
-    @Test func alteredValueDoesNotOpen() throws {
+    @Test func alteredValueDoesNotOpen() async throws {
         let vault = try TokenVault(keys: [key])
-        let sealed = try vault.seal(Data("token".utf8), context: "c")
+        let sealed = try await vault.seal(Data("token".utf8), context: "c")
         var bytes = try #require(Base64URL.decode(String(sealed.split(separator: ".")[2])))
         bytes[bytes.count / 2] ^= 0x01
         let altered = "v1.\(vault.currentKeyID).\(Base64URL.encode(bytes))"
-        #expect(throws: TokenVault.VaultError.self) { try vault.open(altered, context: "c") }
-        #expect(throws: TokenVault.VaultError.self) { try vault.open("v2.\(vault.currentKeyID).AAAA", context: "c") }
-        #expect(throws: TokenVault.VaultError.self) { try vault.open("garbage", context: "c") }
+        await #expect(throws: TokenVault.VaultError.self) { try await vault.open(altered, context: "c") }
+        await #expect(throws: TokenVault.VaultError.self) { try await vault.open("v2.\(vault.currentKeyID).AAAA", context: "c") }
+        await #expect(throws: TokenVault.VaultError.self) { try await vault.open("garbage", context: "c") }
     }
 
-    @Test func oldKeysStillOpenAfterRotation() throws {
+    @Test func oldKeysStillOpenAfterRotation() async throws {
         let old = try TokenVault(keys: [key])
-        let sealed = try old.seal(Data("kept".utf8), context: "c")
+        let sealed = try await old.seal(Data("kept".utf8), context: "c")
         let newKey = TokenVault.generateKey()
         let rotated = try TokenVault(keys: [newKey, key])
         #expect(rotated.currentKeyID != old.currentKeyID)
-        #expect(try rotated.open(sealed, context: "c") == Data("kept".utf8))
-        #expect(try rotated.seal(Data("x".utf8), context: "c").hasPrefix("v1.\(rotated.currentKeyID)."))
+        #expect(try await rotated.open(sealed, context: "c") == Data("kept".utf8))
+        #expect(try await rotated.seal(Data("x".utf8), context: "c").hasPrefix("v1.\(rotated.currentKeyID)."))
         let withoutOld = try TokenVault(keys: [newKey])
-        #expect(throws: TokenVault.VaultError.self) { try withoutOld.open(sealed, context: "c") }
+        await #expect(throws: TokenVault.VaultError.self) { try await withoutOld.open(sealed, context: "c") }
     }
 
     @Test func refusesBadKeys() {

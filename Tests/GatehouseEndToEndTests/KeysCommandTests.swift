@@ -72,7 +72,7 @@ struct KeysCommandTests {
         let storage = try SQLiteStorage(path: folder + "/gatehouse.sqlite")
         try await storage.migrate()
         let (old, new) = (TokenVault.generateKey(), TokenVault.generateKey())
-        let sealed = try TokenVault(keys: [old]).seal(Data(#"{"accessToken":"t"}"#.utf8), context: "provider-tokens|github.com|7")
+        let sealed = try await TokenVault(keys: [old]).seal(Data(#"{"accessToken":"t"}"#.utf8), context: "provider-tokens|github.com|7")
         try await storage.createAccount(
             AccountRecord(uid: "u7", createdAt: Date(), lastSignInAt: Date()),
             firstLink: ProviderLinkRecord(
@@ -92,9 +92,8 @@ struct KeysCommandTests {
         // The link now sits under a data key wrapped by the new configured key alone.
         let link = try #require(try await storage.link(providerId: "github.com", federatedId: "7"))
         #expect(link.sealedTokens.hasPrefix("v2."))
-        let vault = try TokenVault(keys: [new])
-        try await vault.load(from: storage)
-        #expect(try vault.open(link.sealedTokens, context: "provider-tokens|github.com|7") == Data(#"{"accessToken":"t"}"#.utf8))
+        let vault = try TokenVault(keys: [new], store: storage)
+        #expect(try await vault.open(link.sealedTokens, context: "provider-tokens|github.com|7") == Data(#"{"accessToken":"t"}"#.utf8))
         // The refused run's data key was used by nothing and is gone; one remains.
         #expect(try await storage.dataKeys().count == 1)
     }
@@ -114,10 +113,9 @@ struct KeysCommandTests {
         let storage = try SQLiteStorage(path: folder + "/gatehouse.sqlite")
         let record = try #require(try await storage.signingKeys().first)
         // Sealed with a data key wrapped by the file's key (not the demo folder's generated one).
-        let vault = try TokenVault(keys: [key])
-        try await vault.load(from: storage)
+        let vault = try TokenVault(keys: [key], store: storage)
         #expect(record.sealedPrivateKey.hasPrefix("v2."))
-        #expect(throws: Never.self) { try vault.open(record.sealedPrivateKey, context: "signing-key|\(record.kid)") }
+        await #expect(throws: Never.self) { try await vault.open(record.sealedPrivateKey, context: "signing-key|\(record.kid)") }
 
         let both = try await Self.run(
             ["keys", "rotate-signing", "--data-dir", folder],

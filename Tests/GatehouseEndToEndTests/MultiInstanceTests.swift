@@ -235,7 +235,8 @@ extension MultiInstanceTests {
                     return try await group.reduce(into: [Int]()) { $0.append($1) }
                 }
             }
-            let rotation = EncryptionRotation(storage: storage, vault: try TokenVault(keys: [new, old], reloadInterval: 0.5), retryWindow: 1)
+            let rotation = EncryptionRotation(
+                storage: storage, vault: try TokenVault(keys: [new, old], store: storage, reloadInterval: 0.5), retryWindow: 1)
             let report = try await rotation.run(batchSize: 1)
             let statuses = try await load.value
             #expect(report.rewrappedDataKeys == 1 && report.unreadableDataKeys == 0)
@@ -251,13 +252,15 @@ extension MultiInstanceTests {
             #expect(try await deployment.emulatorStats()["POST /microsoft/common/oauth2/v2.0/token"] == 2)
 
             // The old configured key is gone from the configuration: everything still opens.
-            let newOnly = try TokenVault(keys: [new])
+            let newOnly = try TokenVault(keys: [new], store: storage)
             let again = try await EncryptionRotation(storage: storage, vault: newOnly, retryWindow: 1).run(newDataKey: false)
             #expect(again.scanned == 4 && again.alreadyCurrent == 4 && again.resealed == 0 && again.unreadable == 0)
             #expect(again.unreadableDataKeys == 0 && again.remaining.isEmpty)
             for link in try await storage.links(after: nil, limit: 100) {
                 #expect(newOnly.isCurrent(link.sealedTokens))
-                #expect(throws: Never.self) { try newOnly.open(link.sealedTokens, context: "provider-tokens|\(link.providerId)|\(link.federatedId)") }
+                await #expect(throws: Never.self) {
+                    try await newOnly.open(link.sealedTokens, context: "provider-tokens|\(link.providerId)|\(link.federatedId)")
+                }
             }
             // Instances with both configured keys serve on after the rotation.
             let after = try await deployment.client.execute(

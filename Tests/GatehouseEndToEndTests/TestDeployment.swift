@@ -94,7 +94,8 @@ func withDeployment<T>(
             try await storage.migrate()
             let gatehouse = try Gatehouse(
                 configuration: configuration, storage: storage,
-                vault: try TokenVault(keys: vaultKeys?(index) ?? [vaultKey], reloadInterval: vaultReloadInterval, clock: clock), http: client,
+                vault: try TokenVault(keys: vaultKeys?(index) ?? [vaultKey], store: storage, reloadInterval: vaultReloadInterval, clock: clock),
+                http: client,
                 metrics: index == 0 ? metrics.core : .disabled, logger: logger)
             return GatewayAssembly(gatehouse: gatehouse, metrics: index == 0 ? metrics : ServerMetrics(), demoPage: true)
         } onRunning: {

@@ -32,7 +32,8 @@ func withInProcessGateway<T: Sendable>(
     try await storage.migrate()
     let logger = Logger(label: "gatehouse-inprocess") { _ in SwiftLogNoOpLogHandler() }
     let gatehouse = try Gatehouse(
-        configuration: configuration, storage: storage, vault: try TokenVault(keys: [TokenVault.generateKey()]), http: http, logger: logger)
+        configuration: configuration, storage: storage, vault: try TokenVault(keys: [TokenVault.generateKey()], store: storage), http: http,
+        logger: logger)
     let assembly = GatewayAssembly(gatehouse: gatehouse, metrics: ServerMetrics(), demoPage: false)
     let app = Application(router: GatehouseServer.router(for: assembly, logger: logger), logger: logger)
     return try await app.test(.router) { client in try await body(client, gatehouse) }

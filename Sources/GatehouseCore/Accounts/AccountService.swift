@@ -141,7 +141,7 @@ public struct AccountService: Sendable {
     /// must not bring it back; the stored tokens are destroyed either way.
     private func revokeGrants(_ links: [ProviderLinkRecord], providers: ProviderRegistry) async {
         for link in links {
-            guard let provider = try? providers.provider(link.providerId), let tokens = try? await self.tokens(of: link) else { continue }
+            guard let provider = try? providers.provider(link.providerId), let tokens = try? await vault.tokens(of: link) else { continue }
             try? await provider.revokeGrant(tokens: tokens)
         }
     }
@@ -238,20 +238,9 @@ public struct AccountService: Sendable {
         UnifiedProfile.build(account: account, profiles: try links.map { try $0.profile() }, photoBaseURL: photoBaseURL)
     }
 
-    /// Seals tokens for a link (under the current data key); the identity is the associated data.
-    func seal(_ tokens: ProviderTokens, for profile: ProviderProfile) async throws -> String {
-        try await vault.refresh(from: storage)
-        return try vault.seal(try JSONCoding.encoder().encode(tokens), context: Self.vaultContext(profile.providerId, profile.federatedId))
-    }
-
-    /// Opens a link's tokens.
-    func tokens(of link: ProviderLinkRecord) async throws -> ProviderTokens {
-        let data = try await vault.open(link.sealedTokens, context: Self.vaultContext(link.providerId, link.federatedId), storage: storage)
-        return try JSONCoding.decoder().decode(ProviderTokens.self, from: data)
-    }
-
-    static func vaultContext(_ providerId: String, _ federatedId: String) -> String {
-        "provider-tokens|\(providerId)|\(federatedId)"
+    /// Seals tokens for the link of `profile`'s identity.
+    private func seal(_ tokens: ProviderTokens, for profile: ProviderProfile) async throws -> String {
+        try await vault.seal(tokens, providerId: profile.providerId, federatedId: profile.federatedId)
     }
 
     /// 28 random base62-ish characters, like Firebase uids.

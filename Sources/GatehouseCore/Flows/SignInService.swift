@@ -257,7 +257,7 @@ public struct SignInService: Sendable {
         case nil: throw GatehouseError.resultNotFound()
         case .redeemed(let sealedAnswer):
             // A retry of a redemption whose answer was lost: the same answer, same tokens.
-            let answer = try await tokens.vault.open(sealedAnswer, context: Self.answerContext(key), storage: storage)
+            let answer = try await tokens.vault.open(sealedAnswer, context: Self.answerContext(key))
             return try JSONCoding.decoder().decode(SignInResult.self, from: answer)
         case .pending(let stored): payload = stored
         }
@@ -272,7 +272,8 @@ public struct SignInService: Sendable {
             let answer = prepared.map { result.with($0.0) } ?? result
             // Only a bound result keeps its answer for a retry: an unbound id may have leaked.
             let window = challenge == nil ? 0 : configuration.refreshRetryWindow
-            let sealedAnswer = window > 0 ? try tokens.vault.seal(try JSONCoding.encoder().encode(answer), context: Self.answerContext(key)) : nil
+            let sealedAnswer =
+                window > 0 ? try await tokens.vault.seal(try JSONCoding.encoder().encode(answer), context: Self.answerContext(key)) : nil
             let redemption = ResultRedemption(refreshToken: prepared?.1, sealedAnswer: sealedAnswer, retryUntil: now.addingTimeInterval(window))
             // Someone else redeemed it meanwhile: one winner, as before.
             guard try await storage.takeResult(idHash: key, now: now, redemption: redemption) else { throw GatehouseError.resultNotFound() }

@@ -7,6 +7,8 @@ public struct ProfileService: Sendable {
     let storage: any GatehouseStorage
     let providers: ProviderRegistry
     let accounts: AccountService
+    /// Opens and seals the links' provider tokens.
+    let vault: TokenVault
     let refresher = TokenRefresher()
     let profileCache: ExpiringCache<ProviderProfile>
     let photoCache: ExpiringCache<Photo>
@@ -25,10 +27,11 @@ public struct ProfileService: Sendable {
 
     /// Built by `Gatehouse` from the deployment's settings.
     init(
-        storage: any GatehouseStorage, providers: ProviderRegistry, accounts: AccountService, configuration: GatewayConfiguration,
-        metrics: GatehouseMetrics
+        storage: any GatehouseStorage, providers: ProviderRegistry, accounts: AccountService, vault: TokenVault,
+        configuration: GatewayConfiguration, metrics: GatehouseMetrics
     ) {
         self.storage = storage
+        self.vault = vault
         self.providers = providers
         self.accounts = accounts
         self.metrics = metrics
@@ -244,21 +247,19 @@ public struct ProfileService: Sendable {
         guard let current = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), current.uid == link.uid else {
             throw GatehouseError.providerReauthRequired(link.providerId)
         }
-        guard let stored = try? await accounts.tokens(of: current), stored.reauthRequired != true else {
-            throw GatehouseError.providerReauthRequired(link.providerId)
-        }
+        let stored = try await openTokens(current)
+        guard stored.reauthRequired != true else { throw GatehouseError.providerReauthRequired(link.providerId) }
         if stored.accessToken != failed.accessToken {
             metrics.tokenRefresh(providerId: link.providerId, outcome: "reused")
             return stored
         }
-        let profile = ProviderProfile(providerId: current.providerId, federatedId: current.federatedId)
         // The new tokens replace exactly the ones read above (compare and set): should a
         // sign-in, or another instance whose lock lease ran out, have stored newer ones during
         // the provider call, theirs stay. The caller still gets the tokens it was answered.
         let read = current.sealedTokens
         do {
             let fresh = try await provider.refresh(stored)
-            let sealed = try await accounts.seal(fresh, for: profile)
+            let sealed = try await vault.seal(fresh, providerId: current.providerId, federatedId: current.federatedId)
             let replaced = try await storage.replaceSealedTokens(
                 providerId: current.providerId, federatedId: current.federatedId, expected: read, with: sealed)
             metrics.tokenRefresh(providerId: link.providerId, outcome: replaced ? "ok" : "superseded")
@@ -269,7 +270,7 @@ public struct ProfileService: Sendable {
             dead.reauthRequired = true
             _ = try await storage.replaceSealedTokens(
                 providerId: current.providerId, federatedId: current.federatedId, expected: read,
-                with: try await accounts.seal(dead, for: profile))
+                with: try await vault.seal(dead, providerId: current.providerId, federatedId: current.federatedId))
             throw error
         } catch {
             metrics.tokenRefresh(providerId: link.providerId, outcome: "failed")
@@ -295,7 +296,7 @@ public struct ProfileService: Sendable {
     /// store that cannot be read stays a storage error.
     private func openTokens(_ link: ProviderLinkRecord) async throws -> ProviderTokens {
         do {
-            return try await accounts.tokens(of: link)
+            return try await vault.tokens(of: link)
         } catch TokenVault.VaultError.unreadable {
             throw GatehouseError.providerReauthRequired(link.providerId)
         } catch is DecodingError {

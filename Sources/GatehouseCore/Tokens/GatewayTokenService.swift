@@ -71,7 +71,7 @@ public struct GatewayTokenService: Sendable {
         let now = configuration.clock.now()
         let successor = Self.newRefreshToken()
         let window = configuration.refreshRetryWindow
-        let sealedSuccessor = window > 0 ? try vault.seal(Data(successor.utf8), context: Self.successorContext(tokenHash)) : nil
+        let sealedSuccessor = window > 0 ? try await vault.seal(Data(successor.utf8), context: Self.successorContext(tokenHash)) : nil
         // Everything the answer needs is read and signed before the rotation commits: a store
         // error before it leaves the token as it was (the client's retry works), and after it
         // there is nothing left to fail. A token spent before still goes to the rotation, which
@@ -91,7 +91,7 @@ public struct GatewayTokenService: Sendable {
             return Issued(idToken: idToken, refreshToken: successor, expiresIn: Int(configuration.idTokenLifetime))
         case .retried(let session, let kept):
             guard let idToken, session.familyId == prepared?.familyId else { throw GatehouseError.invalidRefreshToken() }
-            let same = try await vault.open(kept, context: Self.successorContext(tokenHash), storage: storage)
+            let same = try await vault.open(kept, context: Self.successorContext(tokenHash))
             logger.info("refresh token retried within the retry window", metadata: ["user.id": "\(session.uid)"])
             return Issued(idToken: idToken, refreshToken: String(decoding: same, as: UTF8.self), expiresIn: Int(configuration.idTokenLifetime))
         case .reused:

@@ -52,8 +52,7 @@ public actor SigningKeyRing {
     public static func addKey(storage: any GatehouseStorage, vault: TokenVault, at date: Date = Date()) async throws -> String {
         let key = P256.Signing.PrivateKey()
         let kid = "gh-" + String(SecureRandom.digest(key.publicKey.rawRepresentation.base64EncodedString()).prefix(16))
-        try await vault.refresh(from: storage)
-        let sealed = try vault.seal(key.rawRepresentation, context: vaultContext(kid))
+        let sealed = try await vault.seal(key.rawRepresentation, context: vaultContext(kid))
         try await storage.insertSigningKey(SigningKeyRecord(kid: kid, sealedPrivateKey: sealed, createdAt: date))
         return kid
     }
@@ -141,7 +140,7 @@ public actor SigningKeyRing {
         for record in records {
             let raw: Data
             do {
-                raw = try await vault.open(record.sealedPrivateKey, context: Self.vaultContext(record.kid), storage: storage)
+                raw = try await vault.open(record.sealedPrivateKey, context: Self.vaultContext(record.kid))
             } catch TokenVault.VaultError.unreadable {
                 // A key sealed under an encryption key that is no longer configured: skip it
                 // (tokens it signed stop verifying) rather than refuse to start. Storage

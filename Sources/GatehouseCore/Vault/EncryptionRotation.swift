@@ -60,7 +60,7 @@ public struct EncryptionRotation: Sendable {
     /// is left under the current data key, retires unused keys) without waiting.
     public func run(batchSize: Int = 200, newDataKey: Bool = true) async throws -> Report {
         var report = Report()
-        try await vault.load(from: storage)
+        try await vault.reload()
         for record in try await storage.dataKeys() where !vault.isWrappedByCurrentKey(record) {
             guard let wrapped = try? vault.rewrap(record) else {
                 report.unreadableDataKeys += 1
@@ -77,7 +77,7 @@ public struct EncryptionRotation: Sendable {
             // window later nothing sealed before is kept for a retry any more.
             try await Task.sleep(for: .seconds(2 * vault.reloadInterval + retryWindow))
         }
-        try await vault.load(from: storage)
+        try await vault.reload()
         try await resealLinks(batchSize: batchSize, into: &report)
         try await resealSigningKeys(into: &report)
 
@@ -100,12 +100,15 @@ public struct EncryptionRotation: Sendable {
                     report.alreadyCurrent += 1
                     continue
                 }
-                let context = AccountService.vaultContext(link.providerId, link.federatedId)
-                guard let plaintext = try? vault.open(link.sealedTokens, context: context) else {
+                let context = TokenVault.providerTokensContext(link.providerId, link.federatedId)
+                let plaintext: Data
+                do {
+                    plaintext = try await vault.open(link.sealedTokens, context: context)
+                } catch TokenVault.VaultError.unreadable {
                     report.unreadable += 1
                     continue
                 }
-                let resealed = try vault.seal(plaintext, context: context)
+                let resealed = try await vault.seal(plaintext, context: context)
                 if try await storage.replaceSealedTokens(
                     providerId: link.providerId, federatedId: link.federatedId, expected: link.sealedTokens, with: resealed)
                 {
@@ -123,10 +126,15 @@ public struct EncryptionRotation: Sendable {
     private func resealSigningKeys(into report: inout Report) async throws {
         for record in try await storage.signingKeys() where !vault.isCurrent(record.sealedPrivateKey) {
             let context = SigningKeyRing.vaultContext(record.kid)
-            // An unreadable signing key is skipped by every instance already; leave it.
-            guard let plaintext = try? vault.open(record.sealedPrivateKey, context: context) else { continue }
+            let plaintext: Data
+            do {
+                plaintext = try await vault.open(record.sealedPrivateKey, context: context)
+            } catch TokenVault.VaultError.unreadable {
+                // Skipped by every instance already; leave it.
+                continue
+            }
             if try await storage.replaceSealedSigningKey(
-                kid: record.kid, expected: record.sealedPrivateKey, with: try vault.seal(plaintext, context: context))
+                kid: record.kid, expected: record.sealedPrivateKey, with: try await vault.seal(plaintext, context: context))
             {
                 report.resealedSigningKeys += 1
             }
