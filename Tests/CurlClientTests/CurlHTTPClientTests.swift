@@ -10,110 +10,110 @@ import Testing
 struct CurlHTTPClientTests {
     @Test("GET returns status, headers and body")
     func getReturnsResponse() async throws {
-        let server = try await LoopbackHTTPServer.start()
-        let client = CurlHTTPClient()
-        defer { client.shutdown() }
-        let response = try await client.execute(OutboundRequest(url: server.url("/hello")))
-        #expect(response.status == 200)
-        #expect(response.headers["content-type"] == "application/json")
-        #expect(response.bodyText == #"{"hello":"world"}"#)
-        #expect(response.httpVersion == "1.1")
-        try await server.stop()
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            let response = try await client.execute(OutboundRequest(url: server.url("/hello")))
+            #expect(response.status == 200)
+            #expect(response.headers["content-type"] == "application/json")
+            #expect(response.bodyText == #"{"hello":"world"}"#)
+            #expect(response.httpVersion == "1.1")
+        }
     }
 
     @Test("per-request method, headers and body reach the server")
     func sendsMethodHeadersAndBody() async throws {
-        let server = try await LoopbackHTTPServer.start()
-        let client = CurlHTTPClient(configuration: .init(userAgent: "gatehouse-test"))
-        defer { client.shutdown() }
-        let response = try await client.execute(
-            OutboundRequest(
-                method: "DELETE", url: server.url("/echo?x=1"), headers: ["X-Custom": "yes", "Content-Type": "application/json"],
-                body: Array(#"{"a":1}"#.utf8)))
-        let lines = Set(response.bodyText.split(separator: "\n").map(String.init))
-        #expect(lines.contains("method=DELETE"))
-        #expect(lines.contains("uri=/echo?x=1"))
-        #expect(lines.contains("header:x-custom=yes"))
-        #expect(lines.contains("header:user-agent=gatehouse-test"))
-        #expect(lines.contains("header:content-length=7"))
-        #expect(lines.contains(#"body={"a":1}"#))
-        #expect(!lines.contains { $0.hasPrefix("header:expect=") })
-        try await server.stop()
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient(configuration: .init(userAgent: "gatehouse-test"))
+            defer { client.shutdown() }
+            let response = try await client.execute(
+                OutboundRequest(
+                    method: "DELETE", url: server.url("/echo?x=1"), headers: ["X-Custom": "yes", "Content-Type": "application/json"],
+                    body: Array(#"{"a":1}"#.utf8)))
+            let lines = Set(response.bodyText.split(separator: "\n").map(String.init))
+            #expect(lines.contains("method=DELETE"))
+            #expect(lines.contains("uri=/echo?x=1"))
+            #expect(lines.contains("header:x-custom=yes"))
+            #expect(lines.contains("header:user-agent=gatehouse-test"))
+            #expect(lines.contains("header:content-length=7"))
+            #expect(lines.contains(#"body={"a":1}"#))
+            #expect(!lines.contains { $0.hasPrefix("header:expect=") })
+        }
     }
 
     @Test("an empty body is sent as a POST with Content-Length: 0")
     func sendsEmptyBody() async throws {
-        let server = try await LoopbackHTTPServer.start()
-        let client = CurlHTTPClient()
-        defer { client.shutdown() }
-        let response = try await client.execute(OutboundRequest(method: "POST", url: server.url("/echo"), body: []))
-        let lines = Set(response.bodyText.split(separator: "\n").map(String.init))
-        #expect(lines.contains("method=POST"))
-        #expect(lines.contains("header:content-length=0"))
-        #expect(lines.contains("body="))
-        try await server.stop()
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            let response = try await client.execute(OutboundRequest(method: "POST", url: server.url("/echo"), body: []))
+            let lines = Set(response.bodyText.split(separator: "\n").map(String.init))
+            #expect(lines.contains("method=POST"))
+            #expect(lines.contains("header:content-length=0"))
+            #expect(lines.contains("body="))
+        }
     }
 
     @Test("sequential requests reuse one keep-alive connection")
     func reusesConnections() async throws {
-        let server = try await LoopbackHTTPServer.start()
-        let client = CurlHTTPClient()
-        defer { client.shutdown() }
-        for _ in 0..<25 {
-            let response = try await client.execute(OutboundRequest(url: server.url("/hello")))
-            #expect(response.status == 200)
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            for _ in 0..<25 {
+                let response = try await client.execute(OutboundRequest(url: server.url("/hello")))
+                #expect(response.status == 200)
+            }
+            #expect(server.requestsSeen == 25)
+            #expect(server.connectionsAccepted == 1)
         }
-        #expect(server.requestsSeen == 25)
-        #expect(server.connectionsAccepted == 1)
-        try await server.stop()
     }
 
     @Test("100 concurrent requests all succeed and their connections are reused afterwards")
     func concurrentRequests() async throws {
-        let server = try await LoopbackHTTPServer.start()
-        let client = CurlHTTPClient(configuration: .init(maxCachedConnections: 128))
-        defer { client.shutdown() }
-        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-            for index in 0..<100 {
-                group.addTask {
-                    let response = try await client.execute(OutboundRequest(url: server.url(index % 2 == 0 ? "/delay/20" : "/hello")))
-                    return response.status
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient(configuration: .init(maxCachedConnections: 128))
+            defer { client.shutdown() }
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<100 {
+                    group.addTask {
+                        let response = try await client.execute(OutboundRequest(url: server.url(index % 2 == 0 ? "/delay/20" : "/hello")))
+                        return response.status
+                    }
                 }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
             }
-            return try await group.reduce(into: [Int]()) { $0.append($1) }
+            #expect(statuses.count == 100)
+            #expect(statuses.allSatisfy { $0 == 200 })
+            // A connection libcurl opened during the burst may still sit in the kernel's accept
+            // queue; wait (bounded) until the server's count settles before taking it as the baseline.
+            var afterBurst = server.connectionsAccepted
+            for _ in 0..<30 {
+                try await Task.sleep(for: .milliseconds(100))
+                let now = server.connectionsAccepted
+                if now == afterBurst { break }
+                afterBurst = now
+            }
+            #expect(afterBurst >= 1 && afterBurst <= 100)
+            for _ in 0..<10 {
+                _ = try await client.execute(OutboundRequest(url: server.url("/hello")))
+            }
+            #expect(server.connectionsAccepted == afterBurst, "the cached connections serve later requests")
         }
-        #expect(statuses.count == 100)
-        #expect(statuses.allSatisfy { $0 == 200 })
-        // A connection libcurl opened during the burst may still sit in the kernel's accept
-        // queue; wait (bounded) until the server's count settles before taking it as the baseline.
-        var afterBurst = server.connectionsAccepted
-        for _ in 0..<30 {
-            try await Task.sleep(for: .milliseconds(100))
-            let now = server.connectionsAccepted
-            if now == afterBurst { break }
-            afterBurst = now
-        }
-        #expect(afterBurst >= 1 && afterBurst <= 100)
-        for _ in 0..<10 {
-            _ = try await client.execute(OutboundRequest(url: server.url("/hello")))
-        }
-        #expect(server.connectionsAccepted == afterBurst, "the cached connections serve later requests")
-        try await server.stop()
     }
 
     @Test("the total timeout aborts a slow response")
     func totalTimeout() async throws {
-        let server = try await LoopbackHTTPServer.start()
-        let client = CurlHTTPClient()
-        defer { client.shutdown() }
-        let started = ContinuousClock.now
-        let error = await #expect(throws: OutboundError.self) {
-            try await client.execute(OutboundRequest(url: server.url("/delay/10000"), timeout: .milliseconds(200)))
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            let started = ContinuousClock.now
+            let error = await #expect(throws: OutboundError.self) {
+                try await client.execute(OutboundRequest(url: server.url("/delay/10000"), timeout: .milliseconds(200)))
+            }
+            #expect(error?.kind == .timedOut)
+            // Far below the server's 10 s, with room for a loaded machine.
+            #expect(ContinuousClock.now - started < .seconds(5))
         }
-        #expect(error?.kind == .timedOut)
-        // Far below the server's 10 s, with room for a loaded machine.
-        #expect(ContinuousClock.now - started < .seconds(5))
-        try await server.stop()
     }
 
     @Test("a refused connection is a connect failure")
@@ -132,96 +132,96 @@ struct CurlHTTPClientTests {
 
     @Test("the size cap aborts bodies with and without Content-Length", arguments: ["/bytes/200000", "/chunked/200000"])
     func sizeCap(path: String) async throws {
-        let server = try await LoopbackHTTPServer.start()
-        let client = CurlHTTPClient(configuration: .init(maxResponseBytes: 50_000))
-        defer { client.shutdown() }
-        let error = await #expect(throws: OutboundError.self) {
-            try await client.execute(OutboundRequest(url: server.url(path)))
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient(configuration: .init(maxResponseBytes: 50_000))
+            defer { client.shutdown() }
+            let error = await #expect(throws: OutboundError.self) {
+                try await client.execute(OutboundRequest(url: server.url(path)))
+            }
+            #expect(error?.kind == .responseTooLarge)
+            let small = try await client.execute(OutboundRequest(url: server.url(path), maxResponseBytes: 300_000))
+            #expect(small.body.count == 200_000)
         }
-        #expect(error?.kind == .responseTooLarge)
-        let small = try await client.execute(OutboundRequest(url: server.url(path), maxResponseBytes: 300_000))
-        #expect(small.body.count == 200_000)
-        try await server.stop()
     }
 
     @Test("redirects are returned, never followed")
     func noRedirects() async throws {
-        let server = try await LoopbackHTTPServer.start()
-        let client = CurlHTTPClient()
-        defer { client.shutdown() }
-        let response = try await client.execute(OutboundRequest(url: server.url("/redirect")))
-        #expect(response.status == 302)
-        #expect(response.headers["location"] == "/hello")
-        #expect(server.requestsSeen == 1)
-        try await server.stop()
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            let response = try await client.execute(OutboundRequest(url: server.url("/redirect")))
+            #expect(response.status == 302)
+            #expect(response.headers["location"] == "/hello")
+            #expect(server.requestsSeen == 1)
+        }
     }
 
     @Test("cancelling the awaiting task aborts the transfer promptly")
     func cancellation() async throws {
-        let server = try await LoopbackHTTPServer.start()
-        let client = CurlHTTPClient()
-        defer { client.shutdown() }
-        let started = ContinuousClock.now
-        let task = Task {
-            try await client.execute(OutboundRequest(url: server.url("/delay/20000")))
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            let started = ContinuousClock.now
+            let task = Task {
+                try await client.execute(OutboundRequest(url: server.url("/delay/20000")))
+            }
+            try await Task.sleep(for: .milliseconds(150))
+            task.cancel()
+            let result = await task.result
+            #expect(throws: OutboundError.self) { try result.get() }
+            if case .failure(let error as OutboundError) = result {
+                #expect(error.kind == .cancelled)
+            }
+            // Far below the 20 s the transfer would take; loose enough for a loaded 2-core CI machine.
+            #expect(ContinuousClock.now - started < .seconds(10))
+            // The client stays usable after a cancellation.
+            let after = try await client.execute(OutboundRequest(url: server.url("/hello")))
+            #expect(after.status == 200)
         }
-        try await Task.sleep(for: .milliseconds(150))
-        task.cancel()
-        let result = await task.result
-        #expect(throws: OutboundError.self) { try result.get() }
-        if case .failure(let error as OutboundError) = result {
-            #expect(error.kind == .cancelled)
-        }
-        // Far below the 20 s the transfer would take; loose enough for a loaded 2-core CI machine.
-        #expect(ContinuousClock.now - started < .seconds(10))
-        // The client stays usable after a cancellation.
-        let after = try await client.execute(OutboundRequest(url: server.url("/hello")))
-        #expect(after.status == 200)
-        try await server.stop()
     }
 
     @Test("a large body streams in chunks through a small buffer, intact")
     func streaming() async throws {
-        let server = try await LoopbackHTTPServer.start()
-        let client = CurlHTTPClient(configuration: .init(maxResponseBytes: 64 << 20, streamBufferBytes: 64 << 10))
-        defer { client.shutdown() }
-        let size = 8 << 20
-        let response = try await client.stream(OutboundRequest(url: server.url("/chunked/\(size)")))
-        #expect(response.head.status == 200)
-        var total = 0
-        var chunks = 0
-        var intact = true
-        for try await chunk in response.body {
-            for (offset, byte) in chunk.enumerated() where byte != UInt8(truncatingIfNeeded: (total + offset) % 251) {
-                intact = false
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient(configuration: .init(maxResponseBytes: 64 << 20, streamBufferBytes: 64 << 10))
+            defer { client.shutdown() }
+            let size = 8 << 20
+            let response = try await client.stream(OutboundRequest(url: server.url("/chunked/\(size)")))
+            #expect(response.head.status == 200)
+            var total = 0
+            var chunks = 0
+            var intact = true
+            for try await chunk in response.body {
+                for (offset, byte) in chunk.enumerated() where byte != UInt8(truncatingIfNeeded: (total + offset) % 251) {
+                    intact = false
+                }
+                total += chunk.count
+                chunks += 1
+                if chunks % 64 == 0 { try await Task.sleep(for: .milliseconds(1)) }  // a slow reader
             }
-            total += chunk.count
-            chunks += 1
-            if chunks % 64 == 0 { try await Task.sleep(for: .milliseconds(1)) }  // a slow reader
+            #expect(total == size)
+            #expect(chunks > 1)
+            #expect(intact)
         }
-        #expect(total == size)
-        #expect(chunks > 1)
-        #expect(intact)
-        try await server.stop()
     }
 
     @Test("dropping a streaming body early cancels the transfer at the server and keeps the client usable")
     func abandonedStream() async throws {
-        let server = try await LoopbackHTTPServer.start()
-        let client = CurlHTTPClient(configuration: .init(maxResponseBytes: 1 << 30, streamBufferBytes: 16 << 10))
-        defer { client.shutdown() }
-        // 512 MiB, written only as fast as it is read: the server is still writing when we stop.
-        do {
-            let response = try await client.stream(OutboundRequest(url: server.url("/trickle/\(512 << 20)")))
-            var iterator = response.body.makeAsyncIterator()
-            _ = try await iterator.next()
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient(configuration: .init(maxResponseBytes: 1 << 30, streamBufferBytes: 16 << 10))
+            defer { client.shutdown() }
+            // 512 MiB, written only as fast as it is read: the server is still writing when we stop.
+            do {
+                let response = try await client.stream(OutboundRequest(url: server.url("/trickle/\(512 << 20)")))
+                var iterator = response.body.makeAsyncIterator()
+                _ = try await iterator.next()
+            }
+            // The client closes the connection: the server's next write fails (bounded wait).
+            for _ in 0..<200 where server.answersCut == 0 { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(server.answersCut == 1)
+            let after = try await client.execute(OutboundRequest(url: server.url("/hello")))
+            #expect(after.status == 200)
         }
-        // The client closes the connection: the server's next write fails (bounded wait).
-        for _ in 0..<200 where server.answersCut == 0 { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(server.answersCut == 1)
-        let after = try await client.execute(OutboundRequest(url: server.url("/hello")))
-        #expect(after.status == 200)
-        try await server.stop()
     }
 
     @Test("header injection and non-HTTP URLs are refused before any I/O")
@@ -240,21 +240,22 @@ struct CurlHTTPClientTests {
 
     @Test("publicOnly refuses the address it would connect to when it is loopback, by IP or by a name resolving to it; .any connects")
     func publicOnlyRefusesInternalAddresses() async throws {
-        let server = try await LoopbackHTTPServer.start()
-        let client = CurlHTTPClient()
-        defer { client.shutdown() }
-        // An unrestricted request leaves a kept-alive connection to the server in the pool:
-        // a restricted one must not reuse it.
-        #expect(try await client.execute(OutboundRequest(url: server.url("/hello"))).status == 200)
-        for url in [server.url("/hello"), "http://localhost:\(server.port)/hello"] {
-            var request = OutboundRequest(url: url)
-            request.addresses = .publicOnly
-            let refused = await #expect(throws: OutboundError.self) { try await client.execute(request) }
-            #expect(refused?.kind == .connectFailed, "\(url)")
+        // Spelled out: a `try` only inside `#expect` does not make the closure throwing.
+        try await LoopbackHTTPServer.with { server async throws in
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            // An unrestricted request leaves a kept-alive connection to the server in the pool:
+            // a restricted one must not reuse it.
+            #expect(try await client.execute(OutboundRequest(url: server.url("/hello"))).status == 200)
+            for url in [server.url("/hello"), "http://localhost:\(server.port)/hello"] {
+                var request = OutboundRequest(url: url)
+                request.addresses = .publicOnly
+                let refused = await #expect(throws: OutboundError.self) { try await client.execute(request) }
+                #expect(refused?.kind == .connectFailed, "\(url)")
+            }
+            #expect(server.requestsSeen == 1)
+            #expect(try await client.execute(OutboundRequest(url: server.url("/hello"))).status == 200)
         }
-        #expect(server.requestsSeen == 1)
-        #expect(try await client.execute(OutboundRequest(url: server.url("/hello"))).status == 200)
-        try await server.stop()
     }
 
     @Test("address classification: private, loopback, link-local, CGNAT, multicast, ULA and mapped addresses are not public")

@@ -25,7 +25,21 @@ final class LoopbackHTTPServer: Sendable {
     /// The number of `/trickle` answers the client cut short (a write failed before the last byte).
     var answersCut: Int { cutCount.value }
 
-    static func start() async throws -> LoopbackHTTPServer {
+    /// Runs `body` with a server bound to a port the kernel picked, and stops the server
+    /// afterwards, also when `body` throws: no test leaves one running.
+    static func with<T>(_ body: (LoopbackHTTPServer) async throws -> T) async throws -> T {
+        let server = try await start()
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body(server))
+        } catch {
+            result = .failure(error)
+        }
+        try await server.stop()
+        return try result.get()
+    }
+
+    private static func start() async throws -> LoopbackHTTPServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let accepted = Counter()
         let requests = Counter()
@@ -55,7 +69,7 @@ final class LoopbackHTTPServer: Sendable {
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
-    func stop() async throws {
+    private func stop() async throws {
         try await channel.close()
         try await group.shutdownGracefully()
     }
