@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "CurlClient", targets: ["CurlClient"]),
         .library(name: "GatehouseCore", targets: ["GatehouseCore"]),
         .library(name: "ProviderEmulator", targets: ["ProviderEmulator"]),
+        .library(name: "GatehouseClient", targets: ["GatehouseClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.20.0"),
@@ -128,6 +129,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The client library for native and desktop apps: Foundation (and swift-crypto, which
+        // is CryptoKit on Apple platforms, for the S256 challenge); nothing of the gateway.
+        .target(
+            name: "GatehouseClient",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "CurlClientTests",
             dependencies: [
@@ -187,6 +195,11 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "GatehouseClientTests",
+            dependencies: ["GatehouseClient", "GatehouseCore", "GatehouseTestSupport", "CurlClient"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

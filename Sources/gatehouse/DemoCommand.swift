@@ -54,6 +54,11 @@ struct DemoCommand: AsyncParsableCommand {
         try await group.run()
     }
 
+    /// The sample native app's return address the demo allows (a private-use scheme).
+    static let sampleAppScheme = "com.example.app:/oauth2redirect"
+    /// The sample desktop app's return address the demo allows (any port of 127.0.0.1).
+    static let sampleDesktopLoopback = "http://127.0.0.1/callback"
+
     /// The demo's configuration: every provider at the emulator, with the emulator's demo clients.
     static func configuration(publicURL: String, emulatorURL: String) -> GatewayConfiguration {
         let client = EmulatorConfiguration.demoGitHubClient
@@ -61,7 +66,10 @@ struct DemoCommand: AsyncParsableCommand {
         let oidcClient = EmulatorConfiguration.demoOIDCClient
         let yahooClient = EmulatorConfiguration.demoYahooClient
         return GatewayConfiguration(
-            publicURL: publicURL, returnToAllowList: ["\(publicURL)/"], developmentMode: true,
+            publicURL: publicURL,
+            // The demo page, and the sample native app's scheme and desktop loopback address
+            // (README "Native and desktop apps").
+            returnToAllowList: ["\(publicURL)/", Self.sampleAppScheme, Self.sampleDesktopLoopback], developmentMode: true,
             github: .emulator(baseURL: emulatorURL, clientID: client.id, clientSecret: client.secret),
             microsoft: .emulator(baseURL: emulatorURL, clientID: microsoftClient.id, clientSecret: microsoftClient.secret),
             oidcProviders: [

@@ -61,3 +61,74 @@ import Testing
         #expect(ReturnToPolicy.parse("http://h:70000/") == nil)
     }
 }
+
+/// Return addresses of native and desktop apps (RFC 8252 §7): private-use schemes in
+/// reverse-domain form, and loopback redirects on any port.
+@Suite struct NativeReturnAddressTests {
+    let policy = ReturnToPolicy(allowList: [
+        "https://app.example/", "http://127.0.0.1:3000/account", "com.example.app:/oauth2redirect", "http://127.0.0.1/callback",
+        "http://[::1]/callback",
+    ])
+
+    @Test(arguments: [
+        ("com.example.app:/oauth2redirect", ReturnToPolicy.Kind.privateUseScheme),
+        ("com.example.app:/oauth2redirect/github.com?flow=1", .privateUseScheme),
+        ("COM.Example.App:/oauth2redirect", .privateUseScheme),
+        ("http://127.0.0.1:53124/callback", .loopback),
+        ("http://127.0.0.1/callback", .loopback),
+        ("http://127.0.0.1:8400/callback/done?x=1", .loopback),
+        ("http://[::1]:6000/callback", .loopback),
+        ("http://127.0.0.1:3000/account", .web),
+        ("https://app.example/x", .web),
+    ])
+    func allowed(_ url: String, _ kind: ReturnToPolicy.Kind) throws {
+        #expect(try policy.check(url) == kind)
+        #expect(kind.isNative == (kind != .web))
+    }
+
+    @Test(arguments: [
+        "com.example.app:/other",
+        "com.example.app:/oauth2redirectx",
+        "com.example.app:/oauth2redirect/../x",
+        "com.example.app:/oauth2redirect/%2e%2e/x",
+        "com.example.app://user@host/oauth2redirect",
+        "com.example.app:\\oauth2redirect",
+        "com.example.evil:/oauth2redirect",
+        "myapp://auth",
+        "javascript:alert(1)",
+        "data:text/html,<script>x</script>",
+        "file:///etc/passwd",
+        "blob:https://app.example/4f1e",
+        "http://localhost:5000/callback",
+        "http://127.0.0.2:5000/callback",
+        "http://127.0.0.1:5000/callbackx",
+        "http://user@127.0.0.1:5000/callback",
+        "http://10.0.0.1/callback",
+        "https://127.0.0.1:5000/callback",
+        "http://[::1]:6000/other",
+    ])
+    func refused(_ url: String) {
+        let error = #expect(throws: GatehouseError.self) { try policy.check(url) }
+        #expect(error?.code == .invalidReturnTo)
+    }
+
+    @Test("allow-list entries: private-use schemes need a dot and must not be a browser scheme; plain http only to loopback")
+    func entries() throws {
+        for good in ["com.example.app:/oauth2redirect", "http://127.0.0.1/callback", "http://[::1]/cb", "https://app.example/"] {
+            var configuration = GatewayConfiguration(publicURL: "https://gw.example", returnToAllowList: [good])
+            #expect(throws: Never.self) { try configuration.validate() }
+            configuration.returnToAllowList = []
+        }
+        for bad in [
+            "myapp://auth", "javascript:alert(1)", "data:text/html,x", "file:///etc", "blob:https://a.example/x", "http://app.example/",
+            "com.example.app://user@x/cb", "about:blank", "vbscript:x.y",
+        ] {
+            let configuration = GatewayConfiguration(publicURL: "https://gw.example", returnToAllowList: [bad])
+            #expect(throws: GatehouseError.self, "\(bad)") { try configuration.validate() }
+        }
+        // Native addresses are no browser origins: they open no CORS door.
+        let configuration = GatewayConfiguration(
+            publicURL: "https://gw.example", returnToAllowList: ["com.example.app:/cb", "http://127.0.0.1/callback", "https://app.example/"])
+        #expect(configuration.browserOrigins == ["https://app.example", "https://gw.example"])
+    }
+}

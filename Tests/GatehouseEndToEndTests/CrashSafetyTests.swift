@@ -23,23 +23,17 @@ struct CrashSafetyTests {
     @Test("kill -9 during sign-ins: PRAGMA integrity_check is ok and every sign-in that got its result has its session and account")
     func killDuringSignIns() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-crash-\(UUID().uuidString)").path
-        // Both servers bind port 0; the demo prints the gateway's URL once it serves.
-        let output = folder + ".out"
-        try #require(FileManager.default.createFile(atPath: output, contents: nil))
-        let process = try SpawnedProcess.start(
-            KeysCommandTests.executable.path, ["demo", "--port", "0", "--emulator-port", "0", "--data-dir", folder], output: .file(output))
-        // Whatever happens below, the demo does not outlive the test.
-        defer { process.stop() }
-        var gateway: String?
-        for _ in 0..<600 where gateway == nil && process.isRunning {
-            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-            gateway = text.split(separator: "\n").first { $0.hasPrefix("Gatehouse ready at ") }.map { String($0.dropFirst(19)) }
-            if gateway == nil { try await Task.sleep(for: .milliseconds(50)) }
+        // Both servers bind port 0; the demo prints the gateway's URL once it serves. Whatever
+        // happens below, the demo does not outlive the test.
+        try await DemoProcess.with(executable: KeysCommandTests.executable.path) { demo in
+            try await Self.killDuringSignIns(demo)
         }
+    }
+
+    private static func killDuringSignIns(_ demo: DemoProcess) async throws {
+        let (process, folder, gatewayURL) = (demo.process, demo.folder, demo.url)
         let client = CurlHTTPClient()
         defer { client.shutdown() }
-        let gatewayURL = try #require(gateway, "the demo did not start")
 
         let completed = Completed()
         let browsers = (0..<4).map { _ in

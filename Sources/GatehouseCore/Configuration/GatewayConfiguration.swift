@@ -126,7 +126,7 @@ public struct GatewayConfiguration: Sendable {
 
     /// The origins allowed for CORS and cookie-authenticated changes.
     public var browserOrigins: [String] {
-        var origins = allowedOrigins ?? returnToAllowList.compactMap { ReturnToPolicy.parse($0)?.origin }
+        var origins = allowedOrigins ?? returnToAllowList.compactMap(ReturnToPolicy.webOrigin(ofEntry:))
         // The gateway's own pages (the demo) call the API from its own origin.
         if let own = ReturnToPolicy.parse(publicURL)?.origin, !origins.contains(own) { origins.append(own) }
         return origins
@@ -162,8 +162,10 @@ public struct GatewayConfiguration: Sendable {
             for url in provider.endpointOverrides.values { try EndpointPolicy.check(url, developmentMode: developmentMode) }
         }
         for entry in returnToAllowList {
-            guard ReturnToPolicy.parse(entry) != nil else {
-                throw GatehouseError.invalidArgument("return_to allow-list entry \(entry.debugDescription) is not an absolute http(s) URL")
+            guard ReturnToPolicy.entryKind(entry) != nil else {
+                throw GatehouseError.invalidArgument(
+                    "return_to allow-list entry \(entry.debugDescription) is not an https URL, a loopback http URL or an app's reverse-domain scheme (com.example.app:/path)"
+                )
             }
         }
     }

@@ -37,10 +37,13 @@ public struct SignInService: Sendable {
         guard let returnTo = parameters["return_to"] else {
             throw GatehouseError.invalidReturnTo("return_to is required.")
         }
-        try returnToPolicy.check(returnTo)
+        let returnKind = try returnToPolicy.check(returnTo)
         let mode = try SignInMode(parameter: parameters["mode"])
         let uid = try await checkMode(mode, providerId: provider.id, signedInUid: signedInUid)
-        let resultChallenge = try ResultBinding.challenge(parameters["result_challenge"], required: configuration.requireResultBinding)
+        // An app's scheme or loopback port can be claimed by another app on the device (RFC
+        // 8252 §8.1): its result must be bound, whatever the web setting says.
+        let resultChallenge = try ResultBinding.challenge(
+            parameters["result_challenge"], required: configuration.requireResultBinding || returnKind.isNative)
         let custom = try CustomParameters.forwardable(from: query)
         var scopes = provider.defaultScopes
         for extra in (parameters["scope"] ?? "").split(separator: " ").map(String.init) where !scopes.contains(extra) {
@@ -109,7 +112,9 @@ public struct SignInService: Sendable {
                     code: code, codeVerifier: transaction.codeVerifier, redirectURI: transaction.redirectURI, nonce: transaction.nonce,
                     issuer: parameters["iss"], context: transaction.providerContext))
             let established = try await establish(completed, providerId: provider.id, mode: mode, uid: transaction.uid, logger: logger)
-            sessionValue = established.session?.value
+            // A native app holds the gateway's tokens from the result; a cookie would land in
+            // the system browser, where nothing uses it.
+            if returnToPolicy.kind(of: transaction.returnTo) == .web { sessionValue = established.session?.value }
             outcome = .success(established.result, familyId: established.session?.familyId)
         } catch let error as GatehouseError {
             logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "signin.mode": "\(mode)", "error.code": "\(error.code)"])

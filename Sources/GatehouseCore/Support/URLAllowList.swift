@@ -42,11 +42,16 @@ public struct URLAllowList: Sendable {
     public func allows(_ url: String) -> Bool {
         guard let url = Self.parse(url) else { return false }
         return entries.contains { entry in
-            guard entry.scheme == url.scheme, entry.host == url.host, entry.port == url.port else { return false }
-            if entry.path == "/" || entry.path.isEmpty { return true }
-            let prefix = entry.path.hasSuffix("/") ? entry.path : entry.path + "/"
-            return url.path == entry.path || url.path.hasPrefix(prefix)
+            entry.scheme == url.scheme && entry.host == url.host && entry.port == url.port && Self.isUnder(url.path, prefix: entry.path)
         }
+    }
+
+    /// Whether `path` is `prefix` or lies under it at a segment boundary (`/a` admits `/a/b`,
+    /// never `/ab`).
+    static func isUnder(_ path: String, prefix: String) -> Bool {
+        if prefix == "/" || prefix.isEmpty { return true }
+        let directory = prefix.hasSuffix("/") ? prefix : prefix + "/"
+        return path == prefix || path.hasPrefix(directory)
     }
 
     /// Parses `scheme://host[:port][/path][?query][#fragment]`, or `nil` for anything unusual.

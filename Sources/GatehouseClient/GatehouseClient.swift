@@ -1,0 +1,197 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A native or desktop app's client of a Gatehouse gateway (Foundation only, no gateway
+/// code): builds the sign-in URL with a fresh result verifier, redeems the result the
+/// gateway returned to the app, keeps the gateway's tokens and refreshes them (each refresh
+/// token is single use), and calls the profile routes with them. Problem documents arrive
+/// as `GatehouseClientError.problem` with a typed `ProblemCode`.
+public actor GatehouseClient {
+    /// The gateway's public URL.
+    public nonisolated let baseURL: URL
+    private let session: URLSession
+    /// The tokens of the signed-in user, `nil` before a sign-in and after sign-out.
+    public private(set) var credentials: Credentials?
+    /// The refresh in progress, which concurrent calls share (a second would spend the same
+    /// single-use refresh token).
+    private var refreshing: Task<Credentials, any Error>?
+
+    /// A client of the gateway at `baseURL` (`https://gatehouse.example.com`).
+    public init(baseURL: URL, session: URLSession = .shared) {
+        self.baseURL = baseURL
+        self.session = session
+    }
+
+    /// Credentials kept from an earlier run (the keychain).
+    public func restore(_ credentials: Credentials?) { self.credentials = credentials }
+
+    /// A sign-in with `providerId` returning to `returnTo` — the app's own scheme
+    /// (`com.example.app:/oauth2redirect`) or a loopback address it listens on
+    /// (`http://127.0.0.1:53124/callback`), as the gateway's allow-list has it. Open
+    /// `request.url`, then hand the URL the app is called back with to `completeSignIn`.
+    public nonisolated func signInRequest(
+        providerId: String, returnTo: String, scopes: [String] = [], customParameters: [String: String] = [:]
+    ) throws -> SignInRequest {
+        try SignInRequest(baseURL: baseURL, providerId: providerId, returnTo: returnTo, scopes: scopes, customParameters: customParameters)
+    }
+
+    /// Redeems the result of `request` from the URL the app was called back with; keeps the
+    /// tokens. The result is single use and bound to the request's verifier.
+    @discardableResult
+    public func completeSignIn(callback: URL, for request: SignInRequest) async throws -> SignInResult {
+        try await redeem(resultID: try request.resultID(from: callback), verifier: request.verifier)
+    }
+
+    /// Redeems a result id with its verifier; keeps the tokens.
+    @discardableResult
+    public func redeem(resultID: String, verifier: String) async throws -> SignInResult {
+        let body = try JSONSerialization.data(withJSONObject: ["result": resultID, "result_verifier": verifier])
+        let (data, _) = try await send("POST", "v1/auth/result", body: body, contentType: "application/json")
+        let answer = try Self.decoder.decode(SignInAnswer.self, from: data)
+        guard let idToken = answer.idToken, let refreshToken = answer.refreshToken, let expiresIn = answer.expiresIn else {
+            throw GatehouseClientError.unexpectedAnswer(status: 200)
+        }
+        credentials = Credentials(idToken: idToken, refreshToken: refreshToken, expiresAt: Date().addingTimeInterval(TimeInterval(expiresIn)))
+        return answer.result
+    }
+
+    /// Exchanges the refresh token for new tokens (the old refresh token is spent); concurrent
+    /// callers share one exchange.
+    @discardableResult
+    public func refresh() async throws -> Credentials {
+        if let refreshing { return try await refreshing.value }
+        guard let current = credentials else { throw GatehouseClientError.notSignedIn }
+        let task = Task { try await self.exchange(current.refreshToken) }
+        refreshing = task
+        defer { refreshing = nil }
+        do {
+            let fresh = try await task.value
+            credentials = fresh
+            return fresh
+        } catch GatehouseClientError.problem(let problem) where problem.code == .invalidRefreshToken {
+            // Spent, revoked or expired: the user must sign in again.
+            credentials = nil
+            throw GatehouseClientError.problem(problem)
+        }
+    }
+
+    /// The signed-in user's unified profile.
+    public func me() async throws -> Profile {
+        try Self.decoder.decode(Profile.self, from: try await authorized("GET", "v1/me").data)
+    }
+
+    /// The signed-in user's photo, `size` pixels wide where the provider offers sizes; from
+    /// `providerId`'s account when given.
+    public func photo(size: Int? = nil, providerId: String? = nil) async throws -> Photo {
+        var query: [URLQueryItem] = []
+        if let size { query.append(URLQueryItem(name: "size", value: String(size))) }
+        if let providerId { query.append(URLQueryItem(name: "provider", value: providerId)) }
+        let (data, response) = try await authorized("GET", "v1/me/photo", query: query)
+        return Photo(
+            data: data, contentType: response.value(forHTTPHeaderField: "Content-Type") ?? "application/octet-stream",
+            etag: response.value(forHTTPHeaderField: "ETag"))
+    }
+
+    /// One linked provider's live profile, fetched by the gateway with the stored grant.
+    public func providerProfile(_ providerId: String) async throws -> ProviderProfile {
+        try Self.decoder.decode(ProviderProfile.self, from: try await authorized("GET", "v1/me/providers/\(providerId)/profile").data)
+    }
+
+    /// Signs out: the gateway ends the session (its ID and refresh tokens stop working) and
+    /// the client forgets them.
+    public func signOut() async throws {
+        guard credentials != nil else { return }
+        _ = try await authorized("POST", "v1/auth/signout")
+        credentials = nil
+    }
+
+    // MARK: Requests
+
+    /// A request with the ID token, refreshed first when it is about to expire, and once more
+    /// if the gateway finds it expired.
+    private func authorized(_ method: String, _ path: String, query: [URLQueryItem] = []) async throws -> (
+        data: Data, response: HTTPURLResponse
+    ) {
+        guard var current = credentials else { throw GatehouseClientError.notSignedIn }
+        if current.expiresAt.timeIntervalSinceNow < 30 { current = try await refresh() }
+        do {
+            return try await send(method, path, query: query, bearer: current.idToken)
+        } catch GatehouseClientError.problem(let problem) where problem.code == .idTokenExpired {
+            return try await send(method, path, query: query, bearer: try await refresh().idToken)
+        }
+    }
+
+    /// `POST /v1/token` with the refresh-token grant.
+    private func exchange(_ refreshToken: String) async throws -> Credentials {
+        let body = try JSONSerialization.data(withJSONObject: ["grant_type": "refresh_token", "refresh_token": refreshToken])
+        let (data, _) = try await send("POST", "v1/token", body: body, contentType: "application/json")
+        let answer = try Self.decoder.decode(TokenAnswer.self, from: data)
+        return Credentials(
+            idToken: answer.idToken, refreshToken: answer.refreshToken, expiresAt: Date().addingTimeInterval(TimeInterval(answer.expiresIn)))
+    }
+
+    /// Sends a request; a status of 400 or more throws the problem document.
+    private func send(
+        _ method: String, _ path: String, query: [URLQueryItem] = [], body: Data? = nil, contentType: String? = nil, bearer: String? = nil
+    ) async throws -> (data: Data, response: HTTPURLResponse) {
+        var components = URLComponents(url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false)
+        if !query.isEmpty { components?.queryItems = query }
+        guard let url = components?.url else { throw GatehouseClientError.invalidArgument("cannot build a URL for \(path)") }
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.httpBody = body
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+        let (data, response) = try await session.data(for: request)
+        guard let http = response as? HTTPURLResponse else { throw GatehouseClientError.unexpectedAnswer(status: 0) }
+        guard http.statusCode < 400 else { throw Self.problem(data, http) }
+        return (data, http)
+    }
+
+    /// The problem document of a failed answer.
+    private static func problem(_ data: Data, _ response: HTTPURLResponse) -> GatehouseClientError {
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any], let code = object["code"] as? String else {
+            return .unexpectedAnswer(status: response.statusCode)
+        }
+        var extensions: [String: String] = [:]
+        for (key, value) in object where !["type", "title", "status", "detail", "code"].contains(key) {
+            if let text = value as? String { extensions[key] = text }
+        }
+        return .problem(
+            Problem(
+                code: ProblemCode(rawValue: code), status: response.statusCode, title: object["title"] as? String ?? "",
+                detail: object["detail"] as? String ?? "", retryAfter: response.value(forHTTPHeaderField: "Retry-After").flatMap { Int($0) },
+                extensions: extensions))
+    }
+
+    private static let decoder = JSONDecoder()
+
+    /// `POST /v1/auth/result`'s answer: the result and the session's tokens.
+    private struct SignInAnswer: Decodable {
+        let result: SignInResult
+        let idToken: String?
+        let refreshToken: String?
+        let expiresIn: Int?
+
+        private enum CodingKeys: String, CodingKey { case idToken, refreshToken, expiresIn }
+
+        init(from decoder: any Decoder) throws {
+            result = try SignInResult(from: decoder)
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            idToken = try container.decodeIfPresent(String.self, forKey: .idToken)
+            refreshToken = try container.decodeIfPresent(String.self, forKey: .refreshToken)
+            expiresIn = try container.decodeIfPresent(Int.self, forKey: .expiresIn)
+        }
+    }
+
+    /// `POST /v1/token`'s answer.
+    private struct TokenAnswer: Decodable {
+        let idToken: String
+        let refreshToken: String
+        let expiresIn: Int
+    }
+}

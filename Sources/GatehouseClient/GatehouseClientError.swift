@@ -1,0 +1,204 @@
+import Foundation
+
+/// What went wrong, typed: a problem document's stable `code`, or a failure before one.
+public enum GatehouseClientError: Error, Sendable, Equatable {
+    /// The gateway answered with a problem document.
+    case problem(Problem)
+    /// An operation needs a signed-in client (no credentials yet, or signed out).
+    case notSignedIn
+    /// The URL the app was called back with is not the sign-in's return address, or has no result.
+    case invalidCallback
+    /// A caller's argument the client refuses before any request.
+    case invalidArgument(String)
+    /// The gateway answered something that is neither the expected answer nor a problem document.
+    case unexpectedAnswer(status: Int)
+}
+
+/// An RFC 9457 problem document as the gateway sends it.
+public struct Problem: Sendable, Equatable {
+    /// The stable code; switch on it.
+    public var code: ProblemCode
+    /// The HTTP status.
+    public var status: Int
+    /// A short summary of the code.
+    public var title: String
+    /// What happened in this case.
+    public var detail: String
+    /// Seconds to wait before retrying (`Retry-After`), when the gateway said.
+    public var retryAfter: Int?
+    /// Extra string members (`providerId`, `email`, `pendingToken`, …).
+    public var extensions: [String: String]
+}
+
+/// The gateway's problem codes (OpenAPI `Problem.code`); a code this version does not know
+/// arrives as `.other`.
+public enum ProblemCode: Sendable, Hashable {
+    /// `account-exists-with-different-credential`
+    case accountExistsWithDifferentCredential
+    /// `credential-already-in-use`
+    case credentialAlreadyInUse
+    /// `id-token-expired`
+    case idTokenExpired
+    /// `internal`
+    case `internal`
+    /// `invalid-argument`
+    case invalidArgument
+    /// `invalid-custom-parameter`
+    case invalidCustomParameter
+    /// `invalid-id-token`
+    case invalidIDToken
+    /// `invalid-idp-response`
+    case invalidIdPResponse
+    /// `invalid-pending-token`
+    case invalidPendingToken
+    /// `invalid-refresh-token`
+    case invalidRefreshToken
+    /// `invalid-result`
+    case invalidResult
+    /// `invalid-return-to`
+    case invalidReturnTo
+    /// `invalid-state`
+    case invalidState
+    /// `method-not-allowed`
+    case methodNotAllowed
+    /// `missing-or-invalid-nonce`
+    case missingOrInvalidNonce
+    /// `no-photo`
+    case noPhoto
+    /// `not-found`
+    case notFound
+    /// `not-ready`
+    case notReady
+    /// `operation-not-allowed`
+    case operationNotAllowed
+    /// `origin-not-allowed`
+    case originNotAllowed
+    /// `permission-denied`
+    case permissionDenied
+    /// `photo-unavailable`
+    case photoUnavailable
+    /// `provider-already-linked`
+    case providerAlreadyLinked
+    /// `provider-misconfigured`
+    case providerMisconfigured
+    /// `provider-not-linked`
+    case providerNotLinked
+    /// `provider-reauth-required`
+    case providerReauthRequired
+    /// `rate-limited`
+    case rateLimited
+    /// `requires-recent-login`
+    case requiresRecentLogin
+    /// `result-not-found`
+    case resultNotFound
+    /// `storage-unavailable`
+    case storageUnavailable
+    /// `unauthenticated`
+    case unauthenticated
+    /// `unknown-provider`
+    case unknownProvider
+    /// `upstream-rate-limited`
+    case upstreamRateLimited
+    /// `upstream-unavailable`
+    case upstreamUnavailable
+    /// `user-disabled`
+    case userDisabled
+    /// `user-mismatch`
+    case userMismatch
+    /// `user-not-found`
+    case userNotFound
+    /// A code added to the gateway after this client.
+    case other(String)
+
+    /// The code of a wire value.
+    public init(rawValue: String) {
+        self = Self.known[rawValue] ?? .other(rawValue)
+    }
+
+    /// The wire value.
+    public var rawValue: String {
+        switch self {
+        case .accountExistsWithDifferentCredential: "account-exists-with-different-credential"
+        case .credentialAlreadyInUse: "credential-already-in-use"
+        case .idTokenExpired: "id-token-expired"
+        case .`internal`: "internal"
+        case .invalidArgument: "invalid-argument"
+        case .invalidCustomParameter: "invalid-custom-parameter"
+        case .invalidIDToken: "invalid-id-token"
+        case .invalidIdPResponse: "invalid-idp-response"
+        case .invalidPendingToken: "invalid-pending-token"
+        case .invalidRefreshToken: "invalid-refresh-token"
+        case .invalidResult: "invalid-result"
+        case .invalidReturnTo: "invalid-return-to"
+        case .invalidState: "invalid-state"
+        case .methodNotAllowed: "method-not-allowed"
+        case .missingOrInvalidNonce: "missing-or-invalid-nonce"
+        case .noPhoto: "no-photo"
+        case .notFound: "not-found"
+        case .notReady: "not-ready"
+        case .operationNotAllowed: "operation-not-allowed"
+        case .originNotAllowed: "origin-not-allowed"
+        case .permissionDenied: "permission-denied"
+        case .photoUnavailable: "photo-unavailable"
+        case .providerAlreadyLinked: "provider-already-linked"
+        case .providerMisconfigured: "provider-misconfigured"
+        case .providerNotLinked: "provider-not-linked"
+        case .providerReauthRequired: "provider-reauth-required"
+        case .rateLimited: "rate-limited"
+        case .requiresRecentLogin: "requires-recent-login"
+        case .resultNotFound: "result-not-found"
+        case .storageUnavailable: "storage-unavailable"
+        case .unauthenticated: "unauthenticated"
+        case .unknownProvider: "unknown-provider"
+        case .upstreamRateLimited: "upstream-rate-limited"
+        case .upstreamUnavailable: "upstream-unavailable"
+        case .userDisabled: "user-disabled"
+        case .userMismatch: "user-mismatch"
+        case .userNotFound: "user-not-found"
+        case .other(let raw): raw
+        }
+    }
+
+    /// Every code this client knows.
+    public static let allKnown: [ProblemCode] = [
+        .accountExistsWithDifferentCredential,
+        .credentialAlreadyInUse,
+        .idTokenExpired,
+        .`internal`,
+        .invalidArgument,
+        .invalidCustomParameter,
+        .invalidIDToken,
+        .invalidIdPResponse,
+        .invalidPendingToken,
+        .invalidRefreshToken,
+        .invalidResult,
+        .invalidReturnTo,
+        .invalidState,
+        .methodNotAllowed,
+        .missingOrInvalidNonce,
+        .noPhoto,
+        .notFound,
+        .notReady,
+        .operationNotAllowed,
+        .originNotAllowed,
+        .permissionDenied,
+        .photoUnavailable,
+        .providerAlreadyLinked,
+        .providerMisconfigured,
+        .providerNotLinked,
+        .providerReauthRequired,
+        .rateLimited,
+        .requiresRecentLogin,
+        .resultNotFound,
+        .storageUnavailable,
+        .unauthenticated,
+        .unknownProvider,
+        .upstreamRateLimited,
+        .upstreamUnavailable,
+        .userDisabled,
+        .userMismatch,
+        .userNotFound,
+    ]
+
+    private static let known: [String: ProblemCode] = Dictionary(uniqueKeysWithValues: allKnown.map { ($0.rawValue, $0) })
+}

@@ -1,0 +1,142 @@
+import CurlClient
+import Foundation
+import GatehouseClient
+import GatehouseTestSupport
+import Testing
+
+import struct GatehouseCore.GatehouseError
+
+/// `GatehouseClient` as a native app uses it, against a real `gatehouse demo` on loopback: the
+/// test plays the app's authentication session (start → emulator → callback) and hands the
+/// URL the app was called back with to the client.
+@Suite("GatehouseClient against the demo")
+struct GatehouseClientTests {
+    static let appScheme = "com.example.app:/oauth2redirect"
+
+    /// The `gatehouse` executable built next to the test bundle.
+    static var executable: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("gatehouse").path
+    }
+
+    /// Runs `body` with a demo and a client of it.
+    static func withClient(_ body: (GatehouseClient, DemoProcess) async throws -> Void) async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: executable), "build the gatehouse product first (swift build)")
+        try await DemoProcess.with(executable: executable) { demo in
+            try await body(GatehouseClient(baseURL: try #require(URL(string: demo.url))), demo)
+        }
+    }
+
+    /// What the system's authentication session does with `request`: opens its URL, lets the
+    /// provider approve, follows the redirects (keeping the gateway's transaction cookie) and
+    /// stops at the app's return address; that URL.
+    static func authenticationSession(_ request: SignInRequest) async throws -> URL {
+        let http = CurlHTTPClient()
+        defer { http.shutdown() }
+        var cookies: [String] = []
+        var next = request.url.absoluteString
+        for _ in 0..<6 {
+            var headers: OutboundHeaders = [:]
+            if !cookies.isEmpty { headers.add("Cookie", cookies.joined(separator: "; ")) }
+            let response = try await http.execute(OutboundRequest(url: next, headers: headers))
+            cookies += response.headers.values("set-cookie").map { String($0.split(separator: ";")[0]) }
+            guard (300..<400).contains(response.status), let location = response.headers["location"] else {
+                throw DemoFailure("the sign-in stopped at \(response.status): \(response.bodyText)")
+            }
+            if location.hasPrefix(request.returnTo) { return try #require(URL(string: location)) }
+            next = location
+        }
+        throw DemoFailure("too many redirects")
+    }
+
+    @Test("GitHub: sign-in through the app's scheme, me, photo, live profile, refresh rotation, sign-out")
+    func github() async throws {
+        try await Self.withClient { client, _ in
+            let request = try client.signInRequest(providerId: "github.com", returnTo: Self.appScheme, customParameters: ["login": "octocat"])
+            #expect(request.url.absoluteString.contains("result_challenge="))
+            #expect(!request.url.absoluteString.contains(request.verifier), "the verifier never leaves the app")
+            let callback = try await Self.authenticationSession(request)
+            let result = try await client.completeSignIn(callback: callback, for: request)
+            #expect(result.providerId == "github.com" && result.operationType == "signIn")
+            let first = try #require(await client.credentials)
+
+            let me = try await client.me()
+            #expect(me.uid == result.user.uid)
+            #expect(me.providers.map(\.providerId) == ["github.com"])
+            let photo = try await client.photo(size: 64)
+            #expect(photo.contentType.hasPrefix("image/") && !photo.data.isEmpty)
+            let live = try await client.providerProfile("github.com")
+            #expect(live.username == "octocat")
+
+            // Refresh rotates: new tokens, the client keeps them and they work.
+            let second = try await client.refresh()
+            #expect(second.refreshToken != first.refreshToken && second.idToken != first.idToken)
+            #expect(try await client.me().uid == me.uid)
+
+            // The result cannot be redeemed again once its refresh token was used: a typed problem.
+            do {
+                try await client.completeSignIn(callback: callback, for: request)
+                Issue.record("a spent result was redeemed again")
+            } catch GatehouseClientError.problem(let problem) {
+                #expect(problem.code == .resultNotFound && problem.status == 404)
+            }
+
+            // Sign-out ends the session; tokens kept elsewhere stop working.
+            let kept = try #require(await client.credentials)
+            try await client.signOut()
+            #expect(await client.credentials == nil)
+            await #expect(throws: GatehouseClientError.notSignedIn) { try await client.me() }
+            let stale = GatehouseClient(baseURL: client.baseURL)
+            await stale.restore(kept)
+            do {
+                _ = try await stale.refresh()
+                Issue.record("a refresh token of a signed-out session worked")
+            } catch GatehouseClientError.problem(let problem) {
+                #expect(problem.code == .invalidRefreshToken)
+                #expect(problem.status == 401)
+            }
+            #expect(await stale.credentials == nil, "a dead refresh token is forgotten")
+        }
+    }
+
+    @Test("Microsoft: sign-in through a desktop loopback address on any port, me, photo, live profile")
+    func microsoft() async throws {
+        try await Self.withClient { client, _ in
+            let request = try client.signInRequest(
+                providerId: "microsoft.com", returnTo: "http://127.0.0.1:53124/callback", customParameters: ["login_hint": "AdeleV@contoso.example"])
+            let callback = try await Self.authenticationSession(request)
+            #expect(callback.absoluteString.hasPrefix("http://127.0.0.1:53124/callback#gatehouse_result="))
+            let result = try await client.completeSignIn(callback: callback, for: request)
+            #expect(result.providerId == "microsoft.com")
+            let me = try await client.me()
+            #expect(me.providers.first?.providerId == "microsoft.com")
+            #expect(me.email?.lowercased() == "adelev@contoso.example")
+            #expect(try await client.photo().data.count > 0)
+            #expect(try await client.providerProfile("microsoft.com").federatedId == me.providers.first?.federatedId)
+            // A provider the user has not linked: a typed problem, with its member.
+            do {
+                _ = try await client.providerProfile("github.com")
+                Issue.record("an unlinked provider answered")
+            } catch GatehouseClientError.problem(let problem) {
+                #expect(problem.code == .providerNotLinked && problem.status == 404)
+                #expect(problem.extensions["providerId"] == "github.com")
+            }
+        }
+    }
+
+    @Test("a callback for another address, or without a result, is refused before any request")
+    func invalidCallbacks() async throws {
+        let client = GatehouseClient(baseURL: try #require(URL(string: "http://127.0.0.1:9")))
+        let request = try client.signInRequest(providerId: "github.com", returnTo: Self.appScheme)
+        for url in ["com.evil.app:/oauth2redirect#gatehouse_result=x", "com.example.app:/oauth2redirect", "com.example.app:/oauth2redirect#other=1"] {
+            #expect(throws: GatehouseClientError.invalidCallback) { try request.resultID(from: try #require(URL(string: url))) }
+        }
+        #expect(try request.resultID(from: try #require(URL(string: "com.example.app:/oauth2redirect#gatehouse_result=abc"))) == "abc")
+    }
+
+    @Test("every problem code of the gateway has its typed case; an unknown one is .other")
+    func problemCodes() {
+        #expect(Set(ProblemCode.allKnown.map(\.rawValue)) == Set(GatehouseError.Code.allCases.map(\.rawValue)))
+        #expect(ProblemCode(rawValue: "invalid-refresh-token") == .invalidRefreshToken)
+        #expect(ProblemCode(rawValue: "brand-new-code") == .other("brand-new-code"))
+    }
+}
