@@ -1,0 +1,406 @@
+#!/usr/bin/env python3
+"""Gatehouse benchmark: the release build against nginx on the same upstream.
+
+An upstream nginx serves fixtures at GitHub's API paths (/user, /user/emails) and avatar
+photos of 40 KB and 4 MB. Gatehouse (`gatehouse serve`, release) signs a user in through the
+emulator (`gatehouse-emulator`) and reads the API and photos from that upstream; the reference
+is a second nginx doing `proxy_pass` to the same upstream (keep-alive, `proxy_buffers 8 64k`),
+or, for routes that call nothing upstream, the same Gatehouse process's `/healthz`.
+
+Load comes from `wrk`. Each scenario runs in alternating rounds (Gatehouse, then its
+reference), each round starting once the machine is idle; the table shows medians over rounds
+of requests per second, CPU microseconds per request (utime + stime from /proc, all threads),
+p99 latency, and the median of the per-round ratios. Peak RSS (VmHWM) of Gatehouse is read
+at the end. This is a benchmark, not a test: it prints numbers, it asserts nothing.
+
+    Tests/Benchmarks/run            # full: 5 rounds of 8 s per side and scenario
+    Tests/Benchmarks/run --smoke    # 1 round of 2 s (CI prints the table, no thresholds)
+"""
+
+import argparse
+import base64
+import hashlib
+import http.client
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+TICKS = os.sysconf("SC_CLK_TCK")
+GITHUB_CLIENT = ("gatehouse-demo-github", "gatehouse-demo-github-secret")  # the emulator's demo client
+FEDERATED_ID = 583231
+
+
+HANDED_OUT = set()
+
+
+def free_port():
+    """A free port below the kernel's ephemeral range (which outgoing connections and port-0
+    binds use), never the same twice: nginx cannot report a port it picked itself."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+    for _ in range(1000):
+        port = random.randrange(10000, max(low, 10001))
+        if port in HANDED_OUT:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        HANDED_OUT.add(port)
+        return port
+    raise SystemExit("no free port below the ephemeral range")
+
+
+def cpu_ticks(pids):
+    """utime + stime of every process in `pids` (threads included), in clock ticks."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def status_kb(pid, key):
+    """A `VmHWM`/`VmRSS` line of /proc/PID/status, in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def children(pid):
+    """The pids of `pid`'s child processes (nginx workers)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+    return found
+
+
+def wait_idle(limit=15.0):
+    """Waits (bounded) until the CPUs were at least 85 % idle over a quarter second."""
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        def sample():
+            with open("/proc/stat") as f:
+                values = [int(v) for v in f.readline().split()[1:]]
+            return values[3] + values[4], sum(values)
+        idle1, total1 = sample()
+        time.sleep(0.25)
+        idle2, total2 = sample()
+        if total2 > total1 and (idle2 - idle1) / (total2 - total1) >= 0.85:
+            return
+    print("  (machine not idle after %ds; running anyway)" % limit, file=sys.stderr)
+
+
+def request(port, method, path, headers=None, body=None):
+    """One HTTP/1.1 request to 127.0.0.1:port; (status, headers, body)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request(method, path, body=body, headers=headers or {})
+    response = connection.getresponse()
+    data = response.read()
+    connection.close()
+    return response.status, response.getheaders(), data
+
+
+def wait_http(port, path, limit=30.0):
+    """Polls (bounded) until GET path answers 200; the seconds it took."""
+    start = time.time()
+    while time.time() - start < limit:
+        try:
+            if request(port, "GET", path)[0] == 200:
+                return time.time() - start
+        except OSError:
+            pass
+        time.sleep(0.005)
+    raise SystemExit(f"127.0.0.1:{port}{path} did not come up")
+
+
+def wait_port(port, limit=30.0):
+    """Polls (bounded) until something accepts connections on 127.0.0.1:port."""
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.01)
+    raise SystemExit(f"nothing listens on 127.0.0.1:{port}")
+
+
+def write_fixtures(folder, upstream_port):
+    """The upstream's files: GitHub's /user and /user/emails, avatars of 40 KB and 4 MB."""
+    avatar = f"http://127.0.0.1:{upstream_port}/avatars/u/{FEDERATED_ID}?v=4"
+    user = {
+        "login": "octocat", "id": FEDERATED_ID, "node_id": "MDQ6VXNlcjU4MzIzMQ==", "avatar_url": avatar,
+        "html_url": "https://github.com/octocat", "type": "User", "name": "The Octocat", "company": "@github",
+        "blog": "https://github.blog", "location": "San Francisco", "email": "octocat@github.com", "bio": None,
+        "public_repos": 8, "followers": 9000, "following": 9, "created_at": "2011-01-25T18:44:36Z",
+    }
+    emails = [{"email": "octocat@github.com", "primary": True, "verified": True, "visibility": "public"}]
+    os.makedirs(os.path.join(folder, "user"), exist_ok=True)
+    os.makedirs(os.path.join(folder, "avatars", "u"), exist_ok=True)
+    with open(os.path.join(folder, "user", "index.json"), "w") as f:
+        json.dump(user, f)
+    with open(os.path.join(folder, "user", "emails.json"), "w") as f:
+        json.dump(emails, f)
+    jpeg = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
+    with open(os.path.join(folder, "avatars", "u", str(FEDERATED_ID)), "wb") as f:
+        f.write(jpeg + os.urandom(40 * 1024 - len(jpeg) - 2) + b"\xff\xd9")
+    with open(os.path.join(folder, "avatars", "big.jpg"), "wb") as f:
+        f.write(jpeg + os.urandom(4 * 1024 * 1024 - len(jpeg) - 2) + b"\xff\xd9")
+
+
+NGINX_COMMON = """
+daemon off;
+worker_processes {workers};
+pid {folder}/{name}.pid;
+error_log {folder}/{name}.error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {folder}/{name}-body;
+    proxy_temp_path {folder}/{name}-proxy;
+    fastcgi_temp_path {folder}/{name}-fastcgi;
+    uwsgi_temp_path {folder}/{name}-uwsgi;
+    scgi_temp_path {folder}/{name}-scgi;
+    keepalive_requests 1000000;
+{body}
+}}
+"""
+
+UPSTREAM = """
+    server {{
+        listen 127.0.0.1:{port};
+        root {fixtures};
+        location = /user {{ default_type application/json; try_files /user/index.json =404; }}
+        location = /user/emails {{ default_type application/json; try_files /user/emails.json =404; }}
+        location /avatars/u/ {{
+            default_type image/jpeg;
+            # GitHub resizes with ?s=; the largest size the gateway asks for gets the 4 MB file.
+            if ($arg_s = "648") {{ rewrite ^ /avatars/big.jpg last; }}
+        }}
+        location = /avatars/big.jpg {{ default_type image/jpeg; }}
+    }}
+"""
+
+REFERENCE = """
+    upstream fixtures {{ server 127.0.0.1:{upstream}; keepalive 64; }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://fixtures;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffers 8 64k;
+        }}
+    }}
+"""
+
+
+def start_nginx(folder, name, body, workers):
+    """An nginx in the foreground with its own configuration; the process."""
+    path = os.path.join(folder, name + ".conf")
+    with open(path, "w") as f:
+        f.write(NGINX_COMMON.format(folder=folder, name=name, body=body, workers=workers))
+    return subprocess.Popen(["nginx", "-c", path, "-p", folder], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def sign_in(port, returning):
+    """GitHub sign-in start → emulator → callback → result; (session cookie, ID token)."""
+    verifier = base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    query = urllib.parse.urlencode({"return_to": returning, "result_challenge": challenge, "login": "octocat"})
+    status, headers, _ = request(port, "GET", f"/v1/auth/github.com/start?{query}")
+    headers = dict((k.lower(), v) for k, v in headers)
+    assert status == 302, status
+    transaction = headers["set-cookie"].split(";")[0]
+    authorize = urllib.parse.urlsplit(headers["location"])
+    status, headers, _ = request(authorize.port, "GET", f"{authorize.path}?{authorize.query}")
+    callback = urllib.parse.urlsplit(dict((k.lower(), v) for k, v in headers)["location"])
+    status, headers, _ = request(port, "GET", f"{callback.path}?{callback.query}", {"Cookie": transaction})
+    assert status == 303, status
+    session = next(v.split(";")[0] for k, v in headers if k.lower() == "set-cookie" and "session=" in v)
+    result = next(v for k, v in headers if k.lower() == "location").split("#gatehouse_result=")[1]
+    body = json.dumps({"result": result, "result_verifier": verifier})
+    status, _, data = request(port, "POST", "/v1/auth/result", {"Content-Type": "application/json"}, body)
+    assert status == 200, data
+    return session, json.loads(data)["idToken"]
+
+
+def run_wrk(port, path, headers, seconds, connections):
+    """wrk -t2 against 127.0.0.1:port/path; (requests, requests/s, p99 ms, non-2xx)."""
+    command = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    for name, value in headers.items():
+        command += ["-H", f"{name}: {value}"]
+    output = subprocess.run(command + [f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True, check=True).stdout
+    requests = int(re.search(r"(\d+) requests in", output).group(1))
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", output)
+    p99_ms = float(p99.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[p99.group(2)] if p99 else float("nan")
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    return requests, rate, p99_ms, int(bad.group(1)) if bad else 0
+
+
+def measure(side, seconds, connections):
+    """One wrk run of a side (port, path, headers, pids); rate, CPU µs per request, p99."""
+    port, path, headers, pids = side
+    before = cpu_ticks(pids())
+    requests, rate, p99, bad = run_wrk(port, path, headers, seconds, connections)
+    after = cpu_ticks(pids())
+    if bad:
+        raise SystemExit(f"{bad} answers to {path} were not 2xx/3xx")
+    return rate, (after - before) / TICKS / max(requests, 1) * 1e6, p99
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true", help="one short round per scenario (CI)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--bin", default=os.path.join(ROOT, ".build", "release"), help="folder of the release executables")
+    arguments = parser.parse_args()
+    rounds, seconds = (1, 2) if arguments.smoke else (arguments.rounds, arguments.seconds)
+    for tool in ["nginx", "wrk"]:
+        if not shutil.which(tool):
+            raise SystemExit(f"{tool} is missing (apt-get install -y nginx wrk)")
+
+    folder = tempfile.mkdtemp(prefix="gatehouse-bench-")
+    os.chmod(folder, 0o755)  # nginx workers may run as another user
+    processes = []
+    try:
+        upstream_port, reference_port, gateway_port, emulator_port = (free_port() for _ in range(4))
+        write_fixtures(os.path.join(folder, "fixtures"), upstream_port)
+        upstream = start_nginx(folder, "upstream", UPSTREAM.format(port=upstream_port, fixtures=folder + "/fixtures"), 1)
+        reference = start_nginx(folder, "reference", REFERENCE.format(port=reference_port, upstream=upstream_port), 2)
+        emulator = subprocess.Popen(
+            [os.path.join(arguments.bin, "gatehouse-emulator"), "--port", str(emulator_port)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        processes += [upstream, reference, emulator]
+        wait_http(upstream_port, "/user")
+        wait_http(reference_port, "/user")
+        wait_port(emulator_port)
+
+        gateway_url = f"http://127.0.0.1:{gateway_port}"
+        emulator_url = f"http://127.0.0.1:{emulator_port}"
+        environment = dict(
+            os.environ,
+            GATEHOUSE_DEVELOPMENT="true", GATEHOUSE_PORT=str(gateway_port), GATEHOUSE_PUBLIC_URL=gateway_url,
+            GATEHOUSE_DATA_DIR=os.path.join(folder, "data"), GATEHOUSE_LOG_LEVEL="warning",
+            GATEHOUSE_ENCRYPTION_KEY=base64.b64encode(os.urandom(32)).decode(),
+            GATEHOUSE_RETURN_TO_ALLOWLIST=gateway_url + "/",
+            GATEHOUSE_GITHUB_CLIENT_ID=GITHUB_CLIENT[0], GATEHOUSE_GITHUB_CLIENT_SECRET=GITHUB_CLIENT[1],
+            GATEHOUSE_GITHUB_AUTHORIZE_URL=emulator_url + "/github/login/oauth/authorize",
+            GATEHOUSE_GITHUB_TOKEN_URL=emulator_url + "/github/login/oauth/access_token",
+            GATEHOUSE_GITHUB_API_URL=f"http://127.0.0.1:{upstream_port}",
+            GATEHOUSE_GITHUB_AVATAR_URL_PREFIXES=f"http://127.0.0.1:{upstream_port}/avatars/",
+            GATEHOUSE_USER_RATE_LIMIT="0", GATEHOUSE_AUTH_RATE_LIMIT="0", GATEHOUSE_MAX_PHOTO_BYTES=str(8 << 20),
+            GATEHOUSE_PHOTO_CACHE_BYTES=str(64 << 20),
+        )
+        started = time.time()
+        gateway = subprocess.Popen([os.path.join(arguments.bin, "gatehouse"), "serve"], env=environment,
+                                   stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "gateway.err"), "w"))
+        processes.append(gateway)
+        wait_http(gateway_port, "/readyz")
+        ready_ms = (time.time() - started) * 1000
+        session, id_token = sign_in(gateway_port, gateway_url + "/")
+        time.sleep(0.5)
+        idle_rss_mb = status_kb(gateway.pid, "VmRSS") / 1024
+
+        def gateway_side(path, headers):
+            return gateway_port, path, headers, lambda: [gateway.pid]
+
+        def reference_side(path):
+            return reference_port, path, {}, lambda: children(reference.pid) + [reference.pid]
+
+        bearer = {"Authorization": f"Bearer {id_token}"}
+        cookie = {"Cookie": session}
+        avatar = f"/avatars/u/{FEDERATED_ID}?v=4"
+        healthz = gateway_side("/healthz", {})
+        scenarios = [
+            ("GET /v1/me, bearer ID token", gateway_side("/v1/me", bearer), "same process /healthz", healthz),
+            ("GET /v1/me, session cookie", gateway_side("/v1/me", cookie), "same process /healthz", healthz),
+            ("live GitHub profile, uncached (/user + /user/emails)",
+             gateway_side("/v1/me/providers/github.com/profile?refresh=true", cookie), "nginx proxy_pass /user",
+             reference_side("/user")),
+            ("40 KB photo, uncached", gateway_side("/v1/me/photo?refresh=true", cookie), "nginx proxy_pass",
+             reference_side(avatar)),
+            ("40 KB photo, cached", gateway_side("/v1/me/photo", cookie), "nginx proxy_pass", reference_side(avatar)),
+            ("4 MB photo, uncached", gateway_side("/v1/me/photo?size=648&refresh=true", cookie), "nginx proxy_pass",
+             reference_side(avatar + "&s=648")),
+        ]
+        # Each side answers once before it is measured (connections, caches, lazy setup).
+        for _, side, _, reference_of in scenarios:
+            for port, path, headers, _ in (side, reference_of):
+                status = request(port, "GET", path, headers)[0]
+                if status != 200:
+                    raise SystemExit(f"warm-up of {path} answered {status}")
+
+        rows = []
+        for name, side, reference_name, reference_of in scenarios:
+            results = {"g": [], "r": [], "ratio": []}
+            for _ in range(rounds):
+                wait_idle()
+                g = measure(side, seconds, arguments.connections)
+                wait_idle()
+                r = measure(reference_of, seconds, arguments.connections)
+                results["g"].append(g)
+                results["r"].append(r)
+                results["ratio"].append(g[0] / r[0] if r[0] else float("nan"))
+
+            def median(side, index):
+                return statistics.median(run[index] for run in results[side])
+            rows.append((name, median("g", 0), median("g", 1), median("g", 2), reference_name,
+                         median("r", 0), median("r", 1), median("r", 2), statistics.median(results["ratio"])))
+            print(f"  done: {name}", file=sys.stderr)
+        peak_rss_mb = status_kb(gateway.pid, "VmHWM") / 1024
+
+        print()
+        print(f"Gatehouse benchmark — {time.strftime('%Y-%m-%d')}, {platform.node()}, {os.cpu_count()} CPUs, "
+              f"{platform.platform()}; wrk -t2 -c{arguments.connections}, {rounds} round(s) of {seconds} s per side"
+              + (" (smoke mode: numbers are indicative only)" if arguments.smoke else ""))
+        print()
+        print("| scenario | Gatehouse req/s | µs CPU/req | p99 ms | reference | reference req/s | µs CPU/req | p99 ms | ratio |")
+        print("|---|---:|---:|---:|---|---:|---:|---:|---:|")
+        for row in rows:
+            print("| %s | %.0f | %.0f | %.1f | %s | %.0f | %.0f | %.1f | %.2f× |" % row)
+        print()
+        print(f"Gatehouse: start → ready {ready_ms:.0f} ms; idle RSS {idle_rss_mb:.0f} MB; peak RSS {peak_rss_mb:.0f} MB "
+              f"(after every scenario above).")
+    finally:
+        for process in reversed(processes):
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
