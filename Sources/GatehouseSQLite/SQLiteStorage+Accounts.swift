@@ -7,7 +7,7 @@ extension SQLiteStorage {
     /// The account with this uid.
     public func account(uid: String) async throws -> AccountRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM accounts WHERE uid = ?", arguments: [uid]).map(Self.account)
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM accounts WHERE uid = ?"), arguments: [uid]).map(Self.account)
         }
     }
     /// The link of this provider identity.
@@ -21,7 +21,8 @@ extension SQLiteStorage {
     /// The links of an account, oldest first.
     public func links(uid: String) async throws -> [ProviderLinkRecord] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM provider_links WHERE uid = ? ORDER BY linked_at, provider_id", arguments: [uid]).map(Self.link)
+            try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM provider_links WHERE uid = ? ORDER BY linked_at, provider_id"), arguments: [uid])
+                .map(Self.link)
         }
     }
     /// Creates the account and its first link in one transaction; a uniqueness violation is `StorageError.conflict`.

@@ -15,13 +15,15 @@ extension SQLiteStorage {
     /// The session with this hash, if it has not expired.
     public func session(idHash: String, now: Date) async throws -> SessionRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE id_hash = ? AND expires_at > ?", arguments: [idHash, now]).map(Self.session)
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM sessions WHERE id_hash = ? AND expires_at > ?"), arguments: [idHash, now]).map(
+                Self.session)
         }
     }
     /// The session of a refresh-token family, if it has not expired.
     public func session(familyId: String, now: Date) async throws -> SessionRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE family_id = ? AND expires_at > ?", arguments: [familyId, now]).map(Self.session)
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM sessions WHERE family_id = ? AND expires_at > ?"), arguments: [familyId, now])
+                .map(Self.session)
         }
     }
     /// The unexpired session of a refresh token's family.

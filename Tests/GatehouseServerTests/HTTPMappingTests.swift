@@ -44,6 +44,11 @@ struct HTTPMappingTests {
             let garbage = try await client.execute(uri: "/v1/me", method: .get, headers: [.authorization: "Bearer not-a-jwt"])
             #expect(garbage.status == .unauthorized)
             #expect(garbage.problemCode == "invalid-id-token")
+            for authorization in ["Basic b2N0b2NhdA==", "Bearer", "Bearer   ", "Bearerx.y.z", "bearer\tnot-a-jwt", "BEARER  not-a-jwt  "] {
+                let refused = try await client.execute(uri: "/v1/me", method: .get, headers: [.authorization: authorization])
+                #expect(refused.status == .unauthorized, "\(authorization)")
+                #expect(refused.problemCode == "invalid-id-token", "\(authorization)")
+            }
         }
     }
 

@@ -24,10 +24,15 @@ public enum ProfileSnapshot {
             CorruptProfileSnapshot(uid: uid, providerId: providerId, reason: reason)
         }
         let stored: Versioned
-        do {
-            stored = try JSONCoding.decoder().decode(Versioned.self, from: data)
-        } catch {
-            throw corrupt("unreadable (\(Self.summary(of: error)))")
+        if let known = decoded.value(for: data) {
+            stored = known
+        } else {
+            do {
+                stored = try JSONCoding.decoder().decode(Versioned.self, from: data)
+            } catch {
+                throw corrupt("unreadable (\(Self.summary(of: error)))")
+            }
+            decoded.insert(stored, for: data)
         }
         guard stored.version <= currentVersion else {
             throw corrupt("version \(stored.version), written by a newer Gatehouse (this one reads up to \(currentVersion))")
@@ -37,6 +42,11 @@ public enum ProfileSnapshot {
         }
         return stored.profile
     }
+
+    /// Snapshots already decoded, by their exact bytes: every `/v1/me` reads the links'
+    /// snapshots, and decoding them was a tenth of its CPU (perf, release build). Keyed by
+    /// content, an entry can never be stale; the checks below still run on every read.
+    private static let decoded = RecentValues<Data, Versioned>(capacity: 1024)
 
     /// A decoding error in a few words, without the stored values.
     private static func summary(of error: any Error) -> String {
@@ -50,7 +60,7 @@ public enum ProfileSnapshot {
     }
 
     /// The profile's members and the version, in one JSON object.
-    private struct Versioned: Codable {
+    private struct Versioned: Codable, Sendable {
         var version: Int
         var profile: ProviderProfile
 

@@ -13,6 +13,9 @@ public struct RouteTable: Sendable {
     private var entries:
         [(method: HTTPRequest.Method, path: String, handler: @Sendable (Request, GatehouseRequestContext) async throws -> Response)] =
             []
+    /// Each route's path split once (matching runs on every request, for the access log):
+    /// its segments, `nil` for a parameter, and how many parameters it has.
+    private var patterns: [(method: String, path: String, segments: [Substring?], parameters: Int)] = []
 
     /// Records a route and its handler.
     mutating func add(
@@ -20,6 +23,8 @@ public struct RouteTable: Sendable {
         _ handler: @escaping @Sendable (Request, GatehouseRequestContext) async throws -> Response
     ) {
         entries.append((method, openAPIPath, handler))
+        let segments = openAPIPath.split(separator: "/", omittingEmptySubsequences: false).map { $0.hasPrefix("{") ? nil : $0 }
+        patterns.append((method.rawValue, openAPIPath, segments, segments.filter { $0 == nil }.count))
     }
 
     /// Adds every recorded route to `router` (after its middlewares).
@@ -40,14 +45,20 @@ public struct RouteTable: Sendable {
     /// The route template a request was served by (`/v1/users/{uid}`), or `nil` for none;
     /// a literal segment wins over a parameter (`/v1/users` over `/v1/{x}`).
     func template(method: String, path: String) -> String? {
-        matches(path).filter { $0.method == method }.map(\.path).max { $0.filter { $0 == "{" }.count > $1.filter { $0 == "{" }.count }
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        var best: (path: String, parameters: Int)?
+        for pattern in patterns where pattern.method == method && Self.matches(pattern.segments, segments) {
+            if best.map({ pattern.parameters < $0.parameters }) ?? true { best = (pattern.path, pattern.parameters) }
+        }
+        return best?.path
     }
 
     private func matches(_ path: String) -> [(method: String, path: String)] {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        return routes.filter { route in
-            let pattern = route.path.split(separator: "/", omittingEmptySubsequences: false)
-            return pattern.count == segments.count && zip(pattern, segments).allSatisfy { $0.hasPrefix("{") || $0 == $1 }
-        }
+        return patterns.filter { Self.matches($0.segments, segments) }.map { ($0.method, $0.path) }
+    }
+
+    private static func matches(_ pattern: [Substring?], _ segments: [Substring]) -> Bool {
+        pattern.count == segments.count && zip(pattern, segments).allSatisfy { $0 == nil || $0 == $1 }
     }
 }

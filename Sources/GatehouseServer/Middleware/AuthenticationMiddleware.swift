@@ -34,8 +34,16 @@ struct Credentials: Sendable {
 
     /// The token of `Authorization: Bearer <token>`, if the header has that form and at most `limit` bytes.
     func bearer(limit: Int) -> String? {
-        guard let authorization, authorization.utf8.count <= limit, authorization.lowercased().hasPrefix("bearer ") else { return nil }
-        return String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        guard let authorization, authorization.utf8.count <= limit else { return nil }
+        // On the bytes: Foundation's case folding and trimming cost a twentieth of a /v1/me
+        // request (perf, release build).
+        let bytes = authorization.utf8
+        guard bytes.count > 7, bytes.prefix(6).map({ $0 | 0x20 }).elementsEqual("bearer".utf8), bytes.dropFirst(6).first == UInt8(ascii: " ")
+        else { return nil }
+        let token = Array(bytes.dropFirst(7))
+        let isSpace: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        guard let first = token.firstIndex(where: { !isSpace($0) }), let last = token.lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(decoding: token[first...last], as: UTF8.self)
     }
 }
 
