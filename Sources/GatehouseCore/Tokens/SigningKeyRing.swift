@@ -28,6 +28,8 @@ public actor SigningKeyRing {
     private let clock: any GatehouseClock
 
     private var keys: [Key] = []
+    /// Claims of tokens whose signature verified, by token (bounded; a token lives an hour).
+    private let verified = RecentValues<String, GatewayIDTokenClaims>(capacity: 4096)
     private var collection = JWTKeyCollection()
     private var loadedAt: Date = .distantPast
     private var unknownKidReloadAt: Date = .distantPast
@@ -85,7 +87,13 @@ public actor SigningKeyRing {
         guard published().contains(where: { $0.kid == kid }) else {
             throw GatehouseError.invalidIdToken("The ID token was signed by a key the gateway does not publish.")
         }
-        return try await collection.verify(token, as: GatewayIDTokenClaims.self)
+        // The same token string verifies the same way while its key is published (checked
+        // just above, on every call): remember the claims instead of checking the ES256
+        // signature again. The caller still checks expiry, issuer, audience and the session.
+        if let claims = verified.value(for: token) { return claims }
+        let claims = try await collection.verify(token, as: GatewayIDTokenClaims.self)
+        verified.insert(claims, for: token)
+        return claims
     }
 
     /// The public keys as a JWK Set (`/.well-known/jwks.json`).
