@@ -6,8 +6,10 @@ import Logging
 public struct Gatehouse: Sendable {
     /// The deployment settings.
     public let configuration: GatewayConfiguration
-    /// The store.
+    /// The store, with accounts, links and sessions cached in memory (`CachedStore`).
     public let storage: any GatehouseStorage
+    /// The same, for its change feed.
+    private let cachedStore: CachedStore
     /// The configured providers.
     public let providers: ProviderRegistry
     /// The redirect sign-in flow.
@@ -36,6 +38,11 @@ public struct Gatehouse: Sendable {
     ) throws {
         try configuration.validate()
         self.configuration = configuration
+        let cachedStore = CachedStore(
+            storage, capacity: configuration.accountCacheCapacity, lifetime: configuration.accountCacheLifetime, clock: configuration.clock,
+            metrics: metrics, logger: logger)
+        self.cachedStore = cachedStore
+        let storage: any GatehouseStorage = cachedStore
         self.storage = storage
         self.metrics = metrics
         self.storageHealth = StorageHealth(clock: configuration.clock)
@@ -86,5 +93,11 @@ public struct Gatehouse: Sendable {
             storage: storage, providers: registry, accounts: accounts, vault: vault, configuration: configuration, metrics: metrics)
         self.serviceKeys = ServiceKeyService(storage: storage)
         self.admin = AdminService(storage: storage, accounts: accounts)
+    }
+
+    /// The core's background work, until the task is cancelled: following what other
+    /// instances write to a shared store (see `CachedStore.followChanges()`).
+    public func run() async {
+        await cachedStore.followChanges()
     }
 }

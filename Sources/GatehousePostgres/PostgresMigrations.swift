@@ -180,6 +180,35 @@ enum PostgresMigrations {
                 "CREATE INDEX refresh_tokens_retry_until ON refresh_tokens(retry_until) WHERE retry_until IS NOT NULL",
                 "ALTER TABLE signin_results ADD COLUMN sealed_answer text, ADD COLUMN answer_token_hash text, ADD COLUMN retry_until timestamptz",
             ]),
+        // The change feed (`SharedStore`): every committed change to an account, a link or a
+        // session tells each listening instance the account's uid, whichever statement made it
+        // (cascades, purges and tools included). PostgreSQL folds repeats within a transaction.
+        // A new session changes nothing cached (absent sessions are never cached).
+        Migration(
+            version: "v7-account-change-feed",
+            statements: [
+                """
+                CREATE FUNCTION gatehouse_account_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                  IF TG_OP <> 'INSERT' THEN PERFORM pg_notify('\(PostgresStorage.changeChannel)', OLD.uid); END IF;
+                  IF TG_OP <> 'DELETE' THEN PERFORM pg_notify('\(PostgresStorage.changeChannel)', NEW.uid); END IF;
+                  RETURN NULL;
+                END
+                $$
+                """,
+                """
+                CREATE TRIGGER accounts_changed AFTER INSERT OR UPDATE OR DELETE ON accounts
+                FOR EACH ROW EXECUTE FUNCTION gatehouse_account_changed()
+                """,
+                """
+                CREATE TRIGGER provider_links_changed AFTER INSERT OR UPDATE OR DELETE ON provider_links
+                FOR EACH ROW EXECUTE FUNCTION gatehouse_account_changed()
+                """,
+                """
+                CREATE TRIGGER sessions_changed AFTER UPDATE OR DELETE ON sessions
+                FOR EACH ROW EXECUTE FUNCTION gatehouse_account_changed()
+                """,
+            ]),
     ]
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.

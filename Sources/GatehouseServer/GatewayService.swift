@@ -54,15 +54,25 @@ public struct GatewayService: Service {
             logger: logger)
     }
 
-    /// Serves until graceful shutdown; throws when the core could not be assembled.
+    /// Serves until graceful shutdown; throws when the core could not be assembled. The
+    /// core's background work (`Gatehouse.run()`) runs beside the server and is cancelled
+    /// once the server has stopped.
     public func run() async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await application.run() }
-            group.addTask { try await slot.assembled() }
-            // The first to end is the assembly (or the server, on a bind error); a failure
-            // ends the group, which cancels the other.
-            try await group.next()
-            try await group.next()
+        enum Part { case server, core }
+        try await withThrowingTaskGroup(of: Part.self) { group in
+            group.addTask {
+                try await application.run()
+                return .server
+            }
+            group.addTask {
+                try await slot.assembled().run()
+                return .core
+            }
+            // A failed assembly (or a bind error) throws out of the group, which cancels the
+            // other part; the core's work ends only when cancelled.
+            while let part = try await group.next() {
+                if part == .server { group.cancelAll() }
+            }
         }
     }
 }
@@ -75,21 +85,25 @@ final class AssembledResponder: HTTPResponder, Sendable {
     /// waiting for it honours cancellation, so a listener that fails to bind cannot leave
     /// `GatewayService.run()` waiting forever.
     private let chain = Eventual<RouterResponder<GatehouseRequestContext>>()
+    /// The assembled core, for its background work.
+    private let core = Eventual<Gatehouse>()
     private let logger: Logger
 
     init(logger: Logger) { self.logger = logger }
 
     func install(_ assembly: GatewayAssembly) {
         chain.set(GatehouseServer.responder(for: assembly, logger: logger))
+        core.set(assembly.gatehouse)
     }
 
     func fail(_ error: any Error) {
         chain.fail(error)
+        core.fail(error)
     }
 
-    /// Returns once the core is assembled; throws its assembly error.
-    func assembled() async throws {
-        _ = try await chain.value()
+    /// The core, once assembled; throws its assembly error.
+    func assembled() async throws -> Gatehouse {
+        try await core.value()
     }
 
     func respond(to request: Request, context: GatehouseRequestContext) async throws -> Response {

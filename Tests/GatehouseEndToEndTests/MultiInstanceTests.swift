@@ -52,10 +52,11 @@ struct MultiInstanceTests {
 
             let cookies = browser.jar.header
             #expect(try await browser.send("\(a)/v1/auth/signout", method: "POST", headers: ["Origin": a]).status == 204)
-            for instance in [b, c] {
-                let stale = try await deployment.client.execute(OutboundRequest(url: "\(instance)/v1/me", headers: cookies))
-                #expect(stale.status == 401)
+            // B and C remembered the session; the change feed tells them within a second.
+            let waited = try await Self.longestWait([b, c]) { instance in
+                try await deployment.client.execute(OutboundRequest(url: "\(instance)/v1/me", headers: cookies)).status == 401
             }
+            #expect(waited < .seconds(1), "sign-out reached B and C after \(waited)")
         }
     }
 
@@ -319,6 +320,85 @@ extension MultiInstanceTests {
             #expect(failures.allSatisfy { $0.status == 503 && $0.code == "storage-unavailable" })
             #expect(await observed.okAfterFailure >= 10)
             #expect(try await deployment.client.execute(OutboundRequest(url: me, headers: cookies)).status == 200)
+        }
+    }
+}
+
+extension MultiInstanceTests {
+    /// Polls `refused` on each instance until it holds (at most 5 s, so that a slow one is
+    /// reported with its time); the longest wait.
+    static func longestWait(_ instances: [String], until refused: (String) async throws -> Bool) async throws -> Duration {
+        let start = ContinuousClock.now
+        var longest = Duration.zero
+        for instance in instances {
+            while try await !refused(instance), ContinuousClock.now - start < .seconds(5) { try await Task.sleep(for: .milliseconds(5)) }
+            longest = max(longest, ContinuousClock.now - start)
+        }
+        return longest
+    }
+
+    @Test(
+        "each instance answers signed-in reads from memory, yet sign-out, unlink, disable and session revocation on A take effect on B and C within 1 s (PostgreSQL's change feed)"
+    )
+    func revocationReachesEveryInstanceWithinASecond() async throws {
+        let database = try await PostgresTestServer.freshDatabase()
+        try await withDeployment(database: database, instances: 3) { deployment in
+            let (a, others) = (deployment.gatewayURLs[0], Array(deployment.gatewayURLs[1...]))
+            let store = try PostgresStorage(url: database, maximumConnections: 2, logger: PostgresTestServer.quietLogger)
+            defer { store.shutdown() }
+            let admin = try await ServiceKeyService(storage: store).create(name: "ops", scopes: ["admin"])
+            /// Signs in on A and reads `/v1/me` twice on B and C with the ID token (the second
+            /// read is answered from memory).
+            func signedInEverywhere() async throws -> (browser: Browser, idToken: String, uid: String) {
+                let (browser, idToken, _) = try await GatewayTokenTests.signedIn(deployment)
+                var uid = ""
+                for instance in others {
+                    for _ in 0..<2 {
+                        let me = try await GatewayTokenTests.bearer(deployment, idToken, on: instance)
+                        #expect(me.status == 200, "\(me.bodyText)")
+                        uid = try jsonObject(me)["uid"] as? String ?? ""
+                    }
+                }
+                return (browser, idToken, uid)
+            }
+            func refusedOnOthers(_ idToken: String, _ what: String) async throws {
+                let waited = try await Self.longestWait(others) { instance in
+                    try await GatewayTokenTests.bearer(deployment, idToken, on: instance).status == 401
+                }
+                #expect(waited < .seconds(1), "\(what) on A reached B and C after \(waited)")
+            }
+
+            // Sign-out with the bearer on A.
+            var (browser, idToken, uid) = try await signedInEverywhere()
+            let signOut = OutboundRequest(method: "POST", url: "\(a)/v1/auth/signout", headers: ["Authorization": "Bearer \(idToken)"])
+            #expect(try await deployment.client.execute(signOut).status == 204)
+            try await refusedOnOthers(idToken, "sign-out")
+
+            // Unlink on A: B and C list one provider less.
+            (browser, idToken, uid) = try await signedInEverywhere()
+            _ = try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link")
+            for instance in others {
+                #expect(try account(try await GatewayTokenTests.bearer(deployment, idToken, on: instance)).providers.count == 2)
+            }
+            #expect(try await browser.send("\(a)/v1/me/providers/oidc.emulator", method: "DELETE", headers: ["Origin": a]).status == 200)
+            let linkedToken = idToken
+            let unlinked = try await Self.longestWait(others) { instance in
+                try account(try await GatewayTokenTests.bearer(deployment, linkedToken, on: instance)).providers == ["github.com"]
+            }
+            #expect(unlinked < .seconds(1), "unlink on A reached B and C after \(unlinked)")
+
+            // An administrator disables the account on A, then (enabled again, signed in
+            // again) revokes its sessions on A.
+            let disable = OutboundRequest(method: "POST", url: "\(a)/v1/users/\(uid)/disable", headers: ["Authorization": "Bearer \(admin.secret)"])
+            #expect(try await deployment.client.execute(disable).status == 204)
+            try await refusedOnOthers(idToken, "disable")
+            let enable = OutboundRequest(method: "POST", url: "\(a)/v1/users/\(uid)/enable", headers: ["Authorization": "Bearer \(admin.secret)"])
+            #expect(try await deployment.client.execute(enable).status == 204)
+            (_, idToken, uid) = try await signedInEverywhere()
+            let revoke = OutboundRequest(
+                method: "POST", url: "\(a)/v1/users/\(uid)/revoke-sessions", headers: ["Authorization": "Bearer \(admin.secret)"])
+            #expect(try await deployment.client.execute(revoke).status == 204)
+            try await refusedOnOthers(idToken, "session revocation")
         }
     }
 }

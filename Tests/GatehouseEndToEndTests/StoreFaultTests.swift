@@ -10,7 +10,10 @@ import Testing
 struct StoreFaultTests {
     @Test("a store error while a refresh is answered leaves the refresh token usable: nothing was rotated")
     func refreshFailingAfterItsReadsRotatesNothing() async throws {
-        try await withDeployment { deployment in
+        // The database is changed behind the gateway's back, which only its own writes (and a
+        // shared store's change feed) tell its account cache about: the cache is off, so that
+        // every read reaches the broken rows.
+        try await withDeployment(gateway: { $0.accountCacheLifetime = 0 }) { deployment in
             let (_, _, refreshToken) = try await GatewayTokenTests.signedIn(deployment)
             // The links table goes away under the running gateway (as a broken disk or a lost
             // connection would fail the statement): the answer needs the user's links.
@@ -207,7 +210,10 @@ extension StoreFaultTests {
 
     @Test("a corrupt or too-new profile snapshot is an operator-visible error on every read, never a silent gap or re-auth")
     func corruptProfileSnapshot() async throws {
-        try await withDeployment { deployment in
+        // The database is changed behind the gateway's back, which only its own writes (and a
+        // shared store's change feed) tell its account cache about: the cache is off, so that
+        // every read reaches the broken rows.
+        try await withDeployment(gateway: { $0.accountCacheLifetime = 0 }) { deployment in
             var browser = Browser(deployment)
             _ = try await browser.complete(login: "octocat")
             #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 200)

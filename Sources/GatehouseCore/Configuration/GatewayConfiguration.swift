@@ -22,6 +22,12 @@ public struct GatewayConfiguration: Sendable {
     public var maxPhotoBytes: Int
     /// How long live provider profiles and photos are reused (0 turns the cache off).
     public var profileCacheLifetime: TimeInterval = 60
+    /// How long accounts, links and sessions read from the store may be answered from memory
+    /// (0: never). Writes drop them at once, on every instance of a PostgreSQL deployment
+    /// through its change feed; this bounds only what a lost notification could leave.
+    public var accountCacheLifetime: TimeInterval = 60
+    /// How many accounts (each with its links and sessions) are held in memory at most.
+    public var accountCacheCapacity = 10_000
     /// The photo cache's budget in bytes.
     public var photoCacheBytes: Int = 32 << 20
     /// Seconds a photo source that failed (`photo-unavailable`) is remembered as failed for

@@ -293,14 +293,27 @@ public struct ProfileService: Sendable {
     }
 
     /// A link whose tokens no longer open (a removed key) needs a new sign-in, not a 500; a
-    /// store that cannot be read stays a storage error.
+    /// store that cannot be read stays a storage error. Links come from the account cache,
+    /// which another process's key rotation (`gatehouse keys` on a SQLite file) cannot reach:
+    /// tokens that do not open are read from the store once more before giving up.
     private func openTokens(_ link: ProviderLinkRecord) async throws -> ProviderTokens {
+        if let tokens = try await openedTokens(link) { return tokens }
+        if let stored = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), stored.uid == link.uid,
+            stored.sealedTokens != link.sealedTokens, let tokens = try await openedTokens(stored)
+        {
+            return tokens
+        }
+        throw GatehouseError.providerReauthRequired(link.providerId)
+    }
+
+    /// The link's tokens, or `nil` when they do not open.
+    private func openedTokens(_ link: ProviderLinkRecord) async throws -> ProviderTokens? {
         do {
             return try await vault.tokens(of: link)
         } catch TokenVault.VaultError.unreadable {
-            throw GatehouseError.providerReauthRequired(link.providerId)
+            return nil
         } catch is DecodingError {
-            throw GatehouseError.providerReauthRequired(link.providerId)
+            return nil
         }
     }
 }

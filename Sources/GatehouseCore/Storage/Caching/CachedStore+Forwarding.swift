@@ -1,0 +1,123 @@
+import Foundation
+
+// What the cache neither holds nor depends on goes straight to the configured store.
+
+extension CachedStore {
+    /// Migrates the store.
+    public func migrate() async throws { try await base.migrate() }
+
+    /// Pings the store.
+    public func ping(within limit: Duration?) async throws { try await base.ping(within: limit) }
+
+    /// Purges expired records (an expired session is never answered from memory either).
+    public func purgeExpired(now: Date) async throws { try await base.purgeExpired(now: now) }
+
+    /// Saves a started sign-in.
+    public func insertTransaction(_ transaction: SignInTransaction) async throws { try await base.insertTransaction(transaction) }
+
+    /// Takes a started sign-in.
+    public func takeTransaction(stateHash: String, bindingHash: String) async throws -> SignInTransaction? {
+        try await base.takeTransaction(stateHash: stateHash, bindingHash: bindingHash)
+    }
+
+    /// Saves a sign-in result.
+    public func insertResult(idHash: String, payload: Data, expiresAt: Date) async throws {
+        try await base.insertResult(idHash: idHash, payload: payload, expiresAt: expiresAt)
+    }
+
+    /// Reads a sign-in result.
+    public func result(idHash: String, now: Date) async throws -> StoredResultState? { try await base.result(idHash: idHash, now: now) }
+
+    /// Redeems a sign-in result.
+    public func takeResult(idHash: String, now: Date, redemption: ResultRedemption) async throws -> Bool {
+        try await base.takeResult(idHash: idHash, now: now, redemption: redemption)
+    }
+
+    /// Spends a single-use credential.
+    public func spendToken(hash: String, expiresAt: Date) async throws -> Bool { try await base.spendToken(hash: hash, expiresAt: expiresAt) }
+
+    /// The link of an identity: always from the store (linking and refreshes decide on it).
+    public func link(providerId: String, federatedId: String) async throws -> ProviderLinkRecord? {
+        try await base.link(providerId: providerId, federatedId: federatedId)
+    }
+
+    /// Accounts by verified email.
+    public func uids(verifiedEmail: String, limit: Int) async throws -> [String] { try await base.uids(verifiedEmail: verifiedEmail, limit: limit) }
+
+    /// Accounts by profile email.
+    public func uids(email: String, limit: Int) async throws -> [String] { try await base.uids(email: email, limit: limit) }
+
+    /// Every link, in batches.
+    public func links(after: LinkCursor?, limit: Int) async throws -> [ProviderLinkRecord] { try await base.links(after: after, limit: limit) }
+
+    /// Parks a pending credential.
+    public func insertPendingCredential(_ credential: PendingCredentialRecord) async throws { try await base.insertPendingCredential(credential) }
+
+    /// Takes a pending credential.
+    public func takePendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
+        try await base.takePendingCredential(tokenHash: tokenHash, now: now)
+    }
+
+    /// Reads a pending credential.
+    public func pendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
+        try await base.pendingCredential(tokenHash: tokenHash, now: now)
+    }
+
+    /// Saves a session (nothing held can be out of date: absent sessions are never cached).
+    public func insertSession(_ session: SessionRecord) async throws { try await base.insertSession(session) }
+
+    /// A refresh token's session: always from the store (a rotation decides on it).
+    public func session(refreshTokenHash: String, now: Date) async throws -> SessionRecord? {
+        try await base.session(refreshTokenHash: refreshTokenHash, now: now)
+    }
+
+    /// Stores a refresh token.
+    public func insertRefreshToken(tokenHash: String, familyId: String, at date: Date) async throws {
+        try await base.insertRefreshToken(tokenHash: tokenHash, familyId: familyId, at: date)
+    }
+
+    /// Saves a signing key.
+    public func insertSigningKey(_ key: SigningKeyRecord) async throws { try await base.insertSigningKey(key) }
+
+    /// Every signing key.
+    public func signingKeys() async throws -> [SigningKeyRecord] { try await base.signingKeys() }
+
+    /// Re-seals a signing key.
+    public func replaceSealedSigningKey(kid: String, expected: String, with sealed: String) async throws -> Bool {
+        try await base.replaceSealedSigningKey(kid: kid, expected: expected, with: sealed)
+    }
+
+    /// Saves a data key.
+    public func insertDataKey(_ key: DataKeyRecord) async throws { try await base.insertDataKey(key) }
+
+    /// Every data key.
+    public func dataKeys() async throws -> [DataKeyRecord] { try await base.dataKeys() }
+
+    /// Re-wraps a data key.
+    public func replaceWrappedDataKey(id: String, expected: String, with wrapped: String) async throws -> Bool {
+        try await base.replaceWrappedDataKey(id: id, expected: expected, with: wrapped)
+    }
+
+    /// Deletes a data key.
+    public func deleteDataKey(id: String) async throws -> Bool { try await base.deleteDataKey(id: id) }
+
+    /// What each key seals.
+    public func sealingKeyUsage(now: Date) async throws -> [String: Int] { try await base.sealingKeyUsage(now: now) }
+
+    /// Runs `body` under a lock of the store.
+    public func withLock<T: Sendable>(_ name: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        try await base.withLock(name, body)
+    }
+
+    /// Saves a service key.
+    public func insertServiceKey(_ key: ServiceKeyRecord) async throws { try await base.insertServiceKey(key) }
+
+    /// A service key by secret hash.
+    public func serviceKey(secretHash: String) async throws -> ServiceKeyRecord? { try await base.serviceKey(secretHash: secretHash) }
+
+    /// Every service key.
+    public func serviceKeys() async throws -> [ServiceKeyRecord] { try await base.serviceKeys() }
+
+    /// Revokes a service key.
+    public func revokeServiceKey(id: String, at date: Date) async throws -> Bool { try await base.revokeServiceKey(id: id, at: date) }
+}

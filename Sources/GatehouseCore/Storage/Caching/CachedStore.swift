@@ -1,0 +1,274 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The store every service of a gateway uses: the configured one, with accounts, links and
+/// sessions answered from memory once read (`AccountReadCache`).
+///
+/// Every write made through it drops what it changes once the write has returned, and
+/// what other instances write arrives from a `SharedStore` (PostgreSQL's `LISTEN/NOTIFY`)
+/// while `followChanges()` runs; as long as that feed is not listening (before it starts,
+/// after its connection dropped) nothing is answered from memory. A store that is not shared
+/// (SQLite, one process) needs no feed. Whatever the feed might miss is bounded by the
+/// cache's lifetime.
+///
+/// Only what a signed-in read needs is cached: sessions by cookie hash and by family, an
+/// account, an account's links. Reads that decide a write (a link by identity, a refresh
+/// token's session, pending credentials) always go to the store.
+public final class CachedStore: GatehouseStorage {
+    /// The configured store.
+    public let base: any GatehouseStorage
+    let cache: AccountReadCache
+    private let clock: any GatehouseClock
+    private let metrics: GatehouseMetrics
+    private let logger: Logger
+
+    /// Caches at most `capacity` accounts for at most `lifetime` seconds each (0: no cache).
+    public init(
+        _ base: any GatehouseStorage, capacity: Int, lifetime: TimeInterval, clock: any GatehouseClock, metrics: GatehouseMetrics = .disabled,
+        logger: Logger = Logger(label: "gatehouse")
+    ) {
+        self.base = base
+        self.clock = clock
+        self.metrics = metrics
+        self.logger = logger
+        // A shared store's cache starts off: it turns on once the change feed listens.
+        cache = AccountReadCache(capacity: capacity, lifetime: lifetime, enabled: !(base is any SharedStore))
+    }
+
+    /// Follows what other instances write until the task is cancelled, reconnecting after a
+    /// lost connection (the cache is off and empty meanwhile). For a store that is not shared
+    /// it only waits for the cancellation, so that it can run beside a server all the same.
+    public func followChanges() async {
+        guard let shared = base as? any SharedStore else {
+            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+            return
+        }
+        let cache = self.cache
+        let logger = self.logger
+        var delay = Duration.milliseconds(100)
+        while !Task.isCancelled {
+            let followed = Mutex(false)
+            do {
+                try await shared.followChanges { change in
+                    switch change {
+                    case .following:
+                        cache.invalidateAll(enabled: true)
+                        followed.withLock { $0 = true }
+                        logger.debug("following the store's changes")
+                    case .account(let uid):
+                        cache.invalidate(uid: uid)
+                    }
+                }
+            } catch {
+                logger.warning(
+                    "lost the store's change feed: accounts and sessions are read from the store until it is back",
+                    metadata: ["store.error": "\((error as? any StoreFailureSummary)?.storeFailureSummary ?? "\(type(of: error))")"])
+            }
+            cache.invalidateAll(enabled: false)
+            if followed.withLock({ $0 }) { delay = .milliseconds(100) }
+            try? await Task.sleep(for: delay)
+            delay = min(delay * 2, .seconds(2))
+        }
+    }
+
+    /// Whether reads may be answered from memory now: a shared store's change feed is
+    /// listening (always, for a store that is not shared), and the cache has a lifetime.
+    public var answersFromMemory: Bool { cache.isEnabled }
+
+    // MARK: Cached reads
+
+    /// The session with this cookie hash: from memory when held.
+    public func session(idHash: String, now: Date) async throws -> SessionRecord? {
+        try await cached(cache.session(idHash: idHash, now: clock.now()), now: now) {
+            try await base.session(idHash: idHash, now: now)
+        } store: { session, ticket in
+            cache.store(session, ticket: ticket, now: clock.now())
+        }
+    }
+
+    /// The session of a refresh-token family: from memory when held.
+    public func session(familyId: String, now: Date) async throws -> SessionRecord? {
+        try await cached(cache.session(familyId: familyId, now: clock.now()), now: now) {
+            try await base.session(familyId: familyId, now: now)
+        } store: { session, ticket in
+            cache.store(session, ticket: ticket, now: clock.now())
+        }
+    }
+
+    private func cached(
+        _ held: SessionRecord?, now: Date, read: () async throws -> SessionRecord?,
+        store: (SessionRecord, AccountReadCache.Ticket) -> Void
+    ) async throws -> SessionRecord? {
+        if let held {
+            metrics.cacheLookup(cache: "account", result: "hit")
+            return held.expiresAt > now ? held : nil
+        }
+        metrics.cacheLookup(cache: "account", result: "miss")
+        let ticket = cache.ticket()
+        guard let session = try await read() else { return nil }
+        store(session, ticket)
+        return session
+    }
+
+    /// The account: from memory when held.
+    public func account(uid: String) async throws -> AccountRecord? {
+        if let held = cache.account(uid: uid, now: clock.now()) {
+            metrics.cacheLookup(cache: "account", result: "hit")
+            return held
+        }
+        metrics.cacheLookup(cache: "account", result: "miss")
+        let ticket = cache.ticket()
+        guard let account = try await base.account(uid: uid) else { return nil }
+        cache.store(account, ticket: ticket, now: clock.now())
+        return account
+    }
+
+    /// The account's links: from memory when held.
+    public func links(uid: String) async throws -> [ProviderLinkRecord] {
+        if let held = cache.links(uid: uid, now: clock.now()) {
+            metrics.cacheLookup(cache: "account", result: "hit")
+            return held
+        }
+        metrics.cacheLookup(cache: "account", result: "miss")
+        let ticket = cache.ticket()
+        let links = try await base.links(uid: uid)
+        // An account without links is being created or deleted: not worth keeping.
+        if !links.isEmpty { cache.store(links: links, uid: uid, ticket: ticket, now: clock.now()) }
+        return links
+    }
+
+    // MARK: Writes that change what is cached
+
+    /// Runs a write, then drops what it may have changed (also when it failed: it may have
+    /// committed all the same).
+    func writing<T>(_ write: () async throws -> T, then invalidate: () -> Void) async throws -> T {
+        defer { invalidate() }
+        return try await write()
+    }
+
+    /// Creates an account with its first link.
+    public func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws {
+        try await writing {
+            try await base.createAccount(account, firstLink: firstLink)
+        } then: {
+            cache.invalidate(uid: account.uid)
+        }
+    }
+
+    /// Records a sign-in.
+    public func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws {
+        try await writing {
+            try await base.recordSignIn(link: link, at: date)
+        } then: {
+            cache.invalidate(uid: link.uid)
+        }
+    }
+
+    /// Replaces a link (and consumes a pending credential).
+    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+        try await writing {
+            try await base.updateLink(link, consumingPending: consumingPending)
+        } then: {
+            cache.invalidate(uid: link.uid)
+        }
+    }
+
+    /// Replaces a link's profile snapshot.
+    public func updateLinkProfile(
+        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
+    ) async throws {
+        try await writing {
+            try await base.updateLinkProfile(
+                providerId: providerId, federatedId: federatedId, uid: uid, profileJSON: profileJSON, verifiedEmail: verifiedEmail, at: date)
+        } then: {
+            cache.invalidate(uid: uid)
+        }
+    }
+
+    /// Adds a link (and consumes a pending credential).
+    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+        try await writing {
+            try await base.addLink(link, consumingPending: consumingPending)
+        } then: {
+            cache.invalidate(uid: link.uid)
+        }
+    }
+
+    /// Removes a link.
+    public func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome {
+        try await writing {
+            try await base.deleteLink(uid: uid, providerId: providerId)
+        } then: {
+            cache.invalidate(uid: uid)
+        }
+    }
+
+    /// Deletes an account.
+    public func deleteAccount(uid: String) async throws -> [ProviderLinkRecord]? {
+        try await writing {
+            try await base.deleteAccount(uid: uid)
+        } then: {
+            cache.invalidate(uid: uid)
+        }
+    }
+
+    /// Replaces a link's sealed tokens (compare and set).
+    public func replaceSealedTokens(providerId: String, federatedId: String, expected: String, with sealed: String) async throws -> Bool {
+        try await writing {
+            try await base.replaceSealedTokens(providerId: providerId, federatedId: federatedId, expected: expected, with: sealed)
+        } then: {
+            cache.invalidate(providerId: providerId, federatedId: federatedId)
+        }
+    }
+
+    /// Disables or enables an account (disabling ends its sessions).
+    public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
+        try await writing {
+            try await base.setDisabled(uid: uid, disabled: disabled)
+        } then: {
+            cache.invalidate(uid: uid)
+        }
+    }
+
+    /// Ends one session.
+    public func deleteSession(idHash: String) async throws {
+        try await writing {
+            try await base.deleteSession(idHash: idHash)
+        } then: {
+            cache.invalidate(sessionHash: idHash)
+        }
+    }
+
+    /// Ends a family's session.
+    public func deleteSession(familyId: String) async throws {
+        try await writing {
+            try await base.deleteSession(familyId: familyId)
+        } then: {
+            cache.invalidate(familyId: familyId)
+        }
+    }
+
+    /// Ends every session of an account.
+    public func deleteSessions(uid: String) async throws {
+        try await writing {
+            try await base.deleteSessions(uid: uid)
+        } then: {
+            cache.invalidate(uid: uid)
+        }
+    }
+
+    /// Rotates a refresh token; a reuse revokes its family, whose account this store does
+    /// not learn: everything is dropped then (rare: a stolen or replayed token).
+    public func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation {
+        let rotation: RefreshRotation
+        do {
+            rotation = try await base.rotateRefreshToken(tokenHash: tokenHash, successor: successor, now: now)
+        } catch {
+            cache.invalidateAll()
+            throw error
+        }
+        if rotation == .reused { cache.invalidateAll() }
+        return rotation
+    }
+}

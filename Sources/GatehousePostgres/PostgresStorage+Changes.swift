@@ -1,0 +1,24 @@
+import GatehouseCore
+import PostgresNIO
+
+extension PostgresStorage: SharedStore {
+    /// The channel the schema's triggers notify with the uid of each changed account.
+    static let changeChannel = "gatehouse_account_changes"
+
+    /// Listens on the change channel with one connection of the pool until the task is
+    /// cancelled; throws when that connection is lost (the server restarted, the network).
+    public func followChanges(_ body: @escaping @Sendable (StoreChange) async -> Void) async throws {
+        let logger = self.logger
+        try await client.withConnection { connection in
+            try await connection.listen(on: Self.changeChannel) { notifications in
+                // `listen` returns once the server has confirmed LISTEN: from here on nothing
+                // committed is missed.
+                await body(.following)
+                for try await notification in notifications {
+                    await body(.account(uid: notification.payload))
+                }
+                logger.debug("change feed ended")
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+
+@testable import GatehouseCore
+
+/// The in-memory accounts, links and sessions behind `CachedStore` (issue #18).
+@Suite struct AccountReadCacheTests {
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func session(_ id: String, uid: String, expiresIn: TimeInterval = 3600) -> SessionRecord {
+        SessionRecord(idHash: "hash-\(id)", uid: uid, createdAt: now, expiresAt: now.addingTimeInterval(expiresIn), familyId: "family-\(id)")
+    }
+
+    @Test("a session is found by cookie hash and by family; an invalidation by either key, or by its account, drops the whole account")
+    func lookupsAndInvalidation() {
+        let cache = AccountReadCache(capacity: 100, lifetime: 60, enabled: true)
+        for invalidate in [
+            { (cache: AccountReadCache) in cache.invalidate(uid: "u1") }, { $0.invalidate(sessionHash: "hash-s1") },
+            { $0.invalidate(familyId: "family-s1") }, { $0.invalidate(providerId: "github.com", federatedId: "f1") },
+        ] {
+            let ticket = cache.ticket()
+            cache.store(Self.session("s1", uid: "u1"), ticket: ticket, now: Self.now)
+            cache.store(AccountRecord(uid: "u1", createdAt: Self.now, lastSignInAt: Self.now), ticket: ticket, now: Self.now)
+            cache.store(
+                links: [
+                    ProviderLinkRecord(
+                        uid: "u1", providerId: "github.com", federatedId: "f1", profileJSON: Data(), sealedTokens: "", linkedAt: Self.now,
+                        updatedAt: Self.now)
+                ], uid: "u1", ticket: ticket, now: Self.now)
+            #expect(cache.session(idHash: "hash-s1", now: Self.now)?.familyId == "family-s1")
+            #expect(cache.session(familyId: "family-s1", now: Self.now)?.idHash == "hash-s1")
+            #expect(cache.account(uid: "u1", now: Self.now)?.uid == "u1")
+            #expect(cache.links(uid: "u1", now: Self.now)?.count == 1)
+            invalidate(cache)
+            #expect(cache.session(idHash: "hash-s1", now: Self.now) == nil)
+            #expect(cache.session(familyId: "family-s1", now: Self.now) == nil)
+            #expect(cache.account(uid: "u1", now: Self.now) == nil)
+            #expect(cache.links(uid: "u1", now: Self.now) == nil)
+            #expect(cache.count == 0)
+        }
+    }
+
+    @Test("a read that began before an invalidation is not stored after it (its answer may predate the write)")
+    func readsAcrossAnInvalidationAreDropped() {
+        let cache = AccountReadCache(capacity: 100, lifetime: 60, enabled: true)
+        let ticket = cache.ticket()
+        cache.invalidate(uid: "someone-else")
+        cache.store(Self.session("s1", uid: "u1"), ticket: ticket, now: Self.now)
+        #expect(cache.session(idHash: "hash-s1", now: Self.now) == nil)
+        cache.store(Self.session("s1", uid: "u1"), ticket: cache.ticket(), now: Self.now)
+        #expect(cache.session(idHash: "hash-s1", now: Self.now) != nil)
+    }
+
+    @Test("nothing older than the lifetime is answered; at most `capacity` accounts and 16 sessions each are held")
+    func bounded() {
+        let cache = AccountReadCache(capacity: 10, lifetime: 60, enabled: true)
+        cache.store(Self.session("old", uid: "u0"), ticket: cache.ticket(), now: Self.now)
+        #expect(cache.session(idHash: "hash-old", now: Self.now.addingTimeInterval(59)) != nil)
+        #expect(cache.session(idHash: "hash-old", now: Self.now.addingTimeInterval(60)) == nil)
+        for index in 0..<1000 { cache.store(Self.session("s\(index)", uid: "u\(index)"), ticket: cache.ticket(), now: Self.now) }
+        #expect(cache.count <= 10)
+        #expect(cache.session(idHash: "hash-s999", now: Self.now) != nil)
+        for index in 0..<40 { cache.store(Self.session("many\(index)", uid: "busy"), ticket: cache.ticket(), now: Self.now) }
+        #expect(cache.session(idHash: "hash-many39", now: Self.now) != nil)
+        #expect(cache.session(idHash: "hash-many0", now: Self.now) == nil)
+    }
+
+    @Test("off (a shared store whose change feed is not listening, or a zero lifetime): nothing is stored or answered")
+    func off() {
+        for cache in [AccountReadCache(capacity: 10, lifetime: 60, enabled: false), AccountReadCache(capacity: 10, lifetime: 0, enabled: true)] {
+            cache.store(Self.session("s1", uid: "u1"), ticket: cache.ticket(), now: Self.now)
+            #expect(cache.session(idHash: "hash-s1", now: Self.now) == nil)
+        }
+        let cache = AccountReadCache(capacity: 10, lifetime: 60, enabled: true)
+        cache.store(Self.session("s1", uid: "u1"), ticket: cache.ticket(), now: Self.now)
+        cache.invalidateAll(enabled: false)
+        #expect(cache.session(idHash: "hash-s1", now: Self.now) == nil)
+        cache.store(Self.session("s1", uid: "u1"), ticket: cache.ticket(), now: Self.now)
+        #expect(cache.count == 0)
+    }
+}

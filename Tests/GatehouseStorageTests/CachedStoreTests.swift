@@ -1,0 +1,144 @@
+import Foundation
+import GatehouseCore
+import GatehousePostgres
+import GatehouseSQLite
+import GatehouseTestSupport
+import Logging
+import PostgresNIO
+import Testing
+
+/// `CachedStore`: signed-in reads answered from memory, and every write, this instance's or
+/// another's, seen by the next read (issue #18).
+@Suite struct CachedStoreTests {
+    /// A SQLite store with one account (two links) and one session, and a cache over it.
+    static func seeded() async throws -> (base: SQLiteStorage, cached: CachedStore, clock: OffsetClock) {
+        let base = try SQLiteStorage(path: try StorageBackend.temporaryDatabasePath())
+        try await base.migrate()
+        try await base.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await base.addLink(Fixtures.link("u1", provider: "oidc.x", federatedId: "x1"))
+        try await base.insertSession(Fixtures.session("s1", uid: "u1"))
+        let clock = OffsetClock()
+        return (base, CachedStore(base, capacity: 100, lifetime: 60, clock: clock), clock)
+    }
+
+    /// The reads a signed-in request makes, through `store`.
+    static func reads(_ store: any GatehouseStorage) async throws -> (
+        session: SessionRecord?, family: SessionRecord?, account: AccountRecord?, links: [String]
+    ) {
+        (
+            try await store.session(idHash: SecureRandom.digest("s1"), now: Fixtures.now),
+            try await store.session(familyId: "family-s1", now: Fixtures.now),
+            try await store.account(uid: "u1"), try await store.links(uid: "u1").map(\.providerId)
+        )
+    }
+
+    @Test("what was read is answered from memory: a change made behind the cache's back shows only once the lifetime has passed")
+    func answersFromMemoryWithinItsLifetime() async throws {
+        let (base, cached, clock) = try await Self.seeded()
+        let first = try await Self.reads(cached)
+        #expect(first.session != nil && first.family != nil && first.account?.disabled == false && first.links == ["github.com", "oidc.x"])
+        // Behind its back (no instance does this: the point is to see where answers come from).
+        #expect(try await base.setDisabled(uid: "u1", disabled: true))
+        let remembered = try await Self.reads(cached)
+        #expect(remembered.session != nil && remembered.family != nil && remembered.account?.disabled == false)
+        clock.advance(by: 60)
+        let reread = try await Self.reads(cached)
+        #expect(reread.session == nil && reread.family == nil && reread.account?.disabled == true)
+    }
+
+    @Test(
+        "every write made through it is seen by the next read: sign-out by cookie or family, sign-out everywhere, disable, unlink, profile update, token replacement, account deletion"
+    )
+    func writesDropWhatTheyChange() async throws {
+        let writes:
+            [(String, @Sendable (CachedStore) async throws -> Void, @Sendable ((SessionRecord?, SessionRecord?, AccountRecord?, [String])) -> Bool)] =
+                [
+                    ("sign-out by cookie", { try await $0.deleteSession(idHash: SecureRandom.digest("s1")) }, { $0.0 == nil && $0.1 == nil }),
+                    ("sign-out by family", { try await $0.deleteSession(familyId: "family-s1") }, { $0.0 == nil && $0.1 == nil }),
+                    ("sign-out everywhere", { try await $0.deleteSessions(uid: "u1") }, { $0.0 == nil && $0.1 == nil }),
+                    ("disable", { _ = try await $0.setDisabled(uid: "u1", disabled: true) }, { $0.0 == nil && $0.2?.disabled == true }),
+                    ("unlink", { _ = try await $0.deleteLink(uid: "u1", providerId: "oidc.x") }, { $0.3 == ["github.com"] }),
+                    ("account deletion", { _ = try await $0.deleteAccount(uid: "u1") }, { $0.0 == nil && $0.2 == nil && $0.3.isEmpty }),
+                ]
+        for (name, write, seen) in writes {
+            let (_, cached, _) = try await Self.seeded()
+            _ = try await Self.reads(cached)
+            try await write(cached)
+            #expect(seen(try await Self.reads(cached)), "\(name)")
+        }
+        // Profile snapshots and sealed tokens, as the links' readers see them.
+        let (_, cached, _) = try await Self.seeded()
+        _ = try await Self.reads(cached)
+        try await cached.updateLinkProfile(
+            providerId: "github.com", federatedId: "1", uid: "u1", profileJSON: Data(#"{"new":1}"#.utf8), verifiedEmail: nil, at: Fixtures.now)
+        #expect(try await cached.links(uid: "u1").first?.profileJSON == Data(#"{"new":1}"#.utf8))
+        #expect(try await cached.replaceSealedTokens(providerId: "github.com", federatedId: "1", expected: "v1.k.sealed", with: "v1.k.newer"))
+        #expect(try await cached.links(uid: "u1").first?.sealedTokens == "v1.k.newer")
+    }
+
+    @Test(
+        "several instances on PostgreSQL: a write on one reaches the others' caches within 1 s; with the change feed lost, nothing is answered from memory until it listens again",
+        .timeLimit(.minutes(1)))
+    func changeFeedAcrossInstances() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let logger = PostgresTestServer.quietLogger
+        let (a, b) = (
+            try PostgresStorage(url: url, maximumConnections: 3, logger: logger), try PostgresStorage(url: url, maximumConnections: 3, logger: logger)
+        )
+        defer {
+            a.shutdown()
+            b.shutdown()
+        }
+        try await a.migrate()
+        try await a.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let clock = OffsetClock()
+        let (cachedA, cachedB) = (
+            CachedStore(a, capacity: 100, lifetime: 600, clock: clock, logger: logger),
+            CachedStore(b, capacity: 100, lifetime: 600, clock: clock, logger: logger)
+        )
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await cachedA.followChanges() }
+            group.addTask { await cachedB.followChanges() }
+            defer { group.cancelAll() }
+
+            /// Polls until `done` (at most `limit`, 5 s by default, so that a slow answer is
+            /// reported with its time rather than as a timeout); how long it took.
+            func untilB(within limit: Duration = .seconds(5), _ done: () async throws -> Bool) async throws -> Duration {
+                let start = ContinuousClock.now
+                while try await !done() {
+                    guard ContinuousClock.now - start < limit else { break }
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                return ContinuousClock.now - start
+            }
+            // B remembers the session; A signs it out: B refuses it within 1 s.
+            try await a.insertSession(Fixtures.session("s1", uid: "u1"))
+            _ = try await untilB { cachedB.answersFromMemory }
+            #expect(cachedB.answersFromMemory, "B's change feed listens")
+            #expect(try await cachedB.session(idHash: SecureRandom.digest("s1"), now: Fixtures.now) != nil)
+            try await cachedA.deleteSession(idHash: SecureRandom.digest("s1"))
+            let took = try await untilB { try await cachedB.session(idHash: SecureRandom.digest("s1"), now: Fixtures.now) == nil }
+            #expect(took < .seconds(1), "sign-out reached B after \(took)")
+            // Disabled on A: B sees it within 1 s.
+            #expect(try await cachedB.account(uid: "u1")?.disabled == false)
+            #expect(try await cachedA.setDisabled(uid: "u1", disabled: true))
+            let disabled = try await untilB { try await cachedB.account(uid: "u1")?.disabled == true }
+            #expect(disabled < .seconds(1), "disable reached B after \(disabled)")
+
+            // B's listening connection is killed (a restart, a network cut): B stops answering
+            // from memory as soon as it notices, so a change it cannot hear about is still seen.
+            let killer = PostgresClient(configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: logger)
+            let runner = Task { await killer.run() }
+            defer { runner.cancel() }
+            try await killer.query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()", logger: logger)
+            let off = try await untilB { !cachedB.answersFromMemory }
+            #expect(off < .seconds(1), "B noticed the lost feed after \(off)")
+            #expect(try await cachedA.setDisabled(uid: "u1", disabled: false))
+            #expect(try await cachedB.account(uid: "u1")?.disabled == false)
+            _ = try await untilB { cachedB.answersFromMemory }
+            #expect(cachedB.answersFromMemory, "B listens again")
+            #expect(try await cachedB.account(uid: "u1")?.disabled == false)
+        }
+    }
+}
