@@ -37,3 +37,33 @@ struct ReadPathTests {
         }
     }
 }
+
+extension ReadPathTests {
+    @Test("a live profile fetched again unchanged writes nothing to the store; a changed one is stored")
+    func unchangedLiveProfileWritesNothing() async throws {
+        try await withDeployment { deployment in
+            var olive = Browser(deployment)
+            #expect(try await olive.complete(login: UpstreamTrustTests.olive, provider: "oidc.emulator").status == 200)
+            let database = try DatabaseQueue(path: deployment.databasePath)
+            func stored() async throws -> (updatedAt: String, profile: String) {
+                try await database.read { db in
+                    let row = try #require(
+                        try Row.fetchOne(db, sql: "SELECT updated_at, profile_json FROM provider_links WHERE provider_id = 'oidc.emulator'"))
+                    return ("\(row["updated_at"] as DatabaseValue)", String(decoding: row["profile_json"] as Data, as: UTF8.self))
+                }
+            }
+            let live = "\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile?refresh=true"
+            #expect(try await olive.send(live).status == 200)
+            let first = try await stored()
+            deployment.clock.advance(by: 5)
+            #expect(try await olive.send(live).status == 200)
+            #expect(try await stored().updatedAt == first.updatedAt, "an unchanged profile was written again")
+
+            try await UpstreamTrustTests.choosePicture(deployment, "\(deployment.emulatorURL)/oidc/pictures/elsewhere")
+            #expect(try await olive.send(live).status == 200)
+            let changed = try await stored()
+            #expect(changed.updatedAt != first.updatedAt)
+            #expect(changed.profile.contains("/oidc/pictures/elsewhere"))
+        }
+    }
+}

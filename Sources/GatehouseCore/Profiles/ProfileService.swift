@@ -124,10 +124,15 @@ public struct ProfileService: Sendable {
             profile.emailVerified = true
         }
         // The snapshot only: tokens are written by refreshes and sign-ins alone, so a refresh or
-        // a key rotation that ran during this call is never undone by stale tokens.
-        try await storage.updateLinkProfile(
-            providerId: link.providerId, federatedId: link.federatedId, uid: link.uid, profileJSON: try ProfileSnapshot.encode(profile),
-            verifiedEmail: EmailAddress.verified(of: profile), at: clock.now())
+        // a key rotation that ran during this call is never undone by stale tokens. An unchanged
+        // profile writes nothing (nor drops the account from the instances' caches).
+        let encoded = try ProfileSnapshot.encode(profile)
+        let verifiedEmail = EmailAddress.verified(of: profile)
+        if encoded != link.profileJSON || verifiedEmail != link.verifiedEmail {
+            try await storage.updateLinkProfile(
+                providerId: link.providerId, federatedId: link.federatedId, uid: link.uid, profileJSON: encoded, verifiedEmail: verifiedEmail,
+                at: clock.now())
+        }
         return profile
     }
 

@@ -4,7 +4,7 @@ import Synchronization
 /// each; when the newer one fills up, the older one is dropped and the newer one takes its
 /// place, and a hit in the older one moves to the newer. Least recently used entries leave
 /// first (approximately), and memory never exceeds `capacity` entries.
-final class RecentValues<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+public final class RecentValues<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Generations {
         var newer: [Key: Value] = [:]
         var older: [Key: Value] = [:]
@@ -14,12 +14,12 @@ final class RecentValues<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private let generationSize: Int
 
     /// A map of at most `capacity` entries.
-    init(capacity: Int) {
+    public init(capacity: Int) {
         generationSize = max(1, capacity / 2)
     }
 
     /// The value of `key`, if it is still held.
-    func value(for key: Key) -> Value? {
+    public func value(for key: Key) -> Value? {
         state.withLock { state in
             if let value = state.newer[key] { return value }
             guard let value = state.older.removeValue(forKey: key) else { return nil }
@@ -29,12 +29,12 @@ final class RecentValues<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// Holds `value` for `key`.
-    func insert(_ value: Value, for key: Key) {
+    public func insert(_ value: Value, for key: Key) {
         state.withLock { Self.insert(value, for: key, into: &$0, limit: generationSize) }
     }
 
     /// How many entries are held (tests).
-    var count: Int { state.withLock { $0.newer.count + $0.older.count } }
+    public var count: Int { state.withLock { $0.newer.count + $0.older.count } }
 
     private static func insert(_ value: Value, for key: Key, into state: inout Generations, limit: Int) {
         if state.newer[key] == nil, state.newer.count >= limit {

@@ -114,17 +114,11 @@ public struct GatewayTokenService: Sendable {
     /// `exp`/`iat` with a minute of skew, a live session and an enabled account.
     public func verify(_ token: String) async throws -> Bearer {
         let now = configuration.clock.now()
-        // The algorithm is fixed: `none`, HS256 with a public key as secret, anything else is refused.
-        guard let kid = try JWSHeaderPolicy.check(token, maxLength: 8 << 10, algorithms: ["ES256"]) else {
-            throw GatehouseError.invalidIdToken("The ID token has no key id.")
-        }
         let claims: GatewayIDTokenClaims
-        do {
-            claims = try await keys.verify(token, kid: kid)
-        } catch let error as GatehouseError {
-            throw error
-        } catch {
-            throw GatehouseError.invalidIdToken("The ID token's signature or claims do not verify.")
+        if let remembered = try await keys.rememberedClaims(of: token) {
+            claims = remembered
+        } else {
+            claims = try await verifiedClaims(token)
         }
         guard claims.iss == configuration.publicURL, claims.aud == configuration.idTokenAudience else {
             throw GatehouseError.invalidIdToken("The ID token was issued by another issuer or for another audience.")
@@ -137,6 +131,21 @@ public struct GatewayTokenService: Sendable {
             throw GatehouseError.invalidIdToken("The ID token's session has ended (signed out or revoked).")
         }
         return Bearer(claims: claims, session: session)
+    }
+
+    /// The claims of a token not seen before: header policy, then signature.
+    private func verifiedClaims(_ token: String) async throws -> GatewayIDTokenClaims {
+        // The algorithm is fixed: `none`, HS256 with a public key as secret, anything else is refused.
+        guard let kid = try JWSHeaderPolicy.check(token, maxLength: 8 << 10, algorithms: ["ES256"]) else {
+            throw GatehouseError.invalidIdToken("The ID token has no key id.")
+        }
+        do {
+            return try await keys.verify(token, kid: kid)
+        } catch let error as GatehouseError {
+            throw error
+        } catch {
+            throw GatehouseError.invalidIdToken("The ID token's signature or claims do not verify.")
+        }
     }
 
     /// The ID token of a session, with the account's current profile.

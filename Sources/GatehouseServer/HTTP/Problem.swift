@@ -109,9 +109,12 @@ extension GatehouseError: HTTPResponseError {
 extension Response {
     /// A JSON response from an `Encodable` value, never cached.
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
-        let data = try JSONCoding.encoder().encode(value)
-        return Response(
-            status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-            body: ResponseBody(byteBuffer: ByteBuffer(data: data)))
+        json(body: ByteBuffer(data: try JSONCoding.encoder().encode(value)), status: status)
+    }
+
+    /// A JSON response with a body already encoded, never cached.
+    static func json(body: ByteBuffer, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: ResponseBody(byteBuffer: body))
     }
 }

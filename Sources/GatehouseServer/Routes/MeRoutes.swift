@@ -15,6 +15,7 @@ struct MeRoutes {
         let accounts = gatehouse.accounts
         let providers = gatehouse.providers
         let browser = self.browser
+        let answers = EncodedAnswers<UnifiedProfile>(capacity: 4096)
 
         /// The signed-in user, within the per-user rate limit.
         @Sendable func caller(_ context: GatehouseRequestContext) async throws -> SessionService.Caller {
@@ -34,7 +35,8 @@ struct MeRoutes {
         }
 
         table.add(.get, "/v1/me") { request, context in
-            try Response.json(try await profiles.me(uid: try await signedIn(context)))
+            let uid = try await signedIn(context)
+            return try answers.response(try await profiles.me(uid: uid), key: uid)
         }
 
         table.add(.delete, "/v1/me") { request, context in

@@ -12,6 +12,7 @@ struct ServiceRoutes {
         let profiles = gatehouse.profiles
         let admin = gatehouse.admin
         let browser = self.browser
+        let answers = EncodedAnswers<UnifiedProfile>(capacity: 4096)
 
         /// The key, authorized for `scope` and within its rate limit.
         @Sendable func authorize(_ context: GatehouseRequestContext, scope: String) async throws {
@@ -35,7 +36,8 @@ struct ServiceRoutes {
             return try Response.json(UserList(users: try await admin.lookup(email: email, includeUnverified: includeUnverified)))
         }
         table.add(.get, "/v1/users/{uid}") { request, context in
-            try Response.json(try await profiles.profile(uid: try await uid(context, scope: "profile:read")))
+            let user = try await uid(context, scope: "profile:read")
+            return try answers.response(try await profiles.profile(uid: user), key: user)
         }
         table.add(.get, "/v1/users/{uid}/photo") { request, context in
             try await ProfileResponses.photo(request, profiles: profiles, uid: try await uid(context, scope: "photo:read"))
