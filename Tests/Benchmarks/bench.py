@@ -344,13 +344,13 @@ def main():
         scenarios = [
             ("GET /v1/me, bearer ID token", gateway_side("/v1/me", bearer), "same process /healthz", healthz),
             ("GET /v1/me, session cookie", gateway_side("/v1/me", cookie), "same process /healthz", healthz),
-            ("live GitHub profile, uncached (/user + /user/emails)",
+            ("live GitHub profile, ?refresh=true (/user + /user/emails; one user: concurrent calls share fetches)",
              gateway_side("/v1/me/providers/github.com/profile?refresh=true", cookie), "nginx proxy_pass /user",
              reference_side("/user")),
-            ("40 KB photo, uncached", gateway_side("/v1/me/photo?refresh=true", cookie), "nginx proxy_pass",
+            ("40 KB photo, ?refresh=true (one user: concurrent calls share transfers)", gateway_side("/v1/me/photo?refresh=true", cookie), "nginx proxy_pass",
              reference_side(avatar)),
             ("40 KB photo, cached", gateway_side("/v1/me/photo", cookie), "nginx proxy_pass", reference_side(avatar)),
-            ("4 MB photo, uncached", gateway_side("/v1/me/photo?size=648&refresh=true", cookie), "nginx proxy_pass",
+            ("4 MB photo, ?refresh=true (shared transfers)", gateway_side("/v1/me/photo?size=648&refresh=true", cookie), "nginx proxy_pass",
              reference_side(avatar + "&s=648")),
         ]
         # Each side answers once before it is measured (connections, caches, lazy setup).

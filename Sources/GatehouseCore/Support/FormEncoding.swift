@@ -23,6 +23,8 @@ public enum FormEncoding {
     }
 
     private static func unescape(_ text: Substring) -> String {
+        // Most values have nothing to unescape: spare them two passes through NSString.
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "%") }) else { return String(text) }
         let spaced = text.replacingOccurrences(of: "+", with: " ")
         return spaced.removingPercentEncoding ?? spaced
     }

@@ -16,6 +16,7 @@ struct MeRoutes {
         let providers = gatehouse.providers
         let browser = self.browser
         let answers = EncodedAnswers<UnifiedProfile>(capacity: 4096)
+        let providerAnswers = EncodedAnswers<ProviderProfileView>(capacity: 4096)
 
         /// The signed-in user, within the per-user rate limit.
         @Sendable func caller(_ context: GatehouseRequestContext) async throws -> SessionService.Caller {
@@ -59,7 +60,7 @@ struct MeRoutes {
             let uid = try await signedIn(context)
             let profile = try await profiles.providerProfile(
                 uid: uid, providerId: try context.parameters.require("providerId"), refresh: try Self.refresh(request))
-            return try ProfileResponses.profile(profile)
+            return try ProfileResponses.profile(profile, answers: providerAnswers)
         }
 
         table.add(.get, "/v1/me/photo") { request, context in

@@ -9,9 +9,11 @@ enum ProfileResponses {
     /// Photo sizes Graph serves (design §2); other providers scale to the same set.
     static let photoSizes: Set<Int> = [48, 64, 96, 120, 240, 360, 432, 504, 648]
 
-    /// A provider profile answer, marked when it comes stale from the cache.
-    static func profile(_ served: ProfileService.Served<ProviderProfile>) throws -> Response {
-        var response = try Response.json(ProviderProfileView(served.value))
+    /// A provider profile answer, marked when it comes stale from the cache; its body is
+    /// reused from `answers` while the identity's profile is unchanged.
+    static func profile(_ served: ProfileService.Served<ProviderProfile>, answers: EncodedAnswers<ProviderProfileView>) throws -> Response {
+        let profile = served.value
+        var response = try answers.response(ProviderProfileView(profile), key: "\(profile.providerId)|\(profile.federatedId)")
         markStale(&response.headers, age: served.staleAge)
         return response
     }
@@ -81,7 +83,7 @@ enum ProfileResponses {
 
 /// A provider profile as `GET /v1/me/providers/{id}/profile` shows it: the normalized fields
 /// plus `rawUserInfo`, without the provider's photo URL.
-struct ProviderProfileView: Encodable {
+struct ProviderProfileView: Encodable, Equatable, Sendable {
     let profile: ProviderProfile
 
     init(_ profile: ProviderProfile) { self.profile = profile }

@@ -13,6 +13,7 @@ struct ServiceRoutes {
         let admin = gatehouse.admin
         let browser = self.browser
         let answers = EncodedAnswers<UnifiedProfile>(capacity: 4096)
+        let providerAnswers = EncodedAnswers<ProviderProfileView>(capacity: 4096)
 
         /// The key, authorized for `scope` and within its rate limit.
         @Sendable func authorize(_ context: GatehouseRequestContext, scope: String) async throws {
@@ -45,7 +46,7 @@ struct ServiceRoutes {
         table.add(.get, "/v1/users/{uid}/providers/{providerId}/profile") { request, context in
             let user = try await uid(context, scope: "profile:read")
             return try ProfileResponses.profile(
-                try await profiles.providerProfile(uid: user, providerId: try context.parameters.require("providerId")))
+                try await profiles.providerProfile(uid: user, providerId: try context.parameters.require("providerId")), answers: providerAnswers)
         }
         table.add(.post, "/v1/users/{uid}/disable") { request, context in
             try await admin.setDisabled(uid: try await uid(context, scope: "admin"), disabled: true)
