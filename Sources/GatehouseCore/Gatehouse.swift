@@ -53,7 +53,7 @@ public struct Gatehouse: Sendable {
             UpstreamHTTP(
                 client: http, providerId: id, timeout: configuration.upstreamTimeout(for: id), metrics: metrics,
                 maxPhotoBytes: configuration.maxPhotoBytes, photoAddresses: configuration.photoAddresses, photoHosts: photoHosts,
-                photoTimeout: configuration.photoTimeout)
+                photoTimeout: configuration.photoTimeout, logger: logger)
         }
         var providers: [any IdentityProvider] = []
         if let github = configuration.github {

@@ -49,8 +49,8 @@ public enum GatehouseServer {
         GatewayService(host: host, port: port, logger: logger, assemble: { _ in assembly }, onRunning: onRunning)
     }
 
-    /// The whole responder chain over an assembled core, outermost first: access log and
-    /// metrics → security headers → CORS → error mapping → credentials → routes.
+    /// The whole responder chain over an assembled core, outermost first: request id →
+    /// access log and metrics → security headers → CORS → error mapping → credentials → routes.
     static func responder(for assembly: GatewayAssembly, logger: Logger) -> RouterResponder<GatehouseRequestContext> {
         router(for: assembly, logger: logger).buildResponder()
     }
@@ -62,6 +62,7 @@ public enum GatehouseServer {
         // outer links need the finished route table: routes go on the router last.
         let table = table(for: assembly.gatehouse, metrics: assembly.metrics, demoPage: assembly.demoPage, browser: browser)
         let router = Router(context: GatehouseRequestContext.self)
+        router.add(middleware: RequestIDMiddleware())
         router.add(middleware: AccessLogMiddleware(routes: table, metrics: assembly.metrics, logger: logger))
         router.add(middleware: SecurityHeadersMiddleware())
         router.add(middleware: BrowserPolicyMiddleware(browser: browser))

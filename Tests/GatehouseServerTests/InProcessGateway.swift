@@ -10,10 +10,11 @@ import Logging
 
 /// A gateway core over a throwaway SQLite file, driven through Hummingbird's in-process test
 /// client: no socket, no emulator. For checks of the HTTP mapping alone (statuses, problem
-/// documents, headers); flows that need a provider stay in the end-to-end suite. GitHub and
+/// documents, headers); flows that need a provider stay in the end-to-end suite. `logs`
+/// captures the gateway's log lines. GitHub and
 /// Microsoft are configured at a host that never resolves, and nothing here calls them.
 func withInProcessGateway<T: Sendable>(
-    gateway adjust: (inout GatewayConfiguration) -> Void = { _ in },
+    gateway adjust: (inout GatewayConfiguration) -> Void = { _ in }, logs: LogSink? = nil,
     _ body: @Sendable (_ client: any TestClientProtocol, _ gatehouse: Gatehouse) async throws -> T
 ) async throws -> T {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-inprocess-\(UUID().uuidString)").path
@@ -30,7 +31,10 @@ func withInProcessGateway<T: Sendable>(
     adjust(&configuration)
     let storage = try SQLiteStorage(path: folder + "/gatehouse.sqlite")
     try await storage.migrate()
-    let logger = Logger(label: "gatehouse-inprocess") { _ in SwiftLogNoOpLogHandler() }
+    let logger = Logger(label: "gatehouse-inprocess") { label in
+        guard let logs else { return SwiftLogNoOpLogHandler() }
+        return JSONLogHandler(label: label, sink: logs)
+    }
     let gatehouse = try Gatehouse(
         configuration: configuration, storage: storage, vault: try TokenVault(keys: [TokenVault.generateKey()], store: storage), http: http,
         logger: logger)

@@ -1,4 +1,6 @@
 import CurlClient
+import Foundation
+import Logging
 
 /// The libcurl client as one provider sees it: that provider's timeout on every request,
 /// transport failures mapped to API errors, and every call counted by outcome.
@@ -22,12 +24,16 @@ public struct UpstreamHTTP: Sendable {
     public let photoHosts: PhotoHostBreakers
     /// The total time of one fetch from a photo host (the provider's timeout unless set).
     public let photoTimeout: Duration
+    /// Where failed calls are logged (with the request's id: `RequestID`).
+    let logger: Logger
 
     /// Wraps `client` for `providerId`.
     public init(
         client: CurlHTTPClient, providerId: String, timeout: Duration, metrics: GatehouseMetrics = .disabled, maxPhotoBytes: Int = 5 << 20,
-        photoAddresses: AddressPolicy = .publicOnly, photoHosts: PhotoHostBreakers = PhotoHostBreakers(), photoTimeout: Duration? = nil
+        photoAddresses: AddressPolicy = .publicOnly, photoHosts: PhotoHostBreakers = PhotoHostBreakers(), photoTimeout: Duration? = nil,
+        logger: Logger = Logger(label: "gatehouse")
     ) {
+        self.logger = logger
         self.photoTimeout = photoTimeout ?? timeout
         self.photoAddresses = photoAddresses
         self.photoHosts = photoHosts
@@ -53,10 +59,10 @@ public struct UpstreamHTTP: Sendable {
             response = try await client.stream(request)
         } catch {
             let timedOut = (error as? OutboundError)?.kind == .timedOut
-            metrics.upstreamCall(providerId: providerId, outcome: timedOut ? "timeout" : "transport-error")
+            record(request, outcome: timedOut ? "timeout" : "transport-error", status: nil)
             throw UpstreamErrors.transport(error, providerId: providerId)
         }
-        metrics.upstreamCall(providerId: providerId, outcome: Self.outcome(status: response.head.status))
+        record(request, outcome: Self.outcome(status: response.head.status), status: response.head.status)
         return response
     }
 
@@ -67,6 +73,18 @@ public struct UpstreamHTTP: Sendable {
         } catch {
             throw UpstreamErrors.transport(error, providerId: providerId)
         }
+    }
+
+    /// Counts a call; logs it unless it succeeded or the provider refused the caller's input
+    /// (host and status only: paths and queries may carry identifiers).
+    private func record(_ request: OutboundRequest, outcome: String, status: Int?) {
+        metrics.upstreamCall(providerId: providerId, outcome: outcome)
+        guard outcome != "ok", outcome != "client-error" else { return }
+        var metadata: Logger.Metadata = [
+            "provider.id": "\(providerId)", "upstream.host": "\(URLComponents(string: request.url)?.host ?? "?")", "upstream.outcome": "\(outcome)",
+        ]
+        if let status { metadata["upstream.status"] = .stringConvertible(status) }
+        logger.notice("upstream call failed", metadata: metadata)
     }
 
     /// The metric label of an HTTP status.

@@ -8,6 +8,8 @@ extension HTTPField.Name {
     static let xForwardedFor = named("X-Forwarded-For")
     /// `Sec-Fetch-Site` (cross-site checks).
     static let secFetchSite = named("Sec-Fetch-Site")
+    /// `X-Request-Id` (accepted when sane, always answered).
+    static let xRequestID = named("X-Request-Id")
     /// `Warning` (stale answers, RFC 7234's 110).
     static let warning = named("Warning")
 

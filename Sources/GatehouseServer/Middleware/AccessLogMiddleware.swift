@@ -22,9 +22,9 @@ struct AccessLogMiddleware: RouterMiddleware {
         logger.info(
             "request",
             metadata: [
-                "request.id": "\(context.id)", "http.method": "\(request.method.rawValue)", "http.path": "\(request.uri.path)",
-                "http.status": "\(response.status.code)",
-                "duration.ms": "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)",
+                "http.method": "\(request.method.rawValue)", "http.path": "\(request.uri.path)",
+                "http.status": .stringConvertible(Int(response.status.code)),
+                "duration.ms": .stringConvertible(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15),
             ])
         return response
     }

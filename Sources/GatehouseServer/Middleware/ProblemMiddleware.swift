@@ -22,21 +22,21 @@ struct ProblemMiddleware: RouterMiddleware {
             return rewrite(response.status, request: request)
         } catch let error as GatehouseError {
             if let cause = error.logDetail {
-                logger.notice("upstream failure", metadata: ["request.id": "\(context.id)", "error.code": "\(error.code)", "cause": "\(cause)"])
+                logger.notice("upstream failure", metadata: ["error.code": "\(error.code)", "cause": "\(cause)"])
             }
             return error.problemResponse()
         } catch StorageError.unavailable {
-            logger.warning("storage unavailable", metadata: ["request.id": "\(context.id)"])
+            logger.warning("storage unavailable")
             return GatehouseError.storageUnavailable().problemResponse()
         } catch StorageError.exhausted(let condition) {
             // An operator's problem (a full disk, no connection slots): loud, and named.
-            logger.error("storage unavailable", metadata: ["request.id": "\(context.id)", "condition": "\(condition)"])
+            logger.error("storage unavailable", metadata: ["condition": "\(condition)"])
             storageHealth.recordExhausted(condition)
             return GatehouseError.storageUnavailable().problemResponse()
         } catch let error as any HTTPResponseError {
             return rewrite(error.status, request: request)
         } catch {
-            var metadata: Logger.Metadata = ["request.id": "\(context.id)", "error.type": "\(String(reflecting: type(of: error)))"]
+            var metadata: Logger.Metadata = ["error.type": "\(String(reflecting: type(of: error)))"]
             if let store = error as? any StoreFailureSummary { metadata["store.error"] = "\(store.storeFailureSummary)" }
             logger.error("request failed", metadata: metadata)
             return GatehouseError.internalError().problemResponse()

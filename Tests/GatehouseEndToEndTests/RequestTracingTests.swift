@@ -1,0 +1,37 @@
+import CurlClient
+import Foundation
+import GatehouseCore
+import Testing
+
+/// Issue #19: one request followed through the log, the core's lines and upstream failures included.
+@Suite("Request tracing")
+struct RequestTracingTests {
+    /// The captured lines (JSON objects) that carry `id`.
+    static func lines(_ deployment: TestDeployment, id: String) -> [[String: Any]] {
+        deployment.logs.lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .filter { $0["request.id"] as? String == id }
+    }
+
+    @Test("the core's lines (sign-in started) and an upstream failure carry the request's id, as do the answer and its problem document")
+    func coreAndUpstreamLinesCarryTheId() async throws {
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            _ = try await browser.complete(login: "octocat")
+            let start = try await browser.send(
+                "\(deployment.gatewayURL)/v1/auth/github.com/start?return_to=\(FormEncoding.escape(TestDeployment.returnTo))&result_challenge=\(String(repeating: "c", count: 43))",
+                headers: ["X-Request-Id": "trace-start-1"])
+            #expect(start.headers["x-request-id"] == "trace-start-1")
+            #expect(Self.lines(deployment, id: "trace-start-1").contains { $0["message"] as? String == "sign-in started" })
+
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "status": 500, "body": "{}"}"#)
+            let failed = try await browser.send(
+                "\(deployment.gatewayURL)/v1/me/providers/github.com/profile?refresh=true", headers: ["X-Request-Id": "trace-upstream-2"])
+            #expect(failed.status == 502, "\(failed.bodyText)")
+            #expect(try jsonObject(failed)["requestId"] as? String == "trace-upstream-2")
+            let traced = Self.lines(deployment, id: "trace-upstream-2")
+            #expect(
+                traced.contains { $0["message"] as? String == "upstream call failed" && $0["upstream.status"] as? Int == 500 }, "\(traced)")
+            #expect(traced.contains { $0["message"] as? String == "request" && $0["http.status"] as? Int == 502 }, "\(traced)")
+        }
+    }
+}
