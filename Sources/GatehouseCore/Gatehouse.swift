@@ -4,6 +4,9 @@ import Logging
 /// The core, assembled: every service the HTTP layer calls, over one storage and one
 /// libcurl client.
 public struct Gatehouse: Sendable {
+    /// This build's version (`gatehouse --version`, the API description's `info.version`).
+    public static let version = "0.2.0"
+
     /// The deployment settings.
     public let configuration: GatewayConfiguration
     /// The store, with accounts, links and sessions cached in memory (`CachedStore`).

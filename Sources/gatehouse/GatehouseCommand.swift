@@ -1,4 +1,5 @@
 import ArgumentParser
+import GatehouseCore
 
 /// `gatehouse`: the sign-in and unified-profile gateway.
 @main
@@ -6,5 +7,6 @@ struct GatehouseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gatehouse",
         abstract: "A self-hosted sign-in and unified-profile gateway.",
+        version: Gatehouse.version,
         subcommands: [ServeCommand.self, DemoCommand.self, MigrateCommand.self, KeysCommand.self])
 }

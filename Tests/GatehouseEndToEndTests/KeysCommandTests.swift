@@ -167,3 +167,15 @@ struct KeysCommandTests {
         #expect(try String(contentsOfFile: keyPath, encoding: .utf8) == original)
     }
 }
+
+extension KeysCommandTests {
+    @Test("gatehouse --version prints the build's version, the one the API description states")
+    func version() async throws {
+        let (status, output) = try await Self.run(["--version"])
+        #expect(status == 0)
+        #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == Gatehouse.version)
+        let specURL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../OpenAPI/openapi.yaml")
+        let description = try String(contentsOf: specURL, encoding: .utf8)
+        #expect(description.contains("\n  version: \(Gatehouse.version)\n"))
+    }
+}
