@@ -11,18 +11,20 @@ public enum GatehouseServer {
     }
 
     static func routes(
-        for gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool, browser: BrowserPolicy
+        for gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool, browser: BrowserPolicy, drain: DrainSignal = DrainSignal()
     ) -> (Router<GatehouseRequestContext>, RouteTable) {
-        let table = table(for: gatehouse, metrics: metrics, demoPage: demoPage, browser: browser)
+        let table = table(for: gatehouse, metrics: metrics, demoPage: demoPage, browser: browser, drain: drain)
         let router = Router(context: GatehouseRequestContext.self)
         table.register(on: router)
         return (router, table)
     }
 
     /// Every route of the gateway with its handler, not yet on a router.
-    static func table(for gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool, browser: BrowserPolicy) -> RouteTable {
+    static func table(
+        for gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool, browser: BrowserPolicy, drain: DrainSignal = DrainSignal()
+    ) -> RouteTable {
         var table = RouteTable()
-        OperationsRoutes(gatehouse: gatehouse, metrics: metrics).register(into: &table)
+        OperationsRoutes(gatehouse: gatehouse, metrics: metrics, drain: drain).register(into: &table)
         AuthRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
         TokenRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
         MeRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
@@ -60,7 +62,8 @@ public enum GatehouseServer {
         let browser = BrowserPolicy(configuration: assembly.gatehouse.configuration)
         // Hummingbird wraps each route in the middlewares present when it is added, and the
         // outer links need the finished route table: routes go on the router last.
-        let table = table(for: assembly.gatehouse, metrics: assembly.metrics, demoPage: assembly.demoPage, browser: browser)
+        let table = table(
+            for: assembly.gatehouse, metrics: assembly.metrics, demoPage: assembly.demoPage, browser: browser, drain: assembly.drain)
         let router = Router(context: GatehouseRequestContext.self)
         router.add(middleware: RequestIDMiddleware())
         router.add(middleware: AccessLogMiddleware(routes: table, metrics: assembly.metrics, logger: logger))

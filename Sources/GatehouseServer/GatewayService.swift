@@ -12,12 +12,15 @@ public struct GatewayAssembly: Sendable {
     public let metrics: ServerMetrics
     /// Whether the demo page is served at `/`.
     public let demoPage: Bool
+    /// Set once the instance is shutting down (`DrainingService`): `/readyz` answers `503`.
+    public let drain: DrainSignal
 
     /// Pairs a core with its metrics.
-    public init(gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool) {
+    public init(gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool, drain: DrainSignal = DrainSignal()) {
         self.gatehouse = gatehouse
         self.metrics = metrics
         self.demoPage = demoPage
+        self.drain = drain
     }
 }
 

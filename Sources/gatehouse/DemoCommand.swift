@@ -34,23 +34,28 @@ struct DemoCommand: AsyncParsableCommand {
         let emulatorBase = Eventual<String>()
         if let url = self.emulatorURL { emulatorBase.set(url.hasSuffix("/") ? String(url.dropLast()) : url) }
         let metrics = ServerMetrics()
+        let drain = DrainSignal()
         let gateway = GatehouseServer.service(host: "127.0.0.1", port: port, logger: logger) { port in
             let publicURL = "http://127.0.0.1:\(port)"
             var configuration = Self.configuration(publicURL: publicURL, emulatorURL: try await emulatorBase.value())
             try ProfileSettings.apply(environment, to: &configuration)
             let gatehouse = try Gatehouse(
                 configuration: configuration, storage: storage, vault: vault, http: CurlHTTPClient(), metrics: metrics.core, logger: logger)
-            return GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: true)
+            return GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: true, drain: drain)
         } onRunning: { port in
             // Written in one call and unbuffered, so a script reading our output sees it at once.
             FileHandle.standardOutput.write(Data("Gatehouse ready at http://127.0.0.1:\(port)\n".utf8))
         }
         let purger = ExpiredRecordsPurger(storage: storage, interval: .seconds(300), logger: logger)
+        // The demo stops at once unless told to drain (GATEHOUSE_SHUTDOWN_DELAY).
+        let delay = try ShutdownDeadline.delay(environment, default: 0)
         var services: [any Service] = [gateway, PurgeService(purger: purger)]
         if self.emulatorURL == nil {
             services.append(ProviderEmulator().application(port: emulatorPort, logger: logger) { emulatorBase.set("http://127.0.0.1:\($0)") })
         }
-        let group = ShutdownDeadline.group(services: services, timeout: try ShutdownDeadline.timeout(environment), logger: logger)
+        // After the gateway and the emulator: told of the shutdown before them.
+        services.append(DrainingService(signal: drain, delay: delay, logger: logger))
+        let group = ShutdownDeadline.group(services: services, timeout: delay + (try ShutdownDeadline.timeout(environment)), logger: logger)
         try await group.run()
     }
 

@@ -33,14 +33,18 @@ struct ServeCommand: AsyncParsableCommand {
         let gatehouse = try Gatehouse(
             configuration: settings.gateway, storage: storage, vault: try TokenVault(keys: settings.vaultKeys, store: storage), http: http,
             metrics: metrics.core, logger: logger)
+        let drain = DrainSignal()
         let app = GatehouseServer.service(
-            GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: false), host: settings.host, port: settings.port, logger: logger
+            GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: false, drain: drain), host: settings.host, port: settings.port,
+            logger: logger
         ) { port in
             logger.info("Gatehouse listening", metadata: ["http.port": "\(port)"])
         }
         let purger = ExpiredRecordsPurger(storage: storage, interval: settings.purgeInterval, logger: logger)
+        let delay = try ShutdownDeadline.delay(environment, default: 5)
         let group = ShutdownDeadline.group(
-            services: [app, PurgeService(purger: purger)], timeout: try ShutdownDeadline.timeout(environment), logger: logger)
+            services: [app, PurgeService(purger: purger), DrainingService(signal: drain, delay: delay, logger: logger)],
+            timeout: delay + (try ShutdownDeadline.timeout(environment)), logger: logger)
         try await group.run()
     }
 }

@@ -7,8 +7,10 @@ import ServiceLifecycle
     import Glibc
 #endif
 
-/// Bounds how long the process takes to stop after `SIGTERM`/`SIGINT`
-/// (`GATEHOUSE_SHUTDOWN_TIMEOUT`, seconds, default 25: inside Kubernetes' 30 s grace period).
+/// Bounds how long the process takes to stop after `SIGTERM`/`SIGINT`: the drain
+/// (`GATEHOUSE_SHUTDOWN_DELAY`, seconds readiness answers 503 while the listener still
+/// serves; default 5 for `serve`, 0 for `demo`) plus `GATEHOUSE_SHUTDOWN_TIMEOUT` (seconds the
+/// requests in flight then have; default 20), 25 s in all: inside Kubernetes' 30 s grace period.
 ///
 /// The service group is given the timeout as its graceful-shutdown limit, after which it
 /// cancels the services. That is not always enough: work stuck in a call that ignores
@@ -23,14 +25,26 @@ struct ShutdownDeadline: Service {
 
     /// Reads `GATEHOUSE_SHUTDOWN_TIMEOUT`.
     static func timeout(_ environment: [String: String]) throws -> Duration {
-        guard let text = environment["GATEHOUSE_SHUTDOWN_TIMEOUT"] else { return .seconds(25) }
-        guard let seconds = Double(text), seconds >= 1, seconds <= 3600 else {
-            throw ValidationError("GATEHOUSE_SHUTDOWN_TIMEOUT must be a number of seconds between 1 and 3600")
+        try seconds("GATEHOUSE_SHUTDOWN_TIMEOUT", in: environment, default: 20, range: 1...3600)
+    }
+
+    /// Reads `GATEHOUSE_SHUTDOWN_DELAY` (`fallback` when unset).
+    static func delay(_ environment: [String: String], default fallback: Double) throws -> Duration {
+        try seconds("GATEHOUSE_SHUTDOWN_DELAY", in: environment, default: fallback, range: 0...300)
+    }
+
+    private static func seconds(_ name: String, in environment: [String: String], default fallback: Double, range: ClosedRange<Double>) throws
+        -> Duration
+    {
+        guard let text = environment[name] else { return .milliseconds(Int(fallback * 1000)) }
+        guard let seconds = Double(text), range.contains(seconds) else {
+            throw ValidationError("\(name) must be a number of seconds between \(Int(range.lowerBound)) and \(Int(range.upperBound))")
         }
         return .milliseconds(Int(seconds * 1000))
     }
 
-    /// The service group for `services`, stopping on `SIGTERM`/`SIGINT` within `timeout`.
+    /// The service group for `services`, stopping on `SIGTERM`/`SIGINT` within `timeout`
+    /// (the drain's delay included: pass both).
     static func group(services: [any Service], timeout: Duration, logger: Logger) -> ServiceGroup {
         // Last, so it is the first told of the shutdown; its return (once armed) ends nothing.
         let deadline = ServiceGroupConfiguration.ServiceConfiguration(

@@ -188,6 +188,67 @@ struct DatabaseFailoverTests {
         }
     }
 
+    @Test(
+        "SIGTERM during slow upstream calls: /readyz answers 503 at once while the listener still serves for GATEHOUSE_SHUTDOWN_DELAY (2 s here), then every call in flight completes with 200 and the process exits 0"
+    )
+    func sigtermDrainsBeforeStopping() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        try await withRunningEmulator { emulatorURL in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-drain-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let instance = try await ServeProcess.start(
+                name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
+                extra: ["GATEHOUSE_SHUTDOWN_DELAY": "2", "GATEHOUSE_SHUTDOWN_TIMEOUT": "10"])
+            defer { instance.process.stop() }
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            let chain = try await Self.signIn(client: client, gateway: instance.url)
+            #expect(try await client.execute(OutboundRequest(url: "\(instance.url)/readyz")).status == 200)
+            // GitHub's /user now takes 4 s: past the drain, so the calls are still in flight when
+            // the listener stops accepting.
+            let fault = try await client.execute(
+                OutboundRequest(
+                    method: "POST", url: "\(emulatorURL)/_emulator/faults", headers: ["Content-Type": "application/json"],
+                    body: Array(#"{"endpoint": "GET /github-api/user", "delayMs": 4000}"#.utf8)))
+            #expect(fault.status == 201)
+            let calls = (0..<4).map { _ in
+                Task {
+                    try await client.execute(
+                        OutboundRequest(
+                            url: "\(instance.url)/v1/me/providers/github.com/profile", headers: ["Authorization": "Bearer \(chain.idToken)"]))
+                }
+            }
+            defer { for call in calls { call.cancel() } }
+            var inFlight = false
+            for _ in 0..<200 where !inFlight {
+                let stats = try jsonObject(try await client.execute(OutboundRequest(url: "\(emulatorURL)/_emulator/stats")))
+                inFlight = (stats["GET /github-api/user"] as? Int ?? 0) >= 2
+                if !inFlight { try await Task.sleep(for: .milliseconds(25)) }
+            }
+            try #require(inFlight, "the live profile requests never reached the provider")
+
+            // Probes on a client of their own, beside the four held transfers.
+            let probe = CurlHTTPClient()
+            defer { probe.shutdown() }
+            kill(instance.process.pid, SIGTERM)
+            let flipped = try await Self.readiness(of: [instance.url], is: 503, client: probe)
+            #expect(flipped < .seconds(1), "readiness flipped after \(flipped): \(instance.logTail)")
+            // Still accepting and serving during the drain.
+            do {
+                #expect(try await probe.execute(OutboundRequest(url: "\(instance.url)/healthz")).status == 200)
+            } catch {
+                Issue.record("/healthz during the drain: \(error) \(instance.logTail)")
+            }
+            for call in calls {
+                let answer = try await call.value
+                #expect(answer.status == 200, "\(answer.status) \(answer.bodyText)")
+            }
+            let status = try await Self.exit(of: instance.process, within: .seconds(15))
+            #expect(status.map(SpawnedProcess.exitCode) == 0, "\(String(describing: status)) \(instance.logTail)")
+        }
+    }
+
     /// How long until every gateway's `/readyz` answers `status` (each polled every 50 ms, at
     /// most 20 s): the slowest gateway's time.
     static func readiness(of gateways: [String], is status: Int, client: CurlHTTPClient) async throws -> Duration {
@@ -274,6 +335,7 @@ struct ServeProcess {
             "GATEHOUSE_DEVELOPMENT": "true", "GATEHOUSE_ENCRYPTION_KEY": key.base64EncodedString(),
             "GATEHOUSE_DATA_DIR": "\(folder)/\(name)-data",
             "GATEHOUSE_DATABASE_TIMEOUT": "1", "GATEHOUSE_DATABASE_POOL_SIZE": "4", "GATEHOUSE_SHUTDOWN_TIMEOUT": "5",
+            "GATEHOUSE_SHUTDOWN_DELAY": "0",
             "GATEHOUSE_GITHUB_CLIENT_ID": client.id, "GATEHOUSE_GITHUB_CLIENT_SECRET": client.secret,
             "GATEHOUSE_GITHUB_AUTHORIZE_URL": "\(emulatorURL)/github/login/oauth/authorize",
             "GATEHOUSE_GITHUB_TOKEN_URL": "\(emulatorURL)/github/login/oauth/access_token", "GATEHOUSE_GITHUB_API_URL": "\(emulatorURL)/github-api",

@@ -1,18 +1,21 @@
 import GatehouseCore
 import Hummingbird
 
-/// `/healthz` (the process answers), `/readyz` (storage reachable, signing keys loaded,
-/// providers configured; a store that refused writes lately is reported as degraded) and
+/// `/healthz` (the process answers), `/readyz` (not shutting down, storage reachable, signing
+/// keys loaded, providers configured; a store that refused writes lately is reported as degraded) and
 /// `/metrics` (Prometheus text).
 struct OperationsRoutes {
     let gatehouse: Gatehouse
     let metrics: ServerMetrics
+    /// Set once the instance is shutting down.
+    let drain: DrainSignal
 
     func register(into table: inout RouteTable) {
         let storage = gatehouse.storage
         let providers = gatehouse.providers
         let keys = gatehouse.tokens.keys
         let health = gatehouse.storageHealth
+        let drain = self.drain
         table.add(.get, "/healthz") { _, _ in
             try Response.json(["status": "ok"])
         }
@@ -23,6 +26,8 @@ struct OperationsRoutes {
                 body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.exposition())))
         }
         table.add(.get, "/readyz") { _, context in
+            // First: a draining instance must leave the load balancer's rotation whatever else holds.
+            guard !drain.isDraining else { throw GatehouseError(code: .notReady, detail: "The instance is shutting down.") }
             do {
                 // Half a second: readiness follows the database within a second each way.
                 try await storage.ping(within: .milliseconds(500))

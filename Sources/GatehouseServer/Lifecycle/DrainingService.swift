@@ -1,0 +1,49 @@
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Whether this instance is shutting down: from that moment `/readyz` answers `503`, so that
+/// load balancers stop sending it new requests while it still serves them.
+public final class DrainSignal: Sendable {
+    private let draining = Atomic<Bool>(false)
+
+    /// Not draining yet.
+    public init() {}
+
+    /// Whether the shutdown has begun.
+    public var isDraining: Bool { draining.load(ordering: .relaxed) }
+
+    func begin() { draining.store(true, ordering: .relaxed) }
+}
+
+/// The drain before a gateway stops: told of the graceful shutdown before the gateway is
+/// (list it after the gateway: a service group shuts its services down in reverse order, one
+/// after the other), it flips readiness to `503` at once (`signal`) and returns only `delay`
+/// later, so the listener keeps accepting and serving while load balancers notice; then the
+/// gateway stops accepting and lets the requests in flight finish, within the service group's
+/// graceful-shutdown limit (which should allow `delay` more).
+public struct DrainingService: Service {
+    let signal: DrainSignal
+    let delay: Duration
+    let logger: Logger
+
+    /// A drain of `delay` for the gateway whose assembly's `/readyz` reads `signal`.
+    public init(signal: DrainSignal, delay: Duration, logger: Logger) {
+        self.signal = signal
+        self.delay = delay
+        self.logger = logger
+    }
+
+    /// Waits for the graceful shutdown, then drains.
+    public func run() async throws {
+        do {
+            try await gracefulShutdown()
+        } catch {
+            return  // cancelled before any shutdown began
+        }
+        signal.begin()
+        logger.info("shutting down: readiness answers 503, still serving", metadata: ["shutdown.delay": "\(delay)"])
+        try? await Task.sleep(for: delay)
+        logger.info("shutting down: no new connections; finishing the requests in flight")
+    }
+}
