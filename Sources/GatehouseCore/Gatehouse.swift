@@ -76,10 +76,11 @@ public struct Gatehouse: Sendable {
         }
         let registry = ProviderRegistry(providers)
         self.providers = registry
+        let audit = AuditLog(logger: logger)
         let accounts = AccountService(
             storage: storage, vault: vault, photoBaseURL: "\(configuration.publicURL)/v1/me/photo",
             oneAccountPerEmail: configuration.oneAccountPerEmail, pendingLifetime: configuration.pendingCredentialLifetime,
-            clock: configuration.clock)
+            clock: configuration.clock, audit: audit)
         self.accounts = accounts
         let tokens = GatewayTokenService(
             configuration: configuration, storage: storage, accounts: accounts, vault: vault, logger: logger,
@@ -91,11 +92,11 @@ public struct Gatehouse: Sendable {
             configuration: configuration, providers: registry, storage: storage, accounts: accounts, tokens: tokens,
             returnToPolicy: ReturnToPolicy(allowList: configuration.returnToAllowList))
         self.sessions = SessionService(
-            storage: storage, tokens: tokens, recentLoginWindow: configuration.recentLoginWindow, clock: configuration.clock)
+            storage: storage, tokens: tokens, recentLoginWindow: configuration.recentLoginWindow, clock: configuration.clock, audit: audit)
         self.profiles = ProfileService(
             storage: storage, providers: registry, accounts: accounts, vault: vault, configuration: configuration, metrics: metrics)
         self.serviceKeys = ServiceKeyService(storage: storage)
-        self.admin = AdminService(storage: storage, accounts: accounts)
+        self.admin = AdminService(storage: storage, accounts: accounts, audit: audit)
     }
 
     /// The core's background work, until the task is cancelled: following what other

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GatehouseCore
+import GatehouseServer
 import Logging
 
 /// `gatehouse keys`: service keys for internal services, managed in the same store a running
@@ -12,6 +13,9 @@ struct KeysCommand: AsyncParsableCommand {
 
     /// The commands print their own results; the store's logs would only add noise.
     static let quiet = Logger(label: "gatehouse-keys") { _ in SwiftLogNoOpLogHandler() }
+
+    /// The audit trail of key management: JSON lines on standard error, like the gateway's.
+    static let audit = AuditLog(logger: Logger(label: "gatehouse") { JSONLogHandler(label: $0, sink: LogSink(capture: false)) })
 
     /// `keys create-service NAME --scopes a,b`: prints the secret alone on the last line.
     struct CreateService: AsyncParsableCommand {
@@ -27,7 +31,8 @@ struct KeysCommand: AsyncParsableCommand {
 
         func run() async throws {
             let service = ServiceKeyService(
-                storage: try await store.open(environment: ProcessInfo.processInfo.environment, logger: KeysCommand.quiet))
+                storage: try await store.open(environment: ProcessInfo.processInfo.environment, logger: KeysCommand.quiet),
+                audit: KeysCommand.audit)
             let created = try await service.create(name: name, scopes: scopes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
             print("Created service key \(created.key.id) (\(created.key.name)) with scopes \(created.key.scopes.joined(separator: ",")).")
             print("The secret is shown once; send it as Authorization: Bearer <secret>.")
@@ -64,7 +69,8 @@ struct KeysCommand: AsyncParsableCommand {
         func run() async throws {
             guard
                 try await ServiceKeyService(
-                    storage: try await store.open(environment: ProcessInfo.processInfo.environment, logger: KeysCommand.quiet)
+                    storage: try await store.open(environment: ProcessInfo.processInfo.environment, logger: KeysCommand.quiet),
+                    audit: KeysCommand.audit
                 ).revoke(id: id)
             else {
                 throw GatehouseError(code: .notFound, detail: "No active key \(id).")
@@ -97,7 +103,9 @@ struct KeysCommand: AsyncParsableCommand {
             }
             let storage = try await store.open(environment: environment, logger: KeysCommand.quiet)
             let vault = try TokenVault(keys: keys, store: storage)
-            print("New signing key \(try await SigningKeyRing.addKey(storage: storage, vault: vault)).")
+            let kid = try await SigningKeyRing.addKey(storage: storage, vault: vault)
+            KeysCommand.audit.record(.signingKeyRotated, by: .commandLine, keyId: kid)
+            print("New signing key \(kid).")
         }
     }
 
@@ -145,6 +153,7 @@ struct KeysCommand: AsyncParsableCommand {
             if !keepDataKey { print("Adding a data key; waiting \(Int(2 * reloadSeconds + window)) s until every instance seals with it…") }
             let report = try await EncryptionRotation(storage: storage, vault: vault, retryWindow: window).run(
                 batchSize: batchSize, newDataKey: !keepDataKey)
+            KeysCommand.audit.record(.encryptionKeyRotated, by: .commandLine, keyId: vault.currentLabel)
             print(
                 "Data keys: \(report.rewrappedDataKeys) re-wrapped under configured key \(vault.currentKeyID), \(report.unreadableDataKeys) unreadable; sealing with \(vault.currentLabel)."
             )

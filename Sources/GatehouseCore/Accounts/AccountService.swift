@@ -13,6 +13,8 @@ public struct AccountService: Sendable {
     var pendingLifetime: TimeInterval = 600
     /// Where the time comes from.
     var clock: any GatehouseClock = SystemClock()
+    /// Where account creation, linking, unlinking, re-authentication and deletion are recorded.
+    var audit = AuditLog.disabled
 
     /// What a sign-in did.
     public struct SignIn: Sendable {
@@ -50,6 +52,7 @@ public struct AccountService: Sendable {
                 let first = try await newLink(uid: account.uid, profile: profile, tokens: tokens, at: now)
                 let answer = try SignIn(account: account, profile: unifiedProfile(for: account, links: [first]), isNewUser: true)
                 try await storage.createAccount(account, firstLink: first)
+                audit.record(.accountCreated, by: .user(account.uid), uid: account.uid, provider: profile.providerId)
                 return answer
             } catch StorageError.conflict {
                 continue  // someone else created it a moment ago: sign in to theirs
@@ -75,7 +78,9 @@ public struct AccountService: Sendable {
             throw GatehouseError.userMismatch(
                 "The re-authentication signed in a different \(profile.providerId) user than the one linked to this account.")
         }
-        return try await refreshLink(link, profile: profile, tokens: tokens, at: clock.now())
+        let answer = try await refreshLink(link, profile: profile, tokens: tokens, at: clock.now())
+        audit.record(.reauthenticated, by: .user(uid), uid: uid, provider: profile.providerId)
+        return answer
     }
 
     /// `POST /v1/auth/link {"pendingToken"}`: links a parked credential to the signed-in
@@ -112,6 +117,7 @@ public struct AccountService: Sendable {
         let answer = try unifiedProfile(for: account, links: remaining)
         switch try await storage.deleteLink(uid: uid, providerId: providerId) {
         case .deleted(let link):
+            audit.record(.providerUnlinked, by: .user(uid), uid: uid, provider: providerId)
             await revokeGrants([link], providers: providers)
             return answer
         case .notLinked:
@@ -124,6 +130,7 @@ public struct AccountService: Sendable {
     /// Deletes the account with its links, sessions and tokens, then revokes the grants.
     public func delete(uid: String, providers: ProviderRegistry) async throws {
         guard let links = try await storage.deleteAccount(uid: uid) else { throw GatehouseError.userNotFound() }
+        audit.record(.accountDeleted, by: .user(uid), uid: uid)
         await revokeGrants(links, providers: providers)
     }
 
@@ -180,6 +187,7 @@ public struct AccountService: Sendable {
             let answer = try SignIn(account: account, profile: unifiedProfile(for: account, links: links + [link]), isNewUser: false)
             do {
                 try await storage.addLink(link, consumingPending: consumingPending)
+                audit.record(.providerLinked, by: .user(uid), uid: uid, provider: profile.providerId)
                 return answer
             } catch StorageError.conflict {
                 continue  // a concurrent link won: look again to say which rule it broke

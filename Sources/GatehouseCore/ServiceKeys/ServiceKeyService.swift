@@ -10,10 +10,13 @@ public struct ServiceKeyService: Sendable {
     public static let secretPrefix = "ghsk_"
 
     let storage: any GatehouseStorage
+    /// Where key creation and revocation are recorded (by the command line, which manages keys).
+    let audit: AuditLog
 
     /// Creates the service over the store.
-    public init(storage: any GatehouseStorage) {
+    public init(storage: any GatehouseStorage, audit: AuditLog = .disabled) {
         self.storage = storage
+        self.audit = audit
     }
 
     /// Creates a key and returns it with its secret, which is shown once and never stored.
@@ -29,6 +32,7 @@ public struct ServiceKeyService: Sendable {
             id: "sk_" + String(SecureRandom.token(byteCount: 9)), name: name, secretHash: SecureRandom.digest(secret),
             scopes: Array(Set(scopes)).sorted(), createdAt: Date())
         try await storage.insertServiceKey(key)
+        audit.record(.serviceKeyCreated, by: .commandLine, keyId: key.id)
         return (key, secret)
     }
 
@@ -39,7 +43,9 @@ public struct ServiceKeyService: Sendable {
 
     /// Revokes a key; `false` when it does not exist or was already revoked.
     public func revoke(id: String) async throws -> Bool {
-        try await storage.revokeServiceKey(id: id, at: Date())
+        let revoked = try await storage.revokeServiceKey(id: id, at: Date())
+        if revoked { audit.record(.serviceKeyRevoked, by: .commandLine, keyId: id) }
+        return revoked
     }
 
     /// The key with this secret, which must hold `scope`: a missing, unknown or revoked key

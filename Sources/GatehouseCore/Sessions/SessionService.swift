@@ -9,6 +9,8 @@ public struct SessionService: Sendable {
     let recentLoginWindow: TimeInterval
     /// Where the time comes from.
     let clock: any GatehouseClock
+    /// Where sign-outs are recorded.
+    var audit = AuditLog.disabled
 
     /// A signed-in caller.
     public struct Caller: Sendable {
@@ -56,6 +58,7 @@ public struct SessionService: Sendable {
         } else {
             try await storage.deleteSession(familyId: caller.familyId)
         }
+        audit.record(all ? .signedOutEverywhere : .signedOut, by: .user(caller.uid), uid: caller.uid)
     }
 
     /// Ends the session behind a cookie value, if any (a new sign-in replaces it).

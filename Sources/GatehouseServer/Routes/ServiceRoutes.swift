@@ -48,16 +48,25 @@ struct ServiceRoutes {
             return try ProfileResponses.profile(
                 try await profiles.providerProfile(uid: user, providerId: try context.parameters.require("providerId")), answers: providerAnswers)
         }
+        /// An administrator's write: the target uid and the key that makes it (the audit's actor).
+        @Sendable func adminWrite(_ context: GatehouseRequestContext) async throws -> (uid: String, actor: AuditActor) {
+            let key = try await context.requireService(scope: "admin")
+            try await browser.limit(serviceKey: key.id)
+            return (try context.parameters.require("uid"), .serviceKey(key.id))
+        }
         table.add(.post, "/v1/users/{uid}/disable") { request, context in
-            try await admin.setDisabled(uid: try await uid(context, scope: "admin"), disabled: true)
+            let (user, actor) = try await adminWrite(context)
+            try await admin.setDisabled(uid: user, disabled: true, by: actor)
             return Response(status: .noContent)
         }
         table.add(.post, "/v1/users/{uid}/enable") { request, context in
-            try await admin.setDisabled(uid: try await uid(context, scope: "admin"), disabled: false)
+            let (user, actor) = try await adminWrite(context)
+            try await admin.setDisabled(uid: user, disabled: false, by: actor)
             return Response(status: .noContent)
         }
         table.add(.post, "/v1/users/{uid}/revoke-sessions") { request, context in
-            try await admin.revokeSessions(uid: try await uid(context, scope: "admin"))
+            let (user, actor) = try await adminWrite(context)
+            try await admin.revokeSessions(uid: user, by: actor)
             return Response(status: .noContent)
         }
     }

@@ -1,0 +1,85 @@
+import Logging
+
+/// What the audit trail records: the security-relevant changes to accounts, sessions and
+/// keys, one structured log line each.
+public enum AuditEvent: String, Sendable, CaseIterable {
+    /// A first sign-in created an account.
+    case accountCreated = "account.created"
+    /// An identity was linked to an account (`mode=link`, a claimed pending credential).
+    case providerLinked = "provider.linked"
+    /// An identity was removed from an account.
+    case providerUnlinked = "provider.unlinked"
+    /// A linked identity signed in again for a sensitive operation (`mode=reauthenticate`).
+    case reauthenticated = "account.reauthenticated"
+    /// One session ended at its user's request.
+    case signedOut = "session.signed-out"
+    /// Every session of an account ended at its user's request (`?all=true`).
+    case signedOutEverywhere = "session.signed-out-all"
+    /// An account was deleted by its user.
+    case accountDeleted = "account.deleted"
+    /// An administrator disabled an account (its sessions end with it).
+    case accountDisabled = "account.disabled"
+    /// An administrator enabled an account.
+    case accountEnabled = "account.enabled"
+    /// An administrator ended every session of an account.
+    case sessionsRevoked = "account.sessions-revoked"
+    /// A service key was created.
+    case serviceKeyCreated = "service-key.created"
+    /// A service key was revoked.
+    case serviceKeyRevoked = "service-key.revoked"
+    /// A new signing key was added (rotation).
+    case signingKeyRotated = "signing-key.rotated"
+    /// The stored secrets were re-encrypted under the current key (rotation).
+    case encryptionKeyRotated = "encryption-key.rotated"
+}
+
+/// Who made an audited change.
+public enum AuditActor: Sendable, Equatable {
+    /// The signed-in user (uid).
+    case user(String)
+    /// An internal service, by service key id.
+    case serviceKey(String)
+    /// An operator on the command line (`gatehouse keys …`).
+    case commandLine
+
+    /// `user:<uid>`, `service-key:<id>` or `command-line`.
+    public var description: String {
+        switch self {
+        case .user(let uid): "user:\(uid)"
+        case .serviceKey(let id): "service-key:\(id)"
+        case .commandLine: "command-line"
+        }
+    }
+}
+
+/// Writes audit events as log lines: message `audit`, `"audit": true`, the event, the actor,
+/// the target account and provider (and the request's id, which the log handler adds). Never
+/// a secret: only ids. Written whatever the log level (an operator lowering verbosity must
+/// not lose the trail).
+public struct AuditLog: Sendable {
+    private let logger: Logger?
+
+    /// Audits into `logger`.
+    public init(logger: Logger) {
+        var logger = logger
+        logger.logLevel = .trace
+        self.logger = logger
+    }
+
+    private init() { logger = nil }
+
+    /// Records nothing (unit tests, tools without a trail).
+    public static let disabled = AuditLog()
+
+    /// Writes one event.
+    public func record(_ event: AuditEvent, by actor: AuditActor, uid: String? = nil, provider: String? = nil, keyId: String? = nil) {
+        guard let logger else { return }
+        var metadata: Logger.Metadata = [
+            "audit": .stringConvertible(true), "audit.event": "\(event.rawValue)", "audit.actor": "\(actor.description)",
+        ]
+        if let uid { metadata["user.id"] = "\(uid)" }
+        if let provider { metadata["provider.id"] = "\(provider)" }
+        if let keyId { metadata["key.id"] = "\(keyId)" }
+        logger.notice("audit", metadata: metadata)
+    }
+}
