@@ -240,3 +240,30 @@ struct AccountSecurityTests {
         }
     }
 }
+
+extension AccountSecurityTests {
+    @Test(
+        "behind trusted proxies (a CIDR range), each client has its own sign-in budget: the right-most X-Forwarded-For hop that is not a proxy, so a forged left hop gains nothing"
+    )
+    func rateLimitsPerClientBehindTrustedProxies() async throws {
+        try await withDeployment(gateway: {
+            $0.authRateLimitPerMinute = 2
+            $0.trustedProxies = ["127.0.0.0/8", "10.0.0.0/8"]
+        }) { deployment async throws in
+            func redeem(forwardedFor: String) async throws -> Int {
+                try await deployment.client.execute(
+                    OutboundRequest(
+                        method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result",
+                        headers: ["Content-Type": "application/json", "X-Forwarded-For": forwardedFor], body: Array(#"{"result":"unknown"}"#.utf8))
+                ).status
+            }
+            #expect(try await redeem(forwardedFor: "198.51.100.1, 10.0.0.5") == 400)
+            #expect(try await redeem(forwardedFor: "198.51.100.1") == 400)
+            #expect(try await redeem(forwardedFor: "198.51.100.1") == 429)
+            // Another client, though it puts the first one's address on the left.
+            #expect(try await redeem(forwardedFor: "198.51.100.1, 198.51.100.2") == 400)
+            #expect(try await redeem(forwardedFor: "203.0.113.9, 198.51.100.2, 10.1.2.3") == 400)
+            #expect(try await redeem(forwardedFor: "198.51.100.2") == 429)
+        }
+    }
+}

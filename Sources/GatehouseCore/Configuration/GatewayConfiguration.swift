@@ -69,8 +69,9 @@ public struct GatewayConfiguration: Sendable {
     /// Browser origins allowed to call the API with credentials (CORS) and to make
     /// cookie-authenticated changes; defaults to the origins of the `return_to` allow-list.
     public var allowedOrigins: [String]?
-    /// Peer addresses of reverse proxies whose `X-Forwarded-For` names the client (design §4:
-    /// trusted only from configured proxies).
+    /// Addresses or CIDR ranges (`10.0.0.0/8`) of the reverse proxies whose `X-Forwarded-For`
+    /// names the client: the right-most address in it that is not a trusted proxy (design §4:
+    /// trusted only from configured proxies; see `TrustedProxies`).
     public var trustedProxies: [String] = []
     /// Requests per minute one client may make to each sign-in, token and link route.
     public var authRateLimitPerMinute = 60
@@ -145,6 +146,12 @@ public struct GatewayConfiguration: Sendable {
 
     /// Checks the endpoints: `https` only, except loopback `http` in development mode (design §1).
     public func validate() throws {
+        do {
+            _ = try TrustedProxies(parsing: trustedProxies)
+        } catch {
+            throw GatehouseError.invalidArgument(
+                "GATEHOUSE_TRUSTED_PROXIES: \(error.entry.debugDescription) is neither an IP address nor a CIDR range such as 10.0.0.0/8")
+        }
         for url in [publicURL] + (github.map { [$0.authorizeURL, $0.tokenURL, $0.apiBaseURL] } ?? []) {
             try EndpointPolicy.check(url, developmentMode: developmentMode)
         }

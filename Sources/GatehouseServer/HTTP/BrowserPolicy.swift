@@ -7,7 +7,7 @@ import Hummingbird
 /// change, and per-client rate limits on the sign-in, token and link routes.
 struct BrowserPolicy: Sendable {
     let origins: Set<String>
-    let trustedProxies: Set<String>
+    let trustedProxies: TrustedProxies
     let limiter: RateLimiter
     /// Per signed-in user, on `/v1/me…`.
     let userLimiter: RateLimiter
@@ -20,7 +20,8 @@ struct BrowserPolicy: Sendable {
         serviceLimiter = RateLimiter(perMinute: configuration.serviceRateLimitPerMinute)
         clock = configuration.clock
         origins = Set(configuration.browserOrigins)
-        trustedProxies = Set(configuration.trustedProxies)
+        // Checked by `GatewayConfiguration.validate()` before any server is built.
+        trustedProxies = (try? TrustedProxies(parsing: configuration.trustedProxies)) ?? .none
         limiter = RateLimiter(perMinute: configuration.authRateLimitPerMinute)
     }
 
@@ -91,13 +92,9 @@ struct BrowserPolicy: Sendable {
         }
     }
 
-    /// The client's address: the peer, or the last `X-Forwarded-For` hop when the peer is
-    /// a trusted proxy.
+    /// The client's address: the peer, or the right-most untrusted `X-Forwarded-For` hop when
+    /// the peer is a trusted proxy (`TrustedProxies`).
     func client(_ request: Request, _ context: GatehouseRequestContext) -> String {
-        let peer = context.remoteAddress?.ipAddress ?? "unknown"
-        guard trustedProxies.contains(peer), let forwarded = request.headers[values: .xForwardedFor].last else {
-            return peer
-        }
-        return forwarded.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? peer
+        trustedProxies.client(peer: context.remoteAddress?.ipAddress ?? "unknown", forwardedFor: request.headers[values: .xForwardedFor])
     }
 }

@@ -1,0 +1,90 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// An address range in CIDR notation (`10.0.0.0/8`, `fd00::/8`), or one address.
+public struct IPRange: Sendable, Hashable {
+    private let network: [UInt8]
+    private let prefixLength: Int
+
+    /// Parses `address` or `address/prefix`; `nil` when it is neither.
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        guard let first = parts.first, let bytes = Self.bytes(of: first) else { return nil }
+        let length = parts.count == 2 ? Int(parts[1]) : bytes.count * 8
+        guard let length, (0...bytes.count * 8).contains(length) else { return nil }
+        network = bytes
+        prefixLength = length
+    }
+
+    /// Whether `address` (text) lies in the range.
+    public func contains(_ address: String) -> Bool {
+        guard let bytes = Self.bytes(of: address), bytes.count == network.count else { return false }
+        var remaining = prefixLength
+        for (index, byte) in bytes.enumerated() where remaining > 0 {
+            let bits = min(8, remaining)
+            let mask = UInt8(truncatingIfNeeded: 0xff << (8 - bits))
+            guard byte & mask == network[index] & mask else { return false }
+            remaining -= bits
+        }
+        return true
+    }
+
+    /// The 4 or 16 bytes of an IPv4 or IPv6 address (an IPv4-mapped IPv6 address as IPv4).
+    static func bytes(of address: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, address, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, address, &v6) == 1 else { return nil }
+        let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff { return Array(bytes[12...]) }
+        return bytes
+    }
+}
+
+/// Which peers are the deployment's own proxies, and so who the client is: the peer itself,
+/// or — when the peer is a trusted proxy — the right-most `X-Forwarded-For` address that is
+/// not one (everything left of it was written by whoever the client is, and is not believed).
+public struct TrustedProxies: Sendable {
+    private let ranges: [IPRange]
+
+    /// No trusted proxy: the peer is always the client.
+    public static let none = TrustedProxies(ranges: [])
+
+    private init(ranges: [IPRange]) { self.ranges = ranges }
+
+    /// The ranges of `entries` (`10.0.0.0/8`, `127.0.0.1`); throws naming the first entry that
+    /// is neither an address nor a range.
+    public init(parsing entries: [String]) throws(InvalidEntry) {
+        var ranges: [IPRange] = []
+        for entry in entries {
+            guard let range = IPRange(entry) else { throw InvalidEntry(entry: entry) }
+            ranges.append(range)
+        }
+        self.ranges = ranges
+    }
+
+    /// An entry that is neither an address nor a CIDR range.
+    public struct InvalidEntry: Error {
+        /// The entry as configured.
+        public let entry: String
+    }
+
+    /// Whether `address` is one of the trusted proxies.
+    public func contains(_ address: String) -> Bool {
+        ranges.contains { $0.contains(address) }
+    }
+
+    /// The client of a request from `peer` carrying these `X-Forwarded-For` values (each a
+    /// comma-separated list, in the order received); at most 64 characters, as a rate-limit key.
+    public func client(peer: String, forwardedFor: [String]) -> String {
+        guard contains(peer) else { return peer }
+        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let client = hops.last { !contains($0) } ?? hops.first ?? peer
+        return String(client.prefix(64))
+    }
+}
