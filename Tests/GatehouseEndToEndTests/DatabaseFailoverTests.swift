@@ -148,37 +148,12 @@ struct DatabaseFailoverTests {
         "SIGTERM with a request stuck on a slow provider: the process ends within GATEHOUSE_SHUTDOWN_TIMEOUT (2 s here), exit code 0, instead of waiting for the request"
     )
     func shutdownTimeoutBoundsTheStop() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
-        try await withRunningEmulator { emulatorURL in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-shutdown-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: folder) }
-            let instance = try await ServeProcess.start(
-                name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
-                extra: ["GATEHOUSE_SHUTDOWN_TIMEOUT": "2"])
-            defer { instance.process.stop() }
-            let client = CurlHTTPClient()
-            defer { client.shutdown() }
-            let chain = try await Self.signIn(client: client, gateway: instance.url)
+        try await Self.withSignedInServe(["GATEHOUSE_SHUTDOWN_TIMEOUT": "2"]) { emulatorURL, instance, client, chain in
             // GitHub's /user now takes 20 s; a live profile request waits on it.
-            let fault = try await client.execute(
-                OutboundRequest(
-                    method: "POST", url: "\(emulatorURL)/_emulator/faults", headers: ["Content-Type": "application/json"],
-                    body: Array(#"{"endpoint": "GET /github-api/user", "delayMs": 20000}"#.utf8)))
-            #expect(fault.status == 201)
-            let stuck = Task {
-                try? await client.execute(
-                    OutboundRequest(
-                        url: "\(instance.url)/v1/me/providers/github.com/profile", headers: ["Authorization": "Bearer \(chain.idToken)"]))
-            }
+            try await Self.slowGitHubUser(emulatorURL: emulatorURL, client: client, milliseconds: 20000)
+            let stuck = Task { try? await client.execute(Self.liveProfile(instance, chain)) }
             defer { stuck.cancel() }
-            var inFlight = false
-            for _ in 0..<200 where !inFlight {
-                let stats = try jsonObject(try await client.execute(OutboundRequest(url: "\(emulatorURL)/_emulator/stats")))
-                inFlight = (stats["GET /github-api/user"] as? Int ?? 0) >= 2
-                if !inFlight { try await Task.sleep(for: .milliseconds(25)) }
-            }
-            try #require(inFlight, "the live profile request never reached the provider")
+            try await Self.waitForUserCalls(emulatorURL: emulatorURL, client: client)
             let signalled = ContinuousClock.now
             kill(instance.process.pid, SIGTERM)
             let status = try await Self.exit(of: instance.process, within: .seconds(10))
@@ -192,41 +167,15 @@ struct DatabaseFailoverTests {
         "SIGTERM during slow upstream calls: /readyz answers 503 at once while the listener still serves for GATEHOUSE_SHUTDOWN_DELAY (2 s here), then every call in flight completes with 200 and the process exits 0"
     )
     func sigtermDrainsBeforeStopping() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
-        try await withRunningEmulator { emulatorURL in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-drain-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: folder) }
-            let instance = try await ServeProcess.start(
-                name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
-                extra: ["GATEHOUSE_SHUTDOWN_DELAY": "2", "GATEHOUSE_SHUTDOWN_TIMEOUT": "10"])
-            defer { instance.process.stop() }
-            let client = CurlHTTPClient()
-            defer { client.shutdown() }
-            let chain = try await Self.signIn(client: client, gateway: instance.url)
+        try await Self.withSignedInServe(["GATEHOUSE_SHUTDOWN_DELAY": "2", "GATEHOUSE_SHUTDOWN_TIMEOUT": "10"]) {
+            emulatorURL, instance, client, chain in
             #expect(try await client.execute(OutboundRequest(url: "\(instance.url)/readyz")).status == 200)
             // GitHub's /user now takes 4 s: past the drain, so the calls are still in flight when
             // the listener stops accepting.
-            let fault = try await client.execute(
-                OutboundRequest(
-                    method: "POST", url: "\(emulatorURL)/_emulator/faults", headers: ["Content-Type": "application/json"],
-                    body: Array(#"{"endpoint": "GET /github-api/user", "delayMs": 4000}"#.utf8)))
-            #expect(fault.status == 201)
-            let calls = (0..<4).map { _ in
-                Task {
-                    try await client.execute(
-                        OutboundRequest(
-                            url: "\(instance.url)/v1/me/providers/github.com/profile", headers: ["Authorization": "Bearer \(chain.idToken)"]))
-                }
-            }
+            try await Self.slowGitHubUser(emulatorURL: emulatorURL, client: client, milliseconds: 4000)
+            let calls = (0..<4).map { _ in Task { try await client.execute(Self.liveProfile(instance, chain)) } }
             defer { for call in calls { call.cancel() } }
-            var inFlight = false
-            for _ in 0..<200 where !inFlight {
-                let stats = try jsonObject(try await client.execute(OutboundRequest(url: "\(emulatorURL)/_emulator/stats")))
-                inFlight = (stats["GET /github-api/user"] as? Int ?? 0) >= 2
-                if !inFlight { try await Task.sleep(for: .milliseconds(25)) }
-            }
-            try #require(inFlight, "the live profile requests never reached the provider")
+            try await Self.waitForUserCalls(emulatorURL: emulatorURL, client: client)
 
             // Probes on a client of their own, beside the four held transfers.
             let probe = CurlHTTPClient()
@@ -247,6 +196,50 @@ struct DatabaseFailoverTests {
             let status = try await Self.exit(of: instance.process, within: .seconds(15))
             #expect(status.map(SpawnedProcess.exitCode) == 0, "\(String(describing: status)) \(instance.logTail)")
         }
+    }
+
+    /// A `gatehouse serve` (SQLite, `extra` settings) beside an in-process emulator, with a
+    /// client and a signed-in GitHub user's tokens; everything stopped afterwards.
+    static func withSignedInServe(
+        _ extra: [String: String], _ body: (_ emulatorURL: String, ServeProcess, CurlHTTPClient, Chain) async throws -> Void
+    ) async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        try await withRunningEmulator { emulatorURL in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-serve-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let instance = try await ServeProcess.start(
+                name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder, extra: extra)
+            defer { instance.process.stop() }
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            try await body(emulatorURL, instance, client, try await signIn(client: client, gateway: instance.url))
+        }
+    }
+
+    /// The signed-in user's live GitHub profile on `instance`.
+    static func liveProfile(_ instance: ServeProcess, _ chain: Chain) -> OutboundRequest {
+        OutboundRequest(url: "\(instance.url)/v1/me/providers/github.com/profile", headers: ["Authorization": "Bearer \(chain.idToken)"])
+    }
+
+    /// Makes the emulator's GitHub `/user` answer after `milliseconds`.
+    static func slowGitHubUser(emulatorURL: String, client: CurlHTTPClient, milliseconds: Int) async throws {
+        let fault = try await client.execute(
+            OutboundRequest(
+                method: "POST", url: "\(emulatorURL)/_emulator/faults", headers: ["Content-Type": "application/json"],
+                body: Array(#"{"endpoint": "GET /github-api/user", "delayMs": \#(milliseconds)}"#.utf8)))
+        #expect(fault.status == 201)
+    }
+
+    /// Waits (at most 5 s) until live profile calls reached GitHub's `/user` (the sign-in made the first call).
+    static func waitForUserCalls(emulatorURL: String, client: CurlHTTPClient) async throws {
+        var inFlight = false
+        for _ in 0..<200 where !inFlight {
+            let stats = try jsonObject(try await client.execute(OutboundRequest(url: "\(emulatorURL)/_emulator/stats")))
+            inFlight = (stats["GET /github-api/user"] as? Int ?? 0) >= 2
+            if !inFlight { try await Task.sleep(for: .milliseconds(25)) }
+        }
+        try #require(inFlight, "the live profile requests never reached the provider")
     }
 
     /// How long until every gateway's `/readyz` answers `status` (each polled every 50 ms, at

@@ -131,7 +131,8 @@ import Testing
             let runner = Task { await killer.run() }
             defer { runner.cancel() }
             try await killer.query(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()", logger: logger)
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database() AND pid <> pg_backend_pid()",
+                logger: logger)
             let off = try await untilB { !cachedB.answersFromMemory }
             #expect(off < .seconds(1), "B noticed the lost feed after \(off)")
             #expect(try await cachedA.setDisabled(uid: "u1", disabled: false))
