@@ -21,7 +21,10 @@ struct RequestTracingTests {
                 "\(deployment.gatewayURL)/v1/auth/github.com/start?return_to=\(FormEncoding.escape(TestDeployment.returnTo))&result_challenge=\(String(repeating: "c", count: 43))",
                 headers: ["X-Request-Id": "trace-start-1"])
             #expect(start.headers["x-request-id"] == "trace-start-1")
-            #expect(Self.lines(deployment, id: "trace-start-1").contains { $0["message"] as? String == "sign-in started" })
+            let started = Self.lines(deployment, id: "trace-start-1").filter { $0["message"] as? String == "sign-in started" }
+            #expect(started.count == 1)
+            // One request id per line: not Hummingbird's own counter beside it.
+            #expect(started.allSatisfy { $0["hb.request.id"] == nil }, "\(started)")
 
             _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "status": 500, "body": "{}"}"#)
             let failed = try await browser.send(

@@ -38,6 +38,9 @@ public struct JSONLogHandler: LogHandler {
     private let label: String
     private let sink: LogSink
     private static let timestamp = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+    /// Hummingbird's own per-request counter on `context.logger`: left out, so that a line
+    /// carries one request id, `request.id` (the one answered as `X-Request-Id`).
+    private static let frameworkRequestID = "hb.request.id"
 
     /// Creates a handler for `label` writing to `sink`.
     public init(label: String, sink: LogSink) {
@@ -58,7 +61,7 @@ public struct JSONLogHandler: LogHandler {
             "ts": Self.timestamp.format(Date()), "level": event.level.rawValue, "logger": label, "message": event.message.description,
         ]
         if let id = RequestID.current { object["request.id"] = id }
-        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) {
+        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) where key != Self.frameworkRequestID {
             object[key] = Self.json(value)
         }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
