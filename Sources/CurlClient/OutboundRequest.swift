@@ -18,6 +18,9 @@ public struct OutboundRequest: Sendable {
     /// connects to (after DNS resolution, so a name that rebinds to an internal address is
     /// refused too). Default: any.
     public var addresses: AddressPolicy = .any
+    /// Sends the URL's path exactly as written: libcurl otherwise removes `.` and `..`
+    /// segments before sending (RFC 3986 §5.2.4). For probing servers with such paths.
+    public var pathAsIs = false
 
     /// Creates a request; only the URL is required.
     public init(

@@ -65,6 +65,7 @@ final class Transfer: @unchecked Sendable {
         self.easy = easy
         let request = self.request
         try set(easy, CURLOPT_URL, request.url)
+        try set(easy, CURLOPT_PATH_AS_IS, request.pathAsIs ? 1 : 0)
         // Threaded programs must not let libcurl install signal handlers (curl #10743).
         try set(easy, CURLOPT_NOSIGNAL, 1)
         // Redirects are never followed: a provider redirect is an answer, not an instruction.

@@ -41,6 +41,8 @@ public enum ProblemCode: Sendable, Hashable {
     case idTokenExpired
     /// `internal`
     case `internal`
+    /// `insufficient-provider-scope`
+    case insufficientProviderScope
     /// `invalid-argument`
     case invalidArgument
     /// `invalid-custom-parameter`
@@ -73,6 +75,8 @@ public enum ProblemCode: Sendable, Hashable {
     case operationNotAllowed
     /// `origin-not-allowed`
     case originNotAllowed
+    /// `path-not-allowed`
+    case pathNotAllowed
     /// `permission-denied`
     case permissionDenied
     /// `photo-unavailable`
@@ -122,6 +126,7 @@ public enum ProblemCode: Sendable, Hashable {
         case .credentialAlreadyInUse: "credential-already-in-use"
         case .idTokenExpired: "id-token-expired"
         case .`internal`: "internal"
+        case .insufficientProviderScope: "insufficient-provider-scope"
         case .invalidArgument: "invalid-argument"
         case .invalidCustomParameter: "invalid-custom-parameter"
         case .invalidIDToken: "invalid-id-token"
@@ -138,6 +143,7 @@ public enum ProblemCode: Sendable, Hashable {
         case .notReady: "not-ready"
         case .operationNotAllowed: "operation-not-allowed"
         case .originNotAllowed: "origin-not-allowed"
+        case .pathNotAllowed: "path-not-allowed"
         case .permissionDenied: "permission-denied"
         case .photoUnavailable: "photo-unavailable"
         case .providerAlreadyLinked: "provider-already-linked"
@@ -165,6 +171,7 @@ public enum ProblemCode: Sendable, Hashable {
         .credentialAlreadyInUse,
         .idTokenExpired,
         .`internal`,
+        .insufficientProviderScope,
         .invalidArgument,
         .invalidCustomParameter,
         .invalidIDToken,
@@ -181,6 +188,7 @@ public enum ProblemCode: Sendable, Hashable {
         .notReady,
         .operationNotAllowed,
         .originNotAllowed,
+        .pathNotAllowed,
         .permissionDenied,
         .photoUnavailable,
         .providerAlreadyLinked,

@@ -25,6 +25,8 @@ public struct Gatehouse: Sendable {
     public let tokens: GatewayTokenService
     /// Profiles and photos.
     public let profiles: ProfileService
+    /// Provider API passthrough and the token vault.
+    public let providerAPI: ProviderAPIService
     /// Internal services' credentials.
     public let serviceKeys: ServiceKeyService
     /// Lookup by email, disable, enable, revoke sessions.
@@ -51,7 +53,7 @@ public struct Gatehouse: Sendable {
         self.storageHealth = StorageHealth(clock: configuration.clock)
         // Each provider sees the one client through its own timeout and metric label; the
         // photo hosts' breakers are shared (one host may serve several providers' pictures).
-        let photoHosts = PhotoHostBreakers(settings: configuration.circuitBreaker, clock: configuration.clock)
+        let photoHosts = HostBreakers(settings: configuration.circuitBreaker, clock: configuration.clock)
         func upstream(_ id: String) -> UpstreamHTTP {
             UpstreamHTTP(
                 client: http, providerId: id, timeout: configuration.upstreamTimeout(for: id), metrics: metrics,
@@ -93,8 +95,13 @@ public struct Gatehouse: Sendable {
             returnToPolicy: ReturnToPolicy(allowList: configuration.returnToAllowList))
         self.sessions = SessionService(
             storage: storage, tokens: tokens, recentLoginWindow: configuration.recentLoginWindow, clock: configuration.clock, audit: audit)
-        self.profiles = ProfileService(
+        let profiles = ProfileService(
             storage: storage, providers: registry, accounts: accounts, vault: vault, configuration: configuration, metrics: metrics)
+        self.profiles = profiles
+        self.providerAPI = ProviderAPIService(
+            configuration: configuration, profiles: profiles, providers: registry,
+            upstream: Dictionary(uniqueKeysWithValues: registry.ids.map { ($0, upstream($0)) }),
+            hosts: HostBreakers(settings: configuration.circuitBreaker, clock: configuration.clock), audit: audit, metrics: metrics)
         self.serviceKeys = ServiceKeyService(storage: storage)
         self.admin = AdminService(storage: storage, accounts: accounts, audit: audit)
     }

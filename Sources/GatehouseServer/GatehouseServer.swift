@@ -29,6 +29,7 @@ public enum GatehouseServer {
         TokenRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
         MeRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
         ServiceRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
+        ProviderAPIRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
         if demoPage {
             DemoPage(providerIds: gatehouse.providers.ids).register(into: &table)
         }

@@ -27,9 +27,14 @@ public struct ProviderEmulator: Sendable {
         MicrosoftIdentityRoutes(
             clients: configuration.microsoftClients, state: microsoftState, tamper: oidcState, keys: keys, codeLifetime: configuration.codeLifetime
         ).register(on: router)
-        GraphRoutes(state: microsoftState).register(on: router)
+        let graph = GraphRoutes(state: microsoftState)
+        graph.register(on: router)
+        GraphDataRoutes(graph: graph).register(on: router)
         GitHubOAuthRoutes(state: state, configuration: configuration).register(on: router)
-        GitHubAPIRoutes(state: state, configuration: configuration).register(on: router)
+        let github = GitHubAPIRoutes(state: state, configuration: configuration)
+        github.register(on: router)
+        GitHubRepoRoutes(api: github).register(on: router)
+        FantasyRoutes(state: oidcState).register(on: router)
         for spec in OIDCIssuerSpec.all {
             OIDCRoutes(
                 spec: spec, clients: configuration.oidcClients[spec.name] ?? [], state: oidcState, keys: keys,
@@ -38,7 +43,7 @@ public struct ProviderEmulator: Sendable {
         }
         router.get("/") { _, _ in
             Response.text(
-                "Gatehouse provider emulator. GitHub: /github (github.com), /github-api (api.github.com). OpenID Providers: /oidc (oidc.emulator), /yahoo (yahoo.com). Microsoft: /microsoft/{tenant} (login.microsoftonline.com), /graph (graph.microsoft.com). Control: /_emulator/users, /_emulator/stats.\n"
+                "Gatehouse provider emulator. GitHub: /github (github.com), /github-api (api.github.com). OpenID Providers: /oidc (oidc.emulator), /yahoo (yahoo.com). Microsoft: /microsoft/{tenant} (login.microsoftonline.com), /graph (graph.microsoft.com). Yahoo Fantasy Sports: /yahoo-fantasy (fantasysports.yahooapis.com). Control: /_emulator/users, /_emulator/stats.\n"
             )
         }
         return router

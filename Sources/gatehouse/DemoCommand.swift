@@ -70,7 +70,7 @@ struct DemoCommand: AsyncParsableCommand {
         let microsoftClient = EmulatorConfiguration.demoMicrosoftClient
         let oidcClient = EmulatorConfiguration.demoOIDCClient
         let yahooClient = EmulatorConfiguration.demoYahooClient
-        return GatewayConfiguration(
+        var configuration = GatewayConfiguration(
             publicURL: publicURL,
             // The demo page, and the sample native app's scheme and desktop loopback address
             // (README "Native and desktop apps").
@@ -81,6 +81,9 @@ struct DemoCommand: AsyncParsableCommand {
                 .emulatorIssuer(baseURL: emulatorURL, clientID: oidcClient.id, clientSecret: oidcClient.secret),
                 .emulatorYahoo(baseURL: emulatorURL, clientID: yahooClient.id, clientSecret: yahooClient.secret),
             ])
+        // The emulator's provider APIs, so the README's passthrough examples work as they are.
+        configuration.api = .sample(yahooBaseURL: "\(emulatorURL)/yahoo-fantasy")
+        return configuration
     }
 
     /// The key generated once and kept (mode 0600) in the data folder, so that a demo's

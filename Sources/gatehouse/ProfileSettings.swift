@@ -69,6 +69,25 @@ enum ProfileSettings {
         if let value = try flag("GATEHOUSE_REQUIRE_RESULT_BINDING") { gateway.requireResultBinding = value }
         try applyRetryWindow(environment, to: &gateway)
         if let value = try flag("GATEHOUSE_PRIVATE_PHOTO_ADDRESSES") { gateway.allowPrivatePhotoAddresses = value }
+        if let value = environment["GATEHOUSE_API_POLICY"] { gateway.api = try apiPolicy(value) }
+    }
+
+    /// `GATEHOUSE_API_POLICY`: the passthrough policy as JSON, inline (`{…}`) or in a file.
+    static func apiPolicy(_ value: String) throws -> APIPolicy {
+        let json: Data
+        if value.trimmingCharacters(in: .whitespaces).hasPrefix("{") {
+            json = Data(value.utf8)
+        } else {
+            guard let data = FileManager.default.contents(atPath: value) else {
+                throw ValidationError("GATEHOUSE_API_POLICY: cannot read \(value)")
+            }
+            json = data
+        }
+        do {
+            return try APIPolicy(json: json)
+        } catch let error as GatehouseError {
+            throw ValidationError("GATEHOUSE_API_POLICY: \(error.detail)")
+        }
     }
 
     /// `GATEHOUSE_REFRESH_RETRY_WINDOW` alone (the key rotation's wait depends on it too).

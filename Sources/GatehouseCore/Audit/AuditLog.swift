@@ -31,6 +31,21 @@ public enum AuditEvent: String, Sendable, CaseIterable {
     case signingKeyRotated = "signing-key.rotated"
     /// The stored secrets were re-encrypted under the current key (rotation).
     case encryptionKeyRotated = "encryption-key.rotated"
+    /// A provider API call was made with a user's stored grant (passthrough).
+    case providerAPICalled = "provider-api.called"
+    /// A user's provider access token was handed to a service (token vault).
+    case providerTokenIssued = "provider-token.issued"
+}
+
+/// What a passthrough call did, for its audit line: the method, the allowed template (never
+/// the raw path, which may carry identifiers) and the status answered.
+public struct AuditedCall: Sendable {
+    /// `GET`
+    public var method: String
+    /// `GET /v1.0/me/events`
+    public var template: String
+    /// The status the caller got.
+    public var status: Int
 }
 
 /// Who made an audited change.
@@ -72,7 +87,9 @@ public struct AuditLog: Sendable {
     public static let disabled = AuditLog()
 
     /// Writes one event.
-    public func record(_ event: AuditEvent, by actor: AuditActor, uid: String? = nil, provider: String? = nil, keyId: String? = nil) {
+    public func record(
+        _ event: AuditEvent, by actor: AuditActor, uid: String? = nil, provider: String? = nil, keyId: String? = nil, call: AuditedCall? = nil
+    ) {
         guard let logger else { return }
         var metadata: Logger.Metadata = [
             "audit": .stringConvertible(true), "audit.event": "\(event.rawValue)", "audit.actor": "\(actor.description)",
@@ -80,6 +97,11 @@ public struct AuditLog: Sendable {
         if let uid { metadata["user.id"] = "\(uid)" }
         if let provider { metadata["provider.id"] = "\(provider)" }
         if let keyId { metadata["key.id"] = "\(keyId)" }
+        if let call {
+            metadata["api.method"] = "\(call.method)"
+            metadata["api.template"] = "\(call.template)"
+            metadata["api.status"] = .stringConvertible(call.status)
+        }
         logger.notice("audit", metadata: metadata)
     }
 }

@@ -100,6 +100,10 @@ public struct GatewayConfiguration: Sendable {
     public var allowPrivatePhotoAddresses: Bool?
     /// The address policy of photo fetches.
     public var photoAddresses: AddressPolicy { (allowPrivatePhotoAddresses ?? developmentMode) ? .any : .publicOnly }
+    /// Which provider API calls the passthrough routes may make (closed unless configured).
+    public var api: APIPolicy = .closed
+    /// Yahoo's API base for passthrough calls (its Fantasy Sports API), unless the policy names one.
+    public static let yahooAPIBaseURL = "https://fantasysports.yahooapis.com"
     /// Where the core reads the time (the machine's clock; tests move an `OffsetClock`).
     public var clock: any GatehouseClock = SystemClock()
 
@@ -144,6 +148,37 @@ public struct GatewayConfiguration: Sendable {
         upstreamTimeouts[providerId] ?? defaultUpstreamTimeout
     }
 
+    /// The API base of `providerId`'s passthrough calls: the policy's, else the provider's own
+    /// (GitHub's API, Graph, Yahoo's Fantasy Sports API); `nil` when there is none (a generic
+    /// OpenID provider whose policy names no base).
+    public func apiBaseURL(for providerId: String) -> String? {
+        if let base = api.providers[providerId]?.baseURL { return base.hasSuffix("/") ? String(base.dropLast()) : base }
+        switch providerId {
+        case "github.com": return github?.apiBaseURL
+        case "microsoft.com": return microsoft?.graphBaseURL
+        case "yahoo.com": return Self.yahooAPIBaseURL
+        default: return nil
+        }
+    }
+
+    /// Checks the API policy: only configured providers, each with an API base that is an
+    /// `https` URL (loopback `http` in development mode) without query or fragment.
+    private func validateAPIPolicy(configured: Set<String>) throws {
+        for providerId in api.providers.keys.sorted() {
+            guard configured.contains(providerId) else {
+                throw GatehouseError.invalidArgument("the API policy names \(providerId), which is not a configured provider")
+            }
+            guard let base = apiBaseURL(for: providerId) else {
+                throw GatehouseError.invalidArgument("the API policy of \(providerId) needs a baseURL (the provider's API base)")
+            }
+            try EndpointPolicy.check(base, developmentMode: developmentMode)
+            guard let components = URLComponents(string: base), components.query == nil, components.fragment == nil, components.user == nil
+            else {
+                throw GatehouseError.invalidArgument("the API base of \(providerId) may not carry a query, a fragment or credentials")
+            }
+        }
+    }
+
     /// Checks the endpoints: `https` only, except loopback `http` in development mode (design §1).
     public func validate() throws {
         do {
@@ -174,6 +209,7 @@ public struct GatewayConfiguration: Sendable {
             try EndpointPolicy.check(provider.issuer, developmentMode: developmentMode)
             for url in provider.endpointOverrides.values { try EndpointPolicy.check(url, developmentMode: developmentMode) }
         }
+        try validateAPIPolicy(configured: seen)
         for entry in returnToAllowList {
             guard ReturnToPolicy.entryKind(entry) != nil else {
                 throw GatehouseError.invalidArgument(

@@ -18,6 +18,8 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         case idTokenExpired = "id-token-expired"
         /// `internal`
         case `internal` = "internal"
+        /// `insufficient-provider-scope`
+        case insufficientProviderScope = "insufficient-provider-scope"
         /// `invalid-argument`
         case invalidArgument = "invalid-argument"
         /// `invalid-custom-parameter`
@@ -50,6 +52,8 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         case operationNotAllowed = "operation-not-allowed"
         /// `origin-not-allowed`
         case originNotAllowed = "origin-not-allowed"
+        /// `path-not-allowed`
+        case pathNotAllowed = "path-not-allowed"
         /// `permission-denied`
         case permissionDenied = "permission-denied"
         /// `photo-unavailable`
@@ -209,6 +213,21 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         return error
     }
 
+    /// `path-not-allowed`: a passthrough call outside the operator's API policy, or a path
+    /// that could leave the provider's API base.
+    public static func pathNotAllowed(_ detail: String) -> Self {
+        Self(code: .pathNotAllowed, detail: detail)
+    }
+    /// `insufficient-provider-scope`: the provider refused an allowed call because the stored
+    /// grant lacks a scope; `missingScopes` (space-separated) says which to ask for with
+    /// `mode=reauthenticate&scope=…`.
+    public static func insufficientProviderScope(_ providerId: String, missing: [String]) -> Self {
+        let named = missing.isEmpty ? "a scope the grant lacks" : missing.joined(separator: " ")
+        return Self(
+            code: .insufficientProviderScope,
+            detail: "\(providerId) refused the call: the stored grant lacks \(named). Sign in again with mode=reauthenticate and the scope.",
+            extensions: ["providerId": providerId, "missingScopes": missing.joined(separator: " ")])
+    }
     /// `provider-reauth-required`.
     public static func providerReauthRequired(_ providerId: String) -> Self {
         Self(

@@ -53,4 +53,19 @@ public struct GatehouseMetrics: Sendable {
             label: "gatehouse_circuit_transitions_total", dimensions: [("provider", providerId), ("state", state.rawValue)], factory: factory
         ).increment()
     }
+
+    /// One passthrough call, by provider, allowed template (never the raw path) and outcome
+    /// (the `upstreamCall` words, plus `refused` for a call the policy or a check stopped and
+    /// `insufficient-scope`).
+    func providerAPICall(providerId: String, template: String, outcome: String) {
+        Counter(
+            label: "gatehouse_provider_api_calls_total", dimensions: [("provider", providerId), ("template", template), ("outcome", outcome)],
+            factory: factory
+        ).increment()
+    }
+
+    /// A provider access token handed to a service (`/token`), by provider.
+    func providerTokenIssued(providerId: String) {
+        Counter(label: "gatehouse_provider_tokens_issued_total", dimensions: [("provider", providerId)], factory: factory).increment()
+    }
 }

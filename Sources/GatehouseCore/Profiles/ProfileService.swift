@@ -283,13 +283,13 @@ public struct ProfileService: Sendable {
         }
     }
 
-    private func enabledAccount(_ uid: String) async throws -> AccountRecord {
+    func enabledAccount(_ uid: String) async throws -> AccountRecord {
         guard let account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
         if account.disabled { throw GatehouseError.userDisabled() }
         return account
     }
 
-    private func link(uid: String, providerId: String) async throws -> ProviderLinkRecord {
+    func link(uid: String, providerId: String) async throws -> ProviderLinkRecord {
         guard let link = try await storage.links(uid: uid).first(where: { $0.providerId == providerId }) else {
             _ = try providers.provider(providerId)
             throw GatehouseError.providerNotLinked(providerId)

@@ -39,7 +39,10 @@ enum PhotoSource {
     static func openPublic(_ url: String, http: UpstreamHTTP) async throws -> ProviderPhoto {
         var request = OutboundRequest(url: url, headers: ["Accept": "image/*"], timeout: http.photoTimeout)
         request.addresses = http.photoAddresses
-        let photo = try await http.photoHosts.run(url, providerId: http.providerId) {
+        let refused = { (origin: String) in
+            GatehouseError.photoUnavailable(http.providerId, cause: "the photo host \(origin) has been failing; not calling it for now")
+        }
+        let photo = try await http.photoHosts.run(url, refused: refused) {
             do {
                 return try await open(request, http: http)
             } catch let error as GatehouseError {

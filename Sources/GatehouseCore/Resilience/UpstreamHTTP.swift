@@ -21,7 +21,7 @@ public struct UpstreamHTTP: Sendable {
     /// Where photo fetches may connect.
     public let photoAddresses: AddressPolicy
     /// The photo hosts' breakers, shared by every provider.
-    public let photoHosts: PhotoHostBreakers
+    public let photoHosts: HostBreakers
     /// The total time of one fetch from a photo host (the provider's timeout unless set).
     public let photoTimeout: Duration
     /// Where failed calls are logged (with the request's id: `RequestID`).
@@ -30,7 +30,7 @@ public struct UpstreamHTTP: Sendable {
     /// Wraps `client` for `providerId`.
     public init(
         client: CurlHTTPClient, providerId: String, timeout: Duration, metrics: GatehouseMetrics = .disabled, maxPhotoBytes: Int = 5 << 20,
-        photoAddresses: AddressPolicy = .publicOnly, photoHosts: PhotoHostBreakers = PhotoHostBreakers(), photoTimeout: Duration? = nil,
+        photoAddresses: AddressPolicy = .publicOnly, photoHosts: HostBreakers = HostBreakers(), photoTimeout: Duration? = nil,
         logger: Logger = Logger(label: "gatehouse")
     ) {
         self.logger = logger

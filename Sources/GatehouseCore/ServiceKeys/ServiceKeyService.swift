@@ -4,8 +4,23 @@ import Foundation
 /// `Authorization: Bearer <secret>`, stored only as a SHA-256 hash (the secrets are 256-bit
 /// random values, so a plain hash is enough and lookups stay one indexed query).
 public struct ServiceKeyService: Sendable {
-    /// The scopes a key can hold.
+    /// The fixed scopes a key can hold; `api:<provider>` (passthrough calls) and
+    /// `tokens:<provider>` (the token vault) name a provider id as well.
     public static let knownScopes: Set<String> = ["profile:read", "photo:read", "admin"]
+    /// The prefixes of the per-provider scopes.
+    public static let providerScopePrefixes = ["api:", "tokens:"]
+
+    /// Whether `scope` is a scope a key can hold: a fixed one, or a per-provider one naming a
+    /// provider id (`github.com`, `oidc.corp`).
+    public static func isKnown(_ scope: String) -> Bool {
+        if knownScopes.contains(scope) { return true }
+        guard let prefix = providerScopePrefixes.first(where: scope.hasPrefix) else { return false }
+        let provider = scope.dropFirst(prefix.count)
+        return !provider.isEmpty && provider.count <= 64
+            && provider.utf8.allSatisfy {
+                $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") || (0x30...0x39).contains($0) || (0x61...0x7A).contains($0)
+            }
+    }
     /// Every secret starts with this, so leaked keys are easy to recognise and scan for.
     public static let secretPrefix = "ghsk_"
 
@@ -23,9 +38,10 @@ public struct ServiceKeyService: Sendable {
     public func create(name: String, scopes: [String]) async throws -> (key: ServiceKeyRecord, secret: String) {
         let name = name.trimmingCharacters(in: .whitespaces)
         guard !name.isEmpty, name.count <= 100 else { throw GatehouseError.invalidArgument("A key needs a name of 1 to 100 characters.") }
-        let unknown = scopes.filter { !Self.knownScopes.contains($0) }
+        let unknown = scopes.filter { !Self.isKnown($0) }
         guard unknown.isEmpty, !scopes.isEmpty else {
-            throw GatehouseError.invalidArgument("Scopes must be among \(Self.knownScopes.sorted().joined(separator: ", ")).")
+            throw GatehouseError.invalidArgument(
+                "Scopes must be among \(Self.knownScopes.sorted().joined(separator: ", ")), api:<provider id> and tokens:<provider id>.")
         }
         let secret = Self.secretPrefix + SecureRandom.token(byteCount: 32)
         let key = ServiceKeyRecord(

@@ -22,6 +22,13 @@ public enum FormEncoding {
         }
     }
 
+    /// A path segment's percent-decoding (`+` stays a plus), or `nil` when an escape is
+    /// malformed or the bytes are not UTF-8.
+    public static func percentDecoded(_ text: Substring) -> String? {
+        guard text.utf8.contains(UInt8(ascii: "%")) else { return String(text) }
+        return text.removingPercentEncoding
+    }
+
     private static func unescape(_ text: Substring) -> String {
         // Most values have nothing to unescape: spare them two passes through NSString.
         guard text.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "%") }) else { return String(text) }

@@ -52,7 +52,7 @@ extension GatehouseError: HTTPResponseError {
             .missingOrInvalidNonce, .userMismatch, .invalidResult, .invalidPendingToken:
             .badRequest
         case .unauthenticated, .invalidIDToken, .idTokenExpired, .requiresRecentLogin, .invalidRefreshToken: .unauthorized
-        case .userDisabled, .permissionDenied, .originNotAllowed: .forbidden
+        case .userDisabled, .permissionDenied, .originNotAllowed, .pathNotAllowed, .insufficientProviderScope: .forbidden
         case .unknownProvider, .userNotFound, .noPhoto, .providerNotLinked, .notFound, .resultNotFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
         case .accountExistsWithDifferentCredential, .credentialAlreadyInUse, .providerAlreadyLinked, .providerReauthRequired: .conflict
@@ -70,6 +70,7 @@ extension GatehouseError: HTTPResponseError {
         case .credentialAlreadyInUse: "Credential already in use"
         case .idTokenExpired: "ID token expired"
         case .`internal`: "Internal error"
+        case .insufficientProviderScope: "Insufficient provider scope"
         case .invalidArgument: "Invalid argument"
         case .invalidCustomParameter: "Invalid custom parameter"
         case .invalidIDToken: "Invalid ID token"
@@ -86,6 +87,7 @@ extension GatehouseError: HTTPResponseError {
         case .notReady: "Not ready"
         case .operationNotAllowed: "Operation not allowed"
         case .originNotAllowed: "Origin not allowed"
+        case .pathNotAllowed: "Path not allowed"
         case .permissionDenied: "Permission denied"
         case .photoUnavailable: "Photo unavailable"
         case .providerAlreadyLinked: "Provider already linked"

@@ -5,7 +5,7 @@ import Logging
 
 /// The innermost link: every error leaves as `application/problem+json`. Unknown routes are
 /// `404 not-found`, wrong methods `405 method-not-allowed` with `Allow`, framework errors
-/// keep their status, store outages are `503 storage-unavailable`, and anything unexpected is
+/// keep their status, a provider's answer on a passthrough route stays as it is, store outages are `503 storage-unavailable`, and anything unexpected is
 /// `500 internal`, logged with the request id and never shown. Nothing is thrown past it.
 struct ProblemMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
@@ -18,7 +18,9 @@ struct ProblemMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             let response = try await next(request, context)
-            guard response.status.code >= 400, response.headers[.contentType] != "application/problem+json" else { return response }
+            guard response.status.code >= 400, response.headers[.contentType] != "application/problem+json",
+                !routes.answersVerbatim(method: request.method.rawValue, path: request.uri.path)
+            else { return response }
             return rewrite(response.status, request: request)
         } catch let error as GatehouseError {
             if let cause = error.logDetail {

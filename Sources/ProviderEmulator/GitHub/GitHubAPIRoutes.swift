@@ -55,7 +55,7 @@ struct GitHubAPIRoutes {
 
     /// Runs `body` for a request with a valid token, answering GitHub's 403 (no `User-Agent`)
     /// and 401 (`Bad credentials`) otherwise. Every answer carries the rate-limit headers.
-    private func authenticated(
+    func authenticated(
         _ request: Request, acceptedScopes: String,
         _ body: (GitHubSeedUser, IssuedToken, HTTPFields) async -> Response
     ) async -> Response {

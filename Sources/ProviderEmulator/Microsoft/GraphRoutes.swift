@@ -45,7 +45,12 @@ struct GraphRoutes {
     }
 
     /// Runs `body` for the token's user, or answers Graph's 401 `InvalidAuthenticationToken`.
-    private func authorized(_ request: Request, _ body: (MicrosoftSeedUser) -> Response) async -> Response {
+    func authorized(_ request: Request, _ body: (MicrosoftSeedUser) -> Response) async -> Response {
+        await authorized(request) { user, _ in body(user) }
+    }
+
+    /// Runs `body` for the token's user and its grant, or answers Graph's 401 `InvalidAuthenticationToken`.
+    func authorized(_ request: Request, _ body: (MicrosoftSeedUser, MicrosoftToken) -> Response) async -> Response {
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
             let record = await state.access(String(header.dropFirst(7))), !record.expired, !record.revoked,
             let user = MicrosoftDirectory.users.first(where: { $0.hint == record.userHint })
@@ -57,7 +62,7 @@ struct GraphRoutes {
                         "Bearer realm=\"\", authorization_uri=\"https://login.microsoftonline.com/common/oauth2/authorize\", client_id=\"00000003-0000-0000-c000-000000000000\""
                 ])
         }
-        return body(user)
+        return body(user, record)
     }
 
     /// The work or personal shape of `/me`.

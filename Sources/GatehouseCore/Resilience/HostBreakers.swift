@@ -1,12 +1,13 @@
 import Foundation
 import Synchronization
 
-/// A circuit breaker per photo host (origin), separate from the providers' API breakers: a
-/// host that keeps failing is left alone for a while, without any provider's API — and so
-/// any other user — being affected. Created on first use, at most `maximumHosts` of them
+/// A circuit breaker per host (origin), separate from the providers' sign-in and profile
+/// breakers: a host that keeps failing is left alone for a while without any provider's
+/// sign-ins or profiles — and so any other user — being affected. Photo hosts have one
+/// table, passthrough API hosts another. Created on first use, at most `maximumHosts` of them
 /// (a full table starts over, so memory stays bounded whatever hosts users name); no per-host
 /// metrics, whose labels users could multiply.
-public final class PhotoHostBreakers: Sendable {
+public final class HostBreakers: Sendable {
     private let breakers = Mutex<[String: CircuitBreaker]>([:])
     private let settings: CircuitBreakerSettings
     private let clock: any GatehouseClock
@@ -19,20 +20,23 @@ public final class PhotoHostBreakers: Sendable {
     }
 
     /// Runs `call` through the breaker of `url`'s origin; while it is open, throws
-    /// `photo-unavailable` at once. Failures of the host (`photo-unavailable`,
-    /// `upstream-unavailable`) count; any other answer closes it.
-    func run<T: Sendable>(_ url: String, providerId: String, _ call: () async throws -> T) async throws -> T {
+    /// `refused(origin)` at once. Failures of the host (`photo-unavailable`,
+    /// `upstream-unavailable`, or an answer `failed` says is the host's) count; any other
+    /// answer closes it.
+    func run<T: Sendable>(
+        _ url: String, refused: (String) -> GatehouseError, failed: (T) -> Bool = { _ in false }, _ call: () async throws -> T
+    ) async throws -> T {
         let origin = URLAllowList.parse(url)?.origin ?? "unparsed"
         let breaker = self.breaker(for: origin)
         let probe: Bool
         do {
             probe = try await breaker.admit(now: clock.now())
         } catch {
-            throw GatehouseError.photoUnavailable(providerId, cause: "the photo host \(origin) has been failing; not calling it for now")
+            throw refused(origin)
         }
         do {
             let value = try await call()
-            await breaker.record(.answered, probe: probe, now: clock.now())
+            await breaker.record(failed(value) ? .failed : .answered, probe: probe, now: clock.now())
             return value
         } catch let error as GatehouseError where !Task.isCancelled {
             let failed = error.code == .photoUnavailable || error.code == .upstreamUnavailable
@@ -48,7 +52,7 @@ public final class PhotoHostBreakers: Sendable {
         breakers.withLock { table in
             if let existing = table[origin] { return existing }
             if table.count >= maximumHosts { table.removeAll() }
-            let created = CircuitBreaker(providerId: "photo host \(origin)", settings: settings, metrics: .disabled)
+            let created = CircuitBreaker(providerId: "host \(origin)", settings: settings, metrics: .disabled)
             table[origin] = created
             return created
         }

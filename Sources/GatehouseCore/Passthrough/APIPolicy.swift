@@ -1,0 +1,122 @@
+import Foundation
+
+/// Which provider API calls the passthrough routes may make: closed by default (an empty
+/// policy allows nothing), opened per provider by an allow-list of templates.
+public struct APIPolicy: Sendable, Equatable {
+    /// One provider's part of the policy.
+    public struct Provider: Sendable, Equatable {
+        /// The API base the calls go to (`https://graph.microsoft.com`); `nil` for the provider's
+        /// own (GitHub's API base, Graph, Yahoo's Fantasy Sports API). Never taken from a request.
+        public var baseURL: String?
+        /// The allowed calls.
+        public var allow: [APITemplate]
+        /// Whether signed-in users may call `/v1/me/providers/{id}/api/…` themselves (services
+        /// always may, with the `api:<provider>` scope).
+        public var signedInUsers: Bool
+        /// The largest request body passed on.
+        public var maxRequestBytes: Int
+        /// The largest answer passed back.
+        public var maxResponseBytes: Int
+
+        /// A provider policy; limits default to 1 MiB in, 8 MiB out.
+        public init(
+            baseURL: String? = nil, allow: [APITemplate], signedInUsers: Bool = false, maxRequestBytes: Int = 1 << 20,
+            maxResponseBytes: Int = 8 << 20
+        ) {
+            self.baseURL = baseURL
+            self.allow = allow
+            self.signedInUsers = signedInUsers
+            self.maxRequestBytes = maxRequestBytes
+            self.maxResponseBytes = maxResponseBytes
+        }
+
+        /// The first template allowing the call, if any.
+        public func template(for method: APIMethod, _ path: APIPath) -> APITemplate? {
+            allow.first { $0.matches(method, path) }
+        }
+    }
+
+    /// The providers whose APIs may be called, by provider id.
+    public var providers: [String: Provider]
+
+    /// A policy; `[:]` allows nothing.
+    public init(providers: [String: Provider] = [:]) {
+        self.providers = providers
+    }
+
+    /// Nothing allowed (the default of `serve`).
+    public static let closed = APIPolicy()
+
+    /// Parses the JSON form (`GATEHOUSE_API_POLICY`):
+    /// `{"github.com": {"allow": ["GET /user/repos", {"route": "GET /user/emails", "scopes": ["user:email"]}],
+    /// "signedInUsers": true, "baseURL": "…", "maxRequestBytes": 1048576, "maxResponseBytes": 8388608}}`.
+    /// Unknown members are refused by name, so a typo never silently opens or closes anything.
+    public init(json: Data) throws {
+        guard let root = try? JSONSerialization.jsonObject(with: json) as? [String: Any] else {
+            throw GatehouseError.invalidArgument("The API policy must be a JSON object keyed by provider id.")
+        }
+        var providers: [String: Provider] = [:]
+        for (providerId, value) in root {
+            guard let object = value as? [String: Any] else {
+                throw GatehouseError.invalidArgument("The API policy of \(providerId) must be an object.")
+            }
+            let known: Set = ["allow", "signedInUsers", "baseURL", "maxRequestBytes", "maxResponseBytes"]
+            if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+                throw GatehouseError.invalidArgument(
+                    "The API policy of \(providerId) has an unknown member \(unknown.debugDescription) (known: \(known.sorted().joined(separator: ", ")))."
+                )
+            }
+            guard let entries = object["allow"] as? [Any] else {
+                throw GatehouseError.invalidArgument("The API policy of \(providerId) needs an \"allow\" list.")
+            }
+            let allow = try entries.map { entry -> APITemplate in
+                if let text = entry as? String { return try APITemplate(text) }
+                if let entry = entry as? [String: Any], let route = entry["route"] as? String, Set(entry.keys).isSubset(of: ["route", "scopes"]) {
+                    return try APITemplate(route, scopes: entry["scopes"] as? [String] ?? [])
+                }
+                throw GatehouseError.invalidArgument(
+                    "An allow entry of \(providerId) is \"METHOD /path\" or {\"route\": \"METHOD /path\", \"scopes\": [...]}.")
+            }
+            func limit(_ name: String, _ fallback: Int) throws -> Int {
+                guard let value = object[name] else { return fallback }
+                guard let number = value as? Int, number > 0, number <= 1 << 30 else {
+                    throw GatehouseError.invalidArgument("\(name) of \(providerId) must be a byte count between 1 and 1073741824.")
+                }
+                return number
+            }
+            guard object["signedInUsers"] == nil || object["signedInUsers"] is Bool else {
+                throw GatehouseError.invalidArgument("signedInUsers of \(providerId) must be true or false.")
+            }
+            guard object["baseURL"] == nil || object["baseURL"] is String else {
+                throw GatehouseError.invalidArgument("baseURL of \(providerId) must be a URL.")
+            }
+            providers[providerId] = Provider(
+                baseURL: object["baseURL"] as? String, allow: allow, signedInUsers: object["signedInUsers"] as? Bool ?? false,
+                maxRequestBytes: try limit("maxRequestBytes", 1 << 20), maxResponseBytes: try limit("maxResponseBytes", 8 << 20))
+        }
+        self.providers = providers
+    }
+}
+
+extension APIPolicy {
+    /// The sample policy of `gatehouse demo` (and the tests): the provider emulator's API
+    /// endpoints, for services and for signed-in users. Yahoo's Fantasy Sports API is the
+    /// emulator's at `yahooBaseURL`.
+    public static func sample(yahooBaseURL: String) -> APIPolicy {
+        func template(_ text: String, _ scopes: [String] = []) -> APITemplate {
+            // The literals below are well-formed: parsing them cannot fail.
+            try! APITemplate(text, scopes: scopes)
+        }
+        return APIPolicy(providers: [
+            "github.com": Provider(
+                allow: [template("GET /user/repos"), template("POST /user/repos", ["public_repo", "repo"])], signedInUsers: true),
+            "microsoft.com": Provider(
+                allow: [
+                    template("GET /v1.0/me/events", ["Calendars.Read"]), template("GET /v1.0/me/messages", ["Mail.Read"]),
+                    template("GET /v1.0/me/messages/{id}", ["Mail.Read"]),
+                ], signedInUsers: true),
+            "yahoo.com": Provider(
+                baseURL: yahooBaseURL, allow: [template("GET /fantasy/v2/users;use_login=1/games", ["fspt-r"])], signedInUsers: true),
+        ])
+    }
+}

@@ -1,0 +1,81 @@
+/// The methods a passthrough call may use.
+public enum APIMethod: String, Sendable, Codable, CaseIterable {
+    /// `GET`
+    case get = "GET"
+    /// `POST`
+    case post = "POST"
+    /// `PUT`
+    case put = "PUT"
+    /// `PATCH`
+    case patch = "PATCH"
+    /// `DELETE`
+    case delete = "DELETE"
+
+    /// Whether the call may carry a body.
+    public var hasBody: Bool { self != .get && self != .delete }
+}
+
+/// One allowed call of a provider's API: a method and a path template
+/// (`GET /v1.0/me/messages/{id}`), plus the scopes it needs (named in `insufficient-provider-scope`
+/// when the provider refuses the call for lack of them).
+public struct APITemplate: Sendable, Equatable, CustomStringConvertible {
+    /// One segment of the template.
+    public enum Segment: Sendable, Equatable {
+        /// Matches exactly this decoded segment.
+        case literal(String)
+        /// `{name}`: matches any one segment.
+        case parameter(String)
+    }
+
+    /// The method.
+    public let method: APIMethod
+    /// The segments, after the leading `/`.
+    public let segments: [Segment]
+    /// The provider scopes the call needs (any of them), as the provider names them.
+    public let scopes: [String]
+
+    /// Parses `"GET /v1.0/me/events"`; throws `invalid-argument` naming the problem.
+    public init(_ text: String, scopes: [String] = []) throws {
+        let parts = text.split(separator: " ", omittingEmptySubsequences: true)
+        guard parts.count == 2, let method = APIMethod(rawValue: String(parts[0])), parts[1].hasPrefix("/"), parts[1].count > 1 else {
+            throw GatehouseError.invalidArgument(
+                "An API template is \"METHOD /path/{param}\" with METHOD one of \(APIMethod.allCases.map(\.rawValue).joined(separator: ", ")): \(text.debugDescription)."
+            )
+        }
+        var segments: [Segment] = []
+        for raw in parts[1].dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
+            if raw.hasPrefix("{"), raw.hasSuffix("}"), raw.count > 2 {
+                segments.append(.parameter(String(raw.dropFirst().dropLast())))
+            } else if raw.isEmpty || raw == "." || raw == ".." || raw.contains("{") || raw.contains("}") || raw.contains("%") {
+                throw GatehouseError.invalidArgument("The API template \(text.debugDescription) has an empty, dot or malformed segment.")
+            } else {
+                segments.append(.literal(String(raw)))
+            }
+        }
+        self.method = method
+        self.segments = segments
+        self.scopes = scopes
+    }
+
+    /// `GET /v1.0/me/messages/{id}`: the template as configured (the audit's and the metrics' label).
+    public var description: String {
+        method.rawValue + " /"
+            + segments.map {
+                switch $0 {
+                case .literal(let text): text
+                case .parameter(let name): "{\(name)}"
+                }
+            }.joined(separator: "/")
+    }
+
+    /// Whether `method` and `path` are this template's.
+    public func matches(_ method: APIMethod, _ path: APIPath) -> Bool {
+        guard method == self.method, path.segments.count == segments.count else { return false }
+        return zip(segments, path.segments).allSatisfy { template, segment in
+            switch template {
+            case .literal(let text): text == segment
+            case .parameter: true
+            }
+        }
+    }
+}

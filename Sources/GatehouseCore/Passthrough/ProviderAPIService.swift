@@ -1,0 +1,189 @@
+import CurlClient
+import Foundation
+
+/// Calls beyond the profile: a provider API call made with a user's stored grant, under the
+/// operator's policy (`APIPolicy`), and the token vault that hands services a fresh access
+/// token. The caller never sends or receives the provider's token on the passthrough path.
+public struct ProviderAPIService: Sendable {
+    let configuration: GatewayConfiguration
+    let profiles: ProfileService
+    let providers: ProviderRegistry
+    /// Each provider's view of the libcurl client.
+    let upstream: [String: UpstreamHTTP]
+    /// One breaker per API host, apart from the sign-in and profile breakers.
+    let hosts: HostBreakers
+    let audit: AuditLog
+    let metrics: GatehouseMetrics
+
+    /// Who asks: a service on a user's behalf, or the signed-in user.
+    public enum Caller: Sendable {
+        /// An internal service's key (scope `api:<provider>`).
+        case service(keyId: String)
+        /// The signed-in user, on `/v1/me/…` (allowed per provider).
+        case user
+
+        func actor(uid: String) -> AuditActor {
+            switch self {
+            case .service(let keyId): .serviceKey(keyId)
+            case .user: .user(uid)
+            }
+        }
+    }
+
+    /// The template allowing the call and the provider's limits, or `path-not-allowed` —
+    /// decided before anything is read or sent, so a refused call costs no upstream call.
+    public func authorize(providerId: String, method: APIMethod, path: APIPath, caller: Caller) throws -> (
+        template: APITemplate, limits: APIPolicy.Provider
+    ) {
+        _ = try providers.provider(providerId)
+        guard let policy = configuration.api.providers[providerId] else {
+            throw GatehouseError.pathNotAllowed("This gateway allows no \(providerId) API calls.")
+        }
+        if case .user = caller, !policy.signedInUsers {
+            throw GatehouseError.pathNotAllowed("This gateway does not let signed-in users call the \(providerId) API themselves.")
+        }
+        guard let template = policy.template(for: method, path) else {
+            throw GatehouseError.pathNotAllowed("\(method.rawValue) \(path) is not among the allowed \(providerId) API calls.")
+        }
+        return (template, policy)
+    }
+
+    /// Makes the call with the user's stored token (refreshed when expired, or once after a
+    /// `401`, then retried once) and answers the provider's status, passed headers and body,
+    /// with paging links moved under `gatewayBase` (the passthrough route's URL up to `/api`).
+    /// The HTTP layer records the call (`record`) with the status it answered.
+    public func call(
+        _ request: ProviderAPIRequest, uid: String, providerId: String, caller: Caller, gatewayBase: String
+    ) async throws -> ProviderAPIAnswer {
+        let (template, limits) = try authorize(providerId: providerId, method: request.method, path: request.path, caller: caller)
+        return try await send(request, template: template, limits: limits, uid: uid, providerId: providerId, gatewayBase: gatewayBase)
+    }
+
+    /// One audit line and one metric per passthrough call, answered or refused: the template
+    /// that allowed it (`not-allowed` when none did; never the raw path) and the status the
+    /// caller got.
+    public func record(
+        uid: String, providerId: String, caller: Caller, method: APIMethod, template: APITemplate?, status: Int, insufficientScope: Bool = false
+    ) {
+        let label = template?.description ?? "not-allowed"
+        audit.record(
+            .providerAPICalled, by: caller.actor(uid: uid), uid: uid, provider: providerId,
+            call: AuditedCall(method: method.rawValue, template: label, status: status))
+        guard (try? providers.provider(providerId)) != nil else { return }  // labels stay a bounded set
+        metrics.providerAPICall(
+            providerId: providerId, template: label, outcome: insufficientScope ? "insufficient-scope" : UpstreamHTTP.outcome(status: status))
+    }
+
+    private func send(
+        _ request: ProviderAPIRequest, template: APITemplate, limits: APIPolicy.Provider, uid: String, providerId: String, gatewayBase: String
+    ) async throws -> ProviderAPIAnswer {
+        if let query = request.query {
+            guard query.utf8.count <= 4096, !query.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || $0 == "#" }) else {
+                throw GatehouseError.invalidArgument("The query string is too long or has characters a URL cannot carry.")
+            }
+        }
+        _ = try await profiles.enabledAccount(uid)
+        let link = try await profiles.link(uid: uid, providerId: providerId)
+        let provider = try providers.provider(providerId)
+        guard let base = configuration.apiBaseURL(for: providerId), let http = upstream[providerId] else {
+            throw GatehouseError.pathNotAllowed("This gateway allows no \(providerId) API calls.")
+        }
+        var outbound = OutboundRequest(method: request.method.rawValue, url: base + request.path.encoded + (request.query.map { "?" + $0 } ?? ""))
+        for (name, value) in request.headers where ProviderAPIRequest.forwardedHeaders.contains(name.lowercased()) {
+            outbound.headers.add(name, value)
+        }
+        if request.method.hasBody { outbound.body = request.body ?? [] }
+        outbound.maxResponseBytes = limits.maxResponseBytes
+        let prepared = outbound
+        let refused = { (origin: String) in
+            GatehouseError.upstreamUnavailable(
+                providerId, situation: .temporarilyUnavailable,
+                detail: "The \(providerId) API host \(origin) has been failing; not calling it for now.")
+        }
+        let (response, tokens) = try await hosts.run(base, refused: refused, failed: { [502, 503, 504].contains($0.0.head.status) }) {
+            try await profiles.withFreshTokens(link, provider) { tokens in
+                var authorized = prepared
+                authorized.headers.set("Authorization", "Bearer \(tokens.accessToken)")
+                let response = try await http.stream(authorized)
+                // The stored token was refused: refreshed once and retried by withFreshTokens
+                // (a second refusal, or a grant without refresh token, needs a new sign-in).
+                if response.head.status == 401 { throw GatehouseError.providerReauthRequired(providerId) }
+                return (response, tokens)
+            }
+        }
+        if response.head.status == 403, let missing = try await missingScopes(response, template: template, tokens: tokens, http: http) {
+            throw GatehouseError.insufficientProviderScope(providerId, missing: missing)
+        }
+        let paging = PagingLinks(providerBase: base, gatewayBase: gatewayBase)
+        var headers: [(name: String, value: String)] = []
+        for (name, value) in response.head.headers.fields where ProviderAPIAnswer.passes(name) {
+            headers.append((name.lowercased(), name.lowercased() == "link" ? paging.rewriteLinkHeader(value) : value))
+        }
+        // Graph pages with `@odata.nextLink` in the JSON body: such answers are read whole
+        // (within the cap) so the link can be moved; everything else streams.
+        let contentType = response.head.headers["content-type"]?.lowercased() ?? ""
+        if providerId == "microsoft.com", contentType.contains("json") {
+            let body = try await http.collect(response).body
+            return ProviderAPIAnswer(
+                status: response.head.status, headers: headers, body: .whole(paging.rewriteODataLinks(body) ?? body), template: template)
+        }
+        return ProviderAPIAnswer(status: response.head.status, headers: headers, body: .streaming(response.body), template: template)
+    }
+
+    /// The scopes a provider's `403` says the grant lacks, or `nil` when the refusal is about
+    /// something else: GitHub's `X-Accepted-OAuth-Scopes` against `X-OAuth-Scopes`, an RFC 6750
+    /// `insufficient_scope` challenge, Graph's `Authorization_RequestDenied` / `ErrorAccessDenied`
+    /// (then the template's scopes the grant does not list).
+    private func missingScopes(_ response: OutboundStreamingResponse, template: APITemplate, tokens: ProviderTokens, http: UpstreamHTTP)
+        async throws -> [String]?
+    {
+        let headers = response.head.headers
+        if let accepted = headers["x-accepted-oauth-scopes"].map(Self.scopeList), !accepted.isEmpty {
+            let granted = Set(headers["x-oauth-scopes"].map(Self.scopeList) ?? tokens.scopes)
+            return accepted.contains(where: granted.contains) ? nil : accepted
+        }
+        if let challenge = headers["www-authenticate"], challenge.contains("insufficient_scope") {
+            return Self.challengeScope(challenge) ?? missing(template.scopes, granted: tokens.scopes)
+        }
+        guard (headers["content-type"] ?? "").contains("json"), (headers["content-length"].flatMap(Int.init) ?? 0) <= 64 << 10 else {
+            return nil
+        }
+        // A Graph refusal is small; read it to learn why (the body goes no further).
+        let body = try await http.collect(response).body
+        guard body.count <= 64 << 10, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+            let code = (object["error"] as? [String: Any])?["code"] as? String,
+            ["Authorization_RequestDenied", "ErrorAccessDenied", "AccessDenied"].contains(code)
+        else { return nil }
+        return missing(template.scopes, granted: tokens.scopes)
+    }
+
+    private func missing(_ needed: [String], granted: [String]) -> [String] {
+        let held = Set(granted.map { $0.lowercased() })
+        return needed.filter { !held.contains($0.lowercased()) }
+    }
+
+    /// `repo, user:email` or `Mail.Read Calendars.Read` as a list.
+    static func scopeList(_ text: String) -> [String] {
+        text.split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init).filter { !$0.isEmpty }
+    }
+
+    /// The `scope="…"` parameter of a bearer challenge.
+    static func challengeScope(_ challenge: String) -> [String]? {
+        guard let range = challenge.range(of: "scope=\"") else { return nil }
+        let rest = challenge[range.upperBound...]
+        guard let end = rest.firstIndex(of: "\"") else { return nil }
+        return scopeList(String(rest[..<end]))
+    }
+
+    /// A fresh access token of the user's grant for a service that must call the provider
+    /// itself (refreshed first when it has expired or expires within 30 s).
+    public func accessToken(uid: String, providerId: String, keyId: String) async throws -> HandedAccessToken {
+        _ = try await profiles.enabledAccount(uid)
+        let link = try await profiles.link(uid: uid, providerId: providerId)
+        let provider = try providers.provider(providerId)
+        let tokens = try await profiles.withFreshTokens(link, provider) { $0 }
+        audit.record(.providerTokenIssued, by: .serviceKey(keyId), uid: uid, provider: providerId)
+        metrics.providerTokenIssued(providerId: providerId)
+        return HandedAccessToken(accessToken: tokens.accessToken, expiresAt: tokens.expiresAt.map { Int($0) }, scopes: tokens.scopes)
+    }
+}

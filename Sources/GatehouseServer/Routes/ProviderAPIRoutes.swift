@@ -1,0 +1,122 @@
+import GatehouseCore
+import HTTPTypes
+import Hummingbird
+
+/// Provider API passthrough (`…/providers/{providerId}/api/{path}`, for services by uid and,
+/// where the operator allows it, for the signed-in user) and the services' token vault
+/// (`/v1/users/{uid}/providers/{providerId}/token`).
+struct ProviderAPIRoutes {
+    let gatehouse: Gatehouse
+    let browser: BrowserPolicy
+
+    /// `/v1/users/{uid}/providers/{providerId}/api/…`: seven segments before the API path.
+    static let servicePrefixSegments = 7
+    /// `/v1/me/providers/{providerId}/api/…`: six.
+    static let userPrefixSegments = 6
+
+    func register(into table: inout RouteTable) {
+        let api = gatehouse.providerAPI
+        let publicURL = gatehouse.configuration.publicURL
+        let browser = self.browser
+        for method in APIMethod.allCases {
+            let httpMethod = HTTPRequest.Method(rawValue: method.rawValue)!
+            table.add(httpMethod, "/v1/users/{uid}/providers/{providerId}/api/{path}", rest: true) { request, context in
+                let providerId = try context.parameters.require("providerId")
+                let key = try await context.requireService(scope: "api:\(providerId)")
+                try await browser.limit(serviceKey: key.id)
+                let uid = try context.parameters.require("uid")
+                return try await Self.forward(
+                    request, method: method, api: api, uid: uid, providerId: providerId, caller: .service(keyId: key.id),
+                    prefixSegments: Self.servicePrefixSegments,
+                    gatewayBase: "\(publicURL)/v1/users/\(FormEncoding.escape(uid))/providers/\(FormEncoding.escape(providerId))/api")
+            }
+            table.add(httpMethod, "/v1/me/providers/{providerId}/api/{path}", rest: true) { request, context in
+                let caller = try await context.requireUser()
+                try await browser.limit(user: caller.uid)
+                // Cookie callers follow the rules of every other cookie route: a change needs
+                // an allowed Origin, a read is refused when it comes from another site.
+                if method == .get {
+                    try browser.refuseCrossSite(request, caller: caller)
+                } else {
+                    try browser.requireAllowedOrigin(request, caller: caller)
+                }
+                let providerId = try context.parameters.require("providerId")
+                return try await Self.forward(
+                    request, method: method, api: api, uid: caller.uid, providerId: providerId, caller: .user,
+                    prefixSegments: Self.userPrefixSegments,
+                    gatewayBase: "\(publicURL)/v1/me/providers/\(FormEncoding.escape(providerId))/api")
+            }
+        }
+        table.add(.get, "/v1/users/{uid}/providers/{providerId}/token") { request, context in
+            let providerId = try context.parameters.require("providerId")
+            let key = try await context.requireService(scope: "tokens:\(providerId)")
+            try await browser.limit(serviceKey: key.id)
+            let token = try await api.accessToken(uid: try context.parameters.require("uid"), providerId: providerId, keyId: key.id)
+            return try Response.json(token)
+        }
+    }
+
+    /// Checks the call against the policy before reading anything, reads the body within the
+    /// provider's cap, makes the call and answers what the provider answered — recorded once
+    /// (audit line and metric) with the status the caller gets.
+    static func forward(
+        _ request: Request, method: APIMethod, api: ProviderAPIService, uid: String, providerId: String, caller: ProviderAPIService.Caller,
+        prefixSegments: Int, gatewayBase: String
+    ) async throws -> Response {
+        var template: APITemplate?
+        do {
+            let rawPath = request.uri.path.split(separator: "/", maxSplits: prefixSegments, omittingEmptySubsequences: false).last ?? ""
+            let path = try APIPath(raw: rawPath)
+            let (allowed, limits) = try api.authorize(providerId: providerId, method: method, path: path, caller: caller)
+            template = allowed
+            var request = request
+            let body = method.hasBody ? Array(buffer: try await request.collectBody(upTo: limits.maxRequestBytes)) : nil
+            let headers = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
+            let answer = try await api.call(
+                ProviderAPIRequest(method: method, path: path, query: request.uri.query, headers: headers, body: body), uid: uid,
+                providerId: providerId, caller: caller, gatewayBase: gatewayBase)
+            api.record(uid: uid, providerId: providerId, caller: caller, method: method, template: template, status: answer.status)
+            return response(answer)
+        } catch let error as GatehouseError {
+            api.record(
+                uid: uid, providerId: providerId, caller: caller, method: method, template: template, status: Int(error.status.code),
+                insufficientScope: error.code == .insufficientProviderScope)
+            throw error
+        } catch {
+            // A body over the cap (Hummingbird's error) and anything else: the problem
+            // middleware renders it; the audit records what it will answer.
+            api.record(uid: uid, providerId: providerId, caller: caller, method: method, template: template, status: Self.status(of: error))
+            throw error
+        }
+    }
+
+    /// The provider's answer as the gateway's: its status and passed headers, and a policy
+    /// that keeps a provider's document from running anything on the gateway's origin.
+    static func response(_ answer: ProviderAPIAnswer) -> Response {
+        var headers = HTTPFields()
+        for (name, value) in answer.headers {
+            if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
+        }
+        headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
+        if headers[.cacheControl] == nil { headers[.cacheControl] = "private, no-store" }
+        let status = HTTPResponse.Status(code: answer.status)
+        switch answer.body {
+        case .whole(let bytes):
+            return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+        case .streaming(let chunks):
+            return Response(
+                status: status, headers: headers,
+                body: ResponseBody { writer in
+                    for try await chunk in chunks {
+                        try await writer.write(ByteBuffer(bytes: chunk))
+                    }
+                    try await writer.finish(nil)
+                })
+        }
+    }
+
+    /// The status a non-`GatehouseError` failure is answered with (a body over the cap: 413).
+    private static func status(of error: any Error) -> Int {
+        (error as? any HTTPResponseError).map { Int($0.status.code) } ?? 500
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// `GET /user/repos` paged as GitHub pages (`per_page`, `page`, an RFC 8288 `Link` header) and
+/// `POST /user/repos` behind the `repo` / `public_repo` scope, for the gateway's passthrough.
+struct GitHubRepoRoutes {
+    let api: GitHubAPIRoutes
+
+    /// Repositories per seeded user: several pages at GitHub's default of 30 or at 10.
+    static let repositoryCount = 45
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.get("/github-api/user/repos") { request, _ in
+            await api.authenticated(request, acceptedScopes: "") { user, token, headers in
+                let query = request.formQuery
+                guard let perPage = Int(query["per_page"] ?? "30"), (1...100).contains(perPage), let page = Int(query["page"] ?? "1"), page >= 1
+                else {
+                    return Response.json(["message": "Invalid per_page or page", "status": "422"], status: .unprocessableContent, headers: headers)
+                }
+                // Without `repo` the token sees public repositories only (GitHub's rule).
+                let privateToo = token.scopes.contains("repo")
+                let all = (1...Self.repositoryCount).filter { privateToo || !Self.isPrivate($0) }
+                let slice = all.dropFirst((page - 1) * perPage).prefix(perPage)
+                var headers = headers
+                let last = max(1, (all.count + perPage - 1) / perPage)
+                if let link = Self.linkHeader(host: GitHubAPIRoutes.host(of: request), perPage: perPage, page: page, last: last) {
+                    headers[HTTPField.Name("Link")!] = link
+                }
+                return Response.json(slice.map { Self.repository(user, $0) }, headers: headers)
+            }
+        }
+        router.post("/github-api/user/repos") { request, _ in
+            var request = request
+            let body = (try? await request.collectBody(upTo: 64 << 10)).map { Data(buffer: $0) } ?? Data()
+            return await api.authenticated(request, acceptedScopes: "public_repo, repo") { user, token, headers in
+                guard token.scopes.contains("repo") || token.scopes.contains("public_repo") else {
+                    return Response.json(
+                        [
+                            "message": "Not Found",
+                            "documentation_url": "https://docs.github.com/rest/repos/repos#create-a-repository-for-the-authenticated-user",
+                            "status": "404",
+                        ],
+                        status: .forbidden, headers: headers)
+                }
+                guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any], let name = object["name"] as? String,
+                    !name.isEmpty
+                else {
+                    return Response.json(
+                        ["message": "Repository creation failed.", "status": "422"], status: .unprocessableContent, headers: headers)
+                }
+                var created = Self.repository(user, 0)
+                created["name"] = name
+                created["full_name"] = "\(user.login)/\(name)"
+                created["private"] = object["private"] as? Bool ?? false
+                return Response.json(created, status: .created, headers: headers)
+            }
+        }
+    }
+
+    static func isPrivate(_ index: Int) -> Bool { index % 3 == 0 }
+
+    static func repository(_ user: GitHubSeedUser, _ index: Int) -> [String: Any] {
+        let name = "repo-\(index)"
+        return [
+            "id": user.id * 1000 + index, "name": name, "full_name": "\(user.login)/\(name)", "private": isPrivate(index),
+            "html_url": "https://github.com/\(user.login)/\(name)", "url": "https://api.github.com/repos/\(user.login)/\(name)",
+            "owner": ["login": user.login, "id": user.id, "type": "User"], "default_branch": "main",
+        ]
+    }
+
+    /// `<…?per_page=10&page=2>; rel="next", <…>; rel="last"` (and `prev`, `first` past page 1).
+    static func linkHeader(host: String, perPage: Int, page: Int, last: Int) -> String? {
+        func url(_ page: Int) -> String { "<http://\(host)/github-api/user/repos?per_page=\(perPage)&page=\(page)>" }
+        var links: [String] = []
+        if page > 1 { links += ["\(url(page - 1)); rel=\"prev\"", "\(url(1)); rel=\"first\""] }
+        if page < last { links += ["\(url(page + 1)); rel=\"next\"", "\(url(last)); rel=\"last\""] }
+        return links.isEmpty ? nil : links.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Testing
+
+@testable import GatehouseCore
+
+/// The passthrough's pure parts: API paths, templates, the policy's JSON form, paging links.
+@Suite("Passthrough policy")
+struct PassthroughPolicyTests {
+    @Test(
+        "paths decode their segments and refuse what could leave the API base",
+        arguments: [
+            "/user/../emails", "/user/%2e%2E/x", "/user/.", "/a%2Fb", "/a%5Cb", "//evil.example/x", "/https:/evil.example", "/a/%00", "/a/%zz", "",
+            "/",
+        ])
+    func refusedPaths(raw: String) {
+        #expect(throws: GatehouseError.self) { try APIPath(raw: Substring(raw)) }
+    }
+
+    @Test("a valid path keeps Yahoo's matrix parameters and re-encodes what must be")
+    func validPaths() throws {
+        let yahoo = try APIPath(raw: "/fantasy/v2/users;use_login=1/games")
+        #expect(yahoo.segments == ["fantasy", "v2", "users;use_login=1", "games"])
+        #expect(yahoo.encoded == "/fantasy/v2/users;use_login=1/games")
+        let spaced = try APIPath(raw: "v1.0/me/messages/AB%20C%3F")
+        #expect(spaced.segments.last == "AB C?")
+        #expect(spaced.encoded == "/v1.0/me/messages/AB%20C%3F")
+    }
+
+    @Test("templates match decoded segments by method; parameters match one segment")
+    func templates() throws {
+        let template = try APITemplate("GET /v1.0/me/messages/{id}", scopes: ["Mail.Read"])
+        #expect(template.description == "GET /v1.0/me/messages/{id}")
+        #expect(template.matches(.get, try APIPath(raw: "/v1.0/me/messages/AAMk%3D")))
+        #expect(!template.matches(.post, try APIPath(raw: "/v1.0/me/messages/x")))
+        #expect(!template.matches(.get, try APIPath(raw: "/v1.0/me/messages/x/attachments")))
+        #expect(!template.matches(.get, try APIPath(raw: "/v1.0/me/messages")))
+        for bad in ["GET", "FETCH /x", "GET x", "GET /a//b", "GET /a/../b", "GET /a/%2F"] {
+            #expect(throws: GatehouseError.self, "\(bad)") { try APITemplate(bad) }
+        }
+    }
+
+    @Test("the JSON policy: strings or objects with scopes, limits, unknown members refused by name")
+    func policyJSON() throws {
+        let policy = try APIPolicy(
+            json: Data(
+                #"{"github.com": {"allow": ["GET /user/repos", {"route": "POST /user/repos", "scopes": ["repo"]}], "signedInUsers": true, "maxRequestBytes": 2048}}"#
+                    .utf8))
+        let github = try #require(policy.providers["github.com"])
+        #expect(github.allow.map(\.description) == ["GET /user/repos", "POST /user/repos"])
+        #expect(github.allow[1].scopes == ["repo"] && github.signedInUsers && github.maxRequestBytes == 2048)
+        #expect(github.maxResponseBytes == 8 << 20)
+        do {
+            _ = try APIPolicy(json: Data(#"{"github.com": {"allow": [], "signedInUser": true}}"#.utf8))
+            Issue.record("an unknown member was accepted")
+        } catch let error as GatehouseError {
+            #expect(error.detail.contains("\"signedInUser\""))
+        }
+        #expect(throws: GatehouseError.self) { try APIPolicy(json: Data(#"{"github.com": {"allow": ["GET /x"], "maxRequestBytes": 0}}"#.utf8)) }
+        #expect(throws: GatehouseError.self) { try APIPolicy(json: Data("[]".utf8)) }
+    }
+
+    @Test("the configuration refuses a policy for an unconfigured provider or a generic provider without an API base")
+    func configurationChecksThePolicy() throws {
+        var configuration = GatewayConfiguration(
+            publicURL: "https://gw.example", returnToAllowList: [], github: GitHubConfiguration(clientID: "c", clientSecret: "s"))
+        configuration.api = APIPolicy(providers: ["microsoft.com": .init(allow: [])])
+        #expect(throws: GatehouseError.self) { try configuration.validate() }
+        configuration.api = APIPolicy(providers: ["github.com": .init(baseURL: "http://api.example", allow: [])])
+        #expect(throws: GatehouseError.self) { try configuration.validate() }
+        configuration.api = APIPolicy(providers: ["github.com": .init(allow: [])])
+        try configuration.validate()
+        #expect(configuration.apiBaseURL(for: "github.com") == "https://api.github.com")
+    }
+
+    @Test("paging links move under the gateway only when they point at the provider's API base")
+    func pagingLinks() {
+        let links = PagingLinks(providerBase: "https://graph.microsoft.com", gatewayBase: "https://gw.example/v1/me/providers/microsoft.com/api")
+        #expect(
+            links.rewrite("https://graph.microsoft.com/v1.0/me/events?$skip=10")
+                == "https://gw.example/v1/me/providers/microsoft.com/api/v1.0/me/events?$skip=10")
+        #expect(links.rewrite("https://graph.microsoft.com.evil.example/v1.0/me") == nil)
+        #expect(links.rewrite("https://elsewhere.example/v1.0/me") == nil)
+        let header = links.rewriteLinkHeader(#"<https://graph.microsoft.com/x?page=2>; rel="next", <https://other.example/y>; rel="last""#)
+        #expect(header == #"<https://gw.example/v1/me/providers/microsoft.com/api/x?page=2>; rel="next", <https://other.example/y>; rel="last""#)
+        let body = Array(#"{"value": [1], "@odata.nextLink" : "https:\/\/graph.microsoft.com\/v1.0\/me\/events?$skip=10", "n": 1.50}"#.utf8)
+        let rewritten = String(decoding: links.rewriteODataLinks(body) ?? [], as: UTF8.self)
+        #expect(
+            rewritten
+                == #"{"value": [1], "@odata.nextLink" : "https://gw.example/v1/me/providers/microsoft.com/api/v1.0/me/events?$skip=10", "n": 1.50}"#)
+        #expect(links.rewriteODataLinks(Array(#"{"value": []}"#.utf8)) == nil)
+    }
+}

@@ -1,0 +1,304 @@
+import CurlClient
+import Foundation
+import GatehouseCore
+import Testing
+
+/// Issue #22: provider API passthrough under policy, paging, refresh and retry, consent, the
+/// token vault — over real HTTP, real libcurl and the emulator's provider APIs.
+@Suite("Provider API passthrough")
+struct ProviderAPITests {
+    /// A deployment whose gateway runs the demo's sample policy (`adjust` changes it).
+    static func withAPIDeployment<T>(
+        adjust: @escaping @Sendable (inout APIPolicy) -> Void = { _ in }, _ body: (TestDeployment) async throws -> T
+    ) async throws -> T {
+        try await withDeployment(gateway: { configuration in
+            let emulatorURL = String(configuration.github!.apiBaseURL.dropLast("/github-api".count))
+            var policy = APIPolicy.sample(yahooBaseURL: "\(emulatorURL)/yahoo-fantasy")
+            adjust(&policy)
+            configuration.api = policy
+        }) { try await body($0) }
+    }
+
+    /// A service key holding `scopes`, straight into the deployment's store.
+    static func key(_ deployment: TestDeployment, _ scopes: [String]) async throws -> String {
+        let storage = try GatehouseSQLiteStorageForSpec.open(deployment.databasePath)
+        return try await ServiceKeyService(storage: storage).create(name: "api", scopes: scopes).secret
+    }
+
+    /// A call with a service key, to a full URL (paging links) or a gateway path.
+    static func call(
+        _ deployment: TestDeployment, _ target: String, key: String, method: String = "GET", headers: OutboundHeaders = [:], body: [UInt8]? = nil,
+        pathAsIs: Bool = false
+    ) async throws -> OutboundResponse {
+        var all = headers
+        all.add("Authorization", "Bearer \(key)")
+        var request = OutboundRequest(
+            method: method, url: target.hasPrefix("http") ? target : deployment.gatewayURL + target, headers: all, body: body)
+        request.pathAsIs = pathAsIs
+        return try await deployment.client.execute(request)
+    }
+
+    /// Signs a browser in at `provider` as `login`, asking for `scope` on top of the defaults.
+    static func signIn(_ browser: inout Browser, login: String, provider: String, scope: String = "", mode: String = "signin") async throws
+        -> String
+    {
+        let returnTo = FormEncoding.escape(TestDeployment.returnTo)
+        let hint = provider == "github.com" ? "login" : "login_hint"
+        var query = "return_to=\(returnTo)&\(hint)=\(FormEncoding.escape(login))&mode=\(mode)"
+        if !scope.isEmpty { query += "&scope=\(FormEncoding.escape(scope))" }
+        let start = try await browser.start(query, provider: provider)
+        let authorize = try #require(start.headers["location"], "\(start.status) \(start.bodyText)")
+        let approved = try await browser.deployment.client.execute(OutboundRequest(url: authorize))
+        let callback = try await browser.send(try #require(approved.headers["location"]))
+        let location = try #require(callback.headers["location"], "\(callback.status) \(callback.bodyText)")
+        let marker = try #require(location.range(of: "#gatehouse_result="))
+        return try account(try await browser.result(String(location[marker.upperBound...]))).uid
+    }
+
+    /// The emulator's count of calls to `endpoint` (`GET /github-api/user/repos`).
+    static func upstreamCalls(_ deployment: TestDeployment, _ endpoint: String) async throws -> Int {
+        try await deployment.emulatorStats()[endpoint] ?? 0
+    }
+
+    /// The passthrough audit lines of the deployment's log.
+    static func apiAuditLines(_ deployment: TestDeployment, event: String = "provider-api.called") -> [[String: Any]] {
+        AuditTrailTests.auditLines(deployment.logs.lines).filter { $0["audit.event"] as? String == event }
+    }
+
+    @Test("GitHub: the repositories page by page through rewritten Link headers that carry no token; nothing hop-by-hop or cookie passes")
+    func githubPaging() async throws {
+        try await Self.withAPIDeployment { deployment in
+            var browser = Browser(deployment)
+            let uid = try await Self.signIn(&browser, login: "octocat", provider: "github.com")
+            let key = try await Self.key(deployment, ["api:github.com"])
+            let base = "\(deployment.gatewayURL)/v1/users/\(uid)/providers/github.com/api"
+            var url = "\(base)/user/repos?per_page=10"
+            var names: [String] = []
+            for page in 1...3 {
+                let answer = try await Self.call(deployment, url, key: key)
+                #expect(answer.status == 200, "\(answer.bodyText)")
+                #expect(answer.headers["set-cookie"] == nil && answer.headers["content-security-policy"] == "default-src 'none'; sandbox")
+                #expect(answer.headers["x-ratelimit-remaining"] != nil)
+                let repos = try #require(try JSONSerialization.jsonObject(with: Data(answer.body)) as? [[String: Any]])
+                #expect(repos.count == 10, "page \(page)")
+                names += repos.compactMap { $0["name"] as? String }
+                let link = try #require(answer.headers["link"], "page \(page)")
+                #expect(!link.contains(deployment.emulatorURL) && !link.contains("github-api"), "\(link)")
+                let tokens = await deployment.emulator.issuedAccessTokens()
+                #expect(!tokens.contains(where: link.contains))
+                let targets = link.split(separator: ",").map { String($0[$0.index(after: $0.firstIndex(of: "<")!)..<$0.firstIndex(of: ">")!]) }
+                #expect(targets.allSatisfy { $0.hasPrefix("\(base)/user/repos?") }, "\(link)")
+                guard let next = link.split(separator: ",").first(where: { $0.contains("rel=\"next\"") }) else {
+                    #expect(page == 3, "the last page has no next link")
+                    break
+                }
+                url = String(next[next.index(after: next.firstIndex(of: "<")!)..<next.firstIndex(of: ">")!])
+            }
+            // Without the `repo` scope GitHub lists the public repositories only: 30 of 45.
+            #expect(names.count == 30 && Set(names).count == 30)
+        }
+    }
+
+    @Test("Graph: events page through @odata.nextLink moved under the gateway; Yahoo's Fantasy games; the signed-in user's own route")
+    func graphPagingYahooAndSignedInUsers() async throws {
+        try await Self.withAPIDeployment { deployment in
+            var browser = Browser(deployment)
+            let uid = try await Self.signIn(&browser, login: "AdeleV@contoso.example", provider: "microsoft.com", scope: "Calendars.Read")
+            let key = try await Self.key(deployment, ["api:microsoft.com", "api:yahoo.com"])
+            let base = "\(deployment.gatewayURL)/v1/users/\(uid)/providers/microsoft.com/api"
+            var next: String? = "\(base)/v1.0/me/events?$top=10"
+            var counts: [Int] = []
+            while let url = next, counts.count < 5 {
+                let answer = try await Self.call(deployment, url, key: key)
+                #expect(answer.status == 200, "\(answer.bodyText)")
+                let object = try jsonObject(answer)
+                counts.append((object["value"] as? [Any])?.count ?? -1)
+                next = object["@odata.nextLink"] as? String
+                if let next { #expect(next.hasPrefix("\(base)/v1.0/me/events?"), "\(next)") }
+            }
+            #expect(counts == [10, 10, 5])
+
+            // The same calls from the signed-in user's browser (the sample policy allows it).
+            let own = try await browser.send("\(deployment.gatewayURL)/v1/me/providers/microsoft.com/api/v1.0/me/events?$top=5")
+            #expect(own.status == 200, "\(own.bodyText)")
+            let ownNext = try #require(try jsonObject(own)["@odata.nextLink"] as? String)
+            #expect(ownNext.hasPrefix("\(deployment.gatewayURL)/v1/me/providers/microsoft.com/api/v1.0/me/events?"))
+
+            var yahooBrowser = Browser(deployment)
+            let yahooUid = try await Self.signIn(&yahooBrowser, login: "sam@yahoo.example", provider: "yahoo.com")
+            let games = try await Self.call(
+                deployment, "/v1/users/\(yahooUid)/providers/yahoo.com/api/fantasy/v2/users;use_login=1/games?format=json", key: key)
+            #expect(games.status == 200, "\(games.bodyText)")
+            #expect(games.bodyText.contains("\"game_key\":\"423\""))
+            let xml = try await Self.call(deployment, "/v1/users/\(yahooUid)/providers/yahoo.com/api/fantasy/v2/users;use_login=1/games", key: key)
+            #expect(xml.status == 200 && xml.headers["content-type"]?.hasPrefix("application/xml") == true)
+        }
+    }
+
+    @Test(
+        "refused without any upstream call: a template outside the policy, dot segments (raw and encoded), an encoded slash, an absolute URL, a key without api:<provider>, a signed-in user where the operator did not allow it"
+    )
+    func refusalsCallNothing() async throws {
+        try await Self.withAPIDeployment(adjust: { $0.providers["github.com"]?.signedInUsers = false }) { deployment in
+            var browser = Browser(deployment)
+            let uid = try await Self.signIn(&browser, login: "octocat", provider: "github.com")
+            let key = try await Self.key(deployment, ["api:github.com"])
+            let before = try await deployment.emulatorStats()
+            let api = "/v1/users/\(uid)/providers/github.com/api"
+            for path in [
+                "/user", "/user/emails", "/user/repos/../emails", "/user/%2E%2E/emails", "/user%2Frepos", "/https:/evil.example/user/repos",
+                "/user//repos", "/user/repos%00",
+            ] {
+                let answer = try await Self.call(deployment, api + path, key: key, pathAsIs: true)
+                #expect(answer.status == 403, "\(path): \(answer.bodyText)")
+                #expect(try jsonObject(answer)["code"] as? String == "path-not-allowed", "\(path)")
+            }
+            let wrongKey = try await Self.key(deployment, ["api:microsoft.com", "profile:read"])
+            let denied = try await Self.call(deployment, "\(api)/user/repos", key: wrongKey)
+            try #expect(denied.status == 403 && (try jsonObject(denied)["code"] as? String) == "permission-denied")
+            let own = try await browser.send("\(deployment.gatewayURL)/v1/me/providers/github.com/api/user/repos")
+            try #expect(own.status == 403 && (try jsonObject(own)["code"] as? String) == "path-not-allowed")
+            let unknown = try await Self.call(
+                deployment, "/v1/users/\(uid)/providers/oidc.emulator/api/userinfo", key: try await Self.key(deployment, ["api:oidc.emulator"]))
+            #expect(unknown.status == 403, "\(unknown.bodyText)")
+            #expect(try await deployment.emulatorStats() == before)
+            // Each refusal is audited once, as not allowed (never the raw path).
+            let audited = Self.apiAuditLines(deployment)
+            #expect(audited.count == 10, "\(audited)")
+            #expect(audited.allSatisfy { $0["api.template"] as? String == "not-allowed" && $0["api.status"] as? Int == 403 })
+        }
+    }
+
+    @Test("a Graph token the provider rejects is refreshed once and the call retried; a provider's 429 passes through with Retry-After")
+    func refreshRetryAndRateLimits() async throws {
+        try await Self.withAPIDeployment { deployment in
+            var browser = Browser(deployment)
+            let uid = try await Self.signIn(&browser, login: "AdeleV@contoso.example", provider: "microsoft.com", scope: "Mail.Read")
+            let key = try await Self.key(deployment, ["api:microsoft.com", "api:github.com"])
+            let messages = "/v1/users/\(uid)/providers/microsoft.com/api/v1.0/me/messages"
+            #expect(try await Self.call(deployment, messages, key: key).status == 200)
+            _ = try await deployment.control("microsoft/expire-tokens", "{}")
+            let tokenCalls = try await deployment.emulatorStats().filter { $0.key.hasSuffix("/oauth2/v2.0/token") }.values.reduce(0, +)
+            let retried = try await Self.call(deployment, messages, key: key)
+            #expect(retried.status == 200, "\(retried.bodyText)")
+            #expect(try await deployment.emulatorStats().filter { $0.key.hasSuffix("/oauth2/v2.0/token") }.values.reduce(0, +) == tokenCalls + 1)
+            #expect(try await Self.upstreamCalls(deployment, "GET /graph/v1.0/me/messages") == 3)
+            // One message through the `{id}` template.
+            let first = try #require(((try jsonObject(retried)["value"] as? [[String: Any]])?.first?["id"]) as? String)
+            let one = try await Self.call(deployment, "\(messages)/\(first)", key: key)
+            try #expect(one.status == 200 && (try jsonObject(one)["id"] as? String) == first)
+
+            var github = Browser(deployment)
+            let octocat = try await Self.signIn(&github, login: "octocat", provider: "github.com")
+            _ = try await deployment.control(
+                "faults",
+                #"{"endpoint": "GET /github-api/user/repos", "status": 429, "headers": {"Retry-After": "7", "X-RateLimit-Remaining": "0"}, "body": "{\"message\": \"slow down\"}", "times": 1}"#
+            )
+            let limited = try await Self.call(deployment, "/v1/users/\(octocat)/providers/github.com/api/user/repos", key: key)
+            #expect(limited.status == 429)
+            #expect(limited.headers["retry-after"] == "7" && limited.headers["x-ratelimit-remaining"] == "0")
+            #expect(limited.bodyText.contains("slow down"))
+            let audited = Self.apiAuditLines(deployment)
+            #expect(audited.map { $0["api.status"] as? Int } == [200, 200, 200, 429], "\(audited)")
+            #expect(audited.map { $0["api.template"] as? String }.last == "GET /user/repos")
+            let tokens = await deployment.emulator.issuedAccessTokens()
+            let log = deployment.logs.lines.joined(separator: "\n")
+            #expect(!tokens.contains(where: log.contains))
+        }
+    }
+
+    @Test(
+        "consent: Graph refuses a call for lack of a permission → 403 insufficient-provider-scope naming it; reauthenticate with the scope, the same call → 200; GitHub names its accepted scopes"
+    )
+    func insufficientScopeThenIncrementalConsent() async throws {
+        try await Self.withAPIDeployment { deployment in
+            var browser = Browser(deployment)
+            let uid = try await Self.signIn(&browser, login: "AdeleV@contoso.example", provider: "microsoft.com")
+            let key = try await Self.key(deployment, ["api:microsoft.com", "api:github.com"])
+            let events = "/v1/users/\(uid)/providers/microsoft.com/api/v1.0/me/events"
+            let refused = try await Self.call(deployment, events, key: key)
+            #expect(refused.status == 403)
+            let problem = try jsonObject(refused)
+            #expect(problem["code"] as? String == "insufficient-provider-scope")
+            #expect(problem["missingScopes"] as? String == "Calendars.Read")
+            _ = try await Self.signIn(
+                &browser, login: "AdeleV@contoso.example", provider: "microsoft.com", scope: "Calendars.Read", mode: "reauthenticate")
+            #expect(try await Self.call(deployment, events, key: key).status == 200)
+
+            var github = Browser(deployment)
+            let octocat = try await Self.signIn(&github, login: "octocat", provider: "github.com")
+            let create = try await Self.call(
+                deployment, "/v1/users/\(octocat)/providers/github.com/api/user/repos", key: key, method: "POST",
+                headers: ["Content-Type": "application/json"], body: Array(#"{"name": "hello"}"#.utf8))
+            #expect(create.status == 403, "\(create.bodyText)")
+            #expect(try jsonObject(create)["missingScopes"] as? String == "public_repo repo")
+            _ = try await Self.signIn(&github, login: "octocat", provider: "github.com", scope: "public_repo", mode: "reauthenticate")
+            let created = try await Self.call(
+                deployment, "/v1/users/\(octocat)/providers/github.com/api/user/repos", key: key, method: "POST",
+                headers: ["Content-Type": "application/json"], body: Array(#"{"name": "hello"}"#.utf8))
+            #expect(created.status == 201, "\(created.bodyText)")
+            #expect(try jsonObject(created)["full_name"] as? String == "octocat/hello")
+            let audited = Self.apiAuditLines(deployment).map { ($0["api.template"] as? String ?? "", $0["api.status"] as? Int ?? 0) }
+            #expect(audited.map(\.1) == [403, 200, 403, 201])
+            #expect(audited.map(\.0) == ["GET /v1.0/me/events", "GET /v1.0/me/events", "POST /user/repos", "POST /user/repos"])
+        }
+    }
+
+    @Test("caps: a request body over the policy's cap is refused with 413 before any upstream call; an answer over the cap is not passed on")
+    func bodyCaps() async throws {
+        try await Self.withAPIDeployment(adjust: {
+            $0.providers["github.com"]?.maxRequestBytes = 1024
+            $0.providers["github.com"]?.maxResponseBytes = 4096
+        }) { deployment in
+            var browser = Browser(deployment)
+            let uid = try await Self.signIn(&browser, login: "octocat", provider: "github.com", scope: "repo")
+            let key = try await Self.key(deployment, ["api:github.com"])
+            let repos = "/v1/users/\(uid)/providers/github.com/api/user/repos"
+            let large = try await Self.call(
+                deployment, repos, key: key, method: "POST", headers: ["Content-Type": "application/json"],
+                body: Array(("{\"name\": \"" + String(repeating: "x", count: 2000) + "\"}").utf8))
+            #expect(large.status == 413, "\(large.bodyText)")
+            #expect(try await Self.upstreamCalls(deployment, "POST /github-api/user/repos") == 0)
+            _ = try await deployment.control(
+                "faults", #"{"endpoint": "GET /github-api/user/repos", "status": 200, "bodyBytes": 100000, "times": 1}"#)
+            let oversized = try await Self.call(deployment, repos, key: key)
+            #expect(oversized.status == 502, "\(oversized.status)")
+            #expect(try await Self.call(deployment, repos + "?per_page=5", key: key).status == 200)
+        }
+    }
+
+    @Test("token vault: a fresh provider access token for a key with tokens:<provider> (refreshed when expired), audited; refused without the scope")
+    func tokenVault() async throws {
+        try await Self.withAPIDeployment { deployment in
+            var browser = Browser(deployment)
+            let uid = try await Self.signIn(&browser, login: "AdeleV@contoso.example", provider: "microsoft.com")
+            let vault = try await Self.key(deployment, ["tokens:microsoft.com"])
+            let apiOnly = try await Self.key(deployment, ["api:microsoft.com"])
+            let route = "/v1/users/\(uid)/providers/microsoft.com/token"
+            let denied = try await Self.call(deployment, route, key: apiOnly)
+            try #expect(denied.status == 403 && (try jsonObject(denied)["code"] as? String) == "permission-denied")
+            #expect(try await Self.call(deployment, "/v1/users/\(uid)/providers/github.com/token", key: vault).status == 403)
+
+            let answer = try await Self.call(deployment, route, key: vault)
+            #expect(answer.status == 200, "\(answer.bodyText)")
+            #expect(answer.headers["cache-control"] == "no-store")
+            let object = try jsonObject(answer)
+            let token = try #require(object["accessToken"] as? String)
+            #expect(object["tokenType"] as? String == "Bearer" && (object["expiresAt"] as? Int) != nil)
+            #expect((object["scopes"] as? [String])?.contains("User.Read") == true)
+            // The token works at the provider itself.
+            let me = try await deployment.client.execute(
+                OutboundRequest(url: "\(deployment.emulatorURL)/graph/v1.0/me", headers: ["Authorization": "Bearer \(token)"]))
+            #expect(me.status == 200)
+            // Expired at the provider and by the clock: the next answer is a refreshed token.
+            _ = try await deployment.control("microsoft/expire-tokens", "{}")
+            deployment.clock.advance(by: 7200)
+            let fresh = try #require(try jsonObject(try await Self.call(deployment, route, key: vault))["accessToken"] as? String)
+            #expect(fresh != token)
+            let issued = Self.apiAuditLines(deployment, event: "provider-token.issued")
+            #expect(issued.count == 2 && issued.allSatisfy { $0["user.id"] as? String == uid && $0["provider.id"] as? String == "microsoft.com" })
+            let log = deployment.logs.lines.joined(separator: "\n")
+            #expect(!log.contains(token) && !log.contains(fresh))
+        }
+    }
+}
