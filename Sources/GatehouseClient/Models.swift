@@ -18,6 +18,8 @@ public struct Profile: Sendable, Codable, Equatable {
         public var emailVerified: Bool
         /// The gateway's photo route for this provider.
         public var photoURL: String?
+        /// The scopes the stored grant holds (absent from gateways before 0.2).
+        public var scopes: [String]?
     }
 
     /// The Gatehouse user id.

@@ -221,8 +221,16 @@ struct ProviderAPITests {
             let problem = try jsonObject(refused)
             #expect(problem["code"] as? String == "insufficient-provider-scope")
             #expect(problem["missingScopes"] as? String == "Calendars.Read")
+            /// The scopes `GET /v1/me` lists for the Microsoft link.
+            func listedScopes() async throws -> [String] {
+                let me = try jsonObject(try await browser.send("\(deployment.gatewayURL)/v1/me"))
+                return ((me["providers"] as? [[String: Any]])?.first?["scopes"] as? [String]) ?? []
+            }
+            #expect(try await listedScopes().contains("User.Read"))
+            #expect(try await !listedScopes().contains("Calendars.Read"))
             _ = try await Self.signIn(
                 &browser, login: "AdeleV@contoso.example", provider: "microsoft.com", scope: "Calendars.Read", mode: "reauthenticate")
+            #expect(try await listedScopes().contains("Calendars.Read"))
             #expect(try await Self.call(deployment, events, key: key).status == 200)
 
             var github = Browser(deployment)

@@ -15,6 +15,9 @@ public struct AccountService: Sendable {
     var clock: any GatehouseClock = SystemClock()
     /// Where account creation, linking, unlinking, re-authentication and deletion are recorded.
     var audit = AuditLog.disabled
+    /// The scopes granted by each stored token set, by its sealed form: opened once, not on
+    /// every profile read (a new grant is a new sealed value, so nothing goes stale).
+    let grantedScopes = RecentValues<String, [String]>(capacity: 8192)
 
     /// What a sign-in did.
     public struct SignIn: Sendable {
@@ -50,7 +53,7 @@ public struct AccountService: Sendable {
             do {
                 // The answer is built before the commit: after it, nothing is left to fail.
                 let first = try await newLink(uid: account.uid, profile: profile, tokens: tokens, at: now)
-                let answer = try SignIn(account: account, profile: unifiedProfile(for: account, links: [first]), isNewUser: true)
+                let answer = try await SignIn(account: account, profile: unifiedProfile(for: account, links: [first]), isNewUser: true)
                 try await storage.createAccount(account, firstLink: first)
                 audit.record(.accountCreated, by: .user(account.uid), uid: account.uid, provider: profile.providerId)
                 return answer
@@ -114,7 +117,7 @@ public struct AccountService: Sendable {
         guard let account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
         if account.disabled { throw GatehouseError.userDisabled() }
         let remaining = try await storage.links(uid: uid).filter { $0.providerId != providerId }
-        let answer = try unifiedProfile(for: account, links: remaining)
+        let answer = try await unifiedProfile(for: account, links: remaining)
         switch try await storage.deleteLink(uid: uid, providerId: providerId) {
         case .deleted(let link):
             audit.record(.providerUnlinked, by: .user(uid), uid: uid, provider: providerId)
@@ -172,7 +175,7 @@ public struct AccountService: Sendable {
                 existing.sealedTokens = sealed
                 existing.verifiedEmail = EmailAddress.verified(of: profile)
                 existing.updatedAt = now
-                let answer = try SignIn(
+                let answer = try await SignIn(
                     account: account, profile: unifiedProfile(for: account, links: Self.replacing(existing, in: links)), isNewUser: false)
                 try await storage.updateLink(existing, consumingPending: consumingPending)
                 return answer
@@ -184,7 +187,7 @@ public struct AccountService: Sendable {
                 uid: uid, providerId: profile.providerId, federatedId: profile.federatedId,
                 profileJSON: try ProfileSnapshot.encode(profile), sealedTokens: sealed, linkedAt: now, updatedAt: now,
                 verifiedEmail: EmailAddress.verified(of: profile))
-            let answer = try SignIn(account: account, profile: unifiedProfile(for: account, links: links + [link]), isNewUser: false)
+            let answer = try await SignIn(account: account, profile: unifiedProfile(for: account, links: links + [link]), isNewUser: false)
             do {
                 try await storage.addLink(link, consumingPending: consumingPending)
                 audit.record(.providerLinked, by: .user(uid), uid: uid, provider: profile.providerId)
@@ -208,7 +211,7 @@ public struct AccountService: Sendable {
         link.updatedAt = now
         account.lastSignInAt = now
         let links = Self.replacing(link, in: try await storage.links(uid: account.uid))
-        let answer = try SignIn(account: account, profile: unifiedProfile(for: account, links: links), isNewUser: false)
+        let answer = try await SignIn(account: account, profile: unifiedProfile(for: account, links: links), isNewUser: false)
         try await storage.recordSignIn(link: link, at: now)
         return answer
     }
@@ -238,12 +241,25 @@ public struct AccountService: Sendable {
 
     /// The unified profile of an account from its links' stored snapshots.
     public func unifiedProfile(for account: AccountRecord) async throws -> UnifiedProfile {
-        try unifiedProfile(for: account, links: try await storage.links(uid: account.uid))
+        try await unifiedProfile(for: account, links: try await storage.links(uid: account.uid))
     }
 
-    /// The unified profile from links already read.
-    func unifiedProfile(for account: AccountRecord, links: [ProviderLinkRecord]) throws -> UnifiedProfile {
-        UnifiedProfile.build(account: account, profiles: try links.map { try $0.profile() }, photoBaseURL: photoBaseURL)
+    /// The unified profile from links already read, with each link's granted scopes.
+    func unifiedProfile(for account: AccountRecord, links: [ProviderLinkRecord]) async throws -> UnifiedProfile {
+        var profile = UnifiedProfile.build(account: account, profiles: try links.map { try $0.profile() }, photoBaseURL: photoBaseURL)
+        for (index, link) in links.enumerated() where index < profile.providers.count {
+            profile.providers[index].scopes = await scopes(of: link)
+        }
+        return profile
+    }
+
+    /// The scopes the link's stored grant holds; none when it holds no tokens (an ID-token
+    /// sign-in) or they do not open (a removed key: the profile still answers).
+    private func scopes(of link: ProviderLinkRecord) async -> [String] {
+        if let known = grantedScopes.value(for: link.sealedTokens) { return known }
+        let scopes = (try? await vault.tokens(of: link))?.scopes ?? []
+        grantedScopes.insert(scopes, for: link.sealedTokens)
+        return scopes
     }
 
     /// Seals tokens for the link of `profile`'s identity.

@@ -24,6 +24,45 @@ public struct UnifiedProfile: Sendable, Codable, Equatable {
         public var tenantId: String?
         /// The job title (Microsoft), or `nil`.
         public var jobTitle: String?
+        /// The scopes the stored grant holds (what passthrough calls can use; widened by a
+        /// `mode=reauthenticate` sign-in with `scope=…`).
+        public var scopes: [String] = []
+
+        /// Creates an entry.
+        public init(
+            providerId: String, federatedId: String, username: String? = nil, displayName: String? = nil, email: String? = nil,
+            emailVerified: Bool, photoURL: String? = nil, profileURL: String? = nil, tenantId: String? = nil, jobTitle: String? = nil,
+            scopes: [String] = []
+        ) {
+            self.providerId = providerId
+            self.federatedId = federatedId
+            self.username = username
+            self.displayName = displayName
+            self.email = email
+            self.emailVerified = emailVerified
+            self.photoURL = photoURL
+            self.profileURL = profileURL
+            self.tenantId = tenantId
+            self.jobTitle = jobTitle
+            self.scopes = scopes
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case providerId, federatedId, username, displayName, email, emailVerified, photoURL, profileURL, tenantId, jobTitle, scopes
+        }
+
+        /// Decodes an entry; one stored before scopes were listed has none.
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(
+                providerId: try c.decode(String.self, forKey: .providerId), federatedId: try c.decode(String.self, forKey: .federatedId),
+                username: try c.decodeIfPresent(String.self, forKey: .username),
+                displayName: try c.decodeIfPresent(String.self, forKey: .displayName), email: try c.decodeIfPresent(String.self, forKey: .email),
+                emailVerified: try c.decode(Bool.self, forKey: .emailVerified), photoURL: try c.decodeIfPresent(String.self, forKey: .photoURL),
+                profileURL: try c.decodeIfPresent(String.self, forKey: .profileURL),
+                tenantId: try c.decodeIfPresent(String.self, forKey: .tenantId), jobTitle: try c.decodeIfPresent(String.self, forKey: .jobTitle),
+                scopes: try c.decodeIfPresent([String].self, forKey: .scopes) ?? [])
+        }
 
         /// Encodes `nil` members as JSON `null`, so every key is always present.
         public func encode(to encoder: any Encoder) throws {
@@ -38,6 +77,7 @@ public struct UnifiedProfile: Sendable, Codable, Equatable {
             try c.encode(profileURL, forKey: .profileURL)
             try c.encode(tenantId, forKey: .tenantId)
             try c.encode(jobTitle, forKey: .jobTitle)
+            try c.encode(scopes, forKey: .scopes)
         }
     }
 

@@ -153,7 +153,7 @@ public struct GatewayTokenService: Sendable {
         guard let account = try await storage.account(uid: session.uid) else { throw GatehouseError.invalidRefreshToken() }
         if account.disabled { throw GatehouseError.userDisabled() }
         let links = try await storage.links(uid: account.uid)
-        let profile = try accounts.unifiedProfile(for: account, links: links)
+        let profile = try await accounts.unifiedProfile(for: account, links: links)
         var identities: [String: [String]] = [:]
         for link in links { identities[link.providerId, default: []].append(link.federatedId) }
         let now = configuration.clock.now()
