@@ -139,18 +139,26 @@ final class Transfer: @unchecked Sendable {
 
     /// Called by libcurl for each header line of each response (interim ones too).
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
-        var text = String(decoding: line, as: UTF8.self)
-        // "\r\n" is one Character in Swift, so test for newlines, not for "\n".
-        while let last = text.last, last.isNewline {
-            text.removeLast()
-        }
-        if text.hasPrefix("HTTP/") {
+        // On bytes: a response has a dozen header lines, each a callback on the driver thread.
+        let bytes = line.bindMemory(to: UInt8.self)
+        var end = bytes.count
+        while end > 0, bytes[end - 1] == 0x0A || bytes[end - 1] == 0x0D { end -= 1 }
+        if end >= 5, bytes[0] == UInt8(ascii: "H"), bytes[1] == UInt8(ascii: "T"), bytes[2] == UInt8(ascii: "T"), bytes[3] == UInt8(ascii: "P"),
+            bytes[4] == UInt8(ascii: "/")
+        {
             receivedHeaders = OutboundHeaders()  // a new (final or interim) response starts
-        } else if let colon = text.firstIndex(of: ":") {
-            let name = String(text[..<colon]).trimmingSpaces
-            let value = String(text[text.index(after: colon)...]).trimmingSpaces
-            receivedHeaders.add(name, value)
+        } else if let colon = bytes[..<end].firstIndex(of: UInt8(ascii: ":")) {
+            receivedHeaders.add(Self.trimmed(bytes, 0, colon), Self.trimmed(bytes, colon + 1, end))
         }
+    }
+
+    /// The bytes in `start..<end` without leading and trailing spaces and tabs, as UTF-8 text.
+    private static func trimmed(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> String {
+        var lower = start
+        var upper = end
+        while lower < upper, bytes[lower] == 0x20 || bytes[lower] == 0x09 { lower += 1 }
+        while upper > lower, bytes[upper - 1] == 0x20 || bytes[upper - 1] == 0x09 { upper -= 1 }
+        return String(decoding: UnsafeBufferPointer(rebasing: bytes[lower..<upper]), as: UTF8.self)
     }
 
     /// Called by libcurl with body bytes; returns how many were taken, `0` to abort, or the
@@ -278,14 +286,4 @@ private let transferHeaderCallback: gh_data_callback = { data, size, count, user
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
     transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: size * count))
     return size * count
-}
-
-extension String {
-    /// The string without leading and trailing spaces and tabs.
-    var trimmingSpaces: String {
-        var slice = Substring(self)
-        while let first = slice.first, first == " " || first == "\t" { slice.removeFirst() }
-        while let last = slice.last, last == " " || last == "\t" { slice.removeLast() }
-        return String(slice)
-    }
 }

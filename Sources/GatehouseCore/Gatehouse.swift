@@ -102,7 +102,8 @@ public struct Gatehouse: Sendable {
             configuration: configuration, profiles: profiles, providers: registry,
             upstream: Dictionary(uniqueKeysWithValues: registry.ids.map { ($0, upstream($0)) }),
             hosts: HostBreakers(settings: configuration.circuitBreaker, clock: configuration.clock), audit: audit, metrics: metrics)
-        self.serviceKeys = ServiceKeyService(storage: storage)
+        self.serviceKeys = ServiceKeyService(
+            storage: storage, cacheLifetime: configuration.serviceKeyCacheLifetime, clock: configuration.clock)
         self.admin = AdminService(storage: storage, accounts: accounts, audit: audit)
     }
 

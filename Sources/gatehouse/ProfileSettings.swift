@@ -22,6 +22,8 @@ enum ProfileSettings {
         if let value = try seconds("GATEHOUSE_PROFILE_CACHE_TTL") { gateway.profileCacheLifetime = value }
         if let value = try seconds("GATEHOUSE_ACCOUNT_CACHE_TTL") { gateway.accountCacheLifetime = value }
         if let value = try count("GATEHOUSE_ACCOUNT_CACHE_SIZE") { gateway.accountCacheCapacity = value }
+        if let value = try seconds("GATEHOUSE_SERVICE_KEY_CACHE_TTL") { gateway.serviceKeyCacheLifetime = value }
+        if let value = try seconds("GATEHOUSE_TOKEN_CACHE_TTL") { gateway.decryptedTokenLifetime = value }
         if let value = try count("GATEHOUSE_PHOTO_CACHE_BYTES") { gateway.photoCacheBytes = value }
         if let value = try seconds("GATEHOUSE_PHOTO_FAILURE_SECONDS") { gateway.photoFailureLifetime = value }
         if let value = try seconds("GATEHOUSE_PHOTO_TIMEOUT", minimum: 1) { gateway.photoTimeout = .milliseconds(Int(value * 1000)) }

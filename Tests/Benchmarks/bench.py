@@ -152,7 +152,7 @@ def wait_port(port, limit=30.0):
 
 
 def write_fixtures(folder, upstream_port):
-    """The upstream's files: GitHub's /user and /user/emails, avatars of 40 KB and 4 MB."""
+    """The upstream's files: GitHub's /user, /user/emails and /user/repos (2 KB), avatars of 40 KB and 4 MB."""
     avatar = f"http://127.0.0.1:{upstream_port}/avatars/u/{FEDERATED_ID}?v=4"
     user = {
         "login": "octocat", "id": FEDERATED_ID, "node_id": "MDQ6VXNlcjU4MzIzMQ==", "avatar_url": avatar,
@@ -167,6 +167,13 @@ def write_fixtures(folder, upstream_port):
         json.dump(user, f)
     with open(os.path.join(folder, "user", "emails.json"), "w") as f:
         json.dump(emails, f)
+    repos, index = [], 0
+    while len(json.dumps(repos)) < 2048 - 160:
+        index += 1
+        repos.append({"id": 1000 + index, "name": f"repo-{index}", "full_name": f"octocat/repo-{index}", "private": False,
+                      "html_url": f"https://github.com/octocat/repo-{index}"})
+    with open(os.path.join(folder, "user", "repos.json"), "w") as f:
+        json.dump(repos, f)
     jpeg = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
     with open(os.path.join(folder, "avatars", "u", str(FEDERATED_ID)), "wb") as f:
         f.write(jpeg + os.urandom(40 * 1024 - len(jpeg) - 2) + b"\xff\xd9")
@@ -198,6 +205,7 @@ UPSTREAM = """
         root {fixtures};
         location = /user {{ default_type application/json; try_files /user/index.json =404; }}
         location = /user/emails {{ default_type application/json; try_files /user/emails.json =404; }}
+        location = /user/repos {{ default_type application/json; try_files /user/repos.json =404; }}
         location /avatars/u/ {{
             default_type image/jpeg;
             # GitHub resizes with ?s=; the largest size the gateway asks for gets the 4 MB file.
@@ -230,7 +238,7 @@ def start_nginx(folder, name, body, workers):
 
 
 def sign_in(port, returning):
-    """GitHub sign-in start → emulator → callback → result; (session cookie, ID token)."""
+    """GitHub sign-in start → emulator → callback → result; (session cookie, ID token, uid)."""
     verifier = base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     query = urllib.parse.urlencode({"return_to": returning, "result_challenge": challenge, "login": "octocat"})
@@ -248,7 +256,8 @@ def sign_in(port, returning):
     body = json.dumps({"result": result, "result_verifier": verifier})
     status, _, data = request(port, "POST", "/v1/auth/result", {"Content-Type": "application/json"}, body)
     assert status == 200, data
-    return session, json.loads(data)["idToken"]
+    answer = json.loads(data)
+    return session, answer["idToken"], answer["user"]["uid"]
 
 
 def run_wrk(port, path, headers, seconds, connections):
@@ -319,15 +328,20 @@ def main():
             GATEHOUSE_GITHUB_API_URL=f"http://127.0.0.1:{upstream_port}",
             GATEHOUSE_GITHUB_AVATAR_URL_PREFIXES=f"http://127.0.0.1:{upstream_port}/avatars/",
             GATEHOUSE_USER_RATE_LIMIT="0", GATEHOUSE_AUTH_RATE_LIMIT="0", GATEHOUSE_MAX_PHOTO_BYTES=str(8 << 20),
-            GATEHOUSE_PHOTO_CACHE_BYTES=str(64 << 20),
+            GATEHOUSE_PHOTO_CACHE_BYTES=str(64 << 20), GATEHOUSE_SERVICE_RATE_LIMIT="0",
+            GATEHOUSE_API_POLICY='{"github.com": {"allow": ["GET /user/repos"]}}',
         )
+        # A service key for the passthrough scenario, in the store the gateway is about to open.
+        service_key = subprocess.run(
+            [os.path.join(arguments.bin, "gatehouse"), "keys", "create-service", "bench", "--scopes", "api:github.com"],
+            env=environment, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
         started = time.time()
         gateway = subprocess.Popen([os.path.join(arguments.bin, "gatehouse"), "serve"], env=environment,
                                    stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "gateway.err"), "w"))
         processes.append(gateway)
         wait_http(gateway_port, "/readyz")
         ready_ms = (time.time() - started) * 1000
-        session, id_token = sign_in(gateway_port, gateway_url + "/")
+        session, id_token, uid = sign_in(gateway_port, gateway_url + "/")
         time.sleep(0.5)
         idle_rss_mb = status_kb(gateway.pid, "VmRSS") / 1024
 
@@ -350,6 +364,9 @@ def main():
             ("40 KB photo, ?refresh=true (one user: concurrent calls share transfers)", gateway_side("/v1/me/photo?refresh=true", cookie), "nginx proxy_pass",
              reference_side(avatar)),
             ("40 KB photo, cached", gateway_side("/v1/me/photo", cookie), "nginx proxy_pass", reference_side(avatar)),
+            ("GitHub API passthrough, 2 KB JSON (service key; one upstream call each)",
+             gateway_side(f"/v1/users/{uid}/providers/github.com/api/user/repos", {"Authorization": f"Bearer {service_key}"}),
+             "nginx proxy_pass /user/repos", reference_side("/user/repos")),
             ("4 MB photo, ?refresh=true (shared transfers)", gateway_side("/v1/me/photo?size=648&refresh=true", cookie), "nginx proxy_pass",
              reference_side(avatar + "&s=648")),
         ]

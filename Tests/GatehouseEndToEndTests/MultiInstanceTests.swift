@@ -132,7 +132,9 @@ struct MultiInstanceTests {
         }
     }
 
-    @Test("a service key works on every instance and after a restart of the whole deployment; revoked, it fails on every instance")
+    @Test(
+        "a service key works on every instance and after a restart of the whole deployment; revoked, it fails on every instance once the key cache's 5 s have passed"
+    )
     func serviceKeyAcrossInstancesAndRestarts() async throws {
         let database = try await PostgresTestServer.freshDatabase()
         // A restart keeps its configuration, the encryption key included.
@@ -162,6 +164,8 @@ struct MultiInstanceTests {
         try await withDeployment(database: database, instances: 3, vaultKeys: { _ in [vaultKey] }) { deployment async throws in
             #expect(try await statuses(deployment, uid: uid) == [200, 200, 200])
             #expect(try await keys.revoke(id: key.id))
+            // Each instance trusts a key it read for GATEHOUSE_SERVICE_KEY_CACHE_TTL (5 s) at most.
+            deployment.clock.advance(by: 5.5)
             #expect(try await statuses(deployment, uid: uid) == [401, 401, 401])
         }
     }

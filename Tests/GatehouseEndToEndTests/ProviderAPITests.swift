@@ -99,7 +99,9 @@ struct ProviderAPITests {
         }
     }
 
-    @Test("Graph: events page through @odata.nextLink moved under the gateway; Yahoo's Fantasy games; the signed-in user's own route")
+    @Test(
+        "Graph: events page through @odata.nextLink moved under the gateway; the signed-in user's own route (a cookie change needs an allowed Origin); Yahoo's Fantasy games"
+    )
     func graphPagingYahooAndSignedInUsers() async throws {
         try await Self.withAPIDeployment { deployment in
             var browser = Browser(deployment)
@@ -123,6 +125,19 @@ struct ProviderAPITests {
             #expect(own.status == 200, "\(own.bodyText)")
             let ownNext = try #require(try jsonObject(own)["@odata.nextLink"] as? String)
             #expect(ownNext.hasPrefix("\(deployment.gatewayURL)/v1/me/providers/microsoft.com/api/v1.0/me/events?"))
+
+            // A cookie change needs an allowed Origin, as on every cookie route; nothing goes upstream.
+            let before = try await Self.upstreamCalls(deployment, "POST /github-api/user/repos")
+            var github = Browser(deployment)
+            _ = try await Self.signIn(&github, login: "octocat", provider: "github.com")
+            for origin in [nil, "https://evil.example"] {
+                github.origin = origin
+                let forged = try await github.send(
+                    "\(deployment.gatewayURL)/v1/me/providers/github.com/api/user/repos", method: "POST",
+                    headers: ["Content-Type": "application/json"], body: Array(#"{"name": "x"}"#.utf8))
+                try #expect(forged.status == 403 && (jsonObject(forged)["code"] as? String) == "origin-not-allowed", "\(origin ?? "none")")
+            }
+            #expect(try await Self.upstreamCalls(deployment, "POST /github-api/user/repos") == before)
 
             var yahooBrowser = Browser(deployment)
             let yahooUid = try await Self.signIn(&yahooBrowser, login: "sam@yahoo.example", provider: "yahoo.com")

@@ -95,7 +95,10 @@ struct ServiceKeyRoutesTests {
             #expect(try await again.send("\(deployment.gatewayURL)/v1/me").status == 401)
             #expect(try await Self.call(deployment, "/v1/users/nobody/enable", key: admin.secret, method: "POST").status == 404)
 
+            // Revoked by another process (`gatehouse keys revoke`): the gateway trusts a key it
+            // read for GATEHOUSE_SERVICE_KEY_CACHE_TTL (5 s) at most, then reads it again.
             #expect(try await keys.revoke(id: reader.key.id))
+            deployment.clock.advance(by: 5.5)
             #expect(try await Self.call(deployment, "/v1/users/\(uid)", key: reader.secret).status == 401)
             let logs = deployment.logs.lines.joined(separator: "\n")
             #expect(!logs.contains(reader.secret) && !logs.contains(admin.secret))

@@ -100,6 +100,13 @@ public struct GatewayConfiguration: Sendable {
     public var allowPrivatePhotoAddresses: Bool?
     /// The address policy of photo fetches.
     public var photoAddresses: AddressPolicy { (allowPrivatePhotoAddresses ?? developmentMode) ? .any : .publicOnly }
+    /// How long a service key read from the store is trusted before it is read again, so a
+    /// revocation by `gatehouse keys revoke` takes effect within this time (seconds; 0: every
+    /// request reads the store).
+    public var serviceKeyCacheLifetime: TimeInterval = 5
+    /// How long a provider token set, once decrypted, is kept in memory (seconds; 0: never).
+    /// Keyed by its sealed form, so a refreshed or re-encrypted grant is never served stale.
+    public var decryptedTokenLifetime: TimeInterval = 30
     /// Which provider API calls the passthrough routes may make (closed unless configured).
     public var api: APIPolicy = .closed
     /// Yahoo's API base for passthrough calls (its Fantasy Sports API), unless the policy names one.

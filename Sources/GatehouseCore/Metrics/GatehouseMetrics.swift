@@ -1,4 +1,5 @@
 import CoreMetrics
+import Synchronization
 
 /// The gateway's own metrics, written to an injected swift-metrics factory (Prometheus in
 /// the server), so that every gateway in a process — one per test — keeps its own numbers.
@@ -7,10 +8,18 @@ import CoreMetrics
 /// ever becomes a label, so the number of series cannot grow with traffic.
 public struct GatehouseMetrics: Sendable {
     private let factory: any MetricsFactory
+    /// The counters made so far, by label and dimensions: a counter is made once, not on
+    /// every call (the label sets are bounded, so this stays small).
+    private let counters = Handles<Counter>()
 
     /// Records into `factory`.
     public init(factory: any MetricsFactory) {
         self.factory = factory
+    }
+
+    /// The counter of `label` with `dimensions`, made on first use.
+    private func counter(_ label: String, _ dimensions: [(String, String)]) -> Counter {
+        counters.handle(label, dimensions) { Counter(label: label, dimensions: dimensions, factory: factory) }
     }
 
     /// Records nothing (unit tests, tools).
@@ -19,19 +28,19 @@ public struct GatehouseMetrics: Sendable {
     /// One call to a provider's API, by outcome: `ok` (2xx), `client-error` (4xx other than
     /// 429), `rate-limited`, `server-error` (5xx), `timeout`, `transport-error`.
     func upstreamCall(providerId: String, outcome: String) {
-        Counter(label: "gatehouse_upstream_calls_total", dimensions: [("provider", providerId), ("outcome", outcome)], factory: factory)
+        counter("gatehouse_upstream_calls_total", [("provider", providerId), ("outcome", outcome)])
             .increment()
     }
 
     /// A lookup in the profile or photo cache: `hit`, `miss` or `stale` (served after an upstream failure).
     func cacheLookup(cache: String, result: String) {
-        Counter(label: "gatehouse_cache_lookups_total", dimensions: [("cache", cache), ("result", result)], factory: factory).increment()
+        counter("gatehouse_cache_lookups_total", [("cache", cache), ("result", result)]).increment()
     }
 
     /// A provider-token refresh, by outcome: `ok`, `reused` (another request had refreshed),
     /// `dead-grant`, `failed`.
     func tokenRefresh(providerId: String, outcome: String) {
-        Counter(label: "gatehouse_token_refreshes_total", dimensions: [("provider", providerId), ("outcome", outcome)], factory: factory)
+        counter("gatehouse_token_refreshes_total", [("provider", providerId), ("outcome", outcome)])
             .increment()
     }
 
@@ -49,23 +58,41 @@ public struct GatehouseMetrics: Sendable {
     /// A circuit breaker changing state (counted, so that short openings still show).
     func circuitTransition(providerId: String, to state: CircuitBreaker.State) {
         circuitState(providerId: providerId, state: state)
-        Counter(
-            label: "gatehouse_circuit_transitions_total", dimensions: [("provider", providerId), ("state", state.rawValue)], factory: factory
-        ).increment()
+        counter("gatehouse_circuit_transitions_total", [("provider", providerId), ("state", state.rawValue)]).increment()
     }
 
     /// One passthrough call, by provider, allowed template (never the raw path) and outcome
-    /// (the `upstreamCall` words, plus `refused` for a call the policy or a check stopped and
-    /// `insufficient-scope`).
+    /// (the `upstreamCall` words for the status answered, or `insufficient-scope`).
     func providerAPICall(providerId: String, template: String, outcome: String) {
-        Counter(
-            label: "gatehouse_provider_api_calls_total", dimensions: [("provider", providerId), ("template", template), ("outcome", outcome)],
-            factory: factory
-        ).increment()
+        counter("gatehouse_provider_api_calls_total", [("provider", providerId), ("template", template), ("outcome", outcome)]).increment()
     }
 
     /// A provider access token handed to a service (`/token`), by provider.
     func providerTokenIssued(providerId: String) {
-        Counter(label: "gatehouse_provider_tokens_issued_total", dimensions: [("provider", providerId)], factory: factory).increment()
+        counter("gatehouse_provider_tokens_issued_total", [("provider", providerId)]).increment()
+    }
+}
+
+/// Metric handles made once per label and dimensions (swift-metrics' factories look the series
+/// up again, under a lock, for every handle made).
+public final class Handles<Handle: Sendable>: Sendable {
+    private let made = Mutex<[String: Handle]>([:])
+
+    /// An empty table.
+    public init() {}
+
+    /// The handle of `label` with `dimensions`, made by `make` the first time.
+    public func handle(_ label: String, _ dimensions: [(String, String)], make: () -> Handle) -> Handle {
+        var key = label
+        for (name, value) in dimensions {
+            key += "|" + name + "=" + value
+        }
+        if let known = made.withLock({ $0[key] }) { return known }
+        let created = make()
+        return made.withLock { table in
+            if let raced = table[key] { return raced }
+            table[key] = created
+            return created
+        }
     }
 }

@@ -14,6 +14,27 @@ public struct ProviderAPIService: Sendable {
     let hosts: HostBreakers
     let audit: AuditLog
     let metrics: GatehouseMetrics
+    /// Each provider's API origin (its breaker's key), parsed once.
+    let apiOrigins: [String: String]
+
+    /// The service over the core's parts (built by `Gatehouse`).
+    init(
+        configuration: GatewayConfiguration, profiles: ProfileService, providers: ProviderRegistry, upstream: [String: UpstreamHTTP],
+        hosts: HostBreakers, audit: AuditLog, metrics: GatehouseMetrics
+    ) {
+        self.configuration = configuration
+        self.profiles = profiles
+        self.providers = providers
+        self.upstream = upstream
+        self.hosts = hosts
+        self.audit = audit
+        self.metrics = metrics
+        var origins: [String: String] = [:]
+        for id in providers.ids {
+            if let base = configuration.apiBaseURL(for: id) { origins[id] = HostBreakers.origin(of: base) }
+        }
+        apiOrigins = origins
+    }
 
     /// Who asks: a service on a user's behalf, or the signed-in user.
     public enum Caller: Sendable {
@@ -100,7 +121,8 @@ public struct ProviderAPIService: Sendable {
                 providerId, situation: .temporarilyUnavailable,
                 detail: "The \(providerId) API host \(origin) has been failing; not calling it for now.")
         }
-        let (response, tokens) = try await hosts.run(base, refused: refused, failed: { [502, 503, 504].contains($0.0.head.status) }) {
+        let origin = apiOrigins[providerId] ?? HostBreakers.origin(of: base)
+        let (response, tokens) = try await hosts.run(origin: origin, refused: refused, failed: { [502, 503, 504].contains($0.0.head.status) }) {
             try await profiles.withFreshTokens(link, provider) { tokens in
                 var authorized = prepared
                 authorized.headers.set("Authorization", "Bearer \(tokens.accessToken)")

@@ -10,6 +10,12 @@ public struct ProfileService: Sendable {
     /// Opens and seals the links' provider tokens.
     let vault: TokenVault
     let refresher = TokenRefresher()
+    /// Token sets opened lately, by their sealed form, with when: a passthrough call or a
+    /// profile fetch does not decrypt the same grant again within `decryptedTokenLifetime`.
+    /// A refresh, a sign-in or a key rotation writes a new sealed form, so nothing stale is served.
+    let openedTokenSets = RecentValues<String, (tokens: ProviderTokens, openedAt: Date)>(capacity: 4096)
+    /// How long an opened token set is kept (0: never).
+    let decryptedTokenLifetime: TimeInterval
     let profileCache: ExpiringCache<ProviderProfile>
     let photoCache: ExpiringCache<Photo>
     /// Photo sources that just failed, by the same key: answered from here, not fetched again.
@@ -51,6 +57,7 @@ public struct ProfileService: Sendable {
         circuits = ProviderCircuits(
             providerIds: providers.ids, settings: configuration.circuitBreaker, metrics: metrics, clock: configuration.clock)
         photoProviderOrder = configuration.photoProviderOrder
+        decryptedTokenLifetime = configuration.decryptedTokenLifetime
     }
 
     /// A value as the profile routes serve it: fresh, or from the cache after its provider
@@ -313,8 +320,16 @@ public struct ProfileService: Sendable {
 
     /// The link's tokens, or `nil` when they do not open.
     private func openedTokens(_ link: ProviderLinkRecord) async throws -> ProviderTokens? {
+        let now = clock.now()
+        if decryptedTokenLifetime > 0, let known = openedTokenSets.value(for: link.sealedTokens),
+            now.timeIntervalSince(known.openedAt) < decryptedTokenLifetime
+        {
+            return known.tokens
+        }
         do {
-            return try await vault.tokens(of: link)
+            let tokens = try await vault.tokens(of: link)
+            if decryptedTokenLifetime > 0 { openedTokenSets.insert((tokens, now), for: link.sealedTokens) }
+            return tokens
         } catch TokenVault.VaultError.unreadable {
             return nil
         } catch is DecodingError {

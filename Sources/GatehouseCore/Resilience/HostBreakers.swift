@@ -26,7 +26,18 @@ public final class HostBreakers: Sendable {
     func run<T: Sendable>(
         _ url: String, refused: (String) -> GatehouseError, failed: (T) -> Bool = { _ in false }, _ call: () async throws -> T
     ) async throws -> T {
-        let origin = URLAllowList.parse(url)?.origin ?? "unparsed"
+        try await run(origin: Self.origin(of: url), refused: refused, failed: failed, call)
+    }
+
+    /// `scheme://host[:port]` of a URL (the key of its breaker).
+    static func origin(of url: String) -> String {
+        URLAllowList.parse(url)?.origin ?? "unparsed"
+    }
+
+    /// `run(_:refused:failed:_:)` for an origin already known (an API base's, computed once).
+    func run<T: Sendable>(
+        origin: String, refused: (String) -> GatehouseError, failed: (T) -> Bool = { _ in false }, _ call: () async throws -> T
+    ) async throws -> T {
         let breaker = self.breaker(for: origin)
         let probe: Bool
         do {

@@ -27,11 +27,23 @@ public struct ServiceKeyService: Sendable {
     let storage: any GatehouseStorage
     /// Where key creation and revocation are recorded (by the command line, which manages keys).
     let audit: AuditLog
+    /// Keys found lately, by secret hash, with when they were read: a service's every request
+    /// is not a database read. Revocation (by `gatehouse keys`, another process) is seen once
+    /// the entry is older than `cacheLifetime`; unknown secrets are never remembered.
+    private let recent = RecentValues<String, (key: ServiceKeyRecord, readAt: Date)>(capacity: 1024)
+    /// How long a key read from the store is trusted without reading it again.
+    let cacheLifetime: TimeInterval
+    /// Where the time comes from.
+    let clock: any GatehouseClock
 
-    /// Creates the service over the store.
-    public init(storage: any GatehouseStorage, audit: AuditLog = .disabled) {
+    /// Creates the service over the store; `cacheLifetime` 0 reads the store on every request.
+    public init(
+        storage: any GatehouseStorage, audit: AuditLog = .disabled, cacheLifetime: TimeInterval = 0, clock: any GatehouseClock = SystemClock()
+    ) {
         self.storage = storage
         self.audit = audit
+        self.cacheLifetime = cacheLifetime
+        self.clock = clock
     }
 
     /// Creates a key and returns it with its secret, which is shown once and never stored.
@@ -67,8 +79,7 @@ public struct ServiceKeyService: Sendable {
     /// The key with this secret, which must hold `scope`: a missing, unknown or revoked key
     /// is `unauthenticated`, a missing scope `permission-denied`.
     public func authorize(secret: String?, scope: String) async throws -> ServiceKeyRecord {
-        guard let secret, secret.count <= 512, secret.hasPrefix(Self.secretPrefix),
-            let key = try await storage.serviceKey(secretHash: SecureRandom.digest(secret)),
+        guard let secret, secret.count <= 512, secret.hasPrefix(Self.secretPrefix), let key = try await key(secretHash: SecureRandom.digest(secret)),
             key.revokedAt == nil
         else {
             throw GatehouseError.unauthenticated()
@@ -77,6 +88,17 @@ public struct ServiceKeyService: Sendable {
             throw GatehouseError(
                 code: .permissionDenied, detail: "This service key does not have the \(scope) scope.")
         }
+        return key
+    }
+
+    /// The key with this hash: remembered for `cacheLifetime`, else read from the store.
+    private func key(secretHash: String) async throws -> ServiceKeyRecord? {
+        let now = clock.now()
+        if cacheLifetime > 0, let known = recent.value(for: secretHash), now.timeIntervalSince(known.readAt) < cacheLifetime {
+            return known.key
+        }
+        guard let key = try await storage.serviceKey(secretHash: secretHash) else { return nil }
+        if cacheLifetime > 0 { recent.insert((key, now), for: secretHash) }
         return key
     }
 }

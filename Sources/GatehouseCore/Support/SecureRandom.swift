@@ -6,8 +6,23 @@ public enum SecureRandom {
     /// `byteCount` random bytes from the system CSPRNG, base64url-encoded.
     /// 32 bytes (256 bits) is the default: comfortably above the 128 bits design §4 asks for.
     public static func token(byteCount: Int = 32) -> String {
+        return Base64URL.encode(bytes(byteCount))
+    }
+
+    /// `count` random bytes from the system's CSPRNG, drawn eight at a time (a draw is a
+    /// `getrandom` call on Linux; one per byte made a 32-byte token 32 system calls).
+    public static func bytes(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
-        return Base64URL.encode((0..<byteCount).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count + 7)
+        while bytes.count < count {
+            var word = generator.next()
+            for _ in 0..<8 {
+                bytes.append(UInt8(truncatingIfNeeded: word))
+                word >>= 8
+            }
+        }
+        return Array(bytes.prefix(count))
     }
 
     /// Lower-case hex SHA-256 of the text: how ids and secrets are stored, so a copy of the

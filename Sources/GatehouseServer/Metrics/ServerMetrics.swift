@@ -12,6 +12,9 @@ public final class ServerMetrics: Sendable {
     /// The registry `/metrics` renders.
     public let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
+    /// Request counters and timers, made once per series.
+    private let counters = Handles<CoreMetrics.Counter>()
+    private let timers = Handles<CoreMetrics.Timer>()
 
     /// A fresh, empty registry.
     public init() {
@@ -27,9 +30,12 @@ public final class ServerMetrics: Sendable {
     /// user id never becomes a label.
     func request(method: String, route: String, status: Int, duration: Duration) {
         let dimensions = [("method", method), ("route", route), ("status", String(status))]
-        Counter(label: "gatehouse_http_requests_total", dimensions: dimensions, factory: factory).increment()
-        CoreMetrics.Timer(label: "gatehouse_http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
-            .recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+        counters.handle("gatehouse_http_requests_total", dimensions) {
+            CoreMetrics.Counter(label: "gatehouse_http_requests_total", dimensions: dimensions, factory: factory)
+        }.increment()
+        timers.handle("gatehouse_http_request_duration_seconds", [("route", route)]) {
+            CoreMetrics.Timer(label: "gatehouse_http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
+        }.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
     /// The Prometheus text exposition.

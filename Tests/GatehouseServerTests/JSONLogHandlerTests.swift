@@ -1,0 +1,35 @@
+import Foundation
+import Logging
+import Testing
+
+@testable import GatehouseServer
+
+/// The log handler writes its JSON by hand: every line must still parse, keep value types,
+/// and escape whatever a message or a provider's text carries.
+@Suite("JSON log lines")
+struct JSONLogHandlerTests {
+    @Test("a line parses as JSON with sorted keys, typed numbers and booleans, nested values, and escaped text")
+    func linesAreJSON() throws {
+        let sink = LogSink(capture: true)
+        let logger = Logger(label: "t") { JSONLogHandler(label: $0, sink: sink) }
+        let awkward = "quote \" backslash \\ newline \n tab \t bell \u{07} slash / é 🦉"
+        logger.notice(
+            "message \(awkward)",
+            metadata: [
+                "text": "\(awkward)", "count": .stringConvertible(42), "ratio": .stringConvertible(0.25), "flag": .stringConvertible(true),
+                "list": .array(["a", .stringConvertible(1)]), "nested": .dictionary(["b": "x", "a": .stringConvertible(false)]),
+                "hb.request.id": "7",
+            ])
+        let line = try #require(sink.lines.first)
+        #expect(!line.contains("\n"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["text"] as? String == awkward)
+        #expect(object["message"] as? String == "message \(awkward)")
+        #expect(object["count"] as? Int == 42 && object["ratio"] as? Double == 0.25 && object["flag"] as? Bool == true)
+        #expect((object["list"] as? [Any])?.count == 2)
+        #expect((object["nested"] as? [String: Any])?["a"] as? Bool == false)
+        #expect(object["hb.request.id"] == nil && object["level"] as? String == "notice" && object["logger"] as? String == "t")
+        let keys = try #require(line.firstRange(of: "\"count\"")).lowerBound < (try #require(line.firstRange(of: "\"flag\""))).lowerBound
+        #expect(keys, "keys are sorted")
+    }
+}
