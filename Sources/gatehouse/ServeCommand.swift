@@ -19,7 +19,7 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var store: StoreOptions
 
     func run() async throws {
-        let environment = ProcessInfo.processInfo.environment
+        let environment = try SettingsEnvironment.current()
         let logger = Logging.bootstrapJSON(level: environment["GATEHOUSE_LOG_LEVEL"])
         let settings = try ServeSettings(environment: environment, host: host, port: port)
         let storage = try await store.open(environment: environment, logger: logger)

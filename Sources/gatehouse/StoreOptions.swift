@@ -61,7 +61,7 @@ struct MigrateCommand: AsyncParsableCommand {
     /// Opens the store, which migrates it.
     func run() async throws {
         let logger = Logger(label: "gatehouse") { _ in SwiftLogNoOpLogHandler() }
-        _ = try await store.open(environment: ProcessInfo.processInfo.environment, logger: logger)
+        _ = try await store.open(environment: try SettingsEnvironment.current(), logger: logger)
         print("The store is migrated.")
     }
 }

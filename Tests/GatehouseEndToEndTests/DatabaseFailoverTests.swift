@@ -315,9 +315,11 @@ struct ServeProcess {
     }
 
     /// Starts `gatehouse serve` on port 0 and waits (at most 60 s) for the port it reports.
-    /// `database` is a PostgreSQL URL, or `nil` for SQLite in `folder`; `extra` adds settings.
+    /// `database` is a PostgreSQL URL, or `nil` for SQLite in `folder`; `extra` adds settings,
+    /// `without` leaves some out.
     static func start(
-        name: String, database: String?, emulatorURL: String, key: Data, folder: String, extra: [String: String] = [:]
+        name: String, database: String?, emulatorURL: String, key: Data, folder: String, extra: [String: String] = [:],
+        without: Set<String> = []
     ) async throws -> ServeProcess {
         let log = "\(folder)/\(name).log"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
@@ -336,6 +338,7 @@ struct ServeProcess {
         ]
         if let database { environment["GATEHOUSE_DATABASE_URL"] = database }
         environment.merge(extra) { $1 }
+        for name in without { environment[name] = nil }
         let process = try SpawnedProcess.start(KeysCommandTests.executable.path, ["serve"], environment: environment, output: .file(log))
         var port: String?
         for _ in 0..<1200 where port == nil && process.isRunning {
