@@ -24,7 +24,7 @@ public enum GatehouseServer {
         for gatehouse: Gatehouse, metrics: ServerMetrics, demoPage: Bool, browser: BrowserPolicy, drain: DrainSignal = DrainSignal()
     ) -> RouteTable {
         var table = RouteTable()
-        OperationsRoutes(gatehouse: gatehouse, metrics: metrics, drain: drain).register(into: &table)
+        OperationsRoutes(gatehouse: gatehouse, metrics: metrics, drain: drain).registerPublic(into: &table)
         AuthRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
         TokenRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
         MeRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
@@ -36,20 +36,41 @@ public enum GatehouseServer {
         return table
     }
 
+    /// The operations listener's router: `/healthz`, the detailed `/readyz` and `/metrics`,
+    /// with request ids, security headers and problem documents like the public port's.
+    static func operationsRouter(for assembly: GatewayAssembly, logger: Logger) -> Router<GatehouseRequestContext> {
+        var table = RouteTable()
+        OperationsRoutes(gatehouse: assembly.gatehouse, metrics: assembly.metrics, drain: assembly.drain).registerOperations(into: &table)
+        let router = Router(context: GatehouseRequestContext.self)
+        router.add(middleware: RequestIDMiddleware())
+        router.add(middleware: SecurityHeadersMiddleware())
+        router.add(middleware: ProblemMiddleware(routes: table, storageHealth: assembly.gatehouse.storageHealth, logger: logger))
+        table.register(on: router)
+        return router
+    }
+
     /// The gateway listening on `host:port` (0: a port the kernel picks), assembled by
     /// `assemble` from the port it got; `onRunning` receives that port once it serves.
+    /// With `operations`, the operations listener serves on that address too and reports its
+    /// port to `onOperationsRunning`.
     public static func service(
-        host: String, port: Int, logger: Logger, assemble: @escaping @Sendable (_ port: Int) async throws -> GatewayAssembly,
-        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        host: String, port: Int, operations: OperationsAddress? = nil, logger: Logger,
+        assemble: @escaping @Sendable (_ port: Int) async throws -> GatewayAssembly,
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }, onOperationsRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> GatewayService {
-        GatewayService(host: host, port: port, logger: logger, assemble: assemble, onRunning: onRunning)
+        GatewayService(
+            host: host, port: port, operations: operations, logger: logger, assemble: assemble, onRunning: onRunning,
+            onOperationsRunning: onOperationsRunning)
     }
 
     /// The gateway over a core assembled beforehand (its configuration does not depend on the port).
     public static func service(
-        _ assembly: GatewayAssembly, host: String, port: Int, logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        _ assembly: GatewayAssembly, host: String, port: Int, operations: OperationsAddress? = nil, logger: Logger,
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }, onOperationsRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> GatewayService {
-        GatewayService(host: host, port: port, logger: logger, assemble: { _ in assembly }, onRunning: onRunning)
+        GatewayService(
+            host: host, port: port, operations: operations, logger: logger, assemble: { _ in assembly }, onRunning: onRunning,
+            onOperationsRunning: onOperationsRunning)
     }
 
     /// The whole responder chain over an assembled core, outermost first: request id →

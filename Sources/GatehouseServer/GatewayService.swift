@@ -34,14 +34,22 @@ public struct GatewayAssembly: Sendable {
 /// error and the listener stops.
 public struct GatewayService: Service {
     private let application: Application<AssembledResponder>
+    private let operations: Application<OperationsResponder>?
     private let slot: AssembledResponder
 
     init(
-        host: String, port: Int, logger: Logger, assemble: @escaping @Sendable (Int) async throws -> GatewayAssembly,
-        onRunning: @escaping @Sendable (Int) async -> Void
+        host: String, port: Int, operations address: OperationsAddress?, logger: Logger,
+        assemble: @escaping @Sendable (Int) async throws -> GatewayAssembly, onRunning: @escaping @Sendable (Int) async -> Void,
+        onOperationsRunning: @escaping @Sendable (Int) async -> Void
     ) {
         let slot = AssembledResponder(logger: logger)
         self.slot = slot
+        operations = address.map { address in
+            Application(
+                responder: OperationsResponder(slot: slot),
+                configuration: .init(address: .hostname(address.host, port: address.port), serverName: "Gatehouse"),
+                onServerRunning: { channel in await onOperationsRunning(channel.localAddress?.port ?? address.port) }, logger: logger)
+        }
         application = Application(
             responder: slot,
             configuration: .init(address: .hostname(host, port: port), serverName: "Gatehouse"),
@@ -61,11 +69,17 @@ public struct GatewayService: Service {
     /// core's background work (`Gatehouse.run()`) runs beside the server and is cancelled
     /// once the server has stopped.
     public func run() async throws {
-        enum Part { case server, core }
+        enum Part { case server, operations, core }
         try await withThrowingTaskGroup(of: Part.self) { group in
             group.addTask {
                 try await application.run()
                 return .server
+            }
+            if let operations {
+                group.addTask {
+                    try await operations.run()
+                    return .operations
+                }
             }
             group.addTask {
                 try await slot.assembled().run()
@@ -88,6 +102,8 @@ final class AssembledResponder: HTTPResponder, Sendable {
     /// waiting for it honours cancellation, so a listener that fails to bind cannot leave
     /// `GatewayService.run()` waiting forever.
     private let chain = Eventual<RouterResponder<GatehouseRequestContext>>()
+    /// The operations listener's chain over the same core.
+    let operationsChain = Eventual<RouterResponder<GatehouseRequestContext>>()
     /// The assembled core, for its background work.
     private let core = Eventual<Gatehouse>()
     private let logger: Logger
@@ -96,11 +112,13 @@ final class AssembledResponder: HTTPResponder, Sendable {
 
     func install(_ assembly: GatewayAssembly) {
         chain.set(GatehouseServer.responder(for: assembly, logger: logger))
+        operationsChain.set(GatehouseServer.operationsRouter(for: assembly, logger: logger).buildResponder())
         core.set(assembly.gatehouse)
     }
 
     func fail(_ error: any Error) {
         chain.fail(error)
+        operationsChain.fail(error)
         core.fail(error)
     }
 
@@ -113,5 +131,43 @@ final class AssembledResponder: HTTPResponder, Sendable {
         // No connection is handled before assembly ends (Hummingbird waits for
         // `onServerRunning`), so this returns at once; a failed assembly stops the server.
         try await chain.value().respond(to: request, context: context)
+    }
+}
+
+/// The operations listener's responder: the assembled core's operations routes, once there is
+/// a core (a probe that arrives before waits for it, as on the public port).
+final class OperationsResponder: HTTPResponder, Sendable {
+    typealias Context = GatehouseRequestContext
+    private let slot: AssembledResponder
+
+    init(slot: AssembledResponder) { self.slot = slot }
+
+    func respond(to request: Request, context: GatehouseRequestContext) async throws -> Response {
+        try await slot.operationsChain.value().respond(to: request, context: context)
+    }
+}
+
+/// Where the operations listener binds (`GATEHOUSE_OPS_ADDRESS`, default `127.0.0.1:9090`).
+public struct OperationsAddress: Sendable, Equatable {
+    /// The host to bind.
+    public var host: String
+    /// The port (0: the kernel picks).
+    public var port: Int
+
+    /// An address.
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `host:port` (`[::1]:9090` for IPv6); `nil` when malformed.
+    public init?(parsing text: String) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+            return nil
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, !host.contains(where: { $0 == " " || $0 == "/" }) else { return nil }
+        self.init(host: host, port: port)
     }
 }

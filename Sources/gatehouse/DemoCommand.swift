@@ -25,7 +25,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     func run() async throws {
         let environment = try SettingsEnvironment.current()
-        let logger = Logging.bootstrapJSON(level: environment["GATEHOUSE_LOG_LEVEL"])
+        let logger = Logging.bootstrapJSON(level: try Logging.level(environment))
         let dataDir = try store.folder(environment: environment)
         let storage = try await store.open(environment: environment, logger: logger)
         let vault = try TokenVault(keys: try VaultSettings.keys(environment: environment) { try Self.demoKey(dataDir: dataDir) }, store: storage)
@@ -35,7 +35,9 @@ struct DemoCommand: AsyncParsableCommand {
         if let url = self.emulatorURL { emulatorBase.set(url.hasSuffix("/") ? String(url.dropLast()) : url) }
         let metrics = ServerMetrics()
         let drain = DrainSignal()
-        let gateway = GatehouseServer.service(host: "127.0.0.1", port: port, logger: logger) { port in
+        // The operations listener on a port of its own (any free one unless GATEHOUSE_OPS_ADDRESS says).
+        let operations = try ServeSettings.operationsAddress(environment, default: "127.0.0.1:0")
+        let gateway = GatehouseServer.service(host: "127.0.0.1", port: port, operations: operations, logger: logger) { port in
             let publicURL = "http://127.0.0.1:\(port)"
             var configuration = Self.configuration(publicURL: publicURL, emulatorURL: try await emulatorBase.value())
             try ProfileSettings.apply(environment, to: &configuration)
@@ -45,6 +47,8 @@ struct DemoCommand: AsyncParsableCommand {
         } onRunning: { port in
             // Written in one call and unbuffered, so a script reading our output sees it at once.
             FileHandle.standardOutput.write(Data("Gatehouse ready at http://127.0.0.1:\(port)\n".utf8))
+        } onOperationsRunning: { port in
+            FileHandle.standardOutput.write(Data("Operations (/metrics, /readyz) at http://127.0.0.1:\(port)\n".utf8))
         }
         let purger = ExpiredRecordsPurger(storage: storage, interval: .seconds(300), logger: logger)
         // The demo stops at once unless told to drain (GATEHOUSE_SHUTDOWN_DELAY).

@@ -20,7 +20,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let environment = try SettingsEnvironment.current()
-        let logger = Logging.bootstrapJSON(level: environment["GATEHOUSE_LOG_LEVEL"])
+        let logger = Logging.bootstrapJSON(level: try Logging.level(environment))
         let settings = try ServeSettings(environment: environment, host: host, port: port)
         let storage = try await store.open(environment: environment, logger: logger)
         let http = CurlHTTPClient(configuration: .init(caBundlePath: settings.caBundlePath))
@@ -36,9 +36,11 @@ struct ServeCommand: AsyncParsableCommand {
         let drain = DrainSignal()
         let app = GatehouseServer.service(
             GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: false, drain: drain), host: settings.host, port: settings.port,
-            logger: logger
+            operations: settings.operations, logger: logger
         ) { port in
             logger.info("Gatehouse listening", metadata: ["http.port": "\(port)"])
+        } onOperationsRunning: { port in
+            logger.info("Gatehouse operations listening", metadata: ["ops.port": "\(port)"])
         }
         let purger = ExpiredRecordsPurger(storage: storage, interval: settings.purgeInterval, logger: logger)
         let delay = try ShutdownDeadline.delay(environment, default: 5)
@@ -59,6 +61,25 @@ struct ServeSettings {
     var gateway: GatewayConfiguration
     /// The configured encryption keys, current first.
     var vaultKeys: [Data]
+    /// Where the operations listener binds (`GATEHOUSE_OPS_ADDRESS`); `nil` when `off`.
+    var operations: OperationsAddress?
+
+    /// `GATEHOUSE_OPS_ADDRESS`: `host:port` (`[::1]:9090`), or `off`.
+    static func operationsAddress(_ environment: [String: String], default fallback: String) throws -> OperationsAddress? {
+        let text = environment["GATEHOUSE_OPS_ADDRESS"] ?? fallback
+        if text == "off" { return nil }
+        guard let address = OperationsAddress(parsing: text) else {
+            throw ValidationError("GATEHOUSE_OPS_ADDRESS must be host:port (127.0.0.1:9090, [::1]:9090) or off, not \(text.debugDescription)")
+        }
+        return address
+    }
+
+    /// A `true`/`false` setting; anything else stops the start (a typo must not read as false).
+    static func flag(_ environment: [String: String], _ name: String) throws -> Bool? {
+        guard let value = environment[name] else { return nil }
+        guard value == "true" || value == "false" else { throw ValidationError("\(name) must be true or false, not \(value.debugDescription)") }
+        return value == "true"
+    }
 
     init(environment: [String: String], host: String?, port: Int?) throws {
         func required(_ name: String) throws -> String {
@@ -66,7 +87,17 @@ struct ServeSettings {
             return value
         }
         self.host = host ?? environment["GATEHOUSE_HOST"] ?? "127.0.0.1"
-        self.port = port ?? environment["GATEHOUSE_PORT"].flatMap(Int.init) ?? 8080
+        if let port {
+            self.port = port
+        } else if let text = environment["GATEHOUSE_PORT"] {
+            guard let number = Int(text), (0...65535).contains(number) else {
+                throw ValidationError("GATEHOUSE_PORT must be a port number from 0 to 65535, not \(text.debugDescription)")
+            }
+            self.port = number
+        } else {
+            self.port = 8080
+        }
+        self.operations = try Self.operationsAddress(environment, default: "127.0.0.1:9090")
         self.caBundlePath = environment["GATEHOUSE_CA_BUNDLE"]
         let purgeSeconds = environment["GATEHOUSE_PURGE_INTERVAL"].map { Int($0) } ?? 300
         guard let purgeSeconds, purgeSeconds > 0 else { throw ValidationError("GATEHOUSE_PURGE_INTERVAL must be a positive number of seconds") }
@@ -97,7 +128,7 @@ struct ServeSettings {
         self.gateway = GatewayConfiguration(
             publicURL: try required("GATEHOUSE_PUBLIC_URL"),
             returnToAllowList: (environment["GATEHOUSE_RETURN_TO_ALLOWLIST"] ?? "").split(separator: ",").map(String.init),
-            developmentMode: environment["GATEHOUSE_DEVELOPMENT"] == "true",
+            developmentMode: try Self.flag(environment, "GATEHOUSE_DEVELOPMENT") ?? false,
             github: github, microsoft: microsoft, oidcProviders: try OIDCSettings.providers(from: environment))
         try ProfileSettings.apply(environment, to: &self.gateway)
     }
@@ -105,14 +136,24 @@ struct ServeSettings {
 
 extension Logging {
     /// Routes swift-log to JSON lines on standard error and returns the gateway's logger.
-    static func bootstrapJSON(level: String?) -> Logger {
+    static func bootstrapJSON(level: Logger.Level) -> Logger {
         let sink = LogSink(capture: false)
         LoggingSystem.bootstrap { label in
             var handler = JSONLogHandler(label: label, sink: sink)
-            handler.logLevel = level.flatMap(Logger.Level.init(rawValue:)) ?? .info
+            handler.logLevel = level
             return handler
         }
         return Logger(label: "gatehouse")
+    }
+
+    /// `GATEHOUSE_LOG_LEVEL` (default `info`); an unknown level stops the start.
+    static func level(_ environment: [String: String]) throws -> Logger.Level {
+        guard let text = environment["GATEHOUSE_LOG_LEVEL"] else { return .info }
+        guard let level = Logger.Level(rawValue: text) else {
+            throw ValidationError(
+                "GATEHOUSE_LOG_LEVEL must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not \(text.debugDescription)")
+        }
+        return level
     }
 }
 

@@ -4,7 +4,7 @@ import Foundation
 /// The `GATEHOUSE_*` settings every command reads: the process environment, plus one file per
 /// setting in `GATEHOUSE_SECRETS_DIR` — the way Kubernetes mounts a Secret, Docker Compose its
 /// `secrets:` and systemd its `LoadCredential=` (`$CREDENTIALS_DIRECTORY`). A variable set in
-/// the environment wins over a file of the same name.
+/// the environment wins over a file of the same name. An empty value, in either, is unset.
 enum SettingsEnvironment {
     /// The largest secret file read (keys and client secrets are far smaller).
     static let maximumFileBytes = 64 << 10
@@ -19,6 +19,8 @@ enum SettingsEnvironment {
     /// (Kubernetes' `..data` links, a `README`) are ignored; an unreadable or oversized file
     /// stops the start with its name, never its content.
     static func merged(_ environment: [String: String]) throws -> [String: String] {
+        // An empty setting is an unset one (Compose passes `${X:-}` as an empty variable).
+        let environment = environment.filter { !($0.key.hasPrefix("GATEHOUSE_") && $0.value.isEmpty) }
         guard let folder = environment["GATEHOUSE_SECRETS_DIR"], !folder.isEmpty else { return environment }
         let names: [String]
         do {
@@ -39,7 +41,7 @@ enum SettingsEnvironment {
             }
             var value = Substring(text)
             while let last = value.last, last == "\n" || last == "\r" { value = value.dropLast() }
-            merged[name] = String(value)
+            if !value.isEmpty { merged[name] = String(value) }
         }
         return merged
     }

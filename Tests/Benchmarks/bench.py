@@ -328,7 +328,7 @@ def main():
             GATEHOUSE_GITHUB_API_URL=f"http://127.0.0.1:{upstream_port}",
             GATEHOUSE_GITHUB_AVATAR_URL_PREFIXES=f"http://127.0.0.1:{upstream_port}/avatars/",
             GATEHOUSE_USER_RATE_LIMIT="0", GATEHOUSE_AUTH_RATE_LIMIT="0", GATEHOUSE_MAX_PHOTO_BYTES=str(8 << 20),
-            GATEHOUSE_PHOTO_CACHE_BYTES=str(64 << 20), GATEHOUSE_SERVICE_RATE_LIMIT="0",
+            GATEHOUSE_PHOTO_CACHE_BYTES=str(64 << 20), GATEHOUSE_SERVICE_RATE_LIMIT="0", GATEHOUSE_OPS_ADDRESS="127.0.0.1:0",
             GATEHOUSE_API_POLICY='{"github.com": {"allow": ["GET /user/repos"]}}',
         )
         # A service key for the passthrough scenario, in the store the gateway is about to open.

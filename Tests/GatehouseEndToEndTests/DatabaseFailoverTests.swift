@@ -308,6 +308,8 @@ struct ServeProcess {
     let process: SpawnedProcess
     let url: String
     let logPath: String
+    /// The operations listener (`/metrics`, the detailed `/readyz`), on a port of its own.
+    let operationsURL: String
 
     /// The end of its log, for failure messages.
     var logTail: String {
@@ -330,7 +332,7 @@ struct ServeProcess {
             "GATEHOUSE_DEVELOPMENT": "true", "GATEHOUSE_ENCRYPTION_KEY": key.base64EncodedString(),
             "GATEHOUSE_DATA_DIR": "\(folder)/\(name)-data",
             "GATEHOUSE_DATABASE_TIMEOUT": "1", "GATEHOUSE_DATABASE_POOL_SIZE": "4", "GATEHOUSE_SHUTDOWN_TIMEOUT": "5",
-            "GATEHOUSE_SHUTDOWN_DELAY": "0",
+            "GATEHOUSE_SHUTDOWN_DELAY": "0", "GATEHOUSE_OPS_ADDRESS": "127.0.0.1:0",
             "GATEHOUSE_GITHUB_CLIENT_ID": client.id, "GATEHOUSE_GITHUB_CLIENT_SECRET": client.secret,
             "GATEHOUSE_GITHUB_AUTHORIZE_URL": "\(emulatorURL)/github/login/oauth/authorize",
             "GATEHOUSE_GITHUB_TOKEN_URL": "\(emulatorURL)/github/login/oauth/access_token", "GATEHOUSE_GITHUB_API_URL": "\(emulatorURL)/github-api",
@@ -341,15 +343,21 @@ struct ServeProcess {
         for name in without { environment[name] = nil }
         let process = try SpawnedProcess.start(KeysCommandTests.executable.path, ["serve"], environment: environment, output: .file(log))
         var port: String?
-        for _ in 0..<1200 where port == nil && process.isRunning {
+        var operationsPort: String?
+        for _ in 0..<1200 where (port == nil || operationsPort == nil) && process.isRunning {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             port = text.split(separator: "\n").first { $0.contains("Gatehouse listening") }.flatMap { line in
                 line.firstRange(of: #/"http\.port":"(\d+)"/#).map { String(line[$0].dropFirst(13).dropLast()) }
             }
-            if port == nil { try await Task.sleep(for: .milliseconds(50)) }
+            operationsPort = text.split(separator: "\n").first { $0.contains("Gatehouse operations listening") }.flatMap { line in
+                line.firstRange(of: #/"ops\.port":"(\d+)"/#).map { String(line[$0].dropFirst(12).dropLast()) }
+            }
+            if port == nil || operationsPort == nil { try await Task.sleep(for: .milliseconds(50)) }
         }
-        let instance = ServeProcess(name: name, process: process, url: "http://127.0.0.1:\(port ?? "0")", logPath: log)
-        guard port != nil else {
+        let instance = ServeProcess(
+            name: name, process: process, url: "http://127.0.0.1:\(port ?? "0")", logPath: log,
+            operationsURL: "http://127.0.0.1:\(operationsPort ?? "0")")
+        guard port != nil, operationsPort != nil else {
             process.stop()
             throw FlowError("gatehouse serve (\(name)) did not start: \(instance.logTail)")
         }

@@ -150,7 +150,7 @@ struct OIDCSignInTests {
             #expect(start.status == 503)
             #expect(try jsonObject(start)["code"] as? String == "provider-misconfigured")
             #expect(browser.jar.cookies.isEmpty)
-            let ready = try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/readyz"))
+            let ready = try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/readyz"))
             #expect(ready.status == 200)
             let readiness = try jsonObject(ready)
             let disabled = try #require(readiness["disabledProviders"] as? [String: String])

@@ -159,7 +159,7 @@ struct ResilienceTests {
                 try await Self.metric(
                     deployment, "gatehouse_http_requests_total", ["method": "GET", "route": "/v1/me/providers/{providerId}/profile", "status": "200"])
                     == 4)
-            let metrics = try await deployment.client.execute(OutboundRequest(url: deployment.gatewayURL + "/metrics"))
+            let metrics = try await deployment.client.execute(OutboundRequest(url: deployment.operationsURL + "/metrics"))
             #expect(metrics.headers["content-type"]?.hasPrefix("text/plain") == true)
         }
     }
@@ -176,7 +176,7 @@ struct ResilienceTests {
     }
 
     private static func series(_ deployment: TestDeployment, _ name: String) async throws -> [(labels: [String: String], value: Double)] {
-        let text = try await deployment.client.execute(OutboundRequest(url: deployment.gatewayURL + "/metrics")).bodyText
+        let text = try await deployment.client.execute(OutboundRequest(url: deployment.operationsURL + "/metrics")).bodyText
         return text.split(separator: "\n").compactMap { line in
             guard line.hasPrefix(name + "{"), let close = line.lastIndex(of: "}") else { return nil }
             let inside = line[line.index(line.startIndex, offsetBy: name.count + 1)..<close]

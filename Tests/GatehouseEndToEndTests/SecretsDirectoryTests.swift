@@ -8,7 +8,7 @@ import Testing
 @Suite("Settings from a secrets directory")
 struct SecretsDirectoryTests {
     @Test(
-        "gatehouse serve reads the encryption key and the GitHub client secret from files (trailing newline dropped, Kubernetes' ..data entries ignored) and signs in; the environment wins over a file; an unreadable folder stops the start naming it"
+        "gatehouse serve reads the encryption key and the GitHub client secret from files (trailing newline dropped, Kubernetes' ..data entries ignored, empty values unset) and signs in; the environment wins over a file; an unreadable folder stops the start naming it"
     )
     func secretsFromFiles() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
@@ -24,11 +24,14 @@ struct SecretsDirectoryTests {
             try write("GATEHOUSE_ENCRYPTION_KEY", key.base64EncodedString() + "\n")
             try write("GATEHOUSE_GITHUB_CLIENT_SECRET", TestDeployment.githubClient.secret + "\n")
             try write("README", "not a setting")
+            // Empty is unset, in a file or a variable (Compose passes `${X:-}` as an empty one).
+            try write("GATEHOUSE_MICROSOFT_CLIENT_SECRET", "")
             let client = CurlHTTPClient()
             defer { client.shutdown() }
 
             let fromFiles = try await ServeProcess.start(
-                name: "files", database: nil, emulatorURL: emulatorURL, key: key, folder: folder, extra: ["GATEHOUSE_SECRETS_DIR": secrets],
+                name: "files", database: nil, emulatorURL: emulatorURL, key: key, folder: folder,
+                extra: ["GATEHOUSE_SECRETS_DIR": secrets, "GATEHOUSE_MICROSOFT_CLIENT_ID": ""],
                 without: ["GATEHOUSE_ENCRYPTION_KEY", "GATEHOUSE_GITHUB_CLIENT_SECRET"])
             let signedIn = try await DatabaseFailoverTests.signIn(client: client, gateway: fromFiles.url)
             #expect(!signedIn.idToken.isEmpty)

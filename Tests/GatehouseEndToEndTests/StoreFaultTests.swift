@@ -194,7 +194,7 @@ extension StoreFaultTests {
             #expect(unavailable > 0, "a full disk refused no write")
             #expect(deployment.logs.lines.contains { $0.contains("storage unavailable") && $0.contains("disk full") && $0.contains(folder) })
             // Readiness says so (reads still work, so the instance stays in rotation).
-            let ready = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/readyz")))
+            let ready = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/readyz")))
             #expect(ready["storage"] as? String == "degraded")
             #expect((ready["storageProblem"] as? String)?.contains("disk full") == true, "\(ready)")
 
@@ -203,7 +203,7 @@ extension StoreFaultTests {
             #expect(resumed.status == 200, "\(resumed.bodyText)")
             // A minute without refusals and readiness is plain "ok" again.
             deployment.clock.advance(by: 60)
-            let recovered = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/readyz")))
+            let recovered = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/readyz")))
             #expect(recovered["storage"] as? String == "ok" && recovered["storageProblem"] == nil, "\(recovered)")
         }
     }

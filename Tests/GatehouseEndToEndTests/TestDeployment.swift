@@ -54,9 +54,12 @@ func withDeployment<T>(
     // are assembled from those reports, never from ports picked beforehand.
     let emulatorPort = Eventual<Int>()
     let gatewayPorts = (0..<instances).map { _ in Eventual<Int>() }
+    let operationsPorts = (0..<instances).map { _ in Eventual<Int>() }
     var services: [any Service] = [emulator.application(port: 0, logger: logger) { emulatorPort.set($0) }]
     for index in 0..<instances {
-        let gatewayService = GatehouseServer.service(host: "127.0.0.1", port: 0, logger: logger) { port in
+        let gatewayService = GatehouseServer.service(
+            host: "127.0.0.1", port: 0, operations: OperationsAddress(host: "127.0.0.1", port: 0), logger: logger
+        ) { port in
             let emulatorURL = "http://127.0.0.1:\(try await emulatorPort.value())"
             // Instances come up one after the other (each migrates the shared store in turn).
             // Replicas behind a load balancer share one public URL: the first instance's
@@ -100,6 +103,8 @@ func withDeployment<T>(
             return GatewayAssembly(gatehouse: gatehouse, metrics: index == 0 ? metrics : ServerMetrics(), demoPage: true)
         } onRunning: {
             gatewayPorts[index].set($0)
+        } onOperationsRunning: {
+            operationsPorts[index].set($0)
         }
         services.append(gatewayService)
     }
@@ -125,7 +130,7 @@ func withDeployment<T>(
         }
         // Whoever still waits for a port learns why it will never come.
         emulatorPort.fail(stopped)
-        for port in gatewayPorts { port.fail(stopped) }
+        for port in gatewayPorts + operationsPorts { port.fail(stopped) }
         ended.set(stopped is FlowError ? nil : stopped)
     }
     let outcome: Result<T, any Error>
@@ -133,8 +138,11 @@ func withDeployment<T>(
         let emulatorURL = "http://127.0.0.1:\(try await emulatorPort.value())"
         var gatewayURLs: [String] = []
         for port in gatewayPorts { gatewayURLs.append("http://127.0.0.1:\(try await port.value())") }
+        var operationsURLs: [String] = []
+        for port in operationsPorts { operationsURLs.append("http://127.0.0.1:\(try await port.value())") }
         let deployment = TestDeployment(
-            gatewayURLs: gatewayURLs, emulatorURL: emulatorURL, databasePath: databasePath, vaultKey: vaultKey, logs: logs,
+            gatewayURLs: gatewayURLs, operationsURLs: operationsURLs, emulatorURL: emulatorURL, databasePath: databasePath, vaultKey: vaultKey,
+            logs: logs,
             emulator: emulator, client: client, metrics: metrics, clock: clock)
         outcome = .success(try await body(deployment))
     } catch {
@@ -163,6 +171,10 @@ func withDeployment<T>(
 final class TestDeployment: Sendable {
     /// The first gateway instance (the only one unless `instances` was given).
     let gatewayURL: String
+    /// The first instance's operations listener (`/metrics`, the detailed `/readyz`).
+    let operationsURL: String
+    /// Every instance's operations listener.
+    let operationsURLs: [String]
     /// Every gateway instance, sharing one store and one encryption key.
     let gatewayURLs: [String]
     /// The emulator's base URL.
@@ -187,12 +199,15 @@ final class TestDeployment: Sendable {
     static let returnTo = "https://app.example.com/signed-in"
 
     fileprivate init(
-        gatewayURLs: [String], emulatorURL: String, databasePath: String, vaultKey: Data, logs: LogSink, emulator: ProviderEmulator,
+        gatewayURLs: [String], operationsURLs: [String], emulatorURL: String, databasePath: String, vaultKey: Data, logs: LogSink,
+        emulator: ProviderEmulator,
         client: CurlHTTPClient, metrics: ServerMetrics, clock: OffsetClock
     ) {
         self.clock = clock
         self.gatewayURLs = gatewayURLs
         self.gatewayURL = gatewayURLs[0]
+        self.operationsURLs = operationsURLs
+        self.operationsURL = operationsURLs[0]
         self.emulatorURL = emulatorURL
         self.databasePath = databasePath
         self.vaultKey = vaultKey

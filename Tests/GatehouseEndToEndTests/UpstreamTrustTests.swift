@@ -69,7 +69,7 @@ struct UpstreamTrustTests {
             #expect(misconfigured.status == 503, "\(misconfigured.bodyText)")
             #expect(try jsonObject(misconfigured)["code"] as? String == "provider-misconfigured")
             #expect(try await refreshes() == before + 1)
-            let ready = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/readyz")))
+            let ready = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/readyz")))
             #expect((ready["disabledProviders"] as? [String: String])?[provider.id]?.contains("misconfigured") == true)
             #expect(deployment.logs.lines.contains { $0.contains("provider misconfigured") && $0.contains(provider.id) })
 
@@ -86,7 +86,7 @@ struct UpstreamTrustTests {
             // The grant was never touched: the next refresh works, and readiness recovers.
             let recovered = try await browser.send(live)
             #expect(recovered.status == 200, "\(recovered.bodyText)")
-            let readyAgain = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/readyz")))
+            let readyAgain = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/readyz")))
             #expect((readyAgain["disabledProviders"] as? [String: String])?[provider.id] == nil)
 
             // The provider's dead-grant code, and only that, ends the grant.
@@ -321,7 +321,7 @@ struct UpstreamTrustTests {
             var olive = Browser(deployment)
             #expect(try await olive.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
             // Another server on this machine (the gateway itself stands for it): never fetched.
-            try await Self.choosePicture(deployment, "\(deployment.gatewayURL)/metrics")
+            try await Self.choosePicture(deployment, "\(deployment.operationsURL)/metrics")
             #expect(try await olive.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
             let local = try await olive.send("\(deployment.gatewayURL)/v1/me/photo")
             #expect(local.status == 404)

@@ -1,21 +1,36 @@
 import GatehouseCore
 import Hummingbird
+import Logging
 
 /// `/healthz` (the process answers), `/readyz` (not shutting down, storage reachable, signing
 /// keys loaded, providers configured; a store that refused writes lately is reported as degraded) and
-/// `/metrics` (Prometheus text).
+/// `/metrics` (Prometheus text): the public port answers the first two in brief, the operations
+/// listener all three in full.
 struct OperationsRoutes {
     let gatehouse: Gatehouse
     let metrics: ServerMetrics
     /// Set once the instance is shutting down.
     let drain: DrainSignal
 
-    func register(into table: inout RouteTable) {
-        let storage = gatehouse.storage
-        let providers = gatehouse.providers
-        let keys = gatehouse.tokens.keys
-        let health = gatehouse.storageHealth
-        let drain = self.drain
+    /// The public port's: `/healthz`, and a `/readyz` that says ready or not ready and nothing
+    /// more (the parts and their reasons are for operators, on the operations listener).
+    func registerPublic(into table: inout RouteTable) {
+        let readiness = self.readiness
+        table.add(.get, "/healthz") { _, _ in
+            try Response.json(["status": "ok"])
+        }
+        table.add(.get, "/readyz") { _, context in
+            switch await readiness(context.logger) {
+            case .success: return try Response.json(["status": "ready"])
+            case .failure: throw GatehouseError(code: .notReady, detail: "The instance is not ready.")
+            }
+        }
+    }
+
+    /// The operations listener's (`GATEHOUSE_OPS_ADDRESS`): `/healthz`, the detailed `/readyz`
+    /// (storage, signing keys, each provider's state and reason) and `/metrics`.
+    func registerOperations(into table: inout RouteTable) {
+        let readiness = self.readiness
         table.add(.get, "/healthz") { _, _ in
             try Response.json(["status": "ok"])
         }
@@ -26,42 +41,52 @@ struct OperationsRoutes {
                 body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.exposition())))
         }
         table.add(.get, "/readyz") { _, context in
-            // First: a draining instance must leave the load balancer's rotation whatever else holds.
-            guard !drain.isDraining else { throw GatehouseError(code: .notReady, detail: "The instance is shutting down.") }
-            do {
-                // Half a second: readiness follows the database within a second each way.
-                try await storage.ping(within: .milliseconds(500))
-            } catch {
-                context.logger.warning("readiness: storage unreachable")
-                throw GatehouseError(code: .notReady, detail: "The storage is not reachable.")
-            }
-            guard await keys.isReady() else {
-                throw GatehouseError(code: .notReady, detail: "No signing key could be loaded.")
-            }
-            guard !providers.ids.isEmpty else {
-                throw GatehouseError(code: .notReady, detail: "No provider is configured.")
-            }
-            // A provider whose discovery is wrong is reported, by name and reason; the others still serve.
-            var problems: [String: String] = [:]
-            for id in providers.ids {
-                if let problem = await (try? providers.provider(id))?.readinessProblem() { problems[id] = problem }
-            }
-            guard problems.count < providers.ids.count else {
-                throw GatehouseError(
-                    code: .notReady,
-                    detail: "No provider can sign anyone in: " + problems.sorted { $0.key < $1.key }.map(\.value).joined(separator: " "))
-            }
-            // Reads work (the ping did) but writes were refused lately: still ready — sending
-            // traffic elsewhere does not give the shared store its disk back — and said.
-            let refusal = health.recentProblem.map { "writes refused \($0.secondsAgo) s ago: \($0.condition)" }
-            return try Response.json(
-                ReadyStatus(
-                    status: "ready", storage: refusal == nil ? "ok" : "degraded", storageProblem: refusal,
-                    providers: providers.ids.filter { problems[$0] == nil }, disabledProviders: problems))
+            try Response.json(try await readiness(context.logger).get())
         }
     }
 
-    struct ReadyStatus: Encodable {
+    /// Whether the instance can serve: not shutting down, storage reachable, signing keys
+    /// loaded, at least one provider able to sign anyone in; the parts' states, or why not.
+    @Sendable func readiness(_ logger: Logger) async -> Result<ReadyStatus, GatehouseError> {
+        // First: a draining instance must leave the load balancer's rotation whatever else holds.
+        guard !drain.isDraining else { return .failure(GatehouseError(code: .notReady, detail: "The instance is shutting down.")) }
+        let storage = gatehouse.storage
+        let providers = gatehouse.providers
+        do {
+            // Half a second: readiness follows the database within a second each way.
+            try await storage.ping(within: .milliseconds(500))
+        } catch {
+            logger.warning("readiness: storage unreachable")
+            return .failure(GatehouseError(code: .notReady, detail: "The storage is not reachable."))
+        }
+        guard await gatehouse.tokens.keys.isReady() else {
+            return .failure(GatehouseError(code: .notReady, detail: "No signing key could be loaded."))
+        }
+        guard !providers.ids.isEmpty else {
+            return .failure(GatehouseError(code: .notReady, detail: "No provider is configured."))
+        }
+        // A provider whose discovery is wrong is reported, by name and reason; the others still serve.
+        var problems: [String: String] = [:]
+        for id in providers.ids {
+            if let problem = await (try? providers.provider(id))?.readinessProblem() { problems[id] = problem }
+        }
+        guard problems.count < providers.ids.count else {
+            return .failure(
+                GatehouseError(
+                    code: .notReady,
+                    detail: "No provider can sign anyone in: " + problems.sorted { $0.key < $1.key }.map(\.value).joined(separator: " ")))
+        }
+        // Reads work (the ping did) but writes were refused lately: still ready — sending
+        // traffic elsewhere does not give the shared store its disk back — and said.
+        let refusal = gatehouse.storageHealth.recentProblem.map { "writes refused \($0.secondsAgo) s ago: \($0.condition)" }
+        return .success(
+            ReadyStatus(
+                status: "ready", storage: refusal == nil ? "ok" : "degraded", storageProblem: refusal,
+                providers: providers.ids.filter { problems[$0] == nil }, disabledProviders: problems))
+    }
+
+    /// The detailed `/readyz` answer.
+    struct ReadyStatus: Encodable, Sendable {
         let status: String
         /// `ok`, or `degraded` while `storageProblem` says what the store refused lately.
         let storage: String

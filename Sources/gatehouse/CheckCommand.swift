@@ -1,0 +1,114 @@
+import ArgumentParser
+import CurlClient
+import Foundation
+import GatehouseCore
+import Logging
+
+/// `gatehouse check`: a curl-free health check for operators, Docker's `HEALTHCHECK` and CI.
+/// Online (default) it asks a running gateway's operations listener for its detailed `/readyz`;
+/// with `--offline` it checks the configuration itself without serving.
+struct CheckCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Exit 0 only when the gateway is ready; print each failing part.",
+        discussion: """
+            Online: GET <url>/readyz on the operations listener (default: GATEHOUSE_OPS_ADDRESS, \
+            else http://127.0.0.1:9090). Offline (--offline): the GATEHOUSE_* settings parse and \
+            validate, the store is reachable (pending migrations are applied, as serve would at \
+            start), and the encryption key opens the stored data keys.
+            """)
+
+    @Option(help: "The operations listener's base URL (default: from GATEHOUSE_OPS_ADDRESS).")
+    var url: String?
+
+    @Flag(help: "Check the configuration, the store and the keys instead of a running gateway.")
+    var offline = false
+
+    @Option(help: "Seconds to wait for the answer.")
+    var timeout: Double = 3
+
+    @OptionGroup var store: StoreOptions
+
+    func run() async throws {
+        let environment = try SettingsEnvironment.current()
+        let failures = offline ? await offlineFailures(environment) : try await onlineFailures(environment)
+        if failures.isEmpty { return }
+        for failure in failures { print("not ready: \(failure)") }
+        throw ExitCode(1)
+    }
+
+    /// What the running gateway's detailed `/readyz` reports as failing (nothing when ready
+    /// with every provider able to sign in).
+    private func onlineFailures(_ environment: [String: String]) async throws -> [String] {
+        let base: String
+        if let url {
+            base = url.hasSuffix("/") ? String(url.dropLast()) : url
+        } else {
+            let address = try ServeSettings.operationsAddress(environment, default: "127.0.0.1:9090")
+            guard let address else { return ["GATEHOUSE_OPS_ADDRESS is off: give --url"] }
+            let host = address.host == "0.0.0.0" || address.host == "::" ? "127.0.0.1" : address.host
+            base = "http://\(host.contains(":") ? "[\(host)]" : host):\(address.port)"
+        }
+        let client = CurlHTTPClient()
+        defer { client.shutdown() }
+        let answer: OutboundResponse
+        do {
+            answer = try await client.execute(
+                OutboundRequest(url: base + "/readyz", headers: ["Accept": "application/json"], timeout: .milliseconds(Int(timeout * 1000))))
+        } catch {
+            return ["cannot reach \(base)/readyz (\((error as? OutboundError)?.kind.rawValue ?? "error"))"]
+        }
+        let object = (try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any]) ?? [:]
+        guard answer.status == 200 else {
+            return [object["detail"] as? String ?? "\(base)/readyz answered HTTP \(answer.status)"]
+        }
+        var failures: [String] = []
+        if let problem = object["storageProblem"] as? String { failures.append("storage degraded: \(problem)") }
+        for (provider, reason) in ((object["disabledProviders"] as? [String: String]) ?? [:]).sorted(by: { $0.key < $1.key }) {
+            failures.append("provider \(provider): \(reason)")
+        }
+        // Ready, with parts failing: printed, but ready is ready.
+        for failure in failures { print("warning: \(failure)") }
+        print("ready: providers \(((object["providers"] as? [String]) ?? []).joined(separator: ", "))")
+        return []
+    }
+
+    /// The offline checks, each failure named.
+    private func offlineFailures(_ environment: [String: String]) async -> [String] {
+        let settings: ServeSettings
+        do {
+            settings = try ServeSettings(environment: environment, host: nil, port: nil)
+            try settings.gateway.validate()
+        } catch {
+            return ["configuration: \(Self.describe(error))"]
+        }
+        let gateway = settings.gateway
+        let providers =
+            (gateway.github == nil ? [] : ["github.com"]) + (gateway.microsoft == nil ? [] : ["microsoft.com"])
+            + gateway.oidcProviders.map(\.providerId)
+        guard !providers.isEmpty else { return ["configuration: no provider is configured"] }
+        print("configuration: ok (providers \(providers.joined(separator: ", ")))")
+        let storage: any GatehouseStorage
+        do {
+            storage = try await store.open(environment: environment, logger: Logger(label: "gatehouse") { _ in SwiftLogNoOpLogHandler() })
+            try await storage.ping(within: .seconds(3))
+        } catch {
+            return ["store: \(Self.describe(error))"]
+        }
+        print("store: reachable, migrated")
+        do {
+            try await TokenVault(keys: settings.vaultKeys, store: storage).reload()
+        } catch {
+            return ["encryption key: the configured keys do not open the stored data keys (\(Self.describe(error)))"]
+        }
+        print("encryption key: opens the data keys")
+        return []
+    }
+
+    /// An error as one line, without secrets (validation messages name settings, not values).
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? ValidationError { return error.message }
+        if let error = error as? GatehouseError { return error.detail }
+        return String(describing: type(of: error))
+    }
+}

@@ -1,0 +1,89 @@
+import CurlClient
+import Foundation
+import GatehouseCore
+import Testing
+
+/// Issue #19: the operations listener (`/metrics`, the detailed `/readyz`), the public port's
+/// brief `/readyz`, `gatehouse check`, and settings that stop the start when malformed.
+@Suite("Operations listener and gatehouse check")
+struct OperationsListenerTests {
+    @Test("the public port answers /healthz and a /readyz that says only ready; /metrics and the parts' states are on the operations listener")
+    func publicAndOperationsPorts() async throws {
+        try await withDeployment { deployment in
+            let client = deployment.client
+            let ready = try await client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/readyz"))
+            #expect(ready.status == 200)
+            #expect(try jsonObject(ready).keys.sorted() == ["status"])
+            #expect(try await client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/healthz")).status == 200)
+            let hidden = try await client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/metrics"))
+            try #expect(hidden.status == 404 && (try jsonObject(hidden)["code"] as? String) == "not-found")
+
+            let detailed = try jsonObject(try await client.execute(OutboundRequest(url: "\(deployment.operationsURL)/readyz")))
+            #expect((detailed["providers"] as? [String])?.contains("github.com") == true && detailed["storage"] as? String == "ok")
+            let metrics = try await client.execute(OutboundRequest(url: "\(deployment.operationsURL)/metrics"))
+            #expect(metrics.status == 200 && metrics.bodyText.contains("gatehouse_http_requests_total"))
+            #expect(try await client.execute(OutboundRequest(url: "\(deployment.operationsURL)/v1/me")).status == 404)
+        }
+    }
+
+    @Test(
+        "gatehouse check: exit 0 against a ready serve's operations listener, 1 with the reason when unreachable; --offline checks settings, store and key (1 naming the key when it does not open the data keys)"
+    )
+    func checkCommand() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        try await withRunningEmulator { emulatorURL in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-check-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let key = TokenVault.generateKey()
+            let instance = try await ServeProcess.start(name: "a", database: nil, emulatorURL: emulatorURL, key: key, folder: folder)
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            // A sign-in stores sealed tokens, so there are data keys for the offline check to open.
+            _ = try await DatabaseFailoverTests.signIn(client: client, gateway: instance.url)
+
+            let ready = try await KeysCommandTests.run(["check", "--url", instance.operationsURL])
+            #expect(ready.status == 0, "\(ready.output)")
+            #expect(ready.output.contains("ready: providers github.com"))
+            let unreachable = try await KeysCommandTests.run(["check", "--url", "http://127.0.0.1:1", "--timeout", "1"])
+            #expect(unreachable.status == 1 && unreachable.output.contains("not ready: cannot reach"), "\(unreachable.output)")
+            instance.process.stop()
+
+            let settings = [
+                "GATEHOUSE_PUBLIC_URL": ServeProcess.publicURL, "GATEHOUSE_DATA_DIR": "\(folder)/a-data", "GATEHOUSE_DEVELOPMENT": "true",
+                "GATEHOUSE_GITHUB_CLIENT_ID": TestDeployment.githubClient.id, "GATEHOUSE_GITHUB_CLIENT_SECRET": TestDeployment.githubClient.secret,
+            ]
+            let offline = try await KeysCommandTests.run(
+                ["check", "--offline"], environment: settings.merging(["GATEHOUSE_ENCRYPTION_KEY": key.base64EncodedString()]) { $1 },
+                removing: ["GATEHOUSE_DATABASE_URL"])
+            #expect(offline.status == 0, "\(offline.output)")
+            #expect(offline.output.contains("encryption key: opens the data keys"))
+            let wrongKey = try await KeysCommandTests.run(
+                ["check", "--offline"],
+                environment: settings.merging(["GATEHOUSE_ENCRYPTION_KEY": TokenVault.generateKey().base64EncodedString()]) { $1 },
+                removing: ["GATEHOUSE_DATABASE_URL"])
+            #expect(wrongKey.status == 1 && wrongKey.output.contains("not ready: encryption key"), "\(wrongKey.output)")
+            #expect(!wrongKey.output.contains(key.base64EncodedString()))
+        }
+    }
+
+    @Test(
+        "serve refuses malformed settings, naming the setting: a port that is not a number, a development flag other than true/false, an unknown log level, an operations address that is not host:port",
+        arguments: [
+            ("GATEHOUSE_PORT", "80a"), ("GATEHOUSE_DEVELOPMENT", "yes"), ("GATEHOUSE_LOG_LEVEL", "loud"), ("GATEHOUSE_OPS_ADDRESS", "9090"),
+        ])
+    func malformedSettingsStopTheStart(setting: String, value: String) async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-bad-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var environment = [
+            "GATEHOUSE_PUBLIC_URL": "http://127.0.0.1:9", "GATEHOUSE_DATA_DIR": folder, "GATEHOUSE_PORT": "0", "GATEHOUSE_OPS_ADDRESS": "127.0.0.1:0",
+            "GATEHOUSE_ENCRYPTION_KEY": TokenVault.generateKey().base64EncodedString(), "GATEHOUSE_GITHUB_CLIENT_ID": "c",
+            "GATEHOUSE_GITHUB_CLIENT_SECRET": "s",
+        ]
+        environment[setting] = value
+        let answer = try await KeysCommandTests.run(["serve"], environment: environment, removing: ["GATEHOUSE_DATABASE_URL"])
+        #expect(answer.status != 0)
+        #expect(answer.output.contains(setting), "\(answer.output)")
+    }
+}
