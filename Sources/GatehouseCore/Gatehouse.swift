@@ -90,9 +90,11 @@ public struct Gatehouse: Sendable {
                 storage: storage, vault: vault, tokenLifetime: configuration.idTokenLifetime,
                 reloadInterval: configuration.signingKeyReloadInterval, clock: configuration.clock, logger: logger))
         self.tokens = tokens
-        self.signIn = SignInService(
+        var signIn = SignInService(
             configuration: configuration, providers: registry, storage: storage, accounts: accounts, tokens: tokens,
             returnToPolicy: ReturnToPolicy(allowList: configuration.returnToAllowList))
+        signIn.metrics = metrics
+        self.signIn = signIn
         self.sessions = SessionService(
             storage: storage, tokens: tokens, recentLoginWindow: configuration.recentLoginWindow, clock: configuration.clock, audit: audit)
         let profiles = ProfileService(

@@ -138,7 +138,9 @@ struct ResilienceTests {
         }
     }
 
-    @Test("/metrics counts upstream calls as the emulator saw them, cache lookups and requests by route template")
+    @Test(
+        "/metrics counts upstream calls as the emulator saw them (by endpoint kind, with latency histograms), sign-ins, cache lookups, requests by route template, photo bytes, build info and the process's memory, descriptors and CPU"
+    )
     func metricsMatchTraffic() async throws {
         try await withDeployment(profileCacheLifetime: 60) { deployment in
             var browser = Browser(deployment)
@@ -150,9 +152,31 @@ struct ResilienceTests {
             let stats = try await deployment.emulatorStats()
             let githubCalls = stats.filter { $0.key.contains(" /github-api/") || $0.key.contains(" /github/login/oauth/access_token") }
                 .values.reduce(0, +)
-            #expect(try await Self.metric(deployment, "gatehouse_upstream_calls_total", ["provider": "github.com", "outcome": "ok"]) != nil)
             let counted = try await Self.metricSum(deployment, "gatehouse_upstream_calls_total", ["provider": "github.com"])
             #expect(Int(counted) == githubCalls)
+            // By endpoint kind, with a latency histogram of the same calls.
+            #expect(
+                try await Self.metric(deployment, "gatehouse_upstream_calls_total", ["provider": "github.com", "endpoint": "token", "outcome": "ok"])
+                    == 1)
+            let profileCalls = stats["GET /github-api/user"] ?? 0
+            #expect(
+                try await Self.metric(
+                    deployment, "gatehouse_upstream_calls_total", ["provider": "github.com", "endpoint": "profile", "outcome": "ok"])
+                    == Double(profileCalls))
+            #expect(
+                try await Self.metricSum(deployment, "gatehouse_upstream_call_duration_seconds_count", ["provider": "github.com"])
+                    == Double(githubCalls))
+            #expect(
+                try await Self.metric(deployment, "gatehouse_sign_ins_total", ["provider": "github.com", "mode": "signin", "outcome": "ok"]) == 1)
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me/photo").status == 200)
+            let metricsText = try await deployment.client.execute(OutboundRequest(url: deployment.operationsURL + "/metrics")).bodyText
+            func value(_ name: String) -> Double? {
+                metricsText.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+            }
+            #expect((value("gatehouse_photo_bytes_total") ?? 0) > 100)
+            #expect((value("process_resident_memory_bytes") ?? 0) > 1_000_000 && (value("process_open_fds") ?? 0) > 3)
+            #expect(value("process_cpu_seconds_total") != nil && (value("process_start_time_seconds") ?? 0) > 1_700_000_000)
+            #expect(metricsText.contains("gatehouse_build_info{version=\"\(Gatehouse.version)\"} 1"))
             #expect(try await Self.metric(deployment, "gatehouse_cache_lookups_total", ["cache": "profile", "result": "hit"]) == 2)
             #expect(try await Self.metric(deployment, "gatehouse_cache_lookups_total", ["cache": "profile", "result": "miss"]) == 2)
             #expect(

@@ -9,6 +9,8 @@ public struct SignInService: Sendable {
     let accounts: AccountService
     let tokens: GatewayTokenService
     let returnToPolicy: ReturnToPolicy
+    /// Where completed sign-ins are counted.
+    var metrics = GatehouseMetrics.disabled
 
     /// The answer to `start`.
     public struct Start: Sendable {
@@ -116,8 +118,10 @@ public struct SignInService: Sendable {
             // the system browser, where nothing uses it.
             if returnToPolicy.kind(of: transaction.returnTo) == .web { sessionValue = established.session?.value }
             outcome = .success(established.result, familyId: established.session?.familyId)
+            metrics.signIn(providerId: provider.id, mode: mode, outcome: "ok")
         } catch let error as GatehouseError {
             logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "signin.mode": "\(mode)", "error.code": "\(error.code)"])
+            metrics.signIn(providerId: provider.id, mode: mode, outcome: error.code.rawValue)
             outcome = .failure(error)
         }
 
@@ -158,13 +162,16 @@ public struct SignInService: Sendable {
             let established = try await establish(completed, providerId: provider.id, mode: mode, uid: uid, logger: logger)
             var issued: GatewayTokenService.Issued?
             if let session = established.session { issued = try await tokens.issue(for: session.record) }
+            metrics.signIn(providerId: provider.id, mode: mode, outcome: "ok")
             return (established.result.with(issued), established.session?.value)
         } catch let error as GatehouseError where error.code == .invalidIDToken {
             logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "error.code": "\(error.code)"])
+            metrics.signIn(providerId: provider.id, mode: mode, outcome: GatehouseError.Code.invalidIdPResponse.rawValue)
             // Same wording as Firebase: a token the gateway cannot accept is an invalid IdP response.
             throw GatehouseError.invalidIdPResponse(error.detail)
         } catch let error as GatehouseError {
             logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "error.code": "\(error.code)"])
+            metrics.signIn(providerId: provider.id, mode: mode, outcome: error.code.rawValue)
             throw error
         }
     }

@@ -11,6 +11,7 @@ public struct GatehouseMetrics: Sendable {
     /// The counters made so far, by label and dimensions: a counter is made once, not on
     /// every call (the label sets are bounded, so this stays small).
     private let counters = Handles<Counter>()
+    private let timers = Handles<Timer>()
 
     /// Records into `factory`.
     public init(factory: any MetricsFactory) {
@@ -25,11 +26,26 @@ public struct GatehouseMetrics: Sendable {
     /// Records nothing (unit tests, tools).
     public static let disabled = GatehouseMetrics(factory: NOOPMetricsHandler.instance)
 
-    /// One call to a provider's API, by outcome: `ok` (2xx), `client-error` (4xx other than
-    /// 429), `rate-limited`, `server-error` (5xx), `timeout`, `transport-error`.
-    func upstreamCall(providerId: String, outcome: String) {
-        counter("gatehouse_upstream_calls_total", [("provider", providerId), ("outcome", outcome)])
-            .increment()
+    /// One call to a provider, by endpoint kind and outcome: `ok` (2xx/3xx), `client-error`
+    /// (4xx other than 429), `rate-limited`, `server-error` (5xx), `timeout`,
+    /// `transport-error`; with its time to the response head as a histogram.
+    func upstreamCall(providerId: String, endpoint: UpstreamEndpoint, outcome: String, duration: Duration) {
+        let dimensions = [("provider", providerId), ("endpoint", endpoint.rawValue), ("outcome", outcome)]
+        counter("gatehouse_upstream_calls_total", dimensions).increment()
+        timers.handle("gatehouse_upstream_call_duration_seconds", dimensions) {
+            Timer(label: "gatehouse_upstream_call_duration_seconds", dimensions: dimensions, factory: factory)
+        }.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    }
+
+    /// One completed sign-in flow, by provider, mode and outcome (`ok`, or the error code:
+    /// a fixed vocabulary).
+    func signIn(providerId: String, mode: SignInMode, outcome: String) {
+        counter("gatehouse_sign_ins_total", [("provider", providerId), ("mode", mode.rawValue), ("outcome", outcome)]).increment()
+    }
+
+    /// Photo bytes sent to callers, streamed or from the cache.
+    func photoBytes(_ count: Int) {
+        counter("gatehouse_photo_bytes_total", []).increment(by: Int64(count))
     }
 
     /// A lookup in the profile or photo cache: `hit`, `miss` or `stale` (served after an upstream failure).

@@ -67,7 +67,7 @@ public actor IssuerMetadataCache {
 
     private func fetchDiscovery() async throws -> DiscoveryDocument {
         let url = configuration.issuer.trimmingSuffix("/") + "/.well-known/openid-configuration"
-        let response = try await get(url)
+        let response = try await get(url, endpoint: .discovery)
         guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: configuration.providerId) }
         guard var parsed = try? JSONDecoder().decode(DiscoveryDocument.self, from: Data(response.body)) else {
             throw disable("its discovery document is not valid OpenID Provider metadata")
@@ -163,7 +163,7 @@ public actor IssuerMetadataCache {
 
     private func fetchKeys() async throws -> KeySet {
         let jwksURI = try await discovery().jwksURI
-        let response = try await get(jwksURI)
+        let response = try await get(jwksURI, endpoint: .jwks)
         guard response.status == 200, let document = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body)),
             case .array(let members)? = document["keys"]
         else {
@@ -212,8 +212,8 @@ public actor IssuerMetadataCache {
         logger.notice("JWKS key skipped", metadata: ["provider.id": "\(configuration.providerId)", "reason": "\(reason)"])
     }
 
-    private func get(_ url: String) async throws -> OutboundResponse {
-        try await http.execute(OutboundRequest(url: url, headers: ["Accept": "application/json"], maxResponseBytes: 256 << 10))
+    private func get(_ url: String, endpoint: UpstreamEndpoint) async throws -> OutboundResponse {
+        try await http.execute(OutboundRequest(url: url, headers: ["Accept": "application/json"], maxResponseBytes: 256 << 10), endpoint: endpoint)
     }
 }
 

@@ -126,7 +126,7 @@ public struct ProviderAPIService: Sendable {
             try await profiles.withFreshTokens(link, provider) { tokens in
                 var authorized = prepared
                 authorized.headers.set("Authorization", "Bearer \(tokens.accessToken)")
-                let response = try await http.stream(authorized)
+                let response = try await http.stream(authorized, endpoint: .api)
                 // The stored token was refused: refreshed once and retried by withFreshTokens
                 // (a second refusal, or a grant without refresh token, needs a new sign-in).
                 if response.head.status == 401 { throw GatehouseError.providerReauthRequired(providerId) }

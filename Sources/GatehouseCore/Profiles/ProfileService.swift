@@ -88,6 +88,11 @@ public struct ProfileService: Sendable {
         public var etag: String
     }
 
+    /// Counts photo bytes sent to a caller (`gatehouse_photo_bytes_total`).
+    public func countPhotoBytes(_ count: Int) {
+        metrics.photoBytes(count)
+    }
+
     /// The unified profile of an enabled account.
     public func me(uid: String) async throws -> UnifiedProfile {
         try await accounts.unifiedProfile(for: try await enabledAccount(uid))

@@ -13,7 +13,7 @@ enum PhotoSource {
         var request = request
         request.maxResponseBytes = maxBytes
         let providerId = http.providerId
-        let response = try await http.stream(request)
+        let response = try await http.stream(request, endpoint: .photo)
         if response.head.status == 404 { return nil }
         guard response.head.status == 200 else {
             // The (small) error body tells rate limits and dead tokens apart.

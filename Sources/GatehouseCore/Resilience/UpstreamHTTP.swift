@@ -45,24 +45,25 @@ public struct UpstreamHTTP: Sendable {
     }
 
     /// Sends `request` and collects its body.
-    func execute(_ request: OutboundRequest) async throws -> OutboundResponse {
-        try await collect(try await stream(request))
+    func execute(_ request: OutboundRequest, endpoint: UpstreamEndpoint = .other) async throws -> OutboundResponse {
+        try await collect(try await stream(request, endpoint: endpoint))
     }
 
     /// Sends `request` and returns at its response head; the body streams. A transport failure
     /// throws `upstream-unavailable` (a bad gateway, or a timeout). Each call is counted at its head.
-    func stream(_ request: OutboundRequest) async throws -> OutboundStreamingResponse {
+    func stream(_ request: OutboundRequest, endpoint: UpstreamEndpoint = .other) async throws -> OutboundStreamingResponse {
         var request = request
         if request.timeout == nil { request.timeout = timeout }
+        let started = ContinuousClock.now
         let response: OutboundStreamingResponse
         do {
             response = try await client.stream(request)
         } catch {
             let timedOut = (error as? OutboundError)?.kind == .timedOut
-            record(request, outcome: timedOut ? "timeout" : "transport-error", status: nil)
+            record(request, endpoint: endpoint, outcome: timedOut ? "timeout" : "transport-error", status: nil, since: started)
             throw UpstreamErrors.transport(error, providerId: providerId)
         }
-        record(request, outcome: Self.outcome(status: response.head.status), status: response.head.status)
+        record(request, endpoint: endpoint, outcome: Self.outcome(status: response.head.status), status: response.head.status, since: started)
         return response
     }
 
@@ -77,8 +78,9 @@ public struct UpstreamHTTP: Sendable {
 
     /// Counts a call; logs it unless it succeeded or the provider refused the caller's input
     /// (host and status only: paths and queries may carry identifiers).
-    private func record(_ request: OutboundRequest, outcome: String, status: Int?) {
-        metrics.upstreamCall(providerId: providerId, outcome: outcome)
+    private func record(_ request: OutboundRequest, endpoint: UpstreamEndpoint, outcome: String, status: Int?, since started: ContinuousClock.Instant)
+    {
+        metrics.upstreamCall(providerId: providerId, endpoint: endpoint, outcome: outcome, duration: ContinuousClock.now - started)
         guard outcome != "ok", outcome != "client-error" else { return }
         var metadata: Logger.Metadata = [
             "provider.id": "\(providerId)", "upstream.host": "\(URLComponents(string: request.url)?.host ?? "?")", "upstream.outcome": "\(outcome)",
@@ -96,4 +98,29 @@ public struct UpstreamHTTP: Sendable {
         default: "server-error"
         }
     }
+}
+
+/// Which kind of provider endpoint a call went to: a bounded label for the upstream metrics
+/// (never the URL, which carries ids).
+public enum UpstreamEndpoint: String, Sendable {
+    /// The token endpoint (code exchange, refresh).
+    case token
+    /// An OpenID provider's userinfo.
+    case userinfo
+    /// The profile API (GitHub `/user`, Graph `/me`).
+    case profile
+    /// GitHub's `/user/emails`.
+    case emails
+    /// A photo (Graph's photo binary, an avatar or `picture` URL).
+    case photo
+    /// A discovery document.
+    case discovery
+    /// A JWKS.
+    case jwks
+    /// A grant revocation.
+    case revocation
+    /// A passthrough call of the provider's API.
+    case api
+    /// Anything else.
+    case other
 }

@@ -16,10 +16,15 @@ public final class ServerMetrics: Sendable {
     private let counters = Handles<CoreMetrics.Counter>()
     private let timers = Handles<CoreMetrics.Timer>()
 
-    /// A fresh, empty registry.
+    /// The process's resource figures, read from `/proc` on each scrape.
+    private let process: ProcessMetrics
+
+    /// A fresh registry, with the build's `gatehouse_build_info` and the process metrics.
     public init() {
         registry = PrometheusCollectorRegistry()
         factory = PrometheusMetricsFactory(registry: registry)
+        registry.makeGauge(name: "gatehouse_build_info", labels: [("version", Gatehouse.version)]).set(to: 1)
+        process = ProcessMetrics(registry: registry)
     }
 
     /// The handle the core records into (pass it to `Gatehouse`).
@@ -38,8 +43,9 @@ public final class ServerMetrics: Sendable {
         }.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
-    /// The Prometheus text exposition.
+    /// The Prometheus text exposition, with the process's figures read at this moment.
     func exposition() -> String {
-        registry.emitToString()
+        process.sample()
+        return registry.emitToString()
     }
 }

@@ -58,6 +58,7 @@ enum ProfileResponses {
             let body = ResponseBody(contentLength: head.contentLength) { writer in
                 for try await chunk in download.chunks() {
                     try await writer.write(ByteBuffer(bytes: chunk))
+                    profiles.countPhotoBytes(chunk.count)
                 }
                 try await writer.finish(nil)
             }
@@ -70,6 +71,7 @@ enum ProfileResponses {
         }
         headers[.contentType] = photo.contentType
         headers[.contentSecurityPolicy] = photoContentSecurityPolicy
+        profiles.countPhotoBytes(photo.bytes.count)
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: photo.bytes)))
     }
 

@@ -78,7 +78,7 @@ public struct GitHubProvider: IdentityProvider {
             OutboundRequest(
                 method: "POST", url: configuration.tokenURL,
                 headers: ["Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"],
-                body: Array(FormEncoding.encode(form).utf8), maxResponseBytes: 64 << 10))
+                body: Array(FormEncoding.encode(form).utf8), maxResponseBytes: 64 << 10), endpoint: .token)
     }
 
     /// The token set of a successful answer: `scope` is comma-separated, `expires_in` and
@@ -181,7 +181,7 @@ public struct GitHubProvider: IdentityProvider {
                 headers: [
                     "Authorization": "Basic \(credentials)", "Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
                     "Content-Type": "application/json",
-                ], body: Array(body), maxResponseBytes: 64 << 10))
+                ], body: Array(body), maxResponseBytes: 64 << 10), endpoint: .revocation)
         guard response.status == 204 || response.status == 404 || response.status == 422 else {
             throw UpstreamErrors.status(response, providerId: id)
         }
@@ -198,7 +198,7 @@ public struct GitHubProvider: IdentityProvider {
                     "Authorization": "Bearer \(tokens.accessToken)",
                     "Accept": "application/vnd.github+json",
                     "X-GitHub-Api-Version": "2022-11-28",
-                ], maxResponseBytes: 1 << 20))
+                ], maxResponseBytes: 1 << 20), endpoint: path.hasSuffix("/emails") ? .emails : .profile)
         if response.status == 403 || response.status == 429, response.headers["x-ratelimit-remaining"] == "0" {
             let reset = response.headers["x-ratelimit-reset"].flatMap(Double.init).map(Date.init(timeIntervalSince1970:))
             let retryAfter = response.headers["retry-after"].flatMap { Int($0) } ?? reset.map { max(1, Int($0.timeIntervalSinceNow.rounded(.up))) }

@@ -159,7 +159,8 @@ public struct MicrosoftProvider: IdentityProvider {
     }
 
     private func graphResponse(_ path: String, tokens: ProviderTokens, accept: String, maxBytes: Int) async throws -> OutboundResponse {
-        try await http.execute(graphRequest(path, tokens: tokens, accept: accept, maxBytes: maxBytes))
+        try await http.execute(
+            graphRequest(path, tokens: tokens, accept: accept, maxBytes: maxBytes), endpoint: path.contains("/photo") ? .photo : .profile)
     }
 
     private func graphRequest(_ path: String, tokens: ProviderTokens, accept: String, maxBytes: Int?) -> OutboundRequest {

@@ -206,7 +206,8 @@ public struct OIDCProvider: IdentityProvider {
         }
         return try await http.execute(
             OutboundRequest(
-                method: "POST", url: endpoint, headers: headers, body: Array(FormEncoding.encode(form).utf8), maxResponseBytes: 64 << 10))
+                method: "POST", url: endpoint, headers: headers, body: Array(FormEncoding.encode(form).utf8), maxResponseBytes: 64 << 10),
+            endpoint: .token)
     }
 
     private func clientAuthentication(supported: [String]?) -> OIDCProviderConfiguration.ClientAuthentication {
@@ -220,7 +221,8 @@ public struct OIDCProvider: IdentityProvider {
     private func userInfo(endpoint: String, accessToken: String, expectedSubject: String?) async throws -> JSONValue {
         let response = try await http.execute(
             OutboundRequest(
-                url: endpoint, headers: ["Authorization": "Bearer \(accessToken)", "Accept": "application/json"], maxResponseBytes: 256 << 10))
+                url: endpoint, headers: ["Authorization": "Bearer \(accessToken)", "Accept": "application/json"], maxResponseBytes: 256 << 10),
+            endpoint: .userinfo)
         guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
         guard let info = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body)), case .object = info else {
             throw GatehouseError.invalidIdPResponse("\(id)'s userinfo answer is not a JSON object.")
