@@ -188,10 +188,16 @@ public actor GatehouseClient {
         }
     }
 
-    /// `POST /v1/token`'s answer.
+    /// `POST /v1/token`'s answer, by its RFC 6749 member names.
     private struct TokenAnswer: Decodable {
         let idToken: String
         let refreshToken: String
         let expiresIn: Int
+
+        enum CodingKeys: String, CodingKey {
+            case idToken = "id_token"
+            case refreshToken = "refresh_token"
+            case expiresIn = "expires_in"
+        }
     }
 }

@@ -239,6 +239,12 @@ def start_nginx(folder, name, body, workers):
 
 def sign_in(port, returning):
     """GitHub sign-in start → emulator → callback → result; (session cookie, ID token, uid)."""
+    session, answer = sign_in_result(port, returning)
+    return session, answer["idToken"], answer["user"]["uid"]
+
+
+def sign_in_result(port, returning):
+    """The same sign-in; (session cookie, the whole `POST /v1/auth/result` answer)."""
     verifier = base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     query = urllib.parse.urlencode({"return_to": returning, "result_challenge": challenge, "login": "octocat"})
@@ -256,8 +262,7 @@ def sign_in(port, returning):
     body = json.dumps({"result": result, "result_verifier": verifier})
     status, _, data = request(port, "POST", "/v1/auth/result", {"Content-Type": "application/json"}, body)
     assert status == 200, data
-    answer = json.loads(data)
-    return session, answer["idToken"], answer["user"]["uid"]
+    return session, json.loads(data)
 
 
 def run_wrk(port, path, headers, seconds, connections):

@@ -92,7 +92,7 @@ struct GatehouseClientTests {
                 Issue.record("a refresh token of a signed-out session worked")
             } catch GatehouseClientError.problem(let problem) {
                 #expect(problem.code == .invalidRefreshToken)
-                #expect(problem.status == 401)
+                #expect(problem.status == 400)  // RFC 6749 §5.2 invalid_grant
             }
             #expect(await stale.credentials == nil, "a dead refresh token is forgotten")
         }

@@ -61,9 +61,9 @@ struct GatewayTokenTests {
             // After the window: replay. The family ends, the newer token with it.
             deployment.clock.advance(by: 10)
             let replay = try await Self.refresh(deployment, refreshToken)
-            #expect(replay.status == 401)
+            #expect(replay.status == 400)
             #expect(try jsonObject(replay)["code"] as? String == "invalid-refresh-token")
-            #expect(try await Self.refresh(deployment, second).status == 401)
+            #expect(try await Self.refresh(deployment, second).status == 400)
             let revoked = try await Self.bearer(deployment, newIdToken)
             #expect(revoked.status == 401)
             #expect(try jsonObject(revoked)["code"] as? String == "invalid-id-token")
@@ -88,21 +88,21 @@ struct GatewayTokenTests {
             }
             // The successor is spent: the window of its predecessor is over, whatever the clock says.
             let third = try #require(try jsonObject(try await Self.refresh(deployment, second))["refreshToken"] as? String)
-            #expect(try await Self.refresh(deployment, first).status == 401, "a token two rotations old never gets a window")
-            #expect(try await Self.refresh(deployment, third).status == 401, "its reuse revoked the family")
+            #expect(try await Self.refresh(deployment, first).status == 400, "a token two rotations old never gets a window")
+            #expect(try await Self.refresh(deployment, third).status == 400, "its reuse revoked the family")
             #expect(deployment.logs.lines.contains { $0.contains("refresh token reused") })
 
             let (_, _, token) = try await Self.signedIn(deployment)
             let next = try #require(try jsonObject(try await Self.refresh(deployment, token))["refreshToken"] as? String)
             _ = try await Self.refresh(deployment, next)
             // The successor was spent: a retry of the first rotation is a reuse.
-            #expect(try await Self.refresh(deployment, token).status == 401)
+            #expect(try await Self.refresh(deployment, token).status == 400)
         }
         try await withDeployment(gateway: { $0.refreshRetryWindow = 0 }) { strict in
             let (_, _, first) = try await Self.signedIn(strict)
             let second = try #require(try jsonObject(try await Self.refresh(strict, first))["refreshToken"] as? String)
-            #expect(try await Self.refresh(strict, first).status == 401)
-            #expect(try await Self.refresh(strict, second).status == 401)
+            #expect(try await Self.refresh(strict, first).status == 400)
+            #expect(try await Self.refresh(strict, second).status == 400)
         }
     }
 
@@ -172,7 +172,7 @@ struct GatewayTokenTests {
                 OutboundRequest(method: "POST", url: "\(deployment.gatewayURL)/v1/auth/signout", headers: ["Authorization": "Bearer \(idToken)"]))
             #expect(out.status == 204)
             #expect(try await Self.bearer(deployment, idToken).status == 401)
-            #expect(try await Self.refresh(deployment, refreshToken).status == 401)
+            #expect(try await Self.refresh(deployment, refreshToken).status == 400)
             // That sign-in's cookie belonged to the same session.
             #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 401)
             #expect(try await Self.bearer(deployment, otherIdToken).status == 200)

@@ -92,9 +92,9 @@ struct MultiInstanceTests {
             #expect(try jsonObject(retry)["refreshToken"] as? String == second)
             deployment.clock.advance(by: 10)
             let replay = try await GatewayTokenTests.refresh(deployment, first, on: b)
-            #expect(replay.status == 401)
+            #expect(replay.status == 400)
             #expect(try jsonObject(replay)["code"] as? String == "invalid-refresh-token")
-            #expect(try await GatewayTokenTests.refresh(deployment, second, on: c).status == 401)
+            #expect(try await GatewayTokenTests.refresh(deployment, second, on: c).status == 400)
             for instance in [a, b, c] { #expect(try await GatewayTokenTests.bearer(deployment, idToken, on: instance).status == 401) }
 
             // One token, six simultaneous uses: the store's row lock lets one rotate; the others
@@ -113,9 +113,9 @@ struct MultiInstanceTests {
             let next = try await GatewayTokenTests.refresh(deployment, winnersToken, on: b)
             #expect(next.status == 200, "\(next.bodyText)")
             // A later use of the predecessor, after its successor was spent: reuse, the family ends.
-            #expect(try await GatewayTokenTests.refresh(deployment, contested, on: c).status == 401)
+            #expect(try await GatewayTokenTests.refresh(deployment, contested, on: c).status == 400)
             let newest = try #require(try jsonObject(next)["refreshToken"] as? String)
-            #expect(try await GatewayTokenTests.refresh(deployment, newest, on: a).status == 401)
+            #expect(try await GatewayTokenTests.refresh(deployment, newest, on: a).status == 400)
         }
     }
 

@@ -48,10 +48,11 @@ extension GatehouseError: HTTPResponseError {
     /// without choosing its status.
     private static func usualStatus(_ code: Code) -> HTTPResponse.Status {
         switch code {
+        // invalid-refresh-token is RFC 6749 §5.2's invalid_grant: 400.
         case .invalidArgument, .invalidCustomParameter, .invalidReturnTo, .invalidState, .invalidIdPResponse, .operationNotAllowed,
-            .missingOrInvalidNonce, .userMismatch, .invalidResult, .invalidPendingToken:
+            .missingOrInvalidNonce, .userMismatch, .invalidResult, .invalidPendingToken, .invalidRefreshToken:
             .badRequest
-        case .unauthenticated, .invalidIDToken, .idTokenExpired, .requiresRecentLogin, .invalidRefreshToken: .unauthorized
+        case .unauthenticated, .invalidIDToken, .idTokenExpired, .requiresRecentLogin: .unauthorized
         case .userDisabled, .permissionDenied, .originNotAllowed, .pathNotAllowed, .insufficientProviderScope: .forbidden
         case .unknownProvider, .userNotFound, .noPhoto, .providerNotLinked, .notFound, .resultNotFound: .notFound
         case .methodNotAllowed: .methodNotAllowed

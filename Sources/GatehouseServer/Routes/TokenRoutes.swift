@@ -15,6 +15,15 @@ struct TokenRoutes {
         let configuration = gatehouse.configuration
 
         table.add(.post, "/v1/token") { request, context in
+            do {
+                return try await refresh(request, context)
+            } catch let error as GatehouseError {
+                throw Self.oauthError(error)
+            }
+        }
+
+        /// `POST /v1/token` (RFC 6749 §6): the refresh-token grant.
+        @Sendable func refresh(_ request: Request, _ context: GatehouseRequestContext) async throws -> Response {
             try await browser.limit("token", request, context)
             var request = request
             let body = String(buffer: try await request.collectBody(upTo: 8 << 10))
@@ -29,7 +38,9 @@ struct TokenRoutes {
                 for (key, value) in FormEncoding.decode(body) where parameters[key] == nil { parameters[key] = value }
             }
             guard parameters["grant_type"] == "refresh_token" else {
-                throw GatehouseError.invalidArgument("grant_type must be refresh_token.")
+                var error = GatehouseError.invalidArgument("grant_type must be refresh_token.")
+                error.extensions["error"] = "unsupported_grant_type"
+                throw error
             }
             guard let refreshToken = parameters["refresh_token"], !refreshToken.isEmpty else {
                 throw GatehouseError.invalidArgument("refresh_token is required.")
@@ -37,6 +48,7 @@ struct TokenRoutes {
             let issued = try await tokens.refresh(refreshToken)
             var response = try Response.json(TokenAnswer(issued))
             response.headers[.cacheControl] = "no-store"
+            response.headers[HTTPField.Name("Pragma")!] = "no-cache"
             return response
         }
 
@@ -62,14 +74,42 @@ struct TokenRoutes {
         }
     }
 
-    /// `POST /v1/token`'s answer: the gateway's names plus the OAuth ones.
+    /// A refresh error as RFC 6749 §5.2 words it, in the problem document: `error`
+    /// (`invalid_grant` for a refresh token that is unknown, spent, expired or revoked;
+    /// `unsupported_grant_type`; `invalid_request`; `temporarily_unavailable` when nothing could
+    /// be rotated and a retry may succeed) and `error_description`, beside `code` and `detail`.
+    static func oauthError(_ error: GatehouseError) -> GatehouseError {
+        var error = error
+        if error.extensions["error"] == nil {
+            switch error.code {
+            case .invalidRefreshToken, .userDisabled: error.extensions["error"] = "invalid_grant"
+            case .storageUnavailable, .rateLimited: error.extensions["error"] = "temporarily_unavailable"
+            default: error.extensions["error"] = "invalid_request"
+            }
+        }
+        error.extensions["error_description"] = error.detail
+        return error
+    }
+
+    /// `POST /v1/token`'s answer (RFC 6749 §5.1 plus OpenID Connect's `id_token`): the ID token
+    /// is also the access token of this API. The camel-case members of earlier versions stay
+    /// beside them (`idToken`, `refreshToken`, `expiresIn`, `tokenType`).
     struct TokenAnswer: Encodable {
+        let access_token: String
+        let id_token: String
+        let refresh_token: String
+        let expires_in: Int
+        let token_type = "Bearer"
         let idToken: String
         let refreshToken: String
         let expiresIn: Int
         let tokenType = "Bearer"
 
         init(_ issued: GatewayTokenService.Issued) {
+            access_token = issued.idToken
+            id_token = issued.idToken
+            refresh_token = issued.refreshToken
+            expires_in = issued.expiresIn
             idToken = issued.idToken
             refreshToken = issued.refreshToken
             expiresIn = issued.expiresIn
