@@ -264,6 +264,14 @@ struct ProviderAPITests {
             let audited = Self.apiAuditLines(deployment).map { ($0["api.template"] as? String ?? "", $0["api.status"] as? Int ?? 0) }
             #expect(audited.map(\.1) == [403, 200, 403, 201])
             #expect(audited.map(\.0) == ["GET /v1.0/me/events", "GET /v1.0/me/events", "POST /user/repos", "POST /user/repos"])
+
+            // A 403 for another reason is the provider's answer, passed on with its body.
+            _ = try await deployment.control(
+                "faults",
+                #"{"endpoint": "GET /graph/v1.0/me/events", "status": 403, "body": "{\"error\": {\"code\": \"ErrorQuotaExceeded\", \"message\": \"quota\"}}", "times": 1}"#
+            )
+            let other = try await Self.call(deployment, events, key: key)
+            #expect(other.status == 403 && other.bodyText.contains("ErrorQuotaExceeded"), "\(other.bodyText)")
         }
     }
 

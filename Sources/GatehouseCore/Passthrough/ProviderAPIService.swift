@@ -133,8 +133,13 @@ public struct ProviderAPIService: Sendable {
                 return (response, tokens)
             }
         }
-        if response.head.status == 403, let missing = try await missingScopes(response, template: template, tokens: tokens, http: http) {
-            throw GatehouseError.insufficientProviderScope(providerId, missing: missing)
+        // A refusal may be for lack of scope; reading it to find out consumes the body, which
+        // then goes to the caller whole.
+        var readBody: [UInt8]?
+        if response.head.status == 403 {
+            let refusal = try await missingScopes(response, template: template, tokens: tokens, http: http)
+            if let missing = refusal.missing { throw GatehouseError.insufficientProviderScope(providerId, missing: missing) }
+            readBody = refusal.body
         }
         let paging = PagingLinks(providerBase: base, gatewayBase: gatewayBase)
         var headers: [(name: String, value: String)] = []
@@ -144,6 +149,9 @@ public struct ProviderAPIService: Sendable {
         // Graph pages with `@odata.nextLink` in the JSON body: such answers are read whole
         // (within the cap) so the link can be moved; everything else streams.
         let contentType = response.head.headers["content-type"]?.lowercased() ?? ""
+        if let readBody {
+            return ProviderAPIAnswer(status: response.head.status, headers: headers, body: .whole(readBody), template: template)
+        }
         if providerId == "microsoft.com", contentType.contains("json") {
             let body = try await http.collect(response).body
             return ProviderAPIAnswer(
@@ -152,31 +160,31 @@ public struct ProviderAPIService: Sendable {
         return ProviderAPIAnswer(status: response.head.status, headers: headers, body: .streaming(response.body), template: template)
     }
 
-    /// The scopes a provider's `403` says the grant lacks, or `nil` when the refusal is about
-    /// something else: GitHub's `X-Accepted-OAuth-Scopes` against `X-OAuth-Scopes`, an RFC 6750
+    /// The scopes a provider's `403` says the grant lacks (`nil` when the refusal is about
+    /// something else): GitHub's `X-Accepted-OAuth-Scopes` against `X-OAuth-Scopes`, an RFC 6750
     /// `insufficient_scope` challenge, Graph's `Authorization_RequestDenied` / `ErrorAccessDenied`
-    /// (then the template's scopes the grant does not list).
+    /// (then the template's scopes the grant does not list); and the body when it was read.
     private func missingScopes(_ response: OutboundStreamingResponse, template: APITemplate, tokens: ProviderTokens, http: UpstreamHTTP)
-        async throws -> [String]?
+        async throws -> (missing: [String]?, body: [UInt8]?)
     {
         let headers = response.head.headers
         if let accepted = headers["x-accepted-oauth-scopes"].map(Self.scopeList), !accepted.isEmpty {
             let granted = Set(headers["x-oauth-scopes"].map(Self.scopeList) ?? tokens.scopes)
-            return accepted.contains(where: granted.contains) ? nil : accepted
+            return (accepted.contains(where: granted.contains) ? nil : accepted, nil)
         }
         if let challenge = headers["www-authenticate"], challenge.contains("insufficient_scope") {
-            return Self.challengeScope(challenge) ?? missing(template.scopes, granted: tokens.scopes)
+            return (Self.challengeScope(challenge) ?? missing(template.scopes, granted: tokens.scopes), nil)
         }
         guard (headers["content-type"] ?? "").contains("json"), (headers["content-length"].flatMap(Int.init) ?? 0) <= 64 << 10 else {
-            return nil
+            return (nil, nil)
         }
-        // A Graph refusal is small; read it to learn why (the body goes no further).
+        // A Graph refusal is small; read it (within the answer cap) to learn why.
         let body = try await http.collect(response).body
-        guard body.count <= 64 << 10, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
             let code = (object["error"] as? [String: Any])?["code"] as? String,
             ["Authorization_RequestDenied", "ErrorAccessDenied", "AccessDenied"].contains(code)
-        else { return nil }
-        return missing(template.scopes, granted: tokens.scopes)
+        else { return (nil, body) }
+        return (missing(template.scopes, granted: tokens.scopes), body)
     }
 
     private func missing(_ needed: [String], granted: [String]) -> [String] {
