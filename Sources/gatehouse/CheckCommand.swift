@@ -8,6 +8,7 @@ import Logging
 /// Online (default) it asks a running gateway's operations listener for its detailed `/readyz`;
 /// with `--offline` it checks the configuration itself without serving.
 struct CheckCommand: AsyncParsableCommand {
+    /// The command's name and help.
     static let configuration = CommandConfiguration(
         commandName: "check",
         abstract: "Exit 0 only when the gateway is ready; print each failing part.",
@@ -18,17 +19,22 @@ struct CheckCommand: AsyncParsableCommand {
             start), and the encryption key opens the stored data keys.
             """)
 
+    /// `--url`: the operations listener to ask.
     @Option(help: "The operations listener's base URL (default: from GATEHOUSE_OPS_ADDRESS).")
     var url: String?
 
+    /// `--offline`: check the configuration instead of a running gateway.
     @Flag(help: "Check the configuration, the store and the keys instead of a running gateway.")
     var offline = false
 
+    /// `--timeout`: seconds to wait for `/readyz`.
     @Option(help: "Seconds to wait for the answer.")
     var timeout: Double = 3
 
+    /// Which store `--offline` opens.
     @OptionGroup var store: StoreOptions
 
+    /// Runs the checks; exit status 1 when any fails.
     func run() async throws {
         let environment = try SettingsEnvironment.current()
         let failures = offline ? await offlineFailures(environment) : try await onlineFailures(environment)

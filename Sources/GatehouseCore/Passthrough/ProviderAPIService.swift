@@ -5,14 +5,19 @@ import Foundation
 /// operator's policy (`APIPolicy`), and the token vault that hands services a fresh access
 /// token. The caller never sends or receives the provider's token on the passthrough path.
 public struct ProviderAPIService: Sendable {
+    /// The policy and the providers' API bases.
     let configuration: GatewayConfiguration
+    /// The grants: enabled accounts, links, tokens refreshed through the single flight.
     let profiles: ProfileService
+    /// The configured providers (and their refresh).
     let providers: ProviderRegistry
     /// Each provider's view of the libcurl client.
     let upstream: [String: UpstreamHTTP]
     /// One breaker per API host, apart from the sign-in and profile breakers.
     let hosts: HostBreakers
+    /// Where each call and each token handed out is recorded.
     let audit: AuditLog
+    /// Where calls are counted.
     let metrics: GatehouseMetrics
     /// Each provider's API origin (its breaker's key), parsed once.
     let apiOrigins: [String: String]

@@ -14,6 +14,7 @@ final class ProcessMetrics: Sendable {
     /// Clock ticks per second of `/proc/self/stat`'s times.
     private let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
 
+    /// Registers the series in `registry` (the start time is set once, here).
     init(registry: PrometheusCollectorRegistry) {
         residentBytes = registry.makeGauge(name: "process_resident_memory_bytes")
         openFileDescriptors = registry.makeGauge(name: "process_open_fds")

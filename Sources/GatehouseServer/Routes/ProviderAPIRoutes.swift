@@ -6,7 +6,9 @@ import Hummingbird
 /// where the operator allows it, for the signed-in user) and the services' token vault
 /// (`/v1/users/{uid}/providers/{providerId}/token`).
 struct ProviderAPIRoutes {
+    /// The core (its `providerAPI`).
     let gatehouse: Gatehouse
+    /// Rate limits and the cookie callers' Origin rules.
     let browser: BrowserPolicy
 
     /// `/v1/users/{uid}/providers/{providerId}/api/…`: seven segments before the API path.
@@ -14,6 +16,7 @@ struct ProviderAPIRoutes {
     /// `/v1/me/providers/{providerId}/api/…`: six.
     static let userPrefixSegments = 6
 
+    /// Adds both route families for every method, and the token route.
     func register(into table: inout RouteTable) {
         let api = gatehouse.providerAPI
         let publicURL = gatehouse.configuration.publicURL

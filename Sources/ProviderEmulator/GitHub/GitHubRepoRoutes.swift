@@ -5,11 +5,13 @@ import Hummingbird
 /// `GET /user/repos` paged as GitHub pages (`per_page`, `page`, an RFC 8288 `Link` header) and
 /// `POST /user/repos` behind the `repo` / `public_repo` scope, for the gateway's passthrough.
 struct GitHubRepoRoutes {
+    /// The API routes' token check and headers.
     let api: GitHubAPIRoutes
 
     /// Repositories per seeded user: several pages at GitHub's default of 30 or at 10.
     static let repositoryCount = 45
 
+    /// Adds `GET` and `POST /github-api/user/repos`.
     func register(on router: Router<BasicRequestContext>) {
         router.get("/github-api/user/repos") { request, _ in
             await api.authenticated(request, acceptedScopes: "") { user, token, headers in
@@ -58,8 +60,10 @@ struct GitHubRepoRoutes {
         }
     }
 
+    /// Every third seeded repository is private.
     static func isPrivate(_ index: Int) -> Bool { index % 3 == 0 }
 
+    /// A repository in GitHub's shape (the members a caller pages through).
     static func repository(_ user: GitHubSeedUser, _ index: Int) -> [String: Any] {
         let name = "repo-\(index)"
         return [

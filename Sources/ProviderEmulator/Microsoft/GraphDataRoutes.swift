@@ -5,11 +5,13 @@ import Hummingbird
 /// signed-in user's calendar events and mail messages, paged with `$top` / `$skip` and
 /// `@odata.nextLink` as Graph pages, each behind its delegated permission.
 struct GraphDataRoutes {
+    /// Graph's token check.
     let graph: GraphRoutes
 
     /// Items per seeded user: enough for several pages at Graph's default page size of 10.
     static let itemCount = 25
 
+    /// Adds events, messages and one message.
     func register(on router: Router<BasicRequestContext>) {
         router.get("/graph/v1.0/me/events") { request, _ in
             await graph.authorized(request) { user, token in
@@ -62,6 +64,7 @@ struct GraphDataRoutes {
         return Response.json(body)
     }
 
+    /// The seeded event `index` of `user`.
     static func event(_ user: MicrosoftSeedUser, _ index: Int) -> [String: Any] {
         let day = String(format: "2026-12-%02d", (index - 1) % 28 + 1)
         return [
@@ -71,10 +74,12 @@ struct GraphDataRoutes {
         ]
     }
 
+    /// The id of the seeded message `index` of `user` (stable between runs).
     static func messageID(_ user: MicrosoftSeedUser, _ index: Int) -> String {
         "AAMkMsg-\(user.hint.hashValueStable)-\(index)"
     }
 
+    /// The seeded message `index` of `user`.
     static func message(_ user: MicrosoftSeedUser, _ index: Int) -> [String: Any] {
         [
             "id": messageID(user, index), "subject": "Message \(index)", "isRead": index % 2 == 0,

@@ -5,8 +5,10 @@ import Hummingbird
 /// the signed-in user (`/fantasy/v2/users;use_login=1/games`), as XML by default and as JSON
 /// with `?format=json`, authorized by the Yahoo issuer's access tokens.
 struct FantasyRoutes {
+    /// The Yahoo issuer's access tokens.
     let state: OIDCState
 
+    /// Adds the games of the signed-in user.
     func register(on router: Router<BasicRequestContext>) {
         router.get("/yahoo-fantasy/fantasy/v2/users;use_login=1/games") { request, _ in
             guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
