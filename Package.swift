@@ -1,7 +1,7 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
-/// Settings shared by every target: Swift 6 language mode is the default for tools 6.0;
+/// Settings shared by every target: Swift 6 language mode is the default for tools 6.x;
 /// `ExistentialAny` keeps the cost of existentials visible in the code.
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny")
@@ -27,12 +27,14 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
-        .package(url: "https://github.com/jpsim/Yams.git", from: "5.0.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", "5.4.0"..<"7.0.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.0.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.25.0"),
+        // The configuration file (YAML or JSON), the environment and the secrets folder.
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.0.0", traits: [.defaults, "YAML"]),
     ],
     targets: [
         // libcurl, seen through typed shims for its variadic C functions.
@@ -126,6 +128,8 @@ let package = Package(
                 "ProviderEmulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: swiftSettings
         ),

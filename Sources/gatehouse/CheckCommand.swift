@@ -36,7 +36,7 @@ struct CheckCommand: AsyncParsableCommand {
 
     /// Runs the checks; exit status 1 when any fails.
     func run() async throws {
-        let environment = try SettingsEnvironment.current()
+        let environment = try await store.settings()
         let failures = offline ? await offlineFailures(environment) : try await onlineFailures(environment)
         if failures.isEmpty { return }
         for failure in failures { print("not ready: \(failure)") }

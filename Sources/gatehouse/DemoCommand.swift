@@ -24,7 +24,7 @@ struct DemoCommand: AsyncParsableCommand {
     @OptionGroup(title: "Store (a fresh data folder is a fresh demo; it also keeps the demo's encryption key)") var store: StoreOptions
 
     func run() async throws {
-        let environment = try SettingsEnvironment.current()
+        let environment = try await store.settings()
         let logger = Logging.bootstrapJSON(level: try Logging.level(environment))
         let dataDir = try store.folder(environment: environment)
         let storage = try await store.open(environment: environment, logger: logger)

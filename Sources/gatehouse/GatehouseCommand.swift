@@ -8,5 +8,5 @@ struct GatehouseCommand: AsyncParsableCommand {
         commandName: "gatehouse",
         abstract: "A self-hosted sign-in and unified-profile gateway.",
         version: Gatehouse.version,
-        subcommands: [ServeCommand.self, DemoCommand.self, MigrateCommand.self, KeysCommand.self, CheckCommand.self])
+        subcommands: [ServeCommand.self, DemoCommand.self, MigrateCommand.self, KeysCommand.self, CheckCommand.self, ConfigCommand.self])
 }

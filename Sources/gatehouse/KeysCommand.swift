@@ -31,7 +31,7 @@ struct KeysCommand: AsyncParsableCommand {
 
         func run() async throws {
             let service = ServiceKeyService(
-                storage: try await store.open(environment: try SettingsEnvironment.current(), logger: KeysCommand.quiet),
+                storage: try await store.open(environment: try await store.settings(), logger: KeysCommand.quiet),
                 audit: KeysCommand.audit)
             let created = try await service.create(name: name, scopes: scopes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
             print("Created service key \(created.key.id) (\(created.key.name)) with scopes \(created.key.scopes.joined(separator: ",")).")
@@ -49,7 +49,7 @@ struct KeysCommand: AsyncParsableCommand {
         func run() async throws {
             let formatter = ISO8601DateFormatter()
             for key in try await ServiceKeyService(
-                storage: try await store.open(environment: try SettingsEnvironment.current(), logger: KeysCommand.quiet)
+                storage: try await store.open(environment: try await store.settings(), logger: KeysCommand.quiet)
             ).list() {
                 let state = key.revokedAt.map { "revoked \(formatter.string(from: $0))" } ?? "active"
                 print("\(key.id)\t\(key.name)\t\(key.scopes.joined(separator: ","))\tcreated \(formatter.string(from: key.createdAt))\t\(state)")
@@ -69,7 +69,7 @@ struct KeysCommand: AsyncParsableCommand {
         func run() async throws {
             guard
                 try await ServiceKeyService(
-                    storage: try await store.open(environment: try SettingsEnvironment.current(), logger: KeysCommand.quiet),
+                    storage: try await store.open(environment: try await store.settings(), logger: KeysCommand.quiet),
                     audit: KeysCommand.audit
                 ).revoke(id: id)
             else {
@@ -93,7 +93,7 @@ struct KeysCommand: AsyncParsableCommand {
 
         /// Adds the key and prints its kid.
         func run() async throws {
-            let environment = try SettingsEnvironment.current()
+            let environment = try await store.settings()
             // A demo's data folder keeps its own key when none is configured.
             let keys = try VaultSettings.keys(environment: environment) {
                 guard store.databaseURL == nil, environment["GATEHOUSE_DATABASE_URL"] == nil else {
@@ -143,7 +143,7 @@ struct KeysCommand: AsyncParsableCommand {
 
         /// Runs the rotation and prints its report; unreadable links fail the command.
         func run() async throws {
-            let environment = try SettingsEnvironment.current()
+            let environment = try await store.settings()
             let keys = try VaultSettings.keys(environment: environment)
             let storage = try await store.open(environment: environment, logger: KeysCommand.quiet)
             let vault = try TokenVault(keys: keys, store: storage, reloadInterval: reloadSeconds)

@@ -8,7 +8,14 @@ import ServiceLifecycle
 
 /// `gatehouse serve`: the gateway configured from the environment (see the README).
 struct ServeCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Run the gateway (configuration from GATEHOUSE_* variables).")
+    static let configuration = CommandConfiguration(
+        commandName: "serve", abstract: "Run the gateway.",
+        discussion: """
+            Configured by GATEHOUSE_* environment variables, files in GATEHOUSE_SECRETS_DIR and a \
+            YAML or JSON file (--config / GATEHOUSE_CONFIG), in that order of precedence. \
+            `gatehouse config reference` lists every setting; `gatehouse config show` prints the \
+            effective configuration with the source of each value.
+            """)
 
     @Option(help: "The address to listen on (GATEHOUSE_HOST).")
     var host: String?
@@ -19,8 +26,15 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var store: StoreOptions
 
     func run() async throws {
-        let environment = try SettingsEnvironment.current()
+        let loaded = try await SettingsEnvironment.load(ProcessInfo.processInfo.environment, configFile: store.config)
+        let environment = loaded.values
         let logger = Logging.bootstrapJSON(level: try Logging.level(environment))
+        for name in loaded.unknown {
+            // A misspelt variable is silently unused otherwise; the file's keys are checked strictly.
+            logger.warning(
+                "\(name) is not a setting and is ignored",
+                metadata: SettingsCatalog.suggestion(for: name).map { ["suggestion": "\($0)"] } ?? [:])
+        }
         let settings = try ServeSettings(environment: environment, host: host, port: port)
         let storage = try await store.open(environment: environment, logger: logger)
         let http = CurlHTTPClient(configuration: .init(caBundlePath: settings.caBundlePath))

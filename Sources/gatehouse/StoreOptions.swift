@@ -5,9 +5,14 @@ import GatehousePostgres
 import GatehouseSQLite
 import Logging
 
-/// Where the store is, shared by every command: PostgreSQL when a database URL is given
+/// Where the settings and the store are, shared by every command: the configuration file
+/// (`--config` or `GATEHOUSE_CONFIG`), and PostgreSQL when a database URL is given
 /// (`--database-url` or `GATEHOUSE_DATABASE_URL`), otherwise SQLite in the data folder.
 struct StoreOptions: ParsableArguments {
+    /// `--config`: a YAML or JSON configuration file.
+    @Option(help: "A YAML or JSON configuration file (GATEHOUSE_CONFIG); see `gatehouse config reference`.")
+    var config: String?
+
     /// `--data-dir`: the SQLite folder.
     @Option(help: "The folder holding the SQLite database (GATEHOUSE_DATA_DIR; default gatehouse-data).")
     var dataDir: String?
@@ -24,6 +29,11 @@ struct StoreOptions: ParsableArguments {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder)
         return folder
+    }
+
+    /// The settings: the environment, the secrets folder and the configuration file.
+    func settings() async throws -> [String: String] {
+        try await SettingsEnvironment.current(configFile: config)
     }
 
     /// Opens and migrates the store.
@@ -61,7 +71,7 @@ struct MigrateCommand: AsyncParsableCommand {
     /// Opens the store, which migrates it.
     func run() async throws {
         let logger = Logger(label: "gatehouse") { _ in SwiftLogNoOpLogHandler() }
-        _ = try await store.open(environment: try SettingsEnvironment.current(), logger: logger)
+        _ = try await store.open(environment: try await store.settings(), logger: logger)
         print("The store is migrated.")
     }
 }

@@ -1,0 +1,189 @@
+/// Every setting Gatehouse reads, in the order the README's configuration table lists them:
+/// the one source of truth for the loader (unknown keys, validation, secrets), `gatehouse
+/// config show` and that table (`gatehouse config reference` prints it; a test compares).
+enum SettingsCatalog {
+    /// The settings.
+    static let all: [Setting] = general + storage + providers + caches + behaviour
+
+    private static let general: [Setting] = [
+        Setting(
+            "GATEHOUSE_CONFIG", .path, inFile: false,
+            "a YAML (`.yaml`, `.yml`) or JSON (`.json`) configuration file; also `--config` on every command"),
+        Setting(
+            "GATEHOUSE_SECRETS_DIR", .path, inFile: false,
+            "a folder of mounted secrets, one file per setting named like its variable (`GATEHOUSE_ENCRYPTION_KEY`, …), content without the trailing line break — a Kubernetes Secret volume, Compose `secrets:`, systemd `LoadCredential=`"
+        ),
+        Setting(
+            "GATEHOUSE_PUBLIC_URL", .url,
+            "public base URL (required for `serve`); callbacks are `{url}/v1/auth/{provider}/callback`"),
+        Setting("GATEHOUSE_HOST", .text, default: "127.0.0.1", "the public listener's address; also `--host`"),
+        Setting("GATEHOUSE_PORT", .port, default: "8080", "the public listener's port; also `--port`"),
+        Setting(
+            "GATEHOUSE_OPS_ADDRESS", .address, default: "127.0.0.1:9090",
+            "the operations listener (`/metrics`, detailed `/readyz`, `/healthz`); `[::1]:9090` for IPv6; `demo`: a free loopback port"),
+        Setting(
+            "GATEHOUSE_DEVELOPMENT", .flag, default: "false",
+            "`true` allows plain-http loopback provider URLs and drops `Secure`/`__Host-` from cookies (`demo`: `true`)"),
+        Setting(
+            "GATEHOUSE_LOG_LEVEL", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"]), default: "info",
+            "JSON log lines on standard error, never with secrets"),
+        Setting("GATEHOUSE_CA_BUNDLE", .path, "PEM file of trusted CAs for outbound TLS (default: the system store)"),
+        Setting(
+            "GATEHOUSE_SHUTDOWN_DELAY", .seconds(0...300), default: "5",
+            "seconds `/readyz` answers `503` after `SIGTERM` while the listener still serves (`demo`: `0`)"),
+        Setting(
+            "GATEHOUSE_SHUTDOWN_TIMEOUT", .seconds(1...3600), default: "20",
+            "seconds requests in flight then get to finish before they are cancelled and the process exits"),
+        Setting("GATEHOUSE_PURGE_INTERVAL", .count(minimum: 1), default: "300", "seconds between purges of expired flows, results and sessions"),
+    ]
+
+    private static let storage: [Setting] = [
+        Setting(
+            "GATEHOUSE_DATA_DIR", .path, default: "gatehouse-data",
+            "folder of the SQLite database, made private (0700); also `--data-dir`"),
+        Setting("GATEHOUSE_DATABASE_URL", .databaseURL, "PostgreSQL instead of SQLite; also `--database-url`"),
+        Setting("GATEHOUSE_DATABASE_POOL_SIZE", .count(minimum: 1), default: "20", "PostgreSQL connections at most"),
+        Setting(
+            "GATEHOUSE_DATABASE_TIMEOUT", .seconds(0.1 ... .greatestFiniteMagnitude), default: "5",
+            "how long one database operation may wait, a free connection included, before `503 storage-unavailable`"),
+        Setting(
+            "GATEHOUSE_ENCRYPTION_KEY", .key,
+            "the key that wraps the data keys (required for `serve`; the demo and `keys` on a data folder keep one in `encryption.key`)"),
+        Setting("GATEHOUSE_ENCRYPTION_KEY_FILE", .path, "a file holding `GATEHOUSE_ENCRYPTION_KEY` (not both)"),
+        Setting("GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS", .keys, "older keys that still open stored tokens during a rotation"),
+        Setting("GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS_FILE", .path, "a file holding them (commas or one per line)"),
+    ]
+
+    private static let providers: [Setting] = [
+        Setting("GATEHOUSE_GITHUB_CLIENT_ID", .text, "enables GitHub (`github.com`): an OAuth app or a GitHub App"),
+        Setting("GATEHOUSE_GITHUB_CLIENT_SECRET", .secret, "its client secret"),
+        Setting("GATEHOUSE_GITHUB_AUTHORIZE_URL", .url, "GitHub's authorize endpoint (the emulator's, say)"),
+        Setting("GATEHOUSE_GITHUB_TOKEN_URL", .url, "GitHub's token endpoint"),
+        Setting("GATEHOUSE_GITHUB_API_URL", .url, "GitHub's API base"),
+        Setting("GATEHOUSE_GITHUB_AVATAR_URL_PREFIXES", .list, "URL prefixes avatars may be fetched from"),
+        Setting("GATEHOUSE_MICROSOFT_CLIENT_ID", .text, "enables Microsoft (`microsoft.com`)"),
+        Setting("GATEHOUSE_MICROSOFT_CLIENT_SECRET", .secret, "its client secret"),
+        Setting("GATEHOUSE_MICROSOFT_TENANT", .text, default: "common", "`common`, `organizations`, `consumers`, a tenant GUID or domain"),
+        Setting("GATEHOUSE_MICROSOFT_ALLOWED_TENANTS", .list, "tenant GUIDs a `tenant=` start may name"),
+        Setting("GATEHOUSE_MICROSOFT_LOGIN_URL", .url, "the identity platform's base"),
+        Setting("GATEHOUSE_MICROSOFT_GRAPH_URL", .url, "Microsoft Graph's base"),
+        Setting("GATEHOUSE_YAHOO_CLIENT_ID", .text, "enables Yahoo (`yahoo.com`)"),
+        Setting("GATEHOUSE_YAHOO_CLIENT_SECRET", .secret, "its client secret"),
+        Setting("GATEHOUSE_YAHOO_ISSUER", .url, "Yahoo's issuer (the emulator's, say)"),
+        Setting("GATEHOUSE_YAHOO_LEGACY_ISSUER", .url, "a second issuer Yahoo's ID tokens may name"),
+        Setting("GATEHOUSE_YAHOO_PICTURE_HOSTS", .list, "hosts or URL prefixes pictures may come from besides Yahoo's"),
+        Setting("GATEHOUSE_OIDC_<NAME>_ISSUER", .url, "enables the OpenID Connect provider `oidc.<name>` (several at once)"),
+        Setting("GATEHOUSE_OIDC_<NAME>_CLIENT_ID", .text, "its client id"),
+        Setting("GATEHOUSE_OIDC_<NAME>_CLIENT_SECRET", .secret, "its client secret"),
+        Setting("GATEHOUSE_OIDC_<NAME>_SCOPES", .text, default: "openid profile email", "space-separated scopes"),
+        Setting(
+            "GATEHOUSE_OIDC_<NAME>_AUTH_METHOD", .choice(["client_secret_basic", "client_secret_post"]),
+            "how the client authenticates (default: from discovery, Basic preferred)"),
+        Setting("GATEHOUSE_OIDC_<NAME>_NONCE", .choice(["sha256", "raw"]), default: "sha256", "how `rawNonce` is compared on `/v1/auth/idtoken`"),
+        Setting("GATEHOUSE_OIDC_<NAME>_PICTURE_HOSTS", .list, "hosts or URL prefixes pictures may come from besides the issuer's origin"),
+    ]
+
+    private static let caches: [Setting] = [
+        Setting(
+            "GATEHOUSE_PROFILE_CACHE_TTL", .seconds(0 ... .greatestFiniteMagnitude), default: "60",
+            "seconds live profiles and photos are reused (`0`: off)"),
+        Setting(
+            "GATEHOUSE_ACCOUNT_CACHE_TTL", .seconds(0 ... .greatestFiniteMagnitude), default: "60",
+            "seconds an account, its links and sessions may be answered from memory (`0`: off); writes drop them everywhere"),
+        Setting("GATEHOUSE_ACCOUNT_CACHE_SIZE", .count(minimum: 0), default: "10000", "accounts held in memory at most"),
+        Setting(
+            "GATEHOUSE_SERVICE_KEY_CACHE_TTL", .seconds(0 ... .greatestFiniteMagnitude), default: "5",
+            "seconds a service key read from the store is trusted (a revocation's delay on other instances)"),
+        Setting(
+            "GATEHOUSE_TOKEN_CACHE_TTL", .seconds(0 ... .greatestFiniteMagnitude), default: "30",
+            "seconds a provider token set stays decrypted in memory after use"),
+        Setting("GATEHOUSE_PHOTO_CACHE_BYTES", .count(minimum: 0), default: "33554432", "the photo cache's budget in bytes"),
+        Setting(
+            "GATEHOUSE_PHOTO_FAILURE_SECONDS", .seconds(0 ... .greatestFiniteMagnitude), default: "60",
+            "how long a failed photo source is answered `502 photo-unavailable` without a call"),
+        Setting(
+            "GATEHOUSE_STALE_IF_ERROR", .seconds(0 ... .greatestFiniteMagnitude), default: "3600",
+            "seconds past its lifetime a cached profile or photo may be served, marked stale, while its provider fails"),
+    ]
+
+    private static let behaviour: [Setting] = [
+        Setting(
+            "GATEHOUSE_RETURN_TO_ALLOWLIST", .list,
+            "`return_to` entries: https origins + path prefixes, loopback `http`, native apps' schemes, desktop loopback addresses"),
+        Setting("GATEHOUSE_ALLOWED_ORIGINS", .list, "exact browser origins for CORS and cookie writes (default: the `return_to` origins)"),
+        Setting("GATEHOUSE_TRUSTED_PROXIES", .list, "addresses or CIDR ranges of reverse proxies whose `X-Forwarded-For` names the client"),
+        Setting("GATEHOUSE_TOKEN_AUDIENCE", .text, "the `aud` of gateway ID tokens (default: the public URL)"),
+        Setting("GATEHOUSE_ONE_ACCOUNT_PER_EMAIL", .flag, default: "true", "one account per verified email"),
+        Setting("GATEHOUSE_SIGN_IN_METHODS_LOOKUP", .flag, default: "false", "enables `GET /v1/auth/methods`"),
+        Setting(
+            "GATEHOUSE_RECENT_LOGIN_SECONDS", .seconds(1 ... .greatestFiniteMagnitude), default: "300",
+            "how recent a sign-in link, unlink and delete need"),
+        Setting(
+            "GATEHOUSE_REQUIRE_RESULT_BINDING", .flag, default: "true",
+            "every start needs `result_challenge` and the result its `result_verifier`"),
+        Setting(
+            "GATEHOUSE_REFRESH_RETRY_WINDOW", .seconds(0...60), default: "10",
+            "seconds the refresh token spent last still returns the same successor (`0`: strict)"),
+        Setting("GATEHOUSE_AUTH_RATE_LIMIT", .count(minimum: 0), default: "60", "requests per minute per client on sign-in routes (`0`: off)"),
+        Setting("GATEHOUSE_USER_RATE_LIMIT", .count(minimum: 0), default: "600", "requests per minute per signed-in user on `/v1/me…`"),
+        Setting("GATEHOUSE_SERVICE_RATE_LIMIT", .count(minimum: 0), default: "6000", "requests per minute per service key on `/v1/users…`"),
+        Setting(
+            "GATEHOUSE_UPSTREAM_TIMEOUT", .seconds(1 ... .greatestFiniteMagnitude), default: "10",
+            "seconds one provider call may take"),
+        Setting("GATEHOUSE_UPSTREAM_TIMEOUTS", .text, "per provider: `github.com=5,microsoft.com=8`"),
+        Setting("GATEHOUSE_BREAKER_FAILURES", .count(minimum: 0), default: "5", "consecutive failures that open a provider's breaker (`0`: never)"),
+        Setting(
+            "GATEHOUSE_BREAKER_OPEN_SECONDS", .seconds(1 ... .greatestFiniteMagnitude), default: "30",
+            "how long an open breaker stays open"),
+        Setting(
+            "GATEHOUSE_PHOTO_TIMEOUT", .seconds(1 ... .greatestFiniteMagnitude),
+            "seconds one photo fetch may take (default: the provider's timeout)"),
+        Setting("GATEHOUSE_MAX_PHOTO_BYTES", .count(minimum: 1024), default: "5242880", "the largest photo accepted"),
+        Setting(
+            "GATEHOUSE_PRIVATE_PHOTO_ADDRESSES", .flag, default: "false",
+            "`true` lets photo fetches reach private and loopback addresses (`demo`: `true`)"),
+        Setting("GATEHOUSE_PHOTO_PROVIDERS", .list, "provider ids whose photo `/photo` serves first"),
+        Setting("GATEHOUSE_API_POLICY", .text, "the provider API passthrough policy: inline JSON or a JSON file's path (default: nothing allowed)"),
+    ]
+
+    /// The setting `name` is (or matches, for per-provider settings).
+    static func setting(named name: String) -> Setting? {
+        all.first { $0.matches(name) }
+    }
+
+    /// The known names closest to `name`, for "did you mean …?" (edit distance at most 3).
+    static func suggestion(for name: String) -> String? {
+        let candidates = all.map(\.name).filter { !$0.contains(Setting.placeholder) }
+        let scored = candidates.map { ($0, editDistance($0, name)) }.filter { $0.1 <= 3 }
+        return scored.min { $0.1 < $1.1 }?.0
+    }
+
+    /// Levenshtein distance over characters.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a)
+        let b = Array(b)
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1]
+            for (j, y) in b.enumerated() {
+                current.append(Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+
+    /// The README's configuration table (Markdown).
+    static func markdownTable() -> String {
+        var lines = [
+            "| variable | file key | accepts | default | meaning |",
+            "|---|---|---|---|---|",
+        ]
+        for setting in all {
+            let key = setting.inFile ? "`\(setting.fileKey)`" : "—"
+            let fallback = setting.defaultValue.map { "`\($0)`" } ?? "—"
+            lines.append("| `\(setting.name)` | \(key) | \(setting.kind.accepted) | \(fallback) | \(setting.summary) |")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
