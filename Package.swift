@@ -49,6 +49,8 @@ let package = Package(
             dependencies: ["CCurl"],
             swiftSettings: swiftSettings
         ),
+        // Writes the build's commit (`Gatehouse.commit`) before each build.
+        .plugin(name: "BuildCommitPlugin", capability: .buildTool(), path: "Sources/BuildCommitPlugin"),
         // The core auth module: providers, flows, accounts, token vault, profiles, storage protocol.
         // No web-framework import.
         .target(
@@ -60,7 +62,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            plugins: ["BuildCommitPlugin"]
         ),
         // The embedded default store: SQLite through GRDB.
         .target(
@@ -80,6 +83,7 @@ let package = Package(
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -129,6 +133,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: swiftSettings

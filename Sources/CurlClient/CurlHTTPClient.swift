@@ -46,12 +46,20 @@ public final class CurlHTTPClient: Sendable {
         return OutboundStreamingResponse(head: head, body: ResponseBody(channel: transfer.channel))
     }
 
-    /// Stops the driver thread; transfers still running fail with `cancelled`.
+    /// Asks the driver thread to stop and returns at once; transfers still running fail with
+    /// `cancelled`, new ones are refused.
     public func shutdown() {
         driver.shutdown()
     }
 
+    /// Stops the driver thread like `shutdown()`, suspending until it has ended (what a
+    /// service's orderly stop awaits).
+    public func stop() async {
+        await driver.stop()
+    }
+
     deinit {
+        // Never waits: a deinit may run on an event loop or a cooperative thread.
         driver.shutdown()
     }
 }

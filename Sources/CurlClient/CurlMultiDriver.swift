@@ -26,8 +26,8 @@ final class CurlMultiDriver: Sendable {
     /// (so it needs no lock callbacks).
     nonisolated(unsafe) let publicOnlyConnections: UnsafeMutableRawPointer?
     private let commands = Mutex<(queue: [Command], stopping: Bool)>(([], false))
-    private let stopped = Mutex<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
+    /// Whether the thread has ended, and who waits for it to.
+    private let ending = Mutex<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     init(maxCachedConnections: Int) {
         guard let multi = curl_multi_init() else {
@@ -68,15 +68,27 @@ final class CurlMultiDriver: Sendable {
         }
     }
 
-    /// Stops the thread after failing every running transfer; waits for it to end.
+    /// Asks the thread to stop after failing every running transfer, and returns at once
+    /// (never blocks its caller: it may be async code or a `deinit`).
     func shutdown() {
         let first = commands.withLock { state -> Bool in
             defer { state.stopping = true }
             return !state.stopping
         }
-        guard first else { return }
-        curl_multi_wakeup(multi)
-        finished.wait()
+        // Only the first request wakes it: after that the handle may already be cleaned up.
+        if first { curl_multi_wakeup(multi) }
+    }
+
+    /// Stops the thread like `shutdown()` and suspends (without blocking a thread) until it
+    /// has ended and released libcurl's handles.
+    func stop() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ended = ending.withLock { state -> Bool in
+                if !state.ended { state.waiters.append(continuation) }
+                return state.ended
+            }
+            if ended { continuation.resume() } else { shutdown() }
+        }
     }
 
     private func run(_ loop: DriverLoop) {
@@ -98,7 +110,11 @@ final class CurlMultiDriver: Sendable {
         }
         curl_multi_cleanup(multi)
         if let publicOnlyConnections { curl_share_cleanup(publicOnlyConnections) }
-        finished.signal()
+        let waiters = ending.withLock { state in
+            state.ended = true
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 }
 

@@ -6,9 +6,10 @@ import _ConnectionPoolModule
 
 /// PostgresStorage's `AccountStore` part.
 extension PostgresStorage {
-    /// Closes the pool's connections.
+    /// Closes the pool's connections (when it runs on its own; a pool run by ``runPool()``
+    /// stops with the task or service running it).
     public func shutdown() {
-        runner.cancel()
+        runner?.cancel()
     }
     /// The account with this uid.
     public func account(uid: String) async throws -> AccountRecord? {

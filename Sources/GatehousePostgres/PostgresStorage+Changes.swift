@@ -1,4 +1,5 @@
 import GatehouseCore
+import Logging
 import PostgresNIO
 
 extension PostgresStorage: SharedStore {
@@ -9,6 +10,13 @@ extension PostgresStorage: SharedStore {
     /// cancelled; throws when that connection is lost (the server restarted, the network).
     public func followChanges(_ body: @escaping @Sendable (StoreChange) async -> Void) async throws {
         let logger = self.logger
+        // Counted in the pool's gauges: this connection is one the other operations cannot have.
+        try await usage.counting {
+            try await followChanges(body, logger: logger)
+        }
+    }
+
+    private func followChanges(_ body: @escaping @Sendable (StoreChange) async -> Void, logger: Logger) async throws {
         try await client.withConnection { connection in
             try await connection.listen(on: Self.changeChannel) { notifications in
                 // `listen` returns once the server has confirmed LISTEN: from here on nothing

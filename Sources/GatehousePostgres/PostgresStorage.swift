@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import GatehouseCore
 import Logging
@@ -13,8 +14,9 @@ import _ConnectionPoolModule
 public final class PostgresStorage: GatehouseStorage {
     /// The connection pool.
     let client: PostgresClient
-    /// Runs the pool until `shutdown()`.
-    let runner: Task<Void, Never>
+    /// Runs the pool until `shutdown()`, for an owner that does not run it itself (tests and
+    /// one-shot tools); `nil` when the owner runs ``runPool()`` (as a service).
+    let runner: Task<Void, Never>?
     /// Where the driver and the store log (never values).
     let logger: Logger
     /// `host:port/database`, for error messages (never the password).
@@ -23,15 +25,21 @@ public final class PostgresStorage: GatehouseStorage {
     /// caller gets `StorageError.unavailable`: without it, requests would queue for as long as
     /// the pool keeps trying to reach a stopped server.
     let operationTimeout: Duration
+    /// The pool's in-use and waiting gauges (counted inside the timeout: an operation given up
+    /// on keeps its connection until the server ends it).
+    let usage: PoolUsage
     /// How long a `withLock` lease lasts when its holder never releases it (it died).
     let lockLease: Duration
     /// How long `withLock` waits for a lock another holder has.
     let lockWait: Duration
 
-    /// Connects lazily with `configuration` (see `DatabaseURL`); the pool runs until `shutdown()`.
+    /// Connects lazily with `configuration` (see `DatabaseURL`). With `runsPool` the pool runs
+    /// on its own until `shutdown()`; without it, nothing is answered until the owner runs
+    /// ``runPool()`` (operations issued before wait for it).
     public init(
         configuration: PostgresClient.Configuration, operationTimeout: Duration = .seconds(5), lockLease: Duration = .seconds(120),
-        lockWait: Duration = .seconds(60), logger: Logger
+        lockWait: Duration = .seconds(60), runsPool: Bool = true, metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
+        logger: Logger
     ) {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
@@ -39,22 +47,30 @@ public final class PostgresStorage: GatehouseStorage {
         self.operationTimeout = operationTimeout
         self.lockLease = lockLease
         self.lockWait = lockWait
+        usage = PoolUsage(maximumConnections: configuration.options.maximumConnections, factory: metricsFactory)
         location = "\(configuration.host ?? configuration.unixSocketPath ?? "?"):\(configuration.port ?? 5432)/\(configuration.database ?? "")"
-        runner = Task { await client.run() }
+        runner = runsPool ? Task { await client.run() } : nil
+    }
+
+    /// Runs the connection pool until the task is cancelled or, inside a service group, a
+    /// graceful shutdown is triggered (postgres-nio's client is a `Service`).
+    public func runPool() async {
+        await client.run()
     }
 
     /// Connects with a `postgres://` URL.
     public convenience init(
         url: String, maximumConnections: Int = 20, operationTimeout: Duration = .seconds(5), lockLease: Duration = .seconds(120),
-        lockWait: Duration = .seconds(60), logger: Logger
+        lockWait: Duration = .seconds(60), runsPool: Bool = true, metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
+        logger: Logger
     ) throws {
         self.init(
             configuration: try DatabaseURL.configuration(url, maximumConnections: maximumConnections), operationTimeout: operationTimeout,
-            lockLease: lockLease, lockWait: lockWait, logger: logger)
+            lockLease: lockLease, lockWait: lockWait, runsPool: runsPool, metricsFactory: metricsFactory, logger: logger)
     }
 
     deinit {
-        runner.cancel()
+        runner?.cancel()
     }
 
     /// Applies the versioned, forward-only migrations under an advisory lock.
@@ -75,8 +91,11 @@ public final class PostgresStorage: GatehouseStorage {
         // one so that it follows the database within a second.
         let client = self.client
         let logger = self.logger
+        let usage = self.usage
         _ = try await retrying {
-            try await withinTimeout(limit.map { min($0, operationTimeout) }) { try await client.query("SELECT 1", logger: logger) }
+            try await withinTimeout(limit.map { min($0, operationTimeout) }) {
+                try await usage.counting { try await client.query("SELECT 1", logger: logger) }
+            }
         }
     }
 
@@ -215,7 +234,8 @@ public final class PostgresStorage: GatehouseStorage {
     /// One statement through the pool, with `retrying`'s error handling.
     func query(_ statement: PostgresQuery, logger: Logger) async throws -> PostgresRowSequence {
         let client = self.client
-        return try await retrying { try await withinTimeout { try await client.query(statement, logger: logger) } }
+        let usage = self.usage
+        return try await retrying { try await withinTimeout { try await usage.counting { try await client.query(statement, logger: logger) } } }
     }
 
     /// One statement whose rows are not needed.
@@ -233,9 +253,10 @@ public final class PostgresStorage: GatehouseStorage {
     func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws -> T {
         let logger = self.logger
         let client = self.client
+        let usage = self.usage
         return try await retrying {
             try await withinTimeout {
-                try await client.withTransaction(logger: logger) { connection in try await body(connection, logger) }
+                try await usage.counting { try await client.withTransaction(logger: logger) { connection in try await body(connection, logger) } }
             }
         }
     }

@@ -27,13 +27,14 @@ struct DemoCommand: AsyncParsableCommand {
         let environment = try await store.settings()
         let logger = Logging.bootstrapJSON(level: try Logging.level(environment))
         let dataDir = try store.folder(environment: environment)
-        let storage = try await store.open(environment: environment, logger: logger)
+        let metrics = ServerMetrics()
+        let (storage, pool) = try store.openForServices(environment: environment, metricsFactory: metrics.metricsFactory, logger: logger)
+        let http = CurlHTTPClient()
         let vault = try TokenVault(keys: try VaultSettings.keys(environment: environment) { try Self.demoKey(dataDir: dataDir) }, store: storage)
         // Both listeners bind first (0: the kernel picks) and report their ports; the gateway's
         // configuration, which names both URLs, is assembled from what they got.
         let emulatorBase = Eventual<String>()
         if let url = self.emulatorURL { emulatorBase.set(url.hasSuffix("/") ? String(url.dropLast()) : url) }
-        let metrics = ServerMetrics()
         let drain = DrainSignal()
         // The operations listener on a port of its own (any free one unless GATEHOUSE_OPS_ADDRESS says).
         let operations = try ServeSettings.operationsAddress(environment, default: "127.0.0.1:0")
@@ -42,7 +43,7 @@ struct DemoCommand: AsyncParsableCommand {
             var configuration = Self.configuration(publicURL: publicURL, emulatorURL: try await emulatorBase.value())
             try ProfileSettings.apply(environment, to: &configuration)
             let gatehouse = try Gatehouse(
-                configuration: configuration, storage: storage, vault: vault, http: CurlHTTPClient(), metrics: metrics.core, logger: logger)
+                configuration: configuration, storage: storage, vault: vault, http: http, metrics: metrics.core, logger: logger)
             return GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: true, drain: drain)
         } onRunning: { port in
             // Written in one call and unbuffered, so a script reading our output sees it at once.
@@ -53,7 +54,14 @@ struct DemoCommand: AsyncParsableCommand {
         let purger = ExpiredRecordsPurger(storage: storage, interval: .seconds(300), logger: logger)
         // The demo stops at once unless told to drain (GATEHOUSE_SHUTDOWN_DELAY).
         let delay = try ShutdownDeadline.delay(environment, default: 0)
-        var services: [any Service] = [gateway, PurgeService(purger: purger)]
+        // Stopped in reverse order: the drain, the emulator, the purger, the gateway, the
+        // libcurl client, the database pool.
+        let migrated = Eventual<Void>()
+        var services: [any Service] = pool.map { [$0] } ?? []
+        services += [
+            HTTPClientService(client: http), AfterStoreReady.migrating(storage, ready: migrated, then: gateway),
+            AfterStoreReady.waiting(for: migrated, then: PurgeService(purger: purger)),
+        ]
         if self.emulatorURL == nil {
             services.append(ProviderEmulator().application(port: emulatorPort, logger: logger) { emulatorBase.set("http://127.0.0.1:\($0)") })
         }

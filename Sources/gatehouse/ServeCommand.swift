@@ -36,9 +36,9 @@ struct ServeCommand: AsyncParsableCommand {
                 metadata: SettingsCatalog.suggestion(for: name).map { ["suggestion": "\($0)"] } ?? [:])
         }
         let settings = try ServeSettings(environment: environment, host: host, port: port)
-        let storage = try await store.open(environment: environment, logger: logger)
-        let http = CurlHTTPClient(configuration: .init(caBundlePath: settings.caBundlePath))
         let metrics = ServerMetrics()
+        let (storage, pool) = try store.openForServices(environment: environment, metricsFactory: metrics.metricsFactory, logger: logger)
+        let http = CurlHTTPClient(configuration: .init(caBundlePath: settings.caBundlePath))
         if !settings.gateway.requireResultBinding {
             logger.warning(
                 "GATEHOUSE_REQUIRE_RESULT_BINDING=false: sign-in results are redeemable by anyone holding their id for 60 s; bind them with result_challenge"
@@ -58,8 +58,15 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let purger = ExpiredRecordsPurger(storage: storage, interval: settings.purgeInterval, logger: logger)
         let delay = try ShutdownDeadline.delay(environment, default: 5)
+        // Started in this order, stopped in reverse: the drain first, then the listener (its
+        // requests in flight finish), then the libcurl client, then the database pool.
+        let migrated = Eventual<Void>()
+        let services: [any Service] = [
+            HTTPClientService(client: http), AfterStoreReady.migrating(storage, ready: migrated, then: app),
+            AfterStoreReady.waiting(for: migrated, then: PurgeService(purger: purger)), DrainingService(signal: drain, delay: delay, logger: logger),
+        ]
         let group = ShutdownDeadline.group(
-            services: [app, PurgeService(purger: purger), DrainingService(signal: drain, delay: delay, logger: logger)],
+            services: (pool.map { [$0] } ?? []) + services,
             timeout: delay + (try ShutdownDeadline.timeout(environment)), logger: logger)
         try await group.run()
     }

@@ -1,9 +1,11 @@
 import ArgumentParser
+import CoreMetrics
 import Foundation
 import GatehouseCore
 import GatehousePostgres
 import GatehouseSQLite
 import Logging
+import ServiceLifecycle
 
 /// Where the settings and the store are, shared by every command: the configuration file
 /// (`--config` or `GATEHOUSE_CONFIG`), and PostgreSQL when a database URL is given
@@ -36,8 +38,25 @@ struct StoreOptions: ParsableArguments {
         try await SettingsEnvironment.current(configFile: config)
     }
 
-    /// Opens and migrates the store.
+    /// Opens and migrates the store; a PostgreSQL pool runs on its own until `shutdown()`
+    /// (one-shot commands).
     func open(environment: [String: String], logger: Logger) async throws -> any GatehouseStorage {
+        let (storage, _) = try make(environment: environment, logger: logger, runsPool: true, metricsFactory: NOOPMetricsHandler.instance)
+        try await storage.migrate()
+        return storage
+    }
+
+    /// The store, not migrated yet, and — for PostgreSQL — the service that runs its
+    /// connection pool: `serve` and `demo` run it in their service group and migrate there.
+    func openForServices(environment: [String: String], metricsFactory: any MetricsFactory, logger: Logger) throws -> (
+        storage: any GatehouseStorage, pool: (any Service)?
+    ) {
+        try make(environment: environment, logger: logger, runsPool: false, metricsFactory: metricsFactory)
+    }
+
+    private func make(environment: [String: String], logger: Logger, runsPool: Bool, metricsFactory: any MetricsFactory) throws -> (
+        storage: any GatehouseStorage, pool: (any Service)?
+    ) {
         if let url = databaseURL ?? environment["GATEHOUSE_DATABASE_URL"], !url.isEmpty {
             let maximum = try environment["GATEHOUSE_DATABASE_POOL_SIZE"].map { text in
                 guard let size = Int(text), size > 0 else { throw ValidationError("GATEHOUSE_DATABASE_POOL_SIZE must be a positive number") }
@@ -50,13 +69,12 @@ struct StoreOptions: ParsableArguments {
                 return Duration.milliseconds(Int(seconds * 1000))
             }
             let storage = try PostgresStorage(
-                url: url, maximumConnections: maximum ?? 20, operationTimeout: timeout ?? .seconds(5), logger: logger)
-            try await storage.migrate()
-            return storage
+                url: url, maximumConnections: maximum ?? 20, operationTimeout: timeout ?? .seconds(5), runsPool: runsPool,
+                metricsFactory: metricsFactory, logger: logger)
+            return (storage, runsPool ? nil : ConnectionPoolService(storage: storage))
         }
         let storage = try SQLiteStorage(path: (try folder(environment: environment) as NSString).appendingPathComponent("gatehouse.sqlite"))
-        try await storage.migrate()
-        return storage
+        return (storage, nil)
     }
 }
 

@@ -21,6 +21,33 @@ struct CurlHTTPClientTests {
         }
     }
 
+    @Test(
+        "stop() suspends until the driver thread has ended: a transfer in flight fails as cancelled, a later request is refused at once, a second stop() returns at once"
+    )
+    func stopAwaitsTheDriver() async throws {
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient()
+            #expect(try await client.execute(OutboundRequest(url: server.url("/hello"))).status == 200)
+            let held = Task { try await client.execute(OutboundRequest(url: server.url("/delay/20000"))) }
+            try await Task.sleep(for: .milliseconds(200))
+            await client.stop()
+            do {
+                _ = try await held.value
+                Issue.record("the held transfer survived stop()")
+            } catch let error as OutboundError {
+                #expect(error.kind == .cancelled, "\(error)")
+            }
+            do {
+                _ = try await client.execute(OutboundRequest(url: server.url("/hello")))
+                Issue.record("a request after stop() was served")
+            } catch let error as OutboundError {
+                #expect(error.kind == .cancelled, "\(error)")
+            }
+            await client.stop()
+            client.shutdown()
+        }
+    }
+
     @Test("per-request method, headers and body reach the server")
     func sendsMethodHeadersAndBody() async throws {
         try await LoopbackHTTPServer.with { server in

@@ -164,10 +164,12 @@ struct DatabaseFailoverTests {
     }
 
     @Test(
-        "SIGTERM during slow upstream calls: /readyz answers 503 at once while the listener still serves for GATEHOUSE_SHUTDOWN_DELAY (2 s here), then every call in flight completes with 200 and the process exits 0"
+        "SIGTERM during slow upstream calls: /readyz answers 503 at once while the listener still serves for GATEHOUSE_SHUTDOWN_DELAY (2 s here), then every call in flight completes with 200 and the process exits 0 — on SQLite and on PostgreSQL (whose pool, a service, stops after the listener)",
+        arguments: [false, true]
     )
-    func sigtermDrainsBeforeStopping() async throws {
-        try await Self.withSignedInServe(["GATEHOUSE_SHUTDOWN_DELAY": "2", "GATEHOUSE_SHUTDOWN_TIMEOUT": "10"]) {
+    func sigtermDrainsBeforeStopping(onPostgres: Bool) async throws {
+        let database = onPostgres ? try await PostgresTestServer.freshDatabase() : nil
+        try await Self.withSignedInServe(["GATEHOUSE_SHUTDOWN_DELAY": "2", "GATEHOUSE_SHUTDOWN_TIMEOUT": "10"], database: database) {
             emulatorURL, instance, client, chain in
             #expect(try await client.execute(OutboundRequest(url: "\(instance.url)/readyz")).status == 200)
             // GitHub's /user now takes 4 s: past the drain, so the calls are still in flight when
@@ -198,10 +200,64 @@ struct DatabaseFailoverTests {
         }
     }
 
-    /// A `gatehouse serve` (SQLite, `extra` settings) beside an in-process emulator, with a
+    @Test(
+        "PostgreSQL: the pool runs as a service; the operations listener shows its connections in use and the operations waiting while requests are held behind a locked table, every held request then answers 200 and the gauges return to the idle pool"
+    )
+    func poolGauges() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        let database = try await PostgresTestServer.freshDatabase()
+        try await withRunningEmulator { emulatorURL in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-pool-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            // Two connections; nothing answered from memory, so every /v1/me reads the accounts table.
+            let instance = try await ServeProcess.start(
+                name: "pool", database: database, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
+                extra: ["GATEHOUSE_DATABASE_POOL_SIZE": "2", "GATEHOUSE_ACCOUNT_CACHE_TTL": "0", "GATEHOUSE_DATABASE_TIMEOUT": "30"])
+            defer { instance.process.stop() }
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            let chain = try await Self.signIn(client: client, gateway: instance.url)
+            @Sendable func gauges() async throws -> [String: Double] {
+                let text = try await client.execute(OutboundRequest(url: "\(instance.operationsURL)/metrics")).bodyText
+                var values: [String: Double] = [:]
+                for line in text.split(separator: "\n") where line.hasPrefix("gatehouse_database_pool_") {
+                    let parts = line.split(separator: " ")
+                    if parts.count == 2, let value = Double(parts[1]) { values[String(parts[0])] = value }
+                }
+                return values
+            }
+            let idle = try await gauges()
+            #expect(idle["gatehouse_database_pool_connections_max"] == 2, "\(idle)")
+            #expect(idle["gatehouse_database_pool_operations_waiting"] == 0, "\(idle)")
+            let me = OutboundRequest(url: "\(instance.url)/v1/me", headers: ["Authorization": "Bearer \(chain.idToken)"])
+            let calls = try await PostgresTestServer.withTableLocked(database, table: "accounts") {
+                let calls = (0..<5).map { _ in Task { try await client.execute(me) } }
+                // Both connections taken (the change feed may hold one), the rest queued.
+                var seen: [String: Double] = [:]
+                for _ in 0..<200 {
+                    seen = try await gauges()
+                    if seen["gatehouse_database_pool_connections_in_use"] == 2, (seen["gatehouse_database_pool_operations_waiting"] ?? 0) >= 3 {
+                        break
+                    }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                #expect(seen["gatehouse_database_pool_connections_in_use"] == 2, "\(seen)")
+                #expect((seen["gatehouse_database_pool_operations_waiting"] ?? 0) >= 3, "\(seen)")
+                return calls
+            }
+            for call in calls {
+                let answer = try await call.value
+                #expect(answer.status == 200, "\(answer.status) \(answer.bodyText)")
+            }
+            #expect(try await gauges()["gatehouse_database_pool_operations_waiting"] == 0)
+        }
+    }
+
+    /// A `gatehouse serve` (SQLite, or the PostgreSQL `database`; `extra` settings) beside an in-process emulator, with a
     /// client and a signed-in GitHub user's tokens; everything stopped afterwards.
     static func withSignedInServe(
-        _ extra: [String: String], _ body: (_ emulatorURL: String, ServeProcess, CurlHTTPClient, Chain) async throws -> Void
+        _ extra: [String: String], database: String? = nil, _ body: (_ emulatorURL: String, ServeProcess, CurlHTTPClient, Chain) async throws -> Void
     ) async throws {
         try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
         try await withRunningEmulator { emulatorURL in
@@ -209,7 +265,7 @@ struct DatabaseFailoverTests {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: folder) }
             let instance = try await ServeProcess.start(
-                name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder, extra: extra)
+                name: "a", database: database, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder, extra: extra)
             defer { instance.process.stop() }
             let client = CurlHTTPClient()
             defer { client.shutdown() }

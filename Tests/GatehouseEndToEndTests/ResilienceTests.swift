@@ -176,7 +176,10 @@ struct ResilienceTests {
             #expect((value("gatehouse_photo_bytes_total") ?? 0) > 100)
             #expect((value("process_resident_memory_bytes") ?? 0) > 1_000_000 && (value("process_open_fds") ?? 0) > 3)
             #expect(value("process_cpu_seconds_total") != nil && (value("process_start_time_seconds") ?? 0) > 1_700_000_000)
-            #expect(metricsText.contains("gatehouse_build_info{version=\"\(Gatehouse.version)\"} 1"))
+            // The commit the build came from (BuildCommitPlugin): this checkout's HEAD.
+            let head = try #require(Self.gitHead(), "git rev-parse HEAD in the checkout")
+            #expect(Gatehouse.commit == head || Gatehouse.commit == head + "-dirty", "\(Gatehouse.commit) vs HEAD \(head)")
+            #expect(metricsText.contains("gatehouse_build_info{version=\"\(Gatehouse.version)\",commit=\"\(Gatehouse.commit)\"} 1"), "\(metricsText)")
             #expect(try await Self.metric(deployment, "gatehouse_cache_lookups_total", ["cache": "profile", "result": "hit"]) == 2)
             #expect(try await Self.metric(deployment, "gatehouse_cache_lookups_total", ["cache": "profile", "result": "miss"]) == 2)
             #expect(
@@ -213,5 +216,20 @@ struct ResilienceTests {
             guard let value = Double(line[line.index(after: close)...].trimmingCharacters(in: .whitespaces)) else { return nil }
             return (labels, value)
         }
+    }
+
+    /// `git rev-parse --short=12 HEAD` of this checkout, or `nil` when git cannot say.
+    static func gitHead() -> String? {
+        let git = Process()
+        git.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+        git.arguments = ["-C", URL(fileURLWithPath: #filePath).deletingLastPathComponent().path, "rev-parse", "--short=12", "HEAD"]
+        let pipe = Pipe()
+        git.standardOutput = pipe
+        git.standardError = FileHandle.nullDevice
+        guard (try? git.run()) != nil else { return nil }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        git.waitUntilExit()
+        guard git.terminationStatus == 0 else { return nil }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

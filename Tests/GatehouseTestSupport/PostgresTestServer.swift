@@ -47,4 +47,20 @@ extension PostgresTestServer {
         defer { runner.cancel() }
         try await client.query(PostgresQuery(unsafeSQL: sql))
     }
+
+    /// Runs `body` while a transaction on the database at `url` holds `table` in ACCESS
+    /// EXCLUSIVE mode (every statement touching it waits); commits afterwards, whatever `body` did.
+    public static func withTableLocked<T: Sendable>(_ url: String, table: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        let client = PostgresClient(configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: quietLogger)
+        let runner = Task { await client.run() }
+        defer { runner.cancel() }
+        return try await client.withConnection { connection in
+            try await connection.query("BEGIN", logger: quietLogger)
+            try await connection.query(PostgresQuery(unsafeSQL: "LOCK TABLE \(table) IN ACCESS EXCLUSIVE MODE"), logger: quietLogger)
+            let result: Result<T, any Error>
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            try await connection.query("COMMIT", logger: quietLogger)
+            return try result.get()
+        }
+    }
 }

@@ -23,9 +23,12 @@ public final class ServerMetrics: Sendable {
     public init() {
         registry = PrometheusCollectorRegistry()
         factory = PrometheusMetricsFactory(registry: registry)
-        registry.makeGauge(name: "gatehouse_build_info", labels: [("version", Gatehouse.version)]).set(to: 1)
+        registry.makeGauge(name: "gatehouse_build_info", labels: [("version", Gatehouse.version), ("commit", Gatehouse.commit)]).set(to: 1)
         process = ProcessMetrics(registry: registry)
     }
+
+    /// The factory of this registry's metrics, for parts outside the core (the store's pool gauges).
+    public var metricsFactory: any MetricsFactory { factory }
 
     /// The handle the core records into (pass it to `Gatehouse`).
     public var core: GatehouseMetrics { GatehouseMetrics(factory: factory) }

@@ -1,0 +1,64 @@
+import CurlClient
+import GatehouseCore
+import GatehousePostgres
+import ServiceLifecycle
+
+/// The PostgreSQL connection pool as a service. Listed first in the group, it stops last:
+/// after the gateway has finished its requests in flight (a group stops in reverse order).
+struct ConnectionPoolService: Service {
+    /// The store whose pool this runs.
+    let storage: PostgresStorage
+
+    /// Runs the pool until the group shuts down (postgres-nio stops it on graceful shutdown).
+    func run() async {
+        await storage.runPool()
+    }
+}
+
+/// The libcurl client's driver thread, stopped when the group shuts down — after the gateway,
+/// which is listed after it — without blocking a thread while it ends.
+struct HTTPClientService: Service {
+    /// The client to stop.
+    let client: CurlHTTPClient
+
+    /// Waits for the shutdown, then stops the driver thread and waits for it to end.
+    func run() async {
+        // Cancellation (the group failing) ends the wait as well.
+        try? await gracefulShutdown()
+        await client.stop()
+    }
+}
+
+/// A service that starts once the store is ready: `prepare` migrates it (and announces it to
+/// the other services waiting), or waits for that announcement.
+struct AfterStoreReady: Service {
+    /// Migrates, or waits for the migration.
+    let prepare: @Sendable () async throws -> Void
+    /// What runs afterwards.
+    let service: any Service
+
+    /// `prepare`, then the service.
+    func run() async throws {
+        try await prepare()
+        try await service.run()
+    }
+
+    /// The service that migrates `storage` before `service` starts, settling `ready` either way.
+    static func migrating(_ storage: any GatehouseStorage, ready: Eventual<Void>, then service: any Service) -> AfterStoreReady {
+        AfterStoreReady(
+            prepare: {
+                do {
+                    try await storage.migrate()
+                    ready.set(())
+                } catch {
+                    ready.fail(error)
+                    throw error
+                }
+            }, service: service)
+    }
+
+    /// The service that waits for `ready` before `service` starts.
+    static func waiting(for ready: Eventual<Void>, then service: any Service) -> AfterStoreReady {
+        AfterStoreReady(prepare: { try await ready.value() }, service: service)
+    }
+}
