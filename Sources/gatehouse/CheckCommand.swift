@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoreMetrics
 import CurlClient
 import Foundation
 import GatehouseCore
@@ -16,7 +17,8 @@ struct CheckCommand: AsyncParsableCommand {
             Online: GET <url>/readyz on the operations listener (default: GATEHOUSE_OPS_ADDRESS, \
             else http://127.0.0.1:9090). Offline (--offline): the GATEHOUSE_* settings parse and \
             validate, the store is reachable (pending migrations are applied, as serve would at \
-            start), and the encryption key opens the stored data keys.
+            start), the encryption key opens the stored data keys, and each OpenID provider's \
+            discovery document (Microsoft, Yahoo, oidc.*) is fetched and usable.
             """)
 
     /// `--url`: the operations listener to ask.
@@ -102,13 +104,46 @@ struct CheckCommand: AsyncParsableCommand {
             return ["store: \(Self.describe(error))"]
         }
         print("store: reachable, migrated")
+        let vault: TokenVault
         do {
-            try await TokenVault(keys: settings.vaultKeys, store: storage).reload()
+            vault = try TokenVault(keys: settings.vaultKeys, store: storage)
+            try await vault.reload()
         } catch {
             return ["encryption key: the configured keys do not open the stored data keys (\(Self.describe(error)))"]
         }
         print("encryption key: opens the data keys")
-        return []
+        return await providerFailures(settings, storage: storage, vault: vault)
+    }
+
+    /// Each OpenID provider's discovery document and keys fetched as `serve` would (GitHub has
+    /// none: nothing to fetch before a sign-in); a provider that cannot be discovered fails.
+    private func providerFailures(_ settings: ServeSettings, storage: any GatehouseStorage, vault: TokenVault) async -> [String] {
+        let http = CurlHTTPClient(configuration: .init(caBundlePath: settings.caBundlePath))
+        defer { http.shutdown() }
+        let gatehouse: Gatehouse
+        do {
+            gatehouse = try Gatehouse(
+                configuration: settings.gateway, storage: storage, vault: vault, http: http,
+                metrics: GatehouseMetrics(factory: NOOPMetricsHandler.instance),
+                logger: Logger(label: "gatehouse") { _ in SwiftLogNoOpLogHandler() })
+        } catch {
+            return ["configuration: \(Self.describe(error))"]
+        }
+        var failures: [String] = []
+        for id in gatehouse.providers.ids {
+            let problem: String?
+            do {
+                problem = try await gatehouse.providers.provider(id).readinessProblem()
+            } catch {
+                problem = Self.describe(error)
+            }
+            if let problem {
+                failures.append("provider \(id): \(problem)")
+            } else {
+                print("provider \(id): \(id == "github.com" ? "configured (no discovery document)" : "discovery ok")")
+            }
+        }
+        return failures
     }
 
     /// An error as one line, without secrets (validation messages name settings, not values).

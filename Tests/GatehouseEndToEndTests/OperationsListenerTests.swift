@@ -1,6 +1,7 @@
 import CurlClient
 import Foundation
 import GatehouseCore
+import ProviderEmulator
 import Testing
 
 /// Issue #19: the operations listener (`/metrics`, the detailed `/readyz`), the public port's
@@ -27,7 +28,7 @@ struct OperationsListenerTests {
     }
 
     @Test(
-        "gatehouse check: exit 0 against a ready serve's operations listener, 1 with the reason when unreachable; --offline checks settings, store and key (1 naming the key when it does not open the data keys)"
+        "gatehouse check: exit 0 against a ready serve's operations listener, 1 with the reason when unreachable; --offline checks settings, store, key (1 naming the key when it does not open the data keys) and each OpenID provider's discovery (1 naming an undiscoverable one)"
     )
     func checkCommand() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
@@ -58,6 +59,23 @@ struct OperationsListenerTests {
                 removing: ["GATEHOUSE_DATABASE_URL"])
             #expect(offline.status == 0, "\(offline.output)")
             #expect(offline.output.contains("encryption key: opens the data keys"))
+            #expect(offline.output.contains("provider github.com: configured"), "\(offline.output)")
+
+            // An OpenID provider's discovery is fetched: the emulator's issuer passes, an unreachable one fails by name.
+            let oidc = EmulatorConfiguration.demoOIDCClient
+            let withIssuer = { (issuer: String) in
+                settings.merging([
+                    "GATEHOUSE_ENCRYPTION_KEY": key.base64EncodedString(), "GATEHOUSE_OIDC_EMU_ISSUER": issuer,
+                    "GATEHOUSE_OIDC_EMU_CLIENT_ID": oidc.id,
+                    "GATEHOUSE_OIDC_EMU_CLIENT_SECRET": oidc.secret,
+                ]) { $1 }
+            }
+            let discovered = try await KeysCommandTests.run(
+                ["check", "--offline"], environment: withIssuer("\(emulatorURL)/oidc"), removing: ["GATEHOUSE_DATABASE_URL"])
+            #expect(discovered.status == 0 && discovered.output.contains("provider oidc.emu: discovery ok"), "\(discovered.output)")
+            let undiscovered = try await KeysCommandTests.run(
+                ["check", "--offline"], environment: withIssuer("http://127.0.0.1:1/oidc"), removing: ["GATEHOUSE_DATABASE_URL"])
+            #expect(undiscovered.status == 1 && undiscovered.output.contains("not ready: provider oidc.emu:"), "\(undiscovered.output)")
             let wrongKey = try await KeysCommandTests.run(
                 ["check", "--offline"],
                 environment: settings.merging(["GATEHOUSE_ENCRYPTION_KEY": TokenVault.generateKey().base64EncodedString()]) { $1 },
