@@ -96,14 +96,20 @@ struct CheckCommand: AsyncParsableCommand {
             + gateway.oidcProviders.map(\.providerId)
         guard !providers.isEmpty else { return ["configuration: no provider is configured"] }
         print("configuration: ok (providers \(providers.joined(separator: ", ")))")
-        let storage: any GatehouseStorage
         do {
-            storage = try await store.open(environment: environment, logger: Logger(label: "gatehouse") { _ in SwiftLogNoOpLogHandler() })
-            try await storage.ping(within: .seconds(3))
+            return try await store.withStore(environment: environment, logger: Logger(label: "gatehouse") { _ in SwiftLogNoOpLogHandler() }) {
+                storage in
+                try await storage.ping(within: .seconds(3))
+                print("store: reachable, migrated")
+                return await keyAndProviderFailures(settings, storage: storage)
+            }
         } catch {
             return ["store: \(Self.describe(error))"]
         }
-        print("store: reachable, migrated")
+    }
+
+    /// The encryption key against the stored data keys, then the providers.
+    private func keyAndProviderFailures(_ settings: ServeSettings, storage: any GatehouseStorage) async -> [String] {
         let vault: TokenVault
         do {
             vault = try TokenVault(keys: settings.vaultKeys, store: storage)

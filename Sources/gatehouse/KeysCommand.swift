@@ -30,10 +30,11 @@ struct KeysCommand: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
 
         func run() async throws {
-            let service = ServiceKeyService(
-                storage: try await store.open(environment: try await store.settings(), logger: KeysCommand.quiet),
-                audit: KeysCommand.audit)
-            let created = try await service.create(name: name, scopes: scopes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+            let scopes = scopes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let name = name
+            let created = try await store.withStore(environment: try await store.settings(), logger: KeysCommand.quiet) { storage in
+                try await ServiceKeyService(storage: storage, audit: KeysCommand.audit).create(name: name, scopes: scopes)
+            }
             print("Created service key \(created.key.id) (\(created.key.name)) with scopes \(created.key.scopes.joined(separator: ",")).")
             print("The secret is shown once; send it as Authorization: Bearer <secret>.")
             print(created.secret)
@@ -48,9 +49,10 @@ struct KeysCommand: AsyncParsableCommand {
 
         func run() async throws {
             let formatter = ISO8601DateFormatter()
-            for key in try await ServiceKeyService(
-                storage: try await store.open(environment: try await store.settings(), logger: KeysCommand.quiet)
-            ).list() {
+            let keys = try await store.withStore(environment: try await store.settings(), logger: KeysCommand.quiet) { storage in
+                try await ServiceKeyService(storage: storage).list()
+            }
+            for key in keys {
                 let state = key.revokedAt.map { "revoked \(formatter.string(from: $0))" } ?? "active"
                 print("\(key.id)\t\(key.name)\t\(key.scopes.joined(separator: ","))\tcreated \(formatter.string(from: key.createdAt))\t\(state)")
             }
@@ -67,12 +69,11 @@ struct KeysCommand: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
 
         func run() async throws {
-            guard
-                try await ServiceKeyService(
-                    storage: try await store.open(environment: try await store.settings(), logger: KeysCommand.quiet),
-                    audit: KeysCommand.audit
-                ).revoke(id: id)
-            else {
+            let id = id
+            let revoked = try await store.withStore(environment: try await store.settings(), logger: KeysCommand.quiet) { storage in
+                try await ServiceKeyService(storage: storage, audit: KeysCommand.audit).revoke(id: id)
+            }
+            guard revoked else {
                 throw GatehouseError(code: .notFound, detail: "No active key \(id).")
             }
             print("Revoked \(id).")
@@ -101,9 +102,9 @@ struct KeysCommand: AsyncParsableCommand {
                 }
                 return try DemoCommand.demoKey(dataDir: try store.folder(environment: environment))
             }
-            let storage = try await store.open(environment: environment, logger: KeysCommand.quiet)
-            let vault = try TokenVault(keys: keys, store: storage)
-            let kid = try await SigningKeyRing.addKey(storage: storage, vault: vault)
+            let kid = try await store.withStore(environment: environment, logger: KeysCommand.quiet) { storage in
+                try await SigningKeyRing.addKey(storage: storage, vault: try TokenVault(keys: keys, store: storage))
+            }
             KeysCommand.audit.record(.signingKeyRotated, by: .commandLine, keyId: kid)
             print("New signing key \(kid).")
         }
@@ -145,7 +146,13 @@ struct KeysCommand: AsyncParsableCommand {
         func run() async throws {
             let environment = try await store.settings()
             let keys = try VaultSettings.keys(environment: environment)
-            let storage = try await store.open(environment: environment, logger: KeysCommand.quiet)
+            try await store.withStore(environment: environment, logger: KeysCommand.quiet) { storage in
+                try await rotate(storage: storage, keys: keys, environment: environment)
+            }
+        }
+
+        /// The rotation itself, while the store is open.
+        private func rotate(storage: any GatehouseStorage, keys: [Data], environment: [String: String]) async throws {
             let vault = try TokenVault(keys: keys, store: storage, reloadInterval: reloadSeconds)
             var gateway = GatewayConfiguration(publicURL: "", returnToAllowList: [])
             try ProfileSettings.applyRetryWindow(environment, to: &gateway)

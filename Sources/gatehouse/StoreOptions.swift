@@ -38,12 +38,19 @@ struct StoreOptions: ParsableArguments {
         try await SettingsEnvironment.current(configFile: config)
     }
 
-    /// Opens and migrates the store; a PostgreSQL pool runs on its own until `shutdown()`
-    /// (one-shot commands).
-    func open(environment: [String: String], logger: Logger) async throws -> any GatehouseStorage {
-        let (storage, _) = try make(environment: environment, logger: logger, runsPool: true, metricsFactory: NOOPMetricsHandler.instance)
-        try await storage.migrate()
-        return storage
+    /// Opens and migrates the store for `body` (one-shot commands): a PostgreSQL pool runs in
+    /// a child task for exactly that long, and is stopped when `body` returns or throws.
+    func withStore<T: Sendable>(environment: [String: String], logger: Logger, _ body: (any GatehouseStorage) async throws -> T) async throws
+        -> T
+    {
+        let (storage, pool) = try make(environment: environment, logger: logger, runsPool: false, metricsFactory: NOOPMetricsHandler.instance)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            if let pool { group.addTask { try await pool.run() } }
+            // Cancelling ends the pool's run; the group then waits for it.
+            defer { group.cancelAll() }
+            try await storage.migrate()
+            return try await body(storage)
+        }
     }
 
     /// The store, not migrated yet, and — for PostgreSQL — the service that runs its
@@ -89,7 +96,7 @@ struct MigrateCommand: AsyncParsableCommand {
     /// Opens the store, which migrates it.
     func run() async throws {
         let logger = Logger(label: "gatehouse") { _ in SwiftLogNoOpLogHandler() }
-        _ = try await store.open(environment: try await store.settings(), logger: logger)
+        try await store.withStore(environment: try await store.settings(), logger: logger) { _ in }
         print("The store is migrated.")
     }
 }
