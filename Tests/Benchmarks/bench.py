@@ -297,6 +297,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--bin", default=os.path.join(ROOT, ".build", "release"), help="folder of the release executables")
+    parser.add_argument("--only", default="", help="run only the scenarios whose name contains this text (profiling one case)")
     arguments = parser.parse_args()
     rounds, seconds = (1, 2) if arguments.smoke else (arguments.rounds, arguments.seconds)
     for tool in ["nginx", "wrk"]:
@@ -375,6 +376,7 @@ def main():
             ("4 MB photo, ?refresh=true (shared transfers)", gateway_side("/v1/me/photo?size=648&refresh=true", cookie), "nginx proxy_pass",
              reference_side(avatar + "&s=648")),
         ]
+        scenarios = [scenario for scenario in scenarios if arguments.only in scenario[0]]
         # Each side answers once before it is measured (connections, caches, lazy setup).
         for _, side, _, reference_of in scenarios:
             for port, path, headers, _ in (side, reference_of):

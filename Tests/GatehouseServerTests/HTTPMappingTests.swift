@@ -140,4 +140,25 @@ struct HTTPMappingTests {
             #expect(Int(retryAfter ?? "") ?? 0 >= 1)
         }
     }
+
+    @Test(
+        "a stored photo larger than one slice is written in 64 KB slices over real HTTP: the same bytes, its Content-Length; a small one in one write"
+    )
+    func storedPhotoSlices() async throws {
+        let large = (0..<(300 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
+        let small = Array(large.prefix(40 << 10))
+        let router = Router()
+        router.get("/large") { _, _ in Response(status: .ok, body: ProfileResponses.storedPhotoBody(large)) }
+        router.get("/small") { _, _ in Response(status: .ok, body: ProfileResponses.storedPhotoBody(small)) }
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await app.test(.live) { client in
+            let answer = try await client.execute(uri: "/large", method: .get)
+            #expect(answer.status == .ok)
+            #expect(answer.headers[.contentLength] == String(large.count))
+            #expect(Array(answer.body.readableBytesView) == large)
+            let one = try await client.execute(uri: "/small", method: .get)
+            #expect(Array(one.body.readableBytesView) == small)
+        }
+        #expect(ProfileResponses.photoSliceBytes == 64 << 10)
+    }
 }

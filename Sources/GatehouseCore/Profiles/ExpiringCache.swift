@@ -82,6 +82,12 @@ actor ExpiringCache<Value: Sendable> {
         return (entry.value, age)
     }
 
+    /// The value stored for `key` whatever its age, without counting a lookup: a loader
+    /// comparing what it fetched with what is kept (the same photo is kept once).
+    func stored(for key: String) -> Value? {
+        entries[key]?.value
+    }
+
     /// Stores `value` for `key`, evicting within the budget; a value larger than the whole
     /// budget is not kept.
     func insert(_ value: Value, for key: String) {

@@ -5,8 +5,11 @@ import Synchronization
 /// first one, and the whole image ends up in the cache with its strong `ETag`.
 ///
 /// The transfer runs on its own task and reads the provider's body at the provider's pace,
-/// never at the pace of the slowest caller; the bytes are held (at most the photo size cap)
-/// so that a caller joining late still gets them all. A caller going away stops nothing.
+/// never at the pace of the slowest caller; the bytes are held once (at most the photo size
+/// cap) so that a caller joining late still gets them all. Callers keep no buffers of their
+/// own: each reads the shared bytes from its own offset, one piece at a time as its connection
+/// takes them, and once the image is whole every caller reads the one array the cache keeps.
+/// A caller going away stops nothing.
 public final class PhotoDownload: Sendable {
     /// What a caller needs before the first byte: the response head.
     public struct Head: Sendable {
@@ -20,13 +23,16 @@ public final class PhotoDownload: Sendable {
 
     private struct State {
         var head: Head?
+        /// The pieces received so far, while the transfer runs (dropped once it is whole).
         var chunks: [[UInt8]] = []
+        /// The bytes in `chunks`.
+        var received = 0
         var photo: ProfileService.Photo?
         var failure: (any Error)?
         var headWaiters: [CheckedContinuation<Head, any Error>] = []
         var photoWaiters: [CheckedContinuation<ProfileService.Photo, any Error>] = []
-        var subscribers: [Int: AsyncThrowingStream<[UInt8], any Error>.Continuation] = [:]
-        var nextSubscriber = 0
+        /// Readers waiting for more bytes (or the end).
+        var readers: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Mutex(State())
@@ -65,32 +71,96 @@ public final class PhotoDownload: Sendable {
     /// The whole photo if the transfer has already ended with it (nothing left to stream).
     public var completed: ProfileService.Photo? { state.withLock { $0.photo } }
 
-    /// The image bytes from the first one: those received so far at once, then the rest as
+    /// The image bytes from the first one, in pieces: those received so far, then the rest as
     /// they arrive. Ends with the transfer, or throws if it fails half-way.
-    public func chunks() -> AsyncThrowingStream<[UInt8], any Error> {
-        let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
-        // Under the lock, so that no chunk is appended between the replay and the subscription.
-        let id: Int? = state.withLock { s in
-            for chunk in s.chunks { continuation.yield(chunk) }
-            if s.photo != nil {
-                continuation.finish()
-                return nil
+    public func chunks() -> Pieces { Pieces(download: self) }
+
+    /// The image's pieces for one caller (see ``chunks()``).
+    public struct Pieces: AsyncSequence, Sendable {
+        /// One piece.
+        public typealias Element = [UInt8]
+        let download: PhotoDownload
+
+        /// A reader at the first byte.
+        public func makeAsyncIterator() -> Reader { Reader(download: download) }
+
+        /// Reads from its own offset; holds nothing but that offset between pieces.
+        public struct Reader: AsyncIteratorProtocol {
+            let download: PhotoDownload
+            var offset = 0
+            /// Where the next piece is while the transfer runs: its index and first byte.
+            var chunkIndex = 0
+            var chunkStart = 0
+
+            /// The next piece, `nil` at the end; throws what ended the transfer early.
+            public mutating func next() async throws -> [UInt8]? {
+                while true {
+                    switch download.piece(at: offset, chunkIndex: chunkIndex, chunkStart: chunkStart) {
+                    case .bytes(let piece, let index, let start):
+                        offset += piece.count
+                        (chunkIndex, chunkStart) = (index, start)
+                        return piece
+                    case .end:
+                        return nil
+                    case .failed(let error):
+                        throw error
+                    case .wait:
+                        await download.waitForMore(than: offset)
+                    }
+                }
             }
-            if let failure = s.failure {
-                continuation.finish(throwing: failure)
-                return nil
-            }
-            let id = s.nextSubscriber
-            s.nextSubscriber += 1
-            s.subscribers[id] = continuation
-            return id
         }
-        if let id {
-            continuation.onTermination = { [weak self] _ in
-                _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+    }
+
+    /// What a reader at `offset` gets now.
+    enum Piece {
+        /// Bytes, and where the piece after them starts (chunk index and its first byte).
+        case bytes([UInt8], Int, Int)
+        case end
+        case failed(any Error)
+        case wait
+    }
+
+    /// The largest piece handed out of a whole image (a connection writes one at a time).
+    static let pieceBytes = 64 << 10
+
+    fileprivate func piece(at offset: Int, chunkIndex: Int, chunkStart: Int) -> Piece {
+        state.withLock { s in
+            if let photo = s.photo {
+                guard offset < photo.bytes.count else { return .end }
+                let end = min(offset + Self.pieceBytes, photo.bytes.count)
+                return .bytes(Array(photo.bytes[offset..<end]), 0, 0)
             }
+            if let failure = s.failure { return .failed(failure) }
+            guard offset < s.received else { return .wait }
+            // Pieces only grow at the end while the transfer runs: walk from the last position.
+            var index = chunkIndex
+            var start = chunkStart
+            while start + s.chunks[index].count <= offset {
+                start += s.chunks[index].count
+                index += 1
+            }
+            // At most one piece's size, whatever size libcurl's reads were gathered into (a fast
+            // provider's whole image can arrive as one): each caller copies only that much
+            // into its connection at a time.
+            let chunk = s.chunks[index]
+            let from = offset - start
+            let to = min(from + Self.pieceBytes, chunk.count)
+            let piece = from == 0 && to == chunk.count ? chunk : Array(chunk[from..<to])
+            return to == chunk.count ? .bytes(piece, index + 1, start + chunk.count) : .bytes(piece, index, start)
         }
-        return stream
+    }
+
+    /// Returns once more than `offset` bytes have arrived or the transfer has ended.
+    fileprivate func waitForMore(than offset: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { s -> Bool in
+                if s.received > offset || s.photo != nil || s.failure != nil { return true }
+                s.readers.append(continuation)
+                return false
+            }
+            if ready { continuation.resume() }
+        }
     }
 
     // MARK: The transfer
@@ -98,7 +168,7 @@ public final class PhotoDownload: Sendable {
     /// Reads the provider's photo to its end, passing each chunk on as it comes, and returns
     /// the whole image with its `ETag`. Body failures are mapped for `providerId`.
     func receive(
-        _ source: ProviderPhoto, providerId: String, whole: @Sendable (ProfileService.Photo) async -> Void
+        _ source: ProviderPhoto, providerId: String, whole: @Sendable (ProfileService.Photo) async -> ProfileService.Photo
     ) async throws -> ProfileService.Photo {
         let type: RasterImage
         // The very last byte is held back until the whole image is in the cache: a caller that
@@ -138,42 +208,46 @@ public final class PhotoDownload: Sendable {
         } catch {
             throw UpstreamErrors.transport(error, providerId: providerId)
         }
-        // The chunks kept for late joiners are the image: no second copy while it arrives.
+        // The pieces kept for the callers are the image: joined once, then they go (`end`).
         let bytes = state.withLock { Array($0.chunks.joined()) } + last
-        let photo = ProfileService.Photo(bytes: bytes, contentType: type.rawValue, etag: source.entityTag)
-        await whole(photo)
-        deliver(last)
-        return photo
+        // What the cache keeps (the same array as before when the image did not change); the
+        // last byte is released with it by `end`.
+        return await whole(ProfileService.Photo(bytes: bytes, contentType: type.rawValue, etag: source.entityTag))
     }
 
-    /// Keeps a chunk for late joiners and passes it to every caller streaming now.
+    /// Keeps a chunk (for every caller, late joiners included) and wakes the waiting readers.
     private func deliver(_ chunk: [UInt8]) {
         guard !chunk.isEmpty else { return }
-        state.withLock { s in
+        let readers = state.withLock { s in
             s.chunks.append(chunk)
-            for subscriber in s.subscribers.values { subscriber.yield(chunk) }
+            s.received += chunk.count
+            defer { s.readers = [] }
+            return s.readers
         }
+        for reader in readers { reader.resume() }
     }
 
-    /// Ends the download with the whole photo (streams finish, waiters get it) or with an
-    /// error: before the head every caller gets it as their answer; after it, the streams
-    /// stop and the callers' connections are cut short.
+    /// Ends the download with the whole photo (readers finish from it, waiters get it) or with
+    /// an error: before the head every caller gets it as their answer; after it, the readers
+    /// throw and the callers' connections are cut short.
     func end(_ result: Result<ProfileService.Photo, any Error>) {
-        let (subscribers, heads, photos) = state.withLock { s in
+        let (readers, heads, photos) = state.withLock { s in
             switch result {
-            case .success(let photo): s.photo = photo
-            case .failure(let error): s.failure = error
+            case .success(let photo):
+                s.photo = photo
+            case .failure(let error):
+                s.failure = error
             }
+            // Readers go on from the whole photo (the array the cache keeps): the pieces go.
+            s.chunks = []
             defer {
-                s.subscribers = [:]
+                s.readers = []
                 s.headWaiters = []
                 s.photoWaiters = []
             }
-            return (Array(s.subscribers.values), s.headWaiters, s.photoWaiters)
+            return (s.readers, s.headWaiters, s.photoWaiters)
         }
-        for subscriber in subscribers {
-            if case .failure(let error) = result { subscriber.finish(throwing: error) } else { subscriber.finish() }
-        }
+        for reader in readers { reader.resume() }
         // Head waiters are left only when the transfer failed before its head.
         for waiter in heads {
             waiter.resume(with: result.map { Head(contentType: $0.contentType, contentLength: $0.bytes.count, etag: $0.etag) })

@@ -176,7 +176,15 @@ public struct ProfileService: Sendable {
         do {
             let cache = photoCache
             let photo = try await fetchPhoto(uid: uid, providerId: providerId, size: size, into: download) { whole in
+                // An unchanged image (same tag, same bytes: a tag without a provider validator
+                // could hide a change) keeps the bytes already kept, so callers of every
+                // transfer of it share one copy however many refreshes overlap.
+                if let kept = await cache.stored(for: key), kept.etag == whole.etag, kept.bytes == whole.bytes {
+                    await cache.insert(kept, for: key)
+                    return kept
+                }
                 await cache.insert(whole, for: key)
+                return whole
             }
             download.end(.success(photo))
         } catch {
@@ -211,7 +219,7 @@ public struct ProfileService: Sendable {
     /// Opens the preferred candidate's photo and receives it into `download`, under the
     /// provider's breaker until the last byte (a transfer failing half-way counts).
     private func fetchPhoto(
-        uid: String, providerId: String?, size: Int?, into download: PhotoDownload, whole: @escaping @Sendable (Photo) async -> Void
+        uid: String, providerId: String?, size: Int?, into download: PhotoDownload, whole: @escaping @Sendable (Photo) async -> Photo
     ) async throws -> Photo {
         let links = try await storage.links(uid: uid)
         let candidates = providerId.map { id in links.filter { $0.providerId == id } } ?? Self.photoCandidates(links, order: photoProviderOrder)
