@@ -19,6 +19,28 @@ extension SQLiteStorage {
                 Self.session)
         }
     }
+    /// The live session with its account and links in one read transaction: one trip through
+    /// GRDB's reader queue instead of three, and one consistent snapshot.
+    public func signedIn(_ key: SessionKey, now: Date) async throws -> SignedInRecords? {
+        try await read { db in
+            let row: Row?
+            switch key {
+            case .cookieHash(let hash):
+                row = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT * FROM sessions WHERE id_hash = ? AND expires_at > ?"), arguments: [hash, now])
+            case .family(let family):
+                row = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT * FROM sessions WHERE family_id = ? AND expires_at > ?"), arguments: [family, now])
+            }
+            guard let session = row.map(Self.session) else { return nil }
+            let account = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM accounts WHERE uid = ?"), arguments: [session.uid]).map(
+                Self.account)
+            let links = try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT * FROM provider_links WHERE uid = ? ORDER BY linked_at, provider_id"), arguments: [session.uid]
+            ).map(Self.link)
+            return SignedInRecords(session: session, account: account, links: links)
+        }
+    }
     /// The session of a refresh-token family, if it has not expired.
     public func session(familyId: String, now: Date) async throws -> SessionRecord? {
         try await read { db in

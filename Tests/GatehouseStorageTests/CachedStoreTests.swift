@@ -32,6 +32,26 @@ import Testing
         )
     }
 
+    @Test(
+        "a session miss reads the session, its account and its links in one store read and keeps all three: account and links are then answered from memory without their own read (cookie and family)"
+    )
+    func oneReadOnAMiss() async throws {
+        for key in [SessionKey.cookieHash(SecureRandom.digest("s1")), .family("family-s1")] {
+            let (base, cached, _) = try await Self.seeded()
+            switch key {
+            case .cookieHash(let hash): #expect(try await cached.session(idHash: hash, now: Fixtures.now) != nil)
+            case .family(let family): #expect(try await cached.session(familyId: family, now: Fixtures.now) != nil)
+            }
+            // Behind its back: had account and links not come with the session, these reads would see it.
+            #expect(try await base.setDisabled(uid: "u1", disabled: true))
+            try await base.addLink(Fixtures.link("u1", provider: "oidc.y", federatedId: "y1"))
+            #expect(try await cached.account(uid: "u1")?.disabled == false, "\(key)")
+            #expect(try await cached.links(uid: "u1").map(\.providerId) == ["github.com", "oidc.x"], "\(key)")
+            let together = try #require(try await cached.signedIn(key, now: Fixtures.now))
+            #expect(together.account?.disabled == false && together.links.count == 2)
+        }
+    }
+
     @Test("what was read is answered from memory: a change made behind the cache's back shows only once the lifetime has passed")
     func answersFromMemoryWithinItsLifetime() async throws {
         let (base, cached, clock) = try await Self.seeded()

@@ -25,6 +25,23 @@ import Testing
     }
 
     @Test(arguments: StorageBackend.all)
+    func signedInReadsSessionAccountAndLinksTogether(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await storage.addLink(Fixtures.link("u1", provider: "oidc.x", federatedId: "x1"))
+        let session = Fixtures.session("s1", uid: "u1")
+        try await storage.insertSession(session)
+        let byCookie = try #require(try await storage.signedIn(.cookieHash(session.idHash), now: Fixtures.now))
+        #expect(byCookie.session == session)
+        #expect(byCookie.account == (try await storage.account(uid: "u1")))
+        #expect(byCookie.links == (try await storage.links(uid: "u1")) && byCookie.links.map(\.providerId) == ["github.com", "oidc.x"])
+        #expect(try await storage.signedIn(.family(session.familyId), now: Fixtures.now) == byCookie)
+        #expect(try await storage.signedIn(.cookieHash(session.idHash), now: session.expiresAt) == nil, "an expired session is none")
+        #expect(try await storage.signedIn(.cookieHash("unknown"), now: Fixtures.now) == nil)
+        #expect(try await storage.signedIn(.family("unknown"), now: Fixtures.now) == nil)
+    }
+
+    @Test(arguments: StorageBackend.all)
     func aRefreshTokenRotatesOnceAndItsReuseRevokesTheFamily(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))

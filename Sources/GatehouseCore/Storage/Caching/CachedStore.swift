@@ -78,37 +78,42 @@ public final class CachedStore: GatehouseStorage {
 
     // MARK: Cached reads
 
-    /// The session with this cookie hash: from memory when held.
+    /// The session with this cookie hash: from memory when held; on a miss it is read with
+    /// its account and links in one read, and all three are kept.
     public func session(idHash: String, now: Date) async throws -> SessionRecord? {
-        try await cached(cache.session(idHash: idHash, now: clock.now()), now: now) {
-            try await base.session(idHash: idHash, now: now)
-        } store: { session, ticket in
-            cache.store(session, ticket: ticket, now: clock.now())
-        }
+        try await signedIn(.cookieHash(idHash), now: now)?.session
     }
 
-    /// The session of a refresh-token family: from memory when held.
+    /// The session of a refresh-token family: as `session(idHash:)`.
     public func session(familyId: String, now: Date) async throws -> SessionRecord? {
-        try await cached(cache.session(familyId: familyId, now: clock.now()), now: now) {
-            try await base.session(familyId: familyId, now: now)
-        } store: { session, ticket in
-            cache.store(session, ticket: ticket, now: clock.now())
-        }
+        try await signedIn(.family(familyId), now: now)?.session
     }
 
-    private func cached(
-        _ held: SessionRecord?, now: Date, read: () async throws -> SessionRecord?,
-        store: (SessionRecord, AccountReadCache.Ticket) -> Void
-    ) async throws -> SessionRecord? {
+    /// The session with its account and links: from memory when all three are held, else one
+    /// read of the store (`GatehouseStorage.signedIn`), kept unless a write overtook it.
+    public func signedIn(_ key: SessionKey, now: Date) async throws -> SignedInRecords? {
+        let held: SessionRecord?
+        switch key {
+        case .cookieHash(let hash): held = cache.session(idHash: hash, now: clock.now())
+        case .family(let family): held = cache.session(familyId: family, now: clock.now())
+        }
         if let held {
             metrics.cacheLookup(cache: "account", result: "hit")
-            return held.expiresAt > now ? held : nil
+            guard held.expiresAt > now else { return nil }
+            if let account = cache.account(uid: held.uid, now: clock.now()), let links = cache.links(uid: held.uid, now: clock.now()) {
+                return SignedInRecords(session: held, account: account, links: links)
+            }
+        } else {
+            metrics.cacheLookup(cache: "account", result: "miss")
         }
-        metrics.cacheLookup(cache: "account", result: "miss")
         let ticket = cache.ticket()
-        guard let session = try await read() else { return nil }
-        store(session, ticket)
-        return session
+        guard let records = try await base.signedIn(key, now: now) else { return nil }
+        let stamp = clock.now()
+        cache.store(records.session, ticket: ticket, now: stamp)
+        if let account = records.account { cache.store(account, ticket: ticket, now: stamp) }
+        // An account without links is being created or deleted: not worth keeping.
+        if !records.links.isEmpty { cache.store(links: records.links, uid: records.session.uid, ticket: ticket, now: stamp) }
+        return records
     }
 
     /// The account: from memory when held.
