@@ -21,6 +21,55 @@ extension PostgresStorage {
             try await query(
                 "SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE id_hash = \(idHash) AND expires_at > \(now)", logger: logger))
     }
+    /// The live session with its account and links in one statement (one round trip, one
+    /// snapshot): the session's row joined with its account and with each of its links.
+    public func signedIn(_ key: SessionKey, now: Date) async throws -> SignedInRecords? {
+        let chosen: PostgresQuery
+        switch key {
+        case .cookieHash(let hash):
+            chosen = "SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE id_hash = \(hash) AND expires_at > \(now)"
+        case .family(let family):
+            chosen = "SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE family_id = \(family) AND expires_at > \(now)"
+        }
+        var statement: PostgresQuery = "WITH s AS ("
+        statement.sql += chosen.sql
+        statement.binds = chosen.binds
+        statement.sql += """
+            ) SELECT s.id_hash, s.uid, s.created_at, s.expires_at, s.family_id, s.sign_in_provider,
+            a.created_at, a.last_sign_in_at, a.disabled,
+            l.provider_id, l.federated_id, l.profile_json, l.sealed_tokens, l.linked_at, l.updated_at, l.verified_email
+            FROM s LEFT JOIN accounts a ON a.uid = s.uid LEFT JOIN provider_links l ON l.uid = s.uid
+            ORDER BY l.linked_at, l.provider_id
+            """
+        var records: SignedInRecords?
+        for try await row in try await query(statement, logger: logger).decode(
+            (
+                String, String, Date, Date, String, String, Date?, Date?, Bool?, String?, String?, Data?, String?, Date?, Date?, String?
+            ).self)
+        {
+            let (id, uid, created, expires, family, provider, accountCreated, lastSignIn, disabled) = (
+                row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8
+            )
+            if records == nil {
+                let account = accountCreated.flatMap { created in
+                    lastSignIn.map { AccountRecord(uid: uid, createdAt: created, lastSignInAt: $0, disabled: disabled ?? false) }
+                }
+                records = SignedInRecords(
+                    session: SessionRecord(
+                        idHash: id, uid: uid, createdAt: created, expiresAt: expires, familyId: family, signInProvider: provider),
+                    account: account, links: [])
+            }
+            if let providerId = row.9, let federated = row.10, let profile = row.11, let tokens = row.12, let linked = row.13,
+                let updated = row.14
+            {
+                records?.links.append(
+                    ProviderLinkRecord(
+                        uid: uid, providerId: providerId, federatedId: federated, profileJSON: profile, sealedTokens: tokens,
+                        linkedAt: linked, updatedAt: updated, verifiedEmail: row.15))
+            }
+        }
+        return records
+    }
     /// The session of a refresh-token family, if it has not expired.
     public func session(familyId: String, now: Date) async throws -> SessionRecord? {
         try await Self.firstSession(
