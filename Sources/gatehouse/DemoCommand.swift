@@ -46,6 +46,7 @@ struct DemoCommand: AsyncParsableCommand {
                 configuration: configuration, storage: storage, vault: vault, http: http, metrics: metrics.core, logger: logger)
             return GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: true, drain: drain)
         } onRunning: { port in
+            drain.markServing()
             // Written in one call and unbuffered, so a script reading our output sees it at once.
             FileHandle.standardOutput.write(Data("Gatehouse ready at http://127.0.0.1:\(port)\n".utf8))
         } onOperationsRunning: { port in

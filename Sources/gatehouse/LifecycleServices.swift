@@ -37,9 +37,14 @@ struct AfterStoreReady: Service {
     /// What runs afterwards.
     let service: any Service
 
-    /// `prepare`, then the service.
+    /// `prepare`, then the service; a shutdown during `prepare` (a store that cannot be
+    /// reached yet) cancels it and ends here, without starting the service.
     func run() async throws {
-        try await prepare()
+        do {
+            try await cancelWhenGracefulShutdown { try await prepare() }
+        } catch  where Task.isShuttingDownGracefully {
+            return
+        }
         try await service.run()
     }
 

@@ -6,7 +6,7 @@ import GatehouseServer
 import Logging
 import ServiceLifecycle
 
-/// `gatehouse serve`: the gateway configured from the environment (see the README).
+/// `gatehouse serve`: the gateway, configured by its settings (see the README).
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve", abstract: "Run the gateway.",
@@ -52,6 +52,7 @@ struct ServeCommand: AsyncParsableCommand {
             GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: false, drain: drain), host: settings.host, port: settings.port,
             operations: settings.operations, logger: logger
         ) { port in
+            drain.markServing()
             logger.info("Gatehouse listening", metadata: ["http.port": "\(port)"])
         } onOperationsRunning: { port in
             logger.info("Gatehouse operations listening", metadata: ["ops.port": "\(port)"])

@@ -254,6 +254,37 @@ struct DatabaseFailoverTests {
         }
     }
 
+    @Test(
+        "SIGTERM while serve still waits for an unreachable PostgreSQL to migrate: the process ends within a few seconds instead of waiting out the shutdown timeout"
+    )
+    func sigtermDuringStartMigration() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-start-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let log = "\(folder)/serve.log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let process = try SpawnedProcess.start(
+            KeysCommandTests.executable.path, ["serve"],
+            environment: [
+                "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "GATEHOUSE_PORT": "0", "GATEHOUSE_OPS_ADDRESS": "127.0.0.1:0",
+                "GATEHOUSE_PUBLIC_URL": ServeProcess.publicURL, "GATEHOUSE_DEVELOPMENT": "true",
+                "GATEHOUSE_ENCRYPTION_KEY": TokenVault.generateKey().base64EncodedString(), "GATEHOUSE_GITHUB_CLIENT_ID": "x",
+                "GATEHOUSE_GITHUB_CLIENT_SECRET": "y", "GATEHOUSE_DATABASE_URL": "postgres://gatehouse:x@127.0.0.1:1/none",
+                "GATEHOUSE_DATABASE_TIMEOUT": "1", "GATEHOUSE_SHUTDOWN_DELAY": "5", "GATEHOUSE_SHUTDOWN_TIMEOUT": "20",
+            ], output: .file(log))
+        defer { process.stop() }
+        // Still starting: nothing listens until the store is migrated.
+        try await Task.sleep(for: .seconds(1))
+        #expect(process.isRunning)
+        let signalled = ContinuousClock.now
+        kill(process.pid, SIGTERM)
+        let status = try await Self.exit(of: process, within: .seconds(15))
+        let took = ContinuousClock.now - signalled
+        #expect(status != nil, "still running 15 s after SIGTERM")
+        #expect(took < .seconds(4), "\(took)")
+    }
+
     /// A `gatehouse serve` (SQLite, or the PostgreSQL `database`; `extra` settings) beside an in-process emulator, with a
     /// client and a signed-in GitHub user's tokens; everything stopped afterwards.
     static func withSignedInServe(

@@ -6,6 +6,7 @@ import Synchronization
 /// load balancers stop sending it new requests while it still serves them.
 public final class DrainSignal: Sendable {
     private let draining = Atomic<Bool>(false)
+    private let serving = Atomic<Bool>(false)
 
     /// Not draining yet.
     public init() {}
@@ -14,6 +15,13 @@ public final class DrainSignal: Sendable {
     public var isDraining: Bool { draining.load(ordering: .relaxed) }
 
     func begin() { draining.store(true, ordering: .relaxed) }
+
+    /// Whether the public listener has started: before it, no load balancer sends anything
+    /// and there is nothing to drain.
+    public var isServing: Bool { serving.load(ordering: .relaxed) }
+
+    /// Records that the public listener is accepting connections.
+    public func markServing() { serving.store(true, ordering: .relaxed) }
 }
 
 /// The drain before a gateway stops: told of the graceful shutdown before the gateway is
@@ -42,6 +50,11 @@ public struct DrainingService: Service {
             return  // cancelled before any shutdown began
         }
         signal.begin()
+        guard signal.isServing else {
+            // Stopped while starting (the store not migrated yet, say): nothing to drain.
+            logger.info("shutting down before serving")
+            return
+        }
         logger.info("shutting down: readiness answers 503, still serving", metadata: ["shutdown.delay": "\(delay)"])
         try? await Task.sleep(for: delay)
         logger.info("shutting down: no new connections; finishing the requests in flight")
