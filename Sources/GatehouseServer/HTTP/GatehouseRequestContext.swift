@@ -8,6 +8,8 @@ public struct GatehouseRequestContext: RequestContext, RemoteAddressRequestConte
     public var coreContext: CoreRequestContextStorage
     /// The connected peer (a proxy, when one is in front).
     public let remoteAddress: SocketAddress?
+    /// The connection's event loop (answers written from memory wait for it: `write(_:pacedBy:)`).
+    public let eventLoop: any EventLoop
     /// What the request presents to prove who it is (`AuthenticationMiddleware`).
     var credentials = Credentials.none
 
@@ -15,5 +17,6 @@ public struct GatehouseRequestContext: RequestContext, RemoteAddressRequestConte
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        eventLoop = source.channel.eventLoop
     }
 }

@@ -64,7 +64,8 @@ struct MeRoutes {
         }
 
         table.add(.get, "/v1/me/photo") { request, context in
-            try await ProfileResponses.photo(request, profiles: profiles, uid: try await signedIn(context), refresh: try Self.refresh(request))
+            try await ProfileResponses.photo(
+                request, eventLoop: context.eventLoop, profiles: profiles, uid: try await signedIn(context), refresh: try Self.refresh(request))
         }
     }
 

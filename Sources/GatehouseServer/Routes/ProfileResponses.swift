@@ -1,6 +1,7 @@
 import GatehouseCore
 import HTTPTypes
 import Hummingbird
+import NIOCore
 
 /// The profile and photo answers the user's routes (`/v1/me…`) and the services' routes
 /// (`/v1/users/{uid}…`) share: one way to mark stale answers, check photo sizes, tag,
@@ -30,7 +31,11 @@ enum ProfileResponses {
     /// the cache, or on a miss streamed as the provider sends it; both with the same `ETag`
     /// (derived at the provider's head: `ProviderPhoto.entityTag`) and `304` on `If-None-Match`.
     /// (`ProfileService` answers a transfer that is already whole as a stored photo.)
-    static func photo(_ request: Request, profiles: ProfileService, uid: String, refresh: Bool = false) async throws -> Response {
+    /// Bodies are written paced by the connection's `eventLoop` (`write(_:pacedBy:)`), so a
+    /// slow reader holds back the writer instead of a queue of the image.
+    static func photo(_ request: Request, eventLoop: any EventLoop, profiles: ProfileService, uid: String, refresh: Bool = false)
+        async throws -> Response
+    {
         let query = request.queryDictionary
         var size: Int?
         if let text = query["size"] {
@@ -57,7 +62,7 @@ enum ProfileResponses {
             headers[.contentSecurityPolicy] = photoContentSecurityPolicy
             let body = ResponseBody(contentLength: head.contentLength) { writer in
                 for try await chunk in download.chunks() {
-                    try await writer.write(ByteBuffer(bytes: chunk))
+                    try await writer.write(ByteBuffer(bytes: chunk), pacedBy: eventLoop)
                     profiles.countPhotoBytes(chunk.count)
                 }
                 try await writer.finish(nil)
@@ -71,22 +76,26 @@ enum ProfileResponses {
         }
         headers[.contentType] = photo.contentType
         headers[.contentSecurityPolicy] = photoContentSecurityPolicy
-        profiles.countPhotoBytes(photo.bytes.count)
-        return Response(status: .ok, headers: headers, body: storedPhotoBody(photo.bytes))
+        return Response(
+            status: .ok, headers: headers, body: storedPhotoBody(photo.bytes, eventLoop: eventLoop, written: profiles.countPhotoBytes))
     }
 
-    /// Slices of a stored photo written one at a time instead of one copy of the whole image
-    /// per caller. How many slices wait in a connection's queue is the HTTP layer's back-pressure:
-    /// measured with heaptrack under 32 readers of a 4 MB photo, NIO still queues most of an
-    /// image per connection ahead of the socket (README, "Performance"), so the slicing bounds
-    /// the copies' size, not yet their number.
-    static func storedPhotoBody(_ bytes: [UInt8]) -> ResponseBody {
-        if bytes.count <= photoSliceBytes { return ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)) }
+    /// Slices of a stored photo written one at a time, each after the previous one reached the
+    /// channel (`write(_:pacedBy:)`): a connection holds about one slice beyond NIO's high-water
+    /// mark, not a copy of the image, however slowly its reader reads. `written` counts each
+    /// slice as it goes (`gatehouse_photo_bytes_total`: a reader that leaves early is not
+    /// counted for what it never got).
+    static func storedPhotoBody(_ bytes: [UInt8], eventLoop: any EventLoop, written: @escaping @Sendable (Int) -> Void) -> ResponseBody {
+        if bytes.count <= photoSliceBytes {
+            written(bytes.count)
+            return ResponseBody(byteBuffer: ByteBuffer(bytes: bytes))
+        }
         return ResponseBody(contentLength: bytes.count) { writer in
             var start = 0
             while start < bytes.count {
                 let end = min(start + photoSliceBytes, bytes.count)
-                try await writer.write(ByteBuffer(bytes: bytes[start..<end]))
+                try await writer.write(ByteBuffer(bytes: bytes[start..<end]), pacedBy: eventLoop)
+                written(end - start)
                 start = end
             }
             try await writer.finish(nil)

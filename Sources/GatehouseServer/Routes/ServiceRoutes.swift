@@ -41,7 +41,8 @@ struct ServiceRoutes {
             return try answers.response(try await profiles.profile(uid: user), key: user)
         }
         table.add(.get, "/v1/users/{uid}/photo") { request, context in
-            try await ProfileResponses.photo(request, profiles: profiles, uid: try await uid(context, scope: "photo:read"))
+            try await ProfileResponses.photo(
+                request, eventLoop: context.eventLoop, profiles: profiles, uid: try await uid(context, scope: "photo:read"))
         }
         table.add(.get, "/v1/users/{uid}/providers/{providerId}/profile") { request, context in
             let user = try await uid(context, scope: "profile:read")
