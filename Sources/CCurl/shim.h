@@ -33,10 +33,11 @@ static inline CURLcode gh_easy_setopt_slist(CURL *handle, CURLoption option, str
     return curl_easy_setopt(handle, option, value);
 }
 
-/// The signature of CURLOPT_WRITEFUNCTION and CURLOPT_HEADERFUNCTION callbacks.
+/// The signature of CURLOPT_WRITEFUNCTION, CURLOPT_HEADERFUNCTION and CURLOPT_READFUNCTION
+/// callbacks (libcurl's read callback has the same shape: a buffer to fill, its size).
 typedef size_t (*gh_data_callback)(char *data, size_t size, size_t count, void *userdata);
 
-/// curl_easy_setopt for CURLOPT_WRITEFUNCTION / CURLOPT_HEADERFUNCTION.
+/// curl_easy_setopt for CURLOPT_WRITEFUNCTION / CURLOPT_HEADERFUNCTION / CURLOPT_READFUNCTION.
 static inline CURLcode gh_easy_setopt_data_callback(CURL *handle, CURLoption option, gh_data_callback callback) {
     return curl_easy_setopt(handle, option, callback);
 }
@@ -73,6 +74,12 @@ static inline CURLMcode gh_multi_setopt_long(CURLM *handle, CURLMoption option, 
 
 /// The value a write callback returns to pause the transfer (a macro Swift cannot see).
 static inline size_t gh_writefunc_pause(void) { return CURL_WRITEFUNC_PAUSE; }
+
+/// The value a read callback returns to pause the upload until more bytes are produced.
+static inline size_t gh_readfunc_pause(void) { return CURL_READFUNC_PAUSE; }
+
+/// The value a read callback returns to abort the transfer (the body's producer failed).
+static inline size_t gh_readfunc_abort(void) { return CURL_READFUNC_ABORT; }
 
 /// The CURLPAUSE_CONT bitmask (a macro Swift cannot see).
 static inline int gh_pause_cont(void) { return CURLPAUSE_CONT; }

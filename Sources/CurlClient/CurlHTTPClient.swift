@@ -35,6 +35,37 @@ public final class CurlHTTPClient: Sendable {
     /// Cancelling the awaiting task aborts the transfer, at any point.
     public func stream(_ request: OutboundRequest) async throws -> OutboundStreamingResponse {
         let transfer = try Transfer(request: request, configuration: configuration, driver: driver)
+        guard let upload = request.upload, let channel = transfer.upload else {
+            return try await start(transfer)
+        }
+        let kept = try upload.claim()
+        // The body's producer runs beside the transfer until the body is sent or the transfer
+        // ends; a producer that fails aborts the transfer, and its error is what the caller sees
+        // (as `OutboundBodyError`: a body over a cap stays that error, not libcurl's "aborted
+        // by callback").
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await upload.send(kept, into: channel)
+                    channel.finish(error: nil)
+                } catch {
+                    channel.finish(error: error)
+                }
+            }
+            do {
+                let response = try await start(transfer)
+                group.cancelAll()
+                return response
+            } catch {
+                group.cancelAll()
+                if let failure = channel.failure { throw OutboundBodyError(underlying: failure) }
+                throw error
+            }
+        }
+    }
+
+    /// Starts the transfer and waits for the response head.
+    private func start(_ transfer: Transfer) async throws -> OutboundStreamingResponse {
         let head = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<OutboundResponseHead, any Error>) in
                 transfer.setHeadContinuation(continuation)

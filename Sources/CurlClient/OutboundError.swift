@@ -15,6 +15,8 @@ public struct OutboundError: Error, Sendable, CustomStringConvertible {
         case responseTooLarge
         /// The awaiting task was cancelled, or the client shut down.
         case cancelled
+        /// A streamed request body was to be sent again (a retry) but was too large to keep.
+        case bodyNotReplayable
         /// Any other transport failure.
         case transport
     }

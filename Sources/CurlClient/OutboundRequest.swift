@@ -8,6 +8,9 @@ public struct OutboundRequest: Sendable {
     public var headers: OutboundHeaders
     /// The request body, sent with an exact `Content-Length`.
     public var body: [UInt8]?
+    /// A body sent while it is produced, with back-pressure (instead of `body`, which wins
+    /// when both are set). A producer's failure is thrown as `OutboundBodyError`.
+    public var upload: OutboundUpload?
     /// Overrides the client's total timeout for this request.
     public var timeout: Duration?
     /// Overrides the client's connect timeout for this request.
@@ -30,8 +33,10 @@ public struct OutboundRequest: Sendable {
         body: [UInt8]? = nil,
         timeout: Duration? = nil,
         connectTimeout: Duration? = nil,
-        maxResponseBytes: Int? = nil
+        maxResponseBytes: Int? = nil,
+        upload: OutboundUpload? = nil
     ) {
+        self.upload = upload
         self.method = method
         self.url = url
         self.headers = headers

@@ -10,6 +10,8 @@ final class Transfer: @unchecked Sendable {
     let request: OutboundRequest
     let configuration: CurlClientConfiguration
     let channel: BodyChannel
+    /// The streamed request body's buffer, when the request has `upload` and no `body`.
+    let upload: UploadChannel?
     private let maxBytes: Int
     private let headContinuation = Mutex<CheckedContinuation<OutboundResponseHead, any Error>?>(nil)
     private let cancelRequested = Mutex<Bool>(false)
@@ -36,7 +38,9 @@ final class Transfer: @unchecked Sendable {
         self.maxBytes = request.maxResponseBytes ?? configuration.maxResponseBytes
         self.driver = driver
         self.channel = BodyChannel(highWater: configuration.streamBufferBytes)
+        self.upload = request.body == nil && request.upload != nil ? UploadChannel(highWater: configuration.streamBufferBytes) : nil
         channel.attach(self, driver: driver)
+        upload?.attach(self, driver: driver)
     }
 
     private static func containsLineBreak(_ text: String) -> Bool {
@@ -108,6 +112,13 @@ final class Transfer: @unchecked Sendable {
             if method != "POST" {
                 try set(easy, CURLOPT_CUSTOMREQUEST, method)
             }
+        } else if let upload = request.upload {
+            // The read callback feeds libcurl; an unknown length goes chunked (HTTP/1.1).
+            try set(easy, CURLOPT_POST, 1)
+            try check(gh_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(upload.length ?? -1)))
+            if method != "POST" {
+                try set(easy, CURLOPT_CUSTOMREQUEST, method)
+            }
         } else {
             switch method {
             case "GET": try set(easy, CURLOPT_HTTPGET, 1)
@@ -135,6 +146,21 @@ final class Transfer: @unchecked Sendable {
         try check(gh_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context))
         try check(gh_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, transferHeaderCallback))
         try check(gh_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context))
+        if upload != nil {
+            try check(gh_easy_setopt_data_callback(easy, CURLOPT_READFUNCTION, transferReadCallback))
+            try check(gh_easy_setopt_pointer(easy, CURLOPT_READDATA, context))
+        }
+    }
+
+    /// Called by libcurl for the next bytes of a streamed request body.
+    func sendBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard let upload else { return 0 }
+        switch upload.read(into: buffer) {
+        case .bytes(let count): return count
+        case .end: return 0
+        case .pause: return gh_readfunc_pause()
+        case .abort: return gh_readfunc_abort()
+        }
     }
 
     /// Called by libcurl for each header line of each response (interim ones too).
@@ -178,6 +204,7 @@ final class Transfer: @unchecked Sendable {
 
     /// Ends the transfer: delivers the head (if still owed) and closes the body channel.
     func finish(easy: UnsafeMutableRawPointer, error: OutboundError?) {
+        upload?.close()
         if let error {
             if headDelivered {
                 channel.finish(error: error)
@@ -192,6 +219,7 @@ final class Transfer: @unchecked Sendable {
 
     /// Fails a transfer whose head was not delivered yet.
     func fail(_ error: any Error) {
+        upload?.close()
         headDelivered = true
         let continuation = headContinuation.withLock { value in
             defer { value = nil }
@@ -286,4 +314,11 @@ private let transferHeaderCallback: gh_data_callback = { data, size, count, user
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
     transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: size * count))
     return size * count
+}
+
+/// libcurl's read callback: fills libcurl's buffer from the streamed body of the transfer.
+private let transferReadCallback: gh_data_callback = { data, size, count, userdata in
+    guard let userdata, let data else { return gh_readfunc_abort() }
+    let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
+    return transfer.sendBody(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
 }

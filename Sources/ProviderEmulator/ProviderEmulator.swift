@@ -30,6 +30,7 @@ public struct ProviderEmulator: Sendable {
         let graph = GraphRoutes(state: microsoftState)
         graph.register(on: router)
         GraphDataRoutes(graph: graph).register(on: router)
+        GraphDriveRoutes(graph: graph).register(on: router)
         GitHubOAuthRoutes(state: state, configuration: configuration).register(on: router)
         let github = GitHubAPIRoutes(state: state, configuration: configuration)
         github.register(on: router)

@@ -9,12 +9,14 @@ import Synchronization
 /// Routes: `/hello`, `/echo`, `/delay/{ms}`, `/bytes/{n}` (with Content-Length),
 /// `/chunked/{n}` (chunked, no length), `/trickle/{n}` (n bytes in 16 KiB writes, each after
 /// the previous one left, so a client that stops reading holds the rest back), `/redirect`,
-/// `/status/{code}`.
+/// `/status/{code}`, `/upload` (answers `count=`, `sum=` and `framing=` of the request body
+/// it received; every body byte any route receives is counted as it arrives: `bytesReceived`).
 final class LoopbackHTTPServer: Sendable {
     let port: Int
     private let acceptedConnections: Counter
     private let requestCount: Counter
     private let cutCount: Counter
+    private let receivedCount: Counter
     private let channel: any Channel
     private let group: MultiThreadedEventLoopGroup
 
@@ -24,6 +26,8 @@ final class LoopbackHTTPServer: Sendable {
     var requestsSeen: Int { requestCount.value }
     /// The number of `/trickle` answers the client cut short (a write failed before the last byte).
     var answersCut: Int { cutCount.value }
+    /// Request-body bytes received so far, counted as they arrive (before a request ends).
+    var bytesReceived: Int { receivedCount.value }
 
     /// Runs `body` with a server bound to a port the kernel picked, and stops the server
     /// afterwards, also when `body` throws: no test leaves one running.
@@ -44,6 +48,7 @@ final class LoopbackHTTPServer: Sendable {
         let accepted = Counter()
         let requests = Counter()
         let cut = Counter()
+        let received = Counter()
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -51,14 +56,17 @@ final class LoopbackHTTPServer: Sendable {
                 accepted.increment()
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(RouteHandler(requests: requests, cut: cut))
+                    try channel.pipeline.syncOperations.addHandler(RouteHandler(requests: requests, cut: cut, received: received))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        return LoopbackHTTPServer(channel: channel, group: group, accepted: accepted, requests: requests, cut: cut)
+        return LoopbackHTTPServer(channel: channel, group: group, accepted: accepted, requests: requests, cut: cut, received: received)
     }
 
-    private init(channel: any Channel, group: MultiThreadedEventLoopGroup, accepted: Counter, requests: Counter, cut: Counter) {
+    private init(
+        channel: any Channel, group: MultiThreadedEventLoopGroup, accepted: Counter, requests: Counter, cut: Counter, received: Counter
+    ) {
+        self.receivedCount = received
         self.channel = channel
         self.group = group
         self.port = channel.localAddress?.port ?? 0
@@ -79,7 +87,7 @@ final class LoopbackHTTPServer: Sendable {
 final class Counter: Sendable {
     private let storage = Mutex(0)
     var value: Int { storage.withLock { $0 } }
-    func increment() { storage.withLock { $0 += 1 } }
+    func increment(by amount: Int = 1) { storage.withLock { $0 += amount } }
 }
 
 private final class RouteHandler: ChannelInboundHandler {
@@ -88,12 +96,14 @@ private final class RouteHandler: ChannelInboundHandler {
 
     let requests: Counter
     let cut: Counter
+    let received: Counter
     var head: HTTPRequestHead?
     var body: [UInt8] = []
 
-    init(requests: Counter, cut: Counter) {
+    init(requests: Counter, cut: Counter, received: Counter) {
         self.requests = requests
         self.cut = cut
+        self.received = received
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -102,6 +112,7 @@ private final class RouteHandler: ChannelInboundHandler {
             self.head = head
             body = []
         case .body(var buffer):
+            received.increment(by: buffer.readableBytes)
             body += buffer.readBytes(length: buffer.readableBytes) ?? []
         case .end:
             guard let head else { return }
@@ -133,6 +144,11 @@ private final class RouteHandler: ChannelInboundHandler {
             let head = HTTPResponseHead(version: head.version, status: .ok, headers: ["Content-Length": String(Int(count) ?? 0)])
             context.write(wrapOutboundOut(.head(head)), promise: nil)
             trickle(context, remaining: Int(count) ?? 0)
+        case ("upload", _):
+            let framing =
+                head.headers.contains(name: "Transfer-Encoding") ? "chunked" : "length=\(head.headers.first(name: "Content-Length") ?? "none")"
+            let sum = body.reduce(0) { ($0 &* 31 &+ Int($1)) & 0xFFFF_FFFF }
+            send(context, head, status: .ok, headers: [:], body: Array("count=\(body.count)\nsum=\(sum)\nframing=\(framing)".utf8))
         case ("redirect", _):
             send(context, head, status: .found, headers: ["Location": "/hello"], body: [])
         case ("status", let code):

@@ -1,6 +1,8 @@
+import Crypto
 import CurlClient
 import Foundation
 import GatehouseCore
+import GatehouseTestSupport
 import Testing
 
 /// Issue #22: provider API passthrough under policy, paging, refresh and retry, consent, the
@@ -295,6 +297,103 @@ struct ProviderAPITests {
             let oversized = try await Self.call(deployment, repos, key: key)
             #expect(oversized.status == 502, "\(oversized.status)")
             #expect(try await Self.call(deployment, repos + "?per_page=5", key: key).status == 200)
+        }
+    }
+
+    /// Bytes the emulated drive has received so far, over every upload.
+    static func uploadedBytes(_ deployment: TestDeployment) async throws -> Int {
+        let answer = try await deployment.client.execute(OutboundRequest(url: "\(deployment.emulatorURL)/_emulator/microsoft/uploaded-bytes"))
+        return try #require(try jsonObject(answer)["receivedBytes"] as? Int)
+    }
+
+    /// A PUT of `chunks` to the drive item `item` through the passthrough, with the body
+    /// streamed by the test's own libcurl client (`length` declared, or chunked when `nil`).
+    static func upload(
+        _ deployment: TestDeployment, uid: String, key: String, item: String, length: Int?, _ chunks: some AsyncSequence<[UInt8], Never> & Sendable
+    ) async throws -> OutboundResponse {
+        let url = "\(deployment.gatewayURL)/v1/users/\(uid)/providers/microsoft.com/api/v1.0/me/drive/items/\(item)/content"
+        let headers: OutboundHeaders = ["Authorization": "Bearer \(key)", "Content-Type": "application/octet-stream"]
+        return try await deployment.client.execute(
+            OutboundRequest(method: "PUT", url: url, headers: headers, upload: OutboundUpload(length: length, chunks)))
+    }
+
+    /// `count` pseudo-random-looking bytes (different per `seed`).
+    static func bytes(_ count: Int, seed: Int) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: ($0 &* 131 &+ seed &* 17) % 251) }
+    }
+
+    @Test("streamed bodies: a 4 MiB upload reaches Graph while the caller still sends it, whole; a chunked body over the cap is cut with 413")
+    func streamedUpload() async throws {
+        try await Self.withAPIDeployment(adjust: { $0.providers["microsoft.com"]?.maxRequestBytes = 5 << 20 }) { deployment in
+            var browser = Browser(deployment)
+            let uid = try await Self.signIn(&browser, login: "AdeleV@contoso.example", provider: "microsoft.com", scope: "Files.ReadWrite")
+            let key = try await Self.key(deployment, ["api:microsoft.com"])
+            let chunks = (1...16).map { Self.bytes(256 << 10, seed: $0) }
+            let (source, producer) = AsyncStream.makeStream(of: [UInt8].self)
+            async let answer = Self.upload(deployment, uid: uid, key: key, item: "01STREAM", length: 4 << 20, source)
+            producer.yield(chunks[0])
+            // A gateway that gathered the body first would pass nothing on before the end.
+            var arrived = false
+            for _ in 0..<500 where !arrived {
+                arrived = try await Self.uploadedBytes(deployment) >= chunks[0].count
+                if !arrived { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            for chunk in chunks.dropFirst() { producer.yield(chunk) }
+            producer.finish()
+            let response = try await answer
+            #expect(arrived, "the first 256 KiB never reached the provider before the caller finished sending")
+            #expect(response.status == 200, "\(response.bodyText)")
+            let item = try jsonObject(response)
+            let all = chunks.flatMap { $0 }
+            let digest = SHA256.hash(data: all).map { String(format: "%02X", $0) }.joined()
+            #expect(item["size"] as? Int == all.count)
+            #expect(((item["file"] as? [String: Any])?["hashes"] as? [String: Any])?["sha256Hash"] as? String == digest)
+
+            // Over the cap without a declared length: refused as the 5 MiB pass, the upstream
+            // transfer cut before the body's end (the provider never sees a whole request).
+            let before = try await Self.uploadedBytes(deployment)
+            let over = (1...24).map { Self.bytes(256 << 10, seed: $0) }
+            let refused = try await Self.upload(deployment, uid: uid, key: key, item: "01OVER", length: nil, over.async)
+            #expect(refused.status == 413, "\(refused.status) \(refused.bodyText)")
+            #expect(try await Self.uploadedBytes(deployment) - before <= 5 << 20)
+            // Declared over the cap: refused before any upstream call.
+            let calls = try await Self.upstreamCalls(deployment, "PUT /graph/v1.0/me/drive/items/01DECLARED/content")
+            let declared = try await Self.upload(deployment, uid: uid, key: key, item: "01DECLARED", length: 6 << 20, over.async)
+            #expect(declared.status == 413)
+            #expect(try await Self.upstreamCalls(deployment, "PUT /graph/v1.0/me/drive/items/01DECLARED/content") == calls)
+            let audited = Self.apiAuditLines(deployment).map { ($0["api.template"] as? String ?? "", $0["api.status"] as? Int ?? 0) }
+            #expect(audited.map(\.1) == [200, 413, 413], "\(audited)")
+            #expect(audited.allSatisfy { $0.0 == "PUT /v1.0/me/drive/items/{id}/content" })
+        }
+    }
+
+    @Test(
+        "streamed bodies and a refused token: a small body is sent again after the refresh; a large one answers 503 and goes through when sent again")
+    func streamedUploadRetry() async throws {
+        try await Self.withAPIDeployment(adjust: { $0.providers["microsoft.com"]?.maxRequestBytes = 4 << 20 }) { deployment in
+            var browser = Browser(deployment)
+            let uid = try await Self.signIn(&browser, login: "AdeleV@contoso.example", provider: "microsoft.com", scope: "Files.ReadWrite")
+            let key = try await Self.key(deployment, ["api:microsoft.com"])
+            // Small (kept for a second sending): the provider refuses the stored token, the
+            // gateway refreshes it and sends the same bytes again.
+            _ = try await deployment.control("microsoft/expire-tokens", "{}")
+            let small = Self.bytes(1_000, seed: 9)
+            let before = try await Self.uploadedBytes(deployment)
+            let retried = try await Self.upload(deployment, uid: uid, key: key, item: "01SMALL", length: small.count, [small].async)
+            #expect(retried.status == 200, "\(retried.bodyText)")
+            #expect(try jsonObject(retried)["size"] as? Int == small.count)
+            #expect(try await Self.uploadedBytes(deployment) - before == 2 * small.count)
+
+            // Large (streamed once, not kept): 503, nothing done at the provider; sent again, 200.
+            _ = try await deployment.control("microsoft/expire-tokens", "{}")
+            let large = (1...8).map { Self.bytes(256 << 10, seed: $0) }
+            let refused = try await Self.upload(deployment, uid: uid, key: key, item: "01LARGE", length: 2 << 20, large.async)
+            #expect(refused.status == 503, "\(refused.bodyText)")
+            let problem = try jsonObject(refused)
+            #expect(problem["code"] as? String == "upstream-unavailable" && (problem["detail"] as? String)?.contains("Send the call again") == true)
+            let again = try await Self.upload(deployment, uid: uid, key: key, item: "01LARGE", length: 2 << 20, large.async)
+            #expect(again.status == 200, "\(again.bodyText)")
+            #expect(try jsonObject(again)["size"] as? Int == 2 << 20)
         }
     }
 

@@ -114,6 +114,7 @@ extension APIPolicy {
                 allow: [
                     template("GET /v1.0/me/events", ["Calendars.Read"]), template("GET /v1.0/me/messages", ["Mail.Read"]),
                     template("GET /v1.0/me/messages/{id}", ["Mail.Read"]),
+                    template("PUT /v1.0/me/drive/items/{id}/content", ["Files.ReadWrite"]),
                 ], signedInUsers: true),
             "yahoo.com": Provider(
                 baseURL: yahooBaseURL, allow: [template("GET /fantasy/v2/users;use_login=1/games", ["fspt-r"])], signedInUsers: true),

@@ -10,11 +10,14 @@ public struct ProviderAPIRequest: Sendable {
     public var query: String?
     /// The caller's header fields; only `forwardedHeaders` go on.
     public var headers: [(name: String, value: String)]
-    /// The request body (already within the policy's cap).
-    public var body: [UInt8]?
+    /// The request body, streamed to the provider as the caller sends it (the HTTP layer
+    /// enforces the policy's cap as it goes).
+    public var body: OutboundUpload?
 
     /// Creates a call.
-    public init(method: APIMethod, path: APIPath, query: String?, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil) {
+    public init(
+        method: APIMethod, path: APIPath, query: String?, headers: [(name: String, value: String)] = [], body: OutboundUpload? = nil
+    ) {
         self.method = method
         self.path = path
         self.query = query

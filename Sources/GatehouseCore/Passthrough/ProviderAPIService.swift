@@ -75,7 +75,8 @@ public struct ProviderAPIService: Sendable {
     }
 
     /// Makes the call with the user's stored token (refreshed when expired, or once after a
-    /// `401`, then retried once) and answers the provider's status, passed headers and body,
+    /// `401`, then retried once; a streamed body over its replay limit cannot be sent twice, and
+    /// that retry answers `503` so the caller sends it again) and answers the provider's status, passed headers and body,
     /// with paging links moved under `gatewayBase` (the passthrough route's URL up to `/api`).
     /// The HTTP layer records the call (`record`) with the status it answered.
     public func call(
@@ -118,7 +119,9 @@ public struct ProviderAPIService: Sendable {
         for (name, value) in request.headers where ProviderAPIRequest.forwardedHeaders.contains(name.lowercased()) {
             outbound.headers.add(name, value)
         }
-        if request.method.hasBody { outbound.body = request.body ?? [] }
+        if request.method.hasBody {
+            if let upload = request.body { outbound.upload = upload } else { outbound.body = [] }
+        }
         outbound.maxResponseBytes = limits.maxResponseBytes
         let prepared = outbound
         let refused = { (origin: String) in
@@ -127,16 +130,32 @@ public struct ProviderAPIService: Sendable {
                 detail: "The \(providerId) API host \(origin) has been failing; not calling it for now.")
         }
         let origin = apiOrigins[providerId] ?? HostBreakers.origin(of: base)
-        let (response, tokens) = try await hosts.run(origin: origin, refused: refused, failed: { [502, 503, 504].contains($0.0.head.status) }) {
-            try await profiles.withFreshTokens(link, provider) { tokens in
-                var authorized = prepared
-                authorized.headers.set("Authorization", "Bearer \(tokens.accessToken)")
-                let response = try await http.stream(authorized, endpoint: .api)
-                // The stored token was refused: refreshed once and retried by withFreshTokens
-                // (a second refusal, or a grant without refresh token, needs a new sign-in).
-                if response.head.status == 401 { throw GatehouseError.providerReauthRequired(providerId) }
-                return (response, tokens)
+        let response: OutboundStreamingResponse
+        let tokens: ProviderTokens
+        do {
+            // A failure of the caller's body is no failure of the host: it reaches the breaker as
+            // neither (not a GatehouseError), so one caller cannot open it for everyone.
+            (response, tokens) = try await hosts.run(origin: origin, refused: refused, failed: { [502, 503, 504].contains($0.0.head.status) }) {
+                try await profiles.withFreshTokens(link, provider) { tokens in
+                    var authorized = prepared
+                    authorized.headers.set("Authorization", "Bearer \(tokens.accessToken)")
+                    let response = try await http.stream(authorized, endpoint: .api)
+                    // The stored token was refused: refreshed once and retried by withFreshTokens
+                    // (a second refusal, or a grant without refresh token, needs a new sign-in).
+                    if response.head.status == 401 { throw GatehouseError.providerReauthRequired(providerId) }
+                    return (response, tokens)
+                }
             }
+        } catch let error as OutboundBodyError {
+            throw error.underlying
+        } catch let error as OutboundError where error.kind == .bodyNotReplayable {
+            // The provider refused the stored token after taking a body too large to keep; the
+            // token is refreshed now, and the provider did nothing with the call: safe to send again.
+            throw GatehouseError.upstreamUnavailable(
+                providerId, situation: .temporarilyUnavailable,
+                detail:
+                    "\(providerId) refused the stored access token, which is now refreshed; the request body was streamed and is too large to send twice. Send the call again."
+            )
         }
         // A refusal may be for lack of scope; reading it to find out consumes the body, which
         // then goes to the caller whole.

@@ -51,6 +51,8 @@ public struct UpstreamHTTP: Sendable {
 
     /// Sends `request` and returns at its response head; the body streams. A transport failure
     /// throws `upstream-unavailable` (a bad gateway, or a timeout). Each call is counted at its head.
+    /// A failure of the request's streamed body (`OutboundBodyError`, or `bodyNotReplayable`)
+    /// is the caller's, and is thrown as it is.
     func stream(_ request: OutboundRequest, endpoint: UpstreamEndpoint = .other) async throws -> OutboundStreamingResponse {
         var request = request
         if request.timeout == nil { request.timeout = timeout }
@@ -58,6 +60,11 @@ public struct UpstreamHTTP: Sendable {
         let response: OutboundStreamingResponse
         do {
             response = try await client.stream(request)
+        } catch let error as OutboundBodyError {
+            // The caller's body failed, not the provider: its own error, nothing counted.
+            throw error
+        } catch let error as OutboundError where error.kind == .bodyNotReplayable {
+            throw error
         } catch {
             let timedOut = (error as? OutboundError)?.kind == .timedOut
             record(request, endpoint: endpoint, outcome: timedOut ? "timeout" : "transport-error", status: nil, since: started)

@@ -1,6 +1,7 @@
 import GatehouseCore
 import HTTPTypes
 import Hummingbird
+import NIOCore
 
 /// Provider API passthrough (`…/providers/{providerId}/api/{path}`, for services by uid and,
 /// where the operator allows it, for the signed-in user) and the services' token vault
@@ -29,7 +30,8 @@ struct ProviderAPIRoutes {
                 try await browser.limit(serviceKey: key.id)
                 let uid = try context.parameters.require("uid")
                 return try await Self.forward(
-                    request, method: method, api: api, uid: uid, providerId: providerId, caller: .service(keyId: key.id),
+                    request, eventLoop: context.eventLoop, method: method, api: api, uid: uid, providerId: providerId,
+                    caller: .service(keyId: key.id),
                     prefixSegments: Self.servicePrefixSegments,
                     gatewayBase: "\(publicURL)/v1/users/\(FormEncoding.escape(uid))/providers/\(FormEncoding.escape(providerId))/api")
             }
@@ -45,7 +47,7 @@ struct ProviderAPIRoutes {
                 }
                 let providerId = try context.parameters.require("providerId")
                 return try await Self.forward(
-                    request, method: method, api: api, uid: caller.uid, providerId: providerId, caller: .user,
+                    request, eventLoop: context.eventLoop, method: method, api: api, uid: caller.uid, providerId: providerId, caller: .user,
                     prefixSegments: Self.userPrefixSegments,
                     gatewayBase: "\(publicURL)/v1/me/providers/\(FormEncoding.escape(providerId))/api")
             }
@@ -59,11 +61,12 @@ struct ProviderAPIRoutes {
         }
     }
 
-    /// Checks the call against the policy before reading anything, reads the body within the
-    /// provider's cap, makes the call and answers what the provider answered — recorded once
+    /// Checks the call against the policy before reading anything, streams the body to the
+    /// provider within its cap (a declared length over it is refused before any call), makes the call and answers what the provider answered — recorded once
     /// (audit line and metric) with the status the caller gets.
     static func forward(
-        _ request: Request, method: APIMethod, api: ProviderAPIService, uid: String, providerId: String, caller: ProviderAPIService.Caller,
+        _ request: Request, eventLoop: any EventLoop, method: APIMethod, api: ProviderAPIService, uid: String, providerId: String,
+        caller: ProviderAPIService.Caller,
         prefixSegments: Int, gatewayBase: String
     ) async throws -> Response {
         var template: APITemplate?
@@ -72,14 +75,14 @@ struct ProviderAPIRoutes {
             let path = try APIPath(raw: rawPath)
             let (allowed, limits) = try api.authorize(providerId: providerId, method: method, path: path, caller: caller)
             template = allowed
-            var request = request
-            let body = method.hasBody ? Array(buffer: try await request.collectBody(upTo: limits.maxRequestBytes)) : nil
+            // Streamed to the provider as it arrives, within the policy's cap.
+            let body = method.hasBody ? try CappedRequestBody.upload(request, cap: limits.maxRequestBytes) : nil
             let headers = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
             let answer = try await api.call(
                 ProviderAPIRequest(method: method, path: path, query: request.uri.query, headers: headers, body: body), uid: uid,
                 providerId: providerId, caller: caller, gatewayBase: gatewayBase)
             api.record(uid: uid, providerId: providerId, caller: caller, method: method, template: template, status: answer.status)
-            return response(answer)
+            return response(answer, eventLoop: eventLoop)
         } catch let error as GatehouseError {
             api.record(
                 uid: uid, providerId: providerId, caller: caller, method: method, template: template, status: Int(error.status.code),
@@ -95,7 +98,7 @@ struct ProviderAPIRoutes {
 
     /// The provider's answer as the gateway's: its status and passed headers, and a policy
     /// that keeps a provider's document from running anything on the gateway's origin.
-    static func response(_ answer: ProviderAPIAnswer) -> Response {
+    static func response(_ answer: ProviderAPIAnswer, eventLoop: any EventLoop) -> Response {
         var headers = HTTPFields()
         for (name, value) in answer.headers {
             if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
@@ -111,7 +114,7 @@ struct ProviderAPIRoutes {
                 status: status, headers: headers,
                 body: ResponseBody { writer in
                     for try await chunk in chunks {
-                        try await writer.write(ByteBuffer(bytes: chunk))
+                        try await writer.write(ByteBuffer(bytes: chunk), pacedBy: eventLoop)
                     }
                     try await writer.finish(nil)
                 })

@@ -23,6 +23,10 @@ struct ControlRoutes {
         router.post("/_emulator/microsoft/expire-tokens") { _, _ in
             Response.json(["expired": await microsoftState.expireAccessTokens()])
         }
+        // Bytes the drive upload route has received: a test sees a streamed body arrive.
+        router.get("/_emulator/microsoft/uploaded-bytes") { _, _ in
+            Response.json(["receivedBytes": await microsoftState.uploadedBytes])
+        }
         router.post("/_emulator/microsoft/revoke-refresh-tokens") { _, _ in
             Response.json(["revoked": await microsoftState.revokeRefreshTokens()])
         }

@@ -28,6 +28,11 @@ actor MicrosoftState {
     private var codes: [String: MicrosoftCode] = [:]
     private var accessTokens: [String: MicrosoftToken] = [:]
     private var refreshTokens: [String: MicrosoftToken] = [:]
+    /// Request-body bytes the drive upload route has received so far, over every upload.
+    private(set) var uploadedBytes = 0
+
+    /// Counts bytes of an upload as they arrive.
+    func received(uploadBytes count: Int) { uploadedBytes += count }
 
     func storeCode(_ code: String, _ issued: MicrosoftCode) { codes[code] = issued }
 
