@@ -44,8 +44,8 @@ public struct Gatehouse: Sendable {
         try configuration.validate()
         self.configuration = configuration
         let cachedStore = CachedStore(
-            storage, capacity: configuration.accountCacheCapacity, lifetime: configuration.accountCacheLifetime, clock: configuration.clock,
-            metrics: metrics, logger: logger)
+            storage, capacity: configuration.accountCacheCapacity, lifetime: configuration.accountCacheLifetime,
+            serviceKeyLifetime: configuration.serviceKeyCacheLifetime, clock: configuration.clock, metrics: metrics, logger: logger)
         self.cachedStore = cachedStore
         let storage: any GatehouseStorage = cachedStore
         self.storage = storage
@@ -104,8 +104,7 @@ public struct Gatehouse: Sendable {
             configuration: configuration, profiles: profiles, providers: registry,
             upstream: Dictionary(uniqueKeysWithValues: registry.ids.map { ($0, upstream($0)) }),
             hosts: HostBreakers(settings: configuration.circuitBreaker, clock: configuration.clock), audit: audit, metrics: metrics)
-        self.serviceKeys = ServiceKeyService(
-            storage: storage, cacheLifetime: configuration.serviceKeyCacheLifetime, clock: configuration.clock)
+        self.serviceKeys = ServiceKeyService(storage: storage, cache: cachedStore.serviceKeys)
         self.admin = AdminService(storage: storage, accounts: accounts, audit: audit)
     }
 

@@ -209,6 +209,24 @@ enum PostgresMigrations {
                 FOR EACH ROW EXECUTE FUNCTION gatehouse_account_changed()
                 """,
             ]),
+        // A revoked (or removed) service key is told on the same channel, its id behind a
+        // prefix no uid has (uids are base62), so every instance forgets it at once.
+        Migration(
+            version: "v8-service-key-change-feed",
+            statements: [
+                """
+                CREATE FUNCTION gatehouse_service_key_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                  PERFORM pg_notify('\(PostgresStorage.changeChannel)', '\(PostgresStorage.serviceKeyPayloadPrefix)' || OLD.id);
+                  RETURN NULL;
+                END
+                $$
+                """,
+                """
+                CREATE TRIGGER service_keys_changed AFTER UPDATE OR DELETE ON service_keys
+                FOR EACH ROW EXECUTE FUNCTION gatehouse_service_key_changed()
+                """,
+            ]),
     ]
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.

@@ -3,8 +3,11 @@ import Logging
 import PostgresNIO
 
 extension PostgresStorage: SharedStore {
-    /// The channel the schema's triggers notify with the uid of each changed account.
+    /// The channel the schema's triggers notify with the uid of each changed account, or the
+    /// id of a changed service key behind `serviceKeyPayloadPrefix`.
     static let changeChannel = "gatehouse_account_changes"
+    /// Marks a service key's id on the change channel (uids never contain a colon).
+    static let serviceKeyPayloadPrefix = "service-key:"
 
     /// Listens on the change channel with one connection of the pool until the task is
     /// cancelled; throws when that connection is lost (the server restarted, the network).
@@ -23,7 +26,12 @@ extension PostgresStorage: SharedStore {
                 // committed is missed.
                 await body(.following)
                 for try await notification in notifications {
-                    await body(.account(uid: notification.payload))
+                    let payload = notification.payload
+                    if payload.hasPrefix(Self.serviceKeyPayloadPrefix) {
+                        await body(.serviceKey(id: String(payload.dropFirst(Self.serviceKeyPayloadPrefix.count))))
+                    } else {
+                        await body(.account(uid: payload))
+                    }
                 }
                 logger.debug("change feed ended")
             }

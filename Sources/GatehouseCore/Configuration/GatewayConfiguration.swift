@@ -100,9 +100,10 @@ public struct GatewayConfiguration: Sendable {
     public var allowPrivatePhotoAddresses: Bool?
     /// The address policy of photo fetches.
     public var photoAddresses: AddressPolicy { (allowPrivatePhotoAddresses ?? developmentMode) ? .any : .publicOnly }
-    /// How long a service key read from the store is trusted before it is read again, so a
-    /// revocation by `gatehouse keys revoke` takes effect within this time (seconds; 0: every
-    /// request reads the store).
+    /// How long a service key read from the store is trusted before it is read again (seconds;
+    /// 0: every request reads the store). On PostgreSQL a revocation reaches every instance
+    /// through the change feed at once; this bounds it when the feed is down, and on SQLite,
+    /// where `gatehouse keys revoke` (another process) has no feed.
     public var serviceKeyCacheLifetime: TimeInterval = 5
     /// How long a provider token set, once decrypted, is kept in memory (seconds; 0: never).
     /// Keyed by its sealed form, so a refreshed or re-encrypted grant is never served stale.

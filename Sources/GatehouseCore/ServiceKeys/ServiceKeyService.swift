@@ -27,23 +27,22 @@ public struct ServiceKeyService: Sendable {
     let storage: any GatehouseStorage
     /// Where key creation and revocation are recorded (by the command line, which manages keys).
     let audit: AuditLog
-    /// Keys found lately, by secret hash, with when they were read: a service's every request
-    /// is not a database read. Revocation (by `gatehouse keys`, another process) is seen once
-    /// the entry is older than `cacheLifetime`; unknown secrets are never remembered.
-    private let recent = RecentValues<String, (key: ServiceKeyRecord, readAt: Date)>(capacity: 1024)
-    /// How long a key read from the store is trusted without reading it again.
-    let cacheLifetime: TimeInterval
-    /// Where the time comes from.
-    let clock: any GatehouseClock
+    /// Keys read lately (bounded in number and age, dropped on revocation).
+    let cache: ServiceKeyCache
 
     /// Creates the service over the store; `cacheLifetime` 0 reads the store on every request.
     public init(
         storage: any GatehouseStorage, audit: AuditLog = .disabled, cacheLifetime: TimeInterval = 0, clock: any GatehouseClock = SystemClock()
     ) {
+        self.init(storage: storage, audit: audit, cache: ServiceKeyCache(lifetime: cacheLifetime, clock: clock))
+    }
+
+    /// Creates the service over the store with a cache that a change feed keeps current
+    /// (`CachedStore.serviceKeys`).
+    public init(storage: any GatehouseStorage, audit: AuditLog = .disabled, cache: ServiceKeyCache) {
         self.storage = storage
         self.audit = audit
-        self.cacheLifetime = cacheLifetime
-        self.clock = clock
+        self.cache = cache
     }
 
     /// Creates a key and returns it with its secret, which is shown once and never stored.
@@ -72,6 +71,7 @@ public struct ServiceKeyService: Sendable {
     /// Revokes a key; `false` when it does not exist or was already revoked.
     public func revoke(id: String) async throws -> Bool {
         let revoked = try await storage.revokeServiceKey(id: id, at: Date())
+        cache.forget(keyId: id)
         if revoked { audit.record(.serviceKeyRevoked, by: .commandLine, keyId: id) }
         return revoked
     }
@@ -91,14 +91,8 @@ public struct ServiceKeyService: Sendable {
         return key
     }
 
-    /// The key with this hash: remembered for `cacheLifetime`, else read from the store.
+    /// The key with this hash: from the cache, else read from the store.
     private func key(secretHash: String) async throws -> ServiceKeyRecord? {
-        let now = clock.now()
-        if cacheLifetime > 0, let known = recent.value(for: secretHash), now.timeIntervalSince(known.readAt) < cacheLifetime {
-            return known.key
-        }
-        guard let key = try await storage.serviceKey(secretHash: secretHash) else { return nil }
-        if cacheLifetime > 0 { recent.insert((key, now), for: secretHash) }
-        return key
+        try await cache.key(secretHash: secretHash) { try await storage.serviceKey(secretHash: secretHash) }
     }
 }

@@ -93,7 +93,8 @@ enum SettingsCatalog {
         Setting("GATEHOUSE_ACCOUNT_CACHE_SIZE", .count(minimum: 0), default: "10000", "accounts held in memory at most"),
         Setting(
             "GATEHOUSE_SERVICE_KEY_CACHE_TTL", .seconds(0 ... .greatestFiniteMagnitude), default: "5",
-            "seconds a service key read from the store is trusted (a revocation's delay on other instances)"),
+            "seconds a service key read from the store is trusted (a revocation's delay where no change feed tells it: SQLite, or PostgreSQL's feed down)"
+        ),
         Setting(
             "GATEHOUSE_TOKEN_CACHE_TTL", .seconds(0 ... .greatestFiniteMagnitude), default: "30",
             "seconds a provider token set stays decrypted in memory after use"),

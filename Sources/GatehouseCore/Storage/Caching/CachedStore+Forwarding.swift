@@ -119,5 +119,8 @@ extension CachedStore {
     public func serviceKeys() async throws -> [ServiceKeyRecord] { try await base.serviceKeys() }
 
     /// Revokes a service key.
-    public func revokeServiceKey(id: String, at date: Date) async throws -> Bool { try await base.revokeServiceKey(id: id, at: date) }
+    public func revokeServiceKey(id: String, at date: Date) async throws -> Bool {
+        defer { serviceKeys.forget(keyId: id) }
+        return try await base.revokeServiceKey(id: id, at: date)
+    }
 }

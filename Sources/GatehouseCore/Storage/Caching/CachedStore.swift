@@ -19,16 +19,21 @@ public final class CachedStore: GatehouseStorage {
     /// The configured store.
     public let base: any GatehouseStorage
     let cache: AccountReadCache
+    /// Service keys read lately; the change feed drops revoked ones (`ServiceKeyService` reads
+    /// through it).
+    public let serviceKeys: ServiceKeyCache
     private let clock: any GatehouseClock
     private let metrics: GatehouseMetrics
     private let logger: Logger
 
-    /// Caches at most `capacity` accounts for at most `lifetime` seconds each (0: no cache).
+    /// Caches at most `capacity` accounts for at most `lifetime` seconds each (0: no cache),
+    /// and service keys for `serviceKeyLifetime` seconds each.
     public init(
-        _ base: any GatehouseStorage, capacity: Int, lifetime: TimeInterval, clock: any GatehouseClock, metrics: GatehouseMetrics = .disabled,
-        logger: Logger = Logger(label: "gatehouse")
+        _ base: any GatehouseStorage, capacity: Int, lifetime: TimeInterval, serviceKeyLifetime: TimeInterval = 0, clock: any GatehouseClock,
+        metrics: GatehouseMetrics = .disabled, logger: Logger = Logger(label: "gatehouse")
     ) {
         self.base = base
+        self.serviceKeys = ServiceKeyCache(lifetime: serviceKeyLifetime, clock: clock)
         self.clock = clock
         self.metrics = metrics
         self.logger = logger
@@ -45,6 +50,7 @@ public final class CachedStore: GatehouseStorage {
             return
         }
         let cache = self.cache
+        let serviceKeys = self.serviceKeys
         let logger = self.logger
         var delay = Duration.milliseconds(100)
         while !Task.isCancelled {
@@ -54,10 +60,13 @@ public final class CachedStore: GatehouseStorage {
                     switch change {
                     case .following:
                         cache.invalidateAll(enabled: true)
+                        serviceKeys.forgetAll()
                         followed.withLock { $0 = true }
                         logger.debug("following the store's changes")
                     case .account(let uid):
                         cache.invalidate(uid: uid)
+                    case .serviceKey(let id):
+                        serviceKeys.forget(keyId: id)
                     }
                 }
             } catch {

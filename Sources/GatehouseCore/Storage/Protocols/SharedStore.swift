@@ -8,6 +8,8 @@ public enum StoreChange: Sendable, Equatable {
     /// A committed transaction touched this account, one of its provider links or one of its
     /// sessions.
     case account(uid: String)
+    /// A committed transaction revoked or removed this service key.
+    case serviceKey(id: String)
 }
 
 /// A store that several gateway instances write to (PostgreSQL): it tells each of them what
