@@ -210,7 +210,9 @@ struct CurlHTTPClientTests {
     @Test("a large body streams in chunks through a small buffer, intact")
     func streaming() async throws {
         try await LoopbackHTTPServer.with { server in
-            let client = CurlHTTPClient(configuration: .init(maxResponseBytes: 64 << 20, streamBufferBytes: 64 << 10))
+            // Checking 8 MiB byte by byte takes seconds in a debug build: the default 30 s total
+            // timeout was reached once on a machine loaded by a build beside the suite.
+            let client = CurlHTTPClient(configuration: .init(timeout: .seconds(180), maxResponseBytes: 64 << 20, streamBufferBytes: 64 << 10))
             defer { client.shutdown() }
             let size = 8 << 20
             let response = try await client.stream(OutboundRequest(url: server.url("/chunked/\(size)")))
