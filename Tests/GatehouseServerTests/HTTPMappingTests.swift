@@ -201,7 +201,7 @@ struct HTTPMappingTests {
             let kernel = (Int(wmem.last ?? "") ?? 4 << 20) + 256 << 10
             #expect(written.total <= kernel + 1 << 20, "\(written.total) bytes written to a reader that read nothing")
             // And it goes on when the reader reads: every byte arrives.
-            #expect(try reader.readAll() == image.count)
+            #expect(try await reader.readAllOnOwnThread() == image.count)
             #expect(written.total == image.count)
         }
     }
@@ -220,7 +220,7 @@ final class WrittenBytes: Sendable {
 
 /// An HTTP/1.1 client on a plain socket that sends one GET and reads nothing until asked,
 /// with a small receive buffer: the reader a server's back-pressure is for.
-struct StalledReader {
+struct StalledReader: Sendable {
     private let socket: Int32
 
     /// Connects to 127.0.0.1:`port` and sends `GET path`.
@@ -238,6 +238,16 @@ struct StalledReader {
         guard connected == 0 else { throw InProcessFailure("connect failed: \(errno)") }
         let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
         guard send(socket, request, request.count, 0) == request.count else { throw InProcessFailure("send failed: \(errno)") }
+    }
+
+    /// `readAll()` on a thread of its own: its blocking `recv` must not hold one of the
+    /// cooperative pool's threads (two on a 2-core machine) that every other test of the
+    /// process, and the server writing to this socket, run on.
+    func readAllOnOwnThread() async throws -> Int {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread { continuation.resume(with: Result { try readAll() }) }
+            thread.start()
+        }
     }
 
     /// Reads until the server closes (`Connection: close`); answers the body's length.
