@@ -53,7 +53,6 @@ final class BodyChannel: Sendable {
         var end: (any Error)?? = nil
         var waiter: CheckedContinuation<[UInt8]?, any Error>?
         var transfer: Transfer?
-        var driver: CurlMultiDriver?
     }
 
     private let state = Mutex(State())
@@ -63,11 +62,8 @@ final class BodyChannel: Sendable {
         self.highWater = max(1, highWater)
     }
 
-    func attach(_ transfer: Transfer, driver: CurlMultiDriver) {
-        state.withLock {
-            $0.transfer = transfer
-            $0.driver = driver
-        }
+    func attach(_ transfer: Transfer) {
+        state.withLock { $0.transfer = transfer }
     }
 
     /// Producer: takes a copy of the bytes, or answers `false` when the consumer is too far behind.
@@ -111,7 +107,7 @@ final class BodyChannel: Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8]?, any Error>) in
                 enum Step {
-                    case chunk([UInt8], resume: (Transfer, CurlMultiDriver)?)
+                    case chunk([UInt8], resume: Transfer?)
                     case end((any Error)?)
                     case wait
                 }
@@ -124,10 +120,10 @@ final class BodyChannel: Sendable {
                             s.firstChunk = 0
                         }
                         s.buffered -= chunk.count
-                        var resume: (Transfer, CurlMultiDriver)?
-                        if s.paused, s.buffered <= highWater / 2, let transfer = s.transfer, let driver = s.driver {
+                        var resume: Transfer?
+                        if s.paused, s.buffered <= highWater / 2, let transfer = s.transfer {
                             s.paused = false
-                            resume = (transfer, driver)
+                            resume = transfer
                         }
                         return .chunk(chunk, resume: resume)
                     }
@@ -137,7 +133,7 @@ final class BodyChannel: Sendable {
                 }
                 switch step {
                 case .chunk(let chunk, let resume):
-                    if let (transfer, driver) = resume { driver.submit(.resume(transfer)) }
+                    resume?.requestResume()
                     continuation.resume(returning: chunk)
                 case .end(let error):
                     if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: nil) }

@@ -39,8 +39,8 @@ final class Transfer: @unchecked Sendable {
         self.driver = driver
         self.channel = BodyChannel(highWater: configuration.streamBufferBytes)
         self.upload = request.body == nil && request.upload != nil ? UploadChannel(highWater: configuration.streamBufferBytes) : nil
-        channel.attach(self, driver: driver)
-        upload?.attach(self, driver: driver)
+        channel.attach(self)
+        upload?.attach(self)
     }
 
     private static func containsLineBreak(_ text: String) -> Bool {
@@ -54,6 +54,12 @@ final class Transfer: @unchecked Sendable {
     }
 
     var isCancelRequested: Bool { cancelRequested.withLock { $0 } }
+
+    /// Asks the driver to un-pause the transfer (a consumer drained its buffer, or a
+    /// producer queued upload bytes).
+    func requestResume() {
+        driver?.submit(.resume(self))
+    }
 
     /// Marks the transfer cancelled and asks the driver to abort it. Also covers a cancel
     /// that races ahead of the `add` command: `start` checks the flag first.

@@ -29,7 +29,6 @@ final class UploadChannel: Sendable {
         var readerPaused = false
         var writer: CheckedContinuation<Void, any Error>?
         var transfer: Transfer?
-        var driver: CurlMultiDriver?
     }
 
     private let state = Mutex(State())
@@ -39,11 +38,8 @@ final class UploadChannel: Sendable {
         self.highWater = max(1, highWater)
     }
 
-    func attach(_ transfer: Transfer, driver: CurlMultiDriver) {
-        state.withLock {
-            $0.transfer = transfer
-            $0.driver = driver
-        }
+    func attach(_ transfer: Transfer) {
+        state.withLock { $0.transfer = transfer }
     }
 
     /// The producer's error, once it failed (what the caller sees instead of libcurl's abort).
@@ -82,13 +78,13 @@ final class UploadChannel: Sendable {
             }
             writer?.resume(throwing: CancellationError())
         }
-        let wake = try state.withLock { state -> (Transfer, CurlMultiDriver)? in
+        let wake = try state.withLock { state -> Transfer? in
             if state.closed { throw Self.ended }
             state.chunks.append(chunk)
             state.buffered += chunk.count
             return state.takeResume()
         }
-        if let (transfer, driver) = wake { driver.submit(.resume(transfer)) }
+        wake?.requestResume()
     }
 
     /// What a producer gets once the transfer no longer reads its body.
@@ -97,11 +93,11 @@ final class UploadChannel: Sendable {
     /// The producer is done, successfully (`nil`) or not. A failure after the transfer ended
     /// is its consequence, not its cause, and is not recorded as `failure`.
     func finish(error: (any Error)?) {
-        let wake = state.withLock { state -> (Transfer, CurlMultiDriver)? in
+        let wake = state.withLock { state -> Transfer? in
             if state.end == nil, !state.closed { state.end = .some(error) }
             return state.takeResume()
         }
-        if let (transfer, driver) = wake { driver.submit(.resume(transfer)) }
+        wake?.requestResume()
     }
 
     // MARK: Driver side
@@ -162,9 +158,9 @@ final class UploadChannel: Sendable {
 
 extension UploadChannel.State {
     /// Who to un-pause when the reader waits for bytes that just arrived (once per pause).
-    fileprivate mutating func takeResume() -> (Transfer, CurlMultiDriver)? {
-        guard readerPaused, let transfer, let driver else { return nil }
+    fileprivate mutating func takeResume() -> Transfer? {
+        guard readerPaused, let transfer else { return nil }
         readerPaused = false
-        return (transfer, driver)
+        return transfer
     }
 }
