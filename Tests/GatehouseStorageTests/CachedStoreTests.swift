@@ -3,8 +3,10 @@ import GatehouseCore
 import GatehousePostgres
 import GatehouseSQLite
 import GatehouseTestSupport
+import GRDB
 import Logging
 import PostgresNIO
+import MetricsTestKit
 import Testing
 
 /// `CachedStore`: signed-in reads answered from memory, and every write, this instance's or
@@ -50,6 +52,34 @@ import Testing
             let together = try #require(try await cached.signedIn(key, now: Fixtures.now))
             #expect(together.account?.disabled == false && together.links.count == 2)
         }
+    }
+
+    @Test("a signed-in read counts a cache hit only when session, account and links all come from memory")
+    func signedInCountsHitsHonestly() async throws {
+        let path = try StorageBackend.temporaryDatabasePath()
+        let base = try SQLiteStorage(path: path)
+        try await base.migrate()
+        try await base.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await base.insertSession(Fixtures.session("s1", uid: "u1"))
+        // An account without links, which the store's API never leaves behind (the last link
+        // cannot be removed) but a transaction of another process may show for a moment: its
+        // session is held, its links never are, so each of its reads goes to the store.
+        try await base.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", federatedId: "2"))
+        try await base.insertSession(Fixtures.session("s2", uid: "u2"))
+        try await DatabaseQueue(path: path).write { try $0.execute(sql: "DELETE FROM provider_links WHERE uid = 'u2'") }
+        let recorded = TestMetrics()
+        let cached = CachedStore(base, capacity: 100, lifetime: 60, clock: OffsetClock(), metrics: GatehouseMetrics(factory: recorded))
+        func lookups(_ result: String) -> Int64 {
+            recorded.counterTotal(label: "gatehouse_cache_lookups_total", dimensions: [("cache", "account"), ("result", result)])
+        }
+        let orphan = SessionKey.cookieHash(SecureRandom.digest("s2"))
+        #expect(try await cached.signedIn(orphan, now: Fixtures.now)?.links.isEmpty == true)
+        #expect(try await cached.signedIn(orphan, now: Fixtures.now)?.links.isEmpty == true)
+        #expect(lookups("miss") == 2 && lookups("hit") == 0)
+        let whole = SessionKey.cookieHash(SecureRandom.digest("s1"))
+        #expect(try await cached.signedIn(whole, now: Fixtures.now)?.account != nil)
+        #expect(try await cached.signedIn(whole, now: Fixtures.now)?.account != nil)
+        #expect(lookups("miss") == 3 && lookups("hit") == 1)
     }
 
     @Test("what was read is answered from memory: a change made behind the cache's back shows only once the lifetime has passed")

@@ -107,14 +107,17 @@ public final class CachedStore: GatehouseStorage {
         case .family(let family): held = cache.session(familyId: family, now: clock.now())
         }
         if let held {
-            metrics.cacheLookup(cache: "account", result: "hit")
-            guard held.expiresAt > now else { return nil }
+            guard held.expiresAt > now else {
+                metrics.cacheLookup(cache: "account", result: "hit")
+                return nil
+            }
             if let account = cache.account(uid: held.uid, now: clock.now()), let links = cache.links(uid: held.uid, now: clock.now()) {
+                metrics.cacheLookup(cache: "account", result: "hit")
                 return SignedInRecords(session: held, account: account, links: links)
             }
-        } else {
-            metrics.cacheLookup(cache: "account", result: "miss")
         }
+        // A hit only when nothing below is read: a session held without its account or links is a miss.
+        metrics.cacheLookup(cache: "account", result: "miss")
         let ticket = cache.ticket()
         guard let records = try await base.signedIn(key, now: now) else { return nil }
         let stamp = clock.now()
