@@ -1,12 +1,12 @@
 import Foundation
+import GRDB
 import GatehouseCore
 import GatehousePostgres
 import GatehouseSQLite
 import GatehouseTestSupport
-import GRDB
 import Logging
-import PostgresNIO
 import MetricsTestKit
+import PostgresNIO
 import Testing
 
 /// `CachedStore`: signed-in reads answered from memory, and every write, this instance's or

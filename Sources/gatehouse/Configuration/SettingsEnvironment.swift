@@ -45,19 +45,21 @@ enum SettingsEnvironment {
             ))
 
         if let folder = environment["GATEHOUSE_SECRETS_DIR"] {
-            let names = try secretFileNames(folder)
-            candidates.formUnion(names)
-            let files: DirectoryFilesProvider
-            do {
-                files = try await DirectoryFilesProvider(directoryPath: FilePath(folder))
-            } catch {
-                throw ValidationError("GATEHOUSE_SECRETS_DIR: cannot read \(folder)")
-            }
+            // Only the settings files are read (an operator's other files in the folder never
+            // are), each checked by what it is and its size before it is opened.
+            let contents = try secretFiles(folder)
+            candidates.formUnion(contents.keys)
+            let files = InMemoryProvider(
+                name: "secrets folder",
+                values: Dictionary(
+                    uniqueKeysWithValues: contents.map { name, text in
+                        (AbsoluteConfigKey([name]), ConfigValue(.string(text), isSecret: SettingsCatalog.setting(named: name)?.isSecret ?? true))
+                    }))
             sources.append(
                 (
                     .secretsDirectory(folder),
                     { name, kind in
-                        names.contains(name) ? try text(files, AbsoluteConfigKey([name]), kind) : nil
+                        contents[name] != nil ? try text(files, AbsoluteConfigKey([name]), kind) : nil
                     }
                 ))
         }
@@ -138,28 +140,33 @@ enum SettingsEnvironment {
         throw lastError ?? ValidationError("unreadable")
     }
 
-    /// The settings files in the secrets folder: regular files (or links to one) named
-    /// `GATEHOUSE_…`; other names (Kubernetes' `..data` links, a `README`) are ignored. An
-    /// unreadable or oversized file stops the start with its name, never its content.
-    private static func secretFileNames(_ folder: String) throws -> Set<String> {
+    /// The settings files in the secrets folder and their text (surrounding white space
+    /// dropped, as mounted secrets often end in a newline): files named `GATEHOUSE_…`, or links
+    /// to one; other names (Kubernetes' `..data` links, a `README`, anything of the operator's)
+    /// are never opened. A settings file that is not a regular file, is larger than
+    /// ``maximumFileBytes`` or is not UTF-8 stops the start with its name, never its content;
+    /// type and size are checked before the file is opened.
+    private static func secretFiles(_ folder: String) throws -> [String: String] {
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: folder)
         } catch {
             throw ValidationError("GATEHOUSE_SECRETS_DIR: cannot list \(folder)")
         }
-        var settings = Set<String>()
+        var settings: [String: String] = [:]
         for name in names where isSettingName(name) {
             let path = (folder as NSString).appendingPathComponent(name)
-            var isFolder: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), !isFolder.boolValue else { continue }
+            var info = stat()
+            guard stat(path, &info) == 0 else { throw ValidationError("GATEHOUSE_SECRETS_DIR: cannot read \(name)") }
+            if info.st_mode & S_IFMT == S_IFDIR { continue }
+            guard info.st_mode & S_IFMT == S_IFREG else { throw ValidationError("GATEHOUSE_SECRETS_DIR: \(name) is not a regular file") }
+            let tooLarge = ValidationError("GATEHOUSE_SECRETS_DIR: \(name) is not UTF-8 text of at most \(maximumFileBytes) bytes")
+            guard info.st_size <= maximumFileBytes else { throw tooLarge }
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ValidationError("GATEHOUSE_SECRETS_DIR: cannot read \(name)")
             }
-            guard data.count <= maximumFileBytes, String(data: data, encoding: .utf8) != nil else {
-                throw ValidationError("GATEHOUSE_SECRETS_DIR: \(name) is not UTF-8 text of at most \(maximumFileBytes) bytes")
-            }
-            settings.insert(name)
+            guard data.count <= maximumFileBytes, let text = String(data: data, encoding: .utf8) else { throw tooLarge }
+            settings[name] = text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         return settings
     }
