@@ -146,6 +146,18 @@ let package = Package(
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
+        // The benchmark suite's sign-in load generator (Tests/Benchmarks): a benchmark tool,
+        // not a test, over the libcurl client so that it is not what limits the measured rate.
+        .executableTarget(
+            name: "gatehouse-signin-load",
+            dependencies: [
+                "CurlClient",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/Benchmarks/SignInLoad",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "CurlClientTests",
             dependencies: [
@@ -179,6 +191,8 @@ let package = Package(
             dependencies: [
                 "GatehouseCore", "GatehouseSQLite", "GatehousePostgres", "GatehouseTestSupport",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
