@@ -8,20 +8,24 @@ public struct CurlClientConfiguration: Sendable {
     public var timeout: Duration
     /// The largest response body accepted; bigger transfers are aborted.
     public var maxResponseBytes: Int
-    /// Idle connections kept in the multi handle's cache for reuse.
+    /// Connections kept in the multi handle's cache for reuse (`CURLMOPT_MAXCONNECTS`). A
+    /// burst of more concurrent calls than this closes the surplus after each transfer, and
+    /// the next burst pays a new connection (and TLS handshake) each: sized for a gateway
+    /// proxying slow APIs to hundreds of callers at once. libcurl closes connections idle for
+    /// two minutes.
     public var maxCachedConnections: Int
     /// Sent when a request carries no `User-Agent` (GitHub rejects requests without one).
     public var userAgent: String
     /// Bytes a streaming consumer may leave unread before libcurl is paused.
     public var streamBufferBytes: Int
 
-    /// The defaults: system CA store, 5 s connect, 30 s total, 16 MiB cap.
+    /// The defaults: system CA store, 5 s connect, 30 s total, 16 MiB cap, 256 cached connections.
     public init(
         caBundlePath: String? = nil,
         connectTimeout: Duration = .seconds(5),
         timeout: Duration = .seconds(30),
         maxResponseBytes: Int = 16 << 20,
-        maxCachedConnections: Int = 64,
+        maxCachedConnections: Int = 256,
         userAgent: String = "Gatehouse/0.1 libcurl",
         streamBufferBytes: Int = 256 << 10
     ) {

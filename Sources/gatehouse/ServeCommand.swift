@@ -38,7 +38,8 @@ struct ServeCommand: AsyncParsableCommand {
         let settings = try ServeSettings(environment: environment, host: host, port: port)
         let metrics = ServerMetrics()
         let (storage, pool) = try store.openForServices(environment: environment, metricsFactory: metrics.metricsFactory, logger: logger)
-        let http = CurlHTTPClient(configuration: .init(caBundlePath: settings.caBundlePath))
+        let http = CurlHTTPClient(
+            configuration: .init(caBundlePath: settings.caBundlePath, maxCachedConnections: settings.upstreamConnections))
         if !settings.gateway.requireResultBinding {
             logger.warning(
                 "GATEHOUSE_REQUIRE_RESULT_BINDING=false: sign-in results are redeemable by anyone holding their id for 60 s; bind them with result_challenge"
@@ -78,6 +79,8 @@ struct ServeSettings {
     var host: String
     var port: Int
     var caBundlePath: String?
+    /// Provider connections libcurl keeps for reuse (`GATEHOUSE_UPSTREAM_CONNECTIONS`, default 256).
+    var upstreamConnections: Int
     /// Seconds between two purges of expired flows, results and sessions (`GATEHOUSE_PURGE_INTERVAL`, default 300).
     var purgeInterval: Duration
     var gateway: GatewayConfiguration
@@ -121,6 +124,8 @@ struct ServeSettings {
         }
         self.operations = try Self.operationsAddress(environment, default: "127.0.0.1:9090")
         self.caBundlePath = environment["GATEHOUSE_CA_BUNDLE"]
+        // The catalog has checked the value (a whole number ≥ 1) before any command runs.
+        self.upstreamConnections = environment["GATEHOUSE_UPSTREAM_CONNECTIONS"].flatMap { Int($0) } ?? 256
         let purgeSeconds = environment["GATEHOUSE_PURGE_INTERVAL"].map { Int($0) } ?? 300
         guard let purgeSeconds, purgeSeconds > 0 else { throw ValidationError("GATEHOUSE_PURGE_INTERVAL must be a positive number of seconds") }
         self.purgeInterval = .seconds(purgeSeconds)

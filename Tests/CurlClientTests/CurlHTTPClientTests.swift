@@ -128,6 +128,34 @@ struct CurlHTTPClientTests {
         }
     }
 
+    @Test(
+        "by default, the connections of a burst of 150 concurrent requests to one host stay cached: a second burst opens none (a gateway proxying slow APIs to many callers)"
+    )
+    func defaultCacheHoldsABurst() async throws {
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            func burst() async throws {
+                try await withThrowingTaskGroup(of: Int.self) { group in
+                    for _ in 0..<150 {
+                        group.addTask { try await client.execute(OutboundRequest(url: server.url("/delay/300"))).status }
+                    }
+                    for try await status in group { #expect(status == 200) }
+                }
+            }
+            try await burst()
+            // Settle (bounded): a connection may still sit in the accept queue.
+            var afterFirst = server.connectionsAccepted
+            for _ in 0..<30 {
+                try await Task.sleep(for: .milliseconds(100))
+                if server.connectionsAccepted == afterFirst { break }
+                afterFirst = server.connectionsAccepted
+            }
+            try await burst()
+            #expect(server.connectionsAccepted == afterFirst, "\(server.connectionsAccepted - afterFirst) connections opened again")
+        }
+    }
+
     @Test("the total timeout aborts a slow response")
     func totalTimeout() async throws {
         try await LoopbackHTTPServer.with { server in

@@ -132,6 +132,9 @@ enum SettingsCatalog {
             "GATEHOUSE_UPSTREAM_TIMEOUT", .seconds(1 ... .greatestFiniteMagnitude), default: "10",
             "seconds one provider call may take"),
         Setting("GATEHOUSE_UPSTREAM_TIMEOUTS", .text, "per provider: `github.com=5,microsoft.com=8`"),
+        Setting(
+            "GATEHOUSE_UPSTREAM_CONNECTIONS", .count(minimum: 1), default: "256",
+            "provider connections kept open for reuse (more concurrent calls than this reconnect)"),
         Setting("GATEHOUSE_BREAKER_FAILURES", .count(minimum: 0), default: "5", "consecutive failures that open a provider's breaker (`0`: never)"),
         Setting(
             "GATEHOUSE_BREAKER_OPEN_SECONDS", .seconds(1 ... .greatestFiniteMagnitude), default: "30",
