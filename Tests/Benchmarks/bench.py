@@ -46,7 +46,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TICKS = os.sysconf("SC_CLK_TCK")
 GITHUB_CLIENT = ("gatehouse-demo-github", "gatehouse-demo-github-secret")  # the emulator's demo client
 FEDERATED_ID = 583231
-OIDC_USER = ("olive@oidc.example", "248289761001")  # the emulator's seeded users: login hint, subject / object id
+OIDC_USERS = 128  # the emulator's generated load users load-1 … load-128 at its generic issuer
 MICROSOFT_USER = ("AdeleV@contoso.example", "87d349ed-44d7-43e1-9a83-5f2406dee5bd")
 OIDC_CLIENT = ("gatehouse-demo-oidc", "gatehouse-demo-oidc-secret")
 MICROSOFT_CLIENT = ("11112222-bbbb-3333-cccc-4444dddd5555", "gatehouse-demo-microsoft-secret")
@@ -186,12 +186,7 @@ def write_fixtures(folder, upstream_port):
                       "html_url": f"https://github.com/octocat/repo-{index}"})
     with open(os.path.join(folder, "user", "repos.json"), "w") as f:
         json.dump(repos, f)
-    # The generic OpenID provider's userinfo (the emulator's seeded Olive; `sub` must match her
-    # ID token) and Graph's /me and photo metadata (the emulator's seeded Adele).
-    os.makedirs(os.path.join(folder, "oidc"), exist_ok=True)
-    with open(os.path.join(folder, "oidc", "userinfo.json"), "w") as f:
-        json.dump({"sub": OIDC_USER[1], "name": "Olive Oidc", "given_name": "Olive", "family_name": "Oidc",
-                   "email": OIDC_USER[0], "email_verified": True, "locale": "en-GB"}, f)
+    # Graph's /me and photo metadata (the emulator's seeded Adele; the id must be her object id).
     os.makedirs(os.path.join(folder, "graph"), exist_ok=True)
     with open(os.path.join(folder, "graph", "me.json"), "w") as f:
         json.dump({"@odata.context": "https://graph.microsoft.com/v1.0/$metadata#users/$entity", "businessPhones": ["+1 425 555 0109"],
@@ -228,6 +223,7 @@ http {{
 """
 
 UPSTREAM = """
+    map $http_authorization $load_subject {{ "~^Bearer at-(?<subject>load-[0-9]+)[.]" $subject; default ""; }}
     server {{
         listen 127.0.0.1:{port};
         root {fixtures};
@@ -243,8 +239,12 @@ UPSTREAM = """
         # A slow API: every answer after {slow_ms} ms (nginx's echo module).
         location = /slow {{ default_type application/json; echo_sleep {slow_seconds}; echo '{{"slow": true}}'; }}
         # The generic OpenID provider is the emulator's, seen through this server (its issuer
-        # follows the Host header), except userinfo, which is a fixture here.
-        location = /oidc/userinfo {{ default_type application/json; try_files /oidc/userinfo.json =404; }}
+        # follows the Host header), except userinfo, answered here: the emulator's load users'
+        # access tokens name their subject (at-load-N.…), so each user gets its own `sub`.
+        location = /oidc/userinfo {{
+            default_type application/json;
+            echo '{{"sub":"$load_subject","name":"Load Tester","given_name":"Load","family_name":"Tester","email":"$load_subject@oidc.example","email_verified":true,"locale":"en-GB"}}';
+        }}
         location /oidc/ {{ proxy_pass http://127.0.0.1:{emulator}; proxy_set_header Host $http_host; }}
         location = /v1.0/me {{ default_type application/json; try_files /graph/me.json =404; }}
         location = /v1.0/me/photo {{ default_type application/json; try_files /graph/photo.json =404; }}
@@ -303,9 +303,10 @@ def sign_in_result(port, returning, provider, hint):
     return session, json.loads(data)
 
 
-def run_wrk(port, path, headers, seconds, connections):
-    """wrk -t2 against 127.0.0.1:port/path; (requests, requests/s, p99 ms, non-2xx)."""
-    command = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency"]
+def run_wrk(port, path, headers, seconds, connections, script=None):
+    """wrk -t2 against 127.0.0.1:port/path (a Lua script may make each request); (requests,
+    requests/s, p99 ms, non-2xx)."""
+    command = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency"] + (["-s", script] if script else [])
     for name, value in headers.items():
         command += ["-H", f"{name}: {value}"]
     output = subprocess.run(command + [f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True, check=True).stdout
@@ -325,10 +326,31 @@ class Side:
         self.run, self.pids, self.warm = run, pids, warm
 
 
-def wrk_side(port, path, headers, pids):
+def rotating_cookies(folder, cookies):
+    """A wrk script sending each request with the next of `cookies`, the two wrk threads taking
+    alternate ones: one user's requests are 2 × len(cookies) / connections rounds apart, so
+    they never overlap (no shared fetch)."""
+    path = os.path.join(folder, "rotate.lua")
+    with open(path, "w") as f:
+        f.write("cookies = {" + ",".join(json.dumps(c) for c in cookies) + "}\n" + """
+threads = 0
+function setup(thread)
+  thread:set("offset", threads)
+  threads = threads + 1
+end
+n = 0
+function request()
+  n = n + 1
+  return wrk.format(nil, nil, { ["Cookie"] = cookies[(offset + 2 * n) % #cookies + 1] })
+end
+""")
+    return path
+
+
+def wrk_side(port, path, headers, pids, script=None):
     """wrk against one URL; warmed up by one request that must answer 200."""
     def run(seconds, connections):
-        requests, rate, p99, bad = run_wrk(port, path, headers, seconds, connections)
+        requests, rate, p99, bad = run_wrk(port, path, headers, seconds, connections, script)
         if bad:
             raise SystemExit(f"{bad} answers to {path} were not 2xx/3xx")
         return requests, rate, p99
@@ -437,7 +459,8 @@ def main():
         wait_http(gateway_port, "/readyz")
         ready_ms = (time.time() - started) * 1000
         session, id_token, uid = sign_in(gateway_port, gateway_url + "/")
-        oidc_session = sign_in(gateway_port, gateway_url + "/", "oidc.bench", ("login_hint", OIDC_USER[0]))[0]
+        oidc_sessions = [sign_in(gateway_port, gateway_url + "/", "oidc.bench", ("login_hint", f"load-{n}@oidc.example"))[0]
+                         for n in range(1, OIDC_USERS + 1)]
         microsoft_session = sign_in(gateway_port, gateway_url + "/", "microsoft.com", ("login_hint", MICROSOFT_USER[0]))[0]
         time.sleep(0.5)
         idle_rss_mb = status_kb(gateway.pid, "VmRSS") / 1024
@@ -445,8 +468,8 @@ def main():
         def gateway_side(path, headers):
             return wrk_side(gateway_port, path, headers, lambda: [gateway.pid])
 
-        def reference_side(path):
-            return wrk_side(reference_port, path, {}, lambda: children(reference.pid) + [reference.pid])
+        def reference_side(path, headers=None):
+            return wrk_side(reference_port, path, headers or {}, lambda: children(reference.pid) + [reference.pid])
 
         bearer = {"Authorization": f"Bearer {id_token}"}
         cookie = {"Cookie": session}
@@ -458,9 +481,10 @@ def main():
         scenarios = [
             ("GET /v1/me, bearer ID token", gateway_side("/v1/me", bearer), "same process /healthz", healthz, None),
             ("GET /v1/me, session cookie", gateway_side("/v1/me", cookie), "same process /healthz", healthz, None),
-            ("live OIDC profile, ?refresh=true (one userinfo call; one user: concurrent calls share fetches)",
-             gateway_side("/v1/me/providers/oidc.bench/profile?refresh=true", {"Cookie": oidc_session}), "nginx proxy_pass userinfo",
-             reference_side("/oidc/userinfo"), None),
+            (f"live OIDC profile, ?refresh=true ({OIDC_USERS} users in turn: one userinfo call each)",
+             wrk_side(gateway_port, "/v1/me/providers/oidc.bench/profile?refresh=true", {"Cookie": oidc_sessions[0]}, lambda: [gateway.pid],
+                      rotating_cookies(folder, oidc_sessions)),
+             "nginx proxy_pass userinfo", reference_side("/oidc/userinfo", {"Authorization": "Bearer at-load-1.bench"}), None),
             ("live Microsoft profile, ?refresh=true (Graph /me + photo metadata; shared fetches)",
              gateway_side("/v1/me/providers/microsoft.com/profile?refresh=true", {"Cookie": microsoft_session}),
              "nginx proxy_pass /v1.0/me", reference_side("/v1.0/me"), None),

@@ -148,6 +148,36 @@ import Testing
         }
     }
 
+    @Test("the generic issuer signs in generated load users (load-N@oidc.example) whose access tokens name their subject; Yahoo has none")
+    func generatedLoadUsers() async throws {
+        try await withEmulator { base, http in
+            let answer = try await Self.tokens(
+                base, http, prefix: "/oidc", authorize: "/authorize", token: "/token", client: EmulatorConfiguration.demoOIDCClient,
+                hint: "load-7@oidc.example")
+            let json = try answer.jsonObject()
+            let access = try #require(json["access_token"] as? String)
+            #expect(access.hasPrefix("at-load-7."))
+            let info = try await http.execute(OutboundRequest(url: "\(base)/oidc/userinfo", headers: ["Authorization": "Bearer \(access)"]))
+                .jsonObject()
+            #expect(info["sub"] as? String == "load-7" && info["email"] as? String == "load-7@oidc.example")
+            // Not a load user: a number out of range, a padded number, or at Yahoo.
+            let cases = [
+                ("/oidc/authorize", EmulatorConfiguration.demoOIDCClient, "load-0@oidc.example"),
+                ("/oidc/authorize", EmulatorConfiguration.demoOIDCClient, "load-007@oidc.example"),
+                ("/oidc/authorize", EmulatorConfiguration.demoOIDCClient, "load-100001@oidc.example"),
+                ("/yahoo/oauth2/request_auth", EmulatorConfiguration.demoYahooClient, "load-7@oidc.example"),
+            ]
+            for (path, client, hint) in cases {
+                let query = [
+                    "client_id=\(client.id)", "redirect_uri=\(Self.escape(Self.callback))", "response_type=code", "scope=openid",
+                    "login_hint=\(Self.escape(hint))",
+                ].joined(separator: "&")
+                let picker = try await http.execute(OutboundRequest(url: "\(base)\(path)?\(query)"))
+                #expect(picker.status == 200 && picker.bodyText.contains("choose an account"), "\(path) \(hint)")
+            }
+        }
+    }
+
     @Test func rotatingKeysReplacesEveryIssuersKey() async throws {
         try await withEmulator { base, http in
             func kid(_ path: String) async throws -> String {

@@ -46,6 +46,21 @@ struct OIDCRoutes {
 
     private var users: [OIDCSeedUser] { SeededUsers.oidc.filter { $0.issuer == spec.name } }
 
+    /// A seeded user, or at the generic issuer a generated load user (`load-N@oidc.example`).
+    private func user(hint: String) -> OIDCSeedUser? {
+        users.first { $0.hint == hint } ?? (spec.name == "oidc" ? OIDCSeedUser.load(hint: hint) : nil)
+    }
+
+    private func user(subject: String) -> OIDCSeedUser? {
+        users.first { $0.subject == subject } ?? (spec.name == "oidc" ? OIDCSeedUser.load(subject: subject) : nil)
+    }
+
+    /// A new access token. A load user's names its subject (`at-load-7.…`), so that a static
+    /// server standing in for userinfo in the benchmark can answer each user's own `sub`.
+    private func accessToken(subject: String) -> String {
+        OIDCSeedUser.load(subject: subject) != nil ? "at-\(subject)." + Randomness.alphanumeric(40) : "at-" + Randomness.alphanumeric(40)
+    }
+
     // MARK: Discovery
 
     private func discovery(base: String) -> Response {
@@ -100,7 +115,7 @@ struct OIDCRoutes {
         if let method = query["code_challenge_method"], method != "S256", method != "plain" {
             return fail("invalid_request", "Unsupported code_challenge_method.")
         }
-        guard query["prompt"] != "select_account", let hint = query["login_hint"], let user = users.first(where: { $0.hint == hint }) else {
+        guard query["prompt"] != "select_account", let hint = query["login_hint"], let user = user(hint: hint) else {
             return Response.text(picker(query), contentType: "text/html; charset=utf-8")
         }
         if query["deny"] == "1" { return fail("access_denied", "The user denied the request.") }
@@ -155,7 +170,7 @@ struct OIDCRoutes {
             guard let refresh = form["refresh_token"], let record = await state.token(refresh), record.clientID == clientID, !record.expired else {
                 return tokenError("INVALID_REFRESH_TOKEN", "invalid_grant", "The refresh token is invalid.", status: .badRequest)
             }
-            let access = "at-" + Randomness.alphanumeric(40)
+            let access = accessToken(subject: record.subject)
             await state.storeToken(
                 access, OIDCIssuedToken(issuer: spec.name, clientID: clientID, subject: record.subject, scopes: record.scopes, expired: false))
             return Response.json(["access_token": access, "token_type": "bearer", "expires_in": 3600], headers: [.cacheControl: "no-store"])
@@ -168,14 +183,14 @@ struct OIDCRoutes {
         let invalid = tokenError("INVALID_AUTHORIZATION_CODE", "invalid_grant", "OAuth authorization code expired or invalid", status: .badRequest)
         guard let code = form["code"], let issued = await state.redeemCode(code), issued.issuer == spec.name, issued.clientID == clientID,
             issued.redirectURI == form["redirect_uri"], Date().timeIntervalSince(issued.issuedAt) < Double(codeLifetime.components.seconds),
-            let user = users.first(where: { $0.subject == issued.subject })
+            let user = user(subject: issued.subject)
         else { return invalid }
         if let challenge = issued.codeChallenge {
             let verifier = form["code_verifier"] ?? ""
             let expected = issued.codeChallengeMethod == "plain" ? verifier : Randomness.s256(verifier)
             guard !verifier.isEmpty, expected == challenge else { return invalid }
         }
-        let access = "at-" + Randomness.alphanumeric(40)
+        let access = accessToken(subject: user.subject)
         let refresh = "rt-" + Randomness.alphanumeric(40)
         let record = OIDCIssuedToken(issuer: spec.name, clientID: clientID, subject: user.subject, scopes: issued.scopes, expired: false)
         await state.storeToken(access, record)
@@ -223,7 +238,7 @@ struct OIDCRoutes {
     private func userInfo(authorization: String?, base: String) async -> Response {
         guard let authorization, authorization.lowercased().hasPrefix("bearer "),
             let record = await state.token(String(authorization.dropFirst(7))), record.issuer == spec.name, !record.expired,
-            let user = users.first(where: { $0.subject == record.subject })
+            let user = user(subject: record.subject)
         else {
             return Response.json(
                 ["error": "invalid_token", "error_description": "The access token is invalid or expired."], status: .unauthorized,

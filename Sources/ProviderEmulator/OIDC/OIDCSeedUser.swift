@@ -52,3 +52,24 @@ extension SeededUsers {
             traits: ["shared-email-unverified", "unverified-email", "no-photo"]),
     ]
 }
+
+extension OIDCSeedUser {
+    /// The generic issuer's generated load users, for benchmarks that need many distinct
+    /// accounts: `load-N@oidc.example` (N from 1 to 100 000) signs in as subject `load-N`,
+    /// verified email, no picture. Never listed in the picker or at `/_emulator/users`.
+    static func load(hint: String) -> OIDCSeedUser? {
+        guard hint.hasSuffix("@oidc.example") else { return nil }
+        return load(subject: String(hint.dropLast("@oidc.example".count)))
+    }
+
+    /// The load user with this subject (`load-N`), if it is one.
+    static func load(subject: String) -> OIDCSeedUser? {
+        guard subject.hasPrefix("load-"), let number = Int(subject.dropFirst(5)), (1...100_000).contains(number),
+            subject == "load-\(number)"
+        else { return nil }
+        return OIDCSeedUser(
+            issuer: "oidc", subject: subject, hint: "\(subject)@oidc.example", name: "Load Tester \(number)", givenName: "Load",
+            familyName: "Tester \(number)", email: "\(subject)@oidc.example", emailVerified: true, hasPicture: false, locale: "en-GB",
+            traits: ["generated", "verified-email", "no-photo"])
+    }
+}
