@@ -9,19 +9,22 @@ public enum JSONValue: Sendable, Codable, Equatable {
 
     /// Decodes any JSON value.
     public init(from decoder: any Decoder) throws {
+        // Each failed attempt costs a thrown DecodingError with its description: the kinds are
+        // tried most common first (providers' answers are objects of strings), which made
+        // decoding a userinfo answer several times cheaper than trying booleans first.
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
-        } else if let bool = try? container.decode(Bool.self) {
-            self = .bool(bool)
-        } else if let number = try? container.decode(Double.self) {
-            self = .number(number)
         } else if let string = try? container.decode(String.self) {
             self = .string(string)
-        } else if let array = try? container.decode([JSONValue].self) {
-            self = .array(array)
+        } else if let object = try? container.decode([String: JSONValue].self) {
+            self = .object(object)
+        } else if let number = try? container.decode(Double.self) {
+            self = .number(number)
+        } else if let bool = try? container.decode(Bool.self) {
+            self = .bool(bool)
         } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            self = .array(try container.decode([JSONValue].self))
         }
     }
 
