@@ -29,8 +29,7 @@ extension SQLiteStorage {
     public func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws {
         try await conflicting {
             try await write { db in
-                try db.execute(
-                    sql: "INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled) VALUES (?, ?, ?, ?)",
+                try db.cachedStatement(sql: "INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled) VALUES (?, ?, ?, ?)").execute(
                     arguments: [account.uid, account.createdAt, account.lastSignInAt, account.disabled])
                 try Self.insert(firstLink, db)
             }
@@ -40,7 +39,7 @@ extension SQLiteStorage {
     public func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws {
         try await write { db in
             try Self.update(link, db)
-            try db.execute(sql: "UPDATE accounts SET last_sign_in_at = ? WHERE uid = ?", arguments: [date, link.uid])
+            try db.cachedStatement(sql: "UPDATE accounts SET last_sign_in_at = ? WHERE uid = ?").execute(arguments: [date, link.uid])
         }
     }
     /// Replaces a link's profile and tokens (never its owner).
@@ -55,12 +54,12 @@ extension SQLiteStorage {
         providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
     ) async throws {
         try await write { db in
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     UPDATE provider_links SET profile_json = ?, verified_email = ?, updated_at = ?
                     WHERE provider_id = ? AND federated_id = ? AND uid = ?
-                    """,
-                arguments: [profileJSON, verifiedEmail, date, providerId, federatedId, uid])
+                    """
+            ).execute(arguments: [profileJSON, verifiedEmail, date, providerId, federatedId, uid])
         }
     }
     /// Adds a link; a taken identity or provider slot is `StorageError.conflict`.
@@ -75,18 +74,19 @@ extension SQLiteStorage {
     /// Removes a link unless it is the account's last (one write transaction: SQLite has one writer).
     public func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome {
         try await write { db in
-            let links = try Row.fetchAll(db, sql: "SELECT * FROM provider_links WHERE uid = ?", arguments: [uid]).map(Self.link)
+            let links = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM provider_links WHERE uid = ?"), arguments: [uid]).map(Self.link)
             guard let link = links.first(where: { $0.providerId == providerId }) else { return .notLinked }
             guard links.count > 1 else { return .lastLink }
-            try db.execute(sql: "DELETE FROM provider_links WHERE uid = ? AND provider_id = ?", arguments: [uid, providerId])
+            try db.cachedStatement(sql: "DELETE FROM provider_links WHERE uid = ? AND provider_id = ?").execute(arguments: [uid, providerId])
             return .deleted(link)
         }
     }
     /// Deletes the account; links, sessions, refresh tokens and pending credentials cascade.
     public func deleteAccount(uid: String) async throws -> [ProviderLinkRecord]? {
         try await write { db in
-            let links = try Row.fetchAll(db, sql: "SELECT * FROM provider_links WHERE uid = ? ORDER BY linked_at", arguments: [uid]).map(Self.link)
-            try db.execute(sql: "DELETE FROM accounts WHERE uid = ?", arguments: [uid])
+            let links = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM provider_links WHERE uid = ? ORDER BY linked_at"), arguments: [uid])
+                .map(Self.link)
+            try db.cachedStatement(sql: "DELETE FROM accounts WHERE uid = ?").execute(arguments: [uid])
             return db.changesCount > 0 ? links : nil
         }
     }
@@ -114,27 +114,29 @@ extension SQLiteStorage {
     /// Compare-and-set of a link's sealed tokens.
     public func replaceSealedTokens(providerId: String, federatedId: String, expected: String, with sealed: String) async throws -> Bool {
         try await write { db in
-            try db.execute(
-                sql: "UPDATE provider_links SET sealed_tokens = ? WHERE provider_id = ? AND federated_id = ? AND sealed_tokens = ?",
-                arguments: [sealed, providerId, federatedId, expected])
+            try db.cachedStatement(
+                sql: "UPDATE provider_links SET sealed_tokens = ? WHERE provider_id = ? AND federated_id = ? AND sealed_tokens = ?"
+            ).execute(arguments: [sealed, providerId, federatedId, expected])
             return db.changesCount > 0
         }
     }
     /// Saves a pending credential.
     public func insertPendingCredential(_ c: PendingCredentialRecord) async throws {
         try await write { db in
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO pending_credentials (token_hash, target_uid, provider_id, federated_id, profile_json, sealed_tokens,
                       verified_email, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [c.tokenHash, c.targetUid, c.providerId, c.federatedId, c.profileJSON, c.sealedTokens, c.verifiedEmail, c.expiresAt])
+                    """
+            ).execute(arguments: [c.tokenHash, c.targetUid, c.providerId, c.federatedId, c.profileJSON, c.sealedTokens, c.verifiedEmail, c.expiresAt])
         }
     }
     /// Deletes and returns a pending credential that has not expired.
     public func takePendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
         try await write { db in
-            guard let row = try Row.fetchOne(db, sql: "DELETE FROM pending_credentials WHERE token_hash = ? RETURNING *", arguments: [tokenHash])
+            guard
+                let row = try Row.fetchOne(
+                    db.cachedStatement(sql: "DELETE FROM pending_credentials WHERE token_hash = ? RETURNING *"), arguments: [tokenHash])
             else { return nil }
             let credential = Self.pending(row)
             return credential.expiresAt > now ? credential : nil
@@ -143,8 +145,10 @@ extension SQLiteStorage {
     /// The pending credential if it has not expired, left in place.
     public func pendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM pending_credentials WHERE token_hash = ? AND expires_at > ?", arguments: [tokenHash, now])
-                .map(Self.pending)
+            try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM pending_credentials WHERE token_hash = ? AND expires_at > ?"), arguments: [tokenHash, now]
+            )
+            .map(Self.pending)
         }
     }
     /// Accounts by the email of any linked profile snapshot (SQLite's JSON functions; lower-cased both sides).
@@ -162,9 +166,9 @@ extension SQLiteStorage {
     /// Sets the account's `disabled` flag.
     public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
         try await write { db in
-            try db.execute(sql: "UPDATE accounts SET disabled = ? WHERE uid = ?", arguments: [disabled, uid])
+            try db.cachedStatement(sql: "UPDATE accounts SET disabled = ? WHERE uid = ?").execute(arguments: [disabled, uid])
             guard db.changesCount > 0 else { return false }
-            if disabled { try db.execute(sql: "DELETE FROM sessions WHERE uid = ?", arguments: [uid]) }
+            if disabled { try db.cachedStatement(sql: "DELETE FROM sessions WHERE uid = ?").execute(arguments: [uid]) }
             return true
         }
     }

@@ -7,16 +7,16 @@ extension SQLiteStorage {
     /// Saves a started sign-in.
     public func insertTransaction(_ t: SignInTransaction) async throws {
         try await write { db in
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO signin_transactions (state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode,
                       redirect_uri, provider_context, uid, created_at, expires_at, result_challenge)
                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    t.stateHash, t.bindingHash, t.providerId, t.codeVerifier, t.nonce, t.returnTo, t.mode.rawValue, t.redirectURI, t.providerContext,
-                    t.uid, t.createdAt, t.expiresAt, t.resultChallenge,
-                ])
+                    """
+            ).execute(arguments: [
+                t.stateHash, t.bindingHash, t.providerId, t.codeVerifier, t.nonce, t.returnTo, t.mode.rawValue, t.redirectURI, t.providerContext,
+                t.uid, t.createdAt, t.expiresAt, t.resultChallenge,
+            ])
         }
     }
     /// Deletes and returns the transaction with this state and binding (`DELETE … RETURNING`: one winner).
@@ -39,17 +39,17 @@ extension SQLiteStorage {
     /// Records a single-use credential; `false` when it was recorded already.
     public func spendToken(hash: String, expiresAt: Date) async throws -> Bool {
         try await write { db in
-            try db.execute(
-                sql: "INSERT INTO spent_tokens (token_hash, expires_at) VALUES (?, ?) ON CONFLICT (token_hash) DO NOTHING",
-                arguments: [hash, expiresAt])
+            try db.cachedStatement(sql: "INSERT INTO spent_tokens (token_hash, expires_at) VALUES (?, ?) ON CONFLICT (token_hash) DO NOTHING")
+                .execute(arguments: [hash, expiresAt])
             return db.changesCount == 1
         }
     }
     /// Saves a one-time sign-in result.
     public func insertResult(idHash: String, payload: Data, expiresAt: Date) async throws {
         try await write { db in
-            try db.execute(
-                sql: "INSERT INTO signin_results (id_hash, payload, expires_at) VALUES (?, ?, ?)", arguments: [idHash, payload, expiresAt])
+            try db.cachedStatement(sql: "INSERT INTO signin_results (id_hash, payload, expires_at) VALUES (?, ?, ?)").execute(arguments: [
+                idHash, payload, expiresAt,
+            ])
         }
     }
     /// The result if it has not expired, left in place; a redeemed one while its retry window
@@ -76,23 +76,22 @@ extension SQLiteStorage {
     public func takeResult(idHash: String, now: Date, redemption: ResultRedemption) async throws -> Bool {
         try await write { db in
             // An expired result goes for good: a clock set back later cannot revive it.
-            try db.execute(sql: "DELETE FROM signin_results WHERE id_hash = ? AND expires_at <= ?", arguments: [idHash, now])
+            try db.cachedStatement(sql: "DELETE FROM signin_results WHERE id_hash = ? AND expires_at <= ?").execute(arguments: [idHash, now])
             guard
                 try Bool.fetchOne(
                     db, sql: "SELECT EXISTS (SELECT 1 FROM signin_results WHERE id_hash = ? AND sealed_answer IS NULL)", arguments: [idHash])
                     == true
             else { return false }
             if let answer = redemption.sealedAnswer {
-                try db.execute(
-                    sql: "UPDATE signin_results SET sealed_answer = ?, answer_token_hash = ?, retry_until = ? WHERE id_hash = ?",
-                    arguments: [answer, redemption.refreshToken?.tokenHash, redemption.retryUntil, idHash])
+                try db.cachedStatement(sql: "UPDATE signin_results SET sealed_answer = ?, answer_token_hash = ?, retry_until = ? WHERE id_hash = ?")
+                    .execute(arguments: [answer, redemption.refreshToken?.tokenHash, redemption.retryUntil, idHash])
             } else {
-                try db.execute(sql: "DELETE FROM signin_results WHERE id_hash = ?", arguments: [idHash])
+                try db.cachedStatement(sql: "DELETE FROM signin_results WHERE id_hash = ?").execute(arguments: [idHash])
             }
             if let token = redemption.refreshToken {
-                try db.execute(
-                    sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)",
-                    arguments: [token.tokenHash, token.familyId, token.issuedAt])
+                try db.cachedStatement(sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)").execute(arguments: [
+                    token.tokenHash, token.familyId, token.issuedAt,
+                ])
             }
             return true
         }

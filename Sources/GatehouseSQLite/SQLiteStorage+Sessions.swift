@@ -7,9 +7,9 @@ extension SQLiteStorage {
     /// Saves a session.
     public func insertSession(_ session: SessionRecord) async throws {
         try await write { db in
-            try db.execute(
-                sql: "INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider) VALUES (?, ?, ?, ?, ?, ?)",
-                arguments: [session.idHash, session.uid, session.createdAt, session.expiresAt, session.familyId, session.signInProvider])
+            try db.cachedStatement(
+                sql: "INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider) VALUES (?, ?, ?, ?, ?, ?)"
+            ).execute(arguments: [session.idHash, session.uid, session.createdAt, session.expiresAt, session.familyId, session.signInProvider])
         }
     }
     /// The session with this hash, if it has not expired.
@@ -59,13 +59,14 @@ extension SQLiteStorage {
     }
     /// Ends a family's session; its refresh tokens cascade.
     public func deleteSession(familyId: String) async throws {
-        try await write { db in try db.execute(sql: "DELETE FROM sessions WHERE family_id = ?", arguments: [familyId]) }
+        try await write { db in try db.cachedStatement(sql: "DELETE FROM sessions WHERE family_id = ?").execute(arguments: [familyId]) }
     }
     /// Stores a refresh token's hash in its family.
     public func insertRefreshToken(tokenHash: String, familyId: String, at date: Date) async throws {
         try await write { db in
-            try db.execute(
-                sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)", arguments: [tokenHash, familyId, date])
+            try db.cachedStatement(sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)").execute(arguments: [
+                tokenHash, familyId, date,
+            ])
         }
     }
     /// Spends a refresh token, or revokes its family when it was spent already.
@@ -77,35 +78,36 @@ extension SQLiteStorage {
                     arguments: [tokenHash])
             else { return .unknown }
             let familyId: String = token["family_id"]
-            let session = try Row.fetchOne(db, sql: "SELECT * FROM sessions WHERE family_id = ? AND expires_at > ?", arguments: [familyId, now])
-                .map(Self.session)
+            let session = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM sessions WHERE family_id = ? AND expires_at > ?"), arguments: [familyId, now]
+            )
+            .map(Self.session)
             if (token["used_at"] as Date?) != nil {
                 if let session, let kept: String = token["sealed_successor"], let until: Date = token["retry_until"], until > now {
                     return .retried(session, sealedSuccessor: kept)
                 }
-                try db.execute(sql: "DELETE FROM sessions WHERE family_id = ?", arguments: [familyId])
+                try db.cachedStatement(sql: "DELETE FROM sessions WHERE family_id = ?").execute(arguments: [familyId])
                 return .reused
             }
             guard let session else { return .unknown }
             // Only the token spent last keeps its successor: the predecessor's window ends here.
-            try db.execute(
-                sql: "UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL WHERE family_id = ? AND sealed_successor IS NOT NULL",
-                arguments: [familyId])
-            try db.execute(
-                sql: "UPDATE refresh_tokens SET used_at = ?, sealed_successor = ?, retry_until = ? WHERE token_hash = ?",
+            try db.cachedStatement(
+                sql: "UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL WHERE family_id = ? AND sealed_successor IS NOT NULL"
+            ).execute(arguments: [familyId])
+            try db.cachedStatement(sql: "UPDATE refresh_tokens SET used_at = ?, sealed_successor = ?, retry_until = ? WHERE token_hash = ?").execute(
                 arguments: [now, successor.sealedToken, successor.sealedToken.map { _ in successor.retryUntil }, tokenHash])
-            try db.execute(
-                sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)",
-                arguments: [successor.tokenHash, familyId, now])
+            try db.cachedStatement(sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)").execute(arguments: [
+                successor.tokenHash, familyId, now,
+            ])
             return .rotated(session)
         }
     }
     /// Ends one session.
     public func deleteSession(idHash: String) async throws {
-        try await write { db in try db.execute(sql: "DELETE FROM sessions WHERE id_hash = ?", arguments: [idHash]) }
+        try await write { db in try db.cachedStatement(sql: "DELETE FROM sessions WHERE id_hash = ?").execute(arguments: [idHash]) }
     }
     /// Ends every session of an account.
     public func deleteSessions(uid: String) async throws {
-        try await write { db in try db.execute(sql: "DELETE FROM sessions WHERE uid = ?", arguments: [uid]) }
+        try await write { db in try db.cachedStatement(sql: "DELETE FROM sessions WHERE uid = ?").execute(arguments: [uid]) }
     }
 }
