@@ -117,6 +117,7 @@ struct GatewayTokenTests {
             #expect(first.status == 200, "\(first.bodyText)")
             let again = try await browser.result(id)
             #expect(again.status == 200, "\(again.bodyText)")
+            #expect(again.body == first.body, "a retry answers byte for byte the same")
             let (tokens, same) = (try jsonObject(first), try jsonObject(again))
             #expect(same["refreshToken"] as? String == tokens["refreshToken"] as? String)
             #expect(same["idToken"] as? String == tokens["idToken"] as? String)

@@ -247,10 +247,12 @@ public struct SignInService: Sendable {
         return (result, session)
     }
 
-    /// The one-time result: the sign-in result, or the stored failure thrown as an error.
-    /// A bound result is found only with the verifier of its flow's `result_challenge`, so a
-    /// stolen id alone redeems nothing and the result stays for its owner.
-    public func result(id: String, verifier: String?) async throws -> SignInResult {
+    /// The one-time result as its JSON answer (a `SignInResult`, encoded once: the bytes kept
+    /// sealed for a retry are the ones answered, so a retry answers byte for byte the same), or
+    /// the stored failure thrown as an error. A bound result is found only with the verifier of
+    /// its flow's `result_challenge`, so a stolen id alone redeems nothing and the result stays
+    /// for its owner.
+    public func resultJSON(id: String, verifier: String?) async throws -> Data {
         guard !id.isEmpty, id.count <= 128 else { throw GatehouseError.resultNotFound() }
         let challenge = try verifier.map(ResultBinding.challenge(forVerifier:))
         if challenge == nil, configuration.requireResultBinding {
@@ -269,8 +271,7 @@ public struct SignInService: Sendable {
         case nil: throw GatehouseError.resultNotFound()
         case .redeemed(let sealedAnswer):
             // A retry of a redemption whose answer was lost: the same answer, same tokens.
-            let answer = try await tokens.vault.open(sealedAnswer, context: Self.answerContext(key))
-            return try JSONCoding.decoder().decode(SignInResult.self, from: answer)
+            return try await tokens.vault.open(sealedAnswer, context: Self.answerContext(key))
         case .pending(let stored): payload = stored
         }
         switch try JSONCoding.decoder().decode(StoredResult.self, from: payload) {
@@ -281,11 +282,10 @@ public struct SignInService: Sendable {
                 guard let session = try await storage.session(familyId: familyId, now: now) else { throw GatehouseError.invalidRefreshToken() }
                 prepared = try await tokens.prepareIssue(for: session)
             }
-            let answer = prepared.map { result.with($0.0) } ?? result
+            let answer = try JSONCoding.encoder().encode(prepared.map { result.with($0.0) } ?? result)
             // Only a bound result keeps its answer for a retry: an unbound id may have leaked.
             let window = challenge == nil ? 0 : configuration.refreshRetryWindow
-            let sealedAnswer =
-                window > 0 ? try await tokens.vault.seal(try JSONCoding.encoder().encode(answer), context: Self.answerContext(key)) : nil
+            let sealedAnswer = window > 0 ? try await tokens.vault.seal(answer, context: Self.answerContext(key)) : nil
             let redemption = ResultRedemption(refreshToken: prepared?.1, sealedAnswer: sealedAnswer, retryUntil: now.addingTimeInterval(window))
             // Someone else redeemed it meanwhile: one winner, as before.
             guard try await storage.takeResult(idHash: key, now: now, redemption: redemption) else { throw GatehouseError.resultNotFound() }

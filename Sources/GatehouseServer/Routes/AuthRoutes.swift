@@ -81,9 +81,8 @@ struct AuthRoutes {
             guard object["result_verifier"] == nil || object["result_verifier"] is String else {
                 throw GatehouseError.invalidArgument("result_verifier must be a string.")
             }
-            var response = try Response.json(try await signIn.result(id: id, verifier: object["result_verifier"] as? String))
-            response.headers[.cacheControl] = "no-store"
-            return response
+            // Encoded once by the service (`json(body:)` answers no-store).
+            return Response.json(body: ByteBuffer(data: try await signIn.resultJSON(id: id, verifier: object["result_verifier"] as? String)))
         }
 
         table.add(.post, "/v1/auth/idtoken") { request, context in
