@@ -99,36 +99,19 @@ struct ServeSettings {
         return address
     }
 
-    /// A `true`/`false` setting; anything else stops the start (a typo must not read as false).
-    static func flag(_ environment: [String: String], _ name: String) throws -> Bool? {
-        guard let value = environment[name] else { return nil }
-        guard value == "true" || value == "false" else { throw ValidationError("\(name) must be true or false, not \(value.debugDescription)") }
-        return value == "true"
-    }
-
     init(environment: [String: String], host: String?, port: Int?) throws {
         func required(_ name: String) throws -> String {
             guard let value = environment[name], !value.isEmpty else { throw ValidationError("\(name) must be set") }
             return value
         }
+        // Kinds and ranges are the settings catalog's (TypedSettings checks each value against it).
+        let settings = TypedSettings(environment: environment)
         self.host = host ?? environment["GATEHOUSE_HOST"] ?? "127.0.0.1"
-        if let port {
-            self.port = port
-        } else if let text = environment["GATEHOUSE_PORT"] {
-            guard let number = Int(text), (0...65535).contains(number) else {
-                throw ValidationError("GATEHOUSE_PORT must be a port number from 0 to 65535, not \(text.debugDescription)")
-            }
-            self.port = number
-        } else {
-            self.port = 8080
-        }
+        self.port = try port ?? settings.number("GATEHOUSE_PORT") ?? 8080
         self.operations = try Self.operationsAddress(environment, default: "127.0.0.1:9090")
         self.caBundlePath = environment["GATEHOUSE_CA_BUNDLE"]
-        // The catalog has checked the value (a whole number ≥ 1) before any command runs.
-        self.upstreamConnections = environment["GATEHOUSE_UPSTREAM_CONNECTIONS"].flatMap { Int($0) } ?? 256
-        let purgeSeconds = environment["GATEHOUSE_PURGE_INTERVAL"].map { Int($0) } ?? 300
-        guard let purgeSeconds, purgeSeconds > 0 else { throw ValidationError("GATEHOUSE_PURGE_INTERVAL must be a positive number of seconds") }
-        self.purgeInterval = .seconds(purgeSeconds)
+        self.upstreamConnections = try settings.number("GATEHOUSE_UPSTREAM_CONNECTIONS") ?? 256
+        self.purgeInterval = .seconds(try settings.number("GATEHOUSE_PURGE_INTERVAL") ?? 300)
         self.vaultKeys = try VaultSettings.keys(environment: environment)
         var github: GitHubConfiguration?
         if let clientID = environment["GATEHOUSE_GITHUB_CLIENT_ID"] {
@@ -155,7 +138,7 @@ struct ServeSettings {
         self.gateway = GatewayConfiguration(
             publicURL: try required("GATEHOUSE_PUBLIC_URL"),
             returnToAllowList: (environment["GATEHOUSE_RETURN_TO_ALLOWLIST"] ?? "").split(separator: ",").map(String.init),
-            developmentMode: try Self.flag(environment, "GATEHOUSE_DEVELOPMENT") ?? false,
+            developmentMode: try settings.flag("GATEHOUSE_DEVELOPMENT") ?? false,
             github: github, microsoft: microsoft, oidcProviders: try OIDCSettings.providers(from: environment))
         try ProfileSettings.apply(environment, to: &self.gateway)
     }

@@ -23,24 +23,14 @@ struct ShutdownDeadline: Service {
     let timeout: Duration
     let logger: Logger
 
-    /// Reads `GATEHOUSE_SHUTDOWN_TIMEOUT`.
+    /// Reads `GATEHOUSE_SHUTDOWN_TIMEOUT` (default 20 s; its range is the settings catalog's).
     static func timeout(_ environment: [String: String]) throws -> Duration {
-        try seconds("GATEHOUSE_SHUTDOWN_TIMEOUT", in: environment, default: 20, range: 1...3600)
+        try TypedSettings(environment: environment).duration("GATEHOUSE_SHUTDOWN_TIMEOUT") ?? .seconds(20)
     }
 
-    /// Reads `GATEHOUSE_SHUTDOWN_DELAY` (`fallback` when unset).
+    /// Reads `GATEHOUSE_SHUTDOWN_DELAY` (`fallback` seconds when unset).
     static func delay(_ environment: [String: String], default fallback: Double) throws -> Duration {
-        try seconds("GATEHOUSE_SHUTDOWN_DELAY", in: environment, default: fallback, range: 0...300)
-    }
-
-    private static func seconds(_ name: String, in environment: [String: String], default fallback: Double, range: ClosedRange<Double>) throws
-        -> Duration
-    {
-        guard let text = environment[name] else { return .milliseconds(Int(fallback * 1000)) }
-        guard let seconds = Double(text), range.contains(seconds) else {
-            throw ValidationError("\(name) must be a number of seconds between \(Int(range.lowerBound)) and \(Int(range.upperBound))")
-        }
-        return .milliseconds(Int(seconds * 1000))
+        try TypedSettings(environment: environment).duration("GATEHOUSE_SHUTDOWN_DELAY") ?? .milliseconds(Int(fallback * 1000))
     }
 
     /// The service group for `services`, stopping on `SIGTERM`/`SIGINT` within `timeout`

@@ -65,16 +65,10 @@ struct StoreOptions: ParsableArguments {
         storage: any GatehouseStorage, pool: (any Service)?
     ) {
         if let url = databaseURL ?? environment["GATEHOUSE_DATABASE_URL"], !url.isEmpty {
-            let maximum = try environment["GATEHOUSE_DATABASE_POOL_SIZE"].map { text in
-                guard let size = Int(text), size > 0 else { throw ValidationError("GATEHOUSE_DATABASE_POOL_SIZE must be a positive number") }
-                return size
-            }
-            let timeout = try environment["GATEHOUSE_DATABASE_TIMEOUT"].map { text in
-                guard let seconds = Double(text), seconds >= 0.1, seconds.isFinite else {
-                    throw ValidationError("GATEHOUSE_DATABASE_TIMEOUT must be seconds (at least 0.1)")
-                }
-                return Duration.milliseconds(Int(seconds * 1000))
-            }
+            // Kinds and ranges are the settings catalog's (TypedSettings checks each value against it).
+            let settings = TypedSettings(environment: environment)
+            let maximum = try settings.number("GATEHOUSE_DATABASE_POOL_SIZE")
+            let timeout = try settings.duration("GATEHOUSE_DATABASE_TIMEOUT")
             let storage = try PostgresStorage(
                 url: url, maximumConnections: maximum ?? 20, operationTimeout: timeout ?? .seconds(5), runsPool: runsPool,
                 metricsFactory: metricsFactory, logger: logger)
