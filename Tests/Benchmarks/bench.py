@@ -281,7 +281,7 @@ def sign_in(port, returning, provider="github.com", hint=("login", "octocat")):
     return session, answer["idToken"], answer["user"]["uid"]
 
 
-def sign_in_result(port, returning, provider, hint):
+def sign_in_result(port, returning, provider="github.com", hint=("login", "octocat")):
     """The same sign-in; (session cookie, the whole `POST /v1/auth/result` answer)."""
     verifier = base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
