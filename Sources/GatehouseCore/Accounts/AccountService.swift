@@ -204,7 +204,9 @@ public struct AccountService: Sendable {
         var link = link
         guard var account = try await storage.account(uid: link.uid) else { throw GatehouseError.userNotFound() }
         if account.disabled { throw GatehouseError.userDisabled() }
-        link.profileJSON = try ProfileSnapshot.encode(profile)
+        // An unchanged profile keeps its stored bytes (compared typed with the snapshot, which
+        // is decoded once): encoding it on every returning sign-in was wasted work.
+        if (try? link.profile()) != profile { link.profileJSON = try ProfileSnapshot.encode(profile) }
         link.verifiedEmail = EmailAddress.verified(of: profile)
         // An ID-token sign-in brings no access token: keep the grant of an earlier code flow.
         if !tokens.accessToken.isEmpty { link.sealedTokens = try await seal(tokens, for: profile) }
