@@ -79,9 +79,9 @@ struct ServeSettings {
     var host: String
     var port: Int
     var caBundlePath: String?
-    /// Provider connections libcurl keeps for reuse (`GATEHOUSE_UPSTREAM_CONNECTIONS`, default 256).
+    /// Provider connections libcurl keeps for reuse (`GATEHOUSE_UPSTREAM_CONNECTIONS`).
     var upstreamConnections: Int
-    /// Seconds between two purges of expired flows, results and sessions (`GATEHOUSE_PURGE_INTERVAL`, default 300).
+    /// Seconds between two purges of expired flows, results and sessions (`GATEHOUSE_PURGE_INTERVAL`).
     var purgeInterval: Duration
     var gateway: GatewayConfiguration
     /// The configured encryption keys, current first.
@@ -107,11 +107,11 @@ struct ServeSettings {
         // Kinds and ranges are the settings catalog's (TypedSettings checks each value against it).
         let settings = TypedSettings(environment: environment)
         self.host = host ?? environment["GATEHOUSE_HOST"] ?? "127.0.0.1"
-        self.port = try port ?? settings.number("GATEHOUSE_PORT") ?? 8080
+        self.port = try port ?? settings.numberOrDefault("GATEHOUSE_PORT")
         self.operations = try Self.operationsAddress(environment, default: "127.0.0.1:9090")
         self.caBundlePath = environment["GATEHOUSE_CA_BUNDLE"]
-        self.upstreamConnections = try settings.number("GATEHOUSE_UPSTREAM_CONNECTIONS") ?? 256
-        self.purgeInterval = .seconds(try settings.number("GATEHOUSE_PURGE_INTERVAL") ?? 300)
+        self.upstreamConnections = try settings.numberOrDefault("GATEHOUSE_UPSTREAM_CONNECTIONS")
+        self.purgeInterval = .seconds(try settings.numberOrDefault("GATEHOUSE_PURGE_INTERVAL"))
         self.vaultKeys = try VaultSettings.keys(environment: environment)
         var github: GitHubConfiguration?
         if let clientID = environment["GATEHOUSE_GITHUB_CLIENT_ID"] {

@@ -23,9 +23,9 @@ struct ShutdownDeadline: Service {
     let timeout: Duration
     let logger: Logger
 
-    /// Reads `GATEHOUSE_SHUTDOWN_TIMEOUT` (default 20 s; its range is the settings catalog's).
+    /// Reads `GATEHOUSE_SHUTDOWN_TIMEOUT` (its range and default are the settings catalog's).
     static func timeout(_ environment: [String: String]) throws -> Duration {
-        try TypedSettings(environment: environment).duration("GATEHOUSE_SHUTDOWN_TIMEOUT") ?? .seconds(20)
+        try TypedSettings(environment: environment).durationOrDefault("GATEHOUSE_SHUTDOWN_TIMEOUT")
     }
 
     /// Reads `GATEHOUSE_SHUTDOWN_DELAY` (`fallback` seconds when unset).

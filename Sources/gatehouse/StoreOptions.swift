@@ -65,12 +65,11 @@ struct StoreOptions: ParsableArguments {
         storage: any GatehouseStorage, pool: (any Service)?
     ) {
         if let url = databaseURL ?? environment["GATEHOUSE_DATABASE_URL"], !url.isEmpty {
-            // Kinds and ranges are the settings catalog's (TypedSettings checks each value against it).
+            // Kinds, ranges and defaults are the settings catalog's (TypedSettings).
             let settings = TypedSettings(environment: environment)
-            let maximum = try settings.number("GATEHOUSE_DATABASE_POOL_SIZE")
-            let timeout = try settings.duration("GATEHOUSE_DATABASE_TIMEOUT")
             let storage = try PostgresStorage(
-                url: url, maximumConnections: maximum ?? 20, operationTimeout: timeout ?? .seconds(5), runsPool: runsPool,
+                url: url, maximumConnections: try settings.numberOrDefault("GATEHOUSE_DATABASE_POOL_SIZE"),
+                operationTimeout: try settings.durationOrDefault("GATEHOUSE_DATABASE_TIMEOUT"), runsPool: runsPool,
                 metricsFactory: metricsFactory, logger: logger)
             return (storage, runsPool ? nil : ConnectionPoolService(storage: storage))
         }

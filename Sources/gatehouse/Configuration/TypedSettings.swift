@@ -17,6 +17,26 @@ struct TypedSettings {
         return value
     }
 
+    /// The value of `name`, or its catalog default when unset: defaults, too, are written in
+    /// the catalog alone. Only for settings the catalog gives a default.
+    private func textOrDefault(_ name: String) throws -> String {
+        if let value = try text(name) { return value }
+        guard let fallback = SettingsCatalog.setting(named: name)?.defaultValue else { preconditionFailure("\(name) has no default") }
+        return fallback
+    }
+
+    /// A whole number, its catalog default when unset.
+    func numberOrDefault(_ name: String) throws -> Int {
+        guard let number = Int(try textOrDefault(name)) else { preconditionFailure("\(name)'s default is no whole number") }
+        return number
+    }
+
+    /// A number of seconds as a duration, its catalog default when unset.
+    func durationOrDefault(_ name: String) throws -> Duration {
+        guard let seconds = TimeInterval(try textOrDefault(name)) else { preconditionFailure("\(name)'s default is no number") }
+        return .milliseconds(Int(seconds * 1000))
+    }
+
     /// A number of seconds.
     func seconds(_ name: String) throws -> TimeInterval? {
         try text(name).flatMap(TimeInterval.init)
