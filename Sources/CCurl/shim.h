@@ -7,6 +7,11 @@
 #define GATEHOUSE_CCURL_SHIM_H
 
 #include <curl/curl.h>
+#include <errno.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 /// curl_easy_setopt for options taking a `long`.
 static inline CURLcode gh_easy_setopt_long(CURL *handle, CURLoption option, long value) {
@@ -70,6 +75,85 @@ static inline CURLcode gh_easy_getinfo_pointer(CURL *handle, CURLINFO info, void
 /// curl_multi_setopt for options taking a `long`.
 static inline CURLMcode gh_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
     return curl_multi_setopt(handle, option, value);
+}
+
+/// curl_multi_setopt for CURLMOPT_SOCKETFUNCTION.
+static inline CURLMcode gh_multi_setopt_socketfunction(CURLM *handle, curl_socket_callback callback) {
+    return curl_multi_setopt(handle, CURLMOPT_SOCKETFUNCTION, callback);
+}
+
+/// curl_multi_setopt for CURLMOPT_TIMERFUNCTION.
+static inline CURLMcode gh_multi_setopt_timerfunction(CURLM *handle, curl_multi_timer_callback callback) {
+    return curl_multi_setopt(handle, CURLMOPT_TIMERFUNCTION, callback);
+}
+
+/// curl_multi_setopt for options taking an opaque pointer (SOCKETDATA, TIMERDATA).
+static inline CURLMcode gh_multi_setopt_pointer(CURLM *handle, CURLMoption option, void *value) {
+    return curl_multi_setopt(handle, option, value);
+}
+
+// The driver's own event loop: libcurl's socket interface (curl_multi_socket_action) over an
+// epoll set, so a wake-up costs what is ready rather than every transfer in flight. `struct
+// epoll_event` is packed on x86-64, which Swift imports awkwardly: these helpers keep it in C.
+
+/// A close-on-exec epoll set, or -1.
+static inline int gh_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+/// A non-blocking, close-on-exec eventfd (the driver's wake-up), or -1.
+static inline int gh_eventfd_create(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+/// Wakes whoever waits on the eventfd (the counter saturating is as good as a wake-up).
+static inline void gh_eventfd_signal(int fd) {
+    uint64_t one = 1;
+    ssize_t written = write(fd, &one, sizeof one);
+    (void)written;
+}
+
+/// Resets the eventfd's counter after a wake-up.
+static inline void gh_eventfd_drain(int fd) {
+    uint64_t value;
+    ssize_t bytes = read(fd, &value, sizeof value);
+    (void)bytes;
+}
+
+/// Sets the interest of `fd` from a CURL_POLL_* value (CURL_POLL_REMOVE forgets it). The data
+/// carried by each event is the descriptor itself.
+static inline int gh_epoll_watch(int epfd, int fd, int what) {
+    if (what == CURL_POLL_REMOVE) {
+        // libcurl may already have closed it (epoll forgot it then): nothing to undo.
+        return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+    }
+    struct epoll_event event = {0};
+    if (what & CURL_POLL_IN) event.events |= EPOLLIN;
+    if (what & CURL_POLL_OUT) event.events |= EPOLLOUT;
+    event.data.fd = fd;
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event) == 0) return 0;
+    // libcurl changes the interest of a socket it registered before (and one socket may serve
+    // several transfers in turn).
+    return errno == EEXIST ? epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &event) : -1;
+}
+
+/// The most events one gh_epoll_wait reports (more stay ready for the next call).
+#define GH_EPOLL_BATCH 64
+
+/// Waits up to `timeout_ms` (-1: forever) and reports at most GH_EPOLL_BATCH ready descriptors
+/// in `fds`, each with its CURL_CSELECT_* bits in `flags`. Answers their number, 0 on a timeout
+/// or an interrupted wait.
+static inline int gh_epoll_wait(int epfd, int *fds, int *flags, int timeout_ms) {
+    struct epoll_event events[GH_EPOLL_BATCH];
+    int count = epoll_wait(epfd, events, GH_EPOLL_BATCH, timeout_ms);
+    if (count < 0) return 0;
+    for (int i = 0; i < count; i++) {
+        uint32_t ready = events[i].events;
+        int bits = 0;
+        // A hang-up is read to its end: libcurl learns of it by reading.
+        if (ready & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) bits |= CURL_CSELECT_IN;
+        if (ready & EPOLLOUT) bits |= CURL_CSELECT_OUT;
+        if (ready & EPOLLERR) bits |= CURL_CSELECT_ERR;
+        fds[i] = events[i].data.fd;
+        flags[i] = bits;
+    }
+    return count;
 }
 
 /// The value a write callback returns to pause the transfer (a macro Swift cannot see).
