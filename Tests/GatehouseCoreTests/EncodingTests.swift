@@ -24,6 +24,21 @@ import Testing
         #expect(Base64URL.decode("not base64!") == nil)
     }
 
+    /// The hand-written encoder agrees with Foundation's base64 (alphabet swapped, padding
+    /// dropped) on every length and on random bytes, through arrays and other sequences.
+    @Test func base64URLAgreesWithFoundation() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0..<200 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let expected = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encode(bytes) == expected)
+            #expect(Base64URL.encode(Data(bytes)) == expected)
+            #expect(Base64URL.encode(bytes.lazy.map { $0 }) == expected)
+        }
+        #expect(Base64URL.encode([0xFB, 0xFF]) == "-_8")
+    }
+
     @Test func formEncodingRoundTrips() {
         let pairs = [("redirect_uri", "http://127.0.0.1:8080/cb?a=1&b=2"), ("name", "Ada Lovelace"), ("empty", ""), ("ü", "ß+&=")]
         let encoded = FormEncoding.encode(pairs)

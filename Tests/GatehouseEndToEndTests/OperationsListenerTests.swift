@@ -28,6 +28,32 @@ struct OperationsListenerTests {
     }
 
     @Test(
+        "request metrics are labelled with the template of the route the router took: parameters and rest-of-path routes by their template, an unknown path or method as unmatched, never a concrete path"
+    )
+    func requestMetricsByTemplate() async throws {
+        try await withDeployment { deployment in
+            let client = deployment.client
+            let base = deployment.gatewayURL
+            #expect(try await client.execute(OutboundRequest(url: "\(base)/v1/users/u-1")).status == 401)
+            #expect(try await client.execute(OutboundRequest(url: "\(base)/v1/users/u-2/providers/github.com/api/user/repos")).status == 401)
+            #expect(try await client.execute(OutboundRequest(url: "\(base)/v1/users/u-3/photo")).status == 401)
+            #expect(try await client.execute(OutboundRequest(url: "\(base)/nowhere/u-4")).status == 404)
+            #expect(try await client.execute(OutboundRequest(method: "DELETE", url: "\(base)/healthz")).status == 405)
+            func count(_ method: String, _ route: String, _ status: String) async throws -> Double? {
+                try await ResilienceTests.metric(
+                    deployment, "gatehouse_http_requests_total", ["method": method, "route": route, "status": status])
+            }
+            #expect(try await count("GET", "/v1/users/{uid}", "401") == 1)
+            #expect(try await count("GET", "/v1/users/{uid}/providers/{providerId}/api/{path}", "401") == 1)
+            #expect(try await count("GET", "/v1/users/{uid}/photo", "401") == 1)
+            #expect(try await count("GET", "unmatched", "404") == 1)
+            #expect(try await count("DELETE", "unmatched", "405") == 1)
+            let text = try await client.execute(OutboundRequest(url: "\(deployment.operationsURL)/metrics")).bodyText
+            #expect(!text.contains("u-1") && !text.contains("u-2") && !text.contains("u-4") && !text.contains("user/repos"))
+        }
+    }
+
+    @Test(
         "gatehouse check: exit 0 against a ready serve's operations listener, 1 with the reason when unreachable; --offline checks settings, store, key (1 naming the key when it does not open the data keys) and each OpenID provider's discovery (1 naming an undiscoverable one)"
     )
     func checkCommand() async throws {

@@ -92,22 +92,40 @@ public struct GatehouseMetrics: Sendable {
 /// Metric handles made once per label and dimensions (swift-metrics' factories look the series
 /// up again, under a lock, for every handle made).
 public final class Handles<Handle: Sendable>: Sendable {
-    private let made = Mutex<[String: Handle]>([:])
+    /// A series: its label and dimensions, compared and hashed as they are (no key string is
+    /// built per lookup: the request metrics look up two series on every request).
+    private struct Series: Hashable, Sendable {
+        let label: String
+        let dimensions: [(String, String)]
+
+        static func == (left: Series, right: Series) -> Bool {
+            left.label == right.label && left.dimensions.count == right.dimensions.count
+                && zip(left.dimensions, right.dimensions).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(label)
+            hasher.combine(dimensions.count)
+            for (name, value) in dimensions {
+                hasher.combine(name)
+                hasher.combine(value)
+            }
+        }
+    }
+
+    private let made = Mutex<[Series: Handle]>([:])
 
     /// An empty table.
     public init() {}
 
     /// The handle of `label` with `dimensions`, made by `make` the first time.
     public func handle(_ label: String, _ dimensions: [(String, String)], make: () -> Handle) -> Handle {
-        var key = label
-        for (name, value) in dimensions {
-            key += "|" + name + "=" + value
-        }
-        if let known = made.withLock({ $0[key] }) { return known }
+        let series = Series(label: label, dimensions: dimensions)
+        if let known = made.withLock({ $0[series] }) { return known }
         let created = make()
         return made.withLock { table in
-            if let raced = table[key] { return raced }
-            table[key] = created
+            if let raced = table[series] { return raced }
+            table[series] = created
             return created
         }
     }

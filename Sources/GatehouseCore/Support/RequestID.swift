@@ -32,9 +32,10 @@ public enum RequestID {
     /// ids need not be secret, and one random draw per process spares every request a syscall.
     public static func generate() -> String {
         let number = counter.add(1, ordering: .relaxed).newValue
-        var bytes = [UInt8](repeating: 0, count: 6)
-        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: number >> (8 * (5 - index))) }
-        return prefix + Base64URL.encode(bytes)
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 6) { bytes in
+            for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: number >> (8 * (5 - index))) }
+            return prefix + Base64URL.encode(UnsafeBufferPointer(bytes))
+        }
     }
 
     /// This process's prefix: 6 random bytes, base64url (8 characters).

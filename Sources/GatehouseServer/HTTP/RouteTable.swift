@@ -14,10 +14,14 @@ public struct RouteTable: Sendable {
         [(
             method: HTTPRequest.Method, path: String, rest: Bool, handler: @Sendable (Request, GatehouseRequestContext) async throws -> Response
         )] = []
-    /// Each route's path split once (matching runs on every request, for the access log):
-    /// its segments, `nil` for a parameter, how many parameters it has, and whether its last
+    /// Each route's path split once (matched again for error answers: `405` or `404`, a
+    /// provider's own status): its segments, `nil` for a parameter, and whether its last
     /// parameter takes the rest of the path.
-    private var patterns: [(method: String, path: String, segments: [Substring?], parameters: Int, rest: Bool)] = []
+    private var patterns: [(method: String, path: String, segments: [Substring?], rest: Bool)] = []
+    /// Each route's template by the path Hummingbird reports for it once it has routed a
+    /// request (`context.endpointPath`, `/v1/users/{uid}/providers/{providerId}/api/**`): the
+    /// access log labels a request with the router's own match instead of matching again.
+    private var templatesByEndpoint: [String: String] = [:]
 
     /// Records a route and its handler; with `rest`, the path's last parameter takes every
     /// remaining segment (`/api/{path}` matches `/api/v1.0/me/events`).
@@ -27,18 +31,23 @@ public struct RouteTable: Sendable {
     ) {
         entries.append((method, openAPIPath, rest, handler))
         let segments = openAPIPath.split(separator: "/", omittingEmptySubsequences: false).map { $0.hasPrefix("{") ? nil : $0 }
-        patterns.append((method.rawValue, openAPIPath, segments, segments.filter { $0 == nil }.count, rest))
+        patterns.append((method.rawValue, openAPIPath, segments, rest))
+        templatesByEndpoint[RouterPath(Self.hummingbirdPath(openAPIPath, rest: rest)).description] = openAPIPath
+    }
+
+    /// `/v1/users/{uid}/api/{path}` as Hummingbird writes it: `/v1/users/:uid/api/**` (with `rest`).
+    private static func hummingbirdPath(_ openAPIPath: String, rest: Bool) -> String {
+        var segments = openAPIPath.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+            segment.hasPrefix("{") && segment.hasSuffix("}") ? ":" + segment.dropFirst().dropLast() : String(segment)
+        }
+        if rest { segments[segments.count - 1] = "**" }
+        return segments.joined(separator: "/")
     }
 
     /// Adds every recorded route to `router` (after its middlewares).
     func register(on router: Router<GatehouseRequestContext>) {
         for entry in entries {
-            var segments = entry.path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
-                segment.hasPrefix("{") && segment.hasSuffix("}") ? ":" + segment.dropFirst().dropLast() : String(segment)
-            }
-            if entry.rest { segments[segments.count - 1] = "**" }
-            let hummingbirdPath = segments.joined(separator: "/")
-            router.on(RouterPath(hummingbirdPath), method: entry.method, use: entry.handler)
+            router.on(RouterPath(Self.hummingbirdPath(entry.path, rest: entry.rest)), method: entry.method, use: entry.handler)
         }
     }
 
@@ -47,15 +56,11 @@ public struct RouteTable: Sendable {
         matches(path).map(\.method)
     }
 
-    /// The route template a request was served by (`/v1/users/{uid}`), or `nil` for none;
-    /// a literal segment wins over a parameter (`/v1/users` over `/v1/{x}`).
-    func template(method: String, path: String) -> String? {
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        var best: (path: String, parameters: Int)?
-        for pattern in patterns where pattern.method == method && Self.matches(pattern, segments) {
-            if best.map({ pattern.parameters < $0.parameters }) ?? true { best = (pattern.path, pattern.parameters) }
-        }
-        return best?.path
+    /// The route template (`/v1/users/{uid}`) of the route Hummingbird served a request by,
+    /// from the path it reported (`context.endpointPath`); `nil` when no route took it (an
+    /// unknown path or method: Hummingbird reports `NotFound` or nothing).
+    func template(endpoint: String?) -> String? {
+        endpoint.flatMap { templatesByEndpoint[$0] }
     }
 
     /// Whether the route serving this request passes a provider's answer on as it is (the
@@ -72,7 +77,7 @@ public struct RouteTable: Sendable {
     }
 
     private static func matches(
-        _ pattern: (method: String, path: String, segments: [Substring?], parameters: Int, rest: Bool), _ segments: [Substring]
+        _ pattern: (method: String, path: String, segments: [Substring?], rest: Bool), _ segments: [Substring]
     )
         -> Bool
     {

@@ -16,7 +16,7 @@ struct AccessLogMiddleware: RouterMiddleware {
         let response = try await next(request, context)
         let elapsed = ContinuousClock.now - started
         metrics.request(
-            method: request.method.rawValue, route: routes.template(method: request.method.rawValue, path: request.uri.path) ?? "unmatched",
+            method: request.method.rawValue, route: routes.template(endpoint: context.endpointPath) ?? "unmatched",
             status: Int(response.status.code), duration: elapsed)
         // The query string is never logged: callbacks carry codes and state in it.
         logger.info(
