@@ -1,6 +1,7 @@
 import CoreMetrics
 import GatehouseCore
 import Prometheus
+import Synchronization
 
 /// The gateway's metrics: one Prometheus registry per gateway, fed by the core (upstream
 /// calls, caches, refreshes, circuit breakers) and by the HTTP layer (requests), and
@@ -12,9 +13,16 @@ public final class ServerMetrics: Sendable {
     /// The registry `/metrics` renders.
     public let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
-    /// Request counters and timers, made once per series.
-    private let counters = Handles<CoreMetrics.Counter>()
-    private let timers = Handles<CoreMetrics.Timer>()
+    /// A request series: method, route template and status (bounded sets: never a raw path).
+    private struct RequestSeries: Hashable, Sendable {
+        let method: String
+        let route: String
+        let status: Int
+    }
+
+    /// Each request series' counter and its route's timer, made once: a request looks up one
+    /// small key instead of building two label lists.
+    private let requestHandles = Mutex<[RequestSeries: (counter: CoreMetrics.Counter, timer: CoreMetrics.Timer)]>([:])
 
     /// The process's resource figures, read from `/proc` on each scrape.
     private let process: ProcessMetrics
@@ -37,13 +45,23 @@ public final class ServerMetrics: Sendable {
     /// The route is the OpenAPI template (`/v1/users/{uid}`), never the concrete path, so a
     /// user id never becomes a label.
     func request(method: String, route: String, status: Int, duration: Duration) {
-        let dimensions = [("method", method), ("route", route), ("status", String(status))]
-        counters.handle("gatehouse_http_requests_total", dimensions) {
-            CoreMetrics.Counter(label: "gatehouse_http_requests_total", dimensions: dimensions, factory: factory)
-        }.increment()
-        timers.handle("gatehouse_http_request_duration_seconds", [("route", route)]) {
-            CoreMetrics.Timer(label: "gatehouse_http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
-        }.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+        let series = RequestSeries(method: method, route: route, status: status)
+        let handles =
+            requestHandles.withLock { $0[series] }
+            ?? {
+                // Made outside the lock (the factory takes its own); the factory answers the
+                // same series to a racing request, so either pair counts into it.
+                let made = (
+                    counter: CoreMetrics.Counter(
+                        label: "gatehouse_http_requests_total", dimensions: [("method", method), ("route", route), ("status", String(status))],
+                        factory: factory),
+                    timer: CoreMetrics.Timer(label: "gatehouse_http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
+                )
+                requestHandles.withLock { $0[series] = made }
+                return made
+            }()
+        handles.counter.increment()
+        handles.timer.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
     /// The Prometheus text exposition, with the process's figures read at this moment.
