@@ -65,5 +65,7 @@ import Testing
         let tokens = Set((0..<1000).map { _ in SecureRandom.token(byteCount: 32) })
         #expect(tokens.count == 1000)
         #expect(SecureRandom.digest("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SecureRandom.digest("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SecureRandom.digest("é🙂") == "7382f537af6a53054b6a72792df00fa0be0f5d2e8214db9cd6ebbcc3d57d02b9")
     }
 }

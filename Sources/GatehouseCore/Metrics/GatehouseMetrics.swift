@@ -12,6 +12,14 @@ public struct GatehouseMetrics: Sendable {
     /// every call (the label sets are bounded, so this stays small).
     private let counters = Handles<Counter>()
     private let timers = Handles<Timer>()
+    /// The cache-lookup counters by cache and result: looked up on most requests (the account
+    /// read, the profile or photo cache), by a key of two short words.
+    private let cacheLookups = HandleTable<CacheLookup, Counter>()
+
+    private struct CacheLookup: Hashable, Sendable {
+        let cache: String
+        let result: String
+    }
 
     /// Records into `factory`.
     public init(factory: any MetricsFactory) {
@@ -50,7 +58,9 @@ public struct GatehouseMetrics: Sendable {
 
     /// A lookup in the profile or photo cache: `hit`, `miss` or `stale` (served after an upstream failure).
     func cacheLookup(cache: String, result: String) {
-        counter("gatehouse_cache_lookups_total", [("cache", cache), ("result", result)]).increment()
+        cacheLookups.handle(CacheLookup(cache: cache, result: result)) {
+            Counter(label: "gatehouse_cache_lookups_total", dimensions: [("cache", cache), ("result", result)], factory: factory)
+        }.increment()
     }
 
     /// A provider-token refresh, by outcome: `ok`, `reused` (another request had refreshed),
@@ -93,7 +103,7 @@ public struct GatehouseMetrics: Sendable {
 /// up again, under a lock, for every handle made).
 public final class Handles<Handle: Sendable>: Sendable {
     /// A series: its label and dimensions, compared and hashed as they are (no key string is
-    /// built per lookup: the request metrics look up two series on every request).
+    /// built per lookup).
     private struct Series: Hashable, Sendable {
         let label: String
         let dimensions: [(String, String)]
@@ -113,19 +123,34 @@ public final class Handles<Handle: Sendable>: Sendable {
         }
     }
 
-    private let made = Mutex<[Series: Handle]>([:])
+    private let table = HandleTable<Series, Handle>()
 
     /// An empty table.
     public init() {}
 
     /// The handle of `label` with `dimensions`, made by `make` the first time.
     public func handle(_ label: String, _ dimensions: [(String, String)], make: () -> Handle) -> Handle {
-        let series = Series(label: label, dimensions: dimensions)
-        if let known = made.withLock({ $0[series] }) { return known }
+        table.handle(Series(label: label, dimensions: dimensions), make: make)
+    }
+}
+
+/// Metric handles by a key of the caller's choosing, made once each: the metrics recorded on
+/// every request use small keys of their own (a route and a status, a cache and a result)
+/// rather than label lists.
+public final class HandleTable<Key: Hashable & Sendable, Handle: Sendable>: Sendable {
+    private let made = Mutex<[Key: Handle]>([:])
+
+    /// An empty table.
+    public init() {}
+
+    /// The handle of `key`, made by `make` the first time (outside the lock: a factory takes
+    /// its own, and answers racing callers the same series, so either handle counts into it).
+    public func handle(_ key: Key, make: () -> Handle) -> Handle {
+        if let known = made.withLock({ $0[key] }) { return known }
         let created = make()
         return made.withLock { table in
-            if let raced = table[series] { return raced }
-            table[series] = created
+            if let raced = table[key] { return raced }
+            table[key] = created
             return created
         }
     }

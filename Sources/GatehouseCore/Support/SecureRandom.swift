@@ -28,14 +28,22 @@ public enum SecureRandom {
     /// Lower-case hex SHA-256 of the text: how ids and secrets are stored, so a copy of the
     /// database does not hand out live sessions. (Hex on the bytes: `String(format:)` per
     /// byte was a quarter of a cookie-authenticated `/v1/me`.)
+    /// Hashed from the string's own bytes and written straight into the result (no `Data`, no
+    /// byte array: this runs on every cookie-authenticated request).
     public static func digest(_ text: String) -> String {
-        var hex: [UInt8] = []
-        hex.reserveCapacity(2 * SHA256.byteCount)
-        for byte in SHA256.hash(data: Data(text.utf8)) {
-            hex.append(hexDigits[Int(byte >> 4)])
-            hex.append(hexDigits[Int(byte & 0x0f)])
+        var text = text
+        let digest = text.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
+        return digest.withUnsafeBytes { bytes in
+            hexDigits.withUnsafeBufferPointer { digits in
+                String(unsafeUninitializedCapacity: 2 * bytes.count) { out in
+                    for (index, byte) in bytes.enumerated() {
+                        out[2 * index] = digits[Int(byte >> 4)]
+                        out[2 * index + 1] = digits[Int(byte & 0x0f)]
+                    }
+                    return 2 * bytes.count
+                }
+            }
         }
-        return String(decoding: hex, as: UTF8.self)
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)

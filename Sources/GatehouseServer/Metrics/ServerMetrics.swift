@@ -1,7 +1,6 @@
 import CoreMetrics
 import GatehouseCore
 import Prometheus
-import Synchronization
 
 /// The gateway's metrics: one Prometheus registry per gateway, fed by the core (upstream
 /// calls, caches, refreshes, circuit breakers) and by the HTTP layer (requests), and
@@ -20,9 +19,15 @@ public final class ServerMetrics: Sendable {
         let status: Int
     }
 
-    /// Each request series' counter and its route's timer, made once: a request looks up one
-    /// small key instead of building two label lists.
-    private let requestHandles = Mutex<[RequestSeries: (counter: CoreMetrics.Counter, timer: CoreMetrics.Timer)]>([:])
+    /// A request series' counter and its route's timer.
+    private struct RequestHandles: Sendable {
+        let counter: CoreMetrics.Counter
+        let timer: CoreMetrics.Timer
+    }
+
+    /// Each request series' handles, made once: a request looks up one small key instead of
+    /// building two label lists.
+    private let requestHandles = HandleTable<RequestSeries, RequestHandles>()
 
     /// The process's resource figures, read from `/proc` on each scrape.
     private let process: ProcessMetrics
@@ -45,21 +50,13 @@ public final class ServerMetrics: Sendable {
     /// The route is the OpenAPI template (`/v1/users/{uid}`), never the concrete path, so a
     /// user id never becomes a label.
     func request(method: String, route: String, status: Int, duration: Duration) {
-        let series = RequestSeries(method: method, route: route, status: status)
-        let handles =
-            requestHandles.withLock { $0[series] }
-            ?? {
-                // Made outside the lock (the factory takes its own); the factory answers the
-                // same series to a racing request, so either pair counts into it.
-                let made = (
-                    counter: CoreMetrics.Counter(
-                        label: "gatehouse_http_requests_total", dimensions: [("method", method), ("route", route), ("status", String(status))],
-                        factory: factory),
-                    timer: CoreMetrics.Timer(label: "gatehouse_http_request_duration_seconds", dimensions: [("route", route)], factory: factory)
-                )
-                requestHandles.withLock { $0[series] = made }
-                return made
-            }()
+        let handles = requestHandles.handle(RequestSeries(method: method, route: route, status: status)) {
+            RequestHandles(
+                counter: CoreMetrics.Counter(
+                    label: "gatehouse_http_requests_total", dimensions: [("method", method), ("route", route), ("status", String(status))],
+                    factory: factory),
+                timer: CoreMetrics.Timer(label: "gatehouse_http_request_duration_seconds", dimensions: [("route", route)], factory: factory))
+        }
         handles.counter.increment()
         handles.timer.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
