@@ -68,9 +68,11 @@ final class CurlMultiDriver: Sendable {
         _ = gh_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_NOTHING))
         let handle = MultiHandle(raw: multi)
         let thread = Thread { [self] in
+            // Named from the thread itself: Foundation's `Thread.name` does not reach the
+            // kernel's name on Linux, and `top -H` or `perf` would show the creator's.
+            gh_name_this_thread("gatehouse-curl")
             self.run(DriverLoop(multi: handle.raw, epoll: epoll, wake: wake))
         }
-        thread.name = "gatehouse-curl"
         thread.start()
     }
 
