@@ -8,6 +8,27 @@ import Testing
 /// and escape whatever a message or a provider's text carries.
 @Suite("JSON log lines")
 struct JSONLogHandlerTests {
+    @Test(
+        "the timestamp is what Date.ISO8601FormatStyle with fractional seconds writes: UTC, milliseconds, across years, leap days and the ends of days and seconds"
+    )
+    func timestampsAgreeWithFoundation() {
+        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        var dates = [
+            0, 0.999, 1, 59.9994, 86_399.999, 86_400, 951_782_400 - 0.001, 951_782_400, 951_868_800, 1_709_164_800.5, 1_764_115_200,
+            4_102_444_799.999, 4_102_444_800, 253_402_300_799,
+        ].map { Date(timeIntervalSince1970: $0) }
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<5000 {
+            // Whole milliseconds, as a clock reading is logged (a value between two
+            // milliseconds may round either way in the floating-point product).
+            dates.append(Date(timeIntervalSince1970: Double(Int64.random(in: 0..<4_102_444_800_000, using: &generator)) / 1000))
+        }
+        dates.append(Date())
+        for date in dates {
+            #expect(JSONLogHandler.timestamp(date) == style.format(date), "\(date.timeIntervalSince1970)")
+        }
+    }
+
     @Test("a line parses as JSON with sorted keys, typed numbers and booleans, nested values, and escaped text")
     func linesAreJSON() throws {
         let sink = LogSink(capture: true)
