@@ -117,7 +117,7 @@ public struct SignInService: Sendable {
             // A native app holds the gateway's tokens from the result; a cookie would land in
             // the system browser, where nothing uses it.
             if returnToPolicy.kind(of: transaction.returnTo) == .web { sessionValue = established.session?.value }
-            outcome = .success(established.result, familyId: established.session?.familyId)
+            outcome = .answer(try established.result.tokenlessAnswer(), familyId: established.session?.familyId)
             metrics.signIn(providerId: provider.id, mode: mode, outcome: "ok")
         } catch let error as GatehouseError {
             logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "signin.mode": "\(mode)", "error.code": "\(error.code)"])
@@ -274,22 +274,11 @@ public struct SignInService: Sendable {
             return try await tokens.vault.open(sealedAnswer, context: Self.answerContext(key))
         case .pending(let stored): payload = stored
         }
+        let tokenless: Data
+        let familyId: String?
         switch try JSONCoding.decoder().decode(StoredResult.self, from: payload) {
-        case .success(let result, let familyId):
-            // Tokens are minted now, once: the stored result never held a usable credential.
-            var prepared: (GatewayTokenService.Issued, NewRefreshToken)?
-            if let familyId {
-                guard let session = try await storage.session(familyId: familyId, now: now) else { throw GatehouseError.invalidRefreshToken() }
-                prepared = try await tokens.prepareIssue(for: session)
-            }
-            let answer = try JSONCoding.encoder().encode(prepared.map { result.with($0.0) } ?? result)
-            // Only a bound result keeps its answer for a retry: an unbound id may have leaked.
-            let window = challenge == nil ? 0 : configuration.refreshRetryWindow
-            let sealedAnswer = window > 0 ? try await tokens.vault.seal(answer, context: Self.answerContext(key)) : nil
-            let redemption = ResultRedemption(refreshToken: prepared?.1, sealedAnswer: sealedAnswer, retryUntil: now.addingTimeInterval(window))
-            // Someone else redeemed it meanwhile: one winner, as before.
-            guard try await storage.takeResult(idHash: key, now: now, redemption: redemption) else { throw GatehouseError.resultNotFound() }
-            return answer
+        case .success(let result, let family): (tokenless, familyId) = (try result.tokenlessAnswer(), family)
+        case .answer(let answer, let family): (tokenless, familyId) = (answer, family)
         case .failure(let error):
             guard
                 try await storage.takeResult(
@@ -297,6 +286,20 @@ public struct SignInService: Sendable {
             else { throw GatehouseError.resultNotFound() }
             throw error
         }
+        // Tokens are minted now, once: the stored result never held a usable credential.
+        var prepared: (GatewayTokenService.Issued, NewRefreshToken)?
+        if let familyId {
+            guard let session = try await storage.session(familyId: familyId, now: now) else { throw GatehouseError.invalidRefreshToken() }
+            prepared = try await tokens.prepareIssue(for: session)
+        }
+        let answer = try SignInResult.answer(tokenless, adding: prepared?.0)
+        // Only a bound result keeps its answer for a retry: an unbound id may have leaked.
+        let window = challenge == nil ? 0 : configuration.refreshRetryWindow
+        let sealedAnswer = window > 0 ? try await tokens.vault.seal(answer, context: Self.answerContext(key)) : nil
+        let redemption = ResultRedemption(refreshToken: prepared?.1, sealedAnswer: sealedAnswer, retryUntil: now.addingTimeInterval(window))
+        // Someone else redeemed it meanwhile: one winner, as before.
+        guard try await storage.takeResult(idHash: key, now: now, redemption: redemption) else { throw GatehouseError.resultNotFound() }
+        return answer
     }
 
     /// The vault context of a redeemed result's kept answer: bound to the result's key.
