@@ -15,8 +15,8 @@ public enum Base64URL {
     }
 
     private static func encode(buffer input: UnsafeBufferPointer<UInt8>) -> String {
-        // 4 characters per 3 bytes, the last group cut to 2 or 3 without padding.
-        let length = input.count / 3 * 4 + [0, 2, 3][input.count % 3]
+        // 4 characters per 3 bytes, the last group cut to 2 or 3 without padding: ⌈4n / 3⌉.
+        let length = (input.count * 4 + 2) / 3
         return alphabet.withUnsafeBufferPointer { alphabet in
             String(unsafeUninitializedCapacity: length) { out in
                 var read = 0
