@@ -176,6 +176,10 @@ struct ResilienceTests {
             #expect((value("gatehouse_photo_bytes_total") ?? 0) > 100)
             #expect((value("process_resident_memory_bytes") ?? 0) > 1_000_000 && (value("process_open_fds") ?? 0) > 3)
             #expect(value("process_cpu_seconds_total") != nil && (value("process_start_time_seconds") ?? 0) > 1_700_000_000)
+            // Each with the help line the client conventions give it.
+            for name in ["process_resident_memory_bytes", "process_open_fds", "process_cpu_seconds_total", "process_start_time_seconds"] {
+                #expect(metricsText.contains("# HELP \(name) "), "no help line for \(name)")
+            }
             // The commit the build came from (BuildCommitPlugin): this checkout's HEAD.
             let head = try #require(Self.gitHead(), "git rev-parse HEAD in the checkout")
             #expect(Gatehouse.commit == head || Gatehouse.commit == head + "-dirty", "\(Gatehouse.commit) vs HEAD \(head)")

@@ -171,7 +171,7 @@ extension StoreFaultTests {
             #expect(try await first.complete(login: "octocat").status == 200)
             // Fill the disk, 64 KiB at a time, until it refuses.
             let filler = folder + "/filler"
-            FileManager.default.createFile(atPath: filler, contents: nil)
+            #expect(FileManager.default.createFile(atPath: filler, contents: nil))
             let handle = try #require(FileHandle(forWritingAtPath: filler))
             let chunk = Data(count: 64 << 10)
             for _ in 0..<256 {

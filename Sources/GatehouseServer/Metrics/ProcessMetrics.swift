@@ -16,10 +16,16 @@ final class ProcessMetrics: Sendable {
 
     /// Registers the series in `registry` (the start time is set once, here).
     init(registry: PrometheusCollectorRegistry) {
-        residentBytes = registry.makeGauge(name: "process_resident_memory_bytes")
-        openFileDescriptors = registry.makeGauge(name: "process_open_fds")
-        cpuCounter = registry.makeCounter(name: "process_cpu_seconds_total")
-        startTime = registry.makeGauge(name: "process_start_time_seconds")
+        // The Prometheus client conventions' names, with their help lines.
+        residentBytes = registry.makeGauge(
+            descriptor: .init(metricName: "process_resident_memory", unitName: "bytes", helpText: "Resident memory size in bytes."))
+        openFileDescriptors = registry.makeGauge(
+            descriptor: .init(metricName: "process_open", unitName: "fds", helpText: "Number of open file descriptors."))
+        cpuCounter = registry.makeCounter(
+            descriptor: .init(metricName: "process_cpu_seconds", unitName: "total", helpText: "Total user and system CPU time spent in seconds."))
+        startTime = registry.makeGauge(
+            descriptor: .init(
+                metricName: "process_start_time", unitName: "seconds", helpText: "Start time of the process since unix epoch in seconds."))
         startTime.set(to: Date().timeIntervalSince1970 - ProcessInfo.processInfo.systemUptime + Self.startSecondsSinceBoot(ticks: ticks))
     }
 

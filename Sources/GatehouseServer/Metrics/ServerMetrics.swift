@@ -36,7 +36,10 @@ public final class ServerMetrics: Sendable {
     public init() {
         registry = PrometheusCollectorRegistry()
         factory = PrometheusMetricsFactory(registry: registry)
-        registry.makeGauge(name: "gatehouse_build_info", labels: [("version", Gatehouse.version), ("commit", Gatehouse.commit)]).set(to: 1)
+        registry.makeGauge(
+            descriptor: .init(metricName: "gatehouse_build", unitName: "info", helpText: "The running build: version and commit, value 1."),
+            labels: [("version", Gatehouse.version), ("commit", Gatehouse.commit)]
+        ).set(to: 1)
         process = ProcessMetrics(registry: registry)
     }
 
