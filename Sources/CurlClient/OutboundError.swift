@@ -9,6 +9,9 @@ public struct OutboundError: Error, Sendable, CustomStringConvertible {
         case connectFailed
         /// The connect or total timeout elapsed.
         case timedOut
+        /// The total timeout elapsed while the streamed request body was still being sent: its
+        /// source was too slow, and nothing is known about the server.
+        case requestBodyTimedOut
         /// TLS failed, including certificate verification.
         case tls
         /// The body exceeded the response-size cap; the transfer was aborted.

@@ -24,6 +24,8 @@ final class Transfer: @unchecked Sendable {
     private var headDelivered = false
     private var receivedBytes = 0
     private var exceededCap = false
+    /// libcurl has read the whole streamed request body (its read callback saw the end).
+    private var uploadEnded = false
 
     init(request: OutboundRequest, configuration: CurlClientConfiguration, driver: CurlMultiDriver) throws {
         let scheme = request.url.prefix(8).lowercased()
@@ -163,7 +165,9 @@ final class Transfer: @unchecked Sendable {
         guard let upload else { return 0 }
         switch upload.read(into: buffer) {
         case .bytes(let count): return count
-        case .end: return 0
+        case .end:
+            uploadEnded = true
+            return 0
         case .pause: return gh_readfunc_pause()
         case .abort: return gh_readfunc_abort()
         }
@@ -253,6 +257,8 @@ final class Transfer: @unchecked Sendable {
             return OutboundError(kind: .responseTooLarge, curlCode: raw, message: "the response is larger than \(maxBytes) bytes")
         }
         switch code {
+        case CURLE_OPERATION_TIMEDOUT where upload != nil && !uploadEnded:
+            return OutboundError(kind: .requestBodyTimedOut, curlCode: raw, message: "the request body was still being sent when the time ran out")
         case CURLE_OPERATION_TIMEDOUT:
             return OutboundError(kind: .timedOut, curlCode: raw, message: message)
         case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:

@@ -103,7 +103,8 @@ public struct Gatehouse: Sendable {
         self.providerAPI = ProviderAPIService(
             configuration: configuration, profiles: profiles, providers: registry,
             upstream: Dictionary(uniqueKeysWithValues: registry.ids.map { ($0, upstream($0)) }),
-            hosts: HostBreakers(settings: configuration.circuitBreaker, clock: configuration.clock), audit: audit, metrics: metrics)
+            hosts: HostBreakers(settings: configuration.circuitBreaker, clock: configuration.clock, distinctCallers: 2), audit: audit,
+            metrics: metrics)
         self.serviceKeys = ServiceKeyService(storage: storage, cache: cachedStore.serviceKeys)
         self.admin = AdminService(storage: storage, accounts: accounts, audit: audit)
     }

@@ -42,7 +42,7 @@ public enum GatehouseServer {
         var table = RouteTable()
         OperationsRoutes(gatehouse: assembly.gatehouse, metrics: assembly.metrics, drain: assembly.drain).registerOperations(into: &table)
         let router = Router(context: GatehouseRequestContext.self)
-        router.add(middleware: RequestIDMiddleware())
+        router.add(middleware: RequestIDMiddleware(trustedProxies: BrowserPolicy(configuration: assembly.gatehouse.configuration).trustedProxies))
         router.add(middleware: SecurityHeadersMiddleware())
         router.add(middleware: ProblemMiddleware(routes: table, storageHealth: assembly.gatehouse.storageHealth, logger: logger))
         table.register(on: router)
@@ -87,7 +87,7 @@ public enum GatehouseServer {
         let table = table(
             for: assembly.gatehouse, metrics: assembly.metrics, demoPage: assembly.demoPage, browser: browser, drain: assembly.drain)
         let router = Router(context: GatehouseRequestContext.self)
-        router.add(middleware: RequestIDMiddleware())
+        router.add(middleware: RequestIDMiddleware(trustedProxies: browser.trustedProxies))
         router.add(middleware: AccessLogMiddleware(routes: table, metrics: assembly.metrics, logger: logger))
         router.add(middleware: SecurityHeadersMiddleware())
         router.add(middleware: BrowserPolicyMiddleware(browser: browser))

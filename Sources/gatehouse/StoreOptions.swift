@@ -55,16 +55,24 @@ struct StoreOptions: ParsableArguments {
 
     /// The store, not migrated yet, and — for PostgreSQL — the service that runs its
     /// connection pool: `serve` and `demo` run it in their service group and migrate there.
+    /// On SQLite, the data folder is locked for this process first (`DataFolderLock`): a second
+    /// server on the same folder stops here.
     func openForServices(environment: [String: String], metricsFactory: any MetricsFactory, logger: Logger) throws -> (
         storage: any GatehouseStorage, pool: (any Service)?
     ) {
-        try make(environment: environment, logger: logger, runsPool: false, metricsFactory: metricsFactory)
+        if !usesPostgres(environment) { try DataFolderLock.acquire(folder: try folder(environment: environment)) }
+        return try make(environment: environment, logger: logger, runsPool: false, metricsFactory: metricsFactory)
+    }
+
+    /// Whether a database URL is given (PostgreSQL), else the store is SQLite in the data folder.
+    private func usesPostgres(_ environment: [String: String]) -> Bool {
+        !(databaseURL ?? environment["GATEHOUSE_DATABASE_URL"] ?? "").isEmpty
     }
 
     private func make(environment: [String: String], logger: Logger, runsPool: Bool, metricsFactory: any MetricsFactory) throws -> (
         storage: any GatehouseStorage, pool: (any Service)?
     ) {
-        if let url = databaseURL ?? environment["GATEHOUSE_DATABASE_URL"], !url.isEmpty {
+        if usesPostgres(environment), let url = databaseURL ?? environment["GATEHOUSE_DATABASE_URL"] {
             // Kinds, ranges and defaults are the settings catalog's (TypedSettings).
             let settings = TypedSettings(environment: environment)
             let storage = try PostgresStorage(

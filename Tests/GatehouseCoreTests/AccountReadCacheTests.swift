@@ -78,4 +78,24 @@ import Testing
         cache.store(Self.session("s1", uid: "u1"), ticket: cache.ticket(), now: Self.now)
         #expect(cache.count == 0)
     }
+
+    @Test(
+        "an account with more sessions than are held keeps no lookup key of an evicted session: 1,000 sessions of one account leave 16 sessions' keys"
+    )
+    func evictedSessionsLeaveNoLookupKeys() {
+        let cache = AccountReadCache(capacity: 10, lifetime: 60, enabled: true)
+        for index in 0..<1000 { cache.store(Self.session("s\(index)", uid: "u1"), ticket: cache.ticket(), now: Self.now) }
+        #expect(cache.lookupKeys == 2 * 16)
+        #expect(cache.session(idHash: "hash-s0", now: Self.now) == nil)
+        #expect(cache.session(familyId: "family-s999", now: Self.now) != nil)
+        // Links replaced many times, and accounts passing through both generations.
+        for index in 0..<100 {
+            let link = ProviderLinkRecord(
+                uid: "u1", providerId: "github.com", federatedId: "f\(index)", profileJSON: Data(), sealedTokens: "", linkedAt: Self.now,
+                updatedAt: Self.now)
+            cache.store(links: [link], uid: "u1", ticket: cache.ticket(), now: Self.now)
+            cache.store(Self.session("other\(index)", uid: "u\(index + 2)"), ticket: cache.ticket(), now: Self.now)
+        }
+        #expect(cache.lookupKeys <= 2 * 16 + 1 + 2 * 10, "\(cache.lookupKeys)")
+    }
 }

@@ -72,21 +72,62 @@ struct PassthroughPolicyTests {
         #expect(configuration.apiBaseURL(for: "github.com") == "https://api.github.com")
     }
 
-    @Test("paging links move under the gateway only when they point at the provider's API base")
+    @Test(
+        "paging links move under the gateway only when they point at an allowed path under the provider's API base; every other link is dropped"
+    )
     func pagingLinks() {
-        let links = PagingLinks(providerBase: "https://graph.microsoft.com", gatewayBase: "https://gw.example/v1/me/providers/microsoft.com/api")
+        let links = PagingLinks(providerBase: "https://graph.microsoft.com", gatewayBase: "https://gw.example/v1/me/providers/microsoft.com/api") {
+            $0.segments.first == "v1.0"
+        }
         #expect(
             links.rewrite("https://graph.microsoft.com/v1.0/me/events?$skip=10")
                 == "https://gw.example/v1/me/providers/microsoft.com/api/v1.0/me/events?$skip=10")
         #expect(links.rewrite("https://graph.microsoft.com.evil.example/v1.0/me") == nil)
         #expect(links.rewrite("https://elsewhere.example/v1.0/me") == nil)
-        let header = links.rewriteLinkHeader(#"<https://graph.microsoft.com/x?page=2>; rel="next", <https://other.example/y>; rel="last""#)
-        #expect(header == #"<https://gw.example/v1/me/providers/microsoft.com/api/x?page=2>; rel="next", <https://other.example/y>; rel="last""#)
+        // Outside the policy, dot segments, a fragment, a query that could end the link.
+        #expect(links.rewrite("https://graph.microsoft.com/beta/me") == nil)
+        #expect(links.rewrite("https://graph.microsoft.com/v1.0/../../../v1/users/abc/providers/github.com/token") == nil)
+        #expect(links.rewrite("https://graph.microsoft.com/v1.0/%2E%2E/x") == nil)
+        #expect(links.rewrite("https://graph.microsoft.com/v1.0/me#x") == nil)
+        #expect(links.rewrite("https://graph.microsoft.com/v1.0/me?a=\"b") == nil)
+        let header = links.rewriteLinkHeader(
+            #"<https://graph.microsoft.com/v1.0/x?page=2>; rel="next", <https://evil.example/steal?x=1>; rel="last", <https://graph.microsoft.com/v1.0/y?a=1,2>; title="a, b"; rel="prev""#
+        )
+        #expect(
+            header
+                == #"<https://gw.example/v1/me/providers/microsoft.com/api/v1.0/x?page=2>; rel="next", <https://gw.example/v1/me/providers/microsoft.com/api/v1.0/y?a=1,2>; title="a, b"; rel="prev""#
+        )
+        #expect(links.rewriteLinkHeader(#"<https://evil.example/steal?x=1>; rel="next""#) == nil)
         let body = Array(#"{"value": [1], "@odata.nextLink" : "https:\/\/graph.microsoft.com\/v1.0\/me\/events?$skip=10", "n": 1.50}"#.utf8)
         let rewritten = String(decoding: links.rewriteODataLinks(body) ?? [], as: UTF8.self)
         #expect(
             rewritten
                 == #"{"value": [1], "@odata.nextLink" : "https://gw.example/v1/me/providers/microsoft.com/api/v1.0/me/events?$skip=10", "n": 1.50}"#)
         #expect(links.rewriteODataLinks(Array(#"{"value": []}"#.utf8)) == nil)
+        // Another host's link becomes null; a member name inside a string value is text.
+        let hostile = Array(#"{"s": "\"@odata.nextLink\": \"x\"", "@odata.deltaLink": "https://evil.example/d"}"#.utf8)
+        #expect(
+            String(decoding: links.rewriteODataLinks(hostile) ?? [], as: UTF8.self)
+                == #"{"s": "\"@odata.nextLink\": \"x\"", "@odata.deltaLink": null}"#)
+    }
+
+    @Test(
+        "rewriting OData links is one pass with a cap: of 70,000 links in 7.5 MB the first 100 are rewritten, the rest dropped, the JSON still valid")
+    func odataLinksAtScale() throws {
+        let links = PagingLinks(providerBase: "https://graph.microsoft.com", gatewayBase: "https://gw.example/v1/me/providers/microsoft.com/api") {
+            _ in true
+        }
+        func body(_ count: Int) -> [UInt8] {
+            let item =
+                #"{"id": "0123456789", "@odata.nextLink": "https:\/\/graph.microsoft.com\/v1.0\/me\/events?$skip=10&$top=10&x=0123456789012345678901234567890123456789"},"#
+            return Array(("{\"value\": [" + String(repeating: item, count: count) + "{}]}").utf8)
+        }
+        let large = body(70_000)
+        #expect(large.count > 7_000_000)
+        let rewritten = try #require(links.rewriteODataLinks(large))
+        let text = String(decoding: rewritten, as: UTF8.self)
+        #expect(text.components(separatedBy: "https://gw.example/").count - 1 == PagingLinks.maximumRewrites)
+        #expect(text.components(separatedBy: #""@odata.nextLink": null"#).count - 1 == 70_000 - PagingLinks.maximumRewrites)
+        #expect(try JSONSerialization.jsonObject(with: Data(rewritten)) is [String: Any])
     }
 }

@@ -14,7 +14,8 @@ struct RequestTracingTests {
 
     @Test("the core's lines (sign-in started) and an upstream failure carry the request's id, as do the answer and its problem document")
     func coreAndUpstreamLinesCarryTheId() async throws {
-        try await withDeployment { deployment in
+        // The test's client stands for the deployment's proxy, whose ids are adopted.
+        try await withDeployment(gateway: { $0.trustedProxies = ["127.0.0.1"] }) { deployment in
             var browser = Browser(deployment)
             _ = try await browser.complete(login: "octocat")
             let start = try await browser.send(
@@ -35,6 +36,21 @@ struct RequestTracingTests {
             #expect(
                 traced.contains { $0["message"] as? String == "upstream call failed" && $0["upstream.status"] as? Int == 500 }, "\(traced)")
             #expect(traced.contains { $0["message"] as? String == "request" && $0["http.status"] as? Int == 502 }, "\(traced)")
+        }
+    }
+
+    @Test("a caller's X-Request-Id is not adopted unless it comes through a trusted proxy: it cannot make its lines pass for another request's")
+    func untrustedRequestIdIsNotAdopted() async throws {
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            _ = try await browser.complete(login: "octocat")
+            let answer = try await browser.send("\(deployment.gatewayURL)/v1/me", headers: ["X-Request-Id": "victim-req-123"])
+            #expect(answer.status == 200)
+            let id = try #require(answer.headers["x-request-id"])
+            #expect(id != "victim-req-123")
+            #expect(Self.lines(deployment, id: "victim-req-123").isEmpty)
+            let line = try #require(Self.lines(deployment, id: id).first { $0["message"] as? String == "request" })
+            #expect(line["request.offered_id"] as? String == "victim-req-123", "\(line)")
         }
     }
 }

@@ -14,7 +14,7 @@ import Logging
 /// captures the gateway's log lines. GitHub and
 /// Microsoft are configured at a host that never resolves, and nothing here calls them.
 func withInProcessGateway<T: Sendable>(
-    gateway adjust: (inout GatewayConfiguration) -> Void = { _ in }, logs: LogSink? = nil,
+    gateway adjust: (inout GatewayConfiguration) -> Void = { _ in }, logs: LogSink? = nil, live: Bool = false,
     _ body: @Sendable (_ client: any TestClientProtocol, _ gatehouse: Gatehouse) async throws -> T
 ) async throws -> T {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-inprocess-\(UUID().uuidString)").path
@@ -40,7 +40,7 @@ func withInProcessGateway<T: Sendable>(
         logger: logger)
     let assembly = GatewayAssembly(gatehouse: gatehouse, metrics: ServerMetrics(), demoPage: false)
     let app = Application(router: GatehouseServer.router(for: assembly, logger: logger), logger: logger)
-    return try await app.test(.router) { client in try await body(client, gatehouse) }
+    return try await app.test(live ? .live : .router) { client in try await body(client, gatehouse) }
 }
 
 extension TestResponse {

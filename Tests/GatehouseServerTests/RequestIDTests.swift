@@ -17,12 +17,15 @@ struct RequestIDTests {
         try logs.lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
     }
 
+    /// The loopback peer of a live test client as the deployment's trusted proxy.
+    static let trustLoopback: @Sendable (inout GatewayConfiguration) -> Void = { $0.trustedProxies = ["127.0.0.1", "::1"] }
+
     @Test(
-        "a sane X-Request-Id is answered back, named in the problem document and in the log line, whose numbers are numbers and whose time has milliseconds"
+        "from a trusted proxy, a sane X-Request-Id is answered back, named in the problem document and in the log line, whose numbers are numbers and whose time has milliseconds"
     )
     func saneIdIsKept() async throws {
         let logs = LogSink(capture: true)
-        try await withInProcessGateway(logs: logs) { client, _ in
+        try await withInProcessGateway(gateway: Self.trustLoopback, logs: logs, live: true) { client, _ in
             let response = try await client.execute(uri: "/v1/me", method: .get, headers: [Self.requestID: "checkout-42.retry_1"])
             #expect(response.status == .unauthorized)
             #expect(response.headers[Self.requestID] == "checkout-42.retry_1")
@@ -38,7 +41,7 @@ struct RequestIDTests {
 
     @Test("an unsafe X-Request-Id (spaces, quotes, over 64 bytes, non-ASCII, empty) is replaced by a new one; without one, every answer gets its own")
     func unsafeOrMissingIdsAreGenerated() async throws {
-        try await withInProcessGateway { client, _ in
+        try await withInProcessGateway(gateway: Self.trustLoopback, live: true) { client, _ in
             var seen: Set<String> = []
             for sent in ["has space", #"a"b"#, String(repeating: "a", count: 65), "café", "", nil] {
                 var headers: HTTPFields = [:]
@@ -57,5 +60,24 @@ struct RequestIDTests {
             #expect(response.headers[Self.requestID] == longest)
             #expect(try response.json["requestId"] as? String == longest)
         }
+    }
+
+    @Test(
+        "a caller that is not a trusted proxy cannot choose its request id: a new one is answered and logged, the caller's value only in request.offered_id"
+    )
+    func untrustedCallersIdIsNotAdopted() async throws {
+        let logs = LogSink(capture: true)
+        try await withInProcessGateway(logs: logs, live: true) { client, _ in
+            let response = try await client.execute(uri: "/v1/me", method: .get, headers: [Self.requestID: "victim-req-123"])
+            #expect(response.status == .unauthorized)
+            let id = try #require(response.headers[Self.requestID])
+            #expect(id != "victim-req-123" && id.count == 16)
+            #expect(try response.json["requestId"] as? String == id)
+        }
+        let lines = try Self.lines(logs)
+        #expect(!lines.contains { $0["request.id"] as? String == "victim-req-123" }, "\(lines)")
+        let line = try #require(lines.first { $0["message"] as? String == "request" })
+        #expect(line["request.offered_id"] as? String == "victim-req-123", "\(line)")
+        #expect(line["request.id"] as? String != "victim-req-123")
     }
 }

@@ -101,7 +101,8 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         /// A feature turned off on this gateway, answered as if it did not exist so that it
         /// reveals nothing (email-enumeration protection).
         case hiddenFeature
-        /// The request body is larger than the gateway accepts.
+        /// A body is larger than the gateway accepts: the request's (`invalid-argument`, 413), or
+        /// a provider's answer to what the caller asked for (`upstream-unavailable`, 502).
         case tooLarge
         /// The upstream did not answer in time.
         case timedOut
@@ -239,6 +240,14 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
     public static func upstreamUnavailable(_ providerId: String, situation: Situation = .usual, detail: String) -> Self {
         Self(code: .upstreamUnavailable, situation: situation, detail: detail, extensions: ["providerId": providerId])
     }
+    /// `invalid-argument` in `.timedOut`: the caller's streamed request body did not arrive
+    /// within the provider's timeout (408); the provider is not at fault.
+    public static func requestBodyTimedOut() -> Self {
+        Self(
+            code: .invalidArgument, situation: .timedOut,
+            detail: "The request body did not arrive in time: the gateway stopped waiting for the rest of it.")
+    }
+
     /// `upstream-rate-limited`.
     public static func upstreamRateLimited(_ providerId: String, retryAfter: Int?) -> Self {
         Self(

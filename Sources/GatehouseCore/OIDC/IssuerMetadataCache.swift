@@ -68,6 +68,10 @@ public actor IssuerMetadataCache {
     private func fetchDiscovery() async throws -> DiscoveryDocument {
         let url = configuration.issuer.trimmingSuffix("/") + "/.well-known/openid-configuration"
         let response = try await get(url, endpoint: .discovery)
+        if case .microsoft = configuration.issuerRule, Self.isUnknownTenant(response) {
+            // The caller's `tenant=` named a tenant Microsoft does not know: the caller's mistake.
+            throw GatehouseError.invalidArgument("Microsoft does not know the tenant named by tenant=; check its domain or ID.")
+        }
         guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: configuration.providerId) }
         guard var parsed = try? JSONDecoder().decode(DiscoveryDocument.self, from: Data(response.body)) else {
             throw disable("its discovery document is not valid OpenID Provider metadata")
@@ -88,6 +92,15 @@ public actor IssuerMetadataCache {
             }
         }
         return parsed
+    }
+
+    /// Microsoft's answer for a tenant it does not know: `400` with `invalid_tenant` or the
+    /// error code 90002 (AADSTS90002).
+    static func isUnknownTenant(_ response: OutboundResponse) -> Bool {
+        guard response.status == 400, response.body.count <= 64 << 10,
+            let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+        else { return false }
+        return object["error"] as? String == "invalid_tenant" || (object["error_codes"] as? [Int])?.contains(90002) == true
     }
 
     /// Exact equality, or Microsoft's template / tenant-GUID forms under the same login host.

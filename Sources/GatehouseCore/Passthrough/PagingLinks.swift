@@ -2,101 +2,178 @@ import Foundation
 
 /// Rewrites the paging links of a provider's answer so that they point at the gateway's
 /// passthrough route instead of the provider: a caller pages on without ever holding the
-/// provider's token. Only links under the provider's API base are rewritten; any other URL is
-/// left as it is (following it reaches the provider without a token, which is harmless).
+/// provider's token.
+///
+/// A link is rewritten only when it is under the provider's API base and its remainder is an
+/// API path the operator's policy allows (`allows`), parsed as every passthrough path is (no dot
+/// segments, no encoded slashes). Every other link is dropped, never passed on: a client that
+/// follows `next` sends its own credentials (a service key, a gateway ID token) to wherever the
+/// link points, so a link to another host — or one that would leave the API route once joined
+/// under the gateway — must not reach it.
 public struct PagingLinks: Sendable {
     /// The provider's API base (`https://graph.microsoft.com`), without a trailing `/`.
     public let providerBase: String
     /// The passthrough route's base (`https://gw.example.com/v1/users/u1/providers/microsoft.com/api`).
     public let gatewayBase: String
+    /// Whether the policy allows a `GET` of this API path.
+    let allows: @Sendable (APIPath) -> Bool
 
-    /// Rewrites from `providerBase` to `gatewayBase`.
-    public init(providerBase: String, gatewayBase: String) {
+    /// The most links one answer has rewritten; any further one is dropped. A page has one or
+    /// two; the cap bounds the work a hostile answer can cause.
+    public static let maximumRewrites = 100
+
+    /// Rewrites from `providerBase` to `gatewayBase` the links whose path `allows` accepts.
+    public init(providerBase: String, gatewayBase: String, allows: @escaping @Sendable (APIPath) -> Bool) {
         self.providerBase = providerBase
         self.gatewayBase = gatewayBase
+        self.allows = allows
     }
 
-    /// The URL moved under the gateway, or `nil` when it is not under the provider's base.
+    /// The URL moved under the gateway, or `nil` when it must not reach the caller (another
+    /// host, a path outside the policy, a fragment, a query a URL cannot carry).
     public func rewrite(_ url: String) -> String? {
-        guard url.hasPrefix(providerBase), let next = url.dropFirst(providerBase.count).first, next == "/" || next == "?" else {
-            return nil
+        guard url.hasPrefix(providerBase) else { return nil }
+        let rest = url.dropFirst(providerBase.count)
+        guard rest.first == "/", !rest.contains("#") else { return nil }
+        let rawPath: Substring
+        var query: Substring?
+        if let mark = rest.firstIndex(of: "?") {
+            rawPath = rest[..<mark]
+            query = rest[rest.index(after: mark)...]
+        } else {
+            rawPath = rest
         }
-        return gatewayBase + url.dropFirst(providerBase.count)
+        guard let path = try? APIPath(raw: rawPath), allows(path) else { return nil }
+        if let query {
+            // The same rule as a caller's query, and nothing that would end a quoted JSON string
+            // or a `<…>` link target.
+            guard query.utf8.count <= 4096,
+                !query.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value >= 0x7F || "\"\\<>".unicodeScalars.contains($0) })
+            else { return nil }
+        }
+        return gatewayBase + path.encoded + (query.map { "?" + $0 } ?? "")
     }
 
-    /// An RFC 8288 `Link` header (GitHub's paging) with every `<url>` under the base rewritten.
-    public func rewriteLinkHeader(_ value: String) -> String {
-        var out = ""
+    /// An RFC 8288 `Link` header (GitHub's paging) with every link under the base rewritten and
+    /// every other one dropped; `nil` when no link is left.
+    public func rewriteLinkHeader(_ value: String) -> String? {
+        var kept: [String] = []
         var rest = Substring(value)
-        while let open = rest.firstIndex(of: "<"), let close = rest[open...].firstIndex(of: ">") {
-            out += rest[..<open]
+        while kept.count < Self.maximumRewrites, let open = rest.firstIndex(of: "<"), let close = rest[open...].firstIndex(of: ">") {
             let url = String(rest[rest.index(after: open)..<close])
-            out += "<" + (rewrite(url) ?? url) + ">"
-            rest = rest[rest.index(after: close)...]
-        }
-        return out + rest
-    }
-
-    /// The JSON members that carry Graph's (OData's) paging links.
-    static let odataMembers = ["\"@odata.nextLink\"", "\"@odata.deltaLink\""]
-
-    /// A JSON body with the string values of `@odata.nextLink` and `@odata.deltaLink` rewritten
-    /// (in place: everything else stays byte for byte); `nil` when nothing changed.
-    public func rewriteODataLinks(_ body: [UInt8]) -> [UInt8]? {
-        var result = body
-        var changed = false
-        for member in Self.odataMembers {
-            let key = Array(member.utf8)
-            var searchFrom = 0
-            while let keyStart = Self.find(key, in: result, from: searchFrom) {
-                searchFrom = keyStart + key.count
-                guard let (start, end) = Self.stringValue(after: searchFrom, in: result),
-                    let url = try? JSONDecoder().decode(String.self, from: Data(result[start..<end])), let moved = rewrite(url),
-                    let encoded = try? Self.encoder.encode(moved)
-                else { continue }
-                result.replaceSubrange(start..<end, with: encoded)
-                searchFrom = start + encoded.count
-                changed = true
+            // The link's parameters run to the next comma outside a quoted string.
+            var index = rest.index(after: close)
+            var quoted = false
+            while index < rest.endIndex, quoted || rest[index] != "," {
+                if rest[index] == "\"" { quoted.toggle() }
+                index = rest.index(after: index)
             }
+            let parameters = rest[rest.index(after: close)..<index]
+            if let moved = rewrite(url) { kept.append("<" + moved + ">" + parameters) }
+            rest = index < rest.endIndex ? rest[rest.index(after: index)...] : rest[rest.endIndex...]
         }
-        return changed ? result : nil
+        return kept.isEmpty ? nil : kept.joined(separator: ", ")
     }
 
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        return encoder
-    }()
+    /// The JSON member names that carry Graph's (OData's) paging links, quotes included.
+    static let odataMembers = [Array("\"@odata.nextLink\"".utf8), Array("\"@odata.deltaLink\"".utf8)]
 
-    private static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
-        guard needle.count <= haystack.count, start <= haystack.count - needle.count else { return nil }
-        var index = start
-        while index <= haystack.count - needle.count {
-            if haystack[index] == needle[0], Array(haystack[index..<index + needle.count]) == needle { return index }
-            index += 1
+    /// A JSON body with the string values of `@odata.nextLink` and `@odata.deltaLink` members
+    /// rewritten, or `null` where the link may not reach the caller; everything else stays byte
+    /// for byte. One pass over the body (strings are skipped whole, so a member name inside a
+    /// string value is not one); `nil` when nothing changed.
+    public func rewriteODataLinks(_ body: [UInt8]) -> [UInt8]? {
+        body.withUnsafeBufferPointer { bytes -> [UInt8]? in
+            var out: [UInt8] = []
+            var copied = 0
+            var rewrites = 0
+            var index = 0
+            while index < bytes.count {
+                guard bytes[index] == Self.quote else {
+                    index += 1
+                    continue
+                }
+                guard let end = Self.stringEnd(from: index, in: bytes) else { break }
+                guard Self.isPagingMember(bytes, index, end), let (start, valueEnd) = Self.stringValue(after: end, in: bytes) else {
+                    index = end
+                    continue
+                }
+                var replacement = Array("null".utf8)
+                if rewrites < Self.maximumRewrites, let url = Self.decodeString(UnsafeBufferPointer(rebasing: bytes[start..<valueEnd])),
+                    let moved = rewrite(url)
+                {
+                    // `rewrite` lets nothing through that JSON would need to escape.
+                    replacement = [Self.quote] + Array(moved.utf8) + [Self.quote]
+                    rewrites += 1
+                }
+                if out.isEmpty { out.reserveCapacity(bytes.count + 256) }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[copied..<start]))
+                out.append(contentsOf: replacement)
+                copied = valueEnd
+                index = valueEnd
+            }
+            guard copied > 0 else { return nil }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[copied...]))
+            return out
+        }
+    }
+
+    private static let quote = UInt8(ascii: "\"")
+    private static let backslash = UInt8(ascii: "\\")
+
+    /// The index after the closing quote of the JSON string opening at `start`.
+    private static func stringEnd(from start: Int, in bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        var index = start + 1
+        while index < bytes.count {
+            switch bytes[index] {
+            case backslash: index += 2
+            case quote: return index + 1
+            default: index += 1
+            }
         }
         return nil
     }
 
+    /// Whether `bytes[start..<end]` is one of `odataMembers`.
+    private static func isPagingMember(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Bool {
+        odataMembers.contains { member in
+            member.count == end - start && member.withUnsafeBufferPointer { memcmp($0.baseAddress!, bytes.baseAddress! + start, member.count) == 0 }
+        }
+    }
+
     /// The range of the JSON string (quotes included) that is the value after a member name:
     /// whitespace, `:`, whitespace, then `"…"` with escapes honoured.
-    private static func stringValue(after index: Int, in bytes: [UInt8]) -> (Int, Int)? {
+    private static func stringValue(after index: Int, in bytes: UnsafeBufferPointer<UInt8>) -> (Int, Int)? {
         var i = index
         func skipSpace() { while i < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[i]) { i += 1 } }
         skipSpace()
         guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return nil }
         i += 1
         skipSpace()
-        guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { return nil }
-        let start = i
-        i += 1
-        while i < bytes.count {
-            switch bytes[i] {
-            case UInt8(ascii: "\\"): i += 2
-            case UInt8(ascii: "\""): return (start, i + 1)
-            default: i += 1
+        guard i < bytes.count, bytes[i] == quote, let end = stringEnd(from: i, in: bytes) else { return nil }
+        return (i, end)
+    }
+
+    /// A JSON string literal's text: `\/` (how Graph writes slashes) by hand, anything else
+    /// escaped through Foundation's decoder.
+    private static func decodeString(_ literal: UnsafeBufferPointer<UInt8>) -> String? {
+        let inner = UnsafeBufferPointer(rebasing: literal[1..<literal.count - 1])
+        var text: [UInt8] = []
+        text.reserveCapacity(inner.count)
+        var index = 0
+        while index < inner.count {
+            let byte = inner[index]
+            if byte == backslash {
+                guard index + 1 < inner.count, inner[index + 1] == UInt8(ascii: "/") else {
+                    return (try? JSONSerialization.jsonObject(with: Data(literal), options: .fragmentsAllowed)) as? String
+                }
+                text.append(UInt8(ascii: "/"))
+                index += 2
+            } else {
+                text.append(byte)
+                index += 1
             }
         }
-        return nil
+        return String(decoding: text, as: UTF8.self)
     }
 }

@@ -54,11 +54,13 @@ public struct ProviderAPIAnswer: Sendable {
     public var template: APITemplate
 
     /// The provider's headers that reach the caller (lower case): the representation's type
-    /// and validators, caching, retry and paging advice, and the providers' rate-limit and
-    /// request-id headers. Nothing hop-by-hop, no `Set-Cookie`, no `Content-Length` or
-    /// `Content-Encoding` (libcurl may have decoded the body; the gateway frames its own).
+    /// and validators, retry and paging advice, and the providers' rate-limit and request-id
+    /// headers. Nothing hop-by-hop, no `Set-Cookie`, no `Content-Length` or `Content-Encoding`
+    /// (libcurl may have decoded the body; the gateway frames its own), and no caching
+    /// advice (`Cache-Control`, `Expires`, `Vary`): the answer is one user's, at a URL that is
+    /// the same for every user, so the gateway sets its own private policy.
     public static let passedHeaders: Set<String> = [
-        "content-type", "content-language", "etag", "last-modified", "cache-control", "expires", "vary", "retry-after", "link",
+        "content-type", "content-language", "etag", "last-modified", "retry-after", "link",
         "preference-applied", "odata-version", "request-id", "client-request-id", "x-oauth-scopes", "x-accepted-oauth-scopes",
         "x-github-request-id", "x-github-media-type",
     ]

@@ -54,6 +54,14 @@ public struct ProviderAPIService: Sendable {
             case .user: .user(uid)
             }
         }
+
+        /// Who the host's breaker counts a failure against: the key, or the signed-in user.
+        func breakerIdentity(uid: String) -> String {
+            switch self {
+            case .service(let keyId): "key:" + keyId
+            case .user: "user:" + uid
+            }
+        }
     }
 
     /// The template allowing the call and the provider's limits, or `path-not-allowed` —
@@ -83,7 +91,8 @@ public struct ProviderAPIService: Sendable {
         _ request: ProviderAPIRequest, uid: String, providerId: String, caller: Caller, gatewayBase: String
     ) async throws -> ProviderAPIAnswer {
         let (template, limits) = try authorize(providerId: providerId, method: request.method, path: request.path, caller: caller)
-        return try await send(request, template: template, limits: limits, uid: uid, providerId: providerId, gatewayBase: gatewayBase)
+        return try await send(
+            request, template: template, limits: limits, uid: uid, providerId: providerId, caller: caller, gatewayBase: gatewayBase)
     }
 
     /// One audit line and one metric per passthrough call, answered or refused: the template
@@ -102,7 +111,8 @@ public struct ProviderAPIService: Sendable {
     }
 
     private func send(
-        _ request: ProviderAPIRequest, template: APITemplate, limits: APIPolicy.Provider, uid: String, providerId: String, gatewayBase: String
+        _ request: ProviderAPIRequest, template: APITemplate, limits: APIPolicy.Provider, uid: String, providerId: String, caller: Caller,
+        gatewayBase: String
     ) async throws -> ProviderAPIAnswer {
         if let query = request.query {
             guard query.utf8.count <= 4096, !query.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || $0 == "#" }) else {
@@ -130,13 +140,24 @@ public struct ProviderAPIService: Sendable {
                 detail: "The \(providerId) API host \(origin) has been failing; not calling it for now.")
         }
         let origin = apiOrigins[providerId] ?? HostBreakers.origin(of: base)
+        let githubLimits = (provider as? GitHubProvider)?.rateLimits
+        let clock = configuration.clock
         let response: OutboundStreamingResponse
         let tokens: ProviderTokens
         do {
             // A failure of the caller's body is no failure of the host: it reaches the breaker as
-            // neither (not a GatehouseError), so one caller cannot open it for everyone.
-            (response, tokens) = try await hosts.run(origin: origin, refused: refused, failed: { [502, 503, 504].contains($0.0.head.status) }) {
+            // neither (not a GatehouseError), and a body that stalls is the caller's `408`; an
+            // answer over the cap is what the caller asked for. The breaker opens only on
+            // failures of at least two callers, so one caller cannot open it for everyone.
+            (response, tokens) = try await hosts.run(
+                origin: origin, caller: caller.breakerIdentity(uid: uid), refused: refused,
+                failed: { [502, 503, 504].contains($0.0.head.status) }
+            ) {
                 try await profiles.withFreshTokens(link, provider) { tokens in
+                    // A token GitHub has limited waits out the limit here, without a call.
+                    if let limits = githubLimits, let wait = await limits.wait(for: tokens.accessToken, now: clock.now()) {
+                        throw GatehouseError.upstreamRateLimited(providerId, retryAfter: wait)
+                    }
                     var authorized = prepared
                     authorized.headers.set("Authorization", "Bearer \(tokens.accessToken)")
                     let response = try await http.stream(authorized, endpoint: .api)
@@ -157,18 +178,39 @@ public struct ProviderAPIService: Sendable {
                     "\(providerId) refused the stored access token, which is now refreshed; the request body was streamed and is too large to send twice. Send the call again."
             )
         }
+        // GitHub's primary and secondary rate limits: `429 upstream-rate-limited` with the time
+        // to wait, and the token held back until then (a limit is neither an outage nor a dead
+        // grant: the breaker saw an answer).
+        if let limits = githubLimits,
+            let limit = GitHubRateLimits.limit(status: response.head.status, headers: response.head.headers, now: clock.now())
+        {
+            await limits.hold(token: tokens.accessToken, limit, now: clock.now())
+            throw GatehouseError.upstreamRateLimited(providerId, retryAfter: limit.retryAfter)
+        }
         // A refusal may be for lack of scope; reading it to find out consumes the body, which
         // then goes to the caller whole.
         var readBody: [UInt8]?
         if response.head.status == 403 {
             let refusal = try await missingScopes(response, template: template, tokens: tokens, http: http)
             if let missing = refusal.missing { throw GatehouseError.insufficientProviderScope(providerId, missing: missing) }
+            if let limits = githubLimits,
+                let limit = GitHubRateLimits.limit(status: 403, headers: response.head.headers, body: refusal.body, now: clock.now())
+            {
+                await limits.hold(token: tokens.accessToken, limit, now: clock.now())
+                throw GatehouseError.upstreamRateLimited(providerId, retryAfter: limit.retryAfter)
+            }
             readBody = refusal.body
         }
-        let paging = PagingLinks(providerBase: base, gatewayBase: gatewayBase)
+        // Paging links are followed with GET: only those to a path the policy allows stay.
+        let paging = PagingLinks(providerBase: base, gatewayBase: gatewayBase) { limits.template(for: .get, $0) != nil }
         var headers: [(name: String, value: String)] = []
         for (name, value) in response.head.headers.fields where ProviderAPIAnswer.passes(name) {
-            headers.append((name.lowercased(), name.lowercased() == "link" ? paging.rewriteLinkHeader(value) : value))
+            let lower = name.lowercased()
+            if lower == "link" {
+                if let links = paging.rewriteLinkHeader(value) { headers.append((lower, links)) }
+            } else {
+                headers.append((lower, value))
+            }
         }
         // Graph pages with `@odata.nextLink` in the JSON body: such answers are read whole
         // (within the cap) so the link can be moved; everything else streams.

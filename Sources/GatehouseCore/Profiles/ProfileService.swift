@@ -106,9 +106,14 @@ public struct ProfileService: Sendable {
 
     /// The provider's profile fetched live with the stored token (cached for the configured
     /// lifetime; `refresh` bypasses the cache); the stored snapshot is updated on every fetch.
+    ///
+    /// The link is read first (from the account cache, which a change drops on every
+    /// instance) and its identity is part of the cache key: a provider's profile is never
+    /// served once that provider is unlinked, or the account deleted, anywhere.
     public func providerProfile(uid: String, providerId: String, refresh: Bool = false) async throws -> Served<ProviderProfile> {
         _ = try await enabledAccount(uid)
-        let key = "\(uid)|\(providerId)"
+        let linked = try await link(uid: uid, providerId: providerId)
+        let key = "\(uid)|\(providerId)|\(linked.federatedId)"
         return try await servingStale(profileCache, key: key) {
             try await profileCache.value(for: key, bypass: refresh) {
                 try await fetchProviderProfile(uid: uid, providerId: providerId)
@@ -153,9 +158,22 @@ public struct ProfileService: Sendable {
     /// (in the configured preference order, then in link order). Cached by user, provider and
     /// size within the byte budget; `refresh` bypasses the cache. A miss answers as soon as
     /// the provider's head has arrived, with the transfer that concurrent misses share.
+    /// The key names the linked identities the photo may come from, as the account cache has
+    /// them: once one is unlinked (on any instance), its photo is never served again.
     public func photo(uid: String, providerId: String?, size: Int?, refresh: Bool = false) async throws -> Served<PhotoAnswer> {
         _ = try await enabledAccount(uid)
-        let key = "\(uid)|\(providerId ?? "*")|\(size ?? 0)"
+        let links = try await storage.links(uid: uid)
+        let sources: String
+        if let providerId {
+            guard let linked = links.first(where: { $0.providerId == providerId }) else {
+                _ = try providers.provider(providerId)
+                throw GatehouseError.providerNotLinked(providerId)
+            }
+            sources = linked.federatedId
+        } else {
+            sources = links.map { $0.providerId + "=" + $0.federatedId }.joined(separator: ",")
+        }
+        let key = "\(uid)|\(providerId ?? "*")|\(size ?? 0)|\(sources)"
         if !refresh, let photo = await photoCache.fresh(for: key) { return Served(value: .stored(photo)) }
         return try await servingStale(photoCache, key: key) {
             // A source that failed a moment ago fails again without being called.

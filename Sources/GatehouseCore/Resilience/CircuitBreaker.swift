@@ -45,10 +45,17 @@ actor CircuitBreaker {
     private var consecutiveFailures = 0
     private var openedAt = Date.distantPast
     private var probing = false
+    /// How many different callers must have failed among the consecutive failures before the
+    /// breaker opens (1: any failures do).
+    private let distinctCallers: Int
+    /// The callers among the current run of consecutive failures (at most `distinctCallers`).
+    private var failingCallers: Set<String> = []
 
-    /// A closed breaker for `providerId`.
-    init(providerId: String, settings: CircuitBreakerSettings, metrics: GatehouseMetrics) {
+    /// A closed breaker for `providerId`; with `distinctCallers` above 1, failures open it only
+    /// once that many different callers met them (see `record(_:probe:caller:now:)`).
+    init(providerId: String, settings: CircuitBreakerSettings, metrics: GatehouseMetrics, distinctCallers: Int = 1) {
         self.providerId = providerId
+        self.distinctCallers = max(1, distinctCallers)
         self.settings = settings
         self.metrics = metrics
         metrics.circuitState(providerId: providerId, state: .closed)
@@ -73,16 +80,22 @@ actor CircuitBreaker {
         }
     }
 
-    /// Records how an admitted call ended.
-    func record(_ outcome: Outcome, probe: Bool, now: Date = Date()) {
+    /// Records how an admitted call ended. `caller` names who made the call (a user or a
+    /// service key): a breaker shared by many callers must not be opened by one of them alone,
+    /// whatever that one sends or asks for, so its failures count toward opening only together
+    /// with another caller's.
+    func record(_ outcome: Outcome, probe: Bool, caller: String? = nil, now: Date = Date()) {
         if probe { probing = false }
         switch outcome {
         case .answered:
             consecutiveFailures = 0
+            failingCallers.removeAll()
             if state != .closed { move(to: .closed) }
         case .failed:
             consecutiveFailures += 1
-            let tripped = settings.failureThreshold > 0 && consecutiveFailures >= settings.failureThreshold
+            if let caller, failingCallers.count < distinctCallers { failingCallers.insert(caller) }
+            let enoughCallers = distinctCallers == 1 || failingCallers.count >= distinctCallers
+            let tripped = settings.failureThreshold > 0 && consecutiveFailures >= settings.failureThreshold && enoughCallers
             if state == .halfOpen || (state == .closed && tripped) {
                 openedAt = now
                 move(to: .open)

@@ -12,17 +12,22 @@ public final class HostBreakers: Sendable {
     private let settings: CircuitBreakerSettings
     private let clock: any GatehouseClock
     private let maximumHosts = 1000
+    /// How many different callers' failures it takes to open a host's breaker.
+    private let distinctCallers: Int
 
-    /// Breakers with the providers' settings.
-    public init(settings: CircuitBreakerSettings = CircuitBreakerSettings(), clock: any GatehouseClock = SystemClock()) {
+    /// Breakers with the providers' settings. With `distinctCallers` above 1, a host's breaker
+    /// opens only when failures came from that many different callers (the passthrough's
+    /// table: no single user or service key can switch a provider's API off for the others).
+    public init(settings: CircuitBreakerSettings = CircuitBreakerSettings(), clock: any GatehouseClock = SystemClock(), distinctCallers: Int = 1) {
         self.settings = settings
         self.clock = clock
+        self.distinctCallers = distinctCallers
     }
 
     /// Runs `call` through the breaker of `url`'s origin; while it is open, throws
     /// `refused(origin)` at once. Failures of the host (`photo-unavailable`,
-    /// `upstream-unavailable`, or an answer `failed` says is the host's) count; any other
-    /// answer closes it.
+    /// `upstream-unavailable` other than an answer over the caller's size cap, or an answer
+    /// `failed` says is the host's) count; any other answer closes it.
     func run<T: Sendable>(
         _ url: String, refused: (String) -> GatehouseError, failed: (T) -> Bool = { _ in false }, _ call: () async throws -> T
     ) async throws -> T {
@@ -34,9 +39,11 @@ public final class HostBreakers: Sendable {
         URLAllowList.parse(url)?.origin ?? "unparsed"
     }
 
-    /// `run(_:refused:failed:_:)` for an origin already known (an API base's, computed once).
+    /// `run(_:refused:failed:_:)` for an origin already known (an API base's, computed once),
+    /// made by `caller` (a user's or a service key's id; see `distinctCallers`).
     func run<T: Sendable>(
-        origin: String, refused: (String) -> GatehouseError, failed: (T) -> Bool = { _ in false }, _ call: () async throws -> T
+        origin: String, caller: String? = nil, refused: (String) -> GatehouseError, failed: (T) -> Bool = { _ in false },
+        _ call: () async throws -> T
     ) async throws -> T {
         let breaker = self.breaker(for: origin)
         let probe: Bool
@@ -47,11 +54,13 @@ public final class HostBreakers: Sendable {
         }
         do {
             let value = try await call()
-            await breaker.record(failed(value) ? .failed : .answered, probe: probe, now: clock.now())
+            await breaker.record(failed(value) ? .failed : .answered, probe: probe, caller: caller, now: clock.now())
             return value
         } catch let error as GatehouseError where !Task.isCancelled {
-            let failed = error.code == .photoUnavailable || error.code == .upstreamUnavailable
-            await breaker.record(failed ? .failed : .answered, probe: probe, now: clock.now())
+            // An answer over the cap is what the caller asked for (a large page), not a failure
+            // of the host.
+            let failed = error.code == .photoUnavailable || (error.code == .upstreamUnavailable && error.situation != .tooLarge)
+            await breaker.record(failed ? .failed : .answered, probe: probe, caller: caller, now: clock.now())
             throw error
         } catch {
             await breaker.record(.unknown, probe: probe, now: clock.now())
@@ -63,7 +72,7 @@ public final class HostBreakers: Sendable {
         breakers.withLock { table in
             if let existing = table[origin] { return existing }
             if table.count >= maximumHosts { table.removeAll() }
-            let created = CircuitBreaker(providerId: "host \(origin)", settings: settings, metrics: .disabled)
+            let created = CircuitBreaker(providerId: "host \(origin)", settings: settings, metrics: .disabled, distinctCallers: distinctCallers)
             table[origin] = created
             return created
         }

@@ -12,7 +12,11 @@ enum UpstreamErrors {
         case .timedOut:
             return .upstreamUnavailable(providerId, situation: .timedOut, detail: "\(providerId) did not answer in time.")
         case .responseTooLarge:
-            return .upstreamUnavailable(providerId, detail: "\(providerId) sent a larger answer than the gateway accepts.")
+            // `.tooLarge`: what was asked for is too large; a passthrough host's breaker does not
+            // count it (the caller chose the page size), a provider's profile breaker does.
+            return .upstreamUnavailable(providerId, situation: .tooLarge, detail: "\(providerId) sent a larger answer than the gateway accepts.")
+        case .requestBodyTimedOut:
+            return .requestBodyTimedOut()
         default:
             return .upstreamUnavailable(providerId, detail: "\(providerId) could not be reached (\(outbound.kind.rawValue)).")
         }

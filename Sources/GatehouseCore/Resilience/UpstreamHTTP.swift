@@ -65,6 +65,9 @@ public struct UpstreamHTTP: Sendable {
             throw error
         } catch let error as OutboundError where error.kind == .bodyNotReplayable {
             throw error
+        } catch let error as OutboundError where error.kind == .requestBodyTimedOut {
+            // The caller's body was too slow: its `408`, not a provider timeout.
+            throw UpstreamErrors.transport(error, providerId: providerId)
         } catch {
             let timedOut = (error as? OutboundError)?.kind == .timedOut
             record(request, endpoint: endpoint, outcome: timedOut ? "timeout" : "transport-error", status: nil, since: started)

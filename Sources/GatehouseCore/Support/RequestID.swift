@@ -8,6 +8,11 @@ public enum RequestID {
     /// handling; inherited by the tasks it starts).
     @TaskLocal public static var current: String?
 
+    /// The `X-Request-Id` the caller sent when it was not adopted (the caller is not a trusted
+    /// proxy): logged as a field of its own, so that one caller cannot make its lines pass for
+    /// another request's, and a client's own id can still be searched for.
+    @TaskLocal public static var offered: String?
+
     /// The longest id accepted from a caller.
     public static let maxLength = 64
 

@@ -13,6 +13,7 @@ extension GatehouseError: HTTPResponseError {
         case (.operationNotAllowed, .refusedByPolicy): .forbidden
         case (.operationNotAllowed, .hiddenFeature): .notFound
         case (.invalidArgument, .tooLarge): .contentTooLarge
+        case (.invalidArgument, .timedOut): .requestTimeout
         case (.upstreamUnavailable, .timedOut): .gatewayTimeout
         case (.upstreamUnavailable, .temporarilyUnavailable): .serviceUnavailable
         default: Self.usualStatus(code)
@@ -23,6 +24,7 @@ extension GatehouseError: HTTPResponseError {
     public var title: String {
         switch (code, situation) {
         case (.invalidArgument, .tooLarge): "Request too large"
+        case (.invalidArgument, .timedOut): "Request body too slow"
         default: Self.usualTitle(code)
         }
     }

@@ -46,7 +46,7 @@ public final class LogSink: Sendable {
 
 /// A swift-log handler writing one JSON object per line: time (UTC, milliseconds), level,
 /// label, message, the request id of the request being served (`RequestID.current`, as
-/// `request.id`) and metadata, numbers and booleans passed as such (`.stringConvertible`)
+/// `request.id`; a caller's id that was not adopted as `request.offered_id`) and metadata, numbers and booleans passed as such (`.stringConvertible`)
 /// kept as JSON numbers and booleans. Code never passes tokens, codes or cookies as
 /// metadata; this handler adds none.
 public struct JSONLogHandler: LogHandler {
@@ -80,6 +80,7 @@ public struct JSONLogHandler: LogHandler {
             "message": .string(event.message.description),
         ]
         if let id = RequestID.current { members["request.id"] = .string(id) }
+        if let offered = RequestID.offered { members["request.offered_id"] = .string(offered) }
         for (key, value) in metadata where key != Self.frameworkRequestID { members[key] = value }
         for (key, value) in event.metadata ?? [:] where key != Self.frameworkRequestID { members[key] = value }
         var line = ""

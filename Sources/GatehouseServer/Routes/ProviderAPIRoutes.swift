@@ -104,7 +104,7 @@ struct ProviderAPIRoutes {
             if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
         }
         headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
-        if headers[.cacheControl] == nil { headers[.cacheControl] = "private, no-store" }
+        headers[.cacheControl] = "private, no-store"
         let status = HTTPResponse.Status(code: answer.status)
         switch answer.body {
         case .whole(let bytes):

@@ -80,7 +80,8 @@ struct ControlRoutes {
         }
         router.post("/_emulator/faults") { request, _ in
             var request = request
-            let object = try await Self.jsonObject(&request)
+            // A fault's body may stand for a large hostile answer (thousands of paging links).
+            let object = try await Self.jsonObject(&request, limit: 16 << 20)
             guard let endpoint = object["endpoint"] as? String, !endpoint.isEmpty
             else {
                 return Response.json(["error": "a JSON object with an \"endpoint\" (\"METHOD /path\") is required"], status: .badRequest)
@@ -108,8 +109,8 @@ struct ControlRoutes {
     }
 
     /// The body as a JSON object; anything else reads as an empty object.
-    static func jsonObject(_ request: inout Request) async throws -> [String: Any] {
-        let body = try await request.collectBody(upTo: 64 << 10)
+    static func jsonObject(_ request: inout Request, limit: Int = 64 << 10) async throws -> [String: Any] {
+        let body = try await request.collectBody(upTo: limit)
         return (try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]) ?? [:]
     }
 }

@@ -112,7 +112,9 @@ enum SettingsCatalog {
             "GATEHOUSE_RETURN_TO_ALLOWLIST", .list,
             "`return_to` entries: https origins + path prefixes, loopback `http`, native apps' schemes, desktop loopback addresses"),
         Setting("GATEHOUSE_ALLOWED_ORIGINS", .list, "exact browser origins for CORS and cookie writes (default: the `return_to` origins)"),
-        Setting("GATEHOUSE_TRUSTED_PROXIES", .list, "addresses or CIDR ranges of reverse proxies whose `X-Forwarded-For` names the client"),
+        Setting(
+            "GATEHOUSE_TRUSTED_PROXIES", .list,
+            "addresses or CIDR ranges of reverse proxies whose `X-Forwarded-For` names the client and whose `X-Request-Id` is adopted"),
         Setting("GATEHOUSE_TOKEN_AUDIENCE", .text, "the `aud` of gateway ID tokens (default: the public URL)"),
         Setting("GATEHOUSE_ONE_ACCOUNT_PER_EMAIL", .flag, default: "true", "one account per verified email"),
         Setting("GATEHOUSE_SIGN_IN_METHODS_LOOKUP", .flag, default: "false", "enables `GET /v1/auth/methods`"),

@@ -9,6 +9,7 @@ public struct GitHubProvider: IdentityProvider {
     public let id = "github.com"
     let configuration: GitHubConfiguration
     let http: UpstreamHTTP
+    /// The tokens GitHub has rate-limited (shared with the passthrough of GitHub's API).
     let rateLimits = GitHubRateLimits()
 
     /// Where the time comes from (token expiry).
@@ -188,7 +189,7 @@ public struct GitHubProvider: IdentityProvider {
     }
 
     private func api(_ path: String, tokens: ProviderTokens) async throws -> OutboundResponse {
-        if let wait = await rateLimits.wait(for: tokens.accessToken) {
+        if let wait = await rateLimits.wait(for: tokens.accessToken, now: clock.now()) {
             throw GatehouseError.upstreamRateLimited(id, retryAfter: wait)
         }
         let response = try await http.execute(
@@ -199,11 +200,10 @@ public struct GitHubProvider: IdentityProvider {
                     "Accept": "application/vnd.github+json",
                     "X-GitHub-Api-Version": "2022-11-28",
                 ], maxResponseBytes: 1 << 20), endpoint: path.hasSuffix("/emails") ? .emails : .profile)
-        if response.status == 403 || response.status == 429, response.headers["x-ratelimit-remaining"] == "0" {
-            let reset = response.headers["x-ratelimit-reset"].flatMap(Double.init).map(Date.init(timeIntervalSince1970:))
-            let retryAfter = response.headers["retry-after"].flatMap { Int($0) } ?? reset.map { max(1, Int($0.timeIntervalSinceNow.rounded(.up))) }
-            if let reset { await rateLimits.exhausted(token: tokens.accessToken, until: reset) }
-            throw GatehouseError.upstreamRateLimited(id, retryAfter: retryAfter)
+        // A primary or secondary limit: GitHub answering, not failing, and the grant is fine.
+        if let limit = GitHubRateLimits.limit(status: response.status, headers: response.headers, body: response.body, now: clock.now()) {
+            await rateLimits.hold(token: tokens.accessToken, limit, now: clock.now())
+            throw GatehouseError.upstreamRateLimited(id, retryAfter: limit.retryAfter)
         }
         guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
         return response

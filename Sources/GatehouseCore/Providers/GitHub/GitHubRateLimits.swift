@@ -1,27 +1,73 @@
+import CurlClient
 import Foundation
 
-/// GitHub's primary rate limit, per token: once an answer says `x-ratelimit-remaining: 0`,
-/// calls with that token are answered `429 upstream-rate-limited` locally until
-/// `x-ratelimit-reset`, without calling GitHub (providers.md §4.3). Tokens are kept only as
-/// SHA-256 digests.
-actor GitHubRateLimits {
-    private var exhaustedUntil: [String: Date] = [:]
+/// GitHub's rate limits, per token (providers.md §4.3). Once GitHub answers that a token is
+/// limited, calls with that token are answered `429 upstream-rate-limited` locally until the
+/// limit ends, without calling GitHub: the primary limit (`x-ratelimit-remaining: 0`) until
+/// `x-ratelimit-reset`, a secondary limit (a `403` or `429` with `retry-after`, or whose message
+/// says so, while requests remain) for `retry-after` seconds or a minute. A limit is neither an
+/// outage (no breaker counts it) nor a dead grant. Tokens are kept only as SHA-256 digests.
+public actor GitHubRateLimits {
+    private var limitedUntil: [String: Date] = [:]
+    /// The most tokens tracked at once.
+    private let capacity = 10_000
+
+    /// No token limited yet.
+    public init() {}
+
+    /// A limit GitHub announced: how long the caller should wait, and until when the token is held back.
+    public struct Limit: Sendable, Equatable {
+        /// Seconds to wait (`Retry-After` of the gateway's answer).
+        public var retryAfter: Int
+        /// When the token may call again.
+        public var until: Date
+    }
+
+    /// The limit an answer announces, or `nil` when it is not a rate limit: `403`/`429` with
+    /// `x-ratelimit-remaining: 0` (primary), or with `retry-after`, or a `429`, or a `403` whose
+    /// message names a secondary rate limit (`body`, when it was read). GitHub asks for at
+    /// least a minute when it names no time.
+    public static func limit(status: Int, headers: OutboundHeaders, body: [UInt8]? = nil, now: Date = Date()) -> Limit? {
+        guard status == 403 || status == 429 else { return nil }
+        let retryAfter = headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { max(0, $0) }
+        if headers["x-ratelimit-remaining"] == "0" {
+            let reset = headers["x-ratelimit-reset"].flatMap(Double.init).map(Date.init(timeIntervalSince1970:))
+            let seconds = retryAfter ?? reset.map { max(1, Int($0.timeIntervalSince(now).rounded(.up))) } ?? 60
+            return Limit(retryAfter: seconds, until: reset ?? now.addingTimeInterval(TimeInterval(seconds)))
+        }
+        let secondary =
+            retryAfter != nil || status == 429
+            || body.map { String(decoding: $0.prefix(4096), as: UTF8.self).lowercased().contains("secondary rate limit") } == true
+        guard secondary else { return nil }
+        let seconds = retryAfter ?? 60
+        return Limit(retryAfter: seconds, until: now.addingTimeInterval(TimeInterval(seconds)))
+    }
 
     /// Seconds until the token may call again, or `nil` when it may call now.
-    func wait(for token: String) -> Int? {
+    public func wait(for token: String, now: Date = Date()) -> Int? {
         let key = SecureRandom.digest(token)
-        guard let until = exhaustedUntil[key] else { return nil }
-        let seconds = until.timeIntervalSinceNow
+        guard let until = limitedUntil[key] else { return nil }
+        let seconds = until.timeIntervalSince(now)
         guard seconds > 0 else {
-            exhaustedUntil[key] = nil
+            limitedUntil[key] = nil
             return nil
         }
         return Int(seconds.rounded(.up))
     }
 
-    /// Remembers an exhausted limit (bounded: at most 10 000 tokens are tracked).
-    func exhausted(token: String, until reset: Date) {
-        if exhaustedUntil.count >= 10_000 { exhaustedUntil = exhaustedUntil.filter { $0.value > Date() } }
-        exhaustedUntil[SecureRandom.digest(token)] = reset
+    /// Holds the token back until the limit ends. Bounded: past `capacity` tokens, ended limits
+    /// are dropped, and if all are still running, the ones ending soonest.
+    public func hold(token: String, _ limit: Limit, now: Date = Date()) {
+        if limitedUntil.count >= capacity {
+            limitedUntil = limitedUntil.filter { $0.value > now }
+            if limitedUntil.count >= capacity {
+                let kept = limitedUntil.sorted { $0.value > $1.value }.prefix(capacity / 2)
+                limitedUntil = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
+            }
+        }
+        limitedUntil[SecureRandom.digest(token)] = limit.until
     }
+
+    /// How many tokens are held back (tests).
+    var count: Int { limitedUntil.count }
 }

@@ -217,4 +217,12 @@ final class AccountReadCache: Sendable {
 
     /// How many accounts are held (tests).
     var count: Int { state.withLock { $0.newer.entries.count + $0.older.entries.count } }
+
+    /// How many keys the session, family and identity lookups hold (tests: never more than the
+    /// sessions and links held).
+    var lookupKeys: Int {
+        state.withLock { state in
+            [state.newer, state.older].reduce(0) { $0 + $1.uidBySession.count + $1.uidByFamily.count + $1.uidByIdentity.count }
+        }
+    }
 }
