@@ -38,8 +38,48 @@ public actor GatehouseClient {
         try SignInRequest(baseURL: baseURL, providerId: providerId, returnTo: returnTo, scopes: scopes, customParameters: customParameters)
     }
 
+    /// Adds `providerId` to the signed-in account: the gateway makes a one-time start URL
+    /// (valid two minutes) with the client's ID token; open `request.url` in the system's
+    /// authentication session and hand the URL the app is called back with to
+    /// `completeSignIn`, which answers the link's result (the account's tokens do not change).
+    /// Needs a recent sign-in (`requires-recent-login` otherwise: re-authenticate first).
+    public func linkRequest(
+        providerId: String, returnTo: String, scopes: [String] = [], customParameters: [String: String] = [:]
+    ) async throws -> SignInRequest {
+        try await startRequest(mode: "link", providerId: providerId, returnTo: returnTo, scopes: scopes, customParameters: customParameters)
+    }
+
+    /// Signs in again with `providerId`, already linked to the account (a fresh sign-in time for
+    /// sensitive actions, or more scopes for the provider's API); completed by
+    /// `completeSignIn`, which keeps the new session's tokens.
+    public func reauthenticateRequest(
+        providerId: String, returnTo: String, scopes: [String] = [], customParameters: [String: String] = [:]
+    ) async throws -> SignInRequest {
+        try await startRequest(
+            mode: "reauthenticate", providerId: providerId, returnTo: returnTo, scopes: scopes, customParameters: customParameters)
+    }
+
+    /// `POST /v1/auth/{providerId}/start-url` with the ID token: a start URL for the signed-in account.
+    private func startRequest(
+        mode: String, providerId: String, returnTo: String, scopes: [String], customParameters: [String: String]
+    ) async throws -> SignInRequest {
+        let (verifier, challenge) = SignInRequest.verifierAndChallenge()
+        var parameters = customParameters
+        parameters["return_to"] = returnTo
+        parameters["mode"] = mode
+        parameters["result_challenge"] = challenge
+        if !scopes.isEmpty { parameters["scope"] = scopes.joined(separator: " ") }
+        let body = try JSONSerialization.data(withJSONObject: parameters)
+        let (data, _) = try await authorized("POST", "v1/auth/\(providerId)/start-url", body: body)
+        guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any], let text = object["url"] as? String,
+            let url = URL(string: text)
+        else { throw GatehouseClientError.unexpectedAnswer(status: 200) }
+        return SignInRequest(url: url, returnTo: returnTo, verifier: verifier)
+    }
+
     /// Redeems the result of `request` from the URL the app was called back with; keeps the
-    /// tokens. The result is single use and bound to the request's verifier.
+    /// tokens (a link's result carries none: the account's session goes on). The result is
+    /// single use and bound to the request's verifier.
     @discardableResult
     public func completeSignIn(callback: URL, for request: SignInRequest) async throws -> SignInResult {
         try await redeem(resultID: try request.resultID(from: callback), verifier: request.verifier)
@@ -51,10 +91,15 @@ public actor GatehouseClient {
         let body = try JSONSerialization.data(withJSONObject: ["result": resultID, "result_verifier": verifier])
         let (data, _) = try await send("POST", "v1/auth/result", body: body, contentType: "application/json")
         let answer = try Self.decoder.decode(SignInAnswer.self, from: data)
-        guard let idToken = answer.idToken, let refreshToken = answer.refreshToken, let expiresIn = answer.expiresIn else {
+        switch (answer.idToken, answer.refreshToken, answer.expiresIn) {
+        case (let idToken?, let refreshToken?, let expiresIn?):
+            credentials = Credentials(
+                idToken: idToken, refreshToken: refreshToken, expiresAt: Date().addingTimeInterval(TimeInterval(expiresIn)))
+        case (nil, nil, nil) where answer.result.operationType == "link":
+            break  // a link adds a sign-in method; the session and its tokens stay as they are
+        default:
             throw GatehouseClientError.unexpectedAnswer(status: 200)
         }
-        credentials = Credentials(idToken: idToken, refreshToken: refreshToken, expiresAt: Date().addingTimeInterval(TimeInterval(expiresIn)))
         return answer.result
     }
 
@@ -112,15 +157,16 @@ public actor GatehouseClient {
 
     /// A request with the ID token, refreshed first when it is about to expire, and once more
     /// if the gateway finds it expired.
-    private func authorized(_ method: String, _ path: String, query: [URLQueryItem] = []) async throws -> (
+    private func authorized(_ method: String, _ path: String, query: [URLQueryItem] = [], body: Data? = nil) async throws -> (
         data: Data, response: HTTPURLResponse
     ) {
         guard var current = credentials else { throw GatehouseClientError.notSignedIn }
         if current.expiresAt.timeIntervalSinceNow < 30 { current = try await refresh() }
+        let contentType = body == nil ? nil : "application/json"
         do {
-            return try await send(method, path, query: query, bearer: current.idToken)
+            return try await send(method, path, query: query, body: body, contentType: contentType, bearer: current.idToken)
         } catch GatehouseClientError.problem(let problem) where problem.code == .idTokenExpired {
-            return try await send(method, path, query: query, bearer: try await refresh().idToken)
+            return try await send(method, path, query: query, body: body, contentType: contentType, bearer: try await refresh().idToken)
         }
     }
 

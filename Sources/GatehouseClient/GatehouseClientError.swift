@@ -95,6 +95,8 @@ public enum ProblemCode: Sendable, Hashable {
     case requiresRecentLogin
     /// `result-not-found`
     case resultNotFound
+    /// `sign-in-cancelled`: the user chose Cancel on the gateway's consent page.
+    case signInCancelled
     /// `storage-unavailable`
     case storageUnavailable
     /// `unauthenticated`
@@ -153,6 +155,7 @@ public enum ProblemCode: Sendable, Hashable {
         case .rateLimited: "rate-limited"
         case .requiresRecentLogin: "requires-recent-login"
         case .resultNotFound: "result-not-found"
+        case .signInCancelled: "sign-in-cancelled"
         case .storageUnavailable: "storage-unavailable"
         case .unauthenticated: "unauthenticated"
         case .unknownProvider: "unknown-provider"
@@ -198,6 +201,7 @@ public enum ProblemCode: Sendable, Hashable {
         .rateLimited,
         .requiresRecentLogin,
         .resultNotFound,
+        .signInCancelled,
         .storageUnavailable,
         .unauthenticated,
         .unknownProvider,

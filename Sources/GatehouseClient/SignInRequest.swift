@@ -17,11 +17,23 @@ public struct SignInRequest: Sendable, Equatable {
     /// The result verifier (43 random base64url characters).
     public let verifier: String
 
-    /// A request with a fresh verifier.
-    init(baseURL: URL, providerId: String, returnTo: String, scopes: [String], customParameters: [String: String]) throws {
+    /// A fresh result verifier and its S256 challenge.
+    static func verifierAndChallenge() -> (verifier: String, challenge: String) {
         var random = SystemRandomNumberGenerator()
         let verifier = Base64URL.encode(Data((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &random) }))
-        let challenge = Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8))))
+        return (verifier, Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8)))))
+    }
+
+    /// A request the gateway made (an app's one-time start URL for a link or re-authentication).
+    init(url: URL, returnTo: String, verifier: String) {
+        self.url = url
+        self.returnTo = returnTo
+        self.verifier = verifier
+    }
+
+    /// A request with a fresh verifier.
+    init(baseURL: URL, providerId: String, returnTo: String, scopes: [String], customParameters: [String: String]) throws {
+        let (verifier, challenge) = Self.verifierAndChallenge()
         var items = [URLQueryItem(name: "return_to", value: returnTo), URLQueryItem(name: "result_challenge", value: challenge)]
         if !scopes.isEmpty { items.append(URLQueryItem(name: "scope", value: scopes.joined(separator: " "))) }
         for (name, value) in customParameters.sorted(by: { $0.key < $1.key }) { items.append(URLQueryItem(name: name, value: value)) }

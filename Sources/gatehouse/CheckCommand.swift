@@ -146,7 +146,9 @@ struct CheckCommand: AsyncParsableCommand {
             if let problem {
                 failures.append("provider \(id): \(problem)")
             } else {
-                print("provider \(id): \(id == "github.com" ? "configured (no discovery document)" : "discovery ok")")
+                let idTokenOnly = settings.gateway.oidcProviders.contains { $0.providerId == id && !$0.codeFlowEnabled }
+                let state = id == "github.com" ? "configured (no discovery document)" : "discovery ok"
+                print("provider \(id): \(state)\(idTokenOnly ? " (ID-token sign-in only: no client secret)" : "")")
             }
         }
         return failures

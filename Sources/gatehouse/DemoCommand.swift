@@ -64,7 +64,12 @@ struct DemoCommand: AsyncParsableCommand {
             AfterStoreReady.waiting(for: migrated, then: PurgeService(purger: purger)),
         ]
         if self.emulatorURL == nil {
-            services.append(ProviderEmulator().application(port: emulatorPort, logger: logger) { emulatorBase.set("http://127.0.0.1:\($0)") })
+            services.append(
+                ProviderEmulator().application(port: emulatorPort, logger: logger) { port in
+                    emulatorBase.set("http://127.0.0.1:\(port)")
+                    // On a line of its own, like the gateway's: `--emulator-port 0` picks the port.
+                    FileHandle.standardOutput.write(Data("Emulator at http://127.0.0.1:\(port)\n".utf8))
+                })
         }
         // After the gateway and the emulator: told of the shutdown before them.
         services.append(DrainingService(signal: drain, delay: delay, logger: logger))
@@ -96,6 +101,8 @@ struct DemoCommand: AsyncParsableCommand {
             ])
         // The emulator's provider APIs, so the README's passthrough examples work as they are.
         configuration.api = .sample(yahooBaseURL: "\(emulatorURL)/yahoo-fantasy")
+        // The names the consent page shows for the sample apps.
+        configuration.appNames = [Self.sampleAppScheme: "Example App", Self.sampleDesktopLoopback: "Example Desktop App"]
         return configuration
     }
 

@@ -5,8 +5,9 @@ import GatehouseCore
 ///
 /// - Yahoo: `GATEHOUSE_YAHOO_CLIENT_ID`, `GATEHOUSE_YAHOO_CLIENT_SECRET`, optionally
 ///   `GATEHOUSE_YAHOO_ISSUER` (and `GATEHOUSE_YAHOO_LEGACY_ISSUER`) to point at an emulator.
-/// - Each `oidc.<name>`: `GATEHOUSE_OIDC_<NAME>_ISSUER`, `_CLIENT_ID`, `_CLIENT_SECRET`, and
-///   optionally `_SCOPES` (space-separated), `_AUTH_METHOD` (`client_secret_basic` or
+/// - Each `oidc.<name>`: `GATEHOUSE_OIDC_<NAME>_ISSUER`, `_CLIENT_ID`, `_CLIENT_SECRET` (none:
+///   ID-token sign-in only), and optionally `_AUDIENCES` (the apps' per-platform client ids),
+///   `_SCOPES` (space-separated), `_AUTH_METHOD` (`client_secret_basic` or
 ///   `client_secret_post`), `_NONCE` (`sha256` or `raw`). `<NAME>` is upper-case in the
 ///   variable and lower-case in the provider id (`GATEHOUSE_OIDC_CORP_ISSUER` → `oidc.corp`).
 enum OIDCSettings {
@@ -34,7 +35,11 @@ enum OIDCSettings {
             let prefix = "GATEHOUSE_OIDC_\(name)_"
             var provider = OIDCProviderConfiguration(
                 providerId: "oidc." + name.lowercased().replacingOccurrences(of: "_", with: "-"), issuer: try required(key),
-                clientID: try required(prefix + "CLIENT_ID"), clientSecret: try required(prefix + "CLIENT_SECRET"))
+                // Without a secret the provider serves ID-token sign-in only.
+                clientID: try required(prefix + "CLIENT_ID"), clientSecret: environment[prefix + "CLIENT_SECRET"] ?? "")
+            if let audiences = environment[prefix + "AUDIENCES"] {
+                provider.platformAudiences = audiences.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            }
             if let scopes = environment[prefix + "SCOPES"] { provider.defaultScopes = scopes.split(separator: " ").map(String.init) }
             if let method = environment[prefix + "AUTH_METHOD"] {
                 guard let parsed = OIDCProviderConfiguration.ClientAuthentication(rawValue: method) else {

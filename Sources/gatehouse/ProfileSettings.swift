@@ -45,6 +45,7 @@ enum ProfileSettings {
             gateway.allowedOrigins = value
         }
         if let value = try list("GATEHOUSE_TRUSTED_PROXIES") { gateway.trustedProxies = value }
+        if let value = try list("GATEHOUSE_APP_NAMES") { gateway.appNames = try appNames(value) }
         if let value = try count("GATEHOUSE_AUTH_RATE_LIMIT") { gateway.authRateLimitPerMinute = value }
         if let value = try count("GATEHOUSE_USER_RATE_LIMIT") { gateway.userRateLimitPerMinute = value }
         if let value = try count("GATEHOUSE_SERVICE_RATE_LIMIT") { gateway.serviceRateLimitPerMinute = value }
@@ -52,6 +53,23 @@ enum ProfileSettings {
         try applyRetryWindow(environment, to: &gateway)
         if let value = try flag("GATEHOUSE_PRIVATE_PHOTO_ADDRESSES") { gateway.allowPrivatePhotoAddresses = value }
         if let value = try settings.text("GATEHOUSE_API_POLICY") { gateway.api = try apiPolicy(value) }
+    }
+
+    /// `GATEHOUSE_APP_NAMES`: `return_to entry=Display name` pairs (the first `=` splits; a
+    /// name has no comma).
+    static func appNames(_ entries: [String]) throws -> [String: String] {
+        var names: [String: String] = [:]
+        for entry in entries {
+            guard let equals = entry.firstIndex(of: "="), equals != entry.startIndex, entry.index(after: equals) != entry.endIndex else {
+                throw ValidationError("GATEHOUSE_APP_NAMES entries are RETURN_TO=Name: \(entry.prefix(80).debugDescription)")
+            }
+            let name = entry[entry.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            guard name.count <= 64, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw ValidationError("GATEHOUSE_APP_NAMES: a name is at most 64 characters, without control characters")
+            }
+            names[String(entry[..<equals]).trimmingCharacters(in: .whitespaces)] = name
+        }
+        return names
     }
 
     /// `GATEHOUSE_API_POLICY`: the passthrough policy as JSON, inline (`{…}`) or in a file.

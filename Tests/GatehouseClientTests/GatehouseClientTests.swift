@@ -27,25 +27,40 @@ struct GatehouseClientTests {
     }
 
     /// What the system's authentication session does with `request`: opens its URL, lets the
-    /// provider approve, follows the redirects (keeping the gateway's transaction cookie) and
-    /// stops at the app's return address; that URL.
-    static func authenticationSession(_ request: SignInRequest) async throws -> URL {
+    /// provider approve, follows the redirects (keeping the gateway's transaction cookie), lets
+    /// the user choose `decision` on the gateway's consent page, and stops at the app's return
+    /// address; that URL.
+    static func authenticationSession(_ request: SignInRequest, decision: String = "continue") async throws -> URL {
         let http = CurlHTTPClient()
         defer { http.shutdown() }
         var cookies: [String] = []
-        var next = request.url.absoluteString
-        for _ in 0..<6 {
-            var headers: OutboundHeaders = [:]
-            if !cookies.isEmpty { headers.add("Cookie", cookies.joined(separator: "; ")) }
-            let response = try await http.execute(OutboundRequest(url: next, headers: headers))
+        var next = OutboundRequest(url: request.url.absoluteString)
+        for _ in 0..<8 {
+            if !cookies.isEmpty { next.headers.set("Cookie", cookies.joined(separator: "; ")) }
+            let response = try await http.execute(next)
             cookies += response.headers.values("set-cookie").map { String($0.split(separator: ";")[0]) }
+            if response.status == 200, let token = consentToken(response.bodyText) {
+                // The consent page: the user's click posts its form.
+                let gateway = "\(request.url.scheme ?? "http")://\(request.url.host ?? "127.0.0.1"):\(request.url.port ?? 80)"
+                next = OutboundRequest(
+                    method: "POST", url: "\(gateway)/v1/auth/consent",
+                    headers: ["Content-Type": "application/x-www-form-urlencoded", "Origin": gateway],
+                    body: Array("consent=\(token)&decision=\(decision)".utf8))
+                continue
+            }
             guard (300..<400).contains(response.status), let location = response.headers["location"] else {
                 throw DemoFailure("the sign-in stopped at \(response.status): \(response.bodyText)")
             }
             if location.hasPrefix(request.returnTo) { return try #require(URL(string: location)) }
-            next = location
+            next = OutboundRequest(url: location)
         }
         throw DemoFailure("too many redirects")
+    }
+
+    /// The one-time token of the consent page's form.
+    static func consentToken(_ page: String) -> String? {
+        guard let start = page.range(of: #"name="consent" value=""#) else { return nil }
+        return String(page[start.upperBound...].prefix { $0 != "\"" })
     }
 
     @Test("GitHub: sign-in through the app's scheme, me, photo, live profile, refresh rotation, sign-out")
@@ -120,6 +135,44 @@ struct GatehouseClientTests {
                 #expect(problem.code == .providerNotLinked && problem.status == 404)
                 #expect(problem.extensions["providerId"] == "github.com")
             }
+        }
+    }
+
+    @Test(
+        "an app links a provider and re-authenticates with linkRequest / reauthenticateRequest and completeSignIn; a cancelled consent is a typed sign-in-cancelled"
+    )
+    func linkAndReauthenticate() async throws {
+        try await Self.withClient { client, _ in
+            let signIn = try client.signInRequest(providerId: "github.com", returnTo: Self.appScheme, customParameters: ["login": "octocat"])
+            let first = try await client.completeSignIn(callback: try await Self.authenticationSession(signIn), for: signIn)
+            let before = try #require(await client.credentials)
+
+            // Link: the result of the link, and the same session's tokens.
+            let link = try await client.linkRequest(
+                providerId: "oidc.emulator", returnTo: Self.appScheme, customParameters: ["login_hint": "olive@oidc.example"])
+            #expect(link.url.absoluteString.contains("start_token=") && !link.url.absoluteString.contains(before.idToken))
+            let linked = try await client.completeSignIn(callback: try await Self.authenticationSession(link), for: link)
+            #expect(linked.operationType == "link" && linked.user.uid == first.user.uid)
+            #expect(await client.credentials == before)
+            #expect(Set(try await client.me().providers.map(\.providerId)) == ["github.com", "oidc.emulator"])
+
+            // Re-authentication: a new session, new tokens, the same account.
+            let reauth = try await client.reauthenticateRequest(
+                providerId: "github.com", returnTo: Self.appScheme, customParameters: ["login": "octocat"])
+            let again = try await client.completeSignIn(callback: try await Self.authenticationSession(reauth), for: reauth)
+            #expect(again.operationType == "reauthenticate" && again.user.uid == first.user.uid)
+            #expect(try #require(await client.credentials).idToken != before.idToken)
+
+            // Cancel on the consent page: the app learns it, typed; nothing changed.
+            let cancelled = try await client.linkRequest(
+                providerId: "microsoft.com", returnTo: Self.appScheme, customParameters: ["login_hint": "AdeleV@contoso.example"])
+            do {
+                try await client.completeSignIn(callback: try await Self.authenticationSession(cancelled, decision: "cancel"), for: cancelled)
+                Issue.record("a cancelled link completed")
+            } catch GatehouseClientError.problem(let problem) {
+                #expect(problem.code == .signInCancelled && problem.status == 403)
+            }
+            #expect(Set(try await client.me().providers.map(\.providerId)) == ["github.com", "oidc.emulator"])
         }
     }
 

@@ -1,7 +1,26 @@
 import CurlClient
 import Foundation
+import GRDB
 import GatehouseCore
 import Testing
+
+extension Browser {
+    /// The provider's approval at `authorize` (the emulator's, at once), then this browser at
+    /// the callback.
+    mutating func follow(_ authorize: String) async throws -> OutboundResponse {
+        let approved = try await deployment.client.execute(OutboundRequest(url: authorize))
+        return try await send(try #require(approved.headers["location"], "\(approved.status) \(approved.bodyText)"))
+    }
+
+    /// Posts `decision` (`continue` or `cancel`) from the consent page `page`, as its form does.
+    mutating func answerConsent(_ page: OutboundResponse, decision: String, origin: String? = nil) async throws -> OutboundResponse {
+        let token = try #require(NativeAppTests.consentToken(page), "no consent form in \(page.status): \(page.bodyText)")
+        return try await send(
+            "\(deployment.gatewayURL)/v1/auth/consent", method: "POST",
+            headers: ["Content-Type": "application/x-www-form-urlencoded", "Origin": origin ?? deployment.gatewayURL],
+            body: Array("consent=\(FormEncoding.escape(token))&decision=\(decision)".utf8))
+    }
+}
 
 /// Issue #23: native and desktop apps get their result through their own URL scheme or a
 /// loopback port (RFC 8252), always bound to a verifier, never with a session cookie.
@@ -10,24 +29,48 @@ struct NativeAppTests {
     static let scheme = "com.example.app:/oauth2redirect"
     static let loopback = "http://127.0.0.1/callback"
 
+    /// The one-time token of a consent page's form.
+    static func consentToken(_ page: OutboundResponse) -> String? {
+        let text = page.bodyText
+        guard let start = text.range(of: #"name="consent" value=""#) else { return nil }
+        return String(text[start.upperBound...].prefix { $0 != "\"" })
+    }
+
+    /// Counts rows of `table` in the deployment's SQLite file.
+    static func rows(_ deployment: TestDeployment, _ table: String) async throws -> Int {
+        try await DatabaseQueue(path: deployment.databasePath).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? -1 }
+    }
+
     /// A deployment whose allow-list also has the sample app's addresses; binding is off for
     /// web returns, so the tests show native returns need it regardless.
     static func withNativeDeployment(_ body: (TestDeployment) async throws -> Void) async throws {
         try await withDeployment(gateway: {
             $0.returnToAllowList += [scheme, loopback]
+            $0.appNames = [scheme: "Example <b>App</b>"]
             $0.requireResultBinding = false
         }) { try await body($0) }
     }
 
-    /// start → emulator → callback for `returnTo`; the callback's answer.
+    /// start → emulator → callback for `returnTo`, then Continue on the consent page an app's
+    /// return stops at; the last answer.
     static func callback(_ browser: inout Browser, returnTo: String, provider: String = "github.com") async throws -> OutboundResponse {
+        let page = try await consentPage(&browser, returnTo: returnTo, provider: provider)
+        guard page.status == 200 else { return page }
+        return try await browser.answerConsent(page, decision: "continue")
+    }
+
+    /// start → emulator → callback for `returnTo`; the callback's answer (the consent page for
+    /// an app's return).
+    static func consentPage(_ browser: inout Browser, returnTo: String, provider: String = "github.com", login: String? = nil) async throws
+        -> OutboundResponse
+    {
         // The emulator approves at once for its hint parameter (GitHub's `login`, others' `login_hint`).
-        let hint = provider == "github.com" ? "login=octocat" : "login_hint=\(FormEncoding.escape(MicrosoftSignInTests.adele))"
+        let hint =
+            provider == "github.com"
+            ? "login=\(login ?? "octocat")" : "login_hint=\(FormEncoding.escape(login ?? MicrosoftSignInTests.adele))"
         let start = try await browser.start("return_to=\(FormEncoding.escape(returnTo))&\(hint)", provider: provider)
         guard start.status == 302, let authorize = start.headers["location"] else { return start }
-        let approved = try await browser.deployment.client.execute(OutboundRequest(url: authorize))
-        let callbackURL = try #require(approved.headers["location"])
-        return try await browser.send(callbackURL)
+        return try await browser.follow(authorize)
     }
 
     /// Whether the answer sets a session cookie.
@@ -116,6 +159,162 @@ struct NativeAppTests {
             let callback = try await Self.callback(&browser, returnTo: TestDeployment.returnTo)
             #expect(callback.status == 303)
             #expect(Self.setsSession(callback))
+        }
+    }
+
+    @Test(
+        "an app's return stops at the gateway's consent page naming the app and the account: nothing is stored before Continue; Cancel stores nothing and the app gets 403 sign-in-cancelled; the page's token works once, from its own browser and origin"
+    )
+    func consentBeforeAnAppGetsTheSignIn() async throws {
+        try await Self.withNativeDeployment { deployment in
+            for returnTo in [Self.scheme, "http://127.0.0.1:53124/callback"] {
+                var browser = Browser(deployment)
+                let page = try await Self.consentPage(&browser, returnTo: returnTo)
+                #expect(page.status == 200, "\(page.bodyText)")
+                #expect(page.headers["content-type"] == "text/html; charset=utf-8")
+                #expect(page.headers["content-security-policy"]?.contains("frame-ancestors 'none'") == true)
+                #expect(page.headers["x-frame-options"] == "DENY" && page.headers["cache-control"] == "no-store")
+                #expect(!Self.setsSession(page))
+                #expect(page.bodyText.contains("octocat@github.example") || page.bodyText.contains("octocat"), "\(page.bodyText)")
+                if returnTo == Self.scheme {
+                    // The registered display name, escaped, with the address it stands for.
+                    #expect(page.bodyText.contains("Example &lt;b&gt;App&lt;/b&gt;") && !page.bodyText.contains("<b>App</b>"))
+                }
+                #expect(page.bodyText.contains(returnTo))
+                // The provider answered, but nothing is written until the user says so.
+                #expect(try await deployment.accountCount() == 0)
+                #expect(try await Self.rows(deployment, "sessions") == 0)
+
+                // Another site's form, or another browser with the same token: refused.
+                var stranger = Browser(deployment)
+                stranger.jar = CookieJar()
+                let foreign = try await browser.answerConsent(page, decision: "continue", origin: "https://evil.example")
+                try #expect(foreign.status == 403 && (try jsonObject(foreign)["code"] as? String) == "origin-not-allowed")
+                let elsewhere = try await stranger.answerConsent(page, decision: "continue")
+                try #expect(elsewhere.status == 400 && (try jsonObject(elsewhere)["code"] as? String) == "invalid-state")
+
+                let cancelled = try await browser.answerConsent(page, decision: "cancel")
+                #expect(cancelled.status == 303)
+                let location = try #require(cancelled.headers["location"])
+                #expect(location.hasPrefix("\(returnTo)#gatehouse_result="), "\(location)")
+                let refused = try await browser.result(String(location[location.range(of: "#gatehouse_result=")!.upperBound...]))
+                try #expect(refused.status == 403 && (try jsonObject(refused)["code"] as? String) == "sign-in-cancelled", "\(refused.bodyText)")
+                #expect(try await deployment.accountCount() == 0)
+                #expect(try await Self.rows(deployment, "sessions") == 0)
+                // Answered once.
+                let again = try await browser.answerConsent(page, decision: "continue")
+                try #expect(again.status == 400 && (try jsonObject(again)["code"] as? String) == "invalid-state")
+            }
+            // Continue: the account and the session exist now, and the app redeems its tokens.
+            var browser = Browser(deployment)
+            let continued = try await Self.callback(&browser, returnTo: Self.scheme)
+            #expect(continued.status == 303)
+            let location = try #require(continued.headers["location"])
+            let redeemed = try await browser.result(String(location[location.range(of: "#gatehouse_result=")!.upperBound...]))
+            try #expect(redeemed.status == 200 && (try jsonObject(redeemed)["idToken"] as? String) != nil, "\(redeemed.bodyText)")
+            #expect(try await deployment.accountCount() == 1)
+            // A web return goes on without the page.
+            var web = Browser(deployment)
+            #expect(try await Self.callback(&web, returnTo: TestDeployment.returnTo).status == 303)
+        }
+    }
+
+    /// `POST /v1/auth/{provider}/start-url` with the app's ID token.
+    static func startURL(_ deployment: TestDeployment, provider: String, idToken: String?, _ parameters: [String: String]) async throws
+        -> OutboundResponse
+    {
+        var headers: OutboundHeaders = ["Content-Type": "application/json"]
+        if let idToken { headers.add("Authorization", "Bearer \(idToken)") }
+        return try await deployment.client.execute(
+            OutboundRequest(
+                method: "POST", url: "\(deployment.gatewayURL)/v1/auth/\(provider)/start-url", headers: headers,
+                body: Array(try JSONSerialization.data(withJSONObject: parameters))))
+    }
+
+    @Test(
+        "an app links a provider and re-authenticates: a one-time start URL made with its bearer token, finished in the system browser (a cookie jar of its own) through the consent page, the result bound to the app's verifier"
+    )
+    func appLinksAndReauthenticates() async throws {
+        try await Self.withNativeDeployment { deployment in
+            // The app signs in through its scheme and holds the gateway's tokens.
+            var systemBrowser = Browser(deployment)
+            let signedIn = try await Self.callback(&systemBrowser, returnTo: Self.scheme)
+            let signInLocation = try #require(signedIn.headers["location"])
+            let tokens = try jsonObject(
+                try await systemBrowser.result(String(signInLocation[signInLocation.range(of: "#gatehouse_result=")!.upperBound...])))
+            let idToken = try #require(tokens["idToken"] as? String)
+            let uid = try #require((tokens["user"] as? [String: Any])?["uid"] as? String)
+
+            // Before: a start made by the app's own HTTP client leaves the transaction cookie
+            // there; only the start URL carries the account into the browser.
+            let key = ResultKey()
+            let made = try await Self.startURL(
+                deployment, provider: "oidc.emulator", idToken: idToken,
+                ["return_to": Self.scheme, "mode": "link", "result_challenge": key.challenge, "login_hint": "olive@oidc.example"])
+            #expect(made.status == 200, "\(made.bodyText)")
+            #expect(made.headers["cache-control"] == "no-store")
+            let url = try #require(try jsonObject(made)["url"] as? String)
+            #expect(url.hasPrefix("\(deployment.gatewayURL)/v1/auth/oidc.emulator/start?start_token=") && !url.contains(idToken))
+
+            var linkBrowser = Browser(deployment)  // the system browser: no session of the app's
+            let start = try await linkBrowser.send(url)
+            #expect(start.status == 302, "\(start.bodyText)")
+            let page = try await linkBrowser.follow(try #require(start.headers["location"]))
+            #expect(page.status == 200 && page.bodyText.contains("add this sign-in to your account"), "\(page.bodyText)")
+            #expect(try await Self.rows(deployment, "provider_links") == 1)
+            let done = try await linkBrowser.answerConsent(page, decision: "continue")
+            let location = try #require(done.headers["location"])
+            let resultID = String(location[location.range(of: "#gatehouse_result=")!.upperBound...])
+            // Bound to the app's verifier: the id alone redeems nothing.
+            let unbound = try await deployment.client.execute(
+                OutboundRequest(
+                    method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],
+                    body: Array(#"{"result":"\#(resultID)","result_verifier":"\#(ResultKey().verifier)"}"#.utf8)))
+            #expect(unbound.status == 404)
+            let linked = try await deployment.client.execute(
+                OutboundRequest(
+                    method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],
+                    body: Array(#"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)"}"#.utf8)))
+            #expect(linked.status == 200, "\(linked.bodyText)")
+            let answer = try jsonObject(linked)
+            #expect(answer["operationType"] as? String == "link" && answer["idToken"] == nil)
+            #expect(try account(linked).uid == uid && Set(try account(linked).providers) == ["github.com", "oidc.emulator"])
+            #expect(try await Self.rows(deployment, "provider_links") == 2)
+
+            // The start URL works once.
+            var replay = Browser(deployment)
+            let reused = try await replay.send(url)
+            try #expect(reused.status == 400 && (try jsonObject(reused)["code"] as? String) == "invalid-state", "\(reused.bodyText)")
+
+            // Re-authentication: a new session for the same account.
+            let reauthKey = ResultKey()
+            let reauth = try await Self.startURL(
+                deployment, provider: "github.com", idToken: idToken,
+                ["return_to": Self.scheme, "mode": "reauthenticate", "result_challenge": reauthKey.challenge, "login": "octocat"])
+            var reauthBrowser = Browser(deployment)
+            let reauthStart = try await reauthBrowser.send(try #require(try jsonObject(reauth)["url"] as? String))
+            let reauthPage = try await reauthBrowser.follow(try #require(reauthStart.headers["location"]))
+            let reauthDone = try await reauthBrowser.answerConsent(reauthPage, decision: "continue")
+            let reauthLocation = try #require(reauthDone.headers["location"])
+            let reauthenticated = try await deployment.client.execute(
+                OutboundRequest(
+                    method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],
+                    body: Array(
+                        #"{"result":"\#(String(reauthLocation[reauthLocation.range(of: "#gatehouse_result=")!.upperBound...]))","result_verifier":"\#(reauthKey.verifier)"}"#
+                            .utf8)))
+            let fresh = try jsonObject(reauthenticated)
+            #expect(fresh["operationType"] as? String == "reauthenticate" && (fresh["idToken"] as? String).map { $0 != idToken } == true)
+
+            // Refused: no bearer token; a web return; no result_challenge.
+            #expect(
+                try await Self.startURL(deployment, provider: "github.com", idToken: nil, ["return_to": Self.scheme, "mode": "link"]).status == 401)
+            let web = try await Self.startURL(
+                deployment, provider: "oidc.emulator", idToken: idToken,
+                ["return_to": TestDeployment.returnTo, "mode": "link", "result_challenge": ResultKey().challenge])
+            try #expect(web.status == 400 && (try jsonObject(web)["code"] as? String) == "invalid-return-to")
+            let unboundStart = try await Self.startURL(
+                deployment, provider: "oidc.emulator", idToken: idToken, ["return_to": Self.scheme, "mode": "link"])
+            #expect(unboundStart.status == 400, "\(unboundStart.bodyText)")
         }
     }
 }

@@ -73,6 +73,14 @@ public struct GatewayConfiguration: Sendable {
     /// names the client: the right-most address in it that is not a trusted proxy (design §4:
     /// trusted only from configured proxies; see `TrustedProxies`).
     public var trustedProxies: [String] = []
+    /// Display names of native and desktop apps by `return_to` allow-list entry
+    /// (`com.example.app:/oauth2redirect` → `Example`), shown on the consent page that asks the
+    /// user whether the app may have the sign-in; an app without one is named by its address.
+    public var appNames: [String: String] = [:]
+
+    /// The origin of `publicURL` (`https://auth.example.com`), as browsers send `Origin` for the
+    /// gateway's own pages.
+    public var publicOrigin: String? { URLAllowList.parse(publicURL)?.origin }
     /// Requests per minute one client may make to each sign-in, token and link route.
     public var authRateLimitPerMinute = 60
     /// Requests per minute one signed-in user may make to `/v1/me…` (per instance; 0: no limit).
@@ -224,6 +232,10 @@ public struct GatewayConfiguration: Sendable {
                     "return_to allow-list entry \(entry.debugDescription) is not an https URL, a loopback http URL or an app's reverse-domain scheme (com.example.app:/path)"
                 )
             }
+        }
+        for entry in appNames.keys.sorted() where !returnToAllowList.contains(entry) || ReturnToPolicy.entryKind(entry)?.isNative != true {
+            throw GatehouseError.invalidArgument(
+                "app name for \(entry.debugDescription): not a native or desktop entry of the return_to allow-list (GATEHOUSE_APP_NAMES)")
         }
     }
 }

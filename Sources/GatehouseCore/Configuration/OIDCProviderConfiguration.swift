@@ -38,8 +38,16 @@ public struct OIDCProviderConfiguration: Sendable {
     public var additionalTokenIssuers: [String]
     /// The client id (the expected `aud`).
     public var clientID: String
-    /// The client secret. Never logged.
+    /// The client secret. Never logged. Empty: the provider serves ID-token sign-in only
+    /// (`POST /v1/auth/idtoken`), and its code flow answers `operation-not-allowed`.
     public var clientSecret: String
+    /// The client ids of the apps' own registrations at the provider (one per platform), also
+    /// accepted as an ID token's `aud` (and `azp`) on `POST /v1/auth/idtoken`; the code flow's
+    /// tokens are the gateway's client's alone.
+    public var platformAudiences: [String] = []
+
+    /// Whether the gateway can run the code flow (it has a client secret).
+    public var codeFlowEnabled: Bool { !clientSecret.isEmpty }
     /// Token-endpoint authentication; `nil` takes the first method discovery supports, preferring Basic.
     public var clientAuthentication: ClientAuthentication?
     /// Scopes requested on every sign-in (`openid` is always added).

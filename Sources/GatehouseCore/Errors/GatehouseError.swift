@@ -72,6 +72,8 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         case requiresRecentLogin = "requires-recent-login"
         /// `result-not-found`
         case resultNotFound = "result-not-found"
+        /// `sign-in-cancelled`
+        case signInCancelled = "sign-in-cancelled"
         /// `storage-unavailable`
         case storageUnavailable = "storage-unavailable"
         /// `unauthenticated`
@@ -246,6 +248,12 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         Self(
             code: .invalidArgument, situation: .timedOut,
             detail: "The request body did not arrive in time: the gateway stopped waiting for the rest of it.")
+    }
+
+    /// `sign-in-cancelled`: the user chose Cancel on the gateway's page that asks whether an
+    /// app may have the sign-in.
+    public static func signInCancelled() -> Self {
+        Self(code: .signInCancelled, detail: "The user cancelled the sign-in on the gateway's consent page; nothing was stored.")
     }
 
     /// `upstream-rate-limited`.

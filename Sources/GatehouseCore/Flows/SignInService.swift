@@ -27,6 +27,9 @@ public struct SignInService: Sendable {
         public var redirectURL: String
         /// A new session cookie value when the sign-in succeeded.
         public var sessionValue: String?
+        /// Instead of a redirect: the page that asks the user whether a native or desktop app
+        /// may have the sign-in (`redirectURL` is empty then).
+        public var consent: ConsentRequest?
     }
 
     /// Validates the request, stores the transaction and builds the provider's authorize URL.
@@ -113,6 +116,11 @@ public struct SignInService: Sendable {
                 CallbackParameters(
                     code: code, codeVerifier: transaction.codeVerifier, redirectURI: transaction.redirectURI, nonce: transaction.nonce,
                     issuer: parameters["iss"], context: transaction.providerContext))
+            // An app's return: nothing is stored until the user says the app may have it.
+            if returnToPolicy.kind(of: transaction.returnTo) != .web {
+                let consent = try await holdForConsent(completed, transaction: transaction, binding: binding)
+                return Completion(redirectURL: "", sessionValue: nil, consent: consent)
+            }
             let established = try await establish(completed, providerId: provider.id, mode: mode, uid: transaction.uid, logger: logger)
             // A native app holds the gateway's tokens from the result; a cookie would land in
             // the system browser, where nothing uses it.
@@ -125,13 +133,19 @@ public struct SignInService: Sendable {
             outcome = .failure(error)
         }
 
+        let redirect = try await deliver(outcome, returnTo: transaction.returnTo, challenge: transaction.resultChallenge)
+        return Completion(redirectURL: redirect, sessionValue: sessionValue)
+    }
+
+    /// Stores `outcome` as a one-time result (bound to `challenge`) and answers where the
+    /// browser goes: `return_to#gatehouse_result=<id>`.
+    func deliver(_ outcome: StoredResult, returnTo: String, challenge: String?) async throws -> String {
         let resultID = SecureRandom.token()
         try await storage.insertResult(
-            idHash: ResultBinding.storageKey(resultID: resultID, challenge: transaction.resultChallenge),
-            payload: try JSONCoding.encoder().encode(outcome),
+            idHash: ResultBinding.storageKey(resultID: resultID, challenge: challenge), payload: try JSONCoding.encoder().encode(outcome),
             expiresAt: configuration.clock.now().addingTimeInterval(configuration.resultLifetime))
-        let base = transaction.returnTo.split(separator: "#", maxSplits: 1).first.map(String.init) ?? transaction.returnTo
-        return Completion(redirectURL: "\(base)#gatehouse_result=\(resultID)", sessionValue: sessionValue)
+        let base = returnTo.split(separator: "#", maxSplits: 1).first.map(String.init) ?? returnTo
+        return "\(base)#gatehouse_result=\(resultID)"
     }
 
     /// `POST /v1/auth/idtoken`: signs in with an ID token obtained elsewhere, validated exactly
@@ -203,7 +217,7 @@ public struct SignInService: Sendable {
 
     /// The `uid` a mode needs: none for `signin`; for `link` and `reauthenticate` the signed-in
     /// account (and for `reauthenticate`, one already linked to this provider).
-    private func checkMode(_ mode: SignInMode, providerId: String, signedInUid: String?) async throws -> String? {
+    func checkMode(_ mode: SignInMode, providerId: String, signedInUid: String?) async throws -> String? {
         guard mode != .signIn else { return nil }
         guard let signedInUid else { throw GatehouseError.unauthenticated() }
         if mode == .reauthenticate, try await !storage.links(uid: signedInUid).contains(where: { $0.providerId == providerId }) {
@@ -215,7 +229,7 @@ public struct SignInService: Sendable {
     /// Account, session and result of a validated provider sign-in, by mode: `signin` and
     /// `reauthenticate` start a new session (a fresh `auth_time`, a new id: no fixation);
     /// `link` changes the account only.
-    private func establish(
+    func establish(
         _ completed: ProviderSignIn, providerId: String, mode: SignInMode, uid: String?, logger: Logger
     ) async throws -> (result: SignInResult, session: NewSession?) {
         let profile = completed.profile

@@ -19,8 +19,12 @@ public struct IDTokenValidator: Sendable {
     let metadata: IssuerMetadataCache
 
     /// Validates `token` and returns its claims, or throws `invalid-id-token`,
-    /// `id-token-expired`, `missing-or-invalid-nonce` or `invalid-idp-response`.
-    public func validate(_ token: String, nonce: ExpectedNonce, now: Date = Date()) async throws -> IDTokenClaims {
+    /// `id-token-expired`, `missing-or-invalid-nonce` or `invalid-idp-response`. With
+    /// `acceptsPlatformClients` (an ID token an app obtained itself), the apps' client ids
+    /// (`platformAudiences`) are trusted audiences beside the gateway's.
+    public func validate(_ token: String, nonce: ExpectedNonce, now: Date = Date(), acceptsPlatformClients: Bool = false) async throws
+        -> IDTokenClaims
+    {
         let kid = try JWSHeaderPolicy.check(token, maxLength: 16 << 10, algorithms: configuration.allowedAlgorithms)
         let keys = try await metadata.keys(for: kid)
         let claims: IDTokenClaims
@@ -31,7 +35,9 @@ public struct IDTokenValidator: Sendable {
         } catch {
             throw GatehouseError.invalidIdToken("The ID token could not be verified (signature or required claims).")
         }
-        try check(claims, nonce: nonce, now: now)
+        try check(
+            claims, nonce: nonce, now: now, audiences: Set([configuration.clientID] + (acceptsPlatformClients ? configuration.platformAudiences : []))
+        )
         return claims
     }
 
@@ -58,19 +64,24 @@ public struct IDTokenValidator: Sendable {
         }
     }
 
-    private func check(_ claims: IDTokenClaims, nonce: ExpectedNonce, now: Date) throws {
+    /// The claims by OpenID Connect Core §3.1.3.7, `audiences` being the client ids trusted.
+    private func check(_ claims: IDTokenClaims, nonce: ExpectedNonce, now: Date, audiences: Set<String>) throws {
         try checkIssuer(claims)
         guard !claims.subject.isEmpty, claims.subject.count <= 255 else {
             throw GatehouseError.invalidIdToken("The ID token has no usable subject.")
         }
-        guard claims.audience.contains(configuration.clientID) else {
+        guard claims.audience.contains(where: audiences.contains) else {
             throw GatehouseError.invalidIdToken("The ID token was issued for another client.")
         }
-        // Extra audiences are untrusted: a token meant for several parties is refused.
-        guard claims.audience.allSatisfy({ $0 == configuration.clientID }) else {
+        // Untrusted extra audiences: a token meant for other parties too is refused.
+        guard claims.audience.allSatisfy(audiences.contains) else {
             throw GatehouseError.invalidIdToken("The ID token also names an audience the gateway does not trust.")
         }
-        if let azp = claims.authorizedParty, azp != configuration.clientID {
+        // Several audiences: the party the token was issued to must be named, and trusted.
+        if claims.audience.count > 1, claims.authorizedParty == nil {
+            throw GatehouseError.invalidIdToken("The ID token names several audiences but no authorized party (azp).")
+        }
+        if let azp = claims.authorizedParty, !audiences.contains(azp) {
             throw GatehouseError.invalidIdToken("The ID token's authorized party is another client.")
         }
         let t = now.timeIntervalSince1970

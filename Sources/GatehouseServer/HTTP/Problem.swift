@@ -55,7 +55,7 @@ extension GatehouseError: HTTPResponseError {
             .missingOrInvalidNonce, .userMismatch, .invalidResult, .invalidPendingToken, .invalidRefreshToken:
             .badRequest
         case .unauthenticated, .invalidIDToken, .idTokenExpired, .requiresRecentLogin: .unauthorized
-        case .userDisabled, .permissionDenied, .originNotAllowed, .pathNotAllowed, .insufficientProviderScope: .forbidden
+        case .userDisabled, .permissionDenied, .originNotAllowed, .pathNotAllowed, .insufficientProviderScope, .signInCancelled: .forbidden
         case .unknownProvider, .userNotFound, .noPhoto, .providerNotLinked, .notFound, .resultNotFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
         case .accountExistsWithDifferentCredential, .credentialAlreadyInUse, .providerAlreadyLinked, .providerReauthRequired: .conflict
@@ -100,6 +100,7 @@ extension GatehouseError: HTTPResponseError {
         case .rateLimited: "Too many requests"
         case .requiresRecentLogin: "Recent login required"
         case .resultNotFound: "Unknown result"
+        case .signInCancelled: "Sign-in cancelled"
         case .storageUnavailable: "Storage unavailable"
         case .unauthenticated: "Not signed in"
         case .unknownProvider: "Unknown provider"

@@ -29,17 +29,25 @@ struct AuthRoutes {
         table.add(.get, "/v1/auth/{providerId}/start") { request, context in
             try await browser.limit("start", request, context)
             let providerId = try context.parameters.require("providerId")
-            // Only link and re-authentication look at who is signed in.
-            let mode = try SignInMode(parameter: request.queryDictionary["mode"])
-            let signedIn = mode == .signIn ? nil : try await context.user()
-            // A cross-site page must not start a link or a re-authentication on the user's
-            // cookie (a top-level GET navigation carries it under SameSite=Lax).
-            try browser.refuseCrossSite(request, caller: signedIn)
-            // Adding a sign-in method is as sensitive as removing one.
-            if mode == .link, let signedIn { try sessions.requireRecentLogin(signedIn) }
+            let query: [(String, String)]
+            let signedInUid: String?
+            if let token = request.queryDictionary["start_token"] {
+                // An app's one-time start URL: its parameters and account, checked when it was made.
+                (query, signedInUid) = try await signIn.takeStartLink(token: token, providerId: providerId)
+            } else {
+                // Only link and re-authentication look at who is signed in.
+                let mode = try SignInMode(parameter: request.queryDictionary["mode"])
+                let signedIn = mode == .signIn ? nil : try await context.user()
+                // A cross-site page must not start a link or a re-authentication on the user's
+                // cookie (a top-level GET navigation carries it under SameSite=Lax).
+                try browser.refuseCrossSite(request, caller: signedIn)
+                // Adding a sign-in method is as sensitive as removing one.
+                if mode == .link, let signedIn { try sessions.requireRecentLogin(signedIn) }
+                (query, signedInUid) = (request.queryPairs, signedIn?.uid)
+            }
             let start = try await signIn.start(
-                providerId: providerId, query: request.queryPairs, existingBinding: request.cookie(cookies.transactionName),
-                signedInUid: signedIn?.uid, logger: context.logger)
+                providerId: providerId, query: query, existingBinding: request.cookie(cookies.transactionName), signedInUid: signedInUid,
+                logger: context.logger)
             var response =
                 request.wantsJSON
                 ? try Response.json(["authorizationUrl": start.authorizationURL])
@@ -62,6 +70,7 @@ struct AuthRoutes {
             let completion = try await signIn.callback(
                 providerId: try context.parameters.require("providerId"), parameters: parameters,
                 binding: request.cookie(cookies.transactionName), logger: context.logger)
+            if let consent = completion.consent { return ConsentPage.response(consent) }
             var response = Response(status: .seeOther, headers: [.location: completion.redirectURL, .cacheControl: "no-store"])
             if let session = completion.sessionValue {
                 try await setSession(&response, request, value: session)
@@ -70,6 +79,45 @@ struct AuthRoutes {
         }
         table.add(.get, "/v1/auth/{providerId}/callback", callback)
         table.add(.post, "/v1/auth/{providerId}/callback", callback)
+
+        // A one-time start URL for an app's link or re-authentication (the app's bearer token
+        // cannot travel into the system browser): the body's members are the start's parameters.
+        table.add(.post, "/v1/auth/{providerId}/start-url") { request, context in
+            try await browser.limit("start", request, context)
+            let signedIn = try await context.requireUser()
+            try browser.requireAllowedOrigin(request, caller: signedIn)
+            let object = try await Self.jsonObject(request, limit: 8 << 10)
+            var parameters: [(String, String)] = []
+            for (key, value) in object.sorted(by: { $0.key < $1.key }) {
+                guard let text = value as? String else {
+                    throw GatehouseError.invalidArgument("\(key.prefix(64).debugDescription) must be a string.")
+                }
+                parameters.append((key, text))
+            }
+            if (try SignInMode(parameter: object["mode"] as? String)) == .link { try sessions.requireRecentLogin(signedIn) }
+            let link = try await signIn.makeStartLink(
+                providerId: try context.parameters.require("providerId"), parameters: parameters, uid: signedIn.uid)
+            var response = try Response.json(link)
+            response.headers[.cacheControl] = "no-store"
+            return response
+        }
+
+        // The consent page's answer: a form post from the gateway's own page (its Origin, when
+        // the browser sends one), with the page's one-time token and the transaction cookie.
+        let ownOrigin = gatehouse.configuration.publicOrigin
+        table.add(.post, "/v1/auth/consent") { request, context in
+            try await browser.limit("consent", request, context)
+            if let origin = request.headers[.origin], origin != ownOrigin { throw GatehouseError.originNotAllowed() }
+            var request = request
+            let body = try await request.collectBody(upTo: 4 << 10)
+            let form = Dictionary(FormEncoding.decode(String(buffer: body)), uniquingKeysWith: { first, _ in first })
+            guard let token = form["consent"], let decision = form["decision"], ["continue", "cancel"].contains(decision) else {
+                throw GatehouseError.invalidArgument("The form needs consent and decision (continue or cancel).")
+            }
+            let completion = try await signIn.answerConsent(
+                token: token, binding: request.cookie(cookies.transactionName), proceed: decision == "continue", logger: context.logger)
+            return Response(status: .seeOther, headers: [.location: completion.redirectURL, .cacheControl: "no-store"])
+        }
 
         table.add(.post, "/v1/auth/result") { request, context in
             try await browser.limit("result", request, context)

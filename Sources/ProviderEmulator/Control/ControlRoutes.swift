@@ -75,7 +75,8 @@ struct ControlRoutes {
             let audience = object["audience"] as? String ?? configuration.oidcClients[issuer]?.first?.id ?? ""
             let routes = OIDCRoutes(spec: spec, clients: [], state: oidcState, keys: keys, codeLifetime: configuration.codeLifetime)
             let token = try await routes.idToken(
-                for: user, audience: audience, nonce: object["nonce"] as? String, scopes: ["openid", "profile", "email"], base: base)
+                for: user, audience: audience, nonce: object["nonce"] as? String, scopes: ["openid", "profile", "email"], base: base,
+                audiences: object["audiences"] as? [String], authorizedParty: object["azp"] as? String)
             return Response.json(["idToken": token])
         }
         router.post("/_emulator/faults") { request, _ in

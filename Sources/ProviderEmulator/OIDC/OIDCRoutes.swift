@@ -212,14 +212,20 @@ struct OIDCRoutes {
         Response.json(["error": spec.yahooErrors ? yahooCode : standardCode, "error_description": description], status: status)
     }
 
-    /// Signs an ID token for `user`, applying whatever tamper modes are armed.
-    func idToken(for user: OIDCSeedUser, audience: String, nonce: String?, scopes: [String], base: String) async throws -> String {
+    /// Signs an ID token for `user`, applying whatever tamper modes are armed. `audiences`
+    /// (several client ids, as a provider with one client per platform issues them) replaces
+    /// the single `aud`; `authorizedParty` sets `azp`.
+    func idToken(
+        for user: OIDCSeedUser, audience: String, nonce: String?, scopes: [String], base: String, audiences: [String]? = nil,
+        authorizedParty: String? = nil
+    ) async throws -> String {
         let now = Int(Date().timeIntervalSince1970)
         var claims: [String: EmulatorClaims.ClaimValue] = [
-            "iss": .string(spec.issuer(base: base)), "sub": .string(user.subject), "aud": .string(audience), "iat": .number(now),
-            "exp": .number(now + 3600), "auth_time": .number(now),
+            "iss": .string(spec.issuer(base: base)), "sub": .string(user.subject), "aud": audiences.map { .strings($0) } ?? .string(audience),
+            "iat": .number(now), "exp": .number(now + 3600), "auth_time": .number(now),
         ]
         if let nonce { claims["nonce"] = .string(nonce) }
+        if let authorizedParty { claims["azp"] = .string(authorizedParty) }
         if scopes.contains("profile") {
             claims["name"] = .string(user.name)
             claims["given_name"] = .string(user.givenName)

@@ -74,7 +74,9 @@ enum SettingsCatalog {
         Setting("GATEHOUSE_YAHOO_PICTURE_HOSTS", .list, "hosts or URL prefixes pictures may come from besides Yahoo's"),
         Setting("GATEHOUSE_OIDC_<NAME>_ISSUER", .url, "enables the OpenID Connect provider `oidc.<name>` (several at once)"),
         Setting("GATEHOUSE_OIDC_<NAME>_CLIENT_ID", .text, "its client id"),
-        Setting("GATEHOUSE_OIDC_<NAME>_CLIENT_SECRET", .secret, "its client secret"),
+        Setting("GATEHOUSE_OIDC_<NAME>_CLIENT_SECRET", .secret, "its client secret (none: ID-token sign-in only, no code flow)"),
+        Setting(
+            "GATEHOUSE_OIDC_<NAME>_AUDIENCES", .list, "the apps' per-platform client ids, also accepted as `aud`/`azp` on `POST /v1/auth/idtoken`"),
         Setting("GATEHOUSE_OIDC_<NAME>_SCOPES", .text, default: "openid profile email", "space-separated scopes"),
         Setting(
             "GATEHOUSE_OIDC_<NAME>_AUTH_METHOD", .choice(["client_secret_basic", "client_secret_post"]),
@@ -115,6 +117,9 @@ enum SettingsCatalog {
         Setting(
             "GATEHOUSE_TRUSTED_PROXIES", .list,
             "addresses or CIDR ranges of reverse proxies whose `X-Forwarded-For` names the client and whose `X-Request-Id` is adopted"),
+        Setting(
+            "GATEHOUSE_APP_NAMES", .list,
+            "native and desktop apps' names for the consent page: `return_to` allow-list entry `=` name (`com.example.app:/oauth2redirect=Example`)"),
         Setting("GATEHOUSE_TOKEN_AUDIENCE", .text, "the `aud` of gateway ID tokens (default: the public URL)"),
         Setting("GATEHOUSE_ONE_ACCOUNT_PER_EMAIL", .flag, default: "true", "one account per verified email"),
         Setting("GATEHOUSE_SIGN_IN_METHODS_LOOKUP", .flag, default: "false", "enables `GET /v1/auth/methods`"),

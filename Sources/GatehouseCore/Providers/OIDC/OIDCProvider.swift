@@ -38,6 +38,10 @@ public struct OIDCProvider: IdentityProvider {
 
     /// The discovered authorization endpoint with code + PKCE S256 + state + nonce.
     public func authorizationRedirect(for request: AuthorizationRequest) async throws -> AuthorizationRedirect {
+        guard configuration.codeFlowEnabled else {
+            throw GatehouseError.operationNotAllowed(
+                "\(configuration.providerId) is configured for ID-token sign-in only (no client secret): send its ID token to POST /v1/auth/idtoken.")
+        }
         let document = try await metadata.discovery()
         var pairs: [(String, String)] = [
             ("client_id", configuration.clientID),
@@ -122,7 +126,7 @@ public struct OIDCProvider: IdentityProvider {
     /// Validates an ID token obtained elsewhere; with `rawNonce`, its `nonce` must match it.
     public func signIn(idToken: String, rawNonce: String?) async throws -> ProviderSignIn {
         let nonce: IDTokenValidator.ExpectedNonce = rawNonce.map { .raw($0, configuration.nonceComparison) } ?? .none
-        let claims = try await validator.validate(idToken, nonce: nonce, now: clock.now())
+        let claims = try await validator.validate(idToken, nonce: nonce, now: clock.now(), acceptsPlatformClients: true)
         // No access token comes with an ID-token sign-in, so there is nothing to store or refresh.
         return ProviderSignIn(
             tokens: ProviderTokens(accessToken: "", scopes: []),

@@ -1,0 +1,118 @@
+import Foundation
+import Logging
+
+/// What the consent page shows: a native or desktop app is about to receive a sign-in.
+///
+/// Without proof of a native client's identity, an authorization must not complete without the
+/// user (RFC 8252 §8.6): any program on the device can start its own flow with its own
+/// `result_challenge` and a loopback or scheme return, and a provider that approves silently
+/// (the user approved Gatehouse before) would hand it the user's session. So an app's return
+/// stops at a page of the gateway's own origin that names the app and the account, and only
+/// the user's Continue — a POST bound to the browser's transaction cookie and to a one-time
+/// token in the page — stores anything.
+public struct ConsentRequest: Sendable, Equatable {
+    /// The one-time token the page posts back (with the transaction cookie).
+    public var token: String
+    /// The app's display name (`GATEHOUSE_APP_NAMES`), or `nil` when none was registered.
+    public var appName: String?
+    /// The app's return address (`com.example.app:/oauth2redirect`, `http://127.0.0.1:53124/callback`).
+    public var returnTo: String
+    /// The account at the provider: its email, else its name or username.
+    public var account: String
+    /// The provider signed in with.
+    public var providerId: String
+    /// Sign-in, link or re-authentication.
+    public var mode: SignInMode
+}
+
+/// A provider sign-in held until the user answers the consent page: sealed with the token
+/// vault (it holds the provider's tokens), stored as a one-time entry of the results table.
+struct PendingConsent: Codable {
+    var providerId: String
+    var mode: SignInMode
+    var uid: String?
+    var returnTo: String
+    var resultChallenge: String?
+    var profile: ProviderProfile
+    var tokens: ProviderTokens
+}
+
+extension SignInService {
+    /// How long the consent page can be answered.
+    static let consentLifetime: TimeInterval = 600
+
+    /// The store key of a pending consent: the page's token and the browser's transaction
+    /// cookie together, so neither alone answers it.
+    static func consentKey(token: String, binding: String) -> String {
+        SecureRandom.digest("consent|\(token)|\(binding)")
+    }
+
+    /// The vault context of a pending consent, bound to its key.
+    static func consentContext(_ key: String) -> String {
+        "signin-consent|\(key)"
+    }
+
+    /// Holds a completed provider sign-in for an app's return and describes the page to show.
+    /// Nothing of the account, its links or sessions is written yet.
+    func holdForConsent(_ completed: ProviderSignIn, transaction: SignInTransaction, binding: String) async throws -> ConsentRequest {
+        let token = SecureRandom.token()
+        let key = Self.consentKey(token: token, binding: binding)
+        let pending = PendingConsent(
+            providerId: transaction.providerId, mode: transaction.mode, uid: transaction.uid, returnTo: transaction.returnTo,
+            resultChallenge: transaction.resultChallenge, profile: completed.profile, tokens: completed.tokens)
+        let sealed = try await tokens.vault.seal(try JSONCoding.encoder().encode(pending), context: Self.consentContext(key))
+        try await storage.insertResult(
+            idHash: key, payload: Data(sealed.utf8), expiresAt: configuration.clock.now().addingTimeInterval(Self.consentLifetime))
+        let profile = completed.profile
+        return ConsentRequest(
+            token: token, appName: appName(for: transaction.returnTo), returnTo: transaction.returnTo,
+            account: profile.email ?? profile.displayName ?? profile.username ?? profile.federatedId, providerId: transaction.providerId,
+            mode: transaction.mode)
+    }
+
+    /// The display name configured for the allow-list entry that admits `returnTo`.
+    func appName(for returnTo: String) -> String? {
+        configuration.appNames.sorted { $0.key < $1.key }.first { ReturnToPolicy(allowList: [$0.key]).kind(of: returnTo) != nil }?.value
+    }
+
+    /// The user's answer on the consent page: `proceed` completes the sign-in (account, link,
+    /// session, as the callback would have) and sends the browser to the app with the result;
+    /// Cancel stores nothing and sends the app the result `403 sign-in-cancelled`. Answered
+    /// once; an unknown, answered, expired or foreign (another browser's) token is `invalid-state`.
+    public func answerConsent(token: String, binding: String?, proceed: Bool, logger: Logger) async throws -> Completion {
+        guard let binding, !binding.isEmpty, binding.count <= 512, !token.isEmpty, token.count <= 128 else {
+            throw GatehouseError.invalidState("The consent page was not answered from the browser that signed in.")
+        }
+        let key = Self.consentKey(token: token, binding: binding)
+        let now = configuration.clock.now()
+        guard case .pending(let payload)? = try await storage.result(idHash: key, now: now),
+            try await storage.takeResult(idHash: key, now: now, redemption: ResultRedemption(refreshToken: nil, sealedAnswer: nil, retryUntil: now))
+        else {
+            throw GatehouseError.invalidState("This sign-in is unknown, already answered, expired, or was started in another browser.")
+        }
+        let pending = try JSONCoding.decoder().decode(
+            PendingConsent.self, from: try await tokens.vault.open(String(decoding: payload, as: UTF8.self), context: Self.consentContext(key)))
+        let outcome: StoredResult
+        if proceed {
+            do {
+                let established = try await establish(
+                    ProviderSignIn(tokens: pending.tokens, profile: pending.profile), providerId: pending.providerId, mode: pending.mode,
+                    uid: pending.uid, logger: logger)
+                outcome = .answer(try established.result.tokenlessAnswer(), familyId: established.session?.familyId)
+                metrics.signIn(providerId: pending.providerId, mode: pending.mode, outcome: "ok")
+            } catch let error as GatehouseError {
+                logger.notice(
+                    "sign-in failed",
+                    metadata: ["provider.id": "\(pending.providerId)", "signin.mode": "\(pending.mode)", "error.code": "\(error.code)"])
+                metrics.signIn(providerId: pending.providerId, mode: pending.mode, outcome: error.code.rawValue)
+                outcome = .failure(error)
+            }
+        } else {
+            logger.info("sign-in cancelled", metadata: ["provider.id": "\(pending.providerId)", "signin.mode": "\(pending.mode)"])
+            metrics.signIn(providerId: pending.providerId, mode: pending.mode, outcome: GatehouseError.Code.signInCancelled.rawValue)
+            outcome = .failure(.signInCancelled())
+        }
+        let redirect = try await deliver(outcome, returnTo: pending.returnTo, challenge: pending.resultChallenge)
+        return Completion(redirectURL: redirect, sessionValue: nil)
+    }
+}

@@ -1,0 +1,71 @@
+import GatehouseCore
+import HTTPTypes
+import Hummingbird
+
+/// The page that asks the user whether a native or desktop app may have a sign-in
+/// (`ConsentRequest`), on the gateway's own origin: plain HTML, no script, two submit buttons
+/// posting the one-time token to `POST /v1/auth/consent`. It cannot be framed
+/// (`frame-ancestors 'none'`), so no other page can trick a click on it.
+enum ConsentPage {
+    /// The page's policy: nothing loads, nothing frames it, forms post only to the gateway.
+    static let contentSecurityPolicy = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"
+
+    /// The page as a `200` answer.
+    static func response(_ consent: ConsentRequest) -> Response {
+        Response(
+            status: .ok,
+            headers: [
+                .contentType: "text/html; charset=utf-8", .cacheControl: "no-store", .contentSecurityPolicy: contentSecurityPolicy,
+                HTTPField.Name("X-Frame-Options")!: "DENY",
+            ],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: html(consent))))
+    }
+
+    /// The page's HTML; every value from a provider or a caller is escaped.
+    static func html(_ consent: ConsentRequest) -> String {
+        let app = consent.appName.map { "\(escape($0)) (<code>\(escape(consent.returnTo))</code>)" } ?? "<code>\(escape(consent.returnTo))</code>"
+        let action: String
+        switch consent.mode {
+        case .signIn: action = "sign in as"
+        case .link: action = "add this sign-in to your account:"
+        case .reauthenticate: action = "confirm your sign-in as"
+        }
+        return """
+            <!doctype html>
+            <html lang="en">
+            <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>Continue to the app?</title></head>
+            <body>
+            <main>
+            <h1>Continue to the app?</h1>
+            <p>The app <strong>\(app)</strong> asks to \(action) <strong>\(escape(consent.account))</strong> (\(escape(consent.providerId))).</p>
+            <p>Continue only if you started this in that app just now. If you did not, choose Cancel: nothing is stored.</p>
+            <form method="post" action="/v1/auth/consent">
+            <input type="hidden" name="consent" value="\(escape(consent.token))">
+            <button type="submit" name="decision" value="continue">Continue</button>
+            <button type="submit" name="decision" value="cancel">Cancel</button>
+            </form>
+            </main>
+            </body>
+            </html>
+
+            """
+    }
+
+    /// Text as HTML character data or an attribute value.
+    static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+}
