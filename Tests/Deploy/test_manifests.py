@@ -1,0 +1,44 @@
+"""What the reference deployment's manifests promise operators, checked where no schema can:
+in-cluster callers and providers get through the NetworkPolicy, the migrate Job can be applied
+once per release and gives up, and the systemd unit allows enough file descriptors."""
+
+import pathlib
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+KUBERNETES = ROOT / "Deploy" / "kubernetes"
+
+
+def load(name):
+    return yaml.safe_load((KUBERNETES / name).read_text())
+
+
+def test_network_policy_lets_labelled_callers_and_providers_through():
+    spec = load("networkpolicy.yaml")["spec"]
+    callers = [
+        rule for rule in spec["ingress"]
+        if any(peer.get("podSelector", {}).get("matchLabels") == {"gatehouse-client": "true"} and peer.get("namespaceSelector") == {}
+               for peer in rule["from"])
+    ]
+    assert callers and all(port["port"] == 8080 for rule in callers for port in rule["ports"])
+    providers = [
+        rule for rule in spec["egress"]
+        if any(peer.get("podSelector", {}).get("matchLabels") == {"gatehouse-identity-provider": "true"} for peer in rule["to"])
+    ]
+    assert providers and all("ports" not in rule for rule in providers), "any port of a labelled in-cluster provider"
+    # Monitoring still reaches the operations port, and nothing else does.
+    ops = [rule for rule in spec["ingress"] if any(port["port"] == 9090 for port in rule["ports"])]
+    assert len(ops) == 1
+
+
+def test_migrate_job_is_per_release_and_bounded():
+    job = load("migrate-job.yaml")
+    assert "${GATEHOUSE_VERSION}" in job["metadata"]["name"]
+    assert 0 < job["spec"]["activeDeadlineSeconds"] <= 3600
+
+
+def test_systemd_unit_raises_the_descriptor_limit():
+    unit = (ROOT / "Deploy" / "systemd" / "gatehouse.service").read_text().splitlines()
+    limits = [line.split("=", 1)[1] for line in unit if line.startswith("LimitNOFILE=")]
+    assert limits and int(limits[0]) >= 65536
