@@ -7,7 +7,9 @@ import ProviderEmulator
 struct EmulatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gatehouse-emulator",
-        abstract: "Emulates GitHub's OAuth and REST endpoints on loopback for Gatehouse tests and demos.")
+        abstract:
+            "Emulates GitHub, Microsoft (identity platform and Graph), Yahoo and a standard OpenID provider on loopback for Gatehouse tests and demos."
+    )
 
     @Option(help: "The address to listen on.")
     var host = "127.0.0.1"

@@ -27,6 +27,7 @@ struct DemoCommand: AsyncParsableCommand {
         let environment = try await store.settings()
         let logger = Logging.bootstrapJSON(level: try Logging.level(environment))
         let dataDir = try store.folder(environment: environment)
+        StartupChecks.raiseDescriptorLimit(logger: logger)
         let metrics = ServerMetrics()
         let (storage, pool) = try store.openForServices(environment: environment, metricsFactory: metrics.metricsFactory, logger: logger)
         let http = CurlHTTPClient()

@@ -48,12 +48,16 @@ struct AfterStoreReady: Service {
         try await service.run()
     }
 
-    /// The service that migrates `storage` before `service` starts, settling `ready` either way.
-    static func migrating(_ storage: any GatehouseStorage, ready: Eventual<Void>, then service: any Service) -> AfterStoreReady {
+    /// The service that migrates `storage` (then runs `verify`, which may refuse the start)
+    /// before `service` starts, settling `ready` either way.
+    static func migrating(
+        _ storage: any GatehouseStorage, ready: Eventual<Void>, verify: @escaping @Sendable () async throws -> Void = {}, then service: any Service
+    ) -> AfterStoreReady {
         AfterStoreReady(
             prepare: {
                 do {
                     try await storage.migrate()
+                    try await verify()
                     ready.set(())
                 } catch {
                     ready.fail(error)

@@ -36,6 +36,9 @@ struct ServeCommand: AsyncParsableCommand {
                 metadata: SettingsCatalog.suggestion(for: name).map { ["suggestion": "\($0)"] } ?? [:])
         }
         let settings = try ServeSettings(environment: environment, host: host, port: port)
+        StartupChecks.announce(
+            store: StartupChecks.storeKind(environment, databaseURL: store.databaseURL), providers: settings.gateway.providerIds, logger: logger)
+        StartupChecks.raiseDescriptorLimit(logger: logger)
         let metrics = ServerMetrics()
         let (storage, pool) = try store.openForServices(environment: environment, metricsFactory: metrics.metricsFactory, logger: logger)
         let http = CurlHTTPClient(
@@ -45,8 +48,9 @@ struct ServeCommand: AsyncParsableCommand {
                 "GATEHOUSE_REQUIRE_RESULT_BINDING=false: sign-in results are redeemable by anyone holding their id for 60 s; bind them with result_challenge"
             )
         }
+        let vault = try TokenVault(keys: settings.vaultKeys, store: storage)
         let gatehouse = try Gatehouse(
-            configuration: settings.gateway, storage: storage, vault: try TokenVault(keys: settings.vaultKeys, store: storage), http: http,
+            configuration: settings.gateway, storage: storage, vault: vault, http: http,
             metrics: metrics.core, logger: logger)
         let drain = DrainSignal()
         let app = GatehouseServer.service(
@@ -54,9 +58,9 @@ struct ServeCommand: AsyncParsableCommand {
             operations: settings.operations, logger: logger
         ) { port in
             drain.markServing()
-            logger.info("Gatehouse listening", metadata: ["http.port": "\(port)"])
+            logger.info("Gatehouse listening", metadata: ["http.port": .stringConvertible(port)])
         } onOperationsRunning: { port in
-            logger.info("Gatehouse operations listening", metadata: ["ops.port": "\(port)"])
+            logger.info("Gatehouse operations listening", metadata: ["ops.port": .stringConvertible(port)])
         }
         let purger = ExpiredRecordsPurger(storage: storage, interval: settings.purgeInterval, logger: logger)
         let delay = try ShutdownDeadline.delay(environment, default: 5)
@@ -64,7 +68,17 @@ struct ServeCommand: AsyncParsableCommand {
         // requests in flight finish), then the libcurl client, then the database pool.
         let migrated = Eventual<Void>()
         let services: [any Service] = [
-            HTTPClientService(client: http), AfterStoreReady.migrating(storage, ready: migrated, then: app),
+            HTTPClientService(client: http),
+            AfterStoreReady.migrating(
+                storage, ready: migrated,
+                verify: {
+                    do {
+                        try await StartupChecks.requireOpeningKeys(vault)
+                    } catch {
+                        logger.error("Gatehouse cannot start", metadata: ["reason": "\(error)"])
+                        throw error
+                    }
+                }, then: app),
             AfterStoreReady.waiting(for: migrated, then: PurgeService(purger: purger)), DrainingService(signal: drain, delay: delay, logger: logger),
         ]
         let group = ShutdownDeadline.group(

@@ -33,15 +33,17 @@ struct ShutdownDeadline: Service {
         try TypedSettings(environment: environment).duration("GATEHOUSE_SHUTDOWN_DELAY") ?? .milliseconds(Int(fallback * 1000))
     }
 
-    /// The service group for `services`, stopping on `SIGTERM`/`SIGINT` within `timeout`
-    /// (the drain's delay included: pass both).
+    /// The service group for `services`, stopping on `SIGTERM`, `SIGINT` or `SIGHUP` within
+    /// `timeout` (the drain's delay included: pass both). `SIGHUP` (a closed terminal, a
+    /// supervisor's reload) drains like `SIGTERM` instead of ending the process at once: the
+    /// settings are read at start, so a restart is how they change.
     static func group(services: [any Service], timeout: Duration, logger: Logger) -> ServiceGroup {
         // Last, so it is the first told of the shutdown; its return (once armed) ends nothing.
         let deadline = ServiceGroupConfiguration.ServiceConfiguration(
             service: ShutdownDeadline(timeout: timeout, logger: logger), successTerminationBehavior: .ignore)
         var configuration = ServiceGroupConfiguration(
             services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) } + [deadline],
-            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            gracefulShutdownSignals: [.sigterm, .sigint, .sighup], logger: logger)
         configuration.maximumGracefulShutdownDuration = timeout
         return ServiceGroup(configuration: configuration)
     }

@@ -57,6 +57,14 @@ struct PassthroughPolicyTests {
         }
         #expect(throws: GatehouseError.self) { try APIPolicy(json: Data(#"{"github.com": {"allow": ["GET /x"], "maxRequestBytes": 0}}"#.utf8)) }
         #expect(throws: GatehouseError.self) { try APIPolicy(json: Data("[]".utf8)) }
+        // A call's own timeout, in seconds; out of range or not a number is refused.
+        let timed = try APIPolicy(json: Data(#"{"microsoft.com": {"allow": [], "timeoutSeconds": 2.5}}"#.utf8))
+        #expect(timed.providers["microsoft.com"]?.timeout == .milliseconds(2500) && github.timeout == nil)
+        for bad in ["0", "601", "true", "\"5\""] {
+            #expect(throws: GatehouseError.self, "\(bad)") {
+                try APIPolicy(json: Data(#"{"microsoft.com": {"allow": [], "timeoutSeconds": \#(bad)}}"#.utf8))
+            }
+        }
     }
 
     @Test("the configuration refuses a policy for an unconfigured provider or a generic provider without an API base")

@@ -410,10 +410,10 @@ struct ServeProcess {
 
     /// Starts `gatehouse serve` on port 0 and waits (at most 60 s) for the port it reports.
     /// `database` is a PostgreSQL URL, or `nil` for SQLite in `folder`; `extra` adds settings,
-    /// `without` leaves some out.
+    /// `without` leaves some out; `launcher` runs it through another program (`prlimit …`).
     static func start(
         name: String, database: String?, emulatorURL: String, key: Data, folder: String, extra: [String: String] = [:],
-        without: Set<String> = []
+        without: Set<String> = [], launcher: [String] = []
     ) async throws -> ServeProcess {
         let log = "\(folder)/\(name).log"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
@@ -433,16 +433,17 @@ struct ServeProcess {
         if let database { environment["GATEHOUSE_DATABASE_URL"] = database }
         environment.merge(extra) { $1 }
         for name in without { environment[name] = nil }
-        let process = try SpawnedProcess.start(KeysCommandTests.executable.path, ["serve"], environment: environment, output: .file(log))
+        let command = launcher + [KeysCommandTests.executable.path, "serve"]
+        let process = try SpawnedProcess.start(command[0], Array(command.dropFirst()), environment: environment, output: .file(log))
         var port: String?
         var operationsPort: String?
         for _ in 0..<1200 where (port == nil || operationsPort == nil) && process.isRunning {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             port = text.split(separator: "\n").first { $0.contains("Gatehouse listening") }.flatMap { line in
-                line.firstRange(of: #/"http\.port":"(\d+)"/#).map { String(line[$0].dropFirst(13).dropLast()) }
+                line.firstMatch(of: #/"http\.port":"?(\d+)/#).map { String($0.1) }
             }
             operationsPort = text.split(separator: "\n").first { $0.contains("Gatehouse operations listening") }.flatMap { line in
-                line.firstRange(of: #/"ops\.port":"(\d+)"/#).map { String(line[$0].dropFirst(12).dropLast()) }
+                line.firstMatch(of: #/"ops\.port":"?(\d+)/#).map { String($0.1) }
             }
             if port == nil || operationsPort == nil { try await Task.sleep(for: .milliseconds(50)) }
         }

@@ -103,6 +103,11 @@ public struct GatewayConfiguration: Sendable {
     public var microsoft: MicrosoftConfiguration?
     /// The configured OpenID Connect providers (`oidc.<name>` and the Yahoo preset).
     public var oidcProviders: [OIDCProviderConfiguration]
+
+    /// The ids of the configured providers (`github.com`, `microsoft.com`, then the OpenID ones).
+    public var providerIds: [String] {
+        (github == nil ? [] : ["github.com"]) + (microsoft == nil ? [] : ["microsoft.com"]) + oidcProviders.map(\.providerId)
+    }
     /// Whether photo URLs may lead to loopback, private, link-local or unique-local addresses
     /// (`nil`: only in development mode). Checked on the address libcurl connects to.
     public var allowPrivatePhotoAddresses: Bool?
@@ -251,7 +256,7 @@ public enum EndpointPolicy {
         let loopback = ["127.0.0.1", "localhost", "::1"].contains(host.lowercased())
         guard scheme == "http", loopback, developmentMode else {
             throw GatehouseError.invalidArgument(
-                "\(url.debugDescription): plain http is allowed only to loopback in development mode")
+                "\(url.debugDescription): plain http is allowed only to loopback in development mode (GATEHOUSE_DEVELOPMENT=true)")
         }
     }
 }

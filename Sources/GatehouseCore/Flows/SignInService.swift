@@ -252,7 +252,8 @@ public struct SignInService: Sendable {
         logger.info(
             "sign-in completed",
             metadata: [
-                "provider.id": "\(providerId)", "signin.mode": "\(mode)", "user.id": "\(signIn.account.uid)", "user.new": "\(signIn.isNewUser)",
+                "provider.id": "\(providerId)", "signin.mode": "\(mode)", "user.id": "\(signIn.account.uid)",
+                "user.new": .stringConvertible(signIn.isNewUser),
             ])
         let result = SignInResult(
             user: signIn.profile, isNewUser: signIn.isNewUser, providerId: providerId,

@@ -17,12 +17,16 @@ public struct APIPolicy: Sendable, Equatable {
         public var maxRequestBytes: Int
         /// The largest answer passed back.
         public var maxResponseBytes: Int
+        /// The total time of one call (a large upload may need more than the provider's sign-in
+        /// calls); `nil` for the provider's upstream timeout.
+        public var timeout: Duration?
 
         /// A provider policy; limits default to 1 MiB in, 8 MiB out.
         public init(
             baseURL: String? = nil, allow: [APITemplate], signedInUsers: Bool = false, maxRequestBytes: Int = 1 << 20,
-            maxResponseBytes: Int = 8 << 20
+            maxResponseBytes: Int = 8 << 20, timeout: Duration? = nil
         ) {
+            self.timeout = timeout
             self.baseURL = baseURL
             self.allow = allow
             self.signedInUsers = signedInUsers
@@ -49,7 +53,7 @@ public struct APIPolicy: Sendable, Equatable {
 
     /// Parses the JSON form (`GATEHOUSE_API_POLICY`):
     /// `{"github.com": {"allow": ["GET /user/repos", {"route": "GET /user/emails", "scopes": ["user:email"]}],
-    /// "signedInUsers": true, "baseURL": "…", "maxRequestBytes": 1048576, "maxResponseBytes": 8388608}}`.
+    /// "signedInUsers": true, "baseURL": "…", "maxRequestBytes": 1048576, "maxResponseBytes": 8388608, "timeoutSeconds": 30}}`.
     /// Unknown members are refused by name, so a typo never silently opens or closes anything.
     public init(json: Data) throws {
         guard let root = try? JSONSerialization.jsonObject(with: json) as? [String: Any] else {
@@ -60,7 +64,7 @@ public struct APIPolicy: Sendable, Equatable {
             guard let object = value as? [String: Any] else {
                 throw GatehouseError.invalidArgument("The API policy of \(providerId) must be an object.")
             }
-            let known: Set = ["allow", "signedInUsers", "baseURL", "maxRequestBytes", "maxResponseBytes"]
+            let known: Set = ["allow", "signedInUsers", "baseURL", "maxRequestBytes", "maxResponseBytes", "timeoutSeconds"]
             if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
                 throw GatehouseError.invalidArgument(
                     "The API policy of \(providerId) has an unknown member \(unknown.debugDescription) (known: \(known.sorted().joined(separator: ", ")))."
@@ -90,9 +94,16 @@ public struct APIPolicy: Sendable, Equatable {
             guard object["baseURL"] == nil || object["baseURL"] is String else {
                 throw GatehouseError.invalidArgument("baseURL of \(providerId) must be a URL.")
             }
+            var timeout: Duration?
+            if let value = object["timeoutSeconds"] {
+                guard let seconds = (value as? NSNumber)?.doubleValue, !(value is Bool), seconds > 0, seconds <= 600 else {
+                    throw GatehouseError.invalidArgument("timeoutSeconds of \(providerId) must be a number of seconds between 0 and 600.")
+                }
+                timeout = .milliseconds(Int(seconds * 1000))
+            }
             providers[providerId] = Provider(
                 baseURL: object["baseURL"] as? String, allow: allow, signedInUsers: object["signedInUsers"] as? Bool ?? false,
-                maxRequestBytes: try limit("maxRequestBytes", 1 << 20), maxResponseBytes: try limit("maxResponseBytes", 8 << 20))
+                maxRequestBytes: try limit("maxRequestBytes", 1 << 20), maxResponseBytes: try limit("maxResponseBytes", 8 << 20), timeout: timeout)
         }
         self.providers = providers
     }

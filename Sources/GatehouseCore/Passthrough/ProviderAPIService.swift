@@ -133,6 +133,7 @@ public struct ProviderAPIService: Sendable {
             if let upload = request.body { outbound.upload = upload } else { outbound.body = [] }
         }
         outbound.maxResponseBytes = limits.maxResponseBytes
+        if let timeout = limits.timeout { outbound.timeout = timeout }
         let prepared = outbound
         let refused = { (origin: String) in
             GatehouseError.upstreamUnavailable(

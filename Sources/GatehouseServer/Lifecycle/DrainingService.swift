@@ -55,7 +55,9 @@ public struct DrainingService: Service {
             logger.info("shutting down before serving")
             return
         }
-        logger.info("shutting down: readiness answers 503, still serving", metadata: ["shutdown.delay": "\(delay)"])
+        logger.info(
+            "shutting down: readiness answers 503, still serving",
+            metadata: ["shutdown.delay": .stringConvertible(Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)])
         try? await Task.sleep(for: delay)
         logger.info("shutting down: no new connections; finishing the requests in flight")
     }

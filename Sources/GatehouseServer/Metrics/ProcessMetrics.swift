@@ -40,7 +40,9 @@ final class ProcessMetrics: Sendable {
         if let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
             openFileDescriptors.set(to: Double(descriptors.count))
         }
-        if let fields = Self.statFields(), fields.count > 14, let user = Double(fields[13]), let system = Double(fields[14]) {
+        // utime and stime: fields 14 and 15 of proc(5), indexes 11 and 12 here (13 and 14 are
+        // cutime and cstime, the children's, which a server without children never has).
+        if let fields = Self.statFields(), fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) {
             let total = (user + system) / ticks
             let delta = countedCPU.withLock { counted -> Double in
                 let delta = max(0, total - counted)

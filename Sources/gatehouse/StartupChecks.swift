@@ -1,0 +1,78 @@
+import Foundation
+import GatehouseCore
+import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What `serve` and `demo` check and say before they listen: the descriptor limit, what is
+/// starting, and whether the configured encryption keys open the store's data keys.
+enum StartupChecks {
+    /// The highest soft descriptor limit asked for, whatever the hard limit says.
+    static let descriptorCeiling: rlim_t = 1 << 20
+
+    /// Raises the soft limit on open files to the hard one (at most `descriptorCeiling`), as Go
+    /// servers do: one descriptor per connection, and the usual soft default of 1024 caps the
+    /// gateway at about a thousand connections. Logs the limit in force; warns when it is low.
+    @discardableResult
+    static func raiseDescriptorLimit(logger: Logger) -> (soft: UInt64, hard: UInt64)? {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return nil }
+        let wanted = min(limit.rlim_max, descriptorCeiling)
+        if limit.rlim_cur < wanted {
+            var raised = limit
+            raised.rlim_cur = wanted
+            if setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        }
+        let metadata: Logger.Metadata = ["fd.limit": .stringConvertible(limit.rlim_cur), "fd.hard_limit": .stringConvertible(limit.rlim_max)]
+        if limit.rlim_cur < 4096 {
+            logger.warning(
+                "the open-file limit allows few connections (one descriptor each): raise the hard limit (LimitNOFILE, ulimit -Hn)", metadata: metadata
+            )
+        } else {
+            logger.info("open-file limit", metadata: metadata)
+        }
+        return (UInt64(limit.rlim_cur), UInt64(limit.rlim_max))
+    }
+
+    /// One line naming what starts: version, commit, store and providers; a warning when no
+    /// provider is configured (nobody could sign in).
+    static func announce(store: String, providers: [String], logger: Logger) {
+        logger.info(
+            "Gatehouse starting",
+            metadata: [
+                "version": "\(Gatehouse.version)", "commit": "\(Gatehouse.commit)", "store": "\(store)",
+                "providers": .array(providers.map { .string($0) }),
+            ])
+        if providers.isEmpty {
+            logger.warning(
+                "no identity provider is configured: nobody can sign in (set GATEHOUSE_GITHUB_CLIENT_ID, GATEHOUSE_MICROSOFT_CLIENT_ID, GATEHOUSE_YAHOO_CLIENT_ID or GATEHOUSE_OIDC_<NAME>_ISSUER)"
+            )
+        }
+    }
+
+    /// The store's kind, for the start-up line.
+    static func storeKind(_ environment: [String: String], databaseURL: String?) -> String {
+        (databaseURL ?? environment["GATEHOUSE_DATABASE_URL"]).map { $0.isEmpty ? "sqlite" : "postgresql" } ?? "sqlite"
+    }
+
+    /// Opens the store's data keys with the configured encryption keys; a key that opens none
+    /// stops the start with the reason, instead of a server that fails every sign-in.
+    static func requireOpeningKeys(_ vault: TokenVault) async throws {
+        do {
+            try await vault.reload()
+        } catch let error as TokenVault.VaultError {
+            throw Refusal(
+                "the configured keys do not open the stored data keys (\(error)): GATEHOUSE_ENCRYPTION_KEY is not the key this store's data was sealed with"
+            )
+        }
+    }
+
+    /// Why the process will not start.
+    struct Refusal: Error, CustomStringConvertible {
+        /// What an operator reads.
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+}

@@ -1,0 +1,173 @@
+import CurlClient
+import Foundation
+import GatehouseCore
+import GatehouseTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `gatehouse serve` as an operator starts and stops it: what it says at start, a wrong key
+/// refused, the descriptor limit raised, `SIGHUP` drained.
+@Suite("Starting and stopping serve")
+struct StartupTests {
+    /// The JSON lines of a log file.
+    static func lines(_ path: String) -> [[String: Any]] {
+        ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    /// A scratch folder for `body`, removed afterwards.
+    static func withFolder<T>(_ body: (String) async throws -> T) async throws -> T {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-startup-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        return try await body(folder)
+    }
+
+    @Test(
+        "the start-up line names version, commit, store and providers; ports are JSON numbers; SIGHUP drains like SIGTERM and exits 0"
+    )
+    func startLineAndSighup() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        try await withRunningEmulator { emulatorURL in
+            try await Self.withFolder { folder in
+                let instance = try await ServeProcess.start(
+                    name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder)
+                defer { instance.process.stop() }
+                let lines = Self.lines(instance.logPath)
+                let start = try #require(lines.first { $0["message"] as? String == "Gatehouse starting" }, "\(instance.logTail)")
+                #expect(start["version"] as? String == Gatehouse.version && (start["commit"] as? String)?.isEmpty == false)
+                #expect(start["store"] as? String == "sqlite" && start["providers"] as? [String] == ["github.com"], "\(start)")
+                let listening = try #require(lines.first { $0["message"] as? String == "Gatehouse listening" })
+                #expect(listening["http.port"] is Int, "\(listening)")
+
+                kill(instance.process.pid, SIGHUP)
+                let status = await instance.process.exited()
+                #expect(SpawnedProcess.exitCode(status) == 0, "status \(status): \(instance.logTail)")
+                #expect(
+                    Self.lines(instance.logPath).contains { ($0["message"] as? String)?.hasPrefix("shutting down") == true }, "\(instance.logTail)")
+            }
+        }
+    }
+
+    @Test("serve with no provider configured starts and says at once that nobody can sign in")
+    func noProviderIsWarned() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        try await withRunningEmulator { emulatorURL in
+            try await Self.withFolder { folder in
+                let instance = try await ServeProcess.start(
+                    name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
+                    without: ["GATEHOUSE_GITHUB_CLIENT_ID", "GATEHOUSE_GITHUB_CLIENT_SECRET"])
+                defer { instance.process.stop() }
+                let warning = Self.lines(instance.logPath).first {
+                    ($0["message"] as? String)?.hasPrefix("no identity provider is configured") == true
+                }
+                #expect(warning?["level"] as? String == "warning", "\(instance.logTail)")
+            }
+        }
+    }
+
+    @Test("serve refuses to start when the encryption key does not open the stored data keys, saying so at error level")
+    func wrongKeyIsRefused() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        try await withRunningEmulator { emulatorURL in
+            try await Self.withFolder { folder in
+                let first = try await ServeProcess.start(
+                    name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder)
+                let client = CurlHTTPClient()
+                defer { client.shutdown() }
+                // A sign-in seals tokens: the store has a data key now.
+                _ = try await DatabaseFailoverTests.signIn(client: client, gateway: first.url)
+                first.process.stop(signal: SIGTERM)
+                do {
+                    let second = try await ServeProcess.start(
+                        name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder)
+                    second.process.stop()
+                    Issue.record("serve started with a key that opens nothing")
+                } catch {
+                    let lines = Self.lines("\(folder)/a.log")
+                    let refusal = lines.first { $0["message"] as? String == "Gatehouse cannot start" }
+                    #expect(refusal?["level"] as? String == "error", "\(lines.suffix(5))")
+                    #expect((refusal?["reason"] as? String)?.contains("do not open the stored data keys") == true, "\(lines.suffix(5))")
+                }
+            }
+        }
+    }
+
+    @Test(
+        "the soft descriptor limit is raised to the hard one and logged: under prlimit --nofile=96:8192, 150 held connections leave /readyz answering"
+    )
+    func descriptorLimitIsRaised() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "prlimit (util-linux)")
+        try await withRunningEmulator { emulatorURL in
+            try await Self.withFolder { folder in
+                let instance = try await ServeProcess.start(
+                    name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
+                    launcher: ["/usr/bin/prlimit", "--nofile=96:8192", "--"])
+                defer { instance.process.stop() }
+                let limits = try String(contentsOfFile: "/proc/\(instance.process.pid)/limits", encoding: .utf8)
+                let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+                #expect(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).first == "8192", "\(line)")
+                let logged = Self.lines(instance.logPath).first { $0["message"] as? String == "open-file limit" }
+                #expect(logged?["fd.limit"] as? Int == 8192 && logged?["fd.hard_limit"] as? Int == 8192, "\(instance.logTail)")
+
+                // 150 idle connections: more than the 96 the process was started with.
+                let port = UInt16(try #require(instance.url.split(separator: ":").last.flatMap { Int($0) }))
+                var held: [Int32] = []
+                defer { for descriptor in held { close(descriptor) } }
+                for _ in 0..<150 {
+                    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                    var address = sockaddr_in()
+                    address.sin_family = sa_family_t(AF_INET)
+                    address.sin_port = port.bigEndian
+                    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                    let connected = withUnsafePointer(to: &address) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                    }
+                    #expect(connected == 0)
+                    held.append(descriptor)
+                }
+                let client = CurlHTTPClient()
+                defer { client.shutdown() }
+                var request = OutboundRequest(url: instance.operationsURL + "/readyz")
+                request.timeout = .seconds(10)
+                let ready = try await client.execute(request)
+                #expect(ready.status == 200, "\(ready.status) \(ready.bodyText)")
+                let answered = try await client.execute(OutboundRequest(url: instance.url + "/healthz"))
+                #expect(answered.status == 200)
+            }
+        }
+    }
+
+    @Test("the documented serve + gatehouse-emulator settings (Deploy/emulator.env) configure all four providers: check --offline finds each")
+    func emulatorSettingsFile() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Deploy/emulator.env")
+        let text = try String(contentsOf: file, encoding: .utf8)
+        try await withRunningEmulator { emulatorURL in
+            try await Self.withFolder { folder in
+                var settings: [String: String] = [:]
+                for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+                    guard let equals = line.firstIndex(of: "=") else { continue }
+                    // The file's emulator is on port 8081; this test's on the port it bound.
+                    settings[String(line[..<equals])] = line[line.index(after: equals)...].replacingOccurrences(
+                        of: "http://127.0.0.1:8081", with: emulatorURL)
+                }
+                settings["GATEHOUSE_ENCRYPTION_KEY"] = TokenVault.generateKey().base64EncodedString()
+                settings["GATEHOUSE_DATA_DIR"] = folder
+                let checked = try await KeysCommandTests.run(["check", "--offline"], environment: settings, removing: ["GATEHOUSE_DATABASE_URL"])
+                #expect(checked.status == 0, "\(checked.output)")
+                for line in [
+                    "provider github.com: configured", "provider microsoft.com: discovery ok", "provider yahoo.com: discovery ok",
+                    "provider oidc.emulator: discovery ok",
+                ] {
+                    #expect(checked.output.contains(line), "\(line): \(checked.output)")
+                }
+            }
+        }
+    }
+}
