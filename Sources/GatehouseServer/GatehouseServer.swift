@@ -88,7 +88,9 @@ public enum GatehouseServer {
             for: assembly.gatehouse, metrics: assembly.metrics, demoPage: assembly.demoPage, browser: browser, drain: assembly.drain)
         let router = Router(context: GatehouseRequestContext.self)
         router.add(middleware: RequestIDMiddleware(trustedProxies: browser.trustedProxies))
-        router.add(middleware: AccessLogMiddleware(routes: table, metrics: assembly.metrics, logger: logger))
+        router.add(
+            middleware: AccessLogMiddleware(
+                routes: table, metrics: assembly.metrics, logger: logger, browser: browser, logProbes: assembly.gatehouse.configuration.logProbes))
         router.add(middleware: SecurityHeadersMiddleware())
         router.add(middleware: BrowserPolicyMiddleware(browser: browser))
         router.add(middleware: ProblemMiddleware(routes: table, storageHealth: assembly.gatehouse.storageHealth, logger: logger))

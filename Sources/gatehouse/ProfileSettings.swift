@@ -36,6 +36,7 @@ enum ProfileSettings {
         if let value = try list("GATEHOUSE_PHOTO_PROVIDERS") { gateway.photoProviderOrder = value }
         if let value = try flag("GATEHOUSE_ONE_ACCOUNT_PER_EMAIL") { gateway.oneAccountPerEmail = value }
         if let value = try flag("GATEHOUSE_SIGN_IN_METHODS_LOOKUP") { gateway.signInMethodsLookup = value }
+        if let value = try flag("GATEHOUSE_LOG_PROBES") { gateway.logProbes = value }
         if let value = try seconds("GATEHOUSE_RECENT_LOGIN_SECONDS") { gateway.recentLoginWindow = value }
         if let value = try settings.text("GATEHOUSE_TOKEN_AUDIENCE") { gateway.tokenAudience = value }
         if let value = try list("GATEHOUSE_ALLOWED_ORIGINS") {

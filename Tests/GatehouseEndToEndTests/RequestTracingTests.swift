@@ -53,4 +53,34 @@ struct RequestTracingTests {
             #expect(line["request.offered_id"] as? String == "victim-req-123", "\(line)")
         }
     }
+
+    @Test(
+        "the access line says who and from where: the client's address, the user or service key the route found, the user agent, the answer's bytes; probes only with GATEHOUSE_LOG_PROBES"
+    )
+    func accessLineFields() async throws {
+        for logProbes in [false, true] {
+            try await withDeployment(gateway: { $0.logProbes = logProbes }) { deployment in
+                var browser = Browser(deployment)
+                let uid = try account(try await browser.complete(login: "octocat")).uid
+                let me = try await browser.send("\(deployment.gatewayURL)/v1/me", headers: ["User-Agent": "gatehouse-test/1.0"])
+                let meId = try #require(me.headers["x-request-id"])
+                let meLine = try #require(Self.lines(deployment, id: meId).first { $0["message"] as? String == "request" })
+                #expect(meLine["user.id"] as? String == uid && meLine["client.address"] as? String == "127.0.0.1", "\(meLine)")
+                #expect(meLine["http.user_agent"] as? String == "gatehouse-test/1.0" && meLine["http.response_bytes"] as? Int == me.body.count)
+
+                let key = try await ProviderAPITests.key(deployment, ["profile:read"])
+                let byKey = try await ProviderAPITests.call(deployment, "/v1/users/\(uid)", key: key)
+                let byKeyId = try #require(byKey.headers["x-request-id"])
+                let keyLine = try #require(Self.lines(deployment, id: byKeyId).first { $0["message"] as? String == "request" })
+                let keyId = try #require(keyLine["key.id"] as? String, "\(keyLine)")
+                #expect(keyId.hasPrefix("sk_") && keyLine["user.id"] == nil, "\(keyLine)")
+                #expect(!deployment.logs.lines.joined().contains(key), "the secret is never logged")
+
+                let probe = try await deployment.client.execute(OutboundRequest(url: deployment.gatewayURL + "/healthz"))
+                let probeId = try #require(probe.headers["x-request-id"])
+                let probeLines = Self.lines(deployment, id: probeId)
+                #expect(probeLines.contains { $0["message"] as? String == "request" } == logProbes, "\(probeLines)")
+            }
+        }
+    }
 }

@@ -55,6 +55,9 @@ public struct GatewayConfiguration: Sendable {
     public var oneAccountPerEmail = true
     /// Whether `GET /v1/auth/methods?email=` answers (off: email-enumeration protection).
     public var signInMethodsLookup = false
+    /// Whether the access log writes `/healthz` and `/readyz` at info like other requests
+    /// (`GATEHOUSE_LOG_PROBES`); by default at debug.
+    public var logProbes = false
     /// How recent a sign-in must be for unlink, account deletion and service-key creation.
     public var recentLoginWindow: TimeInterval = 300
     /// How long a pending credential can be claimed.

@@ -3,29 +3,48 @@ import Hummingbird
 import Logging
 
 /// The outermost link: one access-log line and the request metrics for every answer, errors
-/// and preflights included (the inner links never throw past `ProblemMiddleware`).
+/// and preflights included (the inner links never throw past `ProblemMiddleware`). The line
+/// answers "who, from where": the client's address (through the trusted proxies), the user or
+/// service key the route found, the user agent, and the answer's size when known. Probes
+/// (`/healthz`, `/readyz`) are logged at debug unless `logProbes`: an orchestrator's
+/// every-few-seconds checks would bury the rest.
 struct AccessLogMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
     /// Route templates for the metrics' `route` label (bounded: never the raw path).
     let routes: RouteTable
     let metrics: ServerMetrics
     let logger: Logger
+    /// Who the client is behind the trusted proxies.
+    let browser: BrowserPolicy
+    /// Whether probes are logged at info like every other request.
+    let logProbes: Bool
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
-        let response = try await next(request, context)
+        let actor = RequestActor()
+        let response = try await RequestActor.$current.withValue(actor) { try await next(request, context) }
         let elapsed = ContinuousClock.now - started
         metrics.request(
             method: request.method.rawValue, route: routes.template(endpoint: context.endpointPath) ?? "unmatched",
             status: Int(response.status.code), duration: elapsed)
-        // The query string is never logged: callbacks carry codes and state in it.
-        logger.info(
-            "request",
-            metadata: [
-                "http.method": "\(request.method.rawValue)", "http.path": "\(request.uri.path)",
-                "http.status": .stringConvertible(Int(response.status.code)),
-                "duration.ms": .stringConvertible(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15),
-            ])
+        let path = request.uri.path
+        let level: Logger.Level = !logProbes && (path == "/healthz" || path == "/readyz") ? .debug : .info
+        // Built only when the line is written (swift-log's autoclosure).
+        logger.log(level: level, "request", metadata: fields(request, context, response, elapsed: elapsed, actor: actor))
         return response
+    }
+
+    /// The line's fields. The query string is never logged: callbacks carry codes and state in it.
+    private func fields(_ request: Request, _ context: Context, _ response: Response, elapsed: Duration, actor: RequestActor) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "http.method": "\(request.method.rawValue)", "http.path": "\(request.uri.path)",
+            "http.status": .stringConvertible(Int(response.status.code)),
+            "duration.ms": .stringConvertible(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15),
+            "client.address": "\(browser.client(request, context))",
+        ]
+        if let agent = request.headers[.userAgent] { metadata["http.user_agent"] = "\(agent.prefix(256))" }
+        if let bytes = response.body.contentLength { metadata["http.response_bytes"] = .stringConvertible(bytes) }
+        if let (field, id) = actor.field { metadata[field] = "\(id)" }
+        return metadata
     }
 }

@@ -75,9 +75,13 @@ extension GatehouseRequestContext {
             guard let token = credentials.bearer(limit: 8 << 10) else {
                 throw GatehouseError.invalidIdToken("Authorization must be \"Bearer <ID token>\".")
             }
-            return try await sessions.caller(idToken: token)
+            let caller = try await sessions.caller(idToken: token)
+            RequestActor.user(caller.uid)
+            return caller
         }
-        return try await sessions.caller(sessionCookie: credentials.sessionCookie)
+        let caller = try await sessions.caller(sessionCookie: credentials.sessionCookie)
+        if let caller { RequestActor.user(caller.uid) }
+        return caller
     }
 
     /// The signed-in user, or `401 unauthenticated`.
@@ -90,6 +94,8 @@ extension GatehouseRequestContext {
     /// unauthenticated` without a valid key, `403 permission-denied` without the scope.
     func requireService(scope: String) async throws -> ServiceKeyRecord {
         guard let serviceKeys = credentials.checks?.serviceKeys else { throw GatehouseError.unauthenticated() }
-        return try await serviceKeys.authorize(secret: credentials.bearer(limit: 512), scope: scope)
+        let key = try await serviceKeys.authorize(secret: credentials.bearer(limit: 512), scope: scope)
+        RequestActor.serviceKey(key.id)
+        return key
     }
 }

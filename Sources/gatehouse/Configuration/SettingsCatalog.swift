@@ -27,6 +27,7 @@ enum SettingsCatalog {
         Setting(
             "GATEHOUSE_LOG_LEVEL", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"]), default: "info",
             "JSON log lines on standard error, never with secrets"),
+        Setting("GATEHOUSE_LOG_PROBES", .flag, default: "false", "access-log lines of `/healthz` and `/readyz` at info (by default at debug)"),
         Setting("GATEHOUSE_CA_BUNDLE", .path, "PEM file of trusted CAs for outbound TLS (default: the system store)"),
         Setting(
             "GATEHOUSE_SHUTDOWN_DELAY", .seconds(0...300), default: "5",
