@@ -51,6 +51,8 @@ actor EmulatorState {
     /// GitHub App refresh tokens (`ghr_…`) and the access token each was issued with.
     private var refreshTokens: [String: (accessToken: String, record: IssuedToken)] = [:]
     private var stats: [String: Int] = [:]
+    /// The `304 Not Modified` answers, by `METHOD path`.
+    private var notModified: [String: Int] = [:]
     private var faults: [Fault] = []
     /// Bumped by `POST /_emulator/faults/release`: paused bodies watch it.
     private var releases = 0
@@ -62,6 +64,14 @@ actor EmulatorState {
     }
 
     func statistics() -> [String: Int] { stats }
+
+    /// Counts a `304 Not Modified` answer of `endpoint` (also counted as a call).
+    func countNotModified(_ endpoint: String) {
+        notModified[endpoint, default: 0] += 1
+    }
+
+    /// The `304`s answered, by `METHOD path`.
+    func notModifiedStatistics() -> [String: Int] { notModified }
 
     func addFault(_ fault: Fault) { faults.append(fault) }
 
@@ -134,6 +144,14 @@ actor EmulatorState {
         record.used += 1
         tokens[token] = record
         return record
+    }
+
+    /// Gives back a use of the token: GitHub does not count a `304 Not Modified` against the
+    /// rate limit.
+    func refundUse(_ token: String) {
+        guard var record = tokens[token], record.used > 0 else { return }
+        record.used -= 1
+        tokens[token] = record
     }
 
     /// Revokes one token, or every token of the same user and client (`grant`).

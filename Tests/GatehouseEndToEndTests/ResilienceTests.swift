@@ -158,11 +158,16 @@ struct ResilienceTests {
             #expect(
                 try await Self.metric(deployment, "gatehouse_upstream_calls_total", ["provider": "github.com", "endpoint": "token", "outcome": "ok"])
                     == 1)
+            // Each read of /user answered 200 (ok) or, with the stored validator, 304 (not-modified).
             let profileCalls = stats["GET /github-api/user"] ?? 0
-            #expect(
+            let answered =
                 try await Self.metric(
                     deployment, "gatehouse_upstream_calls_total", ["provider": "github.com", "endpoint": "profile", "outcome": "ok"])
-                    == Double(profileCalls))
+                ?? 0
+            let notModified =
+                try await Self.metric(
+                    deployment, "gatehouse_upstream_calls_total", ["provider": "github.com", "endpoint": "profile", "outcome": "not-modified"]) ?? 0
+            #expect(answered + notModified == Double(profileCalls) && notModified >= 1, "\(answered) + \(notModified) vs \(profileCalls)")
             #expect(
                 try await Self.metricSum(deployment, "gatehouse_upstream_call_duration_seconds_count", ["provider": "github.com"])
                     == Double(githubCalls))

@@ -128,11 +128,14 @@ public struct ProfileService: Sendable {
         let snapshot = try link.profile()
         let provider = try providers.provider(providerId)
         var profile = try await circuits.run(providerId) {
-            try await withFreshTokens(link, provider) { try await provider.fetchProfile(tokens: $0) }
+            try await withFreshTokens(link, provider) { try await provider.fetchProfile(tokens: $0, previous: snapshot) }
         }
         guard profile.federatedId == link.federatedId else {
             throw GatehouseError.providerReauthRequired(providerId)
         }
+        // The tenant is a fact of the link (the ID token's `tid` at sign-in); Graph's /me does
+        // not repeat it.
+        if profile.tenantId == nil { profile.tenantId = snapshot.tenantId }
         // Some proofs exist only at sign-in (Microsoft's xms_edov is an ID-token claim): an
         // address verified then stays verified while the provider still reports the same one.
         if !profile.emailVerified, let email = profile.email,

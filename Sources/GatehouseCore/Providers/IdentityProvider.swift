@@ -136,6 +136,9 @@ public protocol IdentityProvider: Sendable {
     func refresh(_ tokens: ProviderTokens) async throws -> ProviderTokens
     /// Fetches and normalizes the user's profile with the access token.
     func fetchProfile(tokens: ProviderTokens) async throws -> ProviderProfile
+    /// Fetches the profile again, knowing the `previous` one (its validators make the reads
+    /// conditional where the provider supports them); `previous` itself when nothing changed.
+    func fetchProfile(tokens: ProviderTokens, previous: ProviderProfile) async throws -> ProviderProfile
     /// Opens the user's photo at about `size` pixels (its body streams), or throws `no-photo`.
     func fetchPhoto(profile: ProviderProfile, tokens: ProviderTokens, size: Int?) async throws -> ProviderPhoto
     /// Revokes the user's grant to the gateway where the provider offers it (GitHub), when
@@ -159,4 +162,11 @@ extension IdentityProvider {
 
     /// Always ready (no discovery to depend on).
     public func readinessProblem() async -> String? { nil }
+}
+
+extension IdentityProvider {
+    /// A provider without validators reads the profile anew.
+    public func fetchProfile(tokens: ProviderTokens, previous: ProviderProfile) async throws -> ProviderProfile {
+        try await fetchProfile(tokens: tokens)
+    }
 }

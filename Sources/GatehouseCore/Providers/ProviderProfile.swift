@@ -29,13 +29,20 @@ public struct ProviderProfile: Sendable, Codable, Equatable {
     public var jobTitle: String?
     /// The provider's own answer, unchanged.
     public var rawUserInfo: JSONValue
+    /// The validators (`ETag`) of the answers this profile was made from, by endpoint
+    /// (`/user`, `/user/emails`): sent back as `If-None-Match` on the next live read, so an
+    /// unchanged profile costs a `304` (which GitHub does not count against its rate limit).
+    /// Stored with the snapshot; never shown.
+    public var validators: [String: String]?
 
     /// Creates a profile.
     public init(
         providerId: String, federatedId: String, username: String? = nil, displayName: String? = nil, givenName: String? = nil,
         familyName: String? = nil, email: String? = nil, emailVerified: Bool = false, photoSourceURL: String? = nil,
-        profileURL: String? = nil, tenantId: String? = nil, locale: String? = nil, jobTitle: String? = nil, rawUserInfo: JSONValue = .null
+        profileURL: String? = nil, tenantId: String? = nil, locale: String? = nil, jobTitle: String? = nil, rawUserInfo: JSONValue = .null,
+        validators: [String: String]? = nil
     ) {
+        self.validators = validators
         self.providerId = providerId
         self.federatedId = federatedId
         self.username = username

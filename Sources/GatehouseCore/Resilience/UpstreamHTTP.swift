@@ -91,7 +91,7 @@ public struct UpstreamHTTP: Sendable {
     private func record(_ request: OutboundRequest, endpoint: UpstreamEndpoint, outcome: String, status: Int?, since started: ContinuousClock.Instant)
     {
         metrics.upstreamCall(providerId: providerId, endpoint: endpoint, outcome: outcome, duration: ContinuousClock.now - started)
-        guard outcome != "ok", outcome != "client-error" else { return }
+        guard outcome != "ok", outcome != "client-error", outcome != "not-modified" else { return }
         var metadata: Logger.Metadata = [
             "provider.id": "\(providerId)", "upstream.host": "\(URLComponents(string: request.url)?.host ?? "?")", "upstream.outcome": "\(outcome)",
         ]
@@ -102,6 +102,7 @@ public struct UpstreamHTTP: Sendable {
     /// The metric label of an HTTP status.
     static func outcome(status: Int) -> String {
         switch status {
+        case 304: "not-modified"
         case 200..<400: "ok"
         case 429: "rate-limited"
         case 400..<500: "client-error"

@@ -13,6 +13,9 @@ struct ControlRoutes {
         router.get("/_emulator/users") { _, _ in
             Response.json(SeededUsers.listing())
         }
+        router.get("/_emulator/stats/not-modified") { _, _ in
+            Response.json(await state.notModifiedStatistics())
+        }
         router.get("/_emulator/stats") { _, _ in
             Response.json(await state.statistics())
         }

@@ -52,7 +52,7 @@ struct TrafficMiddleware<Context: RequestContext>: RouterMiddleware {
 }
 
 /// Gathers a response body in memory (the emulator's own answers are small).
-private final class BodyCollector: ResponseBodyWriter {
+final class BodyCollector: ResponseBodyWriter {
     var buffer = ByteBuffer()
 
     func write(_ buffer: ByteBuffer) async throws {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -87,7 +88,33 @@ struct GitHubAPIRoutes {
                     "documentation_url": "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting",
                 ], status: .forbidden, headers: headers)
         }
-        return await body(user, issued, headers)
+        let response = await body(user, issued, headers)
+        return await conditional(request, response, token: token ?? "", record: issued)
+    }
+
+    /// GitHub's validators on a `200` GET: a weak `ETag` of the body, and `304 Not Modified`
+    /// (no body, the same headers, not counted against the rate limit, counted apart:
+    /// `GET /_emulator/stats/not-modified`) when `If-None-Match` names it.
+    private func conditional(_ request: Request, _ response: Response, token: String, record: IssuedToken) async -> Response {
+        guard request.method == .get, response.status == .ok else { return response }
+        var response = response
+        let collector = BodyCollector()
+        guard (try? await response.body.write(collector)) != nil else { return response }
+        let bytes = Array(buffer: collector.buffer)
+        let tag = "W/\"" + SHA256.hash(data: bytes).prefix(16).map { String(format: "%02x", $0) }.joined() + "\""
+        response.headers[.eTag] = tag
+        let offered = request.headers[.ifNoneMatch]?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } ?? []
+        guard offered.contains(tag) || offered.contains("*") else {
+            response.body = ResponseBody(byteBuffer: collector.buffer)
+            return response
+        }
+        await state.refundUse(token)
+        await state.countNotModified("GET \(request.uri.path)")
+        var headers = response.headers
+        headers[.contentType] = nil
+        headers[.contentLength] = nil
+        Self.addRateLimit(&headers, used: max(0, record.used - 1), resetAt: record.resetAt, limit: 5000)
+        return Response(status: .notModified, headers: headers)
     }
 
     /// `DELETE /applications/{client_id}/token|grant` with Basic client auth and a JSON body.

@@ -121,17 +121,35 @@ public struct GitHubProvider: IdentityProvider {
 
     /// `/user`, plus `/user/emails` for the primary verified address (providers.md §4.4–4.5).
     public func fetchProfile(tokens: ProviderTokens) async throws -> ProviderProfile {
-        let userResponse = try await api("/user", tokens: tokens)
+        try await normalize(user: try await api("/user", tokens: tokens), emails: try? await api("/user/emails", tokens: tokens))
+    }
+
+    /// The same reads made conditional with `previous`'s validators: when both answer `304`,
+    /// `previous` as it is (nothing to decode or normalize, and no rate-limit cost at GitHub);
+    /// when one changed, the other is read whole too and the profile made anew.
+    public func fetchProfile(tokens: ProviderTokens, previous: ProviderProfile) async throws -> ProviderProfile {
+        let user = try await api("/user", tokens: tokens, validator: previous.validators?["/user"])
+        let emails = try? await api("/user/emails", tokens: tokens, validator: previous.validators?["/user/emails"])
+        if user.status == 304, emails?.status == 304 { return previous }
+        return try await normalize(
+            user: user.status == 304 ? try await api("/user", tokens: tokens) : user,
+            emails: emails?.status == 304 ? try? await api("/user/emails", tokens: tokens) : emails)
+    }
+
+    /// The profile of `/user`'s and `/user/emails`' answers (the latter optional: a grant
+    /// without the email scope gets a 404), with their validators.
+    private func normalize(user userResponse: OutboundResponse, emails emailsResponse: OutboundResponse?) throws -> ProviderProfile {
         let user = try JSONCoding.decoder().decode(JSONValue.self, from: Data(userResponse.body))
         guard let numericID = user["id"]?.integerValue, let login = user["login"]?.stringValue else {
             throw GatehouseError.invalidIdPResponse("GitHub's /user answer has no id or login.")
         }
         var emails: [JSONValue] = []
-        if let response = try? await api("/user/emails", tokens: tokens),
-            let list = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body)).arrayValue
-        {
+        if let response = emailsResponse, let list = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body)).arrayValue {
             emails = list
         }
+        var validators: [String: String] = [:]
+        validators["/user"] = userResponse.headers["etag"]
+        validators["/user/emails"] = emailsResponse?.headers["etag"]
         let (email, verified) = Self.chooseEmail(publicEmail: user["email"]?.stringValue, emails: emails)
         return ProviderProfile(
             providerId: id, federatedId: String(numericID), username: login,
@@ -139,7 +157,7 @@ public struct GitHubProvider: IdentityProvider {
             email: email, emailVerified: verified,
             photoSourceURL: user["avatar_url"]?.stringValue,
             profileURL: user["html_url"]?.stringValue,
-            rawUserInfo: user)
+            rawUserInfo: user, validators: validators.isEmpty ? nil : validators)
     }
 
     /// The avatar, resized by GitHub's `s=` parameter; only from the configured avatar hosts.
@@ -188,24 +206,26 @@ public struct GitHubProvider: IdentityProvider {
         }
     }
 
-    private func api(_ path: String, tokens: ProviderTokens) async throws -> OutboundResponse {
+    /// A GitHub API read; with `validator`, conditional (`If-None-Match`), and a `304` is an answer.
+    private func api(_ path: String, tokens: ProviderTokens, validator: String? = nil) async throws -> OutboundResponse {
         if let wait = await rateLimits.wait(for: tokens.accessToken, now: clock.now()) {
             throw GatehouseError.upstreamRateLimited(id, retryAfter: wait)
         }
+        var headers: OutboundHeaders = [
+            "Authorization": "Bearer \(tokens.accessToken)", "Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
+        ]
+        if let validator { headers.add("If-None-Match", validator) }
         let response = try await http.execute(
-            OutboundRequest(
-                url: configuration.apiBaseURL + path,
-                headers: [
-                    "Authorization": "Bearer \(tokens.accessToken)",
-                    "Accept": "application/vnd.github+json",
-                    "X-GitHub-Api-Version": "2022-11-28",
-                ], maxResponseBytes: 1 << 20), endpoint: path.hasSuffix("/emails") ? .emails : .profile)
+            OutboundRequest(url: configuration.apiBaseURL + path, headers: headers, maxResponseBytes: 1 << 20),
+            endpoint: path.hasSuffix("/emails") ? .emails : .profile)
         // A primary or secondary limit: GitHub answering, not failing, and the grant is fine.
         if let limit = GitHubRateLimits.limit(status: response.status, headers: response.headers, body: response.body, now: clock.now()) {
             await rateLimits.hold(token: tokens.accessToken, limit, now: clock.now())
             throw GatehouseError.upstreamRateLimited(id, retryAfter: limit.retryAfter)
         }
-        guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
+        guard response.status == 200 || (validator != nil && response.status == 304) else {
+            throw UpstreamErrors.status(response, providerId: id)
+        }
         return response
     }
 
