@@ -260,9 +260,13 @@ enum PostgresMigrations {
 public struct PostgresStorageError: Error, CustomStringConvertible, Sendable {
     /// What went wrong, for people.
     public let description: String
+    /// The database could not be reached at all (a server may wait and try again; a one-shot
+    /// command stops).
+    public let isUnreachable: Bool
 
     /// An error saying `description`.
-    init(_ description: String) {
+    init(_ description: String, unreachable: Bool = false) {
         self.description = description
+        self.isUnreachable = unreachable
     }
 }

@@ -73,8 +73,18 @@ public final class PostgresStorage: GatehouseStorage {
         runner?.cancel()
     }
 
-    /// Applies the versioned, forward-only migrations under an advisory lock.
+    /// Applies the versioned, forward-only migrations under an advisory lock, once the
+    /// database answers within the operation timeout: a pool with no server would queue the
+    /// migration forever, so an unreachable database is an error naming where it was looked
+    /// for (host, port and database; never the password).
     public func migrate() async throws {
+        do {
+            try await ping(within: nil)
+        } catch {
+            let seconds = Double(operationTimeout.components.seconds) + Double(operationTimeout.components.attoseconds) / 1e18
+            throw PostgresStorageError(
+                "cannot reach the PostgreSQL database at \(location) within \(seconds.formatted()) s (GATEHOUSE_DATABASE_TIMEOUT)", unreachable: true)
+        }
         do {
             try await retrying { try await PostgresMigrations.migrate(client, logger: logger) }
         } catch let error as PostgresStorageError {

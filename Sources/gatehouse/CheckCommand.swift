@@ -3,6 +3,7 @@ import CoreMetrics
 import CurlClient
 import Foundation
 import GatehouseCore
+import GatehousePostgres
 import Logging
 
 /// `gatehouse check`: a curl-free health check for operators, Docker's `HEALTHCHECK` and CI.
@@ -158,6 +159,7 @@ struct CheckCommand: AsyncParsableCommand {
     static func describe(_ error: any Error) -> String {
         if let error = error as? ValidationError { return error.message }
         if let error = error as? GatehouseError { return error.detail }
+        if let error = error as? PostgresStorageError { return error.description }
         return String(describing: type(of: error))
     }
 }

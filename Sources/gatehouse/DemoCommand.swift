@@ -61,7 +61,7 @@ struct DemoCommand: AsyncParsableCommand {
         let migrated = Eventual<Void>()
         var services: [any Service] = pool.map { [$0] } ?? []
         services += [
-            HTTPClientService(client: http), AfterStoreReady.migrating(storage, ready: migrated, then: gateway),
+            HTTPClientService(client: http), AfterStoreReady.migrating(storage, ready: migrated, logger: logger, then: gateway),
             AfterStoreReady.waiting(for: migrated, then: PurgeService(purger: purger)),
         ]
         if self.emulatorURL == nil {

@@ -1,6 +1,7 @@
 import CurlClient
 import GatehouseCore
 import GatehousePostgres
+import Logging
 import ServiceLifecycle
 
 /// The PostgreSQL connection pool as a service. Listed first in the group, it stops last:
@@ -49,14 +50,25 @@ struct AfterStoreReady: Service {
     }
 
     /// The service that migrates `storage` (then runs `verify`, which may refuse the start)
-    /// before `service` starts, settling `ready` either way.
+    /// before `service` starts, settling `ready` either way. A database that cannot be reached
+    /// is waited for, with an error-level line naming it every few seconds (a shutdown ends the
+    /// wait); any other failure stops the start.
     static func migrating(
-        _ storage: any GatehouseStorage, ready: Eventual<Void>, verify: @escaping @Sendable () async throws -> Void = {}, then service: any Service
+        _ storage: any GatehouseStorage, ready: Eventual<Void>, logger: Logger, verify: @escaping @Sendable () async throws -> Void = {},
+        then service: any Service
     ) -> AfterStoreReady {
         AfterStoreReady(
             prepare: {
                 do {
-                    try await storage.migrate()
+                    while true {
+                        do {
+                            try await storage.migrate()
+                            break
+                        } catch let error as PostgresStorageError where error.isUnreachable {
+                            logger.error("waiting for the database", metadata: ["reason": "\(error.description)"])
+                            try await Task.sleep(for: .seconds(2))
+                        }
+                    }
                     try await verify()
                     ready.set(())
                 } catch {

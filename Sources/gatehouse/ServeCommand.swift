@@ -70,7 +70,7 @@ struct ServeCommand: AsyncParsableCommand {
         let services: [any Service] = [
             HTTPClientService(client: http),
             AfterStoreReady.migrating(
-                storage, ready: migrated,
+                storage, ready: migrated, logger: logger,
                 verify: {
                     do {
                         try await StartupChecks.requireOpeningKeys(vault)

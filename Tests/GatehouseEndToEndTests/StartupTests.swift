@@ -170,4 +170,66 @@ struct StartupTests {
             }
         }
     }
+
+    /// A loopback port nothing listens on (bound, read, closed).
+    static func closedPort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+            }
+        }
+        try #require(bound)
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    @Test(
+        "an unreachable PostgreSQL: migrate and check --offline fail within the database timeout naming host and port, never the password; serve says so at error level while it waits, and stops on SIGTERM"
+    )
+    func unreachableDatabase() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        let port = try Self.closedPort()
+        let url = "postgres://gatehouse:not-the-password-\(port)@127.0.0.1:\(port)/gatehouse"
+        let settings = [
+            "GATEHOUSE_DATABASE_URL": url, "GATEHOUSE_DATABASE_TIMEOUT": "2", "GATEHOUSE_PUBLIC_URL": ServeProcess.publicURL,
+            "GATEHOUSE_DEVELOPMENT": "true", "GATEHOUSE_ENCRYPTION_KEY": TokenVault.generateKey().base64EncodedString(),
+            "GATEHOUSE_GITHUB_CLIENT_ID": "x", "GATEHOUSE_GITHUB_CLIENT_SECRET": "y", "GATEHOUSE_RETURN_TO_ALLOWLIST": TestDeployment.returnTo,
+        ]
+        for command in [["migrate"], ["check", "--offline"]] {
+            let started = ContinuousClock.now
+            let result = try await KeysCommandTests.run(command, environment: settings)
+            #expect(result.status != 0, "\(command): \(result.output)")
+            #expect(ContinuousClock.now - started < .seconds(20), "\(command) took \(ContinuousClock.now - started)")
+            #expect(result.output.contains("cannot reach the PostgreSQL database at 127.0.0.1:\(port)"), "\(command): \(result.output)")
+            #expect(!result.output.contains("not-the-password"), "\(command)")
+        }
+        try await Self.withFolder { folder in
+            let log = folder + "/serve.log"
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
+            var environment = ProcessInfo.processInfo.environment.merging(settings) { $1 }
+            environment["GATEHOUSE_PORT"] = "0"
+            environment["GATEHOUSE_OPS_ADDRESS"] = "127.0.0.1:0"
+            environment["GATEHOUSE_SHUTDOWN_DELAY"] = "0"
+            let serve = try SpawnedProcess.start(KeysCommandTests.executable.path, ["serve"], environment: environment, output: .file(log))
+            defer { serve.stop() }
+            var waiting: [String: Any]?
+            for _ in 0..<200 where waiting == nil && serve.isRunning {
+                waiting = Self.lines(log).first { $0["message"] as? String == "waiting for the database" }
+                if waiting == nil { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(waiting?["level"] as? String == "error", "\(Self.lines(log).suffix(4))")
+            #expect((waiting?["reason"] as? String)?.contains("127.0.0.1:\(port)") == true)
+            #expect(serve.isRunning, "serve waits for the database")
+            kill(serve.pid, SIGTERM)
+            let status = await serve.exited()
+            #expect(SpawnedProcess.exitCode(status) == 0, "status \(status)")
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            #expect(!text.contains("not-the-password"))
+        }
+    }
 }
