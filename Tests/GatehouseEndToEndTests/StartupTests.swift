@@ -232,4 +232,35 @@ struct StartupTests {
             #expect(!text.contains("not-the-password"))
         }
     }
+
+    @Test(
+        "a configuration error prints one line naming the setting and exits 64 from every command: a malformed setting and a value validation refuses, from serve, demo, check --offline and migrate"
+    )
+    func configurationErrorsAreUniform() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        try await Self.withFolder { folder in
+            let base = [
+                "GATEHOUSE_DATA_DIR": folder, "GATEHOUSE_PUBLIC_URL": ServeProcess.publicURL, "GATEHOUSE_DEVELOPMENT": "true",
+                "GATEHOUSE_GITHUB_CLIENT_ID": "a", "GATEHOUSE_GITHUB_CLIENT_SECRET": "b", "GATEHOUSE_RETURN_TO_ALLOWLIST": TestDeployment.returnTo,
+                "GATEHOUSE_ENCRYPTION_KEY": TokenVault.generateKey().base64EncodedString(), "GATEHOUSE_PORT": "0", "GATEHOUSE_OPS_ADDRESS": "off",
+            ]
+            let cases: [(settings: [String: String], commands: [[String]], names: String)] = [
+                (
+                    ["GATEHOUSE_LOG_LEVEL": "loud"],
+                    [["serve"], ["demo", "--port", "0", "--emulator-port", "0"], ["check", "--offline"], ["migrate"]], "GATEHOUSE_LOG_LEVEL"
+                ),
+                (["GATEHOUSE_RETURN_TO_ALLOWLIST": "ftp://x"], [["serve"], ["check", "--offline"]], "return_to allow-list entry"),
+            ]
+            for (settings, commands, names) in cases {
+                for command in commands {
+                    let result = try await KeysCommandTests.run(
+                        command, environment: base.merging(settings) { $1 }, removing: ["GATEHOUSE_DATABASE_URL"])
+                    let lines = result.output.split(separator: "\n").filter { !$0.hasPrefix("{") }
+                    #expect(result.status == 64, "\(command): \(result.output)")
+                    #expect(
+                        lines.count == 1 && lines.first?.hasPrefix("Error: ") == true && lines.first?.contains(names) == true, "\(command): \(lines)")
+                }
+            }
+        }
+    }
 }
