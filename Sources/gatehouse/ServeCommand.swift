@@ -58,9 +58,9 @@ struct ServeCommand: AsyncParsableCommand {
             operations: settings.operations, logger: logger
         ) { port in
             drain.markServing()
-            logger.info("Gatehouse listening", metadata: ["http.port": .stringConvertible(port)])
+            logger.info("Gatehouse listening", metadata: ["listener.role": "public", "http.port": .stringConvertible(port)])
         } onOperationsRunning: { port in
-            logger.info("Gatehouse operations listening", metadata: ["ops.port": .stringConvertible(port)])
+            logger.info("Gatehouse operations listening", metadata: ["listener.role": "operations", "ops.port": .stringConvertible(port)])
         }
         let purger = ExpiredRecordsPurger(storage: storage, interval: settings.purgeInterval, logger: logger)
         let delay = try ShutdownDeadline.delay(environment, default: 5)

@@ -42,7 +42,9 @@ struct StartupTests {
                 #expect(start["version"] as? String == Gatehouse.version && (start["commit"] as? String)?.isEmpty == false)
                 #expect(start["store"] as? String == "sqlite" && start["providers"] as? [String] == ["github.com"], "\(start)")
                 let listening = try #require(lines.first { $0["message"] as? String == "Gatehouse listening" })
-                #expect(listening["http.port"] is Int, "\(listening)")
+                #expect(listening["http.port"] is Int && listening["listener.role"] as? String == "public", "\(listening)")
+                let operations = try #require(lines.first { $0["message"] as? String == "Gatehouse operations listening" })
+                #expect(operations["ops.port"] is Int && operations["listener.role"] as? String == "operations", "\(operations)")
 
                 kill(instance.process.pid, SIGHUP)
                 let status = await instance.process.exited()
