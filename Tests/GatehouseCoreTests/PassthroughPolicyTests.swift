@@ -106,6 +106,9 @@ struct PassthroughPolicyTests {
                 == #"<https://gw.example/v1/me/providers/microsoft.com/api/v1.0/x?page=2>; rel="next", <https://gw.example/v1/me/providers/microsoft.com/api/v1.0/y?a=1,2>; title="a, b"; rel="prev""#
         )
         #expect(links.rewriteLinkHeader(#"<https://evil.example/steal?x=1>; rel="next""#) == nil)
+        // A second target smuggled among a good link's parameters drops that link.
+        #expect(
+            links.rewriteLinkHeader(#"<https://graph.microsoft.com/v1.0/x?page=3>; rel="last"; x=<http://evil.example/steal>; rel="next""#) == nil)
         let body = Array(#"{"value": [1], "@odata.nextLink" : "https:\/\/graph.microsoft.com\/v1.0\/me\/events?$skip=10", "n": 1.50}"#.utf8)
         let rewritten = String(decoding: links.rewriteODataLinks(body) ?? [], as: UTF8.self)
         #expect(
@@ -117,6 +120,11 @@ struct PassthroughPolicyTests {
         #expect(
             String(decoding: links.rewriteODataLinks(hostile) ?? [], as: UTF8.self)
                 == #"{"s": "\"@odata.nextLink\": \"x\"", "@odata.deltaLink": null}"#)
+        // Member names are compared decoded (`\u004c` is `L`), and OData 4.01's short forms count.
+        let escaped = Array(#"{"@odata.next\u004cink": "https://evil.example/steal", "@nextLink": "https://graph.microsoft.com/v1.0/me?p=2"}"#.utf8)
+        #expect(
+            String(decoding: links.rewriteODataLinks(escaped) ?? [], as: UTF8.self)
+                == #"{"@odata.next\u004cink": null, "@nextLink": "https://gw.example/v1/me/providers/microsoft.com/api/v1.0/me?p=2"}"#)
     }
 
     @Test(

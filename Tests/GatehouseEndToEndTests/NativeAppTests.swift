@@ -260,7 +260,12 @@ struct NativeAppTests {
             let start = try await linkBrowser.send(url)
             #expect(start.status == 302, "\(start.bodyText)")
             let page = try await linkBrowser.follow(try #require(start.headers["location"]))
-            #expect(page.status == 200 && page.bodyText.contains("add this sign-in to your account"), "\(page.bodyText)")
+            // The page names the gateway account the identity would join: someone handed the
+            // start URL sees that it is not theirs.
+            let ownerEmail = try #require((tokens["user"] as? [String: Any])?["email"] as? String)
+            #expect(
+                page.status == 200 && page.bodyText.contains("add this sign-in to the account <strong>\(ownerEmail)</strong>"), "\(page.bodyText)")
+            #expect(page.bodyText.contains("Continue only if <strong>\(ownerEmail)</strong> is your own account"))
             #expect(try await Self.rows(deployment, "provider_links") == 1)
             let done = try await linkBrowser.answerConsent(page, decision: "continue")
             let location = try #require(done.headers["location"])

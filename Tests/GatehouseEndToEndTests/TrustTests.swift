@@ -148,8 +148,10 @@ struct TrustTests {
                 #expect(answer.headers["expires"] == nil)
                 #expect(answer.headers["etag"] == "\"events-1\"")
             }
-            for path in ["/v1/me", "/v1/me/providers/microsoft.com/profile"] {
-                let answer = try await bob.send(deployment.gatewayURL + path)
+            for path in ["/v1/me", "/v1/me/providers/microsoft.com/profile", "//v1/me", "/v1//me/providers/microsoft.com/profile"] {
+                var request = OutboundRequest(url: deployment.gatewayURL + path, headers: bob.jar.header)
+                request.pathAsIs = true
+                let answer = try await deployment.client.execute(request)
                 #expect(answer.status == 200, "\(path): \(answer.bodyText)")
                 #expect(answer.headers["cache-control"] == "private, no-store", "\(path)")
                 #expect(answer.headers.values("vary").contains("Cookie, Authorization"), "\(path)")

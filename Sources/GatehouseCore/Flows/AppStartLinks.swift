@@ -47,6 +47,7 @@ extension SignInService {
         let mode = try SignInMode(parameter: values["mode"])
         _ = try await checkMode(mode, providerId: provider.id, signedInUid: uid)
         _ = try CustomParameters.forwardable(from: parameters)
+        _ = try Self.extraScopes(values["scope"])
         let token = SecureRandom.token()
         let pending = PendingStart(providerId: provider.id, uid: uid, query: parameters.map { [$0.0, $0.1] })
         try await storage.insertResult(

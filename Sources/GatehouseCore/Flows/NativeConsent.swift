@@ -19,6 +19,10 @@ public struct ConsentRequest: Sendable, Equatable {
     public var returnTo: String
     /// The account at the provider: its email, else its name or username.
     public var account: String
+    /// For a link or a re-authentication, the gateway account it is for (its email, else its
+    /// name, else its uid): a start URL handed to someone else would otherwise add *their*
+    /// identity to the sender's account without the page saying whose account that is.
+    public var targetAccount: String?
     /// The provider signed in with.
     public var providerId: String
     /// Sign-in, link or re-authentication.
@@ -64,10 +68,15 @@ extension SignInService {
         try await storage.insertResult(
             idHash: key, payload: Data(sealed.utf8), expiresAt: configuration.clock.now().addingTimeInterval(Self.consentLifetime))
         let profile = completed.profile
+        var target: String?
+        if let uid = transaction.uid, let account = try await storage.account(uid: uid) {
+            let unified = try await accounts.unifiedProfile(for: account)
+            target = unified.email ?? unified.displayName ?? uid
+        }
         return ConsentRequest(
             token: token, appName: appName(for: transaction.returnTo), returnTo: transaction.returnTo,
-            account: profile.email ?? profile.displayName ?? profile.username ?? profile.federatedId, providerId: transaction.providerId,
-            mode: transaction.mode)
+            account: profile.email ?? profile.displayName ?? profile.username ?? profile.federatedId, targetAccount: target,
+            providerId: transaction.providerId, mode: transaction.mode)
     }
 
     /// The display name configured for the allow-list entry that admits `returnTo`.

@@ -51,12 +51,7 @@ public struct SignInService: Sendable {
             parameters["result_challenge"], required: configuration.requireResultBinding || returnKind.isNative)
         let custom = try CustomParameters.forwardable(from: query)
         var scopes = provider.defaultScopes
-        for extra in (parameters["scope"] ?? "").split(separator: " ").map(String.init) where !scopes.contains(extra) {
-            guard extra.count <= 128, extra.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "\"" && $0 != "\\" }) else {
-                throw GatehouseError.invalidArgument("scope contains an invalid scope token.")
-            }
-            scopes.append(extra)
-        }
+        for extra in try Self.extraScopes(parameters["scope"]) where !scopes.contains(extra) { scopes.append(extra) }
 
         let binding = existingBinding.flatMap { $0.count == 43 && Base64URL.decode($0) != nil ? $0 : nil } ?? SecureRandom.token()
         let state = SecureRandom.token()
@@ -135,6 +130,16 @@ public struct SignInService: Sendable {
 
         let redirect = try await deliver(outcome, returnTo: transaction.returnTo, challenge: transaction.resultChallenge)
         return Completion(redirectURL: redirect, sessionValue: sessionValue)
+    }
+
+    /// The `scope` parameter's tokens, each checked (ASCII, no space or quote, at most 128).
+    static func extraScopes(_ parameter: String?) throws -> [String] {
+        try (parameter ?? "").split(separator: " ").map(String.init).map { extra in
+            guard extra.count <= 128, extra.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "\"" && $0 != "\\" }) else {
+                throw GatehouseError.invalidArgument("scope contains an invalid scope token.")
+            }
+            return extra
+        }
     }
 
     /// Stores `outcome` as a one-time result (bound to `challenge`) and answers where the

@@ -69,14 +69,19 @@ public struct PagingLinks: Sendable {
                 index = rest.index(after: index)
             }
             let parameters = rest[rest.index(after: close)..<index]
-            if let moved = rewrite(url) { kept.append("<" + moved + ">" + parameters) }
+            // Parameters carry no URL: a `<…>` among them is what a lenient parser would take
+            // for the link's target, so the whole link goes.
+            if let moved = rewrite(url), !parameters.contains(where: { $0 == "<" || $0 == ">" || $0.asciiValue.map { $0 < 0x20 } == true }) {
+                kept.append("<" + moved + ">" + parameters)
+            }
             rest = index < rest.endIndex ? rest[rest.index(after: index)...] : rest[rest.endIndex...]
         }
         return kept.isEmpty ? nil : kept.joined(separator: ", ")
     }
 
-    /// The JSON member names that carry Graph's (OData's) paging links, quotes included.
-    static let odataMembers = [Array("\"@odata.nextLink\"".utf8), Array("\"@odata.deltaLink\"".utf8)]
+    /// The JSON member names that carry Graph's (OData's) paging links, decoded: OData 4.0's,
+    /// and 4.01's short forms, which a client library may follow too.
+    static let odataMembers: Set<String> = ["@odata.nextLink", "@odata.deltaLink", "@nextLink", "@deltaLink"]
 
     /// A JSON body with the string values of `@odata.nextLink` and `@odata.deltaLink` members
     /// rewritten, or `null` where the link may not reach the caller; everything else stays byte
@@ -134,11 +139,17 @@ public struct PagingLinks: Sendable {
         return nil
     }
 
-    /// Whether `bytes[start..<end]` is one of `odataMembers`.
+    /// Whether the JSON string `bytes[start..<end]` (quotes included) is one of `odataMembers`
+    /// once decoded (`\u004c` is an `L` to every JSON parser, so it is one here too). Strings
+    /// without `@` cannot be one and are not decoded.
     private static func isPagingMember(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Bool {
-        odataMembers.contains { member in
-            member.count == end - start && member.withUnsafeBufferPointer { memcmp($0.baseAddress!, bytes.baseAddress! + start, member.count) == 0 }
+        guard end - start <= 128 else { return false }
+        let literal = UnsafeBufferPointer(rebasing: bytes[start..<end])
+        if !literal.contains(backslash) {
+            guard literal.count > 2, literal[1] == UInt8(ascii: "@") else { return false }
+            return odataMembers.contains(String(decoding: UnsafeBufferPointer(rebasing: literal[1..<literal.count - 1]), as: UTF8.self))
         }
+        return decodeString(literal).map(odataMembers.contains) ?? false
     }
 
     /// The range of the JSON string (quotes included) that is the value after a member name:

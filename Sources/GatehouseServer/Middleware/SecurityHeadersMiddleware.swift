@@ -25,12 +25,11 @@ struct SecurityHeadersMiddleware: RouterMiddleware {
         return response
     }
 
-    /// `/v1/me`, `/v1/me/…`, `/v1/users`, `/v1/users/…`.
+    /// `/v1/me`, `/v1/me/…`, `/v1/users`, `/v1/users/…`, read by segments as the router reads
+    /// them (`//v1/me` and `/v1//me` reach the same route).
     static func isPerUser(_ path: String) -> Bool {
-        for prefix in ["/v1/me", "/v1/users"] where path.hasPrefix(prefix) {
-            let rest = path.utf8.dropFirst(prefix.utf8.count)
-            if rest.isEmpty || rest.first == UInt8(ascii: "/") || rest.first == UInt8(ascii: "?") { return true }
-        }
-        return false
+        var segments = path.split(separator: "/", omittingEmptySubsequences: true).makeIterator()
+        guard segments.next() == "v1", let second = segments.next() else { return false }
+        return second == "me" || second == "users"
     }
 }

@@ -25,11 +25,15 @@ enum ConsentPage {
     static func html(_ consent: ConsentRequest) -> String {
         let app = consent.appName.map { "\(escape($0)) (<code>\(escape(consent.returnTo))</code>)" } ?? "<code>\(escape(consent.returnTo))</code>"
         let action: String
+        let target = consent.targetAccount.map { "<strong>\(escape($0))</strong>" } ?? "an account"
         switch consent.mode {
         case .signIn: action = "sign in as"
-        case .link: action = "add this sign-in to your account:"
-        case .reauthenticate: action = "confirm your sign-in as"
+        case .link: action = "add this sign-in to the account \(target):"
+        case .reauthenticate: action = "confirm the sign-in of the account \(target) as"
         }
+        let warning =
+            consent.mode == .link
+            ? "<p>Continue only if \(target) is your own account: whoever holds it will be able to sign in with this identity.</p>\n" : ""
         return """
             <!doctype html>
             <html lang="en">
@@ -39,7 +43,7 @@ enum ConsentPage {
             <main>
             <h1>Continue to the app?</h1>
             <p>The app <strong>\(app)</strong> asks to \(action) <strong>\(escape(consent.account))</strong> (\(escape(consent.providerId))).</p>
-            <p>Continue only if you started this in that app just now. If you did not, choose Cancel: nothing is stored.</p>
+            \(warning)<p>Continue only if you started this in that app just now. If you did not, choose Cancel: nothing is stored.</p>
             <form method="post" action="/v1/auth/consent">
             <input type="hidden" name="consent" value="\(escape(consent.token))">
             <button type="submit" name="decision" value="continue">Continue</button>
