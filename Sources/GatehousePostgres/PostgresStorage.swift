@@ -73,11 +73,11 @@ public final class PostgresStorage: GatehouseStorage {
         runner?.cancel()
     }
 
-    /// Applies the versioned, forward-only migrations under an advisory lock, once the
-    /// database answers within the operation timeout: a pool with no server would queue the
-    /// migration forever, so an unreachable database is an error naming where it was looked
-    /// for (host, port and database; never the password).
-    public func migrate() async throws {
+    /// Throws, naming where the database was looked for (host, port and database; never the
+    /// password), unless it answers within the operation timeout. A pool with no server queues
+    /// every request, `migrate` included, until one appears: a caller that must not wait
+    /// without a word asks this first.
+    public func awaitReachable() async throws {
         do {
             try await ping(within: nil)
         } catch {
@@ -85,6 +85,11 @@ public final class PostgresStorage: GatehouseStorage {
             throw PostgresStorageError(
                 "cannot reach the PostgreSQL database at \(location) within \(seconds.formatted()) s (GATEHOUSE_DATABASE_TIMEOUT)", unreachable: true)
         }
+    }
+
+    /// Applies the versioned, forward-only migrations under an advisory lock (waiting for the
+    /// database as long as it takes: see `awaitReachable`).
+    public func migrate() async throws {
         do {
             try await retrying { try await PostgresMigrations.migrate(client, logger: logger) }
         } catch let error as PostgresStorageError {

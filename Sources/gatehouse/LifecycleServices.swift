@@ -60,15 +60,16 @@ struct AfterStoreReady: Service {
         AfterStoreReady(
             prepare: {
                 do {
-                    while true {
+                    while let postgres = storage as? PostgresStorage {
                         do {
-                            try await storage.migrate()
+                            try await postgres.awaitReachable()
                             break
                         } catch let error as PostgresStorageError where error.isUnreachable {
                             logger.error("waiting for the database", metadata: ["reason": "\(error.description)"])
                             try await Task.sleep(for: .seconds(2))
                         }
                     }
+                    try await storage.migrate()
                     try await verify()
                     ready.set(())
                 } catch {

@@ -48,6 +48,8 @@ struct StoreOptions: ParsableArguments {
             if let pool { group.addTask { try await pool.run() } }
             // Cancelling ends the pool's run; the group then waits for it.
             defer { group.cancelAll() }
+            // A one-shot command says at once that the database cannot be reached.
+            if let postgres = storage as? PostgresStorage { try await postgres.awaitReachable() }
             try await storage.migrate()
             return try await body(storage)
         }
