@@ -34,9 +34,10 @@ public struct GatehouseMetrics: Sendable {
     /// Records nothing (unit tests, tools).
     public static let disabled = GatehouseMetrics(factory: NOOPMetricsHandler.instance)
 
-    /// One call to a provider, by endpoint kind and outcome: `ok` (2xx/3xx), `client-error`
-    /// (4xx other than 429), `rate-limited`, `server-error` (5xx), `timeout`,
-    /// `transport-error`; with its time to the response head as a histogram.
+    /// One call to a provider, by endpoint kind and outcome: `ok` (2xx/3xx), `not-modified`
+    /// (a 304 to a conditional read), `client-error` (4xx other than 429), `rate-limited`,
+    /// `server-error` (5xx), `timeout`, `transport-error`; with its time to the response head
+    /// as a histogram.
     func upstreamCall(providerId: String, endpoint: UpstreamEndpoint, outcome: String, duration: Duration) {
         let dimensions = [("provider", providerId), ("endpoint", endpoint.rawValue), ("outcome", outcome)]
         counter("gatehouse_upstream_calls_total", dimensions).increment()

@@ -1,0 +1,49 @@
+"""The alert rules name only metrics and labels the gateway exports: every `gatehouse_*`
+series an expression uses is a metric the sources register (a Prometheus histogram adds
+`_bucket`, `_sum` and `_count`), with labels among those the sources give it."""
+
+import pathlib
+import re
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RULES = ROOT / "Deploy" / "monitoring" / "gatehouse-alerts.yaml"
+
+
+def exported_metrics():
+    """Metric name → label names, read from the sources' registrations."""
+    metrics = {}
+    pattern = re.compile(r'label: "(gatehouse_[a-z_]+)"(?:,\s*dimensions: \[([^\]]*)\])?')
+    for path in (ROOT / "Sources").rglob("*.swift"):
+        text = path.read_text()
+        for name, dimensions in pattern.findall(text):
+            labels = set(re.findall(r'\("([a-z_]+)",', dimensions or ""))
+            metrics.setdefault(name, set()).update(labels)
+        # Counters made through GatehouseMetrics.counter(name, [(label, value), …]).
+        for name, dimensions in re.findall(r'counter\("(gatehouse_[a-z_]+)", \[([^\]]*)\]', text):
+            metrics.setdefault(name, set()).update(re.findall(r'\("([a-z_]+)",', dimensions))
+        # … or with the labels in a variable defined just before (`let dimensions = [(…)]`).
+        for match in re.finditer(r'counter\("(gatehouse_[a-z_]+)", ([a-zA-Z]+)\)', text):
+            definitions = re.findall(r"let " + match.group(2) + r" = \[([^\]]*)\]", text[: match.start()])
+            if definitions:
+                metrics.setdefault(match.group(1), set()).update(re.findall(r'\("([a-z_]+)",', definitions[-1]))
+        for name in re.findall(r'metricName: "(gatehouse_[a-z_]+)"', text):
+            metrics.setdefault(name + "_info", set())
+    return metrics
+
+
+def test_every_alert_names_exported_metrics_and_labels():
+    exported = exported_metrics()
+    assert "gatehouse_http_requests_total" in exported and "route" in exported["gatehouse_http_requests_total"]
+    rules = [rule for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]]
+    assert len(rules) >= 8
+    for rule in rules:
+        for name, selector in re.findall(r"(gatehouse_[a-z_]+)(\{[^}]*\})?", rule["expr"]):
+            base = re.sub(r"_(bucket|sum|count)$", "", name) if name not in exported else name
+            assert base in exported, f"{rule['alert']}: {name} is not a metric the gateway exports"
+            used = set(re.findall(r"([a-z_]+)\s*=~?", selector or "")) - {"instance", "job", "le"}
+            assert used <= exported[base], f"{rule['alert']}: {name} has no label {used - exported[base]}"
+        for labels in re.findall(r"by \(([^)]*)\)", rule["expr"]):
+            for label in {label.strip() for label in labels.split(",")} - {"instance", "job", "le"}:
+                assert any(label in exported[metric] for metric in exported), f"{rule['alert']}: no metric has the label {label}"
