@@ -1,6 +1,8 @@
-"""The alert rules name only metrics and labels the gateway exports: every `gatehouse_*`
-series an expression uses is a metric the sources register (a Prometheus histogram adds
-`_bucket`, `_sum` and `_count`), with labels among those the sources give it."""
+"""The alert rules and the Grafana dashboard name only metrics and labels the gateway exports:
+every `gatehouse_*` series an expression uses is a metric the sources register (a Prometheus
+histogram adds `_bucket`, `_sum` and `_count`), with labels among those the sources give it."""
+
+import json
 
 import pathlib
 import re
@@ -9,6 +11,7 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RULES = ROOT / "Deploy" / "monitoring" / "gatehouse-alerts.yaml"
+DASHBOARD = ROOT / "Deploy" / "monitoring" / "gatehouse-dashboard.json"
 
 
 def exported_metrics():
@@ -33,17 +36,32 @@ def exported_metrics():
     return metrics
 
 
+def check_expression(where, expression, exported):
+    """Every gatehouse_* metric of `expression` exported, with the labels it selects on."""
+    for name, selector in re.findall(r"(gatehouse_[a-z_]+)(\{[^}]*\})?", expression):
+        base = re.sub(r"_(bucket|sum|count)$", "", name) if name not in exported else name
+        assert base in exported, f"{where}: {name} is not a metric the gateway exports"
+        used = set(re.findall(r"([a-z_]+)\s*=~?", selector or "")) - {"instance", "job", "le"}
+        assert used <= exported[base], f"{where}: {name} has no label {used - exported[base]}"
+    for labels in re.findall(r"by \(([^)]*)\)", expression):
+        for label in {label.strip() for label in labels.split(",")} - {"instance", "job", "le"}:
+            assert any(label in exported[metric] for metric in exported), f"{where}: no metric has the label {label}"
+
+
 def test_every_alert_names_exported_metrics_and_labels():
     exported = exported_metrics()
     assert "gatehouse_http_requests_total" in exported and "route" in exported["gatehouse_http_requests_total"]
     rules = [rule for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]]
     assert len(rules) >= 8
     for rule in rules:
-        for name, selector in re.findall(r"(gatehouse_[a-z_]+)(\{[^}]*\})?", rule["expr"]):
-            base = re.sub(r"_(bucket|sum|count)$", "", name) if name not in exported else name
-            assert base in exported, f"{rule['alert']}: {name} is not a metric the gateway exports"
-            used = set(re.findall(r"([a-z_]+)\s*=~?", selector or "")) - {"instance", "job", "le"}
-            assert used <= exported[base], f"{rule['alert']}: {name} has no label {used - exported[base]}"
-        for labels in re.findall(r"by \(([^)]*)\)", rule["expr"]):
-            for label in {label.strip() for label in labels.split(",")} - {"instance", "job", "le"}:
-                assert any(label in exported[metric] for metric in exported), f"{rule['alert']}: no metric has the label {label}"
+        check_expression(rule["alert"], rule["expr"], exported)
+
+
+def test_every_dashboard_panel_names_exported_metrics_and_labels():
+    exported = exported_metrics()
+    dashboard = json.loads(DASHBOARD.read_text())
+    targets = [(panel["title"], target["expr"]) for panel in dashboard["panels"] for target in panel["targets"]]
+    assert len(targets) >= 12
+    for title, expression in targets:
+        assert "gatehouse_" in expression or "process_" in expression, title
+        check_expression(title, expression, exported)
