@@ -19,6 +19,12 @@ struct StartupTests {
         }
     }
 
+    /// The built `gatehouse`, a provider emulator in this process and a scratch folder, for `body`.
+    static func withEmulatorAndFolder<T>(_ body: (String, String) async throws -> T) async throws -> T {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        return try await withRunningEmulator { emulatorURL in try await withFolder { folder in try await body(emulatorURL, folder) } }
+    }
+
     /// A scratch folder for `body`, removed afterwards.
     static func withFolder<T>(_ body: (String) async throws -> T) async throws -> T {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-startup-\(UUID().uuidString)").path
@@ -31,70 +37,61 @@ struct StartupTests {
         "the start-up line names version, commit, store and providers; ports are JSON numbers; SIGHUP drains like SIGTERM and exits 0"
     )
     func startLineAndSighup() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
-        try await withRunningEmulator { emulatorURL in
-            try await Self.withFolder { folder in
-                let instance = try await ServeProcess.start(
-                    name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder)
-                defer { instance.process.stop() }
-                let lines = Self.lines(instance.logPath)
-                let start = try #require(lines.first { $0["message"] as? String == "Gatehouse starting" }, "\(instance.logTail)")
-                #expect(start["version"] as? String == Gatehouse.version && (start["commit"] as? String)?.isEmpty == false)
-                #expect(start["store"] as? String == "sqlite" && start["providers"] as? [String] == ["github.com"], "\(start)")
-                let listening = try #require(lines.first { $0["message"] as? String == "Gatehouse listening" })
-                #expect(listening["http.port"] is Int && listening["listener.role"] as? String == "public", "\(listening)")
-                let operations = try #require(lines.first { $0["message"] as? String == "Gatehouse operations listening" })
-                #expect(operations["ops.port"] is Int && operations["listener.role"] as? String == "operations", "\(operations)")
+        try await Self.withEmulatorAndFolder { emulatorURL, folder in
+            let instance = try await ServeProcess.start(
+                name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder)
+            defer { instance.process.stop() }
+            let lines = Self.lines(instance.logPath)
+            let start = try #require(lines.first { $0["message"] as? String == "Gatehouse starting" }, "\(instance.logTail)")
+            #expect(start["version"] as? String == Gatehouse.version && (start["commit"] as? String)?.isEmpty == false)
+            #expect(start["store"] as? String == "sqlite" && start["providers"] as? [String] == ["github.com"], "\(start)")
+            let listening = try #require(lines.first { $0["message"] as? String == "Gatehouse listening" })
+            #expect(listening["http.port"] is Int && listening["listener.role"] as? String == "public", "\(listening)")
+            let operations = try #require(lines.first { $0["message"] as? String == "Gatehouse operations listening" })
+            #expect(operations["ops.port"] is Int && operations["listener.role"] as? String == "operations", "\(operations)")
 
-                kill(instance.process.pid, SIGHUP)
-                let status = await instance.process.exited()
-                #expect(SpawnedProcess.exitCode(status) == 0, "status \(status): \(instance.logTail)")
-                #expect(
-                    Self.lines(instance.logPath).contains { ($0["message"] as? String)?.hasPrefix("shutting down") == true }, "\(instance.logTail)")
-            }
+            kill(instance.process.pid, SIGHUP)
+            let status = await instance.process.exited()
+            #expect(SpawnedProcess.exitCode(status) == 0, "status \(status): \(instance.logTail)")
+            #expect(
+                Self.lines(instance.logPath).contains { ($0["message"] as? String)?.hasPrefix("shutting down") == true }, "\(instance.logTail)")
         }
     }
 
     @Test("serve with no provider configured starts and says at once that nobody can sign in")
     func noProviderIsWarned() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
-        try await withRunningEmulator { emulatorURL in
-            try await Self.withFolder { folder in
-                let instance = try await ServeProcess.start(
-                    name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
-                    without: ["GATEHOUSE_GITHUB_CLIENT_ID", "GATEHOUSE_GITHUB_CLIENT_SECRET"])
-                defer { instance.process.stop() }
-                let warning = Self.lines(instance.logPath).first {
-                    ($0["message"] as? String)?.hasPrefix("no identity provider is configured") == true
-                }
-                #expect(warning?["level"] as? String == "warning", "\(instance.logTail)")
+        try await Self.withEmulatorAndFolder { emulatorURL, folder in
+            let instance = try await ServeProcess.start(
+                name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
+                without: ["GATEHOUSE_GITHUB_CLIENT_ID", "GATEHOUSE_GITHUB_CLIENT_SECRET"])
+            defer { instance.process.stop() }
+            let warning = Self.lines(instance.logPath).first {
+                ($0["message"] as? String)?.hasPrefix("no identity provider is configured") == true
             }
+            #expect(warning?["level"] as? String == "warning", "\(instance.logTail)")
         }
     }
 
     @Test("serve refuses to start when the encryption key does not open the stored data keys, saying so at error level")
     func wrongKeyIsRefused() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
-        try await withRunningEmulator { emulatorURL in
-            try await Self.withFolder { folder in
-                let first = try await ServeProcess.start(
+        try await Self.withEmulatorAndFolder { emulatorURL, folder in
+            let first = try await ServeProcess.start(
+                name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder)
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            // A sign-in seals tokens: the store has a data key now.
+            _ = try await DatabaseFailoverTests.signIn(client: client, gateway: first.url)
+            first.process.stop(signal: SIGTERM)
+            do {
+                let second = try await ServeProcess.start(
                     name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder)
-                let client = CurlHTTPClient()
-                defer { client.shutdown() }
-                // A sign-in seals tokens: the store has a data key now.
-                _ = try await DatabaseFailoverTests.signIn(client: client, gateway: first.url)
-                first.process.stop(signal: SIGTERM)
-                do {
-                    let second = try await ServeProcess.start(
-                        name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder)
-                    second.process.stop()
-                    Issue.record("serve started with a key that opens nothing")
-                } catch {
-                    let lines = Self.lines("\(folder)/a.log")
-                    let refusal = lines.first { $0["message"] as? String == "Gatehouse cannot start" }
-                    #expect(refusal?["level"] as? String == "error", "\(lines.suffix(5))")
-                    #expect((refusal?["reason"] as? String)?.contains("do not open the stored data keys") == true, "\(lines.suffix(5))")
-                }
+                second.process.stop()
+                Issue.record("serve started with a key that opens nothing")
+            } catch {
+                let lines = Self.lines("\(folder)/a.log")
+                let refusal = lines.first { $0["message"] as? String == "Gatehouse cannot start" }
+                #expect(refusal?["level"] as? String == "error", "\(lines.suffix(5))")
+                #expect((refusal?["reason"] as? String)?.contains("do not open the stored data keys") == true, "\(lines.suffix(5))")
             }
         }
     }
