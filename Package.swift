@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "GatehouseCore", targets: ["GatehouseCore"]),
         .library(name: "ProviderEmulator", targets: ["ProviderEmulator"]),
         .library(name: "GatehouseClient", targets: ["GatehouseClient"]),
+        .library(name: "StandardWebhooks", targets: ["StandardWebhooks"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.20.0"),
@@ -49,6 +50,13 @@ let package = Package(
             dependencies: ["CCurl"],
             swiftSettings: swiftSettings
         ),
+        // Signing and verifying webhook messages the Standard Webhooks way: the gateway's hook
+        // calls, and the receivers Swift services write. swift-crypto only.
+        .target(
+            name: "StandardWebhooks",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
         // Writes the build's commit (`Gatehouse.commit`) before each build.
         .plugin(name: "BuildCommitPlugin", capability: .buildTool(), path: "Sources/BuildCommitPlugin"),
         // The core auth module: providers, flows, accounts, token vault, profiles, storage protocol.
@@ -57,6 +65,7 @@ let package = Package(
             name: "GatehouseCore",
             dependencies: [
                 "CurlClient",
+                "StandardWebhooks",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
@@ -107,6 +116,7 @@ let package = Package(
         .target(
             name: "ProviderEmulator",
             dependencies: [
+                "StandardWebhooks",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -235,6 +245,7 @@ let package = Package(
                 "GatehouseTestSupport",
                 "ProviderEmulator",
                 "CurlClient",
+                "StandardWebhooks",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -97,6 +97,11 @@ public enum ProblemCode: Sendable, Hashable {
     case resultNotFound
     /// `sign-in-cancelled`: the user chose Cancel on the gateway's consent page.
     case signInCancelled
+    /// `sign-in-denied`: the app's own hook refused the sign-in; the problem's `message`
+    /// is the hook's, for the app to show.
+    case signInDenied
+    /// `hook-unavailable`: the app's hook could not be asked; retry shortly.
+    case hookUnavailable
     /// `storage-unavailable`
     case storageUnavailable
     /// `unauthenticated`
@@ -156,6 +161,8 @@ public enum ProblemCode: Sendable, Hashable {
         case .requiresRecentLogin: "requires-recent-login"
         case .resultNotFound: "result-not-found"
         case .signInCancelled: "sign-in-cancelled"
+        case .signInDenied: "sign-in-denied"
+        case .hookUnavailable: "hook-unavailable"
         case .storageUnavailable: "storage-unavailable"
         case .unauthenticated: "unauthenticated"
         case .unknownProvider: "unknown-provider"
@@ -202,6 +209,8 @@ public enum ProblemCode: Sendable, Hashable {
         .requiresRecentLogin,
         .resultNotFound,
         .signInCancelled,
+        .signInDenied,
+        .hookUnavailable,
         .storageUnavailable,
         .unauthenticated,
         .unknownProvider,

@@ -79,10 +79,14 @@ public struct Gatehouse: Sendable {
         let registry = ProviderRegistry(providers)
         self.providers = registry
         let audit = AuditLog(logger: logger)
+        var hooks: any SignInHooks = NoSignInHooks()
+        if let settings = configuration.hooks, !settings.urls.isEmpty {
+            hooks = HookClient(configuration: settings, http: http, clock: configuration.clock, metrics: metrics, logger: logger)
+        }
         let accounts = AccountService(
             storage: storage, vault: vault, photoBaseURL: "\(configuration.publicURL)/v1/me/photo",
             oneAccountPerEmail: configuration.oneAccountPerEmail, pendingLifetime: configuration.pendingCredentialLifetime,
-            clock: configuration.clock, audit: audit)
+            clock: configuration.clock, audit: audit, hooks: hooks)
         self.accounts = accounts
         let tokens = GatewayTokenService(
             configuration: configuration, storage: storage, accounts: accounts, vault: vault, logger: logger,

@@ -227,6 +227,15 @@ enum PostgresMigrations {
                 FOR EACH ROW EXECUTE FUNCTION gatehouse_service_key_changed()
                 """,
             ]),
+        // Custom claims per account (hooks, `PUT /v1/users/{uid}/claims`) and a sign-in's own
+        // claims per session (a hook's `sessionClaims`). A change of claims updates the account
+        // row, so the change feed tells every instance.
+        Migration(
+            version: "v9-custom-claims",
+            statements: [
+                "ALTER TABLE accounts ADD COLUMN custom_claims bytea",
+                "ALTER TABLE sessions ADD COLUMN claims bytea",
+            ]),
     ]
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.

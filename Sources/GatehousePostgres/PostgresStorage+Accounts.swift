@@ -14,9 +14,9 @@ extension PostgresStorage {
     /// The account with this uid.
     public func account(uid: String) async throws -> AccountRecord? {
         let rows = try await query(
-            "SELECT uid, created_at, last_sign_in_at, disabled FROM accounts WHERE uid = \(uid)", logger: logger)
-        for try await (uid, created, lastSignIn, disabled) in rows.decode((String, Date, Date, Bool).self) {
-            return AccountRecord(uid: uid, createdAt: created, lastSignInAt: lastSignIn, disabled: disabled)
+            "SELECT uid, created_at, last_sign_in_at, disabled, custom_claims FROM accounts WHERE uid = \(uid)", logger: logger)
+        for try await (uid, created, lastSignIn, disabled, claims) in rows.decode((String, Date, Date, Bool, Data?).self) {
+            return AccountRecord(uid: uid, createdAt: created, lastSignInAt: lastSignIn, disabled: disabled, customClaims: claims)
         }
         return nil
     }
@@ -35,15 +35,15 @@ extension PostgresStorage {
         try await transaction { connection, logger in
             try await connection.query(
                 """
-                INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled)
-                VALUES (\(account.uid), \(account.createdAt), \(account.lastSignInAt), \(account.disabled))
+                INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled, custom_claims)
+                VALUES (\(account.uid), \(account.createdAt), \(account.lastSignInAt), \(account.disabled), \(account.customClaims))
                 """, logger: logger)
             try await connection.query(try Self.insertQuery(link), logger: logger)
         }
     }
     /// Adds a link; a taken identity or provider slot is `StorageError.conflict`.
-    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
-        try await withPendingConsumed(consumingPending, try Self.insertQuery(link))
+    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
+        try await withPendingConsumed(consumingPending, try Self.insertQuery(link), replacingClaims: replacingClaims, uid: link.uid)
     }
     /// Removes a link unless it is the account's last: the account row is locked first, so
     /// two concurrent unlinks of one account run one after the other.
@@ -81,15 +81,25 @@ extension PostgresStorage {
         return uids
     }
     /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
-    public func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws {
+    public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?) async throws {
         try await transaction { connection, logger in
             try await connection.query(try Self.updateQuery(link), logger: logger)
-            try await connection.query("UPDATE accounts SET last_sign_in_at = \(date) WHERE uid = \(link.uid)", logger: logger)
+            if let replacingClaims {
+                try await connection.query(
+                    "UPDATE accounts SET last_sign_in_at = \(date), custom_claims = \(replacingClaims.stored) WHERE uid = \(link.uid)",
+                    logger: logger)
+            } else {
+                try await connection.query("UPDATE accounts SET last_sign_in_at = \(date) WHERE uid = \(link.uid)", logger: logger)
+            }
         }
     }
     /// Replaces a link's profile and tokens (never its owner).
-    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
-        try await withPendingConsumed(consumingPending, try Self.updateQuery(link))
+    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
+        try await withPendingConsumed(consumingPending, try Self.updateQuery(link), replacingClaims: replacingClaims, uid: link.uid)
+    }
+    /// Replaces an account's custom claims.
+    public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool {
+        try await changed("UPDATE accounts SET custom_claims = \(claims.stored) WHERE uid = \(uid) RETURNING uid")
     }
     /// Replaces a link's profile snapshot and verified email only.
     public func updateLinkProfile(

@@ -10,9 +10,9 @@ extension PostgresStorage {
     public func insertSession(_ session: SessionRecord) async throws {
         try await execute(
             """
-            INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider)
+            INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims)
             VALUES (\(session.idHash), \(session.uid), \(session.createdAt), \(session.expiresAt), \(session.familyId),
-              \(session.signInProvider))
+              \(session.signInProvider), \(session.claims))
             """)
     }
     /// The session with this hash, if it has not expired.
@@ -35,8 +35,8 @@ extension PostgresStorage {
         statement.sql += chosen.sql
         statement.binds = chosen.binds
         statement.sql += """
-            ) SELECT s.id_hash, s.uid, s.created_at, s.expires_at, s.family_id, s.sign_in_provider,
-            a.created_at, a.last_sign_in_at, a.disabled,
+            ) SELECT s.id_hash, s.uid, s.created_at, s.expires_at, s.family_id, s.sign_in_provider, s.claims,
+            a.created_at, a.last_sign_in_at, a.disabled, a.custom_claims,
             l.provider_id, l.federated_id, l.profile_json, l.sealed_tokens, l.linked_at, l.updated_at, l.verified_email
             FROM s LEFT JOIN accounts a ON a.uid = s.uid LEFT JOIN provider_links l ON l.uid = s.uid
             ORDER BY l.linked_at, l.provider_id
@@ -44,28 +44,32 @@ extension PostgresStorage {
         var records: SignedInRecords?
         for try await row in try await query(statement, logger: logger).decode(
             (
-                String, String, Date, Date, String, String, Date?, Date?, Bool?, String?, String?, Data?, String?, Date?, Date?, String?
+                String, String, Date, Date, String, String, Data?, Date?, Date?, Bool?, Data?, String?, String?, Data?, String?, Date?, Date?,
+                String?
             ).self)
         {
-            let (id, uid, created, expires, family, provider, accountCreated, lastSignIn, disabled) = (
-                row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8
+            let (id, uid, created, expires, family, provider, sessionClaims, accountCreated, lastSignIn, disabled, customClaims) = (
+                row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10
             )
             if records == nil {
                 let account = accountCreated.flatMap { created in
-                    lastSignIn.map { AccountRecord(uid: uid, createdAt: created, lastSignInAt: $0, disabled: disabled ?? false) }
+                    lastSignIn.map {
+                        AccountRecord(uid: uid, createdAt: created, lastSignInAt: $0, disabled: disabled ?? false, customClaims: customClaims)
+                    }
                 }
                 records = SignedInRecords(
                     session: SessionRecord(
-                        idHash: id, uid: uid, createdAt: created, expiresAt: expires, familyId: family, signInProvider: provider),
+                        idHash: id, uid: uid, createdAt: created, expiresAt: expires, familyId: family, signInProvider: provider,
+                        claims: sessionClaims),
                     account: account, links: [])
             }
-            if let providerId = row.9, let federated = row.10, let profile = row.11, let tokens = row.12, let linked = row.13,
-                let updated = row.14
+            if let providerId = row.11, let federated = row.12, let profile = row.13, let tokens = row.14, let linked = row.15,
+                let updated = row.16
             {
                 records?.links.append(
                     ProviderLinkRecord(
                         uid: uid, providerId: providerId, federatedId: federated, profileJSON: profile, sealedTokens: tokens,
-                        linkedAt: linked, updatedAt: updated, verifiedEmail: row.15))
+                        linkedAt: linked, updatedAt: updated, verifiedEmail: row.17))
             }
         }
         return records

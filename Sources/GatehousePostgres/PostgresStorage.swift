@@ -116,11 +116,16 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// `statement`, then (in the same transaction) the deletion of the pending credential a
     /// claim consumes; the statement alone when there is none.
-    func withPendingConsumed(_ tokenHash: String?, _ statement: PostgresQuery) async throws {
-        guard let tokenHash else { return try await execute(statement) }
+    func withPendingConsumed(_ tokenHash: String?, _ statement: PostgresQuery, replacingClaims: ClaimsReplacement?, uid: String) async throws {
+        guard tokenHash != nil || replacingClaims != nil else { return try await execute(statement) }
         try await transaction { connection, logger in
             try await connection.query(statement, logger: logger)
-            try await connection.query("DELETE FROM pending_credentials WHERE token_hash = \(tokenHash)", logger: logger)
+            if let tokenHash {
+                try await connection.query("DELETE FROM pending_credentials WHERE token_hash = \(tokenHash)", logger: logger)
+            }
+            if let replacingClaims {
+                try await connection.query("UPDATE accounts SET custom_claims = \(replacingClaims.stored) WHERE uid = \(uid)", logger: logger)
+            }
         }
     }
 
@@ -174,7 +179,7 @@ public final class PostgresStorage: GatehouseStorage {
     /// The columns a link is read from, in `decodeLinks(_:)`'s order.
     static let linkColumns = "uid, provider_id, federated_id, profile_json, sealed_tokens, linked_at, updated_at, verified_email"
     /// The columns a session is read from, in `firstSession(_:)`'s order.
-    static let sessionColumns = "id_hash, uid, created_at, expires_at, family_id, sign_in_provider"
+    static let sessionColumns = "id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims"
     /// The columns a service key is read from, in `serviceKeys(_:)`'s order.
     static let keyColumns = "id, name, secret_hash, scopes, created_at, revoked_at"
 
@@ -224,10 +229,11 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// The first session of a query's rows.
     static func firstSession(_ rows: PostgresRowSequence) async throws -> SessionRecord? {
-        for try await (id, uid, created, expires, family, provider) in rows.decode(
-            (String, String, Date, Date, String, String).self)
+        for try await (id, uid, created, expires, family, provider, claims) in rows.decode(
+            (String, String, Date, Date, String, String, Data?).self)
         {
-            return SessionRecord(idHash: id, uid: uid, createdAt: created, expiresAt: expires, familyId: family, signInProvider: provider)
+            return SessionRecord(
+                idHash: id, uid: uid, createdAt: created, expiresAt: expires, familyId: family, signInProvider: provider, claims: claims)
         }
         return nil
     }

@@ -153,6 +153,15 @@ enum SQLiteMigrations {
                     CREATE INDEX refresh_tokens_retry_until ON refresh_tokens(retry_until) WHERE retry_until IS NOT NULL;
                     """)
         }
+        // Custom claims per account (hooks, `PUT /v1/users/{uid}/claims`) and a sign-in's own
+        // claims per session (a hook's `sessionClaims`).
+        migrator.registerMigration("v8-custom-claims") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE accounts ADD COLUMN custom_claims BLOB;
+                    ALTER TABLE sessions ADD COLUMN claims BLOB;
+                    """)
+        }
         return migrator
     }
 }

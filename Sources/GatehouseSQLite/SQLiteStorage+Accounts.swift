@@ -29,24 +29,34 @@ extension SQLiteStorage {
     public func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws {
         try await conflicting {
             try await write { db in
-                try db.cachedStatement(sql: "INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled) VALUES (?, ?, ?, ?)").execute(
-                    arguments: [account.uid, account.createdAt, account.lastSignInAt, account.disabled])
+                try db.cachedStatement(
+                    sql: "INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled, custom_claims) VALUES (?, ?, ?, ?, ?)"
+                ).execute(arguments: [account.uid, account.createdAt, account.lastSignInAt, account.disabled, account.customClaims])
                 try Self.insert(firstLink, db)
             }
         }
     }
     /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
-    public func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws {
+    public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?) async throws {
         try await write { db in
             try Self.update(link, db)
             try db.cachedStatement(sql: "UPDATE accounts SET last_sign_in_at = ? WHERE uid = ?").execute(arguments: [date, link.uid])
+            try Self.replaceClaims(replacingClaims, uid: link.uid, db)
         }
     }
     /// Replaces a link's profile and tokens (never its owner).
-    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
         try await write { db in
             try Self.update(link, db)
             try Self.deletePending(consumingPending, db)
+            try Self.replaceClaims(replacingClaims, uid: link.uid, db)
+        }
+    }
+    /// Replaces an account's custom claims.
+    public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool {
+        try await write { db in
+            try Self.replaceClaims(claims, uid: uid, db)
+            return db.changesCount > 0
         }
     }
     /// Replaces a link's profile snapshot and verified email only.
@@ -63,11 +73,12 @@ extension SQLiteStorage {
         }
     }
     /// Adds a link; a taken identity or provider slot is `StorageError.conflict`.
-    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
         try await conflicting {
             try await write { db in
                 try Self.insert(link, db)
                 try Self.deletePending(consumingPending, db)
+                try Self.replaceClaims(replacingClaims, uid: link.uid, db)
             }
         }
     }

@@ -8,8 +8,11 @@ extension SQLiteStorage {
     public func insertSession(_ session: SessionRecord) async throws {
         try await write { db in
             try db.cachedStatement(
-                sql: "INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider) VALUES (?, ?, ?, ?, ?, ?)"
-            ).execute(arguments: [session.idHash, session.uid, session.createdAt, session.expiresAt, session.familyId, session.signInProvider])
+                sql: "INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            ).execute(
+                arguments: [
+                    session.idHash, session.uid, session.createdAt, session.expiresAt, session.familyId, session.signInProvider, session.claims,
+                ])
         }
     }
     /// The session with this hash, if it has not expired.

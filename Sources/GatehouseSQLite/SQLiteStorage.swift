@@ -71,7 +71,13 @@ public final class SQLiteStorage: GatehouseStorage {
         _ = try await read { db in try Int.fetchOne(db, sql: "SELECT 1") }
     }
 
-    /// Deletes the pending credential a claim consumes, inside the claim's transaction.
+    /// Replaces an account's custom claims, when given (in the caller's transaction).
+    static func replaceClaims(_ claims: ClaimsReplacement?, uid: String, _ db: Database) throws {
+        guard let claims else { return }
+        try db.cachedStatement(sql: "UPDATE accounts SET custom_claims = ? WHERE uid = ?").execute(arguments: [claims.stored, uid])
+    }
+
+    /// Deletes the pending credential with this hash, when given (in the caller's transaction).
     static func deletePending(_ tokenHash: String?, _ db: Database) throws {
         guard let tokenHash else { return }
         try db.execute(sql: "DELETE FROM pending_credentials WHERE token_hash = ?", arguments: [tokenHash])
@@ -119,12 +125,14 @@ public final class SQLiteStorage: GatehouseStorage {
     static func session(_ row: Row) -> SessionRecord {
         SessionRecord(
             idHash: row["id_hash"], uid: row["uid"], createdAt: row["created_at"], expiresAt: row["expires_at"], familyId: row["family_id"],
-            signInProvider: row["sign_in_provider"])
+            signInProvider: row["sign_in_provider"], claims: row["claims"])
     }
 
     /// An account from its row.
     static func account(_ row: Row) -> AccountRecord {
-        AccountRecord(uid: row["uid"], createdAt: row["created_at"], lastSignInAt: row["last_sign_in_at"], disabled: row["disabled"])
+        AccountRecord(
+            uid: row["uid"], createdAt: row["created_at"], lastSignInAt: row["last_sign_in_at"], disabled: row["disabled"],
+            customClaims: row["custom_claims"])
     }
 
     /// A provider link from its row.

@@ -61,6 +61,10 @@ public struct EmulatorConfiguration: Sendable {
     /// The app `gatehouse demo` uses against the emulated Microsoft (client ids are GUIDs there).
     public static let demoMicrosoftClient = ClientRegistration(id: "11112222-bbbb-3333-cccc-4444dddd5555", secret: "gatehouse-demo-microsoft-secret")
 
+    /// The Standard Webhooks secret the sample app's hooks (`/sample-app/hooks/…`) verify, and
+    /// `gatehouse demo` signs its hook calls with. A demo value, public by design.
+    public static let demoHookSecret = "whsec_Z2F0ZWhvdXNlLWRlbW8taG9vay1zZWNyZXQtMzJieXRl"
+
     /// Creates a configuration; the default registers the demo clients.
     public init(
         githubClients: [ClientRegistration] = [demoGitHubClient, demoGitHubAppClient],

@@ -12,6 +12,7 @@ public struct ProviderEmulator: Sendable {
     let oidcState = OIDCState()
     let microsoftState = MicrosoftState()
     let keys = SigningKeys()
+    let sampleAppCalls = SampleAppCalls()
 
     /// Creates an emulator with fresh state.
     public init(configuration: EmulatorConfiguration = .init()) {
@@ -36,6 +37,16 @@ public struct ProviderEmulator: Sendable {
         github.register(on: router)
         GitHubRepoRoutes(api: github).register(on: router)
         FantasyRoutes(state: oidcState).register(on: router)
+        SampleAppHooks(calls: sampleAppCalls).register(on: router)
+        // The calls the sample app's hooks received: headers and raw body, as sent.
+        let calls = sampleAppCalls
+        router.get("/_emulator/sample-app/calls") { _, _ in
+            Response.json(await calls.all().map { ["event": $0.event, "headers": $0.headers, "body": $0.body] })
+        }
+        router.delete("/_emulator/sample-app/calls") { _, _ in
+            await calls.clear()
+            return Response(status: .noContent)
+        }
         for spec in OIDCIssuerSpec.all {
             OIDCRoutes(
                 spec: spec, clients: configuration.oidcClients[spec.name] ?? [], state: oidcState, keys: keys,
@@ -44,7 +55,7 @@ public struct ProviderEmulator: Sendable {
         }
         router.get("/") { _, _ in
             Response.text(
-                "Gatehouse provider emulator. GitHub: /github (github.com), /github-api (api.github.com). OpenID Providers: /oidc (oidc.emulator), /yahoo (yahoo.com). Microsoft: /microsoft/{tenant} (login.microsoftonline.com), /graph (graph.microsoft.com). Yahoo Fantasy Sports: /yahoo-fantasy (fantasysports.yahooapis.com). Control: /_emulator/users, /_emulator/stats.\n"
+                "Gatehouse provider emulator. GitHub: /github (github.com), /github-api (api.github.com). OpenID Providers: /oidc (oidc.emulator), /yahoo (yahoo.com). Microsoft: /microsoft/{tenant} (login.microsoftonline.com), /graph (graph.microsoft.com). Yahoo Fantasy Sports: /yahoo-fantasy (fantasysports.yahooapis.com). A sample app's sign-in hooks: /sample-app/hooks/before-create, /sample-app/hooks/before-sign-in. Control: /_emulator/users, /_emulator/stats.\n"
             )
         }
         return router

@@ -38,6 +38,11 @@ public enum SeededUsers {
             id: 1_000_004, login: "sam-shared", name: "Sam Shared", publicEmail: nil,
             emails: [("sam.shared@example.com", true, true, "private")],
             traits: ["shared-email", "private-email", "verified-email", "photo"], avatarColor: (130, 80, 223)),
+        // The sample app's before-create hook turns away new accounts at blocked.example.
+        GitHubSeedUser(
+            id: 1_000_005, login: "blocked-bo", name: "Bo Blocked", publicEmail: "bo@blocked.example",
+            emails: [("bo@blocked.example", true, true, "public")],
+            traits: ["blocked-domain", "public-email", "verified-email", "photo"], avatarColor: (191, 135, 0)),
     ]
 
     /// The JSON array of `/_emulator/users`: provider, hint, traits and email per user.

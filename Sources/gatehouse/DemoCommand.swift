@@ -104,6 +104,14 @@ struct DemoCommand: AsyncParsableCommand {
         configuration.api = .sample(yahooBaseURL: "\(emulatorURL)/yahoo-fantasy")
         // The names the consent page shows for the sample apps.
         configuration.appNames = [Self.sampleAppScheme: "Example App", Self.sampleDesktopLoopback: "Example Desktop App"]
+        // The emulator's sample app backend as both blocking hooks (README "Hooks and custom
+        // claims"): it denies new accounts at blocked.example and makes octocat an admin.
+        // GATEHOUSE_HOOK_* settings override it, setting by setting.
+        configuration.hooks = HookConfiguration(
+            urls: [
+                .beforeCreate: "\(emulatorURL)/sample-app/hooks/before-create", .beforeSignIn: "\(emulatorURL)/sample-app/hooks/before-sign-in",
+            ],
+            secrets: [EmulatorConfiguration.demoHookSecret])
         return configuration
     }
 

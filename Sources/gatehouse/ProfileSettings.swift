@@ -54,6 +54,35 @@ enum ProfileSettings {
         try applyRetryWindow(environment, to: &gateway)
         if let value = try flag("GATEHOUSE_PRIVATE_PHOTO_ADDRESSES") { gateway.allowPrivatePhotoAddresses = value }
         if let value = try settings.text("GATEHOUSE_API_POLICY") { gateway.api = try apiPolicy(value) }
+        try applyHooks(settings, to: &gateway)
+    }
+
+    /// `GATEHOUSE_HOOK_*`: set over whatever the command configured before (the demo's sample
+    /// hook), URL by URL.
+    static func applyHooks(_ settings: TypedSettings, to gateway: inout GatewayConfiguration) throws {
+        var hooks = gateway.hooks ?? HookConfiguration(urls: [:], secrets: [])
+        var touched = false
+        for (event, name) in [(HookEvent.beforeCreate, "GATEHOUSE_HOOK_BEFORE_CREATE_URL"), (.beforeSignIn, "GATEHOUSE_HOOK_BEFORE_SIGN_IN_URL")] {
+            if let url = try settings.text(name) {
+                hooks.urls[event] = url
+                touched = true
+            }
+        }
+        if let secrets = try settings.list("GATEHOUSE_HOOK_SECRETS") {
+            hooks.secrets = secrets
+            touched = true
+        }
+        if let timeout = try settings.seconds("GATEHOUSE_HOOK_TIMEOUT") {
+            hooks.timeout = timeout
+            touched = true
+        }
+        if let policy = try settings.text("GATEHOUSE_HOOK_ON_FAILURE") {
+            hooks.onFailure = HookFailurePolicy(rawValue: policy) ?? .deny
+            touched = true
+        }
+        guard touched else { return }
+        if let problem = hooks.problem() { throw ValidationError(problem) }
+        gateway.hooks = hooks
     }
 
     /// `GATEHOUSE_APP_NAMES`: `return_to entry=Display name` pairs (the first `=` splits; a

@@ -330,3 +330,14 @@ def test_linking_an_identity_that_belongs_to_another_account_is_refused(start_de
     assert page.linked() == ["github.com"]
     assert page.text("uid") != olive
     page.shot("credential-already-in-use")
+
+
+def test_the_apps_hook_turns_a_new_account_away_with_its_message(start_demo, page):
+    """The demo's sample hook denies new accounts at blocked.example; the page shows its message."""
+    demo = start_demo()
+    page.open(demo.url)
+    page.sign_in("github.com", "blocked-bo")
+    assert page.wait_text("error", "not accepted by this app") == "Accounts at blocked.example are not accepted by this app."
+    page.signed_out()
+    page.shot("sign-in-denied")
+

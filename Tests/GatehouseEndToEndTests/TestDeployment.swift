@@ -30,6 +30,7 @@ func withDeployment<T>(
     microsoft: @escaping @Sendable (inout MicrosoftConfiguration) -> Void = { _ in },
     extraProviders: @escaping @Sendable (String) -> [OIDCProviderConfiguration] = { _ in [] },
     gateway: @escaping @Sendable (inout GatewayConfiguration) -> Void = { _ in },
+    hooks: (@Sendable (_ emulatorURL: String) -> HookConfiguration)? = nil,
     database: String? = nil,
     instances: Int = 1,
     vaultKeys: (@Sendable (Int) -> [Data])? = nil,
@@ -83,6 +84,7 @@ func withDeployment<T>(
             // parallel sign-ins (RSA checks at -O0) took the product's 10 s default past its
             // end. Tests that test timeouts set their own.
             configuration.defaultUpstreamTimeout = .seconds(25)
+            configuration.hooks = hooks?(emulatorURL)
             gateway(&configuration)
             // Each instance has its own store object (its own pool), as separate processes would.
             let storage: any GatehouseStorage

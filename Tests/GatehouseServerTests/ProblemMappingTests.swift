@@ -17,7 +17,7 @@ struct ProblemMappingTests {
         .permissionDenied: 403, .pathNotAllowed: 403, .insufficientProviderScope: 403, .photoUnavailable: 502, .providerAlreadyLinked: 409,
         .providerMisconfigured: 503,
         .providerNotLinked: 404, .providerReauthRequired: 409, .rateLimited: 429, .requiresRecentLogin: 401, .resultNotFound: 404,
-        .signInCancelled: 403,
+        .signInCancelled: 403, .signInDenied: 403, .hookUnavailable: 503,
         .storageUnavailable: 503, .unauthenticated: 401, .unknownProvider: 404, .upstreamRateLimited: 429, .upstreamUnavailable: 502,
         .userDisabled: 403, .userMismatch: 400, .userNotFound: 404,
     ]

@@ -15,6 +15,8 @@ public struct AccountService: Sendable {
     var clock: any GatehouseClock = SystemClock()
     /// Where account creation, linking, unlinking, re-authentication and deletion are recorded.
     var audit = AuditLog.disabled
+    /// The app's blocking hooks, asked after every read and check and before any write.
+    var hooks: any SignInHooks = NoSignInHooks()
     /// The scopes granted by each stored token set, by its sealed form: opened once, not on
     /// every profile read (a new grant is a new sealed value, so nothing goes stale).
     let grantedScopes = RecentValues<String, [String]>(capacity: 8192)
@@ -27,6 +29,8 @@ public struct AccountService: Sendable {
         public var profile: UnifiedProfile
         /// Whether the account was created now.
         public var isNewUser: Bool
+        /// The claims a hook added to this sign-in's tokens only.
+        public var sessionClaims: CustomClaims? = nil
     }
 
     /// Finds the account linked to this identity or creates one. Two simultaneous first
@@ -34,11 +38,15 @@ public struct AccountService: Sendable {
     /// decides, and the loser retries as a returning user. A new identity whose verified
     /// email belongs to an existing account is parked as a pending credential instead
     /// (`account-exists-with-different-credential`).
-    public func signIn(profile: ProviderProfile, tokens: ProviderTokens) async throws -> SignIn {
+    ///
+    /// A new account is asked of the `before-create` hook, then of `before-sign-in`; a returning
+    /// one of `before-sign-in`: both after every read and check, before anything is written.
+    /// A parked credential asks no hook (nothing of an account changes): its claim does.
+    public func signIn(profile: ProviderProfile, tokens: ProviderTokens, origin: SignInOrigin) async throws -> SignIn {
         let now = clock.now()
         for _ in 0..<3 {
             if let link = try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) {
-                return try await refreshLink(link, profile: profile, tokens: tokens, at: now)
+                return try await refreshLink(link, profile: profile, tokens: tokens, at: now, mode: .signIn, origin: origin)
             }
             let verifiedEmail = EmailAddress.verified(of: profile)
             if oneAccountPerEmail, let verifiedEmail, let owner = try await storage.uids(verifiedEmail: verifiedEmail, limit: 1).first {
@@ -49,13 +57,19 @@ public struct AccountService: Sendable {
                 let pending = try await park(profile: profile, tokens: tokens, for: owner)
                 throw GatehouseError.accountExistsWithDifferentCredential(email: profile.email ?? verifiedEmail, pendingToken: pending)
             }
-            let account = AccountRecord(uid: Self.newUID(), createdAt: now, lastSignInAt: now)
+            var account = AccountRecord(uid: Self.newUID(), createdAt: now, lastSignInAt: now)
+            let allowance = try await askNew(account: account, profile: profile, origin: origin)
+            account.customClaims = allowance.customClaims?.stored
             do {
                 // The answer is built before the commit: after it, nothing is left to fail.
                 let first = try await newLink(uid: account.uid, profile: profile, tokens: tokens, at: now)
-                let answer = try await SignIn(account: account, profile: unifiedProfile(for: account, links: [first]), isNewUser: true)
+                var answer = try await SignIn(account: account, profile: unifiedProfile(for: account, links: [first]), isNewUser: true)
+                answer.sessionClaims = allowance.sessionClaims
                 try await storage.createAccount(account, firstLink: first)
                 audit.record(.accountCreated, by: .user(account.uid), uid: account.uid, provider: profile.providerId)
+                if !(allowance.customClaims?.isEmpty ?? true) {
+                    audit.record(.claimsUpdated, by: .hook, uid: account.uid)
+                }
                 return answer
             } catch StorageError.conflict {
                 continue  // someone else created it a moment ago: sign in to theirs
@@ -68,20 +82,20 @@ public struct AccountService: Sendable {
     /// tokens are refreshed. On another account: `credential-already-in-use` with a pending
     /// token for that account's owner. Another identity of the same provider here:
     /// `provider-already-linked`.
-    public func link(uid: String, profile: ProviderProfile, tokens: ProviderTokens) async throws -> SignIn {
-        try await attach(uid: uid, profile: profile, sealed: try await seal(tokens, for: profile)) { owner in
+    public func link(uid: String, profile: ProviderProfile, tokens: ProviderTokens, origin: SignInOrigin) async throws -> SignIn {
+        try await attach(uid: uid, profile: profile, sealed: try await seal(tokens, for: profile), origin: origin) { owner in
             try await park(profile: profile, tokens: tokens, for: owner)
         }
     }
 
     /// `mode=reauthenticate`: the identity must already be linked to the signed-in account
     /// (else `user-mismatch`); its stored tokens and profile are refreshed.
-    public func reauthenticate(uid: String, profile: ProviderProfile, tokens: ProviderTokens) async throws -> SignIn {
+    public func reauthenticate(uid: String, profile: ProviderProfile, tokens: ProviderTokens, origin: SignInOrigin) async throws -> SignIn {
         guard let link = try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId), link.uid == uid else {
             throw GatehouseError.userMismatch(
                 "The re-authentication signed in a different \(profile.providerId) user than the one linked to this account.")
         }
-        let answer = try await refreshLink(link, profile: profile, tokens: tokens, at: clock.now())
+        let answer = try await refreshLink(link, profile: profile, tokens: tokens, at: clock.now(), mode: .reauthenticate, origin: origin)
         audit.record(.reauthenticated, by: .user(uid), uid: uid, provider: profile.providerId)
         return answer
     }
@@ -93,7 +107,8 @@ public struct AccountService: Sendable {
     /// The credential is read, checked, and consumed by the same transaction that adds the
     /// link: a refused claim leaves it untouched for its owner, and a store error leaves it
     /// claimable.
-    public func claimPending(uid: String, pendingToken: String, signedInAt: Date) async throws -> SignIn {
+    /// The claim is a link: the `before-sign-in` hook is asked (flow `pending-credential`).
+    public func claimPending(uid: String, pendingToken: String, signedInAt: Date, client: SignInClient) async throws -> SignIn {
         let tokenHash = SecureRandom.digest(pendingToken)
         guard !pendingToken.isEmpty, pendingToken.count <= 128,
             let pending = try await storage.pendingCredential(tokenHash: tokenHash, now: clock.now())
@@ -107,7 +122,10 @@ public struct AccountService: Sendable {
                 detail: "Sign in again with a method of this account: a pending credential is claimed only by a sign-in made after it was issued.")
         }
         let profile = try pending.profile()
-        return try await attach(uid: uid, profile: profile, sealed: pending.sealedTokens, consumingPending: tokenHash) { _ in nil }
+        return try await attach(
+            uid: uid, profile: profile, sealed: pending.sealedTokens, origin: SignInOrigin(client: client, flow: .pendingCredential),
+            consumingPending: tokenHash
+        ) { _ in nil }
     }
 
     /// Removes a provider from the account (never the last one); its stored tokens are
@@ -161,36 +179,45 @@ public struct AccountService: Sendable {
     /// The answer is built from what was read before the commit, so a store error means
     /// nothing was written.
     private func attach(
-        uid: String, profile: ProviderProfile, sealed: String, consumingPending: String? = nil,
+        uid: String, profile: ProviderProfile, sealed: String, origin: SignInOrigin, consumingPending: String? = nil,
         onElsewhere: (String) async throws -> String?
     ) async throws -> SignIn {
-        guard let account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
+        guard var account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
         if account.disabled { throw GatehouseError.userDisabled() }
         let now = clock.now()
         for _ in 0..<2 {
             let links = try await storage.links(uid: uid)
             if var existing = try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) {
                 guard existing.uid == uid else { throw GatehouseError.credentialAlreadyInUse(pendingToken: try await onElsewhere(existing.uid)) }
+                let allowance = try await askExisting(account: account, links: links, profile: profile, mode: .link, origin: origin)
+                let replacing = claimsReplacement(allowance, of: &account)
                 existing.profileJSON = try ProfileSnapshot.encode(profile)
                 existing.sealedTokens = sealed
                 existing.verifiedEmail = EmailAddress.verified(of: profile)
                 existing.updatedAt = now
-                let answer = try await SignIn(
+                var answer = try await SignIn(
                     account: account, profile: unifiedProfile(for: account, links: Self.replacing(existing, in: links)), isNewUser: false)
-                try await storage.updateLink(existing, consumingPending: consumingPending)
+                answer.sessionClaims = allowance.sessionClaims
+                try await storage.updateLink(existing, consumingPending: consumingPending, replacingClaims: replacing)
+                if replacing != nil { audit.record(.claimsUpdated, by: .hook, uid: uid) }
                 return answer
             }
             if links.contains(where: { $0.providerId == profile.providerId }) {
                 throw GatehouseError.providerAlreadyLinked(profile.providerId)
             }
+            let allowance = try await askExisting(account: account, links: links, profile: profile, mode: .link, origin: origin)
+            var updated = account
+            let replacing = claimsReplacement(allowance, of: &updated)
             let link = ProviderLinkRecord(
                 uid: uid, providerId: profile.providerId, federatedId: profile.federatedId,
                 profileJSON: try ProfileSnapshot.encode(profile), sealedTokens: sealed, linkedAt: now, updatedAt: now,
                 verifiedEmail: EmailAddress.verified(of: profile))
-            let answer = try await SignIn(account: account, profile: unifiedProfile(for: account, links: links + [link]), isNewUser: false)
+            var answer = try await SignIn(account: updated, profile: unifiedProfile(for: updated, links: links + [link]), isNewUser: false)
+            answer.sessionClaims = allowance.sessionClaims
             do {
-                try await storage.addLink(link, consumingPending: consumingPending)
+                try await storage.addLink(link, consumingPending: consumingPending, replacingClaims: replacing)
                 audit.record(.providerLinked, by: .user(uid), uid: uid, provider: profile.providerId)
+                if replacing != nil { audit.record(.claimsUpdated, by: .hook, uid: uid) }
                 return answer
             } catch StorageError.conflict {
                 continue  // a concurrent link won: look again to say which rule it broke
@@ -200,10 +227,15 @@ public struct AccountService: Sendable {
     }
 
     /// A returning identity: new profile snapshot and tokens, last sign-in moved.
-    private func refreshLink(_ link: ProviderLinkRecord, profile: ProviderProfile, tokens: ProviderTokens, at now: Date) async throws -> SignIn {
+    private func refreshLink(
+        _ link: ProviderLinkRecord, profile: ProviderProfile, tokens: ProviderTokens, at now: Date, mode: SignInMode, origin: SignInOrigin
+    ) async throws -> SignIn {
         var link = link
         guard var account = try await storage.account(uid: link.uid) else { throw GatehouseError.userNotFound() }
         if account.disabled { throw GatehouseError.userDisabled() }
+        let current = try await storage.links(uid: account.uid)
+        let allowance = try await askExisting(account: account, links: current, profile: profile, mode: mode, origin: origin)
+        let replacing = claimsReplacement(allowance, of: &account)
         // An unchanged profile keeps its stored bytes (compared typed with the snapshot, which
         // is decoded once): encoding it on every returning sign-in was wasted work.
         if (try? link.profile()) != profile { link.profileJSON = try ProfileSnapshot.encode(profile) }
@@ -212,10 +244,67 @@ public struct AccountService: Sendable {
         if !tokens.accessToken.isEmpty { link.sealedTokens = try await seal(tokens, for: profile) }
         link.updatedAt = now
         account.lastSignInAt = now
-        let links = Self.replacing(link, in: try await storage.links(uid: account.uid))
-        let answer = try await SignIn(account: account, profile: unifiedProfile(for: account, links: links), isNewUser: false)
-        try await storage.recordSignIn(link: link, at: now)
+        let links = Self.replacing(link, in: current)
+        var answer = try await SignIn(account: account, profile: unifiedProfile(for: account, links: links), isNewUser: false)
+        answer.sessionClaims = allowance.sessionClaims
+        try await storage.recordSignIn(link: link, at: now, replacingClaims: replacing)
+        if replacing != nil { audit.record(.claimsUpdated, by: .hook, uid: account.uid) }
         return answer
+    }
+
+    /// Replaces the account's custom claims by the ones a hook answered: services call
+    /// `PUT /v1/users/{uid}/claims`, the hooks' `customClaims` land here.
+    public func setCustomClaims(uid: String, _ claims: CustomClaims, by actor: AuditActor) async throws {
+        guard try await storage.setCustomClaims(uid: uid, ClaimsReplacement(stored: claims.stored)) else { throw GatehouseError.userNotFound() }
+        audit.record(.claimsUpdated, by: actor, uid: uid)
+    }
+
+    /// The `before-create` hook, then `before-sign-in`, for an account not created yet.
+    private func askNew(account: AccountRecord, profile: ProviderProfile, origin: SignInOrigin) async throws -> HookAllowance {
+        guard hooks.asks(.beforeCreate) || hooks.asks(.beforeSignIn) else { return .nothing }
+        var subject = HookRequest.Account(
+            uid: nil, email: profile.email, emailVerified: profile.email != nil && profile.emailVerified, displayName: profile.displayName,
+            providers: [profile.providerId], customClaims: [:], isNew: true)
+        let data = { (subject: HookRequest.Account) in
+            HookRequest.Payload(
+                account: subject, profile: HookRequest.Profile(profile), idTokenClaims: origin.idTokenClaims,
+                context: Self.context(profile.providerId, .signIn, origin))
+        }
+        let created = try await hooks.ask(.beforeCreate, data(subject))
+        // before-sign-in sees the claims before-create chose, as the account will hold them.
+        if let claims = created.customClaims { subject.customClaims = claims.members }
+        return created.then(try await hooks.ask(.beforeSignIn, data(subject)))
+    }
+
+    /// The `before-sign-in` hook for an existing account as it is now.
+    private func askExisting(
+        account: AccountRecord, links: [ProviderLinkRecord], profile: ProviderProfile, mode: SignInMode, origin: SignInOrigin
+    ) async throws -> HookAllowance {
+        guard hooks.asks(.beforeSignIn) else { return .nothing }
+        let unified = UnifiedProfile.build(account: account, profiles: try links.map { try $0.profile() }, photoBaseURL: photoBaseURL)
+        let subject = HookRequest.Account(
+            uid: account.uid, email: unified.email, emailVerified: unified.emailVerified, displayName: unified.displayName,
+            providers: links.map(\.providerId), customClaims: unified.customClaims, isNew: false)
+        return try await hooks.ask(
+            .beforeSignIn,
+            HookRequest.Payload(
+                account: subject, profile: HookRequest.Profile(profile), idTokenClaims: origin.idTokenClaims,
+                context: Self.context(profile.providerId, mode, origin)))
+    }
+
+    /// The hook request's context.
+    private static func context(_ providerId: String, _ mode: SignInMode, _ origin: SignInOrigin) -> HookRequest.Context {
+        HookRequest.Context(
+            providerId: providerId, mode: mode, flow: origin.flow, clientAddress: origin.client.address, userAgent: origin.client.userAgent,
+            returnToOrigin: origin.returnToOrigin, platform: origin.platform)
+    }
+
+    /// The replacement of `account`'s claims a hook's answer asks for (applied to `account`),
+    /// or `nil` when it asks for none or for the claims the account already holds.
+    private func claimsReplacement(_ allowance: HookAllowance, of account: inout AccountRecord) -> ClaimsReplacement? {
+        guard let claims = allowance.customClaims, claims != CustomClaims(stored: account.customClaims) else { return nil }
+        account.customClaims = claims.stored
+        return ClaimsReplacement(stored: claims.stored)
     }
 
     /// `links` with the one of `link`'s identity replaced by `link`: the links as they will be

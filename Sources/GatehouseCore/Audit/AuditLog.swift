@@ -21,6 +21,8 @@ public enum AuditEvent: String, Sendable, CaseIterable {
     case accountDisabled = "account.disabled"
     /// An administrator enabled an account.
     case accountEnabled = "account.enabled"
+    /// An account's custom claims changed (a hook's answer, `PUT /v1/users/{uid}/claims`).
+    case claimsUpdated = "account.claims-updated"
     /// An administrator ended every session of an account.
     case sessionsRevoked = "account.sessions-revoked"
     /// A service key was created.
@@ -56,6 +58,8 @@ public enum AuditActor: Sendable, Equatable {
     case serviceKey(String)
     /// An operator on the command line (`gatehouse keys …`).
     case commandLine
+    /// The app's blocking hook (its answer's `customClaims`).
+    case hook
 
     /// `user:<uid>`, `service-key:<id>` or `command-line`.
     public var description: String {
@@ -63,6 +67,7 @@ public enum AuditActor: Sendable, Equatable {
         case .user(let uid): "user:\(uid)"
         case .serviceKey(let id): "service-key:\(id)"
         case .commandLine: "command-line"
+        case .hook: "hook"
         }
     }
 }

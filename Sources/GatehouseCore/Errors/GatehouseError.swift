@@ -14,6 +14,8 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         case accountExistsWithDifferentCredential = "account-exists-with-different-credential"
         /// `credential-already-in-use`
         case credentialAlreadyInUse = "credential-already-in-use"
+        /// `hook-unavailable`
+        case hookUnavailable = "hook-unavailable"
         /// `id-token-expired`
         case idTokenExpired = "id-token-expired"
         /// `internal`
@@ -74,6 +76,8 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         case resultNotFound = "result-not-found"
         /// `sign-in-cancelled`
         case signInCancelled = "sign-in-cancelled"
+        /// `sign-in-denied`
+        case signInDenied = "sign-in-denied"
         /// `storage-unavailable`
         case storageUnavailable = "storage-unavailable"
         /// `unauthenticated`
@@ -254,6 +258,19 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
     /// app may have the sign-in.
     public static func signInCancelled() -> Self {
         Self(code: .signInCancelled, detail: "The user cancelled the sign-in on the gateway's consent page; nothing was stored.")
+    }
+
+    /// `sign-in-denied`: the app's hook refused the sign-in; `message` is the hook's, for
+    /// the page to show (plain text, at most 256 characters, no control characters).
+    public static func signInDenied(message: String) -> Self {
+        Self(code: .signInDenied, detail: message, extensions: ["message": message])
+    }
+
+    /// `hook-unavailable`: the app's hook could not be asked (down, slow, a malformed
+    /// answer) and the gateway is configured to deny then; retry shortly. Nothing was stored.
+    public static func hookUnavailable(_ event: String) -> Self {
+        Self(
+            code: .hookUnavailable, detail: "The app's \(event) hook could not be asked; nothing was stored. Retry shortly.", retryAfter: 1)
     }
 
     /// `upstream-rate-limited`.

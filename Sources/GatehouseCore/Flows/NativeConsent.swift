@@ -39,6 +39,8 @@ struct PendingConsent: Codable {
     var resultChallenge: String?
     var profile: ProviderProfile
     var tokens: ProviderTokens
+    /// The provider's ID token claims, for the hooks.
+    var idTokenClaims: [String: JSONValue]?
 }
 
 extension SignInService {
@@ -63,7 +65,8 @@ extension SignInService {
         let key = Self.consentKey(token: token, binding: binding)
         let pending = PendingConsent(
             providerId: transaction.providerId, mode: transaction.mode, uid: transaction.uid, returnTo: transaction.returnTo,
-            resultChallenge: transaction.resultChallenge, profile: completed.profile, tokens: completed.tokens)
+            resultChallenge: transaction.resultChallenge, profile: completed.profile, tokens: completed.tokens,
+            idTokenClaims: completed.idTokenClaims?.all)
         let sealed = try await tokens.vault.seal(try JSONCoding.encoder().encode(pending), context: Self.consentContext(key))
         try await storage.insertResult(
             idHash: key, payload: Data(sealed.utf8), expiresAt: configuration.clock.now().addingTimeInterval(Self.consentLifetime))
@@ -88,7 +91,9 @@ extension SignInService {
     /// session, as the callback would have) and sends the browser to the app with the result;
     /// Cancel stores nothing and sends the app the result `403 sign-in-cancelled`. Answered
     /// once; an unknown, answered, expired or foreign (another browser's) token is `invalid-state`.
-    public func answerConsent(token: String, binding: String?, proceed: Bool, logger: Logger) async throws -> Completion {
+    public func answerConsent(
+        token: String, binding: String?, proceed: Bool, client: SignInClient, logger: Logger
+    ) async throws -> Completion {
         guard let binding, !binding.isEmpty, binding.count <= 512, !token.isEmpty, token.count <= 128 else {
             throw GatehouseError.invalidState("The consent page was not answered from the browser that signed in.")
         }
@@ -106,7 +111,10 @@ extension SignInService {
             do {
                 let established = try await establish(
                     ProviderSignIn(tokens: pending.tokens, profile: pending.profile), providerId: pending.providerId, mode: pending.mode,
-                    uid: pending.uid, logger: logger)
+                    uid: pending.uid,
+                    origin: SignInOrigin(
+                        client: client, flow: .redirect, returnTo: pending.returnTo, native: true, idTokenClaims: pending.idTokenClaims),
+                    logger: logger)
                 outcome = .answer(try established.result.tokenlessAnswer(), familyId: established.session?.familyId)
                 metrics.signIn(providerId: pending.providerId, mode: pending.mode, outcome: "ok")
             } catch let error as GatehouseError {

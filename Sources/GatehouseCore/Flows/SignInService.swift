@@ -75,7 +75,9 @@ public struct SignInService: Sendable {
 
     /// Handles the provider's redirect back. An unknown, replayed, expired or unbound state
     /// throws `invalid-state` before anything is sent to the provider.
-    public func callback(providerId: String, parameters: [String: String], binding: String?, logger: Logger) async throws -> Completion {
+    public func callback(
+        providerId: String, parameters: [String: String], binding: String?, client: SignInClient, logger: Logger
+    ) async throws -> Completion {
         let provider = try providers.provider(providerId)
         guard let state = parameters["state"], !state.isEmpty, state.count <= 512 else {
             throw GatehouseError.invalidState("The callback has no state.")
@@ -116,7 +118,10 @@ public struct SignInService: Sendable {
                 let consent = try await holdForConsent(completed, transaction: transaction, binding: binding)
                 return Completion(redirectURL: "", sessionValue: nil, consent: consent)
             }
-            let established = try await establish(completed, providerId: provider.id, mode: mode, uid: transaction.uid, logger: logger)
+            let origin = SignInOrigin(
+                client: client, flow: .redirect, returnTo: transaction.returnTo, native: false, idTokenClaims: completed.idTokenClaims?.all)
+            let established = try await establish(
+                completed, providerId: provider.id, mode: mode, uid: transaction.uid, origin: origin, logger: logger)
             // A native app holds the gateway's tokens from the result; a cookie would land in
             // the system browser, where nothing uses it.
             if returnToPolicy.kind(of: transaction.returnTo) == .web { sessionValue = established.session?.value }
@@ -158,7 +163,7 @@ public struct SignInService: Sendable {
     /// it was issued to (providers.md §5).
     public func signIn(
         providerId: String, idToken: String?, rawNonce: String?, accessToken: String?, mode: SignInMode = .signIn, signedInUid: String? = nil,
-        logger: Logger
+        client: SignInClient = .unknown, logger: Logger
     ) async throws -> (result: SignInResult, session: String?) {
         let provider = try providers.provider(providerId)
         let uid = try await checkMode(mode, providerId: provider.id, signedInUid: signedInUid)
@@ -178,7 +183,8 @@ public struct SignInService: Sendable {
         do {
             let completed = try await provider.signIn(idToken: idToken, rawNonce: rawNonce)
             if let claims = completed.idTokenClaims { try await accept(claims, idToken: idToken, mode: mode) }
-            let established = try await establish(completed, providerId: provider.id, mode: mode, uid: uid, logger: logger)
+            let origin = SignInOrigin(client: client, flow: .idToken, idTokenClaims: completed.idTokenClaims?.all)
+            let established = try await establish(completed, providerId: provider.id, mode: mode, uid: uid, origin: origin, logger: logger)
             var issued: GatewayTokenService.Issued?
             if let session = established.session { issued = try await tokens.issue(for: session.record) }
             metrics.signIn(providerId: provider.id, mode: mode, outcome: "ok")
@@ -235,14 +241,15 @@ public struct SignInService: Sendable {
     /// `reauthenticate` start a new session (a fresh `auth_time`, a new id: no fixation);
     /// `link` changes the account only.
     func establish(
-        _ completed: ProviderSignIn, providerId: String, mode: SignInMode, uid: String?, logger: Logger
+        _ completed: ProviderSignIn, providerId: String, mode: SignInMode, uid: String?, origin: SignInOrigin, logger: Logger
     ) async throws -> (result: SignInResult, session: NewSession?) {
         let profile = completed.profile
         let signIn: AccountService.SignIn
         switch (mode, uid) {
-        case (.link, let uid?): signIn = try await accounts.link(uid: uid, profile: profile, tokens: completed.tokens)
-        case (.reauthenticate, let uid?): signIn = try await accounts.reauthenticate(uid: uid, profile: profile, tokens: completed.tokens)
-        default: signIn = try await accounts.signIn(profile: profile, tokens: completed.tokens)
+        case (.link, let uid?): signIn = try await accounts.link(uid: uid, profile: profile, tokens: completed.tokens, origin: origin)
+        case (.reauthenticate, let uid?):
+            signIn = try await accounts.reauthenticate(uid: uid, profile: profile, tokens: completed.tokens, origin: origin)
+        default: signIn = try await accounts.signIn(profile: profile, tokens: completed.tokens, origin: origin)
         }
         var session: NewSession?
         if mode != .link {
@@ -250,7 +257,8 @@ public struct SignInService: Sendable {
             let now = configuration.clock.now()
             let record = SessionRecord(
                 idHash: SecureRandom.digest(value), uid: signIn.account.uid, createdAt: now,
-                expiresAt: now.addingTimeInterval(configuration.sessionLifetime), signInProvider: providerId)
+                expiresAt: now.addingTimeInterval(configuration.sessionLifetime), signInProvider: providerId,
+                claims: signIn.sessionClaims?.stored)
             try await storage.insertSession(record)
             session = NewSession(value: value, record: record)
         }

@@ -52,6 +52,17 @@ public struct GatehouseMetrics: Sendable {
         counter("gatehouse_sign_ins_total", [("provider", providerId), ("mode", mode.rawValue), ("outcome", outcome)]).increment()
     }
 
+    /// One call of a blocking hook, by event and outcome: `allow`, `deny`, or why it could
+    /// not be asked (`timeout`, `unreachable`, `bad-status`, `too-large`, `invalid-answer`);
+    /// with its time as a histogram.
+    func hookCall(event: String, outcome: String, duration: Duration) {
+        let dimensions = [("hook", event), ("outcome", outcome)]
+        counter("gatehouse_hook_calls_total", dimensions).increment()
+        timers.handle("gatehouse_hook_call_duration_seconds", dimensions) {
+            Timer(label: "gatehouse_hook_call_duration_seconds", dimensions: dimensions, factory: factory)
+        }.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    }
+
     /// Photo bytes sent to callers, streamed or from the cache.
     func photoBytes(_ count: Int) {
         counter("gatehouse_photo_bytes_total", []).increment(by: Int64(count))

@@ -45,6 +45,8 @@ public struct IDTokenClaims: JWTPayload, Equatable {
     public var emailDomainOwnerVerified: Bool?
     /// `auth_time`: when the user last authenticated at the provider, if it says.
     public var authTime: Double?
+    /// Every claim as sent (the hooks are told them); not encoded.
+    public var all: [String: JSONValue] = [:]
 
     enum CodingKeys: String, CodingKey {
         case issuer = "iss"
@@ -100,6 +102,7 @@ public struct IDTokenClaims: JWTPayload, Equatable {
         } else if let text = try? c.decodeIfPresent(String.self, forKey: .emailDomainOwnerVerified) {
             emailDomainOwnerVerified = text == "true" || text == "1"
         }
+        all = (try? [String: JSONValue](from: decoder)) ?? [:]
     }
 
     /// Encodes the claims (used by tests and the emulator-free unit checks).

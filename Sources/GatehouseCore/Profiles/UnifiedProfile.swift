@@ -105,6 +105,46 @@ public struct UnifiedProfile: Sendable, Codable, Equatable {
     public var lastSignInAt: Date
     /// Disabled accounts cannot sign in.
     public var disabled: Bool
+    /// The account's custom claims (`{}` when none): top-level claims of its ID tokens.
+    public var customClaims: [String: JSONValue] = [:]
+
+    private enum CodingKeys: String, CodingKey {
+        case uid, displayName, givenName, familyName, email, emailVerified, photoURL, locale, providers, createdAt, lastSignInAt, disabled
+        case customClaims
+    }
+
+    /// Creates a profile.
+    public init(
+        uid: String, displayName: String?, givenName: String?, familyName: String?, email: String?, emailVerified: Bool, photoURL: String?,
+        locale: String?, providers: [ProviderEntry], createdAt: Date, lastSignInAt: Date, disabled: Bool, customClaims: [String: JSONValue] = [:]
+    ) {
+        self.uid = uid
+        self.displayName = displayName
+        self.givenName = givenName
+        self.familyName = familyName
+        self.email = email
+        self.emailVerified = emailVerified
+        self.photoURL = photoURL
+        self.locale = locale
+        self.providers = providers
+        self.createdAt = createdAt
+        self.lastSignInAt = lastSignInAt
+        self.disabled = disabled
+        self.customClaims = customClaims
+    }
+
+    /// Decodes a profile; one stored before custom claims existed has none.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            uid: try c.decode(String.self, forKey: .uid), displayName: try c.decodeIfPresent(String.self, forKey: .displayName),
+            givenName: try c.decodeIfPresent(String.self, forKey: .givenName), familyName: try c.decodeIfPresent(String.self, forKey: .familyName),
+            email: try c.decodeIfPresent(String.self, forKey: .email), emailVerified: try c.decode(Bool.self, forKey: .emailVerified),
+            photoURL: try c.decodeIfPresent(String.self, forKey: .photoURL), locale: try c.decodeIfPresent(String.self, forKey: .locale),
+            providers: try c.decode([ProviderEntry].self, forKey: .providers), createdAt: try c.decode(Date.self, forKey: .createdAt),
+            lastSignInAt: try c.decode(Date.self, forKey: .lastSignInAt), disabled: try c.decode(Bool.self, forKey: .disabled),
+            customClaims: try c.decodeIfPresent([String: JSONValue].self, forKey: .customClaims) ?? [:])
+    }
 
     /// Encodes `nil` members as JSON `null`, so every key is always present.
     public func encode(to encoder: any Encoder) throws {
@@ -121,6 +161,7 @@ public struct UnifiedProfile: Sendable, Codable, Equatable {
         try c.encode(createdAt, forKey: .createdAt)
         try c.encode(lastSignInAt, forKey: .lastSignInAt)
         try c.encode(disabled, forKey: .disabled)
+        try c.encode(customClaims, forKey: .customClaims)
     }
 
     /// Builds the unified profile from an account and its providers' profiles (oldest link first).
@@ -149,6 +190,7 @@ public struct UnifiedProfile: Sendable, Codable, Equatable {
             },
             createdAt: account.createdAt,
             lastSignInAt: account.lastSignInAt,
-            disabled: account.disabled)
+            disabled: account.disabled,
+            customClaims: account.customClaims == nil ? [:] : CustomClaims(stored: account.customClaims).members)
     }
 }

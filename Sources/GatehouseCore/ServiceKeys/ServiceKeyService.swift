@@ -6,7 +6,7 @@ import Foundation
 public struct ServiceKeyService: Sendable {
     /// The fixed scopes a key can hold; `api:<provider>` (passthrough calls) and
     /// `tokens:<provider>` (the token vault) name a provider id as well.
-    public static let knownScopes: Set<String> = ["profile:read", "photo:read", "admin"]
+    public static let knownScopes: Set<String> = ["profile:read", "photo:read", "admin", "users:claims"]
     /// The prefixes of the per-provider scopes.
     public static let providerScopePrefixes = ["api:", "tokens:"]
 

@@ -61,9 +61,12 @@ public struct AccountRecord: Sendable, Equatable {
     public var lastSignInAt: Date
     /// Disabled accounts cannot sign in or be read by the user.
     public var disabled: Bool
+    /// The custom claims (a serialized JSON object, checked by `CustomClaims`), `nil` for none.
+    public var customClaims: Data?
 
     /// Creates an account record.
-    public init(uid: String, createdAt: Date, lastSignInAt: Date, disabled: Bool = false) {
+    public init(uid: String, createdAt: Date, lastSignInAt: Date, disabled: Bool = false, customClaims: Data? = nil) {
+        self.customClaims = customClaims
         self.uid = uid
         self.createdAt = createdAt
         self.lastSignInAt = lastSignInAt
@@ -124,12 +127,16 @@ public struct SessionRecord: Sendable, Equatable {
     public var familyId: String
     /// The provider the user signed in with (`sign_in_provider`).
     public var signInProvider: String
+    /// The claims a hook added to this sign-in's tokens only (`sessionClaims`, a serialized
+    /// JSON object), `nil` for none.
+    public var claims: Data?
 
     /// Creates a session record; `familyId` defaults to a random one.
     public init(
         idHash: String, uid: String, createdAt: Date, expiresAt: Date, familyId: String = SecureRandom.token(byteCount: 16),
-        signInProvider: String = ""
+        signInProvider: String = "", claims: Data? = nil
     ) {
+        self.claims = claims
         self.idHash = idHash
         self.uid = uid
         self.createdAt = createdAt

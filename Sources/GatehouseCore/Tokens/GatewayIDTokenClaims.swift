@@ -28,6 +28,9 @@ public struct GatewayIDTokenClaims: JWTPayload, Equatable {
     public var name: String?
     /// The session (refresh-token family) the token belongs to.
     public var sid: String
+    /// The account's custom claims and the session's claims, as top-level claims (their
+    /// names never collide with the ones above: `CustomClaims` refuses those). Not decoded.
+    public var custom: [String: JSONValue] = [:]
 
     enum CodingKeys: String, CodingKey {
         case iss, aud, sub, iat, exp, email, name, sid, identities
@@ -36,8 +39,23 @@ public struct GatewayIDTokenClaims: JWTPayload, Equatable {
         case emailVerified = "email_verified"
     }
 
-    /// Encodes absent `email` and `name` as missing claims.
+    /// A claim name of the custom claims.
+    private struct CustomKey: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    /// Encodes absent `email` and `name` as missing claims, and the custom claims beside the
+    /// gateway's own.
     public func encode(to encoder: any Encoder) throws {
+        if !custom.isEmpty {
+            var extra = encoder.container(keyedBy: CustomKey.self)
+            for (name, value) in custom where CodingKeys(stringValue: name) == nil {
+                try extra.encode(value, forKey: CustomKey(stringValue: name))
+            }
+        }
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(iss, forKey: .iss)
         try c.encode(aud, forKey: .aud)

@@ -157,11 +157,16 @@ public struct GatewayTokenService: Sendable {
         var identities: [String: [String]] = [:]
         for link in links { identities[link.providerId, default: []].append(link.federatedId) }
         let now = configuration.clock.now()
-        let claims = GatewayIDTokenClaims(
+        var claims = GatewayIDTokenClaims(
             iss: configuration.publicURL, aud: configuration.idTokenAudience, sub: account.uid, iat: Int(now.timeIntervalSince1970),
             exp: Int(now.addingTimeInterval(configuration.idTokenLifetime).timeIntervalSince1970),
             authTime: Int(session.createdAt.timeIntervalSince1970), signInProvider: session.signInProvider, identities: identities,
             email: profile.email, emailVerified: profile.emailVerified, name: profile.displayName, sid: session.familyId)
+        // The account's claims as they are now (a refresh picks a change up), the sign-in's own
+        // over them.
+        if account.customClaims != nil || session.claims != nil {
+            claims.custom = CustomClaims(stored: account.customClaims).merging(CustomClaims(stored: session.claims)).members
+        }
         return try await keys.sign(claims)
     }
 

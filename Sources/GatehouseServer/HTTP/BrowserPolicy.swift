@@ -97,4 +97,9 @@ struct BrowserPolicy: Sendable {
     func client(_ request: Request, _ context: GatehouseRequestContext) -> String {
         trustedProxies.client(peer: context.remoteAddress?.ipAddress ?? "unknown", forwardedFor: request.headers[values: .xForwardedFor])
     }
+
+    /// The client completing a sign-in, as the hooks are told it.
+    func signInClient(_ request: Request, _ context: GatehouseRequestContext) -> SignInClient {
+        SignInClient(address: client(request, context), userAgent: request.headers[.userAgent])
+    }
 }

@@ -55,14 +55,16 @@ extension GatehouseError: HTTPResponseError {
             .missingOrInvalidNonce, .userMismatch, .invalidResult, .invalidPendingToken, .invalidRefreshToken:
             .badRequest
         case .unauthenticated, .invalidIDToken, .idTokenExpired, .requiresRecentLogin: .unauthorized
-        case .userDisabled, .permissionDenied, .originNotAllowed, .pathNotAllowed, .insufficientProviderScope, .signInCancelled: .forbidden
+        case .userDisabled, .permissionDenied, .originNotAllowed, .pathNotAllowed, .insufficientProviderScope, .signInCancelled,
+            .signInDenied:
+            .forbidden
         case .unknownProvider, .userNotFound, .noPhoto, .providerNotLinked, .notFound, .resultNotFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
         case .accountExistsWithDifferentCredential, .credentialAlreadyInUse, .providerAlreadyLinked, .providerReauthRequired: .conflict
         case .rateLimited, .upstreamRateLimited: .tooManyRequests
         case .internal: .internalServerError
         case .photoUnavailable, .upstreamUnavailable: .badGateway
-        case .storageUnavailable, .providerMisconfigured, .notReady: .serviceUnavailable
+        case .storageUnavailable, .providerMisconfigured, .notReady, .hookUnavailable: .serviceUnavailable
         }
     }
 
@@ -71,6 +73,7 @@ extension GatehouseError: HTTPResponseError {
         switch code {
         case .accountExistsWithDifferentCredential: "Account exists with a different credential"
         case .credentialAlreadyInUse: "Credential already in use"
+        case .hookUnavailable: "Hook unavailable"
         case .idTokenExpired: "ID token expired"
         case .`internal`: "Internal error"
         case .insufficientProviderScope: "Insufficient provider scope"
@@ -101,6 +104,7 @@ extension GatehouseError: HTTPResponseError {
         case .requiresRecentLogin: "Recent login required"
         case .resultNotFound: "Unknown result"
         case .signInCancelled: "Sign-in cancelled"
+        case .signInDenied: "Sign-in denied"
         case .storageUnavailable: "Storage unavailable"
         case .unauthenticated: "Not signed in"
         case .unknownProvider: "Unknown provider"

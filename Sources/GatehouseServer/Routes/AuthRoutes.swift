@@ -69,7 +69,7 @@ struct AuthRoutes {
             }
             let completion = try await signIn.callback(
                 providerId: try context.parameters.require("providerId"), parameters: parameters,
-                binding: request.cookie(cookies.transactionName), logger: context.logger)
+                binding: request.cookie(cookies.transactionName), client: browser.signInClient(request, context), logger: context.logger)
             if let consent = completion.consent { return ConsentPage.response(consent) }
             var response = Response(status: .seeOther, headers: [.location: completion.redirectURL, .cacheControl: "no-store"])
             if let session = completion.sessionValue {
@@ -115,7 +115,8 @@ struct AuthRoutes {
                 throw GatehouseError.invalidArgument("The form needs consent and decision (continue or cancel).")
             }
             let completion = try await signIn.answerConsent(
-                token: token, binding: request.cookie(cookies.transactionName), proceed: decision == "continue", logger: context.logger)
+                token: token, binding: request.cookie(cookies.transactionName), proceed: decision == "continue",
+                client: browser.signInClient(request, context), logger: context.logger)
             return Response(status: .seeOther, headers: [.location: completion.redirectURL, .cacheControl: "no-store"])
         }
 
@@ -148,7 +149,8 @@ struct AuthRoutes {
             if mode == .link, let signedIn { try sessions.requireRecentLogin(signedIn) }
             let established = try await signIn.signIn(
                 providerId: providerId, idToken: object["idToken"] as? String, rawNonce: object["rawNonce"] as? String,
-                accessToken: object["accessToken"] as? String, mode: mode, signedInUid: signedIn?.uid, logger: context.logger)
+                accessToken: object["accessToken"] as? String, mode: mode, signedInUid: signedIn?.uid,
+                client: browser.signInClient(request, context), logger: context.logger)
             var response = try Response.json(established.result)
             response.headers[.cacheControl] = "no-store"
             if let session = established.session { try await setSession(&response, request, value: session) }
@@ -164,7 +166,8 @@ struct AuthRoutes {
                 throw GatehouseError.invalidArgument("The body must be a JSON object with a string member \"pendingToken\".")
             }
             try sessions.requireRecentLogin(signedIn)
-            let linked = try await accounts.claimPending(uid: signedIn.uid, pendingToken: pendingToken, signedInAt: signedIn.authTime)
+            let linked = try await accounts.claimPending(
+                uid: signedIn.uid, pendingToken: pendingToken, signedInAt: signedIn.authTime, client: browser.signInClient(request, context))
             return try Response.json(["user": linked.profile])
         }
 

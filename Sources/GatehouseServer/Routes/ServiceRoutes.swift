@@ -1,3 +1,4 @@
+import Foundation
 import GatehouseCore
 import HTTPTypes
 import Hummingbird
@@ -55,6 +56,24 @@ struct ServiceRoutes {
             try await browser.limit(serviceKey: key.id)
             return (try context.parameters.require("uid"), .serviceKey(key.id))
         }
+        // The whole object is replaced (`{}` clears); every gateway ID token minted afterwards
+        // carries it, on every instance, a refresh included.
+        let accounts = gatehouse.accounts
+        table.add(.put, "/v1/users/{uid}/claims") { request, context in
+            let key = try await context.requireService(scope: "users:claims")
+            try await browser.limit(serviceKey: key.id)
+            let user = try context.parameters.require("uid")
+            var request = request
+            guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
+                throw GatehouseError.invalidArgument("The body must be application/json.")
+            }
+            let body = try await request.collectBody(upTo: 16 << 10)
+            guard let value = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(buffer: body)), case .object(let members) = value
+            else { throw GatehouseError.invalidArgument("The body must be a JSON object of claims.") }
+            let claims = try CustomClaims(members, source: "The claims")
+            try await accounts.setCustomClaims(uid: user, claims, by: .serviceKey(key.id))
+            return try Response.json(ClaimsAnswer(customClaims: claims.members))
+        }
         table.add(.post, "/v1/users/{uid}/disable") { request, context in
             let (user, actor) = try await adminWrite(context)
             try await admin.setDisabled(uid: user, disabled: true, by: actor)
@@ -70,6 +89,11 @@ struct ServiceRoutes {
             try await admin.revokeSessions(uid: user, by: actor)
             return Response(status: .noContent)
         }
+    }
+
+    /// `PUT /v1/users/{uid}/claims`: the claims as stored.
+    struct ClaimsAnswer: Encodable {
+        let customClaims: [String: JSONValue]
     }
 
     /// `GET /v1/users?email=`.

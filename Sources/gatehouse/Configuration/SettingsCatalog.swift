@@ -3,7 +3,7 @@
 /// config show` and that table (`gatehouse config reference` prints it; a test compares).
 enum SettingsCatalog {
     /// The settings.
-    static let all: [Setting] = general + storage + providers + caches + behaviour
+    static let all: [Setting] = general + storage + providers + caches + behaviour + hooks
 
     private static let general: [Setting] = [
         Setting(
@@ -156,6 +156,22 @@ enum SettingsCatalog {
             "`true` lets photo fetches reach private and loopback addresses (`demo`: `true`)"),
         Setting("GATEHOUSE_PHOTO_PROVIDERS", .list, "provider ids whose photo `/photo` serves first"),
         Setting("GATEHOUSE_API_POLICY", .text, "the provider API passthrough policy: inline JSON or a JSON file's path (default: nothing allowed)"),
+    ]
+
+    private static let hooks: [Setting] = [
+        Setting(
+            "GATEHOUSE_HOOK_BEFORE_CREATE_URL", .url,
+            "the app's hook asked before a sign-in creates an account (https; plain http to a loopback address only)"),
+        Setting(
+            "GATEHOUSE_HOOK_BEFORE_SIGN_IN_URL", .url,
+            "the app's hook asked before every sign-in, re-authentication and link is written (https; plain http to loopback only)"),
+        Setting(
+            "GATEHOUSE_HOOK_SECRETS", .secret,
+            "comma-separated Standard Webhooks secrets (`whsec_…`) that sign the hook calls; every one signs (two during a rotation)"),
+        Setting("GATEHOUSE_HOOK_TIMEOUT", .seconds(0.1...10), default: "2", "seconds one hook call may take"),
+        Setting(
+            "GATEHOUSE_HOOK_ON_FAILURE", .choice(["deny", "allow"]), default: "deny",
+            "a hook that cannot be asked (down, slow, a malformed answer): `deny` answers `503 hook-unavailable`, `allow` goes on without it"),
     ]
 
     /// The setting `name` is (or matches, for per-provider settings).

@@ -68,7 +68,7 @@ public struct MicrosoftProvider: IdentityProvider {
             throw GatehouseError.invalidIdPResponse("Graph describes another user than the ID token.")
         }
         profile.federatedId = oid
-        return ProviderSignIn(tokens: tokens, profile: profile)
+        return ProviderSignIn(tokens: tokens, profile: profile, idTokenClaims: claims)
     }
 
     /// The refresh-token grant at the tenant of the sign-in.

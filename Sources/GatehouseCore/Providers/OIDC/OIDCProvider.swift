@@ -62,7 +62,8 @@ public struct OIDCProvider: IdentityProvider {
     public func completeSignIn(_ callback: CallbackParameters) async throws -> ProviderSignIn {
         let exchanged = try await exchange(callback)
         return ProviderSignIn(
-            tokens: exchanged.tokens, profile: OIDCProfileMapper.profile(providerId: id, claims: exchanged.claims, userInfo: exchanged.userInfo))
+            tokens: exchanged.tokens, profile: OIDCProfileMapper.profile(providerId: id, claims: exchanged.claims, userInfo: exchanged.userInfo),
+            idTokenClaims: exchanged.claims)
     }
 
     /// The code flow's wire part, shared with providers that build their profile elsewhere

@@ -174,18 +174,18 @@ public final class CachedStore: GatehouseStorage {
     }
 
     /// Records a sign-in.
-    public func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws {
+    public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?) async throws {
         try await writing {
-            try await base.recordSignIn(link: link, at: date)
+            try await base.recordSignIn(link: link, at: date, replacingClaims: replacingClaims)
         } then: {
             cache.invalidate(uid: link.uid)
         }
     }
 
     /// Replaces a link (and consumes a pending credential).
-    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
         try await writing {
-            try await base.updateLink(link, consumingPending: consumingPending)
+            try await base.updateLink(link, consumingPending: consumingPending, replacingClaims: replacingClaims)
         } then: {
             cache.invalidate(uid: link.uid)
         }
@@ -204,9 +204,9 @@ public final class CachedStore: GatehouseStorage {
     }
 
     /// Adds a link (and consumes a pending credential).
-    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
         try await writing {
-            try await base.addLink(link, consumingPending: consumingPending)
+            try await base.addLink(link, consumingPending: consumingPending, replacingClaims: replacingClaims)
         } then: {
             cache.invalidate(uid: link.uid)
         }
@@ -243,6 +243,15 @@ public final class CachedStore: GatehouseStorage {
     public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
         try await writing {
             try await base.setDisabled(uid: uid, disabled: disabled)
+        } then: {
+            cache.invalidate(uid: uid)
+        }
+    }
+
+    /// Replaces an account's custom claims.
+    public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool {
+        try await writing {
+            try await base.setCustomClaims(uid: uid, claims)
         } then: {
             cache.invalidate(uid: uid)
         }

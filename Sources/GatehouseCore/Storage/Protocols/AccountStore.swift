@@ -12,20 +12,23 @@ public protocol AccountStore: Sendable {
     /// Creates an account with its first link in one transaction; throws
     /// `StorageError.conflict` when the identity is already linked.
     func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws
-    /// Replaces a link's profile and tokens and sets the account's last sign-in, in one transaction.
-    func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws
+    /// Replaces a link's profile and tokens and sets the account's last sign-in (and its custom
+    /// claims, when `replacingClaims` is given), in one transaction.
+    func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?) async throws
     /// Replaces a link's profile snapshot and tokens and, in the same transaction, deletes the
-    /// pending credential with hash `consumingPending` when given.
-    func updateLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws
+    /// pending credential with hash `consumingPending` and replaces the account's custom
+    /// claims, each when given.
+    func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws
     /// Replaces a link's profile snapshot and verified email only (its tokens stay as
     /// stored), if `uid` still owns it.
     func updateLinkProfile(
         providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
     ) async throws
     /// Adds a link to an existing account and, in the same transaction, deletes the pending
-    /// credential with hash `consumingPending` when given; `StorageError.conflict` when the
-    /// identity is linked anywhere already or the account already has a link to that provider.
-    func addLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws
+    /// credential with hash `consumingPending` and replaces the account's custom claims, each
+    /// when given; `StorageError.conflict` when the identity is linked anywhere already or the
+    /// account already has a link to that provider.
+    func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws
     /// Removes the account's link to a provider unless it is the last one (decided inside
     /// the transaction, so two concurrent unlinks cannot leave an account with none).
     func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome
@@ -53,16 +56,44 @@ public protocol AccountStore: Sendable {
     /// Disables or enables an account; disabling ends its sessions in the same transaction;
     /// `false` when there is no such account.
     func setDisabled(uid: String, disabled: Bool) async throws -> Bool
+    /// Replaces an account's custom claims; `false` when there is no such account.
+    func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool
+}
+
+/// A new value of an account's custom claims: the serialized JSON object, or `nil` to clear.
+public struct ClaimsReplacement: Sendable, Equatable {
+    /// What to store.
+    public var stored: Data?
+
+    /// Stores `stored` (`nil` clears).
+    public init(stored: Data?) {
+        self.stored = stored
+    }
 }
 
 extension AccountStore {
     /// Replaces a link's profile snapshot and tokens.
     public func updateLink(_ link: ProviderLinkRecord) async throws {
-        try await updateLink(link, consumingPending: nil)
+        try await updateLink(link, consumingPending: nil, replacingClaims: nil)
     }
 
-    /// Adds a link to an existing account (see `addLink(_:consumingPending:)`).
+    /// Replaces a link's profile snapshot and tokens, consuming a pending credential.
+    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+        try await updateLink(link, consumingPending: consumingPending, replacingClaims: nil)
+    }
+
+    /// Adds a link to an existing account (see `addLink(_:consumingPending:replacingClaims:)`).
     public func addLink(_ link: ProviderLinkRecord) async throws {
-        try await addLink(link, consumingPending: nil)
+        try await addLink(link, consumingPending: nil, replacingClaims: nil)
+    }
+
+    /// Adds a link to an existing account, consuming a pending credential.
+    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
+        try await addLink(link, consumingPending: consumingPending, replacingClaims: nil)
+    }
+
+    /// Records a sign-in without touching the custom claims.
+    public func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws {
+        try await recordSignIn(link: link, at: date, replacingClaims: nil)
     }
 }

@@ -1,0 +1,82 @@
+import Foundation
+
+/// An account's custom claims (set by a hook's `customClaims` or `PUT /v1/users/{uid}/claims`)
+/// or a sign-in's session claims: a JSON object whose members become top-level claims of the
+/// gateway's ID tokens, as Firebase puts custom claims into its ID tokens.
+public struct CustomClaims: Sendable, Equatable {
+    /// The members.
+    public private(set) var members: [String: JSONValue]
+
+    /// The largest serialized object (Firebase's limit).
+    public static let maximumBytes = 1000
+    /// The deepest nesting of objects and arrays inside a value.
+    public static let maximumDepth = 8
+
+    /// Names no custom claim may have: the registered JWT and OpenID Connect claims and every
+    /// claim the gateway mints itself (names beginning with `gatehouse` are refused as well).
+    public static let reservedNames: Set<String> = [
+        "iss", "sub", "aud", "exp", "iat", "nbf", "jti", "auth_time", "nonce", "acr", "amr", "azp", "at_hash", "c_hash", "sid", "cnf",
+        "email", "email_verified", "name", "picture", "identities", "sign_in_provider",
+    ]
+
+    /// No claims.
+    public static let empty = CustomClaims(checked: [:])
+
+    private init(checked members: [String: JSONValue]) {
+        self.members = members
+    }
+
+    /// Checks `members`: no reserved name, nesting at most 8 levels, at most 1,000 bytes
+    /// serialized. Throws `invalid-argument` naming the first offending claim; `source` names
+    /// where they came from in the message (`customClaims`, the body).
+    public init(_ members: [String: JSONValue], source: String = "claims") throws {
+        for name in members.keys.sorted() {
+            if Self.reservedNames.contains(name) || name.lowercased().hasPrefix("gatehouse") {
+                throw GatehouseError.invalidArgument(
+                    "\(source): the claim \(name.prefix(64).debugDescription) is reserved (registered JWT/OIDC claims, the gateway's own claims, gatehouse…)."
+                )
+            }
+            if name.isEmpty { throw GatehouseError.invalidArgument("\(source): a claim name is empty.") }
+            if let value = members[name], Self.depth(of: value) > Self.maximumDepth {
+                throw GatehouseError.invalidArgument(
+                    "\(source): the claim \(name.prefix(64).debugDescription) nests deeper than \(Self.maximumDepth) levels.")
+            }
+        }
+        let size = try JSONCoding.encoder().encode(members).count
+        guard size <= Self.maximumBytes else {
+            throw GatehouseError.invalidArgument("\(source): the claims take \(size) bytes serialized; at most \(Self.maximumBytes).")
+        }
+        self.members = members
+    }
+
+    /// Reads stored claims (checked when they were stored); `nil` or unreadable bytes are none.
+    public init(stored: Data?) {
+        guard let stored, let object = try? JSONCoding.decoder().decode([String: JSONValue].self, from: stored) else {
+            self.members = [:]
+            return
+        }
+        self.members = object
+    }
+
+    /// Whether there are none.
+    public var isEmpty: Bool { members.isEmpty }
+
+    /// The bytes to store: `nil` for none.
+    public var stored: Data? {
+        members.isEmpty ? nil : try? JSONCoding.encoder().encode(members)
+    }
+
+    /// `self` with `other`'s members added, `other` winning on a shared name.
+    public func merging(_ other: CustomClaims) -> CustomClaims {
+        CustomClaims(checked: members.merging(other.members) { _, new in new })
+    }
+
+    /// Levels of objects and arrays: a scalar is 0, `{"a":1}` is 1.
+    static func depth(of value: JSONValue) -> Int {
+        switch value {
+        case .object(let object): 1 + (object.values.map(depth).max() ?? 0)
+        case .array(let array): 1 + (array.map(depth).max() ?? 0)
+        default: 0
+        }
+    }
+}

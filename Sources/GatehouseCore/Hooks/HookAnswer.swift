@@ -1,0 +1,104 @@
+import Foundation
+
+/// A hook's answer, read strictly: `{"decision":"allow"}` with optional `customClaims` and
+/// `sessionClaims` objects, or `{"decision":"deny","message":"…"}`; any other member, kind
+/// or value is a malformed answer (a hook failure, not a decision).
+enum HookAnswer: Equatable {
+    /// Go on, with what the answer adds.
+    case allow(HookAllowance)
+    /// Refuse, with the message for the user (cleaned).
+    case deny(message: String)
+
+    /// The longest message shown.
+    static let maximumMessageLength = 256
+
+    /// Parses `body`; throws `HookFailure.invalidAnswer` naming what is wrong.
+    init(body: [UInt8]) throws {
+        guard let value = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(body)), case .object(let object) = value else {
+            throw HookFailure.invalidAnswer("the body is not a JSON object")
+        }
+        guard case .string(let decision)? = object["decision"] else {
+            throw HookFailure.invalidAnswer("decision is missing or not a string")
+        }
+        switch decision {
+        case "allow":
+            if let extra = object.keys.sorted().first(where: { !["decision", "customClaims", "sessionClaims"].contains($0) }) {
+                throw HookFailure.invalidAnswer("an allow answer has the unknown member \(extra.prefix(64).debugDescription)")
+            }
+            self = .allow(
+                HookAllowance(
+                    customClaims: try Self.claims(object["customClaims"], name: "customClaims"),
+                    sessionClaims: try Self.claims(object["sessionClaims"], name: "sessionClaims")))
+        case "deny":
+            if let extra = object.keys.sorted().first(where: { !["decision", "message"].contains($0) }) {
+                throw HookFailure.invalidAnswer("a deny answer has the unknown member \(extra.prefix(64).debugDescription)")
+            }
+            guard case .string(let message)? = object["message"] else {
+                throw HookFailure.invalidAnswer("a deny answer needs a string message")
+            }
+            let cleaned = Self.clean(message)
+            self = .deny(message: cleaned.isEmpty ? "The sign-in was refused." : cleaned)
+        default:
+            throw HookFailure.invalidAnswer("decision must be allow or deny")
+        }
+    }
+
+    /// A claims member: absent, or an object of valid claims.
+    private static func claims(_ value: JSONValue?, name: String) throws -> CustomClaims? {
+        switch value {
+        case nil: return nil
+        case .object(let members)?:
+            do {
+                return try CustomClaims(members, source: name)
+            } catch let error as GatehouseError {
+                throw HookFailure.invalidAnswer(error.detail)
+            }
+        default: throw HookFailure.invalidAnswer("\(name) must be an object")
+        }
+    }
+
+    /// Plain text for a page: control characters removed, whitespace runs kept as they are,
+    /// trimmed, at most 256 characters.
+    static func clean(_ message: String) -> String {
+        let kept = message.unicodeScalars.filter { $0.properties.generalCategory != .control }
+        var text = String(String.UnicodeScalarView(kept)).trimmingCharacters(in: .whitespaces)
+        if text.count > maximumMessageLength { text = String(text.prefix(maximumMessageLength)) }
+        return text
+    }
+}
+
+/// Why a hook could not be asked: the metric's outcome and the log's reason.
+enum HookFailure: Error, Equatable {
+    /// No answer within `GATEHOUSE_HOOK_TIMEOUT`.
+    case timeout
+    /// No connection (refused, DNS, TLS).
+    case unreachable(String)
+    /// A status other than 2xx.
+    case status(Int)
+    /// More than 16 KB.
+    case tooLarge
+    /// A body that is not an answer.
+    case invalidAnswer(String)
+
+    /// The metric's outcome label (a fixed word).
+    var outcome: String {
+        switch self {
+        case .timeout: "timeout"
+        case .unreachable: "unreachable"
+        case .status: "bad-status"
+        case .tooLarge: "too-large"
+        case .invalidAnswer: "invalid-answer"
+        }
+    }
+
+    /// For the log line.
+    var reason: String {
+        switch self {
+        case .timeout: "no answer within the timeout"
+        case .unreachable(let why): "cannot connect: \(why)"
+        case .status(let status): "answered status \(status)"
+        case .tooLarge: "the answer is larger than 16 KB"
+        case .invalidAnswer(let why): "malformed answer: \(why)"
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import CurlClient
+import Foundation
+import Logging
+import StandardWebhooks
+import Synchronization
+
+/// The blocking hooks over the one libcurl client: each call a signed (Standard Webhooks)
+/// JSON `POST` to the operator's URL, with the hook timeout and a 16 KB answer cap. A URL is
+/// the operator's own, so loopback and private addresses are allowed (unlike photo hosts).
+public final class HookClient: SignInHooks {
+    let configuration: HookConfiguration
+    let http: CurlHTTPClient
+    let signer: WebhookSigner
+    let clock: any GatehouseClock
+    let metrics: GatehouseMetrics
+    let logger: Logger
+    /// When each hook's failure was last logged at warning level (at most once a minute).
+    private let lastWarned = Mutex<[HookEvent: ContinuousClock.Instant]>([:])
+
+    /// The largest answer read.
+    static let maximumAnswerBytes = 16 << 10
+
+    /// Hooks per `configuration` (checked by `HookConfiguration.problem()` before).
+    public init(
+        configuration: HookConfiguration, http: CurlHTTPClient, clock: any GatehouseClock = SystemClock(), metrics: GatehouseMetrics = .disabled,
+        logger: Logger = Logger(label: "gatehouse")
+    ) {
+        self.configuration = configuration
+        self.http = http
+        self.signer = WebhookSigner(secrets: configuration.secrets.compactMap(WebhookSecret.init))
+        self.clock = clock
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Whether `event` has a URL.
+    public func asks(_ event: HookEvent) -> Bool {
+        configuration.urls[event] != nil
+    }
+
+    /// Calls the hook of `event`; see `SignInHooks.ask`.
+    public func ask(_ event: HookEvent, _ data: HookRequest.Payload) async throws -> HookAllowance {
+        guard let url = configuration.urls[event] else { return .nothing }
+        let started = ContinuousClock.now
+        let answer: HookAnswer
+        do {
+            answer = try await call(
+                url: url, request: HookRequest(type: event, id: "evt_" + SecureRandom.token(), timestamp: clock.now(), data: data))
+        } catch let failure as HookFailure {
+            metrics.hookCall(event: event.rawValue, outcome: failure.outcome, duration: ContinuousClock.now - started)
+            warn(event, failure)
+            switch configuration.onFailure {
+            case .deny: throw GatehouseError.hookUnavailable(event.rawValue)
+            case .allow: return .nothing
+            }
+        }
+        switch answer {
+        case .allow(let allowance):
+            metrics.hookCall(event: event.rawValue, outcome: "allow", duration: ContinuousClock.now - started)
+            return allowance
+        case .deny(let message):
+            metrics.hookCall(event: event.rawValue, outcome: "deny", duration: ContinuousClock.now - started)
+            throw GatehouseError.signInDenied(message: message)
+        }
+    }
+
+    /// One signed `POST`; every way it can fail is a `HookFailure`.
+    private func call(url: String, request: HookRequest) async throws -> HookAnswer {
+        let body = try JSONCoding.encoder().encode(request)
+        var headers: OutboundHeaders = ["Content-Type": "application/json", "Accept": "application/json"]
+        for (name, value) in signer.headers(id: request.id, timestamp: Int(request.timestamp.timeIntervalSince1970), body: body) {
+            headers.add(name, value)
+        }
+        let timeout = Duration.milliseconds(Int(configuration.timeout * 1000))
+        let response: OutboundResponse
+        do {
+            response = try await http.execute(
+                OutboundRequest(
+                    method: "POST", url: url, headers: headers, body: Array(body), timeout: timeout, connectTimeout: timeout,
+                    maxResponseBytes: Self.maximumAnswerBytes))
+        } catch let error as OutboundError {
+            switch error.kind {
+            case .timedOut: throw HookFailure.timeout
+            case .responseTooLarge: throw HookFailure.tooLarge
+            default: throw HookFailure.unreachable(error.message)
+            }
+        } catch {
+            throw HookFailure.unreachable("the call failed")
+        }
+        guard (200..<300).contains(response.status) else { throw HookFailure.status(response.status) }
+        return try HookAnswer(body: response.body)
+    }
+
+    /// Logs a failure: at warning level once a minute per hook, at debug level otherwise (a
+    /// hook that is down must not flood the log with one line per sign-in).
+    private func warn(_ event: HookEvent, _ failure: HookFailure) {
+        let now = ContinuousClock.now
+        let loud = lastWarned.withLock { last in
+            if let previous = last[event], now - previous < .seconds(60) { return false }
+            last[event] = now
+            return true
+        }
+        let metadata: Logger.Metadata = [
+            "hook.event": "\(event.rawValue)", "hook.outcome": "\(failure.outcome)", "hook.reason": "\(failure.reason)",
+            "hook.on_failure": "\(configuration.onFailure.rawValue)",
+        ]
+        if loud { logger.warning("hook call failed", metadata: metadata) } else { logger.debug("hook call failed", metadata: metadata) }
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+
+@testable import GatehouseCore
+
+/// The hook answer's strict schema, custom claims' rules and the hook settings' checks.
+@Suite struct HookAnswerTests {
+    static func answer(_ json: String) throws -> HookAnswer {
+        try HookAnswer(body: Array(json.utf8))
+    }
+
+    @Test("allow and deny answers are read; any other shape is a malformed answer naming what is wrong")
+    func strictSchema() throws {
+        #expect(try Self.answer(#"{"decision":"allow"}"#) == .allow(.nothing))
+        guard case .allow(let allowance) = try Self.answer(#"{"decision":"allow","customClaims":{"role":"admin"},"sessionClaims":{}}"#) else {
+            Issue.record("not an allow")
+            return
+        }
+        #expect(allowance.customClaims?.members == ["role": .string("admin")])
+        #expect(allowance.sessionClaims?.isEmpty == true)
+        #expect(try Self.answer(#"{"decision":"deny","message":"  Go away.  "}"#) == .deny(message: "Go away."))
+        let long = String(repeating: "é", count: 400)
+        #expect(try Self.answer(#"{"decision":"deny","message":"\#(long)"}"#) == .deny(message: String(long.prefix(256))))
+        let malformed: [(String, String)] = [
+            ("[]", "not a JSON object"), (#"{"decision":true}"#, "decision is missing"), (#"{"decision":"maybe"}"#, "allow or deny"),
+            (#"{"decision":"allow","message":"x"}"#, "unknown member"), (#"{"decision":"deny"}"#, "string message"),
+            (#"{"decision":"deny","message":"x","customClaims":{}}"#, "unknown member"), (#"{"decision":"allow","customClaims":[1]}"#, "object"),
+            (#"{"decision":"allow","sessionClaims":{"exp":1}}"#, "reserved"),
+        ]
+        for (json, reason) in malformed {
+            #expect(throws: HookFailure.self, "\(json)") { try Self.answer(json) }
+            do {
+                _ = try Self.answer(json)
+            } catch let failure as HookFailure {
+                #expect(failure.reason.contains(reason), "\(json): \(failure.reason)")
+            }
+        }
+    }
+
+    @Test("custom claims: reserved names, gatehouse…, size and depth")
+    func claimRules() throws {
+        #expect(throws: GatehouseError.self) { try CustomClaims(["GATEHOUSE": .bool(true)]) }
+        #expect(throws: GatehouseError.self) { try CustomClaims(["": .bool(true)]) }
+        #expect(throws: GatehouseError.self) { try CustomClaims(["big": .string(String(repeating: "x", count: 991))]) }
+        #expect(try CustomClaims(["big": .string(String(repeating: "x", count: 990))]).members.count == 1, "exactly 1,000 bytes")
+        var value = JSONValue.number(1)
+        for _ in 0..<8 { value = .array([value]) }
+        #expect(try CustomClaims(["deep": value]).members.count == 1)
+        #expect(throws: GatehouseError.self) { try CustomClaims(["deep": .object(["a": value])]) }
+        let merged = try CustomClaims(["a": .number(1), "b": .number(2)]).merging(try CustomClaims(["b": .number(3)]))
+        #expect(merged.members == ["a": .number(1), "b": .number(3)])
+        #expect(CustomClaims(stored: nil).isEmpty && CustomClaims.empty.stored == nil)
+    }
+
+    @Test("hook settings: a secret is required, whsec_ secrets, https or loopback http, a timeout of at most 10 s")
+    func settings() {
+        let secret = "whsec_" + Data(repeating: 7, count: 32).base64EncodedString()
+        func problem(_ url: String, secrets: [String]? = nil, timeout: TimeInterval = 2) -> String? {
+            HookConfiguration(urls: [.beforeSignIn: url], secrets: secrets ?? [secret], timeout: timeout).problem()
+        }
+        #expect(problem("https://app.example.com/hooks") == nil)
+        #expect(problem("http://127.0.0.1:9000/hooks") == nil)
+        #expect(problem("http://[::1]:9000/hooks") == nil)
+        #expect(problem("http://app.example.com/hooks") != nil)
+        #expect(problem("https://user:pw@app.example.com/hooks") != nil)
+        #expect(problem("ftp://app.example.com/hooks") != nil)
+        #expect(problem("https://app.example.com/hooks", secrets: []) != nil)
+        #expect(problem("https://app.example.com/hooks", secrets: ["not-a-secret"]) != nil)
+        #expect(problem("https://app.example.com/hooks", timeout: 11) != nil)
+        #expect(HookConfiguration(urls: [:], secrets: []).problem() == nil)
+    }
+
+    @Test("the return_to origin the hook is told")
+    func origins() {
+        #expect(SignInOrigin.origin(of: "https://App.Example.com:8443/signed-in?x=1") == "https://app.example.com:8443")
+        #expect(SignInOrigin.origin(of: "com.example.app:/oauth2redirect") == "com.example.app:")
+        #expect(SignInOrigin.origin(of: "http://127.0.0.1:53124/callback") == "http://127.0.0.1:53124")
+    }
+}

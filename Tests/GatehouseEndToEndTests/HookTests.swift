@@ -1,0 +1,382 @@
+import CurlClient
+import Foundation
+import GRDB
+import GatehouseCore
+import GatehousePostgres
+import GatehouseTestSupport
+import ProviderEmulator
+import Testing
+
+/// The app's blocking hooks and custom claims, end to end: the emulator's sample app
+/// backend (`/sample-app/hooks/…`) receives the real signed calls over libcurl; faults on
+/// its endpoints stand for an app that answers otherwise, slowly, or not at all.
+@Suite("Hooks and custom claims")
+struct HookTests {
+    /// Both hooks at the sample app, signed with its secret.
+    static func sampleApp(onFailure: HookFailurePolicy = .deny, timeout: TimeInterval = 2) -> @Sendable (String) -> HookConfiguration {
+        { emulatorURL in
+            HookConfiguration(
+                urls: [
+                    .beforeCreate: "\(emulatorURL)/sample-app/hooks/before-create",
+                    .beforeSignIn: "\(emulatorURL)/sample-app/hooks/before-sign-in",
+                ],
+                secrets: [EmulatorConfiguration.demoHookSecret], timeout: timeout, onFailure: onFailure)
+        }
+    }
+
+    /// Every row of the tables a sign-in writes (accounts, links with their sealed tokens,
+    /// sessions, refresh tokens, pending credentials), as text: equal snapshots mean nothing
+    /// was written.
+    static func snapshot(_ deployment: TestDeployment) async throws -> [String: [String]] {
+        try await DatabaseQueue(path: deployment.databasePath).read { db in
+            var tables: [String: [String]] = [:]
+            for table in ["accounts", "provider_links", "sessions", "refresh_tokens", "pending_credentials"] {
+                tables[table] = try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY rowid").map(\.description)
+            }
+            return tables
+        }
+    }
+
+    /// The claims of a JWT.
+    static func claims(_ token: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Base64URL.decode(String(token.split(separator: ".")[1])) ?? Data()) as? [String: Any])
+    }
+
+    /// The calls the sample app received.
+    static func calls(_ deployment: TestDeployment) async throws -> [[String: Any]] {
+        let response = try await deployment.client.execute(OutboundRequest(url: "\(deployment.emulatorURL)/_emulator/sample-app/calls"))
+        return try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [[String: Any]])
+    }
+
+    /// The sample app answers `body` (status 200) to the next call of `event`.
+    static func answer(_ deployment: TestDeployment, _ event: String, _ body: String, status: Int = 200, times: Int = 1) async throws {
+        let fault: [String: Any] = ["endpoint": "POST /sample-app/hooks/\(event)", "status": status, "body": body, "times": times]
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: fault), as: UTF8.self)
+        #expect(try await deployment.control("faults", json).status == 201)
+    }
+
+    @Test("a before-create denial answers 403 sign-in-denied with the hook's message, and the store holds no account, link, token or session")
+    func beforeCreateDenial() async throws {
+        try await withDeployment(hooks: Self.sampleApp()) { deployment in
+            let before = try await Self.snapshot(deployment)
+            var browser = Browser(deployment)
+            let denied = try await browser.complete(login: "blocked-bo")
+            #expect(denied.status == 403, "\(denied.bodyText)")
+            let problem = try jsonObject(denied)
+            #expect(problem["code"] as? String == "sign-in-denied")
+            #expect(problem["message"] as? String == "Accounts at blocked.example are not accepted by this app.")
+            #expect(try await Self.snapshot(deployment) == before)
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 401)
+            // The hook was asked once, before-create; before-sign-in never (the denial ended it).
+            #expect(try await Self.calls(deployment).map { $0["event"] as? String } == ["before-create"])
+
+            // The same through POST /v1/auth/idtoken: the answer itself is the problem.
+            let minted = try jsonObject(
+                try await deployment.control("oidc/id-token", #"{"issuer":"oidc","hint":"sam@oidc.example"}"#))
+            try await Self.answer(deployment, "before-create", #"{"decision":"deny","message":"No\u0007 new\naccounts\u0000 today."}"#)
+            let exchanged = try await browser.json(
+                "/v1/auth/idtoken", #"{"providerId":"oidc.emulator","idToken":"\#(try #require(minted["idToken"] as? String))"}"#)
+            #expect(exchanged.status == 403)
+            // Control characters are removed from the message.
+            #expect(try jsonObject(exchanged)["message"] as? String == "No newaccounts today.")
+            #expect(try await Self.snapshot(deployment) == before)
+        }
+    }
+
+    @Test("a before-sign-in denial of an existing account changes nothing in the store; a denied link leaves the links as they were")
+    func beforeSignInDenialChangesNothing() async throws {
+        try await withDeployment(hooks: Self.sampleApp()) { deployment in
+            var browser = Browser(deployment)
+            #expect(try await browser.complete(login: "private-pat").status == 200)
+            let signedIn = try await Self.snapshot(deployment)
+            deployment.clock.advance(by: 30)
+
+            try await Self.answer(deployment, "before-sign-in", #"{"decision":"deny","message":"Your account is suspended."}"#)
+            var other = Browser(deployment)
+            let denied = try await other.complete(login: "private-pat")
+            #expect(denied.status == 403)
+            #expect(try jsonObject(denied)["message"] as? String == "Your account is suspended.")
+            #expect(try await Self.snapshot(deployment) == signedIn, "no session, no last sign-in, no new tokens or profile")
+
+            try await Self.answer(deployment, "before-sign-in", #"{"decision":"deny","message":"Linking is closed."}"#)
+            let link = try await browser.complete(login: "AdeleV@contoso.example", provider: "microsoft.com", mode: "link")
+            #expect(link.status == 403)
+            #expect(try jsonObject(link)["code"] as? String == "sign-in-denied")
+            #expect(try await Self.snapshot(deployment) == signedIn, "the links are as they were")
+            let me = try jsonObject(try await browser.send("\(deployment.gatewayURL)/v1/me"))
+            #expect((me["providers"] as? [[String: Any]])?.count == 1)
+        }
+    }
+
+    @Test(
+        "claims from the hook and from PUT /v1/users/{uid}/claims appear in the ID token, follow a refresh and change on the next mint; session claims stay with their sign-in"
+    )
+    func claimsInTokens() async throws {
+        try await withDeployment(hooks: Self.sampleApp()) { deployment in
+            // The sample app makes octocat an admin.
+            let (_, idToken, refreshToken) = try await GatewayTokenTests.signedIn(deployment)
+            #expect(try Self.claims(idToken)["role"] as? String == "admin")
+            let uid = try #require(try Self.claims(idToken)["sub"] as? String)
+            let key = try await ProviderAPITests.key(deployment, ["users:claims", "profile:read"])
+
+            func put(_ body: String) async throws -> OutboundResponse {
+                try await ProviderAPITests.call(
+                    deployment, "/v1/users/\(uid)/claims", key: key, method: "PUT", headers: ["Content-Type": "application/json"],
+                    body: Array(body.utf8))
+            }
+            let stored = try await put(#"{"plan":"pro","teams":["red",{"lead":true}]}"#)
+            #expect(stored.status == 200, "\(stored.bodyText)")
+            #expect((try jsonObject(stored)["customClaims"] as? [String: Any])?["plan"] as? String == "pro")
+            let user = try jsonObject(try await ProviderAPITests.call(deployment, "/v1/users/\(uid)", key: key))
+            #expect((user["customClaims"] as? [String: Any])?["plan"] as? String == "pro")
+
+            // A refresh mints with the account's claims as they are now: replaced whole.
+            let refreshed = try jsonObject(try await GatewayTokenTests.refresh(deployment, refreshToken))
+            let after = try Self.claims(try #require(refreshed["idToken"] as? String))
+            #expect(after["plan"] as? String == "pro")
+            #expect(after["role"] == nil)
+            #expect(((after["teams"] as? [Any])?.last as? [String: Any])?["lead"] as? Bool == true)
+
+            // A hook's customClaims and sessionClaims: the account's are stored, the session's
+            // travel with this sign-in's tokens and their refreshes only.
+            try await Self.answer(
+                deployment, "before-sign-in", #"{"decision":"allow","customClaims":{"plan":"team"},"sessionClaims":{"mfa":"passkey"}}"#)
+            var browser = Browser(deployment)
+            let signIn = try jsonObject(try await browser.complete(login: "octocat"))
+            let hooked = try Self.claims(try #require(signIn["idToken"] as? String))
+            #expect(hooked["plan"] as? String == "team")
+            #expect(hooked["mfa"] as? String == "passkey")
+            let next = try jsonObject(try await GatewayTokenTests.refresh(deployment, try #require(signIn["refreshToken"] as? String)))
+            #expect(try Self.claims(try #require(next["idToken"] as? String))["mfa"] as? String == "passkey")
+            let first = try jsonObject(try await GatewayTokenTests.refresh(deployment, try #require(refreshed["refreshToken"] as? String)))
+            let firstClaims = try Self.claims(try #require(first["idToken"] as? String))
+            #expect(firstClaims["plan"] as? String == "team")
+            #expect(firstClaims["mfa"] == nil, "another sign-in's session claims")
+
+            // {} clears.
+            #expect(try await put("{}").status == 200)
+            let cleared = try jsonObject(try await GatewayTokenTests.refresh(deployment, try #require(first["refreshToken"] as? String)))
+            #expect(try Self.claims(try #require(cleared["idToken"] as? String))["plan"] == nil)
+            // The change is an audit event.
+            #expect(deployment.logs.lines.contains { $0.contains("account.claims-updated") })
+        }
+    }
+
+    @Test("a claims change reaches the next mint on every instance (PostgreSQL, two instances with account caches)")
+    func claimsAcrossInstances() async throws {
+        let database = try await PostgresTestServer.freshDatabase()
+        let store = try PostgresStorage(url: database, maximumConnections: 2, logger: PostgresTestServer.quietLogger)
+        defer { store.shutdown() }
+        try await store.migrate()
+        let (_, secret) = try await ServiceKeyService(storage: store).create(name: "roles", scopes: ["users:claims"])
+        try await withDeployment(hooks: Self.sampleApp(), database: database, instances: 2) { deployment in
+            let (_, idToken, refreshToken) = try await GatewayTokenTests.signedIn(deployment)
+            #expect(try Self.claims(idToken)["role"] as? String == "admin")
+            let uid = try #require(try Self.claims(idToken)["sub"] as? String)
+            // The second instance reads (and caches) the account with its claims.
+            let second = deployment.gatewayURLs[1]
+            var answer = try jsonObject(try await GatewayTokenTests.refresh(deployment, refreshToken, on: second))
+            #expect(try Self.claims(try #require(answer["idToken"] as? String))["role"] as? String == "admin")
+
+            let put = try await deployment.client.execute(
+                OutboundRequest(
+                    method: "PUT", url: "\(deployment.gatewayURL)/v1/users/\(uid)/claims",
+                    headers: ["Authorization": "Bearer \(secret)", "Content-Type": "application/json"], body: Array(#"{"role":"viewer"}"#.utf8)))
+            #expect(put.status == 200)
+            // The change feed tells the second instance; bounded at 2 s.
+            let changed = ContinuousClock.now
+            var role: String?
+            repeat {
+                answer = try jsonObject(
+                    try await GatewayTokenTests.refresh(deployment, try #require(answer["refreshToken"] as? String), on: second))
+                role = try Self.claims(try #require(answer["idToken"] as? String))["role"] as? String
+                if role != "viewer" { try await Task.sleep(for: .milliseconds(50)) }
+            } while role != "viewer" && ContinuousClock.now - changed < .seconds(2)
+            #expect(role == "viewer")
+        }
+    }
+
+    @Test("every reserved claim name, a gatehouse… name, more than 1,000 bytes and nesting deeper than 8 are refused with 400 naming the claim")
+    func reservedClaims() async throws {
+        try await withDeployment { deployment in
+            let (_, idToken, _) = try await GatewayTokenTests.signedIn(deployment)
+            let uid = try #require(try Self.claims(idToken)["sub"] as? String)
+            let key = try await ProviderAPITests.key(deployment, ["users:claims"])
+            func put(_ body: String) async throws -> OutboundResponse {
+                try await ProviderAPITests.call(
+                    deployment, "/v1/users/\(uid)/claims", key: key, method: "PUT", headers: ["Content-Type": "application/json"],
+                    body: Array(body.utf8))
+            }
+            let reserved = [
+                "iss", "sub", "aud", "exp", "iat", "nbf", "jti", "auth_time", "nonce", "acr", "amr", "azp", "at_hash", "c_hash", "sid", "cnf",
+                "email", "email_verified", "name", "picture", "identities", "sign_in_provider", "gatehouse", "gatehouse_role", "GatehouseTier",
+            ]
+            // Every claim the gateway mints is among them.
+            #expect(Set(try Self.claims(idToken).keys).isSubset(of: Set(reserved)))
+            for name in reserved {
+                let refused = try await put(#"{"ok":1,"\#(name)":"x"}"#)
+                #expect(refused.status == 400, "\(name)")
+                let problem = try jsonObject(refused)
+                #expect(problem["code"] as? String == "invalid-argument")
+                #expect((problem["detail"] as? String)?.contains("\"\(name)\"") == true, "\(name): \(problem)")
+            }
+            #expect(try await put(#"{"blob":"\#(String(repeating: "x", count: 1000))"}"#).status == 400)
+            let nine = String(repeating: "[", count: 9) + String(repeating: "]", count: 9)
+            #expect(try await put(#"{"deep":\#(nine)}"#).status == 400)
+            let eight = String(repeating: "[", count: 8) + String(repeating: "]", count: 8)
+            #expect(try await put(#"{"deep":\#(eight)}"#).status == 200)
+            #expect(try await put("[1]").status == 400)
+            #expect(try await put("not json").status == 400)
+            // Without the scope: 403; an unknown account: 404.
+            let narrow = try await ProviderAPITests.key(deployment, ["profile:read"])
+            let forbidden = try await ProviderAPITests.call(
+                deployment, "/v1/users/\(uid)/claims", key: narrow, method: "PUT", headers: ["Content-Type": "application/json"],
+                body: Array("{}".utf8))
+            #expect(forbidden.status == 403)
+            let unknown = try await ProviderAPITests.call(
+                deployment, "/v1/users/nobody/claims", key: key, method: "PUT", headers: ["Content-Type": "application/json"], body: Array("{}".utf8))
+            #expect(unknown.status == 404)
+        }
+    }
+
+    @Test("a hook that times out, answers garbage, more than 16 KB or a 5xx, or refuses the connection denies with 503 hook-unavailable by default")
+    func failuresDenyByDefault() async throws {
+        try await withDeployment(hooks: Self.sampleApp(timeout: 0.5)) { deployment in
+            let before = try await Self.snapshot(deployment)
+            let faults: [(String, [String: Any])] = [
+                ("timeout", ["delayMs": 1500, "status": 200, "body": #"{"decision":"allow"}"#]),
+                ("garbage", ["status": 200, "body": "<html>oops</html>"]),
+                ("unknown member", ["status": 200, "body": #"{"decision":"allow","role":"admin"}"#]),
+                ("reserved claim", ["status": 200, "body": #"{"decision":"allow","customClaims":{"sub":"someone-else"}}"#]),
+                ("too large", ["status": 200, "bodyBytes": 20000]),
+                ("5xx", ["status": 503, "body": #"{"decision":"allow"}"#]),
+            ]
+            for (name, fault) in faults {
+                var fault = fault
+                fault["endpoint"] = "POST /sample-app/hooks/before-create"
+                fault["times"] = 1
+                #expect(
+                    try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: fault), as: UTF8.self)).status
+                        == 201)
+                var browser = Browser(deployment)
+                let refused = try await browser.complete(login: "octocat")
+                #expect(refused.status == 503, "\(name): \(refused.bodyText)")
+                #expect(try jsonObject(refused)["code"] as? String == "hook-unavailable", "\(name)")
+                #expect(try await Self.snapshot(deployment) == before, "\(name): nothing stored")
+            }
+            let counted = try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/metrics")).bodyText
+            for outcome in ["timeout", "invalid-answer", "too-large", "bad-status"] {
+                #expect(counted.contains(#"gatehouse_hook_calls_total{hook="before-create",outcome="\#(outcome)"}"#), "\(outcome)")
+            }
+            // One warning line for the burst, not one per sign-in.
+            #expect(deployment.logs.lines.filter { $0.contains("hook call failed") && $0.contains("\"warning\"") }.count == 1)
+        }
+        // A refused connection: nothing listens on port 1.
+        try await withDeployment(hooks: { _ in
+            HookConfiguration(urls: [.beforeCreate: "http://127.0.0.1:1/hook"], secrets: [EmulatorConfiguration.demoHookSecret])
+        }) { deployment async throws in
+            var browser = Browser(deployment)
+            let refused = try await browser.complete(login: "octocat")
+            #expect(refused.status == 503)
+            #expect(try await deployment.accountCount() == 0)
+        }
+    }
+
+    @Test("with GATEHOUSE_HOOK_ON_FAILURE=allow the same failures let the sign-in through without claims")
+    func failuresAllowWhenConfigured() async throws {
+        try await withDeployment(hooks: Self.sampleApp(onFailure: .allow, timeout: 0.5)) { deployment in
+            try await Self.answer(deployment, "before-create", "", status: 500)
+            try await Self.answer(deployment, "before-sign-in", "garbage")
+            var first = Browser(deployment)
+            #expect(try await first.complete(login: "private-pat").status == 200)
+            let timeout: [String: Any] = ["endpoint": "POST /sample-app/hooks/before-sign-in", "delayMs": 1500, "times": 1]
+            try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: timeout), as: UTF8.self))
+            var second = Browser(deployment)
+            let again = try await second.complete(login: "octocat")
+            #expect(again.status == 200)
+            // The admin claim the hook would have added is not there: the hook was not heard.
+            #expect(try Self.claims(try #require(try jsonObject(again)["idToken"] as? String))["role"] == nil)
+            #expect(try await deployment.accountCount() == 2)
+        }
+        try await withDeployment(hooks: { _ in
+            HookConfiguration(urls: [.beforeCreate: "http://127.0.0.1:1/hook"], secrets: [EmulatorConfiguration.demoHookSecret], onFailure: .allow)
+        }) { deployment async throws in
+            var browser = Browser(deployment)
+            #expect(try await browser.complete(login: "octocat").status == 200)
+        }
+    }
+
+    @Test(
+        "the hook request: signed (the PyPI standardwebhooks package verifies it), the account, the profile, ID token claims and context, never a provider token"
+    )
+    func hookRequestContents() async throws {
+        let python = try #require(
+            ProcessInfo.processInfo.environment["GATEHOUSE_TEST_PYJWT_PYTHON"],
+            "set GATEHOUSE_TEST_PYJWT_PYTHON to a python with standardwebhooks (scripts/test does)")
+        try await withDeployment(hooks: Self.sampleApp()) { deployment in
+            var browser = Browser(deployment)
+            #expect(try await browser.complete(login: "octocat").status == 200)
+            #expect(try await browser.complete(login: "AdeleV@contoso.example", provider: "microsoft.com", mode: "link").status == 200)
+            var other = Browser(deployment)
+            #expect(try await other.complete(login: "sam@oidc.example", provider: "oidc.emulator").status == 200)
+            let calls = try await Self.calls(deployment)
+            #expect(calls.map { $0["event"] as? String } == ["before-create", "before-sign-in", "before-sign-in", "before-create", "before-sign-in"])
+
+            let bodies = calls.compactMap { $0["body"] as? String }
+            for token in await deployment.emulator.issuedAccessTokens() {
+                #expect(!bodies.contains { $0.contains(token) }, "a provider access token reached the hook")
+            }
+            for body in bodies {
+                #expect(!body.contains("refresh_token") && !body.contains("access_token") && !body.contains("\"idToken\""))
+            }
+            let create = try #require(try JSONSerialization.jsonObject(with: Data(bodies[0].utf8)) as? [String: Any])
+            #expect(create["type"] as? String == "before-create")
+            #expect((create["id"] as? String)?.hasPrefix("evt_") == true)
+            let data = try #require(create["data"] as? [String: Any])
+            let account = try #require(data["account"] as? [String: Any])
+            #expect(account["uid"] is NSNull)
+            #expect(account["isNew"] as? Bool == true)
+            #expect(account["email"] as? String == "octocat@github.com")
+            #expect((data["profile"] as? [String: Any])?["federatedId"] as? String == "583231")
+            let context = try #require(data["context"] as? [String: Any])
+            #expect(context["providerId"] as? String == "github.com")
+            #expect(context["mode"] as? String == "signin")
+            #expect(context["flow"] as? String == "redirect")
+            #expect(context["clientAddress"] as? String == "127.0.0.1")
+            #expect(context["returnToOrigin"] as? String == "https://app.example.com")
+            #expect(context["platform"] as? String == "web")
+            #expect(data["idTokenClaims"] == nil, "GitHub sends no ID token")
+
+            let link = try #require(try JSONSerialization.jsonObject(with: Data(bodies[2].utf8)) as? [String: Any])
+            let linkData = try #require(link["data"] as? [String: Any])
+            #expect((linkData["context"] as? [String: Any])?["mode"] as? String == "link")
+            #expect((linkData["account"] as? [String: Any])?["providers"] as? [String] == ["github.com"])
+            #expect((linkData["account"] as? [String: Any])?["customClaims"] as? [String: String] == ["role": "admin"])
+            #expect((linkData["idTokenClaims"] as? [String: Any])?["tid"] is String, "Microsoft's ID token claims")
+            let oidc = try #require(try JSONSerialization.jsonObject(with: Data(bodies[3].utf8)) as? [String: Any])
+            #expect(((oidc["data"] as? [String: Any])?["idTokenClaims"] as? [String: Any])?["sub"] is String)
+
+            // An implementation that is not ours checks every signature.
+            let script = """
+                import json, sys
+                from standardwebhooks.webhooks import Webhook
+                secret, calls = sys.argv[1], json.load(open(sys.argv[2]))
+                hook = Webhook(secret)
+                for call in calls:
+                    hook.verify(call["body"], call["headers"])
+                tampered = dict(calls[0])
+                try:
+                    hook.verify(tampered["body"].replace("octocat", "octocaT"), tampered["headers"])
+                    print("TAMPERED-ACCEPTED")
+                except Exception:
+                    print("verified", len(calls))
+                """
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("hook-calls-\(UUID().uuidString).json")
+            try JSONSerialization.data(withJSONObject: calls.map { ["body": $0["body"], "headers": $0["headers"]] }).write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let run = try await GatewayTokenTests.output(python, ["-c", script, EmulatorConfiguration.demoHookSecret, file.path])
+            #expect(run.status == 0, "\(run.output)")
+            #expect(run.output.trimmingCharacters(in: .whitespacesAndNewlines) == "verified 5")
+        }
+    }
+}

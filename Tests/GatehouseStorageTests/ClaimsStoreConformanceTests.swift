@@ -1,0 +1,64 @@
+import Foundation
+import GatehouseCore
+import Testing
+
+/// Custom claims (per account) and session claims (per sign-in), run against every backend:
+/// stored with the write that carries them, in its transaction, and read back by every read
+/// that returns the account or the session.
+@Suite struct ClaimsStoreConformanceTests {
+    static let role = Data(#"{"role":"admin"}"#.utf8)
+    static let plan = Data(#"{"plan":"pro"}"#.utf8)
+
+    @Test(arguments: StorageBackend.all)
+    func claimsTravelWithTheAccountAndTheSession(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        var account = Fixtures.account("u1")
+        account.customClaims = Self.role
+        try await storage.createAccount(account, firstLink: Fixtures.link("u1", federatedId: "1"))
+        #expect(try await storage.account(uid: "u1")?.customClaims == Self.role)
+
+        var session = Fixtures.session("s1", uid: "u1")
+        session.claims = Self.plan
+        try await storage.insertSession(session)
+        #expect(try await storage.session(familyId: session.familyId, now: Fixtures.now)?.claims == Self.plan)
+        let signedIn = try #require(try await storage.signedIn(.cookieHash(session.idHash), now: Fixtures.now))
+        #expect(signedIn.session.claims == Self.plan)
+        #expect(signedIn.account?.customClaims == Self.role)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func eachWriteReplacesTheClaimsOnlyWhenAsked(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        #expect(try await storage.account(uid: "u1")?.customClaims == nil)
+
+        try await storage.recordSignIn(
+            link: Fixtures.link("u1", federatedId: "1"), at: Fixtures.now, replacingClaims: ClaimsReplacement(stored: Self.role))
+        #expect(try await storage.account(uid: "u1")?.customClaims == Self.role)
+        try await storage.recordSignIn(link: Fixtures.link("u1", federatedId: "1"), at: Fixtures.now, replacingClaims: nil)
+        #expect(try await storage.account(uid: "u1")?.customClaims == Self.role, "nil leaves them")
+
+        try await storage.addLink(
+            Fixtures.link("u1", provider: "oidc.x", federatedId: "2"), consumingPending: nil, replacingClaims: ClaimsReplacement(stored: Self.plan))
+        #expect(try await storage.account(uid: "u1")?.customClaims == Self.plan)
+        try await storage.updateLink(Fixtures.link("u1", federatedId: "1"), consumingPending: nil, replacingClaims: ClaimsReplacement(stored: nil))
+        #expect(try await storage.account(uid: "u1")?.customClaims == nil)
+
+        #expect(try await storage.setCustomClaims(uid: "u1", ClaimsReplacement(stored: Self.role)))
+        #expect(try await storage.account(uid: "u1")?.customClaims == Self.role)
+        #expect(try await !storage.setCustomClaims(uid: "nobody", ClaimsReplacement(stored: Self.role)))
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func aRefusedLinkLeavesTheClaimsAsTheyWere(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await storage.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", federatedId: "2"))
+        // The identity is u2's: the link is a conflict, and the claims of its transaction are not kept.
+        await #expect(throws: StorageError.conflict) {
+            try await storage.addLink(
+                Fixtures.link("u1", federatedId: "2"), consumingPending: nil, replacingClaims: ClaimsReplacement(stored: Self.role))
+        }
+        #expect(try await storage.account(uid: "u1")?.customClaims == nil)
+    }
+}
