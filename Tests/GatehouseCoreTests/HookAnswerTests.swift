@@ -19,12 +19,19 @@ import Testing
         #expect(allowance.customClaims?.members == ["role": .string("admin")])
         #expect(allowance.sessionClaims?.isEmpty == true)
         #expect(try Self.answer(#"{"decision":"deny","message":"  Go away.  "}"#) == .deny(message: "Go away."))
+        // A receiver meaning to refuse is never read as a failure (which `allow` would let through).
+        for json in [#"{"decision":"deny"}"#, #"{"decision":"DENY","message":null}"#, #"{"decision":"deny","reason":"x","message":"No."}"#] {
+            guard case .deny(let message) = try Self.answer(json) else {
+                Issue.record("\(json) is not a denial")
+                continue
+            }
+            #expect(!message.isEmpty)
+        }
         let long = String(repeating: "é", count: 400)
         #expect(try Self.answer(#"{"decision":"deny","message":"\#(long)"}"#) == .deny(message: String(long.prefix(256))))
         let malformed: [(String, String)] = [
             ("[]", "not a JSON object"), (#"{"decision":true}"#, "decision is missing"), (#"{"decision":"maybe"}"#, "allow or deny"),
-            (#"{"decision":"allow","message":"x"}"#, "unknown member"), (#"{"decision":"deny"}"#, "string message"),
-            (#"{"decision":"deny","message":"x","customClaims":{}}"#, "unknown member"), (#"{"decision":"allow","customClaims":[1]}"#, "object"),
+            (#"{"decision":"allow","message":"x"}"#, "unknown member"), (#"{"decision":"allow","customClaims":[1]}"#, "object"),
             (#"{"decision":"allow","sessionClaims":{"exp":1}}"#, "reserved"),
         ]
         for (json, reason) in malformed {
@@ -40,6 +47,8 @@ import Testing
     @Test("custom claims: reserved names, gatehouse…, size and depth")
     func claimRules() throws {
         #expect(throws: GatehouseError.self) { try CustomClaims(["GATEHOUSE": .bool(true)]) }
+        #expect(throws: GatehouseError.self) { try CustomClaims(["Sub": .string("x")]) }
+        #expect(throws: GatehouseError.self) { try CustomClaims(["EMAIL": .string("x")]) }
         #expect(throws: GatehouseError.self) { try CustomClaims(["": .bool(true)]) }
         #expect(throws: GatehouseError.self) { try CustomClaims(["big": .string(String(repeating: "x", count: 991))]) }
         #expect(try CustomClaims(["big": .string(String(repeating: "x", count: 990))]).members.count == 1, "exactly 1,000 bytes")
@@ -49,6 +58,9 @@ import Testing
         #expect(throws: GatehouseError.self) { try CustomClaims(["deep": .object(["a": value])]) }
         let merged = try CustomClaims(["a": .number(1), "b": .number(2)]).merging(try CustomClaims(["b": .number(3)]))
         #expect(merged.members == ["a": .number(1), "b": .number(3)])
+        let half = try CustomClaims(["x": .string(String(repeating: "x", count: 600))])
+        let other = try CustomClaims(["y": .string(String(repeating: "y", count: 600))])
+        #expect(half.merging(other) == other, "a union past 1,000 bytes keeps the later claims alone")
         #expect(CustomClaims(stored: nil).isEmpty && CustomClaims.empty.stored == nil)
     }
 
@@ -62,6 +74,7 @@ import Testing
         #expect(problem("http://127.0.0.1:9000/hooks") == nil)
         #expect(problem("http://[::1]:9000/hooks") == nil)
         #expect(problem("http://app.example.com/hooks") != nil)
+        #expect(problem("http://127.attacker.example/hooks") != nil)
         #expect(problem("https://user:pw@app.example.com/hooks") != nil)
         #expect(problem("ftp://app.example.com/hooks") != nil)
         #expect(problem("https://app.example.com/hooks", secrets: []) != nil)

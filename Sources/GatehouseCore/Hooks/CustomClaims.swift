@@ -31,7 +31,10 @@ public struct CustomClaims: Sendable, Equatable {
     /// where they came from in the message (`customClaims`, the body).
     public init(_ members: [String: JSONValue], source: String = "claims") throws {
         for name in members.keys.sorted() {
-            if Self.reservedNames.contains(name) || name.lowercased().hasPrefix("gatehouse") {
+            // Compared without case: consumers that look claims up case-insensitively must not
+            // read `Sub` or `EMAIL` as the gateway's own.
+            let folded = name.lowercased()
+            if Self.reservedNames.contains(folded) || folded.hasPrefix("gatehouse") {
                 throw GatehouseError.invalidArgument(
                     "\(source): the claim \(name.prefix(64).debugDescription) is reserved (registered JWT/OIDC claims, the gateway's own claims, gatehouse…)."
                 )
@@ -66,9 +69,12 @@ public struct CustomClaims: Sendable, Equatable {
         members.isEmpty ? nil : try? JSONCoding.encoder().encode(members)
     }
 
-    /// `self` with `other`'s members added, `other` winning on a shared name.
+    /// `self` with `other`'s members added, `other` winning on a shared name; when the union
+    /// would pass the size limit, `other` alone.
     public func merging(_ other: CustomClaims) -> CustomClaims {
-        CustomClaims(checked: members.merging(other.members) { _, new in new })
+        let union = members.merging(other.members) { _, new in new }
+        guard let size = try? JSONCoding.encoder().encode(union).count, size <= Self.maximumBytes else { return other }
+        return CustomClaims(checked: union)
     }
 
     /// Levels of objects and arrays: a scalar is 0, `{"a":1}` is 1.

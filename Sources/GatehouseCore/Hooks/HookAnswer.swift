@@ -1,8 +1,11 @@
 import Foundation
 
-/// A hook's answer, read strictly: `{"decision":"allow"}` with optional `customClaims` and
-/// `sessionClaims` objects, or `{"decision":"deny","message":"…"}`; any other member, kind
-/// or value is a malformed answer (a hook failure, not a decision).
+/// A hook's answer: `{"decision":"allow"}` with optional `customClaims` and `sessionClaims`
+/// objects, read strictly (any other member, kind or value is a malformed answer: a hook
+/// failure, not a decision), or `{"decision":"deny","message":"…"}`, read leniently — an
+/// object that says deny in any case is a denial (with a default message when it has no
+/// usable one), so a receiver meaning to refuse never lets a sign-in through under
+/// `GATEHOUSE_HOOK_ON_FAILURE=allow`.
 enum HookAnswer: Equatable {
     /// Go on, with what the answer adds.
     case allow(HookAllowance)
@@ -20,6 +23,12 @@ enum HookAnswer: Equatable {
         guard case .string(let decision)? = object["decision"] else {
             throw HookFailure.invalidAnswer("decision is missing or not a string")
         }
+        if decision.lowercased() == "deny" {
+            var message = ""
+            if case .string(let text)? = object["message"] { message = Self.clean(text) }
+            self = .deny(message: message.isEmpty ? "The sign-in was refused." : message)
+            return
+        }
         switch decision {
         case "allow":
             if let extra = object.keys.sorted().first(where: { !["decision", "customClaims", "sessionClaims"].contains($0) }) {
@@ -29,15 +38,6 @@ enum HookAnswer: Equatable {
                 HookAllowance(
                     customClaims: try Self.claims(object["customClaims"], name: "customClaims"),
                     sessionClaims: try Self.claims(object["sessionClaims"], name: "sessionClaims")))
-        case "deny":
-            if let extra = object.keys.sorted().first(where: { !["decision", "message"].contains($0) }) {
-                throw HookFailure.invalidAnswer("a deny answer has the unknown member \(extra.prefix(64).debugDescription)")
-            }
-            guard case .string(let message)? = object["message"] else {
-                throw HookFailure.invalidAnswer("a deny answer needs a string message")
-            }
-            let cleaned = Self.clean(message)
-            self = .deny(message: cleaned.isEmpty ? "The sign-in was refused." : cleaned)
         default:
             throw HookFailure.invalidAnswer("decision must be allow or deny")
         }

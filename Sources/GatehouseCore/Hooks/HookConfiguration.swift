@@ -54,9 +54,12 @@ public struct HookConfiguration: Sendable {
         return (24...64).contains(bytes.count)
     }
 
-    /// `localhost`, `127.x.x.x` or `::1`.
+    /// `localhost`, an IPv4 literal `127.x.x.x` or `::1` (a name such as `127.example.com`
+    /// may resolve anywhere).
     static func isLoopback(_ host: String) -> Bool {
         let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
-        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
+        if bare == "localhost" || bare == "::1" { return true }
+        let parts = bare.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 }

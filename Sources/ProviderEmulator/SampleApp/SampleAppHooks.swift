@@ -41,7 +41,9 @@ struct SampleAppHooks {
             if event == "before-create", email.hasSuffix("@" + Self.blockedDomain) {
                 return Response.json(["decision": "deny", "message": "Accounts at \(Self.blockedDomain) are not accepted by this app."])
             }
-            if event == "before-sign-in", email == Self.administrator {
+            // Only an address a provider vouches for earns a role.
+            let verified = (account["emailVerified"] as? Bool ?? false) || (profile["emailVerified"] as? Bool ?? false)
+            if event == "before-sign-in", email == Self.administrator, verified {
                 return Response.json(["decision": "allow", "customClaims": ["role": "admin"]])
             }
             return Response.json(["decision": "allow"])
