@@ -35,6 +35,8 @@ public struct Gatehouse: Sendable {
     public let metrics: GatehouseMetrics
     /// Recent resource refusals of the store (a full disk), for readiness.
     public let storageHealth: StorageHealth
+    /// Delivers the webhook outbox (`nil` without endpoints).
+    public let webhooks: WebhookDispatcher?
 
     /// Builds the core; throws when the configuration is unsafe (see `GatewayConfiguration.validate`).
     public init(
@@ -79,6 +81,15 @@ public struct Gatehouse: Sendable {
         let registry = ProviderRegistry(providers)
         self.providers = registry
         let audit = AuditLog(logger: logger)
+        var events = EventRecorder.disabled
+        if let settings = configuration.webhooks, !settings.endpoints.isEmpty {
+            let dispatcher = WebhookDispatcher(
+                configuration: settings, storage: storage, http: http, clock: configuration.clock, metrics: metrics, logger: logger)
+            self.webhooks = dispatcher
+            events = EventRecorder(endpoints: settings.endpoints, metrics: metrics, wake: { dispatcher.wake() })
+        } else {
+            self.webhooks = nil
+        }
         var hooks: any SignInHooks = NoSignInHooks()
         if let settings = configuration.hooks, !settings.urls.isEmpty {
             hooks = HookClient(configuration: settings, http: http, clock: configuration.clock, metrics: metrics, logger: logger)
@@ -86,7 +97,7 @@ public struct Gatehouse: Sendable {
         let accounts = AccountService(
             storage: storage, vault: vault, photoBaseURL: "\(configuration.publicURL)/v1/me/photo",
             oneAccountPerEmail: configuration.oneAccountPerEmail, pendingLifetime: configuration.pendingCredentialLifetime,
-            clock: configuration.clock, audit: audit, hooks: hooks)
+            clock: configuration.clock, audit: audit, hooks: hooks, events: events)
         self.accounts = accounts
         let tokens = GatewayTokenService(
             configuration: configuration, storage: storage, accounts: accounts, vault: vault, logger: logger,
@@ -100,7 +111,8 @@ public struct Gatehouse: Sendable {
         signIn.metrics = metrics
         self.signIn = signIn
         self.sessions = SessionService(
-            storage: storage, tokens: tokens, recentLoginWindow: configuration.recentLoginWindow, clock: configuration.clock, audit: audit)
+            storage: storage, tokens: tokens, recentLoginWindow: configuration.recentLoginWindow, clock: configuration.clock, audit: audit,
+            events: events)
         let profiles = ProfileService(
             storage: storage, providers: registry, accounts: accounts, vault: vault, configuration: configuration, metrics: metrics)
         self.profiles = profiles
@@ -109,13 +121,18 @@ public struct Gatehouse: Sendable {
             upstream: Dictionary(uniqueKeysWithValues: registry.ids.map { ($0, upstream($0)) }),
             hosts: HostBreakers(settings: configuration.circuitBreaker, clock: configuration.clock, distinctCallers: 2), audit: audit,
             metrics: metrics)
-        self.serviceKeys = ServiceKeyService(storage: storage, cache: cachedStore.serviceKeys)
-        self.admin = AdminService(storage: storage, accounts: accounts, audit: audit)
+        var serviceKeys = ServiceKeyService(storage: storage, cache: cachedStore.serviceKeys)
+        serviceKeys.events = events
+        self.serviceKeys = serviceKeys
+        self.admin = AdminService(storage: storage, accounts: accounts, audit: audit, events: events)
     }
 
     /// The core's background work, until the task is cancelled: following what other
     /// instances write to a shared store (see `CachedStore.followChanges()`).
     public func run() async {
-        await cachedStore.followChanges()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.cachedStore.followChanges() }
+            if let webhooks { group.addTask { await webhooks.run() } }
+        }
     }
 }

@@ -236,6 +236,30 @@ enum PostgresMigrations {
                 "ALTER TABLE accounts ADD COLUMN custom_claims bytea",
                 "ALTER TABLE sessions ADD COLUMN claims bytea",
             ]),
+        // The webhook outbox: one row per event and endpoint, written in the transaction of the
+        // change it reports, claimed under a lease by one instance, removed once delivered.
+        Migration(
+            version: "v10-webhook-outbox",
+            statements: [
+                """
+                CREATE TABLE webhook_outbox (
+                  id text PRIMARY KEY,
+                  event_id text NOT NULL,
+                  endpoint text NOT NULL,
+                  type text NOT NULL,
+                  payload bytea NOT NULL,
+                  created_at timestamptz NOT NULL,
+                  next_attempt_at timestamptz NOT NULL,
+                  attempts integer NOT NULL DEFAULT 0,
+                  status text NOT NULL DEFAULT 'pending',
+                  lease_until timestamptz,
+                  last_status integer,
+                  last_error text
+                )
+                """,
+                "CREATE INDEX webhook_outbox_due ON webhook_outbox (status, next_attempt_at)",
+                "CREATE INDEX webhook_outbox_created ON webhook_outbox (created_at)",
+            ]),
     ]
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.

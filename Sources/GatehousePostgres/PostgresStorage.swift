@@ -259,25 +259,47 @@ public final class PostgresStorage: GatehouseStorage {
         return try await retrying { try await withinTimeout { try await usage.counting { try await client.query(statement, logger: logger) } } }
     }
 
-    /// One statement whose rows are not needed.
+    /// One statement whose rows are not needed (in a transaction with the webhook events
+    /// recorded with it, if any).
     func execute(_ statement: PostgresQuery) async throws {
+        guard Outbox.entries.isEmpty else {
+            return try await transaction { connection, logger in _ = try await connection.query(statement, logger: logger) }
+        }
         _ = try await query(statement, logger: logger)
     }
 
-    /// Whether an `UPDATE … RETURNING` touched a row.
+    /// Whether an `UPDATE … RETURNING` touched a row (in a transaction with the webhook events
+    /// recorded with it, if any: inserted only when it did).
     func changed(_ statement: PostgresQuery) async throws -> Bool {
+        guard Outbox.entries.isEmpty else {
+            return try await transaction { connection, logger in
+                for try await _ in try await connection.query(statement, logger: logger) { return true }
+                return false
+            }
+        }
         for try await _ in try await query(statement, logger: logger) { return true }
         return false
     }
 
-    /// A transaction, retried whole on a serialization failure or deadlock.
+    /// A transaction, retried whole on a serialization failure or deadlock. The webhook events
+    /// recorded with the write (`Outbox.entries`) are inserted in it, unless the write reports
+    /// it changed nothing.
     func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws -> T {
         let logger = self.logger
         let client = self.client
         let usage = self.usage
+        let recorded = Outbox.entries
         return try await retrying {
             try await withinTimeout {
-                try await usage.counting { try await client.withTransaction(logger: logger) { connection in try await body(connection, logger) } }
+                try await usage.counting {
+                    try await client.withTransaction(logger: logger) { connection in
+                        let result = try await body(connection, logger)
+                        for entry in Outbox.keep(recorded, after: result) {
+                            try await connection.query(try Self.insertOutboxQuery(entry), logger: logger)
+                        }
+                        return result
+                    }
+                }
             }
         }
     }

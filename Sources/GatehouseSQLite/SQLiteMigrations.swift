@@ -162,6 +162,29 @@ enum SQLiteMigrations {
                     ALTER TABLE sessions ADD COLUMN claims BLOB;
                     """)
         }
+        // The webhook outbox: one row per event and endpoint, written in the transaction of
+        // the change it reports, removed once delivered.
+        migrator.registerMigration("v9-webhook-outbox") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE webhook_outbox (
+                      id TEXT PRIMARY KEY,
+                      event_id TEXT NOT NULL,
+                      endpoint TEXT NOT NULL,
+                      type TEXT NOT NULL,
+                      payload BLOB NOT NULL,
+                      created_at DATETIME NOT NULL,
+                      next_attempt_at DATETIME NOT NULL,
+                      attempts INTEGER NOT NULL DEFAULT 0,
+                      status TEXT NOT NULL DEFAULT 'pending',
+                      lease_until DATETIME,
+                      last_status INTEGER,
+                      last_error TEXT
+                    );
+                    CREATE INDEX webhook_outbox_due ON webhook_outbox(status, next_attempt_at);
+                    CREATE INDEX webhook_outbox_created ON webhook_outbox(created_at);
+                    """)
+        }
         return migrator
     }
 }

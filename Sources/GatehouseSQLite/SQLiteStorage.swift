@@ -41,8 +41,23 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// A write transaction, with resource failures as `StorageError.exhausted`: SQLite rolled
     /// it back, so nothing was committed and the caller may answer 503.
+    ///
+    /// The webhook events recorded with the write (`Outbox.entries`) are inserted in the same
+    /// transaction, unless the write reports it changed nothing.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do { return try await pool.write(body) } catch let error as DatabaseError { throw exhausted(error) ?? error }
+        let recorded = Outbox.entries
+        do {
+            return try await pool.write { db in
+                let result = try body(db)
+                guard !recorded.isEmpty else { return result }
+                for entry in Outbox.keep(recorded, after: result) {
+                    try Self.insertOutbox(entry, db)
+                }
+                return result
+            }
+        } catch let error as DatabaseError {
+            throw exhausted(error) ?? error
+        }
     }
 
     /// A full disk, an I/O error, no memory, a file that cannot be opened or written: the

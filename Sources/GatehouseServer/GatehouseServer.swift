@@ -30,6 +30,7 @@ public enum GatehouseServer {
         MeRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
         ServiceRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
         ProviderAPIRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
+        AdminWebhookRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
         if demoPage {
             DemoPage(providerIds: gatehouse.providers.ids).register(into: &table)
         }

@@ -65,6 +65,10 @@ public struct EmulatorConfiguration: Sendable {
     /// `gatehouse demo` signs its hook calls with. A demo value, public by design.
     public static let demoHookSecret = "whsec_Z2F0ZWhvdXNlLWRlbW8taG9vay1zZWNyZXQtMzJieXRl"
 
+    /// The Standard Webhooks secret the sample app's webhook receiver (`/sample-app/webhooks`)
+    /// verifies, and `gatehouse demo` signs its deliveries with. A demo value, public by design.
+    public static let demoWebhookSecret = "whsec_Z2F0ZWhvdXNlLWRlbW8td2ViaG9vay1zZWNyZXQtMzI="
+
     /// Creates a configuration; the default registers the demo clients.
     public init(
         githubClients: [ClientRegistration] = [demoGitHubClient, demoGitHubAppClient],

@@ -13,6 +13,7 @@ public struct ProviderEmulator: Sendable {
     let microsoftState = MicrosoftState()
     let keys = SigningKeys()
     let sampleAppCalls = SampleAppCalls()
+    let sampleAppEvents = SampleAppEvents()
 
     /// Creates an emulator with fresh state.
     public init(configuration: EmulatorConfiguration = .init()) {
@@ -38,6 +39,12 @@ public struct ProviderEmulator: Sendable {
         GitHubRepoRoutes(api: github).register(on: router)
         FantasyRoutes(state: oidcState).register(on: router)
         SampleAppHooks(calls: sampleAppCalls).register(on: router)
+        SampleAppWebhooks(received: sampleAppEvents).register(on: router)
+        let events = sampleAppEvents
+        router.delete("/_emulator/sample-app/webhooks") { _, _ in
+            await events.clear()
+            return Response(status: .noContent)
+        }
         // The calls the sample app's hooks received: headers and raw body, as sent.
         let calls = sampleAppCalls
         router.get("/_emulator/sample-app/calls") { _, _ in
@@ -55,7 +62,7 @@ public struct ProviderEmulator: Sendable {
         }
         router.get("/") { _, _ in
             Response.text(
-                "Gatehouse provider emulator. GitHub: /github (github.com), /github-api (api.github.com). OpenID Providers: /oidc (oidc.emulator), /yahoo (yahoo.com). Microsoft: /microsoft/{tenant} (login.microsoftonline.com), /graph (graph.microsoft.com). Yahoo Fantasy Sports: /yahoo-fantasy (fantasysports.yahooapis.com). A sample app's sign-in hooks: /sample-app/hooks/before-create, /sample-app/hooks/before-sign-in. Control: /_emulator/users, /_emulator/stats.\n"
+                "Gatehouse provider emulator. GitHub: /github (github.com), /github-api (api.github.com). OpenID Providers: /oidc (oidc.emulator), /yahoo (yahoo.com). Microsoft: /microsoft/{tenant} (login.microsoftonline.com), /graph (graph.microsoft.com). Yahoo Fantasy Sports: /yahoo-fantasy (fantasysports.yahooapis.com). A sample app's sign-in hooks: /sample-app/hooks/before-create, /sample-app/hooks/before-sign-in; its webhook receiver: /sample-app/webhooks. Control: /_emulator/users, /_emulator/stats.\n"
             )
         }
         return router

@@ -112,6 +112,12 @@ struct DemoCommand: AsyncParsableCommand {
                 .beforeCreate: "\(emulatorURL)/sample-app/hooks/before-create", .beforeSignIn: "\(emulatorURL)/sample-app/hooks/before-sign-in",
             ],
             secrets: [EmulatorConfiguration.demoHookSecret])
+        // Every event to the sample app's webhook receiver, which verifies and lists them
+        // (README "Webhooks"); GATEHOUSE_WEBHOOK_<NAME>_* add receivers.
+        configuration.webhooks = WebhookConfiguration(endpoints: [
+            .init(
+                name: "sample-app", url: "\(emulatorURL)/sample-app/webhooks", events: nil, secrets: [EmulatorConfiguration.demoWebhookSecret])
+        ])
         return configuration
     }
 

@@ -24,7 +24,8 @@ struct KeysCommand: AsyncParsableCommand {
         @Argument(help: "A name for the key.")
         var name: String
 
-        @Option(help: "Comma-separated scopes: profile:read, photo:read, admin, users:claims, api:<provider id>, tokens:<provider id>.")
+        @Option(
+            help: "Comma-separated scopes: profile:read, photo:read, admin, admin:webhooks, users:claims, api:<provider id>, tokens:<provider id>.")
         var scopes: String
 
         @OptionGroup var store: StoreOptions

@@ -55,6 +55,44 @@ enum ProfileSettings {
         if let value = try flag("GATEHOUSE_PRIVATE_PHOTO_ADDRESSES") { gateway.allowPrivatePhotoAddresses = value }
         if let value = try settings.text("GATEHOUSE_API_POLICY") { gateway.api = try apiPolicy(value) }
         try applyHooks(settings, to: &gateway)
+        try applyWebhooks(environment, settings, to: &gateway)
+    }
+
+    /// `GATEHOUSE_WEBHOOK_<NAME>_URL`, `_EVENTS`, `_SECRETS` and `GATEHOUSE_WEBHOOK_RETENTION`:
+    /// added to the endpoints the command configured before (the demo's sample receiver).
+    static func applyWebhooks(_ environment: [String: String], _ settings: TypedSettings, to gateway: inout GatewayConfiguration) throws {
+        var webhooks = gateway.webhooks ?? WebhookConfiguration(endpoints: [])
+        var touched = false
+        for key in environment.keys.sorted() where key.hasPrefix("GATEHOUSE_WEBHOOK_") && key.hasSuffix("_URL") {
+            let name = String(key.dropFirst("GATEHOUSE_WEBHOOK_".count).dropLast("_URL".count))
+            guard !name.isEmpty else { continue }
+            let prefix = "GATEHOUSE_WEBHOOK_\(name)_"
+            var events: Set<WebhookEventType>?
+            if let list = try settings.list(prefix + "EVENTS"), list != ["*"] {
+                events = []
+                for entry in list {
+                    guard let type = WebhookEventType(rawValue: entry) else {
+                        throw ValidationError(
+                            "\(prefix)EVENTS: \(entry.prefix(64).debugDescription) is not an event type (\(WebhookEventType.allCases.map(\.rawValue).joined(separator: ", ")), or *)"
+                        )
+                    }
+                    events?.insert(type)
+                }
+            }
+            let endpoint = WebhookConfiguration.Endpoint(
+                name: name.lowercased().replacingOccurrences(of: "_", with: "-"), url: try settings.text(key) ?? "", events: events,
+                secrets: try settings.list(prefix + "SECRETS") ?? [])
+            webhooks.endpoints.removeAll { $0.name == endpoint.name }
+            webhooks.endpoints.append(endpoint)
+            touched = true
+        }
+        if let retention = try settings.seconds("GATEHOUSE_WEBHOOK_RETENTION") {
+            webhooks.retention = retention
+            touched = true
+        }
+        guard touched else { return }
+        if let problem = webhooks.problem() { throw ValidationError(problem) }
+        gateway.webhooks = webhooks
     }
 
     /// `GATEHOUSE_HOOK_*`: set over whatever the command configured before (the demo's sample

@@ -31,6 +31,7 @@ func withDeployment<T>(
     extraProviders: @escaping @Sendable (String) -> [OIDCProviderConfiguration] = { _ in [] },
     gateway: @escaping @Sendable (inout GatewayConfiguration) -> Void = { _ in },
     hooks: (@Sendable (_ emulatorURL: String) -> HookConfiguration)? = nil,
+    webhooks: (@Sendable (_ emulatorURL: String) -> WebhookConfiguration)? = nil,
     database: String? = nil,
     instances: Int = 1,
     vaultKeys: (@Sendable (Int) -> [Data])? = nil,
@@ -85,6 +86,7 @@ func withDeployment<T>(
             // end. Tests that test timeouts set their own.
             configuration.defaultUpstreamTimeout = .seconds(25)
             configuration.hooks = hooks?(emulatorURL)
+            configuration.webhooks = webhooks?(emulatorURL)
             gateway(&configuration)
             // Each instance has its own store object (its own pool), as separate processes would.
             let storage: any GatehouseStorage

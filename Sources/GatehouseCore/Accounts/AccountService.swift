@@ -17,6 +17,8 @@ public struct AccountService: Sendable {
     var audit = AuditLog.disabled
     /// The app's blocking hooks, asked after every read and check and before any write.
     var hooks: any SignInHooks = NoSignInHooks()
+    /// The webhook events each write records in its own transaction.
+    var events = EventRecorder.disabled
     /// The scopes granted by each stored token set, by its sealed form: opened once, not on
     /// every profile read (a new grant is a new sealed value, so nothing goes stale).
     let grantedScopes = RecentValues<String, [String]>(capacity: 8192)
@@ -65,7 +67,9 @@ public struct AccountService: Sendable {
                 let first = try await newLink(uid: account.uid, profile: profile, tokens: tokens, at: now)
                 var answer = try await SignIn(account: account, profile: unifiedProfile(for: account, links: [first]), isNewUser: true)
                 answer.sessionClaims = allowance.sessionClaims
-                try await storage.createAccount(account, firstLink: first)
+                try await events.recording([.account(.accountCreated, uid: account.uid, at: now, ["providerId": .string(profile.providerId)])]) {
+                    try await storage.createAccount(account, firstLink: first)
+                }
                 audit.record(.accountCreated, by: .user(account.uid), uid: account.uid, provider: profile.providerId)
                 if !(allowance.customClaims?.isEmpty ?? true) {
                     audit.record(.claimsUpdated, by: .hook, uid: account.uid)
@@ -136,7 +140,8 @@ public struct AccountService: Sendable {
         if account.disabled { throw GatehouseError.userDisabled() }
         let remaining = try await storage.links(uid: uid).filter { $0.providerId != providerId }
         let answer = try await unifiedProfile(for: account, links: remaining)
-        switch try await storage.deleteLink(uid: uid, providerId: providerId) {
+        let unlinked = WebhookEvent.account(.providerUnlinked, uid: uid, at: clock.now(), ["providerId": .string(providerId)])
+        switch try await events.recording([unlinked], { try await storage.deleteLink(uid: uid, providerId: providerId) }) {
         case .deleted(let link):
             audit.record(.providerUnlinked, by: .user(uid), uid: uid, provider: providerId)
             await revokeGrants([link], providers: providers)
@@ -150,7 +155,10 @@ public struct AccountService: Sendable {
 
     /// Deletes the account with its links, sessions and tokens, then revokes the grants.
     public func delete(uid: String, providers: ProviderRegistry) async throws {
-        guard let links = try await storage.deleteAccount(uid: uid) else { throw GatehouseError.userNotFound() }
+        let deleted = WebhookEvent.account(.accountDeleted, uid: uid, at: clock.now())
+        guard let links = try await events.recording([deleted], { try await storage.deleteAccount(uid: uid) }) else {
+            throw GatehouseError.userNotFound()
+        }
         audit.record(.accountDeleted, by: .user(uid), uid: uid)
         await revokeGrants(links, providers: providers)
     }
@@ -198,7 +206,11 @@ public struct AccountService: Sendable {
                 var answer = try await SignIn(
                     account: account, profile: unifiedProfile(for: account, links: Self.replacing(existing, in: links)), isNewUser: false)
                 answer.sessionClaims = allowance.sessionClaims
-                try await storage.updateLink(existing, consumingPending: consumingPending, replacingClaims: replacing)
+                let recorded = await updateEvents(
+                    uid: uid, providerId: profile.providerId, claimsChanged: replacing != nil, profileChanged: false, restoring: existing, at: now)
+                try await events.recording(recorded) {
+                    try await storage.updateLink(existing, consumingPending: consumingPending, replacingClaims: replacing)
+                }
                 if replacing != nil { audit.record(.claimsUpdated, by: .hook, uid: uid) }
                 return answer
             }
@@ -214,8 +226,12 @@ public struct AccountService: Sendable {
                 verifiedEmail: EmailAddress.verified(of: profile))
             var answer = try await SignIn(account: updated, profile: unifiedProfile(for: updated, links: links + [link]), isNewUser: false)
             answer.sessionClaims = allowance.sessionClaims
+            var recorded = [WebhookEvent.account(.providerLinked, uid: uid, at: now, ["providerId": .string(profile.providerId)])]
+            if replacing != nil { recorded.append(.account(.accountUpdated, uid: uid, at: now, ["changes": .array([.string("customClaims")])])) }
             do {
-                try await storage.addLink(link, consumingPending: consumingPending, replacingClaims: replacing)
+                try await events.recording(recorded) {
+                    try await storage.addLink(link, consumingPending: consumingPending, replacingClaims: replacing)
+                }
                 audit.record(.providerLinked, by: .user(uid), uid: uid, provider: profile.providerId)
                 if replacing != nil { audit.record(.claimsUpdated, by: .hook, uid: uid) }
                 return answer
@@ -238,7 +254,9 @@ public struct AccountService: Sendable {
         let replacing = claimsReplacement(allowance, of: &account)
         // An unchanged profile keeps its stored bytes (compared typed with the snapshot, which
         // is decoded once): encoding it on every returning sign-in was wasted work.
-        if (try? link.profile()) != profile { link.profileJSON = try ProfileSnapshot.encode(profile) }
+        let previous = link
+        let profileChanged = (try? link.profile()) != profile
+        if profileChanged { link.profileJSON = try ProfileSnapshot.encode(profile) }
         link.verifiedEmail = EmailAddress.verified(of: profile)
         // An ID-token sign-in brings no access token: keep the grant of an earlier code flow.
         if !tokens.accessToken.isEmpty { link.sealedTokens = try await seal(tokens, for: profile) }
@@ -247,7 +265,12 @@ public struct AccountService: Sendable {
         let links = Self.replacing(link, in: current)
         var answer = try await SignIn(account: account, profile: unifiedProfile(for: account, links: links), isNewUser: false)
         answer.sessionClaims = allowance.sessionClaims
-        try await storage.recordSignIn(link: link, at: now, replacingClaims: replacing)
+        let recorded = await updateEvents(
+            uid: account.uid, providerId: profile.providerId, claimsChanged: replacing != nil, profileChanged: profileChanged,
+            restoring: tokens.accessToken.isEmpty ? nil : previous, at: now)
+        try await events.recording(recorded) {
+            try await storage.recordSignIn(link: link, at: now, replacingClaims: replacing)
+        }
         if replacing != nil { audit.record(.claimsUpdated, by: .hook, uid: account.uid) }
         return answer
     }
@@ -255,8 +278,29 @@ public struct AccountService: Sendable {
     /// Replaces the account's custom claims by the ones a hook answered: services call
     /// `PUT /v1/users/{uid}/claims`, the hooks' `customClaims` land here.
     public func setCustomClaims(uid: String, _ claims: CustomClaims, by actor: AuditActor) async throws {
-        guard try await storage.setCustomClaims(uid: uid, ClaimsReplacement(stored: claims.stored)) else { throw GatehouseError.userNotFound() }
+        let updated = WebhookEvent.account(.accountUpdated, uid: uid, at: clock.now(), ["changes": .array([.string("customClaims")])])
+        guard try await events.recording([updated], { try await storage.setCustomClaims(uid: uid, ClaimsReplacement(stored: claims.stored)) })
+        else { throw GatehouseError.userNotFound() }
         audit.record(.claimsUpdated, by: actor, uid: uid)
+    }
+
+    /// The events of a write that refreshes a link: `account.updated` naming what changed, and
+    /// `grant.restored` when the link's stored grant had died (`restoring`: the link as it
+    /// was, when new tokens replace its grant).
+    private func updateEvents(
+        uid: String, providerId: String, claimsChanged: Bool, profileChanged: Bool, restoring: ProviderLinkRecord?, at now: Date
+    ) async -> [WebhookEvent] {
+        var recorded: [WebhookEvent] = []
+        var changes: [JSONValue] = []
+        if profileChanged { changes.append(.string("profile")) }
+        if claimsChanged { changes.append(.string("customClaims")) }
+        if !changes.isEmpty, events.wants(.accountUpdated) {
+            recorded.append(.account(.accountUpdated, uid: uid, at: now, ["changes": .array(changes), "providerId": .string(providerId)]))
+        }
+        if let restoring, events.wants(.grantRestored), (try? await vault.tokens(of: restoring))?.reauthRequired == true {
+            recorded.append(.account(.grantRestored, uid: uid, at: now, ["providerId": .string(providerId)]))
+        }
+        return recorded
     }
 
     /// The `before-create` hook, then `before-sign-in`, for an account not created yet.

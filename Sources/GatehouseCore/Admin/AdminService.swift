@@ -8,6 +8,8 @@ public struct AdminService: Sendable {
     let accounts: AccountService
     /// Where disabling, enabling and session revocation are recorded.
     var audit = AuditLog.disabled
+    /// The webhook events each write records in its own transaction.
+    var events = EventRecorder.disabled
 
     /// The accounts with this email (admin search), oldest first, at most 100: by default only
     /// those a provider vouches for it (`emailVerified`), as one-account-per-email matches;
@@ -31,14 +33,17 @@ public struct AdminService: Sendable {
 
     /// Disables or enables an account; disabling also ends its sessions.
     public func setDisabled(uid: String, disabled: Bool, by actor: AuditActor) async throws {
-        guard try await storage.setDisabled(uid: uid, disabled: disabled) else { throw GatehouseError.userNotFound() }
+        let event = WebhookEvent.account(disabled ? .accountDisabled : .accountEnabled, uid: uid, at: Date())
+        guard try await events.recording([event], { try await storage.setDisabled(uid: uid, disabled: disabled) }) else {
+            throw GatehouseError.userNotFound()
+        }
         audit.record(disabled ? .accountDisabled : .accountEnabled, by: actor, uid: uid)
     }
 
     /// Ends every session of an account.
     public func revokeSessions(uid: String, by actor: AuditActor) async throws {
         guard try await storage.account(uid: uid) != nil else { throw GatehouseError.userNotFound() }
-        try await storage.deleteSessions(uid: uid)
+        try await events.recording([.account(.sessionsRevoked, uid: uid, at: Date())]) { try await storage.deleteSessions(uid: uid) }
         audit.record(.sessionsRevoked, by: actor, uid: uid)
     }
 }

@@ -128,6 +128,8 @@ public struct GatewayConfiguration: Sendable {
     public var api: APIPolicy = .closed
     /// The app's blocking hooks (`GATEHOUSE_HOOK_*`); `nil`: none.
     public var hooks: HookConfiguration?
+    /// The webhook endpoints (`GATEHOUSE_WEBHOOK_*`); `nil`: none.
+    public var webhooks: WebhookConfiguration?
     /// Yahoo's API base for passthrough calls (its Fantasy Sports API), unless the policy names one.
     public static let yahooAPIBaseURL = "https://fantasysports.yahooapis.com"
     /// Where the core reads the time (the machine's clock; tests move an `OffsetClock`).
@@ -208,6 +210,7 @@ public struct GatewayConfiguration: Sendable {
     /// Checks the endpoints: `https` only, except loopback `http` in development mode (design §1).
     public func validate() throws {
         if let problem = hooks?.problem() { throw GatehouseError.invalidArgument(problem) }
+        if let problem = webhooks?.problem() { throw GatehouseError.invalidArgument(problem) }
         do {
             _ = try TrustedProxies(parsing: trustedProxies)
         } catch {

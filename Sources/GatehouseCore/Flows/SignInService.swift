@@ -259,7 +259,10 @@ public struct SignInService: Sendable {
                 idHash: SecureRandom.digest(value), uid: signIn.account.uid, createdAt: now,
                 expiresAt: now.addingTimeInterval(configuration.sessionLifetime), signInProvider: providerId,
                 claims: signIn.sessionClaims?.stored)
-            try await storage.insertSession(record)
+            let signedIn = WebhookEvent.account(
+                .accountSignedIn, uid: signIn.account.uid, at: now,
+                ["providerId": .string(providerId), "mode": .string(mode.rawValue), "isNewUser": .bool(signIn.isNewUser)])
+            try await accounts.events.recording([signedIn]) { try await storage.insertSession(record) }
             session = NewSession(value: value, record: record)
         }
         logger.info(

@@ -63,6 +63,32 @@ public struct GatehouseMetrics: Sendable {
         }.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
+    /// A webhook event written (with the change it reports), by type.
+    func webhookEvent(type: String) {
+        counter("gatehouse_webhook_events_total", [("type", type)]).increment()
+    }
+
+    /// A webhook delivery attempt, by endpoint and outcome (`delivered`, `retry`, `failed`,
+    /// `gone`), with its time as a histogram.
+    func webhookDelivery(endpoint: String, outcome: String, duration: Duration) {
+        let dimensions = [("endpoint", endpoint), ("outcome", outcome)]
+        counter("gatehouse_webhook_deliveries_total", dimensions).increment()
+        timers.handle("gatehouse_webhook_delivery_duration_seconds", dimensions) {
+            Timer(label: "gatehouse_webhook_delivery_duration_seconds", dimensions: dimensions, factory: factory)
+        }.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    }
+
+    /// Undelivered events dropped after the retention, by endpoint.
+    func webhookDropped(endpoint: String, count: Int) {
+        counter("gatehouse_webhook_events_dropped_total", [("endpoint", endpoint)]).increment(by: Int64(count))
+    }
+
+    /// The outbox's pending entries and the age of the oldest, in seconds.
+    func webhookBacklog(count: Int, oldestAge: Double) {
+        Gauge(label: "gatehouse_webhook_queue_depth", dimensions: [], factory: factory).record(count)
+        Gauge(label: "gatehouse_webhook_oldest_age_seconds", dimensions: [], factory: factory).record(oldestAge)
+    }
+
     /// Photo bytes sent to callers, streamed or from the cache.
     func photoBytes(_ count: Int) {
         counter("gatehouse_photo_bytes_total", []).increment(by: Int64(count))

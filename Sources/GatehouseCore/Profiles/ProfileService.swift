@@ -150,9 +150,13 @@ public struct ProfileService: Sendable {
         // fetch was a tenth of that route's CPU (perf, release build).
         let verifiedEmail = EmailAddress.verified(of: profile)
         if profile != snapshot || verifiedEmail != link.verifiedEmail {
-            try await storage.updateLinkProfile(
-                providerId: link.providerId, federatedId: link.federatedId, uid: link.uid, profileJSON: try ProfileSnapshot.encode(profile),
-                verifiedEmail: verifiedEmail, at: clock.now())
+            let updated = WebhookEvent.account(
+                .accountUpdated, uid: link.uid, at: clock.now(), ["changes": .array([.string("profile")]), "providerId": .string(link.providerId)])
+            try await accounts.events.recording([updated]) {
+                try await storage.updateLinkProfile(
+                    providerId: link.providerId, federatedId: link.federatedId, uid: link.uid,
+                    profileJSON: try ProfileSnapshot.encode(profile), verifiedEmail: verifiedEmail, at: clock.now())
+            }
         }
         return profile
     }
@@ -315,9 +319,14 @@ public struct ProfileService: Sendable {
             metrics.tokenRefresh(providerId: link.providerId, outcome: "dead-grant")
             var dead = stored
             dead.reauthRequired = true
-            _ = try await storage.replaceSealedTokens(
-                providerId: current.providerId, federatedId: current.federatedId, expected: read,
-                with: try await vault.seal(dead, providerId: current.providerId, federatedId: current.federatedId))
+            // Once per dead grant: the event goes with the write that marks it, which only one
+            // refresh wins (compare and set).
+            let sealedDead = try await vault.seal(dead, providerId: current.providerId, federatedId: current.federatedId)
+            let event = WebhookEvent.account(.grantReauthRequired, uid: current.uid, at: clock.now(), ["providerId": .string(current.providerId)])
+            _ = try await accounts.events.recording([event]) {
+                try await storage.replaceSealedTokens(
+                    providerId: current.providerId, federatedId: current.federatedId, expected: read, with: sealedDead)
+            }
             throw error
         } catch {
             metrics.tokenRefresh(providerId: link.providerId, outcome: "failed")

@@ -6,7 +6,7 @@ import Foundation
 public struct ServiceKeyService: Sendable {
     /// The fixed scopes a key can hold; `api:<provider>` (passthrough calls) and
     /// `tokens:<provider>` (the token vault) name a provider id as well.
-    public static let knownScopes: Set<String> = ["profile:read", "photo:read", "admin", "users:claims"]
+    public static let knownScopes: Set<String> = ["profile:read", "photo:read", "admin", "admin:webhooks", "users:claims"]
     /// The prefixes of the per-provider scopes.
     public static let providerScopePrefixes = ["api:", "tokens:"]
 
@@ -29,6 +29,8 @@ public struct ServiceKeyService: Sendable {
     let audit: AuditLog
     /// Keys read lately (bounded in number and age, dropped on revocation).
     let cache: ServiceKeyCache
+    /// The webhook events each write records in its own transaction.
+    public var events = EventRecorder.disabled
 
     /// Creates the service over the store; `cacheLifetime` 0 reads the store on every request.
     public init(
@@ -58,7 +60,10 @@ public struct ServiceKeyService: Sendable {
         let key = ServiceKeyRecord(
             id: "sk_" + String(SecureRandom.token(byteCount: 9)), name: name, secretHash: SecureRandom.digest(secret),
             scopes: Array(Set(scopes)).sorted(), createdAt: Date())
-        try await storage.insertServiceKey(key)
+        let created = WebhookEvent(
+            .serviceKeyCreated, at: key.createdAt,
+            data: ["keyId": .string(key.id), "name": .string(key.name), "scopes": .array(key.scopes.map(JSONValue.string))])
+        try await events.recording([created]) { try await storage.insertServiceKey(key) }
         audit.record(.serviceKeyCreated, by: .commandLine, keyId: key.id)
         return (key, secret)
     }
@@ -70,7 +75,8 @@ public struct ServiceKeyService: Sendable {
 
     /// Revokes a key; `false` when it does not exist or was already revoked.
     public func revoke(id: String) async throws -> Bool {
-        let revoked = try await storage.revokeServiceKey(id: id, at: Date())
+        let event = WebhookEvent(.serviceKeyRevoked, at: Date(), data: ["keyId": .string(id)])
+        let revoked = try await events.recording([event]) { try await storage.revokeServiceKey(id: id, at: Date()) }
         cache.forget(keyId: id)
         if revoked { audit.record(.serviceKeyRevoked, by: .commandLine, keyId: id) }
         return revoked
@@ -84,7 +90,8 @@ public struct ServiceKeyService: Sendable {
         else {
             throw GatehouseError.unauthenticated()
         }
-        guard key.scopes.contains(scope) else {
+        // `admin` covers every narrower `admin:…` scope.
+        guard key.scopes.contains(scope) || (scope.hasPrefix("admin:") && key.scopes.contains("admin")) else {
             throw GatehouseError(
                 code: .permissionDenied, detail: "This service key does not have the \(scope) scope.")
         }

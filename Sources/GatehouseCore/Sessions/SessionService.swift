@@ -11,6 +11,8 @@ public struct SessionService: Sendable {
     let clock: any GatehouseClock
     /// Where sign-outs are recorded.
     var audit = AuditLog.disabled
+    /// The webhook events each write records in its own transaction.
+    var events = EventRecorder.disabled
 
     /// A signed-in caller.
     public struct Caller: Sendable {
@@ -54,7 +56,8 @@ public struct SessionService: Sendable {
     public func signOut(_ caller: Caller?, all: Bool) async throws {
         guard let caller else { return }
         if all {
-            try await storage.deleteSessions(uid: caller.uid)
+            let event = WebhookEvent.account(.signedOutEverywhere, uid: caller.uid, at: clock.now())
+            try await events.recording([event]) { try await storage.deleteSessions(uid: caller.uid) }
         } else {
             try await storage.deleteSession(familyId: caller.familyId)
         }

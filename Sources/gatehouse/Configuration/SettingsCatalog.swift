@@ -3,7 +3,7 @@
 /// config show` and that table (`gatehouse config reference` prints it; a test compares).
 enum SettingsCatalog {
     /// The settings.
-    static let all: [Setting] = general + storage + providers + caches + behaviour + hooks
+    static let all: [Setting] = general + storage + providers + caches + behaviour + hooks + webhooks
 
     private static let general: [Setting] = [
         Setting(
@@ -172,6 +172,19 @@ enum SettingsCatalog {
         Setting(
             "GATEHOUSE_HOOK_ON_FAILURE", .choice(["deny", "allow"]), default: "deny",
             "a hook that cannot be asked (down, slow, a malformed answer): `deny` answers `503 hook-unavailable`, `allow` goes on without it"),
+    ]
+
+    private static let webhooks: [Setting] = [
+        Setting(
+            "GATEHOUSE_WEBHOOK_<NAME>_URL", .url,
+            "a receiver of the webhook events (several at once; https, plain http to a loopback address only)"),
+        Setting("GATEHOUSE_WEBHOOK_<NAME>_EVENTS", .list, default: "*", "the event types it receives, comma-separated, or `*`"),
+        Setting(
+            "GATEHOUSE_WEBHOOK_<NAME>_SECRETS", .secret,
+            "comma-separated Standard Webhooks secrets (`whsec_…`) that sign its deliveries; every one signs"),
+        Setting(
+            "GATEHOUSE_WEBHOOK_RETENTION", .seconds(60 ... .greatestFiniteMagnitude), default: "259200",
+            "seconds an undelivered event is kept (then dropped, counted and logged)"),
     ]
 
     /// The setting `name` is (or matches, for per-provider settings).

@@ -124,3 +124,28 @@ extension CachedStore {
         return try await base.revokeServiceKey(id: id, at: date)
     }
 }
+
+// The webhook outbox is never cached.
+extension CachedStore {
+    /// Leases due outbox entries.
+    public func claimOutbox(now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry] {
+        try await base.claimOutbox(now: now, leaseUntil: leaseUntil, limit: limit)
+    }
+
+    /// Records a delivery attempt.
+    public func completeOutbox(id: String, outcome: DeliveryOutcome) async throws { try await base.completeOutbox(id: id, outcome: outcome) }
+
+    /// Lists outbox entries.
+    public func outboxEntries(status: OutboxEntry.Status, after: String?, limit: Int) async throws -> [OutboxEntry] {
+        try await base.outboxEntries(status: status, after: after, limit: limit)
+    }
+
+    /// Makes an entry due again.
+    public func redeliverOutbox(id: String, now: Date) async throws -> Bool { try await base.redeliverOutbox(id: id, now: now) }
+
+    /// Drops entries past the retention.
+    public func dropOutbox(writtenBefore cutoff: Date) async throws -> [String: Int] { try await base.dropOutbox(writtenBefore: cutoff) }
+
+    /// The pending backlog.
+    public func outboxBacklog() async throws -> (count: Int, oldest: Date?) { try await base.outboxBacklog() }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import GatehouseCore
+import Logging
+import PostgresNIO
+
+/// PostgresStorage's `WebhookStore` part: due entries are claimed with `FOR UPDATE SKIP
+/// LOCKED` and a lease, so instances never take the same entry while its lease runs, and the
+/// entries of an instance that died are taken over once their lease has passed.
+extension PostgresStorage {
+    /// The statement that inserts an outbox entry.
+    static func insertOutboxQuery(_ entry: OutboxEntry) throws -> PostgresQuery {
+        try """
+        INSERT INTO webhook_outbox (id, event_id, endpoint, type, payload, created_at, next_attempt_at, attempts, status)
+        VALUES (\(entry.id), \(entry.eventId), \(entry.endpoint), \(entry.type), \(entry.payload), \(entry.createdAt),
+          \(entry.nextAttemptAt), \(entry.attempts), \(entry.status.rawValue))
+        """
+    }
+
+    /// The columns an entry is read from, in `outbox(_:)`'s order.
+    static let outboxColumns = "event_id, endpoint, type, payload, created_at, next_attempt_at, attempts, status, last_status, last_error"
+
+    /// The entries of a query's rows.
+    static func outbox(_ rows: PostgresRowSequence) async throws -> [OutboxEntry] {
+        var entries: [OutboxEntry] = []
+        for try await (event, endpoint, type, payload, created, next, attempts, status, lastStatus, lastError) in rows.decode(
+            (String, String, String, Data, Date, Date, Int, String, Int?, String?).self)
+        {
+            entries.append(
+                OutboxEntry(
+                    eventId: event, endpoint: endpoint, type: type, payload: payload, createdAt: created, nextAttemptAt: next, attempts: attempts,
+                    status: OutboxEntry.Status(rawValue: status) ?? .pending, lastStatus: lastStatus, lastError: lastError))
+        }
+        return entries
+    }
+
+    /// Leases up to `limit` due entries.
+    public func claimOutbox(now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry] {
+        try await transaction { connection, logger in
+            try await Self.outbox(
+                try await connection.query(
+                    """
+                    UPDATE webhook_outbox SET lease_until = \(leaseUntil)
+                    WHERE id IN (
+                      SELECT id FROM webhook_outbox
+                      WHERE status = 'pending' AND next_attempt_at <= \(now) AND (lease_until IS NULL OR lease_until <= \(now))
+                      ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                    RETURNING \(unescaped: Self.outboxColumns)
+                    """, logger: logger))
+        }
+    }
+
+    /// Records an attempt.
+    public func completeOutbox(id: String, outcome: DeliveryOutcome) async throws {
+        switch outcome {
+        case .delivered:
+            try await execute("DELETE FROM webhook_outbox WHERE id = \(id)")
+        case .retry(let at, let status, let error):
+            try await execute(
+                """
+                UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = \(at), lease_until = NULL, last_status = \(status),
+                  last_error = \(error) WHERE id = \(id)
+                """)
+        case .failed(let status, let error):
+            try await execute(
+                """
+                UPDATE webhook_outbox SET attempts = attempts + 1, status = 'failed', lease_until = NULL, last_status = \(status),
+                  last_error = \(error) WHERE id = \(id)
+                """)
+        }
+    }
+
+    /// Entries with `status`, by id, after the cursor.
+    public func outboxEntries(status: OutboxEntry.Status, after: String?, limit: Int) async throws -> [OutboxEntry] {
+        try await Self.outbox(
+            try await query(
+                """
+                SELECT \(unescaped: Self.outboxColumns) FROM webhook_outbox WHERE status = \(status.rawValue) AND id COLLATE "C" > \(after ?? "")
+                ORDER BY id COLLATE "C" LIMIT \(limit)
+                """, logger: logger))
+    }
+
+    /// Makes an entry due now.
+    public func redeliverOutbox(id: String, now: Date) async throws -> Bool {
+        try await changed(
+            "UPDATE webhook_outbox SET status = 'pending', next_attempt_at = \(now), lease_until = NULL WHERE id = \(id) RETURNING id")
+    }
+
+    /// Drops entries written before `cutoff`.
+    public func dropOutbox(writtenBefore cutoff: Date) async throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for try await endpoint in try await query("DELETE FROM webhook_outbox WHERE created_at < \(cutoff) RETURNING endpoint", logger: logger)
+            .decode(String.self)
+        {
+            counts[endpoint, default: 0] += 1
+        }
+        return counts
+    }
+
+    /// Pending entries and the oldest one's creation.
+    public func outboxBacklog() async throws -> (count: Int, oldest: Date?) {
+        for try await (count, oldest) in try await query(
+            "SELECT count(*)::int, min(created_at) FROM webhook_outbox WHERE status = 'pending'", logger: logger
+        ).decode((Int, Date?).self) {
+            return (count, oldest)
+        }
+        return (0, nil)
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import GatehouseCore
+import HTTPTypes
+import Hummingbird
+
+/// `/v1/admin/webhooks/…`: the webhook outbox for operators (scope `admin:webhooks`, or `admin`):
+/// pending and failed deliveries, paged, and redelivery of one.
+struct AdminWebhookRoutes {
+    let gatehouse: Gatehouse
+    let browser: BrowserPolicy
+
+    /// Deliveries per page.
+    static let pageSize = 100
+
+    func register(into table: inout RouteTable) {
+        let storage = gatehouse.storage
+        let clock = gatehouse.configuration.clock
+        let webhooks = gatehouse.webhooks
+        let browser = self.browser
+        @Sendable func authorize(_ context: GatehouseRequestContext) async throws {
+            let key = try await context.requireService(scope: "admin:webhooks")
+            try await browser.limit(serviceKey: key.id)
+        }
+        table.add(.get, "/v1/admin/webhooks/deliveries") { request, context in
+            try await authorize(context)
+            let query = request.queryDictionary
+            guard let status = OutboxEntry.Status(rawValue: query["status"] ?? "pending") else {
+                throw GatehouseError.invalidArgument("status must be pending or failed.")
+            }
+            let cursor = query["cursor"]
+            guard (cursor?.count ?? 0) <= 256 else { throw GatehouseError.invalidArgument("cursor is too long.") }
+            let entries = try await storage.outboxEntries(status: status, after: cursor, limit: Self.pageSize)
+            return try Response.json(
+                DeliveryPage(
+                    deliveries: entries.map(Delivery.init), nextCursor: entries.count == Self.pageSize ? entries.last?.id : nil,
+                    endpoints: webhooks?.outcomes() ?? [:]))
+        }
+        table.add(.post, "/v1/admin/webhooks/deliveries/{id}/redeliver") { request, context in
+            try await authorize(context)
+            let id = try context.parameters.require("id")
+            guard id.count <= 256, try await storage.redeliverOutbox(id: id, now: clock.now()) else {
+                throw GatehouseError(code: .notFound, detail: "There is no undelivered event with this id.")
+            }
+            webhooks?.wake()
+            return Response(status: .accepted)
+        }
+    }
+
+    /// A page of deliveries.
+    struct DeliveryPage: Encodable {
+        let deliveries: [Delivery]
+        /// The cursor of the next page, or `null` on the last one.
+        let nextCursor: String?
+        /// Each endpoint's last outcome on this instance.
+        let endpoints: [String: String]
+
+        enum CodingKeys: String, CodingKey { case deliveries, nextCursor, endpoints }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(deliveries, forKey: .deliveries)
+            try c.encode(nextCursor, forKey: .nextCursor)
+            try c.encode(endpoints, forKey: .endpoints)
+        }
+    }
+
+    /// One event for one endpoint.
+    struct Delivery: Encodable {
+        let id: String
+        let eventId: String
+        let endpoint: String
+        let type: String
+        let status: String
+        let attempts: Int
+        let createdAt: Date
+        let nextAttemptAt: Date
+        let lastStatus: Int?
+        let lastError: String?
+        /// The event as it is delivered.
+        let event: JSONValue
+
+        init(_ entry: OutboxEntry) {
+            id = entry.id
+            eventId = entry.eventId
+            endpoint = entry.endpoint
+            type = entry.type
+            status = entry.status.rawValue
+            attempts = entry.attempts
+            createdAt = entry.createdAt
+            nextAttemptAt = entry.nextAttemptAt
+            lastStatus = entry.lastStatus
+            lastError = entry.lastError
+            event = (try? JSONCoding.decoder().decode(JSONValue.self, from: entry.payload)) ?? .null
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case id, eventId, endpoint, type, status, attempts, createdAt, nextAttemptAt, lastStatus, lastError, event
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(id, forKey: .id)
+            try c.encode(eventId, forKey: .eventId)
+            try c.encode(endpoint, forKey: .endpoint)
+            try c.encode(type, forKey: .type)
+            try c.encode(status, forKey: .status)
+            try c.encode(attempts, forKey: .attempts)
+            try c.encode(createdAt, forKey: .createdAt)
+            try c.encode(nextAttemptAt, forKey: .nextAttemptAt)
+            try c.encode(lastStatus, forKey: .lastStatus)
+            try c.encode(lastError, forKey: .lastError)
+            try c.encode(event, forKey: .event)
+        }
+    }
+}

@@ -1,0 +1,333 @@
+import CurlClient
+import Foundation
+import GRDB
+import GatehouseCore
+import GatehousePostgres
+import GatehouseTestSupport
+import ProviderEmulator
+import Testing
+
+/// Webhooks end to end: the emulator's sample app receiver verifies every delivery's
+/// signature and keeps it; faults on `POST /sample-app/webhooks` stand for a receiver that is
+/// down; the deployment's clock is advanced past the backoff instead of sleeping.
+@Suite("Webhooks")
+struct WebhookTests {
+    /// Every event to the sample app, checked for due deliveries every 20 ms.
+    static func sampleApp(events: Set<WebhookEventType>? = nil) -> @Sendable (String) -> WebhookConfiguration {
+        { emulatorURL in
+            var configuration = WebhookConfiguration(endpoints: [
+                .init(
+                    name: "sample-app", url: "\(emulatorURL)/sample-app/webhooks", events: events, secrets: [EmulatorConfiguration.demoWebhookSecret])
+            ])
+            configuration.pollInterval = .milliseconds(20)
+            configuration.purgeInterval = .milliseconds(50)
+            return configuration
+        }
+    }
+
+    /// An event the sample app received.
+    struct Received {
+        let id: String
+        let type: String
+        let data: [String: Any]
+        let timestamp: String
+        let signature: String
+        let body: String
+    }
+
+    /// What the sample app received, oldest first.
+    static func received(_ deployment: TestDeployment) async throws -> [Received] {
+        let response = try await deployment.client.execute(OutboundRequest(url: "\(deployment.emulatorURL)/sample-app/webhooks?format=json"))
+        let list = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [[String: Any]])
+        return try list.reversed().map { item in
+            let body = try #require(item["body"] as? String)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+            return Received(
+                id: try #require(item["id"] as? String), type: try #require(object["type"] as? String), data: object["data"] as? [String: Any] ?? [:],
+                timestamp: item["timestamp"] as? String ?? "", signature: item["signature"] as? String ?? "", body: body)
+        }
+    }
+
+    /// Waits (at most 5 s) until `done` holds for what the sample app received.
+    @discardableResult
+    static func eventually(_ deployment: TestDeployment, _ done: ([Received]) -> Bool) async throws -> [Received] {
+        let started = ContinuousClock.now
+        var seen = try await received(deployment)
+        while !done(seen), ContinuousClock.now - started < .seconds(5) {
+            try await Task.sleep(for: .milliseconds(20))
+            seen = try await received(deployment)
+        }
+        return seen
+    }
+
+    static func types(_ events: [Received]) -> [String] { events.map(\.type) }
+
+    /// The types of `events` after the first `count`, sorted: deliveries run side by side, so
+    /// the events of one step may arrive in any order (the README says so).
+    static func types(_ events: [Received], after count: Int) -> [String] { events.dropFirst(count).map(\.type).sorted() }
+
+    @Test(
+        "every event fires in its case and only there: created on the first sign-in only, signed-in on each, linked, updated, unlinked, disabled, enabled, revoked, signed out, reauth-required once per dead grant, restored, deleted"
+    )
+    func eventsInTheirCases() async throws {
+        try await withDeployment(webhooks: Self.sampleApp()) { deployment in
+            var browser = Browser(deployment)
+            let uid = try account(try await browser.complete(login: "octocat")).uid
+            var seen = try await Self.eventually(deployment) { $0.count >= 2 }
+            #expect(Self.types(seen, after: 0) == ["account.created", "account.signed-in"])
+            let created = try #require(seen.first { $0.type == "account.created" })
+            #expect(created.data["uid"] as? String == uid && created.data["providerId"] as? String == "github.com")
+            #expect(seen.first { $0.type == "account.signed-in" }?.data["isNewUser"] as? Bool == true)
+
+            var again = Browser(deployment)
+            #expect(try await again.complete(login: "octocat").status == 200)
+            seen = try await Self.eventually(deployment) { $0.count >= 3 }
+            #expect(Self.types(seen).suffix(1) == ["account.signed-in"], "a returning sign-in creates nothing")
+            #expect(seen.last?.data["isNewUser"] as? Bool == false)
+
+            #expect(try await browser.complete(login: "AdeleV@contoso.example", provider: "microsoft.com", mode: "link").status == 200)
+            let key = try await ProviderAPITests.key(deployment, ["admin", "users:claims"])
+            let claims = try await ProviderAPITests.call(
+                deployment, "/v1/users/\(uid)/claims", key: key, method: "PUT", headers: ["Content-Type": "application/json"],
+                body: Array(#"{"plan":"pro"}"#.utf8))
+            #expect(claims.status == 200)
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me/providers/microsoft.com", method: "DELETE").status == 200)
+            for action in ["disable", "enable", "revoke-sessions"] {
+                #expect(try await ProviderAPITests.call(deployment, "/v1/users/\(uid)/\(action)", key: key, method: "POST").status == 204)
+            }
+            // An unknown account changes nothing and tells nothing.
+            #expect(try await ProviderAPITests.call(deployment, "/v1/users/nobody/disable", key: key, method: "POST").status == 404)
+            seen = try await Self.eventually(deployment) { $0.count >= 9 }
+            #expect(
+                Self.types(seen, after: 3) == [
+                    "account.disabled", "account.enabled", "account.sessions-revoked", "account.updated", "provider.linked", "provider.unlinked",
+                ])
+            #expect(seen.first { $0.type == "account.updated" }?.data["changes"] as? [String] == ["customClaims"])
+
+            var fresh = Browser(deployment)
+            #expect(try await fresh.complete(login: "octocat").status == 200)
+            #expect(try await fresh.send("\(deployment.gatewayURL)/v1/auth/signout?all=true", method: "POST").status == 204)
+            seen = try await Self.eventually(deployment) { $0.count >= 11 }
+            #expect(Self.types(seen, after: 9) == ["account.signed-in", "session.signed-out-all"])
+
+            // A dead Microsoft grant: told once, however often it is met; restored by a sign-in.
+            var adele = Browser(deployment)
+            #expect(try await MicrosoftSignInTests.signIn(&adele, MicrosoftSignInTests.adele).status == 200)
+            _ = try await deployment.control("expire-tokens", "{}")
+            _ = try await deployment.control("microsoft/revoke-refresh-tokens", "{}")
+            let profile = "\(deployment.gatewayURL)/v1/me/providers/microsoft.com/profile"
+            #expect(try await adele.send(profile).status == 409)
+            #expect(try await adele.send(profile).status == 409)
+            var back = Browser(deployment)
+            #expect(try await MicrosoftSignInTests.signIn(&back, MicrosoftSignInTests.adele).status == 200)
+            seen = try await Self.eventually(deployment) { Self.types($0).contains("grant.restored") }
+            let tail = Self.types(seen, after: 11)
+            #expect(tail == ["account.created", "account.signed-in", "account.signed-in", "grant.reauth-required", "grant.restored"], "\(tail)")
+            #expect(seen.first { $0.type == "grant.reauth-required" }?.data["providerId"] as? String == "microsoft.com")
+
+            #expect(try await back.send("\(deployment.gatewayURL)/v1/me", method: "DELETE").status == 204)
+            seen = try await Self.eventually(deployment) { Self.types($0).last == "account.deleted" }
+            #expect(Self.types(seen).last == "account.deleted")
+            // Each event once, and never a token, a secret or a raw provider answer.
+            #expect(Set(seen.map(\.id)).count == seen.count)
+            let tokens = await deployment.emulator.issuedAccessTokens()
+            for event in seen {
+                #expect(!tokens.contains { event.body.contains($0) })
+                #expect(!event.body.contains("rawUserInfo") && !event.body.contains("ghsk_") && !event.body.contains("refresh"))
+            }
+        }
+    }
+
+    @Test(
+        "a transaction that fails after its change writes neither the change nor its event; the signature verifies with the PyPI standardwebhooks package"
+    )
+    func rolledBackWritesHaveNoEvent() async throws {
+        try await withDeployment(webhooks: Self.sampleApp()) { deployment in
+            // The fault: the outbox refuses the insert, after the account and link rows were
+            // written in the same transaction.
+            let database = try DatabaseQueue(path: deployment.databasePath)
+            try await database.write { db in
+                try db.execute(sql: "CREATE TRIGGER refuse_outbox BEFORE INSERT ON webhook_outbox BEGIN SELECT RAISE(ABORT, 'injected'); END")
+            }
+            var browser = Browser(deployment)
+            let failed = try await browser.complete(login: "octocat")
+            #expect(failed.status >= 500, "\(failed.bodyText)")
+            #expect(try await deployment.accountCount() == 0)
+            try await database.write { db in try db.execute(sql: "DROP TRIGGER refuse_outbox") }
+            var again = Browser(deployment)
+            #expect(try await again.complete(login: "octocat").status == 200)
+            let seen = try await Self.eventually(deployment) { $0.count >= 2 }
+            #expect(Self.types(seen, after: 0) == ["account.created", "account.signed-in"], "only the committed sign-in's events")
+
+            let python = try #require(
+                ProcessInfo.processInfo.environment["GATEHOUSE_TEST_PYJWT_PYTHON"],
+                "set GATEHOUSE_TEST_PYJWT_PYTHON to a python with standardwebhooks (scripts/test does)")
+            let script = """
+                import json, sys
+                from standardwebhooks.webhooks import Webhook
+                secret, events = sys.argv[1], json.load(open(sys.argv[2]))
+                for event in events:
+                    Webhook(secret).verify(event["body"], {"webhook-id": event["id"], "webhook-timestamp": event["timestamp"],
+                                                           "webhook-signature": event["signature"]})
+                print("verified", len(events))
+                """
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("webhooks-\(UUID().uuidString).json")
+            try JSONSerialization.data(
+                withJSONObject: seen.map { ["id": $0.id, "timestamp": $0.timestamp, "signature": $0.signature, "body": $0.body] }
+            )
+            .write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let run = try await GatewayTokenTests.output(python, ["-c", script, EmulatorConfiguration.demoWebhookSecret, file.path])
+            #expect(run.output.trimmingCharacters(in: .whitespacesAndNewlines) == "verified 2", "\(run.output)")
+        }
+    }
+
+    @Test("a receiver answering 500 for a while, then 200, gets every event once per id; the first retry comes within 10 s")
+    func retriesUntilDelivered() async throws {
+        try await withDeployment(webhooks: Self.sampleApp()) { deployment in
+            try await deployment.control("faults", #"{"endpoint":"POST /sample-app/webhooks","status":500,"times":6}"#)
+            var browser = Browser(deployment)
+            #expect(try await browser.complete(login: "octocat").status == 200)
+            var other = Browser(deployment)
+            #expect(try await other.complete(login: "private-pat").status == 200)
+            // Four events, six failures: some attempts fail twice. The deployment's clock moves
+            // 10 s at a time (the first retry is due after 5 s ± 20 %, the second 30 s later)
+            // until every event arrived, 5 minutes of it at most.
+            var seen = try await Self.received(deployment)
+            for _ in 0..<30 where seen.count < 4 {
+                deployment.clock.advance(by: 10)
+                try await Task.sleep(for: .milliseconds(100))
+                seen = try await Self.received(deployment)
+            }
+            seen = try await Self.eventually(deployment) { $0.count >= 4 }
+            #expect(seen.count == 4)
+            #expect(Set(seen.map(\.id)).count == 4, "each id once")
+            #expect(Self.types(seen).sorted() == ["account.created", "account.created", "account.signed-in", "account.signed-in"])
+            let metrics = try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/metrics")).bodyText
+            #expect(metrics.contains(#"gatehouse_webhook_deliveries_total{endpoint="sample-app",outcome="retry"}"#))
+            #expect(metrics.contains(#"gatehouse_webhook_events_total{type="account.created"} 2"#))
+        }
+    }
+
+    @Test("410 Gone fails the delivery and stops the endpoint; admin listing shows failed and pending deliveries; redelivery sends one again")
+    func goneAndAdministration() async throws {
+        try await withDeployment(webhooks: Self.sampleApp(events: [.accountCreated])) { deployment in
+            let key = try await ProviderAPITests.key(deployment, ["admin:webhooks"])
+            // A receiver that is down: the delivery waits, listed as pending with its last status.
+            try await deployment.control("faults", #"{"endpoint":"POST /sample-app/webhooks","status":503,"times":1}"#)
+            var browser = Browser(deployment)
+            #expect(try await browser.complete(login: "octocat").status == 200)
+            var pending: [[String: Any]] = []
+            for _ in 0..<100 where pending.first?["lastStatus"] as? Int != 503 {
+                try await Task.sleep(for: .milliseconds(20))
+                pending =
+                    try jsonObject(
+                        try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=pending", key: key))["deliveries"]
+                    as? [[String: Any]] ?? []
+            }
+            #expect(pending.count == 1)
+            #expect(pending.first?["type"] as? String == "account.created")
+            #expect(pending.first?["attempts"] as? Int == 1)
+            #expect((pending.first?["event"] as? [String: Any])?["type"] as? String == "account.created")
+            let id = try #require(pending.first?["id"] as? String)
+            // Redelivered now, without waiting for the backoff.
+            #expect(
+                try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries/\(id)/redeliver", key: key, method: "POST").status == 202)
+            #expect(try await Self.eventually(deployment) { $0.count == 1 }.count == 1)
+            #expect(
+                try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries/\(id)/redeliver", key: key, method: "POST").status == 404)
+
+            // 410: failed at once, and nothing more is sent to that endpoint.
+            try await deployment.control("faults", #"{"endpoint":"POST /sample-app/webhooks","status":410,"times":1}"#)
+            var second = Browser(deployment)
+            #expect(try await second.complete(login: "private-pat").status == 200)
+            var failed: [[String: Any]] = []
+            for _ in 0..<100 where failed.isEmpty {
+                try await Task.sleep(for: .milliseconds(20))
+                failed =
+                    try jsonObject(
+                        try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=failed", key: key))["deliveries"]
+                    as? [[String: Any]] ?? []
+            }
+            #expect(failed.first?["lastStatus"] as? Int == 410)
+            let calls = try await deployment.emulatorStats()["POST /sample-app/webhooks"]
+            var third = Browser(deployment)
+            #expect(try await third.complete(login: "unverified-uma").status == 200)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await deployment.emulatorStats()["POST /sample-app/webhooks"] == calls, "no delivery to a gone endpoint")
+            #expect(deployment.logs.lines.contains { $0.contains("410 Gone") && $0.contains("\"error\"") })
+            // Other scopes are refused.
+            let profileKey = try await ProviderAPITests.key(deployment, ["profile:read"])
+            #expect(try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries", key: profileKey).status == 403)
+            let adminKey = try await ProviderAPITests.key(deployment, ["admin"])
+            #expect(try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=failed", key: adminKey).status == 200)
+            #expect(try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=lost", key: adminKey).status == 400)
+        }
+    }
+
+    @Test("undelivered events are dropped after the retention, with the metric and a log line")
+    func retention() async throws {
+        try await withDeployment(webhooks: Self.sampleApp()) { deployment in
+            try await deployment.control("faults", #"{"endpoint":"POST /sample-app/webhooks","status":500}"#)
+            var browser = Browser(deployment)
+            #expect(try await browser.complete(login: "octocat").status == 200)
+            let database = try DatabaseQueue(path: deployment.databasePath)
+            func outbox() async throws -> Int { try await database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM webhook_outbox") ?? -1 } }
+            #expect(try await outbox() == 2)
+            deployment.clock.advance(by: 3 * 86400 + 60)
+            var left = try await outbox()
+            for _ in 0..<100 where left != 0 {
+                try await Task.sleep(for: .milliseconds(20))
+                left = try await outbox()
+            }
+            #expect(left == 0)
+            let metrics = try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/metrics")).bodyText
+            #expect(metrics.contains(#"gatehouse_webhook_events_dropped_total{endpoint="sample-app"} 2"#))
+            #expect(deployment.logs.lines.contains { $0.contains("dropped after the retention") })
+        }
+    }
+
+    @Test("three instances on one PostgreSQL: each of 1,000 events is delivered exactly once while all are healthy")
+    func exactlyOnceAcrossInstances() async throws {
+        let database = try await PostgresTestServer.freshDatabase()
+        let store = try PostgresStorage(url: database, maximumConnections: 2, logger: PostgresTestServer.quietLogger)
+        defer { store.shutdown() }
+        try await store.migrate()
+        let (_, secret) = try await ServiceKeyService(storage: store).create(name: "claims", scopes: ["users:claims"])
+        try await withDeployment(webhooks: Self.sampleApp(events: [.accountUpdated]), database: database, instances: 3) { deployment async throws in
+            var browser = Browser(deployment)
+            let uid = try account(try await browser.complete(login: "octocat")).uid
+            // 1,000 changes, spread over the three instances, 8 at a time.
+            let failures = try await withThrowingTaskGroup(of: Int.self) { group in
+                for worker in 0..<8 {
+                    group.addTask {
+                        var failures = 0
+                        for index in stride(from: worker, to: 1000, by: 8) {
+                            let instance = deployment.gatewayURLs[index % 3]
+                            let response = try await deployment.client.execute(
+                                OutboundRequest(
+                                    method: "PUT", url: "\(instance)/v1/users/\(uid)/claims",
+                                    headers: ["Authorization": "Bearer \(secret)", "Content-Type": "application/json"],
+                                    body: Array(#"{"n":\#(index)}"#.utf8)))
+                            if response.status != 200 { failures += 1 }
+                        }
+                        return failures
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+            #expect(failures == 0)
+            let started = ContinuousClock.now
+            var seen = try await Self.received(deployment)
+            while seen.count < 1000, ContinuousClock.now - started < .seconds(30) {
+                try await Task.sleep(for: .milliseconds(100))
+                seen = try await Self.received(deployment)
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            seen = try await Self.received(deployment)
+            #expect(seen.count == 1000, "every event once")
+            #expect(Set(seen.map(\.id)).count == 1000, "no id twice")
+            #expect(seen.allSatisfy { $0.type == "account.updated" })
+        }
+    }
+}
