@@ -115,7 +115,25 @@ struct CheckCommand: AsyncParsableCommand {
             return ["encryption key: the configured keys do not open the stored data keys (\(Self.describe(error)))"]
         }
         print("encryption key: opens the data keys")
+        await reportWebhooks(settings, storage: storage)
         return await providerFailures(settings, storage: storage, vault: vault)
+    }
+
+    /// Each webhook endpoint's undelivered events and the last failure the outbox records (a
+    /// receiver that is down is reported, never a reason not to be ready).
+    private func reportWebhooks(_ settings: ServeSettings, storage: any GatehouseStorage) async {
+        guard let endpoints = settings.gateway.webhooks?.endpoints, !endpoints.isEmpty else { return }
+        let pending = (try? await storage.outboxEntries(status: .pending, after: nil, limit: 1000)) ?? []
+        let failed = (try? await storage.outboxEntries(status: .failed, after: nil, limit: 1000)) ?? []
+        for endpoint in endpoints {
+            let waiting = pending.filter { $0.endpoint == endpoint.name }
+            let gaveUp = failed.filter { $0.endpoint == endpoint.name }
+            let last = (waiting + gaveUp).filter { $0.lastError != nil }.max { $0.nextAttemptAt < $1.nextAttemptAt }
+            let state =
+                waiting.isEmpty && gaveUp.isEmpty
+                ? "nothing undelivered" : "\(waiting.count) pending, \(gaveUp.count) failed\(last?.lastError.map { "; last attempt: \($0)" } ?? "")"
+            print("webhook \(endpoint.name): \(state)")
+        }
     }
 
     /// Each OpenID provider's discovery document and keys fetched as `serve` would (GitHub has

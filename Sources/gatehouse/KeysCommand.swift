@@ -17,6 +17,18 @@ struct KeysCommand: AsyncParsableCommand {
     /// The audit trail of key management: JSON lines on standard error, like the gateway's.
     static let audit = AuditLog(logger: Logger(label: "gatehouse") { JSONLogHandler(label: $0, sink: LogSink(capture: false)) })
 
+    /// The key service over `storage`, recording `service-key.*` webhook events for the
+    /// endpoints the settings configure (a running gateway delivers them from the store).
+    static func service(_ storage: any GatehouseStorage, environment: [String: String]) throws -> ServiceKeyService {
+        var service = ServiceKeyService(storage: storage, audit: audit)
+        var gateway = GatewayConfiguration(publicURL: "http://127.0.0.1", returnToAllowList: [])
+        try ProfileSettings.applyWebhooks(environment, TypedSettings(environment: environment), to: &gateway)
+        if let endpoints = gateway.webhooks?.endpoints, !endpoints.isEmpty {
+            service.events = EventRecorder(endpoints: endpoints, metrics: .disabled, wake: {})
+        }
+        return service
+    }
+
     /// `keys create-service NAME --scopes a,b`: prints the secret alone on the last line.
     struct CreateService: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "create-service", abstract: "Create a service key; the secret is printed once.")
@@ -33,8 +45,9 @@ struct KeysCommand: AsyncParsableCommand {
         func run() async throws {
             let scopes = scopes.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             let name = name
-            let created = try await store.withStore(environment: try await store.settings(), logger: KeysCommand.quiet) { storage in
-                try await ServiceKeyService(storage: storage, audit: KeysCommand.audit).create(name: name, scopes: scopes)
+            let environment = try await store.settings()
+            let created = try await store.withStore(environment: environment, logger: KeysCommand.quiet) { storage in
+                try await KeysCommand.service(storage, environment: environment).create(name: name, scopes: scopes)
             }
             print("Created service key \(created.key.id) (\(created.key.name)) with scopes \(created.key.scopes.joined(separator: ",")).")
             print("The secret is shown once; send it as Authorization: Bearer <secret>.")
@@ -71,8 +84,9 @@ struct KeysCommand: AsyncParsableCommand {
 
         func run() async throws {
             let id = id
-            let revoked = try await store.withStore(environment: try await store.settings(), logger: KeysCommand.quiet) { storage in
-                try await ServiceKeyService(storage: storage, audit: KeysCommand.audit).revoke(id: id)
+            let environment = try await store.settings()
+            let revoked = try await store.withStore(environment: environment, logger: KeysCommand.quiet) { storage in
+                try await KeysCommand.service(storage, environment: environment).revoke(id: id)
             }
             guard revoked else {
                 throw GatehouseError(code: .notFound, detail: "No active key \(id).")

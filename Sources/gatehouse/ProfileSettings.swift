@@ -90,6 +90,10 @@ enum ProfileSettings {
             webhooks.retention = retention
             touched = true
         }
+        if let timeout = try settings.seconds("GATEHOUSE_WEBHOOK_TIMEOUT") {
+            webhooks.timeout = timeout
+            touched = true
+        }
         guard touched else { return }
         if let problem = webhooks.problem() { throw ValidationError(problem) }
         gateway.webhooks = webhooks

@@ -48,12 +48,13 @@ struct WebhookTests {
         }
     }
 
-    /// Waits (at most 5 s) until `done` holds for what the sample app received.
+    /// Waits (at most 20 s: the whole suite runs side by side on two cores) until `done` holds
+    /// for what the sample app received.
     @discardableResult
     static func eventually(_ deployment: TestDeployment, _ done: ([Received]) -> Bool) async throws -> [Received] {
         let started = ContinuousClock.now
         var seen = try await received(deployment)
-        while !done(seen), ContinuousClock.now - started < .seconds(5) {
+        while !done(seen), ContinuousClock.now - started < .seconds(20) {
             try await Task.sleep(for: .milliseconds(20))
             seen = try await received(deployment)
         }
@@ -256,6 +257,19 @@ struct WebhookTests {
             try await Task.sleep(for: .milliseconds(300))
             #expect(try await deployment.emulatorStats()["POST /sample-app/webhooks"] == calls, "no delivery to a gone endpoint")
             #expect(deployment.logs.lines.contains { $0.contains("410 Gone") && $0.contains("\"error\"") })
+            // gatehouse check names the endpoint's undelivered events and its last failure.
+            let check = try await KeysCommandTests.run(
+                ["check", "--offline"],
+                environment: [
+                    "GATEHOUSE_PUBLIC_URL": deployment.gatewayURL, "GATEHOUSE_DEVELOPMENT": "true",
+                    "GATEHOUSE_DATA_DIR": (deployment.databasePath as NSString).deletingLastPathComponent,
+                    "GATEHOUSE_ENCRYPTION_KEY": deployment.vaultKey.base64EncodedString(),
+                    "GATEHOUSE_GITHUB_CLIENT_ID": TestDeployment.githubClient.id,
+                    "GATEHOUSE_GITHUB_CLIENT_SECRET": TestDeployment.githubClient.secret,
+                    "GATEHOUSE_WEBHOOK_SAMPLE_APP_URL": "\(deployment.emulatorURL)/sample-app/webhooks",
+                    "GATEHOUSE_WEBHOOK_SAMPLE_APP_SECRETS": EmulatorConfiguration.demoWebhookSecret,
+                ], removing: ["GATEHOUSE_DATABASE_URL"])
+            #expect(check.output.contains("webhook sample-app: 0 pending, 2 failed; last attempt: "), "\(check.output)")
             // Other scopes are refused.
             let profileKey = try await ProviderAPITests.key(deployment, ["profile:read"])
             #expect(try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries", key: profileKey).status == 403)
@@ -284,6 +298,29 @@ struct WebhookTests {
             let metrics = try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/metrics")).bodyText
             #expect(metrics.contains(#"gatehouse_webhook_events_dropped_total{endpoint="sample-app"} 2"#))
             #expect(deployment.logs.lines.contains { $0.contains("dropped after the retention") })
+        }
+    }
+
+    @Test("gatehouse keys create-service and revoke record service-key events that the running gateway delivers")
+    func serviceKeyEvents() async throws {
+        try await withDeployment(webhooks: Self.sampleApp(events: [.serviceKeyCreated, .serviceKeyRevoked])) { deployment in
+            let folder = (deployment.databasePath as NSString).deletingLastPathComponent
+            let environment = [
+                "GATEHOUSE_WEBHOOK_SAMPLE_APP_URL": "\(deployment.emulatorURL)/sample-app/webhooks",
+                "GATEHOUSE_WEBHOOK_SAMPLE_APP_SECRETS": EmulatorConfiguration.demoWebhookSecret,
+                "GATEHOUSE_WEBHOOK_SAMPLE_APP_EVENTS": "service-key.created,service-key.revoked",
+                "GATEHOUSE_ENCRYPTION_KEY": deployment.vaultKey.base64EncodedString(),
+            ]
+            let created = try await KeysCommandTests.run(
+                ["keys", "create-service", "billing", "--scopes", "profile:read", "--data-dir", folder], environment: environment)
+            #expect(created.status == 0, "\(created.output)")
+            let id = try #require(created.output.firstMatch(of: #/Created service key (sk_[A-Za-z0-9_-]+)/#).map { String($0.1) })
+            #expect(try await KeysCommandTests.run(["keys", "revoke", id, "--data-dir", folder], environment: environment).status == 0)
+            let seen = try await Self.eventually(deployment) { $0.count >= 2 }
+            #expect(Self.types(seen, after: 0) == ["service-key.created", "service-key.revoked"])
+            #expect(seen.allSatisfy { $0.data["keyId"] as? String == id })
+            #expect(seen.first { $0.type == "service-key.created" }?.data["scopes"] as? [String] == ["profile:read"])
+            #expect(!seen.contains { $0.body.contains("ghsk_") }, "never the secret")
         }
     }
 

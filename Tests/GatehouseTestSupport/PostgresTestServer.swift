@@ -48,6 +48,19 @@ extension PostgresTestServer {
         try await client.query(PostgresQuery(unsafeSQL: sql))
     }
 
+    /// The rows of `table` in the database at `url` (those matching `condition`, SQL, when given).
+    public static func count(_ url: String, table: String, where condition: String? = nil) async throws -> Int {
+        let client = PostgresClient(configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: quietLogger)
+        let runner = Task { await client.run() }
+        defer { runner.cancel() }
+        for try await count in try await client.query(
+            PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \(table)\(condition.map { " WHERE \($0)" } ?? "")")
+        ).decode(Int.self) {
+            return count
+        }
+        return 0
+    }
+
     /// Runs `body` while a transaction on the database at `url` holds `table` in ACCESS
     /// EXCLUSIVE mode (every statement touching it waits); commits afterwards, whatever `body` did.
     public static func withTableLocked<T: Sendable>(_ url: String, table: String, _ body: @Sendable () async throws -> T) async throws -> T {

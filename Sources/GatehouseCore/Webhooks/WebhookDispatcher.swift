@@ -96,7 +96,9 @@ public final class WebhookDispatcher: Sendable {
     /// Claims and delivers one batch; answers how many entries it claimed.
     func round() async throws -> Int {
         let now = clock.now()
-        let lease = now.addingTimeInterval(configuration.timeout + 30)
+        // Longer than a delivery may take: an entry is taken over only from an instance that
+        // stopped (or lost its store) while delivering it.
+        let lease = now.addingTimeInterval(configuration.timeout + 5)
         let claimed = try await storage.claimOutbox(now: now, leaseUntil: lease, limit: Self.batch)
         guard !claimed.isEmpty else { return 0 }
         let byEndpoint = Dictionary(grouping: claimed, by: \.endpoint)

@@ -183,6 +183,9 @@ enum SettingsCatalog {
             "GATEHOUSE_WEBHOOK_<NAME>_SECRETS", .secret,
             "comma-separated Standard Webhooks secrets (`whsec_…`) that sign its deliveries; every one signs"),
         Setting(
+            "GATEHOUSE_WEBHOOK_TIMEOUT", .seconds(1...60), default: "10",
+            "seconds one delivery may take; an instance's claim on an event lasts 5 s longer, then another instance may deliver it"),
+        Setting(
             "GATEHOUSE_WEBHOOK_RETENTION", .seconds(60 ... .greatestFiniteMagnitude), default: "259200",
             "seconds an undelivered event is kept (then dropped, counted and logged)"),
     ]
