@@ -240,6 +240,8 @@ UPSTREAM = """
         location = /slow {{ default_type application/json; echo_sleep {slow_seconds}; echo '{{"slow": true}}'; }}
         # An app's before-sign-in hook answering in about a millisecond (the body is read and dropped).
         location = /hook {{ default_type application/json; echo_read_request_body; echo_sleep 0.001; echo '{{"decision":"allow"}}'; }}
+        # A healthy webhook receiver: reads the delivery, answers 204.
+        location = /webhook {{ echo_read_request_body; return 204; }}
         # The generic OpenID provider is the emulator's, seen through this server (its issuer
         # follows the Host header), except userinfo, answered here: the emulator's load users'
         # access tokens name their subject (at-load-N.…), so each user gets its own `sub`.
@@ -376,6 +378,47 @@ def sign_in_side(generator, gateway_url, pids):
     return Side(run, pids, lambda: run(1, 2))
 
 
+def metric_lines(port, name):
+    """The exposition lines of one metric on an operations listener."""
+    return [line for line in request(port, "GET", "/metrics")[2].decode().splitlines() if line.startswith(name)]
+
+
+def draining(side, ops_port, drains):
+    """`side`, with the time its gateway's outbox takes to empty after each run noted in `drains`."""
+    def run(seconds, connections):
+        result = side.run(seconds, connections)
+        drains.append(webhook_drain_seconds(ops_port))
+        return result
+    return Side(run, side.pids, side.warm)
+
+
+def webhook_drain_seconds(ops_port):
+    """How long the outbox takes to empty (its queue-depth gauge at 0)."""
+    started = time.time()
+    depth = None
+    while time.time() - started < 30:
+        lines = metric_lines(ops_port, "gatehouse_webhook_queue_depth")
+        depth = float(lines[0].split()[-1]) if lines else None
+        if depth == 0:
+            break
+        time.sleep(0.05)
+    return time.time() - started
+
+
+def webhook_note(ops_port, drains):
+    """The webhook goals' line: the slowest drain of the rounds, and the p99 of the time from
+    commit to delivery (the upper bound of the histogram bucket that holds it)."""
+    buckets = []
+    for line in metric_lines(ops_port, "gatehouse_webhook_delivery_delay_seconds_bucket"):
+        bound = line.split('le="')[1].split('"')[0]
+        buckets.append((float("inf") if bound == "+Inf" else float(bound), float(line.split()[-1])))
+    buckets.sort()
+    total = buckets[-1][1] if buckets else 0
+    p99 = next((bound for bound, count in buckets if total and count >= 0.99 * total), float("nan"))
+    return (f"Webhooks: the outbox was empty at most {max(drains):.1f} s after the sign-ins of a round ended (goal ≤ 2 s); "
+            f"{total:.0f} events delivered, p99 from commit to delivery ≤ {p99:g} s (goal ≤ 1 s).")
+
+
 def upstream_requests(port):
     """The upstream nginx's count of requests served (stub_status), this one included."""
     return int(request(port, "GET", "/_status")[2].split()[9])
@@ -475,6 +518,19 @@ def main():
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "hooked.err"), "w"))
         processes.append(hooked)
         wait_http(hooked_port, "/readyz")
+        # The same gateway delivering every event to a webhook receiver on loopback.
+        webhooked_port, webhooked_ops = free_port(), free_port()
+        webhooked_url = f"http://127.0.0.1:{webhooked_port}"
+        webhooked = subprocess.Popen(
+            [os.path.join(arguments.bin, "gatehouse"), "serve"],
+            env=dict(environment, GATEHOUSE_PORT=str(webhooked_port), GATEHOUSE_PUBLIC_URL=webhooked_url,
+                     GATEHOUSE_DATA_DIR=os.path.join(folder, "data-webhooked"), GATEHOUSE_RETURN_TO_ALLOWLIST=webhooked_url + "/",
+                     GATEHOUSE_OPS_ADDRESS=f"127.0.0.1:{webhooked_ops}",
+                     GATEHOUSE_WEBHOOK_BENCH_URL=upstream_url + "/webhook",
+                     GATEHOUSE_WEBHOOK_BENCH_SECRETS="whsec_" + base64.b64encode(os.urandom(32)).decode()),
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "webhooked.err"), "w"))
+        processes.append(webhooked)
+        wait_http(webhooked_port, "/readyz")
         session, id_token, uid = sign_in(gateway_port, gateway_url + "/")
         oidc_sessions = [sign_in(gateway_port, gateway_url + "/", "oidc.bench", ("login_hint", f"load-{n}@oidc.example"))[0]
                          for n in range(1, OIDC_USERS + 1)]
@@ -494,6 +550,7 @@ def main():
         avatar = f"/avatars/u/{FEDERATED_ID}?v=4"
         healthz = gateway_side("/healthz", {})
         slow_connections = 256
+        drains = []
         # (name, Gatehouse, reference name, reference, connections or None for --connections)
         scenarios = [
             ("GET /v1/me, bearer ID token", gateway_side("/v1/me", bearer), "same process /healthz", healthz, None),
@@ -532,6 +589,13 @@ def main():
              sign_in_side(os.path.join(arguments.bin, "gatehouse-signin-load"), hooked_url, lambda: [hooked.pid]),
              "the same without a hook (goal ≥ 0.8×)",
              sign_in_side(os.path.join(arguments.bin, "gatehouse-signin-load"), gateway_url, lambda: [gateway.pid]), None),
+            # Goals: ≥ 0.9× the same sign-ins without webhooks; the queue empty within 2 s of the
+            # end, p99 from commit to delivery ≤ 1 s (both printed below the table).
+            ("complete GitHub sign-ins with webhooks (every event to a loopback receiver)",
+             draining(sign_in_side(os.path.join(arguments.bin, "gatehouse-signin-load"), webhooked_url, lambda: [webhooked.pid]),
+                      webhooked_ops, drains),
+             "the same without webhooks (goal ≥ 0.9×)",
+             sign_in_side(os.path.join(arguments.bin, "gatehouse-signin-load"), gateway_url, lambda: [gateway.pid]), None),
         ]
         scenarios = [scenario for scenario in scenarios if arguments.only in scenario[0]]
         # Each side answers once before it is measured (connections, caches, lazy setup).
@@ -540,7 +604,7 @@ def main():
                 if each:
                     each.warm()
 
-        rows, ceilings = [], []
+        rows, ceilings, webhook_notes = [], [], []
         for name, side, reference_name, reference_of, connections in scenarios:
             connections = connections or arguments.connections
             results = {"g": [], "r": [], "ratio": []}
@@ -564,6 +628,8 @@ def main():
                 ceiling = connections * 1000 / SLOW_MS
                 ceilings.append(f"{name.split(' (')[0]}: Gatehouse {median('g', 0) / ceiling:.0%} of the {ceiling:.0f} req/s "
                                 f"ceiling, nginx {median('r', 0) / ceiling:.0%}.")
+            if "with webhooks" in name and drains:
+                webhook_notes.append(webhook_note(webhooked_ops, drains))
             print(f"  done: {name}", file=sys.stderr)
         peak_rss_mb = status_kb(gateway.pid, "VmHWM") / 1024
 
@@ -577,7 +643,7 @@ def main():
         for row in rows:
             print(("| %s | %.0f | %.0f | %.1f | %.2f | %s | %.0f | %.0f | %.1f | %.2f× |" % row).replace("| nan ", "| — "))
         print()
-        for line in ceilings:
+        for line in ceilings + webhook_notes:
             print(line)
         print(f"Gatehouse: start → ready {ready_ms:.0f} ms; idle RSS {idle_rss_mb:.0f} MB; peak RSS {peak_rss_mb:.0f} MB "
               f"(after every scenario above).")

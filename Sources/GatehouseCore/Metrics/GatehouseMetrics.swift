@@ -78,6 +78,14 @@ public struct GatehouseMetrics: Sendable {
         }.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
+    /// The time from an event's commit to its delivery, by endpoint.
+    func webhookDelay(endpoint: String, seconds: Double) {
+        let dimensions = [("endpoint", endpoint)]
+        timers.handle("gatehouse_webhook_delivery_delay_seconds", dimensions) {
+            Timer(label: "gatehouse_webhook_delivery_delay_seconds", dimensions: dimensions, factory: factory)
+        }.recordNanoseconds(Int64(max(0, seconds) * 1_000_000_000))
+    }
+
     /// Undelivered events dropped after the retention, by endpoint.
     func webhookDropped(endpoint: String, count: Int) {
         counter("gatehouse_webhook_events_dropped_total", [("endpoint", endpoint)]).increment(by: Int64(count))

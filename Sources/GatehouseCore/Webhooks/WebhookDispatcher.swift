@@ -137,6 +137,7 @@ public final class WebhookDispatcher: Sendable {
             (outcome, label) = (.failed(status: nil, error: "the endpoint is no longer configured"), "failed")
         }
         metrics.webhookDelivery(endpoint: entry.endpoint, outcome: label, duration: ContinuousClock.now - started)
+        if outcome == .delivered { metrics.webhookDelay(endpoint: entry.endpoint, seconds: clock.now().timeIntervalSince(entry.createdAt)) }
         lastOutcomes.withLock { $0[entry.endpoint] = Self.describe(outcome) }
         do {
             try await storage.completeOutbox(id: entry.id, outcome: outcome)
