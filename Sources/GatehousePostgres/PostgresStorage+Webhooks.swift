@@ -34,7 +34,7 @@ extension PostgresStorage {
     }
 
     /// Leases up to `limit` due entries.
-    public func claimOutbox(now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry] {
+    public func claimOutbox(endpoint: String, now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry] {
         try await transaction { connection, logger in
             try await Self.outbox(
                 try await connection.query(
@@ -42,7 +42,8 @@ extension PostgresStorage {
                     UPDATE webhook_outbox SET lease_until = \(leaseUntil)
                     WHERE id IN (
                       SELECT id FROM webhook_outbox
-                      WHERE status = 'pending' AND next_attempt_at <= \(now) AND (lease_until IS NULL OR lease_until <= \(now))
+                      WHERE endpoint = \(endpoint) AND status = 'pending' AND next_attempt_at <= \(now)
+                        AND (lease_until IS NULL OR lease_until <= \(now))
                       ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                     RETURNING \(unescaped: Self.outboxColumns)
                     """, logger: logger))
@@ -82,15 +83,20 @@ extension PostgresStorage {
     /// Makes an entry due now.
     public func redeliverOutbox(id: String, now: Date) async throws -> Bool {
         try await changed(
-            "UPDATE webhook_outbox SET status = 'pending', next_attempt_at = \(now), lease_until = NULL WHERE id = \(id) RETURNING id")
+            """
+            UPDATE webhook_outbox SET status = 'pending', next_attempt_at = \(now), lease_until = NULL
+            WHERE id = \(id) AND (lease_until IS NULL OR lease_until <= \(now)) RETURNING id
+            """)
     }
 
     /// Drops entries written before `cutoff`.
-    public func dropOutbox(writtenBefore cutoff: Date) async throws -> [String: Int] {
+    public func dropOutbox(writtenBefore cutoff: Date, now: Date) async throws -> [String: Int] {
         var counts: [String: Int] = [:]
-        for try await endpoint in try await query("DELETE FROM webhook_outbox WHERE created_at < \(cutoff) RETURNING endpoint", logger: logger)
-            .decode(String.self)
-        {
+        for try await endpoint in try await query(
+            """
+            DELETE FROM webhook_outbox WHERE created_at < \(cutoff) AND (lease_until IS NULL OR lease_until <= \(now)) RETURNING endpoint
+            """, logger: logger
+        ).decode(String.self) {
             counts[endpoint, default: 0] += 1
         }
         return counts

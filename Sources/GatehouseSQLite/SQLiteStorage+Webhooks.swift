@@ -27,15 +27,15 @@ extension SQLiteStorage {
     }
 
     /// Leases up to `limit` due entries.
-    public func claimOutbox(now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry] {
+    public func claimOutbox(endpoint: String, now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry] {
         try await write { db in
             let rows = try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
                         SELECT * FROM webhook_outbox
-                        WHERE status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+                        WHERE endpoint = ? AND status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
                         ORDER BY next_attempt_at LIMIT ?
-                        """), arguments: [now, now, limit])
+                        """), arguments: [endpoint, now, now, limit])
             let entries = rows.map(Self.outbox)
             for entry in entries {
                 try db.cachedStatement(sql: "UPDATE webhook_outbox SET lease_until = ? WHERE id = ?").execute(arguments: [leaseUntil, entry.id])
@@ -84,22 +84,26 @@ extension SQLiteStorage {
     public func redeliverOutbox(id: String, now: Date) async throws -> Bool {
         try await write { db in
             try db.cachedStatement(
-                sql: "UPDATE webhook_outbox SET status = 'pending', next_attempt_at = ?, lease_until = NULL WHERE id = ?"
-            ).execute(arguments: [now, id])
+                sql: """
+                    UPDATE webhook_outbox SET status = 'pending', next_attempt_at = ?, lease_until = NULL
+                    WHERE id = ? AND (lease_until IS NULL OR lease_until <= ?)
+                    """
+            ).execute(arguments: [now, id, now])
             return db.changesCount > 0
         }
     }
 
     /// Drops entries written before `cutoff`.
-    public func dropOutbox(writtenBefore cutoff: Date) async throws -> [String: Int] {
+    public func dropOutbox(writtenBefore cutoff: Date, now: Date) async throws -> [String: Int] {
         try await write { db in
+            let free = "created_at < ? AND (lease_until IS NULL OR lease_until <= ?)"
             var counts: [String: Int] = [:]
             for row in try Row.fetchAll(
-                db, sql: "SELECT endpoint, COUNT(*) AS n FROM webhook_outbox WHERE created_at < ? GROUP BY endpoint", arguments: [cutoff])
+                db, sql: "SELECT endpoint, COUNT(*) AS n FROM webhook_outbox WHERE \(free) GROUP BY endpoint", arguments: [cutoff, now])
             {
                 counts[row["endpoint"]] = row["n"]
             }
-            try db.execute(sql: "DELETE FROM webhook_outbox WHERE created_at < ?", arguments: [cutoff])
+            try db.execute(sql: "DELETE FROM webhook_outbox WHERE \(free)", arguments: [cutoff, now])
             return counts
         }
     }

@@ -199,6 +199,8 @@ public struct AccountService: Sendable {
                 guard existing.uid == uid else { throw GatehouseError.credentialAlreadyInUse(pendingToken: try await onElsewhere(existing.uid)) }
                 let allowance = try await askExisting(account: account, links: links, profile: profile, mode: .link, origin: origin)
                 let replacing = claimsReplacement(allowance, of: &account)
+                let before = existing
+                let profileChanged = (try? existing.profile()) != profile
                 existing.profileJSON = try ProfileSnapshot.encode(profile)
                 existing.sealedTokens = sealed
                 existing.verifiedEmail = EmailAddress.verified(of: profile)
@@ -207,7 +209,8 @@ public struct AccountService: Sendable {
                     account: account, profile: unifiedProfile(for: account, links: Self.replacing(existing, in: links)), isNewUser: false)
                 answer.sessionClaims = allowance.sessionClaims
                 let recorded = await updateEvents(
-                    uid: uid, providerId: profile.providerId, claimsChanged: replacing != nil, profileChanged: false, restoring: existing, at: now)
+                    uid: uid, providerId: profile.providerId, claimsChanged: replacing != nil, profileChanged: profileChanged, restoring: before,
+                    at: now)
                 try await events.recording(recorded) {
                     try await storage.updateLink(existing, consumingPending: consumingPending, replacingClaims: replacing)
                 }

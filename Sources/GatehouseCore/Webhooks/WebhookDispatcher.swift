@@ -23,11 +23,8 @@ public final class WebhookDispatcher: Sendable {
     private let gone = Mutex<Set<String>>([])
     /// Each endpoint's last outcome, for `gatehouse check` and the logs.
     private let lastOutcomes = Mutex<[String: String]>([:])
-    private let wakeUps: AsyncStream<Void>
-    private let wakeUp: AsyncStream<Void>.Continuation
-
-    /// Entries claimed at a time.
-    static let batch = 64
+    /// Each endpoint's wake-up signal (a round starts at once).
+    private let wakeUps: [String: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)]
 
     /// A dispatcher for `configuration`'s endpoints.
     public init(
@@ -42,86 +39,93 @@ public final class WebhookDispatcher: Sendable {
         self.logger = logger
         var signers: [String: WebhookSigner] = [:]
         var urls: [String: String] = [:]
+        var wakeUps: [String: (AsyncStream<Void>, AsyncStream<Void>.Continuation)] = [:]
         for endpoint in configuration.endpoints {
             signers[endpoint.name] = WebhookSigner(secrets: endpoint.secrets.compactMap(WebhookSecret.init))
             urls[endpoint.name] = endpoint.url
+            wakeUps[endpoint.name] = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         }
         self.signers = signers
         self.urls = urls
-        (wakeUps, wakeUp) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        self.wakeUps = wakeUps
     }
 
-    /// Starts a round now (a write recorded events).
+    /// Starts a round of every endpoint now (a write recorded events).
     public func wake() {
-        wakeUp.yield()
+        for (_, signal) in wakeUps { signal.continuation.yield() }
     }
 
-    /// Each endpoint's last outcome (`delivered`, `retry: …`, `failed: …`, `gone`).
+    /// Each endpoint's last outcome (`delivered`, `retrying: …`, `failed: …`).
     public func outcomes() -> [String: String] {
         lastOutcomes.withLock { $0 }
     }
 
-    /// Delivers until the task is cancelled.
+    /// Delivers until the task is cancelled: one worker per endpoint, so a receiver that is
+    /// down or slow delays only its own events; and the retention's purge.
     public func run() async {
-        var lastPurge = ContinuousClock.now - .seconds(3600)
-        var iterator = wakeUps.makeAsyncIterator()
+        await withTaskGroup(of: Void.self) { group in
+            for endpoint in configuration.endpoints {
+                group.addTask { await self.work(endpoint.name) }
+            }
+            group.addTask { await self.purge() }
+        }
+    }
+
+    /// One endpoint's worker: a round when woken or at the poll interval; at once again when
+    /// the round was full.
+    private func work(_ endpoint: String) async {
+        guard let signal = wakeUps[endpoint] else { return }
+        var iterator = signal.stream.makeAsyncIterator()
         while !Task.isCancelled {
             var full = false
             do {
-                if ContinuousClock.now - lastPurge >= configuration.purgeInterval {
-                    lastPurge = ContinuousClock.now
-                    try await dropExpired()
-                }
-                full = try await round() == Self.batch
-                let backlog = try await storage.outboxBacklog()
-                metrics.webhookBacklog(
-                    count: backlog.count, oldestAge: backlog.oldest.map { max(0, clock.now().timeIntervalSince($0)) } ?? 0)
+                full = try await round(endpoint) == configuration.concurrencyPerEndpoint
             } catch is CancellationError {
                 return
             } catch {
-                logger.warning("webhook delivery round failed", metadata: ["error": "\(error)"])
+                logger.warning("webhook delivery round failed", metadata: ["webhook.endpoint": "\(endpoint)", "error": "\(error)"])
             }
             if full { continue }
             // Woken by a local write, or the poll interval: other instances' events wait at
             // most that long.
-            let timer = Task { [interval = configuration.pollInterval, wakeUp] in
+            let timer = Task { [interval = configuration.pollInterval, continuation = signal.continuation] in
                 try? await Task.sleep(for: interval)
-                wakeUp.yield()
+                continuation.yield()
             }
             _ = await iterator.next()
             timer.cancel()
         }
     }
 
-    /// Claims and delivers one batch; answers how many entries it claimed.
-    func round() async throws -> Int {
+    /// The retention's purge and the backlog gauges, every purge interval.
+    private func purge() async {
+        while !Task.isCancelled {
+            do {
+                try await dropExpired()
+                let backlog = try await storage.outboxBacklog()
+                metrics.webhookBacklog(
+                    count: backlog.count, oldestAge: backlog.oldest.map { max(0, clock.now().timeIntervalSince($0)) } ?? 0)
+            } catch {
+                logger.warning("webhook outbox purge failed", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: configuration.purgeInterval)
+        }
+    }
+
+    /// Claims at most the endpoint's concurrency of due entries and delivers them side by
+    /// side; answers how many it claimed. The lease outlasts the round: every attempt ends
+    /// within the timeout.
+    func round(_ endpoint: String) async throws -> Int {
         let now = clock.now()
-        // Longer than a delivery may take: an entry is taken over only from an instance that
-        // stopped (or lost its store) while delivering it.
         let lease = now.addingTimeInterval(configuration.timeout + 5)
-        let claimed = try await storage.claimOutbox(now: now, leaseUntil: lease, limit: Self.batch)
-        guard !claimed.isEmpty else { return 0 }
-        let byEndpoint = Dictionary(grouping: claimed, by: \.endpoint)
+        let claimed = try await storage.claimOutbox(
+            endpoint: endpoint, now: now, leaseUntil: lease, limit: configuration.concurrencyPerEndpoint)
         await withTaskGroup(of: Void.self) { group in
-            for (endpoint, entries) in byEndpoint {
-                group.addTask { await self.deliver(entries, to: endpoint) }
+            for entry in claimed {
+                group.addTask { await self.attempt(entry) }
             }
         }
         return claimed.count
-    }
-
-    /// The entries of one endpoint, at most `concurrencyPerEndpoint` at a time.
-    private func deliver(_ entries: [OutboxEntry], to endpoint: String) async {
-        var index = 0
-        while index < entries.count {
-            let slice = entries[index..<min(index + configuration.concurrencyPerEndpoint, entries.count)]
-            index += slice.count
-            await withTaskGroup(of: Void.self) { group in
-                for entry in slice {
-                    group.addTask { await self.attempt(entry) }
-                }
-            }
-        }
     }
 
     /// One attempt and its record.
@@ -157,10 +161,10 @@ public final class WebhookDispatcher: Sendable {
         let status: Int?
         let reason: String
         do {
-            let response = try await http.execute(
-                OutboundRequest(
-                    method: "POST", url: url, headers: headers, body: Array(entry.payload), timeout: timeout, connectTimeout: timeout,
-                    maxResponseBytes: 64 << 10))
+            // The status decides; the receiver's body is not read (a long one is no failure).
+            let response = try await http.stream(
+                OutboundRequest(method: "POST", url: url, headers: headers, body: Array(entry.payload), timeout: timeout, connectTimeout: timeout)
+            ).head
             if (200..<300).contains(response.status) { return (.delivered, "delivered") }
             if response.status == 410 {
                 gone.withLock { _ = $0.insert(entry.endpoint) }
@@ -182,7 +186,8 @@ public final class WebhookDispatcher: Sendable {
 
     /// Drops what the retention no longer keeps.
     private func dropExpired() async throws {
-        let dropped = try await storage.dropOutbox(writtenBefore: clock.now().addingTimeInterval(-configuration.retention))
+        let now = clock.now()
+        let dropped = try await storage.dropOutbox(writtenBefore: now.addingTimeInterval(-configuration.retention), now: now)
         for (endpoint, count) in dropped.sorted(by: { $0.key < $1.key }) where count > 0 {
             metrics.webhookDropped(endpoint: endpoint, count: count)
             logger.warning(

@@ -11,7 +11,7 @@ import Prometheus
 public final class ServerMetrics: Sendable {
     /// The registry `/metrics` renders.
     public let registry: PrometheusCollectorRegistry
-    private let factory: PrometheusMetricsFactory
+    private let factory: DescribedMetricsFactory
     /// A request series: method, route template and status (bounded sets: never a raw path).
     private struct RequestSeries: Hashable, Sendable {
         let method: String
@@ -35,10 +35,10 @@ public final class ServerMetrics: Sendable {
     /// A fresh registry, with the build's `gatehouse_build_info` and the process metrics.
     public init() {
         registry = PrometheusCollectorRegistry()
-        factory = PrometheusMetricsFactory(registry: registry)
+        factory = DescribedMetricsFactory(registry: registry)
         registry.makeGauge(
-            descriptor: .init(metricName: "gatehouse_build", unitName: "info", helpText: "The running build: version and commit, value 1."),
-            labels: [("version", Gatehouse.version), ("commit", Gatehouse.commit)]
+            name: "gatehouse_build_info", labels: [("version", Gatehouse.version), ("commit", Gatehouse.commit)],
+            help: MetricsCatalog.help("gatehouse_build_info")
         ).set(to: 1)
         process = ProcessMetrics(registry: registry)
     }

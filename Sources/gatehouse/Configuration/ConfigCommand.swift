@@ -1,12 +1,13 @@
 import ArgumentParser
 import Foundation
+import GatehouseServer
 
 /// `gatehouse config`: the effective configuration and the reference of every setting.
 struct ConfigCommand: AsyncParsableCommand {
     /// The command's name, help and subcommands.
     static let configuration = CommandConfiguration(
         commandName: "config", abstract: "Show the effective configuration, or the reference of every setting.",
-        subcommands: [Show.self, Reference.self])
+        subcommands: [Show.self, Reference.self, Metrics.self])
 
     /// `gatehouse config show`.
     struct Show: AsyncParsableCommand {
@@ -62,6 +63,18 @@ struct ConfigCommand: AsyncParsableCommand {
         /// Prints the table.
         func run() {
             print(SettingsCatalog.markdownTable(), terminator: "")
+        }
+    }
+
+    /// `gatehouse config metrics`.
+    struct Metrics: ParsableCommand {
+        /// The command's name and help.
+        static let configuration = CommandConfiguration(
+            abstract: "Print the reference of every metric the gateway exports (the README's metrics table, in Markdown).")
+
+        /// Prints the table.
+        func run() {
+            print(MetricsCatalog.markdownTable(), terminator: "")
         }
     }
 }

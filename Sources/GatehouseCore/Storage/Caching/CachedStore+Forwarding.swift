@@ -128,8 +128,8 @@ extension CachedStore {
 // The webhook outbox is never cached.
 extension CachedStore {
     /// Leases due outbox entries.
-    public func claimOutbox(now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry] {
-        try await base.claimOutbox(now: now, leaseUntil: leaseUntil, limit: limit)
+    public func claimOutbox(endpoint: String, now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry] {
+        try await base.claimOutbox(endpoint: endpoint, now: now, leaseUntil: leaseUntil, limit: limit)
     }
 
     /// Records a delivery attempt.
@@ -144,7 +144,9 @@ extension CachedStore {
     public func redeliverOutbox(id: String, now: Date) async throws -> Bool { try await base.redeliverOutbox(id: id, now: now) }
 
     /// Drops entries past the retention.
-    public func dropOutbox(writtenBefore cutoff: Date) async throws -> [String: Int] { try await base.dropOutbox(writtenBefore: cutoff) }
+    public func dropOutbox(writtenBefore cutoff: Date, now: Date) async throws -> [String: Int] {
+        try await base.dropOutbox(writtenBefore: cutoff, now: now)
+    }
 
     /// The pending backlog.
     public func outboxBacklog() async throws -> (count: Int, oldest: Date?) { try await base.outboxBacklog() }

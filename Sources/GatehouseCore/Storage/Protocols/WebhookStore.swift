@@ -4,17 +4,20 @@ import Foundation
 /// entries are claimed under a lease by one instance, completed, listed and redelivered.
 /// Part of `GatehouseStorage`.
 public protocol WebhookStore: Sendable {
-    /// Up to `limit` due pending entries (`nextAttemptAt <= now`, no live lease), leased to
-    /// the caller until `leaseUntil`: another instance does not get them while the lease runs.
-    func claimOutbox(now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry]
+    /// Up to `limit` due pending entries of `endpoint` (`nextAttemptAt <= now`, no live lease),
+    /// leased to the caller until `leaseUntil`: another instance does not get them while the
+    /// lease runs.
+    func claimOutbox(endpoint: String, now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry]
     /// Records an attempt's outcome: delivered entries are removed.
     func completeOutbox(id: String, outcome: DeliveryOutcome) async throws
     /// Entries with `status`, oldest first, after the entry `after` (a cursor), at most `limit`.
     func outboxEntries(status: OutboxEntry.Status, after: String?, limit: Int) async throws -> [OutboxEntry]
-    /// Makes an entry due again now (pending, attempts kept); `false` when there is none.
+    /// Makes an entry due again now (pending, attempts kept); `false` when there is none, or
+    /// when it is being delivered (its lease runs).
     func redeliverOutbox(id: String, now: Date) async throws -> Bool
-    /// Deletes entries written before `cutoff` (pending or failed): their count by endpoint.
-    func dropOutbox(writtenBefore cutoff: Date) async throws -> [String: Int]
+    /// Deletes entries written before `cutoff` (pending or failed) that no delivery holds (no
+    /// lease running at `now`): their count by endpoint.
+    func dropOutbox(writtenBefore cutoff: Date, now: Date) async throws -> [String: Int]
     /// Pending entries and the creation time of the oldest one.
     func outboxBacklog() async throws -> (count: Int, oldest: Date?)
 }

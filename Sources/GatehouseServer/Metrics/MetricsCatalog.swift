@@ -1,0 +1,104 @@
+/// Every metric the gateway exports under its own name, with its `# HELP` text and labels: the
+/// registry gets the help from here (`DescribedMetricsFactory`), and the README's metrics table
+/// is generated from here (`gatehouse config metrics`; a test compares).
+public enum MetricsCatalog {
+    /// One metric family.
+    public struct Entry: Sendable {
+        /// The exported name.
+        public let name: String
+        /// `counter`, `gauge` or `histogram`.
+        public let type: String
+        /// Its labels.
+        public let labels: [String]
+        /// The `# HELP` text.
+        public let help: String
+    }
+
+    /// The families, in the table's order.
+    public static let all: [Entry] = [
+        Entry(name: "gatehouse_build_info", type: "gauge", labels: ["version", "commit"], help: "The running build: version and commit, value 1."),
+        Entry(
+            name: "gatehouse_http_requests_total", type: "counter", labels: ["method", "route", "status"],
+            help: "Requests answered, by method, route template and status."),
+        Entry(
+            name: "gatehouse_http_request_duration_seconds", type: "histogram", labels: ["route"],
+            help: "Time to answer a request, by route template."),
+        Entry(
+            name: "gatehouse_sign_ins_total", type: "counter", labels: ["provider", "mode", "outcome"],
+            help: "Completed sign-in flows, by provider, mode and outcome (ok or the error code)."),
+        Entry(
+            name: "gatehouse_upstream_calls_total", type: "counter", labels: ["provider", "endpoint", "outcome"],
+            help:
+                "Calls to providers, by endpoint kind and outcome (ok, not-modified, client-error, rate-limited, server-error, timeout, transport-error)."
+        ),
+        Entry(
+            name: "gatehouse_upstream_call_duration_seconds", type: "histogram", labels: ["provider", "endpoint", "outcome"],
+            help: "Time from a provider call to its response head."),
+        Entry(
+            name: "gatehouse_cache_lookups_total", type: "counter", labels: ["cache", "result"],
+            help: "Lookups in the in-memory caches, by cache and result (hit, miss, stale)."),
+        Entry(
+            name: "gatehouse_token_refreshes_total", type: "counter", labels: ["provider", "outcome"],
+            help: "Provider token refreshes, by outcome (ok, reused, superseded, dead-grant, failed)."),
+        Entry(
+            name: "gatehouse_circuit_state", type: "gauge", labels: ["provider"],
+            help: "A provider's circuit breaker: 0 closed, 1 half-open, 2 open."),
+        Entry(
+            name: "gatehouse_circuit_transitions_total", type: "counter", labels: ["provider", "state"],
+            help: "Circuit breaker transitions, by provider and new state."),
+        Entry(name: "gatehouse_photo_bytes_total", type: "counter", labels: [], help: "Photo bytes sent to callers, streamed or from the cache."),
+        Entry(
+            name: "gatehouse_provider_api_calls_total", type: "counter", labels: ["provider", "template", "outcome"],
+            help: "Provider API passthrough calls, by provider, allowed path template and outcome."),
+        Entry(
+            name: "gatehouse_provider_tokens_issued_total", type: "counter", labels: ["provider"],
+            help: "Provider access tokens handed to services by the token vault."),
+        Entry(
+            name: "gatehouse_hook_calls_total", type: "counter", labels: ["hook", "outcome"],
+            help: "Blocking hook calls, by hook and outcome (allow, deny, timeout, unreachable, bad-status, too-large, invalid-answer)."),
+        Entry(name: "gatehouse_hook_call_duration_seconds", type: "histogram", labels: ["hook", "outcome"], help: "Time of a blocking hook call."),
+        Entry(
+            name: "gatehouse_webhook_events_total", type: "counter", labels: ["type"],
+            help: "Webhook events written with the changes they report, by type."),
+        Entry(
+            name: "gatehouse_webhook_deliveries_total", type: "counter", labels: ["endpoint", "outcome"],
+            help: "Webhook delivery attempts, by endpoint and outcome (delivered, retry, failed, gone)."),
+        Entry(
+            name: "gatehouse_webhook_delivery_duration_seconds", type: "histogram", labels: ["endpoint", "outcome"],
+            help: "Time of a webhook delivery attempt."),
+        Entry(
+            name: "gatehouse_webhook_delivery_delay_seconds", type: "histogram", labels: ["endpoint"],
+            help: "Time from an event's commit to its delivery."),
+        Entry(
+            name: "gatehouse_webhook_events_dropped_total", type: "counter", labels: ["endpoint"],
+            help: "Undelivered webhook events dropped after the retention."),
+        Entry(name: "gatehouse_webhook_queue_depth", type: "gauge", labels: [], help: "Webhook events waiting for delivery."),
+        Entry(
+            name: "gatehouse_webhook_oldest_age_seconds", type: "gauge", labels: [],
+            help: "Age of the oldest webhook event waiting for delivery."),
+        Entry(
+            name: "gatehouse_database_pool_connections_in_use", type: "gauge", labels: [],
+            help: "PostgreSQL connections in use (the change feed's included)."),
+        Entry(
+            name: "gatehouse_database_pool_operations_waiting", type: "gauge", labels: [],
+            help: "Store operations waiting for a PostgreSQL connection."),
+        Entry(name: "gatehouse_database_pool_connections_max", type: "gauge", labels: [], help: "The PostgreSQL pool's size."),
+    ]
+
+    /// The help of `name`, `""` for a name not in the catalog.
+    public static func help(_ name: String) -> String {
+        byName[name]?.help ?? ""
+    }
+
+    private static let byName = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+
+    /// The README's metrics table (Markdown).
+    public static func markdownTable() -> String {
+        var lines = ["| metric | type | labels | meaning |", "|---|---|---|---|"]
+        for entry in all {
+            let labels = entry.labels.isEmpty ? "—" : entry.labels.map { "`\($0)`" }.joined(separator: ", ")
+            lines.append("| `\(entry.name)` | \(entry.type) | \(labels) | \(entry.help) |")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
