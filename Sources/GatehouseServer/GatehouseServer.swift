@@ -65,13 +65,14 @@ public enum GatehouseServer {
     }
 
     /// The gateway over a core assembled beforehand (its configuration does not depend on the port).
+    /// `startup` runs first, with the operations listener answering "not ready" meanwhile.
     public static func service(
-        _ assembly: GatewayAssembly, host: String, port: Int, operations: OperationsAddress? = nil, logger: Logger,
+        _ assembly: GatewayAssembly, host: String, port: Int, operations: OperationsAddress? = nil, logger: Logger, startup: StartupGate? = nil,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }, onOperationsRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> GatewayService {
         GatewayService(
-            host: host, port: port, operations: operations, logger: logger, assemble: { _ in assembly }, onRunning: onRunning,
-            onOperationsRunning: onOperationsRunning)
+            host: host, port: port, operations: operations, logger: logger, startup: startup, assemble: { _ in assembly },
+            onRunning: onRunning, onOperationsRunning: onOperationsRunning)
     }
 
     /// The whole responder chain over an assembled core, outermost first: request id →

@@ -1,7 +1,9 @@
+import Foundation
 import GatehouseCore
 import Hummingbird
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// What a gateway serves once its listener is bound: the assembled core and the metrics its
 /// `/metrics` renders (the ones the core records into).
@@ -24,6 +26,25 @@ public struct GatewayAssembly: Sendable {
     }
 }
 
+/// What runs before a gateway opens its public listener (the store's migration, which waits
+/// for an unreachable database): the operations listener answers meanwhile — `/healthz` ok,
+/// `/readyz` `503` with `state()`, `/metrics` — so probes and scrapers see why it is not ready.
+public struct StartupGate: Sendable {
+    /// Runs before the public listener opens; a throw stops the start.
+    public let prepare: @Sendable () async throws -> Void
+    /// Why the instance is not ready yet (`waiting for the database: …`).
+    public let state: @Sendable () -> String
+    /// What `/metrics` renders meanwhile (the assembled gateway's, later).
+    public let metrics: ServerMetrics
+
+    /// A gate.
+    public init(prepare: @escaping @Sendable () async throws -> Void, state: @escaping @Sendable () -> String, metrics: ServerMetrics) {
+        self.prepare = prepare
+        self.state = state
+        self.metrics = metrics
+    }
+}
+
 /// The gateway as a `Service`: it binds its listener first and assembles the core only then,
 /// from the port it actually got. A configuration that names the gateway's own URL (redirect
 /// URIs, the ID-token issuer) can thus listen on port 0 without picking a port beforehand,
@@ -36,17 +57,19 @@ public struct GatewayService: Service {
     private let application: Application<AssembledResponder>
     private let operations: Application<OperationsResponder>?
     private let slot: AssembledResponder
+    private let startup: StartupGate?
 
     init(
-        host: String, port: Int, operations address: OperationsAddress?, logger: Logger,
+        host: String, port: Int, operations address: OperationsAddress?, logger: Logger, startup: StartupGate? = nil,
         assemble: @escaping @Sendable (Int) async throws -> GatewayAssembly, onRunning: @escaping @Sendable (Int) async -> Void,
         onOperationsRunning: @escaping @Sendable (Int) async -> Void
     ) {
         let slot = AssembledResponder(logger: logger)
         self.slot = slot
+        self.startup = startup
         operations = address.map { address in
             Application(
-                responder: OperationsResponder(slot: slot),
+                responder: OperationsResponder(slot: slot, startup: startup),
                 configuration: .init(address: .hostname(address.host, port: address.port), serverName: "Gatehouse"),
                 onServerRunning: { channel in await onOperationsRunning(channel.localAddress?.port ?? address.port) }, logger: logger)
         }
@@ -71,15 +94,28 @@ public struct GatewayService: Service {
     public func run() async throws {
         enum Part { case server, operations, core }
         try await withThrowingTaskGroup(of: Part.self) { group in
-            group.addTask {
-                try await application.run()
-                return .server
-            }
             if let operations {
                 group.addTask {
                     try await operations.run()
                     return .operations
                 }
+            }
+            if let startup {
+                // A shutdown while it waits (a database that is not there) ends the start here.
+                do {
+                    try await cancelWhenGracefulShutdown { try await startup.prepare() }
+                } catch  where Task.isShuttingDownGracefully {
+                    group.cancelAll()
+                    return
+                } catch {
+                    slot.fail(error)
+                    group.cancelAll()
+                    throw error
+                }
+            }
+            group.addTask {
+                try await application.run()
+                return .server
             }
             group.addTask {
                 try await slot.assembled().run()
@@ -114,6 +150,7 @@ final class AssembledResponder: HTTPResponder, Sendable {
         chain.set(GatehouseServer.responder(for: assembly, logger: logger))
         operationsChain.set(GatehouseServer.operationsRouter(for: assembly, logger: logger).buildResponder())
         core.set(assembly.gatehouse)
+        installed.withLock { $0 = true }
     }
 
     func fail(_ error: any Error) {
@@ -121,6 +158,10 @@ final class AssembledResponder: HTTPResponder, Sendable {
         operationsChain.fail(error)
         core.fail(error)
     }
+
+    /// Whether the core is assembled (the operations routes answer from it).
+    var isAssembled: Bool { installed.withLock { $0 } }
+    private let installed = Mutex(false)
 
     /// The core, once assembled; throws its assembly error.
     func assembled() async throws -> Gatehouse {
@@ -139,11 +180,42 @@ final class AssembledResponder: HTTPResponder, Sendable {
 final class OperationsResponder: HTTPResponder, Sendable {
     typealias Context = GatehouseRequestContext
     private let slot: AssembledResponder
+    private let startup: StartupGate?
 
-    init(slot: AssembledResponder) { self.slot = slot }
+    init(slot: AssembledResponder, startup: StartupGate?) {
+        self.slot = slot
+        self.startup = startup
+    }
 
     func respond(to request: Request, context: GatehouseRequestContext) async throws -> Response {
-        try await slot.operationsChain.value().respond(to: request, context: context)
+        if let startup, !slot.isAssembled {
+            return Self.starting(request, startup)
+        }
+        return try await slot.operationsChain.value().respond(to: request, context: context)
+    }
+
+    /// The answers before the core is assembled.
+    static func starting(_ request: Request, _ startup: StartupGate) -> Response {
+        func json(_ status: HTTPResponse.Status, _ object: [String: String]) -> Response {
+            Response(
+                status: status, headers: [.contentType: status == .ok ? "application/json" : "application/problem+json", .cacheControl: "no-store"],
+                body: ResponseBody(byteBuffer: ByteBuffer(data: (try? JSONCoding.encoder().encode(object)) ?? Data())))
+        }
+        switch request.uri.path {
+        case "/healthz": return json(.ok, ["status": "ok"])
+        case "/metrics":
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: startup.metrics.exposition())))
+        case "/readyz":
+            return json(
+                .serviceUnavailable,
+                [
+                    "type": "urn:gatehouse:problem:not-ready", "title": "Not ready", "code": "not-ready",
+                    "detail": "The instance is starting: \(startup.state())",
+                ])
+        default: return json(.notFound, ["type": "urn:gatehouse:problem:not-found", "code": "not-found", "detail": "There is no such resource."])
+        }
     }
 }
 

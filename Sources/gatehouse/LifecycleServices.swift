@@ -3,6 +3,7 @@ import GatehouseCore
 import GatehousePostgres
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// The PostgreSQL connection pool as a service. Listed first in the group, it stops last:
 /// after the gateway has finished its requests in flight (a group stops in reverse order).
@@ -57,30 +58,52 @@ struct AfterStoreReady: Service {
         _ storage: any GatehouseStorage, ready: Eventual<Void>, logger: Logger, verify: @escaping @Sendable () async throws -> Void = {},
         then service: any Service
     ) -> AfterStoreReady {
-        AfterStoreReady(
-            prepare: {
+        AfterStoreReady(prepare: { try await prepareStore(storage, ready: ready, logger: logger, verify: verify) }, service: service)
+    }
+
+    /// Waits for the store (an unreachable database: an error line naming it every 2 s, and
+    /// `state` saying so), migrates it, runs `verify`, and settles `ready` either way.
+    static func prepareStore(
+        _ storage: any GatehouseStorage, ready: Eventual<Void>, logger: Logger, verify: @escaping @Sendable () async throws -> Void = {},
+        state: StartupState = StartupState()
+    ) async throws {
+        do {
+            while let postgres = storage as? PostgresStorage {
                 do {
-                    while let postgres = storage as? PostgresStorage {
-                        do {
-                            try await postgres.awaitReachable()
-                            break
-                        } catch let error as PostgresStorageError where error.isUnreachable {
-                            logger.error("waiting for the database", metadata: ["reason": "\(error.description)"])
-                            try await Task.sleep(for: .seconds(2))
-                        }
-                    }
-                    try await storage.migrate()
-                    try await verify()
-                    ready.set(())
-                } catch {
-                    ready.fail(error)
-                    throw error
+                    try await postgres.awaitReachable()
+                    break
+                } catch let error as PostgresStorageError where error.isUnreachable {
+                    state.set("waiting for the database: \(error.description)")
+                    logger.error("waiting for the database", metadata: ["reason": "\(error.description)"])
+                    try await Task.sleep(for: .seconds(2))
                 }
-            }, service: service)
+            }
+            state.set("migrating the store")
+            try await storage.migrate()
+            state.set("checking the encryption key")
+            try await verify()
+            ready.set(())
+        } catch {
+            ready.fail(error)
+            throw error
+        }
     }
 
     /// The service that waits for `ready` before `service` starts.
     static func waiting(for ready: Eventual<Void>, then service: any Service) -> AfterStoreReady {
         AfterStoreReady(prepare: { try await ready.value() }, service: service)
+    }
+}
+
+/// What a starting instance is doing, for its operations listener's `/readyz`.
+final class StartupState: Sendable {
+    private let text = Mutex("connecting to the store")
+
+    /// The current step.
+    var value: String { text.withLock { $0 } }
+
+    /// Moves to `step`.
+    func set(_ step: String) {
+        text.withLock { $0 = step }
     }
 }

@@ -53,9 +53,27 @@ struct ServeCommand: AsyncParsableCommand {
             configuration: settings.gateway, storage: storage, vault: vault, http: http,
             metrics: metrics.core, logger: logger)
         let drain = DrainSignal()
+        // The operations listener opens at once; the public one once the store is migrated and
+        // the encryption key opens it. Meanwhile /readyz says 503 and why (a database that is
+        // not there yet, named).
+        let migrated = Eventual<Void>()
+        let state = StartupState()
+        let startup = StartupGate(
+            prepare: {
+                try await AfterStoreReady.prepareStore(
+                    storage, ready: migrated, logger: logger,
+                    verify: {
+                        do {
+                            try await StartupChecks.requireOpeningKeys(vault)
+                        } catch {
+                            logger.error("Gatehouse cannot start", metadata: ["reason": "\(error)"])
+                            throw error
+                        }
+                    }, state: state)
+            }, state: { state.value }, metrics: metrics)
         let app = GatehouseServer.service(
             GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: false, drain: drain), host: settings.host, port: settings.port,
-            operations: settings.operations, logger: logger
+            operations: settings.operations, logger: logger, startup: startup
         ) { port in
             drain.markServing()
             logger.info("Gatehouse listening", metadata: ["listener.role": "public", "http.port": .stringConvertible(port)])
@@ -66,19 +84,8 @@ struct ServeCommand: AsyncParsableCommand {
         let delay = try ShutdownDeadline.delay(environment, default: 5)
         // Started in this order, stopped in reverse: the drain first, then the listener (its
         // requests in flight finish), then the libcurl client, then the database pool.
-        let migrated = Eventual<Void>()
         let services: [any Service] = [
-            HTTPClientService(client: http),
-            AfterStoreReady.migrating(
-                storage, ready: migrated, logger: logger,
-                verify: {
-                    do {
-                        try await StartupChecks.requireOpeningKeys(vault)
-                    } catch {
-                        logger.error("Gatehouse cannot start", metadata: ["reason": "\(error)"])
-                        throw error
-                    }
-                }, then: app),
+            HTTPClientService(client: http), app,
             AfterStoreReady.waiting(for: migrated, then: PurgeService(purger: purger)), DrainingService(signal: drain, delay: delay, logger: logger),
         ]
         let group = ShutdownDeadline.group(

@@ -224,6 +224,20 @@ struct StartupTests {
             #expect(waiting?["level"] as? String == "error", "\(Self.lines(log).suffix(4))")
             #expect((waiting?["reason"] as? String)?.contains("127.0.0.1:\(port)") == true)
             #expect(serve.isRunning, "serve waits for the database")
+            // The operations listener is open meanwhile: alive, not ready, and why; metrics.
+            let operationsPort = try #require(
+                Self.lines(log).first { $0["message"] as? String == "Gatehouse operations listening" }?["ops.port"] as? Int,
+                "the operations listener opens before the database is reached")
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            let operations = "http://127.0.0.1:\(operationsPort)"
+            #expect(try await client.execute(OutboundRequest(url: "\(operations)/healthz")).status == 200)
+            let ready = try await client.execute(OutboundRequest(url: "\(operations)/readyz"))
+            #expect(ready.status == 503)
+            #expect(ready.bodyText.contains("waiting for the database") && ready.bodyText.contains("127.0.0.1:\(port)"), "\(ready.bodyText)")
+            #expect(!ready.bodyText.contains("not-the-password"))
+            #expect(try await client.execute(OutboundRequest(url: "\(operations)/metrics")).bodyText.contains("gatehouse_build_info"))
+            #expect(!Self.lines(log).contains { $0["message"] as? String == "Gatehouse listening" }, "the public listener waits")
             kill(serve.pid, SIGTERM)
             let status = await serve.exited()
             #expect(SpawnedProcess.exitCode(status) == 0, "status \(status)")
