@@ -92,7 +92,7 @@ struct DemoCommand: AsyncParsableCommand {
         var configuration = GatewayConfiguration(
             publicURL: publicURL,
             // The demo page, and the sample native app's scheme and desktop loopback address
-            // (README "Native and desktop apps").
+            // (the NativeApps article).
             returnToAllowList: ["\(publicURL)/", Self.sampleAppScheme, Self.sampleDesktopLoopback], developmentMode: true,
             github: .emulator(baseURL: emulatorURL, clientID: client.id, clientSecret: client.secret),
             microsoft: .emulator(baseURL: emulatorURL, clientID: microsoftClient.id, clientSecret: microsoftClient.secret),
@@ -100,12 +100,12 @@ struct DemoCommand: AsyncParsableCommand {
                 .emulatorIssuer(baseURL: emulatorURL, clientID: oidcClient.id, clientSecret: oidcClient.secret),
                 .emulatorYahoo(baseURL: emulatorURL, clientID: yahooClient.id, clientSecret: yahooClient.secret),
             ])
-        // The emulator's provider APIs, so the README's passthrough examples work as they are.
+        // The emulator's provider APIs, so the ProviderAPIs article's examples work as they are.
         configuration.api = .sample(yahooBaseURL: "\(emulatorURL)/yahoo-fantasy")
         // The names the consent page shows for the sample apps.
         configuration.appNames = [Self.sampleAppScheme: "Example App", Self.sampleDesktopLoopback: "Example Desktop App"]
-        // The emulator's sample app backend as both blocking hooks (README "Hooks and custom
-        // claims"): it denies new accounts at blocked.example and makes octocat an admin.
+        // The emulator's sample app backend as both blocking hooks (the HooksAndClaims
+        // article): it denies new accounts at blocked.example and makes octocat an admin.
         // GATEHOUSE_HOOK_* settings override it, setting by setting.
         configuration.hooks = HookConfiguration(
             urls: [
@@ -113,7 +113,7 @@ struct DemoCommand: AsyncParsableCommand {
             ],
             secrets: [EmulatorConfiguration.demoHookSecret])
         // Every event to the sample app's webhook receiver, which verifies and lists them
-        // (README "Webhooks"); GATEHOUSE_WEBHOOK_<NAME>_* add receivers.
+        // (the Webhooks article); GATEHOUSE_WEBHOOK_<NAME>_* add receivers.
         configuration.webhooks = WebhookConfiguration(endpoints: [
             .init(
                 name: "sample-app", url: "\(emulatorURL)/sample-app/webhooks", events: nil, secrets: [EmulatorConfiguration.demoWebhookSecret])

@@ -6,7 +6,7 @@ import GatehouseServer
 import Logging
 import ServiceLifecycle
 
-/// `gatehouse serve`: the gateway, configured by its settings (see the README).
+/// `gatehouse serve`: the gateway, configured by its settings (see the Configuration article in Docs/Gatehouse.docc).
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve", abstract: "Run the gateway.",

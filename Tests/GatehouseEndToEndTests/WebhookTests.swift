@@ -64,7 +64,7 @@ struct WebhookTests {
     static func types(_ events: [Received]) -> [String] { events.map(\.type) }
 
     /// The types of `events` after the first `count`, sorted: deliveries run side by side, so
-    /// the events of one step may arrive in any order (the README says so).
+    /// the events of one step may arrive in any order (the Webhooks article says so).
     static func types(_ events: [Received], after count: Int) -> [String] { events.dropFirst(count).map(\.type).sorted() }
 
     @Test(

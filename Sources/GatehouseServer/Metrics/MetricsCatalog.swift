@@ -1,5 +1,5 @@
 /// Every metric the gateway exports under its own name, with its `# HELP` text and labels: the
-/// registry gets the help from here (`DescribedMetricsFactory`), and the README's metrics table
+/// registry gets the help from here (`DescribedMetricsFactory`), and the Operating article's metrics table
 /// is generated from here (`gatehouse config metrics`; a test compares).
 public enum MetricsCatalog {
     /// One metric family.
@@ -92,7 +92,7 @@ public enum MetricsCatalog {
 
     private static let byName = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 
-    /// The README's metrics table (Markdown).
+    /// The Operating article's metrics table (Markdown).
     public static func markdownTable() -> String {
         var lines = ["| metric | type | labels | meaning |", "|---|---|---|---|"]
         for entry in all {

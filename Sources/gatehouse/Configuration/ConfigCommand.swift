@@ -58,7 +58,7 @@ struct ConfigCommand: AsyncParsableCommand {
     struct Reference: ParsableCommand {
         /// The command's name and help.
         static let configuration = CommandConfiguration(
-            abstract: "Print the reference of every setting (the README's configuration table, in Markdown).")
+            abstract: "Print the reference of every setting (the Configuration article's table, in Markdown).")
 
         /// Prints the table.
         func run() {
@@ -70,7 +70,7 @@ struct ConfigCommand: AsyncParsableCommand {
     struct Metrics: ParsableCommand {
         /// The command's name and help.
         static let configuration = CommandConfiguration(
-            abstract: "Print the reference of every metric the gateway exports (the README's metrics table, in Markdown).")
+            abstract: "Print the reference of every metric the gateway exports (the Operating article's metrics table, in Markdown).")
 
         /// Prints the table.
         func run() {

@@ -4,7 +4,7 @@ import GatehouseServer
 
 /// One configuration setting: its variable, its key in a configuration file, what it accepts,
 /// its default and what it means. ``SettingsCatalog`` lists every one; the loader, `gatehouse
-/// config show` and the README's configuration table all read that list.
+/// config show` and the Configuration article's table all read that list.
 struct Setting: Sendable {
     /// The environment variable (and secrets-folder file) name: `GATEHOUSE_PORT`. A per-provider
     /// setting holds the placeholder `<NAME>`: `GATEHOUSE_OIDC_<NAME>_ISSUER`.
@@ -16,7 +16,7 @@ struct Setting: Sendable {
     /// Whether a configuration file may set it (`GATEHOUSE_CONFIG` and `GATEHOUSE_SECRETS_DIR`
     /// say where the file and the folder are, so they come from the environment only).
     let inFile: Bool
-    /// One line for the README's table and `config show`.
+    /// One line for the Configuration article's table and `config show`.
     let summary: String
 
     /// A setting.
@@ -112,7 +112,7 @@ enum SettingKind: Sendable {
         }
     }
 
-    /// What the README's table says the setting accepts.
+    /// What the Configuration article's table says the setting accepts.
     var accepted: String {
         switch self {
         case .text: "text"

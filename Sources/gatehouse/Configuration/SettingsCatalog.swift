@@ -1,4 +1,4 @@
-/// Every setting Gatehouse reads, in the order the README's configuration table lists them:
+/// Every setting Gatehouse reads, in the order the Configuration article's table lists them:
 /// the one source of truth for the loader (unknown keys, validation, secrets), `gatehouse
 /// config show` and that table (`gatehouse config reference` prints it; a test compares).
 enum SettingsCatalog {
@@ -217,7 +217,7 @@ enum SettingsCatalog {
         return previous[b.count]
     }
 
-    /// The README's configuration table (Markdown).
+    /// The Configuration article's table (Markdown).
     static func markdownTable() -> String {
         var lines = [
             "| variable | file key | accepts | default | meaning |",
