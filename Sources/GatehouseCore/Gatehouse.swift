@@ -121,7 +121,7 @@ public struct Gatehouse: Sendable {
             upstream: Dictionary(uniqueKeysWithValues: registry.ids.map { ($0, upstream($0)) }),
             hosts: HostBreakers(settings: configuration.circuitBreaker, clock: configuration.clock, distinctCallers: 2), audit: audit,
             metrics: metrics)
-        var serviceKeys = ServiceKeyService(storage: storage, cache: cachedStore.serviceKeys)
+        var serviceKeys = ServiceKeyService(storage: storage, audit: audit, cache: cachedStore.serviceKeys)
         serviceKeys.events = events
         self.serviceKeys = serviceKeys
         self.admin = AdminService(storage: storage, accounts: accounts, audit: audit, events: events)

@@ -166,6 +166,27 @@ extension PostgresStorage {
         for try await uid in rows.decode(String.self) { uids.append(uid) }
         return uids
     }
+    /// Accounts an operator's search finds, in byte order (collation "C", as SQLite's) after
+    /// the cursor.
+    public func searchAccounts(_ search: AccountSearch, after: String?, limit: Int) async throws -> [String] {
+        let statement: PostgresQuery
+        switch search {
+        case .all:
+            statement = "SELECT uid FROM accounts WHERE uid COLLATE \"C\" > \(after ?? "") ORDER BY uid COLLATE \"C\" LIMIT \(limit)"
+        case .text(let text):
+            let pattern = search.pattern
+            statement = """
+                SELECT a.uid FROM accounts a WHERE a.uid COLLATE "C" > \(after ?? "") AND (a.uid = \(text) OR EXISTS (
+                  SELECT 1 FROM provider_links l WHERE l.uid = a.uid AND (l.federated_id = \(text) OR l.provider_id || ':' || l.federated_id = \(text)
+                    OR lower(convert_from(l.profile_json, 'UTF8')::jsonb ->> 'email') LIKE \(pattern) ESCAPE '\\'
+                    OR lower(convert_from(l.profile_json, 'UTF8')::jsonb ->> 'displayName') LIKE \(pattern) ESCAPE '\\')))
+                ORDER BY a.uid COLLATE "C" LIMIT \(limit)
+                """
+        }
+        var uids: [String] = []
+        for try await uid in try await query(statement, logger: logger).decode(String.self) { uids.append(uid) }
+        return uids
+    }
     /// Sets the account's `disabled` flag.
     public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
         try await transaction { connection, logger in

@@ -142,6 +142,21 @@ extension PostgresStorage {
         try await execute("DELETE FROM sessions WHERE id_hash = \(idHash)")
     }
     /// Ends every session of an account.
+    /// An account's live sessions, newest first.
+    public func sessions(uid: String, now: Date) async throws -> [SessionRecord] {
+        var sessions: [SessionRecord] = []
+        for try await (id, owner, created, expires, family, provider, claims) in try await query(
+            """
+            SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE uid = \(uid) AND expires_at > \(now)
+            ORDER BY created_at DESC LIMIT 100
+            """, logger: logger
+        ).decode((String, String, Date, Date, String, String, Data?).self) {
+            sessions.append(
+                SessionRecord(
+                    idHash: id, uid: owner, createdAt: created, expiresAt: expires, familyId: family, signInProvider: provider, claims: claims))
+        }
+        return sessions
+    }
     public func deleteSessions(uid: String) async throws {
         try await execute("DELETE FROM sessions WHERE uid = \(uid)")
     }

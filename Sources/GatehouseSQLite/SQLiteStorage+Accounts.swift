@@ -174,6 +174,25 @@ extension SQLiteStorage {
                     """, arguments: [email, limit])
         }
     }
+    /// Accounts an operator's search finds, by uid after the cursor.
+    public func searchAccounts(_ search: AccountSearch, after: String?, limit: Int) async throws -> [String] {
+        try await read { db in
+            switch search {
+            case .all:
+                return try String.fetchAll(db, sql: "SELECT uid FROM accounts WHERE uid > ? ORDER BY uid LIMIT ?", arguments: [after ?? "", limit])
+            case .text(let text):
+                return try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT a.uid FROM accounts a WHERE a.uid > ? AND (a.uid = ? OR EXISTS (
+                          SELECT 1 FROM provider_links l WHERE l.uid = a.uid AND (l.federated_id = ? OR l.provider_id || ':' || l.federated_id = ?
+                            OR lower(json_extract(CAST(l.profile_json AS TEXT), '$.email')) LIKE ? ESCAPE '\\'
+                            OR lower(json_extract(CAST(l.profile_json AS TEXT), '$.displayName')) LIKE ? ESCAPE '\\')))
+                        ORDER BY a.uid LIMIT ?
+                        """, arguments: [after ?? "", text, text, text, search.pattern, search.pattern, limit])
+            }
+        }
+    }
     /// Sets the account's `disabled` flag.
     public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
         try await write { db in

@@ -109,6 +109,14 @@ extension SQLiteStorage {
     public func deleteSession(idHash: String) async throws {
         try await write { db in try db.cachedStatement(sql: "DELETE FROM sessions WHERE id_hash = ?").execute(arguments: [idHash]) }
     }
+    /// An account's live sessions, newest first.
+    public func sessions(uid: String, now: Date) async throws -> [SessionRecord] {
+        try await read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM sessions WHERE uid = ? AND expires_at > ? ORDER BY created_at DESC LIMIT 100", arguments: [uid, now]
+            ).map(Self.session)
+        }
+    }
     /// Ends every session of an account.
     public func deleteSessions(uid: String) async throws {
         try await write { db in try db.cachedStatement(sql: "DELETE FROM sessions WHERE uid = ?").execute(arguments: [uid]) }

@@ -31,6 +31,7 @@ public enum GatehouseServer {
         ServiceRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
         ProviderAPIRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
         AdminWebhookRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
+        AdminRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
         if demoPage {
             DemoPage(providerIds: gatehouse.providers.ids).register(into: &table)
         }

@@ -37,7 +37,9 @@ struct KeysCommand: AsyncParsableCommand {
         var name: String
 
         @Option(
-            help: "Comma-separated scopes: profile:read, photo:read, admin, admin:webhooks, users:claims, api:<provider id>, tokens:<provider id>.")
+            help:
+                "Comma-separated scopes: profile:read, photo:read, admin, admin:users, admin:keys, admin:webhooks, users:claims, api:<provider id>, tokens:<provider id>."
+        )
         var scopes: String
 
         @OptionGroup var store: StoreOptions

@@ -135,7 +135,8 @@ public struct AccountService: Sendable {
     /// Removes a provider from the account (never the last one); its stored tokens are
     /// destroyed with the link and the provider grant is revoked where possible. Answers the
     /// account's unified profile without it, built from what was read before the commit.
-    public func unlink(uid: String, providerId: String, providers: ProviderRegistry) async throws -> UnifiedProfile {
+    /// `actor` is the audit's (the user by default; an operator's key for the admin route).
+    public func unlink(uid: String, providerId: String, providers: ProviderRegistry, by actor: AuditActor? = nil) async throws -> UnifiedProfile {
         guard let account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
         if account.disabled { throw GatehouseError.userDisabled() }
         let remaining = try await storage.links(uid: uid).filter { $0.providerId != providerId }
@@ -143,7 +144,7 @@ public struct AccountService: Sendable {
         let unlinked = WebhookEvent.account(.providerUnlinked, uid: uid, at: clock.now(), ["providerId": .string(providerId)])
         switch try await events.recording([unlinked], { try await storage.deleteLink(uid: uid, providerId: providerId) }) {
         case .deleted(let link):
-            audit.record(.providerUnlinked, by: .user(uid), uid: uid, provider: providerId)
+            audit.record(.providerUnlinked, by: actor ?? .user(uid), uid: uid, provider: providerId)
             await revokeGrants([link], providers: providers)
             return answer
         case .notLinked:
@@ -154,12 +155,13 @@ public struct AccountService: Sendable {
     }
 
     /// Deletes the account with its links, sessions and tokens, then revokes the grants.
-    public func delete(uid: String, providers: ProviderRegistry) async throws {
+    /// `actor` is the audit's (the user by default; an operator's key for the admin route).
+    public func delete(uid: String, providers: ProviderRegistry, by actor: AuditActor? = nil) async throws {
         let deleted = WebhookEvent.account(.accountDeleted, uid: uid, at: clock.now())
         guard let links = try await events.recording([deleted], { try await storage.deleteAccount(uid: uid) }) else {
             throw GatehouseError.userNotFound()
         }
-        audit.record(.accountDeleted, by: .user(uid), uid: uid)
+        audit.record(.accountDeleted, by: actor ?? .user(uid), uid: uid)
         await revokeGrants(links, providers: providers)
     }
 

@@ -40,6 +40,35 @@ public struct AdminService: Sendable {
         audit.record(disabled ? .accountDisabled : .accountEnabled, by: actor, uid: uid)
     }
 
+    /// Accounts an operator's search finds, a page after the cursor (a uid), with the
+    /// cursor of the next page (`nil` on the last).
+    public func search(_ search: AccountSearch, after cursor: String?, limit: Int) async throws -> (
+        users: [UnifiedProfile], nextCursor: String?
+    ) {
+        let uids = try await storage.searchAccounts(search, after: cursor, limit: limit)
+        var users: [UnifiedProfile] = []
+        for uid in uids {
+            if let account = try await storage.account(uid: uid) { users.append(try await accounts.unifiedProfile(for: account)) }
+        }
+        return (users, uids.count == limit ? uids.last : nil)
+    }
+
+    /// An account's live sessions, newest first.
+    public func sessions(uid: String) async throws -> [SessionRecord] {
+        guard try await storage.account(uid: uid) != nil else { throw GatehouseError.userNotFound() }
+        return try await storage.sessions(uid: uid, now: Date())
+    }
+
+    /// Ends one session of an account (`sessionId`: its `sid`); `not-found` when the account
+    /// has no such live session.
+    public func revokeSession(uid: String, sessionId: String, by actor: AuditActor) async throws {
+        guard sessionId.count <= 64, let session = try await storage.session(familyId: sessionId, now: Date()), session.uid == uid else {
+            throw GatehouseError(code: .notFound, detail: "This account has no live session with this id.")
+        }
+        try await storage.deleteSession(familyId: sessionId)
+        audit.record(.sessionRevoked, by: actor, uid: uid)
+    }
+
     /// Ends every session of an account.
     public func revokeSessions(uid: String, by actor: AuditActor) async throws {
         guard try await storage.account(uid: uid) != nil else { throw GatehouseError.userNotFound() }

@@ -23,6 +23,8 @@ public enum AuditEvent: String, Sendable, CaseIterable {
     case accountEnabled = "account.enabled"
     /// An account's custom claims changed (a hook's answer, `PUT /v1/users/{uid}/claims`).
     case claimsUpdated = "account.claims-updated"
+    /// An administrator ended one session of an account.
+    case sessionRevoked = "session.revoked"
     /// An administrator ended every session of an account.
     case sessionsRevoked = "account.sessions-revoked"
     /// A service key was created.

@@ -6,7 +6,9 @@ import Foundation
 public struct ServiceKeyService: Sendable {
     /// The fixed scopes a key can hold; `api:<provider>` (passthrough calls) and
     /// `tokens:<provider>` (the token vault) name a provider id as well.
-    public static let knownScopes: Set<String> = ["profile:read", "photo:read", "admin", "admin:webhooks", "users:claims"]
+    public static let knownScopes: Set<String> = [
+        "profile:read", "photo:read", "admin", "admin:users", "admin:keys", "admin:webhooks", "users:claims",
+    ]
     /// The prefixes of the per-provider scopes.
     public static let providerScopePrefixes = ["api:", "tokens:"]
 
@@ -48,7 +50,8 @@ public struct ServiceKeyService: Sendable {
     }
 
     /// Creates a key and returns it with its secret, which is shown once and never stored.
-    public func create(name: String, scopes: [String]) async throws -> (key: ServiceKeyRecord, secret: String) {
+    /// `actor` is the audit's (the command line by default; an operator's key over HTTP).
+    public func create(name: String, scopes: [String], by actor: AuditActor = .commandLine) async throws -> (key: ServiceKeyRecord, secret: String) {
         let name = name.trimmingCharacters(in: .whitespaces)
         guard !name.isEmpty, name.count <= 100 else { throw GatehouseError.invalidArgument("A key needs a name of 1 to 100 characters.") }
         let unknown = scopes.filter { !Self.isKnown($0) }
@@ -64,7 +67,7 @@ public struct ServiceKeyService: Sendable {
             .serviceKeyCreated, at: key.createdAt,
             data: ["keyId": .string(key.id), "name": .string(key.name), "scopes": .array(key.scopes.map(JSONValue.string))])
         try await events.recording([created]) { try await storage.insertServiceKey(key) }
-        audit.record(.serviceKeyCreated, by: .commandLine, keyId: key.id)
+        audit.record(.serviceKeyCreated, by: actor, keyId: key.id)
         return (key, secret)
     }
 
@@ -74,11 +77,12 @@ public struct ServiceKeyService: Sendable {
     }
 
     /// Revokes a key; `false` when it does not exist or was already revoked.
-    public func revoke(id: String) async throws -> Bool {
+    /// `actor` is the audit's (the command line by default; an operator's key over HTTP).
+    public func revoke(id: String, by actor: AuditActor = .commandLine) async throws -> Bool {
         let event = WebhookEvent(.serviceKeyRevoked, at: Date(), data: ["keyId": .string(id)])
         let revoked = try await events.recording([event]) { try await storage.revokeServiceKey(id: id, at: Date()) }
         cache.forget(keyId: id)
-        if revoked { audit.record(.serviceKeyRevoked, by: .commandLine, keyId: id) }
+        if revoked { audit.record(.serviceKeyRevoked, by: actor, keyId: id) }
         return revoked
     }
 

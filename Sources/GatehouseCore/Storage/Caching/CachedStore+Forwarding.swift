@@ -125,6 +125,17 @@ extension CachedStore {
     }
 }
 
+// Operators' lookups go to the store.
+extension CachedStore {
+    /// Accounts an operator's search finds.
+    public func searchAccounts(_ search: AccountSearch, after: String?, limit: Int) async throws -> [String] {
+        try await base.searchAccounts(search, after: after, limit: limit)
+    }
+
+    /// An account's live sessions.
+    public func sessions(uid: String, now: Date) async throws -> [SessionRecord] { try await base.sessions(uid: uid, now: now) }
+}
+
 // The webhook outbox is never cached.
 extension CachedStore {
     /// Leases due outbox entries.

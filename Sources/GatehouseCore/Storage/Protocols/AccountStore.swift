@@ -56,6 +56,9 @@ public protocol AccountStore: Sendable {
     /// Disables or enables an account; disabling ends its sessions in the same transaction;
     /// `false` when there is no such account.
     func setDisabled(uid: String, disabled: Bool) async throws -> Bool
+    /// Up to `limit` uids of accounts that `search` finds, in uid order (byte order) after the
+    /// uid `after`: a stable cursor for operators' paging.
+    func searchAccounts(_ search: AccountSearch, after: String?, limit: Int) async throws -> [String]
     /// Replaces an account's custom claims; `false` when there is no such account.
     func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool
 }

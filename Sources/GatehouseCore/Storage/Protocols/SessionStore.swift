@@ -25,4 +25,6 @@ public protocol SessionStore: Sendable {
     func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation
     /// Ends every session of an account.
     func deleteSessions(uid: String) async throws
+    /// An account's live sessions (expiring after `now`), newest first, at most 100.
+    func sessions(uid: String, now: Date) async throws -> [SessionRecord]
 }

@@ -1,0 +1,166 @@
+import Foundation
+import GatehouseCore
+import HTTPTypes
+import Hummingbird
+
+/// `/v1/admin/…`: the operators' account and key routes, each a documented service-key route
+/// (scope `admin:users` or `admin:keys`; `admin` covers both): user search and paging, an
+/// account's sessions and their revocation, unlink and delete, service keys over HTTP. Every
+/// change is an audit event naming the key that made it.
+struct AdminRoutes {
+    let gatehouse: Gatehouse
+    let browser: BrowserPolicy
+
+    /// Accounts per page.
+    static let pageSize = 50
+
+    func register(into table: inout RouteTable) {
+        let admin = gatehouse.admin
+        let accounts = gatehouse.accounts
+        let providers = gatehouse.providers
+        let serviceKeys = gatehouse.serviceKeys
+        let browser = self.browser
+        /// The key, authorized for `scope` and within its rate limit; the audit's actor.
+        @Sendable func authorize(_ context: GatehouseRequestContext, scope: String) async throws -> AuditActor {
+            let key = try await context.requireService(scope: scope)
+            try await browser.limit(serviceKey: key.id)
+            return .serviceKey(key.id)
+        }
+
+        table.add(.get, "/v1/admin/users") { request, context in
+            _ = try await authorize(context, scope: "admin:users")
+            let query = request.queryDictionary
+            guard (query["query"]?.count ?? 0) <= 320, (query["cursor"]?.count ?? 0) <= 128 else {
+                throw GatehouseError.invalidArgument("query is at most 320 characters, cursor at most 128.")
+            }
+            let page = try await admin.search(AccountSearch(query["query"]), after: query["cursor"], limit: Self.pageSize)
+            return try Response.json(UserPage(users: page.users, nextCursor: page.nextCursor))
+        }
+        table.add(.get, "/v1/admin/users/{uid}/sessions") { request, context in
+            _ = try await authorize(context, scope: "admin:users")
+            let sessions = try await admin.sessions(uid: try context.parameters.require("uid"))
+            return try Response.json(SessionList(sessions: sessions.map(SessionView.init)))
+        }
+        table.add(.delete, "/v1/admin/users/{uid}/sessions") { request, context in
+            let actor = try await authorize(context, scope: "admin:users")
+            try await admin.revokeSessions(uid: try context.parameters.require("uid"), by: actor)
+            return Response(status: .noContent)
+        }
+        table.add(.delete, "/v1/admin/users/{uid}/sessions/{sessionId}") { request, context in
+            let actor = try await authorize(context, scope: "admin:users")
+            try await admin.revokeSession(
+                uid: try context.parameters.require("uid"), sessionId: try context.parameters.require("sessionId"), by: actor)
+            return Response(status: .noContent)
+        }
+        table.add(.delete, "/v1/admin/users/{uid}/providers/{providerId}") { request, context in
+            let actor = try await authorize(context, scope: "admin:users")
+            let profile = try await accounts.unlink(
+                uid: try context.parameters.require("uid"), providerId: try context.parameters.require("providerId"), providers: providers,
+                by: actor)
+            return try Response.json(["user": profile])
+        }
+        table.add(.delete, "/v1/admin/users/{uid}") { request, context in
+            let actor = try await authorize(context, scope: "admin:users")
+            try await accounts.delete(uid: try context.parameters.require("uid"), providers: providers, by: actor)
+            return Response(status: .noContent)
+        }
+
+        table.add(.get, "/v1/admin/keys") { request, context in
+            _ = try await authorize(context, scope: "admin:keys")
+            return try Response.json(KeyList(keys: try await serviceKeys.list().map(KeyView.init)))
+        }
+        table.add(.post, "/v1/admin/keys") { request, context in
+            let actor = try await authorize(context, scope: "admin:keys")
+            let object = try await AuthRoutes.jsonObject(request, limit: 8 << 10)
+            guard let name = object["name"] as? String, let scopes = object["scopes"] as? [String] else {
+                throw GatehouseError.invalidArgument("The body must be a JSON object with a string name and an array of string scopes.")
+            }
+            let created = try await serviceKeys.create(name: name, scopes: scopes, by: actor)
+            var response = try Response.json(CreatedKey(key: KeyView(created.key), secret: created.secret), status: .created)
+            response.headers[.cacheControl] = "no-store"
+            return response
+        }
+        table.add(.delete, "/v1/admin/keys/{id}") { request, context in
+            let actor = try await authorize(context, scope: "admin:keys")
+            let id = try context.parameters.require("id")
+            guard id.count <= 64, try await serviceKeys.revoke(id: id, by: actor) else {
+                throw GatehouseError(code: .notFound, detail: "There is no active service key with this id.")
+            }
+            return Response(status: .noContent)
+        }
+    }
+
+    /// A page of accounts.
+    struct UserPage: Encodable {
+        let users: [UnifiedProfile]
+        let nextCursor: String?
+
+        enum CodingKeys: String, CodingKey { case users, nextCursor }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(users, forKey: .users)
+            try c.encode(nextCursor, forKey: .nextCursor)
+        }
+    }
+
+    /// An account's live sessions.
+    struct SessionList: Encodable {
+        let sessions: [SessionView]
+    }
+
+    /// One session as operators see it (never its cookie or tokens).
+    struct SessionView: Encodable {
+        /// The session's id (`sid` in its ID tokens).
+        let id: String
+        let createdAt: Date
+        let expiresAt: Date
+        let signInProvider: String
+
+        init(_ session: SessionRecord) {
+            id = session.familyId
+            createdAt = session.createdAt
+            expiresAt = session.expiresAt
+            signInProvider = session.signInProvider
+        }
+    }
+
+    /// Service keys.
+    struct KeyList: Encodable {
+        let keys: [KeyView]
+    }
+
+    /// A new key and its secret (shown once).
+    struct CreatedKey: Encodable {
+        let key: KeyView
+        let secret: String
+    }
+
+    /// A key as listed (never its secret or hash).
+    struct KeyView: Encodable {
+        let id: String
+        let name: String
+        let scopes: [String]
+        let createdAt: Date
+        let revokedAt: Date?
+
+        init(_ key: ServiceKeyRecord) {
+            id = key.id
+            name = key.name
+            scopes = key.scopes
+            createdAt = key.createdAt
+            revokedAt = key.revokedAt
+        }
+
+        enum CodingKeys: String, CodingKey { case id, name, scopes, createdAt, revokedAt }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(id, forKey: .id)
+            try c.encode(name, forKey: .name)
+            try c.encode(scopes, forKey: .scopes)
+            try c.encode(createdAt, forKey: .createdAt)
+            try c.encode(revokedAt, forKey: .revokedAt)
+        }
+    }
+}

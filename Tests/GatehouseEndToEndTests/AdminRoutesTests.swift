@@ -1,0 +1,143 @@
+import CurlClient
+import Foundation
+import GatehouseCore
+import GatehouseTestSupport
+import Testing
+
+/// The operators' routes under `/v1/admin/…` with service keys, end to end: search and paging,
+/// sessions, unlink, delete, keys over HTTP, and what each scope allows.
+@Suite("Admin routes")
+struct AdminRoutesTests {
+    static func call(
+        _ deployment: TestDeployment, _ path: String, key: String, method: String = "GET", body: String? = nil
+    ) async throws -> OutboundResponse {
+        try await ProviderAPITests.call(
+            deployment, path, key: key, method: method, headers: body == nil ? [:] : ["Content-Type": "application/json"],
+            body: body.map { Array($0.utf8) })
+    }
+
+    static func uids(_ response: OutboundResponse) throws -> [String] {
+        (try jsonObject(response)["users"] as? [[String: Any]] ?? []).compactMap { $0["uid"] as? String }
+    }
+
+    @Test(
+        "users: search by email, uid, provider identity and name, wildcards and SQL taken literally; paging with a cursor covers every account once")
+    func search() async throws {
+        try await withDeployment { deployment in
+            let key = try await ProviderAPITests.key(deployment, ["admin:users"])
+            var uids: [String: String] = [:]
+            for (login, provider) in [
+                ("octocat", "github.com"), ("private-pat", "github.com"), ("olive@oidc.example", "oidc.emulator"),
+                ("AdeleV@contoso.example", "microsoft.com"),
+            ] {
+                var browser = Browser(deployment)
+                uids[login] = try account(try await browser.complete(login: login, provider: provider)).uid
+            }
+            func find(_ query: String) async throws -> [String] {
+                try Self.uids(try await Self.call(deployment, "/v1/admin/users?query=\(FormEncoding.escape(query))", key: key))
+            }
+            #expect(try await find("octocat@github") == [uids["octocat"]!])
+            #expect(try await find("OCTOCAT@GITHUB.COM") == [uids["octocat"]!], "without case")
+            #expect(try await find(uids["olive@oidc.example"]!) == [uids["olive@oidc.example"]!], "by uid")
+            #expect(try await find("github.com:583231") == [uids["octocat"]!], "by provider identity")
+            #expect(try await find("583231") == [uids["octocat"]!], "by federated id")
+            #expect(try await find("Pat Private") == [uids["private-pat"]!], "by name")
+            for hostile in ["%", "_", "%@%", "' OR '1'='1", "\\", "octo%cat", "*"] {
+                #expect(try await find(hostile).isEmpty, "\(hostile) is text, not a pattern")
+            }
+            // Two accounts a page: every account once, in order.
+            var seen: [String] = []
+            var cursor: String? = nil
+            for _ in 0..<10 {
+                let page = try jsonObject(
+                    try await Self.call(deployment, "/v1/admin/users" + (cursor.map { "?cursor=\($0)" } ?? ""), key: key))
+                seen += (page["users"] as? [[String: Any]] ?? []).compactMap { $0["uid"] as? String }
+                cursor = page["nextCursor"] as? String
+                if cursor == nil { break }
+            }
+            #expect(Set(seen) == Set(uids.values) && seen.count == 4 && seen == seen.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }))
+            // Keys without the scope learn nothing, not even whether an address exists.
+            let other = try await ProviderAPITests.key(deployment, ["admin:keys", "profile:read"])
+            let refused = try await Self.call(deployment, "/v1/admin/users?query=octocat%40github.com", key: other)
+            let unknown = try await Self.call(deployment, "/v1/admin/users?query=nobody%40example.com", key: other)
+            #expect(refused.status == 403 && unknown.status == 403 && refused.bodyText.count == unknown.bodyText.count)
+        }
+    }
+
+    @Test(
+        "sessions: listed, one revoked (its ID token stops working, the other's does not), all revoked; unlink and delete by an operator, audited with the key"
+    )
+    func sessionsUnlinkDelete() async throws {
+        try await withDeployment { deployment in
+            let key = try await ProviderAPITests.key(deployment, ["admin:users"])
+            var first = Browser(deployment)
+            let one = try jsonObject(try await first.complete(login: "octocat"))
+            var second = Browser(deployment)
+            let two = try jsonObject(try await second.complete(login: "octocat"))
+            let uid = try #require((one["user"] as? [String: Any])?["uid"] as? String)
+            let listed = try jsonObject(try await Self.call(deployment, "/v1/admin/users/\(uid)/sessions", key: key))["sessions"] as? [[String: Any]]
+            #expect(listed?.count == 2)
+            #expect(listed?.allSatisfy { $0["signInProvider"] as? String == "github.com" } == true)
+            let firstToken = try #require(one["idToken"] as? String)
+            let secondToken = try #require(two["idToken"] as? String)
+            let sid = try #require(try HookTests.claims(firstToken)["sid"] as? String)
+            #expect(try await Self.call(deployment, "/v1/admin/users/\(uid)/sessions/\(sid)", key: key, method: "DELETE").status == 204)
+            #expect(try await GatewayTokenTests.bearer(deployment, firstToken).status == 401)
+            #expect(try await GatewayTokenTests.bearer(deployment, secondToken).status == 200)
+            #expect(try await Self.call(deployment, "/v1/admin/users/\(uid)/sessions/\(sid)", key: key, method: "DELETE").status == 404)
+            #expect(try await Self.call(deployment, "/v1/admin/users/\(uid)/sessions", key: key, method: "DELETE").status == 204)
+            #expect(try await GatewayTokenTests.bearer(deployment, secondToken).status == 401)
+
+            // Another account's session cannot be revoked through this account's path.
+            var pat = Browser(deployment)
+            let patAnswer = try jsonObject(try await pat.complete(login: "private-pat"))
+            let patToken = try #require(patAnswer["idToken"] as? String)
+            let patSid = try #require(try HookTests.claims(patToken)["sid"] as? String)
+            #expect(try await Self.call(deployment, "/v1/admin/users/\(uid)/sessions/\(patSid)", key: key, method: "DELETE").status == 404)
+
+            var linker = Browser(deployment)
+            #expect(try await linker.complete(login: "octocat").status == 200)
+            #expect(try await linker.complete(login: "AdeleV@contoso.example", provider: "microsoft.com", mode: "link").status == 200)
+            let unlinked = try await Self.call(deployment, "/v1/admin/users/\(uid)/providers/microsoft.com", key: key, method: "DELETE")
+            #expect(unlinked.status == 200)
+            #expect(try account(unlinked).providers == ["github.com"])
+            #expect(try await Self.call(deployment, "/v1/admin/users/\(uid)/providers/github.com", key: key, method: "DELETE").status == 400)
+            #expect(try await Self.call(deployment, "/v1/admin/users/\(uid)", key: key, method: "DELETE").status == 204)
+            #expect(try await Self.call(deployment, "/v1/admin/users/\(uid)", key: key, method: "DELETE").status == 404)
+            #expect(try await deployment.accountCount() == 1)
+            let lines = deployment.logs.lines.filter { $0.contains("\"audit\":true") }
+            for event in ["session.revoked", "account.sessions-revoked", "provider.unlinked", "account.deleted"] {
+                #expect(lines.contains { $0.contains(event) && $0.contains("service-key:sk_") }, "\(event) names the operator's key")
+            }
+        }
+    }
+
+    @Test("service keys over HTTP: created with its secret shown once, listed without it, the new key works, revoked; admin:keys only")
+    func keys() async throws {
+        try await withDeployment { deployment in
+            let key = try await ProviderAPITests.key(deployment, ["admin:keys"])
+            let created = try await Self.call(
+                deployment, "/v1/admin/keys", key: key, method: "POST", body: #"{"name":"billing","scopes":["profile:read"]}"#)
+            #expect(created.status == 201, "\(created.bodyText)")
+            #expect(created.headers["cache-control"] == "no-store")
+            let object = try jsonObject(created)
+            let secret = try #require(object["secret"] as? String)
+            let id = try #require((object["key"] as? [String: Any])?["id"] as? String)
+            #expect(secret.hasPrefix("ghsk_"))
+            let listed = try await Self.call(deployment, "/v1/admin/keys", key: key)
+            #expect(listed.status == 200)
+            #expect(!listed.bodyText.contains(secret) && listed.bodyText.contains(id))
+            #expect(try await Self.call(deployment, "/v1/users/nobody", key: secret).status == 404, "the new key works")
+            let badScopes = try await Self.call(deployment, "/v1/admin/keys", key: key, method: "POST", body: #"{"name":"x","scopes":["root"]}"#)
+            #expect(badScopes.status == 400)
+            #expect(try await Self.call(deployment, "/v1/admin/keys/\(id)", key: key, method: "DELETE").status == 204)
+            #expect(try await Self.call(deployment, "/v1/users/nobody", key: secret).status == 401, "revoked")
+            #expect(try await Self.call(deployment, "/v1/admin/keys/\(id)", key: key, method: "DELETE").status == 404)
+            let users = try await ProviderAPITests.key(deployment, ["admin:users"])
+            #expect(try await Self.call(deployment, "/v1/admin/keys", key: users).status == 403)
+            let admin = try await ProviderAPITests.key(deployment, ["admin"])
+            #expect(try await Self.call(deployment, "/v1/admin/keys", key: admin).status == 200, "admin covers admin:keys")
+            #expect(deployment.logs.lines.contains { $0.contains("service-key.created") && $0.contains("service-key:sk_") })
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import GatehouseCore
+import Testing
+
+/// Operators' lookups, run against every backend: account search (uid, identity, email and
+/// name, wildcards literal) in byte order with a cursor, and an account's live sessions.
+@Suite struct AdminStoreConformanceTests {
+    static func link(_ uid: String, federatedId: String, email: String, name: String) -> ProviderLinkRecord {
+        var link = Fixtures.link(uid, federatedId: federatedId)
+        link.profileJSON = Data(#"{"federatedId":"\#(federatedId)","email":"\#(email)","displayName":"\#(name)","providerId":"github.com"}"#.utf8)
+        return link
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func searchFindsByEachKeyAndPagesInByteOrder(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(
+            Fixtures.account("b-uid"), firstLink: Self.link("b-uid", federatedId: "200", email: "Bo@Example.com", name: "Bo 100%"))
+        try await storage.createAccount(
+            Fixtures.account("a-uid"), firstLink: Self.link("a-uid", federatedId: "100", email: "al@example.org", name: "Al"))
+        try await storage.createAccount(
+            Fixtures.account("C-uid"), firstLink: Self.link("C-uid", federatedId: "300", email: "cy@example.net", name: "Cy_x"))
+        #expect(try await storage.searchAccounts(.all, after: nil, limit: 10) == ["C-uid", "a-uid", "b-uid"], "byte order")
+        #expect(try await storage.searchAccounts(.all, after: "C-uid", limit: 1) == ["a-uid"])
+        #expect(try await storage.searchAccounts(AccountSearch("bo@example"), after: nil, limit: 10) == ["b-uid"])
+        #expect(try await storage.searchAccounts(AccountSearch("a-uid"), after: nil, limit: 10) == ["a-uid"])
+        #expect(try await storage.searchAccounts(AccountSearch("github.com:300"), after: nil, limit: 10) == ["C-uid"])
+        #expect(try await storage.searchAccounts(AccountSearch("100%"), after: nil, limit: 10) == ["b-uid"], "% is text")
+        #expect(try await storage.searchAccounts(AccountSearch("y_"), after: nil, limit: 10) == ["C-uid"], "_ is text")
+        #expect(try await storage.searchAccounts(AccountSearch("%"), after: nil, limit: 10) == ["b-uid"])
+        #expect(try await storage.searchAccounts(AccountSearch("' OR 1=1 --"), after: nil, limit: 10).isEmpty)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func anAccountsLiveSessionsNewestFirst(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await storage.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", federatedId: "2"))
+        var older = Fixtures.session("s1", uid: "u1")
+        older.createdAt = Fixtures.now.addingTimeInterval(-60)
+        try await storage.insertSession(older)
+        try await storage.insertSession(Fixtures.session("s2", uid: "u1"))
+        try await storage.insertSession(Fixtures.session("s3", uid: "u2"))
+        try await storage.insertSession(Fixtures.session("s4", uid: "u1", expiresIn: -1))
+        #expect(try await storage.sessions(uid: "u1", now: Fixtures.now).map(\.familyId) == ["family-s2", "family-s1"])
+    }
+}
