@@ -92,7 +92,7 @@ public struct GatewayService: Service {
     /// core's background work (`Gatehouse.run()`) runs beside the server and is cancelled
     /// once the server has stopped.
     public func run() async throws {
-        enum Part { case server, operations, core }
+        enum Part { case server, operations, core, prepared }
         try await withThrowingTaskGroup(of: Part.self) { group in
             if let operations {
                 group.addTask {
@@ -101,9 +101,15 @@ public struct GatewayService: Service {
                 }
             }
             if let startup {
-                // A shutdown while it waits (a database that is not there) ends the start here.
-                do {
+                // Side by side with the operations listener, so that its failing to bind stops
+                // the start instead of waiting unseen; a shutdown while it waits (a database that
+                // is not there) ends the start here.
+                group.addTask {
                     try await cancelWhenGracefulShutdown { try await startup.prepare() }
+                    return .prepared
+                }
+                do {
+                    while let part = try await group.next(), part != .prepared {}
                 } catch  where Task.isShuttingDownGracefully {
                     group.cancelAll()
                     return

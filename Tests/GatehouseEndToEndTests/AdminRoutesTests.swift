@@ -42,7 +42,8 @@ struct AdminRoutesTests {
             #expect(try await find("github.com:583231") == [uids["octocat"]!], "by provider identity")
             #expect(try await find("583231") == [uids["octocat"]!], "by federated id")
             #expect(try await find("Pat Private") == [uids["private-pat"]!], "by name")
-            for hostile in ["%", "_", "%@%", "' OR '1'='1", "\\", "octo%cat", "*"] {
+            #expect(try await Self.call(deployment, "/v1/admin/users?query=a%00b", key: key).status == 400, "NUL")
+            for hostile in ["%", "_", "%@%", "' OR '1'='1", "\\", "octo%cat", "*", "_\u{301}"] {
                 #expect(try await find(hostile).isEmpty, "\(hostile) is text, not a pattern")
             }
             // Two accounts a page: every account once, in order.
@@ -115,7 +116,7 @@ struct AdminRoutesTests {
     @Test("service keys over HTTP: created with its secret shown once, listed without it, the new key works, revoked; admin:keys only")
     func keys() async throws {
         try await withDeployment { deployment in
-            let key = try await ProviderAPITests.key(deployment, ["admin:keys"])
+            let key = try await ProviderAPITests.key(deployment, ["admin:keys", "profile:read"])
             let created = try await Self.call(
                 deployment, "/v1/admin/keys", key: key, method: "POST", body: #"{"name":"billing","scopes":["profile:read"]}"#)
             #expect(created.status == 201, "\(created.bodyText)")
@@ -128,8 +129,19 @@ struct AdminRoutesTests {
             #expect(listed.status == 200)
             #expect(!listed.bodyText.contains(secret) && listed.bodyText.contains(id))
             #expect(try await Self.call(deployment, "/v1/users/nobody", key: secret).status == 404, "the new key works")
+            // No escalation: a key hands out, and takes back, only what it holds itself.
+            let stronger = try await Self.call(
+                deployment, "/v1/admin/keys", key: key, method: "POST", body: #"{"name":"x","scopes":["tokens:github.com"]}"#)
+            #expect(stronger.status == 403, "\(stronger.bodyText)")
+            #expect(
+                try await Self.call(deployment, "/v1/admin/keys", key: key, method: "POST", body: #"{"name":"x","scopes":["admin"]}"#).status == 403)
+            let vault = try await ProviderAPITests.key(deployment, ["tokens:github.com"])
+            let listedKeys = try #require(try jsonObject(try await Self.call(deployment, "/v1/admin/keys", key: key))["keys"] as? [[String: Any]])
+            let vaultId = try #require(listedKeys.first { ($0["scopes"] as? [String]) == ["tokens:github.com"] }?["id"] as? String)
+            #expect(try await Self.call(deployment, "/v1/admin/keys/\(vaultId)", key: key, method: "DELETE").status == 403)
+            #expect(try await Self.call(deployment, "/v1/users/nobody", key: vault).status == 403, "still active: a token-vault key only")
             let badScopes = try await Self.call(deployment, "/v1/admin/keys", key: key, method: "POST", body: #"{"name":"x","scopes":["root"]}"#)
-            #expect(badScopes.status == 400)
+            #expect(badScopes.status == 403)
             #expect(try await Self.call(deployment, "/v1/admin/keys/\(id)", key: key, method: "DELETE").status == 204)
             #expect(try await Self.call(deployment, "/v1/users/nobody", key: secret).status == 401, "revoked")
             #expect(try await Self.call(deployment, "/v1/admin/keys/\(id)", key: key, method: "DELETE").status == 404)

@@ -18,12 +18,13 @@ public enum AccountSearch: Sendable, Equatable {
     /// `text`, lower-cased, with the `LIKE` wildcards `%` and `_` (and the escape `\`) escaped,
     /// inside `%…%`: a search for `50%_off` finds that text, not everything.
     static func containsPattern(_ text: String) -> String {
-        var escaped = ""
-        for character in text.lowercased() {
-            if character == "%" || character == "_" || character == "\\" { escaped.append("\\") }
-            escaped.append(character)
+        // Per scalar: `_` followed by a combining mark is one Character but still a wildcard.
+        var escaped = String.UnicodeScalarView()
+        for scalar in text.lowercased().unicodeScalars {
+            if scalar == "%" || scalar == "_" || scalar == "\\" { escaped.append("\\") }
+            escaped.append(scalar)
         }
-        return "%\(escaped)%"
+        return "%\(String(escaped))%"
     }
 
     /// The pattern of a text search (see `containsPattern`).

@@ -86,6 +86,13 @@ public struct ServiceKeyService: Sendable {
         return revoked
     }
 
+    /// Whether a key holding `held` may hand out (or take back) a key holding `scopes`: only
+    /// scopes it holds itself (`admin` standing for every `admin:…` scope too) — a key cannot
+    /// mint a key stronger than it is.
+    public static func covers(_ held: [String], _ scopes: [String]) -> Bool {
+        scopes.allSatisfy { scope in held.contains(scope) || (scope.hasPrefix("admin:") && held.contains("admin")) }
+    }
+
     /// The key with this secret, which must hold `scope`: a missing, unknown or revoked key
     /// is `unauthenticated`, a missing scope `permission-denied`.
     public func authorize(secret: String?, scope: String) async throws -> ServiceKeyRecord {

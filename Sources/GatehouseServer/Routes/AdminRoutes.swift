@@ -22,18 +22,28 @@ struct AdminRoutes {
         let browser = self.browser
         /// The key, authorized for `scope` and within its rate limit; the audit's actor.
         @Sendable func authorize(_ context: GatehouseRequestContext, scope: String) async throws -> AuditActor {
+            .serviceKey(try await authorizedKey(context, scope: scope).id)
+        }
+        @Sendable func authorizedKey(_ context: GatehouseRequestContext, scope: String) async throws -> ServiceKeyRecord {
             let key = try await context.requireService(scope: scope)
             try await browser.limit(serviceKey: key.id)
-            return .serviceKey(key.id)
+            return key
+        }
+        /// NUL is no character of a uid, an email or a name (and PostgreSQL refuses it in text).
+        @Sendable func text(_ value: String?, max: Int, _ name: String) throws -> String? {
+            guard let value else { return nil }
+            guard value.count <= max, !value.unicodeScalars.contains("\0") else {
+                throw GatehouseError.invalidArgument("\(name) is at most \(max) characters, without NUL.")
+            }
+            return value
         }
 
         table.add(.get, "/v1/admin/users") { request, context in
             _ = try await authorize(context, scope: "admin:users")
             let query = request.queryDictionary
-            guard (query["query"]?.count ?? 0) <= 320, (query["cursor"]?.count ?? 0) <= 128 else {
-                throw GatehouseError.invalidArgument("query is at most 320 characters, cursor at most 128.")
-            }
-            let page = try await admin.search(AccountSearch(query["query"]), after: query["cursor"], limit: Self.pageSize)
+            let page = try await admin.search(
+                AccountSearch(try text(query["query"], max: 320, "query")), after: try text(query["cursor"], max: 128, "cursor"),
+                limit: Self.pageSize)
             return try Response.json(UserPage(users: page.users, nextCursor: page.nextCursor))
         }
         table.add(.get, "/v1/admin/users/{uid}/sessions") { request, context in
@@ -70,20 +80,29 @@ struct AdminRoutes {
             return try Response.json(KeyList(keys: try await serviceKeys.list().map(KeyView.init)))
         }
         table.add(.post, "/v1/admin/keys") { request, context in
-            let actor = try await authorize(context, scope: "admin:keys")
+            let caller = try await authorizedKey(context, scope: "admin:keys")
             let object = try await AuthRoutes.jsonObject(request, limit: 8 << 10)
             guard let name = object["name"] as? String, let scopes = object["scopes"] as? [String] else {
                 throw GatehouseError.invalidArgument("The body must be a JSON object with a string name and an array of string scopes.")
             }
-            let created = try await serviceKeys.create(name: name, scopes: scopes, by: actor)
+            // No escalation: a key hands out only scopes it holds.
+            guard ServiceKeyService.covers(caller.scopes, scopes) else {
+                throw GatehouseError(
+                    code: .permissionDenied, detail: "A key can only create keys with scopes it holds itself (admin counts for every admin: scope).")
+            }
+            let created = try await serviceKeys.create(name: name, scopes: scopes, by: .serviceKey(caller.id))
             var response = try Response.json(CreatedKey(key: KeyView(created.key), secret: created.secret), status: .created)
             response.headers[.cacheControl] = "no-store"
             return response
         }
         table.add(.delete, "/v1/admin/keys/{id}") { request, context in
-            let actor = try await authorize(context, scope: "admin:keys")
+            let caller = try await authorizedKey(context, scope: "admin:keys")
             let id = try context.parameters.require("id")
-            guard id.count <= 64, try await serviceKeys.revoke(id: id, by: actor) else {
+            // A key takes back only keys no stronger than itself.
+            if let target = try await serviceKeys.list().first(where: { $0.id == id }), !ServiceKeyService.covers(caller.scopes, target.scopes) {
+                throw GatehouseError(code: .permissionDenied, detail: "A key can only revoke keys whose scopes it holds itself.")
+            }
+            guard id.count <= 64, try await serviceKeys.revoke(id: id, by: .serviceKey(caller.id)) else {
                 throw GatehouseError(code: .notFound, detail: "There is no active service key with this id.")
             }
             return Response(status: .noContent)

@@ -27,7 +27,7 @@ struct ServiceRoutes {
         }
 
         table.add(.get, "/v1/users") { request, context in
-            try await authorize(context, scope: "admin")
+            try await authorize(context, scope: "admin:users")
             guard let email = request.queryDictionary["email"] else { throw GatehouseError.invalidArgument("email is required.") }
             let includeUnverified: Bool
             switch request.queryDictionary["includeUnverified"] {
@@ -52,7 +52,7 @@ struct ServiceRoutes {
         }
         /// An administrator's write: the target uid and the key that makes it (the audit's actor).
         @Sendable func adminWrite(_ context: GatehouseRequestContext) async throws -> (uid: String, actor: AuditActor) {
-            let key = try await context.requireService(scope: "admin")
+            let key = try await context.requireService(scope: "admin:users")
             try await browser.limit(serviceKey: key.id)
             return (try context.parameters.require("uid"), .serviceKey(key.id))
         }
