@@ -124,7 +124,7 @@ public struct Gatehouse: Sendable {
         var serviceKeys = ServiceKeyService(storage: storage, audit: audit, cache: cachedStore.serviceKeys)
         serviceKeys.events = events
         self.serviceKeys = serviceKeys
-        self.admin = AdminService(storage: storage, accounts: accounts, audit: audit, events: events)
+        self.admin = AdminService(storage: storage, accounts: accounts, audit: audit, events: events, clock: configuration.clock)
     }
 
     /// The core's background work, until the task is cancelled: following what other

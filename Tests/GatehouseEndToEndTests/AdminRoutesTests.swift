@@ -65,6 +65,21 @@ struct AdminRoutesTests {
         }
     }
 
+    @Test("an account's sessions are listed by the deployment's clock: past their lifetime they are gone")
+    func sessionsFollowTheClock() async throws {
+        try await withDeployment { deployment in
+            let key = try await ProviderAPITests.key(deployment, ["admin:users"])
+            var browser = Browser(deployment)
+            let uid = try #require((try jsonObject(try await browser.complete(login: "octocat"))["user"] as? [String: Any])?["uid"] as? String)
+            func listed() async throws -> Int? {
+                (try jsonObject(try await Self.call(deployment, "/v1/admin/users/\(uid)/sessions", key: key))["sessions"] as? [Any])?.count
+            }
+            #expect(try await listed() == 1)
+            deployment.clock.advance(by: 8 * 24 * 3600)
+            #expect(try await listed() == 0, "a session older than its 7-day lifetime")
+        }
+    }
+
     @Test(
         "sessions: listed, one revoked (its ID token stops working, the other's does not), all revoked; unlink and delete by an operator, audited with the key"
     )

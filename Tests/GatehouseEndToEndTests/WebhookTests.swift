@@ -210,6 +210,40 @@ struct WebhookTests {
         }
     }
 
+    @Test("the backlog gauges follow the delivery rounds, not only the hourly purge: two events waiting, then none")
+    func backlogGaugesFollowRounds() async throws {
+        let webhooks: @Sendable (String) -> WebhookConfiguration = { url in
+            var configuration = Self.sampleApp()(url)
+            configuration.purgeInterval = .seconds(3600)
+            return configuration
+        }
+        try await withDeployment(webhooks: webhooks) { deployment in
+            func depth() async throws -> Double? {
+                let metrics = try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/metrics")).bodyText
+                return metrics.split(separator: "\n").first { $0.hasPrefix("gatehouse_webhook_queue_depth ") }.flatMap { Double($0.dropFirst(30)) }
+            }
+            func eventually(_ expected: Double) async throws -> Double? {
+                var seen = try await depth()
+                for _ in 0..<400 where seen != expected {
+                    try await Task.sleep(for: .milliseconds(50))
+                    seen = try await depth()
+                }
+                return seen
+            }
+            try await deployment.control("faults", #"{"endpoint":"POST /sample-app/webhooks","status":500,"times":1000}"#)
+            var browser = Browser(deployment)
+            #expect(try await browser.complete(login: "octocat").status == 200)
+            #expect(try await eventually(2) == 2, "account.created and account.signed-in wait after a failed attempt")
+            _ = try await deployment.client.execute(OutboundRequest(method: "DELETE", url: "\(deployment.emulatorURL)/_emulator/faults"))
+            for _ in 0..<30 where try await Self.received(deployment).count < 2 {
+                deployment.clock.advance(by: 10)
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(try await Self.eventually(deployment) { $0.count >= 2 }.count == 2)
+            #expect(try await eventually(0) == 0)
+        }
+    }
+
     @Test("410 Gone fails the delivery and stops the endpoint; admin listing shows failed and pending deliveries; redelivery sends one again")
     func goneAndAdministration() async throws {
         try await withDeployment(webhooks: Self.sampleApp(events: [.accountCreated])) { deployment in

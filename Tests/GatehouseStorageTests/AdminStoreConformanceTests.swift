@@ -20,7 +20,10 @@ import Testing
             Fixtures.account("a-uid"), firstLink: Self.link("a-uid", federatedId: "100", email: "al@example.org", name: "Al"))
         try await storage.createAccount(
             Fixtures.account("C-uid"), firstLink: Self.link("C-uid", federatedId: "300", email: "cy@example.net", name: "Cy_x"))
-        #expect(try await storage.searchAccounts(.all, after: nil, limit: 10) == ["C-uid", "a-uid", "b-uid"], "byte order")
+        // A decomposed é: `e` then U+0301 COMBINING ACUTE ACCENT.
+        try await storage.createAccount(
+            Fixtures.account("d-uid"), firstLink: Self.link("d-uid", federatedId: "400", email: "zoe@example.net", name: "Zoe\u{301}"))
+        #expect(try await storage.searchAccounts(.all, after: nil, limit: 10) == ["C-uid", "a-uid", "b-uid", "d-uid"], "byte order")
         #expect(try await storage.searchAccounts(.all, after: "C-uid", limit: 1) == ["a-uid"])
         #expect(try await storage.searchAccounts(AccountSearch("bo@example"), after: nil, limit: 10) == ["b-uid"])
         #expect(try await storage.searchAccounts(AccountSearch("a-uid"), after: nil, limit: 10) == ["a-uid"])
@@ -29,6 +32,10 @@ import Testing
         #expect(try await storage.searchAccounts(AccountSearch("y_"), after: nil, limit: 10) == ["C-uid"], "_ is text")
         #expect(try await storage.searchAccounts(AccountSearch("%"), after: nil, limit: 10) == ["b-uid"])
         #expect(try await storage.searchAccounts(AccountSearch("' OR 1=1 --"), after: nil, limit: 10).isEmpty)
+        #expect(try await storage.searchAccounts(AccountSearch("e\u{301}"), after: nil, limit: 10) == ["d-uid"])
+        // `_` + U+0301 is one Character: escaped per Character, its `_` would stay a wildcard
+        // and match the `e` before the accent.
+        #expect(try await storage.searchAccounts(AccountSearch("_\u{301}"), after: nil, limit: 10).isEmpty, "_ before a combining mark is text")
     }
 
     @Test(arguments: StorageBackend.all)

@@ -10,6 +10,8 @@ public struct AdminService: Sendable {
     var audit = AuditLog.disabled
     /// The webhook events each write records in its own transaction.
     var events = EventRecorder.disabled
+    /// Where event times and session lifetimes are read (the deployment's clock).
+    var clock: any GatehouseClock = SystemClock()
 
     /// The accounts with this email (admin search), oldest first, at most 100: by default only
     /// those a provider vouches for it (`emailVerified`), as one-account-per-email matches;
@@ -33,7 +35,7 @@ public struct AdminService: Sendable {
 
     /// Disables or enables an account; disabling also ends its sessions.
     public func setDisabled(uid: String, disabled: Bool, by actor: AuditActor) async throws {
-        let event = WebhookEvent.account(disabled ? .accountDisabled : .accountEnabled, uid: uid, at: Date())
+        let event = WebhookEvent.account(disabled ? .accountDisabled : .accountEnabled, uid: uid, at: clock.now())
         guard try await events.recording([event], { try await storage.setDisabled(uid: uid, disabled: disabled) }) else {
             throw GatehouseError.userNotFound()
         }
@@ -56,13 +58,13 @@ public struct AdminService: Sendable {
     /// An account's live sessions, newest first.
     public func sessions(uid: String) async throws -> [SessionRecord] {
         guard try await storage.account(uid: uid) != nil else { throw GatehouseError.userNotFound() }
-        return try await storage.sessions(uid: uid, now: Date())
+        return try await storage.sessions(uid: uid, now: clock.now())
     }
 
     /// Ends one session of an account (`sessionId`: its `sid`); `not-found` when the account
     /// has no such live session.
     public func revokeSession(uid: String, sessionId: String, by actor: AuditActor) async throws {
-        guard sessionId.count <= 64, let session = try await storage.session(familyId: sessionId, now: Date()), session.uid == uid else {
+        guard sessionId.count <= 64, let session = try await storage.session(familyId: sessionId, now: clock.now()), session.uid == uid else {
             throw GatehouseError(code: .notFound, detail: "This account has no live session with this id.")
         }
         try await storage.deleteSession(familyId: sessionId)
@@ -72,7 +74,7 @@ public struct AdminService: Sendable {
     /// Ends every session of an account.
     public func revokeSessions(uid: String, by actor: AuditActor) async throws {
         guard try await storage.account(uid: uid) != nil else { throw GatehouseError.userNotFound() }
-        try await events.recording([.account(.sessionsRevoked, uid: uid, at: Date())]) { try await storage.deleteSessions(uid: uid) }
+        try await events.recording([.account(.sessionsRevoked, uid: uid, at: clock.now())]) { try await storage.deleteSessions(uid: uid) }
         audit.record(.sessionsRevoked, by: actor, uid: uid)
     }
 }

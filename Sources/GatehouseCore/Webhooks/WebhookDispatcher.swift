@@ -79,7 +79,11 @@ public final class WebhookDispatcher: Sendable {
         while !Task.isCancelled {
             var full = false
             do {
-                full = try await round(endpoint) == configuration.concurrencyPerEndpoint
+                let claimed = try await round(endpoint)
+                full = claimed == configuration.concurrencyPerEndpoint
+                // The backlog gauges move with every round that delivered or rescheduled
+                // something, not only at the purge interval.
+                if claimed > 0 { try await refreshBacklog() }
             } catch is CancellationError {
                 return
             } catch {
@@ -102,14 +106,18 @@ public final class WebhookDispatcher: Sendable {
         while !Task.isCancelled {
             do {
                 try await dropExpired()
-                let backlog = try await storage.outboxBacklog()
-                metrics.webhookBacklog(
-                    count: backlog.count, oldestAge: backlog.oldest.map { max(0, clock.now().timeIntervalSince($0)) } ?? 0)
+                try await refreshBacklog()
             } catch {
                 logger.warning("webhook outbox purge failed", metadata: ["error": "\(error)"])
             }
             try? await Task.sleep(for: configuration.purgeInterval)
         }
+    }
+
+    /// Sets the backlog gauges from the outbox (every instance's pending entries).
+    private func refreshBacklog() async throws {
+        let backlog = try await storage.outboxBacklog()
+        metrics.webhookBacklog(count: backlog.count, oldestAge: backlog.oldest.map { max(0, clock.now().timeIntervalSince($0)) } ?? 0)
     }
 
     /// Claims at most the endpoint's concurrency of due entries and delivers them side by

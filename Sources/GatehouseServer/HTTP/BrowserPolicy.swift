@@ -80,9 +80,13 @@ struct BrowserPolicy: Sendable {
         if let wait = await userLimiter.acquire(uid, now: clock.now()) { throw GatehouseError.rateLimited(retryAfter: wait) }
     }
 
-    /// Throws `rate-limited` (with `Retry-After`) when a service key used up the budget of `/v1/users…`.
-    func limit(serviceKey id: String) async throws {
-        if let wait = await serviceLimiter.acquire(id, now: clock.now()) { throw GatehouseError.rateLimited(retryAfter: wait) }
+    /// The request's service key, authorized for `scope` and within its rate limit: throws
+    /// `unauthenticated` / `forbidden` for a missing or narrower key, `rate-limited` (with
+    /// `Retry-After`) when the key used up the budget of the service and admin routes.
+    func serviceKey(_ context: GatehouseRequestContext, scope: String) async throws -> ServiceKeyRecord {
+        let key = try await context.requireService(scope: scope)
+        if let wait = await serviceLimiter.acquire(key.id, now: clock.now()) { throw GatehouseError.rateLimited(retryAfter: wait) }
+        return key
     }
 
     /// Throws `rate-limited` (with `Retry-After`) when this client used up `group`'s budget.

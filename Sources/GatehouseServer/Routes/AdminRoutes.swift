@@ -22,12 +22,7 @@ struct AdminRoutes {
         let browser = self.browser
         /// The key, authorized for `scope` and within its rate limit; the audit's actor.
         @Sendable func authorize(_ context: GatehouseRequestContext, scope: String) async throws -> AuditActor {
-            .serviceKey(try await authorizedKey(context, scope: scope).id)
-        }
-        @Sendable func authorizedKey(_ context: GatehouseRequestContext, scope: String) async throws -> ServiceKeyRecord {
-            let key = try await context.requireService(scope: scope)
-            try await browser.limit(serviceKey: key.id)
-            return key
+            .serviceKey(try await browser.serviceKey(context, scope: scope).id)
         }
         /// NUL is no character of a uid, an email or a name (and PostgreSQL refuses it in text).
         @Sendable func text(_ value: String?, max: Int, _ name: String) throws -> String? {
@@ -80,7 +75,7 @@ struct AdminRoutes {
             return try Response.json(KeyList(keys: try await serviceKeys.list().map(KeyView.init)))
         }
         table.add(.post, "/v1/admin/keys") { request, context in
-            let caller = try await authorizedKey(context, scope: "admin:keys")
+            let caller = try await browser.serviceKey(context, scope: "admin:keys")
             let object = try await AuthRoutes.jsonObject(request, limit: 8 << 10)
             guard let name = object["name"] as? String, let scopes = object["scopes"] as? [String] else {
                 throw GatehouseError.invalidArgument("The body must be a JSON object with a string name and an array of string scopes.")
@@ -96,7 +91,7 @@ struct AdminRoutes {
             return response
         }
         table.add(.delete, "/v1/admin/keys/{id}") { request, context in
-            let caller = try await authorizedKey(context, scope: "admin:keys")
+            let caller = try await browser.serviceKey(context, scope: "admin:keys")
             let id = try context.parameters.require("id")
             // A key takes back only keys no stronger than itself.
             if let target = try await serviceKeys.list().first(where: { $0.id == id }), !ServiceKeyService.covers(caller.scopes, target.scopes) {

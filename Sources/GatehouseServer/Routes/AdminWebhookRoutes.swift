@@ -18,8 +18,7 @@ struct AdminWebhookRoutes {
         let webhooks = gatehouse.webhooks
         let browser = self.browser
         @Sendable func authorize(_ context: GatehouseRequestContext) async throws {
-            let key = try await context.requireService(scope: "admin:webhooks")
-            try await browser.limit(serviceKey: key.id)
+            _ = try await browser.serviceKey(context, scope: "admin:webhooks")
         }
         table.add(.get, "/v1/admin/webhooks/deliveries") { request, context in
             try await authorize(context)

@@ -26,8 +26,7 @@ struct ProviderAPIRoutes {
             let httpMethod = HTTPRequest.Method(rawValue: method.rawValue)!
             table.add(httpMethod, "/v1/users/{uid}/providers/{providerId}/api/{path}", rest: true) { request, context in
                 let providerId = try context.parameters.require("providerId")
-                let key = try await context.requireService(scope: "api:\(providerId)")
-                try await browser.limit(serviceKey: key.id)
+                let key = try await browser.serviceKey(context, scope: "api:\(providerId)")
                 let uid = try context.parameters.require("uid")
                 return try await Self.forward(
                     request, eventLoop: context.eventLoop, method: method, api: api, uid: uid, providerId: providerId,
@@ -54,8 +53,7 @@ struct ProviderAPIRoutes {
         }
         table.add(.get, "/v1/users/{uid}/providers/{providerId}/token") { request, context in
             let providerId = try context.parameters.require("providerId")
-            let key = try await context.requireService(scope: "tokens:\(providerId)")
-            try await browser.limit(serviceKey: key.id)
+            let key = try await browser.serviceKey(context, scope: "tokens:\(providerId)")
             let token = try await api.accessToken(uid: try context.parameters.require("uid"), providerId: providerId, keyId: key.id)
             return try Response.json(token)
         }

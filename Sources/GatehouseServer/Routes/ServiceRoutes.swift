@@ -16,18 +16,13 @@ struct ServiceRoutes {
         let answers = EncodedAnswers<UnifiedProfile>(capacity: 4096)
         let providerAnswers = EncodedAnswers<ProviderProfileView>(capacity: 4096)
 
-        /// The key, authorized for `scope` and within its rate limit.
-        @Sendable func authorize(_ context: GatehouseRequestContext, scope: String) async throws {
-            let key = try await context.requireService(scope: scope)
-            try await browser.limit(serviceKey: key.id)
-        }
         @Sendable func uid(_ context: GatehouseRequestContext, scope: String) async throws -> String {
-            try await authorize(context, scope: scope)
+            _ = try await browser.serviceKey(context, scope: scope)
             return try context.parameters.require("uid")
         }
 
         table.add(.get, "/v1/users") { request, context in
-            try await authorize(context, scope: "admin:users")
+            _ = try await browser.serviceKey(context, scope: "admin:users")
             guard let email = request.queryDictionary["email"] else { throw GatehouseError.invalidArgument("email is required.") }
             let includeUnverified: Bool
             switch request.queryDictionary["includeUnverified"] {
@@ -52,16 +47,14 @@ struct ServiceRoutes {
         }
         /// An administrator's write: the target uid and the key that makes it (the audit's actor).
         @Sendable func adminWrite(_ context: GatehouseRequestContext) async throws -> (uid: String, actor: AuditActor) {
-            let key = try await context.requireService(scope: "admin:users")
-            try await browser.limit(serviceKey: key.id)
+            let key = try await browser.serviceKey(context, scope: "admin:users")
             return (try context.parameters.require("uid"), .serviceKey(key.id))
         }
         // The whole object is replaced (`{}` clears); every gateway ID token minted afterwards
         // carries it, on every instance, a refresh included.
         let accounts = gatehouse.accounts
         table.add(.put, "/v1/users/{uid}/claims") { request, context in
-            let key = try await context.requireService(scope: "users:claims")
-            try await browser.limit(serviceKey: key.id)
+            let key = try await browser.serviceKey(context, scope: "users:claims")
             let user = try context.parameters.require("uid")
             var request = request
             guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
