@@ -71,12 +71,16 @@ public struct GatewayService: Service {
             Application(
                 responder: OperationsResponder(slot: slot, startup: startup),
                 configuration: .init(address: .hostname(address.host, port: address.port), serverName: "Gatehouse"),
-                onServerRunning: { channel in await onOperationsRunning(channel.localAddress?.port ?? address.port) }, logger: logger)
+                onServerRunning: { channel in
+                    await AcceptBackoff.install(on: channel, role: "operations", logger: logger)
+                    await onOperationsRunning(channel.localAddress?.port ?? address.port)
+                }, logger: logger)
         }
         application = Application(
             responder: slot,
             configuration: .init(address: .hostname(host, port: port), serverName: "Gatehouse"),
             onServerRunning: { channel in
+                await AcceptBackoff.install(on: channel, role: "public", logger: logger)
                 let bound = channel.localAddress?.port ?? port
                 do {
                     slot.install(try await assemble(bound))

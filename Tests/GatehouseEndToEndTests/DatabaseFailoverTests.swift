@@ -100,10 +100,15 @@ struct DatabaseFailoverTests {
                     for _ in 0..<500 where await record.rotations < before + 15 { try await Task.sleep(for: .milliseconds(20)) }
                     try await cluster.crash()
                     downAfter.append(try await Self.readiness(of: [a.url, b.url], is: 503, client: client))
+                    // A scrape checks readiness itself: the gauges say why the instance is out.
+                    let down = try await Self.readinessGauges(of: a, client: client)
+                    #expect(down == ["gatehouse_ready": 0, "gatehouse_storage_reachable": 0], "\(down)")
                     // The database stays away for two seconds, then comes back.
                     try await Task.sleep(for: .seconds(2))
                     try await cluster.start()
                     upAfter.append(try await Self.readiness(of: [a.url, b.url], is: 200, client: client))
+                    let up = try await Self.readinessGauges(of: a, client: client)
+                    #expect(up == ["gatehouse_ready": 1, "gatehouse_storage_reachable": 1], "\(up)")
                 }
                 let settled = await record.rotations
                 for _ in 0..<500 where await record.rotations < settled + 15 { try await Task.sleep(for: .milliseconds(20)) }
@@ -332,6 +337,19 @@ struct DatabaseFailoverTests {
             if !inFlight { try await Task.sleep(for: .milliseconds(25)) }
         }
         try #require(inFlight, "the live profile requests never reached the provider")
+    }
+
+    /// `gatehouse_ready` and `gatehouse_storage_reachable` from a scrape of the instance's operations listener.
+    static func readinessGauges(of instance: ServeProcess, client: CurlHTTPClient) async throws -> [String: Double] {
+        let text = try await client.execute(OutboundRequest(url: "\(instance.operationsURL)/metrics")).bodyText
+        var gauges: [String: Double] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, ["gatehouse_ready", "gatehouse_storage_reachable"].contains(String(parts[0])) {
+                gauges[String(parts[0])] = Double(parts[1])
+            }
+        }
+        return gauges
     }
 
     /// How long until every gateway's `/readyz` answers `status` (each polled every 50 ms, at

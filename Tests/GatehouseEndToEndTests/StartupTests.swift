@@ -115,21 +115,8 @@ struct StartupTests {
                 #expect(logged?["fd.limit"] as? Int == 8192 && logged?["fd.hard_limit"] as? Int == 8192, "\(instance.logTail)")
 
                 // 150 idle connections: more than the 96 the process was started with.
-                let port = UInt16(try #require(instance.url.split(separator: ":").last.flatMap { Int($0) }))
-                var held: [Int32] = []
+                let held = try Self.hold(150, to: instance.url)
                 defer { for descriptor in held { close(descriptor) } }
-                for _ in 0..<150 {
-                    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                    var address = sockaddr_in()
-                    address.sin_family = sa_family_t(AF_INET)
-                    address.sin_port = port.bigEndian
-                    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-                    let connected = withUnsafePointer(to: &address) {
-                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                    }
-                    #expect(connected == 0)
-                    held.append(descriptor)
-                }
                 let client = CurlHTTPClient()
                 defer { client.shutdown() }
                 var request = OutboundRequest(url: instance.operationsURL + "/readyz")
@@ -138,6 +125,61 @@ struct StartupTests {
                 #expect(ready.status == 200, "\(ready.status) \(ready.bodyText)")
                 let answered = try await client.execute(OutboundRequest(url: instance.url + "/healthz"))
                 #expect(answered.status == 200)
+            }
+        }
+    }
+
+    /// `count` connections to `url`'s port on 127.0.0.1, held open (the caller closes them).
+    static func hold(_ count: Int, to url: String) throws -> [Int32] {
+        let port = UInt16(try #require(url.split(separator: ":").last.flatMap { Int($0) }))
+        var held: [Int32] = []
+        for _ in 0..<count {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            #expect(connected == 0)
+            held.append(descriptor)
+        }
+        return held
+    }
+
+    @Test(
+        "accept out of descriptors (prlimit --nofile=64:64, 100 held connections): logged with the limit at most every 10 s, and the listener serves again once they close"
+    )
+    func acceptWithoutDescriptors() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "prlimit (util-linux)")
+        try await withRunningEmulator { emulatorURL in
+            try await Self.withFolder { folder in
+                let instance = try await ServeProcess.start(
+                    name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
+                    launcher: ["/usr/bin/prlimit", "--nofile=64:64", "--"])
+                defer { instance.process.stop() }
+                func refusal() -> [String: Any]? {
+                    Self.lines(instance.logPath).first { ($0["message"] as? String)?.hasPrefix("cannot accept connections") == true }
+                }
+                var held = try Self.hold(100, to: instance.url)
+                defer { for descriptor in held { close(descriptor) } }
+                for _ in 0..<200 where refusal() == nil { try await Task.sleep(for: .milliseconds(50)) }
+                for descriptor in held { close(descriptor) }
+                held = []
+                let client = CurlHTTPClient()
+                defer { client.shutdown() }
+                var request = OutboundRequest(url: instance.url + "/healthz")
+                request.timeout = .seconds(10)
+                let answered = try? await client.execute(request)
+                #expect(answered?.status == 200, "\(instance.logTail)")
+                let logged = try #require(refusal(), "\(instance.logTail)")
+                #expect(logged["level"] as? String == "error")
+                #expect(logged["listener.role"] as? String == "public" && logged["fd.limit"] as? Int == 64, "\(logged)")
+                // Accept is retried every 50 ms while descriptors lack; the line comes at most every 10 s.
+                let repeated = Self.lines(instance.logPath).filter { ($0["message"] as? String)?.hasPrefix("cannot accept connections") == true }
+                #expect(repeated.count <= 2, "\(repeated.count) lines")
             }
         }
     }

@@ -83,6 +83,12 @@ public enum MetricsCatalog {
             name: "gatehouse_database_pool_operations_waiting", type: "gauge", labels: [],
             help: "Store operations waiting for a PostgreSQL connection."),
         Entry(name: "gatehouse_database_pool_connections_max", type: "gauge", labels: [], help: "The PostgreSQL pool's size."),
+        Entry(
+            name: "gatehouse_ready", type: "gauge", labels: [],
+            help: "1 when the last readiness check (/readyz or a scrape) passed, 0 when it failed (shutting down, storage, keys, providers)."),
+        Entry(
+            name: "gatehouse_storage_reachable", type: "gauge", labels: [],
+            help: "1 when the store answered the last readiness check's ping within 500 ms, 0 when it did not."),
     ]
 
     /// The help of `name`, `""` for a name not in the catalog.

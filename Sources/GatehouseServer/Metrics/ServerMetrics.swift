@@ -32,6 +32,10 @@ public final class ServerMetrics: Sendable {
     /// The process's resource figures, read from `/proc` on each scrape.
     private let process: ProcessMetrics
 
+    /// `gatehouse_ready` and `gatehouse_storage_reachable`: 1 or 0 at the last readiness check.
+    private let readyGauge: Prometheus.Gauge
+    private let storageGauge: Prometheus.Gauge
+
     /// A fresh registry, with the build's `gatehouse_build_info` and the process metrics.
     public init() {
         registry = PrometheusCollectorRegistry()
@@ -41,7 +45,16 @@ public final class ServerMetrics: Sendable {
             help: MetricsCatalog.help("gatehouse_build_info")
         ).set(to: 1)
         process = ProcessMetrics(registry: registry)
+        readyGauge = registry.makeGauge(name: "gatehouse_ready", labels: [], help: MetricsCatalog.help("gatehouse_ready"))
+        storageGauge = registry.makeGauge(
+            name: "gatehouse_storage_reachable", labels: [], help: MetricsCatalog.help("gatehouse_storage_reachable"))
     }
+
+    /// Records the outcome of a readiness check (`/readyz` or a scrape).
+    func ready(_ ready: Bool) { readyGauge.set(to: ready ? 1 : 0) }
+
+    /// Records whether the store answered the readiness check's ping.
+    func storageReachable(_ reachable: Bool) { storageGauge.set(to: reachable ? 1 : 0) }
 
     /// The factory of this registry's metrics, for parts outside the core (the store's pool gauges).
     public var metricsFactory: any MetricsFactory { factory }

@@ -35,8 +35,10 @@ struct OperationsRoutes {
             try Response.json(["status": "ok"])
         }
         let metrics = self.metrics
-        table.add(.get, "/metrics") { _, _ in
-            Response(
+        table.add(.get, "/metrics") { _, context in
+            // Readiness is evaluated for each scrape, so its gauges are never older than the scrape.
+            _ = await readiness(context.logger)
+            return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.exposition())))
         }
@@ -47,7 +49,14 @@ struct OperationsRoutes {
 
     /// Whether the instance can serve: not shutting down, storage reachable, signing keys
     /// loaded, at least one provider able to sign anyone in; the parts' states, or why not.
+    /// Sets the readiness gauges (`gatehouse_ready`, `gatehouse_storage_reachable`).
     @Sendable func readiness(_ logger: Logger) async -> Result<ReadyStatus, GatehouseError> {
+        let result = await evaluate(logger)
+        if case .success = result { metrics.ready(true) } else { metrics.ready(false) }
+        return result
+    }
+
+    private func evaluate(_ logger: Logger) async -> Result<ReadyStatus, GatehouseError> {
         // First: a draining instance must leave the load balancer's rotation whatever else holds.
         guard !drain.isDraining else { return .failure(GatehouseError(code: .notReady, detail: "The instance is shutting down.")) }
         let storage = gatehouse.storage
@@ -55,7 +64,9 @@ struct OperationsRoutes {
         do {
             // Half a second: readiness follows the database within a second each way.
             try await storage.ping(within: .milliseconds(500))
+            metrics.storageReachable(true)
         } catch {
+            metrics.storageReachable(false)
             logger.warning("readiness: storage unreachable")
             return .failure(GatehouseError(code: .notReady, detail: "The storage is not reachable."))
         }
