@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Logging
 import ProviderEmulator
 
@@ -20,7 +21,8 @@ struct EmulatorCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = Logger(label: "gatehouse-emulator")
         let app = ProviderEmulator().application(host: host, port: port, logger: logger) { port in
-            print("Gatehouse emulator ready at http://\(host):\(port)")
+            // Unbuffered: a script reading the port from a pipe must get the line at once.
+            FileHandle.standardOutput.write(Data("Gatehouse emulator ready at http://\(host):\(port)\n".utf8))
         }
         try await app.runService()
     }

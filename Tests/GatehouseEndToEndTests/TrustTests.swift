@@ -47,6 +47,7 @@ struct TrustTests {
     func oneCallerCannotOpenTheBreaker() async throws {
         // A short timeout for Graph API calls alone: sign-ins keep the tests' generous one.
         try await Self.withPolicyDeployment(adjust: {
+            // One event (about 1.5 KB) fits, the fault's 100 KB does not.
             $0.providers["microsoft.com"]?.maxResponseBytes = 4096
             $0.providers["microsoft.com"]?.timeout = .seconds(2)
         }) {
@@ -57,7 +58,7 @@ struct TrustTests {
             var bob = Browser(deployment)
             _ = try await ProviderAPITests.signIn(&bob, login: "BobK@fabrikam.example", provider: "microsoft.com", scope: "Calendars.Read")
             let key = try await ProviderAPITests.key(deployment, ["api:microsoft.com"])
-            let bobsEvents = "\(deployment.gatewayURL)/v1/me/providers/microsoft.com/api/v1.0/me/events?$top=5"
+            let bobsEvents = "\(deployment.gatewayURL)/v1/me/providers/microsoft.com/api/v1.0/me/events?$top=1"
 
             // Uploads that declare 1,000 bytes and send 10: the caller's body is late, not Graph.
             let stalled = try await withThrowingTaskGroup(of: OutboundResponse.self) { group in

@@ -146,7 +146,7 @@ struct GitHubAPIRoutes {
             "gists_url": "\(api)/gists{/gist_id}", "starred_url": "\(api)/starred{/owner}{/repo}",
             "subscriptions_url": "\(api)/subscriptions", "organizations_url": "\(api)/orgs", "repos_url": "\(api)/repos",
             "events_url": "\(api)/events{/privacy}", "received_events_url": "\(api)/received_events",
-            "type": "User", "site_admin": false,
+            "type": "User", "user_view_type": "private", "site_admin": false,
             "name": (user.name as Any?) ?? NSNullValue.null, "company": NSNullValue.null, "blog": "",
             "location": NSNullValue.null, "email": (user.publicEmail as Any?) ?? NSNullValue.null, "hireable": NSNullValue.null,
             "bio": NSNullValue.null, "twitter_username": NSNullValue.null,

@@ -22,14 +22,15 @@ struct GitHubRepoRoutes {
                 }
                 // Without `repo` the token sees public repositories only (GitHub's rule).
                 let privateToo = token.scopes.contains("repo")
-                let all = (1...Self.repositoryCount).filter { privateToo || !Self.isPrivate($0) }
+                let all = (1...Self.repositoryCount).filter { privateToo || !GitHubRepository.isPrivate($0) }
                 let slice = all.dropFirst((page - 1) * perPage).prefix(perPage)
                 var headers = headers
                 let last = max(1, (all.count + perPage - 1) / perPage)
                 if let link = Self.linkHeader(host: GitHubAPIRoutes.host(of: request), perPage: perPage, page: page, last: last) {
                     headers[HTTPField.Name("Link")!] = link
                 }
-                return Response.json(slice.map { Self.repository(user, $0) }, headers: headers)
+                let host = GitHubAPIRoutes.host(of: request)
+                return Response.json(slice.map { GitHubRepository.json(user, $0, host: host) }, headers: headers)
             }
         }
         router.post("/github-api/user/repos") { request, _ in
@@ -51,26 +52,11 @@ struct GitHubRepoRoutes {
                     return Response.json(
                         ["message": "Repository creation failed.", "status": "422"], status: .unprocessableContent, headers: headers)
                 }
-                var created = Self.repository(user, 0)
-                created["name"] = name
-                created["full_name"] = "\(user.login)/\(name)"
-                created["private"] = object["private"] as? Bool ?? false
+                let created = GitHubRepository.json(
+                    user, 0, host: GitHubAPIRoutes.host(of: request), name: name, isPrivate: object["private"] as? Bool ?? false)
                 return Response.json(created, status: .created, headers: headers)
             }
         }
-    }
-
-    /// Every third seeded repository is private.
-    static func isPrivate(_ index: Int) -> Bool { index % 3 == 0 }
-
-    /// A repository in GitHub's shape (the members a caller pages through).
-    static func repository(_ user: GitHubSeedUser, _ index: Int) -> [String: Any] {
-        let name = "repo-\(index)"
-        return [
-            "id": user.id * 1000 + index, "name": name, "full_name": "\(user.login)/\(name)", "private": isPrivate(index),
-            "html_url": "https://github.com/\(user.login)/\(name)", "url": "https://api.github.com/repos/\(user.login)/\(name)",
-            "owner": ["login": user.login, "id": user.id, "type": "User"], "default_branch": "main",
-        ]
     }
 
     /// `<…?per_page=10&page=2>; rel="next", <…>; rel="last"` (and `prev`, `first` past page 1).

@@ -64,13 +64,31 @@ struct GraphDataRoutes {
         return Response.json(body)
     }
 
-    /// The seeded event `index` of `user`.
+    /// The seeded event `index` of `user`, with the members Graph's `GET /me/events` answers
+    /// by default (the `event` type of Graph's metadata; the conformance test holds it to them).
     static func event(_ user: MicrosoftSeedUser, _ index: Int) -> [String: Any] {
         let day = String(format: "2026-12-%02d", (index - 1) % 28 + 1)
+        let id = "AAMkEvt-\(user.hint.hashValueStable)-\(index)"
+        let null = NSNullValue.null
+        let organizer: [String: Any] = ["emailAddress": ["name": user.displayName, "address": user.userPrincipalName]]
+        let room: [String: Any] = [
+            "displayName": "Room \(index % 4 + 1)", "locationType": "default", "uniqueId": "Room \(index % 4 + 1)", "uniqueIdType": "private",
+        ]
         return [
-            "id": "AAMkEvt-\(user.hint.hashValueStable)-\(index)", "subject": "Meeting \(index)",
+            "@odata.etag": "W/\"DwAAABYAAAB\(index)\"", "id": id, "createdDateTime": "2026-11-01T08:00:00.0000000Z",
+            "lastModifiedDateTime": "2026-11-02T08:00:00.0000000Z", "changeKey": "DwAAABYAAAB\(index)", "categories": [String](),
+            "transactionId": null, "originalStartTimeZone": "UTC", "originalEndTimeZone": "UTC", "iCalUId": "040000008200E0-\(id)",
+            "reminderMinutesBeforeStart": 15, "isReminderOn": true, "hasAttachments": false,
+            "subject": "Meeting \(index)", "bodyPreview": "Agenda for meeting \(index)", "importance": "normal", "sensitivity": "normal",
+            "isAllDay": false, "isCancelled": false, "isOrganizer": true, "responseRequested": true, "seriesMasterId": null, "showAs": "busy",
+            "type": "singleInstance", "webLink": "https://outlook.office365.com/owa/?itemid=\(id)&exvsurl=1&path=/calendar/item",
+            "onlineMeetingUrl": null, "isOnlineMeeting": false, "onlineMeetingProvider": "unknown", "allowNewTimeProposals": true,
+            "isDraft": false, "hideAttendees": false,
+            "responseStatus": ["response": "organizer", "time": "0001-01-01T00:00:00Z"],
+            "body": ["contentType": "html", "content": "<html><body><p>Agenda for meeting \(index)</p></body></html>"],
             "start": ["dateTime": "\(day)T09:00:00.0000000", "timeZone": "UTC"], "end": ["dateTime": "\(day)T09:30:00.0000000", "timeZone": "UTC"],
-            "organizer": ["emailAddress": ["name": user.displayName, "address": user.userPrincipalName]],
+            "location": room, "locations": [room], "recurrence": null, "attendees": [[String: Any]](), "organizer": organizer,
+            "onlineMeeting": null,
         ]
     }
 
@@ -79,13 +97,25 @@ struct GraphDataRoutes {
         "AAMkMsg-\(user.hint.hashValueStable)-\(index)"
     }
 
-    /// The seeded message `index` of `user`.
+    /// The seeded message `index` of `user`, with the members Graph's `GET /me/messages`
+    /// answers by default (the `message` type of Graph's metadata).
     static func message(_ user: MicrosoftSeedUser, _ index: Int) -> [String: Any] {
-        [
-            "id": messageID(user, index), "subject": "Message \(index)", "isRead": index % 2 == 0,
-            "receivedDateTime": String(format: "2026-11-%02dT08:00:00Z", (index - 1) % 28 + 1),
-            "from": ["emailAddress": ["name": "Contoso Team", "address": "team@contoso.example"]],
+        let received = String(format: "2026-11-%02dT08:00:00Z", (index - 1) % 28 + 1)
+        let team: [String: Any] = ["emailAddress": ["name": "Contoso Team", "address": "team@contoso.example"]]
+        let id = messageID(user, index)
+        return [
+            "@odata.etag": "W/\"CQAAABYAAAB\(index)\"", "id": id, "createdDateTime": received, "lastModifiedDateTime": received,
+            "changeKey": "CQAAABYAAAB\(index)", "categories": [String](), "receivedDateTime": received, "sentDateTime": received,
+            "hasAttachments": false, "internetMessageId": "<\(id)@contoso.example>", "subject": "Message \(index)",
+            "bodyPreview": "Hello from message \(index)", "importance": "normal", "parentFolderId": "AAMkInbox",
+            "conversationId": "AAQkConv-\(index)",
+            "conversationIndex": "AQHZ\(index)", "isDeliveryReceiptRequested": false, "isReadReceiptRequested": false, "isRead": index % 2 == 0,
+            "isDraft": false, "webLink": "https://outlook.office365.com/owa/?ItemID=\(id)&exvsurl=1&viewmodel=ReadMessageItem",
+            "inferenceClassification": "focused", "body": ["contentType": "text", "content": "Hello from message \(index)"],
+            "sender": team, "from": team,
             "toRecipients": [["emailAddress": ["name": user.displayName, "address": user.userPrincipalName]]],
+            "ccRecipients": [[String: Any]](), "bccRecipients": [[String: Any]](), "replyTo": [[String: Any]](),
+            "flag": ["flagStatus": "notFlagged"],
         ]
     }
 }
