@@ -37,6 +37,8 @@ public struct Gatehouse: Sendable {
     public let storageHealth: StorageHealth
     /// Delivers the webhook outbox (`nil` without endpoints).
     public let webhooks: WebhookDispatcher?
+    /// The stored copy of the audit trail (the activity listing), written behind the requests.
+    public let auditTrail: AuditTrail
 
     /// Builds the core; throws when the configuration is unsafe (see `GatewayConfiguration.validate`).
     public init(
@@ -80,7 +82,10 @@ public struct Gatehouse: Sendable {
         }
         let registry = ProviderRegistry(providers)
         self.providers = registry
-        let audit = AuditLog(logger: logger)
+        let trail = AuditTrail(
+            storage: storage, retention: configuration.auditRetention, clock: configuration.clock, metrics: metrics, logger: logger)
+        self.auditTrail = trail
+        let audit = AuditLog(logger: logger, trail: trail, clock: configuration.clock)
         var events = EventRecorder.disabled
         if let settings = configuration.webhooks, !settings.endpoints.isEmpty {
             let dispatcher = WebhookDispatcher(
@@ -133,6 +138,7 @@ public struct Gatehouse: Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.cachedStore.followChanges() }
             if let webhooks { group.addTask { await webhooks.run() } }
+            group.addTask { await self.auditTrail.run() }
         }
     }
 }

@@ -260,6 +260,25 @@ enum PostgresMigrations {
                 "CREATE INDEX webhook_outbox_due ON webhook_outbox (status, next_attempt_at)",
                 "CREATE INDEX webhook_outbox_created ON webhook_outbox (created_at)",
             ]),
+        // The stored audit trail (the operators' activity listing), newest first by id.
+        Migration(
+            version: "v11-audit-events",
+            statements: [
+                """
+                CREATE TABLE audit_events (
+                  id bigserial PRIMARY KEY,
+                  at timestamptz NOT NULL,
+                  event text NOT NULL,
+                  actor text NOT NULL,
+                  uid text,
+                  provider text,
+                  key_id text
+                )
+                """,
+                "CREATE INDEX audit_events_uid ON audit_events (uid, id)",
+                "CREATE INDEX audit_events_event ON audit_events (event, id)",
+                "CREATE INDEX audit_events_at ON audit_events (at)",
+            ]),
     ]
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.

@@ -185,6 +185,24 @@ enum SQLiteMigrations {
                     CREATE INDEX webhook_outbox_created ON webhook_outbox(created_at);
                     """)
         }
+        // The stored audit trail (the operators' activity listing), newest first by id.
+        migrator.registerMigration("v10-audit-events") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE audit_events (
+                      id INTEGER PRIMARY KEY AUTOINCREMENT,
+                      at DATETIME NOT NULL,
+                      event TEXT NOT NULL,
+                      actor TEXT NOT NULL,
+                      uid TEXT,
+                      provider TEXT,
+                      key_id TEXT
+                    );
+                    CREATE INDEX audit_events_uid ON audit_events(uid, id);
+                    CREATE INDEX audit_events_event ON audit_events(event, id);
+                    CREATE INDEX audit_events_at ON audit_events(at);
+                    """)
+        }
         return migrator
     }
 }

@@ -32,6 +32,13 @@ public enum GatehouseServer {
         ProviderAPIRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
         AdminWebhookRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
         AdminRoutes(gatehouse: gatehouse, browser: browser).register(into: &table)
+        if let console = gatehouse.configuration.console {
+            // The templates are part of the build: without them the build is broken, not the configuration.
+            let views: ConsoleViews
+            do { views = try ConsoleViews() } catch { preconditionFailure("the console's templates cannot be loaded: \(error)") }
+            ConsoleRoutes(gatehouse: gatehouse, console: console, cookies: CookiePolicy(gatehouse.configuration), views: views)
+                .register(into: &table)
+        }
         if demoPage {
             DemoPage(providerIds: gatehouse.providers.ids).register(into: &table)
         }

@@ -118,6 +118,9 @@ struct DemoCommand: AsyncParsableCommand {
             .init(
                 name: "sample-app", url: "\(emulatorURL)/sample-app/webhooks", events: nil, secrets: [EmulatorConfiguration.demoWebhookSecret])
         ])
+        // The operators' console at /admin/, with octocat (its GitHub-verified email) as the
+        // operator; GATEHOUSE_ADMIN_CONSOLE=false turns it off, GATEHOUSE_ADMINS names others.
+        configuration.console = ConsoleConfiguration(operators: ["octocat@github.com"])
         return configuration
     }
 

@@ -38,6 +38,7 @@ enum ProfileSettings {
         if let value = try flag("GATEHOUSE_SIGN_IN_METHODS_LOOKUP") { gateway.signInMethodsLookup = value }
         if let value = try flag("GATEHOUSE_LOG_PROBES") { gateway.logProbes = value }
         if let value = try seconds("GATEHOUSE_RECENT_LOGIN_SECONDS") { gateway.recentLoginWindow = value }
+        if let value = try seconds("GATEHOUSE_AUDIT_RETENTION") { gateway.auditRetention = value }
         if let value = try settings.text("GATEHOUSE_TOKEN_AUDIENCE") { gateway.tokenAudience = value }
         if let value = try list("GATEHOUSE_ALLOWED_ORIGINS") {
             guard !value.contains(where: { $0 == "*" || $0 == "null" }) else {
@@ -55,6 +56,7 @@ enum ProfileSettings {
         if let value = try flag("GATEHOUSE_PRIVATE_PHOTO_ADDRESSES") { gateway.allowPrivatePhotoAddresses = value }
         if let value = try settings.text("GATEHOUSE_API_POLICY") { gateway.api = try apiPolicy(value) }
         try applyHooks(settings, to: &gateway)
+        try applyConsole(settings, to: &gateway)
         try applyWebhooks(environment, settings, to: &gateway)
     }
 
@@ -101,6 +103,23 @@ enum ProfileSettings {
 
     /// `GATEHOUSE_HOOK_*`: set over whatever the command configured before (the demo's sample
     /// hook), URL by URL.
+    /// The operators' console: on only with `GATEHOUSE_ADMIN_CONSOLE=true` and at least one
+    /// way to name an operator.
+    static func applyConsole(_ settings: TypedSettings, to gateway: inout GatewayConfiguration) throws {
+        let enabled = try settings.flag("GATEHOUSE_ADMIN_CONSOLE")
+        if enabled == false {
+            gateway.console = nil
+            return
+        }
+        // Off unless turned on here or by the command (`demo` presets it).
+        guard enabled == true || gateway.console != nil else { return }
+        var console = gateway.console ?? ConsoleConfiguration(operators: [])
+        if let admins = try settings.list("GATEHOUSE_ADMINS") { console.operators = admins }
+        if let claim = try settings.text("GATEHOUSE_ADMIN_CLAIM") { console.operatorClaim = claim }
+        if let problem = console.problem() { throw ValidationError(problem) }
+        gateway.console = console
+    }
+
     static func applyHooks(_ settings: TypedSettings, to gateway: inout GatewayConfiguration) throws {
         var hooks = gateway.hooks ?? HookConfiguration(urls: [:], secrets: [])
         var touched = false

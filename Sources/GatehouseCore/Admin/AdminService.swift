@@ -55,6 +55,22 @@ public struct AdminService: Sendable {
         return (users, uids.count == limit ? uids.last : nil)
     }
 
+    /// Stored audit events, newest first, of one account and one event type when given, a
+    /// page below the cursor (an event id), with the cursor of the next page (`nil` on the last).
+    public func activity(uid: String?, event: String?, cursor: String?, limit: Int) async throws -> (
+        events: [AuditRecord], nextCursor: String?
+    ) {
+        var before: Int64?
+        if let cursor {
+            guard cursor.utf8.count <= 19, let value = Int64(cursor), value > 0 else {
+                throw GatehouseError.invalidArgument("cursor must be the nextCursor of a previous page.")
+            }
+            before = value
+        }
+        let events = try await storage.auditRecords(uid: uid, event: event, before: before, limit: limit)
+        return (events, events.count == limit ? events.last.map { String($0.id) } : nil)
+    }
+
     /// An account's live sessions, newest first.
     public func sessions(uid: String) async throws -> [SessionRecord] {
         guard try await storage.account(uid: uid) != nil else { throw GatehouseError.userNotFound() }

@@ -62,14 +62,17 @@ public enum AuditActor: Sendable, Equatable {
     case commandLine
     /// The app's blocking hook (its answer's `customClaims`).
     case hook
+    /// An operator in the console, by uid.
+    case `operator`(String)
 
-    /// `user:<uid>`, `service-key:<id>` or `command-line`.
+    /// `user:<uid>`, `service-key:<id>`, `command-line`, `hook` or `operator:<uid>`.
     public var description: String {
         switch self {
         case .user(let uid): "user:\(uid)"
         case .serviceKey(let id): "service-key:\(id)"
         case .commandLine: "command-line"
         case .hook: "hook"
+        case .operator(let uid): "operator:\(uid)"
         }
     }
 }
@@ -80,15 +83,24 @@ public enum AuditActor: Sendable, Equatable {
 /// not lose the trail).
 public struct AuditLog: Sendable {
     private let logger: Logger?
+    /// Where events are also stored for the activity listing, if anywhere.
+    private let trail: AuditTrail?
+    private let clock: any GatehouseClock
 
-    /// Audits into `logger`.
-    public init(logger: Logger) {
+    /// Audits into `logger`, and into `trail` when given.
+    public init(logger: Logger, trail: AuditTrail? = nil, clock: any GatehouseClock = SystemClock()) {
         var logger = logger
         logger.logLevel = .trace
         self.logger = logger
+        self.trail = trail
+        self.clock = clock
     }
 
-    private init() { logger = nil }
+    private init() {
+        logger = nil
+        trail = nil
+        clock = SystemClock()
+    }
 
     /// Records nothing (unit tests, tools without a trail).
     public static let disabled = AuditLog()
@@ -110,5 +122,9 @@ public struct AuditLog: Sendable {
             metadata["api.status"] = .stringConvertible(call.status)
         }
         logger.notice("audit", metadata: metadata)
+        if let trail, AuditTrail.keeps(event) {
+            trail.append(
+                AuditRecord(at: clock.now(), event: event.rawValue, actor: actor.description, uid: uid, provider: provider, keyId: keyId))
+        }
     }
 }

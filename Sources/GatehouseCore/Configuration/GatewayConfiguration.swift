@@ -130,6 +130,10 @@ public struct GatewayConfiguration: Sendable {
     public var hooks: HookConfiguration?
     /// The webhook endpoints (`GATEHOUSE_WEBHOOK_*`); `nil`: none.
     public var webhooks: WebhookConfiguration?
+    /// How long stored audit events (the activity listing) are kept (default 90 days).
+    public var auditRetention: TimeInterval = 90 * 86400
+    /// The operators' console at `/admin/`; `nil` (the default) serves none.
+    public var console: ConsoleConfiguration?
     /// Yahoo's API base for passthrough calls (its Fantasy Sports API), unless the policy names one.
     public static let yahooAPIBaseURL = "https://fantasysports.yahooapis.com"
     /// Where the core reads the time (the machine's clock; tests move an `OffsetClock`).

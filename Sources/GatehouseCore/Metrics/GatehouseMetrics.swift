@@ -91,6 +91,11 @@ public struct GatehouseMetrics: Sendable {
         counter("gatehouse_webhook_events_dropped_total", [("endpoint", endpoint)]).increment(by: Int64(count))
     }
 
+    /// Audit events dropped before they were stored (the buffer was full; the log has them).
+    func auditDropped(count: Int = 1) {
+        counter("gatehouse_audit_events_dropped_total", []).increment(by: Int64(count))
+    }
+
     /// The outbox's pending entries and the age of the oldest, in seconds.
     func webhookBacklog(count: Int, oldestAge: Double) {
         Gauge(label: "gatehouse_webhook_queue_depth", dimensions: [], factory: factory).record(count)

@@ -84,6 +84,9 @@ public enum MetricsCatalog {
             help: "Store operations waiting for a PostgreSQL connection."),
         Entry(name: "gatehouse_database_pool_connections_max", type: "gauge", labels: [], help: "The PostgreSQL pool's size."),
         Entry(
+            name: "gatehouse_audit_events_dropped_total", type: "counter", labels: [],
+            help: "Audit events not stored for the activity listing (its buffer was full); the log has every one."),
+        Entry(
             name: "gatehouse_ready", type: "gauge", labels: [],
             help: "1 when the last readiness check (/readyz or a scrape) passed, 0 when it failed (shutting down, storage, keys, providers)."),
         Entry(

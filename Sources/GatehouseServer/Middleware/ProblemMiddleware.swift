@@ -5,7 +5,7 @@ import Logging
 
 /// The innermost link: every error leaves as `application/problem+json`. Unknown routes are
 /// `404 not-found`, wrong methods `405 method-not-allowed` with `Allow`, framework errors
-/// keep their status, a provider's answer on a passthrough route stays as it is, store outages are `503 storage-unavailable`, and anything unexpected is
+/// keep their status, a provider's answer on a passthrough route and an HTML page stay as they are, store outages are `503 storage-unavailable`, and anything unexpected is
 /// `500 internal`, logged with the request id and never shown. Nothing is thrown past it.
 struct ProblemMiddleware: RouterMiddleware {
     typealias Context = GatehouseRequestContext
@@ -18,7 +18,10 @@ struct ProblemMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             let response = try await next(request, context)
+            // A page rendered for a browser (the console's refusals) keeps its words: it names
+            // the problem's code itself.
             guard response.status.code >= 400, response.headers[.contentType] != "application/problem+json",
+                response.headers[.contentType]?.hasPrefix("text/html") != true,
                 !routes.answersVerbatim(method: request.method.rawValue, path: request.uri.path)
             else { return response }
             return rewrite(response.status, request: request)

@@ -70,6 +70,14 @@ struct AdminRoutes {
             return Response(status: .noContent)
         }
 
+        table.add(.get, "/v1/admin/activity") { request, context in
+            _ = try await authorize(context, scope: "admin:users")
+            let query = request.queryDictionary
+            let page = try await admin.activity(
+                uid: try text(query["uid"], max: 128, "uid"), event: try text(query["type"], max: 64, "type"), cursor: query["cursor"],
+                limit: Self.activityPageSize)
+            return try Response.json(ActivityPage(events: page.events.map(ActivityEvent.init), nextCursor: page.nextCursor))
+        }
         table.add(.get, "/v1/admin/keys") { request, context in
             _ = try await authorize(context, scope: "admin:keys")
             return try Response.json(KeyList(keys: try await serviceKeys.list().map(KeyView.init)))
@@ -101,6 +109,43 @@ struct AdminRoutes {
                 throw GatehouseError(code: .notFound, detail: "There is no active service key with this id.")
             }
             return Response(status: .noContent)
+        }
+    }
+
+    /// Events per activity page.
+    static let activityPageSize = 100
+
+    /// A page of stored audit events.
+    struct ActivityPage: Encodable {
+        let events: [ActivityEvent]
+        let nextCursor: String?
+
+        enum CodingKeys: String, CodingKey { case events, nextCursor }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(events, forKey: .events)
+            try c.encode(nextCursor, forKey: .nextCursor)
+        }
+    }
+
+    /// One stored audit event (`null` for what it does not concern).
+    struct ActivityEvent: Encodable {
+        let record: AuditRecord
+
+        init(_ record: AuditRecord) { self.record = record }
+
+        enum CodingKeys: String, CodingKey { case id, at, event, actor, uid, provider, keyId }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(String(record.id), forKey: .id)
+            try c.encode(record.at, forKey: .at)
+            try c.encode(record.event, forKey: .event)
+            try c.encode(record.actor, forKey: .actor)
+            try c.encode(record.uid, forKey: .uid)
+            try c.encode(record.provider, forKey: .provider)
+            try c.encode(record.keyId, forKey: .keyId)
         }
     }
 

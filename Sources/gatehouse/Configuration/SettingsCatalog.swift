@@ -3,7 +3,7 @@
 /// config show` and that table (`gatehouse config reference` prints it; a test compares).
 enum SettingsCatalog {
     /// The settings.
-    static let all: [Setting] = general + storage + providers + caches + behaviour + hooks + webhooks
+    static let all: [Setting] = general + storage + providers + caches + behaviour + hooks + webhooks + console
 
     private static let general: [Setting] = [
         Setting(
@@ -188,6 +188,19 @@ enum SettingsCatalog {
         Setting(
             "GATEHOUSE_WEBHOOK_RETENTION", .seconds(60 ... .greatestFiniteMagnitude), default: "259200",
             "seconds an undelivered event is kept (then dropped, counted and logged)"),
+    ]
+
+    private static let console: [Setting] = [
+        Setting(
+            "GATEHOUSE_ADMIN_CONSOLE", .flag, default: "false",
+            "`true` serves the operators' console at `/admin/` on the public origin (`demo`: `true`, with `octocat` as operator)"),
+        Setting(
+            "GATEHOUSE_ADMINS", .list,
+            "the console's operators, comma-separated: uids, or email addresses a linked provider verifies"),
+        Setting("GATEHOUSE_ADMIN_CLAIM", .text, "a custom claim that makes its account an operator when `true`"),
+        Setting(
+            "GATEHOUSE_AUDIT_RETENTION", .seconds(3600 ... .greatestFiniteMagnitude), default: "7776000",
+            "seconds stored audit events (the activity listing) are kept; the log lines are the operator's to keep"),
     ]
 
     /// The setting `name` is (or matches, for per-provider settings).

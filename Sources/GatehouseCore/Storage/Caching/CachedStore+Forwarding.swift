@@ -162,3 +162,17 @@ extension CachedStore {
     /// The pending backlog.
     public func outboxBacklog() async throws -> (count: Int, oldest: Date?) { try await base.outboxBacklog() }
 }
+
+// The audit trail is never cached.
+extension CachedStore {
+    /// Stores audit events.
+    public func appendAudit(_ records: [AuditRecord]) async throws { try await base.appendAudit(records) }
+
+    /// Lists audit events.
+    public func auditRecords(uid: String?, event: String?, before: Int64?, limit: Int) async throws -> [AuditRecord] {
+        try await base.auditRecords(uid: uid, event: event, before: before, limit: limit)
+    }
+
+    /// Drops audit events past the retention.
+    public func dropAudit(before cutoff: Date) async throws -> Int { try await base.dropAudit(before: cutoff) }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// Keeps audit events in the store for the operators' activity listing, with a retention.
+///
+/// The log line `AuditLog` writes is the trail of record: written at once, whatever the store
+/// does. The stored copy is for looking things up, so it is written behind the request, in
+/// batches, from a bounded buffer: a store that is down or slow delays the listing, never a
+/// request, and past `capacity` waiting events the oldest are dropped (counted in
+/// `gatehouse_audit_events_dropped_total` and logged). Provider API passthrough calls
+/// (`provider-api.called`, one per proxied call) stay in the log only.
+public final class AuditTrail: Sendable {
+    /// Events waiting to be stored, at most.
+    public static let capacity = 10_000
+    /// Events stored per write.
+    static let batchSize = 500
+
+    private let storage: any GatehouseStorage
+    private let clock: any GatehouseClock
+    private let metrics: GatehouseMetrics
+    private let logger: Logger
+    /// How long stored events are kept.
+    let retention: TimeInterval
+    /// How often waiting events are stored.
+    let flushInterval: Duration
+    private let waiting = Mutex<[AuditRecord]>([])
+
+    /// A trail into `storage` keeping events `retention` seconds.
+    public init(
+        storage: any GatehouseStorage, retention: TimeInterval, clock: any GatehouseClock, metrics: GatehouseMetrics, logger: Logger,
+        flushInterval: Duration = .seconds(1)
+    ) {
+        self.storage = storage
+        self.retention = retention
+        self.clock = clock
+        self.metrics = metrics
+        self.logger = logger
+        self.flushInterval = flushInterval
+    }
+
+    /// Whether `event` is stored (everything but the per-call passthrough events).
+    static func keeps(_ event: AuditEvent) -> Bool { event != .providerAPICalled }
+
+    /// Queues an event for the store.
+    func append(_ record: AuditRecord) {
+        let dropped = waiting.withLock { queue -> Bool in
+            queue.append(record)
+            guard queue.count > Self.capacity else { return false }
+            queue.removeFirst()
+            return true
+        }
+        if dropped { metrics.auditDropped() }
+    }
+
+    /// Stores what waits, a batch at a time; on a store failure the batch goes back to the
+    /// front of the queue (still bounded) for the next round.
+    public func flush() async {
+        while true {
+            let batch = waiting.withLock { queue -> [AuditRecord] in
+                let batch = Array(queue.prefix(Self.batchSize))
+                queue.removeFirst(batch.count)
+                return batch
+            }
+            guard !batch.isEmpty else { return }
+            do {
+                try await storage.appendAudit(batch)
+            } catch {
+                let dropped = waiting.withLock { queue -> Int in
+                    queue.insert(contentsOf: batch, at: 0)
+                    let over = max(0, queue.count - Self.capacity)
+                    queue.removeLast(over)
+                    return over
+                }
+                if dropped > 0 { metrics.auditDropped(count: dropped) }
+                logger.warning("audit events not stored yet (the log has them)", metadata: ["error.type": "\(type(of: error))"])
+                return
+            }
+        }
+    }
+
+    /// Stores waiting events every `flushInterval` and drops those past the retention every
+    /// hour, until the task is cancelled; then stores what still waits.
+    public func run() async {
+        var lastPurge = ContinuousClock.now - .seconds(3600)
+        while !Task.isCancelled {
+            try? await Task.sleep(for: flushInterval)
+            await flush()
+            if ContinuousClock.now - lastPurge >= .seconds(3600) {
+                lastPurge = ContinuousClock.now
+                do {
+                    let dropped = try await storage.dropAudit(before: clock.now().addingTimeInterval(-retention))
+                    if dropped > 0 {
+                        logger.info("audit events past the retention dropped", metadata: ["audit.dropped": .stringConvertible(dropped)])
+                    }
+                } catch {
+                    logger.warning("dropping old audit events failed", metadata: ["error.type": "\(type(of: error))"])
+                }
+            }
+        }
+        await flush()
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import GatehouseCore
+import Hummingbird
+
+/// The console's webhooks: the configured endpoints with their last outcome, the pending and
+/// failed deliveries, redelivery.
+extension ConsoleRoutes {
+    /// Deliveries listed per status.
+    static let deliveriesShown = 100
+
+    func registerWebhooks(into table: inout RouteTable) {
+        let routes = self
+        let gatehouse = self.gatehouse
+        table.add(.get, "/admin/webhooks") { request, _ in
+            try await routes.page(request) { who in
+                let outcomes = gatehouse.webhooks?.outcomes() ?? [:]
+                let endpoints: [[String: Any]] = (gatehouse.configuration.webhooks?.endpoints ?? []).map { endpoint in
+                    [
+                        "name": endpoint.name, "url": endpoint.url,
+                        "events": endpoint.events.map { $0.map(\.rawValue).sorted().joined(separator: ", ") } ?? "every event",
+                        "outcome": outcomes[endpoint.name] ?? "none yet",
+                    ]
+                }
+                var lists: [[String: Any]] = []
+                for (status, heading) in [(OutboxEntry.Status.pending, "Waiting for delivery"), (.failed, "Failed")] {
+                    let entries = try await gatehouse.storage.outboxEntries(status: status, after: nil, limit: Self.deliveriesShown)
+                    lists.append([
+                        "status": status.rawValue, "heading": heading,
+                        "deliveries": entries.map { entry in
+                            [
+                                "id": entry.id, "eventId": entry.eventId, "type": entry.type, "endpoint": entry.endpoint,
+                                "created": Self.date(entry.createdAt), "attempts": entry.attempts, "lastError": entry.lastError ?? "",
+                            ]
+                        },
+                    ])
+                }
+                return routes.views.render(
+                    "webhooks", ["title": "Webhooks", "endpoints": endpoints, "lists": lists], operator: who, request: request)
+            }
+        }
+        table.add(.post, "/admin/webhooks/deliveries/{id}/redeliver") { request, context in
+            try await routes.page(request) { who in
+                guard who != nil else { throw Refusal.signedOut }
+                try routes.requireOwnOrigin(request)
+                let id = try context.parameters.require("id")
+                guard id.count <= 256, try await gatehouse.storage.redeliverOutbox(id: id, now: gatehouse.configuration.clock.now()) else {
+                    throw GatehouseError(code: .notFound, detail: "There is no undelivered event with this id.")
+                }
+                gatehouse.webhooks?.wake()
+                return Self.done("/admin/webhooks", "redelivered")
+            }
+        }
+    }
+}

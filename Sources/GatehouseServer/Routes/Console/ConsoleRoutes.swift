@@ -1,0 +1,226 @@
+import Foundation
+import GatehouseCore
+import HTTPTypes
+import Hummingbird
+
+/// The operators' console at `/admin/` (`GATEHOUSE_ADMIN_CONSOLE`): server-rendered pages over
+/// the same core calls as the `/v1/admin/…` routes, for the accounts `ConsoleConfiguration`
+/// names.
+///
+/// Who: the console has its own cookie, a `SameSite=Strict` copy of the session cookie that
+/// only "Open the console" (a same-origin form) sets, so no request another site starts carries
+/// it; it ends with the session. Every request re-reads the account and checks it is still an
+/// operator. Every write is a form `POST` whose `Origin` must be the gateway's own; the
+/// destructive ones also need a sign-in within the re-authentication window. Pages carry a CSP
+/// without any script, `frame-ancestors 'none'` and `no-store`.
+struct ConsoleRoutes {
+    let gatehouse: Gatehouse
+    let console: ConsoleConfiguration
+    let cookies: CookiePolicy
+    let views: ConsoleViews
+
+    /// Users per page.
+    static let pageSize = 50
+    /// The strictest policy the pages work with: no script at all.
+    static let contentSecurityPolicy =
+        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+    /// The console cookie's name.
+    var cookieName: String { cookies.secure ? "__Host-gatehouse-console" : "gatehouse-console" }
+
+    /// The gateway's own origin (`scheme://host[:port]` of the public URL): the one `Origin`
+    /// console writes accept.
+    var ownOrigin: String {
+        guard let url = URLComponents(string: gatehouse.configuration.publicURL), let scheme = url.scheme, let host = url.host else { return "" }
+        return "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
+    }
+
+    /// A signed-in operator: the session and the account as it is now.
+    struct Operator {
+        let caller: SessionService.Caller
+        let profile: UnifiedProfile
+        /// How pages name the operator.
+        var label: String { profile.email ?? profile.displayName ?? profile.uid }
+    }
+
+    /// Why a console request cannot go on, answered as a page.
+    enum Refusal: Error {
+        /// No console cookie, or its session ended: back to the entry page.
+        case signedOut
+        /// A write whose `Origin` is not the gateway's.
+        case foreignOrigin
+        /// Signed in, but not an operator.
+        case notAnOperator
+    }
+
+    func register(into table: inout RouteTable) {
+        let routes = self
+        table.add(.get, "/admin/console.css") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/css; charset=utf-8", .cacheControl: "public, max-age=3600"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: routes.views.stylesheet)))
+        }
+        table.add(.get, "/admin/") { request, _ in
+            try await routes.page(request, needsOperator: false) { _ in
+                if case .some(.some) = try await routes.operatorBehind(request.cookie(routes.cookieName)) {
+                    return Response(status: .seeOther, headers: [.location: "/admin/users"])
+                }
+                return try await routes.entryPage(request)
+            }
+        }
+        table.add(.post, "/admin/session") { request, _ in
+            try await routes.page(request, needsOperator: false) { _ in
+                try routes.requireOwnOrigin(request)
+                let value = request.cookie(routes.cookies.sessionName)
+                guard let found = try await routes.operatorBehind(value), let value else { throw Refusal.signedOut }
+                guard found != nil else { throw Refusal.notAnOperator }
+                var response = Response(status: .seeOther, headers: [.location: "/admin/users"])
+                response.headers[.setCookie] = routes.consoleCookie(value)
+                return response
+            }
+        }
+        table.add(.post, "/admin/sign-out") { request, _ in
+            try routes.requireOwnOrigin(request)
+            var response = Response(status: .seeOther, headers: [.location: "/admin/"])
+            response.headers[.setCookie] = routes.consoleCookie("", maxAge: 0)
+            return response
+        }
+        registerUsers(into: &table)
+        registerKeys(into: &table)
+        registerWebhooks(into: &table)
+        registerActivity(into: &table)
+    }
+
+    // MARK: Answers
+
+    /// Runs `body` for a console request and renders what it refuses as a page: the entry page
+    /// for a signed-out browser, `403` for a non-operator (saying nothing about any account),
+    /// problems as a message page with their code.
+    func page(_ request: Request, needsOperator: Bool = true, _ body: (Operator?) async throws -> Response) async throws -> Response {
+        var response: Response
+        var who: Operator?
+        do {
+            if needsOperator {
+                guard let found = try await operatorBehind(request.cookie(cookieName)) else { throw Refusal.signedOut }
+                guard let found else { throw Refusal.notAnOperator }
+                who = found
+            }
+            response = try await body(who)
+        } catch Refusal.signedOut {
+            response = request.method == .get ? try await entryPage(request) : Response(status: .seeOther, headers: [.location: "/admin/"])
+        } catch Refusal.notAnOperator {
+            response = views.render(
+                "message",
+                [
+                    "title": "Not an operator", "heading": "Not an operator",
+                    "text": "This account may not use the console. Ask an operator to add it to GATEHOUSE_ADMINS.", "back": "/admin/",
+                ], status: .forbidden)
+        } catch Refusal.foreignOrigin {
+            response = views.render(
+                "message",
+                [
+                    "title": "Refused", "heading": "Refused", "text": "Console changes are accepted from the console's own pages only.",
+                    "code": GatehouseError.Code.originNotAllowed.rawValue, "back": "/admin/",
+                ], status: .forbidden)
+        } catch let error as GatehouseError {
+            response = try await problemPage(error, request: request, operator: who)
+        }
+        response.headers[.contentSecurityPolicy] = Self.contentSecurityPolicy
+        response.headers[.cacheControl] = response.headers[.cacheControl] ?? "no-store"
+        response.headers[.referrerPolicy] = "same-origin"
+        response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
+        return response
+    }
+
+    /// A problem as a message page; `requires-recent-login` offers the re-authentication links.
+    func problemPage(_ error: GatehouseError, request: Request, operator who: Operator?) async throws -> Response {
+        var values: [String: Any] = [
+            "title": error.title, "heading": error.title, "text": error.detail, "code": error.code.rawValue,
+            "back": request.headers[.referer].flatMap { $0.hasPrefix(ownOrigin + "/admin/") ? $0 : nil } ?? "/admin/users",
+        ]
+        if error.code == .requiresRecentLogin, let who {
+            values["canReauthenticate"] = true
+            values["reauthenticate"] = who.profile.providers.map { provider in
+                [
+                    "id": provider.providerId,
+                    "startURL":
+                        "/v1/auth/\(FormEncoding.escape(provider.providerId))/start?mode=reauthenticate&return_to=\(FormEncoding.escape(gatehouse.configuration.publicURL + "/admin/"))",
+                ]
+            }
+        }
+        return views.render("message", values, operator: who, status: error.status)
+    }
+
+    /// The entry page: "Open the console" when the browser is signed in, sign-in links otherwise.
+    func entryPage(_ request: Request) async throws -> Response {
+        var values: [String: Any] = ["title": "Sign in"]
+        if let caller = try await gatehouse.sessions.caller(sessionCookie: request.cookie(cookies.sessionName)),
+            let account = try await gatehouse.storage.account(uid: caller.uid)
+        {
+            let profile = try await gatehouse.accounts.unifiedProfile(for: account)
+            values["signedIn"] = profile.email ?? profile.displayName ?? profile.uid
+        } else {
+            let returnTo = FormEncoding.escape(gatehouse.configuration.publicURL + "/admin/")
+            values["providers"] = gatehouse.providers.ids.map { id in
+                ["id": id, "startURL": "/v1/auth/\(FormEncoding.escape(id))/start?return_to=\(returnTo)"]
+            }
+        }
+        return views.render("entry", values)
+    }
+
+    // MARK: Who
+
+    /// The operator behind a session cookie value: `nil` when it names no live session,
+    /// `.some(nil)` when its account is not an operator (or is disabled).
+    func operatorBehind(_ cookie: String?) async throws -> Operator?? {
+        guard let caller = try await gatehouse.sessions.caller(sessionCookie: cookie),
+            let account = try await gatehouse.storage.account(uid: caller.uid)
+        else { return nil }
+        let profile = try await gatehouse.accounts.unifiedProfile(for: account)
+        guard !profile.disabled, console.admits(profile) else { return .some(nil) }
+        return .some(Operator(caller: caller, profile: profile))
+    }
+
+    /// Refuses a write whose `Origin` is not the gateway's own.
+    func requireOwnOrigin(_ request: Request) throws {
+        guard let origin = request.headers[.origin], origin == ownOrigin else { throw Refusal.foreignOrigin }
+    }
+
+    /// A destructive write: the gateway's own `Origin` and a recent sign-in.
+    func requireDestructive(_ request: Request, _ who: Operator) throws {
+        try requireOwnOrigin(request)
+        try gatehouse.sessions.requireRecentLogin(who.caller)
+    }
+
+    /// The console cookie's `Set-Cookie` value: `SameSite=Strict`, for the session's lifetime.
+    func consoleCookie(_ value: String, maxAge: Int? = nil) -> String {
+        var parts = [
+            "\(cookieName)=\(value)", "Path=/", "HttpOnly", "SameSite=Strict", "Max-Age=\(maxAge ?? Int(gatehouse.configuration.sessionLifetime))",
+        ]
+        if cookies.secure { parts.append("Secure") }
+        return parts.joined(separator: "; ")
+    }
+
+    /// A form body's fields (at most 16 KB).
+    static func form(_ request: Request) async throws -> [String: [String]] {
+        var request = request
+        guard request.headers[.contentType]?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true else {
+            throw GatehouseError.invalidArgument("The body must be a form (application/x-www-form-urlencoded).")
+        }
+        let body = try await request.collectBody(upTo: 16 << 10)
+        var fields: [String: [String]] = [:]
+        for (name, value) in FormEncoding.decode(String(buffer: body)) { fields[name, default: []].append(value) }
+        return fields
+    }
+
+    /// A redirect after a change, naming one of `ConsoleViews.notices` for the next page.
+    static func done(_ location: String, _ notice: String) -> Response {
+        let separator = location.contains("?") ? "&" : "?"
+        return Response(status: .seeOther, headers: [.location: location + separator + "notice=" + notice])
+    }
+
+    /// A date as the pages show it (UTC, to the minute).
+    static func date(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: false).timeSeparator(.colon))
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+import GatehouseCore
+import HTTPTypes
+import Hummingbird
+import Mustache
+
+/// The console's templates (`Resources/console/*.mustache`, HTML-escaped by Mustache) and its
+/// stylesheet, loaded once at start.
+struct ConsoleViews: Sendable {
+    private let library: MustacheLibrary
+    /// `console.css`.
+    let stylesheet: String
+
+    /// The notices a page shows after a change (`?notice=<key>`): a fixed set, so a link
+    /// cannot put words of its own on a console page.
+    static let notices = [
+        "disabled": "The account is disabled and its sessions have ended.", "enabled": "The account is enabled.",
+        "claims-saved": "The custom claims are saved; the next ID token carries them.", "session-revoked": "The session has ended.",
+        "sessions-revoked": "Every session of the account has ended.", "unlinked": "The provider is unlinked.",
+        "deleted": "The account is deleted.", "key-revoked": "The key is revoked.", "redelivered": "The event is due again now.",
+    ]
+
+    /// Loads the templates from the module's resources.
+    init() throws {
+        guard let folder = Bundle.module.url(forResource: "console", withExtension: nil, subdirectory: "Resources") else {
+            throw GatehouseError(code: .internal, detail: "The console's templates are missing from the build.")
+        }
+        var library = MustacheLibrary()
+        for name in ["layout", "events", "entry", "message", "users", "user", "keys", "webhooks", "activity"] {
+            let text = try String(contentsOf: folder.appendingPathComponent("\(name).mustache"), encoding: .utf8)
+            try library.register(text, named: name)
+        }
+        self.library = library
+        stylesheet = try String(contentsOf: folder.appendingPathComponent("console.css"), encoding: .utf8)
+    }
+
+    /// Page `name` rendered with `values`, the operator's name in the header and the notice
+    /// the request names, as an HTML answer.
+    func render(
+        _ name: String, _ values: [String: Any], operator who: ConsoleRoutes.Operator? = nil, request: Request? = nil,
+        status: HTTPResponse.Status = .ok
+    ) -> Response {
+        var values = values
+        if let who { values["operator"] = who.label }
+        if let key = request?.queryDictionary["notice"], let notice = Self.notices[key] { values["notice"] = notice }
+        let html = library.render(values, withTemplate: name) ?? "<!doctype html><p>The console page \(name) is missing.</p>"
+        return Response(
+            status: status, headers: [.contentType: "text/html; charset=utf-8"], body: ResponseBody(byteBuffer: ByteBuffer(string: html)))
+    }
+}

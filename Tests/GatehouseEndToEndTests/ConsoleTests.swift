@@ -1,0 +1,235 @@
+import CurlClient
+import Foundation
+import GatehouseCore
+import GatehouseTestSupport
+import Testing
+
+/// The operators' console at `/admin/` end to end: a browser signed in through the emulator,
+/// the console's own `SameSite=Strict` cookie, the pages and the changes they make, and what
+/// it refuses (a signed-out browser, a non-operator, a foreign `Origin`, a stale sign-in).
+@Suite("Operators' console")
+struct ConsoleTests {
+    /// A deployment with the console on and octocat (by its verified email) as operator.
+    static func withConsole<T>(_ body: (TestDeployment) async throws -> T) async throws -> T {
+        try await withDeployment(gateway: { $0.console = ConsoleConfiguration(operators: ["octocat@github.com"]) }, body)
+    }
+
+    /// A browser signed in as octocat with the console open, and octocat's uid.
+    static func signedInOperator(_ deployment: TestDeployment) async throws -> (Browser, String) {
+        var browser = Browser(deployment)
+        let signedIn = try jsonObject(try await browser.complete(login: "octocat"))
+        let uid = try #require((signedIn["user"] as? [String: Any])?["uid"] as? String)
+        browser.origin = deployment.gatewayURL
+        #expect(try await browser.send("\(deployment.gatewayURL)/admin/session", method: "POST").status == 303)
+        return (browser, uid)
+    }
+
+    /// A browser signed in as `login`, its console opened (the `SameSite=Strict` cookie set).
+    static func operatorBrowser(_ deployment: TestDeployment, login: String = "octocat") async throws -> (Browser, OutboundResponse) {
+        var browser = Browser(deployment)
+        #expect(try await browser.complete(login: login).status == 200)
+        browser.origin = deployment.gatewayURL
+        let opened = try await browser.send("\(deployment.gatewayURL)/admin/session", method: "POST")
+        return (browser, opened)
+    }
+
+    @Test("off by default: /admin/ is not served")
+    func offByDefault() async throws {
+        try await withDeployment { deployment in
+            let answer = try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/admin/"))
+            #expect(answer.status == 404)
+        }
+    }
+
+    @Test(
+        "an operator opens the console: Strict cookie, CSP without script, the users page lists and finds accounts, the user page shows providers, claims and sessions"
+    )
+    func operatorPages() async throws {
+        try await Self.withConsole { deployment in
+            var other = Browser(deployment)
+            #expect(try await other.complete(login: "private-pat").status == 200)
+            let entry = try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/admin/"))
+            #expect(entry.status == 200 && entry.bodyText.contains("Sign in with github.com"))
+            var (browser, opened) = try await Self.operatorBrowser(deployment)
+            #expect(opened.status == 303 && opened.headers["location"] == "/admin/users")
+            let cookie = try #require(opened.headers.values("set-cookie").first { $0.hasPrefix("gatehouse-console=") })
+            #expect(cookie.contains("SameSite=Strict") && cookie.contains("HttpOnly"))
+
+            let users = try await browser.send("\(deployment.gatewayURL)/admin/users")
+            #expect(users.status == 200)
+            let csp = try #require(users.headers["content-security-policy"])
+            #expect(csp.contains("frame-ancestors 'none'") && !csp.contains("script-src") && csp.contains("default-src 'none'"))
+            #expect(users.headers["cache-control"] == "no-store")
+            #expect(users.bodyText.contains("The Octocat") && users.bodyText.contains("Pat Private"))
+            let found = try await browser.send("\(deployment.gatewayURL)/admin/users?query=Pat%20Private")
+            #expect(found.bodyText.contains("Pat Private") && !found.bodyText.contains("The Octocat"), "\(found.bodyText.suffix(1500))")
+            // Markup from a search is text on the page.
+            let hostile = try await browser.send("\(deployment.gatewayURL)/admin/users?query=%3Cscript%3Ex%3C%2Fscript%3E")
+            #expect(hostile.status == 200 && !hostile.bodyText.contains("<script>x</script>") && hostile.bodyText.contains("&lt;script&gt;"))
+
+            let uid = try #require(Self.firstUserLink(found.bodyText))
+            let page = try await browser.send("\(deployment.gatewayURL)/admin/users/\(uid)")
+            #expect(page.status == 200)
+            #expect(page.bodyText.contains("github.com") && page.bodyText.contains("Revoke every session") && page.bodyText.contains(uid))
+        }
+    }
+
+    @Test(
+        "changes: disable, claims, a session revoked, delete with a typed confirmation — each audited as operator:<uid>; a stale sign-in is asked to sign in again; a foreign Origin is refused"
+    )
+    func operatorChanges() async throws {
+        try await Self.withConsole { deployment in
+            let key = try await ProviderAPITests.key(deployment, ["admin", "profile:read"])
+            var other = Browser(deployment)
+            let pat = try jsonObject(try await other.complete(login: "private-pat"))
+            let uid = try #require((pat["user"] as? [String: Any])?["uid"] as? String)
+            var (browser, _) = try await Self.operatorBrowser(deployment)
+            let base = "\(deployment.gatewayURL)/admin/users/\(uid)"
+            let form: OutboundHeaders = ["Content-Type": "application/x-www-form-urlencoded"]
+
+            let claims = try await browser.send(
+                "\(base)/claims", method: "POST", headers: form, body: Array("claims=%7B%22plan%22%3A%22pro%22%7D".utf8))
+            #expect(claims.status == 303)
+            #expect(try await Self.user(deployment, uid, key: key)?["customClaims"] as? [String: String] == ["plan": "pro"])
+            let page = try await browser.send("\(base)")
+            #expect(page.bodyText.contains("&quot;plan&quot;"))
+            let notice = try await browser.send("\(deployment.gatewayURL)\(try #require(claims.headers["location"]))")
+            #expect(notice.bodyText.contains("The custom claims are saved"))
+
+            // Another site's form riding on the cookies: refused, nothing changed.
+            var foreign = browser
+            foreign.origin = "https://evil.example"
+            let refused = try await foreign.send("\(base)/disable", method: "POST")
+            #expect(refused.status == 403 && refused.bodyText.contains("origin-not-allowed"), "\(refused.status) \(refused.headers)")
+            #expect(try await Self.user(deployment, uid, key: key)?["disabled"] as? Bool == false)
+
+            let sid = try #require(try await Self.sessions(deployment, uid, key: key).first)
+            #expect(try await browser.send("\(base)/sessions/\(sid)/revoke", method: "POST").status == 303)
+            #expect(try await Self.sessions(deployment, uid, key: key).isEmpty)
+
+            #expect(try await browser.send("\(base)/disable", method: "POST").status == 303)
+            #expect(try await Self.user(deployment, uid, key: key)?["disabled"] as? Bool == true)
+
+            let unconfirmed = try await browser.send("\(base)/delete", method: "POST", headers: form, body: Array("confirm=nope".utf8))
+            #expect(unconfirmed.status == 400)
+
+            // Past the re-authentication window (300 s): destructive changes wait for a new sign-in.
+            deployment.clock.advance(by: 301)
+            let stale = try await browser.send("\(base)/delete", method: "POST", headers: form, body: Array("confirm=\(uid)".utf8))
+            #expect(stale.status == 401 || stale.status == 403, "\(stale.status) \(stale.headers) \(stale.bodyText.prefix(800))")
+            #expect(stale.bodyText.contains("requires-recent-login") && stale.bodyText.contains("mode=reauthenticate"))
+            #expect(try await Self.user(deployment, uid, key: key) != nil)
+
+            let (fresh, operatorUid) = try await Self.signedInOperator(deployment)
+            var again = fresh
+            let deleted = try await again.send("\(base)/delete", method: "POST", headers: form, body: Array("confirm=\(uid)".utf8))
+            #expect(deleted.status == 303)
+            #expect(try await Self.user(deployment, uid, key: key) == nil)
+
+            // The stored trail: the activity listing (API and page) has the same events within seconds.
+            var stored: [[String: Any]] = []
+            for _ in 0..<200 {
+                let answer = try await ProviderAPITests.call(deployment, "/v1/admin/activity?uid=\(uid)", key: key)
+                stored = try jsonObject(answer)["events"] as? [[String: Any]] ?? []
+                if stored.contains(where: { $0["event"] as? String == "account.deleted" }) { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(
+                stored.compactMap { $0["event"] as? String }.prefix(4) == [
+                    "account.deleted", "account.disabled", "session.revoked", "account.claims-updated",
+                ], "\(stored)")
+            #expect(stored.first?["actor"] as? String == "operator:\(operatorUid)")
+            let disabledOnly = try jsonObject(
+                try await ProviderAPITests.call(deployment, "/v1/admin/activity?uid=\(uid)&type=account.disabled", key: key))
+            #expect((disabledOnly["events"] as? [[String: Any]])?.count == 1)
+            var viewer = fresh
+            let activity = try await viewer.send("\(deployment.gatewayURL)/admin/activity?uid=\(uid)")
+            #expect(activity.status == 200 && activity.bodyText.contains("account.deleted") && activity.bodyText.contains("operator:\(operatorUid)"))
+            #expect(try await ProviderAPITests.call(deployment, "/v1/admin/activity?cursor=abc", key: key).status == 400)
+
+            let audited = AuditTrailTests.auditLines(deployment.logs.lines).filter { $0["audit.actor"] as? String == "operator:\(operatorUid)" }
+            #expect(
+                Set(audited.compactMap { $0["audit.event"] as? String }).isSuperset(of: [
+                    "account.claims-updated", "session.revoked", "account.disabled", "account.deleted",
+                ]), "\(audited)")
+        }
+    }
+
+    @Test(
+        "who may not: a signed-out browser gets the entry page, a non-operator 403 with nothing about any account, a POST without the console cookie changes nothing"
+    )
+    func refusals() async throws {
+        try await Self.withConsole { deployment in
+            let key = try await ProviderAPITests.key(deployment, ["admin", "profile:read"])
+            var octocat = Browser(deployment)
+            let signedIn = try jsonObject(try await octocat.complete(login: "octocat"))
+            let uid = try #require((signedIn["user"] as? [String: Any])?["uid"] as? String)
+
+            let anonymous = try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/admin/users"))
+            #expect(anonymous.status == 200 && anonymous.bodyText.contains("Sign in with") && !anonymous.bodyText.contains("The Octocat"))
+
+            let (outsider, opened) = try await Self.operatorBrowser(deployment, login: "private-pat")
+            #expect(
+                opened.status == 403 && opened.bodyText.contains("Not an operator"),
+                "\(opened.status) \(opened.headers) \(opened.bodyText.prefix(600))")
+            #expect(!opened.headers.values("set-cookie").contains { $0.hasPrefix("gatehouse-console=") })
+            var copied = outsider
+            let page = try await copied.send("\(deployment.gatewayURL)/admin/users/\(uid)")
+            #expect(!page.bodyText.contains("The Octocat"))
+
+            // The session cookie alone (SameSite=Lax, what a cross-site form could carry) opens nothing.
+            var laxOnly = octocat
+            laxOnly.origin = deployment.gatewayURL
+            let disable = try await laxOnly.send("\(deployment.gatewayURL)/admin/users/\(uid)/disable", method: "POST")
+            #expect(disable.status == 303 && disable.headers["location"] == "/admin/")
+            #expect(try await Self.user(deployment, uid, key: key)?["disabled"] as? Bool == false)
+        }
+    }
+
+    @Test("service keys: created with the secret shown once (no-store), listed without it, revoked; webhooks page lists endpoints")
+    func keysAndWebhooks() async throws {
+        try await withDeployment(
+            gateway: { $0.console = ConsoleConfiguration(operators: ["octocat@github.com"]) }, webhooks: WebhookTests.sampleApp()
+        ) { deployment in
+            var (browser, _) = try await Self.operatorBrowser(deployment)
+            let created = try await browser.send(
+                "\(deployment.gatewayURL)/admin/keys", method: "POST", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                body: Array("name=billing&scope=profile%3Aread&scope=photo%3Aread".utf8))
+            #expect(created.status == 201 && created.headers["cache-control"] == "no-store")
+            let secret = try #require(
+                created.bodyText.range(of: #"ghsk_[A-Za-z0-9_-]+"#, options: .regularExpression).map { String(created.bodyText[$0]) })
+            let listed = try await browser.send("\(deployment.gatewayURL)/admin/keys")
+            #expect(listed.bodyText.contains("billing") && !listed.bodyText.contains(secret))
+            // The new key works, with the scopes ticked.
+            let admin = try await ProviderAPITests.key(deployment, ["admin"])
+            let keys = try jsonObject(try await ProviderAPITests.call(deployment, "/v1/admin/keys", key: admin))["keys"] as? [[String: Any]] ?? []
+            let billing = try #require(keys.first { $0["name"] as? String == "billing" })
+            #expect((billing["scopes"] as? [String])?.sorted() == ["photo:read", "profile:read"])
+            let id = try #require(billing["id"] as? String)
+            #expect(try await ProviderAPITests.call(deployment, "/v1/users/nobody", key: secret).status == 404)
+            #expect(try await browser.send("\(deployment.gatewayURL)/admin/keys/\(id)/revoke", method: "POST").status == 303)
+            #expect(try await ProviderAPITests.call(deployment, "/v1/users/nobody", key: secret).status == 401)
+
+            let webhooks = try await browser.send("\(deployment.gatewayURL)/admin/webhooks")
+            #expect(webhooks.status == 200 && webhooks.bodyText.contains("sample-app") && webhooks.bodyText.contains("Waiting for delivery"))
+        }
+    }
+
+    /// What the admin API says of an account (`nil`: there is none), through a service key.
+    static func user(_ deployment: TestDeployment, _ uid: String, key: String) async throws -> [String: Any]? {
+        let answer = try await ProviderAPITests.call(deployment, "/v1/users/\(uid)", key: key)
+        return answer.status == 404 ? nil : try jsonObject(answer)
+    }
+
+    /// The ids of an account's live sessions, through the admin API.
+    static func sessions(_ deployment: TestDeployment, _ uid: String, key: String) async throws -> [String] {
+        let answer = try await ProviderAPITests.call(deployment, "/v1/admin/users/\(uid)/sessions", key: key)
+        return (try jsonObject(answer)["sessions"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+    }
+
+    /// The uid of the first user link on a users page.
+    static func firstUserLink(_ html: String) -> String? {
+        guard let range = html.range(of: #"href="/admin/users/([^"]+)""#, options: .regularExpression) else { return nil }
+        return String(html[range].dropFirst(#"href="/admin/users/"#.count).dropLast())
+    }
+}
