@@ -43,6 +43,11 @@ public enum SeededUsers {
             id: 1_000_005, login: "blocked-bo", name: "Bo Blocked", publicEmail: "bo@blocked.example",
             emails: [("bo@blocked.example", true, true, "public")],
             traits: ["blocked-domain", "public-email", "verified-email", "photo"], avatarColor: (191, 135, 0)),
+        // A display name made of markup: every page that shows it must show it as text.
+        GitHubSeedUser(
+            id: 1_000_006, login: "markup-mallory", name: "<script>alert('mallory')</script><b>Mallory</b>", publicEmail: nil,
+            emails: [("mallory@example.com", true, true, "private")], traits: ["markup-name", "private-email", "verified-email", "photo"],
+            avatarColor: (9, 105, 218)),
     ]
 
     /// The JSON array of `/_emulator/users`: provider, hint, traits and email per user.

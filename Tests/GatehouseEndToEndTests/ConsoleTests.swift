@@ -173,9 +173,20 @@ struct ConsoleTests {
                 opened.status == 403 && opened.bodyText.contains("Not an operator"),
                 "\(opened.status) \(opened.headers) \(opened.bodyText.prefix(600))")
             #expect(!opened.headers.values("set-cookie").contains { $0.hasPrefix("gatehouse-console=") })
+            // Every page and route answers a signed-in non-operator the same 403: whether an
+            // account or an address exists cannot be told from it.
             var copied = outsider
-            let page = try await copied.send("\(deployment.gatewayURL)/admin/users/\(uid)")
-            #expect(!page.bodyText.contains("The Octocat"))
+            var bodies = Set<String>()
+            for (method, path) in Self.everyRoute(uid: uid) + [
+                ("GET", "/admin/users?query=octocat%40github.com"), ("GET", "/admin/users?query=nobody%40nowhere.example"),
+                ("GET", "/admin/users/no-such-uid"),
+            ] {
+                let answer = try await copied.send("\(deployment.gatewayURL)\(path)", method: method)
+                #expect(answer.status == 403, "\(method) \(path): \(answer.status)")
+                bodies.insert(answer.bodyText)
+            }
+            #expect(bodies.count == 1, "one and the same refusal")
+            #expect(!(bodies.first ?? "").contains("The Octocat") && !(bodies.first ?? "").contains(uid))
 
             // The session cookie alone (SameSite=Lax, what a cross-site form could carry) opens nothing.
             var laxOnly = octocat
@@ -212,6 +223,61 @@ struct ConsoleTests {
 
             let webhooks = try await browser.send("\(deployment.gatewayURL)/admin/webhooks")
             #expect(webhooks.status == 200 && webhooks.bodyText.contains("sample-app") && webhooks.bodyText.contains("Waiting for delivery"))
+        }
+    }
+
+    /// Every console page and route (with `uid` and made-up ids in their paths).
+    static func everyRoute(uid: String) -> [(String, String)] {
+        [
+            ("GET", "/admin/"), ("GET", "/admin/users"), ("GET", "/admin/users/\(uid)"), ("GET", "/admin/users/\(uid)/photo"),
+            ("GET", "/admin/keys"), ("GET", "/admin/webhooks"), ("GET", "/admin/activity"),
+        ] + writes(uid: uid)
+    }
+
+    /// Every console write.
+    static func writes(uid: String) -> [(String, String)] {
+        [
+            ("POST", "/admin/users/\(uid)/disable"), ("POST", "/admin/users/\(uid)/enable"), ("POST", "/admin/users/\(uid)/claims"),
+            ("POST", "/admin/users/\(uid)/sessions/s-1/revoke"), ("POST", "/admin/users/\(uid)/sessions/revoke-all"),
+            ("POST", "/admin/users/\(uid)/providers/github.com/unlink"), ("POST", "/admin/users/\(uid)/delete"), ("POST", "/admin/keys"),
+            ("POST", "/admin/keys/k-1/revoke"), ("POST", "/admin/webhooks/deliveries/d-1/redeliver"),
+        ]
+    }
+
+    @Test("a cross-site form to every console write is refused with 403 and changes nothing; markup in a name and in a search is shown as text")
+    func hostileInputs() async throws {
+        try await Self.withConsole { deployment in
+            let key = try await ProviderAPITests.key(deployment, ["admin", "profile:read"])
+            var mallory = Browser(deployment)
+            let signedIn = try jsonObject(try await mallory.complete(login: "markup-mallory"))
+            let uid = try #require((signedIn["user"] as? [String: Any])?["uid"] as? String)
+            var (browser, _) = try await Self.operatorBrowser(deployment)
+            var foreign = browser
+            foreign.origin = "https://evil.example"
+            for (method, path) in Self.writes(uid: uid) {
+                let answer = try await foreign.send(
+                    "\(deployment.gatewayURL)\(path)", method: method, headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                    body: Array("confirm=\(uid)&claims=%7B%7D&name=x&scope=admin".utf8))
+                #expect(answer.status == 403 && answer.bodyText.contains("origin-not-allowed"), "\(path): \(answer.status)")
+            }
+            var noOrigin = browser
+            noOrigin.origin = nil
+            #expect(try await noOrigin.send("\(deployment.gatewayURL)/admin/users/\(uid)/disable", method: "POST").status == 403)
+            #expect(try await Self.user(deployment, uid, key: key)?["disabled"] as? Bool == false)
+            let keys = try jsonObject(try await ProviderAPITests.call(deployment, "/v1/admin/keys", key: key))["keys"] as? [[String: Any]]
+            #expect(keys?.count == 1, "only the test's own key")
+
+            // The name is markup; every page shows it as text.
+            for path in ["/admin/users", "/admin/users/\(uid)", "/admin/users?query=mallory"] {
+                let page = try await browser.send("\(deployment.gatewayURL)\(path)")
+                #expect(page.status == 200 && !page.bodyText.contains("<script>alert") && !page.bodyText.contains("<b>Mallory"), "\(path)")
+                #expect(page.bodyText.contains("&lt;script&gt;alert("), "\(path)")
+            }
+            // SQL and wildcards in a search are text.
+            for query in ["%25", "_", "%27%20OR%20%271%27%3D%271", "%5C", "*"] {
+                let page = try await browser.send("\(deployment.gatewayURL)/admin/users?query=\(query)")
+                #expect(page.status == 200 && !page.bodyText.contains("/admin/users/\(uid)\""), "\(query)")
+            }
         }
     }
 

@@ -10,10 +10,15 @@ extension ConsoleRoutes {
     /// The template values of audit events.
     static func events(_ records: [AuditRecord]) -> [[String: Any]] {
         records.map { record in
-            [
-                "at": date(record.at), "event": record.event, "actor": record.actor, "uid": record.uid ?? "",
-                "uidPath": FormEncoding.escape(record.uid ?? ""), "provider": record.provider ?? "", "keyId": record.keyId ?? "",
+            var values: [String: Any] = [
+                "at": date(record.at), "event": record.event, "actor": record.actor, "provider": record.provider ?? "", "keyId": record.keyId ?? "",
             ]
+            // Set only for an account's event: the page links it.
+            if let uid = record.uid {
+                values["uid"] = uid
+                values["uidPath"] = FormEncoding.escape(uid)
+            }
+            return values
         }
     }
 
@@ -30,12 +35,13 @@ extension ConsoleRoutes {
                 }
                 let page = try await gatehouse.admin.activity(uid: uid, event: type, cursor: query["cursor"], limit: Self.eventsShown)
                 let filter = "uid=\(FormEncoding.escape(uid ?? ""))&type=\(FormEncoding.escape(type ?? ""))"
-                let values: [String: Any] = [
+                var values: [String: Any] = [
                     "title": "Activity", "uid": uid ?? "", "events": Self.events(page.events),
                     "types": AuditEvent.allCases.map { ["name": $0.rawValue, "selected": $0.rawValue == type] },
                     "caption": "Newest first; events reach this list within a few seconds",
-                    "next": page.nextCursor.map { "/admin/activity?\(filter)&cursor=\($0)" } as Any,
                 ]
+                // Only when there is one: Mustache takes a boxed `nil` for a value.
+                if let cursor = page.nextCursor { values["next"] = "/admin/activity?\(filter)&cursor=\(cursor)" }
                 return routes.views.render("activity", values, operator: who, request: request)
             }
         }

@@ -26,9 +26,10 @@ extension ConsoleRoutes {
                     ]
                 }
                 let caption = text.isEmpty ? "Every account, by uid" : "Accounts matching “\(text)”"
-                return routes.views.render(
-                    "users", ["title": "Users", "query": text, "users": users, "next": next as Any, "caption": caption], operator: who,
-                    request: request)
+                var values: [String: Any] = ["title": "Users", "query": text, "users": users, "caption": caption]
+                // Only when there is one: Mustache takes a boxed `nil` for a value.
+                if let next { values["next"] = next }
+                return routes.views.render("users", values, operator: who, request: request)
             }
         }
         table.add(.get, "/admin/users/{uid}") { request, context in
@@ -39,11 +40,10 @@ extension ConsoleRoutes {
                 let recent = try await gatehouse.admin.activity(uid: uid, event: nil, cursor: nil, limit: 20).events
                 let uidPath = FormEncoding.escape(uid)
                 let claims = try JSONCoding.encoder().encode(user.customClaims)
-                let values: [String: Any] = [
+                var values: [String: Any] = [
                     "title": user.displayName ?? uid, "uid": uid, "uidPath": uidPath, "name": user.displayName ?? user.email ?? uid,
                     "email": user.email ?? "—", "emailVerified": user.emailVerified, "created": Self.date(user.createdAt),
                     "lastSignIn": Self.date(user.lastSignInAt), "disabled": user.disabled,
-                    "photo": user.photoURL == nil ? "" : "/admin/users/\(uidPath)/photo",
                     "claims": String(decoding: claims, as: UTF8.self),
                     "providers": user.providers.map { provider in
                         [
@@ -61,6 +61,7 @@ extension ConsoleRoutes {
                         ]
                     },
                 ]
+                if user.photoURL != nil { values["photo"] = "/admin/users/\(uidPath)/photo" }
                 return routes.views.render("user", values, operator: who, request: request)
             }
         }

@@ -107,14 +107,15 @@ struct ConsoleRoutes {
             }
             response = try await body(who)
         } catch Refusal.signedOut {
-            response = request.method == .get ? try await entryPage(request) : Response(status: .seeOther, headers: [.location: "/admin/"])
+            // A browser signed in as somebody who is not an operator is told so on every page
+            // and route, whatever it asks for (nothing about any account leaks that way).
+            if case .some(.none) = try await operatorBehind(request.cookie(cookies.sessionName)) {
+                response = notAnOperatorPage()
+            } else {
+                response = request.method == .get ? try await entryPage(request) : Response(status: .seeOther, headers: [.location: "/admin/"])
+            }
         } catch Refusal.notAnOperator {
-            response = views.render(
-                "message",
-                [
-                    "title": "Not an operator", "heading": "Not an operator",
-                    "text": "This account may not use the console. Ask an operator to add it to GATEHOUSE_ADMINS.", "back": "/admin/",
-                ], status: .forbidden)
+            response = notAnOperatorPage()
         } catch Refusal.foreignOrigin {
             response = views.render(
                 "message",
@@ -130,6 +131,16 @@ struct ConsoleRoutes {
         response.headers[.referrerPolicy] = "same-origin"
         response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
         return response
+    }
+
+    /// The `403` every console page and route answers an account that is not an operator.
+    func notAnOperatorPage() -> Response {
+        views.render(
+            "message",
+            [
+                "title": "Not an operator", "heading": "Not an operator",
+                "text": "This account may not use the console. Ask an operator to add it to GATEHOUSE_ADMINS.", "back": "/",
+            ], status: .forbidden)
     }
 
     /// A problem as a message page; `requires-recent-login` offers the re-authentication links.
@@ -151,14 +162,13 @@ struct ConsoleRoutes {
         return views.render("message", values, operator: who, status: error.status)
     }
 
-    /// The entry page: "Open the console" when the browser is signed in, sign-in links otherwise.
+    /// The entry page: "Open the console" when the browser is signed in as an operator,
+    /// sign-in links when it is not signed in (a signed-in non-operator is refused).
     func entryPage(_ request: Request) async throws -> Response {
         var values: [String: Any] = ["title": "Sign in"]
-        if let caller = try await gatehouse.sessions.caller(sessionCookie: request.cookie(cookies.sessionName)),
-            let account = try await gatehouse.storage.account(uid: caller.uid)
-        {
-            let profile = try await gatehouse.accounts.unifiedProfile(for: account)
-            values["signedIn"] = profile.email ?? profile.displayName ?? profile.uid
+        if let found = try await operatorBehind(request.cookie(cookies.sessionName)) {
+            guard let found else { return notAnOperatorPage() }
+            values["signedIn"] = found.label
         } else {
             let returnTo = FormEncoding.escape(gatehouse.configuration.publicURL + "/admin/")
             values["providers"] = gatehouse.providers.ids.map { id in
