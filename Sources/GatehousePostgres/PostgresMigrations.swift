@@ -279,6 +279,19 @@ enum PostgresMigrations {
                 "CREATE INDEX audit_events_event ON audit_events (event, id)",
                 "CREATE INDEX audit_events_at ON audit_events (at)",
             ]),
+        // Each session's last use (sign-in or refresh), for the operators' session listing.
+        Migration(
+            version: "v12-session-uses",
+            statements: [
+                """
+                CREATE TABLE session_uses (
+                  family_id text PRIMARY KEY,
+                  used_at timestamptz NOT NULL,
+                  client_address text NOT NULL,
+                  user_agent text
+                )
+                """
+            ]),
     ]
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.

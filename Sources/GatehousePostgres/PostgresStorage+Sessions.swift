@@ -160,4 +160,27 @@ extension PostgresStorage {
     public func deleteSessions(uid: String) async throws {
         try await execute("DELETE FROM sessions WHERE uid = \(uid)")
     }
+
+    /// Records a session's last use.
+    public func recordSessionUse(familyId: String, _ use: SessionUse) async throws {
+        try await execute(
+            """
+            INSERT INTO session_uses (family_id, used_at, client_address, user_agent)
+            VALUES (\(familyId), \(use.at), \(use.clientAddress), \(use.userAgent))
+            ON CONFLICT (family_id) DO UPDATE SET used_at = excluded.used_at, client_address = excluded.client_address,
+              user_agent = excluded.user_agent
+            """)
+    }
+
+    /// Sessions' last uses.
+    public func sessionUses(familyIds: [String]) async throws -> [String: SessionUse] {
+        guard !familyIds.isEmpty else { return [:] }
+        var uses: [String: SessionUse] = [:]
+        for try await (family, at, address, agent) in try await query(
+            "SELECT family_id, used_at, client_address, user_agent FROM session_uses WHERE family_id = ANY(\(familyIds))", logger: logger
+        ).decode((String, Date, String, String?).self) {
+            uses[family] = SessionUse(at: at, clientAddress: address, userAgent: agent)
+        }
+        return uses
+    }
 }

@@ -154,6 +154,9 @@ public final class PostgresStorage: GatehouseStorage {
             try await connection.query("DELETE FROM sessions WHERE expires_at <= \(now)", logger: logger)
             try await connection.query("DELETE FROM pending_credentials WHERE expires_at <= \(now)", logger: logger)
             try await connection.query("DELETE FROM spent_tokens WHERE expires_at <= \(now)", logger: logger)
+            // The uses of sessions that ended (expired, signed out, revoked).
+            try await connection.query(
+                "DELETE FROM session_uses u WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.family_id = u.family_id)", logger: logger)
             // Leases whose holder died (the server's clock, like the leases themselves).
             try await connection.query("DELETE FROM gatehouse_locks WHERE expires_at < now()", logger: logger)
         }

@@ -203,6 +203,18 @@ enum SQLiteMigrations {
                     CREATE INDEX audit_events_at ON audit_events(at);
                     """)
         }
+        // Each session's last use (sign-in or refresh), for the operators' session listing.
+        migrator.registerMigration("v11-session-uses") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE session_uses (
+                      family_id TEXT PRIMARY KEY,
+                      used_at DATETIME NOT NULL,
+                      client_address TEXT NOT NULL,
+                      user_agent TEXT
+                    );
+                    """)
+        }
         return migrator
     }
 }

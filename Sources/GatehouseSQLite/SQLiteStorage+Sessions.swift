@@ -121,4 +121,32 @@ extension SQLiteStorage {
     public func deleteSessions(uid: String) async throws {
         try await write { db in try db.cachedStatement(sql: "DELETE FROM sessions WHERE uid = ?").execute(arguments: [uid]) }
     }
+
+    /// Records a session's last use.
+    public func recordSessionUse(familyId: String, _ use: SessionUse) async throws {
+        try await write { db in
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO session_uses (family_id, used_at, client_address, user_agent) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (family_id) DO UPDATE SET used_at = excluded.used_at, client_address = excluded.client_address,
+                      user_agent = excluded.user_agent
+                    """
+            ).execute(arguments: [familyId, use.at, use.clientAddress, use.userAgent])
+        }
+    }
+
+    /// Sessions' last uses.
+    public func sessionUses(familyIds: [String]) async throws -> [String: SessionUse] {
+        guard !familyIds.isEmpty else { return [:] }
+        return try await read { db in
+            let marks = Array(repeating: "?", count: familyIds.count).joined(separator: ", ")
+            var uses: [String: SessionUse] = [:]
+            for row in try Row.fetchAll(
+                db, sql: "SELECT * FROM session_uses WHERE family_id IN (\(marks))", arguments: StatementArguments(familyIds))
+            {
+                uses[row["family_id"]] = SessionUse(at: row["used_at"], clientAddress: row["client_address"], userAgent: row["user_agent"])
+            }
+            return uses
+        }
+    }
 }

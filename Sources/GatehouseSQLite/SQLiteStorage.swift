@@ -124,6 +124,8 @@ public final class SQLiteStorage: GatehouseStorage {
             try db.execute(sql: "DELETE FROM sessions WHERE expires_at <= ?", arguments: [now])
             try db.execute(sql: "DELETE FROM pending_credentials WHERE expires_at <= ?", arguments: [now])
             try db.execute(sql: "DELETE FROM spent_tokens WHERE expires_at <= ?", arguments: [now])
+            // The uses of sessions that ended (expired, signed out, revoked).
+            try db.execute(sql: "DELETE FROM session_uses WHERE family_id NOT IN (SELECT family_id FROM sessions)")
         }
     }
 

@@ -88,6 +88,8 @@ def test_an_operator_finds_a_user_revokes_disables_edits_claims_creates_a_key_an
     search = page.driver.find_element(By.ID, "query")
     search.send_keys("sam.shared@example.com")
     page.click("search")
+    # The search's own page, loaded (links of the page before would go stale under our hands).
+    page.wait.until(lambda driver: "query=" in driver.current_url and driver.execute_script("return document.readyState") == "complete")
     link = page.wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "a[id^='user-']")))
     assert len(page.driver.find_elements(By.CSS_SELECTOR, "a[id^='user-']")) == 1
     uid = link.get_attribute("id").removeprefix("user-")

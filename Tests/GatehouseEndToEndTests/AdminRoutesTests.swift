@@ -65,6 +65,36 @@ struct AdminRoutesTests {
         }
     }
 
+    @Test("an account's sessions carry their last use: the sign-in's client, then each refresh's time, address and user agent")
+    func sessionsCarryTheirLastUse() async throws {
+        try await withDeployment { deployment in
+            let key = try await ProviderAPITests.key(deployment, ["admin:users"])
+            var browser = Browser(deployment)
+            let signedIn = try jsonObject(try await browser.complete(login: "octocat"))
+            let uid = try #require((signedIn["user"] as? [String: Any])?["uid"] as? String)
+            let refreshToken = try #require(signedIn["refreshToken"] as? String)
+            func session() async throws -> [String: Any]? {
+                (try jsonObject(try await Self.call(deployment, "/v1/admin/users/\(uid)/sessions", key: key))["sessions"] as? [[String: Any]])?.first
+            }
+            let first = try #require(try await session())
+            #expect(first["clientAddress"] as? String == "127.0.0.1")
+            #expect(first["lastUsedAt"] as? String != nil)
+            deployment.clock.advance(by: 120)
+            let refreshed = try await deployment.client.execute(
+                OutboundRequest(
+                    method: "POST", url: "\(deployment.gatewayURL)/v1/token",
+                    headers: ["Content-Type": "application/x-www-form-urlencoded", "User-Agent": "ExampleApp/2.1 (iOS 19)"],
+                    body: Array("grant_type=refresh_token&refresh_token=\(FormEncoding.escape(refreshToken))".utf8)))
+            #expect(refreshed.status == 200)
+            let after = try #require(try await session())
+            #expect(after["userAgent"] as? String == "ExampleApp/2.1 (iOS 19)")
+            let formatter = ISO8601DateFormatter()
+            let before = try #require((first["lastUsedAt"] as? String).flatMap(formatter.date(from:)))
+            let now = try #require((after["lastUsedAt"] as? String).flatMap(formatter.date(from:)))
+            #expect(now.timeIntervalSince(before) >= 119, "\(before) → \(now)")
+        }
+    }
+
     @Test("an account's sessions are listed by the deployment's clock: past their lifetime they are gone")
     func sessionsFollowTheClock() async throws {
         try await withDeployment { deployment in

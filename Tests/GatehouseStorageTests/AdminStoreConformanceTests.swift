@@ -51,4 +51,23 @@ import Testing
         try await storage.insertSession(Fixtures.session("s4", uid: "u1", expiresIn: -1))
         #expect(try await storage.sessions(uid: "u1", now: Fixtures.now).map(\.familyId) == ["family-s2", "family-s1"])
     }
+
+    @Test(arguments: StorageBackend.all)
+    func aSessionsLastUseIsReplacedAndPurgedWithIt(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await storage.insertSession(Fixtures.session("s1", uid: "u1"))
+        try await storage.insertSession(Fixtures.session("s2", uid: "u1"))
+        let first = SessionUse(at: Fixtures.now, clientAddress: "203.0.113.7", userAgent: "Browser/1")
+        let later = SessionUse(at: Fixtures.now.addingTimeInterval(60), clientAddress: "198.51.100.2", userAgent: nil)
+        try await storage.recordSessionUse(familyId: "family-s1", first)
+        try await storage.recordSessionUse(familyId: "family-s2", first)
+        try await storage.recordSessionUse(familyId: "family-s1", later)
+        #expect(try await storage.sessionUses(familyIds: ["family-s1", "family-s2", "family-none"]) == ["family-s1": later, "family-s2": first])
+        #expect(try await storage.sessionUses(familyIds: []).isEmpty)
+        // A session that ended takes its use with it at the next purge.
+        try await storage.deleteSession(familyId: "family-s2")
+        try await storage.purgeExpired(now: Fixtures.now)
+        #expect(try await storage.sessionUses(familyIds: ["family-s1", "family-s2"]) == ["family-s1": later])
+    }
 }

@@ -77,6 +77,13 @@ public struct AdminService: Sendable {
         return try await storage.sessions(uid: uid, now: clock.now())
     }
 
+    /// An account's live sessions, newest first, each with its last recorded use.
+    public func sessionsWithUses(uid: String) async throws -> [(session: SessionRecord, use: SessionUse?)] {
+        let sessions = try await self.sessions(uid: uid)
+        let uses = try await storage.sessionUses(familyIds: sessions.map(\.familyId))
+        return sessions.map { ($0, uses[$0.familyId]) }
+    }
+
     /// Ends one session of an account (`sessionId`: its `sid`); `not-found` when the account
     /// has no such live session.
     public func revokeSession(uid: String, sessionId: String, by actor: AuditActor) async throws {

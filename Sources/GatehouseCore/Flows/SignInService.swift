@@ -264,6 +264,9 @@ public struct SignInService: Sendable {
                 ["providerId": .string(providerId), "mode": .string(mode.rawValue), "isNewUser": .bool(signIn.isNewUser)])
             try await accounts.events.recording([signedIn]) { try await storage.insertSession(record) }
             session = NewSession(value: value, record: record)
+            await recordUse(
+                familyId: record.familyId, SessionUse(at: now, clientAddress: origin.client.address, userAgent: origin.client.userAgent),
+                logger: logger)
         }
         logger.info(
             "sign-in completed",
@@ -276,6 +279,16 @@ public struct SignInService: Sendable {
             additionalUserInfo: .init(profile: profile.rawUserInfo, username: profile.username),
             operationType: mode.operationType)
         return (result, session)
+    }
+
+    /// Records a session's use for the operators' listing. Informational: a store that refuses
+    /// it costs the listing a line, never the sign-in.
+    func recordUse(familyId: String, _ use: SessionUse, logger: Logger) async {
+        do {
+            try await storage.recordSessionUse(familyId: familyId, use)
+        } catch {
+            logger.warning("a session's use was not recorded", metadata: ["error.type": "\(type(of: error))"])
+        }
     }
 
     /// The one-time result as its JSON answer (a `SignInResult`, encoded once: the bytes kept

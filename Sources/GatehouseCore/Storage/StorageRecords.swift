@@ -214,3 +214,21 @@ public enum StorageError: Error, Sendable, Equatable {
     /// values); the API answers `storage-unavailable`.
     case exhausted(condition: String)
 }
+
+/// The last use of a session, as operators see it: its sign-in or the last refresh of its
+/// tokens (a request that presents an ID token or the cookie is not recorded: those are reads).
+public struct SessionUse: Sendable, Equatable {
+    /// When.
+    public var at: Date
+    /// The client's address (the peer, or the trusted proxies' `X-Forwarded-For` hop).
+    public var clientAddress: String
+    /// The client's `User-Agent`, at most 512 characters.
+    public var userAgent: String?
+
+    /// A use.
+    public init(at: Date, clientAddress: String, userAgent: String?) {
+        self.at = at
+        self.clientAddress = String(clientAddress.prefix(64))
+        self.userAgent = userAgent.map { String($0.prefix(512)) }
+    }
+}

@@ -65,7 +65,7 @@ public struct GatewayTokenService: Sendable {
     /// A token used twice revokes the family: both the thief and the user must sign in again —
     /// except a retry of the last rotation inside the retry window, which gets the same
     /// successor (a retry is not a reuse).
-    public func refresh(_ refreshToken: String) async throws -> Issued {
+    public func refresh(_ refreshToken: String, client: SignInClient? = nil) async throws -> Issued {
         guard refreshToken.hasPrefix(Self.refreshTokenPrefix), refreshToken.count <= 128 else { throw GatehouseError.invalidRefreshToken() }
         let tokenHash = SecureRandom.digest(refreshToken)
         let now = configuration.clock.now()
@@ -88,6 +88,15 @@ public struct GatewayTokenService: Sendable {
         case .rotated(let session):
             // The rotation found the session read above (a family never changes its session).
             guard let idToken, session.familyId == prepared?.familyId else { throw GatehouseError.invalidRefreshToken() }
+            if let client {
+                // Informational (the operators' session listing): never fails the refresh.
+                do {
+                    try await storage.recordSessionUse(
+                        familyId: session.familyId, SessionUse(at: now, clientAddress: client.address, userAgent: client.userAgent))
+                } catch {
+                    logger.warning("a session's use was not recorded", metadata: ["error.type": "\(type(of: error))"])
+                }
+            }
             return Issued(idToken: idToken, refreshToken: successor, expiresIn: Int(configuration.idTokenLifetime))
         case .retried(let session, let kept):
             guard let idToken, session.familyId == prepared?.familyId else { throw GatehouseError.invalidRefreshToken() }

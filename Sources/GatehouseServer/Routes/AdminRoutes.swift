@@ -43,8 +43,8 @@ struct AdminRoutes {
         }
         table.add(.get, "/v1/admin/users/{uid}/sessions") { request, context in
             _ = try await authorize(context, scope: "admin:users")
-            let sessions = try await admin.sessions(uid: try context.parameters.require("uid"))
-            return try Response.json(SessionList(sessions: sessions.map(SessionView.init)))
+            let sessions = try await admin.sessionsWithUses(uid: try context.parameters.require("uid"))
+            return try Response.json(SessionList(sessions: sessions.map { SessionView($0.session, use: $0.use) }))
         }
         table.add(.delete, "/v1/admin/users/{uid}/sessions") { request, context in
             let actor = try await authorize(context, scope: "admin:users")
@@ -168,19 +168,35 @@ struct AdminRoutes {
         let sessions: [SessionView]
     }
 
-    /// One session as operators see it (never its cookie or tokens).
+    /// One session as operators see it (never its cookie or tokens), with its last recorded
+    /// use (`null` members when none was recorded).
     struct SessionView: Encodable {
         /// The session's id (`sid` in its ID tokens).
         let id: String
         let createdAt: Date
         let expiresAt: Date
         let signInProvider: String
+        let use: SessionUse?
 
-        init(_ session: SessionRecord) {
+        init(_ session: SessionRecord, use: SessionUse?) {
             id = session.familyId
             createdAt = session.createdAt
             expiresAt = session.expiresAt
             signInProvider = session.signInProvider
+            self.use = use
+        }
+
+        enum CodingKeys: String, CodingKey { case id, createdAt, expiresAt, signInProvider, lastUsedAt, clientAddress, userAgent }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(id, forKey: .id)
+            try c.encode(createdAt, forKey: .createdAt)
+            try c.encode(expiresAt, forKey: .expiresAt)
+            try c.encode(signInProvider, forKey: .signInProvider)
+            try c.encode(use?.at, forKey: .lastUsedAt)
+            try c.encode(use?.clientAddress, forKey: .clientAddress)
+            try c.encode(use?.userAgent, forKey: .userAgent)
         }
     }
 

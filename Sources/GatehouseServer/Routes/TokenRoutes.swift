@@ -45,7 +45,7 @@ struct TokenRoutes {
             guard let refreshToken = parameters["refresh_token"], !refreshToken.isEmpty else {
                 throw GatehouseError.invalidArgument("refresh_token is required.")
             }
-            let issued = try await tokens.refresh(refreshToken)
+            let issued = try await tokens.refresh(refreshToken, client: browser.signInClient(request, context))
             var response = try Response.json(TokenAnswer(issued))
             response.headers[.cacheControl] = "no-store"
             response.headers[HTTPField.Name("Pragma")!] = "no-cache"

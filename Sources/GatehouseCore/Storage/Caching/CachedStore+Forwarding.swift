@@ -134,6 +134,12 @@ extension CachedStore {
 
     /// An account's live sessions.
     public func sessions(uid: String, now: Date) async throws -> [SessionRecord] { try await base.sessions(uid: uid, now: now) }
+
+    /// Records a session's use.
+    public func recordSessionUse(familyId: String, _ use: SessionUse) async throws { try await base.recordSessionUse(familyId: familyId, use) }
+
+    /// Sessions' last uses.
+    public func sessionUses(familyIds: [String]) async throws -> [String: SessionUse] { try await base.sessionUses(familyIds: familyIds) }
 }
 
 // The webhook outbox is never cached.

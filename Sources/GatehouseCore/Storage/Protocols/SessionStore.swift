@@ -27,4 +27,9 @@ public protocol SessionStore: Sendable {
     func deleteSessions(uid: String) async throws
     /// An account's live sessions (expiring after `now`), newest first, at most 100.
     func sessions(uid: String, now: Date) async throws -> [SessionRecord]
+    /// Records that a session was used (its sign-in, a refresh of its tokens): when, from
+    /// which client address and with which user agent; the last use replaces the one before.
+    func recordSessionUse(familyId: String, _ use: SessionUse) async throws
+    /// The last recorded use of each of these sessions (those never recorded are missing).
+    func sessionUses(familyIds: [String]) async throws -> [String: SessionUse]
 }

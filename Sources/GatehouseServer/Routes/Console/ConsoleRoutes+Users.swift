@@ -36,7 +36,7 @@ extension ConsoleRoutes {
             try await routes.page(request) { who in
                 let uid = try context.parameters.require("uid")
                 let user = try await gatehouse.profiles.profile(uid: uid)
-                let sessions = try await gatehouse.admin.sessions(uid: uid)
+                let sessions = try await gatehouse.admin.sessionsWithUses(uid: uid)
                 let recent = try await gatehouse.admin.activity(uid: uid, event: nil, cursor: nil, limit: 20).events
                 let uidPath = FormEncoding.escape(uid)
                 let claims = try JSONCoding.encoder().encode(user.customClaims)
@@ -54,10 +54,11 @@ extension ConsoleRoutes {
                     },
                     "hasSessions": !sessions.isEmpty, "events": Self.events(recent),
                     "caption": "The account's last 20 events, newest first",
-                    "sessions": sessions.map { session in
+                    "sessions": sessions.map { session, use in
                         [
                             "id": session.familyId, "provider": session.signInProvider, "created": Self.date(session.createdAt),
-                            "expires": Self.date(session.expiresAt),
+                            "expires": Self.date(session.expiresAt), "lastUsed": use.map { Self.date($0.at) } ?? "—",
+                            "client": use?.clientAddress ?? "—", "userAgent": use?.userAgent ?? "—",
                         ]
                     },
                 ]
