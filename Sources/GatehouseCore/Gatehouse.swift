@@ -128,6 +128,7 @@ public struct Gatehouse: Sendable {
             metrics: metrics)
         var serviceKeys = ServiceKeyService(storage: storage, audit: audit, cache: cachedStore.serviceKeys)
         serviceKeys.events = events
+        serviceKeys.uses = ServiceKeyUses(storage: storage, clock: configuration.clock, logger: logger)
         self.serviceKeys = serviceKeys
         self.admin = AdminService(storage: storage, accounts: accounts, audit: audit, events: events, clock: configuration.clock)
     }

@@ -292,6 +292,11 @@ enum PostgresMigrations {
                 )
                 """
             ]),
+        // Each service key's last use, apart from `service_keys`: its change trigger would
+        // otherwise tell every instance to drop its key cache at each recorded use.
+        Migration(
+            version: "v13-service-key-uses",
+            statements: ["CREATE TABLE service_key_uses (key_id text PRIMARY KEY, used_at timestamptz NOT NULL)"]),
     ]
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.

@@ -26,4 +26,22 @@ extension PostgresStorage {
     public func revokeServiceKey(id: String, at date: Date) async throws -> Bool {
         try await changed("UPDATE service_keys SET revoked_at = \(date) WHERE id = \(id) AND revoked_at IS NULL RETURNING id")
     }
+
+    /// Records a key's last use.
+    public func recordServiceKeyUse(id: String, at date: Date) async throws {
+        try await execute(
+            """
+            INSERT INTO service_key_uses (key_id, used_at) VALUES (\(id), \(date))
+            ON CONFLICT (key_id) DO UPDATE SET used_at = excluded.used_at
+            """)
+    }
+
+    /// Keys' last uses.
+    public func serviceKeyUses() async throws -> [String: Date] {
+        var uses: [String: Date] = [:]
+        for try await (id, at) in try await query("SELECT key_id, used_at FROM service_key_uses", logger: logger).decode((String, Date).self) {
+            uses[id] = at
+        }
+        return uses
+    }
 }

@@ -215,6 +215,10 @@ enum SQLiteMigrations {
                     );
                     """)
         }
+        // Each service key's last use (written at most once a minute per key and instance).
+        migrator.registerMigration("v12-service-key-uses") { db in
+            try db.execute(sql: "CREATE TABLE service_key_uses (key_id TEXT PRIMARY KEY, used_at DATETIME NOT NULL)")
+        }
         return migrator
     }
 }

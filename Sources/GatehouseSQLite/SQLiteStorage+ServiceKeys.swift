@@ -33,4 +33,22 @@ extension SQLiteStorage {
             return db.changesCount > 0
         }
     }
+
+    /// Records a key's last use.
+    public func recordServiceKeyUse(id: String, at date: Date) async throws {
+        try await write { db in
+            try db.cachedStatement(
+                sql: "INSERT INTO service_key_uses (key_id, used_at) VALUES (?, ?) ON CONFLICT (key_id) DO UPDATE SET used_at = excluded.used_at"
+            ).execute(arguments: [id, date])
+        }
+    }
+
+    /// Keys' last uses.
+    public func serviceKeyUses() async throws -> [String: Date] {
+        try await read { db in
+            var uses: [String: Date] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT key_id, used_at FROM service_key_uses") { uses[row["key_id"]] = row["used_at"] }
+            return uses
+        }
+    }
 }

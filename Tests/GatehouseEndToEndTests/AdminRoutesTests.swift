@@ -65,6 +65,28 @@ struct AdminRoutesTests {
         }
     }
 
+    @Test("a key's last use is listed: null before, a time once it called a route")
+    func keysCarryTheirLastUse() async throws {
+        try await withDeployment { deployment in
+            let admin = try await ProviderAPITests.key(deployment, ["admin:keys"])
+            let reader = try await ProviderAPITests.key(deployment, ["profile:read"])
+            func readerKey() async throws -> [String: Any]? {
+                let keys = try jsonObject(try await Self.call(deployment, "/v1/admin/keys", key: admin))["keys"] as? [[String: Any]]
+                return keys?.first { ($0["scopes"] as? [String]) == ["profile:read"] }
+            }
+            #expect(try await readerKey()?["lastUsedAt"] is NSNull)
+            #expect(try await Self.call(deployment, "/v1/users/nobody", key: reader).status == 404)
+            // Written behind the call: within moments.
+            var used: Any?
+            for _ in 0..<200 {
+                used = try await readerKey()?["lastUsedAt"]
+                if used is String { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(used is String, "\(String(describing: used))")
+        }
+    }
+
     @Test("an account's sessions carry their last use: the sign-in's client, then each refresh's time, address and user agent")
     func sessionsCarryTheirLastUse() async throws {
         try await withDeployment { deployment in

@@ -197,6 +197,31 @@ struct ConsoleTests {
         }
     }
 
+    @Test("a user's page shows each grant's state: working, expired but refreshable, then refused by the provider (re-consent needed)")
+    func grantStates() async throws {
+        try await Self.withConsole { deployment in
+            var adele = Browser(deployment)
+            let signedIn = try await MicrosoftSignInTests.signIn(&adele, MicrosoftSignInTests.adele)
+            #expect(signedIn.status == 200)
+            let uid = try #require((signedIn.json["user"] as? [String: Any])?["uid"] as? String)
+            var browser = try await Self.operatorBrowser(deployment).0
+            func grant() async throws -> String {
+                let page = try await browser.send("\(deployment.gatewayURL)/admin/users/\(uid)")
+                let range = try #require(page.bodyText.range(of: #"<td class="grant">[^<]*</td>"#, options: .regularExpression), "\(page.bodyText)")
+                return String(page.bodyText[range].dropFirst(#"<td class="grant">"#.count).dropLast("</td>".count))
+            }
+            #expect(try await grant() == "working")
+            // Past the access token's hour: the stored refresh token renews it at the next use.
+            deployment.clock.advance(by: 2 * 3600)
+            #expect(try await grant() == "expired, refreshed at the next use")
+            // The provider refuses the refresh: the grant is dead until Adele signs in again.
+            _ = try await deployment.control("expire-tokens", "{}")
+            _ = try await deployment.control("microsoft/revoke-refresh-tokens", "{}")
+            #expect(try await adele.send("\(deployment.gatewayURL)/v1/me/providers/microsoft.com/profile?refresh=true").status == 409)
+            #expect(try await grant() == "refresh refused: the user must sign in with it again")
+        }
+    }
+
     @Test("service keys: created with the secret shown once (no-store), listed without it, revoked; webhooks page lists endpoints")
     func keysAndWebhooks() async throws {
         try await withDeployment(

@@ -163,6 +163,12 @@ struct StartupTests {
                 func refusal() -> [String: Any]? {
                     Self.lines(instance.logPath).first { ($0["message"] as? String)?.hasPrefix("cannot accept connections") == true }
                 }
+                // Warmed first: the readiness check opens the store's read connection, so the
+                // only descriptors the held connections take away are the listener's.
+                let warm = CurlHTTPClient()
+                defer { warm.shutdown() }
+                #expect(try await warm.execute(OutboundRequest(url: instance.operationsURL + "/readyz")).status == 200)
+                #expect(try await warm.execute(OutboundRequest(url: instance.url + "/healthz")).status == 200)
                 var held = try Self.hold(100, to: instance.url)
                 defer { for descriptor in held { close(descriptor) } }
                 for _ in 0..<200 where refusal() == nil { try await Task.sleep(for: .milliseconds(50)) }

@@ -27,4 +27,14 @@ import Testing
                 ServiceKeyRecord(id: "sk_3", name: "dup", secretHash: SecureRandom.digest("secret-2"), scopes: ["admin"], createdAt: Fixtures.now))
         }
     }
+
+    @Test(arguments: StorageBackend.all)
+    func aKeysLastUseIsReplaced(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        #expect(try await storage.serviceKeyUses().isEmpty)
+        try await storage.recordServiceKeyUse(id: "k1", at: Fixtures.now)
+        try await storage.recordServiceKeyUse(id: "k2", at: Fixtures.now)
+        try await storage.recordServiceKeyUse(id: "k1", at: Fixtures.now.addingTimeInterval(60))
+        #expect(try await storage.serviceKeyUses() == ["k1": Fixtures.now.addingTimeInterval(60), "k2": Fixtures.now])
+    }
 }

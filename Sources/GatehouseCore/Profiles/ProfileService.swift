@@ -334,6 +334,15 @@ public struct ProfileService: Sendable {
         }
     }
 
+    /// The state of each linked provider's stored grant (for operators: never the tokens).
+    public func grants(uid: String) async throws -> [GrantState] {
+        var states: [GrantState] = []
+        for link in try await storage.links(uid: uid) {
+            states.append(GrantState(providerId: link.providerId, tokens: try await openTokens(link), now: clock.now()))
+        }
+        return states
+    }
+
     func enabledAccount(_ uid: String) async throws -> AccountRecord {
         guard let account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
         if account.disabled { throw GatehouseError.userDisabled() }

@@ -33,6 +33,8 @@ public struct ServiceKeyService: Sendable {
     let cache: ServiceKeyCache
     /// The webhook events each write records in its own transaction.
     public var events = EventRecorder.disabled
+    /// Where each key's last use is recorded, if anywhere.
+    public var uses: ServiceKeyUses?
 
     /// Creates the service over the store; `cacheLifetime` 0 reads the store on every request.
     public init(
@@ -106,7 +108,13 @@ public struct ServiceKeyService: Sendable {
             throw GatehouseError(
                 code: .permissionDenied, detail: "This service key does not have the \(scope) scope.")
         }
+        uses?.note(key.id)
         return key
+    }
+
+    /// Each key's last recorded use (keys never used are missing).
+    public func lastUses() async throws -> [String: Date] {
+        try await storage.serviceKeyUses()
     }
 
     /// The key with this hash: from the cache, else read from the store.

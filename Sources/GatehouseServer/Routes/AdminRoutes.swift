@@ -80,7 +80,8 @@ struct AdminRoutes {
         }
         table.add(.get, "/v1/admin/keys") { request, context in
             _ = try await authorize(context, scope: "admin:keys")
-            return try Response.json(KeyList(keys: try await serviceKeys.list().map(KeyView.init)))
+            let uses = try await serviceKeys.lastUses()
+            return try Response.json(KeyList(keys: try await serviceKeys.list().map { KeyView($0, lastUsedAt: uses[$0.id]) }))
         }
         table.add(.post, "/v1/admin/keys") { request, context in
             let caller = try await browser.serviceKey(context, scope: "admin:keys")
@@ -218,16 +219,19 @@ struct AdminRoutes {
         let scopes: [String]
         let createdAt: Date
         let revokedAt: Date?
+        /// Its last recorded use (at most a minute behind), `null` if none.
+        let lastUsedAt: Date?
 
-        init(_ key: ServiceKeyRecord) {
+        init(_ key: ServiceKeyRecord, lastUsedAt: Date? = nil) {
             id = key.id
             name = key.name
             scopes = key.scopes
             createdAt = key.createdAt
             revokedAt = key.revokedAt
+            self.lastUsedAt = lastUsedAt
         }
 
-        enum CodingKeys: String, CodingKey { case id, name, scopes, createdAt, revokedAt }
+        enum CodingKeys: String, CodingKey { case id, name, scopes, createdAt, revokedAt, lastUsedAt }
 
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -236,6 +240,7 @@ struct AdminRoutes {
             try c.encode(scopes, forKey: .scopes)
             try c.encode(createdAt, forKey: .createdAt)
             try c.encode(revokedAt, forKey: .revokedAt)
+            try c.encode(lastUsedAt, forKey: .lastUsedAt)
         }
     }
 }

@@ -182,3 +182,12 @@ extension CachedStore {
     /// Drops audit events past the retention.
     public func dropAudit(before cutoff: Date) async throws -> Int { try await base.dropAudit(before: cutoff) }
 }
+
+// A key's last use is written and read as it is (the operators' listing).
+extension CachedStore {
+    /// Records a key's use.
+    public func recordServiceKeyUse(id: String, at date: Date) async throws { try await base.recordServiceKeyUse(id: id, at: date) }
+
+    /// Keys' last uses.
+    public func serviceKeyUses() async throws -> [String: Date] { try await base.serviceKeyUses() }
+}

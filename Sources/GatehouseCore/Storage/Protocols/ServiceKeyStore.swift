@@ -10,4 +10,8 @@ public protocol ServiceKeyStore: Sendable {
     func serviceKeys() async throws -> [ServiceKeyRecord]
     /// Revokes a key; `false` when there is no such key or it was already revoked.
     func revokeServiceKey(id: String, at date: Date) async throws -> Bool
+    /// Records that a key was used at `date` (the last use replaces the one before).
+    func recordServiceKeyUse(id: String, at date: Date) async throws
+    /// Each key's last recorded use (keys never used are missing).
+    func serviceKeyUses() async throws -> [String: Date]
 }

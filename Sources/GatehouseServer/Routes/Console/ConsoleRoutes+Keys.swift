@@ -14,8 +14,12 @@ extension ConsoleRoutes {
         let routes = self
         let keys = gatehouse.serviceKeys
         @Sendable func keysPage(_ request: Request, _ who: Operator?, created: (name: String, secret: String)? = nil) async throws -> Response {
+            let uses = try await keys.lastUses()
             let list: [[String: Any]] = try await keys.list().filter { $0.revokedAt == nil }.map { key in
-                ["id": key.id, "name": key.name, "scopes": key.scopes.joined(separator: " "), "created": Self.date(key.createdAt)]
+                [
+                    "id": key.id, "name": key.name, "scopes": key.scopes.joined(separator: " "), "created": Self.date(key.createdAt),
+                    "lastUsed": uses[key.id].map(Self.date) ?? "never",
+                ]
             }
             var values: [String: Any] = ["title": "Service keys", "keys": list, "scopes": routes.offeredScopes]
             if let created { values["created"] = ["name": created.name, "secret": created.secret] }

@@ -37,6 +37,7 @@ extension ConsoleRoutes {
                 let uid = try context.parameters.require("uid")
                 let user = try await gatehouse.profiles.profile(uid: uid)
                 let sessions = try await gatehouse.admin.sessionsWithUses(uid: uid)
+                let grants = try await gatehouse.profiles.grants(uid: uid)
                 let recent = try await gatehouse.admin.activity(uid: uid, event: nil, cursor: nil, limit: 20).events
                 let uidPath = FormEncoding.escape(uid)
                 let claims = try JSONCoding.encoder().encode(user.customClaims)
@@ -46,10 +47,12 @@ extension ConsoleRoutes {
                     "lastSignIn": Self.date(user.lastSignInAt), "disabled": user.disabled,
                     "claims": String(decoding: claims, as: UTF8.self),
                     "providers": user.providers.map { provider in
-                        [
+                        let grant = grants.first { $0.providerId == provider.providerId }
+                        return [
                             "providerId": provider.providerId, "providerPath": FormEncoding.escape(provider.providerId),
                             "federatedId": provider.federatedId, "email": provider.email ?? "",
                             "scopes": provider.scopes.isEmpty ? "—" : provider.scopes.joined(separator: " "),
+                            "grant": grant?.condition.rawValue ?? "—", "grantExpires": grant?.expiresAt.map(Self.date) ?? "does not expire",
                         ]
                     },
                     "hasSessions": !sessions.isEmpty, "events": Self.events(recent),
