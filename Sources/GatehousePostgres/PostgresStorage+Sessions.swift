@@ -8,11 +8,27 @@ import _ConnectionPoolModule
 extension PostgresStorage {
     /// Saves a session.
     public func insertSession(_ session: SessionRecord) async throws {
+        guard let use = session.firstUse else {
+            return try await execute(
+                """
+                INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims)
+                VALUES (\(session.idHash), \(session.uid), \(session.createdAt), \(session.expiresAt), \(session.familyId),
+                  \(session.signInProvider), \(session.claims))
+                """)
+        }
+        // One statement (one commit) for the session and its first use.
         try await execute(
             """
-            INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims)
-            VALUES (\(session.idHash), \(session.uid), \(session.createdAt), \(session.expiresAt), \(session.familyId),
-              \(session.signInProvider), \(session.claims))
+            WITH s AS (
+              INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims)
+              VALUES (\(session.idHash), \(session.uid), \(session.createdAt), \(session.expiresAt), \(session.familyId),
+                \(session.signInProvider), \(session.claims))
+              RETURNING family_id
+            )
+            INSERT INTO session_uses (family_id, used_at, client_address, user_agent)
+            SELECT family_id, \(use.at), \(use.clientAddress), \(use.userAgent) FROM s
+            ON CONFLICT (family_id) DO UPDATE SET used_at = excluded.used_at, client_address = excluded.client_address,
+              user_agent = excluded.user_agent
             """)
     }
     /// The session with this hash, if it has not expired.
@@ -134,6 +150,15 @@ extension PostgresStorage {
             try await connection.query(
                 "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (\(successor.tokenHash), \(familyId), \(now))",
                 logger: logger)
+            if let use = successor.use {
+                try await connection.query(
+                    """
+                    INSERT INTO session_uses (family_id, used_at, client_address, user_agent)
+                    VALUES (\(familyId), \(use.at), \(use.clientAddress), \(use.userAgent))
+                    ON CONFLICT (family_id) DO UPDATE SET used_at = excluded.used_at, client_address = excluded.client_address,
+                      user_agent = excluded.user_agent
+                    """, logger: logger)
+            }
             return .rotated(session)
         }
     }

@@ -13,6 +13,8 @@ extension SQLiteStorage {
                 arguments: [
                     session.idHash, session.uid, session.createdAt, session.expiresAt, session.familyId, session.signInProvider, session.claims,
                 ])
+            // In the same transaction: one commit (one fsync) for the sign-in's session.
+            if let use = session.firstUse { try Self.upsertSessionUse(familyId: session.familyId, use, db) }
         }
     }
     /// The session with this hash, if it has not expired.
@@ -102,6 +104,7 @@ extension SQLiteStorage {
             try db.cachedStatement(sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)").execute(arguments: [
                 successor.tokenHash, familyId, now,
             ])
+            if let use = successor.use { try Self.upsertSessionUse(familyId: familyId, use, db) }
             return .rotated(session)
         }
     }
@@ -124,15 +127,18 @@ extension SQLiteStorage {
 
     /// Records a session's last use.
     public func recordSessionUse(familyId: String, _ use: SessionUse) async throws {
-        try await write { db in
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO session_uses (family_id, used_at, client_address, user_agent) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (family_id) DO UPDATE SET used_at = excluded.used_at, client_address = excluded.client_address,
-                      user_agent = excluded.user_agent
-                    """
-            ).execute(arguments: [familyId, use.at, use.clientAddress, use.userAgent])
-        }
+        try await write { db in try Self.upsertSessionUse(familyId: familyId, use, db) }
+    }
+
+    /// Inserts or replaces a session's last use in the caller's transaction.
+    static func upsertSessionUse(familyId: String, _ use: SessionUse, _ db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO session_uses (family_id, used_at, client_address, user_agent) VALUES (?, ?, ?, ?)
+                ON CONFLICT (family_id) DO UPDATE SET used_at = excluded.used_at, client_address = excluded.client_address,
+                  user_agent = excluded.user_agent
+                """
+        ).execute(arguments: [familyId, use.at, use.clientAddress, use.userAgent])
     }
 
     /// Sessions' last uses.

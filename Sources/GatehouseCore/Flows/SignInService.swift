@@ -255,18 +255,17 @@ public struct SignInService: Sendable {
         if mode != .link {
             let value = SecureRandom.token()
             let now = configuration.clock.now()
-            let record = SessionRecord(
+            var record = SessionRecord(
                 idHash: SecureRandom.digest(value), uid: signIn.account.uid, createdAt: now,
                 expiresAt: now.addingTimeInterval(configuration.sessionLifetime), signInProvider: providerId,
                 claims: signIn.sessionClaims?.stored)
+            // Written with the session, in its transaction: the sign-in costs no second commit.
+            record.firstUse = SessionUse(at: now, clientAddress: origin.client.address, userAgent: origin.client.userAgent)
             let signedIn = WebhookEvent.account(
                 .accountSignedIn, uid: signIn.account.uid, at: now,
                 ["providerId": .string(providerId), "mode": .string(mode.rawValue), "isNewUser": .bool(signIn.isNewUser)])
             try await accounts.events.recording([signedIn]) { try await storage.insertSession(record) }
             session = NewSession(value: value, record: record)
-            await recordUse(
-                familyId: record.familyId, SessionUse(at: now, clientAddress: origin.client.address, userAgent: origin.client.userAgent),
-                logger: logger)
         }
         logger.info(
             "sign-in completed",
@@ -279,16 +278,6 @@ public struct SignInService: Sendable {
             additionalUserInfo: .init(profile: profile.rawUserInfo, username: profile.username),
             operationType: mode.operationType)
         return (result, session)
-    }
-
-    /// Records a session's use for the operators' listing. Informational: a store that refuses
-    /// it costs the listing a line, never the sign-in.
-    func recordUse(familyId: String, _ use: SessionUse, logger: Logger) async {
-        do {
-            try await storage.recordSessionUse(familyId: familyId, use)
-        } catch {
-            logger.warning("a session's use was not recorded", metadata: ["error.type": "\(type(of: error))"])
-        }
     }
 
     /// The one-time result as its JSON answer (a `SignInResult`, encoded once: the bytes kept

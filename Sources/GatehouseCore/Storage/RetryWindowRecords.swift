@@ -11,12 +11,15 @@ public struct RefreshSuccessor: Sendable, Equatable {
     /// When presenting the spent token again stops returning the successor and starts
     /// revoking the family.
     public var retryUntil: Date
+    /// The refresh as the session's last use, recorded in the rotation's transaction.
+    public var use: SessionUse?
 
     /// Describes the successor.
-    public init(tokenHash: String, sealedToken: String?, retryUntil: Date) {
+    public init(tokenHash: String, sealedToken: String?, retryUntil: Date, use: SessionUse? = nil) {
         self.tokenHash = tokenHash
         self.sealedToken = sealedToken
         self.retryUntil = retryUntil
+        self.use = use
     }
 }
 

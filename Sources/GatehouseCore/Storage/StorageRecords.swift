@@ -130,6 +130,9 @@ public struct SessionRecord: Sendable, Equatable {
     /// The claims a hook added to this sign-in's tokens only (`sessionClaims`, a serialized
     /// JSON object), `nil` for none.
     public var claims: Data?
+    /// The sign-in's client, written with the session as its first use (see `SessionUse`);
+    /// not read back with the session.
+    public var firstUse: SessionUse?
 
     /// Creates a session record; `familyId` defaults to a random one.
     public init(

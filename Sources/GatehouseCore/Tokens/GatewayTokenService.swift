@@ -82,21 +82,13 @@ public struct GatewayTokenService: Sendable {
         let rotation = try await storage.rotateRefreshToken(
             tokenHash: tokenHash,
             successor: RefreshSuccessor(
-                tokenHash: SecureRandom.digest(successor), sealedToken: sealedSuccessor, retryUntil: now.addingTimeInterval(window)),
+                tokenHash: SecureRandom.digest(successor), sealedToken: sealedSuccessor, retryUntil: now.addingTimeInterval(window),
+                use: client.map { SessionUse(at: now, clientAddress: $0.address, userAgent: $0.userAgent) }),
             now: now)
         switch rotation {
         case .rotated(let session):
             // The rotation found the session read above (a family never changes its session).
             guard let idToken, session.familyId == prepared?.familyId else { throw GatehouseError.invalidRefreshToken() }
-            if let client {
-                // Informational (the operators' session listing): never fails the refresh.
-                do {
-                    try await storage.recordSessionUse(
-                        familyId: session.familyId, SessionUse(at: now, clientAddress: client.address, userAgent: client.userAgent))
-                } catch {
-                    logger.warning("a session's use was not recorded", metadata: ["error.type": "\(type(of: error))"])
-                }
-            }
             return Issued(idToken: idToken, refreshToken: successor, expiresIn: Int(configuration.idTokenLifetime))
         case .retried(let session, let kept):
             guard let idToken, session.familyId == prepared?.familyId else { throw GatehouseError.invalidRefreshToken() }
