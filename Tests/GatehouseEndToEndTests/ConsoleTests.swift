@@ -146,6 +146,12 @@ struct ConsoleTests {
             let activity = try await viewer.send("\(deployment.gatewayURL)/admin/activity?uid=\(uid)")
             #expect(activity.status == 200 && activity.bodyText.contains("account.deleted") && activity.bodyText.contains("operator:\(operatorUid)"))
             #expect(try await ProviderAPITests.call(deployment, "/v1/admin/activity?cursor=abc", key: key).status == 400)
+            // Every cursor the OpenAPI pattern allows is a position: below event 0 is an empty last page.
+            for cursor in ["0", "999999999999999999"] {
+                let page = try await ProviderAPITests.call(deployment, "/v1/admin/activity?cursor=\(cursor)", key: key)
+                #expect(page.status == 200, "cursor \(cursor)")
+                if cursor == "0" { #expect((try jsonObject(page)["events"] as? [Any])?.isEmpty == true) }
+            }
 
             let audited = AuditTrailTests.auditLines(deployment.logs.lines).filter { $0["audit.actor"] as? String == "operator:\(operatorUid)" }
             #expect(

@@ -62,7 +62,8 @@ public struct AdminService: Sendable {
     ) {
         var before: Int64?
         if let cursor {
-            guard cursor.utf8.count <= 19, let value = Int64(cursor), value > 0 else {
+            // Any event id is a position (below 0 is an empty last page); 18 digits always fit.
+            guard cursor.utf8.count <= 18, cursor.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let value = Int64(cursor) else {
                 throw GatehouseError.invalidArgument("cursor must be the nextCursor of a previous page.")
             }
             before = value
