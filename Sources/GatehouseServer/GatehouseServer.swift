@@ -39,6 +39,9 @@ public enum GatehouseServer {
             ConsoleRoutes(gatehouse: gatehouse, console: console, cookies: CookiePolicy(gatehouse.configuration), views: views)
                 .register(into: &table)
         }
+        if let page = gatehouse.configuration.apiReferencePage {
+            APIReferencePage(html: page).register(into: &table)
+        }
         if demoPage {
             DemoPage(providerIds: gatehouse.providers.ids).register(into: &table)
         }

@@ -57,6 +57,7 @@ enum ProfileSettings {
         if let value = try settings.text("GATEHOUSE_API_POLICY") { gateway.api = try apiPolicy(value) }
         try applyHooks(settings, to: &gateway)
         try applyConsole(settings, to: &gateway)
+        if let path = try settings.text("GATEHOUSE_API_DOCS_FILE") { gateway.apiReferencePage = try apiReferencePage(at: path) }
         try applyWebhooks(environment, settings, to: &gateway)
     }
 
@@ -99,6 +100,22 @@ enum ProfileSettings {
         guard touched else { return }
         if let problem = webhooks.problem() { throw ValidationError(problem) }
         gateway.webhooks = webhooks
+    }
+
+    /// The page `GATEHOUSE_API_DOCS_FILE` names, read once at start: a file that cannot be read,
+    /// is larger than 32 MB or is not UTF-8 stops the command, so `/docs` never answers half a page.
+    static func apiReferencePage(at path: String) throws -> String {
+        let limit = 32 << 20
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw ValidationError("cannot read GATEHOUSE_API_DOCS_FILE (\(path)): render it with scripts/api-docs")
+        }
+        defer { try? handle.close() }
+        let data = (try? handle.read(upToCount: limit + 1)) ?? Data()
+        guard data.count <= limit else { throw ValidationError("GATEHOUSE_API_DOCS_FILE (\(path)) is larger than 32 MB") }
+        guard !data.isEmpty, let page = String(data: data, encoding: .utf8) else {
+            throw ValidationError("GATEHOUSE_API_DOCS_FILE (\(path)) is empty or not UTF-8 text")
+        }
+        return page
     }
 
     /// `GATEHOUSE_HOOK_*`: set over whatever the command configured before (the demo's sample

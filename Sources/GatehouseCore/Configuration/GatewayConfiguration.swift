@@ -134,6 +134,9 @@ public struct GatewayConfiguration: Sendable {
     public var auditRetention: TimeInterval = 90 * 86400
     /// The operators' console at `/admin/`; `nil` (the default) serves none.
     public var console: ConsoleConfiguration?
+    /// The API reference page served at `/docs` (HTML that `scripts/api-docs` renders from the
+    /// OpenAPI document); `nil` (the default) serves none.
+    public var apiReferencePage: String?
     /// Yahoo's API base for passthrough calls (its Fantasy Sports API), unless the policy names one.
     public static let yahooAPIBaseURL = "https://fantasysports.yahooapis.com"
     /// Where the core reads the time (the machine's clock; tests move an `OffsetClock`).

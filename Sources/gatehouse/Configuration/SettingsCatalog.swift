@@ -199,6 +199,9 @@ enum SettingsCatalog {
             "the console's operators, comma-separated: uids, or email addresses a linked provider verifies"),
         Setting("GATEHOUSE_ADMIN_CLAIM", .text, "a custom claim that makes its account an operator when `true`"),
         Setting(
+            "GATEHOUSE_API_DOCS_FILE", .path,
+            "an HTML page served at `/docs`: the API reference `scripts/api-docs` renders from `OpenAPI/openapi.yaml`; unset: `/docs` is not served"),
+        Setting(
             "GATEHOUSE_AUDIT_RETENTION", .seconds(3600 ... .greatestFiniteMagnitude), default: "7776000",
             "seconds stored audit events (the activity listing) are kept; the log lines are the operator's to keep"),
     ]

@@ -1,0 +1,59 @@
+import CurlClient
+import Foundation
+import GatehouseCore
+import Testing
+
+/// The API reference page at `/docs` (`GATEHOUSE_API_DOCS_FILE`): off by default, served
+/// whole from the file named at start under a policy that runs no script, and a file that
+/// cannot be served stops `serve` instead of answering half a page.
+@Suite("API reference page")
+struct APIReferencePageTests {
+    static let page = "<!doctype html><html lang=\"en\"><title>Gatehouse API</title><h1>Gatehouse API</h1><p>GET /v1/me — é</p></html>"
+
+    @Test("off by default: /docs is not served")
+    func offByDefault() async throws {
+        try await withDeployment { deployment in
+            let answer = try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/docs"))
+            #expect(answer.status == 404)
+        }
+    }
+
+    @Test(
+        "GATEHOUSE_API_DOCS_FILE: serve answers the file at /docs, no script allowed, ETag and 304; a missing or empty file stops serve naming the setting"
+    )
+    func servedFromTheFile() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-docs-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try Data(Self.page.utf8).write(to: URL(fileURLWithPath: "\(folder)/api.html"))
+        try Data().write(to: URL(fileURLWithPath: "\(folder)/empty.html"))
+        try await withRunningEmulator { emulatorURL in
+            let serve = try await ServeProcess.start(
+                name: "docs", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
+                extra: ["GATEHOUSE_API_DOCS_FILE": "\(folder)/api.html"])
+            defer { serve.process.stop() }
+            let client = CurlHTTPClient()
+            let answer = try await client.execute(OutboundRequest(url: "\(serve.url)/docs"))
+            #expect(answer.status == 200)
+            #expect(answer.bodyText == Self.page)
+            #expect(answer.headers["content-type"] == "text/html; charset=utf-8")
+            let policy = try #require(answer.headers["content-security-policy"])
+            #expect(policy.contains("default-src 'none'") && !policy.contains("script-src"), "\(policy)")
+            let etag = try #require(answer.headers["etag"])
+            let again = try await client.execute(OutboundRequest(url: "\(serve.url)/docs", headers: ["If-None-Match": etag]))
+            #expect(again.status == 304 && again.body.isEmpty)
+
+            for (file, message) in [("missing.html", "cannot read GATEHOUSE_API_DOCS_FILE"), ("empty.html", "is empty or not UTF-8")] {
+                do {
+                    let refused = try await ServeProcess.start(
+                        name: "docs-\(file)", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
+                        extra: ["GATEHOUSE_API_DOCS_FILE": "\(folder)/\(file)"])
+                    refused.process.stop()
+                    Issue.record("serve started with GATEHOUSE_API_DOCS_FILE=\(file)")
+                } catch let error as FlowError {
+                    #expect(error.description.contains(message), "\(error)")
+                }
+            }
+        }
+    }
+}
