@@ -171,6 +171,13 @@ let package = Package(
             path: "Tests/Benchmarks/SignInLoad",
             swiftSettings: swiftSettings
         ),
+        // The benchmark's floor: one bare Hummingbird route, built with the gateway's flags.
+        .executableTarget(
+            name: "gatehouse-bench-floor",
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
+            path: "Tests/Benchmarks/Floor",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "CurlClientTests",
             dependencies: [

@@ -16,8 +16,9 @@ against the goal of 500 per second.
 Load comes from `wrk`. Each scenario runs in alternating rounds (Gatehouse, then its
 reference), each round starting once the machine is idle; the table shows medians over rounds
 of requests per second, CPU microseconds per request (utime + stime from /proc, all threads),
-p99 latency, and the median of the per-round ratios. Peak RSS (VmHWM) of Gatehouse is read
-at the end. This is a benchmark, not a test: it prints numbers, it asserts nothing.
+p99 latency, and the median of the per-round ratios; each row adds the serving gateway's peak
+RSS during the scenario (VmHWM, reset before it) and its resident memory after it split into
+anonymous and file-backed pages (/proc/PID/smaps_rollup). This is a benchmark, not a test: it prints numbers, it asserts nothing.
 
     Tests/Benchmarks/run            # full: 5 rounds of 8 s per side and scenario
     Tests/Benchmarks/run --smoke    # 1 round of 2 s (CI prints the table, no thresholds)
@@ -25,6 +26,7 @@ at the end. This is a benchmark, not a test: it prints numbers, it asserts nothi
 
 import argparse
 import base64
+import contextlib
 import hashlib
 import http.client
 import json
@@ -39,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -96,6 +99,97 @@ def status_kb(pid, key):
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def memory_split_mb(pid):
+    """Resident memory of `pid` split as (anonymous, file-backed) MB, from /proc/PID/smaps_rollup.
+
+    File-backed pages (the executable's code and data, shared libraries) are shared with the
+    page cache and cost nothing per request; anonymous pages are the process's own.
+    """
+    values = {}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 2 and parts[0].endswith(":") and parts[1].isdigit():
+                values[parts[0][:-1]] = int(parts[1])
+    anonymous = values.get("Anonymous", 0)
+    return anonymous / 1024, (values.get("Rss", 0) - anonymous) / 1024
+
+
+def reset_peak(pid):
+    """Starts `pid`'s VmHWM over from its current RSS (clear_refs 5, Linux ≥ 4.0)."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+class AnonymousPeak:
+    """Samples a process's anonymous memory every 50 ms while in use; `peak_mb` is the highest."""
+
+    def __init__(self, pid):
+        self.pid, self.peak_mb, self._stop = pid, 0.0, threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self):
+        while not self._stop.is_set():
+            try:
+                self.peak_mb = max(self.peak_mb, memory_split_mb(self.pid)[0])
+            except OSError:
+                pass
+            self._stop.wait(0.05)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_):
+        self._stop.set()
+        self._thread.join()
+        self.peak_mb = max(self.peak_mb, memory_split_mb(self.pid)[0])
+
+
+def open_idle_connections(port, count):
+    """`count` keep-alive connections to 127.0.0.1:port, each having had one `/healthz`
+    answered (so the server holds a live HTTP/1.1 connection for each), then left idle."""
+    held = []
+    try:
+        for _ in range(count):
+            connection = socket.create_connection(("127.0.0.1", port), timeout=10)
+            connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: bench\r\n\r\n")
+            answer = b""
+            while b'"status"' not in answer:
+                chunk = connection.recv(4096)
+                if not chunk:
+                    raise SystemExit("the gateway closed an idle-test connection")
+                answer += chunk
+            held.append(connection)
+    except BaseException:
+        for connection in held:
+            connection.close()
+        raise
+    return held
+
+
+def holding_idle_connections(side, port, pid, count, notes):
+    """`side`, measured while `count` idle keep-alive connections are open (opened before each
+    round and closed after it, outside the measured time); notes the anonymous memory, in KB,
+    each connection cost."""
+    @contextlib.contextmanager
+    def around():
+        before = memory_split_mb(pid)[0]
+        held = open_idle_connections(port, count)
+        try:
+            time.sleep(0.5)
+            notes.append((memory_split_mb(pid)[0] - before) * 1024 / count)
+            yield
+        finally:
+            for connection in held:
+                connection.close()
+            time.sleep(0.5)
+    return Side(side.run, side.pids, side.warm, around)
 
 
 def children(pid):
@@ -324,10 +418,11 @@ def run_wrk(port, path, headers, seconds, connections, script=None):
 
 class Side:
     """One side of a scenario: how a round runs (seconds, connections → requests, rate, p99 ms)
-    and whose CPU it is charged to."""
+    and whose CPU it is charged to; `around` wraps each round outside what is measured."""
 
-    def __init__(self, run, pids, warm):
+    def __init__(self, run, pids, warm, around=None):
         self.run, self.pids, self.warm = run, pids, warm
+        self.around = around or contextlib.nullcontext
 
 
 def rotating_cookies(folder, cookies):
@@ -495,6 +590,9 @@ def main():
             GATEHOUSE_USER_RATE_LIMIT="0", GATEHOUSE_AUTH_RATE_LIMIT="0", GATEHOUSE_MAX_PHOTO_BYTES=str(8 << 20),
             GATEHOUSE_PHOTO_CACHE_BYTES=str(64 << 20), GATEHOUSE_SERVICE_RATE_LIMIT="0", GATEHOUSE_OPS_ADDRESS="127.0.0.1:0",
             GATEHOUSE_API_POLICY='{"github.com": {"allow": ["GET /user/repos", "GET /slow"]}}',
+            # Sized for the 1,000-call row, as the Performance article advises: with the default
+            # 256 cached connections, each call beyond 256 in flight opens and closes one.
+            GATEHOUSE_UPSTREAM_CONNECTIONS="1100",
         )
         # A service key for the passthrough scenarios, in the store the gateway is about to open.
         service_key = subprocess.run(
@@ -531,12 +629,19 @@ def main():
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "webhooked.err"), "w"))
         processes.append(webhooked)
         wait_http(webhooked_port, "/readyz")
+        # The floor: one bare Hummingbird route in a process of its own, the same release flags.
+        floor_port = free_port()
+        floor = subprocess.Popen([os.path.join(arguments.bin, "gatehouse-bench-floor"), str(floor_port)],
+                                 stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "floor.err"), "w"))
+        processes.append(floor)
+        wait_http(floor_port, "/healthz")
         session, id_token, uid = sign_in(gateway_port, gateway_url + "/")
         oidc_sessions = [sign_in(gateway_port, gateway_url + "/", "oidc.bench", ("login_hint", f"load-{n}@oidc.example"))[0]
                          for n in range(1, OIDC_USERS + 1)]
         microsoft_session = sign_in(gateway_port, gateway_url + "/", "microsoft.com", ("login_hint", MICROSOFT_USER[0]))[0]
         time.sleep(0.5)
         idle_rss_mb = status_kb(gateway.pid, "VmRSS") / 1024
+        idle_anonymous_mb, idle_file_mb = memory_split_mb(gateway.pid)
 
         def gateway_side(path, headers):
             return wrk_side(gateway_port, path, headers, lambda: [gateway.pid])
@@ -552,7 +657,11 @@ def main():
         slow_connections = 256
         drains = []
         # (name, Gatehouse, reference name, reference, connections or None for --connections)
+        many_connections, idle_connections, idle_costs = 1000, 10_000, []
         scenarios = [
+            # The stack's floor (goal: the gateway's /healthz ≥ 0.9× it).
+            ("floor: the gateway's /healthz against one bare Hummingbird route (goal ≥ 0.9×)", healthz,
+             "bare Hummingbird route, same flags", wrk_side(floor_port, "/healthz", {}, lambda: [floor.pid]), None),
             ("GET /v1/me, bearer ID token", gateway_side("/v1/me", bearer), "same process /healthz", healthz, None),
             ("GET /v1/me, session cookie", gateway_side("/v1/me", cookie), "same process /healthz", healthz, None),
             (f"live OIDC profile, ?refresh=true ({OIDC_USERS} users in turn: one userinfo call each)",
@@ -579,6 +688,12 @@ def main():
             (f"API passthrough, {SLOW_MS} ms upstream, {slow_connections} connections (ceiling {slow_connections * 1000 // SLOW_MS} req/s)",
              gateway_side(f"/v1/users/{uid}/providers/github.com/api/slow", service), "nginx proxy_pass /slow",
              reference_side("/slow"), slow_connections),
+            (f"API passthrough, {SLOW_MS} ms upstream, {many_connections} connections (ceiling {many_connections * 1000 // SLOW_MS} req/s)",
+             gateway_side(f"/v1/users/{uid}/providers/github.com/api/slow", service), "nginx proxy_pass /slow",
+             reference_side("/slow"), many_connections),
+            (f"GET /v1/me, session cookie, beside {idle_connections} idle keep-alive connections",
+             holding_idle_connections(gateway_side("/v1/me", cookie), gateway_port, gateway.pid, idle_connections, idle_costs),
+             "the same without them (goal ≥ 0.9×)", gateway_side("/v1/me", cookie), None),
             ("4 MB photo, ?refresh=true (shared transfers)", gateway_side("/v1/me/photo?size=648&refresh=true", cookie), "nginx proxy_pass",
              reference_side(avatar + "&s=648"), None),
             ("complete GitHub sign-ins (start, authorize, callback, result; SQLite)",
@@ -604,13 +719,18 @@ def main():
                 if each:
                     each.warm()
 
-        rows, ceilings, webhook_notes = [], [], []
+        rows, ceilings, webhook_notes, goal_notes = [], [], [], []
         for name, side, reference_name, reference_of, connections in scenarios:
             connections = connections or arguments.connections
             results = {"g": [], "r": [], "ratio": []}
+            reset_peak(gateway.pid)
+            anonymous_peak_mb = 0.0
             for _ in range(rounds):
-                wait_idle()
-                g = measure(side, seconds, connections, upstream_port)
+                with side.around():
+                    wait_idle()
+                    with AnonymousPeak(gateway.pid) as peak:
+                        g = measure(side, seconds, connections, upstream_port)
+                anonymous_peak_mb = max(anonymous_peak_mb, peak.peak_mb)
                 results["g"].append(g)
                 if reference_of:
                     wait_idle()
@@ -622,8 +742,22 @@ def main():
 
             def median(side, index):
                 return statistics.median(run[index] for run in results[side])
+            # The serving gateway's memory for this scenario: its peak, and what stays resident
+            # after it, anonymous (its own) and file-backed (code and libraries, shared).
+            scenario_peak_mb = status_kb(gateway.pid, "VmHWM") / 1024
+            file_mb = memory_split_mb(gateway.pid)[1]
             rows.append((name, median("g", 0), median("g", 1), median("g", 2), median("g", 3), reference_name,
-                         median("r", 0), median("r", 1), median("r", 2), statistics.median(results["ratio"])))
+                         median("r", 0), median("r", 1), median("r", 2), statistics.median(results["ratio"]),
+                         scenario_peak_mb, anonymous_peak_mb, file_mb))
+            if name.startswith(f"API passthrough, {SLOW_MS} ms upstream, {many_connections} "):
+                per_call_kb = (anonymous_peak_mb - idle_anonymous_mb) * 1024 / many_connections
+                goal_notes.append(f"{many_connections} calls in flight: {per_call_kb:.0f} KB of anonymous memory each above idle "
+                                  f"(goal ≤ 64 KB), {median('g', 0) / (many_connections * 1000 / SLOW_MS):.0%} of the ceiling (goal ≥ 90 %).")
+            if idle_costs and "idle keep-alive connections" in name:
+                # The first round's growth: later rounds reuse what malloc kept from the first.
+                goal_notes.append(f"{idle_connections} idle keep-alive connections: {max(idle_costs):.1f} KB of anonymous "
+                                  f"memory each (goal ≤ 16 KB); /v1/me beside them {statistics.median(results['ratio']):.2f}× its rate "
+                                  f"without them (goal ≥ 0.9×).")
             if name.startswith("API passthrough,"):
                 ceiling = connections * 1000 / SLOW_MS
                 ceilings.append(f"{name.split(' (')[0]}: Gatehouse {median('g', 0) / ceiling:.0%} of the {ceiling:.0f} req/s "
@@ -631,22 +765,25 @@ def main():
             if "with webhooks" in name and drains:
                 webhook_notes.append(webhook_note(webhooked_ops, drains))
             print(f"  done: {name}", file=sys.stderr)
-        peak_rss_mb = status_kb(gateway.pid, "VmHWM") / 1024
+        peak_rss_mb = max([idle_rss_mb] + [row[10] for row in rows])
 
         print()
         print(f"Gatehouse benchmark — {time.strftime('%Y-%m-%d')}, {platform.node()}, {os.cpu_count()} CPUs, "
               f"{platform.platform()}; wrk -t2 -c{arguments.connections} unless a scenario says otherwise, {rounds} round(s) of "
               f"{seconds} s per side" + (" (smoke mode: numbers are indicative only)" if arguments.smoke else ""))
         print()
-        print("| scenario | Gatehouse req/s | µs CPU/req | p99 ms | upstream calls/req | reference | reference req/s | µs CPU/req | p99 ms | ratio |")
-        print("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+        print("| scenario | Gatehouse req/s | µs CPU/req | p99 ms | upstream calls/req | reference | reference req/s | µs CPU/req | p99 ms | ratio "
+              "| peak RSS MB | peak anon MB | file MB |")
+        print("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
         for row in rows:
-            print(("| %s | %.0f | %.0f | %.1f | %.2f | %s | %.0f | %.0f | %.1f | %.2f× |" % row).replace("| nan ", "| — "))
+            print(("| %s | %.0f | %.0f | %.1f | %.2f | %s | %.0f | %.0f | %.1f | %.2f× | %.0f | %.1f | %.1f |" % row).replace("| nan ", "| — "))
         print()
-        for line in ceilings + webhook_notes:
+        for line in ceilings + goal_notes + webhook_notes:
             print(line)
-        print(f"Gatehouse: start → ready {ready_ms:.0f} ms; idle RSS {idle_rss_mb:.0f} MB; peak RSS {peak_rss_mb:.0f} MB "
-              f"(after every scenario above).")
+        print(f"Gatehouse: start → ready {ready_ms:.0f} ms; idle RSS {idle_rss_mb:.0f} MB ({idle_anonymous_mb:.1f} MB anonymous, "
+              f"{idle_file_mb:.1f} MB file-backed); peak RSS {peak_rss_mb:.0f} MB over the whole run. Per row: the serving "
+              f"gateway's peak RSS (VmHWM, reset before the scenario) and peak anonymous memory (sampled every 50 ms) during "
+              f"its rounds, and its file-backed memory after them (the hook and webhook rows measure other processes).")
         print("Upstream calls/req: calls the upstream nginx served per Gatehouse request (below 1 where concurrent requests "
               "of the one signed-in user shared a fetch). Sign-ins: CPU of the gateway per sign-in (the emulator's not counted).")
     finally:

@@ -7,6 +7,9 @@ import Logging
 /// `/metrics` (Prometheus text): the public port answers the first two in brief, the operations
 /// listener all three in full.
 struct OperationsRoutes {
+    /// `/healthz`'s answer, encoded once: orchestrators and load balancers call it every few
+    /// seconds per instance, and encoding the same member each time was about 7 of its 40 µs.
+    static let alive = ByteBuffer(string: #"{"status":"ok"}"#)
     let gatehouse: Gatehouse
     let metrics: ServerMetrics
     /// Set once the instance is shutting down.
@@ -17,7 +20,7 @@ struct OperationsRoutes {
     func registerPublic(into table: inout RouteTable) {
         let readiness = self.readiness
         table.add(.get, "/healthz") { _, _ in
-            try Response.json(["status": "ok"])
+            Response.json(body: Self.alive)
         }
         table.add(.get, "/readyz") { _, context in
             switch await readiness(context.logger) {
@@ -32,7 +35,7 @@ struct OperationsRoutes {
     func registerOperations(into table: inout RouteTable) {
         let readiness = self.readiness
         table.add(.get, "/healthz") { _, _ in
-            try Response.json(["status": "ok"])
+            Response.json(body: Self.alive)
         }
         let metrics = self.metrics
         table.add(.get, "/metrics") { _, context in
