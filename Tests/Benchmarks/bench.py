@@ -33,6 +33,7 @@ import json
 import os
 import platform
 import random
+import resource
 import re
 import shutil
 import signal
@@ -528,6 +529,16 @@ def measure(side, seconds, connections, upstream_port):
     return rate, (after - before) / TICKS / max(requests, 1) * 1e6, p99, (calls_after - calls_before - 1) / max(requests, 1)
 
 
+def raise_descriptor_limit(needed):
+    """The soft descriptor limit raised to the hard one, for 10,000 idle connections and wrk's
+    1,000 (children inherit it); stops with the reason when even the hard limit is too low."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, needed)
+    if target < needed:
+        raise SystemExit(f"the benchmark needs {needed} descriptors; the hard limit is {hard} (raise it with ulimit -Hn)")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="one short round per scenario (CI)")
@@ -540,6 +551,7 @@ def main():
                         help="the gateway's log level: warning (default) writes no line per request, as the reference nginx "
                              "(access_log off); info, the production default, adds an access-log line per request")
     arguments = parser.parse_args()
+    raise_descriptor_limit(12_000)
     rounds, seconds = (1, 2) if arguments.smoke else (arguments.rounds, arguments.seconds)
     for tool in ["nginx", "wrk"]:
         if not shutil.which(tool):
