@@ -24,8 +24,10 @@ public final class PostgresCluster: Sendable {
             throw PostgresStorageTestError("GATEHOUSE_TEST_PG_BIN is not set; run the tests with scripts/test or scripts/postgres")
         }
         self.bin = bin
-        // Directly under /tmp: the `postgres` user must be able to reach it.
-        folder = "/tmp/gatehouse-pg-cluster-\(UUID().uuidString)"
+        // Directly under the temporary folder (/tmp, or scripts/test's tmpfs, mode 1777): the
+        // `postgres` user must be able to reach it.
+        let temporary = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        folder = "\(temporary)/gatehouse-pg-cluster-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
         port = try TestTools.freeStablePort()
         certificates = tls ? try await TestCertificates.make(in: folder, subjectAltName: "DNS:localhost") : nil
