@@ -106,11 +106,17 @@ enum ProfileSettings {
     /// is larger than 32 MB or is not UTF-8 stops the command, so `/docs` never answers half a page.
     static func apiReferencePage(at path: String) throws -> String {
         let limit = 32 << 20
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw ValidationError("cannot read GATEHOUSE_API_DOCS_FILE (\(path)): render it with scripts/api-docs")
+        // A regular file only: a folder fails to read, and a FIFO would block the start.
+        guard (try? FileManager.default.attributesOfItem(atPath: path)[.type] as? FileAttributeType) == .typeRegular,
+            let handle = FileHandle(forReadingAtPath: path)
+        else {
+            throw ValidationError("cannot read GATEHOUSE_API_DOCS_FILE (\(path)): not a readable file; render it with scripts/api-docs")
         }
         defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: limit + 1)) ?? Data()
+        let data: Data
+        do { data = try handle.read(upToCount: limit + 1) ?? Data() } catch {
+            throw ValidationError("cannot read GATEHOUSE_API_DOCS_FILE (\(path)): \(error.localizedDescription)")
+        }
         guard data.count <= limit else { throw ValidationError("GATEHOUSE_API_DOCS_FILE (\(path)) is larger than 32 MB") }
         guard !data.isEmpty, let page = String(data: data, encoding: .utf8) else {
             throw ValidationError("GATEHOUSE_API_DOCS_FILE (\(path)) is empty or not UTF-8 text")

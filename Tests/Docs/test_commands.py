@@ -17,14 +17,18 @@ demo's. Before them, the shell has what the articles assume the reader did first
     KEY       a service key with every scope (ServiceKeys: `scripts/gatehouse keys create-service`)
     USER_ID   octocat's uid
 
-A block fails when a command exits non-zero or an answer is a problem document the marker does
-not name (curl -s exits 0 on a 4xx; the problem's code is what tells).
+A block fails when a command exits non-zero. In a block that names no problem codes every curl
+runs with `--fail-with-body` (a `.curlrc` of the test's own), so any answer of 400 or above — the
+gateway's or a provider's passed through — fails it; a block that names codes must show exactly
+those problem documents, one per code named, and no other.
 """
 
 import os
+import json
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -35,7 +39,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md"] + sorted((ROOT / "Docs" / "Gatehouse.docc").glob("*.md"))
 BLOCK = re.compile(r"(?:^|\n)([^\n]*)\n```(?:sh|bash)\n(.*?)\n```", re.S)
 MARKER = re.compile(r"<!-- run: (demo(?:, answers: ([a-z\- ]+))?|elsewhere — .+) -->")
-PROBLEM = re.compile(r"\{[^{}]*urn:gatehouse:problem:[^{}]*\}")
 CODE = re.compile(r'"code"\s*:\s*"([a-z\-]+)"')
 SEPARATOR = "::gatehouse-docs-state::"
 
@@ -51,6 +54,22 @@ USER_ID=$(curl -sf -b $JAR $GW/v1/me | python3 -c 'import json,sys; print(json.l
 KEY=$(scripts/gatehouse keys create-service docs --scopes profile:read,photo:read,admin,users:claims,api:github.com,api:microsoft.com,api:yahoo.com,tokens:github.com,tokens:microsoft.com | tail -1)
 unset AUTH CB
 """
+
+
+def problem_codes(output: str):
+    """The `code` of every gateway problem document in the output, in order (one JSON document
+    per line, as the gateway answers; `curl -i` headers around it are skipped)."""
+    codes = []
+    for line in output.splitlines():
+        if "urn:gatehouse:problem:" not in line or "{" not in line:
+            continue
+        text = line[line.index("{"):line.rindex("}") + 1]
+        try:
+            document = json.loads(text)
+            codes.append(document["code"] if isinstance(document, dict) and "code" in document else "<no code>")
+        except (ValueError, KeyError):
+            codes.extend(CODE.findall(line) or ["<unparsable problem>"])
+    return sorted(codes)
 
 
 def blocks(document: pathlib.Path):
@@ -73,9 +92,10 @@ class Demo:
     def __init__(self):
         self.folder = tempfile.mkdtemp(prefix="gatehouse-docs-")
         self.output = open(os.path.join(self.folder, "out"), "w+")
+        # A session of its own, so that stopping it stops whatever scripts/demo is running.
         self.process = subprocess.Popen(
             ["bash", str(ROOT / "scripts/demo"), "--port", "0", "--emulator-port", "0", "--data-dir", self.data],
-            stdout=self.output, stderr=subprocess.STDOUT, cwd=ROOT,
+            stdout=self.output, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True,
             env={k: v for k, v in os.environ.items() if not k.startswith("GATEHOUSE_")},
         )
         self.urls = {}
@@ -86,10 +106,10 @@ class Demo:
                 found = re.search(re.escape(label) + r"(http://\S+)", text)
                 if found:
                     self.urls[key] = found.group(1)
-            if "gateway" in self.urls or self.process.poll() is not None:
+            if len(self.urls) == 3 or self.process.poll() is not None:
                 break
             time.sleep(0.1)
-        if "gateway" not in self.urls:
+        if len(self.urls) < 3:
             self.stop()
             raise AssertionError(f"the demo did not start:\n{text}")
 
@@ -98,11 +118,14 @@ class Demo:
         return os.path.join(self.folder, "data")
 
     def stop(self):
-        self.process.terminate()
         try:
+            os.killpg(self.process.pid, signal.SIGTERM)
             self.process.wait(timeout=30)
+        except ProcessLookupError:
+            pass
         except subprocess.TimeoutExpired:
-            self.process.kill()
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -123,6 +146,11 @@ def test_commands_run(document):
         ops_port = demo.urls["ops"].rsplit(":", 1)[1]
         environment = {k: v for k, v in os.environ.items() if not k.startswith("GATEHOUSE_")}
         environment.update(GATEHOUSE_DATA_DIR=demo.data, GATEHOUSE_OPS_ADDRESS=f"127.0.0.1:{ops_port}", GW=demo.urls["gateway"])
+        # curl's configuration for blocks that expect no error: an answer of 400 or above fails.
+        strict_home = os.path.join(demo.folder, "curl-strict")
+        os.makedirs(strict_home)
+        with open(os.path.join(strict_home, ".curlrc"), "w") as f:
+            f.write("fail-with-body\n")
         setup = subprocess.run(["bash", "-c", PREAMBLE + "declare -p JAR USER_ID KEY VERIFIER CHALLENGE"], cwd=ROOT, env=environment,
                                capture_output=True, text=True, timeout=120)
         assert setup.returncode == 0, f"the preamble failed:\n{setup.stdout}\n{setup.stderr}"
@@ -132,18 +160,19 @@ def test_commands_run(document):
             match = MARKER.fullmatch(marker)
             if not match or not match.group(1).startswith("demo"):
                 continue
-            expected = set((match.group(2) or "").split())
+            expected = sorted((match.group(2) or "").split())
+            block_environment = dict(environment, CURL_HOME=strict_home) if not expected else environment
             # The variables a block sets carry to the next block, as in one terminal.
             known |= set(re.findall(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=", text, re.M))
             names = sorted(known)
             script = f"{state}\n{localized(text, demo)}\necho {SEPARATOR}\ndeclare -p {' '.join(names)} 2>/dev/null || true\n"
-            run = subprocess.run(["bash", "-c", "set -euo pipefail\n" + script], cwd=ROOT, env=environment,
+            run = subprocess.run(["bash", "-c", "set -euo pipefail\nshopt -s inherit_errexit\n" + script], cwd=ROOT, env=block_environment,
                                  capture_output=True, text=True, errors="replace", timeout=300)
             where = f"{document.relative_to(ROOT)} block {index}"
             assert run.returncode == 0 and SEPARATOR in run.stdout, \
                 f"{where} exited {run.returncode}:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
             output, state = run.stdout.split(SEPARATOR + "\n", 1)
-            shown = {code for problem in PROBLEM.findall(output) for code in CODE.findall(problem)}
+            shown = problem_codes(output)
             assert shown == expected, f"{where} answered problems {sorted(shown)}, the document names {sorted(expected)}:\n{output[-3000:]}"
     finally:
         demo.stop()

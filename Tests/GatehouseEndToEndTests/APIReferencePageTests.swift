@@ -42,8 +42,19 @@ struct APIReferencePageTests {
             let etag = try #require(answer.headers["etag"])
             let again = try await client.execute(OutboundRequest(url: "\(serve.url)/docs", headers: ["If-None-Match": etag]))
             #expect(again.status == 304 && again.body.isEmpty)
+            // Compared weakly, as RFC 9110 says: a compressing proxy's W/ tag and * match too.
+            for tag in ["W/\(etag)", "\"other\", \(etag)", "*"] {
+                let revalidated = try await client.execute(OutboundRequest(url: "\(serve.url)/docs", headers: ["If-None-Match": tag]))
+                #expect(revalidated.status == 304, "\(tag)")
+            }
+            let changed = try await client.execute(OutboundRequest(url: "\(serve.url)/docs", headers: ["If-None-Match": "\"other\""]))
+            #expect(changed.status == 200)
 
-            for (file, message) in [("missing.html", "cannot read GATEHOUSE_API_DOCS_FILE"), ("empty.html", "is empty or not UTF-8")] {
+            try FileManager.default.createDirectory(atPath: "\(folder)/folder.html", withIntermediateDirectories: false)
+            for (file, message) in [
+                ("missing.html", "cannot read GATEHOUSE_API_DOCS_FILE"), ("folder.html", "not a readable file"),
+                ("empty.html", "is empty or not UTF-8"),
+            ] {
                 do {
                     let refused = try await ServeProcess.start(
                         name: "docs-\(file)", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,

@@ -24,9 +24,9 @@ public final class PostgresCluster: Sendable {
             throw PostgresStorageTestError("GATEHOUSE_TEST_PG_BIN is not set; run the tests with scripts/test or scripts/postgres")
         }
         self.bin = bin
-        // Directly under the temporary folder (/tmp, or scripts/test's tmpfs, mode 1777): the
+        // Directly under /tmp, or scripts/test's tmpfs (GATEHOUSE_TEST_SCRATCH, mode 1777): the
         // `postgres` user must be able to reach it.
-        let temporary = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        let temporary = ProcessInfo.processInfo.environment["GATEHOUSE_TEST_SCRATCH"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         folder = "\(temporary)/gatehouse-pg-cluster-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
         port = try TestTools.freeStablePort()

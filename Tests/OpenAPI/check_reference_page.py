@@ -18,6 +18,8 @@ def main(spec_path: str, page_path: str) -> int:
     spec = yaml.safe_load(open(spec_path, encoding="utf-8"))
     page = open(page_path, encoding="utf-8").read()
     anchors = set(re.findall(r'<dt class="sig sig-object http" id="([^"]+)"', page))
+    # Each operation's entry, from its anchor to the next one: it must list its answers.
+    entries = dict(re.findall(r'<dt class="sig sig-object http" id="([^"]+)"(.*?)(?=<dt class="sig sig-object http"|\Z)', page, re.S))
     failures = []
     operations = 0
     for path, item in spec["paths"].items():
@@ -26,9 +28,13 @@ def main(spec_path: str, page_path: str) -> int:
             anchor = f"{method}-" + re.sub(r"[{}]", "", path).replace("/", "-")
             if anchor not in anchors:
                 failures.append(f"{method.upper()} {path} is not on the page (no #{anchor})")
+            elif "Status Codes" not in entries.get(anchor, "") or "500" not in entries.get(anchor, ""):
+                failures.append(f"{method.upper()} {path} is on the page without its answers")
     for pattern, what in [
         (r"<script\b", "a script element"),
-        (r"<link\b[^>]*rel=\"stylesheet\"", "a linked stylesheet"),
+        (r"<link\b[^>]*rel=\"?stylesheet", "a linked stylesheet"),
+        (r"@import\b", "a CSS @import"),
+        (r"\son[a-z]+\s*=", "an inline event handler"),
         (r"\bsrc=\"(?!data:)", "an element loading a resource"),
         (r"url\((?!\"?data:)", "a CSS url() outside data:"),
     ]:

@@ -18,7 +18,10 @@ struct APIReferencePage {
                 .contentSecurityPolicy:
                     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
             ]
-            if request.headers[.ifNoneMatch]?.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag }) == true {
+            // RFC 9110 §13.1.2: If-None-Match compares weakly (a proxy that compressed the page
+            // sends the tag back as W/"…"); `*` matches any current page.
+            let tags = (request.headers[.ifNoneMatch] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            if tags.contains(where: { $0 == "*" || $0 == etag || $0 == "W/" + etag }) {
                 headers[.contentType] = nil
                 return Response(status: .notModified, headers: headers)
             }
