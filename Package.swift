@@ -38,6 +38,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.0.0"),
         // The configuration file (YAML or JSON), the environment and the secrets folder.
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.0.0", traits: [.defaults, "YAML"]),
+        // Allocation counts per request (Tests/Benchmarks/Allocations), through its malloc interposer.
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
         // libcurl, seen through typed shims for its variadic C functions.
@@ -177,6 +179,23 @@ let package = Package(
             dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
             path: "Tests/Benchmarks/Floor",
             swiftSettings: swiftSettings
+        ),
+        // Allocations per request on the in-process hot paths (ordo-one/benchmark), checked against
+        // a committed baseline by Tests/Benchmarks/allocations.py.
+        .executableTarget(
+            name: "gatehouse-bench-allocations",
+            dependencies: [
+                "GatehouseServer",
+                "GatehouseSQLite",
+                "ProviderEmulator",
+                "CurlClient",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Tests/Benchmarks/Allocations",
+            swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         .testTarget(
             name: "CurlClientTests",

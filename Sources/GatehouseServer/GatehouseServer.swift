@@ -92,8 +92,9 @@ public enum GatehouseServer {
         router(for: assembly, logger: logger).buildResponder()
     }
 
-    /// The router behind `responder(for:logger:)`; tests drive it in-process.
-    static func router(for assembly: GatewayAssembly, logger: Logger) -> Router<GatehouseRequestContext> {
+    /// The router behind `responder(for:logger:)`: the whole chain, which tests and the
+    /// allocation benchmarks drive in-process through Hummingbird's test client.
+    public static func router(for assembly: GatewayAssembly, logger: Logger) -> Router<GatehouseRequestContext> {
         let browser = BrowserPolicy(configuration: assembly.gatehouse.configuration)
         // Hummingbird wraps each route in the middlewares present when it is added, and the
         // outer links need the finished route table: routes go on the router last.

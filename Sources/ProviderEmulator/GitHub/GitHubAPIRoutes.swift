@@ -101,7 +101,7 @@ struct GitHubAPIRoutes {
         let collector = BodyCollector()
         guard (try? await response.body.write(collector)) != nil else { return response }
         let bytes = Array(buffer: collector.buffer)
-        let tag = "W/\"" + SHA256.hash(data: bytes).prefix(16).map { String(format: "%02x", $0) }.joined() + "\""
+        let tag = "W/\"" + Hex.string(SHA256.hash(data: bytes).prefix(16)) + "\""
         response.headers[.eTag] = tag
         let offered = request.headers[.ifNoneMatch]?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } ?? []
         guard offered.contains(tag) || offered.contains("*") else {

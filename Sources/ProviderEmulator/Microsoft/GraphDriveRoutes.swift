@@ -30,7 +30,7 @@ struct GraphDriveRoutes {
                 await graph.state.received(uploadBytes: buffer.readableBytes)
             }
             let id = context.parameters.get("id") ?? ""
-            let digest = hash.finalize().map { String(format: "%02X", $0) }.joined()
+            let digest = Hex.string(hash.finalize(), uppercase: true)
             return await graph.authorized(request) { _, token in
                 guard GraphDataRoutes.granted(token, any: ["Files.ReadWrite", "Files.ReadWrite.All"]) else { return GraphDataRoutes.accessDenied() }
                 return Response.json([

@@ -9,7 +9,7 @@ import Foundation
 enum AvatarImage {
     /// A strong entity tag for image bytes, as an image host would send it.
     static func entityTag(_ bytes: [UInt8]) -> String {
-        "\"" + SHA256.hash(data: bytes).prefix(12).map { String(format: "%02x", $0) }.joined() + "\""
+        "\"" + Hex.string(SHA256.hash(data: bytes).prefix(12)) + "\""
     }
 
     /// A `size`×`size` RGB PNG.

@@ -14,7 +14,7 @@ enum Randomness {
     /// Lower-case hex of `count` random bytes.
     static func hex(_ count: Int) -> String {
         var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        return Hex.string((0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) })
     }
 
     /// base64url without padding of SHA-256(text): the PKCE S256 transform (RFC 7636 §4.2).
