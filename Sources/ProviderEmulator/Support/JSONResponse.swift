@@ -8,13 +8,13 @@ enum NSNullValue {
 }
 
 extension Response {
-    /// A JSON response serialized from dictionaries and arrays, keeping explicit `null`s
-    /// (GitHub's `/user` has `"email": null`, which a Codable encoder would drop).
+    /// A JSON response serialized from dictionaries and arrays (`JSONTree`), keeping explicit
+    /// `null`s (GitHub's `/user` has `"email": null`, which a synthesized Codable would drop).
     static func json(
         _ object: Any, status: HTTPResponse.Status = .ok, contentType: String = "application/json; charset=utf-8",
         headers: HTTPFields = [:]
     ) -> Response {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        let data = JSONTree.data(object) ?? Data("{}".utf8)
         var fields = headers
         fields[.contentType] = contentType
         return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
@@ -57,10 +57,23 @@ enum FormEncoding {
     private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     static func escape(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+        // Codes, ids and most values need no escaping: spare them Foundation's pass.
+        if text.utf8.allSatisfy(isUnreserved) { return text }
+        return text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+    }
+
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            true
+        default: false
+        }
     }
 
     private static func unescape(_ text: Substring) -> String {
+        // Most values have nothing to unescape: spare them two passes through NSString.
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "%") }) else { return String(text) }
         let spaced = text.replacingOccurrences(of: "+", with: " ")
         return spaced.removingPercentEncoding ?? spaced
     }
