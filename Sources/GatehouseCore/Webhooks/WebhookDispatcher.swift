@@ -91,9 +91,11 @@ public final class WebhookDispatcher: Sendable {
             }
             if full { continue }
             // Woken by a local write, or the poll interval: other instances' events wait at
-            // most that long.
+            // most that long. A timer cancelled by a wake-up signals nothing: its signal would
+            // wait in the buffer and start the next round at once, and that round's timer the
+            // one after, for ever.
             let timer = Task { [interval = configuration.pollInterval, continuation = signal.continuation] in
-                try? await Task.sleep(for: interval)
+                guard (try? await Task.sleep(for: interval)) != nil else { return }
                 continuation.yield()
             }
             _ = await iterator.next()
