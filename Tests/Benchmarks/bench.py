@@ -21,7 +21,7 @@ RSS during the scenario (VmHWM, reset before it) and its resident memory after i
 anonymous and file-backed pages (/proc/PID/smaps_rollup). This is a benchmark, not a test: it prints numbers, it asserts nothing.
 
     Tests/Benchmarks/run            # full: 5 rounds of 8 s per side and scenario
-    Tests/Benchmarks/run --smoke    # 1 round of 2 s (5 s with 1,000 connections; CI prints the table, no thresholds)
+    Tests/Benchmarks/run --smoke    # 1 round of 2 s (5 s with 1,000 connections or more; CI prints the table, no thresholds)
 """
 
 import argparse
@@ -803,7 +803,7 @@ def main():
         print()
         print(f"Gatehouse benchmark — {time.strftime('%Y-%m-%d')}, {platform.node()}, {os.cpu_count()} CPUs, "
               f"{platform.platform()}; wrk -t2 -c{arguments.connections} unless a scenario says otherwise, {rounds} round(s) of "
-              f"{seconds} s per side" + (f" ({SMOKE_SECONDS_MANY} s with 1,000 connections; smoke mode: numbers are indicative only)"
+              f"{seconds} s per side" + (f" ({SMOKE_SECONDS_MANY} s with 1,000 connections or more; smoke mode: numbers are indicative only)"
                                          if arguments.smoke else ""))
         print()
         print("| scenario | Gatehouse req/s | µs CPU/req | p99 ms | upstream calls/req | reference | reference req/s | µs CPU/req | p99 ms | ratio "

@@ -40,7 +40,7 @@ struct WebhookIdleTests {
             while try await WebhookDurabilityTests.signedInEvents(client, emulatorURL).ids.isEmpty, ContinuousClock.now - waiting < .seconds(30) {
                 try await Task.sleep(for: .milliseconds(100))
             }
-            #expect(try await WebhookDurabilityTests.signedInEvents(client, emulatorURL).ids.count == 1, "the sign-in's event was delivered")
+            try #require(try await WebhookDurabilityTests.signedInEvents(client, emulatorURL).ids.count == 1, "the sign-in's event was delivered")
             // Nothing is left to deliver: what the process does now is waiting (and one outbox
             // poll a second). A worker that goes round without waiting burns a core.
             let before = try Self.cpuSeconds(gateway.process.pid)

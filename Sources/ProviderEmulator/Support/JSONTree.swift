@@ -8,12 +8,19 @@ import Foundation
 /// from a parsed body, a date) make `init` fail, and the caller falls back to
 /// `JSONSerialization`.
 enum JSONTree: Encodable {
+    /// `null` (`NSNull`).
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// An integer.
     case int(Int)
+    /// A number with a fraction.
     case double(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONTree])
+    /// An object.
     case object([String: JSONTree])
 
     /// `value` as a tree; `nil` when it holds a kind the tree has no case for. Numbers and
@@ -63,7 +70,10 @@ enum JSONTree: Encodable {
         }
     }
 
-    /// Sorted keys, slashes unescaped: what the emulator wrote with `JSONSerialization`.
+    /// Sorted keys, slashes unescaped. Keys are sorted by their UTF-8 bytes, where
+    /// `JSONSerialization` sorted them case-insensitively with digits compared as numbers: the
+    /// order of two keys differing only so (`Zeta`/`alpha`, `item10`/`item2`) is not the same,
+    /// which no client may depend on. The fallback keeps `JSONSerialization`'s order.
     static func data(_ object: Any) -> Data? {
         guard let tree = JSONTree(object) else {
             return try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])

@@ -15,11 +15,15 @@ import HummingbirdTesting
 
 /// The names the baseline file knows the benchmarks by.
 enum AllocationBenchmark: String, CaseIterable {
+    /// A cached `GET /v1/me`.
     case cachedMe = "me-cached"
+    /// A service's provider API call through the passthrough.
     case passthrough = "passthrough"
+    /// A returning user's complete sign-in.
     case signIn = "sign-in"
 }
 
+/// The benchmarks of this executable, registered by the runner's generated `main`.
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
         metrics: [.mallocCountTotal], warmupIterations: 5, maxDuration: .seconds(60), maxIterations: 200)

@@ -59,6 +59,11 @@ struct Fixture: Sendable {
         let upstreamURL = "http://127.0.0.1:\(try await startUpstream(logger: logger))"
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-allocations-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        // The runner ends the process when the last benchmark is done: the folder goes then.
+        temporaryFolder.withLock { $0 = folder }
+        atexit {
+            if let folder = temporaryFolder.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: folder) }
+        }
         var configuration = GatewayConfiguration(
             publicURL: publicURL, returnToAllowList: [returnTo], developmentMode: true,
             github: .emulator(
@@ -127,10 +132,15 @@ struct Fixture: Sendable {
     }
 }
 
+/// The fixture's SQLite folder, removed at exit.
+private let temporaryFolder = Mutex<String?>(nil)
+
 /// A benchmark's request did not get the answer it should have: the run stops, since counting
 /// the allocations of a failure would measure something else.
 struct BenchmarkFailure: Error, CustomStringConvertible {
+    /// What went wrong.
     let description: String
+    /// A failure saying `description`.
     init(_ description: String) { self.description = description }
 }
 
