@@ -54,9 +54,12 @@ public enum GatehouseServer {
         var table = RouteTable()
         OperationsRoutes(gatehouse: assembly.gatehouse, metrics: assembly.metrics, drain: assembly.drain).registerOperations(into: &table)
         let router = Router(context: GatehouseRequestContext.self)
-        router.add(middleware: RequestIDMiddleware(trustedProxies: BrowserPolicy(configuration: assembly.gatehouse.configuration).trustedProxies))
-        router.add(middleware: SecurityHeadersMiddleware())
-        router.add(middleware: ProblemMiddleware(routes: table, storageHealth: assembly.gatehouse.storageHealth, logger: logger))
+        router.add(
+            middleware: GatewayMiddleware(
+                requestIDs: RequestIDAssignment(trustedProxies: BrowserPolicy(configuration: assembly.gatehouse.configuration).trustedProxies),
+                accessLog: nil, browser: nil,
+                problems: ProblemMapping(routes: table, storageHealth: assembly.gatehouse.storageHealth, logger: logger),
+                credentials: nil))
         table.register(on: router)
         return router
     }
@@ -101,17 +104,16 @@ public enum GatehouseServer {
         let table = table(
             for: assembly.gatehouse, metrics: assembly.metrics, demoPage: assembly.demoPage, browser: browser, drain: assembly.drain)
         let router = Router(context: GatehouseRequestContext.self)
-        router.add(middleware: RequestIDMiddleware(trustedProxies: browser.trustedProxies))
         router.add(
-            middleware: AccessLogMiddleware(
-                routes: table, metrics: assembly.metrics, logger: logger, browser: browser, logProbes: assembly.gatehouse.configuration.logProbes))
-        router.add(middleware: SecurityHeadersMiddleware())
-        router.add(middleware: BrowserPolicyMiddleware(browser: browser))
-        router.add(middleware: ProblemMiddleware(routes: table, storageHealth: assembly.gatehouse.storageHealth, logger: logger))
-        router.add(
-            middleware: AuthenticationMiddleware(
-                sessions: assembly.gatehouse.sessions, serviceKeys: assembly.gatehouse.serviceKeys,
-                cookies: CookiePolicy(assembly.gatehouse.configuration)))
+            middleware: GatewayMiddleware(
+                requestIDs: RequestIDAssignment(trustedProxies: browser.trustedProxies),
+                accessLog: AccessLog(
+                    routes: table, metrics: assembly.metrics, logger: logger, browser: browser,
+                    logProbes: assembly.gatehouse.configuration.logProbes),
+                browser: browser, problems: ProblemMapping(routes: table, storageHealth: assembly.gatehouse.storageHealth, logger: logger),
+                credentials: CredentialReader(
+                    sessions: assembly.gatehouse.sessions, serviceKeys: assembly.gatehouse.serviceKeys,
+                    cookies: CookiePolicy(assembly.gatehouse.configuration))))
         table.register(on: router)
         return router
     }

@@ -10,7 +10,7 @@ public struct GatehouseRequestContext: RequestContext, RemoteAddressRequestConte
     public let remoteAddress: SocketAddress?
     /// The connection's event loop (answers written from memory wait for it: `write(_:pacedBy:)`).
     public let eventLoop: any EventLoop
-    /// What the request presents to prove who it is (`AuthenticationMiddleware`).
+    /// What the request presents to prove who it is (`CredentialReader`, in `GatewayMiddleware`).
     var credentials = Credentials.none
 
     /// Built by Hummingbird for each request.

@@ -4,7 +4,7 @@ import HTTPTypes
 import Hummingbird
 
 /// The HTTP side of the core's errors: the status and title of each code (and situation) are
-/// chosen here, so the core never names a status. Thrown past a route, `ProblemMiddleware`
+/// chosen here, so the core never names a status. Thrown past a route, `ProblemMapping`
 /// renders it; Hummingbird would too, through `HTTPResponseError`.
 extension GatehouseError: HTTPResponseError {
     /// The status of this code in this situation.

@@ -7,13 +7,10 @@ import Hummingbird
 /// differ by credential, so they are `Cache-Control: private` (`private, no-store` unless the
 /// route chose a private policy, as photos do) and `Vary: Cookie, Authorization`: a shared
 /// cache in front of the gateway never serves one user's answer to another.
-struct SecurityHeadersMiddleware: RouterMiddleware {
-    typealias Context = GatehouseRequestContext
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        var response = try await next(request, context)
+enum SecurityHeaders {
+    /// Adds them to the answer to a request for `path`.
+    static func apply(to response: inout Response, path: String) {
         response.headers[.xContentTypeOptions] = "nosniff"
-        let path = request.uri.path
         if path.hasPrefix("/v1/auth") {
             response.headers[.referrerPolicy] = "no-referrer"
         } else if Self.isPerUser(path) {
@@ -22,7 +19,6 @@ struct SecurityHeadersMiddleware: RouterMiddleware {
             }
             response.headers.append(HTTPField(name: .vary, value: "Cookie, Authorization"))
         }
-        return response
     }
 
     /// `/v1/me`, `/v1/me/…`, `/v1/users`, `/v1/users/…`, read by segments as the router reads

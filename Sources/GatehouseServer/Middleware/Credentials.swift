@@ -1,12 +1,11 @@
 import GatehouseCore
 import Hummingbird
 
-/// Puts what a request presents to prove who it is on its context: the `Authorization`
-/// header and the session cookie. Nothing is checked here (most routes need no caller, and
-/// a stray header must not fail `/healthz`); routes ask the context, which checks the
-/// credential they need: `user()`, `requireUser()`, `requireService(scope:)`.
-struct AuthenticationMiddleware: RouterMiddleware {
-    typealias Context = GatehouseRequestContext
+/// Reads what a request presents to prove who it is: the `Authorization` header and the
+/// session cookie. Nothing is checked here (most routes need no caller, and a stray header
+/// must not fail `/healthz`); routes ask the context, which checks the credential they need:
+/// `user()`, `requireUser()`, `requireService(scope:)`.
+struct CredentialReader: Sendable {
     let checks: CredentialChecks
     let cookies: CookiePolicy
 
@@ -15,11 +14,9 @@ struct AuthenticationMiddleware: RouterMiddleware {
         self.cookies = cookies
     }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        var context = context
-        context.credentials = Credentials(
-            authorization: request.headers[.authorization], sessionCookie: request.cookie(cookies.sessionName), checks: checks)
-        return try await next(request, context)
+    /// The request's credentials, unchecked.
+    func read(_ request: Request) -> Credentials {
+        Credentials(authorization: request.headers[.authorization], sessionCookie: request.cookie(cookies.sessionName), checks: checks)
     }
 }
 

@@ -3,28 +3,35 @@ import HTTPTypes
 import Hummingbird
 import Logging
 
-/// The innermost link: every error leaves as `application/problem+json`. Unknown routes are
-/// `404 not-found`, wrong methods `405 method-not-allowed` with `Allow`, framework errors
-/// keep their status, a provider's answer on a passthrough route and an HTML page stay as they are, store outages are `503 storage-unavailable`, and anything unexpected is
-/// `500 internal`, logged with the request id and never shown. Nothing is thrown past it.
-struct ProblemMiddleware: RouterMiddleware {
-    typealias Context = GatehouseRequestContext
+/// How every error leaves as `application/problem+json`. Unknown routes are `404
+/// not-found`, wrong methods `405 method-not-allowed` with `Allow`, framework errors keep
+/// their status, a provider's answer on a passthrough route and an HTML page stay as they
+/// are, store outages are `503 storage-unavailable`, and anything unexpected is `500
+/// internal`, logged with the request id and never shown. `GatewayMiddleware` maps what the
+/// routes answer or throw through it: nothing is thrown past it.
+struct ProblemMapping: Sendable {
     /// Tells `405` from `404`.
     let routes: RouteTable
     /// Told of resource refusals, which `/readyz` reports.
     let storageHealth: StorageHealth
     let logger: Logger
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    /// A route's answer: a bare error status becomes a problem document.
+    func checked(_ response: Response, for request: Request) -> Response {
+        // A page rendered for a browser (the console's refusals) keeps its words: it names
+        // the problem's code itself.
+        guard response.status.code >= 400, response.headers[.contentType] != "application/problem+json",
+            response.headers[.contentType]?.hasPrefix("text/html") != true,
+            !routes.answersVerbatim(method: request.method.rawValue, path: request.uri.path)
+        else { return response }
+        return rewrite(response.status, request: request)
+    }
+
+    /// What a route threw, as a problem document.
+    func response(for error: any Error, to request: Request) -> Response {
+        // Rethrown to match it with `catch` patterns (enum cases of `StorageError` among them).
         do {
-            let response = try await next(request, context)
-            // A page rendered for a browser (the console's refusals) keeps its words: it names
-            // the problem's code itself.
-            guard response.status.code >= 400, response.headers[.contentType] != "application/problem+json",
-                response.headers[.contentType]?.hasPrefix("text/html") != true,
-                !routes.answersVerbatim(method: request.method.rawValue, path: request.uri.path)
-            else { return response }
-            return rewrite(response.status, request: request)
+            throw error
         } catch let error as GatehouseError {
             if let cause = error.logDetail {
                 logger.notice("upstream failure", metadata: ["error.code": "\(error.code)", "cause": "\(cause)"])

@@ -2,14 +2,12 @@ import GatehouseCore
 import Hummingbird
 import Logging
 
-/// The outermost link: one access-log line and the request metrics for every answer, errors
-/// and preflights included (the inner links never throw past `ProblemMiddleware`). The line
-/// answers "who, from where": the client's address (through the trusted proxies), the user or
-/// service key the route found, the user agent, and the answer's size when known. Probes
-/// (`/healthz`, `/readyz`) are logged at debug unless `logProbes`: an orchestrator's
-/// every-few-seconds checks would bury the rest.
-struct AccessLogMiddleware: RouterMiddleware {
-    typealias Context = GatehouseRequestContext
+/// One access-log line and the request metrics for every answer, errors and preflights
+/// included. The line answers "who, from where": the client's address (through the trusted
+/// proxies), the user or service key the route found, the user agent, and the answer's size
+/// when known. Probes (`/healthz`, `/readyz`) are logged at debug unless `logProbes`: an
+/// orchestrator's every-few-seconds checks would bury the rest.
+struct AccessLog: Sendable {
     /// Route templates for the metrics' `route` label (bounded: never the raw path).
     let routes: RouteTable
     let metrics: ServerMetrics
@@ -19,11 +17,9 @@ struct AccessLogMiddleware: RouterMiddleware {
     /// Whether probes are logged at info like every other request.
     let logProbes: Bool
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let started = ContinuousClock.now
-        let actor = RequestActor()
-        let response = try await RequestActor.$current.withValue(actor) { try await next(request, context) }
-        let elapsed = ContinuousClock.now - started
+    /// Records one answered request: its metrics, and its line (inside the request's
+    /// `RequestID` scope, which the line carries).
+    func record(_ request: Request, _ context: GatehouseRequestContext, _ response: Response, elapsed: Duration, actor: RequestActor) {
         metrics.request(
             method: request.method.rawValue, route: routes.template(endpoint: context.endpointPath) ?? "unmatched",
             status: Int(response.status.code), duration: elapsed)
@@ -31,11 +27,12 @@ struct AccessLogMiddleware: RouterMiddleware {
         let level: Logger.Level = !logProbes && (path == "/healthz" || path == "/readyz") ? .debug : .info
         // Built only when the line is written (swift-log's autoclosure).
         logger.log(level: level, "request", metadata: fields(request, context, response, elapsed: elapsed, actor: actor))
-        return response
     }
 
     /// The line's fields. The query string is never logged: callbacks carry codes and state in it.
-    private func fields(_ request: Request, _ context: Context, _ response: Response, elapsed: Duration, actor: RequestActor) -> Logger.Metadata {
+    private func fields(
+        _ request: Request, _ context: GatehouseRequestContext, _ response: Response, elapsed: Duration, actor: RequestActor
+    ) -> Logger.Metadata {
         var metadata: Logger.Metadata = [
             "http.method": "\(request.method.rawValue)", "http.path": "\(request.uri.path)",
             "http.status": .stringConvertible(Int(response.status.code)),
