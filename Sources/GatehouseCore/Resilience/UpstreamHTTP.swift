@@ -86,6 +86,23 @@ public struct UpstreamHTTP: Sendable {
         }
     }
 
+    /// The start of a streamed body: the whole body when it ends within `limit` bytes
+    /// (`ended`), else the first `limit` bytes or more, the rest still to read from
+    /// `response.body`. A transport failure is mapped as in `stream`.
+    func readAhead(_ response: OutboundStreamingResponse, limit: Int) async throws -> (bytes: [UInt8], ended: Bool) {
+        var bytes: [UInt8] = []
+        var chunks = response.body.makeAsyncIterator()
+        do {
+            while bytes.count < limit {
+                guard let chunk = try await chunks.next() else { return (bytes, true) }
+                bytes += chunk
+            }
+        } catch {
+            throw UpstreamErrors.transport(error, providerId: providerId)
+        }
+        return (bytes, false)
+    }
+
     /// Counts a call; logs it unless it succeeded or the provider refused the caller's input
     /// (host and status only: paths and queries may carry identifiers).
     private func record(_ request: OutboundRequest, endpoint: UpstreamEndpoint, outcome: String, status: Int?, since started: ContinuousClock.Instant)

@@ -107,11 +107,12 @@ struct ProviderAPIRoutes {
         switch answer.body {
         case .whole(let bytes):
             return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
-        case .streaming(let chunks):
+        case .streaming(let first, let rest):
             return Response(
                 status: status, headers: headers,
                 body: ResponseBody { writer in
-                    for try await chunk in chunks {
+                    try await writer.write(ByteBuffer(bytes: first), pacedBy: eventLoop)
+                    for try await chunk in rest {
                         try await writer.write(ByteBuffer(bytes: chunk), pacedBy: eventLoop)
                     }
                     try await writer.finish(nil)
