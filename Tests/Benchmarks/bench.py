@@ -565,6 +565,9 @@ def main():
                         help="the gateway's log level: warning (default) writes no line per request, as the reference nginx "
                              "(access_log off); info, the production default, adds an access-log line per request")
     arguments = parser.parse_args()
+    # A stopped run (kill, timeout) exits through the `finally` below like an interrupted one,
+    # so its gateways, nginx and wrk do not outlive it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     raise_descriptor_limit(12_000)
     rounds, seconds = (1, 2) if arguments.smoke else (arguments.rounds, arguments.seconds)
     for tool in ["nginx", "wrk"]:
