@@ -42,6 +42,8 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
+        // glibc's allocator controls (`malloc_trim`), for the serve command's heap trimming.
+        .systemLibrary(name: "CMalloc"),
         // libcurl, seen through typed shims for its variadic C functions.
         .systemLibrary(
             name: "CCurl",
@@ -142,6 +144,7 @@ let package = Package(
         .executableTarget(
             name: "gatehouse",
             dependencies: [
+                "CMalloc",
                 "GatehouseServer",
                 "GatehouseSQLite",
                 "GatehousePostgres",

@@ -84,10 +84,13 @@ struct ServeCommand: AsyncParsableCommand {
         let delay = try ShutdownDeadline.delay(environment, default: 5)
         // Started in this order, stopped in reverse: the drain first, then the listener (its
         // requests in flight finish), then the libcurl client, then the database pool.
-        let services: [any Service] = [
+        var services: [any Service] = [
             HTTPClientService(client: http), app,
             AfterStoreReady.waiting(for: migrated, then: PurgeService(purger: purger)), DrainingService(signal: drain, delay: delay, logger: logger),
         ]
+        if settings.heapTrimInterval > .zero {
+            services.append(HeapTrimService(interval: settings.heapTrimInterval, logger: logger))
+        }
         let group = ShutdownDeadline.group(
             services: (pool.map { [$0] } ?? []) + services,
             timeout: delay + (try ShutdownDeadline.timeout(environment)), logger: logger)
@@ -104,6 +107,8 @@ struct ServeSettings {
     var upstreamConnections: Int
     /// Seconds between two purges of expired flows, results and sessions (`GATEHOUSE_PURGE_INTERVAL`).
     var purgeInterval: Duration
+    /// Time between two returns of freed heap memory to the system (`GATEHOUSE_HEAP_TRIM_INTERVAL`; zero: never).
+    var heapTrimInterval: Duration
     var gateway: GatewayConfiguration
     /// The configured encryption keys, current first.
     var vaultKeys: [Data]
@@ -133,6 +138,7 @@ struct ServeSettings {
         self.caBundlePath = environment["GATEHOUSE_CA_BUNDLE"]
         self.upstreamConnections = try settings.numberOrDefault("GATEHOUSE_UPSTREAM_CONNECTIONS")
         self.purgeInterval = .seconds(try settings.numberOrDefault("GATEHOUSE_PURGE_INTERVAL"))
+        self.heapTrimInterval = try settings.durationOrDefault("GATEHOUSE_HEAP_TRIM_INTERVAL")
         self.vaultKeys = try VaultSettings.keys(environment: environment)
         var github: GitHubConfiguration?
         if let clientID = environment["GATEHOUSE_GITHUB_CLIENT_ID"] {

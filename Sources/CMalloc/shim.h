@@ -1,0 +1,7 @@
+// glibc's allocator controls (malloc.h), which Swift's Glibc module does not export.
+#ifndef GATEHOUSE_CMALLOC_SHIM_H
+#define GATEHOUSE_CMALLOC_SHIM_H
+
+#include <malloc.h>
+
+#endif

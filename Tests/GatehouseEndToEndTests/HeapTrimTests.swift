@@ -1,0 +1,87 @@
+import Foundation
+import GatehouseCore
+import Glibc
+import Testing
+
+/// After a spike of connections the gateway gives back what they cost: `gatehouse serve`
+/// returns the memory its allocator holds free to the system every
+/// `GATEHOUSE_HEAP_TRIM_INTERVAL`. Measured on a child process, whose memory is its own.
+@Suite("Memory after a spike of connections")
+struct HeapTrimTests {
+    /// `pid`'s anonymous resident memory (`RssAnon`), in KB.
+    static func anonymousKilobytes(_ pid: pid_t) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("RssAnon:") }),
+            let value = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap({ Int($0) })
+        else { throw FlowError("no RssAnon in /proc/\(pid)/status") }
+        return value
+    }
+
+    /// `count` keep-alive connections to 127.0.0.1:`port`, each with one `/healthz` answered.
+    static func idleConnections(port: Int, count: Int) throws -> [Int32] {
+        var descriptors: [Int32] = []
+        do {
+            for _ in 0..<count {
+                let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                guard descriptor >= 0 else { throw FlowError("socket: errno \(errno)") }
+                descriptors.append(descriptor)
+                var timeout = timeval(tv_sec: 30, tv_usec: 0)
+                setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = in_port_t(UInt16(port).bigEndian)
+                address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                let connected = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+                guard connected == 0 else { throw FlowError("connect: errno \(errno)") }
+                let request = Array("GET /healthz HTTP/1.1\r\nHost: gatehouse\r\n\r\n".utf8)
+                guard send(descriptor, request, request.count, 0) == request.count else { throw FlowError("send: errno \(errno)") }
+                var answer: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while !String(decoding: answer, as: UTF8.self).contains(#""status""#) {
+                    let read = recv(descriptor, &buffer, buffer.count, 0)
+                    guard read > 0 else { throw FlowError("recv: \(read), errno \(errno)") }
+                    answer += buffer[..<read]
+                }
+            }
+        } catch {
+            descriptors.forEach { _ = close($0) }
+            throw error
+        }
+        return descriptors
+    }
+
+    @Test("3,000 idle keep-alive connections closed: within 15 s the gateway's anonymous memory is back within a quarter of their cost")
+    func memoryReturnsAfterSpike() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        try await withRunningEmulator { emulatorURL in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("heap-trim-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let gateway = try await ServeProcess.start(
+                name: "trim", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
+                extra: ["GATEHOUSE_HEAP_TRIM_INTERVAL": "1"])
+            defer { gateway.process.stop() }
+            let port = try #require(URLComponents(string: gateway.url)?.port)
+            let pid = gateway.process.pid
+            // A first small wave: what every process allocates once (metadata, pools) is not the spike's.
+            try Self.idleConnections(port: port, count: 100).forEach { _ = close($0) }
+            try await Task.sleep(for: .seconds(2))
+            let before = try Self.anonymousKilobytes(pid)
+            let held = try Self.idleConnections(port: port, count: 3000)
+            let during = try Self.anonymousKilobytes(pid)
+            held.forEach { _ = close($0) }
+            // The spike must have cost something for its return to be measured.
+            try #require(during - before >= 20 << 10, "3,000 connections cost only \(during - before) KB")
+            let bound = before + (during - before) / 4
+            let waiting = ContinuousClock.now
+            var now = try Self.anonymousKilobytes(pid)
+            while now > bound, ContinuousClock.now - waiting < .seconds(15) {
+                try await Task.sleep(for: .milliseconds(250))
+                now = try Self.anonymousKilobytes(pid)
+            }
+            #expect(now <= bound, "anonymous memory \(before) KB before, \(during) KB with the connections, \(now) KB 15 s after\n\(gateway.logTail)")
+        }
+    }
+}
