@@ -2,6 +2,8 @@
 #ifndef GATEHOUSE_CMALLOC_SHIM_H
 #define GATEHOUSE_CMALLOC_SHIM_H
 
+#if __has_include(<malloc.h>)
 #include <malloc.h>
+#endif
 
 #endif

@@ -14,6 +14,13 @@ public struct ResponseBody: AsyncSequence, Sendable {
         self.consumer = ConsumerToken(channel: channel)
     }
 
+    /// The whole body, taken at once, when it has already arrived (every chunk buffered and
+    /// the transfer ended); `nil`, with nothing taken, while more may come. Never waits.
+    /// Throws the body's failure when it ended with one.
+    public func takeIfComplete() throws -> [UInt8]? {
+        try consumer.channel.takeIfComplete()
+    }
+
     /// Creates the iterator; there is one body, so iterate it once.
     public func makeAsyncIterator() -> Iterator {
         Iterator(consumer: consumer)
@@ -143,6 +150,21 @@ final class BodyChannel: Sendable {
             }
         } onCancel: {
             abandon()
+        }
+    }
+
+    /// Consumer: every buffered chunk joined, when the body has ended; `nil` otherwise.
+    func takeIfComplete() throws -> [UInt8]? {
+        try state.withLock { s -> [UInt8]? in
+            guard case .some(let end) = s.end else { return nil }
+            if let end { throw end }
+            var whole: [UInt8] = []
+            whole.reserveCapacity(s.buffered)
+            for chunk in s.chunks[s.firstChunk...] { whole += chunk }
+            s.chunks.removeAll()
+            s.firstChunk = 0
+            s.buffered = 0
+            return whole
         }
     }
 

@@ -1,7 +1,10 @@
-import CMalloc
 import Foundation
 import Logging
 import ServiceLifecycle
+
+#if canImport(Glibc)
+    import CMalloc
+#endif
 
 /// Hands the memory the allocator holds free back to the system, every `interval`, for as
 /// long as the process serves.
@@ -11,6 +14,7 @@ import ServiceLifecycle
 /// there: 9,000 idle keep-alive connections, once closed, left 220 MB of anonymous memory, of
 /// which one `malloc_trim` returned 210 MB. The trim walks the allocator's free lists, each arena
 /// locked in turn; on a quiet heap it takes microseconds, and memory in use is never touched.
+/// Only glibc has `malloc_trim`: elsewhere the service measures and returns nothing.
 struct HeapTrimService: Service {
     /// Time between two trims.
     let interval: Duration
@@ -29,7 +33,9 @@ struct HeapTrimService: Service {
     func trim() {
         let before = Self.anonymousKilobytes()
         let started = ContinuousClock.now
-        malloc_trim(0)
+        #if canImport(Glibc)
+            malloc_trim(0)
+        #endif
         let elapsed = ContinuousClock.now - started
         guard let before, let after = Self.anonymousKilobytes(), before - after >= 8 << 10 else { return }
         logger.info(

@@ -83,14 +83,15 @@ struct ServeCommand: AsyncParsableCommand {
         let purger = ExpiredRecordsPurger(storage: storage, interval: settings.purgeInterval, logger: logger)
         let delay = try ShutdownDeadline.delay(environment, default: 5)
         // Started in this order, stopped in reverse: the drain first, then the listener (its
-        // requests in flight finish), then the libcurl client, then the database pool.
-        var services: [any Service] = [
-            HTTPClientService(client: http), app,
-            AfterStoreReady.waiting(for: migrated, then: PurgeService(purger: purger)), DrainingService(signal: drain, delay: delay, logger: logger),
-        ]
-        if settings.heapTrimInterval > .zero {
-            services.append(HeapTrimService(interval: settings.heapTrimInterval, logger: logger))
-        }
+        // requests in flight finish), then the libcurl client, the heap trimming, then the
+        // database pool.
+        let trimming: [any Service] = settings.heapTrimInterval > .zero ? [HeapTrimService(interval: settings.heapTrimInterval, logger: logger)] : []
+        let services: [any Service] =
+            trimming + [
+                HTTPClientService(client: http), app,
+                AfterStoreReady.waiting(for: migrated, then: PurgeService(purger: purger)),
+                DrainingService(signal: drain, delay: delay, logger: logger),
+            ]
         let group = ShutdownDeadline.group(
             services: (pool.map { [$0] } ?? []) + services,
             timeout: delay + (try ShutdownDeadline.timeout(environment)), logger: logger)
@@ -138,7 +139,9 @@ struct ServeSettings {
         self.caBundlePath = environment["GATEHOUSE_CA_BUNDLE"]
         self.upstreamConnections = try settings.numberOrDefault("GATEHOUSE_UPSTREAM_CONNECTIONS")
         self.purgeInterval = .seconds(try settings.numberOrDefault("GATEHOUSE_PURGE_INTERVAL"))
-        self.heapTrimInterval = try settings.durationOrDefault("GATEHOUSE_HEAP_TRIM_INTERVAL")
+        // Whole seconds: each trim locks the allocator's arenas in turn, not something to do
+        // many times a second.
+        self.heapTrimInterval = .seconds(try settings.numberOrDefault("GATEHOUSE_HEAP_TRIM_INTERVAL"))
         self.vaultKeys = try VaultSettings.keys(environment: environment)
         var github: GitHubConfiguration?
         if let clientID = environment["GATEHOUSE_GITHUB_CLIENT_ID"] {

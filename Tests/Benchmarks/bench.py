@@ -824,6 +824,7 @@ def main():
         print("Upstream calls/req: calls the upstream nginx served per Gatehouse request (below 1 where concurrent requests "
               "of the one signed-in user shared a fetch). Sign-ins: CPU of the gateway per sign-in (the emulator's not counted).")
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the cleanup short
         for process in reversed(processes):
             process.send_signal(signal.SIGTERM)
         for process in processes:

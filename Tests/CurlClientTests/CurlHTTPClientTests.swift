@@ -199,6 +199,41 @@ struct CurlHTTPClientTests {
         }
     }
 
+    @Test(
+        "takeIfComplete: nil without taking anything while the body is still coming; the whole body once it ended; the failure of a body that failed"
+    )
+    func takeIfComplete() async throws {
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient(configuration: .init(timeout: .seconds(120), maxResponseBytes: 16 << 20, streamBufferBytes: 64 << 10))
+            defer { client.shutdown() }
+            // 8 MiB cannot have arrived: the transfer pauses once 64 KiB wait unread.
+            let large = try await client.stream(OutboundRequest(url: server.url("/chunked/\(8 << 20)")))
+            #expect(try large.body.takeIfComplete() == nil)
+            var total = 0
+            for try await chunk in large.body { total += chunk.count }
+            #expect(total == 8 << 20)
+
+            /// Asks until the body has ended (bounded), answering what `takeIfComplete` gave.
+            func whenEnded(_ response: OutboundStreamingResponse) async throws -> [UInt8]? {
+                let started = ContinuousClock.now
+                while ContinuousClock.now - started < .seconds(10) {
+                    if let whole = try response.body.takeIfComplete() { return whole }
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                return nil
+            }
+            let small = try await client.stream(OutboundRequest(url: server.url("/chunked/1000")))
+            let whole = try await whenEnded(small)
+            #expect(whole?.count == 1000 && whole?.enumerated().allSatisfy { $0.element == UInt8($0.offset % 251) } == true)
+            var iterator = small.body.makeAsyncIterator()
+            #expect(try await iterator.next() == nil)
+
+            let capped = try await client.stream(OutboundRequest(url: server.url("/chunked/200000"), maxResponseBytes: 50_000))
+            let error = await #expect(throws: OutboundError.self) { _ = try await whenEnded(capped) }
+            #expect(error?.kind == .responseTooLarge)
+        }
+    }
+
     @Test("redirects are returned, never followed")
     func noRedirects() async throws {
         try await LoopbackHTTPServer.with { server in

@@ -122,6 +122,9 @@ struct ConfigurationFileTests {
         // The environment is validated the same way: a bad port no longer becomes 8080.
         let (status, output) = try await Self.run(["config", "show"], environment: ["GATEHOUSE_PORT": "99999"])
         #expect(status != 0 && output.contains("GATEHOUSE_PORT must be a port number from 0 to 65535, not \"99999\""), "\(output)")
+        // Heap trims are whole seconds apart (or never): a fraction would trim without pause.
+        let (trimStatus, trimOutput) = try await Self.run(["config", "show"], environment: ["GATEHOUSE_HEAP_TRIM_INTERVAL": "0.001"])
+        #expect(trimStatus != 0 && trimOutput.contains("GATEHOUSE_HEAP_TRIM_INTERVAL must be a whole number ≥ 0"), "\(trimOutput)")
     }
 
     @Test(

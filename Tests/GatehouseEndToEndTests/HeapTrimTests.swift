@@ -55,6 +55,14 @@ struct HeapTrimTests {
     @Test("3,000 idle keep-alive connections closed: within 15 s the gateway's anonymous memory is back within a quarter of their cost")
     func memoryReturnsAfterSpike() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        // 3,000 sockets here and as many in the gateway, which inherits the limit.
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        if limit.rlim_cur < 8192 {
+            limit.rlim_cur = min(limit.rlim_max, 8192)
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        try #require(limit.rlim_cur >= 6500, "the descriptor limit (\(limit.rlim_cur)) is too low for 3,000 connections; raise ulimit -Hn")
         try await withRunningEmulator { emulatorURL in
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("heap-trim-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

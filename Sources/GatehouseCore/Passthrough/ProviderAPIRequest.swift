@@ -38,9 +38,8 @@ public struct ProviderAPIRequest: Sendable {
 public struct ProviderAPIAnswer: Sendable {
     /// The provider's body: streamed as it arrives, or whole after its paging links were rewritten.
     public enum Body: Sendable {
-        /// The bytes read before answering, then the rest in chunks as libcurl receives them
-        /// (within the policy's answer cap).
-        case streaming(first: [UInt8], rest: ResponseBody)
+        /// Chunks as libcurl receives them (within the policy's answer cap).
+        case streaming(ResponseBody)
         /// The whole body.
         case whole([UInt8])
     }

@@ -82,25 +82,25 @@ public struct UpstreamHTTP: Sendable {
         do {
             return try await response.collect()
         } catch {
-            throw UpstreamErrors.transport(error, providerId: providerId)
+            throw bodyFailure(error)
         }
     }
 
-    /// The start of a streamed body: the whole body when it ends within `limit` bytes
-    /// (`ended`), else the first `limit` bytes or more, the rest still to read from
-    /// `response.body`. A transport failure is mapped as in `stream`.
-    func readAhead(_ response: OutboundStreamingResponse, limit: Int) async throws -> (bytes: [UInt8], ended: Bool) {
-        var bytes: [UInt8] = []
-        var chunks = response.body.makeAsyncIterator()
+    /// The whole body of a streamed response when it has arrived already, without waiting
+    /// (`ResponseBody.takeIfComplete`); a failure is mapped as in `stream`.
+    func completedBody(_ response: OutboundStreamingResponse) throws -> [UInt8]? {
         do {
-            while bytes.count < limit {
-                guard let chunk = try await chunks.next() else { return (bytes, true) }
-                bytes += chunk
-            }
+            return try response.body.takeIfComplete()
         } catch {
-            throw UpstreamErrors.transport(error, providerId: providerId)
+            throw bodyFailure(error)
         }
-        return (bytes, false)
+    }
+
+    /// A body's failure as the caller's error: a request cancelled (the shutdown's deadline)
+    /// is no failure of the provider.
+    private func bodyFailure(_ error: any Error) -> any Error {
+        if Task.isCancelled || (error as? OutboundError)?.kind == .cancelled { return CancellationError() }
+        return UpstreamErrors.transport(error, providerId: providerId)
     }
 
     /// Counts a call; logs it unless it succeeded or the provider refused the caller's input

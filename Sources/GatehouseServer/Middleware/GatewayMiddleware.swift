@@ -27,10 +27,11 @@ struct GatewayMiddleware: RouterMiddleware {
         let (id, offered) = requestIDs.assign(request, context)
         var response = await RequestID.$current.withValue(id) {
             await RequestID.$offered.withValue(offered) {
+                guard let accessLog else { return await answer(request, context, next) }
                 let started = ContinuousClock.now
                 let actor = RequestActor()
                 let response = await RequestActor.$current.withValue(actor) { await answer(request, context, next) }
-                accessLog?.record(request, context, response, elapsed: ContinuousClock.now - started, actor: actor)
+                accessLog.record(request, context, response, elapsed: ContinuousClock.now - started, actor: actor)
                 return response
             }
         }

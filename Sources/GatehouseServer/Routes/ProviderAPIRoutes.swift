@@ -107,12 +107,11 @@ struct ProviderAPIRoutes {
         switch answer.body {
         case .whole(let bytes):
             return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
-        case .streaming(let first, let rest):
+        case .streaming(let chunks):
             return Response(
                 status: status, headers: headers,
                 body: ResponseBody { writer in
-                    try await writer.write(ByteBuffer(bytes: first), pacedBy: eventLoop)
-                    for try await chunk in rest {
+                    for try await chunk in chunks {
                         try await writer.write(ByteBuffer(bytes: chunk), pacedBy: eventLoop)
                     }
                     try await writer.finish(nil)

@@ -37,7 +37,7 @@ enum SettingsCatalog {
             "seconds requests in flight then get to finish before they are cancelled and the process exits"),
         Setting("GATEHOUSE_PURGE_INTERVAL", .count(minimum: 1), default: "300", "seconds between purges of expired flows, results and sessions"),
         Setting(
-            "GATEHOUSE_HEAP_TRIM_INTERVAL", .seconds(0...3600), default: "30",
+            "GATEHOUSE_HEAP_TRIM_INTERVAL", .count(minimum: 0), default: "30",
             "seconds between returns of the memory the allocator holds free to the system (what a spike of connections leaves); `0`: never"),
     ]
 
