@@ -20,6 +20,9 @@ struct Fault: Sendable {
     /// When positive, the real answer's head and the first half of its body are sent, and
     /// the rest waits this long or until `POST /_emulator/faults/release`.
     var pauseBodyMilliseconds = 0
+    /// With `pauseBodyMilliseconds`: the answer is sent chunked, without its length (a
+    /// provider streaming an answer of unknown size).
+    var chunked = false
 }
 
 /// An authorization code waiting for its one redemption.

@@ -304,7 +304,7 @@ struct ProviderAPITests {
     }
 
     @Test(
-        "framing: an answer of up to 64 KB goes out whole with its Content-Length; one that cannot have arrived whole when its head did (1 MB) streams chunked, whole"
+        "framing: an answer of up to 64 KB goes out whole with its Content-Length; one that cannot have arrived whole when its head did (1 MB; a small one still coming) streams chunked, whole, its head not held back"
     )
     func answerFraming() async throws {
         try await Self.withAPIDeployment { deployment in
@@ -324,6 +324,22 @@ struct ProviderAPITests {
             #expect(large.status == 200 && large.body.count == 1_000_000, "\(large.status) \(large.body.count)")
             #expect(large.headers["transfer-encoding"] == "chunked")
             #expect(large.headers["content-length"] == nil)
+
+            // A small answer of unknown length still coming is not waited for: its head and first
+            // half pass while GitHub holds the rest (up to 20 s, or until released).
+            _ = try await deployment.control(
+                "faults", #"{"endpoint": "GET /github-api/user/repos", "pauseBodyMs": 20000, "chunked": true, "times": 1}"#)
+            var request = OutboundRequest(url: deployment.gatewayURL + repos + "?per_page=1", headers: ["Authorization": "Bearer \(key)"])
+            request.timeout = .seconds(60)
+            let started = ContinuousClock.now
+            let held = try await deployment.client.stream(request)
+            var chunks = held.body.makeAsyncIterator()
+            var bytes = try #require(try await chunks.next())
+            #expect(ContinuousClock.now - started < .seconds(10), "the head waited for the provider's whole answer")
+            #expect(held.head.status == 200 && held.head.headers["transfer-encoding"] == "chunked")
+            _ = try await deployment.control("faults/release", "{}")
+            while let chunk = try await chunks.next() { bytes += chunk }
+            #expect(bytes == small.body)
         }
     }
 

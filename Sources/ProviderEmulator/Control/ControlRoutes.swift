@@ -98,7 +98,8 @@ struct ControlRoutes {
                 bodyBytes: min(object["bodyBytes"] as? Int ?? 0, 64 << 20),
                 delayMilliseconds: object["delayMs"] as? Int ?? 0,
                 remaining: object["times"] as? Int,
-                pauseBodyMilliseconds: object["pauseBodyMs"] as? Int ?? 0)
+                pauseBodyMilliseconds: object["pauseBodyMs"] as? Int ?? 0,
+                chunked: object["chunked"] as? Bool ?? false)
             await state.addFault(fault)
             return Response.json(["endpoint": endpoint], status: .created)
         }

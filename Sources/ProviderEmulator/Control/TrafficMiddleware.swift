@@ -27,21 +27,24 @@ struct TrafficMiddleware<Context: RequestContext>: RouterMiddleware {
                 return Response(status: HTTPResponse.Status(code: status), headers: headers, body: ResponseBody(byteBuffer: body))
             }
             if fault.pauseBodyMilliseconds > 0 {
-                return try await Self.pausingBody(try await next(request, context), milliseconds: fault.pauseBodyMilliseconds, state: state)
+                return try await Self.pausingBody(
+                    try await next(request, context), milliseconds: fault.pauseBodyMilliseconds, chunked: fault.chunked, state: state)
             }
         }
         return try await next(request, context)
     }
 
     /// The answer with its body cut in two: the head and the first half go out at once, the
-    /// second half after the pause (a provider sending a large image slowly).
-    static func pausingBody(_ response: Response, milliseconds: Int, state: EmulatorState) async throws -> Response {
+    /// second half after the pause (a provider sending a large image slowly); `chunked`
+    /// leaves the length out.
+    static func pausingBody(_ response: Response, milliseconds: Int, chunked: Bool, state: EmulatorState) async throws -> Response {
         var response = response
         let collector = BodyCollector()
         try await response.body.write(collector)
         let bytes = collector.buffer
         let half = bytes.readableBytes / 2
-        response.body = ResponseBody(contentLength: bytes.readableBytes) { writer in
+        if chunked { response.headers[.contentLength] = nil }
+        response.body = ResponseBody(contentLength: chunked ? nil : bytes.readableBytes) { writer in
             try await writer.write(bytes.getSlice(at: bytes.readerIndex, length: half)!)
             await state.pause(milliseconds: milliseconds)
             try await writer.write(bytes.getSlice(at: bytes.readerIndex + half, length: bytes.readableBytes - half)!)
