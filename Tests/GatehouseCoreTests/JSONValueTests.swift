@@ -29,4 +29,81 @@ struct JSONValueTests {
         }
         #expect(try JSONCoding.decoder().decode(JSONValue.self, from: Data("true".utf8)) == .bool(true))
     }
+
+    @Test("parse reads every kind at every depth, arrays whose elements change kind included, and agrees with decoding JSONValue")
+    func parseEveryKind() throws {
+        let text = #"""
+            {"list": ["a", 1, "b", true, {}, [], null, {"x": [1, "1"]}, "c", [[false], [null]], 2.5, false],
+             "records": [{"email": "a@example.com", "primary": true}, {"email": "b@example.com", "primary": false}],
+             "n": null, "t": "x", "f": 0.25, "b": false, "o": {"p": {"q": []}}}
+            """#
+        let parsed = try JSONValue.parse(Data(text.utf8))
+        #expect(parsed == (try JSONCoding.decoder().decode(JSONValue.self, from: Data(text.utf8))))
+        #expect(
+            parsed["list"]
+                == .array([
+                    .string("a"), .number(1), .string("b"), .bool(true), .object([:]), .array([]), .null,
+                    .object(["x": .array([.number(1), .string("1")])]), .string("c"), .array([.array([.bool(false)]), .array([.null])]),
+                    .number(2.5), .bool(false),
+                ]))
+        #expect(parsed["records"]?.arrayValue?.map { $0["primary"]?.boolValue } == [true, false])
+        #expect(parsed["o"]?["p"]?["q"] == .array([]))
+        for (document, expected) in [
+            ("[1, \"2\", [3]]", JSONValue.array([.number(1), .string("2"), .array([.number(3)])])), ("\"x\"", .string("x")), ("7", .number(7)),
+            ("true", .bool(true)), ("null", .null), ("[]", .array([])), ("{}", .object([:])),
+        ] {
+            #expect(try JSONValue.parse(Data(document.utf8)) == expected)
+        }
+        for broken in ["", "{", "{\"a\" 1}", "tru", "{\"a\": 1} x"] {
+            #expect(throws: (any Error).self) { try JSONValue.parse(Data(broken.utf8)) }
+        }
+    }
+
+    @Test("parse and decoding JSONValue agree on 500 generated documents, and each encodes back to itself")
+    func parseAgreesOnGeneratedDocuments() throws {
+        var generator = SplitMix64(seed: 0x6A7E_4055)
+        for _ in 0..<500 {
+            let value = JSONValue.generated(depth: 0, using: &generator)
+            let data = try JSONCoding.encoder().encode(value)
+            let parsed = try JSONValue.parse(data)
+            #expect(parsed == value)
+            #expect(parsed == (try JSONCoding.decoder().decode(JSONValue.self, from: data)))
+        }
+    }
+}
+
+/// A small deterministic generator (SplitMix64), so that a failing document can be found again.
+private struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+extension JSONValue {
+    /// A random value: scalars of every kind (strings that look like other kinds among them),
+    /// and arrays and objects up to four levels deep, homogeneous or mixed.
+    fileprivate static func generated(depth: Int, using generator: inout SplitMix64) -> JSONValue {
+        let kinds = depth >= 4 ? 4 : 6
+        switch Int.random(in: 0..<kinds, using: &generator) {
+        case 0: return .null
+        case 1: return .bool(Bool.random(using: &generator))
+        case 2: return .number([0, 1, -3, 2.5, 1e20, -0.125][Int.random(in: 0..<6, using: &generator)])
+        case 3: return .string(["", "a", "true", "1", "null", "é\n\"", "{}"][Int.random(in: 0..<7, using: &generator)])
+        case 4:
+            let homogeneous = Bool.random(using: &generator)
+            let first = generated(depth: depth + 1, using: &generator)
+            return .array(
+                (0..<Int.random(in: 0..<5, using: &generator)).map { _ in homogeneous ? first : generated(depth: depth + 1, using: &generator) })
+        default:
+            var object: [String: JSONValue] = [:]
+            for index in 0..<Int.random(in: 0..<5, using: &generator) { object["k\(index)"] = generated(depth: depth + 1, using: &generator) }
+            return .object(object)
+        }
+    }
 }

@@ -17,7 +17,7 @@ enum HookAnswer: Equatable {
 
     /// Parses `body`; throws `HookFailure.invalidAnswer` naming what is wrong.
     init(body: [UInt8]) throws {
-        guard let value = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(body)), case .object(let object) = value else {
+        guard let value = try? JSONValue.parse(Data(body)), case .object(let object) = value else {
             throw HookFailure.invalidAnswer("the body is not a JSON object")
         }
         guard case .string(let decision)? = object["decision"] else {

@@ -177,7 +177,7 @@ public actor IssuerMetadataCache {
     private func fetchKeys() async throws -> KeySet {
         let jwksURI = try await discovery().jwksURI
         let response = try await get(jwksURI, endpoint: .jwks)
-        guard response.status == 200, let document = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body)),
+        guard response.status == 200, let document = try? JSONValue.parse(Data(response.body)),
             case .array(let members)? = document["keys"]
         else {
             throw GatehouseError.upstreamUnavailable(configuration.providerId, detail: "\(configuration.providerId)'s JWKS could not be read.")

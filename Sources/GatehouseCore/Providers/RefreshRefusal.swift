@@ -20,7 +20,7 @@ enum RefreshRefusal {
     /// (recorded in `health`), `upstream-unavailable` for everything else (a proxy's HTML page,
     /// `temporarily_unavailable`, a 5xx), which leaves the grant for a later retry.
     static func error(status: Int, body: [UInt8], headers: OutboundHeaders, providerId: String, health: ProviderHealth) -> GatehouseError {
-        let json = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(body))
+        let json = try? JSONValue.parse(Data(body))
         // Yahoo writes its codes in upper case.
         if let code = json?["error"]?.stringValue?.lowercased() {
             if deadGrantCodes.contains(code) { return .providerReauthRequired(providerId) }

@@ -89,7 +89,7 @@ struct AdminWebhookRoutes {
             nextAttemptAt = entry.nextAttemptAt
             lastStatus = entry.lastStatus
             lastError = entry.lastError
-            event = (try? JSONCoding.decoder().decode(JSONValue.self, from: entry.payload)) ?? .null
+            event = (try? JSONValue.parse(entry.payload)) ?? .null
         }
 
         enum CodingKeys: String, CodingKey {

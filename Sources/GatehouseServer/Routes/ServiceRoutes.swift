@@ -61,7 +61,7 @@ struct ServiceRoutes {
                 throw GatehouseError.invalidArgument("The body must be application/json.")
             }
             let body = try await request.collectBody(upTo: 16 << 10)
-            guard let value = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(buffer: body)), case .object(let members) = value
+            guard let value = try? JSONValue.parse(Data(buffer: body)), case .object(let members) = value
             else { throw GatehouseError.invalidArgument("The body must be a JSON object of claims.") }
             let claims = try CustomClaims(members, source: "The claims")
             try await accounts.setCustomClaims(uid: user, claims, by: .serviceKey(key.id))

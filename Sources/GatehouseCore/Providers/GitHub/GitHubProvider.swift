@@ -139,12 +139,12 @@ public struct GitHubProvider: IdentityProvider {
     /// The profile of `/user`'s and `/user/emails`' answers (the latter optional: a grant
     /// without the email scope gets a 404), with their validators.
     private func normalize(user userResponse: OutboundResponse, emails emailsResponse: OutboundResponse?) throws -> ProviderProfile {
-        let user = try JSONCoding.decoder().decode(JSONValue.self, from: Data(userResponse.body))
+        let user = try JSONValue.parse(Data(userResponse.body))
         guard let numericID = user["id"]?.integerValue, let login = user["login"]?.stringValue else {
             throw GatehouseError.invalidIdPResponse("GitHub's /user answer has no id or login.")
         }
         var emails: [JSONValue] = []
-        if let response = emailsResponse, let list = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body)).arrayValue {
+        if let response = emailsResponse, let list = try? JSONValue.parse(Data(response.body)).arrayValue {
             emails = list
         }
         var validators: [String: String] = [:]
@@ -231,7 +231,7 @@ public struct GitHubProvider: IdentityProvider {
 
     /// The token response as JSON, or form-encoded when GitHub ignored the `Accept` header.
     private static func decodeTokenBody(_ response: OutboundResponse) -> [String: String] {
-        if let json = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body)), case .object(let object) = json {
+        if let json = try? JSONValue.parse(Data(response.body)), case .object(let object) = json {
             return object.compactMapValues { $0.stringValue ?? $0.integerValue.map(String.init) }
         }
         var result: [String: String] = [:]

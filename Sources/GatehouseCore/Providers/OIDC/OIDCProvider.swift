@@ -104,7 +104,7 @@ public struct OIDCProvider: IdentityProvider {
         let response = try await tokenResponse(
             [("grant_type", "refresh_token"), ("refresh_token", refreshToken)], endpoint: document.tokenEndpoint,
             authMethods: document.tokenEndpointAuthMethodsSupported)
-        let answer = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body))
+        let answer = try? JSONValue.parse(Data(response.body))
         guard response.status == 200, let answer, answer["error"] == nil, let accessToken = answer["access_token"]?.stringValue,
             !accessToken.isEmpty
         else {
@@ -182,7 +182,7 @@ public struct OIDCProvider: IdentityProvider {
     /// `invalid-idp-response` naming the provider's code, never echoing the request.
     private func tokenRequest(_ parameters: [(String, String)], endpoint: String, authMethods: [String]?) async throws -> JSONValue {
         let response = try await tokenResponse(parameters, endpoint: endpoint, authMethods: authMethods)
-        let body = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body))
+        let body = try? JSONValue.parse(Data(response.body))
         if let error = body?["error"]?.stringValue {
             if RefreshRefusal.misconfigurationCodes.contains(error.lowercased()) {
                 throw health.misconfigured(id, reason: "its token endpoint refused the gateway's client credentials (\(error.prefix(32)))")
@@ -229,7 +229,7 @@ public struct OIDCProvider: IdentityProvider {
                 url: endpoint, headers: ["Authorization": "Bearer \(accessToken)", "Accept": "application/json"], maxResponseBytes: 256 << 10),
             endpoint: .userinfo)
         guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
-        guard let info = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(response.body)), case .object = info else {
+        guard let info = try? JSONValue.parse(Data(response.body)), case .object = info else {
             throw GatehouseError.invalidIdPResponse("\(id)'s userinfo answer is not a JSON object.")
         }
         if let expectedSubject, info["sub"]?.stringValue != expectedSubject {

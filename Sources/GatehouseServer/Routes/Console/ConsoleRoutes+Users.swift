@@ -100,7 +100,7 @@ extension ConsoleRoutes {
         table.add(.post, "/admin/users/{uid}/claims") { request, context in
             try await change(request, context) { who, uid in
                 let text = try await Self.form(request)["claims"]?.first ?? ""
-                guard let value = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(text.utf8)), case .object(let members) = value
+                guard let value = try? JSONValue.parse(Data(text.utf8)), case .object(let members) = value
                 else { throw GatehouseError.invalidArgument("The claims must be a JSON object ({} clears them).") }
                 try await gatehouse.accounts.setCustomClaims(
                     uid: uid, try CustomClaims(members, source: "The claims"), by: .operator(who.profile.uid))
