@@ -9,8 +9,9 @@ struct PassthroughPolicyTests {
     @Test(
         "paths decode their segments and refuse what could leave the API base",
         arguments: [
-            "/user/../emails", "/user/%2e%2E/x", "/user/.", "/a%2Fb", "/a%5Cb", "//evil.example/x", "/https:/evil.example", "/a/%00", "/a/%zz", "",
-            "/",
+            "/user/../emails", "/user/%2e%2E/x", "/user/.", "/a%2Fb", "/a%5Cb", "//evil.example/x", "/https:/evil.example", "/a/%00", "/a/%0A",
+            "/a/%7F", "/a/b%09c",
+            "/a/%zz", "", "/", "/https%3A/x",
         ])
     func refusedPaths(raw: String) {
         #expect(throws: GatehouseError.self) { try APIPath(raw: Substring(raw)) }
@@ -24,6 +25,11 @@ struct PassthroughPolicyTests {
         let spaced = try APIPath(raw: "v1.0/me/messages/AB%20C%3F")
         #expect(spaced.segments.last == "AB C?")
         #expect(spaced.encoded == "/v1.0/me/messages/AB%20C%3F")
+        // Non-ASCII segments pass (none of their bytes is a control character) and go
+        // upstream percent-encoded; a colon is refused in the first segment only.
+        let accented = try APIPath(raw: "/drive/caf%C3%A9/a:b")
+        #expect(accented.segments == ["drive", "café", "a:b"])
+        #expect(accented.encoded == "/drive/caf%C3%A9/a:b")
     }
 
     @Test("templates match decoded segments by method; parameters match one segment")

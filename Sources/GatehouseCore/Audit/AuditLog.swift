@@ -110,15 +110,16 @@ public struct AuditLog: Sendable {
         _ event: AuditEvent, by actor: AuditActor, uid: String? = nil, provider: String? = nil, keyId: String? = nil, call: AuditedCall? = nil
     ) {
         guard let logger else { return }
-        var metadata: Logger.Metadata = [
-            "audit": .stringConvertible(true), "audit.event": "\(event.rawValue)", "audit.actor": "\(actor.description)",
-        ]
-        if let uid { metadata["user.id"] = "\(uid)" }
-        if let provider { metadata["provider.id"] = "\(provider)" }
-        if let keyId { metadata["key.id"] = "\(keyId)" }
+        var metadata = Logger.Metadata(minimumCapacity: 9)  // every member at once, no rehash
+        metadata["audit"] = .stringConvertible(true)
+        metadata["audit.event"] = .string(event.rawValue)
+        metadata["audit.actor"] = .string(actor.description)
+        if let uid { metadata["user.id"] = .string(uid) }
+        if let provider { metadata["provider.id"] = .string(provider) }
+        if let keyId { metadata["key.id"] = .string(keyId) }
         if let call {
-            metadata["api.method"] = "\(call.method)"
-            metadata["api.template"] = "\(call.template)"
+            metadata["api.method"] = .string(call.method)
+            metadata["api.template"] = .string(call.template)
             metadata["api.status"] = .stringConvertible(call.status)
         }
         logger.notice("audit", metadata: metadata)

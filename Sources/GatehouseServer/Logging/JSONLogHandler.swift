@@ -20,26 +20,29 @@ public final class LogSink: Sendable {
     /// Every line captured so far.
     public var lines: [String] { captured.withLock { $0 } }
 
-    func write(_ line: String) {
-        if toStandardError {
-            // One write(2) of the whole line (lines from several threads never interleave),
-            // without Foundation's FileHandle on every request's audit line.
-            var text = line + "\n"
-            text.withUTF8 { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = Glibc.write(2, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written > 0 {
-                        offset += written
-                    } else if written < 0, errno == EINTR {
-                        continue
-                    } else {
-                        return  // standard error is gone: nothing else can be done with the line
-                    }
+    func write(_ line: consuming String) {
+        guard toStandardError else {
+            let kept = line
+            captured.withLock { $0.append(kept) }
+            return
+        }
+        // One write(2) of the whole line (lines from several threads never interleave),
+        // without Foundation's FileHandle on every request's audit line. The line is the
+        // caller's last use of it, so its newline goes into its own spare capacity.
+        var text = line
+        text.append("\n")
+        text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(2, bytes.baseAddress! + offset, bytes.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0, errno == EINTR {
+                    continue
+                } else {
+                    return  // standard error is gone: nothing else can be done with the line
                 }
             }
-        } else {
-            captured.withLock { $0.append(line) }
         }
     }
 }
@@ -75,10 +78,13 @@ public struct JSONLogHandler: LogHandler {
     /// Writes one line. The event's attached error is left out: its description may quote
     /// what a provider or driver sent; callers log the error's type as metadata instead.
     public func log(event: LogEvent) {
-        var members: [String: Logger.MetadataValue] = [
-            "ts": .string(Self.timestamp(Date())), "level": .string(event.level.rawValue), "logger": .string(label),
-            "message": .string(event.message.description),
-        ]
+        // Sized for every member at once: growing the table as members arrive rehashed it
+        // twice per audit line.
+        var members = [String: Logger.MetadataValue](minimumCapacity: 6 + metadata.count + (event.metadata?.count ?? 0))
+        members["ts"] = .string(Self.timestamp(Date()))
+        members["level"] = .string(event.level.rawValue)
+        members["logger"] = .string(label)
+        members["message"] = .string(event.message.description)
         if let id = RequestID.current { members["request.id"] = .string(id) }
         if let offered = RequestID.offered { members["request.offered_id"] = .string(offered) }
         for (key, value) in metadata where key != Self.frameworkRequestID { members[key] = value }
@@ -173,11 +179,11 @@ public struct JSONLogHandler: LogHandler {
             }
         case .dictionary(let members):
             out += "{"
-            for (index, key) in members.keys.sorted().enumerated() {
+            for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { out += "," }
-                writeString(key, to: &out)
+                writeString(member.key, to: &out)
                 out += ":"
-                write(members[key]!, to: &out)
+                write(member.value, to: &out)
             }
             out += "}"
         case .array(let values):

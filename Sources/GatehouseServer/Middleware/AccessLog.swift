@@ -33,15 +33,16 @@ struct AccessLog: Sendable {
     private func fields(
         _ request: Request, _ context: GatehouseRequestContext, _ response: Response, elapsed: Duration, actor: RequestActor
     ) -> Logger.Metadata {
-        var metadata: Logger.Metadata = [
-            "http.method": "\(request.method.rawValue)", "http.path": "\(request.uri.path)",
-            "http.status": .stringConvertible(Int(response.status.code)),
-            "duration.ms": .stringConvertible(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15),
-            "client.address": "\(browser.client(request, context))",
-        ]
-        if let agent = request.headers[.userAgent] { metadata["http.user_agent"] = "\(agent.prefix(256))" }
+        var metadata = Logger.Metadata(minimumCapacity: 8)  // every field at once, no rehash
+        metadata["http.method"] = .string(request.method.rawValue)
+        metadata["http.path"] = .string(request.uri.path)
+        metadata["http.status"] = .stringConvertible(Int(response.status.code))
+        metadata["duration.ms"] = .stringConvertible(
+            Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+        metadata["client.address"] = .string(browser.client(request, context))
+        if let agent = request.headers[.userAgent] { metadata["http.user_agent"] = .string(String(agent.prefix(256))) }
         if let bytes = response.body.contentLength { metadata["http.response_bytes"] = .stringConvertible(bytes) }
-        if let (field, id) = actor.field { metadata[field] = "\(id)" }
+        if let (field, id) = actor.field { metadata[field] = .string(id) }
         return metadata
     }
 }
