@@ -30,7 +30,7 @@ struct JSONValueTests {
         #expect(try JSONCoding.decoder().decode(JSONValue.self, from: Data("true".utf8)) == .bool(true))
     }
 
-    @Test("parse reads every kind at every depth, arrays whose elements change kind included, and agrees with decoding JSONValue")
+    @Test("parse reads every kind at every depth, arrays whose elements change kind included; typed documents (init(from:)) read the same")
     func parseEveryKind() throws {
         let text = #"""
             {"list": ["a", 1, "b", true, {}, [], null, {"x": [1, "1"]}, "c", [[false], [null]], 2.5, false],
@@ -54,12 +54,21 @@ struct JSONValueTests {
         ] {
             #expect(try JSONValue.parse(Data(document.utf8)) == expected)
         }
-        for broken in ["", "{", "{\"a\" 1}", "tru", "{\"a\": 1} x"] {
-            #expect(throws: (any Error).self) { try JSONValue.parse(Data(broken.utf8)) }
+        for broken in ["", "{", "{\"a\" 1}", "tru", "{\"a\": 1} x", "{\"a\": 1e400}", "[1, -1e400]", "{\"a\": {\"b\": [1e999]}}"] {
+            #expect(throws: (any Error).self, "\(broken)") { try JSONValue.parse(Data(broken.utf8)) }
         }
+        // A name given twice counts once, with its first value.
+        #expect(try JSONValue.parse(Data(#"{"sub": "first", "sub": "second"}"#.utf8)) == .object(["sub": .string("first")]))
+        // Nesting deeper than the decoder allows is refused, not followed.
+        let deep = String(repeating: "[", count: 600) + String(repeating: "]", count: 600)
+        #expect(throws: (any Error).self) { try JSONValue.parse(Data(deep.utf8)) }
+        let nested = String(repeating: "{\"a\":", count: 100) + "1" + String(repeating: "}", count: 100)
+        var inner = try JSONValue.parse(Data(nested.utf8))
+        for _ in 0..<100 { inner = try #require(inner["a"]) }
+        #expect(inner == .number(1))
     }
 
-    @Test("parse and decoding JSONValue agree on 500 generated documents, and each encodes back to itself")
+    @Test("parse reads 500 generated documents back as the values they were encoded from, as init(from:) does")
     func parseAgreesOnGeneratedDocuments() throws {
         var generator = SplitMix64(seed: 0x6A7E_4055)
         for _ in 0..<500 {

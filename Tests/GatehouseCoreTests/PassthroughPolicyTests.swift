@@ -12,6 +12,8 @@ struct PassthroughPolicyTests {
             "/user/../emails", "/user/%2e%2E/x", "/user/.", "/a%2Fb", "/a%5Cb", "//evil.example/x", "/https:/evil.example", "/a/%00", "/a/%0A",
             "/a/%7F", "/a/b%09c",
             "/a/%zz", "", "/", "/https%3A/x",
+            // A slash, backslash or colon followed by a combining mark (U+0338) is still one.
+            "/a/b%2F%CC%B8c", "/a/b%5C%CC%B8c", "/https:%CC%B8/x", "/https%3A%CC%B8/x",
         ])
     func refusedPaths(raw: String) {
         #expect(throws: GatehouseError.self) { try APIPath(raw: Substring(raw)) }

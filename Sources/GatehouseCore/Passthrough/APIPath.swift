@@ -24,15 +24,17 @@ public struct APIPath: Sendable, Equatable, CustomStringConvertible {
             segments.append(segment)
         }
         // `https:` as the first segment reads as a scheme to anyone who joins URLs carelessly;
-        // no provider API path starts that way.
+        // no provider API path starts that way. Bytes again: a colon followed by a combining
+        // mark is a colon too.
         if let first = segments.first, first.utf8.contains(UInt8(ascii: ":")) { throw Self.refused("The API path may not name a scheme or a host.") }
         self.segments = segments
     }
 
-    /// A decoded slash or backslash, or a control character: scanned as UTF-8 bytes, which finds the
-    /// same characters as scanning scalars (no byte of a multi-byte sequence is below 0x80) and
-    /// avoids Foundation's `String.contains(_:)`, whose locale-aware search was 2 % of a
-    /// passthrough call's CPU.
+    /// A decoded slash or backslash, a C0 control character or DEL, scanned as UTF-8 bytes: no
+    /// byte of a multi-byte sequence is below 0x80, so every such character is found wherever
+    /// it stands. Foundation's `String.contains(_:)` (an `NSString` search) compares grapheme
+    /// clusters, so it missed a slash followed by a combining mark (`%2F%CC%B8`), and it was
+    /// 2 % of a passthrough call's CPU.
     private static func isRefusedInSegment(_ byte: UInt8) -> Bool {
         byte == UInt8(ascii: "/") || byte == UInt8(ascii: "\\") || byte < 0x20 || byte == 0x7F
     }
