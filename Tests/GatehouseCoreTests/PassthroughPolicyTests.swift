@@ -106,6 +106,10 @@ struct PassthroughPolicyTests {
         #expect(links.rewrite("https://graph.microsoft.com/v1.0/%2E%2E/x") == nil)
         #expect(links.rewrite("https://graph.microsoft.com/v1.0/me#x") == nil)
         #expect(links.rewrite("https://graph.microsoft.com/v1.0/me?a=\"b") == nil)
+        // A `#` or `?` followed by a combining mark is still one; raw non-ASCII is no URL.
+        #expect(links.rewrite("https://graph.microsoft.com/v1.0/me#\u{338}x") == nil)
+        #expect(links.rewrite("https://graph.microsoft.com/v1.0/me?\u{338}a=\"b") == nil)
+        #expect(links.rewrite("https://graph.microsoft.com/v1.0/caf\u{E9}") == nil)
         let header = links.rewriteLinkHeader(
             #"<https://graph.microsoft.com/v1.0/x?page=2>; rel="next", <https://evil.example/steal?x=1>; rel="last", <https://graph.microsoft.com/v1.0/y?a=1,2>; title="a, b"; rel="prev""#
         )

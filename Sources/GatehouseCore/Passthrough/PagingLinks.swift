@@ -34,7 +34,12 @@ public struct PagingLinks: Sendable {
     public func rewrite(_ url: String) -> String? {
         guard url.hasPrefix(providerBase) else { return nil }
         let rest = url.dropFirst(providerBase.count)
-        guard rest.first == "/", !rest.contains("#") else { return nil }
+        // Printable ASCII only, as a URL is written: then every search below is a search of
+        // bytes. A character search compares grapheme clusters, and a `#` or `?` followed by a
+        // combining mark (raw U+0338, say) would not be found.
+        guard rest.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), rest.first == "/", !rest.utf8.contains(UInt8(ascii: "#")) else {
+            return nil
+        }
         let rawPath: Substring
         var query: Substring?
         if let mark = rest.firstIndex(of: "?") {
