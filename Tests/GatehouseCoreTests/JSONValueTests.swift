@@ -70,7 +70,7 @@ struct JSONValueTests {
 
     @Test("parse reads 500 generated documents back as the values they were encoded from, as init(from:) does")
     func parseAgreesOnGeneratedDocuments() throws {
-        var generator = SplitMix64(seed: 0x6A7E_4055)
+        var generator = SplitMix(seed: 0x6A7E_4055)
         for _ in 0..<500 {
             let value = JSONValue.generated(depth: 0, using: &generator)
             let data = try JSONCoding.encoder().encode(value)
@@ -81,23 +81,10 @@ struct JSONValueTests {
     }
 }
 
-/// A small deterministic generator (SplitMix64), so that a failing document can be found again.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 extension JSONValue {
     /// A random value: scalars of every kind (strings that look like other kinds among them),
     /// and arrays and objects up to four levels deep, homogeneous or mixed.
-    fileprivate static func generated(depth: Int, using generator: inout SplitMix64) -> JSONValue {
+    fileprivate static func generated(depth: Int, using generator: inout SplitMix) -> JSONValue {
         let kinds = depth >= 4 ? 4 : 6
         switch Int.random(in: 0..<kinds, using: &generator) {
         case 0: return .null
