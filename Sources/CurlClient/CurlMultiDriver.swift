@@ -24,13 +24,10 @@ final class CurlMultiDriver: Sendable {
         case resume(Transfer)
     }
 
-    /// The commands waiting for the driver thread, and whether it was asked to stop. The
-    /// eventfd is written under this lock, and closed under it when the thread ends, so no
-    /// writer can reach a descriptor number the process reused.
+    /// The commands waiting for the driver thread, and whether it was asked to stop.
     private struct Inbox {
         var queue: [Command] = []
         var stopping = false
-        var ended = false
     }
 
     /// `CURLSH *` holding the connection cache of `.publicOnly` transfers: their connections
@@ -38,7 +35,10 @@ final class CurlMultiDriver: Sendable {
     /// an internal address can never be reused by one of them. Used on the driver thread only
     /// (so it needs no lock callbacks).
     nonisolated(unsafe) let publicOnlyConnections: UnsafeMutableRawPointer?
-    /// The eventfd the driver thread waits on beside libcurl's sockets.
+    /// The eventfd the driver thread waits on beside libcurl's sockets. Written outside the
+    /// inbox's lock (a system call under it made every caller and the driver thread wait on
+    /// each other) and closed only in `deinit`: a writer holds a reference to the driver, so
+    /// the descriptor number cannot have been reused by the process while it writes.
     private let wakeDescriptor: Int32
     private let inbox = Mutex(Inbox())
     /// Whether the thread has ended, and who waits for it to.
@@ -78,14 +78,14 @@ final class CurlMultiDriver: Sendable {
 
     /// Queues a command for the driver thread and wakes it.
     func submit(_ command: Command) {
-        let accepted = inbox.withLock { inbox -> Bool in
-            guard !inbox.stopping else { return false }
+        let (accepted, wake) = inbox.withLock { inbox -> (Bool, Bool) in
+            guard !inbox.stopping else { return (false, false) }
             inbox.queue.append(command)
-            // A non-empty queue already has its wake-up pending: the thread drains the whole
-            // queue after each one, so one write per batch is enough.
-            if inbox.queue.count == 1 { gh_eventfd_signal(wakeDescriptor) }
-            return true
+            // A non-empty queue already has its wake-up on the way: the thread reads the whole
+            // queue after draining the eventfd, so one write per batch is enough.
+            return (true, inbox.queue.count == 1)
         }
+        if wake { gh_eventfd_signal(wakeDescriptor) }
         if !accepted, case .add(let transfer) = command {
             transfer.fail(OutboundError(kind: .cancelled, message: "the HTTP client was shut down"))
         }
@@ -94,11 +94,12 @@ final class CurlMultiDriver: Sendable {
     /// Asks the thread to stop after failing every running transfer, and returns at once
     /// (never blocks its caller: it may be async code or a `deinit`).
     func shutdown() {
-        inbox.withLock { inbox in
-            guard !inbox.stopping, !inbox.ended else { return }
+        let wake = inbox.withLock { inbox -> Bool in
+            guard !inbox.stopping else { return false }
             inbox.stopping = true
-            gh_eventfd_signal(wakeDescriptor)
+            return true
         }
+        if wake { gh_eventfd_signal(wakeDescriptor) }
     }
 
     /// Stops the thread like `shutdown()` and suspends (without blocking a thread) until it
@@ -111,6 +112,11 @@ final class CurlMultiDriver: Sendable {
             }
             if ended { continuation.resume() } else { shutdown() }
         }
+    }
+
+    deinit {
+        // The thread holds the driver until it ends, so nothing waits on this descriptor now.
+        close(wakeDescriptor)
     }
 
     private func run(_ loop: DriverLoop) {
@@ -134,10 +140,6 @@ final class CurlMultiDriver: Sendable {
         }
         curl_multi_cleanup(loop.multi)
         if let publicOnlyConnections { curl_share_cleanup(publicOnlyConnections) }
-        inbox.withLock { inbox in
-            inbox.ended = true
-            close(loop.wake)
-        }
         close(loop.epoll)
         let waiters = ending.withLock { state in
             state.ended = true

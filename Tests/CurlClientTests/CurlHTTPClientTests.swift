@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseTestSupport
 import Glibc
+import Synchronization
 import Testing
 
 @testable import CurlClient
@@ -45,6 +46,41 @@ struct CurlHTTPClientTests {
             }
             await client.stop()
             client.shutdown()
+        }
+    }
+
+    @Test(
+        "requests racing shutdown() from many tasks each end, served or cancelled: none waits for a wake-up that never comes",
+        .timeLimit(.minutes(1)))
+    func requestsRacingShutdownEnd() async throws {
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient()
+            let served = ServedCount()
+            // Twenty callers each send requests one after another until the client refuses
+            // them; the client shuts down once 100 were served, while the callers keep sending.
+            let endings = await withTaskGroup(of: String.self) { group in
+                for _ in 0..<20 {
+                    group.addTask {
+                        while true {
+                            do {
+                                let response = try await client.execute(OutboundRequest(url: server.url("/hello")))
+                                guard response.status == 200 else { return "status \(response.status)" }
+                                if served.count.add(1, ordering: .relaxed).newValue == 100 { client.shutdown() }
+                            } catch let error as OutboundError {
+                                return "\(error.kind)"
+                            } catch {
+                                return "\(error)"
+                            }
+                        }
+                    }
+                }
+                var endings: [String] = []
+                for await ending in group { endings.append(ending) }
+                return endings
+            }
+            #expect(endings == Array(repeating: "cancelled", count: 20))
+            #expect(served.count.load(ordering: .relaxed) >= 100)
+            await client.stop()
         }
     }
 
@@ -369,4 +405,9 @@ struct CurlHTTPClientTests {
         let google: [UInt8] = [0x20, 0x01, 0x48, 0x60, 0x48, 0x60] + Array(repeating: 0, count: 8) + [0x88, 0x88]
         #expect(AddressPolicy.isPublic(ipv6: google))
     }
+}
+
+/// Requests served so far, shared by the callers of `requestsRacingShutdownEnd`.
+private final class ServedCount: Sendable {
+    let count = Atomic<Int>(0)
 }
