@@ -53,4 +53,23 @@ struct JSONLogHandlerTests {
         let keys = try #require(line.firstRange(of: "\"count\"")).lowerBound < (try #require(line.firstRange(of: "\"flag\""))).lowerBound
         #expect(keys, "keys are sorted")
     }
+
+    @Test("each name is written once, sorted: the event's metadata wins over the logger's, and the logger's over the line's own fields")
+    func laterMetadataWins() throws {
+        let sink = LogSink(capture: true)
+        var logger = Logger(label: "t") { JSONLogHandler(label: $0, sink: sink) }
+        logger[metadataKey: "route"] = "logger"
+        logger[metadataKey: "level"] = "from-logger"
+        logger[metadataKey: "zone"] = "kept"
+        logger.info("m", metadata: ["route": "event", "alpha": .stringConvertible(1)])
+        let line = try #require(sink.lines.first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["route"] as? String == "event")
+        #expect(object["level"] as? String == "from-logger")
+        #expect(object["zone"] as? String == "kept" && object["alpha"] as? Int == 1)
+        // Every name once, in sorted order (JSONSerialization would quietly keep one of two).
+        let names = try NSRegularExpression(pattern: #""([a-z.]+)":"#).matches(in: line, range: NSRange(line.startIndex..., in: line))
+            .map { String(line[Range($0.range(at: 1), in: line)!]) }
+        #expect(names == ["alpha", "level", "logger", "message", "route", "ts", "zone"])
+    }
 }

@@ -121,7 +121,8 @@ public struct GitHubProvider: IdentityProvider {
 
     /// `/user`, plus `/user/emails` for the primary verified address (providers.md §4.4–4.5).
     public func fetchProfile(tokens: ProviderTokens) async throws -> ProviderProfile {
-        try await normalize(user: try await api("/user", tokens: tokens), emails: try? await api("/user/emails", tokens: tokens))
+        let user = try await api("/user", tokens: tokens)
+        return try normalize(user: user, emails: try? await api("/user/emails", tokens: tokens))
     }
 
     /// The same reads made conditional with `previous`'s validators: when both answer `304`,
@@ -131,9 +132,9 @@ public struct GitHubProvider: IdentityProvider {
         let user = try await api("/user", tokens: tokens, validator: previous.validators?["/user"])
         let emails = try? await api("/user/emails", tokens: tokens, validator: previous.validators?["/user/emails"])
         if user.status == 304, emails?.status == 304 { return previous }
-        return try await normalize(
-            user: user.status == 304 ? try await api("/user", tokens: tokens) : user,
-            emails: emails?.status == 304 ? try? await api("/user/emails", tokens: tokens) : emails)
+        let wholeUser = user.status == 304 ? try await api("/user", tokens: tokens) : user
+        let wholeEmails = emails?.status == 304 ? try? await api("/user/emails", tokens: tokens) : emails
+        return try normalize(user: wholeUser, emails: wholeEmails)
     }
 
     /// The profile of `/user`'s and `/user/emails`' answers (the latter optional: a grant
