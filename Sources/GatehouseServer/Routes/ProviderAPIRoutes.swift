@@ -59,6 +59,25 @@ struct ProviderAPIRoutes {
         }
     }
 
+    /// What follows the route's first `prefixSegments` slashes of `path`: the provider API path,
+    /// still percent-encoded. Found byte by byte, as the router splits the path: a `Character`
+    /// split took a slash followed by a combining mark for one character, not a separator, and
+    /// so cut the API path one segment further on (and cost a grapheme walk of the whole path).
+    static func apiPath(of path: String, after prefixSegments: Int) -> Substring {
+        var slashes = 0
+        var index = path.utf8.startIndex
+        while index < path.utf8.endIndex {
+            if path.utf8[index] == UInt8(ascii: "/") {
+                slashes += 1
+                // The next byte begins a scalar (a slash is a byte of its own in UTF-8), so the
+                // slice may start there even inside a grapheme cluster.
+                if slashes == prefixSegments { return path[path.utf8.index(after: index)...] }
+            }
+            path.utf8.formIndex(after: &index)
+        }
+        return ""  // not under the route's prefix: an empty API path, which `APIPath` refuses
+    }
+
     /// Checks the call against the policy before reading anything, streams the body to the
     /// provider within its cap (a declared length over it is refused before any call), makes the call and answers what the provider answered — recorded once
     /// (audit line and metric) with the status the caller gets.
@@ -69,8 +88,7 @@ struct ProviderAPIRoutes {
     ) async throws -> Response {
         var template: APITemplate?
         do {
-            let rawPath = request.uri.path.split(separator: "/", maxSplits: prefixSegments, omittingEmptySubsequences: false).last ?? ""
-            let path = try APIPath(raw: rawPath)
+            let path = try APIPath(raw: Self.apiPath(of: request.uri.path, after: prefixSegments))
             let (allowed, limits) = try api.authorize(providerId: providerId, method: method, path: path, caller: caller)
             template = allowed
             // Streamed to the provider as it arrives, within the policy's cap.
