@@ -137,6 +137,7 @@ final class CurlMultiDriver: Sendable {
             // the wake-up is drained there, and the queue read at the top of the next turn.
             loop.waitAndDrive()
             loop.reap()
+            loop.heads.deliver()
         }
         curl_multi_cleanup(loop.multi)
         if let publicOnlyConnections { curl_share_cleanup(publicOnlyConnections) }
@@ -164,6 +165,8 @@ private final class DriverLoop {
     let wake: Int32
     var active: [UnsafeMutableRawPointer: Transfer] = [:]
     var idleHandles: [UnsafeMutableRawPointer] = []
+    /// Heads whose bodies began this turn, handed over when it ends.
+    let heads = HeadDeliveries()
     /// When libcurl asked to be called for its timeouts (monotonic nanoseconds), if it did.
     var timerDeadline: UInt64?
     /// The ready descriptors and their CURL_CSELECT_* bits of one wait.
@@ -234,7 +237,7 @@ private final class DriverLoop {
             return
         }
         do {
-            try transfer.configure(easy)
+            try transfer.configure(easy, heads: heads)
         } catch {
             transfer.releaseHandleResources()
             recycle(easy)

@@ -22,6 +22,10 @@ final class Transfer: @unchecked Sendable {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var receivedHeaders = OutboundHeaders()
     private var headDelivered = false
+    /// The driver loop's list of heads to hand over at the end of its turn, and whether this
+    /// transfer is on it.
+    private var heads: HeadDeliveries?
+    private var headQueued = false
     private var receivedBytes = 0
     private var exceededCap = false
     /// libcurl has read the whole streamed request body (its read callback saw the end).
@@ -72,9 +76,11 @@ final class Transfer: @unchecked Sendable {
 
     // MARK: Driver side
 
-    /// Applies every option of this request to a clean easy handle.
-    func configure(_ easy: UnsafeMutableRawPointer) throws {
+    /// Applies every option of this request to a clean easy handle; `heads` is the driver
+    /// loop's list this transfer's head joins when its body starts.
+    func configure(_ easy: UnsafeMutableRawPointer, heads: HeadDeliveries) throws {
         self.easy = easy
+        self.heads = heads
         let request = self.request
         try set(easy, CURLOPT_URL, request.url)
         try set(easy, CURLOPT_PATH_AS_IS, request.pathAsIs ? 1 : 0)
@@ -204,7 +210,13 @@ final class Transfer: @unchecked Sendable {
             exceededCap = true
             return 0
         }
-        deliverHeadIfNeeded()
+        if !headDelivered, !headQueued, let heads {
+            // Handed over at the end of the driver's turn rather than now: an answer that
+            // arrived whole in this turn is complete by then, so its caller reads the body
+            // without waiting for it, a second wake-up of the request's task.
+            headQueued = true
+            heads.pending.append(self)
+        }
         guard channel.offer(bytes) else {
             return gh_writefunc_pause()
         }
@@ -223,8 +235,10 @@ final class Transfer: @unchecked Sendable {
             }
             return
         }
-        deliverHeadIfNeeded()
+        // The body is whole before the head is handed over: a caller woken by the head finds
+        // it complete and takes it without waiting again.
         channel.finish(error: nil)
+        deliverHeadIfNeeded()
     }
 
     /// Fails a transfer whose head was not delivered yet.
@@ -246,6 +260,7 @@ final class Transfer: @unchecked Sendable {
         }
         headerList = nil
         easy = nil
+        heads = nil
     }
 
     /// Maps a libcurl result code to the error the caller sees.
@@ -273,7 +288,9 @@ final class Transfer: @unchecked Sendable {
         }
     }
 
-    private func deliverHeadIfNeeded() {
+    /// Hands the response head to the caller unless it had it already (or the transfer failed
+    /// first). Driver thread only.
+    func deliverHeadIfNeeded() {
         guard !headDelivered, let easy else { return }
         headDelivered = true
         var status = 0
@@ -333,4 +350,18 @@ private let transferReadCallback: gh_data_callback = { data, size, count, userda
     guard let userdata, let data else { return gh_readfunc_abort() }
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
     return transfer.sendBody(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
+}
+
+/// The heads a driver loop hands over at the end of its turn (see `Transfer.receiveBody`).
+/// Driver thread only.
+final class HeadDeliveries {
+    /// Transfers whose body began during this turn.
+    var pending: [Transfer] = []
+
+    /// Hands over every pending head; a transfer that ended or failed meanwhile had its own.
+    func deliver() {
+        guard !pending.isEmpty else { return }
+        for transfer in pending { transfer.deliverHeadIfNeeded() }
+        pending.removeAll(keepingCapacity: true)
+    }
 }
