@@ -38,7 +38,13 @@ public final class CurlHTTPClient: Sendable {
         guard let upload = request.upload, let channel = transfer.upload else {
             return try await start(transfer)
         }
-        let kept = try upload.claim()
+        let kept: [[UInt8]]?
+        do {
+            kept = try upload.claim()
+        } catch {
+            transfer.fail(error)  // never started: this releases its channels, which hold it
+            throw error
+        }
         // The body's producer runs beside the transfer until the body is sent or the transfer
         // ends; a producer that fails aborts the transfer, and its error is what the caller sees
         // (as `OutboundBodyError`: a body over a cap stays that error, not libcurl's "aborted

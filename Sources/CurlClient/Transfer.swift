@@ -22,6 +22,12 @@ final class Transfer: @unchecked Sendable {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var receivedHeaders = OutboundHeaders()
     private var headDelivered = false
+    /// The final response's header block has ended: later header lines are trailers (HTTP/1.1
+    /// chunked trailers and HTTP/2 trailing fields, which libcurl passes to the header
+    /// callback too) and never join the head, whenever the head is handed over.
+    private var headerBlockEnded = false
+    /// The header lines arriving belong to an interim (1xx) response.
+    private var interimResponse = false
     /// The driver loop's list of heads to hand over at the end of its turn, and whether this
     /// transfer is on it.
     private var heads: HeadDeliveries?
@@ -89,6 +95,8 @@ final class Transfer: @unchecked Sendable {
         // Redirects are never followed: a provider redirect is an answer, not an instruction.
         try set(easy, CURLOPT_FOLLOWLOCATION, 0)
         try set(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        // A proxy's answer to CONNECT is not the response: its header block would end the head.
+        try set(easy, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         if request.addresses == .publicOnly {
             try check(gh_easy_setopt_opensocket(easy, publicOnlyOpenSocket))
             // Its own connection cache: only connections opened through the check are reused.
@@ -184,11 +192,17 @@ final class Transfer: @unchecked Sendable {
         // On bytes: a response has a dozen header lines, each a callback on the driver thread.
         let bytes = line.bindMemory(to: UInt8.self)
         var end = bytes.count
+        guard !headerBlockEnded else { return }
         while end > 0, bytes[end - 1] == 0x0A || bytes[end - 1] == 0x0D { end -= 1 }
-        if end >= 5, bytes[0] == UInt8(ascii: "H"), bytes[1] == UInt8(ascii: "T"), bytes[2] == UInt8(ascii: "T"), bytes[3] == UInt8(ascii: "P"),
-            bytes[4] == UInt8(ascii: "/")
-        {
+        if end == 0 {
+            // The blank line that ends a header block: after an interim response's, the final
+            // response follows; after the final one's, only the body and trailers do.
+            headerBlockEnded = !interimResponse
+        } else if end >= 5, bytes[..<5].elementsEqual("HTTP/".utf8) {
             receivedHeaders = OutboundHeaders()  // a new (final or interim) response starts
+            // `HTTP/1.1 100 Continue`, `HTTP/2 103`: the status's first digit follows the first space.
+            let space = bytes[..<end].firstIndex(of: UInt8(ascii: " "))
+            interimResponse = space.map { $0 + 1 < end && bytes[$0 + 1] == UInt8(ascii: "1") } ?? false
         } else if let colon = bytes[..<end].firstIndex(of: UInt8(ascii: ":")) {
             receivedHeaders.add(Self.trimmed(bytes, 0, colon), Self.trimmed(bytes, colon + 1, end))
         }
@@ -228,8 +242,10 @@ final class Transfer: @unchecked Sendable {
     func finish(easy: UnsafeMutableRawPointer, error: OutboundError?) {
         upload?.close()
         if let error {
-            if headDelivered {
+            if headDelivered || headQueued {
+                // The body had begun: its failure is the body's, as when the head went first.
                 channel.finish(error: error)
+                deliverHeadIfNeeded()
             } else {
                 fail(error)
             }
@@ -291,7 +307,13 @@ final class Transfer: @unchecked Sendable {
     /// Hands the response head to the caller unless it had it already (or the transfer failed
     /// first). Driver thread only.
     func deliverHeadIfNeeded() {
-        guard !headDelivered, let easy else { return }
+        guard !headDelivered else { return }
+        guard let easy else {
+            // Not reached: a transfer hands its head over before its handle goes back. Should
+            // that change, the caller hears of it instead of waiting for ever.
+            fail(OutboundError(kind: .transport, message: "the transfer ended before its response head was handed over"))
+            return
+        }
         headDelivered = true
         var status = 0
         _ = gh_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)

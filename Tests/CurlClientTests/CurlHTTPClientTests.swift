@@ -264,12 +264,8 @@ struct CurlHTTPClientTests {
             var iterator = small.body.makeAsyncIterator()
             #expect(try await iterator.next() == nil)
 
-            // Over the cap: the error comes instead of the head when the excess arrived in the
-            // head's turn of the driver, from the body otherwise.
-            let error = await #expect(throws: OutboundError.self) {
-                let capped = try await client.stream(OutboundRequest(url: server.url("/chunked/200000"), maxResponseBytes: 50_000))
-                _ = try await whenEnded(capped)
-            }
+            let capped = try await client.stream(OutboundRequest(url: server.url("/chunked/200000"), maxResponseBytes: 50_000))
+            let error = await #expect(throws: OutboundError.self) { _ = try await whenEnded(capped) }
             #expect(error?.kind == .responseTooLarge)
         }
     }
@@ -286,6 +282,21 @@ struct CurlHTTPClientTests {
                 _ = try await response.collect()
             }
             #expect(incomplete == 0, "\(incomplete) of 200 heads came before their bodies had ended")
+        }
+    }
+
+    @Test("trailers never join the head: a chunked answer's trailer fields are not its header fields")
+    func trailersStayOutOfTheHead() async throws {
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            for _ in 0..<20 {
+                let response = try await client.execute(OutboundRequest(url: server.url("/trailers")))
+                #expect(response.status == 200)
+                #expect(response.headers["content-type"] == "application/json")
+                #expect(response.headers["x-trailer"] == nil && response.headers["x-ratelimit-remaining"] == nil, "\(response.headers)")
+                #expect(response.body == Array(#"{"ok":true}"#.utf8))
+            }
         }
     }
 

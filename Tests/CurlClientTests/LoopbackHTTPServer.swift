@@ -7,7 +7,7 @@ import Synchronization
 /// connections, which is how connection reuse is proven.
 ///
 /// Routes: `/hello`, `/echo`, `/delay/{ms}`, `/bytes/{n}` (with Content-Length),
-/// `/chunked/{n}` (chunked, no length), `/trickle/{n}` (n bytes in 16 KiB writes, each after
+/// `/chunked/{n}` (chunked, no length), `/trailers` (a chunked answer with trailer fields), `/trickle/{n}` (n bytes in 16 KiB writes, each after
 /// the previous one left, so a client that stops reading holds the rest back), `/redirect`,
 /// `/status/{code}`, `/upload` (answers `count=`, `sum=` and `framing=` of the request body
 /// it received; every body byte any route receives is counted as it arrives: `bytesReceived`).
@@ -149,6 +149,14 @@ private final class RouteHandler: ChannelInboundHandler {
                 head.headers.contains(name: "Transfer-Encoding") ? "chunked" : "length=\(head.headers.first(name: "Content-Length") ?? "none")"
             let sum = body.reduce(0) { ($0 &* 31 &+ Int($1)) & 0xFFFF_FFFF }
             send(context, head, status: .ok, headers: [:], body: Array("count=\(body.count)\nsum=\(sum)\nframing=\(framing)".utf8))
+        case ("trailers", _):
+            // A chunked answer whose trailer block names fields the head has or a client acts on.
+            let head = HTTPResponseHead(
+                version: head.version, status: .ok, headers: ["Content-Type": "application/json", "Transfer-Encoding": "chunked"])
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: #"{"ok":true}"#)))), promise: nil)
+            let trailers: HTTPHeaders = ["Content-Type": "text/html", "X-Trailer": "yes", "X-RateLimit-Remaining": "0"]
+            context.writeAndFlush(wrapOutboundOut(.end(trailers)), promise: nil)
         case ("redirect", _):
             send(context, head, status: .found, headers: ["Location": "/hello"], body: [])
         case ("status", let code):
