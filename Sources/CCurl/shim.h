@@ -53,6 +53,12 @@ static inline CURLcode gh_easy_setopt_opensocket(CURL *handle, curl_opensocket_c
     return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
 }
 
+/// curl_easy_setopt for CURLOPT_PREREQFUNCTION (called before each request libcurl sends on
+/// the handle, a retry's included).
+static inline CURLcode gh_easy_setopt_prereq(CURL *handle, curl_prereq_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);
+}
+
 /// curl_share_setopt for CURLSHOPT_SHARE / CURLSHOPT_UNSHARE (a `curl_lock_data`).
 static inline CURLSHcode gh_share_setopt_lock_data(CURLSH *share, CURLSHoption option, curl_lock_data data) {
     return curl_share_setopt(share, option, data);

@@ -20,7 +20,8 @@ final class Transfer: @unchecked Sendable {
     // Driver-thread state.
     private(set) var easy: UnsafeMutableRawPointer?
     private var headerList: UnsafeMutablePointer<curl_slist>?
-    private var receivedHeaders = OutboundHeaders()
+    /// The header fields of the response being received (its head's, once its block ended).
+    private(set) var receivedHeaders = OutboundHeaders()
     private var headDelivered = false
     /// The final response's header block has ended: later header lines are trailers (HTTP/1.1
     /// chunked trailers and HTTP/2 trailing fields, which libcurl passes to the header
@@ -168,6 +169,8 @@ final class Transfer: @unchecked Sendable {
         try check(gh_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context))
         try check(gh_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, transferHeaderCallback))
         try check(gh_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context))
+        try check(gh_easy_setopt_prereq(easy, transferRequestCallback))
+        try check(gh_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, context))
         if upload != nil {
             try check(gh_easy_setopt_data_callback(easy, CURLOPT_READFUNCTION, transferReadCallback))
             try check(gh_easy_setopt_pointer(easy, CURLOPT_READDATA, context))
@@ -185,6 +188,16 @@ final class Transfer: @unchecked Sendable {
         case .pause: return gh_readfunc_pause()
         case .abort: return gh_readfunc_abort()
         }
+    }
+
+    /// Called by libcurl before it sends the request, each time: a retry within the transfer
+    /// (libcurl retries an HTTP/2 request over HTTP/1.1 when the server asks for it, even after
+    /// its header block) starts its header lines afresh, which the end of a block would
+    /// otherwise refuse as trailers.
+    func requestStarting() {
+        receivedHeaders = OutboundHeaders()
+        headerBlockEnded = false
+        interimResponse = false
     }
 
     /// Called by libcurl for each header line of each response (interim ones too).
@@ -365,6 +378,12 @@ private let transferHeaderCallback: gh_data_callback = { data, size, count, user
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
     transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: size * count))
     return size * count
+}
+
+/// libcurl's pre-request callback: tells the transfer named by `clientp` a request is going out.
+private let transferRequestCallback: curl_prereq_callback = { clientp, _, _, _, _ in
+    if let clientp { Unmanaged<Transfer>.fromOpaque(clientp).takeUnretainedValue().requestStarting() }
+    return CURL_PREREQFUNC_OK
 }
 
 /// libcurl's read callback: fills libcurl's buffer from the streamed body of the transfer.

@@ -300,6 +300,31 @@ struct CurlHTTPClientTests {
         }
     }
 
+    @Test(
+        "header lines: an interim block is replaced by the final one, lines after the final block are trailers and ignored, a request libcurl sends again starts afresh"
+    )
+    func headerBlocks() throws {
+        let driver = CurlMultiDriver(maxCachedConnections: 1)
+        defer { driver.shutdown() }
+        let transfer = try Transfer(request: OutboundRequest(url: "http://127.0.0.1:9/"), configuration: .init(), driver: driver)
+        func receive(_ lines: String...) {
+            for line in lines {
+                var bytes = Array((line + "\r\n").utf8)
+                bytes.withUnsafeMutableBytes { transfer.receiveHeaderLine(UnsafeRawBufferPointer($0)) }
+            }
+        }
+        receive("HTTP/1.1 103 Early Hints", "Link: </a.css>; rel=preload", "", "HTTP/1.1 200 OK", "Content-Type: application/json", "")
+        #expect(transfer.receivedHeaders["content-type"] == "application/json" && transfer.receivedHeaders["link"] == nil)
+        // Trailers, one posing as a new status line: none of them joins the head.
+        receive("X-Trailer: yes", "HTTP/1.1 200 OK", "Content-Type: text/html")
+        #expect(transfer.receivedHeaders["content-type"] == "application/json" && transfer.receivedHeaders["x-trailer"] == nil)
+        // libcurl sends the request again (HTTP/2 refused for HTTP/1.1): the new answer's lines count.
+        transfer.requestStarting()
+        receive("HTTP/1.1 201 Created", "Location: /x", "")
+        #expect(transfer.receivedHeaders["location"] == "/x" && transfer.receivedHeaders["content-type"] == nil)
+        transfer.fail(OutboundError(kind: .cancelled, message: "never started"))  // releases its channels
+    }
+
     @Test("redirects are returned, never followed")
     func noRedirects() async throws {
         try await LoopbackHTTPServer.with { server in
