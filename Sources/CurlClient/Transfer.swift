@@ -203,9 +203,9 @@ final class Transfer: @unchecked Sendable {
     /// Called by libcurl for each header line of each response (interim ones too).
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
         // On bytes: a response has a dozen header lines, each a callback on the driver thread.
+        guard !headerBlockEnded else { return }
         let bytes = line.bindMemory(to: UInt8.self)
         var end = bytes.count
-        guard !headerBlockEnded else { return }
         while end > 0, bytes[end - 1] == 0x0A || bytes[end - 1] == 0x0D { end -= 1 }
         if end == 0 {
             // The blank line that ends a header block: after an interim response's, the final
@@ -391,18 +391,4 @@ private let transferReadCallback: gh_data_callback = { data, size, count, userda
     guard let userdata, let data else { return gh_readfunc_abort() }
     let transfer = Unmanaged<Transfer>.fromOpaque(userdata).takeUnretainedValue()
     return transfer.sendBody(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
-}
-
-/// The heads a driver loop hands over at the end of its turn (see `Transfer.receiveBody`).
-/// Driver thread only.
-final class HeadDeliveries {
-    /// Transfers whose body began during this turn.
-    var pending: [Transfer] = []
-
-    /// Hands over every pending head; a transfer that ended or failed meanwhile had its own.
-    func deliver() {
-        guard !pending.isEmpty else { return }
-        for transfer in pending { transfer.deliverHeadIfNeeded() }
-        pending.removeAll(keepingCapacity: true)
-    }
 }
