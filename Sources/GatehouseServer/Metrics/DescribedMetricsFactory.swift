@@ -11,27 +11,26 @@ struct DescribedMetricsFactory: MetricsFactory {
     let buckets = PrometheusMetricsFactory(registry: PrometheusCollectorRegistry()).defaultDurationHistogramBuckets
 
     func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
-        registry.makeCounter(name: label, labels: dimensions, help: MetricsCatalog.help(label))
+        registry.makeCounter(descriptor: .described(label), labels: dimensions)
     }
 
     func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
-        registry.makeCounter(name: label, labels: dimensions, help: MetricsCatalog.help(label))
+        registry.makeCounter(descriptor: .described(label), labels: dimensions)
     }
 
     func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
         if aggregate {
-            return registry.makeValueHistogram(
-                name: label, labels: dimensions, buckets: [0.01, 0.1, 1, 10, 100, 1000], help: MetricsCatalog.help(label))
+            return registry.makeValueHistogram(descriptor: .described(label), labels: dimensions, buckets: [0.01, 0.1, 1, 10, 100, 1000])
         }
-        return registry.makeGauge(name: label, labels: dimensions, help: MetricsCatalog.help(label))
+        return registry.makeGauge(descriptor: .described(label), labels: dimensions)
     }
 
     func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
-        registry.makeGauge(name: label, labels: dimensions, help: MetricsCatalog.help(label))
+        registry.makeGauge(descriptor: .described(label), labels: dimensions)
     }
 
     func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
-        registry.makeDurationHistogram(name: label, labels: dimensions, buckets: buckets, help: MetricsCatalog.help(label))
+        registry.makeDurationHistogram(descriptor: .described(label), labels: dimensions, buckets: buckets)
     }
 
     func destroyCounter(_ handler: any CounterHandler) {
@@ -56,5 +55,13 @@ struct DescribedMetricsFactory: MetricsFactory {
 
     func destroyTimer(_ handler: any TimerHandler) {
         if let histogram = handler as? Histogram<Duration> { registry.unregisterDurationHistogram(histogram) }
+    }
+}
+
+extension MetricNameDescriptor {
+    /// The series `name` as it is, with its `# HELP` text from `MetricsCatalog`: the gateway's
+    /// names carry their unit already (`…_seconds`, `…_total`), so no part is added.
+    static func described(_ name: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: MetricsCatalog.help(name))
     }
 }

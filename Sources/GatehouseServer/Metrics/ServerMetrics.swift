@@ -41,13 +41,11 @@ public final class ServerMetrics: Sendable {
         registry = PrometheusCollectorRegistry()
         factory = DescribedMetricsFactory(registry: registry)
         registry.makeGauge(
-            name: "gatehouse_build_info", labels: [("version", Gatehouse.version), ("commit", Gatehouse.commit)],
-            help: MetricsCatalog.help("gatehouse_build_info")
+            descriptor: .described("gatehouse_build_info"), labels: [("version", Gatehouse.version), ("commit", Gatehouse.commit)]
         ).set(to: 1)
         process = ProcessMetrics(registry: registry)
-        readyGauge = registry.makeGauge(name: "gatehouse_ready", labels: [], help: MetricsCatalog.help("gatehouse_ready"))
-        storageGauge = registry.makeGauge(
-            name: "gatehouse_storage_reachable", labels: [], help: MetricsCatalog.help("gatehouse_storage_reachable"))
+        readyGauge = registry.makeGauge(descriptor: .described("gatehouse_ready"), labels: [])
+        storageGauge = registry.makeGauge(descriptor: .described("gatehouse_storage_reachable"), labels: [])
     }
 
     /// Records the outcome of a readiness check (`/readyz` or a scrape).
