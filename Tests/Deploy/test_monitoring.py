@@ -31,8 +31,9 @@ def exported_metrics():
             definitions = re.findall(r"let " + match.group(2) + r" = \[([^\]]*)\]", text[: match.start()])
             if definitions:
                 metrics.setdefault(match.group(1), set()).update(re.findall(r'\("([a-z_]+)",', definitions[-1]))
-        # Gauges registered on the Prometheus registry itself (`registry.makeGauge(name:labels:…)`).
-        for name, labels in re.findall(r'makeGauge\(\s*name: "(gatehouse_[a-z_]+)", labels: \[([^\]]*)\]', text):
+        # Gauges registered on the Prometheus registry itself
+        # (`registry.makeGauge(descriptor: .described("…"), labels: […])`).
+        for name, labels in re.findall(r'makeGauge\(\s*descriptor: \.described\("(gatehouse_[a-z_]+)"\), labels: \[([^\]]*)\]', text):
             metrics.setdefault(name, set()).update(re.findall(r'\("([a-z_]+)",', labels))
         for name in re.findall(r'metricName: "(gatehouse_[a-z_]+)"', text):
             metrics.setdefault(name + "_info", set())

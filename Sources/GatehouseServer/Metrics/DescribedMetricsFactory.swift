@@ -60,8 +60,10 @@ struct DescribedMetricsFactory: MetricsFactory {
 
 extension MetricNameDescriptor {
     /// The series `name` as it is, with its `# HELP` text from `MetricsCatalog`: the gateway's
-    /// names carry their unit already (`…_seconds`, `…_total`), so no part is added.
+    /// names carry their unit already (`…_seconds`, `…_total`), so no part is added. The
+    /// descriptor stops the process on an empty name; a library's metric without a label is
+    /// named `unnamed` instead.
     static func described(_ name: String) -> MetricNameDescriptor {
-        MetricNameDescriptor(metricName: name, unitName: "", helpText: MetricsCatalog.help(name))
+        MetricNameDescriptor(metricName: name.isEmpty ? "unnamed" : name, unitName: "", helpText: MetricsCatalog.help(name))
     }
 }
