@@ -941,6 +941,10 @@ def main():
         for line in ceilings:
             print(line)
         print()
+        if arguments.smoke:
+            print("Smoke mode: one short round per side, so a verdict below says what this round measured, "
+                  "not whether the goal holds (the full run's rounds do).")
+            print()
         print("| goal | measured | |")
         print("|---|---|---|")
         for line in goals.table(arguments.connections, many_connections, idle_connections):
