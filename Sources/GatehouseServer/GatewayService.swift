@@ -181,6 +181,10 @@ final class AssembledResponder: HTTPResponder, Sendable {
     func respond(to request: Request, context: GatehouseRequestContext) async throws -> Response {
         // No connection is handled before assembly ends (Hummingbird waits for
         // `onServerRunning`), so this returns at once; a failed assembly stops the server.
+        // The chain runs in the connection's task, which keeps the stack slabs of its deepest
+        // request while the connection is open. A child task per request would return them
+        // (18.2 against 24 KB per idle keep-alive connection) for about 7.5 µs of CPU on every
+        // request, a fifth of `/healthz` (Performance.md).
         try await chain.value().respond(to: request, context: context)
     }
 }
