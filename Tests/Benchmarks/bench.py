@@ -614,7 +614,8 @@ class Goals:
         # Beside it, what the bare Hummingbird route of the floor row costs for the same connections.
         floor_kb = self.extras.get("idle floor KB")
         goal(f"{idle_connections:,} idle keep-alive connections ≤ 16 KB of anonymous memory each", ["idle KB"],
-             lambda kb: (f"{shown(kb, 1, False)} KB" + (f" (the bare Hummingbird route: {floor_kb:.1f} KB)" if floor_kb else ""),
+             lambda kb: (f"{shown(kb, 1, False)} KB"
+                         + (f" (the bare Hummingbird route: {floor_kb:.1f} KB)" if floor_kb is not None and floor_kb > 0 else ""),
                          kb <= 16))
         goal(f"/v1/me beside {idle_connections:,} idle connections ≥ 0.9× its rate without them", ["idle"], ratio(0.9))
         goal(f"{many_connections:,} calls in flight to a 50 ms upstream ≥ 90 % of the ceiling", ["many"],
@@ -915,12 +916,17 @@ def main():
                 # The largest round's growth: a round that starts before the heap trim has
                 # returned what the round before it freed reuses that memory and grows less.
                 goals.extras["idle KB"] = max(idle_costs)
-                # The framework's own cost for the same connections, measured alike in this run:
-                # the floor row's bare Hummingbird route, each connection after one /healthz.
+                # The framework's own cost for the same connections in this run: the floor row's
+                # bare Hummingbird route, each connection after one /healthz, measured once (the
+                # floor process trims no heap; the floor row's 32 connections are all it served).
+                # Printed beside the goal, not judged: a failure leaves it out and keeps the run.
                 floor_costs = []
-                with idle_connections_held(floor_port, floor.pid, idle_connections, floor_costs):
-                    pass
-                goals.extras["idle floor KB"] = floor_costs[0]
+                try:
+                    with idle_connections_held(floor_port, floor.pid, idle_connections, floor_costs):
+                        pass
+                    goals.extras["idle floor KB"] = floor_costs[0]
+                except (SystemExit, OSError) as failure:
+                    print(f"  the bare route's idle connections not measured: {failure!r}", file=sys.stderr)
             if key == "webhooks" and drains:
                 goals.extras["drain"] = max(drains)
                 goals.extras["delivered"], goals.extras["delivery p99"] = webhook_delivery(webhooked_ops)
