@@ -165,8 +165,8 @@ class AnonymousPeak:
 def open_idle_connections(port, count, pid):
     """`count` keep-alive connections to 127.0.0.1:port, each having had one `/healthz`
     answered (so the server holds a live HTTP/1.1 connection for each), then left idle. A
-    connection the server does not answer within 60 s stops the benchmark, saying how many
-    were open and what the server process held then."""
+    connection the server does not answer within 60 s raises SystemExit, saying how many were
+    open and what the server process held then (for the gateway's row, that stops the run)."""
     held = []
     try:
         for _ in range(count):
