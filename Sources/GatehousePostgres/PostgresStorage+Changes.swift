@@ -21,20 +21,42 @@ extension PostgresStorage: SharedStore {
 
     private func followChanges(_ body: @escaping @Sendable (StoreChange) async -> Void, logger: Logger) async throws {
         try await client.withConnection { connection in
-            try await connection.listen(on: Self.changeChannel) { notifications in
-                // `listen` returns once the server has confirmed LISTEN: from here on nothing
-                // committed is missed.
-                await body(.following)
-                for try await notification in notifications {
-                    let payload = notification.payload
-                    if payload.hasPrefix(Self.serviceKeyPayloadPrefix) {
-                        await body(.serviceKey(id: String(payload.dropFirst(Self.serviceKeyPayloadPrefix.count))))
-                    } else {
-                        await body(.account(uid: payload))
-                    }
+            // The feed ends only when its connection failed or the task was cancelled, and the
+            // connection is closed before it goes back: postgres-nio fails the listener before
+            // it closes the channel, and the pool hears of a connection's end only once the
+            // channel has closed, so a dying connection released as it is could be leased to a
+            // request, which would then fail or hang until the operation timeout.
+            var failure: (any Error)?
+            do { try await listen(on: connection, body, logger: logger) } catch { failure = error }
+            await Self.closed(connection)
+            if let failure { throw failure }
+        }
+    }
+
+    /// Closes `connection` and returns once the pool has heard of it. `close()` alone is not
+    /// enough: it returns at once when the channel is no longer active, which it is a moment
+    /// before the close future's callbacks (the pool's among them) have run; a callback added
+    /// from off the event loop runs after those.
+    private static func closed(_ connection: PostgresConnection) async {
+        let _: EventLoopFuture<Void> = connection.close()
+        try? await connection.closeFuture.get()
+    }
+
+    /// Runs the change feed on `connection` until the listener fails or is cancelled.
+    private func listen(on connection: PostgresConnection, _ body: @escaping @Sendable (StoreChange) async -> Void, logger: Logger) async throws {
+        try await connection.listen(on: Self.changeChannel) { notifications in
+            // `listen` returns once the server has confirmed LISTEN: from here on nothing
+            // committed is missed.
+            await body(.following)
+            for try await notification in notifications {
+                let payload = notification.payload
+                if payload.hasPrefix(Self.serviceKeyPayloadPrefix) {
+                    await body(.serviceKey(id: String(payload.dropFirst(Self.serviceKeyPayloadPrefix.count))))
+                } else {
+                    await body(.account(uid: payload))
                 }
-                logger.debug("change feed ended")
             }
+            logger.debug("change feed ended")
         }
     }
 }

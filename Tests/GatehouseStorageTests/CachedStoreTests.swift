@@ -177,12 +177,9 @@ import Testing
 
             // B's listening connection is killed (a restart, a network cut): B stops answering
             // from memory as soon as it notices, so a change it cannot hear about is still seen.
-            let killer = PostgresClient(configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: logger)
-            let runner = Task { await killer.run() }
-            defer { runner.cancel() }
-            try await killer.query(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database() AND pid <> pg_backend_pid()",
-                logger: logger)
+            let killer = try ListenerKiller(url: url, logger: logger)
+            defer { killer.runner.cancel() }
+            try await killer.kill()
             let off = try await untilB { !cachedB.answersFromMemory }
             #expect(off < .seconds(1), "B noticed the lost feed after \(off)")
             #expect(try await cachedA.setDisabled(uid: "u1", disabled: false))
@@ -191,5 +188,94 @@ import Testing
             #expect(cachedB.answersFromMemory, "B listens again")
             #expect(try await cachedB.account(uid: "u1")?.disabled == false)
         }
+    }
+
+    @Test(
+        "the change feed's connections killed 40 times while both instances read and write: no request fails or waits out the operation timeout (a dying connection never goes back to the pool)",
+        .timeLimit(.minutes(1)))
+    func lostFeedNeverLendsItsConnection() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let logger = PostgresTestServer.quietLogger
+        let (a, b) = (
+            try PostgresStorage(url: url, maximumConnections: 3, logger: logger), try PostgresStorage(url: url, maximumConnections: 3, logger: logger)
+        )
+        defer {
+            a.shutdown()
+            b.shutdown()
+        }
+        try await a.migrate()
+        try await a.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let (cachedA, cachedB) = (
+            CachedStore(a, capacity: 100, lifetime: 600, clock: OffsetClock(), logger: logger),
+            CachedStore(b, capacity: 100, lifetime: 600, clock: OffsetClock(), logger: logger)
+        )
+        let killer = try ListenerKiller(url: url, logger: logger)
+        defer { killer.runner.cancel() }
+        let failures = try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await cachedA.followChanges() }
+            group.addTask { await cachedB.followChanges() }
+            defer { group.cancelAll() }
+            /// Whether both listen, polled for at most 5 s.
+            func bothListen() async throws -> Bool {
+                let start = ContinuousClock.now
+                while !(cachedA.answersFromMemory && cachedB.answersFromMemory), ContinuousClock.now - start < .seconds(5) {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                return cachedA.answersFromMemory && cachedB.answersFromMemory
+            }
+            var failures: [String] = []
+            for round in 0..<40 {
+                guard try await bothListen() else {
+                    failures.append("round \(round): the feeds did not listen again within 5 s")
+                    break
+                }
+                // Requests on both pools before, during and after the kill: one of them is
+                // waiting for a connection, or asks for one, when a listener's goes back.
+                let load = Task { () -> [String] in
+                    var errors: [String] = []
+                    let start = ContinuousClock.now
+                    while ContinuousClock.now - start < .milliseconds(60) {
+                        do {
+                            _ = try await b.account(uid: "u1")
+                            _ = try await a.setDisabled(uid: "u1", disabled: false)
+                        } catch {
+                            errors.append("round \(round): \(error)")
+                        }
+                    }
+                    return errors
+                }
+                try await Task.sleep(for: .milliseconds(10))
+                try await killer.kill()
+                failures += await load.value
+            }
+            return failures
+        }
+        #expect(failures.isEmpty, "\(failures)")
+    }
+}
+
+/// Terminates the backends that listen on a database's change channel (a restart, a network
+/// cut), through a connection of its own.
+struct ListenerKiller {
+    /// The connection's pool.
+    let client: PostgresClient
+    /// Runs the pool; cancelled by the test.
+    let runner: Task<Void, Never>
+    /// The logger of the statements.
+    let logger: Logger
+
+    /// A killer for the database at `url`.
+    init(url: String, logger: Logger) throws {
+        let client = PostgresClient(configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: logger)
+        self.client = client
+        self.logger = logger
+        runner = Task { await client.run() }
+    }
+
+    /// Terminates every listening backend of the database.
+    func kill() async throws {
+        try await client.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database() AND pid <> pg_backend_pid()",
+            logger: logger)
     }
 }
