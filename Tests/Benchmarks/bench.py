@@ -918,7 +918,8 @@ def main():
                 goals.extras["idle KB"] = max(idle_costs)
                 # The framework's own cost for the same connections in this run: the floor row's
                 # bare Hummingbird route, each connection after one /healthz, measured once (the
-                # floor process trims no heap; the floor row's 32 connections are all it served).
+                # floor process trims no heap; before these it served at most the floor row's 32
+                # connections, none when --only left that row out).
                 # Printed beside the goal, not judged: a failure leaves it out and keeps the run.
                 floor_costs = []
                 try:
