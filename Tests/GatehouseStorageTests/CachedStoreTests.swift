@@ -130,22 +130,9 @@ import Testing
         "several instances on PostgreSQL: a write on one reaches the others' caches within 1 s; with the change feed lost, nothing is answered from memory until it listens again",
         .timeLimit(.minutes(1)))
     func changeFeedAcrossInstances() async throws {
-        let url = try await PostgresTestServer.freshDatabase()
-        let logger = PostgresTestServer.quietLogger
-        let (a, b) = (
-            try PostgresStorage(url: url, maximumConnections: 3, logger: logger), try PostgresStorage(url: url, maximumConnections: 3, logger: logger)
-        )
-        defer {
-            a.shutdown()
-            b.shutdown()
-        }
-        try await a.migrate()
-        try await a.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
-        let clock = OffsetClock()
-        let (cachedA, cachedB) = (
-            CachedStore(a, capacity: 100, lifetime: 600, clock: clock, logger: logger),
-            CachedStore(b, capacity: 100, lifetime: 600, clock: clock, logger: logger)
-        )
+        let instances = try await TwoInstances()
+        defer { instances.shutdown() }
+        let (a, cachedA, cachedB) = (instances.a, instances.cachedA, instances.cachedB)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await cachedA.followChanges() }
             group.addTask { await cachedB.followChanges() }
@@ -177,9 +164,7 @@ import Testing
 
             // B's listening connection is killed (a restart, a network cut): B stops answering
             // from memory as soon as it notices, so a change it cannot hear about is still seen.
-            let killer = try ListenerKiller(url: url, logger: logger)
-            defer { killer.runner.cancel() }
-            try await killer.kill()
+            try await instances.killListeners()
             let off = try await untilB { !cachedB.answersFromMemory }
             #expect(off < .seconds(1), "B noticed the lost feed after \(off)")
             #expect(try await cachedA.setDisabled(uid: "u1", disabled: false))
@@ -194,23 +179,9 @@ import Testing
         "the change feed's connections killed 40 times while both instances read and write: no request fails or waits out the operation timeout (a dying connection never goes back to the pool)",
         .timeLimit(.minutes(1)))
     func lostFeedNeverLendsItsConnection() async throws {
-        let url = try await PostgresTestServer.freshDatabase()
-        let logger = PostgresTestServer.quietLogger
-        let (a, b) = (
-            try PostgresStorage(url: url, maximumConnections: 3, logger: logger), try PostgresStorage(url: url, maximumConnections: 3, logger: logger)
-        )
-        defer {
-            a.shutdown()
-            b.shutdown()
-        }
-        try await a.migrate()
-        try await a.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
-        let (cachedA, cachedB) = (
-            CachedStore(a, capacity: 100, lifetime: 600, clock: OffsetClock(), logger: logger),
-            CachedStore(b, capacity: 100, lifetime: 600, clock: OffsetClock(), logger: logger)
-        )
-        let killer = try ListenerKiller(url: url, logger: logger)
-        defer { killer.runner.cancel() }
+        let instances = try await TwoInstances()
+        defer { instances.shutdown() }
+        let (a, b, cachedA, cachedB) = (instances.a, instances.b, instances.cachedA, instances.cachedB)
         let failures = try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await cachedA.followChanges() }
             group.addTask { await cachedB.followChanges() }
@@ -245,7 +216,7 @@ import Testing
                     return errors
                 }
                 try await Task.sleep(for: .milliseconds(10))
-                try await killer.kill()
+                try await instances.killListeners()
                 failures += await load.value
             }
             return failures
@@ -254,28 +225,47 @@ import Testing
     }
 }
 
-/// Terminates the backends that listen on a database's change channel (a restart, a network
-/// cut), through a connection of its own.
-struct ListenerKiller {
-    /// The connection's pool.
-    let client: PostgresClient
-    /// Runs the pool; cancelled by the test.
-    let runner: Task<Void, Never>
-    /// The logger of the statements.
-    let logger: Logger
+/// Two instances on one fresh PostgreSQL database holding account `u1`, each store with a
+/// cache over it (one clock for both), and a connection of the test's own that can terminate
+/// their listening backends (a restart, a network cut).
+struct TwoInstances {
+    /// The stores of instance A and B.
+    let a: PostgresStorage, b: PostgresStorage
+    /// Their caches, which follow the change feed once a test runs `followChanges()`.
+    let cachedA: CachedStore, cachedB: CachedStore
+    /// The test's own connection pool, and the task that runs it.
+    let killer: PostgresClient, runner: Task<Void, Never>
 
-    /// A killer for the database at `url`.
-    init(url: String, logger: Logger) throws {
-        let client = PostgresClient(configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: logger)
-        self.client = client
-        self.logger = logger
-        runner = Task { await client.run() }
+    /// Migrates a new database and creates `u1` through A.
+    init() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let logger = PostgresTestServer.quietLogger
+        (a, b) = (
+            try PostgresStorage(url: url, maximumConnections: 3, logger: logger), try PostgresStorage(url: url, maximumConnections: 3, logger: logger)
+        )
+        let clock = OffsetClock()
+        (cachedA, cachedB) = (
+            CachedStore(a, capacity: 100, lifetime: 600, clock: clock, logger: logger),
+            CachedStore(b, capacity: 100, lifetime: 600, clock: clock, logger: logger)
+        )
+        let killer = PostgresClient(configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: logger)
+        self.killer = killer
+        runner = Task { await killer.run() }
+        try await a.migrate()
+        try await a.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
     }
 
     /// Terminates every listening backend of the database.
-    func kill() async throws {
-        try await client.query(
+    func killListeners() async throws {
+        try await killer.query(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database() AND pid <> pg_backend_pid()",
-            logger: logger)
+            logger: PostgresTestServer.quietLogger)
+    }
+
+    /// Ends both stores' pools and the test's own.
+    func shutdown() {
+        runner.cancel()
+        a.shutdown()
+        b.shutdown()
     }
 }
