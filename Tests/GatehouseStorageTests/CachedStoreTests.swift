@@ -216,7 +216,9 @@ import Testing
                     return errors
                 }
                 try await Task.sleep(for: .milliseconds(10))
-                try await instances.killListeners()
+                // Each round cuts both feeds, which listened before it.
+                let killed = try await instances.killListeners()
+                if killed < 2 { failures.append("round \(round): \(killed) listening backends terminated, not both") }
                 failures += await load.value
             }
             return failures
@@ -248,18 +250,22 @@ struct TwoInstances {
             CachedStore(a, capacity: 100, lifetime: 600, clock: clock, logger: logger),
             CachedStore(b, capacity: 100, lifetime: 600, clock: clock, logger: logger)
         )
+        try await a.migrate()
+        try await a.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        // Started last, so that a failure above leaves no pool running.
         let killer = PostgresClient(configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: logger)
         self.killer = killer
         runner = Task { await killer.run() }
-        try await a.migrate()
-        try await a.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
     }
 
-    /// Terminates every listening backend of the database.
-    func killListeners() async throws {
-        try await killer.query(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database() AND pid <> pg_backend_pid()",
+    /// Terminates every listening backend of the database; how many it terminated.
+    @discardableResult
+    func killListeners() async throws -> Int {
+        let rows = try await killer.query(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database() AND pid <> pg_backend_pid()",
             logger: PostgresTestServer.quietLogger)
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
     }
 
     /// Ends both stores' pools and the test's own.
