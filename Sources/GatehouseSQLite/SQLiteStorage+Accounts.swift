@@ -14,7 +14,8 @@ extension SQLiteStorage {
     public func link(providerId: String, federatedId: String) async throws -> ProviderLinkRecord? {
         try await read { db in
             try Row.fetchOne(
-                db, sql: "SELECT * FROM provider_links WHERE provider_id = ? AND federated_id = ?", arguments: [providerId, federatedId]
+                db.cachedStatement(sql: "SELECT * FROM provider_links WHERE provider_id = ? AND federated_id = ?"),
+                arguments: [providerId, federatedId]
             ).map(Self.link)
         }
     }

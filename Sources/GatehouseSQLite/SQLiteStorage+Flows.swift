@@ -24,7 +24,7 @@ extension SQLiteStorage {
         try await write { db in
             guard
                 let row = try Row.fetchOne(
-                    db, sql: "DELETE FROM signin_transactions WHERE state_hash = ? AND binding_hash = ? RETURNING *",
+                    db.cachedStatement(sql: "DELETE FROM signin_transactions WHERE state_hash = ? AND binding_hash = ? RETURNING *"),
                     arguments: [stateHash, bindingHash])
                 // A mode this version does not know cannot be continued: as good as no transaction.
             else { return nil }
@@ -58,14 +58,16 @@ extension SQLiteStorage {
         try await read { db in
             guard
                 let row = try Row.fetchOne(
-                    db, sql: "SELECT payload, sealed_answer, answer_token_hash, retry_until FROM signin_results WHERE id_hash = ? AND expires_at > ?",
+                    db.cachedStatement(
+                        sql: "SELECT payload, sealed_answer, answer_token_hash, retry_until FROM signin_results WHERE id_hash = ? AND expires_at > ?"),
                     arguments: [idHash, now])
             else { return nil }
             guard let answer: String = row["sealed_answer"] else { return .pending(row["payload"]) }
             guard let retryUntil: Date = row["retry_until"], retryUntil > now else { return nil }
             if let tokenHash: String = row["answer_token_hash"] {
                 let unused = try Bool.fetchOne(
-                    db, sql: "SELECT EXISTS (SELECT 1 FROM refresh_tokens WHERE token_hash = ? AND used_at IS NULL)", arguments: [tokenHash])
+                    db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM refresh_tokens WHERE token_hash = ? AND used_at IS NULL)"),
+                    arguments: [tokenHash])
                 guard unused == true else { return nil }
             }
             return .redeemed(sealedAnswer: answer)
@@ -79,7 +81,8 @@ extension SQLiteStorage {
             try db.cachedStatement(sql: "DELETE FROM signin_results WHERE id_hash = ? AND expires_at <= ?").execute(arguments: [idHash, now])
             guard
                 try Bool.fetchOne(
-                    db, sql: "SELECT EXISTS (SELECT 1 FROM signin_results WHERE id_hash = ? AND sealed_answer IS NULL)", arguments: [idHash])
+                    db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM signin_results WHERE id_hash = ? AND sealed_answer IS NULL)"),
+                    arguments: [idHash])
                     == true
             else { return false }
             if let answer = redemption.sealedAnswer {

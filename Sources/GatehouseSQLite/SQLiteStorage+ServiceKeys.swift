@@ -17,7 +17,8 @@ extension SQLiteStorage {
     /// The key with this secret hash.
     public func serviceKey(secretHash: String) async throws -> ServiceKeyRecord? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM service_keys WHERE secret_hash = ?", arguments: [secretHash]).map(Self.serviceKey)
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM service_keys WHERE secret_hash = ?"), arguments: [secretHash]).map(
+                Self.serviceKey)
         }
     }
     /// Every key, oldest first.

@@ -57,7 +57,8 @@ extension SQLiteStorage {
     public func session(refreshTokenHash: String, now: Date) async throws -> SessionRecord? {
         try await read { db in
             try Row.fetchOne(
-                db, sql: "SELECT * FROM sessions WHERE family_id = (SELECT family_id FROM refresh_tokens WHERE token_hash = ?) AND expires_at > ?",
+                db.cachedStatement(
+                    sql: "SELECT * FROM sessions WHERE family_id = (SELECT family_id FROM refresh_tokens WHERE token_hash = ?) AND expires_at > ?"),
                 arguments: [refreshTokenHash, now]
             ).map(Self.session)
         }
@@ -79,7 +80,7 @@ extension SQLiteStorage {
         try await write { db in
             guard
                 let token = try Row.fetchOne(
-                    db, sql: "SELECT family_id, used_at, sealed_successor, retry_until FROM refresh_tokens WHERE token_hash = ?",
+                    db.cachedStatement(sql: "SELECT family_id, used_at, sealed_successor, retry_until FROM refresh_tokens WHERE token_hash = ?"),
                     arguments: [tokenHash])
             else { return .unknown }
             let familyId: String = token["family_id"]
@@ -116,7 +117,8 @@ extension SQLiteStorage {
     public func sessions(uid: String, now: Date) async throws -> [SessionRecord] {
         try await read { db in
             try Row.fetchAll(
-                db, sql: "SELECT * FROM sessions WHERE uid = ? AND expires_at > ? ORDER BY created_at DESC LIMIT 100", arguments: [uid, now]
+                db.cachedStatement(sql: "SELECT * FROM sessions WHERE uid = ? AND expires_at > ? ORDER BY created_at DESC LIMIT 100"),
+                arguments: [uid, now]
             ).map(Self.session)
         }
     }

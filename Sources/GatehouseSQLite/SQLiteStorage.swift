@@ -83,7 +83,7 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Runs a trivial query (a local file: no limit to apply).
     public func ping(within limit: Duration?) async throws {
-        _ = try await read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+        _ = try await read { db in try Int.fetchOne(db.cachedStatement(sql: "SELECT 1")) }
     }
 
     /// Replaces an account's custom claims, when given (in the caller's transaction).
@@ -95,7 +95,7 @@ public final class SQLiteStorage: GatehouseStorage {
     /// Deletes the pending credential with this hash, when given (in the caller's transaction).
     static func deletePending(_ tokenHash: String?, _ db: Database) throws {
         guard let tokenHash else { return }
-        try db.execute(sql: "DELETE FROM pending_credentials WHERE token_hash = ?", arguments: [tokenHash])
+        try db.cachedStatement(sql: "DELETE FROM pending_credentials WHERE token_hash = ?").execute(arguments: [tokenHash])
     }
 
     /// A pending credential from its row.
@@ -161,11 +161,12 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Inserts a link inside the caller's transaction.
     static func insert(_ link: ProviderLinkRecord, _ db: Database) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO provider_links (uid, provider_id, federated_id, profile_json, sealed_tokens, linked_at, updated_at, verified_email)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """,
+                """
+        ).execute(
             arguments: [
                 link.uid, link.providerId, link.federatedId, link.profileJSON, link.sealedTokens, link.linkedAt, link.updatedAt, link.verifiedEmail,
             ])
@@ -173,11 +174,12 @@ public final class SQLiteStorage: GatehouseStorage {
 
     /// Replaces a link's snapshot and tokens inside the caller's transaction.
     static func update(_ link: ProviderLinkRecord, _ db: Database) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 UPDATE provider_links SET profile_json = ?, sealed_tokens = ?, updated_at = ?, verified_email = ?
                 WHERE provider_id = ? AND federated_id = ? AND uid = ?
-                """,
+                """
+        ).execute(
             arguments: [link.profileJSON, link.sealedTokens, link.updatedAt, link.verifiedEmail, link.providerId, link.federatedId, link.uid])
     }
 }
