@@ -121,6 +121,7 @@ struct DemoCommand: AsyncParsableCommand {
         // The operators' console at /admin/, with octocat (its GitHub-verified email) as the
         // operator; GATEHOUSE_ADMIN_CONSOLE=false turns it off, GATEHOUSE_ADMINS names others.
         configuration.console = ConsoleConfiguration(operators: ["octocat@github.com"])
+        configuration.photoBytes = PhotoBuffer.joining
         return configuration
     }
 

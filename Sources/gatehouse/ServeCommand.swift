@@ -171,6 +171,8 @@ struct ServeSettings {
             developmentMode: try settings.flag("GATEHOUSE_DEVELOPMENT") ?? false,
             github: github, microsoft: microsoft, oidcProviders: try OIDCSettings.providers(from: environment))
         try ProfileSettings.apply(environment, to: &self.gateway)
+        // Kept photos in the form the listener sends without copying.
+        self.gateway.photoBytes = PhotoBuffer.joining
     }
 }
 

@@ -87,6 +87,7 @@ func withDeployment<T>(
             configuration.defaultUpstreamTimeout = .seconds(25)
             configuration.hooks = hooks?(emulatorURL)
             configuration.webhooks = webhooks?(emulatorURL)
+            configuration.photoBytes = PhotoBuffer.joining
             gateway(&configuration)
             // Each instance has its own store object (its own pool), as separate processes would.
             let storage: any GatehouseStorage

@@ -28,6 +28,7 @@ func withInProcessGateway<T: Sendable>(
         publicURL: "https://gw.example", returnToAllowList: ["https://app.example.com/signed-in"],
         github: .emulator(baseURL: unused, clientID: "gh-client", clientSecret: "gh-secret"),
         microsoft: .emulator(baseURL: unused, clientID: "ms-client", clientSecret: "ms-secret"))
+    configuration.photoBytes = PhotoBuffer.joining
     adjust(&configuration)
     let storage = try SQLiteStorage(path: folder + "/gatehouse.sqlite")
     try await storage.migrate()

@@ -30,6 +30,9 @@ public struct GatewayConfiguration: Sendable {
     public var accountCacheCapacity = 10_000
     /// The photo cache's budget in bytes.
     public var photoCacheBytes: Int = 32 << 20
+    /// Joins the pieces of a photo's transfer into what the cache keeps and every answer
+    /// sends: the HTTP layer passes a form it sends without copying (`PhotoBytes`).
+    public var photoBytes: @Sendable ([[UInt8]]) -> any PhotoBytes = [UInt8].joining
     /// Seconds a photo source that failed (`photo-unavailable`) is remembered as failed for
     /// that user and size, so polling cannot hammer it (0: not remembered).
     public var photoFailureLifetime: TimeInterval = 60

@@ -8,7 +8,7 @@ import Synchronization
 /// never at the pace of the slowest caller; the bytes are held once (at most the photo size
 /// cap) so that a caller joining late still gets them all. Callers keep no buffers of their
 /// own: each reads the shared bytes from its own offset, one piece at a time as its connection
-/// takes them, and once the image is whole every caller reads the one array the cache keeps.
+/// takes them, and once the image is whole every caller reads the bytes the cache keeps.
 /// A caller going away stops nothing.
 public final class PhotoDownload: Sendable {
     /// What a caller needs before the first byte: the response head.
@@ -78,7 +78,7 @@ public final class PhotoDownload: Sendable {
     /// The image's pieces for one caller (see ``chunks()``).
     public struct Pieces: AsyncSequence, Sendable {
         /// One piece: a slice of the bytes the download holds (no copy per caller).
-        public typealias Element = ArraySlice<UInt8>
+        public typealias Element = PhotoPiece
         let download: PhotoDownload
 
         /// A reader at the first byte.
@@ -93,7 +93,7 @@ public final class PhotoDownload: Sendable {
             var chunkStart = 0
 
             /// The next piece, `nil` at the end; throws what ended the transfer early.
-            public mutating func next() async throws -> ArraySlice<UInt8>? {
+            public mutating func next() async throws -> PhotoPiece? {
                 while true {
                     switch download.piece(at: offset, chunkIndex: chunkIndex, chunkStart: chunkStart) {
                     case .bytes(let piece, let index, let start):
@@ -115,7 +115,7 @@ public final class PhotoDownload: Sendable {
     /// What a reader at `offset` gets now.
     enum Piece {
         /// Bytes, and where the piece after them starts (chunk index and its first byte).
-        case bytes(ArraySlice<UInt8>, Int, Int)
+        case bytes(PhotoPiece, Int, Int)
         case end
         case failed(any Error)
         case wait
@@ -129,7 +129,7 @@ public final class PhotoDownload: Sendable {
             if let photo = s.photo {
                 guard offset < photo.bytes.count else { return .end }
                 let end = min(offset + Self.pieceBytes, photo.bytes.count)
-                return .bytes(photo.bytes[offset..<end], 0, 0)
+                return .bytes(.kept(photo.bytes, offset..<end), 0, 0)
             }
             if let failure = s.failure { return .failed(failure) }
             // The last byte received so far is held back: it may be the image's last, which
@@ -149,7 +149,8 @@ public final class PhotoDownload: Sendable {
             let chunk = s.chunks[index]
             let from = offset - start
             let to = min(from + Self.pieceBytes, chunk.count, available - start)
-            return to == chunk.count ? .bytes(chunk[from..<to], index + 1, start + chunk.count) : .bytes(chunk[from..<to], index, start)
+            let piece = PhotoPiece.received(chunk[from..<to])
+            return to == chunk.count ? .bytes(piece, index + 1, start + chunk.count) : .bytes(piece, index, start)
         }
     }
 
@@ -168,9 +169,11 @@ public final class PhotoDownload: Sendable {
     // MARK: The transfer
 
     /// Reads the provider's photo to its end, passing each chunk on as it comes, and returns
-    /// the whole image with its `ETag`. Body failures are mapped for `providerId`.
+    /// the whole image with its `ETag`, as `whole` keeps it from the pieces received, its
+    /// content type and tag. Body failures are mapped for `providerId`.
     func receive(
-        _ source: ProviderPhoto, providerId: String, whole: @Sendable (ProfileService.Photo) async -> ProfileService.Photo
+        _ source: ProviderPhoto, providerId: String,
+        whole: @Sendable (_ chunks: [[UInt8]], _ contentType: String, _ etag: String) async -> ProfileService.Photo
     ) async throws -> ProfileService.Photo {
         let type: RasterImage
         // The chunks are kept as they come; readers stop one byte short of what has arrived
@@ -204,18 +207,10 @@ public final class PhotoDownload: Sendable {
         } catch {
             throw UpstreamErrors.transport(error, providerId: providerId)
         }
-        // The pieces kept for the callers are the image: joined once into an array of exactly
-        // its size (grown by doubling, a 4 MB image took 8 MB for as long as it was cached),
-        // then they go (`end`).
-        let bytes = state.withLock { s in
-            var joined: [UInt8] = []
-            joined.reserveCapacity(s.received)
-            for chunk in s.chunks { joined.append(contentsOf: chunk) }
-            return joined
-        }
-        // What the cache keeps (the same array as before when the image did not change); the
-        // last byte is released with it by `end`.
-        return await whole(ProfileService.Photo(bytes: bytes, contentType: type.rawValue, etag: source.entityTag))
+        // The pieces kept for the callers are the image: `whole` joins them once into what the
+        // cache keeps (or keeps the bytes kept before, when the image did not change), then
+        // they go (`end`), and the last byte is released with the photo.
+        return await whole(state.withLock { $0.chunks }, type.rawValue, source.entityTag)
     }
 
     /// Keeps a chunk (for every caller, late joiners included) and wakes the waiting readers.
@@ -241,7 +236,7 @@ public final class PhotoDownload: Sendable {
             case .failure(let error):
                 s.failure = error
             }
-            // Readers go on from the whole photo (the array the cache keeps): the pieces go.
+            // Readers go on from the whole photo (the bytes the cache keeps): the pieces go.
             s.chunks = []
             defer {
                 s.readers = []

@@ -24,6 +24,8 @@ public struct ProfileService: Sendable {
     let photoDownloads = PhotoDownloads()
     /// One circuit breaker per provider.
     let circuits: ProviderCircuits
+    /// How a whole photo's bytes are kept (`GatewayConfiguration.photoBytes`).
+    let photoBytes: @Sendable ([[UInt8]]) -> any PhotoBytes
     /// Which providers' photos `/photo` prefers when the caller names none.
     let photoProviderOrder: [String]
     /// Refresh counters (the caches and breakers record their own).
@@ -57,6 +59,7 @@ public struct ProfileService: Sendable {
         circuits = ProviderCircuits(
             providerIds: providers.ids, settings: configuration.circuitBreaker, metrics: metrics, clock: configuration.clock)
         photoProviderOrder = configuration.photoProviderOrder
+        photoBytes = configuration.photoBytes
         decryptedTokenLifetime = configuration.decryptedTokenLifetime
     }
 
@@ -79,8 +82,8 @@ public struct ProfileService: Sendable {
 
     /// A photo ready to serve, with a strong `ETag` computed from its bytes.
     public struct Photo: Sendable {
-        /// The image bytes.
-        public var bytes: [UInt8]
+        /// The image bytes, in the form `GatewayConfiguration.photoBytes` keeps them.
+        public var bytes: any PhotoBytes
         /// The provider's image content type.
         public var contentType: String
         /// The tag it was first served with (`ProviderPhoto.entityTag`): the same for a
@@ -201,14 +204,16 @@ public struct ProfileService: Sendable {
     private func runDownload(_ download: PhotoDownload, key: String, uid: String, providerId: String?, size: Int?) async {
         do {
             let cache = photoCache
-            let photo = try await fetchPhoto(uid: uid, providerId: providerId, size: size, into: download) { whole in
+            let keep = photoBytes
+            let photo = try await fetchPhoto(uid: uid, providerId: providerId, size: size, into: download) { chunks, contentType, etag in
                 // An unchanged image (same tag, same bytes: a tag without a provider validator
                 // could hide a change) keeps the bytes already kept, so callers of every
                 // transfer of it share one copy however many refreshes overlap.
-                if let kept = await cache.stored(for: key), kept.etag == whole.etag, kept.bytes == whole.bytes {
+                if let kept = await cache.stored(for: key), kept.etag == etag, kept.bytes.equals(chunks) {
                     await cache.insert(kept, for: key)
                     return kept
                 }
+                let whole = Photo(bytes: keep(chunks), contentType: contentType, etag: etag)
                 await cache.insert(whole, for: key)
                 return whole
             }
@@ -245,7 +250,8 @@ public struct ProfileService: Sendable {
     /// Opens the preferred candidate's photo and receives it into `download`, under the
     /// provider's breaker until the last byte (a transfer failing half-way counts).
     private func fetchPhoto(
-        uid: String, providerId: String?, size: Int?, into download: PhotoDownload, whole: @escaping @Sendable (Photo) async -> Photo
+        uid: String, providerId: String?, size: Int?, into download: PhotoDownload,
+        whole: @escaping @Sendable (_ chunks: [[UInt8]], _ contentType: String, _ etag: String) async -> Photo
     ) async throws -> Photo {
         let links = try await storage.links(uid: uid)
         let candidates = providerId.map { id in links.filter { $0.providerId == id } } ?? Self.photoCandidates(links, order: photoProviderOrder)

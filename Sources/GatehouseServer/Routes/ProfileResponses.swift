@@ -61,9 +61,9 @@ enum ProfileResponses {
             headers[.contentType] = head.contentType
             headers[.contentSecurityPolicy] = photoContentSecurityPolicy
             let body = ResponseBody(contentLength: head.contentLength) { writer in
-                for try await chunk in download.chunks() {
-                    try await writer.write(ByteBuffer(bytes: chunk), pacedBy: eventLoop)
-                    profiles.countPhotoBytes(chunk.count)
+                for try await piece in download.chunks() {
+                    try await writer.write(ByteBuffer(photo: piece), pacedBy: eventLoop)
+                    profiles.countPhotoBytes(piece.count)
                 }
                 try await writer.finish(nil)
             }
@@ -82,19 +82,19 @@ enum ProfileResponses {
 
     /// Slices of a stored photo written one at a time, each after the previous one reached the
     /// channel (`write(_:pacedBy:)`): a connection holds about one slice beyond NIO's high-water
-    /// mark, not a copy of the image, however slowly its reader reads. `written` counts each
-    /// slice as it goes (`gatehouse_photo_bytes_total`: a reader that leaves early is not
-    /// counted for what it never got).
-    static func storedPhotoBody(_ bytes: [UInt8], eventLoop: any EventLoop, written: @escaping @Sendable (Int) -> Void) -> ResponseBody {
+    /// mark, however slowly its reader reads (a slice of a `PhotoBuffer` shares the kept bytes:
+    /// no copy at all). `written` counts each slice as it goes (`gatehouse_photo_bytes_total`:
+    /// a reader that leaves early is not counted for what it never got).
+    static func storedPhotoBody(_ bytes: any PhotoBytes, eventLoop: any EventLoop, written: @escaping @Sendable (Int) -> Void) -> ResponseBody {
         if bytes.count <= photoSliceBytes {
             written(bytes.count)
-            return ResponseBody(byteBuffer: ByteBuffer(bytes: bytes))
+            return ResponseBody(byteBuffer: ByteBuffer(photo: bytes, range: 0..<bytes.count))
         }
         return ResponseBody(contentLength: bytes.count) { writer in
             var start = 0
             while start < bytes.count {
                 let end = min(start + photoSliceBytes, bytes.count)
-                try await writer.write(ByteBuffer(bytes: bytes[start..<end]), pacedBy: eventLoop)
+                try await writer.write(ByteBuffer(photo: bytes, range: start..<end), pacedBy: eventLoop)
                 written(end - start)
                 start = end
             }
