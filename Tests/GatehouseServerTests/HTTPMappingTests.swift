@@ -144,18 +144,21 @@ struct HTTPMappingTests {
     }
 
     @Test(
-        "a stored photo larger than one slice is written in slices over real HTTP: the same bytes, its Content-Length, each slice counted; a small one in one write"
+        "a stored photo larger than one slice is written in slices over real HTTP: the same bytes, its Content-Length, each slice counted; a small one in one write (kept as an array, then as a buffer)",
+        arguments: [false, true]
     )
-    func storedPhotoSlices() async throws {
+    func storedPhotoSlices(inBuffer: Bool) async throws {
         let large = (0..<(300 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
         let small = Array(large.prefix(40 << 10))
+        let keep: ([UInt8]) -> any PhotoBytes = { inBuffer ? PhotoBuffer.joining([$0]) : $0 }
+        let (keptLarge, keptSmall) = (keep(large), keep(small))
         let written = WrittenBytes()
         let router = Router(context: GatehouseRequestContext.self)
         router.get("/large") { _, context in
-            Response(status: .ok, body: ProfileResponses.storedPhotoBody(large, eventLoop: context.eventLoop, written: written.add))
+            Response(status: .ok, body: ProfileResponses.storedPhotoBody(keptLarge, eventLoop: context.eventLoop, written: written.add))
         }
         router.get("/small") { _, context in
-            Response(status: .ok, body: ProfileResponses.storedPhotoBody(small, eventLoop: context.eventLoop, written: written.add))
+            Response(status: .ok, body: ProfileResponses.storedPhotoBody(keptSmall, eventLoop: context.eventLoop, written: written.add))
         }
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         try await app.test(.live) { client in

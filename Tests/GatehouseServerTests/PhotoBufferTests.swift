@@ -16,6 +16,7 @@ struct PhotoBufferTests {
         let joined = chunks.flatMap { $0 }
         for kept in [PhotoBuffer.joining(chunks), [UInt8].joining(chunks)] {
             #expect(kept.count == 1_000)
+            #expect(kept.storageBytes >= 1_000)
             #expect(kept.withUnsafeBytes(in: 0..<kept.count) { Array($0) } == joined)
             #expect(kept.withUnsafeBytes(in: 99..<102) { Array($0) } == [99, 7, 0])
             #expect(kept.equals(chunks))
@@ -33,6 +34,7 @@ struct PhotoBufferTests {
     @Test("an answer's bytes from a kept buffer are a slice of its storage, not a copy; from another form, a copy of the range")
     func slicesShareStorage() throws {
         let kept = try #require(PhotoBuffer.joining(chunks) as? PhotoBuffer)
+        #expect(kept.storageBytes == 1_024, "NIO's storage is a power of two, and the cache charges it")
         let keptStart = kept.buffer.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) }
         let slice = ByteBuffer(photo: kept, range: 100..<600)
         #expect(slice.readableBytes == 500)

@@ -8,6 +8,8 @@
 public protocol PhotoBytes: Sendable {
     /// How many bytes.
     var count: Int { get }
+    /// How much memory holding them takes (at least `count`): what the photo cache charges.
+    var storageBytes: Int { get }
     /// Runs `body` over the bytes in `range` (within `0..<count`).
     func withUnsafeBytes<R>(in range: Range<Int>, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
 }
@@ -28,13 +30,16 @@ extension PhotoBytes {
 
 /// The default form: one array of exactly the photo's size.
 extension Array: PhotoBytes where Element == UInt8 {
+    /// The array's capacity.
+    public var storageBytes: Int { capacity }
+
     /// Runs `body` over the bytes in `range`.
     public func withUnsafeBytes<R>(in range: Range<Int>, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[range])) }
     }
 
     /// The pieces a transfer received, joined into one array of exactly their size (an array
-    /// grown by doubling took 8 MB for a 4 MB image for as long as it was cached).
+    /// grown by doubling would hold up to twice the image for as long as it is cached).
     public static func joining(_ chunks: [[UInt8]]) -> any PhotoBytes {
         var joined: [UInt8] = []
         joined.reserveCapacity(chunks.reduce(0) { $0 + $1.count })

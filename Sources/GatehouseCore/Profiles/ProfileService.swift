@@ -52,7 +52,7 @@ public struct ProfileService: Sendable {
         photoCache = ExpiringCache(
             name: "photo", lifetime: lifetime, staleLifetime: configuration.staleIfError, capacity: configuration.photoCacheBytes,
             metrics: metrics, clock: configuration.clock
-        ) { $0.bytes.count }
+        ) { $0.bytes.storageBytes }
         photoFailures = ExpiringCache(
             name: "photo-failure", lifetime: configuration.photoFailureLifetime, capacity: 10_000, metrics: metrics, clock: configuration.clock
         ) { _ in 1 }

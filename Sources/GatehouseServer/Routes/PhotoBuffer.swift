@@ -3,8 +3,12 @@ import NIOCore
 
 /// A kept photo in one `ByteBuffer` (`GatewayConfiguration.photoBytes`): answers send slices
 /// of it, which share its storage, so a photo from the cache is sent without a copy of its
-/// bytes per answer (the copy and the fresh pages it wrote into were a tenth of a cached 40 KB
-/// photo's CPU).
+/// bytes per answer (a copy per answer, with the fresh pages it writes into, costs about a
+/// tenth of a cached 40 KB photo's CPU).
+///
+/// NIO gives a buffer a power of two of storage (a 40 KB photo holds 64 KB), which is what the
+/// photo cache charges for it (`storageBytes`); a slice that starts past 16 MiB into the buffer
+/// is a copy (NIO's slice offsets stop there), which only photos above that size have.
 public struct PhotoBuffer: PhotoBytes {
     /// The bytes, all readable.
     let buffer: ByteBuffer
@@ -12,12 +16,15 @@ public struct PhotoBuffer: PhotoBytes {
     /// How many bytes.
     public var count: Int { buffer.readableBytes }
 
+    /// The buffer's storage, a power of two.
+    public var storageBytes: Int { buffer.capacity }
+
     /// Runs `body` over the bytes in `range`.
     public func withUnsafeBytes<R>(in range: Range<Int>, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try buffer.withUnsafeReadableBytes { try body(UnsafeRawBufferPointer(rebasing: $0[range])) }
     }
 
-    /// A transfer's pieces joined into one buffer of exactly their size.
+    /// A transfer's pieces joined into one buffer.
     public static func joining(_ chunks: [[UInt8]]) -> any PhotoBytes {
         var buffer = ByteBufferAllocator().buffer(capacity: chunks.reduce(0) { $0 + $1.count })
         for chunk in chunks { buffer.writeBytes(chunk) }

@@ -82,8 +82,8 @@ enum ProfileResponses {
 
     /// Slices of a stored photo written one at a time, each after the previous one reached the
     /// channel (`write(_:pacedBy:)`): a connection holds about one slice beyond NIO's high-water
-    /// mark, however slowly its reader reads (a slice of a `PhotoBuffer` shares the kept bytes:
-    /// no copy at all). `written` counts each slice as it goes (`gatehouse_photo_bytes_total`:
+    /// mark, however slowly its reader reads (a slice of a `PhotoBuffer` shares the kept bytes,
+    /// up to NIO's 16 MiB slice offset). `written` counts each slice as it goes (`gatehouse_photo_bytes_total`:
     /// a reader that leaves early is not counted for what it never got).
     static func storedPhotoBody(_ bytes: any PhotoBytes, eventLoop: any EventLoop, written: @escaping @Sendable (Int) -> Void) -> ResponseBody {
         if bytes.count <= photoSliceBytes {

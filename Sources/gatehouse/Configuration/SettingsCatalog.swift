@@ -104,7 +104,9 @@ enum SettingsCatalog {
         Setting(
             "GATEHOUSE_TOKEN_CACHE_TTL", .seconds(0 ... .greatestFiniteMagnitude), default: "30",
             "seconds a provider token set stays decrypted in memory after use"),
-        Setting("GATEHOUSE_PHOTO_CACHE_BYTES", .count(minimum: 0), default: "33554432", "the photo cache's budget in bytes"),
+        Setting(
+            "GATEHOUSE_PHOTO_CACHE_BYTES", .count(minimum: 0), default: "33554432",
+            "the photo cache's budget in bytes (a photo counts the buffer holding it: its size rounded up to a power of two)"),
         Setting(
             "GATEHOUSE_PHOTO_FAILURE_SECONDS", .seconds(0 ... .greatestFiniteMagnitude), default: "60",
             "how long a failed photo source is answered `502 photo-unavailable` without a call"),
