@@ -50,6 +50,16 @@ import Testing
         #expect(FormEncoding.decode("a=b+c&flag&bad=%zz").map { "\($0.0)=\($0.1)" } == ["a=b c", "flag=", "bad=%zz"])
     }
 
+    @Test("a query's first value of each name; pairs split at the bytes & and =, empty parts skipped")
+    func formEncodingFirstValues() {
+        #expect(FormEncoding.firstValues("refresh=true") == ["refresh": "true"])
+        #expect(FormEncoding.firstValues("&&a=1&a=2&=x&b&c=d=e&%61=3&") == ["a": "1", "": "x", "b": "", "c": "d=e"])
+        #expect(FormEncoding.firstValues("") == [:])
+        // A combining mark after `&` is one Character with it, but the query splits at the byte.
+        #expect(FormEncoding.decode("a=1&\u{301}b=2").map(\.1) == ["1", "2"])
+        #expect(FormEncoding.decode("x=%E2%9C%93&y=caf%C3%A9").map(\.1) == ["✓", "café"])
+    }
+
     @Test func customParametersForwardOnlyWhatIsAllowed() throws {
         let forwarded = try CustomParameters.forwardable(from: [
             ("return_to", "https://app.example/"), ("scope", "repo"), ("login", "octocat"), ("allow_signup", "false"),

@@ -34,6 +34,11 @@ import Testing
         "http://127.0.0.1:3000/accountant",
         "http://127.0.0.1:3000/account/../admin",
         "http://127.0.0.1:3000/account/%2e%2e/admin",
+        // A dot segment beside an escape that is not UTF-8 or not an escape at all: browsers
+        // still read `%2e%2e` as `..`.
+        "http://127.0.0.1:3000/account/%2e%2e/%ff",
+        "http://127.0.0.1:3000/account/%2e%2e/%zz/admin",
+        "http://127.0.0.1:3000/account/.%2E/admin%",
         "https://app.example/\u{0}",
         "https://app.example/ space",
         "https://app.éxample/",
@@ -91,6 +96,8 @@ import Testing
         "com.example.app:/oauth2redirectx",
         "com.example.app:/oauth2redirect/../x",
         "com.example.app:/oauth2redirect/%2e%2e/x",
+        "com.example.app:/oauth2redirect/%2e%2e/%ff",
+        "com.example.app:/oauth2redirect/.%2E/%zz",
         "com.example.app://user@host/oauth2redirect",
         "com.example.app:\\oauth2redirect",
         "com.example.evil:/oauth2redirect",

@@ -77,6 +77,25 @@ struct PhotoStreamingTests {
         }
     }
 
+    @Test(
+        "the photo cache charges what a kept photo's buffer takes (NIO's power-of-two storage), not the image's size, and reports it as gatehouse_cache_used"
+    )
+    func cacheChargesStorage() async throws {
+        try await Self.withSignedIn(cacheLifetime: 60) { deployment, uid, key in
+            let image = try await deployment.client.execute(Self.request(deployment, uid: uid, key: key))
+            #expect(image.status == 200)
+            let size = image.body.count
+            var storage = 1
+            while storage < size { storage *= 2 }
+            #expect(size < storage, "the avatar fixture is not a power of two, so the two charges differ")
+            #expect(try await ResilienceTests.metric(deployment, "gatehouse_cache_used", ["cache": "photo"]) == Double(storage))
+            // Served from the cache: nothing more is kept.
+            #expect(try await deployment.client.execute(Self.request(deployment, uid: uid, key: key)).body == image.body)
+            #expect(try await ResilienceTests.metric(deployment, "gatehouse_cache_used", ["cache": "photo"]) == Double(storage))
+            #expect(try await deployment.emulatorStats()[Self.avatar] == 1)
+        }
+    }
+
     @Test("20 concurrent misses → one avatar call, twenty identical images")
     func concurrentMissesShareOneCall() async throws {
         try await Self.withSignedIn(cacheLifetime: 60) { deployment, uid, key in

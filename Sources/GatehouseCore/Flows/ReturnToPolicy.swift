@@ -132,9 +132,7 @@ struct PrivateUseURI: Equatable {
         guard path.hasPrefix("/"), !path.contains("@"), !lowered.contains("%2f"), !lowered.contains("%5c"), !lowered.contains("%40") else {
             return nil
         }
-        let decoded = (path.removingPercentEncoding ?? path)
-        let segments = decoded.split(separator: "/", omittingEmptySubsequences: true)
-        guard !segments.contains(where: { $0 == "." || $0 == ".." }) else { return nil }
+        guard !URLAllowList.hasDotSegment(ArraySlice(path.utf8)) else { return nil }
         return PrivateUseURI(scheme: scheme, path: path)
     }
 }

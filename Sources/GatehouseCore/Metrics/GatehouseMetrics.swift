@@ -12,6 +12,7 @@ public struct GatehouseMetrics: Sendable {
     /// every call (the label sets are bounded, so this stays small).
     private let counters = Handles<Counter>()
     private let timers = Handles<Timer>()
+    private let gauges = Handles<Gauge>()
     /// The cache-lookup counters by cache and result: looked up on most requests (the account
     /// read, the profile or photo cache), by a key of two short words.
     private let cacheLookups = HandleTable<CacheLookup, Counter>()
@@ -112,6 +113,14 @@ public struct GatehouseMetrics: Sendable {
         cacheLookups.handle(CacheLookup(cache: cache, result: result)) {
             Counter(label: "gatehouse_cache_lookups_total", dimensions: [("cache", cache), ("result", result)], factory: factory)
         }.increment()
+    }
+
+    /// What a cache holds against its budget after an insert: bytes for `photo` (the memory
+    /// its photos take), entries for `profile` and `photo-failure`.
+    func cacheUsed(cache: String, cost: Int) {
+        gauges.handle("gatehouse_cache_used", [("cache", cache)]) {
+            Gauge(label: "gatehouse_cache_used", dimensions: [("cache", cache)], factory: factory)
+        }.record(cost)
     }
 
     /// A provider-token refresh, by outcome: `ok`, `reused` (another request had refreshed),

@@ -94,6 +94,7 @@ actor ExpiringCache<Value: Sendable> {
         guard lifetime > 0 else { return }
         let size = cost(value)
         guard size <= capacity else { return }
+        defer { metrics.cacheUsed(cache: name, cost: totalCost) }
         if let old = entries.removeValue(forKey: key) { totalCost -= old.cost }
         clock += 1
         entries[key] = Entry(value: value, storedAt: wallClock.now(), cost: size, lastUse: clock)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A whole photo's bytes as the cache keeps them: held once, shared by every answer and by every
 /// caller still streaming the transfer that fetched them.
 ///
@@ -20,7 +22,13 @@ extension PhotoBytes {
         var offset = 0
         for chunk in chunks {
             guard offset + chunk.count <= count else { return false }
-            let same = withUnsafeBytes(in: offset..<offset + chunk.count) { kept in chunk.withUnsafeBytes { kept.elementsEqual($0) } }
+            // memcmp: `elementsEqual` over the buffers steps byte by byte through their
+            // iterators, about 60 µs for a 40 KB photo (a fortieth of the refetched photo's CPU).
+            let same = withUnsafeBytes(in: offset..<offset + chunk.count) { kept in
+                chunk.withUnsafeBytes { received in
+                    received.isEmpty || memcmp(kept.baseAddress!, received.baseAddress!, received.count) == 0
+                }
+            }
             guard same else { return false }
             offset += chunk.count
         }

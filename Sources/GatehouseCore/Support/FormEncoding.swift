@@ -27,9 +27,37 @@ public enum FormEncoding {
 
     /// Decodes into ordered pairs (`+` is a space); malformed escapes are kept literally.
     public static func decode(_ text: String) -> [(String, String)] {
-        text.split(separator: "&", omittingEmptySubsequences: true).map { pair in
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            return (unescape(parts[0]), parts.count > 1 ? unescape(parts[1]) : "")
+        var pairs: [(String, String)] = []
+        forEachPair(text) { pairs.append(($0, $1)) }
+        return pairs
+    }
+
+    /// The first value of each name, decoded as `decode(_:)` decodes them.
+    public static func firstValues(_ text: String) -> [String: String] {
+        var values: [String: String] = [:]
+        forEachPair(text) { name, value in
+            if values[name] == nil { values[name] = value }
+        }
+        return values
+    }
+
+    /// Calls `body` with each pair in order: split at `&` (empty parts skipped), then at the
+    /// first `=` (none: an empty value). Reads the bytes in place: a query is decoded on most
+    /// requests that carry one, and splitting it into arrays first cost more than decoding.
+    private static func forEachPair(_ text: String, _ body: (String, String) -> Void) {
+        let bytes = text.utf8
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.endIndex
+            if start < end {
+                let pair = text[start..<end]
+                if let equals = pair.utf8.firstIndex(of: UInt8(ascii: "=")) {
+                    body(unescape(pair[..<equals]), unescape(pair[pair.utf8.index(after: equals)...]))
+                } else {
+                    body(unescape(pair), "")
+                }
+            }
+            start = end == bytes.endIndex ? end : bytes.index(after: end)
         }
     }
 

@@ -55,41 +55,114 @@ public struct URLAllowList: Sendable {
     }
 
     /// Parses `scheme://host[:port][/path][?query][#fragment]`, or `nil` for anything unusual.
+    ///
+    /// Reads the URL's bytes: only printable ASCII is accepted, so bytes and characters are
+    /// one. A photo transfer checks its source here and the breakers key on its origin;
+    /// Foundation's percent-decoding and case mapping made that a microsecond-scale cost on
+    /// every transfer.
     static func parse(_ text: String) -> ParsedURL? {
-        guard text.count <= 2048,
-            !text.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F || $0 == "\\" || $0.value > 0x7E })
-        else { return nil }
-        let lowered = text.lowercased()
+        let bytes = Array(text.utf8)
+        guard bytes.count <= 2048, bytes.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E && $0 != UInt8(ascii: "\\") }) else { return nil }
         let scheme: String
-        if lowered.hasPrefix("https://") {
+        if hasPrefix(bytes, "https://") {
             scheme = "https"
-        } else if lowered.hasPrefix("http://") {
+        } else if hasPrefix(bytes, "http://") {
             scheme = "http"
         } else {
             return nil
         }
-        let rest = text.dropFirst(scheme.count + 3)
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-        let authority = rest[..<authorityEnd].lowercased()
+        let rest = bytes[(scheme.utf8.count + 3)...]
+        let authorityEnd = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? rest.endIndex
+        let authority = rest[..<authorityEnd].map(lowercased)
         // No user info, no percent-encoding in the authority, no empty host.
-        guard !authority.isEmpty, !authority.contains("@"), !authority.contains("%") else { return nil }
-        var host = authority
+        guard !authority.isEmpty, !authority.contains(UInt8(ascii: "@")), !authority.contains(UInt8(ascii: "%")) else { return nil }
+        var host = authority[...]
         var port = scheme == "https" ? 443 : 80
-        if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") {
-            guard let parsed = Int(authority[authority.index(after: colon)...]), (1...65535).contains(parsed) else { return nil }
+        if let colon = authority.lastIndex(of: UInt8(ascii: ":")), authority.last != UInt8(ascii: "]") {
+            guard let parsed = Int(String(decoding: authority[(colon + 1)...], as: UTF8.self)), (1...65535).contains(parsed) else { return nil }
             port = parsed
-            host = String(authority[..<colon])
+            host = authority[..<colon]
         }
-        guard !host.isEmpty, host.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "[" || $0 == "]" || $0 == ":" })
-        else { return nil }
+        guard !host.isEmpty, host.allSatisfy(isHostByte) else { return nil }
         let afterAuthority = rest[authorityEnd...]
-        let pathEnd = afterAuthority.firstIndex { $0 == "?" || $0 == "#" } ?? afterAuthority.endIndex
-        let path = String(afterAuthority[..<pathEnd])
-        let decodedPath = (path.removingPercentEncoding ?? path).lowercased()
-        // Encoded slashes or dots could be re-interpreted by the app; dot segments escape the prefix.
-        guard !path.lowercased().contains("%2f"), !path.lowercased().contains("%5c"), !path.contains("//") else { return nil }
-        let segments = decodedPath.split(separator: "/", omittingEmptySubsequences: false)
-        guard !segments.contains(where: { $0 == "." || $0 == ".." }) else { return nil }
-        return ParsedURL(scheme: scheme, host: host, port: port, path: path.isEmpty ? "/" : path)
+        let path = afterAuthority[..<(afterAuthority.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? afterAuthority.endIndex)]
+        // Encoded slashes or backslashes could be re-interpreted by the app; dot segments
+        // escape the prefix, encoded or not (browsers read `%2e%2e` as `..`).
+        guard !containsEscape(path, of: UInt8(ascii: "/")), !containsEscape(path, of: UInt8(ascii: "\\")),
+            !path.indices.contains(where: { $0 > path.startIndex && path[$0] == UInt8(ascii: "/") && path[$0 - 1] == UInt8(ascii: "/") })
+        else { return nil }
+        guard !hasDotSegment(path) else { return nil }
+        return ParsedURL(
+            scheme: scheme, host: String(decoding: host, as: UTF8.self), port: port,
+            path: path.isEmpty ? "/" : String(decoding: path, as: UTF8.self))
+    }
+
+    /// Whether `bytes` start with `prefix`, ASCII letters in any case.
+    private static func hasPrefix(_ bytes: [UInt8], _ prefix: StaticString) -> Bool {
+        guard bytes.count >= prefix.utf8CodeUnitCount else { return false }
+        return prefix.withUTF8Buffer { zip(bytes, $0).allSatisfy { lowercased($0) == $1 } }
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
+    }
+
+    /// A host's bytes (lowercased): letters, digits, `.`, `-`, and an IPv6 literal's `[`, `]`, `:`.
+    private static func isHostByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "-"),
+            UInt8(ascii: "["), UInt8(ascii: "]"), UInt8(ascii: ":"):
+            true
+        default: false
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    /// Whether `path` holds `%XX` escaping `byte`.
+    private static func containsEscape(_ path: ArraySlice<UInt8>, of byte: UInt8) -> Bool {
+        var index = path.startIndex
+        while index + 2 < path.endIndex {
+            if path[index] == UInt8(ascii: "%"), let high = hexValue(path[index + 1]), let low = hexValue(path[index + 2]), high << 4 | low == byte {
+                return true
+            }
+            index += 1
+        }
+        return false
+    }
+
+    /// Whether a segment of `path` is `.` or `..` once its escapes are decoded (`%2e%2e`, `.%2E`),
+    /// as browsers read them.
+    static func hasDotSegment(_ path: ArraySlice<UInt8>) -> Bool {
+        percentDecoded(path).split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).contains { segment in
+            segment.elementsEqual([UInt8(ascii: ".")]) || segment.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")])
+        }
+    }
+
+    /// `path` with each well-formed `%XX` escape decoded, and any other `%` kept as it is: a
+    /// malformed escape or bytes that are not UTF-8 elsewhere in the path do not stop
+    /// `%2e%2e` from being read as `..`.
+    private static func percentDecoded(_ path: ArraySlice<UInt8>) -> [UInt8] {
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(path.count)
+        var index = path.startIndex
+        while index < path.endIndex {
+            if path[index] == UInt8(ascii: "%"), index + 2 < path.endIndex, let high = hexValue(path[index + 1]), let low = hexValue(path[index + 2])
+            {
+                decoded.append(high << 4 | low)
+                index += 3
+            } else {
+                decoded.append(path[index])
+                index += 1
+            }
+        }
+        return decoded
     }
 }

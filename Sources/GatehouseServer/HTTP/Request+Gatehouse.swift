@@ -7,7 +7,7 @@ extension Request {
     var queryPairs: [(String, String)] { FormEncoding.decode(uri.query ?? "") }
 
     /// The first value of each query parameter.
-    var queryDictionary: [String: String] { Dictionary(queryPairs, uniquingKeysWith: { first, _ in first }) }
+    var queryDictionary: [String: String] { FormEncoding.firstValues(uri.query ?? "") }
 
     /// A cookie's value, if sent: the first cookie of that name in the `Cookie` fields, read as
     /// Hummingbird's `Cookies` reads them, without building every cookie of the request (that

@@ -38,6 +38,11 @@ public enum MetricsCatalog {
             name: "gatehouse_cache_lookups_total", type: "counter", labels: ["cache", "result"],
             help: "Lookups in the in-memory caches, by cache and result (hit, miss, stale)."),
         Entry(
+            name: "gatehouse_cache_used", type: "gauge", labels: ["cache"],
+            help:
+                "What each in-memory cache holds against its budget: bytes for photo (the memory its photos take), entries for profile and photo-failure."
+        ),
+        Entry(
             name: "gatehouse_token_refreshes_total", type: "counter", labels: ["provider", "outcome"],
             help: "Provider token refreshes, by outcome (ok, reused, superseded, dead-grant, failed)."),
         Entry(

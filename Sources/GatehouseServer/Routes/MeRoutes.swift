@@ -59,19 +59,21 @@ struct MeRoutes {
         table.add(.get, "/v1/me/providers/{providerId}/profile") { request, context in
             let uid = try await signedIn(context)
             let profile = try await profiles.providerProfile(
-                uid: uid, providerId: try context.parameters.require("providerId"), refresh: try Self.refresh(request))
+                uid: uid, providerId: try context.parameters.require("providerId"), refresh: try Self.refresh(request.queryDictionary))
             return try ProfileResponses.profile(profile, answers: providerAnswers)
         }
 
         table.add(.get, "/v1/me/photo") { request, context in
-            try await ProfileResponses.photo(
-                request, eventLoop: context.eventLoop, profiles: profiles, uid: try await signedIn(context), refresh: try Self.refresh(request))
+            let query = request.queryDictionary
+            return try await ProfileResponses.photo(
+                request, query: query, eventLoop: context.eventLoop, profiles: profiles, uid: try await signedIn(context),
+                refresh: try Self.refresh(query))
         }
     }
 
     /// `?refresh=true` bypasses the profile and photo caches (the user's own routes only).
-    static func refresh(_ request: Request) throws -> Bool {
-        switch request.queryDictionary["refresh"] {
+    static func refresh(_ query: [String: String]) throws -> Bool {
+        switch query["refresh"] {
         case nil, "false": return false
         case "true": return true
         default: throw GatehouseError.invalidArgument("refresh must be true or false.")

@@ -16,6 +16,8 @@ public struct GitHubProvider: IdentityProvider {
     let clock: any GatehouseClock
     /// Whether GitHub accepts the gateway's client credentials (seen at refreshes).
     let health: ProviderHealth
+    /// `configuration.avatarURLPrefixes`, parsed once rather than at every photo transfer.
+    let avatarHosts: URLAllowList
 
     /// Creates the provider over the shared libcurl client.
     public init(configuration: GitHubConfiguration, http: UpstreamHTTP, clock: any GatehouseClock = SystemClock(), logger: Logger? = nil) {
@@ -23,6 +25,7 @@ public struct GitHubProvider: IdentityProvider {
         self.configuration = configuration
         self.http = http
         self.health = ProviderHealth(logger: logger)
+        self.avatarHosts = URLAllowList(configuration.avatarURLPrefixes)
     }
 
     /// The configured default scopes.
@@ -163,7 +166,7 @@ public struct GitHubProvider: IdentityProvider {
 
     /// The avatar, resized by GitHub's `s=` parameter; only from the configured avatar hosts.
     public func fetchPhoto(profile: ProviderProfile, tokens: ProviderTokens, size: Int?) async throws -> ProviderPhoto {
-        guard let source = profile.photoSourceURL, URLAllowList(configuration.avatarURLPrefixes).allows(source) else {
+        guard let source = profile.photoSourceURL, avatarHosts.allows(source) else {
             throw GatehouseError.noPhoto()
         }
         var url = source
