@@ -188,16 +188,22 @@ extension PostgresStorage {
         return uids
     }
     /// Sets the account's `disabled` flag.
-    public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
+    public func setDisabled(uid: String, disabled: Bool) async throws -> FlagChange {
         try await transaction { connection, logger in
-            var found = false
-            for try await _ in try await connection.query(
-                "UPDATE accounts SET disabled = \(disabled) WHERE uid = \(uid) RETURNING uid", logger: logger)
-            {
-                found = true
+            // The row is locked for the rest of the transaction, so a concurrent change waits
+            // and sees this one's value: of two callers setting the same value, one changes it.
+            var before: Bool?
+            for try await value in try await connection.query(
+                "SELECT disabled FROM accounts WHERE uid = \(uid) FOR UPDATE", logger: logger
+            ).decode(Bool.self) {
+                before = value
             }
-            if found, disabled { try await connection.query("DELETE FROM sessions WHERE uid = \(uid)", logger: logger) }
-            return found
+            guard let before else { return .notFound }
+            if before != disabled {
+                try await connection.query("UPDATE accounts SET disabled = \(disabled) WHERE uid = \(uid)", logger: logger)
+            }
+            if disabled { try await connection.query("DELETE FROM sessions WHERE uid = \(uid)", logger: logger) }
+            return before == disabled ? .unchanged : .changed
         }
     }
 }

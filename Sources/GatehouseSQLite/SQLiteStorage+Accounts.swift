@@ -195,12 +195,15 @@ extension SQLiteStorage {
         }
     }
     /// Sets the account's `disabled` flag.
-    public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
+    public func setDisabled(uid: String, disabled: Bool) async throws -> FlagChange {
         try await write { db in
-            try db.cachedStatement(sql: "UPDATE accounts SET disabled = ? WHERE uid = ?").execute(arguments: [disabled, uid])
-            guard db.changesCount > 0 else { return false }
+            let before = try Bool.fetchOne(db.cachedStatement(sql: "SELECT disabled FROM accounts WHERE uid = ?"), arguments: [uid])
+            guard let before else { return .notFound }
+            if before != disabled {
+                try db.cachedStatement(sql: "UPDATE accounts SET disabled = ? WHERE uid = ?").execute(arguments: [disabled, uid])
+            }
             if disabled { try db.cachedStatement(sql: "DELETE FROM sessions WHERE uid = ?").execute(arguments: [uid]) }
-            return true
+            return before == disabled ? .unchanged : .changed
         }
     }
 }

@@ -220,12 +220,28 @@ import Testing
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
         let session = Fixtures.session("s1", uid: "u1")
         try await storage.insertSession(session)
-        #expect(try await storage.setDisabled(uid: "u1", disabled: true))
+        #expect(try await storage.setDisabled(uid: "u1", disabled: true) == .changed)
         #expect(try await storage.account(uid: "u1")?.disabled == true)
         #expect(try await storage.session(idHash: session.idHash, now: Fixtures.now) == nil, "disabling ends the sessions with it")
-        #expect(try await storage.setDisabled(uid: "u1", disabled: false))
+        #expect(try await storage.setDisabled(uid: "u1", disabled: true) == .unchanged)
+        #expect(try await storage.account(uid: "u1")?.disabled == true)
+        #expect(try await storage.setDisabled(uid: "u1", disabled: false) == .changed)
         #expect(try await storage.account(uid: "u1")?.disabled == false)
-        #expect(try await storage.setDisabled(uid: "nobody", disabled: true) == false)
+        #expect(try await storage.setDisabled(uid: "u1", disabled: false) == .unchanged)
+        #expect(try await storage.setDisabled(uid: "nobody", disabled: true) == .notFound)
+    }
+
+    @Test("a flag set to the value it has records none of the write's webhook events", arguments: StorageBackend.all)
+    func unchangedFlagRecordsNoEvent(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        func disable(_ eventId: String) async throws -> FlagChange {
+            let entry = OutboxEntry(eventId: eventId, endpoint: "app", type: "account.disabled", payload: Data("{}".utf8), createdAt: Fixtures.now)
+            return try await Outbox.$entries.withValue([entry]) { try await storage.setDisabled(uid: "u1", disabled: true) }
+        }
+        #expect(try await disable("e1") == .changed)
+        #expect(try await disable("e2") == .unchanged)
+        #expect(try await storage.outboxEntries(status: .pending, after: nil, limit: 10).map(\.eventId) == ["e1"])
     }
 
     @Test("links(after:limit:) pages through every link once, in (provider, federated id) byte order", arguments: StorageBackend.all)

@@ -45,7 +45,7 @@ import Testing
             case .family(let family): #expect(try await cached.session(familyId: family, now: Fixtures.now) != nil)
             }
             // Behind its back: had account and links not come with the session, these reads would see it.
-            #expect(try await base.setDisabled(uid: "u1", disabled: true))
+            #expect(try await base.setDisabled(uid: "u1", disabled: true) == .changed)
             try await base.addLink(Fixtures.link("u1", provider: "oidc.y", federatedId: "y1"))
             #expect(try await cached.account(uid: "u1")?.disabled == false, "\(key)")
             #expect(try await cached.links(uid: "u1").map(\.providerId) == ["github.com", "oidc.x"], "\(key)")
@@ -88,7 +88,7 @@ import Testing
         let first = try await Self.reads(cached)
         #expect(first.session != nil && first.family != nil && first.account?.disabled == false && first.links == ["github.com", "oidc.x"])
         // Behind its back (no instance does this: the point is to see where answers come from).
-        #expect(try await base.setDisabled(uid: "u1", disabled: true))
+        #expect(try await base.setDisabled(uid: "u1", disabled: true) == .changed)
         let remembered = try await Self.reads(cached)
         #expect(remembered.session != nil && remembered.family != nil && remembered.account?.disabled == false)
         clock.advance(by: 60)
@@ -158,7 +158,7 @@ import Testing
             #expect(took < .seconds(1), "sign-out reached B after \(took)")
             // Disabled on A: B sees it within 1 s.
             #expect(try await cachedB.account(uid: "u1")?.disabled == false)
-            #expect(try await cachedA.setDisabled(uid: "u1", disabled: true))
+            #expect(try await cachedA.setDisabled(uid: "u1", disabled: true) == .changed)
             let disabled = try await untilB { try await cachedB.account(uid: "u1")?.disabled == true }
             #expect(disabled < .seconds(1), "disable reached B after \(disabled)")
 
@@ -167,7 +167,7 @@ import Testing
             try await instances.killListeners()
             let off = try await untilB { !cachedB.answersFromMemory }
             #expect(off < .seconds(1), "B noticed the lost feed after \(off)")
-            #expect(try await cachedA.setDisabled(uid: "u1", disabled: false))
+            #expect(try await cachedA.setDisabled(uid: "u1", disabled: false) == .changed)
             #expect(try await cachedB.account(uid: "u1")?.disabled == false)
             _ = try await untilB { cachedB.answersFromMemory }
             #expect(cachedB.answersFromMemory, "B listens again")

@@ -33,13 +33,15 @@ public struct AdminService: Sendable {
         return result
     }
 
-    /// Disables or enables an account; disabling also ends its sessions.
+    /// Disables or enables an account; disabling also ends its sessions. Setting the value the
+    /// account already has succeeds and tells nobody: no webhook event, no audit line.
     public func setDisabled(uid: String, disabled: Bool, by actor: AuditActor) async throws {
         let event = WebhookEvent.account(disabled ? .accountDisabled : .accountEnabled, uid: uid, at: clock.now())
-        guard try await events.recording([event], { try await storage.setDisabled(uid: uid, disabled: disabled) }) else {
-            throw GatehouseError.userNotFound()
+        switch try await events.recording([event], { try await storage.setDisabled(uid: uid, disabled: disabled) }) {
+        case .notFound: throw GatehouseError.userNotFound()
+        case .unchanged: return
+        case .changed: audit.record(disabled ? .accountDisabled : .accountEnabled, by: actor, uid: uid)
         }
-        audit.record(disabled ? .accountDisabled : .accountEnabled, by: actor, uid: uid)
     }
 
     /// Accounts an operator's search finds, a page after the cursor (a uid), with the

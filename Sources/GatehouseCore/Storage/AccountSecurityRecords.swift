@@ -68,6 +68,17 @@ public struct SigningKeyRecord: Sendable, Equatable {
     }
 }
 
+/// What `AccountStore.setDisabled` did: a flag set to the value it already had changes
+/// nothing, so it records no event (`OutboxOutcome`) and no audit line.
+public enum FlagChange: Sendable, Equatable {
+    /// The flag now has the value asked for, and had the other one.
+    case changed
+    /// The flag already had the value asked for.
+    case unchanged
+    /// There is no such account.
+    case notFound
+}
+
 /// What `GatehouseStorage.deleteLink` did.
 public enum UnlinkOutcome: Sendable, Equatable {
     /// The link is gone; here is what it held (its tokens may still need revoking).

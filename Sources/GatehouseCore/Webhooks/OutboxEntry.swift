@@ -88,6 +88,11 @@ extension Optional: OutboxOutcome {
     public var changedSomething: Bool { self != nil }
 }
 
+extension FlagChange: OutboxOutcome {
+    /// Changed.
+    public var changedSomething: Bool { self == .changed }
+}
+
 extension UnlinkOutcome: OutboxOutcome {
     /// Deleted.
     public var changedSomething: Bool {

@@ -240,7 +240,7 @@ public final class CachedStore: GatehouseStorage {
     }
 
     /// Disables or enables an account (disabling ends its sessions).
-    public func setDisabled(uid: String, disabled: Bool) async throws -> Bool {
+    public func setDisabled(uid: String, disabled: Bool) async throws -> FlagChange {
         try await writing {
             try await base.setDisabled(uid: uid, disabled: disabled)
         } then: {

@@ -53,9 +53,10 @@ public protocol AccountStore: Sendable {
     /// The uids of accounts with a linked identity whose profile email is `email` (compared
     /// case-insensitively, whole address), oldest link first, at most `limit`.
     func uids(email: String, limit: Int) async throws -> [String]
-    /// Disables or enables an account; disabling ends its sessions in the same transaction;
-    /// `false` when there is no such account.
-    func setDisabled(uid: String, disabled: Bool) async throws -> Bool
+    /// Disables or enables an account; disabling ends its sessions in the same transaction
+    /// (those of an account already disabled too); whether the flag changed, or that there is
+    /// no such account.
+    func setDisabled(uid: String, disabled: Bool) async throws -> FlagChange
     /// Up to `limit` uids of accounts that `search` finds, in uid order (byte order) after the
     /// uid `after`: a stable cursor for operators' paging.
     func searchAccounts(_ search: AccountSearch, after: String?, limit: Int) async throws -> [String]
