@@ -97,7 +97,9 @@ public struct Gatehouse: Sendable {
         }
         var hooks: any SignInHooks = NoSignInHooks()
         if let settings = configuration.hooks, !settings.urls.isEmpty {
-            hooks = HookClient(configuration: settings, http: http, clock: configuration.clock, metrics: metrics, logger: logger)
+            hooks = HookClient(
+                configuration: settings, http: http, clock: configuration.clock, metrics: metrics, breaker: configuration.circuitBreaker,
+                logger: logger)
         }
         let accounts = AccountService(
             storage: storage, vault: vault, photoBaseURL: "\(configuration.publicURL)/v1/me/photo",

@@ -282,6 +282,42 @@ struct HookTests {
         }
     }
 
+    @Test(
+        "a receiver that is down (a 5xx, no connection, no answer in time) five times in a row is not called for the breaker's open time: sign-ins meet the failure policy at once, then one call probes it; unusable answers do not count"
+    )
+    func breakerSparesADownReceiver() async throws {
+        try await withDeployment(hooks: Self.sampleApp()) { deployment in
+            let endpoint = "POST /sample-app/hooks/before-create"
+            func signIn() async throws -> OutboundResponse {
+                var browser = Browser(deployment)
+                return try await browser.complete(login: "octocat")
+            }
+            // Five answers that are not answers: the receiver is up, so it is called every time.
+            try await Self.answer(deployment, "before-create", "garbage", times: 5)
+            try await Self.answer(deployment, "before-create", "", status: 503, times: 5)
+            for _ in 0..<10 {
+                let refused = try await signIn()
+                #expect(refused.status == 503)
+                #expect(try jsonObject(refused)["code"] as? String == "hook-unavailable")
+            }
+            #expect(try await deployment.emulatorStats()[endpoint] == 10)
+
+            // Five 5xx in a row opened it: refused at once, the receiver not called.
+            let refused = try await signIn()
+            #expect(refused.status == 503)
+            #expect(try jsonObject(refused)["code"] as? String == "hook-unavailable")
+            #expect(try await deployment.emulatorStats()[endpoint] == 10)
+            let metrics = try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/metrics")).bodyText
+            #expect(metrics.contains(#"gatehouse_hook_calls_total{hook="before-create",outcome="circuit-open"} 1"#))
+
+            // After the open time one call probes the receiver, which answers again.
+            deployment.clock.advance(by: 30)
+            #expect(try await signIn().status == 200)
+            #expect(try await deployment.emulatorStats()[endpoint] == 11)
+            #expect(try await deployment.accountCount() == 1)
+        }
+    }
+
     @Test("with GATEHOUSE_HOOK_ON_FAILURE=allow the same failures let the sign-in through without claims")
     func failuresAllowWhenConfigured() async throws {
         try await withDeployment(hooks: Self.sampleApp(onFailure: .allow, timeout: 0.5)) { deployment in

@@ -79,6 +79,19 @@ enum HookFailure: Error, Equatable {
     case tooLarge
     /// A body that is not an answer.
     case invalidAnswer(String)
+    /// Not called: the hook's circuit breaker is open after failures in a row.
+    case circuitOpen
+
+    /// Whether the failure says the receiver is down or overloaded (no connection, no answer
+    /// in time, a 5xx), which is what the hook's breaker counts. A receiver that answers
+    /// something unusable is up: calling it again costs no wait.
+    var receiverDown: Bool {
+        switch self {
+        case .timeout, .unreachable: true
+        case .status(let status): status >= 500
+        case .tooLarge, .invalidAnswer, .circuitOpen: false
+        }
+    }
 
     /// The metric's outcome label (a fixed word).
     var outcome: String {
@@ -88,6 +101,7 @@ enum HookFailure: Error, Equatable {
         case .status: "bad-status"
         case .tooLarge: "too-large"
         case .invalidAnswer: "invalid-answer"
+        case .circuitOpen: "circuit-open"
         }
     }
 
@@ -99,6 +113,7 @@ enum HookFailure: Error, Equatable {
         case .status(let status): "answered status \(status)"
         case .tooLarge: "the answer is larger than 16 KB"
         case .invalidAnswer(let why): "malformed answer: \(why)"
+        case .circuitOpen: "not called: it failed repeatedly, and is retried after the breaker's open time"
         }
     }
 }

@@ -16,14 +16,19 @@ public final class HookClient: SignInHooks {
     let logger: Logger
     /// When each hook's failure was last logged at warning level (at most once a minute).
     private let lastWarned = Mutex<[HookEvent: ContinuousClock.Instant]>([:])
+    /// One breaker per hook: a receiver that is down is not waited for on every sign-in
+    /// (each would hold its caller for the whole timeout); while open, sign-ins meet the
+    /// failure policy at once, and after the open time one call probes the receiver.
+    private let breakers: [HookEvent: CircuitBreaker]
 
     /// The largest answer read.
     static let maximumAnswerBytes = 16 << 10
 
-    /// Hooks per `configuration` (checked by `HookConfiguration.problem()` before).
+    /// Hooks per `configuration` (checked by `HookConfiguration.problem()` before); each hook's
+    /// breaker opens after `breaker.failureThreshold` failures in a row for `breaker.openDuration`.
     public init(
         configuration: HookConfiguration, http: CurlHTTPClient, clock: any GatehouseClock = SystemClock(), metrics: GatehouseMetrics = .disabled,
-        logger: Logger = Logger(label: "gatehouse")
+        breaker: CircuitBreakerSettings = CircuitBreakerSettings(), logger: Logger = Logger(label: "gatehouse")
     ) {
         self.configuration = configuration
         self.http = http
@@ -31,6 +36,10 @@ public final class HookClient: SignInHooks {
         self.clock = clock
         self.metrics = metrics
         self.logger = logger
+        breakers = Dictionary(
+            uniqueKeysWithValues: configuration.urls.keys.map {
+                ($0, CircuitBreaker(providerId: "hook \($0.rawValue)", settings: breaker, metrics: .disabled))
+            })
     }
 
     /// Whether `event` has a URL.
@@ -44,8 +53,9 @@ public final class HookClient: SignInHooks {
         let started = ContinuousClock.now
         let answer: HookAnswer
         do {
-            answer = try await call(
-                url: url, request: HookRequest(type: event, id: "evt_" + SecureRandom.token(), timestamp: clock.now(), data: data))
+            answer = try await guarded(event) {
+                try await call(url: url, request: HookRequest(type: event, id: "evt_" + SecureRandom.token(), timestamp: clock.now(), data: data))
+            }
         } catch let failure as HookFailure {
             metrics.hookCall(event: event.rawValue, outcome: failure.outcome, duration: ContinuousClock.now - started)
             warn(event, failure)
@@ -61,6 +71,29 @@ public final class HookClient: SignInHooks {
         case .deny(let message):
             metrics.hookCall(event: event.rawValue, outcome: "deny", duration: ContinuousClock.now - started)
             throw GatehouseError.signInDenied(message: message)
+        }
+    }
+
+    /// Runs `call` through the hook's breaker: `circuitOpen` at once while it is open; a
+    /// failure that says the receiver is down counts toward opening it, any answer closes it.
+    private func guarded(_ event: HookEvent, _ call: () async throws -> HookAnswer) async throws -> HookAnswer {
+        guard let breaker = breakers[event] else { return try await call() }
+        let probe: Bool
+        do {
+            probe = try await breaker.admit(now: clock.now())
+        } catch {
+            throw HookFailure.circuitOpen
+        }
+        do {
+            let answer = try await call()
+            await breaker.record(.answered, probe: probe, now: clock.now())
+            return answer
+        } catch let failure as HookFailure where !Task.isCancelled {
+            await breaker.record(failure.receiverDown ? .failed : .answered, probe: probe, now: clock.now())
+            throw failure
+        } catch {
+            await breaker.record(.unknown, probe: probe, now: clock.now())
+            throw error
         }
     }
 

@@ -60,7 +60,8 @@ public enum MetricsCatalog {
             help: "Provider access tokens handed to services by the token vault."),
         Entry(
             name: "gatehouse_hook_calls_total", type: "counter", labels: ["hook", "outcome"],
-            help: "Blocking hook calls, by hook and outcome (allow, deny, timeout, unreachable, bad-status, too-large, invalid-answer)."),
+            help: "Blocking hook calls, by hook and outcome (allow, deny, timeout, unreachable, bad-status, too-large, invalid-answer, circuit-open)."
+        ),
         Entry(name: "gatehouse_hook_call_duration_seconds", type: "histogram", labels: ["hook", "outcome"], help: "Time of a blocking hook call."),
         Entry(
             name: "gatehouse_webhook_events_total", type: "counter", labels: ["type"],

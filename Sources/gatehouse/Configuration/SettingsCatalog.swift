@@ -148,7 +148,9 @@ enum SettingsCatalog {
         Setting(
             "GATEHOUSE_UPSTREAM_CONNECTIONS", .count(minimum: 1), default: "256",
             "provider connections kept open for reuse (more concurrent calls than this reconnect)"),
-        Setting("GATEHOUSE_BREAKER_FAILURES", .count(minimum: 0), default: "5", "consecutive failures that open a provider's breaker (`0`: never)"),
+        Setting(
+            "GATEHOUSE_BREAKER_FAILURES", .count(minimum: 0), default: "5",
+            "consecutive failures that open a provider's, a host's or a blocking hook's breaker (`0`: never)"),
         Setting(
             "GATEHOUSE_BREAKER_OPEN_SECONDS", .seconds(1 ... .greatestFiniteMagnitude), default: "30",
             "how long an open breaker stays open"),
