@@ -182,6 +182,16 @@ extension PostgresStorage {
         }
         return sessions
     }
+    /// How many live sessions an account has.
+    public func sessionCount(uid: String, now: Date) async throws -> Int {
+        var count = 0
+        for try await value in try await query("SELECT COUNT(*) FROM sessions WHERE uid = \(uid) AND expires_at > \(now)", logger: logger)
+            .decode(Int.self)
+        {
+            count = value
+        }
+        return count
+    }
     public func deleteSessions(uid: String) async throws {
         try await execute("DELETE FROM sessions WHERE uid = \(uid)")
     }

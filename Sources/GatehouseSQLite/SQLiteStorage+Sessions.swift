@@ -122,6 +122,13 @@ extension SQLiteStorage {
             ).map(Self.session)
         }
     }
+    /// How many live sessions an account has.
+    public func sessionCount(uid: String, now: Date) async throws -> Int {
+        try await read { db in
+            try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM sessions WHERE uid = ? AND expires_at > ?"), arguments: [uid, now])
+                ?? 0
+        }
+    }
     /// Ends every session of an account.
     public func deleteSessions(uid: String) async throws {
         try await write { db in try db.cachedStatement(sql: "DELETE FROM sessions WHERE uid = ?").execute(arguments: [uid]) }

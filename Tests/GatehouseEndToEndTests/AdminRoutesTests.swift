@@ -132,6 +132,29 @@ struct AdminRoutesTests {
         }
     }
 
+    @Test("an account with more than 100 live sessions: the newest 100 are listed, with the total, in the API and the console")
+    func longSessionListSaysSo() async throws {
+        try await withDeployment { deployment in
+            let key = try await ProviderAPITests.key(deployment, ["admin:users"])
+            var browser = Browser(deployment)
+            let uid = try #require((try jsonObject(try await browser.complete(login: "octocat"))["user"] as? [String: Any])?["uid"] as? String)
+            let store = try GatehouseSQLiteStorageForSpec.open(deployment.databasePath)
+            let now = deployment.clock.now()
+            for index in 0..<104 {
+                try await store.insertSession(
+                    SessionRecord(
+                        idHash: SecureRandom.digest("extra-\(index)"), uid: uid, createdAt: now.addingTimeInterval(Double(-index - 60)),
+                        expiresAt: now.addingTimeInterval(3600), familyId: "extra-\(index)", signInProvider: "github.com"))
+            }
+            let listing = try jsonObject(try await Self.call(deployment, "/v1/admin/users/\(uid)/sessions", key: key))
+            let listed = try #require(listing["sessions"] as? [[String: Any]])
+            #expect(listed.count == 100)
+            #expect(listing["total"] as? Int == 105)
+            #expect(listed.first?["id"] as? String != "extra-0", "newest first: the browser's own sign-in")
+            #expect(listed.last?["id"] as? String == "extra-98")
+        }
+    }
+
     @Test(
         "sessions: listed, one revoked (its ID token stops working, the other's does not), all revoked; unlink and delete by an operator, audited with the key"
     )
@@ -143,8 +166,10 @@ struct AdminRoutesTests {
             var second = Browser(deployment)
             let two = try jsonObject(try await second.complete(login: "octocat"))
             let uid = try #require((one["user"] as? [String: Any])?["uid"] as? String)
-            let listed = try jsonObject(try await Self.call(deployment, "/v1/admin/users/\(uid)/sessions", key: key))["sessions"] as? [[String: Any]]
+            let listing = try jsonObject(try await Self.call(deployment, "/v1/admin/users/\(uid)/sessions", key: key))
+            let listed = listing["sessions"] as? [[String: Any]]
             #expect(listed?.count == 2)
+            #expect(listing["total"] as? Int == 2)
             #expect(listed?.allSatisfy { $0["signInProvider"] as? String == "github.com" } == true)
             let firstToken = try #require(one["idToken"] as? String)
             let secondToken = try #require(two["idToken"] as? String)

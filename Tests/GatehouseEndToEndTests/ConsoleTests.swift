@@ -74,6 +74,28 @@ struct ConsoleTests {
         }
     }
 
+    @Test("an account with more than 100 live sessions: the user page lists the newest 100 and says how many there are")
+    func longSessionListSaysSo() async throws {
+        try await Self.withConsole { deployment in
+            var pat = Browser(deployment)
+            let uid = try #require((try jsonObject(try await pat.complete(login: "private-pat"))["user"] as? [String: Any])?["uid"] as? String)
+            var (browser, _) = try await Self.operatorBrowser(deployment)
+            let short = try await browser.send("\(deployment.gatewayURL)/admin/users/\(uid)")
+            #expect(short.status == 200 && !short.bodyText.contains("sessions-not-shown"))
+            let store = try GatehouseSQLiteStorageForSpec.open(deployment.databasePath)
+            for index in 0..<104 {
+                try await store.insertSession(
+                    SessionRecord(
+                        idHash: SecureRandom.digest("extra-\(index)"), uid: uid, createdAt: deployment.clock.now().addingTimeInterval(-60),
+                        expiresAt: deployment.clock.now().addingTimeInterval(3600), familyId: "extra-\(index)", signInProvider: "github.com"))
+            }
+            let long = try await browser.send("\(deployment.gatewayURL)/admin/users/\(uid)")
+            #expect(long.status == 200)
+            #expect(long.bodyText.contains("The newest 100 of 105 live sessions."))
+            #expect(long.bodyText.components(separatedBy: "id=\"revoke-").count - 1 == 100)
+        }
+    }
+
     @Test(
         "changes: disable, claims, a session revoked, delete with a typed confirmation — each audited as operator:<uid>; a stale sign-in is asked to sign in again; a foreign Origin is refused"
     )

@@ -50,6 +50,23 @@ import Testing
         try await storage.insertSession(Fixtures.session("s3", uid: "u2"))
         try await storage.insertSession(Fixtures.session("s4", uid: "u1", expiresIn: -1))
         #expect(try await storage.sessions(uid: "u1", now: Fixtures.now).map(\.familyId) == ["family-s2", "family-s1"])
+        #expect(try await storage.sessionCount(uid: "u1", now: Fixtures.now) == 2, "the expired one not counted")
+        #expect(try await storage.sessionCount(uid: "nobody", now: Fixtures.now) == 0)
+    }
+
+    @Test("the listing stops at the newest 100 live sessions; the count goes on", arguments: StorageBackend.all)
+    func longSessionListsStopAt100(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        for index in 0..<103 {
+            var session = Fixtures.session("s\(index)", uid: "u1")
+            session.createdAt = Fixtures.now.addingTimeInterval(Double(-index))
+            try await storage.insertSession(session)
+        }
+        let listed = try await storage.sessions(uid: "u1", now: Fixtures.now)
+        #expect(listed.count == 100)
+        #expect(listed.first?.familyId == "family-s0" && listed.last?.familyId == "family-s99")
+        #expect(try await storage.sessionCount(uid: "u1", now: Fixtures.now) == 103)
     }
 
     @Test(arguments: StorageBackend.all)

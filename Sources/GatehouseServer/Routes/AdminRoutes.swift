@@ -43,8 +43,8 @@ struct AdminRoutes {
         }
         table.add(.get, "/v1/admin/users/{uid}/sessions") { request, context in
             _ = try await authorize(context, scope: "admin:users")
-            let sessions = try await admin.sessionsWithUses(uid: try context.parameters.require("uid"))
-            return try Response.json(SessionList(sessions: sessions.map { SessionView($0.session, use: $0.use) }))
+            let listing = try await admin.sessionsWithUses(uid: try context.parameters.require("uid"))
+            return try Response.json(SessionList(sessions: listing.sessions.map { SessionView($0.session, use: $0.use) }, total: listing.total))
         }
         table.add(.delete, "/v1/admin/users/{uid}/sessions") { request, context in
             let actor = try await authorize(context, scope: "admin:users")
@@ -166,7 +166,10 @@ struct AdminRoutes {
 
     /// An account's live sessions.
     struct SessionList: Encodable {
+        /// The newest 100 at most.
         let sessions: [SessionView]
+        /// How many live sessions the account has.
+        let total: Int
     }
 
     /// One session as operators see it (never its cookie or tokens), with its last recorded

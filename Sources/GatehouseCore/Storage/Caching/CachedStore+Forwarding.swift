@@ -134,6 +134,8 @@ extension CachedStore {
 
     /// An account's live sessions.
     public func sessions(uid: String, now: Date) async throws -> [SessionRecord] { try await base.sessions(uid: uid, now: now) }
+    /// How many live sessions an account has.
+    public func sessionCount(uid: String, now: Date) async throws -> Int { try await base.sessionCount(uid: uid, now: now) }
 
     /// Records a session's use.
     public func recordSessionUse(familyId: String, _ use: SessionUse) async throws { try await base.recordSessionUse(familyId: familyId, use) }

@@ -36,7 +36,7 @@ extension ConsoleRoutes {
             try await routes.page(request) { who in
                 let uid = try context.parameters.require("uid")
                 let user = try await gatehouse.profiles.profile(uid: uid)
-                let sessions = try await gatehouse.admin.sessionsWithUses(uid: uid)
+                let (sessions, sessionTotal) = try await gatehouse.admin.sessionsWithUses(uid: uid)
                 let grants = try await gatehouse.profiles.grants(uid: uid)
                 let recent = try await gatehouse.admin.activity(uid: uid, event: nil, cursor: nil, limit: 20).events
                 let uidPath = FormEncoding.escape(uid)
@@ -66,6 +66,7 @@ extension ConsoleRoutes {
                     },
                 ]
                 if user.photoURL != nil { values["photo"] = "/admin/users/\(uidPath)/photo" }
+                if sessionTotal > sessions.count { values["sessionsNotShown"] = "The newest \(sessions.count) of \(sessionTotal) live sessions." }
                 return routes.views.render("user", values, operator: who, request: request)
             }
         }
