@@ -297,6 +297,17 @@ enum PostgresMigrations {
         Migration(
             version: "v13-service-key-uses",
             statements: ["CREATE TABLE service_key_uses (key_id text PRIMARY KEY, used_at timestamptz NOT NULL)"]),
+        // Paging orders by byte order (`COLLATE "C"`, as SQLite does), which the primary keys'
+        // indexes in the database's collation cannot give: without these, each page of the
+        // operators' account listing, of the webhook outbox and of a key rotation's pass over
+        // every link sorted the whole table.
+        Migration(
+            version: "v14-byte-order-paging",
+            statements: [
+                #"CREATE INDEX accounts_uid_bytes ON accounts (uid COLLATE "C")"#,
+                #"CREATE INDEX provider_links_bytes ON provider_links (provider_id COLLATE "C", federated_id COLLATE "C")"#,
+                #"CREATE INDEX webhook_outbox_status_id_bytes ON webhook_outbox (status, id COLLATE "C")"#,
+            ]),
     ]
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.

@@ -56,6 +56,31 @@ import Testing
         }
     }
 
+    @Test("byte-order paging (accounts, links, the webhook outbox) is served by an index in that order, not a sort of the table")
+    func pagingUsesByteOrderIndexes() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let storage = try PostgresStorage(url: url, maximumConnections: 1, logger: PostgresTestServer.quietLogger)
+        try await storage.migrate()
+        storage.shutdown()
+        // The orders and conditions of `searchAccounts`, `links(after:limit:)` and `outboxEntries`.
+        let pages = [
+            ("accounts_uid_bytes", #"SELECT a.uid FROM accounts a WHERE a.uid COLLATE "C" > 'u1' ORDER BY a.uid COLLATE "C" LIMIT 50"#),
+            (
+                "provider_links_bytes",
+                #"SELECT * FROM provider_links WHERE (provider_id COLLATE "C", federated_id COLLATE "C") > ('github.com', '1') ORDER BY provider_id COLLATE "C", federated_id COLLATE "C" LIMIT 100"#
+            ),
+            (
+                "webhook_outbox_status_id_bytes",
+                #"SELECT * FROM webhook_outbox WHERE status = 'failed' AND id COLLATE "C" > '' ORDER BY id COLLATE "C" LIMIT 50"#
+            ),
+        ]
+        for (index, sql) in pages {
+            let plan = try await PostgresTestServer.plan(url, sql)
+            #expect(plan.contains(index), "\(plan)")
+            #expect(!plan.contains("Sort"), "\(plan)")
+        }
+    }
+
     @Test("a database migrated by a newer Gatehouse is refused with a clear error")
     func newerSchemaIsRefused() async throws {
         let url = try await PostgresTestServer.freshDatabase()

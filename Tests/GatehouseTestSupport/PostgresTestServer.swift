@@ -48,6 +48,26 @@ extension PostgresTestServer {
         try await client.query(PostgresQuery(unsafeSQL: sql))
     }
 
+    /// The plan PostgreSQL chooses for `sql` on the database at `url` (`EXPLAIN (COSTS OFF)`),
+    /// with sequential scans and sorts discouraged, so that an index that can serve the query
+    /// shows in it even on a table of a few rows.
+    public static func plan(_ url: String, _ sql: String) async throws -> String {
+        let client = PostgresClient(configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: quietLogger)
+        let runner = Task { await client.run() }
+        defer { runner.cancel() }
+        return try await client.withConnection { connection in
+            try await connection.query("SET enable_seqscan = off", logger: quietLogger)
+            try await connection.query("SET enable_sort = off", logger: quietLogger)
+            var lines: [String] = []
+            for try await line in try await connection.query(PostgresQuery(unsafeSQL: "EXPLAIN (COSTS OFF) " + sql), logger: quietLogger)
+                .decode(String.self)
+            {
+                lines.append(line)
+            }
+            return lines.joined(separator: "\n")
+        }
+    }
+
     /// The rows of `table` in the database at `url` (those matching `condition`, SQL, when given).
     public static func count(_ url: String, table: String, where condition: String? = nil) async throws -> Int {
         let client = PostgresClient(configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: quietLogger)
