@@ -166,8 +166,7 @@ extension PostgresStorage {
     public func deleteSession(idHash: String) async throws {
         try await execute("DELETE FROM sessions WHERE id_hash = \(idHash)")
     }
-    /// Ends every session of an account.
-    /// An account's live sessions, newest first.
+    /// An account's live sessions, newest first, at most 100.
     public func sessions(uid: String, now: Date) async throws -> [SessionRecord] {
         var sessions: [SessionRecord] = []
         for try await (id, owner, created, expires, family, provider, claims) in try await query(
@@ -192,6 +191,7 @@ extension PostgresStorage {
         }
         return count
     }
+    /// Ends every session of an account.
     public func deleteSessions(uid: String) async throws {
         try await execute("DELETE FROM sessions WHERE uid = \(uid)")
     }

@@ -283,37 +283,55 @@ struct HookTests {
     }
 
     @Test(
-        "a receiver that is down (a 5xx, no connection, no answer in time) five times in a row is not called for the breaker's open time: sign-ins meet the failure policy at once, then one call probes it; unusable answers do not count"
+        "a receiver that is down for two identities five times in a row is not called for the breaker's open time: sign-ins get 503 with Retry-After at once, then one call probes it; one identity's failures alone, and unusable answers, never open it"
     )
     func breakerSparesADownReceiver() async throws {
         try await withDeployment(hooks: Self.sampleApp()) { deployment in
             let endpoint = "POST /sample-app/hooks/before-create"
-            func signIn() async throws -> OutboundResponse {
+            func signIn(_ login: String) async throws -> OutboundResponse {
                 var browser = Browser(deployment)
-                return try await browser.complete(login: "octocat")
+                return try await browser.complete(login: login)
             }
-            // Five answers that are not answers: the receiver is up, so it is called every time.
-            try await Self.answer(deployment, "before-create", "garbage", times: 5)
+            func expectRefused(_ response: OutboundResponse) throws {
+                #expect(response.status == 503)
+                #expect(try jsonObject(response)["code"] as? String == "hook-unavailable")
+            }
+            func calls() async throws -> Int { try await deployment.emulatorStats()[endpoint] ?? 0 }
+            // One identity meeting a 5xx six times: its own data may be what the receiver fails
+            // on, so the receiver is still asked every time.
+            try await Self.answer(deployment, "before-create", "", status: 503, times: 6)
+            for _ in 0..<6 { try expectRefused(try await signIn("octocat")) }
+            #expect(try await calls() == 6)
+            // Answers that are not answers (a 4xx, garbage, more than 16 KB): the receiver is up.
+            try await Self.answer(deployment, "before-create", "", status: 404)
+            try await Self.answer(deployment, "before-create", "garbage")
+            #expect(
+                try await deployment.control("faults", #"{"endpoint": "\#(endpoint)", "status": 200, "bodyBytes": 20000, "times": 1}"#).status == 201)
+            for login in ["octocat", "private-pat", "octocat"] { try expectRefused(try await signIn(login)) }
+            #expect(try await calls() == 9)
+            // Five 5xx in a row met by two identities open it.
             try await Self.answer(deployment, "before-create", "", status: 503, times: 5)
-            for _ in 0..<10 {
-                let refused = try await signIn()
-                #expect(refused.status == 503)
-                #expect(try jsonObject(refused)["code"] as? String == "hook-unavailable")
-            }
-            #expect(try await deployment.emulatorStats()[endpoint] == 10)
+            for login in ["octocat", "private-pat", "octocat", "private-pat", "octocat"] { try expectRefused(try await signIn(login)) }
+            #expect(try await calls() == 14)
 
-            // Five 5xx in a row opened it: refused at once, the receiver not called.
-            let refused = try await signIn()
-            #expect(refused.status == 503)
-            #expect(try jsonObject(refused)["code"] as? String == "hook-unavailable")
-            #expect(try await deployment.emulatorStats()[endpoint] == 10)
+            // Open: refused at once with the rest of the open time, the receiver not called.
+            let refused = try await signIn("private-pat")
+            try expectRefused(refused)
+            // The rest of the 30 s (the clock runs on while the sign-in is made), not the 1 s of a failed call.
+            let retryAfter = try #require(Int(refused.headers["retry-after"] ?? ""))
+            #expect((2...30).contains(retryAfter))
+            #expect(try await calls() == 14)
             let metrics = try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/metrics")).bodyText
             #expect(metrics.contains(#"gatehouse_hook_calls_total{hook="before-create",outcome="circuit-open"} 1"#))
+            #expect(metrics.contains(#"gatehouse_circuit_state{provider="hook:before-create"} 2"#))
+            #expect(
+                !metrics.contains(#"gatehouse_hook_call_duration_seconds_count{hook="before-create",outcome="circuit-open"}"#), "no call, no duration"
+            )
 
             // After the open time one call probes the receiver, which answers again.
             deployment.clock.advance(by: 30)
-            #expect(try await signIn().status == 200)
-            #expect(try await deployment.emulatorStats()[endpoint] == 11)
+            #expect(try await signIn("octocat").status == 200)
+            #expect(try await calls() == 15)
             #expect(try await deployment.accountCount() == 1)
         }
     }

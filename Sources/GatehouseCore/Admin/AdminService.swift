@@ -33,15 +33,16 @@ public struct AdminService: Sendable {
         return result
     }
 
-    /// Disables or enables an account; disabling also ends its sessions. Setting the value the
-    /// account already has succeeds and tells nobody: no webhook event, no audit line.
+    /// Disables or enables an account; disabling also ends its sessions (each time: a session a
+    /// sign-in created while the account was being disabled goes too). Setting the value the
+    /// account already has sends no webhook event (nothing changed for the app to hear), but
+    /// is on the audit record like every operator's write.
     public func setDisabled(uid: String, disabled: Bool, by actor: AuditActor) async throws {
         let event = WebhookEvent.account(disabled ? .accountDisabled : .accountEnabled, uid: uid, at: clock.now())
-        switch try await events.recording([event], { try await storage.setDisabled(uid: uid, disabled: disabled) }) {
-        case .notFound: throw GatehouseError.userNotFound()
-        case .unchanged: return
-        case .changed: audit.record(disabled ? .accountDisabled : .accountEnabled, by: actor, uid: uid)
+        guard try await events.recording([event], { try await storage.setDisabled(uid: uid, disabled: disabled) }) != .notFound else {
+            throw GatehouseError.userNotFound()
         }
+        audit.record(disabled ? .accountDisabled : .accountEnabled, by: actor, uid: uid)
     }
 
     /// Accounts an operator's search finds, a page after the cursor (a uid), with the

@@ -267,10 +267,12 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
     }
 
     /// `hook-unavailable`: the app's hook could not be asked (down, slow, a malformed
-    /// answer) and the gateway is configured to deny then; retry shortly. Nothing was stored.
-    public static func hookUnavailable(_ event: String) -> Self {
+    /// answer) and the gateway is configured to deny then; retry after `retryAfter` seconds
+    /// (the rest of the hook breaker's open time when it is open). Nothing was stored.
+    public static func hookUnavailable(_ event: String, retryAfter: Int = 1) -> Self {
         Self(
-            code: .hookUnavailable, detail: "The app's \(event) hook could not be asked; nothing was stored. Retry shortly.", retryAfter: 1)
+            code: .hookUnavailable, detail: "The app's \(event) hook could not be asked; nothing was stored. Retry shortly.",
+            retryAfter: retryAfter)
     }
 
     /// `upstream-rate-limited`.

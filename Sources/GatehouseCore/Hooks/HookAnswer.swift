@@ -79,8 +79,9 @@ enum HookFailure: Error, Equatable {
     case tooLarge
     /// A body that is not an answer.
     case invalidAnswer(String)
-    /// Not called: the hook's circuit breaker is open after failures in a row.
-    case circuitOpen
+    /// Not called: the hook's circuit breaker is open after failures in a row, for this many
+    /// seconds more.
+    case circuitOpen(retryAfter: Int)
 
     /// Whether the failure says the receiver is down or overloaded (no connection, no answer
     /// in time, a 5xx), which is what the hook's breaker counts. A receiver that answers

@@ -18,7 +18,10 @@ public final class HookClient: SignInHooks {
     private let lastWarned = Mutex<[HookEvent: ContinuousClock.Instant]>([:])
     /// One breaker per hook: a receiver that is down is not waited for on every sign-in
     /// (each would hold its caller for the whole timeout); while open, sign-ins meet the
-    /// failure policy at once, and after the open time one call probes the receiver.
+    /// failure policy at once, and after the open time one call probes the receiver. The
+    /// failures that open it must come from two identities at least: what a receiver fails on
+    /// may be the signing-in user's own data, and one user's failures alone must not refuse
+    /// everyone else's sign-ins (or, under `allow`, let them through unasked).
     private let breakers: [HookEvent: CircuitBreaker]
 
     /// The largest answer read.
@@ -38,7 +41,7 @@ public final class HookClient: SignInHooks {
         self.logger = logger
         breakers = Dictionary(
             uniqueKeysWithValues: configuration.urls.keys.map {
-                ($0, CircuitBreaker(providerId: "hook \($0.rawValue)", settings: breaker, metrics: .disabled))
+                ($0, CircuitBreaker(providerId: "hook:\($0.rawValue)", settings: breaker, metrics: metrics, distinctCallers: 2))
             })
     }
 
@@ -53,14 +56,18 @@ public final class HookClient: SignInHooks {
         let started = ContinuousClock.now
         let answer: HookAnswer
         do {
-            answer = try await guarded(event) {
+            answer = try await guarded(event, caller: "\(data.profile.providerId):\(data.profile.federatedId)") {
                 try await call(url: url, request: HookRequest(type: event, id: "evt_" + SecureRandom.token(), timestamp: clock.now(), data: data))
             }
         } catch let failure as HookFailure {
-            metrics.hookCall(event: event.rawValue, outcome: failure.outcome, duration: ContinuousClock.now - started)
+            // Refused by the open breaker: no call was made, and the caller may retry once it
+            // closes.
+            var refusedFor: Int?
+            if case .circuitOpen(let seconds) = failure { refusedFor = seconds }
+            metrics.hookCall(event: event.rawValue, outcome: failure.outcome, duration: refusedFor == nil ? ContinuousClock.now - started : nil)
             warn(event, failure)
             switch configuration.onFailure {
-            case .deny: throw GatehouseError.hookUnavailable(event.rawValue)
+            case .deny: throw GatehouseError.hookUnavailable(event.rawValue, retryAfter: refusedFor ?? 1)
             case .allow: return .nothing
             }
         }
@@ -75,21 +82,22 @@ public final class HookClient: SignInHooks {
     }
 
     /// Runs `call` through the hook's breaker: `circuitOpen` at once while it is open; a
-    /// failure that says the receiver is down counts toward opening it, any answer closes it.
-    private func guarded(_ event: HookEvent, _ call: () async throws -> HookAnswer) async throws -> HookAnswer {
+    /// failure that says the receiver is down counts toward opening it, as `caller`'s (the
+    /// signing-in identity), and any answer closes it.
+    private func guarded(_ event: HookEvent, caller: String, _ call: () async throws -> HookAnswer) async throws -> HookAnswer {
         guard let breaker = breakers[event] else { return try await call() }
         let probe: Bool
         do {
             probe = try await breaker.admit(now: clock.now())
         } catch {
-            throw HookFailure.circuitOpen
+            throw HookFailure.circuitOpen(retryAfter: (error as? GatehouseError)?.retryAfter ?? 1)
         }
         do {
             let answer = try await call()
-            await breaker.record(.answered, probe: probe, now: clock.now())
+            await breaker.record(.answered, probe: probe, caller: caller, now: clock.now())
             return answer
         } catch let failure as HookFailure where !Task.isCancelled {
-            await breaker.record(failure.receiverDown ? .failed : .answered, probe: probe, now: clock.now())
+            await breaker.record(failure.receiverDown ? .failed : .answered, probe: probe, caller: caller, now: clock.now())
             throw failure
         } catch {
             await breaker.record(.unknown, probe: probe, now: clock.now())

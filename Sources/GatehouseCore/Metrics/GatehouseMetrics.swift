@@ -56,9 +56,11 @@ public struct GatehouseMetrics: Sendable {
     /// One call of a blocking hook, by event and outcome: `allow`, `deny`, or why it could
     /// not be asked (`timeout`, `unreachable`, `bad-status`, `too-large`, `invalid-answer`);
     /// with its time as a histogram.
-    func hookCall(event: String, outcome: String, duration: Duration) {
+    func hookCall(event: String, outcome: String, duration: Duration?) {
         let dimensions = [("hook", event), ("outcome", outcome)]
         counter("gatehouse_hook_calls_total", dimensions).increment()
+        // A call refused by the open breaker was not made: it has no duration.
+        guard let duration else { return }
         timers.handle("gatehouse_hook_call_duration_seconds", dimensions) {
             Timer(label: "gatehouse_hook_call_duration_seconds", dimensions: dimensions, factory: factory)
         }.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)

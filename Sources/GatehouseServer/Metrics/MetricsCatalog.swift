@@ -47,10 +47,10 @@ public enum MetricsCatalog {
             help: "Provider token refreshes, by outcome (ok, reused, superseded, dead-grant, failed)."),
         Entry(
             name: "gatehouse_circuit_state", type: "gauge", labels: ["provider"],
-            help: "A provider's circuit breaker: 0 closed, 1 half-open, 2 open."),
+            help: "A provider's or a blocking hook's (provider hook:<event>) circuit breaker: 0 closed, 1 half-open, 2 open."),
         Entry(
             name: "gatehouse_circuit_transitions_total", type: "counter", labels: ["provider", "state"],
-            help: "Circuit breaker transitions, by provider and new state."),
+            help: "Circuit breaker transitions, by provider (or hook:<event>) and new state."),
         Entry(name: "gatehouse_photo_bytes_total", type: "counter", labels: [], help: "Photo bytes sent to callers, streamed or from the cache."),
         Entry(
             name: "gatehouse_provider_api_calls_total", type: "counter", labels: ["provider", "template", "outcome"],
