@@ -271,14 +271,21 @@ struct HookTests {
             // One warning line for the burst, not one per sign-in.
             #expect(deployment.logs.lines.filter { $0.contains("hook call failed") && $0.contains("\"warning\"") }.count == 1)
         }
-        // A refused connection: nothing listens on port 1.
+        // A refused connection: nothing listens on port 1. Five of them, met by two identities,
+        // open the hook's breaker: the sixth sign-in is refused without a connection attempt.
         try await withDeployment(hooks: { _ in
             HookConfiguration(urls: [.beforeCreate: "http://127.0.0.1:1/hook"], secrets: [EmulatorConfiguration.demoHookSecret])
         }) { deployment async throws in
-            var browser = Browser(deployment)
-            let refused = try await browser.complete(login: "octocat")
-            #expect(refused.status == 503)
+            for login in ["octocat", "private-pat", "octocat", "private-pat", "octocat", "private-pat"] {
+                var browser = Browser(deployment)
+                let refused = try await browser.complete(login: login)
+                #expect(refused.status == 503)
+                #expect(try jsonObject(refused)["code"] as? String == "hook-unavailable")
+            }
             #expect(try await deployment.accountCount() == 0)
+            let counted = try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/metrics")).bodyText
+            #expect(counted.contains(#"gatehouse_hook_calls_total{hook="before-create",outcome="unreachable"} 5"#), "\(counted)")
+            #expect(counted.contains(#"gatehouse_hook_calls_total{hook="before-create",outcome="circuit-open"} 1"#))
         }
     }
 
