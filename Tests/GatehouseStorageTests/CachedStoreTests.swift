@@ -196,7 +196,13 @@ import Testing
             }
             var failures: [String] = []
             for round in 0..<40 {
-                guard try await bothListen() else {
+                // Both flags, and both backends listening: under load a flag can still be up
+                // from before the last kill when its listener has not yet heard of it.
+                let start = ContinuousClock.now
+                while try await instances.listeningBackends() < 2, ContinuousClock.now - start < .seconds(5) {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                guard try await bothListen(), try await instances.listeningBackends() == 2 else {
                     failures.append("round \(round): the feeds did not listen again within 5 s")
                     break
                 }
@@ -256,6 +262,15 @@ struct TwoInstances {
         let killer = PostgresClient(configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: logger)
         self.killer = killer
         runner = Task { await killer.run() }
+    }
+
+    /// How many of the stores' backends are listening.
+    func listeningBackends() async throws -> Int {
+        let rows = try await killer.query(
+            "SELECT count(*)::int FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database() AND pid <> pg_backend_pid()",
+            logger: PostgresTestServer.quietLogger)
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
     }
 
     /// Terminates every listening backend of the database; how many it terminated.
