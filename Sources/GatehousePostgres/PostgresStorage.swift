@@ -32,6 +32,9 @@ public final class PostgresStorage: GatehouseStorage {
     let lockLease: Duration
     /// How long `withLock` waits for a lock another holder has.
     let lockWait: Duration
+    /// One connection's configuration for the same server, or why it cannot be made: what
+    /// `awaitReachable` connects with to learn what the server says (`nil`: not known).
+    let probe: Result<PostgresConnection.Configuration, any Error>?
 
     /// Connects lazily with `configuration` (see `DatabaseURL`). With `runsPool` the pool runs
     /// on its own until `shutdown()`; without it, nothing is answered until the owner runs
@@ -39,8 +42,9 @@ public final class PostgresStorage: GatehouseStorage {
     public init(
         configuration: PostgresClient.Configuration, operationTimeout: Duration = .seconds(5), lockLease: Duration = .seconds(120),
         lockWait: Duration = .seconds(60), runsPool: Bool = true, metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
-        logger: Logger
+        logger: Logger, probe: Result<PostgresConnection.Configuration, any Error>? = nil
     ) {
+        self.probe = probe
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.logger = logger
@@ -66,25 +70,12 @@ public final class PostgresStorage: GatehouseStorage {
     ) throws {
         self.init(
             configuration: try DatabaseURL.configuration(url, maximumConnections: maximumConnections), operationTimeout: operationTimeout,
-            lockLease: lockLease, lockWait: lockWait, runsPool: runsPool, metricsFactory: metricsFactory, logger: logger)
+            lockLease: lockLease, lockWait: lockWait, runsPool: runsPool, metricsFactory: metricsFactory, logger: logger,
+            probe: Result { try DatabaseURL.connectionConfiguration(url) })
     }
 
     deinit {
         runner?.cancel()
-    }
-
-    /// Throws, naming where the database was looked for (host, port and database; never the
-    /// password), unless it answers within the operation timeout. A pool with no server queues
-    /// every request, `migrate` included, until one appears: a caller that must not wait
-    /// without a word asks this first.
-    public func awaitReachable() async throws {
-        do {
-            try await ping(within: nil)
-        } catch {
-            let seconds = Double(operationTimeout.components.seconds) + Double(operationTimeout.components.attoseconds) / 1e18
-            throw PostgresStorageError(
-                "cannot reach the PostgreSQL database at \(location) within \(seconds.formatted()) s (GATEHOUSE_DATABASE_TIMEOUT)", unreachable: true)
-        }
     }
 
     /// Applies the versioned, forward-only migrations under an advisory lock (waiting for the

@@ -295,6 +295,46 @@ struct StartupTests {
     }
 
     @Test(
+        "a PostgreSQL server that refuses the connection (an unknown role, a missing database, no TLS for sslmode=require): migrate and check --offline say what the server said, not that it cannot be reached"
+    )
+    func refusedDatabaseConnection() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        let base = try #require(
+            PostgresTestServer.baseURL.flatMap { URLComponents(string: $0) }, "run the suite with scripts/test or scripts/postgres swift test")
+        let role = "nobody_\(UInt32.random(in: 0...UInt32.max))"
+        var unknownRole = base
+        unknownRole.user = role
+        unknownRole.password = "not-the-password"
+        var missingDatabase = base
+        missingDatabase.path = "/missing_\(UInt32.random(in: 0...UInt32.max))"
+        var tlsRequired = base
+        tlsRequired.queryItems = [URLQueryItem(name: "sslmode", value: "require")]
+        let server = "the PostgreSQL server at 127.0.0.1:\(base.port ?? 0)"
+        let cases = [
+            (try #require(unknownRole.string), "\(server)/postgres refused the connection: SQLSTATE 28000: role \"\(role)\" does not exist"),
+            (
+                try #require(missingDatabase.string),
+                "\(server)\(missingDatabase.path) refused the connection: SQLSTATE 3D000: database \"\(missingDatabase.path.dropFirst())\" does not exist"
+            ),
+            (try #require(tlsRequired.string), "\(server)/postgres does not offer TLS, which the URL's sslmode requires"),
+        ]
+        for (url, said) in cases {
+            let settings = [
+                "GATEHOUSE_DATABASE_URL": url, "GATEHOUSE_DATABASE_TIMEOUT": "10", "GATEHOUSE_PUBLIC_URL": ServeProcess.publicURL,
+                "GATEHOUSE_DEVELOPMENT": "true", "GATEHOUSE_ENCRYPTION_KEY": TokenVault.generateKey().base64EncodedString(),
+                "GATEHOUSE_GITHUB_CLIENT_ID": "x", "GATEHOUSE_GITHUB_CLIENT_SECRET": "y", "GATEHOUSE_RETURN_TO_ALLOWLIST": TestDeployment.returnTo,
+            ]
+            for command in [["migrate"], ["check", "--offline"]] {
+                let result = try await KeysCommandTests.run(command, environment: settings)
+                #expect(result.status != 0, "\(command): \(result.output)")
+                #expect(result.output.contains(said), "\(command): \(result.output)")
+                #expect(!result.output.contains("cannot reach"), "\(command): \(result.output)")
+                #expect(!result.output.contains("not-the-password"), "\(command)")
+            }
+        }
+    }
+
+    @Test(
         "a configuration error prints one line naming the setting and exits 64 from every command: a malformed setting and a value validation refuses, from serve, demo, check --offline and migrate"
     )
     func configurationErrorsAreUniform() async throws {

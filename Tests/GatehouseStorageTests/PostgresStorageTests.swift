@@ -165,8 +165,19 @@ import Testing
         ] {
             let refused = try PostgresStorage(url: url, maximumConnections: 1, operationTimeout: .seconds(3), logger: PostgresTestServer.quietLogger)
             await #expect(throws: (any Error).self) { try await refused.ping() }
+            // Asked why, the store names the TLS failure at once instead of waiting out its timeout.
+            let started = ContinuousClock.now
+            let error = await #expect(throws: PostgresStorageError.self) { try await refused.awaitReachable() }
+            #expect(error?.description.hasPrefix("TLS with the PostgreSQL server at ") == true, "\(String(describing: error))")
+            #expect(ContinuousClock.now - started < .seconds(3), "\(ContinuousClock.now - started)")
             refused.shutdown()
         }
+        let missingCA = try PostgresStorage(
+            url: "postgres://gatehouse@localhost:\(cluster.port)/postgres?sslmode=verify-full&sslrootcert=\(otherFolder)/missing.pem",
+            maximumConnections: 1, operationTimeout: .seconds(3), logger: PostgresTestServer.quietLogger)
+        let error = await #expect(throws: PostgresStorageError.self) { try await missingCA.awaitReachable() }
+        #expect(error?.description.hasPrefix("cannot use the TLS settings of the PostgreSQL database URL") == true, "\(String(describing: error))")
+        missingCA.shutdown()
         // Control: the address itself is reachable, so the refusal above was the certificate check.
         let plain = try PostgresStorage(
             url: "postgres://gatehouse@127.0.0.1:\(cluster.port)/postgres?sslmode=disable", maximumConnections: 1,

@@ -1,0 +1,87 @@
+import Foundation
+import NIOSSL
+import PostgresNIO
+
+extension PostgresStorage {
+    /// Throws unless the database answers within the operation timeout, saying why: what the
+    /// server answered when it refused the connection (an unknown role, a wrong password, a
+    /// missing database: its SQLSTATE and message, at once), a TLS failure (at once), or that
+    /// nothing answered until the timeout (host, port and database; never the password). A
+    /// server that is starting or shutting down (SQLSTATE 57P0x) is waited for like one that
+    /// does not answer yet. A pool with no server queues every request, `migrate` included,
+    /// until one appears: a caller that must not wait without a word asks this first. The error
+    /// is `isUnreachable` in each case, so a server waits for an operator to fix the database
+    /// while one-shot commands stop.
+    public func awaitReachable() async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + operationTimeout
+        while let problem = await connectionProblem(within: deadline - clock.now) {
+            guard problem.isTransient, clock.now + Self.probePause < deadline else { throw problem.error }
+            try await Task.sleep(for: Self.probePause)
+        }
+        do {
+            try await ping(within: max(deadline - clock.now, .seconds(1)))
+        } catch {
+            throw unreachable
+        }
+    }
+
+    /// The pause between two connection attempts while the database does not answer.
+    private static let probePause = Duration.milliseconds(200)
+
+    /// Why one connection could not be opened, and whether waiting may help.
+    private struct ConnectionProblem {
+        /// What to tell the operator.
+        let error: PostgresStorageError
+        /// Nothing answered, or the server is starting or stopping.
+        let isTransient: Bool
+    }
+
+    /// The error for a database nothing answers at.
+    private var unreachable: PostgresStorageError {
+        let seconds = Double(operationTimeout.components.seconds) + Double(operationTimeout.components.attoseconds) / 1e18
+        return PostgresStorageError(
+            "cannot reach the PostgreSQL database at \(location) within \(seconds.formatted()) s (GATEHOUSE_DATABASE_TIMEOUT)", unreachable: true)
+    }
+
+    /// Opens and closes one connection outside the pool, which retries a refused connection
+    /// and keeps the server's answer to itself: `nil` when it opens (or when no probe
+    /// configuration is known), otherwise what went wrong.
+    private func connectionProblem(within limit: Duration) async -> ConnectionProblem? {
+        guard let probe else { return nil }
+        let configuration: PostgresConnection.Configuration
+        switch probe {
+        case .success(let value): configuration = value
+        case .failure(let error):
+            return ConnectionProblem(
+                error: PostgresStorageError("cannot use the TLS settings of the PostgreSQL database URL (sslrootcert): \(error)", unreachable: true),
+                isTransient: false)
+        }
+        let logger = self.logger
+        let server = "the PostgreSQL server at \(location)"
+        do {
+            try await withinTimeout(max(limit, .milliseconds(100))) {
+                let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+                try? await connection.close()
+            }
+            return nil
+        } catch let error as PSQLError where error.serverInfo != nil {
+            // 57P01–57P03: shutting down, crashed, starting up.
+            let transient = error.serverInfo?[.sqlState]?.hasPrefix("57P") == true
+            return ConnectionProblem(
+                error: PostgresStorageError("\(server) refused the connection: \(error.storeFailureSummary)", unreachable: true),
+                isTransient: transient)
+        } catch let error as PSQLError where error.code == .sslUnsupported {
+            return ConnectionProblem(
+                error: PostgresStorageError("\(server) does not offer TLS, which the URL's sslmode requires", unreachable: true), isTransient: false)
+        } catch let error as PSQLError
+            where error.underlying is NIOSSLError || error.underlying is NIOSSLExtraError || error.underlying is BoringSSLError
+        {
+            return ConnectionProblem(
+                error: PostgresStorageError("TLS with \(server) failed: \(error.underlying.map { "\($0)" } ?? "")", unreachable: true),
+                isTransient: false)
+        } catch {
+            return ConnectionProblem(error: unreachable, isTransient: true)
+        }
+    }
+}
