@@ -27,8 +27,7 @@ extension PostgresStorage {
             )
             INSERT INTO session_uses (family_id, used_at, client_address, user_agent)
             SELECT family_id, \(use.at), \(use.clientAddress), \(use.userAgent) FROM s
-            ON CONFLICT (family_id) DO UPDATE SET used_at = excluded.used_at, client_address = excluded.client_address,
-              user_agent = excluded.user_agent
+            \(unescaped: Self.keepingLastUse)
             """)
     }
     /// The session with this hash, if it has not expired.
@@ -151,13 +150,7 @@ extension PostgresStorage {
                 "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (\(successor.tokenHash), \(familyId), \(now))",
                 logger: logger)
             if let use = successor.use {
-                try await connection.query(
-                    """
-                    INSERT INTO session_uses (family_id, used_at, client_address, user_agent)
-                    VALUES (\(familyId), \(use.at), \(use.clientAddress), \(use.userAgent))
-                    ON CONFLICT (family_id) DO UPDATE SET used_at = excluded.used_at, client_address = excluded.client_address,
-                      user_agent = excluded.user_agent
-                    """, logger: logger)
+                try await connection.query(Self.recordingUse(familyId: familyId, use), logger: logger)
             }
             return .rotated(session)
         }
@@ -166,13 +159,13 @@ extension PostgresStorage {
     public func deleteSession(idHash: String) async throws {
         try await execute("DELETE FROM sessions WHERE id_hash = \(idHash)")
     }
-    /// An account's live sessions, newest first, at most 100.
+    /// An account's live sessions, newest first, at most `SessionRecord.listLimit`.
     public func sessions(uid: String, now: Date) async throws -> [SessionRecord] {
         var sessions: [SessionRecord] = []
         for try await (id, owner, created, expires, family, provider, claims) in try await query(
             """
             SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE uid = \(uid) AND expires_at > \(now)
-            ORDER BY created_at DESC LIMIT 100
+            ORDER BY created_at DESC LIMIT \(SessionRecord.listLimit)
             """, logger: logger
         ).decode((String, String, Date, Date, String, String, Data?).self) {
             sessions.append(
@@ -198,14 +191,23 @@ extension PostgresStorage {
 
     /// Records a session's last use.
     public func recordSessionUse(familyId: String, _ use: SessionUse) async throws {
-        try await execute(
-            """
-            INSERT INTO session_uses (family_id, used_at, client_address, user_agent)
-            VALUES (\(familyId), \(use.at), \(use.clientAddress), \(use.userAgent))
-            ON CONFLICT (family_id) DO UPDATE SET used_at = excluded.used_at, client_address = excluded.client_address,
-              user_agent = excluded.user_agent
-            """)
+        try await execute(Self.recordingUse(familyId: familyId, use))
     }
+
+    /// The statement that records a family's last use.
+    static func recordingUse(familyId: String, _ use: SessionUse) -> PostgresQuery {
+        """
+        INSERT INTO session_uses (family_id, used_at, client_address, user_agent)
+        VALUES (\(familyId), \(use.at), \(use.clientAddress), \(use.userAgent))
+        \(unescaped: keepingLastUse)
+        """
+    }
+
+    /// Keeps one row per session family: a later use replaces the earlier one.
+    static let keepingLastUse = """
+        ON CONFLICT (family_id) DO UPDATE SET used_at = excluded.used_at, client_address = excluded.client_address,
+          user_agent = excluded.user_agent
+        """
 
     /// Sessions' last uses.
     public func sessionUses(familyIds: [String]) async throws -> [String: SessionUse] {

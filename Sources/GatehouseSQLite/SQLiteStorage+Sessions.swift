@@ -117,7 +117,8 @@ extension SQLiteStorage {
     public func sessions(uid: String, now: Date) async throws -> [SessionRecord] {
         try await read { db in
             try Row.fetchAll(
-                db.cachedStatement(sql: "SELECT * FROM sessions WHERE uid = ? AND expires_at > ? ORDER BY created_at DESC LIMIT 100"),
+                db.cachedStatement(
+                    sql: "SELECT * FROM sessions WHERE uid = ? AND expires_at > ? ORDER BY created_at DESC LIMIT \(SessionRecord.listLimit)"),
                 arguments: [uid, now]
             ).map(Self.session)
         }

@@ -81,14 +81,16 @@ public struct AdminService: Sendable {
         return try await storage.sessions(uid: uid, now: clock.now())
     }
 
-    /// An account's live sessions, newest first and at most 100, each with its last recorded
-    /// use; and how many it has in all (more than listed when the list stops at 100).
+    /// An account's live sessions, newest first and at most `SessionRecord.listLimit`, each with
+    /// its last recorded use; and how many it has in all (more than listed when the list stops).
     public func sessionsWithUses(uid: String) async throws -> (sessions: [(session: SessionRecord, use: SessionUse?)], total: Int) {
         let sessions = try await self.sessions(uid: uid)
         let uses = try await storage.sessionUses(familyIds: sessions.map(\.familyId))
         // Counted only when the list may have stopped short; sessions that expired between
         // the two reads never make the total smaller than the list.
-        let total = sessions.count < 100 ? sessions.count : max(sessions.count, try await storage.sessionCount(uid: uid, now: clock.now()))
+        let total =
+            sessions.count < SessionRecord.listLimit
+            ? sessions.count : max(sessions.count, try await storage.sessionCount(uid: uid, now: clock.now()))
         return (sessions.map { ($0, uses[$0.familyId]) }, total)
     }
 

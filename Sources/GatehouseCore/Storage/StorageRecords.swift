@@ -149,6 +149,11 @@ public struct SessionRecord: Sendable, Equatable {
     }
 }
 
+extension SessionRecord {
+    /// How many sessions `SessionStore.sessions(uid:now:)` lists at most (the newest).
+    public static let listLimit = 100
+}
+
 /// A credential of an internal service. Only the SHA-256 of the secret is stored.
 public struct ServiceKeyRecord: Sendable, Equatable {
     /// The public id (shown by `gatehouse keys list`, used to revoke).

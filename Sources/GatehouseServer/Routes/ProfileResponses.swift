@@ -33,11 +33,10 @@ enum ProfileResponses {
     /// (`ProfileService` answers a transfer that is already whole as a stored photo.)
     /// Bodies are written paced by the connection's `eventLoop` (`write(_:pacedBy:)`), so a
     /// slow reader holds back the writer instead of a queue of the image. `query` is the
-    /// request's, when the caller has already decoded it.
+    /// request's, decoded once by the caller (which may read `refresh` from it too).
     static func photo(
-        _ request: Request, query: [String: String]? = nil, eventLoop: any EventLoop, profiles: ProfileService, uid: String, refresh: Bool = false
+        _ request: Request, query: [String: String], eventLoop: any EventLoop, profiles: ProfileService, uid: String, refresh: Bool = false
     ) async throws -> Response {
-        let query = query ?? request.queryDictionary
         var size: Int?
         if let text = query["size"] {
             guard let value = Int(text), photoSizes.contains(value) else {

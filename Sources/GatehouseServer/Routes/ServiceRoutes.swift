@@ -38,7 +38,8 @@ struct ServiceRoutes {
         }
         table.add(.get, "/v1/users/{uid}/photo") { request, context in
             try await ProfileResponses.photo(
-                request, eventLoop: context.eventLoop, profiles: profiles, uid: try await uid(context, scope: "photo:read"))
+                request, query: request.queryDictionary, eventLoop: context.eventLoop, profiles: profiles,
+                uid: try await uid(context, scope: "photo:read"))
         }
         table.add(.get, "/v1/users/{uid}/providers/{providerId}/profile") { request, context in
             let user = try await uid(context, scope: "profile:read")

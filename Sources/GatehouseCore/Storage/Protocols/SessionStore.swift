@@ -25,7 +25,7 @@ public protocol SessionStore: Sendable {
     func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation
     /// Ends every session of an account.
     func deleteSessions(uid: String) async throws
-    /// An account's live sessions (expiring after `now`), newest first, at most 100.
+    /// An account's live sessions (expiring after `now`), newest first, at most `SessionRecord.listLimit`.
     func sessions(uid: String, now: Date) async throws -> [SessionRecord]
     /// How many live sessions an account has (what `sessions(uid:now:)` stops listing at 100).
     func sessionCount(uid: String, now: Date) async throws -> Int

@@ -73,7 +73,8 @@ extension ConsoleRoutes {
         table.add(.get, "/admin/users/{uid}/photo") { request, context in
             try await routes.page(request) { _ in
                 try await ProfileResponses.photo(
-                    request, eventLoop: context.eventLoop, profiles: gatehouse.profiles, uid: try context.parameters.require("uid"))
+                    request, query: request.queryDictionary, eventLoop: context.eventLoop, profiles: gatehouse.profiles,
+                    uid: try context.parameters.require("uid"))
             }
         }
         /// A change to one account: the operator, checked for a destructive change, and the uid.
