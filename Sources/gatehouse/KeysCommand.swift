@@ -14,19 +14,46 @@ struct KeysCommand: AsyncParsableCommand {
     /// The commands print their own results; the store's logs would only add noise.
     static let quiet = Logger(label: "gatehouse-keys") { _ in SwiftLogNoOpLogHandler() }
 
-    /// The audit trail of key management: JSON lines on standard error, like the gateway's.
-    static let audit = AuditLog(logger: Logger(label: "gatehouse") { JSONLogHandler(label: $0, sink: LogSink(capture: false)) })
+    /// Where key management's audit events are written first: JSON lines on standard error,
+    /// like the gateway's (the trail of record).
+    static let auditLogger = Logger(label: "gatehouse") { JSONLogHandler(label: $0, sink: LogSink(capture: false)) }
 
-    /// The key service over `storage`, recording `service-key.*` webhook events for the
-    /// endpoints the settings configure (a running gateway delivers them from the store).
-    static func service(_ storage: any GatehouseStorage, environment: [String: String]) throws -> ServiceKeyService {
-        var service = ServiceKeyService(storage: storage, audit: audit)
+    /// Runs `body` with an audit log whose events are also stored in `storage`'s trail, the
+    /// one the console's activity listing and `GET /v1/admin/activity` read, and stores them
+    /// before the store closes, whether `body` succeeds or fails.
+    static func audited<T>(_ storage: any GatehouseStorage, _ body: (AuditLog) async throws -> T) async throws -> T {
+        // The retention only drives a running gateway's hourly purge, which a command never runs.
+        let trail = AuditTrail(
+            storage: storage, retention: GatewayConfiguration(publicURL: "", returnToAllowList: []).auditRetention, clock: SystemClock(),
+            metrics: .disabled, logger: auditLogger)
+        let audit = AuditLog(logger: auditLogger, trail: trail)
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body(audit))
+        } catch {
+            result = .failure(error)
+        }
+        if await !trail.flush() {
+            FileHandle.standardError.write(
+                Data("warning: the audit events above were not stored for the activity listing; the log lines are the record\n".utf8))
+        }
+        return try result.get()
+    }
+
+    /// Runs `body` with the key service over `storage`: audited into the stored trail, and
+    /// recording `service-key.*` webhook events for the endpoints the settings configure (a
+    /// running gateway delivers them from the store).
+    static func withService<T>(_ storage: any GatehouseStorage, environment: [String: String], _ body: (ServiceKeyService) async throws -> T)
+        async throws -> T
+    {
         var gateway = GatewayConfiguration(publicURL: "http://127.0.0.1", returnToAllowList: [])
         try ProfileSettings.applyWebhooks(environment, TypedSettings(environment: environment), to: &gateway)
-        if let endpoints = gateway.webhooks?.endpoints, !endpoints.isEmpty {
-            service.events = EventRecorder(endpoints: endpoints, metrics: .disabled, wake: {})
+        let endpoints = gateway.webhooks?.endpoints ?? []
+        return try await audited(storage) { audit in
+            var service = ServiceKeyService(storage: storage, audit: audit)
+            if !endpoints.isEmpty { service.events = EventRecorder(endpoints: endpoints, metrics: .disabled, wake: {}) }
+            return try await body(service)
         }
-        return service
     }
 
     /// `keys create-service NAME --scopes a,b`: prints the secret alone on the last line.
@@ -49,7 +76,7 @@ struct KeysCommand: AsyncParsableCommand {
             let name = name
             let environment = try await store.settings()
             let created = try await store.withStore(environment: environment, logger: KeysCommand.quiet) { storage in
-                try await KeysCommand.service(storage, environment: environment).create(name: name, scopes: scopes)
+                try await KeysCommand.withService(storage, environment: environment) { try await $0.create(name: name, scopes: scopes) }
             }
             print("Created service key \(created.key.id) (\(created.key.name)) with scopes \(created.key.scopes.joined(separator: ",")).")
             print("The secret is shown once; send it as Authorization: Bearer <secret>.")
@@ -88,7 +115,7 @@ struct KeysCommand: AsyncParsableCommand {
             let id = id
             let environment = try await store.settings()
             let revoked = try await store.withStore(environment: environment, logger: KeysCommand.quiet) { storage in
-                try await KeysCommand.service(storage, environment: environment).revoke(id: id)
+                try await KeysCommand.withService(storage, environment: environment) { try await $0.revoke(id: id) }
             }
             guard revoked else {
                 throw GatehouseError(code: .notFound, detail: "No active key \(id).")
@@ -120,9 +147,12 @@ struct KeysCommand: AsyncParsableCommand {
                 return try DemoCommand.demoKey(dataDir: try store.folder(environment: environment))
             }
             let kid = try await store.withStore(environment: environment, logger: KeysCommand.quiet) { storage in
-                try await SigningKeyRing.addKey(storage: storage, vault: try TokenVault(keys: keys, store: storage))
+                try await KeysCommand.audited(storage) { audit in
+                    let kid = try await SigningKeyRing.addKey(storage: storage, vault: try TokenVault(keys: keys, store: storage))
+                    audit.record(.signingKeyRotated, by: .commandLine, keyId: kid)
+                    return kid
+                }
             }
-            KeysCommand.audit.record(.signingKeyRotated, by: .commandLine, keyId: kid)
             print("New signing key \(kid).")
         }
     }
@@ -164,12 +194,14 @@ struct KeysCommand: AsyncParsableCommand {
             let environment = try await store.settings()
             let keys = try VaultSettings.keys(environment: environment)
             try await store.withStore(environment: environment, logger: KeysCommand.quiet) { storage in
-                try await rotate(storage: storage, keys: keys, environment: environment)
+                try await KeysCommand.audited(storage) { audit in
+                    try await rotate(storage: storage, keys: keys, environment: environment, audit: audit)
+                }
             }
         }
 
         /// The rotation itself, while the store is open.
-        private func rotate(storage: any GatehouseStorage, keys: [Data], environment: [String: String]) async throws {
+        private func rotate(storage: any GatehouseStorage, keys: [Data], environment: [String: String], audit: AuditLog) async throws {
             let vault = try TokenVault(keys: keys, store: storage, reloadInterval: reloadSeconds)
             var gateway = GatewayConfiguration(publicURL: "", returnToAllowList: [])
             try ProfileSettings.applyRetryWindow(environment, to: &gateway)
@@ -177,7 +209,7 @@ struct KeysCommand: AsyncParsableCommand {
             if !keepDataKey { print("Adding a data key; waiting \(Int(2 * reloadSeconds + window)) s until every instance seals with it…") }
             let report = try await EncryptionRotation(storage: storage, vault: vault, retryWindow: window).run(
                 batchSize: batchSize, newDataKey: !keepDataKey)
-            KeysCommand.audit.record(.encryptionKeyRotated, by: .commandLine, keyId: vault.currentLabel)
+            audit.record(.encryptionKeyRotated, by: .commandLine, keyId: vault.currentLabel)
             print(
                 "Data keys: \(report.rewrappedDataKeys) re-wrapped under configured key \(vault.currentKeyID), \(report.unreadableDataKeys) unreadable; sealing with \(vault.currentLabel)."
             )

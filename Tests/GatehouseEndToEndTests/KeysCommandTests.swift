@@ -63,6 +63,10 @@ struct KeysCommandTests {
         #expect(try await Self.run(["keys", "revoke", id] + location).status != 0)
         await #expect(throws: GatehouseError.self) { try await service.authorize(secret: secret, scope: "photo:read") }
         #expect(try await Self.run(["keys", "create-service", "x", "--scopes", "profile:write"] + location).status != 0)
+        // The command's changes are in the stored trail the activity listing reads, once each.
+        let trail = try await storage.auditRecords(uid: nil, event: nil, before: nil, limit: 10)
+        #expect(trail.map(\.event) == ["service-key.revoked", "service-key.created"], "\(trail)")
+        #expect(trail.allSatisfy { $0.actor == "command-line" && $0.keyId == id }, "\(trail)")
     }
 
     @Test(
@@ -99,6 +103,9 @@ struct KeysCommandTests {
         #expect(try await vault.open(link.sealedTokens, context: "provider-tokens|github.com|7") == Data(#"{"accessToken":"t"}"#.utf8))
         // The refused run's data key was used by nothing and is gone; one remains.
         #expect(try await storage.dataKeys().count == 1)
+        // Both runs are in the stored trail, each naming the data key it sealed with.
+        let trail = try await storage.auditRecords(uid: nil, event: "encryption-key.rotated", before: nil, limit: 10)
+        #expect(trail.count == 2 && trail.allSatisfy { $0.actor == "command-line" && $0.keyId?.isEmpty == false }, "\(trail)")
     }
 
     @Test(
@@ -119,6 +126,8 @@ struct KeysCommandTests {
         let vault = try TokenVault(keys: [key], store: storage)
         #expect(record.sealedPrivateKey.hasPrefix("v2."))
         await #expect(throws: Never.self) { try await vault.open(record.sealedPrivateKey, context: "signing-key|\(record.kid)") }
+        let trail = try await storage.auditRecords(uid: nil, event: nil, before: nil, limit: 10)
+        #expect(trail.map(\.event) == ["signing-key.rotated"] && trail.first?.keyId == record.kid, "\(trail)")
 
         let both = try await Self.run(
             ["keys", "rotate-signing", "--data-dir", folder],

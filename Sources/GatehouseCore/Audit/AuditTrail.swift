@@ -54,15 +54,15 @@ public final class AuditTrail: Sendable {
     }
 
     /// Stores what waits, a batch at a time; on a store failure the batch goes back to the
-    /// front of the queue (still bounded) for the next round.
-    public func flush() async {
+    /// front of the queue (still bounded) for the next round. Answers whether nothing waits.
+    @discardableResult public func flush() async -> Bool {
         while true {
             let batch = waiting.withLock { queue -> [AuditRecord] in
                 let batch = Array(queue.prefix(Self.batchSize))
                 queue.removeFirst(batch.count)
                 return batch
             }
-            guard !batch.isEmpty else { return }
+            guard !batch.isEmpty else { return true }
             do {
                 try await storage.appendAudit(batch)
             } catch {
@@ -74,7 +74,7 @@ public final class AuditTrail: Sendable {
                 }
                 if dropped > 0 { metrics.auditDropped(count: dropped) }
                 logger.warning("audit events not stored yet (the log has them)", metadata: ["error.type": "\(type(of: error))"])
-                return
+                return false
             }
         }
     }
