@@ -165,7 +165,7 @@ struct HookTests {
     @Test("a claims change reaches the next mint on every instance (PostgreSQL, two instances with account caches)")
     func claimsAcrossInstances() async throws {
         let database = try await PostgresTestServer.freshDatabase()
-        let store = try PostgresStorage(url: database, maximumConnections: 2, logger: PostgresTestServer.quietLogger)
+        let store = try PostgresTestServer.store(database)
         defer { store.shutdown() }
         try await store.migrate()
         let (_, secret) = try await ServiceKeyService(storage: store).create(name: "roles", scopes: ["users:claims"])

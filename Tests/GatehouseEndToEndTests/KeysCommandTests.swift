@@ -40,10 +40,7 @@ struct KeysCommandTests {
         } else {
             let url = try await PostgresTestServer.freshDatabase()
             location = ["--database-url", url]
-            // Not a test of timeouts: the whole suite shares two cooperative threads, so the
-            // default 5 s per operation can pass while this test waits its turn.
-            storage = try PostgresStorage(
-                url: url, maximumConnections: 2, operationTimeout: .seconds(60), logger: PostgresTestServer.quietLogger)
+            storage = try PostgresTestServer.store(url)
         }
         let created = try await Self.run(["keys", "create-service", "billing", "--scopes", "profile:read,photo:read"] + location)
         #expect(created.status == 0)

@@ -140,7 +140,7 @@ struct MultiInstanceTests {
         // A restart keeps its configuration, the encryption key included.
         let vaultKey = TokenVault.generateKey()
         // Created the way `gatehouse keys create-service` does: on the store, by another process' pool.
-        let store = try PostgresStorage(url: database, maximumConnections: 2, logger: PostgresTestServer.quietLogger)
+        let store = try PostgresTestServer.store(database)
         defer { store.shutdown() }
         try await store.migrate()
         let keys = ServiceKeyService(storage: store)
@@ -223,7 +223,7 @@ extension MultiInstanceTests {
             var adele = Browser(deployment)
             #expect(try await MicrosoftSignInTests.signIn(&adele, MicrosoftSignInTests.adele).status == 200)
             users.append((adele, "microsoft.com"))
-            let storage = try PostgresStorage(url: database, maximumConnections: 4, logger: PostgresTestServer.quietLogger)
+            let storage = try PostgresTestServer.store(database, maximumConnections: 4)
             let before = try await storage.links(after: nil, limit: 100)
             #expect(before.count == 4)
             // A fresh store: the first instance made a data key (wrapped by the old configured key).
@@ -355,7 +355,7 @@ extension MultiInstanceTests {
         let database = try await PostgresTestServer.freshDatabase()
         try await withDeployment(database: database, instances: 3) { deployment in
             let (a, others) = (deployment.gatewayURLs[0], Array(deployment.gatewayURLs[1...]))
-            let store = try PostgresStorage(url: database, maximumConnections: 2, logger: PostgresTestServer.quietLogger)
+            let store = try PostgresTestServer.store(database)
             defer { store.shutdown() }
             let admin = try await ServiceKeyService(storage: store).create(name: "ops", scopes: ["admin"])
             /// Signs in on A and reads `/v1/me` twice on B and C with the ID token (the second

@@ -364,7 +364,7 @@ struct WebhookTests {
     @Test("three instances on one PostgreSQL: each of 1,000 events is delivered exactly once while all are healthy")
     func exactlyOnceAcrossInstances() async throws {
         let database = try await PostgresTestServer.freshDatabase()
-        let store = try PostgresStorage(url: database, maximumConnections: 2, logger: PostgresTestServer.quietLogger)
+        let store = try PostgresTestServer.store(database)
         defer { store.shutdown() }
         try await store.migrate()
         let (_, secret) = try await ServiceKeyService(storage: store).create(name: "claims", scopes: ["users:claims"])

@@ -249,7 +249,7 @@ struct TwoInstances {
         let url = try await PostgresTestServer.freshDatabase()
         let logger = PostgresTestServer.quietLogger
         (a, b) = (
-            try PostgresStorage(url: url, maximumConnections: 3, logger: logger), try PostgresStorage(url: url, maximumConnections: 3, logger: logger)
+            try PostgresTestServer.store(url, maximumConnections: 3), try PostgresTestServer.store(url, maximumConnections: 3)
         )
         let clock = OffsetClock()
         (cachedA, cachedB) = (

@@ -14,7 +14,7 @@ import Testing
     func deadlockIsRetried() async throws {
         let url = try await PostgresTestServer.freshDatabase()
         let records = LogRecords()
-        let store = try PostgresStorage(url: url, maximumConnections: 2, logger: Logger(label: "store") { _ in records.handler })
+        let store = try PostgresTestServer.store(url, logger: Logger(label: "store") { _ in records.handler })
         try await store.migrate()
         try await store.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
         try await store.addLink(Fixtures.link("u1", provider: "oidc.emulator", federatedId: "o1"))

@@ -10,7 +10,7 @@ import Testing
     @Test("eight instances migrating one database at once: each migration applied exactly once, then every store works")
     func concurrentMigrations() async throws {
         let url = try await PostgresTestServer.freshDatabase()
-        let stores = try (0..<8).map { _ in try PostgresStorage(url: url, maximumConnections: 2, logger: PostgresTestServer.quietLogger) }
+        let stores = try (0..<8).map { _ in try PostgresTestServer.store(url) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for store in stores { group.addTask { try await store.migrate() } }
             try await group.waitForAll()
@@ -46,7 +46,7 @@ import Testing
 
         // A holder that died without releasing: its lease ends, then the lock is free again.
         try await store.withLock("left-behind") {
-            let other = try PostgresStorage(url: url, maximumConnections: 1, lockWait: .seconds(10), logger: PostgresTestServer.quietLogger)
+            let other = try PostgresTestServer.store(url, maximumConnections: 1, lockWait: .seconds(10))
             defer { other.shutdown() }
             // While the lease lasts, another store waits for it; this holder never lets go
             // before the other has it, so only the lease's end can free it.
@@ -59,7 +59,7 @@ import Testing
     @Test("byte-order paging (accounts, links, the webhook outbox) is served by an index in that order, not a sort of the table")
     func pagingUsesByteOrderIndexes() async throws {
         let url = try await PostgresTestServer.freshDatabase()
-        let storage = try PostgresStorage(url: url, maximumConnections: 1, logger: PostgresTestServer.quietLogger)
+        let storage = try PostgresTestServer.store(url, maximumConnections: 1)
         try await storage.migrate()
         storage.shutdown()
         // The orders and conditions of `searchAccounts`, `links(after:limit:)` and `outboxEntries`.
@@ -84,7 +84,7 @@ import Testing
     @Test("a database migrated by a newer Gatehouse is refused with a clear error")
     func newerSchemaIsRefused() async throws {
         let url = try await PostgresTestServer.freshDatabase()
-        let store = try PostgresStorage(url: url, maximumConnections: 2, logger: PostgresTestServer.quietLogger)
+        let store = try PostgresTestServer.store(url)
         try await store.migrate()
         try await PostgresTestServer.execute(url, "INSERT INTO gatehouse_migrations (version) VALUES ('v999-from-the-future')")
         let error = await #expect(throws: PostgresStorageError.self) { try await store.migrate() }

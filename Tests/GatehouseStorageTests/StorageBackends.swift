@@ -30,14 +30,10 @@ struct StorageBackend: CustomTestStringConvertible, Sendable {
     }
 
     /// PostgreSQL: a new database on the test server per store. The conformance suite checks
-    /// what the store answers, not how fast: its operations get 60 s instead of the production
-    /// 5 s, which ten transactions queued on one row lock exceeded on a loaded 2-core machine
-    /// (`.unavailable` after 39 s of the whole suite running beside them). The timeout itself has
-    /// its own tests (`PostgresStorageTests`).
+    /// what the store answers, not how fast (`PostgresTestServer.store`): ten transactions
+    /// queued on one row lock exceeded the production 5 s on a loaded 2-core machine.
     static let postgres = StorageBackend(name: "PostgreSQL") {
-        let storage = try PostgresStorage(
-            url: try await PostgresTestServer.freshDatabase(), maximumConnections: 6, operationTimeout: .seconds(60),
-            logger: PostgresTestServer.quietLogger)
+        let storage = try PostgresTestServer.store(try await PostgresTestServer.freshDatabase(), maximumConnections: 6)
         try await storage.migrate()
         return storage
     }

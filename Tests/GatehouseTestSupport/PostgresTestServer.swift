@@ -19,6 +19,16 @@ public enum PostgresTestServer {
         return client
     }()
 
+    /// A store on `url` for a test that is not about timeouts: its operations may wait 60 s
+    /// instead of the production 5 s, because the whole suite shares two cooperative threads
+    /// on a loaded 2-core machine and an operation can wait that long for its turn. The
+    /// timeout itself has its own tests (`PostgresStorageTests`, `DatabaseFailoverTests`).
+    public static func store(
+        _ url: String, maximumConnections: Int = 2, lockWait: Duration = .seconds(60), logger: Logger = quietLogger
+    ) throws -> PostgresStorage {
+        try PostgresStorage(url: url, maximumConnections: maximumConnections, operationTimeout: .seconds(60), lockWait: lockWait, logger: logger)
+    }
+
     /// Creates an empty database and returns its URL.
     public static func freshDatabase() async throws -> String {
         guard let baseURL, let admin, var components = URLComponents(string: baseURL) else {
