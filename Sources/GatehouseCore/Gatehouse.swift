@@ -95,16 +95,18 @@ public struct Gatehouse: Sendable {
         } else {
             self.webhooks = nil
         }
+        // The claim only means something while the console is on.
+        let operatorClaim = configuration.console?.operatorClaim.flatMap { $0.isEmpty ? nil : $0 }
         var hooks: any SignInHooks = NoSignInHooks()
         if let settings = configuration.hooks, !settings.urls.isEmpty {
             hooks = HookClient(
                 configuration: settings, http: http, clock: configuration.clock, metrics: metrics, breaker: configuration.circuitBreaker,
-                logger: logger)
+                operatorClaim: operatorClaim, logger: logger)
         }
         let accounts = AccountService(
             storage: storage, vault: vault, photoBaseURL: "\(configuration.publicURL)/v1/me/photo",
             oneAccountPerEmail: configuration.oneAccountPerEmail, pendingLifetime: configuration.pendingCredentialLifetime,
-            clock: configuration.clock, audit: audit, hooks: hooks, events: events)
+            clock: configuration.clock, audit: audit, hooks: hooks, events: events, operatorClaim: operatorClaim)
         self.accounts = accounts
         let tokens = GatewayTokenService(
             configuration: configuration, storage: storage, accounts: accounts, vault: vault, logger: logger,

@@ -239,6 +239,60 @@ struct HookTests {
         }
     }
 
+    @Test(
+        "the console's operator claim (GATEHOUSE_ADMIN_CLAIM) changes only by an admin key or an operator: a users:claims key and a hook answer that would grant or remove it are refused, and nothing is stored"
+    )
+    func operatorClaimIsProtected() async throws {
+        try await withDeployment(
+            gateway: { $0.console = ConsoleConfiguration(operators: ["nobody@example.com"], operatorClaim: "staff") }, hooks: Self.sampleApp()
+        ) { deployment in
+            let (_, idToken, _) = try await GatewayTokenTests.signedIn(deployment)
+            let uid = try #require(try Self.claims(idToken)["sub"] as? String)
+            let narrow = try await ProviderAPITests.key(deployment, ["users:claims", "profile:read"])
+            let admin = try await ProviderAPITests.key(deployment, ["users:claims", "admin"])
+            func put(_ body: String, key: String) async throws -> OutboundResponse {
+                try await ProviderAPITests.call(
+                    deployment, "/v1/users/\(uid)/claims", key: key, method: "PUT", headers: ["Content-Type": "application/json"],
+                    body: Array(body.utf8))
+            }
+            func stored() async throws -> [String: Any] {
+                try jsonObject(try await ProviderAPITests.call(deployment, "/v1/users/\(uid)", key: narrow))["customClaims"] as? [String: Any] ?? [:]
+            }
+            // A key that may set claims but is not an admin cannot make the account an operator.
+            let granted = try await put(#"{"plan":"pro","staff":true}"#, key: narrow)
+            #expect(granted.status == 403, "\(granted.bodyText)")
+            #expect(try jsonObject(granted)["code"] as? String == "permission-denied")
+            #expect((try jsonObject(granted)["detail"] as? String)?.contains("GATEHOUSE_ADMIN_CLAIM") == true)
+            #expect(try await stored()["plan"] == nil, "nothing stored")
+            #expect(try await put(#"{"plan":"pro","staff":false}"#, key: narrow).status == 403)
+            // Claims that leave it as it is pass.
+            #expect(try await put(#"{"plan":"pro"}"#, key: narrow).status == 200)
+            // An admin key grants it; then the narrow key keeps it or is refused removing it.
+            #expect(try await put(#"{"plan":"pro","staff":true}"#, key: admin).status == 200)
+            #expect(try await put(#"{"plan":"team","staff":true}"#, key: narrow).status == 200)
+            #expect(try await put(#"{"plan":"solo"}"#, key: narrow).status == 403)
+            let kept = try await stored()
+            #expect(kept["staff"] as? Bool == true && kept["plan"] as? String == "team", "\(kept)")
+
+            // A hook answer that changes it is an unusable answer: the failure policy (deny).
+            for answer in [#"{"staff":false}"#, #"{"staff":"yes","plan":"team"}"#, #"{"plan":"team"}"#] {
+                try await Self.answer(deployment, "before-sign-in", #"{"decision":"allow","customClaims":\#(answer)}"#)
+                var browser = Browser(deployment)
+                let refused = try await browser.complete(login: "octocat")
+                #expect(refused.status == 503, "\(answer): \(refused.bodyText)")
+                #expect(try jsonObject(refused)["code"] as? String == "hook-unavailable", "\(answer)")
+            }
+            let unchanged = try await stored()
+            #expect(unchanged["staff"] as? Bool == true && unchanged["plan"] as? String == "team", "\(unchanged)")
+            #expect(deployment.logs.lines.contains { $0.contains("operator claim") }, "the reason is logged")
+            // One that keeps it goes through.
+            try await Self.answer(deployment, "before-sign-in", #"{"decision":"allow","customClaims":{"staff":true,"plan":"hooked"}}"#)
+            var browser = Browser(deployment)
+            #expect(try await browser.complete(login: "octocat").status == 200)
+            #expect(try await stored()["plan"] as? String == "hooked")
+        }
+    }
+
     @Test("a hook that times out, answers garbage, more than 16 KB or a 5xx, or refuses the connection denies with 503 hook-unavailable by default")
     func failuresDenyByDefault() async throws {
         try await withDeployment(hooks: Self.sampleApp(timeout: 0.5)) { deployment in

@@ -19,6 +19,9 @@ public struct AccountService: Sendable {
     var hooks: any SignInHooks = NoSignInHooks()
     /// The webhook events each write records in its own transaction.
     var events = EventRecorder.disabled
+    /// The custom claim that makes an account a console operator (`GATEHOUSE_ADMIN_CLAIM`),
+    /// when the console is on: only an operator or an `admin` key may change its value.
+    var operatorClaim: String?
     /// The scopes granted by each stored token set, by its sealed form: opened once, not on
     /// every profile read (a new grant is a new sealed value, so nothing goes stale).
     let grantedScopes = RecentValues<String, [String]>(capacity: 8192)
@@ -280,9 +283,21 @@ public struct AccountService: Sendable {
         return answer
     }
 
-    /// Replaces the account's custom claims by the ones a hook answered: services call
-    /// `PUT /v1/users/{uid}/claims`, the hooks' `customClaims` land here.
-    public func setCustomClaims(uid: String, _ claims: CustomClaims, by actor: AuditActor) async throws {
+    /// Replaces the account's custom claims (`PUT /v1/users/{uid}/claims`, the console).
+    /// Unless `mayChangeOperatorClaim` (an operator, an `admin` key), a replacement that would
+    /// change the operator claim's value is refused with `permission-denied`: a key that may
+    /// label users must not make one an operator, who could then mint any key.
+    public func setCustomClaims(uid: String, _ claims: CustomClaims, by actor: AuditActor, mayChangeOperatorClaim: Bool) async throws {
+        if !mayChangeOperatorClaim, let operatorClaim {
+            guard let account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
+            guard CustomClaims(stored: account.customClaims).members[operatorClaim] == claims.members[operatorClaim] else {
+                throw GatehouseError(
+                    code: .permissionDenied,
+                    detail:
+                        "The claim \(operatorClaim.debugDescription) makes its account a console operator (GATEHOUSE_ADMIN_CLAIM): only an operator or a key with the admin scope may change it."
+                )
+            }
+        }
         let updated = WebhookEvent.account(.accountUpdated, uid: uid, at: clock.now(), ["changes": .array([.string("customClaims")])])
         guard try await events.recording([updated], { try await storage.setCustomClaims(uid: uid, ClaimsReplacement(stored: claims.stored)) })
         else { throw GatehouseError.userNotFound() }

@@ -23,6 +23,9 @@ public final class HookClient: SignInHooks {
     /// may be the signing-in user's own data, and one user's failures alone must not refuse
     /// everyone else's sign-ins (or, under `allow`, let them through unasked).
     private let breakers: [HookEvent: CircuitBreaker]
+    /// The custom claim that makes an account a console operator, if the console is on: an
+    /// answer may not change its value (see `checked(_:for:)`).
+    let operatorClaim: String?
 
     /// The largest answer read.
     static let maximumAnswerBytes = 16 << 10
@@ -31,8 +34,9 @@ public final class HookClient: SignInHooks {
     /// breaker opens after `breaker.failureThreshold` failures in a row for `breaker.openDuration`.
     public init(
         configuration: HookConfiguration, http: CurlHTTPClient, clock: any GatehouseClock = SystemClock(), metrics: GatehouseMetrics = .disabled,
-        breaker: CircuitBreakerSettings = CircuitBreakerSettings(), logger: Logger = Logger(label: "gatehouse")
+        breaker: CircuitBreakerSettings = CircuitBreakerSettings(), operatorClaim: String? = nil, logger: Logger = Logger(label: "gatehouse")
     ) {
+        self.operatorClaim = operatorClaim
         self.configuration = configuration
         self.http = http
         self.signer = WebhookSigner(secrets: configuration.secrets.compactMap(WebhookSecret.init))
@@ -57,7 +61,10 @@ public final class HookClient: SignInHooks {
         let answer: HookAnswer
         do {
             answer = try await guarded(event, caller: "\(data.profile.providerId):\(data.profile.federatedId)") {
-                try await call(url: url, request: HookRequest(type: event, id: "evt_" + SecureRandom.token(), timestamp: clock.now(), data: data))
+                try checked(
+                    try await call(
+                        url: url, request: HookRequest(type: event, id: "evt_" + SecureRandom.token(), timestamp: clock.now(), data: data)),
+                    for: data.account)
             }
         } catch let failure as HookFailure {
             // Refused by the open breaker: no call was made, and the caller may retry once it
@@ -103,6 +110,18 @@ public final class HookClient: SignInHooks {
             await breaker.record(.unknown, probe: probe, now: clock.now())
             throw error
         }
+    }
+
+    /// `answer`, unless its `customClaims` change the operator claim's value on `account`:
+    /// the app's hook labels users, but making one a console operator (who can mint any
+    /// service key) is for operators and `admin` keys only. Such an answer cannot be used.
+    private func checked(_ answer: HookAnswer, for account: HookRequest.Account) throws -> HookAnswer {
+        guard let operatorClaim, case .allow(let allowance) = answer, let claims = allowance.customClaims,
+            claims.members[operatorClaim] != account.customClaims[operatorClaim]
+        else { return answer }
+        throw HookFailure.invalidAnswer(
+            "customClaims changes the console's operator claim \(operatorClaim.debugDescription) (GATEHOUSE_ADMIN_CLAIM), which only an operator or an admin key may change"
+        )
     }
 
     /// One signed `POST`; every way it can fail is a `HookFailure`.

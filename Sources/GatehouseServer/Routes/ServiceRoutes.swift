@@ -65,7 +65,8 @@ struct ServiceRoutes {
             guard let value = try? JSONValue.parse(Data(buffer: body)), case .object(let members) = value
             else { throw GatehouseError.invalidArgument("The body must be a JSON object of claims.") }
             let claims = try CustomClaims(members, source: "The claims")
-            try await accounts.setCustomClaims(uid: user, claims, by: .serviceKey(key.id))
+            try await accounts.setCustomClaims(
+                uid: user, claims, by: .serviceKey(key.id), mayChangeOperatorClaim: key.scopes.contains("admin"))
             return try Response.json(ClaimsAnswer(customClaims: claims.members))
         }
         table.add(.post, "/v1/users/{uid}/disable") { request, context in

@@ -105,7 +105,7 @@ extension ConsoleRoutes {
                 guard let value = try? JSONValue.parse(Data(text.utf8)), case .object(let members) = value
                 else { throw GatehouseError.invalidArgument("The claims must be a JSON object ({} clears them).") }
                 try await gatehouse.accounts.setCustomClaims(
-                    uid: uid, try CustomClaims(members, source: "The claims"), by: .operator(who.profile.uid))
+                    uid: uid, try CustomClaims(members, source: "The claims"), by: .operator(who.profile.uid), mayChangeOperatorClaim: true)
                 return Self.done("/admin/users/\(FormEncoding.escape(uid))", "claims-saved")
             }
         }
