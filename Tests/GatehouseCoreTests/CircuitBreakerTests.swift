@@ -53,6 +53,45 @@ import Testing
         #expect(try await breaker.admit(now: later.addingTimeInterval(30)) == false)
     }
 
+    @Test(
+        "with two distinct callers required, one caller's failed probe does not reopen it: that caller is refused and the next one probes; a second caller's failed probe reopens it, an answer closes it"
+    )
+    func probesNeedDistinctCallersToReopen() async throws {
+        let breaker = CircuitBreaker(
+            providerId: "hook:before-sign-in", settings: CircuitBreakerSettings(failureThreshold: 2, openDuration: 30), metrics: .disabled,
+            distinctCallers: 2)
+        for caller in ["mallory", "bob"] {
+            _ = try await breaker.admit(now: start, caller: caller)
+            await breaker.record(.failed, probe: false, caller: caller, now: start)
+        }
+        #expect(await breaker.state == .open)
+        // Mallory probes and fails, again and again: her failures alone never hold it open.
+        var now = start.addingTimeInterval(31)
+        #expect(try await breaker.admit(now: now, caller: "mallory") == true)
+        await breaker.record(.failed, probe: true, caller: "mallory", now: now)
+        #expect(await breaker.state == .halfOpen)
+        await #expect(throws: GatehouseError.self) { try await breaker.admit(now: now, caller: "mallory") }
+        // The next caller probes at once, without waiting another open period.
+        #expect(try await breaker.admit(now: now, caller: "alice") == true)
+        await #expect(throws: GatehouseError.self) { try await breaker.admit(now: now, caller: "carol") }
+        await breaker.record(.answered, probe: true, caller: "alice", now: now)
+        #expect(await breaker.state == .closed)
+
+        // Down for everyone: two callers' failed probes reopen it for a full period.
+        for caller in ["bob", "carol"] {
+            _ = try await breaker.admit(now: now, caller: caller)
+            await breaker.record(.failed, probe: false, caller: caller, now: now)
+        }
+        now = now.addingTimeInterval(31)
+        #expect(try await breaker.admit(now: now, caller: "mallory") == true)
+        await breaker.record(.failed, probe: true, caller: "mallory", now: now)
+        #expect(try await breaker.admit(now: now, caller: "alice") == true)
+        await breaker.record(.failed, probe: true, caller: "alice", now: now)
+        #expect(await breaker.state == .open)
+        let refusal = await #expect(throws: GatehouseError.self) { try await breaker.admit(now: now.addingTimeInterval(1), caller: "dave") }
+        #expect(refusal?.retryAfter == 29)
+    }
+
     @Test("an abandoned probe lets the next caller probe at once; a threshold of 0 never opens")
     func abandonedProbeAndDisabled() async throws {
         let breaker = try await openedAtStart()

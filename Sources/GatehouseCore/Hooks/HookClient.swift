@@ -95,7 +95,7 @@ public final class HookClient: SignInHooks {
         guard let breaker = breakers[event] else { return try await call() }
         let probe: Bool
         do {
-            probe = try await breaker.admit(now: clock.now())
+            probe = try await breaker.admit(now: clock.now(), caller: caller)
         } catch {
             throw HookFailure.circuitOpen(retryAfter: (error as? GatehouseError)?.retryAfter ?? 1)
         }

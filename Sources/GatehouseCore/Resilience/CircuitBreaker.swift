@@ -50,6 +50,11 @@ actor CircuitBreaker {
     private let distinctCallers: Int
     /// The callers among the current run of consecutive failures (at most `distinctCallers`).
     private var failingCallers: Set<String> = []
+    /// The callers whose probes failed since the breaker last opened: with `distinctCallers`
+    /// above 1, it reopens only once that many probed and failed, and none of them probes again
+    /// meanwhile (otherwise one caller, probing at each open period's end with a call it knows
+    /// fails, would hold it open for everyone).
+    private var failedProbers: Set<String> = []
 
     /// A closed breaker for `providerId`; with `distinctCallers` above 1, failures open it only
     /// once that many different callers met them (see `record(_:probe:caller:now:)`).
@@ -61,14 +66,18 @@ actor CircuitBreaker {
         metrics.circuitState(providerId: providerId, state: .closed)
     }
 
-    /// Admits a call or throws `upstream-unavailable` (temporarily, with the seconds to wait) while open.
-    /// Returns whether the admitted call is the half-open probe.
-    func admit(now: Date = Date()) throws -> Bool {
+    /// Admits a call by `caller` or throws `upstream-unavailable` (temporarily, with the
+    /// seconds to wait) while open. Returns whether the admitted call is the half-open probe.
+    func admit(now: Date = Date(), caller: String? = nil) throws -> Bool {
         switch state {
         case .closed:
             return false
         case .open where now.timeIntervalSince(openedAt) >= settings.openDuration:
             move(to: .halfOpen)
+            probing = true
+            return true
+        case .halfOpen where !probing && !(caller.map(failedProbers.contains) ?? false):
+            // The last probe failed for its caller alone: the next other caller probes.
             probing = true
             return true
         case .open, .halfOpen:
@@ -90,14 +99,20 @@ actor CircuitBreaker {
         case .answered:
             consecutiveFailures = 0
             failingCallers.removeAll()
+            failedProbers.removeAll()
             if state != .closed { move(to: .closed) }
         case .failed:
             consecutiveFailures += 1
             if let caller, failingCallers.count < distinctCallers { failingCallers.insert(caller) }
             let enoughCallers = distinctCallers == 1 || failingCallers.count >= distinctCallers
             let tripped = settings.failureThreshold > 0 && consecutiveFailures >= settings.failureThreshold && enoughCallers
+            if probe, state == .halfOpen, distinctCallers > 1, let caller {
+                failedProbers.insert(caller)
+                guard failedProbers.count >= distinctCallers else { return }
+            }
             if state == .halfOpen || (state == .closed && tripped) {
                 openedAt = now
+                failedProbers.removeAll()
                 move(to: .open)
             }
         case .unknown:

@@ -48,7 +48,7 @@ public final class HostBreakers: Sendable {
         let breaker = self.breaker(for: origin)
         let probe: Bool
         do {
-            probe = try await breaker.admit(now: clock.now())
+            probe = try await breaker.admit(now: clock.now(), caller: caller)
         } catch {
             throw refused(origin)
         }
