@@ -162,6 +162,41 @@ struct HookTests {
         }
     }
 
+    @Test(
+        "the account's claims win over a sign-in's session claims on a shared name, so a change reaches every session; a hook answer whose claims together pass 1,000 bytes cannot be used"
+    )
+    func accountClaimsWinOverSessionClaims() async throws {
+        try await withDeployment(hooks: Self.sampleApp()) { deployment in
+            try await Self.answer(
+                deployment, "before-create", #"{"decision":"allow","customClaims":{"role":"admin"},"sessionClaims":{"role":"owner","mfa":"otp"}}"#)
+            let (_, idToken, refreshToken) = try await GatewayTokenTests.signedIn(deployment)
+            let first = try Self.claims(idToken)
+            #expect(first["role"] as? String == "admin" && first["mfa"] as? String == "otp", "\(first)")
+            let uid = try #require(first["sub"] as? String)
+            // A service demotes the user: the session's own claim does not keep the old role.
+            let key = try await ProviderAPITests.key(deployment, ["users:claims"])
+            let demoted = try await ProviderAPITests.call(
+                deployment, "/v1/users/\(uid)/claims", key: key, method: "PUT", headers: ["Content-Type": "application/json"],
+                body: Array(#"{"role":"viewer"}"#.utf8))
+            #expect(demoted.status == 200)
+            let refreshed = try jsonObject(try await GatewayTokenTests.refresh(deployment, refreshToken))
+            let after = try Self.claims(try #require(refreshed["idToken"] as? String))
+            #expect(after["role"] as? String == "viewer" && after["mfa"] as? String == "otp", "\(after)")
+
+            // 600 bytes of account claims and 500 of session claims fit apart, not together.
+            let large =
+                #"{"decision":"allow","customClaims":{"a":"\#(String(repeating: "x", count: 590))"},"sessionClaims":{"b":"\#(String(repeating: "y", count: 490))"}}"#
+            try await Self.answer(deployment, "before-sign-in", large)
+            var browser = Browser(deployment)
+            let refused = try await browser.complete(login: "octocat")
+            #expect(refused.status == 503, "\(refused.bodyText)")
+            #expect(try jsonObject(refused)["code"] as? String == "hook-unavailable")
+            let stored = try jsonObject(
+                try await ProviderAPITests.call(deployment, "/v1/users/\(uid)", key: try await ProviderAPITests.key(deployment, ["profile:read"])))
+            #expect((stored["customClaims"] as? [String: Any])?["role"] as? String == "viewer", "nothing stored")
+        }
+    }
+
     @Test("a claims change reaches the next mint on every instance (PostgreSQL, two instances with account caches)")
     func claimsAcrossInstances() async throws {
         let database = try await PostgresTestServer.freshDatabase()

@@ -112,16 +112,29 @@ public final class HookClient: SignInHooks {
         }
     }
 
-    /// `answer`, unless its `customClaims` change the operator claim's value on `account`:
-    /// the app's hook labels users, but making one a console operator (who can mint any
-    /// service key) is for operators and `admin` keys only. Such an answer cannot be used.
+    /// `answer`, unless it cannot be used for `account`:
+    /// - its `customClaims` change the operator claim's value: the app's hook labels users, but
+    ///   making one a console operator (who can mint any service key) is for operators and
+    ///   `admin` keys only;
+    /// - the account's claims (as the answer leaves them) and its `sessionClaims` together pass
+    ///   the size limit: tokens would carry only the account's, silently.
     private func checked(_ answer: HookAnswer, for account: HookRequest.Account) throws -> HookAnswer {
-        guard let operatorClaim, case .allow(let allowance) = answer, let claims = allowance.customClaims,
-            claims.members[operatorClaim] != account.customClaims[operatorClaim]
-        else { return answer }
-        throw HookFailure.invalidAnswer(
-            "customClaims changes the console's operator claim \(operatorClaim.debugDescription) (GATEHOUSE_ADMIN_CLAIM), which only an operator or an admin key may change"
-        )
+        guard case .allow(let allowance) = answer else { return answer }
+        if let operatorClaim, let claims = allowance.customClaims, claims.members[operatorClaim] != account.customClaims[operatorClaim] {
+            throw HookFailure.invalidAnswer(
+                "customClaims changes the console's operator claim \(operatorClaim.debugDescription) (GATEHOUSE_ADMIN_CLAIM), which only an operator or an admin key may change"
+            )
+        }
+        if let session = allowance.sessionClaims {
+            let accountClaims = allowance.customClaims?.members ?? account.customClaims
+            let union = session.members.merging(accountClaims) { _, accountValue in accountValue }
+            let size = (try? JSONCoding.encoder().encode(union).count) ?? Int.max
+            guard size <= CustomClaims.maximumBytes else {
+                throw HookFailure.invalidAnswer(
+                    "the account's claims and sessionClaims together take \(size) bytes serialized; at most \(CustomClaims.maximumBytes)")
+            }
+        }
+        return answer
     }
 
     /// One signed `POST`; every way it can fail is a `HookFailure`.

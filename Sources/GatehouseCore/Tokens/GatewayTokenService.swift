@@ -163,10 +163,12 @@ public struct GatewayTokenService: Sendable {
             exp: Int(now.addingTimeInterval(configuration.idTokenLifetime).timeIntervalSince1970),
             authTime: Int(session.createdAt.timeIntervalSince1970), signInProvider: session.signInProvider, identities: identities,
             email: profile.email, emailVerified: profile.emailVerified, name: profile.displayName, sid: session.familyId)
-        // The account's claims as they are now (a refresh picks a change up), the sign-in's own
-        // over them.
+        // The sign-in's own claims, and the account's as they are now over them (a refresh picks
+        // a change up): a service that changes a claim, a demotion say, reaches every session,
+        // even one whose hook answered the same name for itself. When both together pass the
+        // size limit (the account's grew since the sign-in), the account's alone.
         if account.customClaims != nil || session.claims != nil {
-            claims.custom = CustomClaims(stored: account.customClaims).merging(CustomClaims(stored: session.claims)).members
+            claims.custom = CustomClaims(stored: session.claims).merging(CustomClaims(stored: account.customClaims)).members
         }
         return try await keys.sign(claims)
     }
