@@ -245,6 +245,10 @@ struct HookTests {
             let reserved = [
                 "iss", "sub", "aud", "exp", "iat", "nbf", "jti", "auth_time", "nonce", "acr", "amr", "azp", "at_hash", "c_hash", "sid", "cnf",
                 "email", "email_verified", "name", "picture", "identities", "sign_in_provider", "gatehouse", "gatehouse_role", "GatehouseTier",
+                // OpenID Connect's standard claims and RFC 8693's: a relying party may trust them.
+                "given_name", "family_name", "middle_name", "nickname", "preferred_username", "profile", "website", "gender", "birthdate",
+                "zoneinfo", "locale", "phone_number", "phone_number_verified", "address", "updated_at", "act", "may_act", "scope", "client_id",
+                "Preferred_Username",
             ]
             // Every claim the gateway mints is among them.
             #expect(Set(try Self.claims(idToken).keys).isSubset(of: Set(reserved)))
@@ -260,6 +264,16 @@ struct HookTests {
             #expect(try await put(#"{"deep":\#(nine)}"#).status == 400)
             let eight = String(repeating: "[", count: 8) + String(repeating: "]", count: 8)
             #expect(try await put(#"{"deep":\#(eight)}"#).status == 200)
+            // An integer beyond ±(2^53 - 1) may come back changed (JSON numbers are doubles):
+            // refused, anywhere in the value; 2^53 - 1 is kept exactly.
+            for large in ["123456789012345678", "-9007199254740993", "9007199254740992", "1e300", "[1, {\"id\": 9007199254740993}]"] {
+                let refused = try await put(#"{"discord_id":\#(large)}"#)
+                #expect(refused.status == 400, "\(large)")
+                #expect((try jsonObject(refused)["detail"] as? String)?.contains("2^53") == true, "\(large)")
+            }
+            let exact = try await put(#"{"discord_id":9007199254740991,"ratio":0.25}"#)
+            #expect(exact.status == 200)
+            #expect(exact.bodyText.contains("9007199254740991") && exact.bodyText.contains("0.25"), "\(exact.bodyText)")
             #expect(try await put("[1]").status == 400)
             #expect(try await put("not json").status == 400)
             // Without the scope: 403; an unknown account: 404.

@@ -12,12 +12,23 @@ public struct CustomClaims: Sendable, Equatable {
     /// The deepest nesting of objects and arrays inside a value.
     public static let maximumDepth = 8
 
-    /// Names no custom claim may have: the registered JWT and OpenID Connect claims and every
-    /// claim the gateway mints itself (names beginning with `gatehouse` are refused as well).
+    /// Names no custom claim may have: the registered JWT claims (RFC 7519), the OpenID Connect
+    /// ID token's and standard claims (Core §2, §5.1), RFC 8693's delegation and scope claims,
+    /// and every claim the gateway mints itself (names beginning with `gatehouse` are refused as
+    /// well): a relying party may trust any of them as the issuer's statement about the user.
+    /// `roles`, `groups` and `entitlements` (RFC 9068) stay the app's: they are what custom
+    /// claims are for.
     public static let reservedNames: Set<String> = [
         "iss", "sub", "aud", "exp", "iat", "nbf", "jti", "auth_time", "nonce", "acr", "amr", "azp", "at_hash", "c_hash", "sid", "cnf",
         "email", "email_verified", "name", "picture", "identities", "sign_in_provider",
+        "given_name", "family_name", "middle_name", "nickname", "preferred_username", "profile", "website", "gender", "birthdate",
+        "zoneinfo", "locale", "phone_number", "phone_number_verified", "address", "updated_at", "act", "may_act", "scope", "client_id",
     ]
+
+    /// The largest integer a JSON number is sure to keep (2^53 - 1, JavaScript's
+    /// `Number.MAX_SAFE_INTEGER`): numbers are read as doubles here and by most consumers of a
+    /// token, and 2^53 + 1 reads as 2^53, so 2^53 itself may stand for another number.
+    public static let largestExactInteger = 9_007_199_254_740_991.0
 
     /// No claims.
     public static let empty = CustomClaims(checked: [:])
@@ -43,6 +54,11 @@ public struct CustomClaims: Sendable, Equatable {
             if let value = members[name], Self.depth(of: value) > Self.maximumDepth {
                 throw GatehouseError.invalidArgument(
                     "\(source): the claim \(name.prefix(64).debugDescription) nests deeper than \(Self.maximumDepth) levels.")
+            }
+            if let value = members[name], !Self.numbersAreExact(value) {
+                throw GatehouseError.invalidArgument(
+                    "\(source): the claim \(name.prefix(64).debugDescription) holds a number beyond ±(2^53 - 1), which would not be kept exactly; send it as a string."
+                )
             }
         }
         let size = try JSONCoding.encoder().encode(members).count
@@ -75,6 +91,17 @@ public struct CustomClaims: Sendable, Equatable {
         let union = members.merging(other.members) { _, new in new }
         guard let size = try? JSONCoding.encoder().encode(union).count, size <= Self.maximumBytes else { return other }
         return CustomClaims(checked: union)
+    }
+
+    /// Whether every number in `value` lies within ±(2^53 - 1) (a larger one may have lost
+    /// digits: 123456789012345678 reads as 123456789012345680).
+    static func numbersAreExact(_ value: JSONValue) -> Bool {
+        switch value {
+        case .number(let number): abs(number) <= largestExactInteger
+        case .object(let object): object.values.allSatisfy(numbersAreExact)
+        case .array(let array): array.allSatisfy(numbersAreExact)
+        default: true
+        }
     }
 
     /// Levels of objects and arrays: a scalar is 0, `{"a":1}` is 1.
