@@ -84,12 +84,9 @@ extension PostgresStorage {
     public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?) async throws {
         try await transaction { connection, logger in
             try await connection.query(try Self.updateQuery(link), logger: logger)
+            try await connection.query("UPDATE accounts SET last_sign_in_at = \(date) WHERE uid = \(link.uid)", logger: logger)
             if let replacingClaims {
-                try await connection.query(
-                    "UPDATE accounts SET last_sign_in_at = \(date), custom_claims = \(replacingClaims.stored) WHERE uid = \(link.uid)",
-                    logger: logger)
-            } else {
-                try await connection.query("UPDATE accounts SET last_sign_in_at = \(date) WHERE uid = \(link.uid)", logger: logger)
+                try await Self.replaceClaims(replacingClaims, uid: link.uid, connection: connection, logger: logger)
             }
         }
     }

@@ -105,6 +105,23 @@ public final class PostgresStorage: GatehouseStorage {
         }
     }
 
+    /// Replaces an account's claims inside a transaction; with a basis, only while the account
+    /// holds exactly it (`IS NOT DISTINCT FROM`: none equals none), else
+    /// `StorageError.changedMeanwhile`, which rolls the transaction back.
+    static func replaceClaims(_ claims: ClaimsReplacement, uid: String, connection: PostgresConnection, logger: Logger) async throws {
+        switch claims.basis {
+        case .any:
+            try await connection.query("UPDATE accounts SET custom_claims = \(claims.stored) WHERE uid = \(uid)", logger: logger)
+        case .exactly(let basis):
+            let rows = try await connection.query(
+                "UPDATE accounts SET custom_claims = \(claims.stored) WHERE uid = \(uid) AND custom_claims IS NOT DISTINCT FROM \(basis) RETURNING 1",
+                logger: logger)
+            var changed = false
+            for try await _ in rows { changed = true }
+            guard changed else { throw StorageError.changedMeanwhile }
+        }
+    }
+
     /// `statement`, then (in the same transaction) the deletion of the pending credential a
     /// claim consumes; the statement alone when there is none.
     func withPendingConsumed(_ tokenHash: String?, _ statement: PostgresQuery, replacingClaims: ClaimsReplacement?, uid: String) async throws {
@@ -115,7 +132,7 @@ public final class PostgresStorage: GatehouseStorage {
                 try await connection.query("DELETE FROM pending_credentials WHERE token_hash = \(tokenHash)", logger: logger)
             }
             if let replacingClaims {
-                try await connection.query("UPDATE accounts SET custom_claims = \(replacingClaims.stored) WHERE uid = \(uid)", logger: logger)
+                try await Self.replaceClaims(replacingClaims, uid: uid, connection: connection, logger: logger)
             }
         }
     }
@@ -334,6 +351,12 @@ public final class PostgresStorage: GatehouseStorage {
             do {
                 return try await operation()
             } catch {
+                // A store rule a transaction's body broke (it was rolled back): said as it is.
+                if let error = error as? PostgresTransactionError, let broken = error.closureError as? StorageError,
+                    error.commitError == nil
+                {
+                    throw broken
+                }
                 if Self.isUnreachable(error) { throw StorageError.unavailable }
                 switch Self.sqlState(of: error) {
                 case PostgresError.Code.uniqueViolation.raw:

@@ -56,7 +56,7 @@ extension SQLiteStorage {
     /// Replaces an account's custom claims.
     public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool {
         try await write { db in
-            try Self.replaceClaims(claims, uid: uid, db)
+            try Self.replaceClaims(ClaimsReplacement(stored: claims.stored), uid: uid, db)
             return db.changesCount > 0
         }
     }

@@ -89,7 +89,15 @@ public final class SQLiteStorage: GatehouseStorage {
     /// Replaces an account's custom claims, when given (in the caller's transaction).
     static func replaceClaims(_ claims: ClaimsReplacement?, uid: String, _ db: Database) throws {
         guard let claims else { return }
-        try db.cachedStatement(sql: "UPDATE accounts SET custom_claims = ? WHERE uid = ?").execute(arguments: [claims.stored, uid])
+        switch claims.basis {
+        case .any:
+            try db.cachedStatement(sql: "UPDATE accounts SET custom_claims = ? WHERE uid = ?").execute(arguments: [claims.stored, uid])
+        case .exactly(let basis):
+            // `IS` compares NULL with NULL too (an account without claims).
+            try db.cachedStatement(sql: "UPDATE accounts SET custom_claims = ? WHERE uid = ? AND custom_claims IS ?").execute(
+                arguments: [claims.stored, uid, basis])
+            guard db.changesCount > 0 else { throw StorageError.changedMeanwhile }
+        }
     }
 
     /// Deletes the pending credential with this hash, when given (in the caller's transaction).

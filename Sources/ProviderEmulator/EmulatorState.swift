@@ -15,6 +15,9 @@ struct Fault: Sendable {
     var bodyBytes = 0
     /// Latency added before answering.
     var delayMilliseconds: Int
+    /// When positive, the answer waits this long or until `POST /_emulator/faults/release`,
+    /// after `delayMilliseconds`: a test decides when a call it knows is in flight answers.
+    var holdMilliseconds = 0
     /// How many more requests it applies to; `nil` until cleared.
     var remaining: Int?
     /// When positive, the real answer's head and the first half of its body are sent, and
@@ -80,7 +83,7 @@ actor EmulatorState {
 
     func clearFaults() { faults.removeAll() }
 
-    /// Lets every paused body go on.
+    /// Lets every paused body and held answer go on.
     func releasePausedBodies() { releases += 1 }
 
     /// Waits up to `milliseconds`, or less if paused bodies are released meanwhile.

@@ -197,6 +197,51 @@ struct HookTests {
         }
     }
 
+    @Test(
+        "a claims change made while the hook is asked is not undone by its answer: the sign-in asks the hook again, with the claims as they are now"
+    )
+    func claimsChangedDuringTheHookAreKept() async throws {
+        try await withDeployment(hooks: Self.sampleApp(timeout: 10)) { deployment in
+            let (_, idToken, _) = try await GatewayTokenTests.signedIn(deployment)
+            let uid = try #require(try Self.claims(idToken)["sub"] as? String)
+            let key = try await ProviderAPITests.key(deployment, ["users:claims", "profile:read"])
+            let endpoint = "POST /sample-app/hooks/before-sign-in"
+            let asked = try await deployment.emulatorStats()[endpoint] ?? 0
+            // The hook answers from the claims it was sent, when the test releases it.
+            let fault: [String: Any] = [
+                "endpoint": endpoint, "status": 200, "holdMs": 9000, "times": 1,
+                "body": #"{"decision":"allow","customClaims":{"role":"admin","plan":"from-hook"}}"#,
+            ]
+            #expect(
+                try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: fault), as: UTF8.self)).status
+                    == 201)
+            let signIn = Task {
+                var browser = Browser(deployment)
+                return try await browser.complete(login: "octocat")
+            }
+            // Once the hook has the call, a service changes the claims.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while try await deployment.emulatorStats()[endpoint] ?? 0 == asked, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let changed = try await ProviderAPITests.call(
+                deployment, "/v1/users/\(uid)/claims", key: key, method: "PUT", headers: ["Content-Type": "application/json"],
+                body: Array(#"{"role":"admin","suspended":true}"#.utf8))
+            #expect(changed.status == 200)
+            // Then the hook answers (held until now, at most 9 s).
+            _ = try await deployment.control("faults/release", "{}")
+            let answered = try await signIn.value
+            #expect(answered.status == 200, "\(answered.bodyText)")
+            // The stale answer was not stored: the hook was asked again, with the service's change,
+            // and its answer to that (the sample app's: role admin) is what the account holds.
+            #expect(try await deployment.emulatorStats()[endpoint] == asked + 2)
+            let last = try #require(try await Self.calls(deployment).last { $0["event"] as? String == "before-sign-in" })
+            #expect((last["body"] as? String)?.contains(#""suspended":true"#) == true, "\(last)")
+            let stored = try jsonObject(try await ProviderAPITests.call(deployment, "/v1/users/\(uid)", key: key))["customClaims"] as? [String: Any]
+            #expect(stored?["role"] as? String == "admin" && stored?["plan"] == nil && stored?.count == 1, "\(String(describing: stored))")
+        }
+    }
+
     @Test("a claims change reaches the next mint on every instance (PostgreSQL, two instances with account caches)")
     func claimsAcrossInstances() async throws {
         let database = try await PostgresTestServer.freshDatabase()

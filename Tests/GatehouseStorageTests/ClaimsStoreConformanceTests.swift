@@ -61,4 +61,38 @@ import Testing
         }
         #expect(try await storage.account(uid: "u1")?.customClaims == nil)
     }
+
+    @Test(arguments: StorageBackend.all)
+    func aReplacementFromOlderClaimsCommitsNothing(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        var account = Fixtures.account("u1")
+        account.customClaims = Self.role
+        try await storage.createAccount(account, firstLink: Fixtures.link("u1", federatedId: "1"))
+        // A hook answered for {"role":"admin"}; a service replaced them meanwhile.
+        #expect(try await storage.setCustomClaims(uid: "u1", ClaimsReplacement(stored: Self.plan)))
+        let stale = ClaimsReplacement(stored: Data(#"{"role":"admin","team":"red"}"#.utf8), basis: Self.role)
+        var moved = Fixtures.link("u1", federatedId: "1")
+        moved.sealedTokens = "sealed-later"
+        await #expect(throws: StorageError.changedMeanwhile) {
+            try await storage.recordSignIn(link: moved, at: Fixtures.now.addingTimeInterval(60), replacingClaims: stale)
+        }
+        await #expect(throws: StorageError.changedMeanwhile) {
+            try await storage.updateLink(moved, consumingPending: nil, replacingClaims: stale)
+        }
+        await #expect(throws: StorageError.changedMeanwhile) {
+            try await storage.addLink(
+                Fixtures.link("u1", provider: "oidc.x", federatedId: "3"), consumingPending: nil, replacingClaims: stale)
+        }
+        // Nothing of those writes was committed: the claims, the link and the account as they were.
+        #expect(try await storage.account(uid: "u1")?.customClaims == Self.plan)
+        #expect(try await storage.account(uid: "u1")?.lastSignInAt == account.lastSignInAt)
+        #expect(try await storage.link(providerId: "github.com", federatedId: "1")?.sealedTokens != "sealed-later")
+        #expect(try await storage.link(providerId: "oidc.x", federatedId: "3") == nil)
+        // From the claims as they are, the replacement is written, a missing basis (none) too.
+        try await storage.recordSignIn(link: moved, at: Fixtures.now, replacingClaims: ClaimsReplacement(stored: Self.role, basis: Self.plan))
+        #expect(try await storage.account(uid: "u1")?.customClaims == Self.role)
+        #expect(try await storage.setCustomClaims(uid: "u1", ClaimsReplacement(stored: nil)))
+        try await storage.updateLink(moved, consumingPending: nil, replacingClaims: ClaimsReplacement(stored: Self.plan, basis: nil))
+        #expect(try await storage.account(uid: "u1")?.customClaims == Self.plan)
+    }
 }

@@ -195,6 +195,17 @@ public struct AccountService: Sendable {
         uid: String, profile: ProviderProfile, sealed: String, origin: SignInOrigin, consumingPending: String? = nil,
         onElsewhere: (String) async throws -> String?
     ) async throws -> SignIn {
+        try await redoingIfClaimsChanged {
+            try await attachOnce(
+                uid: uid, profile: profile, sealed: sealed, origin: origin, consumingPending: consumingPending, onElsewhere: onElsewhere)
+        }
+    }
+
+    /// `attach`, from one reading of the account.
+    private func attachOnce(
+        uid: String, profile: ProviderProfile, sealed: String, origin: SignInOrigin, consumingPending: String?,
+        onElsewhere: (String) async throws -> String?
+    ) async throws -> SignIn {
         guard var account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
         if account.disabled { throw GatehouseError.userDisabled() }
         let now = clock.now()
@@ -252,6 +263,34 @@ public struct AccountService: Sendable {
 
     /// A returning identity: new profile snapshot and tokens, last sign-in moved.
     private func refreshLink(
+        _ link: ProviderLinkRecord, profile: ProviderProfile, tokens: ProviderTokens, at now: Date, mode: SignInMode, origin: SignInOrigin
+    ) async throws -> SignIn {
+        try await redoingIfClaimsChanged {
+            try await refreshLinkOnce(link, profile: profile, tokens: tokens, at: now, mode: mode, origin: origin)
+        }
+    }
+
+    /// Runs a sign-in's write (`body`: read the account, ask the hook, write) a second time
+    /// when the account's claims changed while the hook was asked: the hook's claims are
+    /// stored only over the claims it was sent (`ClaimsReplacement.basis`), so a change a
+    /// service made meanwhile is not undone; asked again, the hook sees it. A second change
+    /// in that time is `storage-unavailable` (retryable, nothing stored).
+    private func redoingIfClaimsChanged(_ body: () async throws -> SignIn) async throws -> SignIn {
+        do {
+            return try await body()
+        } catch StorageError.changedMeanwhile {}
+        do {
+            return try await body()
+        } catch StorageError.changedMeanwhile {
+            throw GatehouseError(
+                code: .storageUnavailable,
+                detail: "The account's claims changed twice while the app's hook was asked; nothing was stored: try again.",
+                retryAfter: 1)
+        }
+    }
+
+    /// `refreshLink`, from one reading of the account.
+    private func refreshLinkOnce(
         _ link: ProviderLinkRecord, profile: ProviderProfile, tokens: ProviderTokens, at now: Date, mode: SignInMode, origin: SignInOrigin
     ) async throws -> SignIn {
         var link = link
@@ -364,11 +403,13 @@ public struct AccountService: Sendable {
     }
 
     /// The replacement of `account`'s claims a hook's answer asks for (applied to `account`),
-    /// or `nil` when it asks for none or for the claims the account already holds.
+    /// or `nil` when it asks for none or for the claims the account already holds. It is
+    /// written only over the claims the hook was sent (see `redoingIfClaimsChanged`).
     private func claimsReplacement(_ allowance: HookAllowance, of account: inout AccountRecord) -> ClaimsReplacement? {
         guard let claims = allowance.customClaims, claims != CustomClaims(stored: account.customClaims) else { return nil }
+        let sent = account.customClaims
         account.customClaims = claims.stored
-        return ClaimsReplacement(stored: claims.stored)
+        return ClaimsReplacement(stored: claims.stored, basis: sent)
     }
 
     /// `links` with the one of `link`'s identity replaced by `link`: the links as they will be

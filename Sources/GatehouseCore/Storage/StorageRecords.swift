@@ -215,6 +215,9 @@ public struct NewRefreshToken: Sendable, Equatable {
 public enum StorageError: Error, Sendable, Equatable {
     /// A uniqueness rule was violated (for example the same identity linked twice).
     case conflict
+    /// A write conditioned on what was read found it changed since (claims a hook answered
+    /// for, replaced meanwhile): nothing was committed; read again and redo.
+    case changedMeanwhile
     /// The store cannot be reached right now (a database restart, a network failure).
     case unavailable
     /// The store refuses work for lack of a resource (a full disk, no memory, no connection

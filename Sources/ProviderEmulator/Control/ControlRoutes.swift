@@ -97,6 +97,7 @@ struct ControlRoutes {
                 body: object["body"] as? String ?? "",
                 bodyBytes: min(object["bodyBytes"] as? Int ?? 0, 64 << 20),
                 delayMilliseconds: object["delayMs"] as? Int ?? 0,
+                holdMilliseconds: object["holdMs"] as? Int ?? 0,
                 remaining: object["times"] as? Int,
                 pauseBodyMilliseconds: object["pauseBodyMs"] as? Int ?? 0,
                 chunked: object["chunked"] as? Bool ?? false)

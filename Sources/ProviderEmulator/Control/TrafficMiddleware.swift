@@ -17,6 +17,7 @@ struct TrafficMiddleware<Context: RequestContext>: RouterMiddleware {
             if fault.delayMilliseconds > 0 {
                 try await Task.sleep(for: .milliseconds(fault.delayMilliseconds))
             }
+            if fault.holdMilliseconds > 0 { await state.pause(milliseconds: fault.holdMilliseconds) }
             if let status = fault.status {
                 var headers = HTTPFields()
                 for (name, value) in fault.headers {

@@ -60,18 +60,38 @@ public protocol AccountStore: Sendable {
     /// Up to `limit` uids of accounts that `search` finds, in uid order (byte order) after the
     /// uid `after`: a stable cursor for operators' paging.
     func searchAccounts(_ search: AccountSearch, after: String?, limit: Int) async throws -> [String]
-    /// Replaces an account's custom claims; `false` when there is no such account.
+    /// Replaces an account's custom claims over whatever is stored (a service's or an
+    /// operator's change: `claims.basis` is not checked); `false` when there is no such account.
     func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool
 }
 
 /// A new value of an account's custom claims: the serialized JSON object, or `nil` to clear.
 public struct ClaimsReplacement: Sendable, Equatable {
+    /// What the replacement may overwrite.
+    public enum Basis: Sendable, Equatable {
+        /// Whatever is stored (a service's or an operator's replacement: the newest wins).
+        case any
+        /// Only exactly these stored claims (`nil`: none), the ones the replacement was computed
+        /// from; otherwise the write throws `StorageError.changedMeanwhile` and commits nothing.
+        case exactly(Data?)
+    }
+
     /// What to store.
     public var stored: Data?
+    /// What it may overwrite.
+    public var basis: Basis
 
-    /// Stores `stored` (`nil` clears).
+    /// Stores `stored` (`nil` clears) over whatever is stored.
     public init(stored: Data?) {
         self.stored = stored
+        self.basis = .any
+    }
+
+    /// Stores `stored` only while the account holds `basis` (`nil`: no claims): a hook's answer,
+    /// computed from the claims it was sent, must not undo a change made while it was asked.
+    public init(stored: Data?, basis: Data?) {
+        self.stored = stored
+        self.basis = .exactly(basis)
     }
 }
 
