@@ -181,6 +181,13 @@ struct NativeAppTests {
                     #expect(page.bodyText.contains("Example &lt;b&gt;App&lt;/b&gt;") && !page.bodyText.contains("<b>App</b>"))
                 }
                 #expect(page.bodyText.contains(returnTo))
+                // The name is what the app's address is registered as, not a proof: the page says
+                // who could be listening there.
+                let caution =
+                    returnTo == Self.scheme
+                    ? "Any app on this device can register <code>com.example.app:</code>"
+                    : "Any program on this computer can listen at <code>http://127.0.0.1:53124</code>"
+                #expect(page.bodyText.contains(caution), "\(page.bodyText)")
                 // The provider answered, but nothing is written until the user says so.
                 #expect(try await deployment.accountCount() == 0)
                 #expect(try await Self.rows(deployment, "sessions") == 0)

@@ -1,3 +1,4 @@
+import Foundation
 import GatehouseCore
 import HTTPTypes
 import Hummingbird
@@ -43,6 +44,7 @@ enum ConsentPage {
             <main>
             <h1>Continue to the app?</h1>
             <p>The app <strong>\(app)</strong> asks to \(action) <strong>\(escape(consent.account))</strong> (\(escape(consent.providerId))).</p>
+            <p>\(caution(consent.returnTo))</p>
             \(warning)<p>Continue only if you started this in that app just now. If you did not, choose Cancel: nothing is stored.</p>
             <form method="post" action="/v1/auth/consent">
             <input type="hidden" name="consent" value="\(escape(consent.token))">
@@ -54,6 +56,21 @@ enum ConsentPage {
             </html>
 
             """
+    }
+
+    /// Who could be at an app's return address, escaped: the name configured for it is what the
+    /// address is registered as, not proof of which program receives the sign-in. A loopback
+    /// address is any program's that listens on that port; a private-use scheme any app's that
+    /// registers it.
+    static func caution(_ returnTo: String) -> String {
+        if let components = URLComponents(string: returnTo), components.scheme == "http", let host = components.host {
+            let address = "http://\(host)" + (components.port.map { ":\($0)" } ?? "")
+            return "Any program on this computer can listen at <code>\(escape(address))</code>: "
+                + "the gateway cannot tell which one will receive this sign-in."
+        }
+        let scheme = returnTo.prefix { $0 != ":" }
+        return "Any app on this device can register <code>\(escape(String(scheme))):</code>: "
+            + "the gateway cannot tell which one will receive this sign-in."
     }
 
     /// Text as HTML character data or an attribute value.
