@@ -42,10 +42,7 @@ public struct CustomClaims: Sendable, Equatable {
     /// where they came from in the message (`customClaims`, the body).
     public init(_ members: [String: JSONValue], source: String = "claims") throws {
         for name in members.keys.sorted() {
-            // Compared without case: consumers that look claims up case-insensitively must not
-            // read `Sub` or `EMAIL` as the gateway's own.
-            let folded = name.lowercased()
-            if Self.reservedNames.contains(folded) || folded.hasPrefix("gatehouse") {
+            if Self.isReserved(name) {
                 throw GatehouseError.invalidArgument(
                     "\(source): the claim \(name.prefix(64).debugDescription) is reserved (registered JWT/OIDC claims, the gateway's own claims, gatehouse…)."
                 )
@@ -91,6 +88,13 @@ public struct CustomClaims: Sendable, Equatable {
         let union = members.merging(other.members) { _, new in new }
         guard let size = try? JSONCoding.encoder().encode(union).count, size <= Self.maximumBytes else { return other }
         return CustomClaims(checked: union)
+    }
+
+    /// Whether no custom claim may be named `name`. Compared without case: consumers that look
+    /// claims up case-insensitively must not read `Sub` or `EMAIL` as the gateway's own.
+    public static func isReserved(_ name: String) -> Bool {
+        let folded = name.lowercased()
+        return reservedNames.contains(folded) || folded.hasPrefix("gatehouse")
     }
 
     /// Whether every number in `value` lies within ±(2^53 - 1) (a larger one may have lost

@@ -28,8 +28,9 @@ public struct GatewayIDTokenClaims: JWTPayload, Equatable {
     public var name: String?
     /// The session (refresh-token family) the token belongs to.
     public var sid: String
-    /// The account's custom claims and the session's claims, as top-level claims (their
-    /// names never collide with the ones above: `CustomClaims` refuses those). Not decoded.
+    /// The account's custom claims and the session's claims, as top-level claims. A reserved
+    /// name (`CustomClaims.isReserved`: the ones above among them) is left out, also when it
+    /// was stored before it was reserved. Not decoded.
     public var custom: [String: JSONValue] = [:]
 
     enum CodingKeys: String, CodingKey {
@@ -52,7 +53,7 @@ public struct GatewayIDTokenClaims: JWTPayload, Equatable {
     public func encode(to encoder: any Encoder) throws {
         if !custom.isEmpty {
             var extra = encoder.container(keyedBy: CustomKey.self)
-            for (name, value) in custom where CodingKeys(stringValue: name) == nil {
+            for (name, value) in custom where !CustomClaims.isReserved(name) {
                 try extra.encode(value, forKey: CustomKey(stringValue: name))
             }
         }
