@@ -44,6 +44,10 @@ extension PostgresStorage {
         for try await _ in rows.decode(Int.self) { return true }
         return false
     }
+    /// Forgets a spent credential.
+    public func releaseToken(hash: String) async throws {
+        try await execute("DELETE FROM spent_tokens WHERE token_hash = \(hash)")
+    }
     /// Saves a one-time sign-in result.
     public func insertResult(idHash: String, payload: Data, expiresAt: Date) async throws {
         try await execute("INSERT INTO signin_results (id_hash, payload, expires_at) VALUES (\(idHash), \(payload), \(expiresAt))")

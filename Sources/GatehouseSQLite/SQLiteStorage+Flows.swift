@@ -44,6 +44,12 @@ extension SQLiteStorage {
             return db.changesCount == 1
         }
     }
+    /// Forgets a spent credential.
+    public func releaseToken(hash: String) async throws {
+        try await write { db in
+            try db.cachedStatement(sql: "DELETE FROM spent_tokens WHERE token_hash = ?").execute(arguments: [hash])
+        }
+    }
     /// Saves a one-time sign-in result.
     public func insertResult(idHash: String, payload: Data, expiresAt: Date) async throws {
         try await write { db in

@@ -74,12 +74,23 @@ struct HookTests {
             let minted = try jsonObject(
                 try await deployment.control("oidc/id-token", #"{"issuer":"oidc","hint":"sam@oidc.example"}"#))
             try await Self.answer(deployment, "before-create", #"{"decision":"deny","message":"No\u0007 new\naccounts\u0000 today."}"#)
-            let exchanged = try await browser.json(
-                "/v1/auth/idtoken", #"{"providerId":"oidc.emulator","idToken":"\#(try #require(minted["idToken"] as? String))"}"#)
+            let idToken = try #require(minted["idToken"] as? String)
+            let exchanged = try await browser.json("/v1/auth/idtoken", #"{"providerId":"oidc.emulator","idToken":"\#(idToken)"}"#)
             #expect(exchanged.status == 403)
             // Control characters are removed from the message.
             #expect(try jsonObject(exchanged)["message"] as? String == "No newaccounts today.")
             #expect(try await Self.snapshot(deployment) == before)
+
+            // Nothing was stored, so the ID token is not spent: a hook that cannot be asked, then
+            // one that allows, and the app's same token signs in; once, as always.
+            try await Self.answer(deployment, "before-create", #"{"decision":"allow"}"#, status: 503)
+            let unavailable = try await browser.json("/v1/auth/idtoken", #"{"providerId":"oidc.emulator","idToken":"\#(idToken)"}"#)
+            try #expect(unavailable.status == 503 && (try jsonObject(unavailable)["code"] as? String) == "hook-unavailable")
+            let signedIn = try await browser.json("/v1/auth/idtoken", #"{"providerId":"oidc.emulator","idToken":"\#(idToken)"}"#)
+            #expect(signedIn.status == 200, "\(signedIn.bodyText)")
+            var stranger = Browser(deployment)
+            let replayed = try await stranger.json("/v1/auth/idtoken", #"{"providerId":"oidc.emulator","idToken":"\#(idToken)"}"#)
+            try #expect(replayed.status == 400 && (try jsonObject(replayed)["code"] as? String) == "invalid-idp-response", "\(replayed.bodyText)")
         }
     }
 

@@ -24,7 +24,9 @@ import Testing
         #expect(try await storage.takeTransaction(stateHash: transaction.stateHash, bindingHash: transaction.bindingHash) == transaction)
     }
 
-    @Test("a spent token is recorded once across callers; a concurrent replay loses; purged after it expires", arguments: StorageBackend.all)
+    @Test(
+        "a spent token is recorded once across callers; a concurrent replay loses; a released one may be spent again; purged after it expires",
+        arguments: StorageBackend.all)
     func spentTokensAreSingleUse(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         let wins = try await withThrowingTaskGroup(of: Bool.self) { group in
@@ -33,6 +35,10 @@ import Testing
         }
         #expect(wins.filter { $0 }.count == 1)
         #expect(try await storage.spendToken(hash: "t2", expiresAt: Fixtures.now.addingTimeInterval(60)))
+        // Released (its sign-in stored nothing), it may be spent again, once.
+        try await storage.releaseToken(hash: "t2")
+        #expect(try await storage.spendToken(hash: "t2", expiresAt: Fixtures.now.addingTimeInterval(60)))
+        #expect(try await !storage.spendToken(hash: "t2", expiresAt: Fixtures.now.addingTimeInterval(60)))
         try await storage.purgeExpired(now: Fixtures.now.addingTimeInterval(61))
         // Expired markers are gone (their tokens are refused as expired anyway).
         #expect(try await storage.spendToken(hash: "t1", expiresAt: Fixtures.now.addingTimeInterval(120)))

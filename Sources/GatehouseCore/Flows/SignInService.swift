@@ -184,7 +184,16 @@ public struct SignInService: Sendable {
             let completed = try await provider.signIn(idToken: idToken, rawNonce: rawNonce)
             if let claims = completed.idTokenClaims { try await accept(claims, idToken: idToken, mode: mode) }
             let origin = SignInOrigin(client: client, flow: .idToken, idTokenClaims: completed.idTokenClaims?.all)
-            let established = try await establish(completed, providerId: provider.id, mode: mode, uid: uid, origin: origin, logger: logger)
+            let established: (result: SignInResult, session: NewSession?)
+            do {
+                established = try await establish(completed, providerId: provider.id, mode: mode, uid: uid, origin: origin, logger: logger)
+            } catch let error as GatehouseError where [.hookUnavailable, .signInDenied].contains(error.code) && completed.idTokenClaims != nil {
+                // The hooks are asked before anything is written: the token signed nobody in,
+                // and the app may present it again (once the hook answers, say) instead of
+                // asking its user to sign in at the provider anew.
+                try? await storage.releaseToken(hash: SecureRandom.digest(idToken))
+                throw error
+            }
             var issued: GatewayTokenService.Issued?
             if let session = established.session { issued = try await tokens.issue(for: session.record) }
             metrics.signIn(providerId: provider.id, mode: mode, outcome: "ok")

@@ -35,6 +35,8 @@ extension CachedStore {
 
     /// Spends a single-use credential.
     public func spendToken(hash: String, expiresAt: Date) async throws -> Bool { try await base.spendToken(hash: hash, expiresAt: expiresAt) }
+    /// Forgets a spent credential.
+    public func releaseToken(hash: String) async throws { try await base.releaseToken(hash: hash) }
 
     /// The link of an identity: always from the store (linking and refreshes decide on it).
     public func link(providerId: String, federatedId: String) async throws -> ProviderLinkRecord? {

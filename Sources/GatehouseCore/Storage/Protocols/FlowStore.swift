@@ -22,4 +22,7 @@ public protocol FlowStore: Sendable {
     /// Records that a single-use credential (an ID token posted to the gateway) was used,
     /// until `expiresAt`; `false` when it had been recorded already (a replay), across instances.
     func spendToken(hash: String, expiresAt: Date) async throws -> Bool
+    /// Forgets a spent credential whose sign-in stored nothing (the app's hook refused it or
+    /// could not be asked), so that it may be presented again.
+    func releaseToken(hash: String) async throws
 }

@@ -27,7 +27,7 @@ public protocol SessionStore: Sendable {
     func deleteSessions(uid: String) async throws
     /// An account's live sessions (expiring after `now`), newest first, at most `SessionRecord.listLimit`.
     func sessions(uid: String, now: Date) async throws -> [SessionRecord]
-    /// How many live sessions an account has (what `sessions(uid:now:)` stops listing at 100).
+    /// How many live sessions an account has (`sessions(uid:now:)` lists at most `SessionRecord.listLimit`).
     func sessionCount(uid: String, now: Date) async throws -> Int
     /// Records that a session was used (its sign-in, a refresh of its tokens): when, from
     /// which client address and with which user agent; the last use replaces the one before.
