@@ -77,6 +77,21 @@ import Testing
         await breaker.record(.answered, probe: true, caller: "alice", now: now)
         #expect(await breaker.state == .closed)
 
+        // Alone on a quiet deployment, a caller whose probe failed probes again after an open
+        // period instead of being refused for good.
+        for caller in ["bob", "carol"] {
+            _ = try await breaker.admit(now: now, caller: caller)
+            await breaker.record(.failed, probe: false, caller: caller, now: now)
+        }
+        now = now.addingTimeInterval(31)
+        #expect(try await breaker.admit(now: now, caller: "mallory") == true)
+        await breaker.record(.failed, probe: true, caller: "mallory", now: now)
+        await #expect(throws: GatehouseError.self) { try await breaker.admit(now: now.addingTimeInterval(29), caller: "mallory") }
+        #expect(try await breaker.admit(now: now.addingTimeInterval(30), caller: "mallory") == true)
+        await breaker.record(.answered, probe: true, caller: "mallory", now: now.addingTimeInterval(30))
+        #expect(await breaker.state == .closed)
+        now = now.addingTimeInterval(30)
+
         // Down for everyone: two callers' failed probes reopen it for a full period.
         for caller in ["bob", "carol"] {
             _ = try await breaker.admit(now: now, caller: caller)

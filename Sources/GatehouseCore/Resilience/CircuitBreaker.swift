@@ -55,6 +55,9 @@ actor CircuitBreaker {
     /// meanwhile (otherwise one caller, probing at each open period's end with a call it knows
     /// fails, would hold it open for everyone).
     private var failedProbers: Set<String> = []
+    /// When the last probe failed: a caller whose probe failed may probe again one open period
+    /// later (on a quiet deployment nobody else may come).
+    private var lastProbeFailedAt = Date.distantPast
 
     /// A closed breaker for `providerId`; with `distinctCallers` above 1, failures open it only
     /// once that many different callers met them (see `record(_:probe:caller:now:)`).
@@ -76,8 +79,11 @@ actor CircuitBreaker {
             move(to: .halfOpen)
             probing = true
             return true
-        case .halfOpen where !probing && !(caller.map(failedProbers.contains) ?? false):
-            // The last probe failed for its caller alone: the next other caller probes.
+        case .halfOpen
+        where !probing
+            && (!(caller.map(failedProbers.contains) ?? false) || now.timeIntervalSince(lastProbeFailedAt) >= settings.openDuration):
+            // The last probe failed for its caller alone: the next other caller probes, or the
+            // same one after an open period.
             probing = true
             return true
         case .open, .halfOpen:
@@ -108,6 +114,7 @@ actor CircuitBreaker {
             let tripped = settings.failureThreshold > 0 && consecutiveFailures >= settings.failureThreshold && enoughCallers
             if probe, state == .halfOpen, distinctCallers > 1, let caller {
                 failedProbers.insert(caller)
+                lastProbeFailedAt = now
                 guard failedProbers.count >= distinctCallers else { return }
             }
             if state == .halfOpen || (state == .closed && tripped) {
