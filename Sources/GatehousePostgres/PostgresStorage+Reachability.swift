@@ -66,11 +66,20 @@ extension PostgresStorage {
             }
             return nil
         } catch let error as PSQLError where error.serverInfo != nil {
-            // 57P01–57P03: shutting down, crashed, starting up.
-            let transient = error.serverInfo?[.sqlState]?.hasPrefix("57P") == true
+            // 57P01–57P03: shutting down, crashed, starting up; 53300: no connection slot free.
+            let state = error.serverInfo?[.sqlState] ?? ""
+            let transient = state.hasPrefix("57P") || state == "53300"
             return ConnectionProblem(
                 error: PostgresStorageError("\(server) refused the connection: \(error.storeFailureSummary)", unreachable: true),
                 isTransient: transient)
+        } catch let error as PSQLError where error.code == .authMechanismRequiresPassword {
+            return ConnectionProblem(
+                error: PostgresStorageError("\(server) asks for a password, and the database URL gives none", unreachable: true),
+                isTransient: false)
+        } catch let error as PSQLError where [.unsupportedAuthMechanism, .saslError].contains(error.code) {
+            return ConnectionProblem(
+                error: PostgresStorageError("\(server) asks for an authentication this client cannot give (\(error.code))", unreachable: true),
+                isTransient: false)
         } catch let error as PSQLError where error.code == .sslUnsupported {
             return ConnectionProblem(
                 error: PostgresStorageError("\(server) does not offer TLS, which the URL's sslmode requires", unreachable: true), isTransient: false)

@@ -137,6 +137,35 @@ import Testing
         store.shutdown()
     }
 
+    @Test(
+        "a server that asks for a password: the right one connects; a wrong one and none at all are named at once with what went wrong, never the password"
+    )
+    func passwordAuthentication() async throws {
+        let cluster = try await PostgresCluster(password: "right-horse-battery")
+        defer { cluster.destroy() }
+        try await cluster.start()
+        let good = try PostgresTestServer.store(cluster.url, maximumConnections: 1)
+        try await good.awaitReachable()
+        good.shutdown()
+        let cases = [
+            (
+                "postgres://gatehouse:wrong-staple@127.0.0.1:\(cluster.port)/postgres?sslmode=disable",
+                "SQLSTATE 28P01: password authentication failed"
+            ),
+            ("postgres://gatehouse@127.0.0.1:\(cluster.port)/postgres?sslmode=disable", "asks for a password, and the database URL gives none"),
+        ]
+        for (url, said) in cases {
+            // A long timeout: the answer must come from what the server said, not from waiting.
+            let store = try PostgresTestServer.store(url, maximumConnections: 1)
+            let started = ContinuousClock.now
+            let error = await #expect(throws: PostgresStorageError.self) { try await store.awaitReachable() }
+            #expect(error?.description.contains(said) == true, "\(String(describing: error))")
+            #expect(error?.description.contains("wrong-staple") == false)
+            #expect(ContinuousClock.now - started < .seconds(30), "\(ContinuousClock.now - started)")
+            store.shutdown()
+        }
+    }
+
     @Test("TLS: verify-full with the server's CA connects over TLS; another CA, or a host name the certificate does not name, is refused")
     func tlsConnections() async throws {
         let cluster = try await PostgresCluster(tls: true)
@@ -165,16 +194,18 @@ import Testing
         ] {
             let refused = try PostgresStorage(url: url, maximumConnections: 1, operationTimeout: .seconds(3), logger: PostgresTestServer.quietLogger)
             await #expect(throws: (any Error).self) { try await refused.ping() }
-            // Asked why, the store names the TLS failure at once instead of waiting out its timeout.
-            let started = ContinuousClock.now
-            let error = await #expect(throws: PostgresStorageError.self) { try await refused.awaitReachable() }
-            #expect(error?.description.hasPrefix("TLS with the PostgreSQL server at ") == true, "\(String(describing: error))")
-            #expect(ContinuousClock.now - started < .seconds(3), "\(ContinuousClock.now - started)")
             refused.shutdown()
+            // Asked why, the store names the TLS failure instead of waiting out its (long) timeout.
+            let asked = try PostgresTestServer.store(url, maximumConnections: 1)
+            let started = ContinuousClock.now
+            let error = await #expect(throws: PostgresStorageError.self) { try await asked.awaitReachable() }
+            #expect(error?.description.hasPrefix("TLS with the PostgreSQL server at ") == true, "\(String(describing: error))")
+            #expect(ContinuousClock.now - started < .seconds(30), "\(ContinuousClock.now - started)")
+            asked.shutdown()
         }
-        let missingCA = try PostgresStorage(
-            url: "postgres://gatehouse@localhost:\(cluster.port)/postgres?sslmode=verify-full&sslrootcert=\(otherFolder)/missing.pem",
-            maximumConnections: 1, operationTimeout: .seconds(3), logger: PostgresTestServer.quietLogger)
+        let missingCA = try PostgresTestServer.store(
+            "postgres://gatehouse@localhost:\(cluster.port)/postgres?sslmode=verify-full&sslrootcert=\(otherFolder)/missing.pem",
+            maximumConnections: 1)
         let error = await #expect(throws: PostgresStorageError.self) { try await missingCA.awaitReachable() }
         #expect(error?.description.hasPrefix("cannot use the TLS settings of the PostgreSQL database URL") == true, "\(String(describing: error))")
         missingCA.shutdown()

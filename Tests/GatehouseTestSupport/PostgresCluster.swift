@@ -14,16 +14,23 @@ public final class PostgresCluster: Sendable {
     /// The throwaway certificates when the server speaks TLS.
     public let certificates: TestCertificates?
 
+    /// The superuser's password when the cluster asks for one (SCRAM), else `nil` (trust).
+    public let password: String?
+
     /// A superuser URL to its `postgres` database.
-    public var url: String { "postgres://gatehouse@127.0.0.1:\(port)/postgres?sslmode=disable" }
+    public var url: String {
+        "postgres://gatehouse\(password.map { ":" + $0 } ?? "")@127.0.0.1:\(port)/postgres?sslmode=disable"
+    }
 
     /// Runs `initdb` in a new temporary folder; with `tls`, the server gets a certificate that
-    /// names only `localhost`, from a throwaway CA (`certificates.caPath`).
-    public init(tls: Bool = false) async throws {
+    /// names only `localhost`, from a throwaway CA (`certificates.caPath`); with `password`,
+    /// every connection must give it (SCRAM-SHA-256) instead of being trusted.
+    public init(tls: Bool = false, password: String? = nil) async throws {
         guard let bin = ProcessInfo.processInfo.environment["GATEHOUSE_TEST_PG_BIN"] else {
             throw PostgresStorageTestError("GATEHOUSE_TEST_PG_BIN is not set; run the tests with scripts/test or scripts/postgres")
         }
         self.bin = bin
+        self.password = password
         // Directly under /tmp, or scripts/test's tmpfs (GATEHOUSE_TEST_SCRATCH, mode 1777): the
         // `postgres` user must be able to reach it.
         let temporary = ProcessInfo.processInfo.environment["GATEHOUSE_TEST_SCRATCH"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
@@ -32,8 +39,13 @@ public final class PostgresCluster: Sendable {
         port = try TestTools.freeStablePort()
         certificates = tls ? try await TestCertificates.make(in: folder, subjectAltName: "DNS:localhost") : nil
         if tls { _ = chmod(folder + "/server.key", 0o600) }
+        var authentication = ["--auth=trust"]
+        if let password {
+            try Data(password.utf8).write(to: URL(fileURLWithPath: folder + "/password"))
+            authentication = ["--auth=scram-sha-256", "--pwfile=" + folder + "/password"]
+        }
         if getuid() == 0 { try await TestTools.run("chown", ["-R", "postgres", folder]) }
-        try await tool("initdb", ["-D", folder + "/data", "-U", "gatehouse", "--auth=trust", "-E", "UTF8", "--no-locale"])
+        try await tool("initdb", ["-D", folder + "/data", "-U", "gatehouse", "-E", "UTF8", "--no-locale"] + authentication)
     }
 
     /// Starts the server and waits until it accepts connections.
