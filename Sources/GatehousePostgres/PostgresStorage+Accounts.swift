@@ -96,7 +96,16 @@ extension PostgresStorage {
     }
     /// Replaces an account's custom claims.
     public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool {
-        try await changed("UPDATE accounts SET custom_claims = \(claims.stored) WHERE uid = \(uid) RETURNING uid")
+        guard case .exactly = claims.basis else {
+            return try await changed("UPDATE accounts SET custom_claims = \(claims.stored) WHERE uid = \(uid) RETURNING uid")
+        }
+        return try await transaction { connection, logger in
+            var exists = false
+            for try await _ in try await connection.query("SELECT 1 FROM accounts WHERE uid = \(uid) FOR UPDATE", logger: logger) { exists = true }
+            guard exists else { return false }
+            try await Self.replaceClaims(claims, uid: uid, connection: connection, logger: logger)
+            return true
+        }
     }
     /// Replaces a link's profile snapshot and verified email only.
     public func updateLinkProfile(

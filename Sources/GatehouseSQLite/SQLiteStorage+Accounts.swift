@@ -56,8 +56,11 @@ extension SQLiteStorage {
     /// Replaces an account's custom claims.
     public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool {
         try await write { db in
-            try Self.replaceClaims(ClaimsReplacement(stored: claims.stored), uid: uid, db)
-            return db.changesCount > 0
+            guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM accounts WHERE uid = ?"), arguments: [uid]) != nil else {
+                return false
+            }
+            try Self.replaceClaims(claims, uid: uid, db)
+            return true
         }
     }
     /// Replaces a link's profile snapshot and verified email only.

@@ -88,10 +88,13 @@ import Testing
         #expect(try await storage.account(uid: "u1")?.lastSignInAt == account.lastSignInAt)
         #expect(try await storage.link(providerId: "github.com", federatedId: "1")?.sealedTokens != "sealed-later")
         #expect(try await storage.link(providerId: "oidc.x", federatedId: "3") == nil)
+        await #expect(throws: StorageError.changedMeanwhile) { try await storage.setCustomClaims(uid: "u1", stale) }
+        #expect(try await storage.account(uid: "u1")?.customClaims == Self.plan)
+        #expect(try await !storage.setCustomClaims(uid: "nobody", stale))
         // From the claims as they are, the replacement is written, a missing basis (none) too.
         try await storage.recordSignIn(link: moved, at: Fixtures.now, replacingClaims: ClaimsReplacement(stored: Self.role, basis: Self.plan))
         #expect(try await storage.account(uid: "u1")?.customClaims == Self.role)
-        #expect(try await storage.setCustomClaims(uid: "u1", ClaimsReplacement(stored: nil)))
+        #expect(try await storage.setCustomClaims(uid: "u1", ClaimsReplacement(stored: nil, basis: Self.role)))
         try await storage.updateLink(moved, consumingPending: nil, replacingClaims: ClaimsReplacement(stored: Self.plan, basis: nil))
         #expect(try await storage.account(uid: "u1")?.customClaims == Self.plan)
     }

@@ -326,9 +326,13 @@ public struct AccountService: Sendable {
     /// Unless `mayChangeOperatorClaim` (an operator, an `admin` key), a replacement that would
     /// change the operator claim's value is refused with `permission-denied`: a key that may
     /// label users must not make one an operator, who could then mint any key.
+    /// The check and the write are one: the replacement is stored only over the claims that
+    /// were checked (a grant or a removal made meanwhile is `storage-unavailable`, retryable).
     public func setCustomClaims(uid: String, _ claims: CustomClaims, by actor: AuditActor, mayChangeOperatorClaim: Bool) async throws {
+        var replacement = ClaimsReplacement(stored: claims.stored)
         if !mayChangeOperatorClaim, let operatorClaim {
             guard let account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
+            replacement = ClaimsReplacement(stored: claims.stored, basis: account.customClaims)
             guard CustomClaims(stored: account.customClaims).members[operatorClaim] == claims.members[operatorClaim] else {
                 throw GatehouseError(
                     code: .permissionDenied,
@@ -338,8 +342,15 @@ public struct AccountService: Sendable {
             }
         }
         let updated = WebhookEvent.account(.accountUpdated, uid: uid, at: clock.now(), ["changes": .array([.string("customClaims")])])
-        guard try await events.recording([updated], { try await storage.setCustomClaims(uid: uid, ClaimsReplacement(stored: claims.stored)) })
-        else { throw GatehouseError.userNotFound() }
+        do {
+            guard try await events.recording([updated], { try await storage.setCustomClaims(uid: uid, replacement) }) else {
+                throw GatehouseError.userNotFound()
+            }
+        } catch StorageError.changedMeanwhile {
+            throw GatehouseError(
+                code: .storageUnavailable, detail: "The account's claims changed while this change was checked; nothing was stored: try again.",
+                retryAfter: 1)
+        }
         audit.record(.claimsUpdated, by: actor, uid: uid)
     }
 

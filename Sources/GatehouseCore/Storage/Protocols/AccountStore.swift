@@ -60,8 +60,8 @@ public protocol AccountStore: Sendable {
     /// Up to `limit` uids of accounts that `search` finds, in uid order (byte order) after the
     /// uid `after`: a stable cursor for operators' paging.
     func searchAccounts(_ search: AccountSearch, after: String?, limit: Int) async throws -> [String]
-    /// Replaces an account's custom claims over whatever is stored (a service's or an
-    /// operator's change: `claims.basis` is not checked); `false` when there is no such account.
+    /// Replaces an account's custom claims (with a basis, only while the account holds exactly
+    /// it, else `StorageError.changedMeanwhile`); `false` when there is no such account.
     func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool
 }
 
