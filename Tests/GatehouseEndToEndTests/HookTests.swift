@@ -380,7 +380,7 @@ struct HookTests {
             #expect(kept["staff"] as? Bool == true && kept["plan"] as? String == "team", "\(kept)")
 
             // A hook answer that changes it is an unusable answer: the failure policy (deny).
-            for answer in [#"{"staff":false}"#, #"{"staff":"yes","plan":"team"}"#, #"{"plan":"team"}"#] {
+            for answer in [#"{"staff":false}"#, #"{"staff":"yes","plan":"team"}"#] {
                 try await Self.answer(deployment, "before-sign-in", #"{"decision":"allow","customClaims":\#(answer)}"#)
                 var browser = Browser(deployment)
                 let refused = try await browser.complete(login: "octocat")
@@ -390,11 +390,17 @@ struct HookTests {
             let unchanged = try await stored()
             #expect(unchanged["staff"] as? Bool == true && unchanged["plan"] as? String == "team", "\(unchanged)")
             #expect(deployment.logs.lines.contains { $0.contains("operator claim") }, "the reason is logged")
-            // One that keeps it goes through.
+            // One that keeps it goes through; one that leaves it out keeps it too (an app's hook
+            // that answers fixed claims must not lock its operators out).
             try await Self.answer(deployment, "before-sign-in", #"{"decision":"allow","customClaims":{"staff":true,"plan":"hooked"}}"#)
             var browser = Browser(deployment)
             #expect(try await browser.complete(login: "octocat").status == 200)
             #expect(try await stored()["plan"] as? String == "hooked")
+            try await Self.answer(deployment, "before-sign-in", #"{"decision":"allow","customClaims":{"plan":"fixed"}}"#)
+            var again = Browser(deployment)
+            #expect(try await again.complete(login: "octocat").status == 200)
+            let carried = try await stored()
+            #expect(carried["plan"] as? String == "fixed" && carried["staff"] as? Bool == true, "\(carried)")
         }
     }
 

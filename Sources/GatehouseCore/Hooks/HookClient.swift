@@ -113,17 +113,27 @@ public final class HookClient: SignInHooks {
     }
 
     /// `answer`, unless it cannot be used for `account`:
-    /// - its `customClaims` change the operator claim's value: the app's hook labels users, but
-    ///   making one a console operator (who can mint any service key) is for operators and
-    ///   `admin` keys only;
+    /// - its `customClaims` set the operator claim to another value: the app's hook labels
+    ///   users, but making one a console operator (who can mint any service key), or unmaking
+    ///   one, is for operators and `admin` keys only. Claims that leave it out keep the stored
+    ///   value (added to them), so a hook answering fixed claims does not lock operators out;
     /// - the account's claims (as the answer leaves them) and its `sessionClaims` together pass
     ///   the size limit: tokens would carry only the account's, silently.
     private func checked(_ answer: HookAnswer, for account: HookRequest.Account) throws -> HookAnswer {
-        guard case .allow(let allowance) = answer else { return answer }
+        guard case .allow(var allowance) = answer else { return answer }
         if let operatorClaim, let claims = allowance.customClaims, claims.members[operatorClaim] != account.customClaims[operatorClaim] {
-            throw HookFailure.invalidAnswer(
-                "customClaims changes the console's operator claim \(operatorClaim.debugDescription) (GATEHOUSE_ADMIN_CLAIM), which only an operator or an admin key may change"
-            )
+            guard claims.members[operatorClaim] == nil, let kept = account.customClaims[operatorClaim] else {
+                throw HookFailure.invalidAnswer(
+                    "customClaims changes the console's operator claim \(operatorClaim.debugDescription) (GATEHOUSE_ADMIN_CLAIM), which only an operator or an admin key may change"
+                )
+            }
+            var members = claims.members
+            members[operatorClaim] = kept
+            do {
+                allowance.customClaims = try CustomClaims(members, source: "customClaims")
+            } catch let error as GatehouseError {
+                throw HookFailure.invalidAnswer(error.detail)
+            }
         }
         if let session = allowance.sessionClaims {
             let accountClaims = allowance.customClaims?.members ?? account.customClaims
@@ -134,7 +144,7 @@ public final class HookClient: SignInHooks {
                     "the account's claims and sessionClaims together take \(size) bytes serialized; at most \(CustomClaims.maximumBytes)")
             }
         }
-        return answer
+        return .allow(allowance)
     }
 
     /// One signed `POST`; every way it can fail is a `HookFailure`.
