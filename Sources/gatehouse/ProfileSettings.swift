@@ -124,8 +124,6 @@ enum ProfileSettings {
         return page
     }
 
-    /// `GATEHOUSE_HOOK_*`: set over whatever the command configured before (the demo's sample
-    /// hook), URL by URL.
     /// The operators' console: on only with `GATEHOUSE_ADMIN_CONSOLE=true` and at least one
     /// way to name an operator.
     static func applyConsole(_ settings: TypedSettings, to gateway: inout GatewayConfiguration) throws {
@@ -143,6 +141,8 @@ enum ProfileSettings {
         gateway.console = console
     }
 
+    /// `GATEHOUSE_HOOK_*`: set over whatever the command configured before (the demo's sample
+    /// hook), URL by URL.
     static func applyHooks(_ settings: TypedSettings, to gateway: inout GatewayConfiguration) throws {
         var hooks = gateway.hooks ?? HookConfiguration(urls: [:], secrets: [])
         var touched = false
