@@ -1,4 +1,3 @@
-import Foundation
 import GatehouseCore
 import HTTPTypes
 import Hummingbird
@@ -63,9 +62,10 @@ enum ConsentPage {
     /// address is any program's that listens on that port; a private-use scheme any app's that
     /// registers it.
     static func caution(_ returnTo: String) -> String {
-        if let components = URLComponents(string: returnTo), components.scheme == "http", let host = components.host {
-            let address = "http://\(host)" + (components.port.map { ":\($0)" } ?? "")
-            return "Any program on this computer can listen at <code>\(escape(address))</code>: "
+        // The address as written (scheme, host and port), so an IPv6 host keeps its brackets.
+        if returnTo.hasPrefix("http://") {
+            let authority = returnTo.dropFirst("http://".count).prefix { !"/?#".contains($0) }
+            return "Any program on this computer can listen at <code>\(escape("http://" + authority))</code>: "
                 + "the gateway cannot tell which one will receive this sign-in."
         }
         let scheme = returnTo.prefix { $0 != ":" }
