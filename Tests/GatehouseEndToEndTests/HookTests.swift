@@ -206,6 +206,22 @@ struct HookTests {
                 try await ProviderAPITests.call(deployment, "/v1/users/\(uid)", key: try await ProviderAPITests.key(deployment, ["profile:read"])))
             #expect((stored["customClaims"] as? [String: Any])?["role"] as? String == "viewer", "nothing stored")
         }
+        // A new account asks both hooks: answers that fit one by one but not together (400 bytes
+        // of account claims, 450 of session claims from each) cannot be used either.
+        try await withDeployment(hooks: Self.sampleApp()) { deployment in
+            let before = try await Self.snapshot(deployment)
+            let x = String(repeating: "x", count: 440)
+            try await Self.answer(
+                deployment, "before-create", #"{"decision":"allow","customClaims":{"c":"\#(x.prefix(390))"},"sessionClaims":{"a":"\#(x)"}}"#)
+            try await Self.answer(deployment, "before-sign-in", #"{"decision":"allow","sessionClaims":{"b":"\#(x)"}}"#)
+            var browser = Browser(deployment)
+            let refused = try await browser.complete(login: "octocat")
+            #expect(refused.status == 503, "\(refused.bodyText)")
+            #expect(try jsonObject(refused)["code"] as? String == "hook-unavailable")
+            #expect(try await Self.snapshot(deployment) == before, "nothing stored")
+            let counted = try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/metrics")).bodyText
+            #expect(counted.contains(#"gatehouse_hook_calls_total{hook="before-sign-in",outcome="invalid-answer"} 1"#), "\(counted)")
+        }
     }
 
     @Test(

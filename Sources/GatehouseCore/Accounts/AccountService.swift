@@ -387,7 +387,16 @@ public struct AccountService: Sendable {
         let created = try await hooks.ask(.beforeCreate, data(subject))
         // before-sign-in sees the claims before-create chose, as the account will hold them.
         if let claims = created.customClaims { subject.customClaims = claims.members }
-        return created.then(try await hooks.ask(.beforeSignIn, data(subject)))
+        let both = created.then(try await hooks.ask(.beforeSignIn, data(subject)))
+        // Each answer was checked alone; their session claims add up.
+        if both.tokenClaimsSize > CustomClaims.maximumBytes {
+            return try hooks.unusable(
+                .beforeSignIn,
+                reason:
+                    "the claims of before-create and before-sign-in together take \(both.tokenClaimsSize) bytes serialized; at most \(CustomClaims.maximumBytes)"
+            )
+        }
+        return both
     }
 
     /// The `before-sign-in` hook for an existing account as it is now.

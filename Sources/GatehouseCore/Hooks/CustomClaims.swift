@@ -108,6 +108,12 @@ public struct CustomClaims: Sendable, Equatable {
         }
     }
 
+    /// `self` with `other`'s members added, `other` winning on a shared name, whatever the
+    /// size: for a caller that checks the size of what it builds (`HookAllowance.tokenClaimsSize`).
+    func overlaid(by other: CustomClaims) -> CustomClaims {
+        CustomClaims(checked: members.merging(other.members) { _, new in new })
+    }
+
     /// Levels of objects and arrays: a scalar is 0, `{"a":1}` is 1.
     static func depth(of value: JSONValue) -> Int {
         switch value {

@@ -88,6 +88,17 @@ public final class HookClient: SignInHooks {
         }
     }
 
+    /// See `SignInHooks.unusable`. The receiver answered, so its breaker is not touched.
+    public func unusable(_ event: HookEvent, reason: String) throws -> HookAllowance {
+        let failure = HookFailure.invalidAnswer(reason)
+        metrics.hookCall(event: event.rawValue, outcome: failure.outcome, duration: nil)
+        warn(event, failure)
+        switch configuration.onFailure {
+        case .deny: throw GatehouseError.hookUnavailable(event.rawValue, retryAfter: 1)
+        case .allow: return .nothing
+        }
+    }
+
     /// Runs `call` through the hook's breaker: `circuitOpen` at once while it is open; a
     /// failure that says the receiver is down counts toward opening it, as `caller`'s (the
     /// signing-in identity), and any answer closes it.

@@ -7,6 +7,10 @@ public protocol SignInHooks: Sendable {
     /// for a denial and, when the hook cannot be asked and the policy is `deny`,
     /// `hook-unavailable`. Called outside every transaction, holding no connection or lock.
     func ask(_ event: HookEvent, _ data: HookRequest.Payload) async throws -> HookAllowance
+    /// What the failure policy makes of answers of `event` that were usable one by one but
+    /// not together (`reason` says why): `hook-unavailable` under `deny`, nothing added under
+    /// `allow`; logged and counted as an unusable answer.
+    func unusable(_ event: HookEvent, reason: String) throws -> HookAllowance
 }
 
 /// What an allowing hook adds to the sign-in.
@@ -25,13 +29,22 @@ public struct HookAllowance: Sendable, Equatable {
         self.sessionClaims = sessionClaims
     }
 
+    /// The bytes the claims of a token minted with this allowance would take (its session
+    /// claims with its custom claims over them, as `GatewayTokenService` mints them).
+    var tokenClaimsSize: Int {
+        let custom = customClaims?.members ?? [:]
+        let union = (sessionClaims?.members ?? [:]).merging(custom) { _, account in account }
+        return (try? JSONCoding.encoder().encode(union).count) ?? Int.max
+    }
+
     /// Both allowances, `later` winning: its custom claims replace, its session claims are
     /// merged over the earlier ones.
     func then(_ later: HookAllowance) -> HookAllowance {
         let session: CustomClaims? =
             switch (sessionClaims, later.sessionClaims) {
             case (nil, let claims), (let claims, nil): claims
-            case (let first?, let second?): first.merging(second)
+            // Whole, whatever the size: `AccountService.askNew` checks what the two add up to.
+            case (let first?, let second?): first.overlaid(by: second)
             }
         return HookAllowance(customClaims: later.customClaims ?? customClaims, sessionClaims: session)
     }
@@ -45,4 +58,6 @@ public struct NoSignInHooks: SignInHooks {
     public func asks(_ event: HookEvent) -> Bool { false }
     /// Allowed, nothing added.
     public func ask(_ event: HookEvent, _ data: HookRequest.Payload) async throws -> HookAllowance { .nothing }
+    /// Nothing added (never asked: no hook answered).
+    public func unusable(_ event: HookEvent, reason: String) throws -> HookAllowance { .nothing }
 }
