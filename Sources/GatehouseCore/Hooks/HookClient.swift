@@ -147,9 +147,8 @@ public final class HookClient: SignInHooks {
             }
         }
         if let session = allowance.sessionClaims {
-            let accountClaims = allowance.customClaims?.members ?? account.customClaims
-            let union = session.members.merging(accountClaims) { _, accountValue in accountValue }
-            let size = (try? JSONCoding.encoder().encode(union).count) ?? Int.max
+            let size = HookAllowance.tokenClaimsSize(
+                session: session.members, account: allowance.customClaims?.members ?? account.customClaims)
             guard size <= CustomClaims.maximumBytes else {
                 throw HookFailure.invalidAnswer(
                     "the account's claims and sessionClaims together take \(size) bytes serialized; at most \(CustomClaims.maximumBytes)")

@@ -32,8 +32,12 @@ public struct HookAllowance: Sendable, Equatable {
     /// The bytes the claims of a token minted with this allowance would take (its session
     /// claims with its custom claims over them, as `GatewayTokenService` mints them).
     var tokenClaimsSize: Int {
-        let custom = customClaims?.members ?? [:]
-        let union = (sessionClaims?.members ?? [:]).merging(custom) { _, account in account }
+        Self.tokenClaimsSize(session: sessionClaims?.members ?? [:], account: customClaims?.members ?? [:])
+    }
+
+    /// The bytes of `session` with `account` over it, serialized.
+    static func tokenClaimsSize(session: [String: JSONValue], account: [String: JSONValue]) -> Int {
+        let union = session.merging(account) { _, accountValue in accountValue }
         return (try? JSONCoding.encoder().encode(union).count) ?? Int.max
     }
 
