@@ -33,7 +33,7 @@ struct JSONLogHandlerTests {
     func linesAreJSON() throws {
         let sink = LogSink(capture: true)
         let logger = Logger(label: "t") { JSONLogHandler(label: $0, sink: sink) }
-        let awkward = "quote \" backslash \\ newline \n tab \t bell \u{07} slash / é 🦉"
+        let awkward = "quote \" backslash \\ newline \n tab \t bell \u{07} nul \u{0} unit \u{1F} cr \r slash / é 🦉"
         logger.notice(
             "message \(awkward)",
             metadata: [

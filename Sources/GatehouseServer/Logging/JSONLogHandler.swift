@@ -20,18 +20,19 @@ public final class LogSink: Sendable {
     /// Every line captured so far.
     public var lines: [String] { captured.withLock { $0 } }
 
-    func write(_ line: consuming String) {
+    /// Writes one line; `line` is its bytes without the newline.
+    func write(_ line: consuming [UInt8]) {
         guard toStandardError else {
-            let kept = line
+            let kept = String(decoding: line, as: UTF8.self)
             captured.withLock { $0.append(kept) }
             return
         }
         // One write(2) of the whole line (lines from several threads never interleave),
         // without Foundation's FileHandle on every request's audit line. The line is the
         // caller's last use of it, so its newline goes into its own spare capacity.
-        var text = line
-        text.append("\n")
-        text.withUTF8 { bytes in
+        var bytes = line
+        bytes.append(UInt8(ascii: "\n"))
+        bytes.withUnsafeBufferPointer { bytes in
             var offset = 0
             while offset < bytes.count {
                 let written = Glibc.write(2, bytes.baseAddress! + offset, bytes.count - offset)
@@ -78,20 +79,21 @@ public struct JSONLogHandler: LogHandler {
     /// Writes one line. The event's attached error is left out: its description may quote
     /// what a provider or driver sent; callers log the error's type as metadata instead.
     public func log(event: LogEvent) {
-        // Sized for every member at once: growing the table as members arrive rehashed it
-        // twice per audit line.
-        var members = [String: Logger.MetadataValue](minimumCapacity: 6 + metadata.count + (event.metadata?.count ?? 0))
-        members["ts"] = .string(Self.timestamp(Date()))
-        members["level"] = .string(event.level.rawValue)
-        members["logger"] = .string(label)
-        members["message"] = .string(event.message.description)
-        if let id = RequestID.current { members["request.id"] = .string(id) }
-        if let offered = RequestID.offered { members["request.offered_id"] = .string(offered) }
-        for (key, value) in metadata where key != Self.frameworkRequestID { members[key] = value }
-        for (key, value) in event.metadata ?? [:] where key != Self.frameworkRequestID { members[key] = value }
-        var line = ""
-        line.reserveCapacity(256)
-        Self.write(.dictionary(members), to: &line)
+        // The line's own fields, then the logger's metadata, then the event's: on a shared
+        // name the later wins. Gathered in an array and sorted once, where a dictionary
+        // merging them hashed every name (Performance.md, Design notes).
+        var fields = LineFields(capacity: 6 + metadata.count + (event.metadata?.count ?? 0))
+        fields.add("ts", .string(Self.timestamp(Date())), rank: 0)
+        fields.add("level", .string(event.level.rawValue), rank: 0)
+        fields.add("logger", .string(label), rank: 0)
+        fields.add("message", .string(event.message.description), rank: 0)
+        if let id = RequestID.current { fields.add("request.id", .string(id), rank: 0) }
+        if let offered = RequestID.offered { fields.add("request.offered_id", .string(offered), rank: 0) }
+        for (key, value) in metadata where key != Self.frameworkRequestID { fields.add(key, value, rank: 1) }
+        for (key, value) in event.metadata ?? [:] where key != Self.frameworkRequestID { fields.add(key, value, rank: 2) }
+        var line: [UInt8] = []
+        line.reserveCapacity(512)
+        fields.write(to: &line)
         sink.write(line)
     }
 
@@ -160,65 +162,111 @@ public struct JSONLogHandler: LogHandler {
     }
 
     /// A metadata value as JSON, keys sorted: numbers and booleans keep their type, the rest
-    /// is text. Written by hand: the audit trail logs a line per passthrough call, and
-    /// `JSONSerialization` with sorted keys (a locale-aware comparison per key) cost more than
-    /// the call it records.
-    static func write(_ value: Logger.MetadataValue, to out: inout String) {
+    /// is text. Written by hand into bytes: the audit trail logs a line per passthrough call,
+    /// and `JSONSerialization` with sorted keys (a locale-aware comparison per key) cost more
+    /// than the call it records.
+    static func write(_ value: Logger.MetadataValue, to out: inout [UInt8]) {
         switch value {
         case .string(let text):
             writeString(text, to: &out)
         case .stringConvertible(let convertible):
             switch convertible {
-            case let flag as Bool: out += flag ? "true" : "false"
-            case let number as Int: out += String(number)
-            case let number as Int64: out += String(number)
-            case let number as UInt16: out += String(number)
-            case let number as UInt: out += String(number)
-            case let number as Double where number.isFinite: out += number.description
+            case let flag as Bool: out.append(contentsOf: (flag ? "true" : "false").utf8)
+            case let number as Int: out.append(contentsOf: String(number).utf8)
+            case let number as Int64: out.append(contentsOf: String(number).utf8)
+            case let number as UInt16: out.append(contentsOf: String(number).utf8)
+            case let number as UInt: out.append(contentsOf: String(number).utf8)
+            case let number as Double where number.isFinite: out.append(contentsOf: number.description.utf8)
             default: writeString(convertible.description, to: &out)
             }
         case .dictionary(let members):
-            out += "{"
-            for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
-                if index > 0 { out += "," }
-                writeString(member.key, to: &out)
-                out += ":"
-                write(member.value, to: &out)
-            }
-            out += "}"
+            var fields = LineFields(capacity: members.count)
+            for (key, value) in members { fields.add(key, value, rank: 0) }
+            fields.write(to: &out)
         case .array(let values):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (index, element) in values.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 write(element, to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         }
     }
 
     /// A JSON string (RFC 8259 §7): `"` and `\` escaped, control characters as `\n`, `\t`
-    /// or `\u00XX`; everything else, `/` and non-ASCII included, as it is.
-    static func writeString(_ text: String, to out: inout String) {
-        out += "\""
-        // Most values (ids, codes, routes) need no escaping: append them whole.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out += text
-            out += "\""
-            return
-        }
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
+    /// or `\u00XX`; everything else, `/` and non-ASCII included, as it is (UTF-8).
+    static func writeString(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { bytes in
+            // Most values (ids, codes, routes) need no escaping: append them whole.
+            guard bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                out.append(contentsOf: bytes)
+                return
+            }
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
+                case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
+                case UInt8(ascii: "\n"): out.append(contentsOf: #"\n"#.utf8)
+                case UInt8(ascii: "\r"): out.append(contentsOf: #"\r"#.utf8)
+                case UInt8(ascii: "\t"): out.append(contentsOf: #"\t"#.utf8)
+                case ..<0x20:
+                    // UTF-8 continuation and lead bytes are all 0x80 or above: a byte below
+                    // 0x20 is always a control character of its own.
+                    out.append(contentsOf: #"\u00"#.utf8)
+                    out.append(UInt8(ascii: byte < 0x10 ? "0" : "1"))
+                    let low = byte & 0x0F
+                    out.append(low < 10 ? UInt8(ascii: "0") + low : UInt8(ascii: "a") + low - 10)
+                default: out.append(byte)
+                }
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
+/// The members of one JSON object of a log line, each name once, written in sorted order.
+struct LineFields {
+    private struct Field {
+        var name: String
+        /// The rank above the order added: of the fields sharing a name, the greatest wins.
+        var precedence: Int
+        var value: Logger.MetadataValue
+    }
+
+    private var fields: [Field] = []
+
+    /// Room for `capacity` members at once.
+    init(capacity: Int) {
+        fields.reserveCapacity(capacity)
+    }
+
+    /// Adds a member; of members sharing a name, the one of the highest rank (the last added
+    /// of that rank) is written.
+    mutating func add(_ name: String, _ value: Logger.MetadataValue, rank: Int) {
+        fields.append(Field(name: name, precedence: rank << 32 | fields.count, value: value))
+    }
+
+    /// The object, names in `String`'s order (for the ASCII names of log lines, their bytes').
+    consuming func write(to out: inout [UInt8]) {
+        // Positions sorted by name, then precedence, so that the member written for a name is
+        // the last of its run. The fields stay in place: sorting them moved a field, its
+        // strings and its value, at every step.
+        let order = fields.indices.sorted { left, right in
+            fields[left].name == fields[right].name
+                ? fields[left].precedence < fields[right].precedence : fields[left].name < fields[right].name
+        }
+        out.append(UInt8(ascii: "{"))
+        var first = true
+        for (position, index) in order.enumerated() {
+            if position + 1 < order.count, fields[order[position + 1]].name == fields[index].name { continue }
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            JSONLogHandler.writeString(fields[index].name, to: &out)
+            out.append(UInt8(ascii: ":"))
+            JSONLogHandler.write(fields[index].value, to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
     }
 }

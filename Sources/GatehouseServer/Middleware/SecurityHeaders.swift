@@ -14,7 +14,8 @@ enum SecurityHeaders {
         if path.hasPrefix("/v1/auth") {
             response.headers[.referrerPolicy] = "no-referrer"
         } else if Self.isPerUser(path) {
-            if response.headers[.cacheControl]?.hasPrefix("private") != true {
+            // The fields themselves, not the subscript, which joins every value into a new string.
+            if response.headers.first(where: { $0.name == .cacheControl })?.value.hasPrefix("private") != true {
                 response.headers[.cacheControl] = "private, no-store"
             }
             response.headers.append(HTTPField(name: .vary, value: "Cookie, Authorization"))
