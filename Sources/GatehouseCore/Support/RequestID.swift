@@ -1,18 +1,10 @@
 import Synchronization
 
-/// The id of the request being served: answered as `X-Request-Id`, put in its problem
+/// Request ids: which `X-Request-Id` a caller may send, and fresh ones. The HTTP layer serves
+/// each request under one, answers it as `X-Request-Id` and writes it in the request's problem
 /// documents and in every log line written while it is served (the core's, upstream calls
 /// included), so that an operator can follow one request through the log.
 public enum RequestID {
-    /// The id of the request this task serves (set by the HTTP layer for the request's
-    /// handling; inherited by the tasks it starts).
-    @TaskLocal public static var current: String?
-
-    /// The `X-Request-Id` the caller sent when it was not adopted (the caller is not a trusted
-    /// proxy): logged as a field of its own, so that one caller cannot make its lines pass for
-    /// another request's, and a client's own id can still be searched for.
-    @TaskLocal public static var offered: String?
-
     /// The longest id accepted from a caller.
     public static let maxLength = 64
 

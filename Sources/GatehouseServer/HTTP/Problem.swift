@@ -39,7 +39,7 @@ extension GatehouseError: HTTPResponseError {
             "type": "urn:gatehouse:problem:\(code)", "title": title, "status": status.code, "detail": detail, "code": code.rawValue,
         ]
         for (key, value) in extensions { object[key] = value }
-        if let id = RequestID.current { object["requestId"] = id }
+        if let id = RequestScope.current?.id { object["requestId"] = id }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         var headers: HTTPFields = [.contentType: "application/problem+json", .cacheControl: "no-store"]
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }

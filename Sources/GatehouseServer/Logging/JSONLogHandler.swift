@@ -49,7 +49,7 @@ public final class LogSink: Sendable {
 }
 
 /// A swift-log handler writing one JSON object per line: time (UTC, milliseconds), level,
-/// label, message, the request id of the request being served (`RequestID.current`, as
+/// label, message, the request id of the request being served (`RequestScope.current`, as
 /// `request.id`; a caller's id that was not adopted as `request.offered_id`) and metadata, numbers and booleans passed as such (`.stringConvertible`)
 /// kept as JSON numbers and booleans. Code never passes tokens, codes or cookies as
 /// metadata; this handler adds none.
@@ -87,8 +87,10 @@ public struct JSONLogHandler: LogHandler {
         fields.add("level", .string(event.level.rawValue), rank: 0)
         fields.add("logger", .string(label), rank: 0)
         fields.add("message", .string(event.message.description), rank: 0)
-        if let id = RequestID.current { fields.add("request.id", .string(id), rank: 0) }
-        if let offered = RequestID.offered { fields.add("request.offered_id", .string(offered), rank: 0) }
+        if let scope = RequestScope.current {
+            fields.add("request.id", .string(scope.id), rank: 0)
+            if let offered = scope.offered { fields.add("request.offered_id", .string(offered), rank: 0) }
+        }
         for (key, value) in metadata where key != Self.frameworkRequestID { fields.add(key, value, rank: 1) }
         for (key, value) in event.metadata ?? [:] where key != Self.frameworkRequestID { fields.add(key, value, rank: 2) }
         var line: [UInt8] = []

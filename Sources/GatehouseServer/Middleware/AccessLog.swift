@@ -18,20 +18,20 @@ struct AccessLog: Sendable {
     let logProbes: Bool
 
     /// Records one answered request: its metrics, and its line (inside the request's
-    /// `RequestID` scope, which the line carries).
-    func record(_ request: Request, _ context: GatehouseRequestContext, _ response: Response, elapsed: Duration, actor: RequestActor) {
+    /// `RequestScope`, whose id the line carries).
+    func record(_ request: Request, _ context: GatehouseRequestContext, _ response: Response, elapsed: Duration, scope: RequestScope?) {
         metrics.request(
             method: request.method.rawValue, route: routes.template(endpoint: context.endpointPath) ?? "unmatched",
             status: Int(response.status.code), duration: elapsed)
         let path = request.uri.path
         let level: Logger.Level = !logProbes && (path == "/healthz" || path == "/readyz") ? .debug : .info
         // Built only when the line is written (swift-log's autoclosure).
-        logger.log(level: level, "request", metadata: fields(request, context, response, elapsed: elapsed, actor: actor))
+        logger.log(level: level, "request", metadata: fields(request, context, response, elapsed: elapsed, scope: scope))
     }
 
     /// The line's fields. The query string is never logged: callbacks carry codes and state in it.
     private func fields(
-        _ request: Request, _ context: GatehouseRequestContext, _ response: Response, elapsed: Duration, actor: RequestActor
+        _ request: Request, _ context: GatehouseRequestContext, _ response: Response, elapsed: Duration, scope: RequestScope?
     ) -> Logger.Metadata {
         var metadata = Logger.Metadata(minimumCapacity: 8)  // every field at once, no rehash
         metadata["http.method"] = .string(request.method.rawValue)
@@ -42,7 +42,7 @@ struct AccessLog: Sendable {
         metadata["client.address"] = .string(browser.client(request, context))
         if let agent = request.headers[.userAgent] { metadata["http.user_agent"] = .string(String(agent.prefix(256))) }
         if let bytes = response.body.contentLength { metadata["http.response_bytes"] = .stringConvertible(bytes) }
-        if let (field, id) = actor.field { metadata[field] = .string(id) }
+        if let (field, id) = scope?.actorField { metadata[field] = .string(id) }
         return metadata
     }
 }

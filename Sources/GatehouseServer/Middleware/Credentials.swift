@@ -73,11 +73,11 @@ extension GatehouseRequestContext {
                 throw GatehouseError.invalidIdToken("Authorization must be \"Bearer <ID token>\".")
             }
             let caller = try await sessions.caller(idToken: token)
-            RequestActor.user(caller.uid)
+            RequestScope.user(caller.uid)
             return caller
         }
         let caller = try await sessions.caller(sessionCookie: credentials.sessionCookie)
-        if let caller { RequestActor.user(caller.uid) }
+        if let caller { RequestScope.user(caller.uid) }
         return caller
     }
 
@@ -92,7 +92,7 @@ extension GatehouseRequestContext {
     func requireService(scope: String) async throws -> ServiceKeyRecord {
         guard let serviceKeys = credentials.checks?.serviceKeys else { throw GatehouseError.unauthenticated() }
         let key = try await serviceKeys.authorize(secret: credentials.bearer(limit: 512), scope: scope)
-        RequestActor.serviceKey(key.id)
+        RequestScope.serviceKey(key.id)
         return key
     }
 }

@@ -25,36 +25,69 @@ struct GatewayMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let (id, offered) = requestIDs.assign(request, context)
-        var response = await RequestID.$current.withValue(id) {
-            await RequestID.$offered.withValue(offered) {
-                guard let accessLog else { return await answer(request, context, next) }
-                let started = ContinuousClock.now
-                let actor = RequestActor()
-                let response = await RequestActor.$current.withValue(actor) { await answer(request, context, next) }
-                accessLog.record(request, context, response, elapsed: ContinuousClock.now - started, actor: actor)
-                return response
-            }
+        var response = await RequestScope.$current.withValue(RequestScope(id: id, offered: offered)) {
+            await answer(request, context, next)
         }
         response.headers[.xRequestID] = id
         return response
     }
 
-    /// The route's answer, or its error's problem document, with the headers every answer gets.
+    /// The route's answer, or its error's problem document, with the headers every answer
+    /// gets; recorded in the access log. Runs in the request's scope.
+    ///
+    /// The connection's task keeps this frame in its stack slabs while the connection is open,
+    /// so the work before and after the route's `await` is in functions of their own, never
+    /// inlined. The frame's size, as its async function pointer declares it: 864 bytes; 1,088
+    /// with the preflight check inlined, 2,336 with the access log's line inlined too.
     private func answer(_ request: Request, _ context: Context, _ next: (Request, Context) async throws -> Response) async -> Response {
-        var response: Response
-        if let preflight = browser?.preflight(request) {
-            response = preflight
-        } else {
-            var context = context
-            if let credentials { context.credentials = credentials.read(request) }
-            do {
-                response = problems.checked(try await next(request, context), for: request)
-            } catch {
-                response = problems.response(for: error, to: request)
-            }
+        let started = ContinuousClock.now
+        if let preflight = preflight(request) { return finished(.preflight(preflight), request, context, since: started) }
+        let outcome: Outcome
+        do {
+            outcome = .routed(try await next(request, credentialed(context, request)))
+        } catch {
+            outcome = .failed(error)
         }
+        return finished(outcome, request, context, since: started)
+    }
+
+    /// What answered a request before its headers were added.
+    private enum Outcome {
+        /// A CORS preflight, answered here.
+        case preflight(Response)
+        /// The route's answer.
+        case routed(Response)
+        /// What the route threw.
+        case failed(any Error)
+    }
+
+    /// The answer to a CORS preflight, when the request is one.
+    @inline(never)
+    private func preflight(_ request: Request) -> Response? {
+        browser?.preflight(request)
+    }
+
+    /// The context with the request's credentials (`CredentialReader`).
+    @inline(never)
+    private func credentialed(_ context: Context, _ request: Request) -> Context {
+        guard let credentials else { return context }
+        var context = context
+        context.credentials = credentials.read(request)
+        return context
+    }
+
+    /// The answer with the headers every answer gets, recorded in the access log.
+    @inline(never)
+    private func finished(_ outcome: Outcome, _ request: Request, _ context: Context, since started: ContinuousClock.Instant) -> Response {
+        var response =
+            switch outcome {
+            case .preflight(let preflight): preflight
+            case .routed(let routed): problems.checked(routed, for: request)
+            case .failed(let error): problems.response(for: error, to: request)
+            }
         browser?.decorate(&response, for: request)
         SecurityHeaders.apply(to: &response, path: request.uri.path)
+        accessLog?.record(request, context, response, elapsed: ContinuousClock.now - started, scope: RequestScope.current)
         return response
     }
 }

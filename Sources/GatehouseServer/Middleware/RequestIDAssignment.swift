@@ -1,11 +1,11 @@
 import GatehouseCore
 import Hummingbird
 
-/// Which id a request is served under (`GatewayMiddleware` sets it as `RequestID.current` while
+/// Which id a request is served under (`GatewayMiddleware` binds it in the request's `RequestScope` while
 /// the request is served, so every log line and problem document of it carries it, and
 /// returns it as `X-Request-Id` on every answer). A sane incoming `X-Request-Id` is adopted
 /// only from a trusted proxy (`GATEHOUSE_TRUSTED_PROXIES`), which assigned it; any other
-/// caller's value is kept as `RequestID.offered` (its own log field) and the request gets a
+/// caller's value is kept as the scope's `offered` (its own log field) and the request gets a
 /// new id.
 struct RequestIDAssignment: Sendable {
     /// The peers whose request ids are adopted.
