@@ -29,6 +29,7 @@ public struct SessionService: Sendable {
 
     /// The caller behind a gateway ID token (`Authorization: Bearer`); an invalid or ended
     /// one is `invalid-id-token`.
+    @inline(never)  // a frame of its own, not part of every signed-in route's (`user()`)
     public func caller(idToken: String) async throws -> Caller {
         let bearer = try await tokens.verify(idToken)
         return Caller(
@@ -37,6 +38,7 @@ public struct SessionService: Sendable {
     }
 
     /// The caller behind a session cookie's value, or `nil` when it names no live session.
+    @inline(never)  // a frame of its own, not part of every signed-in route's (`user()`)
     public func caller(sessionCookie: String?) async throws -> Caller? {
         guard let sessionCookie, !sessionCookie.isEmpty, sessionCookie.count <= 128,
             let session = try await storage.session(idHash: SecureRandom.digest(sessionCookie), now: clock.now())

@@ -100,7 +100,19 @@ public final class CachedStore: GatehouseStorage {
 
     /// The session with its account and links: from memory when all three are held, else one
     /// read of the store (`GatehouseStorage.signedIn`), kept unless a write overtook it.
+    @inline(never)  // its frame stays its own, not part of every caller's (`session(idHash:)`)
     public func signedIn(_ key: SessionKey, now: Date) async throws -> SignedInRecords? {
+        if let held = held(key, now: now) { return held }
+        return try await readSignedIn(key, now: now)
+    }
+
+    /// What memory answers for `key`: the records, or `.some(nil)` for an expired session;
+    /// `nil` when something must be read.
+    ///
+    /// Apart from the read, which is out of line: an async function's frame is allocated
+    /// whole on every call, so the read's locals cost every hit, and a connection's task keeps
+    /// its deepest frames while the connection is open.
+    private func held(_ key: SessionKey, now: Date) -> SignedInRecords?? {
         let held: SessionRecord?
         switch key {
         case .cookieHash(let hash): held = cache.session(idHash: hash, now: clock.now())
@@ -109,14 +121,20 @@ public final class CachedStore: GatehouseStorage {
         if let held {
             guard held.expiresAt > now else {
                 metrics.cacheLookup(cache: "account", result: "hit")
-                return nil
+                return .some(nil)
             }
             if let account = cache.account(uid: held.uid, now: clock.now()), let links = cache.links(uid: held.uid, now: clock.now()) {
                 metrics.cacheLookup(cache: "account", result: "hit")
                 return SignedInRecords(session: held, account: account, links: links)
             }
         }
-        // A hit only when nothing below is read: a session held without its account or links is a miss.
+        return nil
+    }
+
+    /// One read of the store (`GatehouseStorage.signedIn`), kept unless a write overtook it.
+    @inline(never)
+    private func readSignedIn(_ key: SessionKey, now: Date) async throws -> SignedInRecords? {
+        // A hit only when nothing here is read: a session held without its account or links is a miss.
         metrics.cacheLookup(cache: "account", result: "miss")
         let ticket = cache.ticket()
         guard let records = try await base.signedIn(key, now: now) else { return nil }
