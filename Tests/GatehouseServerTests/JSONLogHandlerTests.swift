@@ -33,7 +33,9 @@ struct JSONLogHandlerTests {
     func linesAreJSON() throws {
         let sink = LogSink(capture: true)
         let logger = Logger(label: "t") { JSONLogHandler(label: $0, sink: sink) }
-        let awkward = "quote \" backslash \\ newline \n tab \t bell \u{07} nul \u{0} unit \u{1F} cr \r slash / é 🦉"
+        let awkward =
+            "quote \" backslash \\ newline \n tab \t bell \u{07} nul \u{0} unit \u{1F} cr \r next \u{85} line \u{2028} paragraph \u{2029}"
+            + " dash — euro € â slash / é 🦉"
         logger.notice(
             "message \(awkward)",
             metadata: [
@@ -43,6 +45,8 @@ struct JSONLogHandlerTests {
             ])
         let line = try #require(sink.lines.first)
         #expect(!line.contains("\n"))
+        // No Unicode line break either: a tool splitting lines on them keeps the line whole.
+        #expect(line.split(whereSeparator: \.isNewline).count == 1, "\(line)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect(object["text"] as? String == awkward)
         #expect(object["message"] as? String == "message \(awkward)")

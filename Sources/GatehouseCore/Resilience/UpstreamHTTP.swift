@@ -24,7 +24,7 @@ public struct UpstreamHTTP: Sendable {
     public let photoHosts: HostBreakers
     /// The total time of one fetch from a photo host (the provider's timeout unless set).
     public let photoTimeout: Duration
-    /// Where failed calls are logged (with the request's id: `RequestID`).
+    /// Where failed calls are logged (with the request's id, which the HTTP layer's log handler adds).
     let logger: Logger
 
     /// Wraps `client` for `providerId`.

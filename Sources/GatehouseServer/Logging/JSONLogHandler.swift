@@ -196,17 +196,25 @@ public struct JSONLogHandler: LogHandler {
     }
 
     /// A JSON string (RFC 8259 §7): `"` and `\` escaped, control characters as `\n`, `\t`
-    /// or `\u00XX`; everything else, `/` and non-ASCII included, as it is (UTF-8).
+    /// or `\u00XX`, and the Unicode line breaks U+0085, U+2028 and U+2029 as `\u0085`,
+    /// `\u2028` and `\u2029` (valid JSON as they are, but tools that split lines on Unicode
+    /// line breaks would cut the line there); everything else, `/` and non-ASCII included, as
+    /// it is (UTF-8).
     static func writeString(_ text: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { bytes in
             // Most values (ids, codes, routes) need no escaping: append them whole.
-            guard bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+            // 0xC2 and 0xE2 lead the UTF-8 of U+0085 and of U+2028/U+2029.
+            guard bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0xC2 || $0 == 0xE2 })
+            else {
                 out.append(contentsOf: bytes)
                 return
             }
-            for byte in bytes {
+            var index = 0
+            while index < bytes.count {
+                let byte = bytes[index]
+                index += 1
                 switch byte {
                 case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
                 case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
@@ -220,6 +228,12 @@ public struct JSONLogHandler: LogHandler {
                     out.append(UInt8(ascii: byte < 0x10 ? "0" : "1"))
                     let low = byte & 0x0F
                     out.append(low < 10 ? UInt8(ascii: "0") + low : UInt8(ascii: "a") + low - 10)
+                case 0xC2 where index < bytes.count && bytes[index] == 0x85:
+                    out.append(contentsOf: #"\u0085"#.utf8)
+                    index += 1
+                case 0xE2 where index + 1 < bytes.count && bytes[index] == 0x80 && (bytes[index + 1] == 0xA8 || bytes[index + 1] == 0xA9):
+                    out.append(contentsOf: (bytes[index + 1] == 0xA8 ? #"\u2028"# : #"\u2029"#).utf8)
+                    index += 2
                 default: out.append(byte)
                 }
             }
