@@ -114,27 +114,14 @@ public struct ProviderAPIService: Sendable {
         _ request: ProviderAPIRequest, template: APITemplate, limits: APIPolicy.Provider, uid: String, providerId: String, caller: Caller,
         gatewayBase: String
     ) async throws -> ProviderAPIAnswer {
-        if let query = request.query {
-            guard query.utf8.count <= 4096, !query.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || $0 == "#" }) else {
-                throw GatehouseError.invalidArgument("The query string is too long or has characters a URL cannot carry.")
-            }
-        }
+        try Self.checkQuery(request.query)
         _ = try await profiles.enabledAccount(uid)
         let link = try await profiles.link(uid: uid, providerId: providerId)
         let provider = try providers.provider(providerId)
         guard let base = configuration.apiBaseURL(for: providerId), let http = upstream[providerId] else {
             throw GatehouseError.pathNotAllowed("This gateway allows no \(providerId) API calls.")
         }
-        var outbound = OutboundRequest(method: request.method.rawValue, url: base + request.path.encoded + (request.query.map { "?" + $0 } ?? ""))
-        for (name, value) in request.headers where ProviderAPIRequest.forwardedHeaders.contains(name.lowercased()) {
-            outbound.headers.add(name, value)
-        }
-        if request.method.hasBody {
-            if let upload = request.body { outbound.upload = upload } else { outbound.body = [] }
-        }
-        outbound.maxResponseBytes = limits.maxResponseBytes
-        if let timeout = limits.timeout { outbound.timeout = timeout }
-        let prepared = outbound
+        let prepared = Self.outbound(request, base: base, limits: limits)
         let refused = { (origin: String) in
             GatehouseError.upstreamUnavailable(
                 providerId, situation: .temporarilyUnavailable,
@@ -179,6 +166,50 @@ public struct ProviderAPIService: Sendable {
                     "\(providerId) refused the stored access token, which is now refreshed; the request body was streamed and is too large to send twice. Send the call again."
             )
         }
+        return try await answer(
+            response, tokens: tokens, template: template, limits: limits, providerId: providerId, base: base, http: http,
+            githubLimits: githubLimits, gatewayBase: gatewayBase)
+    }
+
+    /// Refuses a query string a URL cannot carry. (Out of line, as is `outbound`: `send`'s
+    /// frame stays allocated while the upstream call is in flight.)
+    @inline(never)
+    private static func checkQuery(_ query: String?) throws {
+        guard let query else { return }
+        guard query.utf8.count <= 4096, !query.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || $0 == "#" }) else {
+            throw GatehouseError.invalidArgument("The query string is too long or has characters a URL cannot carry.")
+        }
+    }
+
+    /// The call to the provider at `base`, without its `Authorization`: the caller's method,
+    /// path, query, forwarded headers and body, within the policy's limits.
+    @inline(never)
+    private static func outbound(_ request: ProviderAPIRequest, base: String, limits: APIPolicy.Provider) -> OutboundRequest {
+        var outbound = OutboundRequest(method: request.method.rawValue, url: base + request.path.encoded + (request.query.map { "?" + $0 } ?? ""))
+        for (name, value) in request.headers where ProviderAPIRequest.forwardedHeaders.contains(name.lowercased()) {
+            outbound.headers.add(name, value)
+        }
+        if request.method.hasBody {
+            if let upload = request.body { outbound.upload = upload } else { outbound.body = [] }
+        }
+        outbound.maxResponseBytes = limits.maxResponseBytes
+        if let timeout = limits.timeout { outbound.timeout = timeout }
+        return outbound
+    }
+
+    /// The caller's answer from the provider's: rate limits and scope refusals as problems,
+    /// the headers that pass, paging links moved to the gateway, the body whole or streaming.
+    ///
+    /// A function of its own, never inlined: an async function's frame is allocated whole for
+    /// each call and stays allocated while the upstream call is in flight, so these locals
+    /// would cost every call in flight, and a connection's task keeps its deepest frames while
+    /// the connection is open.
+    @inline(never)
+    private func answer(
+        _ response: OutboundStreamingResponse, tokens: ProviderTokens, template: APITemplate, limits: APIPolicy.Provider,
+        providerId: String, base: String, http: UpstreamHTTP, githubLimits: GitHubRateLimits?, gatewayBase: String
+    ) async throws -> ProviderAPIAnswer {
+        let clock = configuration.clock
         // GitHub's primary and secondary rate limits: `429 upstream-rate-limited` with the time
         // to wait, and the token held back until then (a limit is neither an outage nor a dead
         // grant: the breaker saw an answer).
