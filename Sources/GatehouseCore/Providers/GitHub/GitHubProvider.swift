@@ -143,12 +143,12 @@ public struct GitHubProvider: IdentityProvider {
     /// The profile of `/user`'s and `/user/emails`' answers (the latter optional: a grant
     /// without the email scope gets a 404), with their validators.
     private func normalize(user userResponse: OutboundResponse, emails emailsResponse: OutboundResponse?) throws -> ProviderProfile {
-        let user = try JSONValue.parse(Data(userResponse.body))
+        let user = try JSONValue.parseRepeated(userResponse.body)
         guard let numericID = user["id"]?.integerValue, let login = user["login"]?.stringValue else {
             throw GatehouseError.invalidIdPResponse("GitHub's /user answer has no id or login.")
         }
         var emails: [JSONValue] = []
-        if let response = emailsResponse, let list = try? JSONValue.parse(Data(response.body)).arrayValue {
+        if let response = emailsResponse, let list = try? JSONValue.parseRepeated(response.body).arrayValue {
             emails = list
         }
         var validators: [String: String] = [:]

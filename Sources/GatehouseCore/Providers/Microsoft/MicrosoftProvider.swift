@@ -152,7 +152,7 @@ public struct MicrosoftProvider: IdentityProvider {
     private func graph(_ path: String, tokens: ProviderTokens) async throws -> JSONValue {
         let response = try await graphResponse(path, tokens: tokens, accept: "application/json", maxBytes: 1 << 20)
         guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
-        guard let json = try? JSONValue.parse(Data(response.body)), case .object = json else {
+        guard let json = try? JSONValue.parseRepeated(response.body), case .object = json else {
             throw GatehouseError.invalidIdPResponse("Graph's answer is not a JSON object.")
         }
         return json

@@ -229,7 +229,7 @@ public struct OIDCProvider: IdentityProvider {
                 url: endpoint, headers: ["Authorization": "Bearer \(accessToken)", "Accept": "application/json"], maxResponseBytes: 256 << 10),
             endpoint: .userinfo)
         guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
-        guard let info = try? JSONValue.parse(Data(response.body)), case .object = info else {
+        guard let info = try? JSONValue.parseRepeated(response.body), case .object = info else {
             throw GatehouseError.invalidIdPResponse("\(id)'s userinfo answer is not a JSON object.")
         }
         if let expectedSubject, info["sub"]?.stringValue != expectedSubject {
