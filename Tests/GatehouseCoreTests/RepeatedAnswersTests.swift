@@ -19,7 +19,7 @@ import Testing
         #expect(try JSONValue.parseRepeated(userInfo, held: held) == first)
         #expect(held.count == 1)
 
-        // One byte more is another answer, parsed on its own.
+        // A changed answer is another key, parsed on its own.
         let changed = Array(#"{"sub":"248289761001","name":"Jane Doe."}"#.utf8)
         #expect(try JSONValue.parseRepeated(changed, held: held)["name"]?.stringValue == "Jane Doe.")
         #expect(held.count == 2)
@@ -35,12 +35,34 @@ import Testing
         #expect(held.count == 0)
     }
 
-    @Test("an answer larger than the largest held is parsed and not held")
-    func largeAnswerIsNotHeld() throws {
+    @Test("an answer of up to the largest size is held, one byte more is parsed and not held")
+    func sizeBound() throws {
         let held = RecentValues<RepeatedAnswers.Key, JSONValue>(capacity: 8)
-        let large = Array(("{\"sub\":\"1\",\"bio\":\"" + String(repeating: "x", count: RepeatedAnswers.largestHeld) + "\"}").utf8)
-        #expect(try JSONValue.parseRepeated(large, held: held)["sub"]?.stringValue == "1")
-        #expect(held.count == 0)
+        func answer(size: Int) -> [UInt8] {
+            let frame = Array(#"{"sub":"1","bio":""}"#.utf8)
+            return Array(frame.dropLast(2)) + Array(repeating: UInt8(ascii: "x"), count: size - frame.count) + Array(#""}"#.utf8)
+        }
+        let largest = answer(size: RepeatedAnswers.largestHeld)
+        #expect(largest.count == RepeatedAnswers.largestHeld)
+        #expect(try JSONValue.parseRepeated(largest, held: held)["sub"]?.stringValue == "1")
+        #expect(held.count == 1)
+        let larger = answer(size: RepeatedAnswers.largestHeld + 1)
+        #expect(try JSONValue.parseRepeated(larger, held: held)["bio"]?.stringValue?.count == larger.count - 20)
+        #expect(held.count == 1)
+    }
+
+    @Test("an answer whose tree has more values than the largest held is parsed and not held")
+    func treeBound() throws {
+        let held = RecentValues<RepeatedAnswers.Key, JSONValue>(capacity: 8)
+        // 1 array + n one-element arrays + n numbers: small in bytes, many values.
+        func nested(_ n: Int) -> [UInt8] { Array(("[" + Array(repeating: "[0]", count: n).joined(separator: ",") + "]").utf8) }
+        let largest = nested((RepeatedAnswers.largestTree - 1) / 2)
+        #expect(try JSONValue.parseRepeated(largest, held: held).valueCount(upTo: 1_000) <= RepeatedAnswers.largestTree)
+        #expect(held.count == 1)
+        let larger = nested(RepeatedAnswers.largestTree / 2)
+        #expect(try JSONValue.parseRepeated(larger, held: held).valueCount(upTo: 1_000) == RepeatedAnswers.largestTree + 1)
+        #expect(held.count == 1)
+        #expect(try JSONValue.parse(Data(#"{"a":[1,{"b":null}],"c":"d"}"#.utf8)).valueCount(upTo: 100) == 6)
     }
 
     @Test("the held answers stay within their capacity")
