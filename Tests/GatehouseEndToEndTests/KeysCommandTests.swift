@@ -33,9 +33,8 @@ struct KeysCommandTests {
         let location: [String]
         let storage: any GatehouseStorage
         if store == "SQLite" {
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-keys-\(UUID().uuidString)").path
+            let folder = try TestScratch.folder("keys")
             location = ["--data-dir", folder]
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             storage = try SQLiteStorage(path: folder + "/gatehouse.sqlite")
         } else {
             let url = try await PostgresTestServer.freshDatabase()
@@ -71,8 +70,7 @@ struct KeysCommandTests {
     )
     func rotateEncryption() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build the gatehouse product first (swift build)")
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-rotate-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let folder = try TestScratch.folder("rotate")
         let storage = try SQLiteStorage(path: folder + "/gatehouse.sqlite")
         try await storage.migrate()
         let (old, new) = (TokenVault.generateKey(), TokenVault.generateKey())
@@ -109,8 +107,7 @@ struct KeysCommandTests {
         "the encryption key from a file (GATEHOUSE_ENCRYPTION_KEY_FILE, trailing newline allowed); both the variable and the file, or an unreadable file, stop the command"
     )
     func encryptionKeyFromFile() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-keyfile-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let folder = try TestScratch.folder("keyfile")
         let key = TokenVault.generateKey()
         let keyFile = folder + "/encryption-key"
         try Data((key.base64EncodedString() + "\n").utf8).write(to: URL(fileURLWithPath: keyFile))

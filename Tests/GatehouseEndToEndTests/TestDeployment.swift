@@ -6,6 +6,7 @@ import GatehouseCore
 import GatehousePostgres
 import GatehouseSQLite
 import GatehouseServer
+import GatehouseTestSupport
 import Logging
 import ProviderEmulator
 import ServiceLifecycle
@@ -41,8 +42,7 @@ func withDeployment<T>(
     dataFolder: String? = nil,
     _ body: (TestDeployment) async throws -> T
 ) async throws -> T {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-e2e-\(UUID().uuidString)").path
-    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    let folder = try TestScratch.folder("e2e")
     let databasePath = (dataFolder ?? folder) + "/gatehouse.sqlite"
     let logs = LogSink(capture: true)
     let logger = Logger(label: "gatehouse-test") { JSONLogHandler(label: $0, sink: logs) }
@@ -408,7 +408,7 @@ func jsonObject(_ response: OutboundResponse) throws -> [String: Any] {
 /// A throwaway SQLite store for tests that only need a `Gatehouse` value.
 enum GatehouseSQLiteStorageForSpec {
     static func make() throws -> SQLiteStorage {
-        try SQLiteStorage(path: FileManager.default.temporaryDirectory.appendingPathComponent("spec-\(UUID().uuidString).sqlite").path)
+        try SQLiteStorage(path: try TestScratch.folder("spec") + "/gatehouse.sqlite")
     }
 
     /// A fresh, migrated store.

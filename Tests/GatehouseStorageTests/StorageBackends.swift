@@ -38,11 +38,9 @@ struct StorageBackend: CustomTestStringConvertible, Sendable {
         return storage
     }
 
-    /// A new path under a fresh temporary folder.
+    /// A new path under a fresh temporary folder (removed when the test process exits).
     static func temporaryDatabasePath() throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-storage-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        return folder.appendingPathComponent("gatehouse.sqlite").path
+        try TestScratch.folder("storage") + "/gatehouse.sqlite"
     }
 }
 
