@@ -95,8 +95,9 @@ public struct Gatehouse: Sendable {
         } else {
             self.webhooks = nil
         }
-        // The claim only means something while the console is on.
-        let operatorClaim = configuration.console?.operatorClaim.flatMap { $0.isEmpty ? nil : $0 }
+        // Protected console on or off: an account that got it while the console was off would
+        // be an operator the day it is turned on.
+        let operatorClaim = (configuration.operatorClaim ?? configuration.console?.operatorClaim).flatMap { $0.isEmpty ? nil : $0 }
         var hooks: any SignInHooks = NoSignInHooks()
         if let settings = configuration.hooks, !settings.urls.isEmpty {
             hooks = HookClient(

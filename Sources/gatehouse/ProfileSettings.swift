@@ -125,8 +125,9 @@ enum ProfileSettings {
     }
 
     /// The operators' console: on only with `GATEHOUSE_ADMIN_CONSOLE=true` and at least one
-    /// way to name an operator.
+    /// way to name an operator. `GATEHOUSE_ADMIN_CLAIM` protects its claim console on or off.
     static func applyConsole(_ settings: TypedSettings, to gateway: inout GatewayConfiguration) throws {
+        if let claim = try settings.text("GATEHOUSE_ADMIN_CLAIM") { gateway.operatorClaim = claim }
         let enabled = try settings.flag("GATEHOUSE_ADMIN_CONSOLE")
         if enabled == false {
             gateway.console = nil

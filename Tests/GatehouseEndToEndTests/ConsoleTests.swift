@@ -334,6 +334,42 @@ struct ConsoleTests {
         }
     }
 
+    @Test(
+        "gatehouse serve with GATEHOUSE_ADMIN_CLAIM and the console off: a users:claims key cannot plant the operator claim for the day the console is turned on"
+    )
+    func operatorClaimProtectedWithConsoleOff() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
+        try await withRunningEmulator { emulatorURL in
+            let folder = try TestScratch.folder("claim")
+            let key = TokenVault.generateKey()
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            let serve = try await ServeProcess.start(
+                name: "serve", database: nil, emulatorURL: emulatorURL, key: key, folder: folder, extra: ["GATEHOUSE_ADMIN_CLAIM": "staff"],
+                without: ["GATEHOUSE_ADMIN_CONSOLE"])
+            defer { serve.process.stop() }
+            #expect(try await client.execute(OutboundRequest(url: "\(serve.url)/admin/")).status == 404, "the console is off")
+            let chain = try await DatabaseFailoverTests.signIn(client: client, gateway: serve.url)
+            let uid = try #require(try HookTests.claims(chain.idToken)["sub"] as? String)
+            let created = try await KeysCommandTests.run(
+                ["keys", "create-service", "labels", "--scopes", "users:claims", "--data-dir", "\(folder)/serve-data"],
+                environment: ["GATEHOUSE_ENCRYPTION_KEY": key.base64EncodedString()])
+            #expect(created.status == 0, "\(created.output)")
+            let secret = try #require(created.output.split(separator: "\n").last.map(String.init))
+            func put(_ body: String) async throws -> OutboundResponse {
+                try await client.execute(
+                    OutboundRequest(
+                        method: "PUT", url: "\(serve.url)/v1/users/\(uid)/claims",
+                        headers: ["Authorization": "Bearer \(secret)", "Content-Type": "application/json"], body: Array(body.utf8)))
+            }
+            let planted = try await put(#"{"plan":"pro","staff":true}"#)
+            #expect(planted.status == 403, "\(planted.bodyText)")
+            #expect(try jsonObject(planted)["code"] as? String == "permission-denied")
+            // Claims that leave it alone are the key's to set.
+            #expect(try await put(#"{"plan":"pro"}"#).status == 200)
+        }
+    }
+
     /// What the admin API says of an account (`nil`: there is none), through a service key.
     static func user(_ deployment: TestDeployment, _ uid: String, key: String) async throws -> [String: Any]? {
         let answer = try await ProviderAPITests.call(deployment, "/v1/users/\(uid)", key: key)

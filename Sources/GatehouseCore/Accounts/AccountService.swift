@@ -20,7 +20,7 @@ public struct AccountService: Sendable {
     /// The webhook events each write records in its own transaction.
     var events = EventRecorder.disabled
     /// The custom claim that makes an account a console operator (`GATEHOUSE_ADMIN_CLAIM`),
-    /// when the console is on: only an operator or an `admin` key may change its value.
+    /// console on or off: only an operator or an `admin` key may change its value.
     var operatorClaim: String?
     /// The scopes granted by each stored token set, by its sealed form: opened once, not on
     /// every profile read (a new grant is a new sealed value, so nothing goes stale).

@@ -137,6 +137,11 @@ public struct GatewayConfiguration: Sendable {
     public var auditRetention: TimeInterval = 90 * 86400
     /// The operators' console at `/admin/`; `nil` (the default) serves none.
     public var console: ConsoleConfiguration?
+    /// The custom claim that makes an account a console operator when `true`
+    /// (`GATEHOUSE_ADMIN_CLAIM`), protected whether or not the console is on: only an operator
+    /// or an `admin` key may change its value, so no account collects it while the console is
+    /// off. `nil`: the console's own (`console?.operatorClaim`), if any.
+    public var operatorClaim: String?
     /// The API reference page served at `/docs` (HTML that `scripts/api-docs` renders from the
     /// OpenAPI document); `nil` (the default) serves none.
     public var apiReferencePage: String?

@@ -204,7 +204,9 @@ enum SettingsCatalog {
         Setting(
             "GATEHOUSE_ADMINS", .list,
             "the console's operators, comma-separated: uids, or email addresses a linked provider verifies"),
-        Setting("GATEHOUSE_ADMIN_CLAIM", .text, "a custom claim that makes its account an operator when `true`"),
+        Setting(
+            "GATEHOUSE_ADMIN_CLAIM", .text,
+            "a custom claim that makes its account an operator when `true`; only an operator or an `admin` key changes it, console on or off"),
         Setting(
             "GATEHOUSE_API_DOCS_FILE", .path,
             "an HTML page served at `/docs`: the API reference `scripts/api-docs` renders from `OpenAPI/openapi.yaml`; unset: `/docs` is not served"),
