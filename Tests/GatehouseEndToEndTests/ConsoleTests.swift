@@ -351,22 +351,34 @@ struct ConsoleTests {
             #expect(try await client.execute(OutboundRequest(url: "\(serve.url)/admin/")).status == 404, "the console is off")
             let chain = try await DatabaseFailoverTests.signIn(client: client, gateway: serve.url)
             let uid = try #require(try HookTests.claims(chain.idToken)["sub"] as? String)
-            let created = try await KeysCommandTests.run(
-                ["keys", "create-service", "labels", "--scopes", "users:claims", "--data-dir", "\(folder)/serve-data"],
-                environment: ["GATEHOUSE_ENCRYPTION_KEY": key.base64EncodedString()])
-            #expect(created.status == 0, "\(created.output)")
-            let secret = try #require(created.output.split(separator: "\n").last.map(String.init))
-            func put(_ body: String) async throws -> OutboundResponse {
+            func serviceKey(_ scopes: String) async throws -> String {
+                let created = try await KeysCommandTests.run(
+                    ["keys", "create-service", "labels", "--scopes", scopes, "--data-dir", "\(folder)/serve-data"],
+                    environment: ["GATEHOUSE_ENCRYPTION_KEY": key.base64EncodedString()])
+                #expect(created.status == 0, "\(created.output)")
+                return try #require(created.output.split(separator: "\n").last.map(String.init))
+            }
+            let (narrow, admin) = (try await serviceKey("users:claims,profile:read"), try await serviceKey("users:claims,admin"))
+            func put(_ body: String, key: String) async throws -> OutboundResponse {
                 try await client.execute(
                     OutboundRequest(
                         method: "PUT", url: "\(serve.url)/v1/users/\(uid)/claims",
-                        headers: ["Authorization": "Bearer \(secret)", "Content-Type": "application/json"], body: Array(body.utf8)))
+                        headers: ["Authorization": "Bearer \(key)", "Content-Type": "application/json"], body: Array(body.utf8)))
             }
-            let planted = try await put(#"{"plan":"pro","staff":true}"#)
+            func stored() async throws -> [String: Any] {
+                let user = try await client.execute(
+                    OutboundRequest(url: "\(serve.url)/v1/users/\(uid)", headers: ["Authorization": "Bearer \(narrow)"]))
+                return try jsonObject(user)["customClaims"] as? [String: Any] ?? [:]
+            }
+            let planted = try await put(#"{"plan":"pro","staff":true}"#, key: narrow)
             #expect(planted.status == 403, "\(planted.bodyText)")
             #expect(try jsonObject(planted)["code"] as? String == "permission-denied")
-            // Claims that leave it alone are the key's to set.
-            #expect(try await put(#"{"plan":"pro"}"#).status == 200)
+            #expect((try jsonObject(planted)["detail"] as? String)?.contains("GATEHOUSE_ADMIN_CLAIM") == true)
+            #expect(try await stored().isEmpty, "nothing stored")
+            // Claims that leave it alone are the key's to set; an admin key may grant it.
+            #expect(try await put(#"{"plan":"pro"}"#, key: narrow).status == 200)
+            #expect(try await put(#"{"plan":"pro","staff":true}"#, key: admin).status == 200)
+            #expect(try await stored()["staff"] as? Bool == true)
         }
     }
 

@@ -140,7 +140,8 @@ public struct GatewayConfiguration: Sendable {
     /// The custom claim that makes an account a console operator when `true`
     /// (`GATEHOUSE_ADMIN_CLAIM`), protected whether or not the console is on: only an operator
     /// or an `admin` key may change its value, so no account collects it while the console is
-    /// off. `nil`: the console's own (`console?.operatorClaim`), if any.
+    /// off. `nil`: the console's own (`console?.operatorClaim`), if any; naming another claim
+    /// than the console's fails `validate()`.
     public var operatorClaim: String?
     /// The API reference page served at `/docs` (HTML that `scripts/api-docs` renders from the
     /// OpenAPI document); `nil` (the default) serves none.
@@ -225,6 +226,11 @@ public struct GatewayConfiguration: Sendable {
     /// Checks the endpoints: `https` only, except loopback `http` in development mode (design §1).
     public func validate() throws {
         if let problem = hooks?.problem() { throw GatehouseError.invalidArgument(problem) }
+        // The claim the console admits by must be the claim that is protected.
+        if let claim = operatorClaim, let consoleClaim = console?.operatorClaim, !consoleClaim.isEmpty, claim != consoleClaim {
+            throw GatehouseError.invalidArgument(
+                "the operator claim (\(claim.debugDescription)) and the console's (\(consoleClaim.debugDescription)) differ: name one claim")
+        }
         if let problem = webhooks?.problem() { throw GatehouseError.invalidArgument(problem) }
         do {
             _ = try TrustedProxies(parsing: trustedProxies)

@@ -23,7 +23,7 @@ public final class HookClient: SignInHooks {
     /// may be the signing-in user's own data, and one user's failures alone must not refuse
     /// everyone else's sign-ins (or, under `allow`, let them through unasked).
     private let breakers: [HookEvent: CircuitBreaker]
-    /// The custom claim that makes an account a console operator, if the console is on: an
+    /// The custom claim that makes an account a console operator (console on or off): an
     /// answer may not change its value (see `checked(_:for:)`).
     let operatorClaim: String?
 

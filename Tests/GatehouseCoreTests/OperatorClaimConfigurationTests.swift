@@ -1,0 +1,24 @@
+import GatehouseCore
+import Testing
+
+/// The operator claim named for the gateway (`GATEHOUSE_ADMIN_CLAIM`, protected console on or
+/// off) and the one the console admits by are one claim.
+@Suite struct OperatorClaimConfigurationTests {
+    func configuration(operatorClaim: String?, console: ConsoleConfiguration?) -> GatewayConfiguration {
+        var configuration = GatewayConfiguration(
+            publicURL: "https://gw.example", returnToAllowList: [], github: GitHubConfiguration(clientID: "c", clientSecret: "s"))
+        configuration.operatorClaim = operatorClaim
+        configuration.console = console
+        return configuration
+    }
+
+    @Test("a gateway claim and a console claim that differ stop the start; the same one, or either alone, pass")
+    func claimsAgree() throws {
+        let differing = configuration(operatorClaim: "staff", console: ConsoleConfiguration(operators: [], operatorClaim: "admin"))
+        #expect(throws: GatehouseError.self) { try differing.validate() }
+        try configuration(operatorClaim: "staff", console: ConsoleConfiguration(operators: [], operatorClaim: "staff")).validate()
+        try configuration(operatorClaim: "staff", console: nil).validate()
+        try configuration(operatorClaim: nil, console: ConsoleConfiguration(operators: [], operatorClaim: "staff")).validate()
+        try configuration(operatorClaim: "staff", console: ConsoleConfiguration(operators: ["ops@example.com"])).validate()
+    }
+}
