@@ -21,4 +21,15 @@ import Testing
         try configuration(operatorClaim: nil, console: ConsoleConfiguration(operators: [], operatorClaim: "staff")).validate()
         try configuration(operatorClaim: "staff", console: ConsoleConfiguration(operators: ["ops@example.com"])).validate()
     }
+
+    @Test("a reserved claim name, which no account can carry, stops the start")
+    func reservedNameRefused() throws {
+        for name in ["email", "sub", "Gatehouse_admin", "scope"] {
+            #expect(throws: GatehouseError.self, "\(name)") { try configuration(operatorClaim: name, console: nil).validate() }
+            #expect(throws: GatehouseError.self, "\(name)") {
+                try configuration(operatorClaim: nil, console: ConsoleConfiguration(operators: [], operatorClaim: name)).validate()
+            }
+        }
+        try configuration(operatorClaim: "staff", console: nil).validate()
+    }
 }

@@ -231,6 +231,11 @@ public struct GatewayConfiguration: Sendable {
             throw GatehouseError.invalidArgument(
                 "the operator claim (\(claim.debugDescription)) and the console's (\(consoleClaim.debugDescription)) differ: name one claim")
         }
+        // A reserved name is refused in every account's claims, so no account could carry it.
+        for claim in [operatorClaim, console?.operatorClaim].compactMap({ $0 }) where CustomClaims.isReserved(claim) {
+            throw GatehouseError.invalidArgument(
+                "GATEHOUSE_ADMIN_CLAIM: \(claim.debugDescription) is a reserved claim, which no account can carry: name a claim of its own")
+        }
         if let problem = webhooks?.problem() { throw GatehouseError.invalidArgument(problem) }
         do {
             _ = try TrustedProxies(parsing: trustedProxies)
