@@ -97,7 +97,7 @@ public struct Gatehouse: Sendable {
         }
         // Protected console on or off: an account that got it while the console was off would
         // be an operator the day it is turned on.
-        let operatorClaim = [configuration.operatorClaim, configuration.console?.operatorClaim].lazy.compactMap { $0 }.first { !$0.isEmpty }
+        let operatorClaim = configuration.protectedOperatorClaim
         var hooks: any SignInHooks = NoSignInHooks()
         if let settings = configuration.hooks, !settings.urls.isEmpty {
             hooks = HookClient(

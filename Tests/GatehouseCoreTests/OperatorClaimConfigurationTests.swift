@@ -20,6 +20,12 @@ import Testing
         try configuration(operatorClaim: "staff", console: nil).validate()
         try configuration(operatorClaim: nil, console: ConsoleConfiguration(operators: [], operatorClaim: "staff")).validate()
         try configuration(operatorClaim: "staff", console: ConsoleConfiguration(operators: ["ops@example.com"])).validate()
+        // An empty name names none: the console's claim is the one protected.
+        let unnamed = configuration(operatorClaim: "", console: ConsoleConfiguration(operators: [], operatorClaim: "staff"))
+        try unnamed.validate()
+        #expect(unnamed.protectedOperatorClaim == "staff")
+        #expect(configuration(operatorClaim: "staff", console: nil).protectedOperatorClaim == "staff")
+        #expect(configuration(operatorClaim: nil, console: nil).protectedOperatorClaim == nil)
     }
 
     @Test("a reserved claim name, which no account can carry, stops the start")

@@ -18,6 +18,9 @@ import Testing
         #expect(held.value(for: RepeatedAnswers.Key(bytes: userInfo)) == first)
         #expect(try JSONValue.parseRepeated(userInfo, held: held) == first)
         #expect(held.count == 1)
+        // The held value answers, not a new parse: a marker held for the bytes comes back.
+        held.insert(.string("held"), for: RepeatedAnswers.Key(bytes: userInfo))
+        #expect(try JSONValue.parseRepeated(userInfo, held: held) == .string("held"))
 
         // A changed answer is another key, parsed on its own.
         let changed = Array(#"{"sub":"248289761001","name":"Jane Doe."}"#.utf8)

@@ -143,6 +143,12 @@ public struct GatewayConfiguration: Sendable {
     /// off. `nil`: the console's own (`console?.operatorClaim`), if any; naming another claim
     /// than the console's fails `validate()`.
     public var operatorClaim: String?
+
+    /// The operator claim in force: `operatorClaim`, else the console's; `nil` when neither
+    /// names one (an empty name names none).
+    public var protectedOperatorClaim: String? {
+        [operatorClaim, console?.operatorClaim].lazy.compactMap { $0 }.first { !$0.isEmpty }
+    }
     /// The API reference page served at `/docs` (HTML that `scripts/api-docs` renders from the
     /// OpenAPI document); `nil` (the default) serves none.
     public var apiReferencePage: String?
@@ -227,12 +233,12 @@ public struct GatewayConfiguration: Sendable {
     public func validate() throws {
         if let problem = hooks?.problem() { throw GatehouseError.invalidArgument(problem) }
         // The claim the console admits by must be the claim that is protected.
-        if let claim = operatorClaim, let consoleClaim = console?.operatorClaim, !consoleClaim.isEmpty, claim != consoleClaim {
+        if let claim = operatorClaim, !claim.isEmpty, let consoleClaim = console?.operatorClaim, !consoleClaim.isEmpty, claim != consoleClaim {
             throw GatehouseError.invalidArgument(
                 "the operator claim (\(claim.debugDescription)) and the console's (\(consoleClaim.debugDescription)) differ: name one claim")
         }
         // A reserved name is refused in every account's claims, so no account could carry it.
-        for claim in [operatorClaim, console?.operatorClaim].compactMap({ $0 }) where CustomClaims.isReserved(claim) {
+        if let claim = protectedOperatorClaim, CustomClaims.isReserved(claim) {
             throw GatehouseError.invalidArgument(
                 "GATEHOUSE_ADMIN_CLAIM: \(claim.debugDescription) is a reserved claim, which no account can carry: name a claim of its own")
         }
