@@ -22,6 +22,7 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
@@ -30,6 +31,31 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 GATEHOUSE = os.environ.get("GATEHOUSE_BIN", str(ROOT / ".build" / "debug" / "gatehouse"))
 SCREENSHOTS = pathlib.Path(os.environ.get("GATEHOUSE_SCREENSHOTS", str(ROOT / "ci-artifacts" / "screenshots")))
 WAIT_SECONDS = 20
+
+
+def navigation_race(error):
+    """Whether `error` is Chromium's answer to a command that met a navigation in flight
+    (a redirect chain is still running): the page is not there yet, so the wait goes on."""
+    return isinstance(error, StaleElementReferenceException) or (
+        isinstance(error, WebDriverException)
+        and ("aborted by navigation" in str(error) or "target navigated or closed" in str(error)))
+
+
+class NavigationTolerantWait(WebDriverWait):
+    """A `WebDriverWait` that polls again, instead of failing, when a condition meets a
+    navigation: after a click that starts a redirect chain, the next page's element is looked
+    for while Chromium is still between pages. Any other error still fails at once."""
+
+    def until(self, method, message=""):
+        def tolerant(driver):
+            try:
+                return method(driver)
+            except WebDriverException as error:
+                if navigation_race(error):
+                    return False
+                raise
+
+        return super().until(tolerant, message)
 
 
 class Demo:
@@ -107,7 +133,7 @@ class Page:
 
     def __init__(self, driver, test_name):
         self.driver = driver
-        self.wait = WebDriverWait(driver, WAIT_SECONDS)
+        self.wait = NavigationTolerantWait(driver, WAIT_SECONDS)
         self.folder = SCREENSHOTS / test_name
         self.folder.mkdir(parents=True, exist_ok=True)
         self.shots = 0
@@ -121,7 +147,25 @@ class Page:
         assert self.driver.save_screenshot(str(path)), f"no screenshot at {path}"
 
     def click(self, element_id):
-        self.wait.until(EC.element_to_be_clickable((By.ID, element_id))).click()
+        """Clicks the element once it is clickable. An element that went stale before the click
+        (its page was replaced) is looked for again; a click answered "aborted by navigation"
+        started the navigation it was meant to, so it is not repeated."""
+        clickable = EC.element_to_be_clickable((By.ID, element_id))
+
+        def clicked(driver):
+            element = clickable(driver)
+            if not element:
+                return False
+            try:
+                element.click()
+            except StaleElementReferenceException:
+                return False
+            except WebDriverException as error:
+                if not navigation_race(error):
+                    raise
+            return True
+
+        self.wait.until(clicked)
 
     def pick(self, hint):
         """On the emulator's account picker, chooses the seeded user `hint`."""
@@ -341,3 +385,21 @@ def test_the_apps_hook_turns_a_new_account_away_with_its_message(start_demo, pag
     page.signed_out()
     page.shot("sign-in-denied")
 
+
+
+def test_a_wait_polls_again_through_a_navigation_and_fails_on_any_other_error():
+    # Chromium answers a lookup that meets a redirect chain in flight with "aborted by
+    # navigation"; the wait must look again, and must still stop on a real error.
+    answers = iter([WebDriverException("aborted by navigation: Inspected target navigated or closed"),
+                    StaleElementReferenceException("stale element reference"), False, "element"])
+
+    def condition(driver):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert NavigationTolerantWait(object(), 5, poll_frequency=0.01).until(condition) == "element"
+    with pytest.raises(WebDriverException, match="chrome not reachable"):
+        NavigationTolerantWait(object(), 5, poll_frequency=0.01).until(
+            lambda driver: (_ for _ in ()).throw(WebDriverException("chrome not reachable")))
