@@ -199,14 +199,19 @@ public final class Handles<Handle: Sendable>: Sendable {
 /// Metric handles by a key of the caller's choosing, made once each: the metrics recorded on
 /// every request use small keys of their own (a route and a status, a cache and a result)
 /// rather than label lists.
+///
+/// Inlinable, so that a module using it specializes the lookup for its key: unspecialized,
+/// each lookup goes through the key's witness tables and looks up the
+/// dictionary's generic metadata at run time.
 public final class HandleTable<Key: Hashable & Sendable, Handle: Sendable>: Sendable {
-    private let made = Mutex<[Key: Handle]>([:])
+    @usableFromInline let made = Mutex<[Key: Handle]>([:])
 
     /// An empty table.
     public init() {}
 
     /// The handle of `key`, made by `make` the first time (outside the lock: a factory takes
     /// its own, and answers racing callers the same series, so either handle counts into it).
+    @inlinable
     public func handle(_ key: Key, make: () -> Handle) -> Handle {
         if let known = made.withLock({ $0[key] }) { return known }
         let created = make()

@@ -5,7 +5,10 @@ import Hummingbird
 /// What browsers may do (design §4): CORS only for configured origins (credentials allowed,
 /// never a wildcard or `null`), an allowed `Origin` on every cookie-authenticated state
 /// change, and per-client rate limits on the sign-in, token and link routes.
-struct BrowserPolicy: Sendable {
+///
+/// A class: the middleware link and the routes hold it, and every answer passes through it;
+/// a struct of six references was copied (six retains, six releases) at each use.
+final class BrowserPolicy: Sendable {
     let origins: Set<String>
     let trustedProxies: TrustedProxies
     let limiter: RateLimiter

@@ -7,7 +7,9 @@ import Logging
 /// proxies), the user or service key the route found, the user agent, and the answer's size
 /// when known. Probes (`/healthz`, `/readyz`) are logged at debug unless `logProbes`: an
 /// orchestrator's every-few-seconds checks would bury the rest.
-struct AccessLog: Sendable {
+///
+/// A class for the reason `BrowserPolicy` is one: as a struct, every answer copied its references.
+final class AccessLog: Sendable {
     /// Route templates for the metrics' `route` label (bounded: never the raw path).
     let routes: RouteTable
     let metrics: ServerMetrics
@@ -16,6 +18,15 @@ struct AccessLog: Sendable {
     let browser: BrowserPolicy
     /// Whether probes are logged at info like every other request.
     let logProbes: Bool
+
+    /// The log of answers found in `routes`, recorded into `metrics` and `logger`.
+    init(routes: RouteTable, metrics: ServerMetrics, logger: Logger, browser: BrowserPolicy, logProbes: Bool) {
+        self.routes = routes
+        self.metrics = metrics
+        self.logger = logger
+        self.browser = browser
+        self.logProbes = logProbes
+    }
 
     /// Records one answered request: its metrics, and its line (inside the request's
     /// `RequestScope`, whose id the line carries).

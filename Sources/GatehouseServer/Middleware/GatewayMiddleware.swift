@@ -67,12 +67,15 @@ struct GatewayMiddleware: RouterMiddleware {
         browser?.preflight(request)
     }
 
-    /// The context with the request's credentials (`CredentialReader`).
+    /// The context with the request's credentials (`CredentialReader`). A request that
+    /// presents none keeps the context as it came: copying it retains each of its references.
     @inline(never)
     private func credentialed(_ context: Context, _ request: Request) -> Context {
         guard let credentials else { return context }
+        let read = credentials.read(request)
+        guard read.authorization != nil || read.sessionCookie != nil else { return context }
         var context = context
-        context.credentials = credentials.read(request)
+        context.credentials = read
         return context
     }
 
