@@ -4,7 +4,10 @@ import Foundation
 /// Calls beyond the profile: a provider API call made with a user's stored grant, under the
 /// operator's policy (`APIPolicy`), and the token vault that hands services a fresh access
 /// token. The caller never sends or receives the provider's token on the passthrough path.
-public struct ProviderAPIService: Sendable {
+///
+/// A class for the reason `ProfileService` is one: it holds the whole configuration and the
+/// profile service, which as a struct it copied at each pass and capture.
+public final class ProviderAPIService: Sendable {
     /// The policy and the providers' API bases.
     let configuration: GatewayConfiguration
     /// The grants: enabled accounts, links, tokens refreshed through the single flight.

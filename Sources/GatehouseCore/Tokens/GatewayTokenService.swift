@@ -11,7 +11,10 @@ import Logging
 /// A rotation whose answer was lost (the connection or the database went away after the
 /// commit) is safe to retry: for `refreshRetryWindow` seconds the token just spent returns
 /// the same successor, kept sealed beside it, with a fresh ID token.
-public struct GatewayTokenService: Sendable {
+///
+/// A class: every signed-in request's session check reaches it, and as a struct the whole
+/// configuration and account service inside it were copied with each `SessionService`.
+public final class GatewayTokenService: Sendable {
     let configuration: GatewayConfiguration
     let storage: any GatehouseStorage
     let accounts: AccountService
@@ -20,6 +23,19 @@ public struct GatewayTokenService: Sendable {
     let logger: Logger
     /// The signing keys (shared with the JWKS route).
     public let keys: SigningKeyRing
+
+    /// Issues and checks tokens under `configuration`, signed with `keys`.
+    init(
+        configuration: GatewayConfiguration, storage: any GatehouseStorage, accounts: AccountService, vault: TokenVault, logger: Logger,
+        keys: SigningKeyRing
+    ) {
+        self.configuration = configuration
+        self.storage = storage
+        self.accounts = accounts
+        self.vault = vault
+        self.logger = logger
+        self.keys = keys
+    }
 
     /// Refresh tokens start with this, so leaked ones are easy to recognise.
     public static let refreshTokenPrefix = "ghrt_"
