@@ -22,6 +22,36 @@ public struct GatehouseMetrics: Sendable {
         let result: String
     }
 
+    /// The upstream-call counter and timer by provider, endpoint and outcome: looked up on
+    /// every call to a provider by a small key, not by a label list built for each call.
+    private let upstreamCalls = HandleTable<UpstreamSeries, UpstreamHandles>()
+
+    private struct UpstreamSeries: Hashable, Sendable {
+        let providerId: String
+        let endpoint: UpstreamEndpoint
+        let outcome: String
+    }
+
+    private struct UpstreamHandles: Sendable {
+        let calls: Counter
+        let duration: Timer
+    }
+
+    /// The passthrough counter by provider, template and outcome, for the reason of `upstreamCalls`.
+    private let providerAPICalls = HandleTable<ProviderAPISeries, Counter>()
+
+    private struct ProviderAPISeries: Hashable, Sendable {
+        let providerId: String
+        let template: String
+        let outcome: String
+    }
+
+    /// `gatehouse_photo_bytes_total`, counted on every photo answer: one series, under a key
+    /// with nothing to hash.
+    private let photoByteCounter = HandleTable<PhotoBytes, Counter>()
+
+    private struct PhotoBytes: Hashable, Sendable {}
+
     /// Records into `factory`.
     public init(factory: any MetricsFactory) {
         self.factory = factory
@@ -40,11 +70,14 @@ public struct GatehouseMetrics: Sendable {
     /// `server-error` (5xx), `timeout`, `transport-error`; with its time to the response head
     /// as a histogram.
     func upstreamCall(providerId: String, endpoint: UpstreamEndpoint, outcome: String, duration: Duration) {
-        let dimensions = [("provider", providerId), ("endpoint", endpoint.rawValue), ("outcome", outcome)]
-        counter("gatehouse_upstream_calls_total", dimensions).increment()
-        timers.handle("gatehouse_upstream_call_duration_seconds", dimensions) {
-            Timer(label: "gatehouse_upstream_call_duration_seconds", dimensions: dimensions, factory: factory)
-        }.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+        let handles = upstreamCalls.handle(UpstreamSeries(providerId: providerId, endpoint: endpoint, outcome: outcome)) {
+            let dimensions = [("provider", providerId), ("endpoint", endpoint.rawValue), ("outcome", outcome)]
+            return UpstreamHandles(
+                calls: Counter(label: "gatehouse_upstream_calls_total", dimensions: dimensions, factory: factory),
+                duration: Timer(label: "gatehouse_upstream_call_duration_seconds", dimensions: dimensions, factory: factory))
+        }
+        handles.calls.increment()
+        handles.duration.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
     /// One completed sign-in flow, by provider, mode and outcome (`ok`, or the error code:
@@ -107,7 +140,8 @@ public struct GatehouseMetrics: Sendable {
 
     /// Photo bytes sent to callers, streamed or from the cache.
     func photoBytes(_ count: Int) {
-        counter("gatehouse_photo_bytes_total", []).increment(by: Int64(count))
+        photoByteCounter.handle(PhotoBytes()) { Counter(label: "gatehouse_photo_bytes_total", dimensions: [], factory: factory) }
+            .increment(by: Int64(count))
     }
 
     /// A lookup in the profile or photo cache: `hit`, `miss` or `stale` (served after an upstream failure).
@@ -152,7 +186,11 @@ public struct GatehouseMetrics: Sendable {
     /// One passthrough call, by provider, allowed template (never the raw path) and outcome
     /// (the `upstreamCall` words for the status answered, or `insufficient-scope`).
     func providerAPICall(providerId: String, template: String, outcome: String) {
-        counter("gatehouse_provider_api_calls_total", [("provider", providerId), ("template", template), ("outcome", outcome)]).increment()
+        providerAPICalls.handle(ProviderAPISeries(providerId: providerId, template: template, outcome: outcome)) {
+            Counter(
+                label: "gatehouse_provider_api_calls_total", dimensions: [("provider", providerId), ("template", template), ("outcome", outcome)],
+                factory: factory)
+        }.increment()
     }
 
     /// A provider access token handed to a service (`/token`), by provider.
