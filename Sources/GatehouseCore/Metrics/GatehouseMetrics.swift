@@ -6,7 +6,10 @@ import Synchronization
 ///
 /// Label values are bounded sets (provider ids, fixed outcome words): nothing user-supplied
 /// ever becomes a label, so the number of series cannot grow with traffic.
-public struct GatehouseMetrics: Sendable {
+///
+/// A class: every service, cache and circuit breaker holds it, by one reference rather than
+/// a copy of its handle tables.
+public final class GatehouseMetrics: Sendable {
     private let factory: any MetricsFactory
     /// The counters made so far, by label and dimensions: a counter is made once, not on
     /// every call (the label sets are bounded, so this stays small).
@@ -48,9 +51,9 @@ public struct GatehouseMetrics: Sendable {
 
     /// `gatehouse_photo_bytes_total`, counted on every photo answer: one series, under a key
     /// with nothing to hash.
-    private let photoByteCounter = HandleTable<PhotoBytes, Counter>()
+    private let photoByteCounter = HandleTable<PhotoBytesSeries, Counter>()
 
-    private struct PhotoBytes: Hashable, Sendable {}
+    private struct PhotoBytesSeries: Hashable, Sendable {}
 
     /// Records into `factory`.
     public init(factory: any MetricsFactory) {
@@ -140,7 +143,7 @@ public struct GatehouseMetrics: Sendable {
 
     /// Photo bytes sent to callers, streamed or from the cache.
     func photoBytes(_ count: Int) {
-        photoByteCounter.handle(PhotoBytes()) { Counter(label: "gatehouse_photo_bytes_total", dimensions: [], factory: factory) }
+        photoByteCounter.handle(PhotoBytesSeries()) { Counter(label: "gatehouse_photo_bytes_total", dimensions: [], factory: factory) }
             .increment(by: Int64(count))
     }
 
@@ -239,9 +242,10 @@ public final class Handles<Handle: Sendable>: Sendable {
 /// rather than label lists.
 ///
 /// Inlinable, so that a module using it specializes the lookup for its key: unspecialized,
-/// each lookup goes through the key's witness tables and looks up the
-/// dictionary's generic metadata at run time.
+/// each lookup goes through the key's witness tables and looks up the dictionary's generic
+/// metadata at run time.
 public final class HandleTable<Key: Hashable & Sendable, Handle: Sendable>: Sendable {
+    /// The handles made so far (visible to inlined callers only).
     @usableFromInline let made = Mutex<[Key: Handle]>([:])
 
     /// An empty table.

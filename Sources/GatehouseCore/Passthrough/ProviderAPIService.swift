@@ -6,7 +6,7 @@ import Foundation
 /// token. The caller never sends or receives the provider's token on the passthrough path.
 ///
 /// A class for the reason `ProfileService` is one: it holds the whole configuration and the
-/// profile service, which as a struct it copied at each pass and capture.
+/// profile service, shared by one reference.
 public final class ProviderAPIService: Sendable {
     /// The policy and the providers' API bases.
     let configuration: GatewayConfiguration

@@ -4,11 +4,10 @@ import Foundation
 /// profile, one provider's live profile, photo — cached, behind each provider's circuit
 /// breaker, served stale when a provider fails and the cache still has an answer.
 ///
-/// A class: the routes, the passthrough and the photo answers' byte counter hold and capture
-/// it. As a struct, its twenty references (its `AccountService`'s among them) were each
-/// retained and released at every pass and capture, and each async method kept a copy of it
-/// in its frame: `photo`'s frame is 1,152 bytes, 1,776 as a struct's; `providerProfile`'s
-/// 1,424 against 2,688.
+/// A class: the routes, the passthrough and the photo answers' byte counter share it by one
+/// reference, so that a pass or a capture does not retain each of its twenty, and its async
+/// methods' frames (which a connection's task keeps while it is open) hold that reference
+/// rather than a copy of the whole service.
 public final class ProfileService: Sendable {
     let storage: any GatehouseStorage
     let providers: ProviderRegistry

@@ -3,11 +3,10 @@ import Foundation
 /// Who is calling the signed-in user's routes: a browser with the session cookie, or a
 /// client with `Authorization: Bearer <gateway ID token>`. Both lead to one session record.
 ///
-/// A class: every signed-in request checks its credential here. As a struct (with the
-/// token service and the whole configuration inside it), each check retained and released
-/// every reference it holds, and `GatehouseRequestContext.user()` kept a copy in its async
-/// frame: 1,680 bytes with a struct, 272 with this class, held by the connection's task while
-/// it stays open.
+/// A class: every signed-in request checks its credential here, and the frame of
+/// `GatehouseRequestContext.user()`, which a connection's task keeps while it is open, holds
+/// one reference to it rather than a copy of the service, its token service and the whole
+/// configuration inside that.
 public final class SessionService: Sendable {
     let storage: any GatehouseStorage
     let tokens: GatewayTokenService

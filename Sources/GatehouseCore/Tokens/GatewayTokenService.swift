@@ -12,8 +12,8 @@ import Logging
 /// commit) is safe to retry: for `refreshRetryWindow` seconds the token just spent returns
 /// the same successor, kept sealed beside it, with a fresh ID token.
 ///
-/// A class: every signed-in request's session check reaches it, and as a struct the whole
-/// configuration and account service inside it were copied with each `SessionService`.
+/// A class: every signed-in request's session check reaches it, and it holds the whole
+/// configuration and the account service, shared by one reference.
 public final class GatewayTokenService: Sendable {
     let configuration: GatewayConfiguration
     let storage: any GatehouseStorage

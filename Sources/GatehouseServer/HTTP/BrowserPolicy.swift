@@ -6,8 +6,8 @@ import Hummingbird
 /// never a wildcard or `null`), an allowed `Origin` on every cookie-authenticated state
 /// change, and per-client rate limits on the sign-in, token and link routes.
 ///
-/// A class: the middleware link and the routes hold it, and every answer passes through it;
-/// a struct of six references was copied (six retains, six releases) at each use.
+/// A class: the middleware link and the routes share it, and every answer passes through it
+/// by one reference rather than a copy of its six.
 final class BrowserPolicy: Sendable {
     let origins: Set<String>
     let trustedProxies: TrustedProxies

@@ -8,7 +8,7 @@ import Logging
 /// when known. Probes (`/healthz`, `/readyz`) are logged at debug unless `logProbes`: an
 /// orchestrator's every-few-seconds checks would bury the rest.
 ///
-/// A class for the reason `BrowserPolicy` is one: as a struct, every answer copied its references.
+/// A class for the reason `BrowserPolicy` is one: every answer reaches it by one reference.
 final class AccessLog: Sendable {
     /// Route templates for the metrics' `route` label (bounded: never the raw path).
     let routes: RouteTable

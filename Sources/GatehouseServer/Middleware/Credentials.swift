@@ -41,11 +41,17 @@ struct Credentials: Sendable {
     var authorization: String?
     /// The session cookie's value, if sent.
     var sessionCookie: String?
-    /// What checks them; `nil` in a context no middleware saw.
+    /// What checks them; `nil` when there is nothing to check: the request presented no
+    /// credential, or no middleware saw the context. Either way `user()` is `nil` and
+    /// `requireService(scope:)` is `401`, as they are for a request without credentials.
     let checks: CredentialChecks?
 
-    /// No credentials (a context no middleware saw).
+    /// No credentials: what a request that presents none carries, and a context no middleware saw.
     static let none = Credentials(authorization: nil, sessionCookie: nil, checks: nil)
+
+    /// Whether the request presented no credential at all (`CredentialReader` reads every
+    /// kind it knows into this value, so this is the one place that lists them).
+    var presentsNone: Bool { authorization == nil && sessionCookie == nil }
 
     /// The gateway ID token of `Authorization: Bearer <token>`, or `invalid-id-token`. Out of
     /// line from `user()`, whose async frame is allocated whole on every signed-in request.

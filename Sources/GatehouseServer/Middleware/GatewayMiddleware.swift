@@ -73,7 +73,7 @@ struct GatewayMiddleware: RouterMiddleware {
     private func credentialed(_ context: Context, _ request: Request) -> Context {
         guard let credentials else { return context }
         let read = credentials.read(request)
-        guard read.authorization != nil || read.sessionCookie != nil else { return context }
+        guard !read.presentsNone else { return context }
         var context = context
         context.credentials = read
         return context
