@@ -26,11 +26,15 @@ def exported_metrics():
         # Counters made through GatehouseMetrics.counter(name, [(label, value), …]).
         for name, dimensions in re.findall(r'counter\("(gatehouse_[a-z_]+)", \[([^\]]*)\]', text):
             metrics.setdefault(name, set()).update(re.findall(r'\("([a-z_]+)",', dimensions))
-        # … or with the labels in a variable defined just before (`let dimensions = [(…)]`).
-        for match in re.finditer(r'counter\("(gatehouse_[a-z_]+)", ([a-zA-Z]+)\)', text):
-            definitions = re.findall(r"let " + match.group(2) + r" = \[([^\]]*)\]", text[: match.start()])
+        # … or with the labels in a variable defined just before (`let dimensions = [(…)]`),
+        # passed to GatehouseMetrics.counter or to a handle's initializer (`label: "…",
+        # dimensions: dimensions`).
+        variable_forms = r'counter\("(gatehouse_[a-z_]+)", ([a-zA-Z]+)\)|label: "(gatehouse_[a-z_]+)",\s*dimensions: ([a-zA-Z]+)\b'
+        for match in re.finditer(variable_forms, text):
+            name, variable = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+            definitions = re.findall(r"let " + variable + r" = \[([^\]]*)\]", text[: match.start()])
             if definitions:
-                metrics.setdefault(match.group(1), set()).update(re.findall(r'\("([a-z_]+)",', definitions[-1]))
+                metrics.setdefault(name, set()).update(re.findall(r'\("([a-z_]+)",', definitions[-1]))
         # Gauges registered on the Prometheus registry itself
         # (`registry.makeGauge(descriptor: .described("…"), labels: […])`).
         for name, labels in re.findall(r'makeGauge\(\s*descriptor: \.described\("(gatehouse_[a-z_]+)"\), labels: \[([^\]]*)\]', text):
