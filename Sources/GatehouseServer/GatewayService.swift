@@ -147,7 +147,10 @@ final class AssembledResponder: HTTPResponder, Sendable {
     /// The chain over the assembled core, once there is one (or why there never will be);
     /// waiting for it honours cancellation, so a listener that fails to bind cannot leave
     /// `GatewayService.run()` waiting forever.
-    private let chain = Eventual<RouterResponder<GatehouseRequestContext>>()
+    private let chain = Eventual<Chain>()
+    /// The same chain once installed, read by every request: an atomic load, where reading
+    /// it from `chain` takes a lock that the threads serving requests all contend for.
+    private let installedChain = AtomicLazyReference<Chain>()
     /// The operations listener's chain over the same core.
     let operationsChain = Eventual<RouterResponder<GatehouseRequestContext>>()
     /// The assembled core, for its background work.
@@ -157,7 +160,9 @@ final class AssembledResponder: HTTPResponder, Sendable {
     init(logger: Logger) { self.logger = logger }
 
     func install(_ assembly: GatewayAssembly) {
-        chain.set(GatehouseServer.responder(for: assembly, logger: logger))
+        let assembled = Chain(GatehouseServer.responder(for: assembly, logger: logger))
+        _ = installedChain.storeIfNil(assembled)
+        chain.set(assembled)
         operationsChain.set(GatehouseServer.operationsRouter(for: assembly, logger: logger).buildResponder())
         core.set(assembly.gatehouse)
         installed.withLock { $0 = true }
@@ -185,7 +190,14 @@ final class AssembledResponder: HTTPResponder, Sendable {
         // request while the connection is open. A child task per request would return them
         // (18.2 against 24.0 KB per idle keep-alive connection) for about 7.5 µs of CPU on every
         // request, a sixth of `/healthz` (Performance.md).
-        try await chain.value().respond(to: request, context: context)
+        if let chain = installedChain.load() { return try await chain.responder.respond(to: request, context: context) }
+        return try await chain.value().responder.respond(to: request, context: context)
+    }
+
+    /// The assembled chain, held by one reference.
+    private final class Chain: Sendable {
+        let responder: RouterResponder<GatehouseRequestContext>
+        init(_ responder: RouterResponder<GatehouseRequestContext>) { self.responder = responder }
     }
 }
 
