@@ -32,9 +32,8 @@ public final class Eventual<Value: Sendable>: Sendable {
     /// The value, once known; throws the error it settled with, or `CancellationError` when
     /// the waiting task is cancelled first.
     public func value() async throws -> Value {
-        // Settled: answered without suspending. The gateway's responder reads its chain here
-        // on every request, and a continuation resumed at once still costs a trip through
-        // the executor.
+        // Settled: answered without suspending (a continuation resumed at once still costs a
+        // trip through the executor).
         if let settled = state.withLock({ state -> Result<Value, any Error>? in
             if case .settled(let result) = state { return result }
             return nil
