@@ -198,7 +198,7 @@ final class AssembledResponder: HTTPResponder, Sendable {
         // (18.2 against 24.0 KB per idle keep-alive connection) for about 7.5 µs of CPU on every
         // request, a sixth of `/healthz` (Performance.md).
         let current: Chain
-        if let installed = installedChain.load() { current = installed } else { current = try await chain.value() }
+        if let ready = installedChain.load() { current = ready } else { current = try await chain.value() }
         return try await current.responder.respond(to: request, context: context)
     }
 
