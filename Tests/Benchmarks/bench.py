@@ -8,10 +8,12 @@ avatar photos of 40 KB and 4 MB, and a /slow endpoint answering after 50 ms. Gat
 generic OpenID provider is the emulator's issuer seen through the upstream, whose userinfo is
 the fixture) and reads the APIs and photos from that upstream; the reference is a second nginx
 doing `proxy_pass` to the same upstream (keep-alive, `proxy_buffers 8 64k`), or, for routes that
-call nothing upstream, the same Gatehouse process's `/healthz`. Sign-in throughput comes from
-a load generator over libcurl (`gatehouse-signin-load`, Tests/Benchmarks/SignInLoad) making
-complete sign-ins (start, the emulator's authorize, callback, `POST /v1/auth/result`), measured
-against the goal of 500 per second.
+call nothing upstream, the same Gatehouse process's `/healthz`; the hook, webhook and task-stack
+rows set another gateway (with a hook, with webhooks, with Swift's task-stack slabs off) against
+the shipped one. Sign-in throughput comes from a load generator over libcurl
+(`gatehouse-signin-load`, Tests/Benchmarks/SignInLoad) making complete sign-ins (start, the
+emulator's authorize, callback, `POST /v1/auth/result`), measured against the goal of 500 per
+second.
 
 Load comes from `wrk`. Each scenario runs in alternating rounds (Gatehouse, then its
 reference), each round starting once the machine is idle; the table shows medians over rounds
@@ -611,12 +613,13 @@ class Goals:
         goal(f"4 MB photo, {connections} callers (?refresh=true; shared transfers) ≥ 1× nginx, the gateway's peak RSS ≤ 96 MB",
              ["photo 4 MB"],
              lambda row: (f"{shown(row[9], 2, True)}×, {shown(row[10], 1, False)} MB", row[9] >= 1 and row[10] <= 96))
-        # Beside it, what the bare Hummingbird route of the floor row costs for the same connections.
-        floor_kb = self.extras.get("idle floor KB")
+        # Beside it, what the same connections cost the bare Hummingbird route of the floor row
+        # and the gateway with Swift's task-stack slabs off (not how it ships).
+        beside = [f"{what}: {kb:.1f} KB" for what, kb in (("the bare Hummingbird route", self.extras.get("idle floor KB")),
+                                                          ("task-stack slabs off", self.extras.get("idle unslabbed KB")))
+                  if kb is not None and kb > 0]
         goal(f"{idle_connections:,} idle keep-alive connections ≤ 16 KB of anonymous memory each", ["idle KB"],
-             lambda kb: (f"{shown(kb, 1, False)} KB"
-                         + (f" (the bare Hummingbird route: {floor_kb:.1f} KB)" if floor_kb is not None and floor_kb > 0 else ""),
-                         kb <= 16))
+             lambda kb: (f"{shown(kb, 1, False)} KB" + (f" ({'; '.join(beside)})" if beside else ""), kb <= 16))
         goal(f"/v1/me beside {idle_connections:,} idle connections ≥ 0.9× its rate without them", ["idle"], ratio(0.9))
         goal(f"{many_connections:,} calls in flight to a 50 ms upstream ≥ 90 % of the ceiling", ["many"],
              lambda row: (f"{shown(100 * share_of('many ceiling', row[1]), 1, True)} % (nginx "
@@ -772,6 +775,20 @@ def main():
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "webhooked.err"), "w"))
         processes.append(webhooked)
         wait_http(webhooked_port, "/readyz")
+        # The same gateway with Swift's task-stack slabs off: every async frame its own malloc,
+        # freed when its function returns, so a connection's task keeps only the frames it is
+        # waiting in. Not how Gatehouse ships: a row of its own measures the CPU that costs, and
+        # the idle-connection goal prints the memory it saves.
+        unslabbed_port = free_port()
+        unslabbed_url = f"http://127.0.0.1:{unslabbed_port}"
+        unslabbed = subprocess.Popen(
+            [os.path.join(arguments.bin, "gatehouse"), "serve"],
+            env=dict(environment, GATEHOUSE_PORT=str(unslabbed_port), GATEHOUSE_PUBLIC_URL=unslabbed_url,
+                     GATEHOUSE_DATA_DIR=os.path.join(folder, "data-unslabbed"),
+                     GATEHOUSE_RETURN_TO_ALLOWLIST=unslabbed_url + "/", SWIFT_DEBUG_ENABLE_TASK_SLAB_ALLOCATOR="0"),
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "unslabbed.err"), "w"))
+        processes.append(unslabbed)
+        wait_http(unslabbed_port, "/readyz")
         # The floor: one bare Hummingbird route in a process of its own, the same release flags.
         floor_port = free_port()
         floor = subprocess.Popen([os.path.join(arguments.bin, "gatehouse-bench-floor"), str(floor_port)],
@@ -781,6 +798,7 @@ def main():
         session, id_token, uid = sign_in(gateway_port, gateway_url + "/")
         oidc_sessions = [sign_in(gateway_port, gateway_url + "/", "oidc.bench", ("login_hint", f"load-{n}@oidc.example"))[0]
                          for n in range(1, OIDC_USERS + 1)]
+        unslabbed_session = sign_in(unslabbed_port, unslabbed_url + "/")[0]
         microsoft_session = sign_in(gateway_port, gateway_url + "/", "microsoft.com", ("login_hint", MICROSOFT_USER[0]))[0]
         time.sleep(0.5)
         idle_rss_mb = status_kb(gateway.pid, "VmRSS") / 1024
@@ -808,6 +826,9 @@ def main():
              "bare Hummingbird route, same flags", wrk_side(floor_port, "/healthz", {}, lambda: [floor.pid]), None),
             ("me bearer", "GET /v1/me, bearer ID token", gateway_side("/v1/me", bearer), "same process /healthz", healthz, None),
             ("me cookie", "GET /v1/me, session cookie", gateway_side("/v1/me", cookie), "same process /healthz", healthz, None),
+            ("slabs off", "GET /v1/me, session cookie, Swift's task-stack slabs off (SWIFT_DEBUG_ENABLE_TASK_SLAB_ALLOCATOR=0)",
+             wrk_side(unslabbed_port, "/v1/me", {"Cookie": unslabbed_session}, lambda: [unslabbed.pid]),
+             "the same as shipped (slabs on)", gateway_side("/v1/me", cookie), None),
             ("oidc", f"live OIDC profile, ?refresh=true ({OIDC_USERS} users in turn: one userinfo call each)",
              wrk_side(gateway_port, "/v1/me/providers/oidc.bench/profile?refresh=true", {"Cookie": oidc_sessions[0]}, lambda: [gateway.pid],
                       rotating_cookies(folder, oidc_sessions)),
@@ -916,18 +937,21 @@ def main():
                 # The largest round's growth: a round that starts before the heap trim has
                 # returned what the round before it freed reuses that memory and grows less.
                 goals.extras["idle KB"] = max(idle_costs)
-                # The framework's own cost for the same connections in this run: the floor row's
-                # bare Hummingbird route, each connection after one /healthz, measured once (the
-                # floor process trims no heap; before these it served at most the floor row's 32
-                # connections, none when --only left that row out).
-                # Printed beside the goal, not judged: a failure leaves it out and keeps the run.
-                floor_costs = []
-                try:
-                    with idle_connections_held(floor_port, floor.pid, idle_connections, floor_costs):
-                        pass
-                    goals.extras["idle floor KB"] = floor_costs[0]
-                except (SystemExit, OSError) as failure:
-                    print(f"  the bare route's idle connections not measured: {failure!r}", file=sys.stderr)
+                # Beside it, each measured once and printed, not judged (a failure leaves it out
+                # and keeps the run): the framework's own cost for the same connections, the floor
+                # row's bare Hummingbird route (it trims no heap; before these it served at most
+                # the floor row's 32 connections, none when --only left that row out), and the
+                # gateway with the task-stack slabs off (at most its own row's 32 before these).
+                for extra, held_port, held_pid, what in (("idle floor KB", floor_port, floor.pid, "the bare route"),
+                                               ("idle unslabbed KB", unslabbed_port, unslabbed.pid,
+                                                "the gateway without task-stack slabs")):
+                    costs = []
+                    try:
+                        with idle_connections_held(held_port, held_pid, idle_connections, costs):
+                            pass
+                        goals.extras[extra] = costs[0]
+                    except (SystemExit, OSError) as failure:
+                        print(f"  {what}: idle connections not measured: {failure!r}", file=sys.stderr)
             if key == "webhooks" and drains:
                 goals.extras["drain"] = max(drains)
                 goals.extras["delivered"], goals.extras["delivery p99"] = webhook_delivery(webhooked_ops)
@@ -973,7 +997,7 @@ def main():
         print(f"Gatehouse: start → ready {ready_ms:.0f} ms; idle RSS {idle_rss_mb:.0f} MB ({idle_anonymous_mb:.1f} MB anonymous, "
               f"{idle_file_mb:.1f} MB file-backed); peak RSS {peak_rss_mb:.0f} MB over the whole run. Per row: the serving "
               f"gateway's peak RSS (VmHWM, reset before the scenario) and peak anonymous memory (sampled every 100 ms) during "
-              f"its rounds, and its file-backed memory after them (the hook and webhook rows: their own gateway).")
+              f"its rounds, and its file-backed memory after them (the hook, webhook and task-stack rows: their own gateway).")
         print("Upstream calls/req: calls the upstream nginx served per Gatehouse request (below 1 where concurrent requests "
               "of the one signed-in user shared a fetch). Sign-ins: CPU of the gateway per sign-in (the emulator's not counted).")
     finally:
