@@ -250,7 +250,14 @@ struct WebhookTests {
 
     @Test("410 Gone fails the delivery and stops the endpoint; admin listing shows failed and pending deliveries; redelivery sends one again")
     func goneAndAdministration() async throws {
-        try await withDeployment(webhooks: Self.sampleApp(events: [.accountCreated])) { deployment in
+        // The first retry an hour away, so that only the redelivery can send the waiting event,
+        // however long a loaded machine takes between the listing and the redelivery.
+        let webhooks: @Sendable (String) -> WebhookConfiguration = { url in
+            var configuration = Self.sampleApp(events: [.accountCreated])(url)
+            configuration.backoff = [3600, 3600]
+            return configuration
+        }
+        try await withDeployment(webhooks: webhooks) { deployment in
             let key = try await ProviderAPITests.key(deployment, ["admin:webhooks"])
             // A receiver that is down: the delivery waits, listed as pending with its last status.
             try await deployment.control("faults", #"{"endpoint":"POST /sample-app/webhooks","status":503,"times":1}"#)
@@ -269,6 +276,11 @@ struct WebhookTests {
             #expect(pending.first?["attempts"] as? Int == 1)
             #expect((pending.first?["event"] as? [String: Any])?["type"] as? String == "account.created")
             let id = try #require(pending.first?["id"] as? String)
+            // Time passes beyond the default first retry (5 s ± 20 %) and the dispatcher polls:
+            // the event still waits for its backoff.
+            deployment.clock.advance(by: 10)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await Self.received(deployment).isEmpty)
             // Redelivered now, without waiting for the backoff.
             #expect(
                 try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries/\(id)/redeliver", key: key, method: "POST").status == 202)
