@@ -750,45 +750,35 @@ def main():
         processes.append(gateway)
         wait_http(gateway_port, "/readyz")
         ready_ms = (time.time() - started) * 1000
-        # The same gateway with a before-sign-in hook on loopback, in a data folder of its own.
-        hooked_port = free_port()
-        hooked_url = f"http://127.0.0.1:{hooked_port}"
-        hooked = subprocess.Popen(
-            [os.path.join(arguments.bin, "gatehouse"), "serve"],
-            env=dict(environment, GATEHOUSE_PORT=str(hooked_port), GATEHOUSE_PUBLIC_URL=hooked_url,
-                     GATEHOUSE_DATA_DIR=os.path.join(folder, "data-hooked"), GATEHOUSE_RETURN_TO_ALLOWLIST=hooked_url + "/",
-                     GATEHOUSE_HOOK_BEFORE_SIGN_IN_URL=upstream_url + "/hook",
-                     GATEHOUSE_HOOK_SECRETS="whsec_" + base64.b64encode(os.urandom(32)).decode()),
-            stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "hooked.err"), "w"))
-        processes.append(hooked)
-        wait_http(hooked_port, "/readyz")
-        # The same gateway delivering every event to a webhook receiver on loopback.
-        webhooked_port, webhooked_ops = free_port(), free_port()
-        webhooked_url = f"http://127.0.0.1:{webhooked_port}"
-        webhooked = subprocess.Popen(
-            [os.path.join(arguments.bin, "gatehouse"), "serve"],
-            env=dict(environment, GATEHOUSE_PORT=str(webhooked_port), GATEHOUSE_PUBLIC_URL=webhooked_url,
-                     GATEHOUSE_DATA_DIR=os.path.join(folder, "data-webhooked"), GATEHOUSE_RETURN_TO_ALLOWLIST=webhooked_url + "/",
-                     GATEHOUSE_OPS_ADDRESS=f"127.0.0.1:{webhooked_ops}",
-                     GATEHOUSE_WEBHOOK_BENCH_URL=upstream_url + "/webhook",
-                     GATEHOUSE_WEBHOOK_BENCH_SECRETS="whsec_" + base64.b64encode(os.urandom(32)).decode()),
-            stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "webhooked.err"), "w"))
-        processes.append(webhooked)
-        wait_http(webhooked_port, "/readyz")
-        # The same gateway with Swift's task-stack slabs off: every async frame its own malloc,
-        # freed when its function returns, so a connection's task keeps only the frames it is
-        # waiting in. Not how Gatehouse ships: a row of its own measures the CPU that costs, and
-        # the idle-connection goal prints the memory it saves.
-        unslabbed_port = free_port()
-        unslabbed_url = f"http://127.0.0.1:{unslabbed_port}"
-        unslabbed = subprocess.Popen(
-            [os.path.join(arguments.bin, "gatehouse"), "serve"],
-            env=dict(environment, GATEHOUSE_PORT=str(unslabbed_port), GATEHOUSE_PUBLIC_URL=unslabbed_url,
-                     GATEHOUSE_DATA_DIR=os.path.join(folder, "data-unslabbed"),
-                     GATEHOUSE_RETURN_TO_ALLOWLIST=unslabbed_url + "/", SWIFT_DEBUG_ENABLE_TASK_SLAB_ALLOCATOR="0"),
-            stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "unslabbed.err"), "w"))
-        processes.append(unslabbed)
-        wait_http(unslabbed_port, "/readyz")
+        def variant(name, **settings):
+            """The same gateway with `settings` added to its environment, on a port and in a
+            data folder of its own, once ready: (process, port, url)."""
+            port = free_port()
+            url = f"http://127.0.0.1:{port}"
+            process = subprocess.Popen(
+                [os.path.join(arguments.bin, "gatehouse"), "serve"],
+                env=dict(environment, GATEHOUSE_PORT=str(port), GATEHOUSE_PUBLIC_URL=url,
+                         GATEHOUSE_DATA_DIR=os.path.join(folder, f"data-{name}"), GATEHOUSE_RETURN_TO_ALLOWLIST=url + "/",
+                         **settings),
+                stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, f"{name}.err"), "w"))
+            processes.append(process)
+            wait_http(port, "/readyz")
+            return process, port, url
+
+        # With a before-sign-in hook on loopback.
+        hooked, hooked_port, hooked_url = variant(
+            "hooked", GATEHOUSE_HOOK_BEFORE_SIGN_IN_URL=upstream_url + "/hook",
+            GATEHOUSE_HOOK_SECRETS="whsec_" + base64.b64encode(os.urandom(32)).decode())
+        # Delivering every event to a webhook receiver on loopback.
+        webhooked_ops = free_port()
+        webhooked, webhooked_port, webhooked_url = variant(
+            "webhooked", GATEHOUSE_OPS_ADDRESS=f"127.0.0.1:{webhooked_ops}", GATEHOUSE_WEBHOOK_BENCH_URL=upstream_url + "/webhook",
+            GATEHOUSE_WEBHOOK_BENCH_SECRETS="whsec_" + base64.b64encode(os.urandom(32)).decode())
+        # With Swift's task-stack slabs off: every async frame its own malloc, freed when its
+        # function returns, so a connection's task keeps only the frames it is waiting in. Not
+        # how Gatehouse ships: a row of its own measures the CPU that costs, and the
+        # idle-connection goal prints the memory it saves.
+        unslabbed, unslabbed_port, unslabbed_url = variant("unslabbed", SWIFT_DEBUG_ENABLE_TASK_SLAB_ALLOCATOR="0")
         # The floor: one bare Hummingbird route in a process of its own, the same release flags.
         floor_port = free_port()
         floor = subprocess.Popen([os.path.join(arguments.bin, "gatehouse-bench-floor"), str(floor_port)],
