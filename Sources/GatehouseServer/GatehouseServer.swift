@@ -67,25 +67,28 @@ public enum GatehouseServer {
     /// The gateway listening on `host:port` (0: a port the kernel picks), assembled by
     /// `assemble` from the port it got; `onRunning` receives that port once it serves.
     /// With `operations`, the operations listener serves on that address too and reports its
-    /// port to `onOperationsRunning`.
+    /// port to `onOperationsRunning`. Both listeners close a connection silent for `idleTimeout`.
     public static func service(
-        host: String, port: Int, operations: OperationsAddress? = nil, logger: Logger,
+        host: String, port: Int, operations: OperationsAddress? = nil, idleTimeout: Duration = GatewayService.defaultIdleTimeout,
+        logger: Logger,
         assemble: @escaping @Sendable (_ port: Int) async throws -> GatewayAssembly,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }, onOperationsRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> GatewayService {
         GatewayService(
-            host: host, port: port, operations: operations, logger: logger, assemble: assemble, onRunning: onRunning,
-            onOperationsRunning: onOperationsRunning)
+            host: host, port: port, operations: operations, idleTimeout: idleTimeout, logger: logger, assemble: assemble,
+            onRunning: onRunning, onOperationsRunning: onOperationsRunning)
     }
 
     /// The gateway over a core assembled beforehand (its configuration does not depend on the port).
     /// `startup` runs first, with the operations listener answering "not ready" meanwhile.
     public static func service(
-        _ assembly: GatewayAssembly, host: String, port: Int, operations: OperationsAddress? = nil, logger: Logger, startup: StartupGate? = nil,
+        _ assembly: GatewayAssembly, host: String, port: Int, operations: OperationsAddress? = nil,
+        idleTimeout: Duration = GatewayService.defaultIdleTimeout, logger: Logger, startup: StartupGate? = nil,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }, onOperationsRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> GatewayService {
         GatewayService(
-            host: host, port: port, operations: operations, logger: logger, startup: startup, assemble: { _ in assembly },
+            host: host, port: port, operations: operations, idleTimeout: idleTimeout, logger: logger, startup: startup,
+            assemble: { _ in assembly },
             onRunning: onRunning, onOperationsRunning: onOperationsRunning)
     }
 

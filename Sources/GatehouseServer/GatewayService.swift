@@ -1,7 +1,9 @@
 import Foundation
 import GatehouseCore
 import Hummingbird
+import HummingbirdCore
 import Logging
+import NIOCore
 import ServiceLifecycle
 import Synchronization
 
@@ -59,17 +61,28 @@ public struct GatewayService: Service {
     private let slot: AssembledResponder
     private let startup: StartupGate?
 
+    /// How long a connection may stay silent before it is closed unless configured otherwise
+    /// (`GATEHOUSE_IDLE_TIMEOUT`): nginx's keep-alive default, above the idle timeouts of common
+    /// load balancers (60 s), so that the balancer, not the gateway, closes an idle connection
+    /// first and never sends a request down a connection the gateway is closing.
+    public static let defaultIdleTimeout: Duration = .seconds(75)
+
     init(
-        host: String, port: Int, operations address: OperationsAddress?, logger: Logger, startup: StartupGate? = nil,
+        host: String, port: Int, operations address: OperationsAddress?, idleTimeout: Duration, logger: Logger,
+        startup: StartupGate? = nil,
         assemble: @escaping @Sendable (Int) async throws -> GatewayAssembly, onRunning: @escaping @Sendable (Int) async -> Void,
         onOperationsRunning: @escaping @Sendable (Int) async -> Void
     ) {
+        // Hummingbird closes a connection that has sent no part of a request and been sent no
+        // answer for this long: between requests, before its first byte, and in the middle of a
+        // head or a body. An answer still being prepared keeps it open however long it takes.
+        let server = HTTPServerBuilder.http1(configuration: .init(idleTimeout: TimeAmount(idleTimeout)))
         let slot = AssembledResponder(logger: logger)
         self.slot = slot
         self.startup = startup
         operations = address.map { address in
             Application(
-                responder: OperationsResponder(slot: slot, startup: startup),
+                responder: OperationsResponder(slot: slot, startup: startup), server: server,
                 configuration: .init(address: .hostname(address.host, port: address.port), serverName: "Gatehouse"),
                 onServerRunning: { channel in
                     await AcceptBackoff.install(on: channel, role: "operations", logger: logger)
@@ -77,7 +90,7 @@ public struct GatewayService: Service {
                 }, logger: logger)
         }
         application = Application(
-            responder: slot,
+            responder: slot, server: server,
             configuration: .init(address: .hostname(host, port: port), serverName: "Gatehouse"),
             onServerRunning: { channel in
                 await AcceptBackoff.install(on: channel, role: "public", logger: logger)

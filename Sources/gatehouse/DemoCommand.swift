@@ -39,7 +39,10 @@ struct DemoCommand: AsyncParsableCommand {
         let drain = DrainSignal()
         // The operations listener on a port of its own (any free one unless GATEHOUSE_OPS_ADDRESS says).
         let operations = try ServeSettings.operationsAddress(environment, default: "127.0.0.1:0")
-        let gateway = GatehouseServer.service(host: "127.0.0.1", port: port, operations: operations, logger: logger) { port in
+        let idleTimeout = try TypedSettings(environment: environment).durationOrDefault("GATEHOUSE_IDLE_TIMEOUT")
+        let gateway = GatehouseServer.service(
+            host: "127.0.0.1", port: port, operations: operations, idleTimeout: idleTimeout, logger: logger
+        ) { port in
             let publicURL = "http://127.0.0.1:\(port)"
             var configuration = Self.configuration(publicURL: publicURL, emulatorURL: try await emulatorBase.value())
             try ProfileSettings.apply(environment, to: &configuration)

@@ -73,7 +73,7 @@ struct ServeCommand: AsyncParsableCommand {
             }, state: { state.value }, metrics: metrics)
         let app = GatehouseServer.service(
             GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: false, drain: drain), host: settings.host, port: settings.port,
-            operations: settings.operations, logger: logger, startup: startup
+            operations: settings.operations, idleTimeout: settings.idleTimeout, logger: logger, startup: startup
         ) { port in
             drain.markServing()
             logger.info("Gatehouse listening", metadata: ["listener.role": "public", "http.port": .stringConvertible(port)])
@@ -106,6 +106,8 @@ struct ServeSettings {
     var caBundlePath: String?
     /// Provider connections libcurl keeps for reuse (`GATEHOUSE_UPSTREAM_CONNECTIONS`).
     var upstreamConnections: Int
+    /// How long a connection to either listener may stay silent before it is closed (`GATEHOUSE_IDLE_TIMEOUT`).
+    var idleTimeout: Duration
     /// Seconds between two purges of expired flows, results and sessions (`GATEHOUSE_PURGE_INTERVAL`).
     var purgeInterval: Duration
     /// Time between two returns of freed heap memory to the system (`GATEHOUSE_HEAP_TRIM_INTERVAL`; zero: never).
@@ -138,6 +140,7 @@ struct ServeSettings {
         self.operations = try Self.operationsAddress(environment, default: "127.0.0.1:9090")
         self.caBundlePath = environment["GATEHOUSE_CA_BUNDLE"]
         self.upstreamConnections = try settings.numberOrDefault("GATEHOUSE_UPSTREAM_CONNECTIONS")
+        self.idleTimeout = try settings.durationOrDefault("GATEHOUSE_IDLE_TIMEOUT")
         self.purgeInterval = .seconds(try settings.numberOrDefault("GATEHOUSE_PURGE_INTERVAL"))
         // Whole seconds: each trim locks the allocator's arenas in turn, not something to do
         // many times a second.

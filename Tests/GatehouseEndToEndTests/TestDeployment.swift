@@ -23,7 +23,8 @@ import Synchronization
 /// `instances` gateways share the store, like replicas behind a load balancer, `vaultKeys`
 /// gives instance N its encryption keys (default: one key shared by all) and
 /// `vaultReloadInterval` how often instances reread the data keys. `dataFolder` holds the SQLite
-/// file instead of a fresh temporary folder (the caller removes it).
+/// file instead of a fresh temporary folder (the caller removes it). `idleTimeout` is how long
+/// the listeners keep a silent connection.
 func withDeployment<T>(
     transactionLifetime: TimeInterval = 600,
     profileCacheLifetime: TimeInterval = 0,
@@ -40,6 +41,7 @@ func withDeployment<T>(
     databaseTimeout: Duration = .seconds(5),
     databasePoolSize: Int = 8,
     dataFolder: String? = nil,
+    idleTimeout: Duration = GatewayService.defaultIdleTimeout,
     _ body: (TestDeployment) async throws -> T
 ) async throws -> T {
     let folder = try TestScratch.folder("e2e")
@@ -60,7 +62,7 @@ func withDeployment<T>(
     var services: [any Service] = [emulator.application(port: 0, logger: logger) { emulatorPort.set($0) }]
     for index in 0..<instances {
         let gatewayService = GatehouseServer.service(
-            host: "127.0.0.1", port: 0, operations: OperationsAddress(host: "127.0.0.1", port: 0), logger: logger
+            host: "127.0.0.1", port: 0, operations: OperationsAddress(host: "127.0.0.1", port: 0), idleTimeout: idleTimeout, logger: logger
         ) { port in
             let emulatorURL = "http://127.0.0.1:\(try await emulatorPort.value())"
             // Instances come up one after the other (each migrates the shared store in turn).

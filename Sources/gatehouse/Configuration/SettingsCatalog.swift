@@ -1,3 +1,5 @@
+import GatehouseServer
+
 /// Every setting Gatehouse reads, in the order the Configuration article's table lists them:
 /// the one source of truth for the loader (unknown keys, validation, secrets), `gatehouse
 /// config show` and that table (`gatehouse config reference` prints it; a test compares).
@@ -35,6 +37,10 @@ enum SettingsCatalog {
         Setting(
             "GATEHOUSE_SHUTDOWN_TIMEOUT", .seconds(1...3600), default: "20",
             "seconds requests in flight then get to finish before they are cancelled and the process exits"),
+        Setting(
+            "GATEHOUSE_IDLE_TIMEOUT", .seconds(1...3600), default: "\(GatewayService.defaultIdleTimeout.components.seconds)",
+            "seconds a connection to either listener may send nothing (between requests, before its first byte, within a request head or body) before it is closed; keep it above a load balancer's idle timeout"
+        ),
         Setting("GATEHOUSE_PURGE_INTERVAL", .count(minimum: 1), default: "300", "seconds between purges of expired flows, results and sessions"),
         Setting(
             "GATEHOUSE_HEAP_TRIM_INTERVAL", .count(minimum: 0), default: "30",
