@@ -73,10 +73,13 @@ public struct GatewayService: Service {
         assemble: @escaping @Sendable (Int) async throws -> GatewayAssembly, onRunning: @escaping @Sendable (Int) async -> Void,
         onOperationsRunning: @escaping @Sendable (Int) async -> Void
     ) {
-        // Hummingbird closes a connection that has sent no part of a request and been sent no
-        // answer for this long: between requests, before its first byte, and in the middle of a
-        // head or a body. An answer still being prepared keeps it open however long it takes.
-        let server = HTTPServerBuilder.http1(configuration: .init(idleTimeout: TimeAmount(idleTimeout)))
+        // Hummingbird closes a connection when no whole request head, body part or end has
+        // come for this long and no answer is being prepared or written: between requests,
+        // before the first head is whole, and when a body stops. SlowClientDeadlines closes
+        // what that lets through: a body that trickles, an answer its client stops reading.
+        let timeout = TimeAmount(idleTimeout)
+        let server = HTTPServerBuilder.http1(
+            configuration: .init(additionalChannelHandlers: [SlowClientDeadlines(timeout: timeout)], idleTimeout: timeout))
         let slot = AssembledResponder(logger: logger)
         self.slot = slot
         self.startup = startup

@@ -19,37 +19,19 @@ struct HeapTrimTests {
 
     /// `count` keep-alive connections to 127.0.0.1:`port`, each with one `/healthz` answered.
     static func idleConnections(port: Int, count: Int) throws -> [Int32] {
-        var descriptors: [Int32] = []
+        var held: [LoopbackSocket] = []
         do {
             for _ in 0..<count {
-                let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                guard descriptor >= 0 else { throw FlowError("socket: errno \(errno)") }
-                descriptors.append(descriptor)
-                var timeout = timeval(tv_sec: 30, tv_usec: 0)
-                setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = in_port_t(UInt16(port).bigEndian)
-                address.sin_addr.s_addr = inet_addr("127.0.0.1")
-                let connected = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                }
-                guard connected == 0 else { throw FlowError("connect: errno \(errno)") }
-                let request = Array("GET /healthz HTTP/1.1\r\nHost: gatehouse\r\n\r\n".utf8)
-                guard send(descriptor, request, request.count, 0) == request.count else { throw FlowError("send: errno \(errno)") }
-                var answer: [UInt8] = []
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                while !String(decoding: answer, as: UTF8.self).contains(#""status""#) {
-                    let read = recv(descriptor, &buffer, buffer.count, 0)
-                    guard read > 0 else { throw FlowError("recv: \(read), errno \(errno)") }
-                    answer += buffer[..<read]
-                }
+                let connection = try LoopbackSocket.connect(port: port)
+                held.append(connection)
+                try connection.send("GET /healthz HTTP/1.1\r\nHost: gatehouse\r\n\r\n")
+                _ = try connection.read(until: #""status""#)
             }
         } catch {
-            descriptors.forEach { _ = close($0) }
+            held.forEach { $0.close() }
             throw error
         }
-        return descriptors
+        return held.map(\.descriptor)
     }
 
     @Test("3,000 idle keep-alive connections closed: within 15 s the gateway's anonymous memory is back within a quarter of their cost")

@@ -4,53 +4,95 @@ import GatehouseCore
 import Glibc
 import Testing
 
-/// Connections that stop talking: both listeners close a connection idle for
-/// `GATEHOUSE_IDLE_TIMEOUT`, whether it waits between requests, never sent a byte or stopped
-/// halfway through a request head, so that clients that go quiet cannot hold descriptors and
-/// memory for ever; a request still being answered is never cut off.
-@Suite("Idle connections")
+/// Clients that stop talking or slow to a trickle: both listeners close a connection when no
+/// whole request head, body part or end has come for `GATEHOUSE_IDLE_TIMEOUT` and no answer is
+/// under way, a request whose body arrives slower than 500 bytes a second after that timeout,
+/// and a connection whose client has not read its answer for the timeout; so such clients
+/// cannot hold descriptors and memory for ever. A slow answer and a steady upload are not cut.
+@Suite("Idle and slow connections")
 struct IdleConnectionTests {
     @Test(
-        "a keep-alive connection left idle after its answer, one that never sends a byte and one whose request head stops halfway are closed once the idle timeout passes, on both listeners; an answer slower than the timeout still arrives"
+        "closed once the idle timeout passes, on both listeners and none before half of it: a keep-alive connection idle after its answer, one that never sends a byte, one whose request head stops halfway, a head and a body sent a byte at a time"
     )
     func idleConnectionsClose() async throws {
         try await withDeployment(idleTimeout: .seconds(1)) { deployment in
-            let (_, idToken, _) = try await GatewayTokenTests.signedIn(deployment)
             let ports = [
                 try #require(URLComponents(string: deployment.gatewayURL)?.port),
                 try #require(URLComponents(string: deployment.operationsURL)?.port),
             ]
+            let interval: Duration = .milliseconds(200)
             for port in ports {
-                let closings = try await LoopbackSocket.offPool {
-                    let answered = try LoopbackSocket.connect(port: port)
-                    let silent = try LoopbackSocket.connect(port: port)
-                    let halfway = try LoopbackSocket.connect(port: port)
-                    defer { [answered, silent, halfway].forEach { $0.close() } }
-                    let opened = ContinuousClock.now
-                    try halfway.send("GET /healthz HTTP/1.1\r\nHost: gatehouse\r\nAccept: ")
-                    try answered.send("GET /healthz HTTP/1.1\r\nHost: gatehouse\r\n\r\n")
-                    let answer = try answered.read(until: #""status""#)
-                    let idleSince = ContinuousClock.now
-                    return [
-                        ("answered", answer, try answered.readUntilClosed(), idleSince),
-                        ("silent", "", try silent.readUntilClosed(), opened),
-                        ("halfway", "", try halfway.readUntilClosed(), opened),
-                    ]
+                // Each on a thread of its own, so that each close is timed when it happens.
+                async let answered = LoopbackSocket.offPool {
+                    let socket = try LoopbackSocket.connect(port: port)
+                    defer { socket.close() }
+                    try socket.send("GET /healthz HTTP/1.1\r\nHost: gatehouse\r\n\r\n")
+                    let answer = try socket.read(until: #""status""#)
+                    let since = ContinuousClock.now
+                    let closing = try socket.readUntilClosed()
+                    return (answer, closing.rest.count, closing.at - since)
                 }
-                for (name, answer, closing, since) in closings {
-                    if name == "answered" { #expect(answer.hasPrefix("HTTP/1.1 200"), "port \(port): \(answer)") }
-                    #expect(closing.rest.isEmpty, "\(name) on port \(port) received \(closing.rest.count) bytes before it was closed")
-                    // The timer starts when the answer is written or the connection accepted,
-                    // both before the client's clock starts; only a close before the timeout fails.
-                    #expect(closing.at - since >= .milliseconds(500), "\(name) on port \(port) was closed after \(closing.at - since)")
+                async let silent = LoopbackSocket.offPool {
+                    let socket = try LoopbackSocket.connect(port: port)
+                    defer { socket.close() }
+                    let since = ContinuousClock.now
+                    let closing = try socket.readUntilClosed()
+                    return (closing.rest.count, closing.at - since)
+                }
+                async let halfway = LoopbackSocket.offPool {
+                    let socket = try LoopbackSocket.connect(port: port)
+                    defer { socket.close() }
+                    let since = ContinuousClock.now
+                    try socket.send("GET /healthz HTTP/1.1\r\nHost: gatehouse\r\nAccept: ")
+                    let closing = try socket.readUntilClosed()
+                    return (closing.rest.count, closing.at - since)
+                }
+                async let trickledHead = LoopbackSocket.offPool {
+                    let socket = try LoopbackSocket.connect(port: port)
+                    defer { socket.close() }
+                    let since = ContinuousClock.now
+                    return try socket.trickle(after: "GET /healthz HTTP/1.1\r\nHost: gatehouse\r\nX-Padding: ", every: interval) - since
+                }
+                // Answered at once (405), then drained: a byte per 200 ms would restart the idle
+                // timer for ever; the body's rate closes it.
+                async let trickledBody = LoopbackSocket.offPool {
+                    let socket = try LoopbackSocket.connect(port: port)
+                    defer { socket.close() }
+                    let since = ContinuousClock.now
+                    return try socket.trickle(
+                        after: "POST /healthz HTTP/1.1\r\nHost: gatehouse\r\nContent-Length: 100000\r\n\r\n", every: interval) - since
+                }
+                let (answer, rest, idle) = try await answered
+                #expect(answer.hasPrefix("HTTP/1.1 200"), "port \(port): \(answer)")
+                #expect(rest == 0, "port \(port): \(rest) bytes after the answer")
+                // The server's timer starts when the answer is queued, before the client reads it.
+                #expect(idle >= .milliseconds(250), "port \(port): closed \(idle) after the answer")
+                for (name, (rest, after)) in [("silent", try await silent), ("halfway", try await halfway)] {
+                    #expect(rest == 0, "\(name) on port \(port) received \(rest) bytes")
+                    #expect(after >= .milliseconds(500), "\(name) on port \(port) was closed after \(after)")
+                }
+                for (name, after) in [("head", try await trickledHead), ("body", try await trickledBody)] {
+                    #expect(after >= .milliseconds(500), "a trickled \(name) on port \(port) was closed after \(after)")
                 }
             }
+        }
+    }
 
-            // A call in flight is not idle: GitHub answers after 2.5 s, the timeout is 1 s. On a
-            // socket of its own, since an HTTP client would retry a request whose connection closed.
+    @Test(
+        "not cut off by the idle timeout: an answer that waits 2.5 s for its provider, an upload sent steadily for longer than the timeout; an answer its client stops reading is cut off"
+    )
+    func slowButLiveConnections() async throws {
+        let passthrough: @Sendable (inout GatewayConfiguration) -> Void = { configuration in
+            let emulatorURL = String(configuration.github!.apiBaseURL.dropLast("/github-api".count))
+            configuration.api = APIPolicy.sample(yahooBaseURL: "\(emulatorURL)/yahoo-fantasy")
+        }
+        try await withDeployment(gateway: passthrough, idleTimeout: .seconds(1)) { deployment in
+            let (_, idToken, _) = try await GatewayTokenTests.signedIn(deployment)
+            let port = try #require(URLComponents(string: deployment.gatewayURL)?.port)
+            // On sockets of their own: an HTTP client would retry a request whose connection closed.
             _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "delayMs": 2500, "times": 1}"#)
             let (head, waited) = try await LoopbackSocket.offPool {
-                let caller = try LoopbackSocket.connect(port: ports[0])
+                let caller = try LoopbackSocket.connect(port: port)
                 defer { caller.close() }
                 let started = ContinuousClock.now
                 try caller.send(
@@ -59,6 +101,46 @@ struct IdleConnectionTests {
             }
             #expect(head.hasPrefix("HTTP/1.1 200"), "\(head)")
             #expect(waited >= .milliseconds(2500), "the profile answered after \(waited): the fault did not delay it")
+
+            // 6,000 bytes in 20 pieces 100 ms apart: 2 s, at 3,000 bytes a second. The route
+            // reads the whole form before it answers (400: no such refresh token).
+            let (upload, took) = try await LoopbackSocket.offPool {
+                let caller = try LoopbackSocket.connect(port: port)
+                defer { caller.close() }
+                let form = "grant_type=refresh_token&refresh_token=" + String(repeating: "a", count: 6000 - 39)
+                let started = ContinuousClock.now
+                try caller.send(
+                    "POST /v1/token HTTP/1.1\r\nHost: gatehouse\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: \(form.utf8.count)\r\n\r\n"
+                )
+                let bytes = Array(form.utf8)
+                for start in stride(from: 0, to: bytes.count, by: 300) {
+                    try caller.send(String(decoding: bytes[start..<min(start + 300, bytes.count)], as: UTF8.self))
+                    usleep(100_000)
+                }
+                return (try caller.read(until: "\r\n\r\n"), ContinuousClock.now - started)
+            }
+            #expect(upload.hasPrefix("HTTP/1.1 400"), "\(upload)")
+            #expect(took >= .milliseconds(1900), "the upload took \(took)")
+
+            // 6 MB that the caller does not read: the channel stays unwritable, and is closed a
+            // timeout later, long before the provider call's own 25 s.
+            _ = try await deployment.control(
+                "faults", #"{"endpoint": "GET /github-api/user/repos", "status": 200, "bodyBytes": 6000000, "times": 1}"#)
+            let (answered, received, closedAfter) = try await LoopbackSocket.offPool {
+                let caller = try LoopbackSocket.connect(port: port, receiveBuffer: 4096)
+                defer { caller.close() }
+                let started = ContinuousClock.now
+                try caller.send(
+                    "GET /v1/me/providers/github.com/api/user/repos HTTP/1.1\r\nHost: gatehouse\r\nAuthorization: Bearer \(idToken)\r\n\r\n"
+                )
+                usleep(4_000_000)
+                let head = try caller.read(until: "\r\n\r\n")
+                let closing = try caller.readUntilClosed()
+                return (head, head.utf8.count + closing.rest.count, closing.at - started)
+            }
+            #expect(answered.hasPrefix("HTTP/1.1 200"), "\(answered.prefix(300))")
+            #expect(received < 6_000_000, "the whole answer arrived (\(received) bytes)")
+            #expect(closedAfter < .seconds(20), "closed after \(closedAfter)")
         }
     }
 
@@ -83,86 +165,5 @@ struct IdleConnectionTests {
                 #expect(closing.rest.isEmpty, "\(url)\n\(gateway.logTail)")
             }
         }
-    }
-}
-
-/// A TCP connection to a loopback port, driven with blocking calls: a client that can stop
-/// talking at any byte. Every call gives up after 20 s.
-struct LoopbackSocket: Sendable {
-    let descriptor: Int32
-
-    /// How a connection ended: the bytes that arrived before the peer closed it, and when.
-    struct Closing: Sendable {
-        /// What arrived after the last read and before the end of the stream.
-        let rest: [UInt8]
-        /// When the end of the stream was read.
-        let at: ContinuousClock.Instant
-    }
-
-    /// Runs `work` on a thread of its own rather than on Swift's cooperative pool, which the
-    /// in-process servers need while `work` blocks.
-    static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-        }
-    }
-
-    /// Connects to 127.0.0.1:`port`.
-    static func connect(port: Int) throws -> LoopbackSocket {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw FlowError("socket: errno \(errno)") }
-        var timeout = timeval(tv_sec: 20, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            let error = errno
-            Glibc.close(descriptor)
-            throw FlowError("connect to port \(port): errno \(error)")
-        }
-        return LoopbackSocket(descriptor: descriptor)
-    }
-
-    /// Sends all of `text`.
-    func send(_ text: String) throws {
-        let bytes = Array(text.utf8)
-        guard Glibc.send(descriptor, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { throw FlowError("send: errno \(errno)") }
-    }
-
-    /// Reads until what arrived contains `marker`; returns it as text.
-    func read(until marker: String) throws -> String {
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while !String(decoding: received, as: UTF8.self).contains(marker) {
-            let count = recv(descriptor, &buffer, buffer.count, 0)
-            guard count > 0 else { throw FlowError("recv before \(marker.debugDescription): \(count), errno \(errno)") }
-            received += buffer[..<count]
-        }
-        return String(decoding: received, as: UTF8.self)
-    }
-
-    /// Reads until the peer closes the connection; throws when it is still open after 20 s.
-    func readUntilClosed() throws -> Closing {
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = recv(descriptor, &buffer, buffer.count, 0)
-            if count == 0 { return Closing(rest: received, at: .now) }
-            // A reset is the peer closing too (it had unread bytes of ours).
-            if count < 0, errno == ECONNRESET { return Closing(rest: received, at: .now) }
-            guard count > 0 else { throw FlowError("the connection is still open after 20 s (errno \(errno))") }
-            received += buffer[..<count]
-        }
-    }
-
-    /// Closes the connection.
-    func close() {
-        Glibc.close(descriptor)
     }
 }

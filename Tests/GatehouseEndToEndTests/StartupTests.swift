@@ -131,21 +131,8 @@ struct StartupTests {
 
     /// `count` connections to `url`'s port on 127.0.0.1, held open (the caller closes them).
     static func hold(_ count: Int, to url: String) throws -> [Int32] {
-        let port = UInt16(try #require(url.split(separator: ":").last.flatMap { Int($0) }))
-        var held: [Int32] = []
-        for _ in 0..<count {
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            #expect(connected == 0)
-            held.append(descriptor)
-        }
-        return held
+        let port = try #require(url.split(separator: ":").last.flatMap { Int($0) })
+        return try (0..<count).map { _ in try LoopbackSocket.connect(port: port).descriptor }
     }
 
     @Test(
