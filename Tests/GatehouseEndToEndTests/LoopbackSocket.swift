@@ -101,6 +101,26 @@ struct LoopbackSocket: Sendable {
         throw FlowError("the connection is still open after 20 s of a byte every \(interval)")
     }
 
+    /// The TCP state of the server's end of this connection as `/proc/net/tcp` lists it (`01`:
+    /// established), `nil` when it lists none. A server that closes a connection its client
+    /// has not read leaves `01` at once, while its FIN still waits behind the unread bytes.
+    func peerState() throws -> String? {
+        func port(_ read: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32) -> UInt16 {
+            var address = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { read(descriptor, $0, &length) } }
+            return UInt16(bigEndian: address.sin_port)
+        }
+        let (local, remote) = (port(getsockname), port(getpeername))
+        let server = String(format: "0100007F:%04X", remote)
+        let client = String(format: "0100007F:%04X", local)
+        for line in try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8).split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            if fields.count > 3, fields[1] == server, fields[2] == client { return String(fields[3]) }
+        }
+        return nil
+    }
+
     /// Closes the connection.
     func close() {
         Glibc.close(descriptor)

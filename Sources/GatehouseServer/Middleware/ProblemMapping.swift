@@ -2,6 +2,7 @@ import GatehouseCore
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOHTTP1
 
 /// How every error leaves as `application/problem+json`. Unknown routes are `404
 /// not-found`, wrong methods `405 method-not-allowed` with `Allow`, framework errors keep
@@ -47,6 +48,12 @@ struct ProblemMapping: Sendable {
             return GatehouseError.storageUnavailable().problemResponse()
         } catch let error as any HTTPResponseError {
             return rewrite(error.status, request: request)
+        } catch let error as HTTPParserError {
+            // The request body's bytes broke off: the client's doing, or the listener closing a
+            // body that stalled or trickled. Only that request is lost; nothing to alert on.
+            logger.info("request body broke off", metadata: ["error.type": "\(error)"])
+            if error == .invalidEOFState { return GatehouseError.requestBodyTimedOut().problemResponse() }
+            return GatehouseError(code: .invalidArgument, detail: "The request body is not well-formed HTTP.").problemResponse()
         } catch {
             var metadata: Logger.Metadata = ["error.type": "\(String(reflecting: type(of: error)))"]
             if let store = error as? any StoreFailureSummary { metadata["store.error"] = "\(store.storeFailureSummary)" }

@@ -39,7 +39,7 @@ enum SettingsCatalog {
             "seconds requests in flight then get to finish before they are cancelled and the process exits"),
         Setting(
             "GATEHOUSE_IDLE_TIMEOUT", .seconds(1...3600), default: "\(GatewayService.defaultIdleTimeout.components.seconds)",
-            "seconds either listener waits for a whole request head (of a new connection or after an answer) or the next part of a body, and for a client to read its answer, before it closes the connection; keep it above a load balancer's idle timeout"
+            "seconds either listener waits for a whole request head (of a new connection or after an answer), the next part of a body or a client to take more of its answer before it closes the connection; keep it above a load balancer's idle timeout"
         ),
         Setting("GATEHOUSE_PURGE_INTERVAL", .count(minimum: 1), default: "300", "seconds between purges of expired flows, results and sessions"),
         Setting(
