@@ -422,10 +422,12 @@ struct HookTests {
 
     @Test("a hook that times out, answers garbage, more than 16 KB or a 5xx, or refuses the connection denies with 503 hook-unavailable by default")
     func failuresDenyByDefault() async throws {
-        try await withDeployment(hooks: Self.sampleApp(timeout: 0.5)) { deployment in
+        // 2 s: under a full test run on two cores, an answer of 20 KB from the in-process
+        // emulator took longer than 0.5 s and counted as a timeout instead of too-large.
+        try await withDeployment(hooks: Self.sampleApp(timeout: 2)) { deployment in
             let before = try await Self.snapshot(deployment)
             let faults: [(String, [String: Any])] = [
-                ("timeout", ["delayMs": 1500, "status": 200, "body": #"{"decision":"allow"}"#]),
+                ("timeout", ["delayMs": 4000, "status": 200, "body": #"{"decision":"allow"}"#]),
                 ("garbage", ["status": 200, "body": "<html>oops</html>"]),
                 ("unknown member", ["status": 200, "body": #"{"decision":"allow","role":"admin"}"#]),
                 ("reserved claim", ["status": 200, "body": #"{"decision":"allow","customClaims":{"sub":"someone-else"}}"#]),

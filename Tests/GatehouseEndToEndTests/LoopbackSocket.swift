@@ -114,7 +114,19 @@ struct LoopbackSocket: Sendable {
         let (local, remote) = (port(getsockname), port(getpeername))
         let server = String(format: "0100007F:%04X", remote)
         let client = String(format: "0100007F:%04X", local)
-        for line in try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8).split(separator: "\n").dropFirst() {
+        // Read to its end with read(2): the kernel hands the table out a page at a time, and a
+        // reader that trusts the file's size (0) or one read sees only its first rows.
+        let file = Glibc.open("/proc/net/tcp", O_RDONLY)
+        guard file >= 0 else { throw FlowError("/proc/net/tcp: errno \(errno)") }
+        defer { Glibc.close(file) }
+        var table: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = Glibc.read(file, &buffer, buffer.count)
+            guard count > 0 else { break }
+            table += buffer[..<count]
+        }
+        for line in String(decoding: table, as: UTF8.self).split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ")
             if fields.count > 3, fields[1] == server, fields[2] == client { return String(fields[3]) }
         }
