@@ -76,7 +76,8 @@ public struct GatewayService: Service {
         // Hummingbird closes a connection when no whole request head, body part or end has
         // come for this long and no answer is being prepared or written: between requests,
         // before the first head is whole, and when a body stops. SlowClientDeadlines closes
-        // what that lets through: a body that trickles, an answer its client stops reading.
+        // what that lets through: a body that trickles, an answer its client stops reading,
+        // and a connection whose upgrade request stopped NIO's parser.
         let timeout = TimeAmount(idleTimeout)
         let server = HTTPServerBuilder.http1(
             configuration: .init(additionalChannelHandlers: [SlowClientDeadlines(timeout: timeout)], idleTimeout: timeout))

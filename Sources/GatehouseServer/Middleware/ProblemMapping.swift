@@ -7,7 +7,8 @@ import NIOHTTP1
 /// How every error leaves as `application/problem+json`. Unknown routes are `404
 /// not-found`, wrong methods `405 method-not-allowed` with `Allow`, framework errors keep
 /// their status, a provider's answer on a passthrough route and an HTML page stay as they
-/// are, store outages are `503 storage-unavailable`, and anything unexpected is `500
+/// are, store outages are `503 storage-unavailable`, a request body that broke off is `408`
+/// (`400` when its framing is wrong), and anything unexpected is `500
 /// internal`, logged with the request id and never shown. `GatewayMiddleware` maps what the
 /// routes answer or throw through it: nothing is thrown past it.
 struct ProblemMapping: Sendable {
