@@ -46,6 +46,7 @@ struct DemoCommand: AsyncParsableCommand {
             let publicURL = "http://127.0.0.1:\(port)"
             var configuration = Self.configuration(publicURL: publicURL, emulatorURL: try await emulatorBase.value())
             try ProfileSettings.apply(environment, to: &configuration)
+            StartupChecks.warnAboutUploadTimeouts(configuration, idleTimeout: idleTimeout, logger: logger)
             let gatehouse = try Gatehouse(
                 configuration: configuration, storage: storage, vault: vault, http: http, metrics: metrics.core, logger: logger)
             return GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: true, drain: drain)

@@ -39,6 +39,7 @@ struct ServeCommand: AsyncParsableCommand {
         StartupChecks.announce(
             store: StartupChecks.storeKind(environment, databaseURL: store.databaseURL), providers: settings.gateway.providerIds, logger: logger)
         StartupChecks.raiseDescriptorLimit(logger: logger)
+        StartupChecks.warnAboutUploadTimeouts(settings.gateway, idleTimeout: settings.idleTimeout, logger: logger)
         let metrics = ServerMetrics()
         let (storage, pool) = try store.openForServices(environment: environment, metricsFactory: metrics.metricsFactory, logger: logger)
         let http = CurlHTTPClient(

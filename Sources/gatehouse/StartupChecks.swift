@@ -52,6 +52,28 @@ enum StartupChecks {
         }
     }
 
+    /// Warns of each provider whose passthrough uploads may take as long as the idle timeout
+    /// (`GATEHOUSE_IDLE_TIMEOUT`) or longer. While a provider reads an upload slowly, the
+    /// gateway reads its client's body no faster, and the listener cuts a body that falls
+    /// behind for the idle timeout (408): such an upload fails before its provider's timeout.
+    static func warnAboutUploadTimeouts(_ configuration: GatewayConfiguration, idleTimeout: Duration, logger: Logger) {
+        for (providerId, timeout) in configuration.uploadTimeouts where timeout >= idleTimeout {
+            logger.warning(
+                "uploads to a provider's API may take as long as GATEHOUSE_IDLE_TIMEOUT: one the provider reads slowly is cut at the idle timeout; keep the provider's timeout (timeoutSeconds, GATEHOUSE_UPSTREAM_TIMEOUTS) below it",
+                metadata: [
+                    "provider": "\(providerId)", "upstream.timeout_s": "\(Self.seconds(timeout))",
+                    "idle_timeout_s": "\(Self.seconds(idleTimeout))",
+                ])
+        }
+    }
+
+    /// A duration in seconds, as the settings write it (`2.5`, `75`).
+    private static func seconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        guard attoseconds != 0 else { return "\(seconds)" }
+        return "\(Double(seconds) + Double(attoseconds) / 1e18)"
+    }
+
     /// The store's kind, for the start-up line.
     static func storeKind(_ environment: [String: String], databaseURL: String?) -> String {
         (databaseURL ?? environment["GATEHOUSE_DATABASE_URL"]).map { $0.isEmpty ? "sqlite" : "postgresql" } ?? "sqlite"

@@ -88,6 +88,25 @@ struct PassthroughPolicyTests {
         #expect(configuration.apiBaseURL(for: "github.com") == "https://api.github.com")
     }
 
+    @Test("upload timeouts: providers allowing a body, each with the policy's timeout, else its upstream timeout")
+    func uploadTimeouts() throws {
+        var configuration = GatewayConfiguration(
+            publicURL: "https://gw.example", returnToAllowList: [], github: GitHubConfiguration(clientID: "c", clientSecret: "s"))
+        configuration.defaultUpstreamTimeout = .seconds(10)
+        configuration.upstreamTimeouts = ["microsoft.com": .seconds(90)]
+        configuration.api = APIPolicy(providers: [
+            "github.com": .init(allow: [try APITemplate("GET /user/repos"), try APITemplate("POST /user/repos")]),
+            "microsoft.com": .init(allow: [try APITemplate("PUT /v1.0/me/drive/items/{id}/content")]),
+            "yahoo.com": .init(allow: [try APITemplate("GET /fantasy/v2/game/nfl"), try APITemplate("DELETE /x/{id}")], timeout: .seconds(600)),
+            "oidc.example": .init(baseURL: "https://api.example", allow: [try APITemplate("PATCH /items/{id}")], timeout: .milliseconds(2500)),
+        ])
+        let timeouts = configuration.uploadTimeouts
+        #expect(timeouts.map(\.providerId) == ["github.com", "microsoft.com", "oidc.example"])
+        #expect(timeouts.map(\.timeout) == [.seconds(10), .seconds(90), .milliseconds(2500)])
+        configuration.api = .closed
+        #expect(configuration.uploadTimeouts.isEmpty)
+    }
+
     @Test(
         "paging links move under the gateway only when they point at an allowed path under the provider's API base; every other link is dropped"
     )

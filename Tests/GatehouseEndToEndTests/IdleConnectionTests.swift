@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import GatehouseCore
+import GatehouseTestSupport
 import Glibc
 import Testing
 
@@ -200,8 +201,19 @@ struct IdleConnectionTests {
             defer { try? FileManager.default.removeItem(atPath: folder) }
             let gateway = try await ServeProcess.start(
                 name: "idle", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
-                extra: ["GATEHOUSE_IDLE_TIMEOUT": "1"])
+                extra: [
+                    "GATEHOUSE_IDLE_TIMEOUT": "1",
+                    // Uploads to GitHub's API may take the upstream timeout (25 s), past the idle timeout.
+                    "GATEHOUSE_API_POLICY": #"{"github.com": {"allow": ["GET /user/repos", "POST /user/repos"]}}"#,
+                ])
             defer { gateway.process.stop() }
+            let log = try String(contentsOfFile: gateway.logPath, encoding: .utf8)
+            let warnings = log.split(separator: "\n").filter { $0.contains("uploads to a provider's API may take") }
+            #expect(warnings.count == 1, "\(log)")
+            #expect(
+                warnings.allSatisfy {
+                    $0.contains(#""provider":"github.com""#) && $0.contains(#""upstream.timeout_s":"25""#) && $0.contains(#""idle_timeout_s":"1""#)
+                })
             for url in [gateway.url, gateway.operationsURL] {
                 let port = try #require(URLComponents(string: url)?.port)
                 let closing = try await LoopbackSocket.offPool {
@@ -211,6 +223,34 @@ struct IdleConnectionTests {
                 }
                 #expect(closing.rest.isEmpty, "\(url)\n\(gateway.logTail)")
             }
+        }
+    }
+
+    @Test("gatehouse demo reads GATEHOUSE_IDLE_TIMEOUT, and warns of the sample policy's uploads that may outlast it")
+    func demoSetting() async throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["GATEHOUSE_IDLE_TIMEOUT"] = "1"
+        try await DemoProcess.with(executable: KeysCommandTests.executable.path, environment: environment) { demo in
+            let port = try #require(URLComponents(string: demo.url)?.port)
+            let closing = try await LoopbackSocket.offPool {
+                let silent = try LoopbackSocket.connect(port: port)
+                defer { silent.close() }
+                return try silent.readUntilClosed()
+            }
+            #expect(closing.rest.isEmpty)
+            // The sample policy lets signed-in users upload to GitHub (POST) and Graph (PUT),
+            // each within the default upstream timeout of 10 s. The demo assembles its
+            // configuration once it listens: the warnings are awaited (5 s at most).
+            var providers: [String] = []
+            for _ in 0..<100 where providers.count < 2 {
+                let output = (try? String(contentsOfFile: demo.folder + ".out", encoding: .utf8)) ?? ""
+                providers = output.split(separator: "\n").filter {
+                    $0.contains("uploads to a provider's API may take") && $0.contains(#""upstream.timeout_s":"10""#)
+                }
+                .compactMap { $0.firstMatch(of: #/"provider":"([^"]+)"/#).map { String($0.1) } }
+                if providers.count < 2 { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(providers.sorted() == ["github.com", "microsoft.com"])
         }
     }
 }

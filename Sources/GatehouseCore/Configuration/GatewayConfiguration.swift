@@ -198,6 +198,17 @@ public struct GatewayConfiguration: Sendable {
         upstreamTimeouts[providerId] ?? defaultUpstreamTimeout
     }
 
+    /// The providers whose API policy allows a call with a request body (`POST`, `PUT`,
+    /// `PATCH`), by id, each with the total time one of its passthrough calls may take: the
+    /// policy's `timeoutSeconds`, else the provider's upstream timeout. An upload streams to
+    /// the provider as the provider reads it, so its client waits on the provider that long.
+    public var uploadTimeouts: [(providerId: String, timeout: Duration)] {
+        api.providers.sorted { $0.key < $1.key }.compactMap { providerId, provider in
+            guard provider.allow.contains(where: { $0.method.hasBody }) else { return nil }
+            return (providerId, provider.timeout ?? upstreamTimeout(for: providerId))
+        }
+    }
+
     /// The API base of `providerId`'s passthrough calls: the policy's, else the provider's own
     /// (GitHub's API, Graph, Yahoo's Fantasy Sports API); `nil` when there is none (a generic
     /// OpenID provider whose policy names no base).
