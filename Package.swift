@@ -261,6 +261,7 @@ let package = Package(
             dependencies: [
                 "GatehouseServer",
                 "GatehouseSQLite",
+                "GatehouseTestSupport",
                 "CurlClient",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

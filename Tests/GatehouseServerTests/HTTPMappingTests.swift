@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseTestSupport
 import Glibc
 import HTTPTypes
 import Hummingbird
@@ -184,8 +185,11 @@ struct HTTPMappingTests {
         }
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         try await app.test(.live) { client in
-            let reader = try StalledReader(port: try #require(client.port), path: "/photo")
+            // A client that sends one request and reads nothing until asked, with a small
+            // receive buffer: the reader a server's back-pressure is for.
+            let reader = try LoopbackSocket.connect(port: try #require(client.port), receiveBuffer: 64 << 10)
             defer { reader.close() }
+            try reader.send("GET /photo HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             // The writer runs until the socket buffers and NIO's queue are full, then waits:
             // poll (bounded, 10 s) until its count has not moved for 300 ms.
             var last = -1
@@ -204,7 +208,10 @@ struct HTTPMappingTests {
             let kernel = (Int(wmem.last ?? "") ?? 4 << 20) + 256 << 10
             #expect(written.total <= kernel + 1 << 20, "\(written.total) bytes written to a reader that read nothing")
             // And it goes on when the reader reads: every byte arrives.
-            #expect(try await reader.readAllOnOwnThread() == image.count)
+            let answer = try await LoopbackSocket.offPool { try reader.readUntilClosed() }.rest
+            let separator = Array("\r\n\r\n".utf8)
+            let headEnd = try #require((0..<min(answer.count, 4096)).first { answer[$0...].starts(with: separator) })
+            #expect(answer.count - headEnd - separator.count == image.count)
             #expect(written.total == image.count)
         }
     }
@@ -219,61 +226,4 @@ final class WrittenBytes: Sendable {
     var total: Int { state.withLock { $0.reduce(0, +) } }
     /// Records one write.
     @Sendable func add(_ count: Int) { state.withLock { $0.append(count) } }
-}
-
-/// An HTTP/1.1 client on a plain socket that sends one GET and reads nothing until asked,
-/// with a small receive buffer: the reader a server's back-pressure is for.
-struct StalledReader: Sendable {
-    private let socket: Int32
-
-    /// Connects to 127.0.0.1:`port` and sends `GET path`.
-    init(port: Int, path: String) throws {
-        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var size: Int32 = 64 << 10
-        setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw InProcessFailure("connect failed: \(errno)") }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-        guard send(socket, request, request.count, 0) == request.count else { throw InProcessFailure("send failed: \(errno)") }
-    }
-
-    /// `readAll()` on a thread of its own: its blocking `recv` must not hold one of the
-    /// cooperative pool's threads (two on a 2-core machine) that every other test of the
-    /// process, and the server writing to this socket, run on.
-    func readAllOnOwnThread() async throws -> Int {
-        try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread { continuation.resume(with: Result { try readAll() }) }
-            thread.start()
-        }
-    }
-
-    /// Reads until the server closes (`Connection: close`); answers the body's length.
-    func readAll() throws -> Int {
-        var received: [UInt8] = []  // the head (and the body's first bytes)
-        var total = 0
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        while true {
-            let count = recv(socket, &buffer, buffer.count, 0)
-            if count == 0 { break }
-            guard count > 0 else { throw InProcessFailure("recv failed: \(errno)") }
-            if received.count < 4096 { received += buffer[..<count] }
-            total += count
-        }
-        let separator = Array("\r\n\r\n".utf8)
-        guard let end = (0..<received.count).first(where: { received[$0...].starts(with: separator) }) else {
-            throw InProcessFailure("no header end")
-        }
-        return total - end - separator.count
-    }
-
-    /// Closes the socket.
-    func close() { _ = Glibc.close(socket) }
 }

@@ -1,25 +1,24 @@
 import Dispatch
 import Foundation
-import GatehouseCore
 import Glibc
 
 /// A TCP connection to a loopback port, driven with blocking calls: a client that can stop
 /// talking at any byte. Every call gives up after 20 s.
-struct LoopbackSocket: Sendable {
+public struct LoopbackSocket: Sendable {
     /// The connection's socket.
-    let descriptor: Int32
+    public let descriptor: Int32
 
     /// How a connection ended: the bytes that arrived before the peer closed it, and when.
-    struct Closing: Sendable {
+    public struct Closing: Sendable {
         /// What arrived after the last read and before the end of the stream.
-        let rest: [UInt8]
+        public let rest: [UInt8]
         /// When the end of the stream was read.
-        let at: ContinuousClock.Instant
+        public let at: ContinuousClock.Instant
     }
 
     /// Runs `work` on a thread of its own rather than on Swift's cooperative pool, which the
     /// in-process servers need while `work` blocks.
-    static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    public static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
         }
@@ -27,9 +26,9 @@ struct LoopbackSocket: Sendable {
 
     /// Connects to 127.0.0.1:`port`; `receiveBuffer` sets the socket's receive buffer (a client
     /// that reads slowly fills it soon).
-    static func connect(port: Int, receiveBuffer: Int32? = nil) throws -> LoopbackSocket {
+    public static func connect(port: Int, receiveBuffer: Int32? = nil) throws -> LoopbackSocket {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw FlowError("socket: errno \(errno)") }
+        guard descriptor >= 0 else { throw SocketFailure("socket: errno \(errno)") }
         var timeout = timeval(tv_sec: 20, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -46,31 +45,31 @@ struct LoopbackSocket: Sendable {
         guard connected == 0 else {
             let error = errno
             Glibc.close(descriptor)
-            throw FlowError("connect to port \(port): errno \(error)")
+            throw SocketFailure("connect to port \(port): errno \(error)")
         }
         return LoopbackSocket(descriptor: descriptor)
     }
 
     /// Sends all of `text`.
-    func send(_ text: String) throws {
+    public func send(_ text: String) throws {
         let bytes = Array(text.utf8)
-        guard Glibc.send(descriptor, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { throw FlowError("send: errno \(errno)") }
+        guard Glibc.send(descriptor, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { throw SocketFailure("send: errno \(errno)") }
     }
 
     /// Reads until what arrived contains `marker`; returns it as text.
-    func read(until marker: String) throws -> String {
+    public func read(until marker: String) throws -> String {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !String(decoding: received, as: UTF8.self).contains(marker) {
             let count = recv(descriptor, &buffer, buffer.count, 0)
-            guard count > 0 else { throw FlowError("recv before \(marker.debugDescription): \(count), errno \(errno)") }
+            guard count > 0 else { throw SocketFailure("recv before \(marker.debugDescription): \(count), errno \(errno)") }
             received += buffer[..<count]
         }
         return String(decoding: received, as: UTF8.self)
     }
 
     /// Reads until the peer closes the connection; throws when it is still open after 20 s.
-    func readUntilClosed() throws -> Closing {
+    public func readUntilClosed() throws -> Closing {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -78,14 +77,14 @@ struct LoopbackSocket: Sendable {
             if count == 0 { return Closing(rest: received, at: .now) }
             // A reset is the peer closing too (it had unread bytes of ours).
             if count < 0, errno == ECONNRESET { return Closing(rest: received, at: .now) }
-            guard count > 0 else { throw FlowError("the connection is still open after 20 s (errno \(errno))") }
+            guard count > 0 else { throw SocketFailure("the connection is still open after 20 s (errno \(errno))") }
             received += buffer[..<count]
         }
     }
 
     /// Sends `prefix`, then one byte `a` every `interval`, reading and dropping whatever the
     /// peer answers meanwhile, until the peer closes the connection (at most 20 s); returns when.
-    func trickle(after prefix: String, every interval: Duration) throws -> ContinuousClock.Instant {
+    public func trickle(after prefix: String, every interval: Duration) throws -> ContinuousClock.Instant {
         try send(prefix)
         let started = ContinuousClock.now
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -98,13 +97,13 @@ struct LoopbackSocket: Sendable {
                 if count < 0 { usleep(10_000) }
             }
         }
-        throw FlowError("the connection is still open after 20 s of a byte every \(interval)")
+        throw SocketFailure("the connection is still open after 20 s of a byte every \(interval)")
     }
 
     /// The TCP state of the server's end of this connection as `/proc/net/tcp` lists it (`01`:
     /// established), `nil` when it lists none. A server that closes a connection its client
     /// has not read leaves `01` at once, while its FIN still waits behind the unread bytes.
-    func peerState() throws -> String? {
+    public func peerState() throws -> String? {
         func port(_ read: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32) -> UInt16 {
             var address = sockaddr_in()
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -117,7 +116,7 @@ struct LoopbackSocket: Sendable {
         // Read to its end with read(2): the kernel hands the table out a page at a time, and a
         // reader that trusts the file's size (0) or one read sees only its first rows.
         let file = Glibc.open("/proc/net/tcp", O_RDONLY)
-        guard file >= 0 else { throw FlowError("/proc/net/tcp: errno \(errno)") }
+        guard file >= 0 else { throw SocketFailure("/proc/net/tcp: errno \(errno)") }
         defer { Glibc.close(file) }
         var table: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -134,7 +133,15 @@ struct LoopbackSocket: Sendable {
     }
 
     /// Closes the connection.
-    func close() {
+    public func close() {
         Glibc.close(descriptor)
     }
+}
+
+/// Why a loopback socket call failed.
+public struct SocketFailure: Error, CustomStringConvertible {
+    /// What happened.
+    public let description: String
+    /// A failure saying `description`.
+    public init(_ description: String) { self.description = description }
 }
