@@ -79,14 +79,19 @@ public struct GatewayService: Service {
         // what that lets through: a body that trickles, an answer its client stops reading,
         // and a connection whose upgrade request stopped NIO's parser.
         let timeout = TimeAmount(idleTimeout)
-        let server = HTTPServerBuilder.http1(
-            configuration: .init(additionalChannelHandlers: [SlowClientDeadlines(timeout: timeout)], idleTimeout: timeout))
+        let cuts = ConnectionCuts(metrics: startup?.metrics)
+        func server(_ listener: String) -> HTTPServerBuilder {
+            .http1(
+                configuration: .init(
+                    additionalChannelHandlers: [SlowClientDeadlines(timeout: timeout) { cuts.record(listener: listener, reason: $0) }],
+                    idleTimeout: timeout))
+        }
         let slot = AssembledResponder(logger: logger)
         self.slot = slot
         self.startup = startup
         operations = address.map { address in
             Application(
-                responder: OperationsResponder(slot: slot, startup: startup), server: server,
+                responder: OperationsResponder(slot: slot, startup: startup), server: server("operations"),
                 configuration: .init(address: .hostname(address.host, port: address.port), serverName: "Gatehouse"),
                 onServerRunning: { channel in
                     await AcceptBackoff.install(on: channel, role: "operations", logger: logger)
@@ -94,13 +99,15 @@ public struct GatewayService: Service {
                 }, logger: logger)
         }
         application = Application(
-            responder: slot, server: server,
+            responder: slot, server: server("public"),
             configuration: .init(address: .hostname(host, port: port), serverName: "Gatehouse"),
             onServerRunning: { channel in
                 await AcceptBackoff.install(on: channel, role: "public", logger: logger)
                 let bound = channel.localAddress?.port ?? port
                 do {
-                    slot.install(try await assemble(bound))
+                    let assembly = try await assemble(bound)
+                    cuts.attach(assembly.metrics)
+                    slot.install(assembly)
                     await onRunning(bound)
                 } catch {
                     slot.fail(error)

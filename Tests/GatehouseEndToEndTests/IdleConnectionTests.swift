@@ -192,7 +192,7 @@ struct IdleConnectionTests {
         }
     }
 
-    @Test("gatehouse serve reads GATEHOUSE_IDLE_TIMEOUT for both listeners")
+    @Test("gatehouse serve reads GATEHOUSE_IDLE_TIMEOUT for both listeners, warns of uploads that may outlast it and counts the connections it cuts")
     func serveSetting() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
         try await withRunningEmulator { emulatorURL in
@@ -223,6 +223,31 @@ struct IdleConnectionTests {
                 }
                 #expect(closing.rest.isEmpty, "\(url)\n\(gateway.logTail)")
             }
+            // Cut connections are counted by listener and reason: a trickled body on the
+            // public listener, an upgrade request on the operations listener. The silent
+            // connections above, closed at the idle timeout, are not.
+            let publicPort = try #require(URLComponents(string: gateway.url)?.port)
+            let operationsPort = try #require(URLComponents(string: gateway.operationsURL)?.port)
+            let metrics = try await LoopbackSocket.offPool {
+                let trickled = try LoopbackSocket.connect(port: publicPort)
+                defer { trickled.close() }
+                _ = try trickled.trickle(
+                    after: "POST /healthz HTTP/1.1\r\nHost: gatehouse\r\nContent-Length: 100000\r\n\r\n", every: .milliseconds(200))
+                let upgrade = try LoopbackSocket.connect(port: operationsPort)
+                defer { upgrade.close() }
+                try upgrade.send("GET /healthz HTTP/1.1\r\nHost: gatehouse\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+                _ = try upgrade.readUntilClosed()
+                let scrape = try LoopbackSocket.connect(port: operationsPort)
+                defer { scrape.close() }
+                try scrape.send("GET /metrics HTTP/1.1\r\nHost: gatehouse\r\nConnection: close\r\n\r\n")
+                return String(decoding: try scrape.readUntilClosed().rest, as: UTF8.self)
+            }
+            let cuts = metrics.split(separator: "\n").filter { $0.hasPrefix("gatehouse_connections_cut_total{") }.map(String.init).sorted()
+            #expect(
+                cuts == [
+                    #"gatehouse_connections_cut_total{listener="operations",reason="upgrade"} 1"#,
+                    #"gatehouse_connections_cut_total{listener="public",reason="slow-body"} 1"#,
+                ], "\(metrics)")
         }
     }
 

@@ -26,11 +26,23 @@ final class SlowClientDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
+    /// Why a connection was cut, as `gatehouse_connections_cut_total` labels it.
+    enum Reason: String, Sendable, CaseIterable {
+        /// A request body fell behind its deadline.
+        case slowBody = "slow-body"
+        /// The socket took none of a queued answer for the timeout.
+        case unreadAnswer = "unread-answer"
+        /// A `CONNECT` or `Upgrade` request was answered.
+        case upgrade
+    }
+
     /// Bytes per second a request body must keep up after the first timeout: 500, as Apache's
     /// `mod_reqtimeout` asks by default.
     static let minimumBodyRate = 500
 
     private let timeout: TimeAmount
+    /// Told of each connection this handler closes, before it closes.
+    private let cut: @Sendable (Reason) -> Void
     /// Whether a request's head came and its end has not.
     private var readingRequest = false
     /// When the incomplete request was first seen at the end of a read.
@@ -48,9 +60,11 @@ final class SlowClientDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     /// Bytes the channel had queued at the last check of an unwritable channel.
     private var queuedAtCheck = 0
 
-    /// Deadlines of `timeout` (the listener's idle timeout).
-    init(timeout: TimeAmount) {
+    /// Deadlines of `timeout` (the listener's idle timeout); `cut` hears of each connection
+    /// closed, and why.
+    init(timeout: TimeAmount, cut: @escaping @Sendable (Reason) -> Void = { _ in }) {
         self.timeout = timeout
+        self.cut = cut
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -75,6 +89,7 @@ final class SlowClientDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         context.writeAndFlush(data, promise: promise)
+        cut(.upgrade)
         context.close(promise: nil)
     }
 
@@ -123,6 +138,7 @@ final class SlowClientDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
             guard readingRequest, let started = requestStarted else { return }
             let deadline = bodyDeadline(started)
             if deadline <= context.eventLoop.now {
+                cut(.slowBody)
                 context.close(promise: nil)
             } else {
                 scheduleBodyCheck(context: context, at: deadline)
@@ -143,6 +159,7 @@ final class SlowClientDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
                 queuedAtCheck = queued
                 scheduleWriteCheck(context: context)
             } else {
+                cut(.unreadAnswer)
                 context.close(promise: nil)
             }
         }

@@ -24,6 +24,11 @@ public enum MetricsCatalog {
             name: "gatehouse_http_request_duration_seconds", type: "histogram", labels: ["route"],
             help: "Time to answer a request, by route template."),
         Entry(
+            name: "gatehouse_connections_cut_total", type: "counter", labels: ["listener", "reason"],
+            help:
+                "Connections a listener closed because the client was too slow or asked for an upgrade, by listener (public, operations) and reason (slow-body, unread-answer, upgrade); idle connections closed at the idle timeout are not counted."
+        ),
+        Entry(
             name: "gatehouse_sign_ins_total", type: "counter", labels: ["provider", "mode", "outcome"],
             help: "Completed sign-in flows, by provider, mode and outcome (ok or the error code)."),
         Entry(

@@ -75,6 +75,15 @@ public final class ServerMetrics: Sendable {
         handles.timer.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
+    /// Counts a connection a listener (`public` or `operations`) cut because its client was
+    /// too slow or asked for an upgrade. Rare by nature, so the handle is looked up each time
+    /// (the registry returns the one it made first).
+    func connectionCut(listener: String, reason: SlowClientDeadlines.Reason) {
+        CoreMetrics.Counter(
+            label: "gatehouse_connections_cut_total", dimensions: [("listener", listener), ("reason", reason.rawValue)], factory: factory
+        ).increment()
+    }
+
     /// The Prometheus text exposition, with the process's figures read at this moment.
     func exposition() -> String {
         process.sample()
