@@ -79,11 +79,11 @@ public struct GatewayService: Service {
         // what that lets through: a body that trickles, an answer its client stops reading,
         // and a connection whose upgrade request stopped NIO's parser.
         let timeout = TimeAmount(idleTimeout)
-        let cuts = ConnectionCuts(metrics: startup?.metrics)
+        let listenerMetrics = ListenerMetrics(metrics: startup?.metrics)
         func server(_ listener: String) -> HTTPServerBuilder {
             .http1(
                 configuration: .init(
-                    additionalChannelHandlers: [SlowClientDeadlines(timeout: timeout) { cuts.record(listener: listener, reason: $0) }],
+                    additionalChannelHandlers: [SlowClientDeadlines(timeout: timeout) { listenerMetrics.cut(listener: listener, reason: $0) }],
                     idleTimeout: timeout))
         }
         let slot = AssembledResponder(logger: logger)
@@ -94,7 +94,7 @@ public struct GatewayService: Service {
                 responder: OperationsResponder(slot: slot, startup: startup), server: server("operations"),
                 configuration: .init(address: .hostname(address.host, port: address.port), serverName: "Gatehouse"),
                 onServerRunning: { channel in
-                    await AcceptBackoff.install(on: channel, role: "operations", logger: logger)
+                    await AcceptBackoff.install(on: channel, role: "operations", metrics: listenerMetrics, logger: logger)
                     await onOperationsRunning(channel.localAddress?.port ?? address.port)
                 }, logger: logger)
         }
@@ -102,11 +102,11 @@ public struct GatewayService: Service {
             responder: slot, server: server("public"),
             configuration: .init(address: .hostname(host, port: port), serverName: "Gatehouse"),
             onServerRunning: { channel in
-                await AcceptBackoff.install(on: channel, role: "public", logger: logger)
+                await AcceptBackoff.install(on: channel, role: "public", metrics: listenerMetrics, logger: logger)
                 let bound = channel.localAddress?.port ?? port
                 do {
                     let assembly = try await assemble(bound)
-                    cuts.attach(assembly.metrics)
+                    listenerMetrics.attach(assembly.metrics)
                     slot.install(assembly)
                     await onRunning(bound)
                 } catch {

@@ -158,9 +158,14 @@ struct StartupTests {
                 #expect(try await warm.execute(OutboundRequest(url: instance.url + "/healthz")).status == 200)
                 var held = try Self.hold(100, to: instance.url)
                 defer { for descriptor in held { close(descriptor) } }
+                let exhausted = ContinuousClock.now
                 for _ in 0..<200 where refusal() == nil { try await Task.sleep(for: .milliseconds(50)) }
+                // Out of descriptors for a second more: accept is paused 50 ms after each
+                // failure, not retried at once (which spins a core on the listen backlog).
+                try await Task.sleep(for: .seconds(1))
                 for descriptor in held { close(descriptor) }
                 held = []
+                let pauses = Int((ContinuousClock.now - exhausted) / .milliseconds(50))
                 let client = CurlHTTPClient()
                 defer { client.shutdown() }
                 var request = OutboundRequest(url: instance.url + "/healthz")
@@ -173,6 +178,12 @@ struct StartupTests {
                 // Accept is retried every 50 ms while descriptors lack; the line comes at most every 10 s.
                 let repeated = Self.lines(instance.logPath).filter { ($0["message"] as? String)?.hasPrefix("cannot accept connections") == true }
                 #expect(repeated.count <= 2, "\(repeated.count) lines")
+                // Each failed accept is counted: at most about one per pause.
+                let metrics = try await client.execute(OutboundRequest(url: instance.operationsURL + "/metrics")).bodyText
+                let failures = metrics.split(separator: "\n").first { $0.hasPrefix(#"gatehouse_accept_failures_total{listener="public"} "#) }
+                    .flatMap { Double($0.split(separator: " ").last ?? "") }
+                let counted = try #require(failures, "\(metrics)")
+                #expect(counted >= 1 && counted <= Double(2 * pauses + 10), "\(counted) failed accepts in \(pauses) pauses")
             }
         }
     }

@@ -29,6 +29,11 @@ public enum MetricsCatalog {
                 "Connections a listener closed because the client was too slow or asked for an upgrade, by listener (public, operations) and reason (slow-body, unread-answer, upgrade); idle connections closed at the idle timeout are not counted."
         ),
         Entry(
+            name: "gatehouse_accept_failures_total", type: "counter", labels: ["listener"],
+            help:
+                "Accepts that failed for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), by listener; the listener pauses accepting 50 ms after each."
+        ),
+        Entry(
             name: "gatehouse_sign_ins_total", type: "counter", labels: ["provider", "mode", "outcome"],
             help: "Completed sign-in flows, by provider, mode and outcome (ok or the error code)."),
         Entry(

@@ -84,6 +84,12 @@ public final class ServerMetrics: Sendable {
         ).increment()
     }
 
+    /// Counts one accept of a listener (`public` or `operations`) that failed for want of
+    /// descriptors or memory.
+    func acceptFailed(listener: String) {
+        CoreMetrics.Counter(label: "gatehouse_accept_failures_total", dimensions: [("listener", listener)], factory: factory).increment()
+    }
+
     /// The Prometheus text exposition, with the process's figures read at this moment.
     func exposition() -> String {
         process.sample()
