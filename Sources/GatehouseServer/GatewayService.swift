@@ -81,7 +81,7 @@ public struct GatewayService: Service {
         let timeout = TimeAmount(idleTimeout)
         let listenerMetrics = ListenerMetrics(metrics: startup?.metrics)
         func server(_ listener: String) -> HTTPServerBuilder {
-            .http1(
+            GatewayHTTP1Channel.builder(
                 configuration: .init(
                     additionalChannelHandlers: [SlowClientDeadlines(timeout: timeout) { listenerMetrics.cut(listener: listener, reason: $0) }],
                     idleTimeout: timeout))

@@ -1,0 +1,95 @@
+import Foundation
+import GatehouseCore
+import GatehouseTestSupport
+import Testing
+
+/// What HTTP/1.x asks of a server beyond Hummingbird's own handling, on real sockets to both
+/// listeners: a connection that is not kept alive closes after its answer, and
+/// `Expect: 100-continue` is answered before the body comes. The idle timeout is the default
+/// (75 s), so a connection left open would outlast every read's 20 s bound.
+@Suite("HTTP/1 connection semantics")
+struct HTTP1SemanticsTests {
+    /// The public and the operations listener's ports.
+    static func ports(_ deployment: TestDeployment) throws -> [Int] {
+        [
+            try #require(URLComponents(string: deployment.gatewayURL)?.port),
+            try #require(URLComponents(string: deployment.operationsURL)?.port),
+        ]
+    }
+
+    @Test(
+        "a connection that is not kept alive closes after its answer: HTTP/1.0 without keep-alive, HTTP/1.1 with Connection: Close in any case or in a list; HTTP/1.0 with keep-alive stays open"
+    )
+    func closesWhenNotKeptAlive() async throws {
+        try await withDeployment { deployment in
+            for port in try Self.ports(deployment) {
+                for head in [
+                    "GET /healthz HTTP/1.0\r\n\r\n", "GET /healthz HTTP/1.1\r\nHost: gatehouse\r\nConnection: Close\r\n\r\n",
+                    "GET /healthz HTTP/1.1\r\nHost: gatehouse\r\nConnection: TE, close\r\n\r\n",
+                ] {
+                    let answer = try await LoopbackSocket.offPool {
+                        let socket = try LoopbackSocket.connect(port: port)
+                        defer { socket.close() }
+                        try socket.send(head)
+                        return String(decoding: try socket.readUntilClosed().rest, as: UTF8.self)
+                    }
+                    #expect(
+                        answer.hasPrefix("HTTP/1.1 200 OK\r\n") && answer.hasSuffix(#""status":"ok"}"#), "\(port) \(head.debugDescription): \(answer)"
+                    )
+                }
+                // Kept alive on request: a second request on the same connection is answered too.
+                let second = try await LoopbackSocket.offPool {
+                    let socket = try LoopbackSocket.connect(port: port)
+                    defer { socket.close() }
+                    try socket.send("GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+                    _ = try socket.read(until: #""status":"ok"}"#)
+                    try socket.send("GET /healthz HTTP/1.0\r\n\r\n")
+                    return String(decoding: try socket.readUntilClosed().rest, as: UTF8.self)
+                }
+                #expect(second.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(port): \(second)")
+            }
+        }
+    }
+
+    @Test(
+        "Expect: 100-continue is answered 100 Continue before the body is sent, and after the answer to a request pipelined before it; an HTTP/1.0 request's expectation is not"
+    )
+    func answersExpectContinue() async throws {
+        try await withDeployment { deployment in
+            let port = try Self.ports(deployment)[0]
+            let post =
+                "POST /v1/auth/result HTTP/1.1\r\nHost: gatehouse\r\nContent-Type: application/json\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"
+            let (interim, final) = try await LoopbackSocket.offPool {
+                let socket = try LoopbackSocket.connect(port: port)
+                defer { socket.close() }
+                try socket.send(post)
+                let interim = try socket.read(until: "\r\n\r\n")
+                try socket.send("{}")
+                return (interim, try socket.read(until: #""code":"#))
+            }
+            #expect(interim == "HTTP/1.1 100 Continue\r\n\r\n")
+            // The body went on to the route: no result named is the caller's 400.
+            #expect(final.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && final.contains("invalid-argument"), "\(final)")
+
+            // Behind a pipelined request: its whole answer first, then the 100.
+            let pipelined = try await LoopbackSocket.offPool {
+                let socket = try LoopbackSocket.connect(port: port)
+                defer { socket.close() }
+                try socket.send("GET /healthz HTTP/1.1\r\nHost: gatehouse\r\n\r\n" + post)
+                return try socket.read(until: "100 Continue\r\n\r\n")
+            }
+            #expect(
+                pipelined.hasPrefix("HTTP/1.1 200 OK\r\n") && pipelined.hasSuffix(#""status":"ok"}HTTP/1.1 100 Continue\#r\#n\#r\#n"#), "\(pipelined)"
+            )
+
+            // HTTP/1.0 knows no interim answers: the request waits for its body.
+            let old = try await LoopbackSocket.offPool {
+                let socket = try LoopbackSocket.connect(port: port)
+                defer { socket.close() }
+                try socket.send(post.replacingOccurrences(of: "HTTP/1.1", with: "HTTP/1.0") + "{}")
+                return String(decoding: try socket.readUntilClosed().rest, as: UTF8.self)
+            }
+            #expect(old.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(old)")
+        }
+    }
+}
