@@ -61,9 +61,12 @@ struct DemoCommand: AsyncParsableCommand {
         // The demo stops at once unless told to drain (GATEHOUSE_SHUTDOWN_DELAY).
         let delay = try ShutdownDeadline.delay(environment, default: 0)
         // Stopped in reverse order: the drain, the emulator, the purger, the gateway, the
-        // libcurl client, the database pool.
+        // libcurl client, the heap trimming, the database pool.
         let migrated = Eventual<Void>()
         var services: [any Service] = pool.map { [$0] } ?? []
+        // Like serve: what a spike of connections leaves goes back to the system.
+        let trimInterval = Duration.seconds(try TypedSettings(environment: environment).numberOrDefault("GATEHOUSE_HEAP_TRIM_INTERVAL"))
+        if trimInterval > .zero { services.append(HeapTrimService(interval: trimInterval, logger: logger)) }
         services += [
             HTTPClientService(client: http), AfterStoreReady.migrating(storage, ready: migrated, logger: logger, then: gateway),
             AfterStoreReady.waiting(for: migrated, then: PurgeService(purger: purger)),

@@ -55,7 +55,7 @@ struct RequestTracingTests {
     }
 
     @Test(
-        "the access line says who and from where: the client's address, the user or service key the route found, the user agent, the answer's bytes; probes only with GATEHOUSE_LOG_PROBES"
+        "the access line says who and from where: the client's address, the user or service key the route found, the user agent, the answer's bytes, the path cut at 2 KB; probes only with GATEHOUSE_LOG_PROBES"
     )
     func accessLineFields() async throws {
         for logProbes in [false, true] {
@@ -75,6 +75,14 @@ struct RequestTracingTests {
                 let keyId = try #require(keyLine["key.id"] as? String, "\(keyLine)")
                 #expect(keyId.hasPrefix("sk_") && keyLine["user.id"] == nil, "\(keyLine)")
                 #expect(!deployment.logs.lines.joined().contains(key), "the secret is never logged")
+
+                // A long path is logged cut: a line does not grow with what a client sends.
+                let long = "/v1/" + String(repeating: "a", count: 70_000)
+                let unknown = try await deployment.client.execute(OutboundRequest(url: deployment.gatewayURL + long))
+                #expect(unknown.status == 404)
+                let unknownId = try #require(unknown.headers["x-request-id"])
+                let unknownLine = try #require(Self.lines(deployment, id: unknownId).first { $0["message"] as? String == "request" })
+                #expect(unknownLine["http.path"] as? String == String(long.prefix(2048)) + "…")
 
                 let probe = try await deployment.client.execute(OutboundRequest(url: deployment.gatewayURL + "/healthz"))
                 let probeId = try #require(probe.headers["x-request-id"])

@@ -40,13 +40,24 @@ final class AccessLog: Sendable {
         logger.log(level: level, "request", metadata: fields(request, context, response, elapsed: elapsed, scope: scope))
     }
 
+    /// The longest path a line carries whole, in bytes: past it a line would grow with whatever
+    /// a client sends (NIO accepts request lines far longer).
+    static let maximumLoggedPath = 2048
+
+    /// `path`, or its first `maximumLoggedPath` bytes and `…` (a multi-byte character cut
+    /// there becomes U+FFFD).
+    static func loggable(path: String) -> String {
+        guard path.utf8.count > maximumLoggedPath else { return path }
+        return String(decoding: path.utf8.prefix(maximumLoggedPath), as: UTF8.self) + "…"
+    }
+
     /// The line's fields. The query string is never logged: callbacks carry codes and state in it.
     private func fields(
         _ request: Request, _ context: GatehouseRequestContext, _ response: Response, elapsed: Duration, scope: RequestScope?
     ) -> Logger.Metadata {
         var metadata = Logger.Metadata(minimumCapacity: 8)  // every field at once, no rehash
         metadata["http.method"] = .string(request.method.rawValue)
-        metadata["http.path"] = .string(request.uri.path)
+        metadata["http.path"] = .string(Self.loggable(path: request.uri.path))
         metadata["http.status"] = .stringConvertible(Int(response.status.code))
         metadata["duration.ms"] = .stringConvertible(
             Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
