@@ -1,3 +1,4 @@
+import CurlClient
 import Foundation
 import GatehouseCore
 import GatehouseTestSupport
@@ -90,6 +91,35 @@ struct HTTP1SemanticsTests {
                 return String(decoding: try socket.readUntilClosed().rest, as: UTF8.self)
             }
             #expect(old.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(old)")
+        }
+    }
+
+    @Test(
+        "HEAD on the probes (/healthz and /readyz on both listeners, /metrics on the operations one): the GET's status and fields, no body; another method is 405 with Allow: GET, HEAD"
+    )
+    func probesAnswerHead() async throws {
+        try await withDeployment { deployment in
+            let ports = try Self.ports(deployment)
+            let (publicPort, operationsPort) = (ports[0], ports[1])
+            for (port, path) in [
+                (publicPort, "/healthz"), (publicPort, "/readyz"), (operationsPort, "/healthz"), (operationsPort, "/readyz"),
+                (operationsPort, "/metrics"),
+            ] {
+                let answer = try await LoopbackSocket.offPool {
+                    let socket = try LoopbackSocket.connect(port: port)
+                    defer { socket.close() }
+                    // Then a GET on the same connection: a body after the HEAD's would be read as its head.
+                    try socket.send(
+                        "HEAD \(path) HTTP/1.1\r\nHost: gatehouse\r\n\r\nGET /healthz HTTP/1.1\r\nHost: gatehouse\r\nConnection: close\r\n\r\n")
+                    return String(decoding: try socket.readUntilClosed().rest, as: UTF8.self)
+                }
+                let parts = answer.components(separatedBy: "\r\n\r\n")
+                #expect(parts.count == 3 && parts[0].hasPrefix("HTTP/1.1 200 OK\r\n"), "\(port) HEAD \(path): \(answer)")
+                #expect(parts[0].lowercased().contains("content-length: "), "\(parts[0])")
+                #expect(parts.count == 3 && parts[1].hasPrefix("HTTP/1.1 200 OK\r\n") && parts[2] == #"{"status":"ok"}"#, "\(answer)")
+            }
+            let refused = try await deployment.client.execute(OutboundRequest(method: "DELETE", url: deployment.gatewayURL + "/healthz"))
+            #expect(refused.status == 405 && refused.headers["allow"] == "GET, HEAD", "\(refused.status) \(refused.headers)")
         }
     }
 }

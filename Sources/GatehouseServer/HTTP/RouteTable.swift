@@ -12,7 +12,8 @@ public struct RouteTable: Sendable {
 
     private var entries:
         [(
-            method: HTTPRequest.Method, path: String, rest: Bool, handler: @Sendable (Request, GatehouseRequestContext) async throws -> Response
+            method: HTTPRequest.Method, path: String, rest: Bool, head: Bool,
+            handler: @Sendable (Request, GatehouseRequestContext) async throws -> Response
         )] = []
     /// Each route's path split once (matched again for error answers: `405` or `404`, a
     /// provider's own status): its segments, `nil` for a parameter, and whether its last
@@ -24,14 +25,17 @@ public struct RouteTable: Sendable {
     private var templatesByEndpoint: [String: String] = [:]
 
     /// Records a route and its handler; with `rest`, the path's last parameter takes every
-    /// remaining segment (`/api/{path}` matches `/api/v1.0/me/events`).
+    /// remaining segment (`/api/{path}` matches `/api/v1.0/me/events`). With `head`, a `GET`
+    /// route answers `HEAD` too: the same handler, whose body NIO's encoder leaves out of an
+    /// answer to `HEAD` (the probes, which uptime checkers often ask with `HEAD`).
     mutating func add(
-        _ method: HTTPRequest.Method, _ openAPIPath: String, rest: Bool = false,
+        _ method: HTTPRequest.Method, _ openAPIPath: String, rest: Bool = false, head: Bool = false,
         _ handler: @escaping @Sendable (Request, GatehouseRequestContext) async throws -> Response
     ) {
-        entries.append((method, openAPIPath, rest, handler))
+        entries.append((method, openAPIPath, rest, head && method == .get, handler))
         let segments = openAPIPath.split(separator: "/", omittingEmptySubsequences: false).map { $0.hasPrefix("{") ? nil : $0 }
         patterns.append((method.rawValue, openAPIPath, segments, rest))
+        if head && method == .get { patterns.append((HTTPRequest.Method.head.rawValue, openAPIPath, segments, rest)) }
         templatesByEndpoint[RouterPath(Self.hummingbirdPath(openAPIPath, rest: rest)).description] = openAPIPath
     }
 
@@ -47,7 +51,9 @@ public struct RouteTable: Sendable {
     /// Adds every recorded route to `router` (after its middlewares).
     func register(on router: Router<GatehouseRequestContext>) {
         for entry in entries {
-            router.on(RouterPath(Self.hummingbirdPath(entry.path, rest: entry.rest)), method: entry.method, use: entry.handler)
+            let path = RouterPath(Self.hummingbirdPath(entry.path, rest: entry.rest))
+            router.on(path, method: entry.method, use: entry.handler)
+            if entry.head { router.on(path, method: .head, use: entry.handler) }
         }
     }
 

@@ -19,10 +19,10 @@ struct OperationsRoutes {
     /// more (the parts and their reasons are for operators, on the operations listener).
     func registerPublic(into table: inout RouteTable) {
         let readiness = self.readiness
-        table.add(.get, "/healthz") { _, _ in
+        table.add(.get, "/healthz", head: true) { _, _ in
             Response.json(body: Self.alive)
         }
-        table.add(.get, "/readyz") { _, context in
+        table.add(.get, "/readyz", head: true) { _, context in
             switch await readiness(context.logger) {
             case .success: return try Response.json(["status": "ready"])
             case .failure: throw GatehouseError(code: .notReady, detail: "The instance is not ready.")
@@ -34,18 +34,18 @@ struct OperationsRoutes {
     /// (storage, signing keys, each provider's state and reason) and `/metrics`.
     func registerOperations(into table: inout RouteTable) {
         let readiness = self.readiness
-        table.add(.get, "/healthz") { _, _ in
+        table.add(.get, "/healthz", head: true) { _, _ in
             Response.json(body: Self.alive)
         }
         let metrics = self.metrics
-        table.add(.get, "/metrics") { _, context in
+        table.add(.get, "/metrics", head: true) { _, context in
             // Readiness is evaluated for each scrape, so its gauges are never older than the scrape.
             _ = await readiness(context.logger)
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.exposition())))
         }
-        table.add(.get, "/readyz") { _, context in
+        table.add(.get, "/readyz", head: true) { _, context in
             try Response.json(try await readiness(context.logger).get())
         }
     }
