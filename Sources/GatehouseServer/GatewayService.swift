@@ -84,7 +84,16 @@ public struct GatewayService: Service {
             GatewayHTTP1Channel.builder(
                 configuration: .init(
                     additionalChannelHandlers: [SlowClientDeadlines(timeout: timeout) { listenerMetrics.cut(listener: listener, reason: $0) }],
-                    idleTimeout: timeout))
+                    idleTimeout: timeout)
+            ) { error, requestID, peer in
+                listenerMetrics.malformed(listener: listener)
+                logger.info(
+                    "request refused: not HTTP",
+                    metadata: [
+                        "request.id": "\(requestID)", "listener.role": "\(listener)", "http.error": "\(error)",
+                        "client.address": "\(peer?.ipAddress ?? "unknown")",
+                    ])
+            }
         }
         let slot = AssembledResponder(logger: logger)
         self.slot = slot

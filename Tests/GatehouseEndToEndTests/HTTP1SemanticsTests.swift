@@ -122,4 +122,60 @@ struct HTTP1SemanticsTests {
             #expect(refused.status == 405 && refused.headers["allow"] == "GET, HEAD", "\(refused.status) \(refused.headers)")
         }
     }
+
+    @Test(
+        "a request head that is not HTTP (over 80 KB, an unknown method, NUL in a header) is a 400 problem document with its request id, after the answers before it, logged and counted; an error inside a body stays the route's"
+    )
+    func refusesHeadsThatAreNotHTTP() async throws {
+        try await withDeployment { deployment in
+            let ports = try Self.ports(deployment)
+            let heads = [
+                "GET /healthz HTTP/1.1\r\nHost: gatehouse\r\nX-Padding: \(String(repeating: "a", count: 90_000))\r\n\r\n",
+                "FOO /healthz HTTP/1.1\r\nHost: gatehouse\r\n\r\n", "GET /healthz HTTP/1.1\r\nHost: gatehouse\r\nX-Bad: a\u{0}b\r\n\r\n",
+            ]
+            var ids: [String] = []
+            for port in ports {
+                for head in heads {
+                    let answer = try await LoopbackSocket.offPool {
+                        let socket = try LoopbackSocket.connect(port: port)
+                        defer { socket.close() }
+                        try socket.send(head)
+                        return String(decoding: try socket.readUntilClosed().rest, as: UTF8.self)
+                    }
+                    let parts = answer.components(separatedBy: "\r\n\r\n")
+                    #expect(parts.count == 2 && parts[0].hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(answer.prefix(300))")
+                    #expect(parts[0].contains("content-type: application/problem+json"), "\(parts[0])")
+                    let problem = try JSONSerialization.jsonObject(with: Data(parts.last!.utf8)) as? [String: Any]
+                    let id = try #require(problem?["requestId"] as? String, "\(answer)")
+                    #expect(problem?["code"] as? String == "invalid-argument" && parts[0].contains("x-request-id: \(id)"), "\(answer)")
+                    ids.append(id)
+                }
+            }
+            // Behind a request being answered: its answer first, then the refusal.
+            let pipelined = try await LoopbackSocket.offPool {
+                let socket = try LoopbackSocket.connect(port: ports[0])
+                defer { socket.close() }
+                try socket.send("GET /healthz HTTP/1.1\r\nHost: gatehouse\r\n\r\n" + heads[1])
+                return String(decoding: try socket.readUntilClosed().rest, as: UTF8.self)
+            }
+            #expect(pipelined.hasPrefix("HTTP/1.1 200 OK\r\n") && pipelined.contains(#""status":"ok"}HTTP/1.1 400 Bad Request"#), "\(pipelined)")
+            #expect(pipelined.hasSuffix(#""type":"urn:gatehouse:problem:invalid-argument"}"#), "\(pipelined)")
+            // A chunk size that is not a number, inside a body the route reads: the route's 400.
+            let chunked = try await LoopbackSocket.offPool {
+                let socket = try LoopbackSocket.connect(port: ports[0])
+                defer { socket.close() }
+                try socket.send(
+                    "POST /v1/auth/result HTTP/1.1\r\nHost: gatehouse\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+                return String(decoding: try socket.readUntilClosed().rest, as: UTF8.self)
+            }
+            #expect(chunked.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && chunked.contains("invalid-argument"), "\(chunked)")
+
+            let logged = deployment.logs.lines.filter { $0.contains(#""message":"request refused: not HTTP""#) }
+            #expect(ids.allSatisfy { id in logged.contains { $0.contains(#""request.id":"\#(id)""#) } }, "\(logged)")
+            let metrics = try await deployment.client.execute(OutboundRequest(url: deployment.operationsURL + "/metrics")).bodyText
+            for (listener, count) in [("public", 4), ("operations", 3)] {
+                #expect(metrics.contains(#"gatehouse_malformed_requests_total{listener="\#(listener)"} \#(count)"#), "\(listener)\n\(metrics)")
+            }
+        }
+    }
 }

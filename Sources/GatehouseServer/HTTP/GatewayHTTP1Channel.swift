@@ -1,6 +1,7 @@
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 
@@ -12,11 +13,15 @@ struct GatewayHTTP1Channel: ServerChildChannel {
 
     /// The channel it wraps.
     let inner: HTTP1Channel
+    /// Told of each request head `HTTP1Semantics` refuses as not HTTP.
+    let rejected: @Sendable (HTTPParserError, String, SocketAddress?) -> Void
 
     /// A server builder of such channels.
-    static func builder(configuration: HTTP1Channel.Configuration) -> HTTPServerBuilder {
+    static func builder(
+        configuration: HTTP1Channel.Configuration, rejected: @escaping @Sendable (HTTPParserError, String, SocketAddress?) -> Void
+    ) -> HTTPServerBuilder {
         HTTPServerBuilder { responder in
-            GatewayHTTP1Channel(inner: HTTP1Channel(responder: responder, configuration: configuration))
+            GatewayHTTP1Channel(inner: HTTP1Channel(responder: responder, configuration: configuration), rejected: rejected)
         }
     }
 
@@ -24,7 +29,8 @@ struct GatewayHTTP1Channel: ServerChildChannel {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let operations = channel.pipeline.syncOperations
-            try operations.addHandler(HTTP1Semantics(), position: .before(try operations.handler(type: HTTP1ToHTTPServerCodec.self)))
+            try operations.addHandler(
+                HTTP1Semantics(rejected: rejected), position: .before(try operations.handler(type: HTTP1ToHTTPServerCodec.self)))
             return value
         }
     }

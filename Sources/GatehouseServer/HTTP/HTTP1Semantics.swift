@@ -1,3 +1,5 @@
+import Foundation
+import GatehouseCore
 import NIOCore
 import NIOHTTP1
 
@@ -14,6 +16,12 @@ import NIOHTTP1
 ///   earlier answer of the connection is still being written (RFC 9110 §10.1.1). Without it a
 ///   client that waits for the interim answer before sending its body waited for the idle
 ///   timeout, and curl paused every upload over 1 MiB for a second.
+/// - **A request head that is not HTTP** (a head over the size limit, a byte no header may
+///   hold, conflicting lengths) is answered `400 invalid-argument` with a problem document and
+///   its own request id, after the answers to the requests before it, and the connection
+///   closed; `rejected` hears of it first (the listener logs and counts it). Hummingbird
+///   answered a bare `400` with no body that nothing logged or counted. An error inside a
+///   request's body (a chunk size that is not a number) goes on to the route reading it.
 final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -24,12 +32,28 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
     private var unanswered = 0
     /// How many answers a waiting `100 Continue` follows; `nil` when none waits.
     private var answersBeforeContinue: Int?
+    /// Whether a request's head came and its end has not: a parser error then is its body's.
+    private var readingRequest = false
+    /// Whether a head that is not HTTP has been refused: the connection is closing.
+    private var refused = false
+    /// A refusal waiting for the answers before it: the parser's error and the request id.
+    private var pendingRefusal: (HTTPParserError, String)?
+    /// Told of each request head refused as not HTTP: the parser's error, the answer's request
+    /// id and the client's address.
+    private let rejected: (HTTPParserError, String, SocketAddress?) -> Void
+
+    /// The semantics; `rejected` hears of each head refused as not HTTP.
+    init(rejected: @escaping (HTTPParserError, String, SocketAddress?) -> Void = { _, _, _ in }) {
+        self.rejected = rejected
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .head(var head) = unwrapInboundIn(data) else {
+            if case .end = unwrapInboundIn(data) { readingRequest = false }
             context.fireChannelRead(data)
             return
         }
+        readingRequest = true
         let answersBefore = unanswered
         unanswered += 1
         if head.version.major == 1, head.version.minor >= 1, Self.expectsContinue(head.headers) {
@@ -54,6 +78,11 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
         }
         context.write(data, promise: promise)
         unanswered = max(0, unanswered - 1)
+        if unanswered == 0, let (error, requestID) = pendingRefusal {
+            pendingRefusal = nil
+            writeRefusal(context: context, error, requestID: requestID)
+            return
+        }
         guard let waiting = answersBeforeContinue else { return }
         if waiting <= 1 {
             answersBeforeContinue = nil
@@ -61,6 +90,39 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
         } else {
             answersBeforeContinue = waiting - 1
         }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard let parserError = error as? HTTPParserError, !readingRequest else {
+            context.fireErrorCaught(error)
+            return
+        }
+        // The decoder reports every later byte as an error too: one answer is enough.
+        guard !refused else { return }
+        refused = true
+        let requestID = RequestID.generate()
+        rejected(parserError, requestID, context.channel.remoteAddress)
+        if unanswered == 0 {
+            writeRefusal(context: context, parserError, requestID: requestID)
+        } else {
+            pendingRefusal = (parserError, requestID)
+        }
+    }
+
+    /// `400 invalid-argument` for a head that is not HTTP, then the connection closes.
+    private func writeRefusal(context: ChannelHandlerContext, _ parserError: HTTPParserError, requestID: String) {
+        let problem = GatehouseError(code: .invalidArgument, detail: "The request is not valid HTTP/1.1 (\(parserError)).")
+        let body = problem.problemDocument(requestID: requestID)
+        var head = HTTPResponseHead(version: .http1_1, status: .badRequest)
+        head.headers.add(name: "content-type", value: "application/problem+json")
+        head.headers.add(name: "cache-control", value: "no-store")
+        head.headers.add(name: "x-content-type-options", value: "nosniff")
+        head.headers.add(name: "x-request-id", value: requestID)
+        head.headers.add(name: "content-length", value: String(body.count))
+        head.headers.add(name: "connection", value: "close")
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
     }
 
     private func writeContinue(context: ChannelHandlerContext) {

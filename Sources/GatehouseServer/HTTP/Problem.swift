@@ -35,15 +35,20 @@ extension GatehouseError: HTTPResponseError {
     /// The RFC 9457 problem document (`type`, `title`, `status`, `detail`, `code`, extensions)
     /// as a response, with `Retry-After` when set.
     func problemResponse() -> Response {
+        let data = problemDocument(requestID: RequestScope.current?.id)
+        var headers: HTTPFields = [.contentType: "application/problem+json", .cacheControl: "no-store"]
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(data: data)))
+    }
+
+    /// The problem document's JSON, carrying `requestID` when there is one.
+    func problemDocument(requestID: String?) -> Data {
         var object: [String: Any] = [
             "type": "urn:gatehouse:problem:\(code)", "title": title, "status": status.code, "detail": detail, "code": code.rawValue,
         ]
         for (key, value) in extensions { object[key] = value }
-        if let id = RequestScope.current?.id { object["requestId"] = id }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        var headers: HTTPFields = [.contentType: "application/problem+json", .cacheControl: "no-store"]
-        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(data: data)))
+        if let requestID { object["requestId"] = requestID }
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
     }
 
     /// The status of a code in its usual situation. Exhaustive, so a new code cannot be added

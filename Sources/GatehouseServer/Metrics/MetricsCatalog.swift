@@ -29,6 +29,11 @@ public enum MetricsCatalog {
                 "Connections a listener closed because the client was too slow or asked for an upgrade, by listener (public, operations) and reason (slow-body, unread-answer, upgrade); idle connections closed at the idle timeout are not counted."
         ),
         Entry(
+            name: "gatehouse_malformed_requests_total", type: "counter", labels: ["listener"],
+            help:
+                "Request heads refused as not HTTP (400 invalid-argument, the connection closed), by listener; not in gatehouse_http_requests_total."
+        ),
+        Entry(
             name: "gatehouse_accept_failures_total", type: "counter", labels: ["listener"],
             help:
                 "Accepts that failed for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), by listener; the listener pauses accepting 50 ms after each."

@@ -84,6 +84,11 @@ public final class ServerMetrics: Sendable {
         ).increment()
     }
 
+    /// Counts one request head a listener (`public` or `operations`) refused as not HTTP.
+    func malformedRequest(listener: String) {
+        CoreMetrics.Counter(label: "gatehouse_malformed_requests_total", dimensions: [("listener", listener)], factory: factory).increment()
+    }
+
     /// Counts one accept of a listener (`public` or `operations`) that failed for want of
     /// descriptors or memory.
     func acceptFailed(listener: String) {
