@@ -63,7 +63,8 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
                 answersBeforeContinue = answersBefore
             }
         }
-        if !head.isKeepAlive, head.headers.first(name: "connection") != "close" {
+        if !head.isKeepAlive {
+            // Replaced whatever it said: Hummingbird closes only on one field that is exactly `close`.
             head.headers.replaceOrAdd(name: "connection", value: "close")
             context.fireChannelRead(wrapInboundOut(.head(head)))
             return
@@ -92,14 +93,33 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    func read(context: ChannelHandlerContext) {
+        // A refused connection reads nothing more: it closes once its answers are written.
+        guard !refused else { return }
+        context.read()
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        guard let parserError = error as? HTTPParserError, !readingRequest else {
+        // After a refusal every later byte is an error of the decoder's: one answer is enough.
+        guard !refused else { return }
+        guard let parserError = error as? HTTPParserError, !readingRequest, context.channel.isActive else {
             context.fireErrorCaught(error)
             return
         }
-        // The decoder reports every later byte as an error too: one answer is enough.
-        guard !refused else { return }
+        switch parserError {
+        case .invalidEOFState:
+            // The client closed part-way through a head (or the idle timeout did): nobody to
+            // answer, and nothing malformed.
+            context.fireErrorCaught(error)
+            return
+        case .closedConnection:
+            // Bytes after a request that closes its connection: they are not answered.
+            return
+        default:
+            break
+        }
         refused = true
+        try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
         let requestID = RequestID.generate()
         rejected(parserError, requestID, context.channel.remoteAddress)
         if unanswered == 0 {

@@ -46,6 +46,13 @@ public final class ServerMetrics: Sendable {
         process = ProcessMetrics(registry: registry)
         readyGauge = registry.makeGauge(descriptor: .described("gatehouse_ready"), labels: [])
         storageGauge = registry.makeGauge(descriptor: .described("gatehouse_storage_reachable"), labels: [])
+        // The listeners' counters exist from the start at 0, so that a rate over them sees
+        // their first event.
+        for listener in ["public", "operations"] {
+            for reason in SlowClientDeadlines.Reason.allCases { connectionCut(listener: listener, reason: reason, by: 0) }
+            malformedRequest(listener: listener, by: 0)
+            acceptFailed(listener: listener, by: 0)
+        }
     }
 
     /// Records the outcome of a readiness check (`/readyz` or a scrape).
@@ -78,21 +85,23 @@ public final class ServerMetrics: Sendable {
     /// Counts a connection a listener (`public` or `operations`) cut because its client was
     /// too slow or asked for an upgrade. Rare by nature, so the handle is looked up each time
     /// (the registry returns the one it made first).
-    func connectionCut(listener: String, reason: SlowClientDeadlines.Reason) {
+    func connectionCut(listener: String, reason: SlowClientDeadlines.Reason, by count: Int = 1) {
         CoreMetrics.Counter(
             label: "gatehouse_connections_cut_total", dimensions: [("listener", listener), ("reason", reason.rawValue)], factory: factory
-        ).increment()
+        ).increment(by: count)
     }
 
     /// Counts one request head a listener (`public` or `operations`) refused as not HTTP.
-    func malformedRequest(listener: String) {
-        CoreMetrics.Counter(label: "gatehouse_malformed_requests_total", dimensions: [("listener", listener)], factory: factory).increment()
+    func malformedRequest(listener: String, by count: Int = 1) {
+        CoreMetrics.Counter(label: "gatehouse_malformed_requests_total", dimensions: [("listener", listener)], factory: factory)
+            .increment(by: count)
     }
 
     /// Counts one accept of a listener (`public` or `operations`) that failed for want of
     /// descriptors or memory.
-    func acceptFailed(listener: String) {
-        CoreMetrics.Counter(label: "gatehouse_accept_failures_total", dimensions: [("listener", listener)], factory: factory).increment()
+    func acceptFailed(listener: String, by count: Int = 1) {
+        CoreMetrics.Counter(label: "gatehouse_accept_failures_total", dimensions: [("listener", listener)], factory: factory)
+            .increment(by: count)
     }
 
     /// The Prometheus text exposition, with the process's figures read at this moment.

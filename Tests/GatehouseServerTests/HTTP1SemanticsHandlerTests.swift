@@ -1,0 +1,109 @@
+import Foundation
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import Synchronization
+import Testing
+
+@testable import GatehouseServer
+
+/// `HTTP1Semantics` on NIO's embedded channel, fed the decoder's parts and errors directly:
+/// the bookkeeping the end-to-end tests cannot reach (several pipelined requests, errors at
+/// the end of the stream, bytes after a request that closes its connection).
+@Suite("HTTP/1 semantics handler")
+struct HTTP1SemanticsHandlerTests {
+    /// The refusals the handler reported.
+    final class Refusals: Sendable {
+        private let errors = Mutex<[String]>([])
+        /// What was reported so far.
+        var reported: [String] { errors.withLock { $0 } }
+        /// Records one refusal.
+        @Sendable func record(_ error: HTTPParserError, _ id: String, _ peer: SocketAddress?) { errors.withLock { $0.append("\(error)") } }
+    }
+
+    /// An active embedded channel with the handler.
+    static func channel(_ refusals: Refusals = Refusals()) throws -> EmbeddedChannel {
+        let channel = EmbeddedChannel(handler: HTTP1Semantics(rejected: refusals.record))
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        return channel
+    }
+
+    /// A request head.
+    static func head(_ version: HTTPVersion = .http1_1, _ fields: [(String, String)] = []) -> HTTPServerRequestPart {
+        .head(HTTPRequestHead(version: version, method: .POST, uri: "/v1/token", headers: HTTPHeaders(fields)))
+    }
+
+    /// The statuses of the answer heads written so far.
+    static func writtenStatuses(_ channel: EmbeddedChannel) throws -> [UInt] {
+        var statuses: [UInt] = []
+        while let part = try channel.readOutbound(as: HTTPServerResponsePart.self) {
+            if case .head(let head) = part { statuses.append(head.status.code) }
+        }
+        return statuses
+    }
+
+    @Test("100 Continue behind two pipelined requests: written after the second one's answer ends, not the first's")
+    func continueBehindTwoAnswers() throws {
+        let channel = try Self.channel()
+        try channel.writeInbound(Self.head())
+        try channel.writeInbound(HTTPServerRequestPart.end(nil))
+        try channel.writeInbound(Self.head())
+        try channel.writeInbound(HTTPServerRequestPart.end(nil))
+        try channel.writeInbound(Self.head(.http1_1, [("Expect", "100-Continue"), ("Content-Length", "2")]))
+        #expect(try Self.writtenStatuses(channel).isEmpty)
+        for expected in [[200], [200, 100]] {
+            try channel.writeOutbound(HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok)))
+            try channel.writeOutbound(HTTPServerResponsePart.end(nil))
+            #expect(try Self.writtenStatuses(channel) == expected.map(UInt.init))
+        }
+        _ = try channel.finish()
+    }
+
+    @Test("a connection that is not kept alive reaches Hummingbird with exactly Connection: close, repeated fields included")
+    func notKeptAlive() throws {
+        for (version, fields) in [
+            (HTTPVersion.http1_0, [(String, String)]()), (.http1_1, [("Connection", "close"), ("Connection", "close")]),
+            (.http1_1, [("Connection", "TE, Close")]),
+        ] {
+            let channel = try Self.channel()
+            try channel.writeInbound(Self.head(version, fields))
+            guard case .head(let head) = try channel.readInbound(as: HTTPServerRequestPart.self) else {
+                Issue.record("no head")
+                continue
+            }
+            #expect(head.headers["connection"] == ["close"], "\(version) \(fields)")
+            _ = try channel.finish()
+        }
+    }
+
+    @Test("a head that is not HTTP is refused once, whatever errors follow, and the connection closes after the answer")
+    func refusedOnce() throws {
+        let refusals = Refusals()
+        let channel = try Self.channel(refusals)
+        channel.pipeline.fireErrorCaught(HTTPParserError.invalidHeaderToken)
+        channel.pipeline.fireErrorCaught(HTTPParserError.invalidVersion)
+        channel.pipeline.fireErrorCaught(ByteToMessageDecoderError.dataReceivedInErrorState(HTTPParserError.invalidVersion, ByteBuffer()))
+        #expect(refusals.reported.count == 1)
+        // Nothing went on to Hummingbird, which would answer again or close at once.
+        #expect(throws: Never.self) { try channel.throwIfErrorCaught() }
+        #expect(try Self.writtenStatuses(channel) == [400])
+        #expect(!channel.isActive)
+    }
+
+    @Test("not refusals: the stream ending part-way through a head, and bytes after a request that closes its connection")
+    func notRefusals() throws {
+        let refusals = Refusals()
+        let eof = try Self.channel(refusals)
+        eof.pipeline.fireErrorCaught(HTTPParserError.invalidEOFState)
+        #expect(throws: HTTPParserError.self) { try eof.throwIfErrorCaught() }
+        let closing = try Self.channel(refusals)
+        try closing.writeInbound(Self.head(.http1_0))
+        try closing.writeInbound(HTTPServerRequestPart.end(nil))
+        closing.pipeline.fireErrorCaught(HTTPParserError.closedConnection)
+        try closing.throwIfErrorCaught()
+        #expect(refusals.reported.isEmpty)
+        #expect(try Self.writtenStatuses(eof).isEmpty && Self.writtenStatuses(closing).isEmpty)
+        _ = try eof.finish()
+        _ = try closing.finish()
+    }
+}
