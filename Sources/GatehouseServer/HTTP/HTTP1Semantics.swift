@@ -11,16 +11,16 @@ import NIOHTTP1
 ///   `Connection: keep-alive`, HTTP/1.1 with `Connection: close` in any case or list) reaches
 ///   Hummingbird with `Connection: close`, the one form it checks before closing the connection
 ///   after the answer (RFC 9112 §9.3). Without it an HTTP/1.0 client reading to the end of the
-///   stream waited for the idle timeout.
+///   stream would wait for the idle timeout.
 /// - **`Expect: 100-continue`** is answered `100 Continue` before the request goes on, once no
 ///   earlier answer of the connection is still being written (RFC 9110 §10.1.1). Without it a
-///   client that waits for the interim answer before sending its body waited for the idle
-///   timeout, and curl paused every upload over 1 MiB for a second.
+///   client that waits for the interim answer before sending its body would wait for the idle
+///   timeout, and curl pauses every upload over 1 MiB for a second.
 /// - **A request head that is not HTTP** (a head over the size limit, a byte no header may
 ///   hold, conflicting lengths) is answered `400 invalid-argument` with a problem document and
 ///   its own request id, after the answers to the requests before it, and the connection
-///   closed; `rejected` hears of it first (the listener logs and counts it). Hummingbird
-///   answered a bare `400` with no body that nothing logged or counted. An error inside a
+///   closed; `rejected` hears of it first (the listener logs and counts it). Hummingbird alone
+///   answers a bare `400` with no body that nothing logs or counts. An error inside a
 ///   request's body (a chunk size that is not a number) goes on to the route reading it.
 final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart

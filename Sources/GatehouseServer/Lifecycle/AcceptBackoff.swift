@@ -12,8 +12,8 @@ import NIOCore
 ///
 /// NIO reports such an error down the listener's pipeline, where nothing logged it, and keeps
 /// the listening socket registered for reading: the connections waiting in the listen backlog
-/// keep it readable, so accept was retried in a tight loop that held a core for as long as no
-/// descriptor was free (tens of thousands of failures a second). NIO's `AcceptBackoffHandler`
+/// keep it readable, so accept would be retried in a tight loop that holds a core for as long as
+/// no descriptor is free (tens of thousands of failures a second). NIO's `AcceptBackoffHandler`
 /// does not stop that: it delays the next `read`, but the failed accept leaves the channel's
 /// read pending, so the socket stays registered. The pause here turns the channel's auto-read
 /// off, which takes the socket out of the event loop's interest set, and back on after it. The
