@@ -145,6 +145,14 @@ struct GitHubSignInTests {
                 #expect(try jsonObject(response)["code"] as? String == "invalid-state")
                 #expect(response.headers["location"] == nil)
             }
+            // Each refusal names what is wrong with the state: absent, or longer than any state
+            // the gateway issues (not "absent", which would send its reader looking for the wrong fault).
+            #expect(try jsonObject(try await browser.send(withoutState))["detail"] as? String == "The callback has no state.")
+            let oversized = callback.replacingOccurrences(of: "state=", with: "state=" + String(repeating: "s", count: 600))
+            let tooLong = try await browser.send(oversized)
+            #expect(tooLong.status == 400)
+            #expect(try jsonObject(tooLong)["code"] as? String == "invalid-state")
+            #expect((try jsonObject(tooLong)["detail"] as? String)?.contains("longer than") == true)
             // The right state from another browser (no transaction cookie) is refused too.
             var stranger = Browser(deployment)
             let unbound = try await stranger.send(callback)

@@ -79,8 +79,11 @@ public struct SignInService: Sendable {
         providerId: String, parameters: [String: String], binding: String?, client: SignInClient, logger: Logger
     ) async throws -> Completion {
         let provider = try providers.provider(providerId)
-        guard let state = parameters["state"], !state.isEmpty, state.count <= 512 else {
+        guard let state = parameters["state"], !state.isEmpty else {
             throw GatehouseError.invalidState("The callback has no state.")
+        }
+        guard state.utf8.count <= 512 else {
+            throw GatehouseError.invalidState("The callback's state is longer than any state this gateway issues.")
         }
         guard let binding, !binding.isEmpty, binding.count <= 512 else {
             throw GatehouseError.invalidState("The sign-in was not started in this browser (no transaction cookie).")
