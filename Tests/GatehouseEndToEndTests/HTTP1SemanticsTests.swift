@@ -169,6 +169,17 @@ struct HTTP1SemanticsTests {
                 return String(decoding: try socket.readUntilClosed().rest, as: UTF8.self)
             }
             #expect(chunked.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && chunked.contains("invalid-argument"), "\(chunked)")
+            // The same error in a body the route did not read, after its answer: no second answer.
+            let (answered, after) = try await LoopbackSocket.offPool {
+                let socket = try LoopbackSocket.connect(port: ports[0])
+                defer { socket.close() }
+                try socket.send("DELETE /healthz HTTP/1.1\r\nHost: gatehouse\r\nTransfer-Encoding: chunked\r\n\r\n")
+                let answered = try socket.read(until: #""}"#)
+                try socket.send("zz\r\n")
+                return (answered, String(decoding: try socket.readUntilClosed().rest, as: UTF8.self))
+            }
+            #expect(answered.hasPrefix("HTTP/1.1 405 Method Not Allowed\r\n"), "\(answered)")
+            #expect(after.isEmpty, "\(after)")
 
             let logged = deployment.logs.lines.filter { $0.contains(#""message":"request refused: not HTTP""#) }
             #expect(ids.allSatisfy { id in logged.contains { $0.contains(#""request.id":"\#(id)""#) } }, "\(logged)")

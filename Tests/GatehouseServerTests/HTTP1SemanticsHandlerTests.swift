@@ -90,6 +90,32 @@ struct HTTP1SemanticsHandlerTests {
         #expect(!channel.isActive)
     }
 
+    @Test(
+        "a body that breaks after its request was answered: no second answer, the error goes no further, and the connection closes once the answer is written"
+    )
+    func brokenBodyAfterTheAnswer() throws {
+        let refusals = Refusals()
+        let channel = try Self.channel(refusals)
+        try channel.writeInbound(Self.head(.http1_1, [("Transfer-Encoding", "chunked")]))
+        // The route answered without reading the body (a 405, a 401).
+        try channel.writeOutbound(HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .methodNotAllowed)))
+        try channel.writeOutbound(HTTPServerResponsePart.end(nil))
+        #expect(channel.isActive)
+        channel.pipeline.fireErrorCaught(HTTPParserError.invalidChunkSize)
+        #expect(throws: Never.self) { try channel.throwIfErrorCaught() }
+        #expect(try Self.writtenStatuses(channel) == [405])
+        #expect(refusals.reported.isEmpty, "the head was HTTP")
+        #expect(!channel.isActive)
+
+        // While the route still reads the body, the error is the route's.
+        let reading = try Self.channel(refusals)
+        try reading.writeInbound(Self.head(.http1_1, [("Transfer-Encoding", "chunked")]))
+        reading.pipeline.fireErrorCaught(HTTPParserError.invalidChunkSize)
+        #expect(throws: HTTPParserError.self) { try reading.throwIfErrorCaught() }
+        #expect(reading.isActive)
+        _ = try reading.finish()
+    }
+
     @Test("not refusals: the stream ending part-way through a head, and bytes after a request that closes its connection")
     func notRefusals() throws {
         let refusals = Refusals()

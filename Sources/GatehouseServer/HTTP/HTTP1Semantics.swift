@@ -21,7 +21,9 @@ import NIOHTTP1
 ///   its own request id, after the answers to the requests before it, and the connection
 ///   closed; `rejected` hears of it first (the listener logs and counts it). Hummingbird alone
 ///   answers a bare `400` with no body that nothing logs or counts. An error inside a
-///   request's body (a chunk size that is not a number) goes on to the route reading it.
+///   request's body (a chunk size that is not a number) goes on to the route reading it; after
+///   the route has answered without reading the body, the connection closes instead, once the
+///   answer is sent.
 final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -34,7 +36,8 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
     private var answersBeforeContinue: Int?
     /// Whether a request's head came and its end has not: a parser error then is its body's.
     private var readingRequest = false
-    /// Whether a head that is not HTTP has been refused: the connection is closing.
+    /// Whether a head that is not HTTP has been refused, or a body broke after its answer: the
+    /// connection is closing.
     private var refused = false
     /// A refusal waiting for the answers before it: the parser's error and the request id.
     private var pendingRefusal: (HTTPParserError, String)?
@@ -102,8 +105,17 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // After a refusal every later byte is an error of the decoder's: one answer is enough.
         guard !refused else { return }
-        guard let parserError = error as? HTTPParserError, !readingRequest, context.channel.isActive else {
+        guard let parserError = error as? HTTPParserError, context.channel.isActive else {
             context.fireErrorCaught(error)
+            return
+        }
+        if readingRequest {
+            // A broken body whose request is still unanswered is the route's to answer.
+            guard unanswered == 0 else {
+                context.fireErrorCaught(error)
+                return
+            }
+            closeAfterAnswer(context: context)
             return
         }
         switch parserError {
@@ -127,6 +139,19 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
         } else {
             pendingRefusal = (parserError, requestID)
         }
+    }
+
+    /// Closes the connection once the answers written so far are sent: a request's body broke
+    /// after the route answered without reading it. Nobody reads the rest, and passed on, the
+    /// error would make Hummingbird answer a bare `400` after the route's answer: two answers
+    /// to one request.
+    private func closeAfterAnswer(context: ChannelHandlerContext) {
+        refused = true
+        try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
+        // Output first: it waits for the pending writes, where a full close would drop them.
+        let sent = context.eventLoop.makePromise(of: Void.self)
+        sent.futureResult.whenComplete { _ in context.close(promise: nil) }
+        context.close(mode: .output, promise: sent)
     }
 
     /// `400 invalid-argument` for a head that is not HTTP, then the connection closes.
