@@ -22,12 +22,9 @@ struct APIReferencePageTests {
         "GATEHOUSE_API_DOCS_FILE: serve answers the file at /docs, no script allowed, ETag and 304; a missing or empty file stops serve naming the setting"
     )
     func servedFromTheFile() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-docs-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        try Data(Self.page.utf8).write(to: URL(fileURLWithPath: "\(folder)/api.html"))
-        try Data().write(to: URL(fileURLWithPath: "\(folder)/empty.html"))
-        try await withRunningEmulator { emulatorURL in
+        try await withEmulatorAndFolder("gatehouse-docs") { emulatorURL, folder in
+            try Data(Self.page.utf8).write(to: URL(fileURLWithPath: "\(folder)/api.html"))
+            try Data().write(to: URL(fileURLWithPath: "\(folder)/empty.html"))
             let serve = try await ServeProcess.start(
                 name: "docs", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
                 extra: ["GATEHOUSE_API_DOCS_FILE": "\(folder)/api.html"])

@@ -12,9 +12,7 @@ import Testing
 struct ConfigurationFileTests {
     /// A fresh folder for one test.
     private static func folder() throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-config-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        return folder
+        try TestScratch.folder("gatehouse-config")
     }
 
     private static func write(_ text: String, to path: String) throws {
@@ -25,10 +23,7 @@ struct ConfigurationFileTests {
         "serve takes its GitHub client, URLs and allow-list from a YAML file and signs in; a secrets-folder file and an environment variable each win over the file's value"
     )
     func serveFromFile() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
-        try await withRunningEmulator { emulatorURL in
-            let folder = try Self.folder()
-            defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await withEmulatorAndFolder("gatehouse-config") { emulatorURL, folder in
             let client = TestDeployment.githubClient
             // The file's client secret is wrong: sign-in only works where something overrides it.
             try Self.write(
@@ -85,10 +80,9 @@ struct ConfigurationFileTests {
         "an unknown key stops serve with a suggestion; a malformed value names the key, the file and what is accepted, never a secret's value; a nested key is reported, not ignored"
     )
     func refusedFiles() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        try await withRunningEmulator { emulatorURL in
+        try await withEmulatorAndFolder("gatehouse-config") { emulatorURL, _ in
             try Self.write("prot: 8080\n", to: "\(folder)/typo.yaml")
             do {
                 let started = try await ServeProcess.start(

@@ -338,9 +338,7 @@ struct ConsoleTests {
         "gatehouse serve with GATEHOUSE_ADMIN_CLAIM and the console off: a users:claims key cannot plant the operator claim for the day the console is turned on"
     )
     func operatorClaimProtectedWithConsoleOff() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
-        try await withRunningEmulator { emulatorURL in
-            let folder = try TestScratch.folder("claim")
+        try await withEmulatorAndFolder("claim") { emulatorURL, folder in
             let key = TokenVault.generateKey()
             let client = CurlHTTPClient()
             defer { client.shutdown() }

@@ -71,12 +71,8 @@ struct HeapTrimTests {
 
     @Test("3,000 idle keep-alive connections closed: within 15 s the gateway's anonymous memory is back within a quarter of their cost")
     func memoryReturnsAfterSpike() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
         try Self.raiseDescriptorLimit()
-        try await withRunningEmulator { emulatorURL in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("heap-trim-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await withEmulatorAndFolder("heap-trim") { emulatorURL, folder in
             let gateway = try await ServeProcess.start(
                 name: "trim", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
                 extra: ["GATEHOUSE_HEAP_TRIM_INTERVAL": "1"])

@@ -57,11 +57,7 @@ struct OperationsListenerTests {
         "gatehouse check: exit 0 against a ready serve's operations listener, 1 with the reason when unreachable; --offline checks settings, store, key (1 naming the key when it does not open the data keys) and each OpenID provider's discovery (1 naming an undiscoverable one)"
     )
     func checkCommand() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
-        try await withRunningEmulator { emulatorURL in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-check-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await withEmulatorAndFolder("gatehouse-check") { emulatorURL, folder in
             let key = TokenVault.generateKey()
             let instance = try await ServeProcess.start(name: "a", database: nil, emulatorURL: emulatorURL, key: key, folder: folder)
             let client = CurlHTTPClient()

@@ -68,10 +68,7 @@ struct PlatformClientTests {
 
     @Test("gatehouse check --offline accepts an OpenID provider with no client secret (ID-token sign-in only) and says so")
     func serveSettingsWithoutSecret() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
-        try await withRunningEmulator { emulatorURL in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-idtoken-\(UUID().uuidString)").path
-            defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await withEmulatorAndFolder("gatehouse-idtoken") { emulatorURL, folder in
             let settings = [
                 "GATEHOUSE_PUBLIC_URL": ServeProcess.publicURL, "GATEHOUSE_DATA_DIR": folder, "GATEHOUSE_DEVELOPMENT": "true",
                 "GATEHOUSE_ENCRYPTION_KEY": TokenVault.generateKey().base64EncodedString(), "GATEHOUSE_OIDC_APP_ISSUER": "\(emulatorURL)/oidc",

@@ -12,12 +12,9 @@ struct SecretsDirectoryTests {
         "gatehouse serve reads the encryption key and the GitHub client secret from files (trailing newline dropped, Kubernetes' ..data entries ignored, empty values unset) and signs in; the environment wins over a file; an unreadable folder stops the start naming it"
     )
     func secretsFromFiles() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
-        try await withRunningEmulator { emulatorURL in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-secrets-\(UUID().uuidString)").path
+        try await withEmulatorAndFolder("gatehouse-secrets") { emulatorURL, folder in
             let secrets = "\(folder)/secrets"
             try FileManager.default.createDirectory(atPath: "\(secrets)/..2026_11_25_data", withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: folder) }
             let key = TokenVault.generateKey()
             func write(_ name: String, _ text: String) throws {
                 try Data(text.utf8).write(to: URL(fileURLWithPath: "\(secrets)/\(name)"))

@@ -19,25 +19,11 @@ struct StartupTests {
         }
     }
 
-    /// The built `gatehouse`, a provider emulator in this process and a scratch folder, for `body`.
-    static func withEmulatorAndFolder<T>(_ body: (String, String) async throws -> T) async throws -> T {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
-        return try await withRunningEmulator { emulatorURL in try await withFolder { folder in try await body(emulatorURL, folder) } }
-    }
-
-    /// A scratch folder for `body`, removed afterwards.
-    static func withFolder<T>(_ body: (String) async throws -> T) async throws -> T {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-startup-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        return try await body(folder)
-    }
-
     @Test(
         "the start-up line names version, commit, store and providers; ports are JSON numbers; SIGHUP drains like SIGTERM and exits 0"
     )
     func startLineAndSighup() async throws {
-        try await Self.withEmulatorAndFolder { emulatorURL, folder in
+        try await withEmulatorAndFolder("startup") { emulatorURL, folder in
             let instance = try await ServeProcess.start(
                 name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder)
             defer { instance.process.stop() }
@@ -60,7 +46,7 @@ struct StartupTests {
 
     @Test("serve with no provider configured starts and says at once that nobody can sign in")
     func noProviderIsWarned() async throws {
-        try await Self.withEmulatorAndFolder { emulatorURL, folder in
+        try await withEmulatorAndFolder("startup") { emulatorURL, folder in
             let instance = try await ServeProcess.start(
                 name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
                 without: ["GATEHOUSE_GITHUB_CLIENT_ID", "GATEHOUSE_GITHUB_CLIENT_SECRET"])
@@ -74,7 +60,7 @@ struct StartupTests {
 
     @Test("serve refuses to start when the encryption key does not open the stored data keys, saying so at error level")
     func wrongKeyIsRefused() async throws {
-        try await Self.withEmulatorAndFolder { emulatorURL, folder in
+        try await withEmulatorAndFolder("startup") { emulatorURL, folder in
             let first = try await ServeProcess.start(
                 name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder)
             let client = CurlHTTPClient()
@@ -100,32 +86,29 @@ struct StartupTests {
         "the soft descriptor limit is raised to the hard one and logged: under prlimit --nofile=96:8192, 150 held connections leave /readyz answering"
     )
     func descriptorLimitIsRaised() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "prlimit (util-linux)")
-        try await withRunningEmulator { emulatorURL in
-            try await Self.withFolder { folder in
-                let instance = try await ServeProcess.start(
-                    name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
-                    launcher: ["/usr/bin/prlimit", "--nofile=96:8192", "--"])
-                defer { instance.process.stop() }
-                let limits = try String(contentsOfFile: "/proc/\(instance.process.pid)/limits", encoding: .utf8)
-                let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
-                #expect(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).first == "8192", "\(line)")
-                let logged = Self.lines(instance.logPath).first { $0["message"] as? String == "open-file limit" }
-                #expect(logged?["fd.limit"] as? Int == 8192 && logged?["fd.hard_limit"] as? Int == 8192, "\(instance.logTail)")
+        try await withEmulatorAndFolder("startup") { emulatorURL, folder in
+            let instance = try await ServeProcess.start(
+                name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
+                launcher: ["/usr/bin/prlimit", "--nofile=96:8192", "--"])
+            defer { instance.process.stop() }
+            let limits = try String(contentsOfFile: "/proc/\(instance.process.pid)/limits", encoding: .utf8)
+            let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+            #expect(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).first == "8192", "\(line)")
+            let logged = Self.lines(instance.logPath).first { $0["message"] as? String == "open-file limit" }
+            #expect(logged?["fd.limit"] as? Int == 8192 && logged?["fd.hard_limit"] as? Int == 8192, "\(instance.logTail)")
 
-                // 150 idle connections: more than the 96 the process was started with.
-                let held = try Self.hold(150, to: instance.url)
-                defer { for descriptor in held { close(descriptor) } }
-                let client = CurlHTTPClient()
-                defer { client.shutdown() }
-                var request = OutboundRequest(url: instance.operationsURL + "/readyz")
-                request.timeout = .seconds(10)
-                let ready = try await client.execute(request)
-                #expect(ready.status == 200, "\(ready.status) \(ready.bodyText)")
-                let answered = try await client.execute(OutboundRequest(url: instance.url + "/healthz"))
-                #expect(answered.status == 200)
-            }
+            // 150 idle connections: more than the 96 the process was started with.
+            let held = try Self.hold(150, to: instance.url)
+            defer { for descriptor in held { close(descriptor) } }
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            var request = OutboundRequest(url: instance.operationsURL + "/readyz")
+            request.timeout = .seconds(10)
+            let ready = try await client.execute(request)
+            #expect(ready.status == 200, "\(ready.status) \(ready.bodyText)")
+            let answered = try await client.execute(OutboundRequest(url: instance.url + "/healthz"))
+            #expect(answered.status == 200)
         }
     }
 
@@ -139,79 +122,73 @@ struct StartupTests {
         "accept out of descriptors (prlimit --nofile=64:64, 100 held connections): logged with the limit at most every 10 s, and the listener serves again once they close"
     )
     func acceptWithoutDescriptors() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "prlimit (util-linux)")
-        try await withRunningEmulator { emulatorURL in
-            try await Self.withFolder { folder in
-                let instance = try await ServeProcess.start(
-                    name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
-                    launcher: ["/usr/bin/prlimit", "--nofile=64:64", "--"])
-                defer { instance.process.stop() }
-                func refusal() -> [String: Any]? {
-                    Self.lines(instance.logPath).first { ($0["message"] as? String)?.hasPrefix("cannot accept connections") == true }
-                }
-                // Warmed first: the readiness check opens the store's read connection, so the
-                // only descriptors the held connections take away are the listener's.
-                let warm = CurlHTTPClient()
-                defer { warm.shutdown() }
-                #expect(try await warm.execute(OutboundRequest(url: instance.operationsURL + "/readyz")).status == 200)
-                #expect(try await warm.execute(OutboundRequest(url: instance.url + "/healthz")).status == 200)
-                var held = try Self.hold(100, to: instance.url)
-                defer { for descriptor in held { close(descriptor) } }
-                let exhausted = ContinuousClock.now
-                for _ in 0..<200 where refusal() == nil { try await Task.sleep(for: .milliseconds(50)) }
-                // Out of descriptors for a second more: accept is paused 50 ms after each
-                // failure, not retried at once (which spins a core on the listen backlog).
-                try await Task.sleep(for: .seconds(1))
-                for descriptor in held { close(descriptor) }
-                held = []
-                let pauses = Int((ContinuousClock.now - exhausted) / .milliseconds(50))
-                let client = CurlHTTPClient()
-                defer { client.shutdown() }
-                var request = OutboundRequest(url: instance.url + "/healthz")
-                request.timeout = .seconds(10)
-                let answered = try? await client.execute(request)
-                #expect(answered?.status == 200, "\(instance.logTail)")
-                let logged = try #require(refusal(), "\(instance.logTail)")
-                #expect(logged["level"] as? String == "error")
-                #expect(logged["listener.role"] as? String == "public" && logged["fd.limit"] as? Int == 64, "\(logged)")
-                // Accept is retried every 50 ms while descriptors lack; the line comes at most every 10 s.
-                let repeated = Self.lines(instance.logPath).filter { ($0["message"] as? String)?.hasPrefix("cannot accept connections") == true }
-                #expect(repeated.count <= 2, "\(repeated.count) lines")
-                // Each failed accept is counted: at most about one per pause.
-                let metrics = try await client.execute(OutboundRequest(url: instance.operationsURL + "/metrics")).bodyText
-                let failures = metrics.split(separator: "\n").first { $0.hasPrefix(#"gatehouse_accept_failures_total{listener="public"} "#) }
-                    .flatMap { Double($0.split(separator: " ").last ?? "") }
-                let counted = try #require(failures, "\(metrics)")
-                #expect(counted >= 1 && counted <= Double(2 * pauses + 10), "\(counted) failed accepts in \(pauses) pauses")
+        try await withEmulatorAndFolder("startup") { emulatorURL, folder in
+            let instance = try await ServeProcess.start(
+                name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
+                launcher: ["/usr/bin/prlimit", "--nofile=64:64", "--"])
+            defer { instance.process.stop() }
+            func refusal() -> [String: Any]? {
+                Self.lines(instance.logPath).first { ($0["message"] as? String)?.hasPrefix("cannot accept connections") == true }
             }
+            // Warmed first: the readiness check opens the store's read connection, so the
+            // only descriptors the held connections take away are the listener's.
+            let warm = CurlHTTPClient()
+            defer { warm.shutdown() }
+            #expect(try await warm.execute(OutboundRequest(url: instance.operationsURL + "/readyz")).status == 200)
+            #expect(try await warm.execute(OutboundRequest(url: instance.url + "/healthz")).status == 200)
+            var held = try Self.hold(100, to: instance.url)
+            defer { for descriptor in held { close(descriptor) } }
+            let exhausted = ContinuousClock.now
+            for _ in 0..<200 where refusal() == nil { try await Task.sleep(for: .milliseconds(50)) }
+            // Out of descriptors for a second more: accept is paused 50 ms after each
+            // failure, not retried at once (which spins a core on the listen backlog).
+            try await Task.sleep(for: .seconds(1))
+            for descriptor in held { close(descriptor) }
+            held = []
+            let pauses = Int((ContinuousClock.now - exhausted) / .milliseconds(50))
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            var request = OutboundRequest(url: instance.url + "/healthz")
+            request.timeout = .seconds(10)
+            let answered = try? await client.execute(request)
+            #expect(answered?.status == 200, "\(instance.logTail)")
+            let logged = try #require(refusal(), "\(instance.logTail)")
+            #expect(logged["level"] as? String == "error")
+            #expect(logged["listener.role"] as? String == "public" && logged["fd.limit"] as? Int == 64, "\(logged)")
+            // Accept is retried every 50 ms while descriptors lack; the line comes at most every 10 s.
+            let repeated = Self.lines(instance.logPath).filter { ($0["message"] as? String)?.hasPrefix("cannot accept connections") == true }
+            #expect(repeated.count <= 2, "\(repeated.count) lines")
+            // Each failed accept is counted: at most about one per pause.
+            let metrics = try await client.execute(OutboundRequest(url: instance.operationsURL + "/metrics")).bodyText
+            let failures = metrics.split(separator: "\n").first { $0.hasPrefix(#"gatehouse_accept_failures_total{listener="public"} "#) }
+                .flatMap { Double($0.split(separator: " ").last ?? "") }
+            let counted = try #require(failures, "\(metrics)")
+            #expect(counted >= 1 && counted <= Double(2 * pauses + 10), "\(counted) failed accepts in \(pauses) pauses")
         }
     }
 
     @Test("the documented serve + gatehouse-emulator settings (Deploy/emulator.env) configure all four providers: check --offline finds each")
     func emulatorSettingsFile() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
         let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Deploy/emulator.env")
         let text = try String(contentsOf: file, encoding: .utf8)
-        try await withRunningEmulator { emulatorURL in
-            try await Self.withFolder { folder in
-                var settings: [String: String] = [:]
-                for line in text.split(separator: "\n") where !line.hasPrefix("#") {
-                    guard let equals = line.firstIndex(of: "=") else { continue }
-                    // The file's emulator is on port 8081; this test's on the port it bound.
-                    settings[String(line[..<equals])] = line[line.index(after: equals)...].replacingOccurrences(
-                        of: "http://127.0.0.1:8081", with: emulatorURL)
-                }
-                settings["GATEHOUSE_ENCRYPTION_KEY"] = TokenVault.generateKey().base64EncodedString()
-                settings["GATEHOUSE_DATA_DIR"] = folder
-                let checked = try await KeysCommandTests.run(["check", "--offline"], environment: settings, removing: ["GATEHOUSE_DATABASE_URL"])
-                #expect(checked.status == 0, "\(checked.output)")
-                for line in [
-                    "provider github.com: configured", "provider microsoft.com: discovery ok", "provider yahoo.com: discovery ok",
-                    "provider oidc.emulator: discovery ok",
-                ] {
-                    #expect(checked.output.contains(line), "\(line): \(checked.output)")
-                }
+        try await withEmulatorAndFolder("startup") { emulatorURL, folder in
+            var settings: [String: String] = [:]
+            for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+                guard let equals = line.firstIndex(of: "=") else { continue }
+                // The file's emulator is on port 8081; this test's on the port it bound.
+                settings[String(line[..<equals])] = line[line.index(after: equals)...].replacingOccurrences(
+                    of: "http://127.0.0.1:8081", with: emulatorURL)
+            }
+            settings["GATEHOUSE_ENCRYPTION_KEY"] = TokenVault.generateKey().base64EncodedString()
+            settings["GATEHOUSE_DATA_DIR"] = folder
+            let checked = try await KeysCommandTests.run(["check", "--offline"], environment: settings, removing: ["GATEHOUSE_DATABASE_URL"])
+            #expect(checked.status == 0, "\(checked.output)")
+            for line in [
+                "provider github.com: configured", "provider microsoft.com: discovery ok", "provider yahoo.com: discovery ok",
+                "provider oidc.emulator: discovery ok",
+            ] {
+                #expect(checked.output.contains(line), "\(line): \(checked.output)")
             }
         }
     }
@@ -253,7 +230,7 @@ struct StartupTests {
             #expect(result.output.contains("cannot reach the PostgreSQL database at 127.0.0.1:\(port)"), "\(command): \(result.output)")
             #expect(!result.output.contains("not-the-password"), "\(command)")
         }
-        try await Self.withFolder { folder in
+        try await withScratchFolder("startup") { folder in
             let log = folder + "/serve.log"
             _ = FileManager.default.createFile(atPath: log, contents: nil)
             var environment = ProcessInfo.processInfo.environment.merging(settings) { $1 }
@@ -337,7 +314,7 @@ struct StartupTests {
     )
     func configurationErrorsAreUniform() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
-        try await Self.withFolder { folder in
+        try await withScratchFolder("startup") { folder in
             let base = [
                 "GATEHOUSE_DATA_DIR": folder, "GATEHOUSE_PUBLIC_URL": ServeProcess.publicURL, "GATEHOUSE_DEVELOPMENT": "true",
                 "GATEHOUSE_GITHUB_CLIENT_ID": "a", "GATEHOUSE_GITHUB_CLIENT_SECRET": "b", "GATEHOUSE_RETURN_TO_ALLOWLIST": TestDeployment.returnTo,

@@ -59,13 +59,9 @@ struct WebhookDurabilityTests {
 
     @Test("kill -9 in a burst of sign-ins on SQLite, then a restart: every committed sign-in's event is delivered")
     func killOnSQLite() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
         let client = CurlHTTPClient()
         defer { client.shutdown() }
-        try await withRunningEmulator { emulatorURL in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("webhook-kill-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await withEmulatorAndFolder("webhook-kill") { emulatorURL, folder in
             let key = TokenVault.generateKey()
             // The receiver is down during the burst: events pile up in the outbox.
             _ = try await client.execute(
@@ -113,14 +109,10 @@ struct WebhookDurabilityTests {
 
     @Test("three instances on PostgreSQL: the instance delivering is killed mid-burst, the others take its claims over after their lease")
     func killOneOfThreeOnPostgres() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
         let database = try await PostgresTestServer.freshDatabase()
         let client = CurlHTTPClient()
         defer { client.shutdown() }
-        try await withRunningEmulator { emulatorURL in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("webhook-kill-pg-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await withEmulatorAndFolder("webhook-kill-pg") { emulatorURL, folder in
             let key = TokenVault.generateKey()
             func start(_ name: String) async throws -> ServeProcess {
                 try await ServeProcess.start(

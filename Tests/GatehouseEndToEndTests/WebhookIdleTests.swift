@@ -24,13 +24,9 @@ struct WebhookIdleTests {
 
     @Test("after a sign-in's event is delivered, the gateway stays idle: under half a second of CPU in three seconds")
     func idleAfterDelivery() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
         let client = CurlHTTPClient()
         defer { client.shutdown() }
-        try await withRunningEmulator { emulatorURL in
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("webhook-idle-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: folder) }
+        try await withEmulatorAndFolder("webhook-idle") { emulatorURL, folder in
             let gateway = try await ServeProcess.start(
                 name: "idle", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
                 extra: WebhookDurabilityTests.receiver(emulatorURL))
