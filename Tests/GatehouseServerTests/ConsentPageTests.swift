@@ -16,4 +16,16 @@ import Testing
             #expect(ConsentPage.caution(returnTo).hasPrefix(expected), "\(returnTo): \(ConsentPage.caution(returnTo))")
         }
     }
+
+    @Test(
+        "escaped scalar by scalar: a <, > or \" that shares a character with a scalar before it (U+0600) or after it (a combining mark) is escaped too"
+    )
+    func escapesJoinedScalars() {
+        let text = "\u{600}<h1 id=\u{600}\"x\u{600}\">a\u{301}&<\u{338}'\u{301}"
+        let escaped = HTMLText.escape(text)
+        #expect(
+            escaped == "\u{600}&lt;h1 id=\u{600}&quot;x\u{600}&quot;&gt;a\u{301}&amp;&lt;\u{338}&#39;\u{301}",
+            "\(escaped.unicodeScalars.map { String($0.value, radix: 16) })")
+        #expect(!escaped.unicodeScalars.contains { "<>\"'".unicodeScalars.contains($0) })
+    }
 }

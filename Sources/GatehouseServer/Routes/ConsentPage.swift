@@ -23,9 +23,11 @@ enum ConsentPage {
 
     /// The page's HTML; every value from a provider or a caller is escaped.
     static func html(_ consent: ConsentRequest) -> String {
-        let app = consent.appName.map { "\(escape($0)) (<code>\(escape(consent.returnTo))</code>)" } ?? "<code>\(escape(consent.returnTo))</code>"
+        let app =
+            consent.appName.map { "\(HTMLText.escape($0)) (<code>\(HTMLText.escape(consent.returnTo))</code>)" }
+            ?? "<code>\(HTMLText.escape(consent.returnTo))</code>"
         let action: String
-        let target = consent.targetAccount.map { "<strong>\(escape($0))</strong>" } ?? "an account"
+        let target = consent.targetAccount.map { "<strong>\(HTMLText.escape($0))</strong>" } ?? "an account"
         switch consent.mode {
         case .signIn: action = "sign in as"
         case .link: action = "add this sign-in to the account \(target):"
@@ -42,11 +44,11 @@ enum ConsentPage {
             <body>
             <main>
             <h1>Continue to the app?</h1>
-            <p>The app <strong>\(app)</strong> asks to \(action) <strong>\(escape(consent.account))</strong> (\(escape(consent.providerId))).</p>
+            <p>The app <strong>\(app)</strong> asks to \(action) <strong>\(HTMLText.escape(consent.account))</strong> (\(HTMLText.escape(consent.providerId))).</p>
             <p>\(caution(consent.returnTo))</p>
             \(warning)<p>Continue only if you started this in that app just now. If you did not, choose Cancel: nothing is stored.</p>
             <form method="post" action="/v1/auth/consent">
-            <input type="hidden" name="consent" value="\(escape(consent.token))">
+            <input type="hidden" name="consent" value="\(HTMLText.escape(consent.token))">
             <button type="submit" name="decision" value="continue">Continue</button>
             <button type="submit" name="decision" value="cancel">Cancel</button>
             </form>
@@ -65,28 +67,11 @@ enum ConsentPage {
         // The address as written (scheme, host and port), so an IPv6 host keeps its brackets.
         if returnTo.hasPrefix("http://") {
             let authority = returnTo.dropFirst("http://".count).prefix { !"/?#".contains($0) }
-            return "Any program on this computer can listen at <code>\(escape("http://" + authority))</code>: "
+            return "Any program on this computer can listen at <code>\(HTMLText.escape("http://" + authority))</code>: "
                 + "the gateway cannot tell which one will receive this sign-in."
         }
         let scheme = returnTo.prefix { $0 != ":" }
-        return "Any app on this device can register <code>\(escape(String(scheme))):</code>: "
+        return "Any app on this device can register <code>\(HTMLText.escape(String(scheme))):</code>: "
             + "the gateway cannot tell which one will receive this sign-in."
-    }
-
-    /// Text as HTML character data or an attribute value.
-    static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(character)
-            }
-        }
-        return out
     }
 }

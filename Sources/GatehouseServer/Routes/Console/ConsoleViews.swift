@@ -4,8 +4,8 @@ import HTTPTypes
 import Hummingbird
 import Mustache
 
-/// The console's templates (`Resources/console/*.mustache`, HTML-escaped by Mustache) and its
-/// stylesheet, loaded once at start.
+/// The console's templates (`Resources/console/*.mustache`, escaped scalar by scalar:
+/// ``HTMLText``) and its stylesheet, loaded once at start.
 struct ConsoleViews: Sendable {
     private let library: MustacheLibrary
     /// `console.css`.
@@ -25,6 +25,8 @@ struct ConsoleViews: Sendable {
         guard let folder = Bundle.module.url(forResource: "console", withExtension: nil, subdirectory: "Resources") else {
             throw GatehouseError(code: .internal, detail: "The console's templates are missing from the build.")
         }
+        // Before the templates are parsed: each names this content type in its first line.
+        MustacheContentTypes.register(HTMLText.ContentType(), named: HTMLText.ContentType.name)
         var library = MustacheLibrary()
         for name in ["layout", "events", "entry", "message", "users", "user", "keys", "webhooks", "activity"] {
             let text = try String(contentsOf: folder.appendingPathComponent("\(name).mustache"), encoding: .utf8)

@@ -1,0 +1,39 @@
+import Mustache
+
+/// Text made safe for HTML character data and quoted attribute values, escaped Unicode scalar
+/// by Unicode scalar.
+///
+/// A Swift `Character` is a grapheme cluster: U+0600 (a "prepend" mark) before `<`, or a
+/// combining mark after it, makes one character that is not `"<"`, so an escaper that compares
+/// characters lets the `<` through — swift-mustache's own HTML escaping does — while the
+/// browser's parser reads scalars and sees a tag. A user's display name, a key's name or an
+/// account's email written that way would put markup of their choosing on an operator's page.
+enum HTMLText {
+    /// `text` with `&`, `<`, `>`, `"` and `'` written as character references.
+    static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// The Mustache content type every console template names in its first line
+    /// (`{{% CONTENT_TYPE: GATEHOUSE_HTML }}`): Mustache's HTML escaping, scalar by scalar.
+    /// Each template names it, since Mustache starts every partial and parent template on its
+    /// own HTML escaping.
+    struct ContentType: MustacheContentType {
+        /// The name the templates give.
+        static let name = "GATEHOUSE_HTML"
+
+        func escapeText(_ text: String) -> String { HTMLText.escape(text) }
+    }
+}
