@@ -49,6 +49,14 @@ import Testing
         #expect(throws: GatehouseError.self) { try CustomClaims(["GATEHOUSE": .bool(true)]) }
         #expect(throws: GatehouseError.self) { try CustomClaims(["Sub": .string("x")]) }
         #expect(throws: GatehouseError.self) { try CustomClaims(["EMAIL": .string("x")]) }
+        // Names that other languages' case-insensitive comparisons take for reserved ones:
+        // U+017F (long s) folds to s, U+0131 (dotless i) and U+0130 to i.
+        for name in ["\u{17F}ub", "\u{131}ss", "\u{130}SS", "gatehou\u{17F}e_role", "\u{17F}id"] {
+            #expect(throws: GatehouseError.self, "\(name.unicodeScalars.map { String($0.value, radix: 16) })") {
+                try CustomClaims([name: .string("x")])
+            }
+        }
+        #expect(try CustomClaims(["r\u{F4}le": .string("x"), "\u{30B0}\u{30EB}\u{30FC}\u{30D7}": .string("y")]).members.count == 2)
         #expect(throws: GatehouseError.self) { try CustomClaims(["": .bool(true)]) }
         #expect(throws: GatehouseError.self) { try CustomClaims(["big": .string(String(repeating: "x", count: 991))]) }
         #expect(try CustomClaims(["big": .string(String(repeating: "x", count: 990))]).members.count == 1, "exactly 1,000 bytes")

@@ -91,10 +91,35 @@ public struct CustomClaims: Sendable, Equatable {
     }
 
     /// Whether no custom claim may be named `name`. Compared without case: consumers that look
-    /// claims up case-insensitively must not read `Sub` or `EMAIL` as the gateway's own.
+    /// claims up case-insensitively must not read `Sub` or `EMAIL` as the gateway's own, nor
+    /// `ſub` (U+017F, whose upper case is `S`) or `ıss` (U+0131, upper case `I`), which
+    /// Python's `casefold` and Java's `equalsIgnoreCase` take for `sub` and `iss`.
     public static func isReserved(_ name: String) -> Bool {
-        let folded = name.lowercased()
+        let folded = asciiFolded(name)
         return reservedNames.contains(folded) || folded.hasPrefix("gatehouse")
+    }
+
+    /// `name` lower-cased, each scalar that some case mapping takes to ASCII letters (its lower
+    /// case, or the lower case of its upper case, without the combining marks it brings: `İ` is
+    /// `i` and U+0307) written as those letters.
+    static func asciiFolded(_ name: String) -> String {
+        var folded = ""
+        folded.reserveCapacity(name.utf8.count)
+        for scalar in name.unicodeScalars {
+            if scalar.isASCII {
+                folded.unicodeScalars.append((65...90).contains(scalar.value) ? Unicode.Scalar(UInt8(scalar.value + 32)) : scalar)
+                continue
+            }
+            let mappings = [scalar.properties.lowercaseMapping, scalar.properties.uppercaseMapping.lowercased()]
+            let ascii = mappings.lazy.map { $0.unicodeScalars.filter { $0.properties.generalCategory != .nonspacingMark } }
+                .first { !$0.isEmpty && $0.allSatisfy(\.isASCII) }
+            if let ascii {
+                folded.unicodeScalars.append(contentsOf: ascii)
+            } else {
+                folded.unicodeScalars.append(contentsOf: scalar.properties.lowercaseMapping.unicodeScalars)
+            }
+        }
+        return folded
     }
 
     /// Whether every number in `value` lies within ±(2^53 - 1) (a larger one may have lost
