@@ -8,27 +8,38 @@ import _ConnectionPoolModule
 extension PostgresStorage {
     /// Saves a session.
     public func insertSession(_ session: SessionRecord) async throws {
+        // The account's row is read `FOR SHARE`, which a disable's `UPDATE` waits for (or
+        // which waits for the disable and then reads the account as it left it): a disable
+        // either sees this session and ends it, or this session is not written.
         guard let use = session.firstUse else {
-            return try await execute(
+            let written = try await changed(
                 """
                 INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims)
-                VALUES (\(session.idHash), \(session.uid), \(session.createdAt), \(session.expiresAt), \(session.familyId),
-                  \(session.signInProvider), \(session.claims))
+                SELECT \(session.idHash), uid, \(session.createdAt), \(session.expiresAt), \(session.familyId),
+                  \(session.signInProvider), \(session.claims)
+                FROM accounts WHERE uid = \(session.uid) AND NOT disabled FOR SHARE
+                RETURNING family_id
                 """)
+            guard written else { throw StorageError.changedMeanwhile }
+            return
         }
         // One statement (one commit) for the session and its first use.
-        try await execute(
+        let written = try await changed(
             """
             WITH s AS (
               INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims)
-              VALUES (\(session.idHash), \(session.uid), \(session.createdAt), \(session.expiresAt), \(session.familyId),
-                \(session.signInProvider), \(session.claims))
+              SELECT \(session.idHash), uid, \(session.createdAt), \(session.expiresAt), \(session.familyId),
+                \(session.signInProvider), \(session.claims)
+              FROM accounts WHERE uid = \(session.uid) AND NOT disabled FOR SHARE
               RETURNING family_id
+            ), u AS (
+              INSERT INTO session_uses (family_id, used_at, client_address, user_agent)
+              SELECT family_id, \(use.at), \(use.clientAddress), \(use.userAgent) FROM s
+              \(unescaped: Self.keepingLastUse)
             )
-            INSERT INTO session_uses (family_id, used_at, client_address, user_agent)
-            SELECT family_id, \(use.at), \(use.clientAddress), \(use.userAgent) FROM s
-            \(unescaped: Self.keepingLastUse)
+            SELECT family_id FROM s
             """)
+        guard written else { throw StorageError.changedMeanwhile }
     }
     /// The session with this hash, if it has not expired.
     public func session(idHash: String, now: Date) async throws -> SessionRecord? {

@@ -7,6 +7,10 @@ extension SQLiteStorage {
     /// Saves a session.
     public func insertSession(_ session: SessionRecord) async throws {
         try await write { db in
+            // Checked in the write transaction, which SQLite runs alone: a disable commits
+            // wholly before it (and is seen) or after it (and ends this session too).
+            let disabled = try Bool.fetchOne(db.cachedStatement(sql: "SELECT disabled FROM accounts WHERE uid = ?"), arguments: [session.uid])
+            guard disabled == false else { throw StorageError.changedMeanwhile }
             try db.cachedStatement(
                 sql: "INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims) VALUES (?, ?, ?, ?, ?, ?, ?)"
             ).execute(

@@ -437,6 +437,44 @@ struct HookTests {
         }
     }
 
+    @Test(
+        "an account disabled while its before-sign-in hook is asked gets no session: the sign-in answers 403 user-disabled, and enabling it brings none back"
+    )
+    func disabledDuringTheHook() async throws {
+        try await withDeployment(hooks: Self.sampleApp(timeout: 10)) { deployment in
+            var first = Browser(deployment)
+            let signedIn = try jsonObject(try await first.complete(login: "private-pat"))
+            let uid = try #require((signedIn["user"] as? [String: Any])?["uid"] as? String)
+            let key = try await ProviderAPITests.key(deployment, ["admin", "admin:users"])
+            let endpoint = "POST /sample-app/hooks/before-sign-in"
+            let asked = try await deployment.emulatorStats()[endpoint] ?? 0
+            // The hook allows, when the test releases it.
+            let fault: [String: Any] = ["endpoint": endpoint, "status": 200, "holdMs": 9000, "times": 1, "body": #"{"decision":"allow"}"#]
+            #expect(
+                try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: fault), as: UTF8.self)).status
+                    == 201)
+            let signingIn = Task {
+                var browser = Browser(deployment)
+                return try await browser.complete(login: "private-pat")
+            }
+            // Once the hook has the call, an operator disables the account.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while try await deployment.emulatorStats()[endpoint] ?? 0 == asked, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let disabled = try await AdminRoutesTests.call(deployment, "/v1/users/\(uid)/disable", key: key, method: "POST")
+            #expect(disabled.status == 200 || disabled.status == 204, "\(disabled.bodyText)")
+            _ = try await deployment.control("faults/release", "{}")
+            let late = try await signingIn.value
+            #expect(late.status == 403, "\(late.bodyText)")
+            #expect(try jsonObject(late)["code"] as? String == "user-disabled")
+            let enabled = try await AdminRoutesTests.call(deployment, "/v1/users/\(uid)/enable", key: key, method: "POST")
+            #expect(enabled.status == 200 || enabled.status == 204)
+            let sessions = try jsonObject(try await AdminRoutesTests.call(deployment, "/v1/admin/users/\(uid)/sessions", key: key))["sessions"]
+            #expect((sessions as? [Any])?.count == 0, "no session from before the disable, none from during it: \(String(describing: sessions))")
+        }
+    }
+
     @Test("a hook that times out, answers garbage, more than 16 KB or a 5xx, or refuses the connection denies with 503 hook-unavailable by default")
     func failuresDenyByDefault() async throws {
         // 2 s: under a full test run on two cores, an answer of 20 KB from the in-process

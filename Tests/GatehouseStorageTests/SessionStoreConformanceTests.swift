@@ -25,6 +25,24 @@ import Testing
     }
 
     @Test(arguments: StorageBackend.all)
+    func noSessionForADisabledOrMissingAccount(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        // Disabled while its sign-in was under way (a hook asked): the session is not written,
+        // or it would outlive the disable and count again once the account is enabled.
+        _ = try await storage.setDisabled(uid: "u1", disabled: true)
+        var session = Fixtures.session("s1", uid: "u1")
+        session.firstUse = SessionUse(at: Fixtures.now, clientAddress: "192.0.2.1", userAgent: nil)
+        await #expect(throws: StorageError.changedMeanwhile) { try await storage.insertSession(session) }
+        #expect(try await storage.session(idHash: session.idHash, now: Fixtures.now) == nil)
+        await #expect(throws: StorageError.changedMeanwhile) { try await storage.insertSession(Fixtures.session("s2", uid: "gone")) }
+        _ = try await storage.setDisabled(uid: "u1", disabled: false)
+        #expect(try await storage.session(idHash: session.idHash, now: Fixtures.now) == nil, "enabling brings back nothing")
+        try await storage.insertSession(session)
+        #expect(try await storage.session(idHash: session.idHash, now: Fixtures.now)?.uid == "u1")
+    }
+
+    @Test(arguments: StorageBackend.all)
     func signedInReadsSessionAccountAndLinksTogether(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))

@@ -276,7 +276,13 @@ public struct SignInService: Sendable {
             let signedIn = WebhookEvent.account(
                 .accountSignedIn, uid: signIn.account.uid, at: now,
                 ["providerId": .string(providerId), "mode": .string(mode.rawValue), "isNewUser": .bool(signIn.isNewUser)])
-            try await accounts.events.recording([signedIn]) { try await storage.insertSession(record) }
+            do {
+                try await accounts.events.recording([signedIn]) { try await storage.insertSession(record) }
+            } catch StorageError.changedMeanwhile {
+                // Disabled or deleted while the sign-in was under way (the hook was asked).
+                guard try await storage.account(uid: record.uid) == nil else { throw GatehouseError.userDisabled() }
+                throw GatehouseError.userNotFound()
+            }
             session = NewSession(value: value, record: record)
         }
         logger.info(
