@@ -96,6 +96,44 @@ struct ConsoleTests {
         }
     }
 
+    /// Follows a sign-in link of a console page as the browser would (`GATEHOUSE_REQUIRE_RESULT_BINDING`
+    /// is on, as by default), approving at the emulator as `login`: the callback's answer.
+    static func follow(_ page: OutboundResponse, link text: String, login: String, with browser: inout Browser) async throws -> OutboundResponse {
+        let pattern = try Regex(#"<a href="([^"]*)">"# + text)
+        let href = try #require(page.bodyText.firstMatch(of: pattern)?.output[1].substring, "\(page.bodyText)")
+        let start = try await browser.send(browser.deployment.gatewayURL + href.replacingOccurrences(of: "&amp;", with: "&") + "&login=\(login)")
+        #expect(start.status == 302, "\(href): \(start.bodyText)")
+        let approved = try await browser.deployment.client.execute(OutboundRequest(url: try #require(start.headers["location"])))
+        return try await browser.send(try #require(approved.headers["location"]))
+    }
+
+    @Test(
+        "the console's own sign-in links work with result binding required: the entry page's, and \"Sign in again\" on a stale sign-in, whose fresh sign-in then makes the change"
+    )
+    func signInLinks() async throws {
+        try await Self.withConsole { deployment in
+            var browser = Browser(deployment)
+            browser.origin = deployment.gatewayURL
+            let entry = try await browser.send("\(deployment.gatewayURL)/admin/")
+            let callback = try await Self.follow(entry, link: "Sign in with github.com", login: "octocat", with: &browser)
+            #expect(
+                callback.status == 303 && callback.headers["location"]?.hasPrefix("\(deployment.gatewayURL)/admin/") == true, "\(callback.bodyText)")
+            #expect(try await browser.send("\(deployment.gatewayURL)/admin/session", method: "POST").status == 303)
+            #expect(try await browser.send("\(deployment.gatewayURL)/admin/users").status == 200)
+
+            var other = Browser(deployment)
+            let pat = try jsonObject(try await other.complete(login: "private-pat"))
+            let uid = try #require((pat["user"] as? [String: Any])?["uid"] as? String)
+            deployment.clock.advance(by: 301)
+            let stale = try await browser.send("\(deployment.gatewayURL)/admin/users/\(uid)/disable", method: "POST")
+            #expect(stale.bodyText.contains("requires-recent-login"))
+            let again = try await Self.follow(stale, link: "Sign in again with github.com", login: "octocat", with: &browser)
+            #expect(again.status == 303 && again.headers["location"]?.hasPrefix("\(deployment.gatewayURL)/admin/") == true, "\(again.bodyText)")
+            #expect(try await browser.send("\(deployment.gatewayURL)/admin/session", method: "POST").status == 303)
+            #expect(try await browser.send("\(deployment.gatewayURL)/admin/users/\(uid)/disable", method: "POST").status == 303)
+        }
+    }
+
     @Test(
         "changes: disable, claims, a session revoked, delete with a typed confirmation — each audited as operator:<uid>; a stale sign-in is asked to sign in again; a foreign Origin is refused"
     )

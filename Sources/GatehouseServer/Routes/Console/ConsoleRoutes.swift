@@ -152,14 +152,20 @@ struct ConsoleRoutes {
         if error.code == .requiresRecentLogin, let who {
             values["canReauthenticate"] = true
             values["reauthenticate"] = who.profile.providers.map { provider in
-                [
-                    "id": provider.providerId,
-                    "startURL":
-                        "/v1/auth/\(FormEncoding.escape(provider.providerId))/start?mode=reauthenticate&return_to=\(FormEncoding.escape(gatehouse.configuration.publicURL + "/admin/"))",
-                ]
+                ["id": provider.providerId, "startURL": startURL(provider.providerId, mode: "reauthenticate")]
             }
         }
         return views.render("message", values, operator: who, status: error.status)
+    }
+
+    /// A sign-in start that returns to the console. The console reads the session cookie the
+    /// callback sets and never fetches the one-time result, so the start binds that result
+    /// (`result_challenge`, required by default) to a verifier nobody holds: it is never
+    /// redeemed, and expires.
+    func startURL(_ providerId: String, mode: String?) -> String {
+        let returnTo = FormEncoding.escape(gatehouse.configuration.publicURL + "/admin/")
+        let start = "/v1/auth/\(FormEncoding.escape(providerId))/start?return_to=\(returnTo)&result_challenge=\(SecureRandom.token())"
+        return mode.map { start + "&mode=\($0)" } ?? start
     }
 
     /// The entry page: "Open the console" when the browser is signed in as an operator,
@@ -170,10 +176,7 @@ struct ConsoleRoutes {
             guard let found else { return notAnOperatorPage() }
             values["signedIn"] = found.label
         } else {
-            let returnTo = FormEncoding.escape(gatehouse.configuration.publicURL + "/admin/")
-            values["providers"] = gatehouse.providers.ids.map { id in
-                ["id": id, "startURL": "/v1/auth/\(FormEncoding.escape(id))/start?return_to=\(returnTo)"]
-            }
+            values["providers"] = gatehouse.providers.ids.map { id in ["id": id, "startURL": startURL(id, mode: nil)] }
         }
         return views.render("entry", values)
     }
