@@ -19,6 +19,10 @@ import Testing
         #expect(allowance.customClaims?.members == ["role": .string("admin")])
         #expect(allowance.sessionClaims?.isEmpty == true)
         #expect(try Self.answer(#"{"decision":"deny","message":"  Go away.  "}"#) == .deny(message: "Go away."))
+        // Controls and bidirectional overrides go: a message cannot reorder the page's text
+        // around it ("\u202E" would show "Your account exe.txt" for "Your account txt.exe").
+        let reordered = #"{"decision":"deny","message":"Refused\u0007 \u202Etxt.exe\u202C \u2066x\u2069 \u200Fy"}"#
+        #expect(try Self.answer(reordered) == .deny(message: "Refused txt.exe x y"))
         // A receiver meaning to refuse is never read as a failure (which `allow` would let through).
         for json in [#"{"decision":"deny"}"#, #"{"decision":"DENY","message":null}"#, #"{"decision":"deny","reason":"x","message":"No."}"#] {
             guard case .deny(let message) = try Self.answer(json) else {

@@ -57,10 +57,11 @@ enum HookAnswer: Equatable {
         }
     }
 
-    /// Plain text for a page: control characters removed, whitespace runs kept as they are,
-    /// trimmed, at most 256 characters.
+    /// Plain text for a page: control characters and bidirectional controls removed (an
+    /// override would reorder the page's own words around the message), whitespace runs kept
+    /// as they are, trimmed, at most 256 characters.
     static func clean(_ message: String) -> String {
-        let kept = message.unicodeScalars.filter { $0.properties.generalCategory != .control }
+        let kept = message.unicodeScalars.filter { $0.properties.generalCategory != .control && !$0.properties.isBidiControl }
         var text = String(String.UnicodeScalarView(kept)).trimmingCharacters(in: .whitespaces)
         if text.count > maximumMessageLength { text = String(text.prefix(maximumMessageLength)) }
         return text
