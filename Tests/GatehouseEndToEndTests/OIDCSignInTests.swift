@@ -222,6 +222,21 @@ struct OIDCSignInTests {
             #expect((try jsonObject(signedIn)["user"] as? [String: Any])?["email"] as? String == Self.olive)
             #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 200)
 
+            // Spent, however it is written again: a signature whose last character differs in
+            // bits that decode to nothing, or with padding, is the same token (and an ECDSA
+            // signature's other s would be too: the replay key is what the signature signs).
+            let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+            let last = try #require(good.last.flatMap { alphabet.firstIndex(of: $0) })
+            let rewritten = String(good.dropLast()) + String(alphabet[last ^ 1])
+            for variant in [good, rewritten, good + "=", good + "==", rewritten + "="] {
+                var replay = Browser(deployment)
+                let answer = try await Self.idTokenSignIn(
+                    &replay, #"{"providerId": "oidc.emulator", "idToken": "\#(variant)", "rawNonce": "\#(rawNonce)"}"#)
+                #expect(answer.status == 400, "\(variant.suffix(4)): \(answer.bodyText)")
+                #expect(try jsonObject(answer)["code"] as? String == "invalid-idp-response")
+                #expect(replay.jar.cookies.keys.allSatisfy { !$0.contains("session") })
+            }
+
             var other = Browser(deployment)
             let wrongNonce = try await Self.idTokenSignIn(&other, #"{"providerId": "oidc.emulator", "idToken": "\#(good)", "rawNonce": "other"}"#)
             #expect(wrongNonce.status == 400)

@@ -194,7 +194,7 @@ public struct SignInService: Sendable {
                 // The hooks are asked before anything is written: the token signed nobody in,
                 // and the app may present it again (once the hook answers, say) instead of
                 // asking its user to sign in at the provider anew.
-                try? await storage.releaseToken(hash: SecureRandom.digest(idToken))
+                try? await storage.releaseToken(hash: Self.replayKey(idToken))
                 throw error
             }
             var issued: GatewayTokenService.Issued?
@@ -226,9 +226,23 @@ public struct SignInService: Sendable {
             }
         }
         let expiry = Date(timeIntervalSince1970: claims.expiresAt).addingTimeInterval(120)
-        guard try await storage.spendToken(hash: SecureRandom.digest(idToken), expiresAt: expiry) else {
+        guard try await storage.spendToken(hash: Self.replayKey(idToken), expiresAt: expiry) else {
             throw GatehouseError.invalidIdToken("This ID token was already used to sign in; ask the provider for a new one.")
         }
+    }
+
+    /// The key an ID token is spent under: the digest of what its signature signs (the header
+    /// and payload as sent), not of the whole token. The same token written another way (a
+    /// signature whose last character differs in bits that decode to nothing, padding
+    /// appended, ECDSA's other valid `s`) still verifies, and must still be spent; the signed
+    /// part cannot change without the signature failing.
+    static func replayKey(_ idToken: String) -> String {
+        let bytes = idToken.utf8
+        let dot = UInt8(ascii: ".")
+        guard let first = bytes.firstIndex(of: dot), let second = bytes[bytes.index(after: first)...].firstIndex(of: dot) else {
+            return SecureRandom.digest(idToken)
+        }
+        return SecureRandom.digest(String(idToken[..<second]))
     }
 
     /// A new session: the cookie value (shown once) and its stored record.
