@@ -31,7 +31,14 @@ import Testing
         // Only proxies: the left-most; no header: the peer.
         #expect(proxies.client(peer: "10.0.0.2", forwardedFor: ["10.0.0.8, 10.0.0.9"]) == "10.0.0.8")
         #expect(proxies.client(peer: "10.0.0.2", forwardedFor: []) == "10.0.0.2")
-        // A rate-limit key stays short whatever a hop says.
-        #expect(proxies.client(peer: "10.0.0.2", forwardedFor: [String(repeating: "x", count: 500)]).count == 64)
+        // The list is split on its bytes: a scalar that joins the comma into one character
+        // (U+0600 before it) leaves the hops the proxy appended to the right of it.
+        #expect(proxies.client(peer: "10.0.0.2", forwardedFor: ["1.2.3.4\u{600}, 198.51.100.7"]) == "198.51.100.7")
+        #expect(proxies.client(peer: "10.0.0.2", forwardedFor: ["x\u{600},\u{301}, 198.51.100.7,10.0.0.9"]) == "198.51.100.7")
+        // A hop that is not an address is not believed: the proxy that passed it on is the
+        // client (its requests share one rate-limit key), whatever the hop says.
+        #expect(proxies.client(peer: "10.0.0.2", forwardedFor: [String(repeating: "x", count: 500)]) == "10.0.0.2")
+        #expect(proxies.client(peer: "10.0.0.2", forwardedFor: ["198.51.100.7 \u{600}"]) == "10.0.0.2")
+        #expect(proxies.client(peer: "10.0.0.2", forwardedFor: ["2001:db8::1, 10.0.0.9"]) == "2001:db8::1")
     }
 }

@@ -80,11 +80,27 @@ public struct TrustedProxies: Sendable {
     }
 
     /// The client of a request from `peer` carrying these `X-Forwarded-For` values (each a
-    /// comma-separated list, in the order received); at most 64 characters, as a rate-limit key.
+    /// comma-separated list, in the order received), as an address: a rate-limit key and what
+    /// logs, session uses and hooks are told.
+    ///
+    /// The lists are split on their bytes, not on characters: U+0600 before a comma makes one
+    /// `Character` of the two, which would glue the client's own text to the hop the proxy
+    /// appended. A right-most untrusted hop that is not an address is not believed either (a
+    /// proxy writes addresses): the peer, the proxy that passed it on, is the client then.
     public func client(peer: String, forwardedFor: [String]) -> String {
         guard contains(peer) else { return peer }
-        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        let client = hops.last { !contains($0) } ?? hops.first ?? peer
-        return String(client.prefix(64))
+        let hops = forwardedFor.flatMap { Self.hops(of: $0) }
+        guard let client = hops.last(where: { !contains($0) }) ?? hops.first else { return peer }
+        return IPRange.bytes(of: client) == nil ? peer : client
+    }
+
+    /// The non-empty hops of one `X-Forwarded-For` value, split at its comma bytes and trimmed
+    /// of spaces and tabs.
+    static func hops(of value: String) -> [String] {
+        value.utf8.split(separator: UInt8(ascii: ",")).compactMap { hop in
+            let blank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+            guard let start = hop.firstIndex(where: { !blank($0) }), let end = hop.lastIndex(where: { !blank($0) }) else { return nil }
+            return String(decoding: hop[start...end], as: UTF8.self)
+        }
     }
 }
