@@ -78,6 +78,28 @@ struct ResilienceTests {
         }
     }
 
+    @Test(
+        "a provider's 4xx to one user's own calls (a token it refuses for this resource) is that user's answer: the breaker everyone shares stays closed"
+    )
+    func clientErrorsDoNotOpenTheBreaker() async throws {
+        try await withDeployment(gateway: { $0.circuitBreaker = CircuitBreakerSettings(failureThreshold: 3, openDuration: 30) }) { deployment in
+            var octocat = Browser(deployment)
+            _ = try await octocat.signIn(login: "octocat")
+            var pat = Browser(deployment)
+            _ = try await pat.signIn(login: "private-pat")
+            let profileURL = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile?refresh=true"
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "status": 403, "body": "{}", "times": 5}"#)
+            for _ in 0..<5 {
+                let refused = try await octocat.send(profileURL)
+                #expect(refused.status == 502 || refused.status == 503, "\(refused.bodyText)")
+                #expect(try jsonObject(refused)["code"] as? String == "upstream-unavailable")
+            }
+            #expect(try await Self.metric(deployment, "gatehouse_circuit_state", ["provider": "github.com"]) == 0)
+            let other = try await pat.send(profileURL)
+            #expect(other.status == 200, "\(other.bodyText)")
+        }
+    }
+
     @Test("a hanging provider does not slow the others: OpenID profile latency while GitHub calls hang stays near its baseline")
     func providersAreIsolated() async throws {
         try await HeavyTests.gate.exclusive {

@@ -115,6 +115,10 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         /// The upstream cannot serve now and says so (a 503, an open circuit, a refusal to be
         /// retried later); a retry may succeed.
         case temporarilyUnavailable
+        /// The upstream answered, refusing this request (a 4xx other than 401 and 429: a token
+        /// it will not honour for this resource, an account it does not know): it is up, so no
+        /// breaker counts it, and what one caller's request draws never stops the others'.
+        case refusedByUpstream
     }
 
     /// The stable code (`invalid-state`, `no-photo`, …).

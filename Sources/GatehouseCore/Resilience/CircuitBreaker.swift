@@ -161,7 +161,7 @@ struct ProviderCircuits: Sendable {
             await breaker.record(.answered, probe: probe, now: clock.now())
             return value
         } catch let error as GatehouseError where !Task.isCancelled {
-            await breaker.record(error.code == .upstreamUnavailable ? .failed : .answered, probe: probe, now: clock.now())
+            await breaker.record(error.countsAgainstUpstream ? .failed : .answered, probe: probe, now: clock.now())
             throw error
         } catch {
             await breaker.record(.unknown, probe: probe, now: clock.now())

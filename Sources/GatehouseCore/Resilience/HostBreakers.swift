@@ -59,7 +59,7 @@ public final class HostBreakers: Sendable {
         } catch let error as GatehouseError where !Task.isCancelled {
             // An answer over the cap is what the caller asked for (a large page), not a failure
             // of the host.
-            let failed = error.code == .photoUnavailable || (error.code == .upstreamUnavailable && error.situation != .tooLarge)
+            let failed = error.code == .photoUnavailable || (error.countsAgainstUpstream && error.situation != .tooLarge)
             await breaker.record(failed ? .failed : .answered, probe: probe, caller: caller, now: clock.now())
             throw error
         } catch {

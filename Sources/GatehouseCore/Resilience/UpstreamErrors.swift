@@ -31,8 +31,17 @@ enum UpstreamErrors {
             return .upstreamRateLimited(providerId, retryAfter: response.headers["retry-after"].flatMap { Int($0) })
         case 503:
             return .upstreamUnavailable(providerId, situation: .temporarilyUnavailable, detail: "\(providerId) answered 503.")
+        case 400..<500:
+            return .upstreamUnavailable(providerId, situation: .refusedByUpstream, detail: "\(providerId) answered HTTP \(response.status).")
         default:
             return .upstreamUnavailable(providerId, detail: "\(providerId) answered HTTP \(response.status).")
         }
     }
+}
+
+extension GatehouseError {
+    /// Whether this failure of a call says the upstream is failing, which a circuit breaker
+    /// counts: `upstream-unavailable`, unless the upstream answered, refusing the request
+    /// (`.refusedByUpstream`).
+    var countsAgainstUpstream: Bool { code == .upstreamUnavailable && situation != .refusedByUpstream }
 }
