@@ -140,6 +140,17 @@ struct PassthroughPolicyTests {
         // A second target smuggled among a good link's parameters drops that link.
         #expect(
             links.rewriteLinkHeader(#"<https://graph.microsoft.com/v1.0/x?page=3>; rel="last"; x=<http://evil.example/steal>; rel="next""#) == nil)
+        // So does one whose `<` or `>` shares a character with the scalar before it (U+0600):
+        // the header is read as bytes, as the caller's parser reads it; and non-ASCII among the
+        // parameters drops the link too.
+        #expect(
+            links.rewriteLinkHeader(
+                "<https://graph.microsoft.com/v1.0/x?page=1>; rel=\"prev\"; x=\u{600}<https://evil.example/steal\u{600}>; rel=\"next\"") == nil)
+        #expect(links.rewriteLinkHeader("<https://graph.microsoft.com/v1.0/x?page=1>; rel=\"n\u{338}ext\"") == nil)
+        // A comma joined to a combining mark still ends a link: the next one is read on its own.
+        #expect(
+            links.rewriteLinkHeader("<https://graph.microsoft.com/v1.0/x?page=1>; rel=\"prev\",\u{301}<https://evil.example/s>; rel=\"next\"")
+                == #"<https://gw.example/v1/me/providers/microsoft.com/api/v1.0/x?page=1>; rel="prev""#)
         let body = Array(#"{"value": [1], "@odata.nextLink" : "https:\/\/graph.microsoft.com\/v1.0\/me\/events?$skip=10", "n": 1.50}"#.utf8)
         let rewritten = String(decoding: links.rewriteODataLinks(body) ?? [], as: UTF8.self)
         #expect(

@@ -61,25 +61,34 @@ public struct PagingLinks: Sendable {
 
     /// An RFC 8288 `Link` header (GitHub's paging) with every link under the base rewritten and
     /// every other one dropped; `nil` when no link is left.
+    ///
+    /// Read as bytes, as the caller's parser reads it: compared as `Character`s, a `<` or `,`
+    /// that shares a grapheme cluster with the scalar before it (U+0600) or after it (a
+    /// combining mark) would not be seen, and a target smuggled among a link's parameters
+    /// would pass.
     public func rewriteLinkHeader(_ value: String) -> String? {
+        let bytes = Array(value.utf8)
+        let (open, close, comma, quote) = (UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: ","), UInt8(ascii: "\""))
         var kept: [String] = []
-        var rest = Substring(value)
-        while kept.count < Self.maximumRewrites, let open = rest.firstIndex(of: "<"), let close = rest[open...].firstIndex(of: ">") {
-            let url = String(rest[rest.index(after: open)..<close])
+        var position = 0
+        while kept.count < Self.maximumRewrites, let start = bytes[position...].firstIndex(of: open),
+            let end = bytes[start...].firstIndex(of: close)
+        {
+            let url = String(decoding: bytes[(start + 1)..<end], as: UTF8.self)
             // The link's parameters run to the next comma outside a quoted string.
-            var index = rest.index(after: close)
+            var index = end + 1
             var quoted = false
-            while index < rest.endIndex, quoted || rest[index] != "," {
-                if rest[index] == "\"" { quoted.toggle() }
-                index = rest.index(after: index)
+            while index < bytes.count, quoted || bytes[index] != comma {
+                if bytes[index] == quote { quoted.toggle() }
+                index += 1
             }
-            let parameters = rest[rest.index(after: close)..<index]
+            let parameters = bytes[(end + 1)..<index]
             // Parameters carry no URL: a `<…>` among them is what a lenient parser would take
-            // for the link's target, so the whole link goes.
-            if let moved = rewrite(url), !parameters.contains(where: { $0 == "<" || $0 == ">" || $0.asciiValue.map { $0 < 0x20 } == true }) {
-                kept.append("<" + moved + ">" + parameters)
+            // for the link's target, so the whole link goes; so do controls and non-ASCII.
+            if let moved = rewrite(url), !parameters.contains(where: { $0 == open || $0 == close || $0 < 0x20 || $0 >= 0x7F }) {
+                kept.append("<" + moved + ">" + String(decoding: parameters, as: UTF8.self))
             }
-            rest = index < rest.endIndex ? rest[rest.index(after: index)...] : rest[rest.endIndex...]
+            position = min(index + 1, bytes.count)
         }
         return kept.isEmpty ? nil : kept.joined(separator: ", ")
     }
