@@ -42,6 +42,13 @@ struct PassthroughPolicyTests {
         #expect(!template.matches(.post, try APIPath(raw: "/v1.0/me/messages/x")))
         #expect(!template.matches(.get, try APIPath(raw: "/v1.0/me/messages/x/attachments")))
         #expect(!template.matches(.get, try APIPath(raw: "/v1.0/me/messages")))
+        // Literal segments compare as bytes: U+037E (Greek question mark) is canonically the
+        // same character as `;`, but not the same path to the provider.
+        let yahoo = try APITemplate("GET /fantasy/v2/users;use_login=1/games")
+        #expect(yahoo.matches(.get, try APIPath(raw: "/fantasy/v2/users;use_login=1/games")))
+        #expect(!yahoo.matches(.get, try APIPath(raw: "/fantasy/v2/users%CD%BEuse_login=1/games")))
+        let accented = try APITemplate("GET /caf\u{E9}")
+        #expect(!accented.matches(.get, try APIPath(raw: "/cafe%CC%81")))
         for bad in ["GET", "FETCH /x", "GET x", "GET /a//b", "GET /a/../b", "GET /a/%2F"] {
             #expect(throws: GatehouseError.self, "\(bad)") { try APITemplate(bad) }
         }

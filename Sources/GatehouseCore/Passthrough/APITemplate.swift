@@ -73,7 +73,9 @@ public struct APITemplate: Sendable, Equatable, CustomStringConvertible {
         guard method == self.method, path.segments.count == segments.count else { return false }
         return zip(segments, path.segments).allSatisfy { template, segment in
             switch template {
-            case .literal(let text): text == segment
+            // Bytes, not `==`: Swift's string equality is canonical equivalence (U+037E is `;`,
+            // `e` and U+0301 are `é`), while the provider routes the bytes it is sent.
+            case .literal(let text): text.utf8.elementsEqual(segment.utf8)
             case .parameter: true
             }
         }
