@@ -79,4 +79,16 @@ import Testing
         #expect(SecureRandom.digest("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         #expect(SecureRandom.digest("é🙂") == "7382f537af6a53054b6a72792df00fa0be0f5d2e8214db9cd6ebbcc3d57d02b9")
     }
+
+    @Test("text limits count bytes and cut at a scalar's boundary: a letter with 20,000 combining marks is one character but 40,001 bytes")
+    func truncatedToBytes() {
+        let marked = "a" + String(repeating: "\u{301}", count: 20_000)
+        #expect(marked.count == 1 && String(marked.prefix(512)).utf8.count == 40_001, "why a byte limit")
+        #expect(marked.truncated(toBytes: 512).utf8.count == 511, "the last whole scalar within 512 bytes")
+        #expect("h\u{E9}llo".truncated(toBytes: 2) == "h", "never half of é")
+        #expect("h\u{E9}llo".truncated(toBytes: 3) == "h\u{E9}")
+        #expect("short".truncated(toBytes: 64) == "short")
+        let use = SessionUse(at: Date(), clientAddress: "203.0.113.5", userAgent: marked)
+        #expect((use.userAgent?.utf8.count ?? 0) <= 512)
+    }
 }

@@ -67,6 +67,13 @@ struct RequestTracingTests {
                 let meLine = try #require(Self.lines(deployment, id: meId).first { $0["message"] as? String == "request" })
                 #expect(meLine["user.id"] as? String == uid && meLine["client.address"] as? String == "127.0.0.1", "\(meLine)")
                 #expect(meLine["http.user_agent"] as? String == "gatehouse-test/1.0" && meLine["http.response_bytes"] as? Int == me.body.count)
+                // One letter and 20,000 combining marks is one character: cut at 256 bytes.
+                let marked = "a" + String(repeating: "\u{301}", count: 20_000)
+                let marks = try await browser.send("\(deployment.gatewayURL)/v1/me", headers: ["User-Agent": marked])
+                let marksId = try #require(marks.headers["x-request-id"])
+                let marksLine = try #require(Self.lines(deployment, id: marksId).first { $0["message"] as? String == "request" })
+                let agent = try #require(marksLine["http.user_agent"] as? String)
+                #expect(agent.utf8.count <= 256 && agent.utf8.count >= 250 && agent.utf8.first == UInt8(ascii: "a"), "\(agent.utf8.count) bytes")
 
                 let key = try await ProviderAPITests.key(deployment, ["profile:read"])
                 let byKey = try await ProviderAPITests.call(deployment, "/v1/users/\(uid)", key: key)

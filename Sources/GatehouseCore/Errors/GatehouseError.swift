@@ -167,12 +167,13 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
     }
     /// `unknown-provider`.
     public static func unknownProvider(_ id: String) -> Self {
-        Self(code: .unknownProvider, detail: "No provider \(id.prefix(64).debugDescription) is configured.")
+        Self(code: .unknownProvider, detail: "No provider \(id.truncated(toBytes: 64).debugDescription) is configured.")
     }
     /// `invalid-custom-parameter`.
     public static func invalidCustomParameter(_ name: String) -> Self {
         Self(
-            code: .invalidCustomParameter, detail: "The parameter \(name.prefix(64).debugDescription) is reserved and cannot be set by the caller.")
+            code: .invalidCustomParameter,
+            detail: "The parameter \(name.truncated(toBytes: 64).debugDescription) is reserved and cannot be set by the caller.")
     }
     /// `invalid-return-to`.
     public static func invalidReturnTo(_ detail: String) -> Self {
@@ -210,8 +211,8 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
     /// `provider-not-linked`.
     public static func providerNotLinked(_ providerId: String) -> Self {
         Self(
-            code: .providerNotLinked, detail: "The account has no linked \(providerId.prefix(64).debugDescription) identity.",
-            extensions: ["providerId": String(providerId.prefix(64))])
+            code: .providerNotLinked, detail: "The account has no linked \(providerId.truncated(toBytes: 64).debugDescription) identity.",
+            extensions: ["providerId": providerId.truncated(toBytes: 64)])
     }
     /// `photo-unavailable`: one answer whatever went wrong at a photo host (refused
     /// address, connection, TLS, status, type, size), so photo URLs cannot map a network;

@@ -61,7 +61,7 @@ extension SignInService {
     /// Takes a start URL's token (once): its parameters and account. Unknown, used, expired or
     /// another provider's: `invalid-state`.
     public func takeStartLink(token: String, providerId: String) async throws -> (query: [(String, String)], uid: String) {
-        guard !token.isEmpty, token.count <= 128 else { throw GatehouseError.invalidState("The start URL is not valid.") }
+        guard !token.isEmpty, token.utf8.count <= 128 else { throw GatehouseError.invalidState("The start URL is not valid.") }
         let key = Self.startKey(token)
         let now = configuration.clock.now()
         guard case .pending(let payload)? = try await storage.result(idHash: key, now: now),

@@ -94,7 +94,7 @@ extension SignInService {
     public func answerConsent(
         token: String, binding: String?, proceed: Bool, client: SignInClient, logger: Logger
     ) async throws -> Completion {
-        guard let binding, !binding.isEmpty, binding.count <= 512, !token.isEmpty, token.count <= 128 else {
+        guard let binding, !binding.isEmpty, binding.utf8.count <= 512, !token.isEmpty, token.utf8.count <= 128 else {
             throw GatehouseError.invalidState("The consent page was not answered from the browser that signed in.")
         }
         let key = Self.consentKey(token: token, binding: binding)

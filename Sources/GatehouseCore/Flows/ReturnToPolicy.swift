@@ -115,7 +115,7 @@ struct PrivateUseURI: Equatable {
 
     /// `nil` for anything that is not a usable private-use URI.
     static func parse(_ text: String) -> PrivateUseURI? {
-        guard text.count <= 2048,
+        guard text.utf8.count <= 2048,
             !text.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F || $0 == "\\" || $0.value > 0x7E }),
             let colon = text.firstIndex(of: ":")
         else { return nil }

@@ -85,7 +85,7 @@ public struct SignInService: Sendable {
         guard state.utf8.count <= 512 else {
             throw GatehouseError.invalidState("The callback's state is longer than any state this gateway issues.")
         }
-        guard let binding, !binding.isEmpty, binding.count <= 512 else {
+        guard let binding, !binding.isEmpty, binding.utf8.count <= 512 else {
             throw GatehouseError.invalidState("The sign-in was not started in this browser (no transaction cookie).")
         }
         guard
@@ -107,7 +107,7 @@ public struct SignInService: Sendable {
         let mode = transaction.mode
         do {
             if let error = parameters["error"] {
-                throw GatehouseError.invalidIdPResponse("The provider returned \(error.prefix(64).debugDescription) instead of a code.")
+                throw GatehouseError.invalidIdPResponse("The provider returned \(error.truncated(toBytes: 64).debugDescription) instead of a code.")
             }
             guard let code = parameters["code"], !code.isEmpty else {
                 throw GatehouseError.invalidIdPResponse("The provider's callback has no code.")
@@ -177,8 +177,8 @@ public struct SignInService: Sendable {
             }
             throw GatehouseError.invalidArgument("idToken is required.")
         }
-        if let rawNonce, rawNonce.isEmpty || rawNonce.count > 512 {
-            throw GatehouseError.invalidArgument("rawNonce must be 1 to 512 characters.")
+        if let rawNonce, rawNonce.isEmpty || rawNonce.utf8.count > 512 {
+            throw GatehouseError.invalidArgument("rawNonce must be 1 to 512 bytes.")
         }
         // Adding or confirming a sign-in method with a token obtained elsewhere needs proof
         // that the token was minted for this request: its nonce.
@@ -318,7 +318,7 @@ public struct SignInService: Sendable {
     /// its flow's `result_challenge`, so a stolen id alone redeems nothing and the result stays
     /// for its owner.
     public func resultJSON(id: String, verifier: String?) async throws -> Data {
-        guard !id.isEmpty, id.count <= 128 else { throw GatehouseError.resultNotFound() }
+        guard !id.isEmpty, id.utf8.count <= 128 else { throw GatehouseError.resultNotFound() }
         let challenge = try verifier.map(ResultBinding.challenge(forVerifier:))
         if challenge == nil, configuration.requireResultBinding {
             throw GatehouseError.invalidResult(

@@ -44,17 +44,17 @@ public struct CustomClaims: Sendable, Equatable {
         for name in members.keys.sorted() {
             if Self.isReserved(name) {
                 throw GatehouseError.invalidArgument(
-                    "\(source): the claim \(name.prefix(64).debugDescription) is reserved (registered JWT/OIDC claims, the gateway's own claims, gatehouse…)."
+                    "\(source): the claim \(name.truncated(toBytes: 64).debugDescription) is reserved (registered JWT/OIDC claims, the gateway's own claims, gatehouse…)."
                 )
             }
             if name.isEmpty { throw GatehouseError.invalidArgument("\(source): a claim name is empty.") }
             if let value = members[name], Self.depth(of: value) > Self.maximumDepth {
                 throw GatehouseError.invalidArgument(
-                    "\(source): the claim \(name.prefix(64).debugDescription) nests deeper than \(Self.maximumDepth) levels.")
+                    "\(source): the claim \(name.truncated(toBytes: 64).debugDescription) nests deeper than \(Self.maximumDepth) levels.")
             }
             if let value = members[name], !Self.numbersAreExact(value) {
                 throw GatehouseError.invalidArgument(
-                    "\(source): the claim \(name.prefix(64).debugDescription) holds a number beyond ±(2^53 - 1), which would not be kept exactly; send it as a string."
+                    "\(source): the claim \(name.truncated(toBytes: 64).debugDescription) holds a number beyond ±(2^53 - 1), which would not be kept exactly; send it as a string."
                 )
             }
         }

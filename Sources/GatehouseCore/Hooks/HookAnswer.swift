@@ -32,7 +32,7 @@ enum HookAnswer: Equatable {
         switch decision {
         case "allow":
             if let extra = object.keys.sorted().first(where: { !["decision", "customClaims", "sessionClaims"].contains($0) }) {
-                throw HookFailure.invalidAnswer("an allow answer has the unknown member \(extra.prefix(64).debugDescription)")
+                throw HookFailure.invalidAnswer("an allow answer has the unknown member \(extra.truncated(toBytes: 64).debugDescription)")
             }
             self = .allow(
                 HookAllowance(

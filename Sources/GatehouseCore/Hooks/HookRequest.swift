@@ -6,13 +6,13 @@ import Foundation
 public struct SignInClient: Sendable, Equatable {
     /// The client's address as resolved through the trusted proxies.
     public var address: String
-    /// The `User-Agent` header, at most 512 characters.
+    /// The `User-Agent` header, at most 512 bytes.
     public var userAgent: String?
 
     /// A client at `address`.
     public init(address: String, userAgent: String?) {
         self.address = address
-        self.userAgent = userAgent.map { String($0.prefix(512)) }
+        self.userAgent = userAgent.map { $0.truncated(toBytes: 512) }
     }
 
     /// A client the gateway knows nothing about (tools, tests).

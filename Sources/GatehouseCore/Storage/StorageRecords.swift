@@ -233,13 +233,13 @@ public struct SessionUse: Sendable, Equatable {
     public var at: Date
     /// The client's address (the peer, or the trusted proxies' `X-Forwarded-For` hop).
     public var clientAddress: String
-    /// The client's `User-Agent`, at most 512 characters.
+    /// The client's `User-Agent`, at most 512 bytes.
     public var userAgent: String?
 
     /// A use.
     public init(at: Date, clientAddress: String, userAgent: String?) {
         self.at = at
-        self.clientAddress = String(clientAddress.prefix(64))
-        self.userAgent = userAgent.map { String($0.prefix(512)) }
+        self.clientAddress = clientAddress.truncated(toBytes: 64)
+        self.userAgent = userAgent.map { $0.truncated(toBytes: 512) }
     }
 }

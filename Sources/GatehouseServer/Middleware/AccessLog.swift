@@ -62,7 +62,7 @@ final class AccessLog: Sendable {
         metadata["duration.ms"] = .stringConvertible(
             Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
         metadata["client.address"] = .string(browser.client(request, context))
-        if let agent = request.headers[.userAgent] { metadata["http.user_agent"] = .string(String(agent.prefix(256))) }
+        if let agent = request.headers[.userAgent] { metadata["http.user_agent"] = .string(agent.truncated(toBytes: 256)) }
         if let bytes = response.body.contentLength { metadata["http.response_bytes"] = .stringConvertible(bytes) }
         if let (field, id) = scope?.actorField { metadata[field] = .string(id) }
         return metadata

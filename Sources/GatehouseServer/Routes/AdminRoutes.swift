@@ -106,7 +106,7 @@ struct AdminRoutes {
             if let target = try await serviceKeys.list().first(where: { $0.id == id }), !ServiceKeyService.covers(caller.scopes, target.scopes) {
                 throw GatehouseError(code: .permissionDenied, detail: "A key can only revoke keys whose scopes it holds itself.")
             }
-            guard id.count <= 64, try await serviceKeys.revoke(id: id, by: .serviceKey(caller.id)) else {
+            guard id.utf8.count <= 64, try await serviceKeys.revoke(id: id, by: .serviceKey(caller.id)) else {
                 throw GatehouseError(code: .notFound, detail: "There is no active service key with this id.")
             }
             return Response(status: .noContent)

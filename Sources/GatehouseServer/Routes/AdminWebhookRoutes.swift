@@ -37,7 +37,7 @@ struct AdminWebhookRoutes {
         table.add(.post, "/v1/admin/webhooks/deliveries/{id}/redeliver") { request, context in
             try await authorize(context)
             let id = try context.parameters.require("id")
-            guard id.count <= 256, try await storage.redeliverOutbox(id: id, now: clock.now()) else {
+            guard id.utf8.count <= 256, try await storage.redeliverOutbox(id: id, now: clock.now()) else {
                 throw GatehouseError(code: .notFound, detail: "There is no undelivered event with this id.")
             }
             webhooks?.wake()

@@ -90,7 +90,7 @@ struct AuthRoutes {
             var parameters: [(String, String)] = []
             for (key, value) in object.sorted(by: { $0.key < $1.key }) {
                 guard let text = value as? String else {
-                    throw GatehouseError.invalidArgument("\(key.prefix(64).debugDescription) must be a string.")
+                    throw GatehouseError.invalidArgument("\(key.truncated(toBytes: 64).debugDescription) must be a string.")
                 }
                 parameters.append((key, text))
             }

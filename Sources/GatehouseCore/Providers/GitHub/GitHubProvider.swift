@@ -67,7 +67,7 @@ public struct GitHubProvider: IdentityProvider {
         let body = Self.decodeTokenBody(response)
         if let error = body["error"] {
             // The error code is GitHub's fixed vocabulary; the description never echoes the code.
-            throw GatehouseError.invalidIdPResponse("GitHub refused the authorization code: \(error.prefix(64)).")
+            throw GatehouseError.invalidIdPResponse("GitHub refused the authorization code: \(error.truncated(toBytes: 64)).")
         }
         guard let accessToken = body["access_token"], !accessToken.isEmpty else {
             throw GatehouseError.invalidIdPResponse("GitHub's token response has no access_token.")

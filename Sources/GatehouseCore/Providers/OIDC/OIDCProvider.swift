@@ -187,7 +187,7 @@ public struct OIDCProvider: IdentityProvider {
             if RefreshRefusal.misconfigurationCodes.contains(error.lowercased()) {
                 throw health.misconfigured(id, reason: "its token endpoint refused the gateway's client credentials (\(error.prefix(32)))")
             }
-            throw GatehouseError.invalidIdPResponse("\(id) refused the token request (\(error.prefix(64).debugDescription)).")
+            throw GatehouseError.invalidIdPResponse("\(id) refused the token request (\(error.truncated(toBytes: 64).debugDescription)).")
         }
         guard response.status == 200, let body, case .object = body else {
             if response.status >= 500 || response.status == 429 { throw UpstreamErrors.status(response, providerId: id) }

@@ -1,0 +1,16 @@
+extension StringProtocol {
+    /// The text cut to at most `limit` bytes of UTF-8, at a Unicode scalar's boundary.
+    ///
+    /// Limits on text that a client, a provider or a hook sent count bytes, never `Character`s:
+    /// a character is a grapheme cluster, and one letter followed by any number of combining
+    /// marks is one character, so `prefix(256)` keeps a User-Agent of 76 KB whole.
+    public func truncated(toBytes limit: Int) -> String {
+        let text = Substring(self)
+        let bytes = text.utf8
+        guard bytes.count > limit else { return String(text) }
+        var end = bytes.index(bytes.startIndex, offsetBy: Swift.max(0, limit))
+        // Back to the first byte of a scalar (continuation bytes are 0b10xxxxxx).
+        while end > bytes.startIndex, bytes[end] & 0xC0 == 0x80 { end = bytes.index(before: end) }
+        return String(decoding: bytes[bytes.startIndex..<end], as: UTF8.self)
+    }
+}
