@@ -121,6 +121,18 @@ struct HTTPMappingTests {
             #expect(allowed.status == .noContent)
             #expect(allowed.headers[.accessControlAllowOrigin] == "https://app.example.com")
             #expect(allowed.headers[.accessControlAllowCredentials] == "true")
+            // What the passthrough takes (PUT, PATCH) and answers with (paging links, the
+            // providers' rate-limit headers) is open to the app's script too.
+            let methods = Set(
+                (allowed.headers[.accessControlAllowMethods] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+            #expect(methods.isSuperset(of: ["GET", "POST", "PUT", "PATCH", "DELETE"]), "\(methods)")
+            let exposed = Set(
+                (allowed.headers[.accessControlExposeHeaders] ?? "").split(separator: ",").map {
+                    $0.trimmingCharacters(in: .whitespaces).lowercased()
+                })
+            #expect(
+                exposed.isSuperset(of: ["link", "retry-after", "etag", "x-ratelimit-remaining", "x-ratelimit-reset", "ratelimit-remaining"]),
+                "\(exposed)")
             for origin in ["https://evil.example", "null", "https://app.example.com.evil.example"] {
                 let refused = try await preflight(origin)
                 #expect(refused.status == .forbidden)

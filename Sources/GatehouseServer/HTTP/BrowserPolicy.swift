@@ -28,6 +28,23 @@ final class BrowserPolicy: Sendable {
         limiter = RateLimiter(perMinute: configuration.authRateLimitPerMinute)
     }
 
+    /// The methods an allowed origin's script may use: the passthrough takes `PUT` and `PATCH`.
+    static let allowedMethods = "GET, POST, PUT, PATCH, DELETE"
+    /// The request headers it may send: credentials, and what the passthrough forwards
+    /// (`ProviderAPIRequest.forwardedHeaders`).
+    static let allowedHeaders = [
+        "Authorization", "Content-Type", "Accept", "Accept-Language", "If-Match", "If-None-Match", "If-Modified-Since",
+        "If-Unmodified-Since", "Prefer", "ConsistencyLevel", "X-GitHub-Api-Version",
+    ].joined(separator: ", ")
+    /// The answer headers it may read. A credentialed answer cannot expose `*`, nor a prefix,
+    /// so the providers' rate-limit families are named header by header.
+    static let exposedHeaders = [
+        "Retry-After", "ETag", "Age", "Warning", "Last-Modified", "Link", "X-Request-Id", "Request-Id", "Client-Request-Id",
+        "X-GitHub-Request-Id", "X-OAuth-Scopes", "X-Accepted-OAuth-Scopes", "X-RateLimit-Limit", "X-RateLimit-Remaining",
+        "X-RateLimit-Reset", "X-RateLimit-Used", "X-RateLimit-Resource", "RateLimit", "RateLimit-Policy", "RateLimit-Limit",
+        "RateLimit-Remaining", "RateLimit-Reset",
+    ].joined(separator: ", ")
+
     /// The CORS preflight answer, or `nil` when the request is not a preflight.
     func preflight(_ request: Request) -> Response? {
         guard request.method == .options, let origin = request.headers[.origin],
@@ -35,8 +52,8 @@ final class BrowserPolicy: Sendable {
         else { return nil }
         guard origins.contains(origin) else { return GatehouseError.originNotAllowed().problemResponse() }
         var response = Response(status: .noContent)
-        response.headers[.accessControlAllowMethods] = "GET, POST, DELETE"
-        response.headers[.accessControlAllowHeaders] = "Authorization, Content-Type"
+        response.headers[.accessControlAllowMethods] = Self.allowedMethods
+        response.headers[.accessControlAllowHeaders] = Self.allowedHeaders
         response.headers[.accessControlMaxAge] = "600"
         decorate(&response, for: request)
         return response
@@ -47,7 +64,7 @@ final class BrowserPolicy: Sendable {
         guard let origin = request.headers[.origin], origins.contains(origin) else { return }
         response.headers[.accessControlAllowOrigin] = origin
         response.headers[.accessControlAllowCredentials] = "true"
-        response.headers[.accessControlExposeHeaders] = "Retry-After, ETag, Age, Warning"
+        response.headers[.accessControlExposeHeaders] = Self.exposedHeaders
         response.headers.append(HTTPField(name: .vary, value: "Origin"))
     }
 
