@@ -48,6 +48,26 @@ struct HookTests {
         return try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [[String: Any]])
     }
 
+    /// A sign-in of `login` started in a task of its own whose `before-sign-in` call the hook
+    /// holds (answering `answer` when the test posts `faults/release`, at most 9 s later):
+    /// returned once the hook has the call, so the test acts while the sign-in waits.
+    static func signInHeldAtHook(_ deployment: TestDeployment, login: String, answer: String) async throws -> Task<OutboundResponse, any Error> {
+        let endpoint = "POST /sample-app/hooks/before-sign-in"
+        let asked = try await deployment.emulatorStats()[endpoint] ?? 0
+        let fault: [String: Any] = ["endpoint": endpoint, "status": 200, "holdMs": 9000, "times": 1, "body": answer]
+        let held = try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: fault), as: UTF8.self))
+        #expect(held.status == 201)
+        let signIn = Task {
+            var browser = Browser(deployment)
+            return try await browser.complete(login: login)
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await deployment.emulatorStats()[endpoint] ?? 0 == asked, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return signIn
+    }
+
     /// The sample app answers `body` (status 200) to the next call of `event`.
     static func answer(_ deployment: TestDeployment, _ event: String, _ body: String, status: Int = 200, times: Int = 1) async throws {
         let fault: [String: Any] = ["endpoint": "POST /sample-app/hooks/\(event)", "status": status, "body": body, "times": times]
@@ -234,23 +254,10 @@ struct HookTests {
             let key = try await ProviderAPITests.key(deployment, ["users:claims", "profile:read"])
             let endpoint = "POST /sample-app/hooks/before-sign-in"
             let asked = try await deployment.emulatorStats()[endpoint] ?? 0
-            // The hook answers from the claims it was sent, when the test releases it.
-            let fault: [String: Any] = [
-                "endpoint": endpoint, "status": 200, "holdMs": 9000, "times": 1,
-                "body": #"{"decision":"allow","customClaims":{"role":"admin","plan":"from-hook"}}"#,
-            ]
-            #expect(
-                try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: fault), as: UTF8.self)).status
-                    == 201)
-            let signIn = Task {
-                var browser = Browser(deployment)
-                return try await browser.complete(login: "octocat")
-            }
-            // Once the hook has the call, a service changes the claims.
-            let deadline = ContinuousClock.now + .seconds(20)
-            while try await deployment.emulatorStats()[endpoint] ?? 0 == asked, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            // The hook answers from the claims it was sent, when the test releases it; once it
+            // has the call, a service changes the claims.
+            let signIn = try await Self.signInHeldAtHook(
+                deployment, login: "octocat", answer: #"{"decision":"allow","customClaims":{"role":"admin","plan":"from-hook"}}"#)
             let changed = try await ProviderAPITests.call(
                 deployment, "/v1/users/\(uid)/claims", key: key, method: "PUT", headers: ["Content-Type": "application/json"],
                 body: Array(#"{"role":"admin","suspended":true}"#.utf8))
@@ -446,22 +453,9 @@ struct HookTests {
             let signedIn = try jsonObject(try await first.complete(login: "private-pat"))
             let uid = try #require((signedIn["user"] as? [String: Any])?["uid"] as? String)
             let key = try await ProviderAPITests.key(deployment, ["admin", "admin:users"])
-            let endpoint = "POST /sample-app/hooks/before-sign-in"
-            let asked = try await deployment.emulatorStats()[endpoint] ?? 0
-            // The hook allows, when the test releases it.
-            let fault: [String: Any] = ["endpoint": endpoint, "status": 200, "holdMs": 9000, "times": 1, "body": #"{"decision":"allow"}"#]
-            #expect(
-                try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: fault), as: UTF8.self)).status
-                    == 201)
-            let signingIn = Task {
-                var browser = Browser(deployment)
-                return try await browser.complete(login: "private-pat")
-            }
-            // Once the hook has the call, an operator disables the account.
-            let deadline = ContinuousClock.now + .seconds(20)
-            while try await deployment.emulatorStats()[endpoint] ?? 0 == asked, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            // The hook allows, when the test releases it; once it has the call, an operator
+            // disables the account.
+            let signingIn = try await Self.signInHeldAtHook(deployment, login: "private-pat", answer: #"{"decision":"allow"}"#)
             let disabled = try await AdminRoutesTests.call(deployment, "/v1/users/\(uid)/disable", key: key, method: "POST")
             #expect(disabled.status == 200 || disabled.status == 204, "\(disabled.bodyText)")
             _ = try await deployment.control("faults/release", "{}")
