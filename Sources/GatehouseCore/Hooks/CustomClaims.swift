@@ -82,6 +82,14 @@ public struct CustomClaims: Sendable, Equatable {
         members.isEmpty ? nil : try? JSONCoding.encoder().encode(members)
     }
 
+    /// `self` without the member `name`.
+    public func removing(_ name: String) -> CustomClaims {
+        guard members[name] != nil else { return self }
+        var kept = members
+        kept[name] = nil
+        return CustomClaims(checked: kept)
+    }
+
     /// `self` with `other`'s members added, `other` winning on a shared name; when the union
     /// would pass the size limit, `other` alone.
     public func merging(_ other: CustomClaims) -> CustomClaims {

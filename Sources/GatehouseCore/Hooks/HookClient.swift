@@ -128,9 +128,9 @@ public final class HookClient: SignInHooks {
     ///   users, but making one a console operator (who can mint any service key), or unmaking
     ///   one, is for operators and `admin` keys only. Claims that leave it out keep the stored
     ///   value (added to them), so a hook answering fixed claims does not lock operators out;
-    /// - its `sessionClaims` give the operator claim another value than the account's claims
-    ///   (as the answer leaves them): where the account has none, the session's tokens would
-    ///   carry it, and whoever trusts those tokens would take the session for an operator's;
+    /// - its `sessionClaims` name the operator claim: where the account has none, or loses it
+    ///   later (a demotion that removes it), the session's tokens would carry it, and whoever
+    ///   trusts those tokens would take the session for an operator's;
     /// - the account's claims (as the answer leaves them) and its `sessionClaims` together pass
     ///   the size limit: tokens would carry only the account's, silently.
     private func checked(_ answer: HookAnswer, for account: HookRequest.Account) throws -> HookAnswer {
@@ -149,11 +149,9 @@ public final class HookClient: SignInHooks {
                 throw HookFailure.invalidAnswer(error.detail)
             }
         }
-        if let operatorClaim, let session = allowance.sessionClaims?.members[operatorClaim],
-            session != (allowance.customClaims?.members ?? account.customClaims)[operatorClaim]
-        {
+        if let operatorClaim, allowance.sessionClaims?.members[operatorClaim] != nil {
             throw HookFailure.invalidAnswer(
-                "sessionClaims give the console's operator claim \(operatorClaim.debugDescription) (GATEHOUSE_ADMIN_CLAIM) another value than the account's, which only an operator or an admin key may change"
+                "sessionClaims name the console's operator claim \(operatorClaim.debugDescription) (GATEHOUSE_ADMIN_CLAIM), which only an account's claims carry"
             )
         }
         if let session = allowance.sessionClaims {

@@ -184,7 +184,11 @@ public final class GatewayTokenService: Sendable {
         // even one whose hook answered the same name for itself. When both together pass the
         // size limit (the account's grew since the sign-in), the account's alone.
         if account.customClaims != nil || session.claims != nil {
-            claims.custom = CustomClaims(stored: session.claims).merging(CustomClaims(stored: account.customClaims)).members
+            // The operator claim comes from the account alone, never from a session's own
+            // claims (which hooks cannot set it in, and which could outlive a demotion).
+            var sessionClaims = CustomClaims(stored: session.claims)
+            if let operatorClaim = configuration.protectedOperatorClaim { sessionClaims = sessionClaims.removing(operatorClaim) }
+            claims.custom = sessionClaims.merging(CustomClaims(stored: account.customClaims)).members
         }
         return try await keys.sign(claims)
     }
