@@ -100,11 +100,14 @@ public struct CustomClaims: Sendable, Equatable {
 
     /// Whether no custom claim may be named `name`. Compared without case: consumers that look
     /// claims up case-insensitively must not read `Sub` or `EMAIL` as the gateway's own, nor
-    /// `ſub` (U+017F, whose upper case is `S`) or `ıss` (U+0131, upper case `I`), which
-    /// Python's `casefold` and Java's `equalsIgnoreCase` take for `sub` and `iss`.
+    /// `ſub` (U+017F, whose upper case is `S`: Python's `casefold` and Java's
+    /// `equalsIgnoreCase` take it for `sub`) or `ıss` (U+0131, upper case `I`: Java's
+    /// `equalsIgnoreCase` takes it for `iss`).
     public static func isReserved(_ name: String) -> Bool {
         let folded = asciiFolded(name)
-        return reservedNames.contains(folded) || folded.hasPrefix("gatehouse")
+        // The prefix as bytes: `hasPrefix` compares characters, and `gatehouse` followed by a
+        // combining mark (`e` + U+0301 is one character) would not start with it.
+        return reservedNames.contains(folded) || folded.utf8.starts(with: "gatehouse".utf8)
     }
 
     /// `name` lower-cased, each scalar that some case mapping takes to ASCII letters (its lower
