@@ -218,7 +218,7 @@ let package = Package(
         ),
         .testTarget(
             name: "GatehouseCoreTests",
-            dependencies: ["GatehouseCore"],
+            dependencies: ["GatehouseCore", "CurlClient"],
             swiftSettings: swiftSettings
         ),
         // Helpers shared by the test targets: the PostgreSQL server of the run, private

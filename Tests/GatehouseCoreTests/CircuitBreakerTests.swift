@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import CurlClient
 @testable import GatehouseCore
 
 /// The per-provider circuit breaker's state machine, with explicit times.
@@ -132,5 +133,27 @@ import Testing
         #expect(
             ProfileService.photoCandidates(links, order: ["microsoft.com", "oidc.a", "apple.com"]).map(\.providerId)
                 == ["microsoft.com", "oidc.a", "github.com", "yahoo.com"])
+    }
+}
+
+/// Which of a provider's unexpected answers its breaker counts.
+@Suite struct UpstreamStatusTests {
+    static func answer(_ status: Int) -> OutboundResponse {
+        OutboundResponse(head: OutboundResponseHead(status: status, headers: [:], httpVersion: "HTTP/1.1"), body: [])
+    }
+
+    @Test("a 4xx to one caller's request is the provider answering (not counted); on a shared endpoint, or a 5xx, the provider failing")
+    func fourHundredsCountOnlyOnSharedEndpoints() {
+        let refused = UpstreamErrors.status(Self.answer(403), providerId: "github.com")
+        #expect(refused.code == .upstreamUnavailable && refused.situation == .refusedByUpstream && !refused.countsAgainstUpstream)
+        for shared in [
+            UpstreamErrors.status(Self.answer(404), providerId: "oidc.x", shared: true),
+            UpstreamErrors.status(Self.answer(500), providerId: "github.com"),
+            UpstreamErrors.status(Self.answer(503), providerId: "github.com"),
+        ] {
+            #expect(shared.countsAgainstUpstream, "\(shared)")
+        }
+        #expect(UpstreamErrors.status(Self.answer(401), providerId: "github.com").code == .providerReauthRequired)
+        #expect(!UpstreamErrors.status(Self.answer(429), providerId: "github.com").countsAgainstUpstream)
     }
 }

@@ -72,7 +72,7 @@ public actor IssuerMetadataCache {
             // The caller's `tenant=` named a tenant Microsoft does not know: the caller's mistake.
             throw GatehouseError.invalidArgument("Microsoft does not know the tenant named by tenant=; check its domain or ID.")
         }
-        guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: configuration.providerId) }
+        guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: configuration.providerId, shared: true) }
         guard var parsed = try? JSONDecoder().decode(DiscoveryDocument.self, from: Data(response.body)) else {
             throw disable("its discovery document is not valid OpenID Provider metadata")
         }

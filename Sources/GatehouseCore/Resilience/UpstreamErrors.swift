@@ -22,8 +22,11 @@ enum UpstreamErrors {
         }
     }
 
-    /// An unexpected HTTP status from a provider's API.
-    static func status(_ response: OutboundResponse, providerId: String) -> GatehouseError {
+    /// An unexpected HTTP status from a provider's API. A 4xx (but 401 and 429) is the provider
+    /// refusing this caller's request (`.refusedByUpstream`, which no breaker counts), unless the
+    /// endpoint is `shared`, one every caller depends on alike (discovery, the code exchange):
+    /// its 4xx is the provider failing everybody.
+    static func status(_ response: OutboundResponse, providerId: String, shared: Bool = false) -> GatehouseError {
         switch response.status {
         case 401:
             return .providerReauthRequired(providerId)
@@ -31,7 +34,7 @@ enum UpstreamErrors {
             return .upstreamRateLimited(providerId, retryAfter: response.headers["retry-after"].flatMap { Int($0) })
         case 503:
             return .upstreamUnavailable(providerId, situation: .temporarilyUnavailable, detail: "\(providerId) answered 503.")
-        case 400..<500:
+        case 400..<500 where !shared:
             return .upstreamUnavailable(providerId, situation: .refusedByUpstream, detail: "\(providerId) answered HTTP \(response.status).")
         default:
             return .upstreamUnavailable(providerId, detail: "\(providerId) answered HTTP \(response.status).")

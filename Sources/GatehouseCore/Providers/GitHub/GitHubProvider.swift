@@ -62,7 +62,7 @@ public struct GitHubProvider: IdentityProvider {
             ("code_verifier", codeVerifier),
         ])
         guard response.status == 200 else {
-            throw UpstreamErrors.status(response, providerId: id)
+            throw UpstreamErrors.status(response, providerId: id, shared: true)
         }
         let body = Self.decodeTokenBody(response)
         if let error = body["error"] {
