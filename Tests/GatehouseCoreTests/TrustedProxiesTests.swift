@@ -40,5 +40,10 @@ import Testing
         #expect(proxies.client(peer: "10.0.0.2", forwardedFor: [String(repeating: "x", count: 500)]) == "10.0.0.2")
         #expect(proxies.client(peer: "10.0.0.2", forwardedFor: ["198.51.100.7 \u{600}"]) == "10.0.0.2")
         #expect(proxies.client(peer: "10.0.0.2", forwardedFor: ["2001:db8::1, 10.0.0.9"]) == "2001:db8::1")
+        // Proxies that write the port too: the address without it (and without IPv6's brackets).
+        #expect(proxies.client(peer: "10.0.0.2", forwardedFor: ["1.2.3.4, 198.51.100.7:4711"]) == "198.51.100.7")
+        #expect(proxies.client(peer: "10.0.0.2", forwardedFor: ["[2001:db8::1]:4711, 10.0.0.9:80"]) == "2001:db8::1")
+        #expect(proxies.client(peer: "10.0.0.2", forwardedFor: ["[2001:db8::2]"]) == "2001:db8::2")
+        #expect(proxies.client(peer: "10.0.0.2", forwardedFor: ["198.51.100.7:http"]) == "10.0.0.2", "a port is digits")
     }
 }

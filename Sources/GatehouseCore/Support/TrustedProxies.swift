@@ -94,13 +94,27 @@ public struct TrustedProxies: Sendable {
         return IPRange.bytes(of: client) == nil ? peer : client
     }
 
+    /// A hop as an address: proxies that write the client's port too (`203.0.113.5:4711`,
+    /// `[2001:db8::1]:4711`, Azure's application gateway among them) lose it, and brackets
+    /// around an IPv6 address go; anything else stays as it is.
+    static func address(of hop: Substring) -> Substring {
+        if hop.utf8.first == UInt8(ascii: "["), let close = hop.utf8.firstIndex(of: UInt8(ascii: "]")) {
+            return hop[hop.utf8.index(after: hop.utf8.startIndex)..<close]
+        }
+        let colons = hop.utf8.indices.filter { hop.utf8[$0] == UInt8(ascii: ":") }
+        if colons.count == 1, let colon = colons.first, hop[colon...].utf8.dropFirst().allSatisfy({ (0x30...0x39).contains($0) }) {
+            return hop[..<colon]
+        }
+        return hop
+    }
+
     /// The non-empty hops of one `X-Forwarded-For` value, split at its comma bytes and trimmed
     /// of spaces and tabs.
     static func hops(of value: String) -> [String] {
         value.utf8.split(separator: UInt8(ascii: ",")).compactMap { hop in
             let blank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
             guard let start = hop.firstIndex(where: { !blank($0) }), let end = hop.lastIndex(where: { !blank($0) }) else { return nil }
-            return String(decoding: hop[start...end], as: UTF8.self)
+            return String(address(of: Substring(hop[start...end])))
         }
     }
 }
