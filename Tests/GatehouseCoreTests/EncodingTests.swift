@@ -90,5 +90,8 @@ import Testing
         #expect("short".truncated(toBytes: 64) == "short")
         let use = SessionUse(at: Date(), clientAddress: "203.0.113.5", userAgent: marked)
         #expect((use.userAgent?.utf8.count ?? 0) <= 512)
+        // A parameter forwarded to a provider is limited in bytes too.
+        #expect(throws: GatehouseError.self) { try CustomParameters.forwardable(from: [("prompt", marked)]) }
+        #expect((try? CustomParameters.forwardable(from: [("prompt", "consent")]))?.count == 1)
     }
 }

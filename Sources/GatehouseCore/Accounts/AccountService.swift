@@ -117,7 +117,7 @@ public struct AccountService: Sendable {
     /// The claim is a link: the `before-sign-in` hook is asked (flow `pending-credential`).
     public func claimPending(uid: String, pendingToken: String, signedInAt: Date, client: SignInClient) async throws -> SignIn {
         let tokenHash = SecureRandom.digest(pendingToken)
-        guard !pendingToken.isEmpty, pendingToken.count <= 128,
+        guard !pendingToken.isEmpty, pendingToken.utf8.count <= 128,
             let pending = try await storage.pendingCredential(tokenHash: tokenHash, now: clock.now())
         else { throw GatehouseError.invalidPendingToken() }
         guard pending.targetUid == uid else {

@@ -97,7 +97,7 @@ public struct AdminService: Sendable {
     /// Ends one session of an account (`sessionId`: its `sid`); `not-found` when the account
     /// has no such live session.
     public func revokeSession(uid: String, sessionId: String, by actor: AuditActor) async throws {
-        guard sessionId.count <= 64, let session = try await storage.session(familyId: sessionId, now: clock.now()), session.uid == uid else {
+        guard sessionId.utf8.count <= 64, let session = try await storage.session(familyId: sessionId, now: clock.now()), session.uid == uid else {
             throw GatehouseError(code: .notFound, detail: "This account has no live session with this id.")
         }
         try await storage.deleteSession(familyId: sessionId)

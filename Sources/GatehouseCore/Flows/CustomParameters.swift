@@ -18,8 +18,8 @@ public enum CustomParameters {
             if reserved.contains(name.lowercased()) {
                 throw GatehouseError.invalidCustomParameter(name)
             }
-            guard name.count <= 64, value.count <= 1024, !name.isEmpty else {
-                throw GatehouseError.invalidArgument("Custom parameters are limited to 64-character names and 1024-character values.")
+            guard name.utf8.count <= 64, value.utf8.count <= 1024, !name.isEmpty else {
+                throw GatehouseError.invalidArgument("Custom parameters are limited to names of 64 bytes and values of 1024 bytes.")
             }
             forwarded.append((name, value))
         }

@@ -55,7 +55,9 @@ public struct ServiceKeyService: Sendable {
     /// `actor` is the audit's (the command line by default; an operator's key over HTTP).
     public func create(name: String, scopes: [String], by actor: AuditActor = .commandLine) async throws -> (key: ServiceKeyRecord, secret: String) {
         let name = name.trimmingCharacters(in: .whitespaces)
-        guard !name.isEmpty, name.count <= 100 else { throw GatehouseError.invalidArgument("A key needs a name of 1 to 100 characters.") }
+        guard !name.isEmpty, name.count <= 100, name.utf8.count <= 400 else {
+            throw GatehouseError.invalidArgument("A key needs a name of 1 to 100 characters (at most 400 bytes).")
+        }
         let unknown = scopes.filter { !Self.isKnown($0) }
         guard unknown.isEmpty, !scopes.isEmpty else {
             throw GatehouseError.invalidArgument(
@@ -98,7 +100,8 @@ public struct ServiceKeyService: Sendable {
     /// The key with this secret, which must hold `scope`: a missing, unknown or revoked key
     /// is `unauthenticated`, a missing scope `permission-denied`.
     public func authorize(secret: String?, scope: String) async throws -> ServiceKeyRecord {
-        guard let secret, secret.count <= 512, secret.hasPrefix(Self.secretPrefix), let key = try await key(secretHash: SecureRandom.digest(secret)),
+        guard let secret, secret.utf8.count <= 512, secret.hasPrefix(Self.secretPrefix),
+            let key = try await key(secretHash: SecureRandom.digest(secret)),
             key.revokedAt == nil
         else {
             throw GatehouseError.unauthenticated()

@@ -58,7 +58,7 @@ public final class SessionService: Sendable {
     /// The caller behind a session cookie's value, or `nil` when it names no live session.
     @inline(never)  // a frame of its own, not part of every signed-in route's (`user()`)
     public func caller(sessionCookie: String?) async throws -> Caller? {
-        guard let sessionCookie, !sessionCookie.isEmpty, sessionCookie.count <= 128,
+        guard let sessionCookie, !sessionCookie.isEmpty, sessionCookie.utf8.count <= 128,
             let session = try await storage.session(idHash: SecureRandom.digest(sessionCookie), now: clock.now())
         else { return nil }
         return Caller(uid: session.uid, authTime: session.createdAt, familyId: session.familyId, viaCookie: true)
@@ -86,7 +86,7 @@ public final class SessionService: Sendable {
 
     /// Ends the session behind a cookie value, if any (a new sign-in replaces it).
     public func endSession(cookie value: String?) async throws {
-        guard let value, !value.isEmpty, value.count <= 128 else { return }
+        guard let value, !value.isEmpty, value.utf8.count <= 128 else { return }
         try await storage.deleteSession(idHash: SecureRandom.digest(value))
     }
 }

@@ -82,7 +82,7 @@ public final class GatewayTokenService: Sendable {
     /// except a retry of the last rotation inside the retry window, which gets the same
     /// successor (a retry is not a reuse).
     public func refresh(_ refreshToken: String, client: SignInClient? = nil) async throws -> Issued {
-        guard refreshToken.hasPrefix(Self.refreshTokenPrefix), refreshToken.count <= 128 else { throw GatehouseError.invalidRefreshToken() }
+        guard refreshToken.hasPrefix(Self.refreshTokenPrefix), refreshToken.utf8.count <= 128 else { throw GatehouseError.invalidRefreshToken() }
         let tokenHash = SecureRandom.digest(refreshToken)
         let now = configuration.clock.now()
         let successor = Self.newRefreshToken()

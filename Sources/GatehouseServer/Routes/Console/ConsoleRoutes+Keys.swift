@@ -46,7 +46,7 @@ extension ConsoleRoutes {
                 guard let who else { throw Refusal.signedOut }
                 try routes.requireDestructive(request, who)
                 let id = try context.parameters.require("id")
-                guard id.count <= 64, try await keys.revoke(id: id, by: .operator(who.profile.uid)) else {
+                guard id.utf8.count <= 64, try await keys.revoke(id: id, by: .operator(who.profile.uid)) else {
                     throw GatehouseError(code: .notFound, detail: "There is no active service key with this id.")
                 }
                 return Self.done("/admin/keys", "key-revoked")

@@ -43,7 +43,7 @@ extension ConsoleRoutes {
                 guard who != nil else { throw Refusal.signedOut }
                 try routes.requireOwnOrigin(request)
                 let id = try context.parameters.require("id")
-                guard id.count <= 256, try await gatehouse.storage.redeliverOutbox(id: id, now: gatehouse.configuration.clock.now()) else {
+                guard id.utf8.count <= 256, try await gatehouse.storage.redeliverOutbox(id: id, now: gatehouse.configuration.clock.now()) else {
                     throw GatehouseError(code: .notFound, detail: "There is no undelivered event with this id.")
                 }
                 gatehouse.webhooks?.wake()
