@@ -131,7 +131,10 @@ struct HTTPMappingTests {
                     $0.trimmingCharacters(in: .whitespaces).lowercased()
                 })
             #expect(
-                exposed.isSuperset(of: ["link", "retry-after", "etag", "x-ratelimit-remaining", "x-ratelimit-reset", "ratelimit-remaining"]),
+                exposed.isSuperset(of: [
+                    "link", "retry-after", "etag", "x-ratelimit-remaining", "x-ratelimit-reset", "ratelimit-remaining",
+                    "x-ms-throttle-limit-percentage", "preference-applied",
+                ]),
                 "\(exposed)")
             for origin in ["https://evil.example", "null", "https://app.example.com.evil.example"] {
                 let refused = try await preflight(origin)

@@ -42,7 +42,8 @@ final class BrowserPolicy: Sendable {
         "Retry-After", "ETag", "Age", "Warning", "Last-Modified", "Link", "X-Request-Id", "Request-Id", "Client-Request-Id",
         "X-GitHub-Request-Id", "X-OAuth-Scopes", "X-Accepted-OAuth-Scopes", "X-RateLimit-Limit", "X-RateLimit-Remaining",
         "X-RateLimit-Reset", "X-RateLimit-Used", "X-RateLimit-Resource", "RateLimit", "RateLimit-Policy", "RateLimit-Limit",
-        "RateLimit-Remaining", "RateLimit-Reset",
+        "RateLimit-Remaining", "RateLimit-Reset", "X-Ms-Throttle-Limit-Percentage", "X-Ms-Throttle-Scope", "X-Ms-Throttle-Information",
+        "X-Ms-Ags-Diagnostic", "Preference-Applied", "OData-Version", "Content-Language", "X-GitHub-Media-Type",
     ].joined(separator: ", ")
 
     /// The CORS preflight answer, or `nil` when the request is not a preflight.

@@ -20,7 +20,11 @@ struct ConsoleViews: Sendable {
         "deleted": "The account is deleted.", "key-revoked": "The key is revoked.", "redelivered": "The event is due again now.",
     ]
 
-    /// Loads the templates from the module's resources.
+    /// The first line of every template: ``HTMLText/ContentType``'s pragma.
+    static let contentTypeLine = "{{% CONTENT_TYPE: \(HTMLText.ContentType.name) }}"
+
+    /// Loads the templates from the module's resources; throws when one does not name
+    /// ``HTMLText/ContentType`` in its first line.
     init() throws {
         guard let folder = Bundle.module.url(forResource: "console", withExtension: nil, subdirectory: "Resources") else {
             throw GatehouseError(code: .internal, detail: "The console's templates are missing from the build.")
@@ -30,6 +34,10 @@ struct ConsoleViews: Sendable {
         var library = MustacheLibrary()
         for name in ["layout", "events", "entry", "message", "users", "user", "keys", "webhooks", "activity"] {
             let text = try String(contentsOf: folder.appendingPathComponent("\(name).mustache"), encoding: .utf8)
+            // Without it, Mustache's own escaping, which compares characters, would apply.
+            guard text.utf8.starts(with: Self.contentTypeLine.utf8) else {
+                throw GatehouseError(code: .internal, detail: "The console template \(name) does not start with \(Self.contentTypeLine).")
+            }
             try library.register(text, named: name)
         }
         self.library = library
