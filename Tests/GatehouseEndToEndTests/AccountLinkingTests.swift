@@ -260,7 +260,10 @@ struct AccountLinkingTests {
     @Test("20 simultaneous first sign-ins of one identity create exactly one account")
     func concurrentFirstSignIns() async throws {
         try await HeavyTests.gate.exclusive {
-            try await withDeployment { deployment in
+            // Twenty token exchanges at once against the in-process emulator, whose RSA signing
+            // runs unoptimized in the debug build: on a loaded 2-core run some waited past the
+            // tests' 25 s upstream timeout. The race under test is the account's creation.
+            try await withDeployment(gateway: { $0.defaultUpstreamTimeout = .seconds(90) }) { deployment in
                 let uids = try await withThrowingTaskGroup(of: String.self) { group in
                     for _ in 0..<20 {
                         group.addTask {

@@ -50,7 +50,10 @@ func withDeployment<T>(
     let logger = Logger(label: "gatehouse-test") { JSONLogHandler(label: $0, sink: logs) }
     let vaultKey = TokenVault.generateKey()
     let emulator = ProviderEmulator()
-    let client = CurlHTTPClient()
+    // A safety net against a hung request rather than a measure: tests that time something
+    // set their own. The heaviest (twenty simultaneous sign-ins with debug crypto on a loaded
+    // 2-core run) have taken single requests past libcurl's 30 s default.
+    let client = CurlHTTPClient(configuration: CurlClientConfiguration(timeout: .seconds(120)))
     let metrics = ServerMetrics()
     let clock = OffsetClock()
     let stores = Mutex<[PostgresStorage]>([])
