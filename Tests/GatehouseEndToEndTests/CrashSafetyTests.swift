@@ -53,7 +53,7 @@ struct CrashSafetyTests {
         let sessions = await completed.sessions
         #expect(sessions.count >= 12)
         let path = folder + "/gatehouse.sqlite"
-        let check = try await DatabaseQueue(path: path).read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+        let check = try await openSQLite(path).read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
         #expect(check == ["ok"])
         let storage = try SQLiteStorage(path: path)
         for session in sessions {

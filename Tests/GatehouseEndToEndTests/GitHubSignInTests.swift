@@ -242,7 +242,7 @@ struct GitHubSignInTests {
             #expect(result.headers["content-type"] == "application/problem+json")
             #expect(try jsonObject(result)["code"] as? String == "invalid-idp-response")
             #expect((try await deployment.emulatorStats())["POST /github/login/oauth/access_token"] == 1)
-            let accounts = try await DatabaseQueue(path: deployment.databasePath).read { db in
+            let accounts = try await openSQLite(deployment.databasePath).read { db in
                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM accounts")
             }
             #expect(accounts == 0)

@@ -28,7 +28,7 @@ struct HookTests {
     /// sessions, refresh tokens, pending credentials), as text: equal snapshots mean nothing
     /// was written.
     static func snapshot(_ deployment: TestDeployment) async throws -> [String: [String]] {
-        try await DatabaseQueue(path: deployment.databasePath).read { db in
+        try await openSQLite(deployment.databasePath).read { db in
             var tables: [String: [String]] = [:]
             for table in ["accounts", "provider_links", "sessions", "refresh_tokens", "pending_credentials"] {
                 tables[table] = try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY rowid").map(\.description)

@@ -38,7 +38,7 @@ struct NativeAppTests {
 
     /// Counts rows of `table` in the deployment's SQLite file.
     static func rows(_ deployment: TestDeployment, _ table: String) async throws -> Int {
-        try await DatabaseQueue(path: deployment.databasePath).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? -1 }
+        try await openSQLite(deployment.databasePath).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") ?? -1 }
     }
 
     /// A deployment whose allow-list also has the sample app's addresses; binding is off for

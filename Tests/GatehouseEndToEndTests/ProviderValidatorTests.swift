@@ -11,7 +11,7 @@ import Testing
 struct ProviderValidatorTests {
     /// The stored snapshot of octocat's GitHub link and its last update.
     static func snapshot(_ deployment: TestDeployment) async throws -> (json: String, updatedAt: String) {
-        try await DatabaseQueue(path: deployment.databasePath).read { db in
+        try await openSQLite(deployment.databasePath).read { db in
             let row = try #require(try Row.fetchOne(db, sql: "SELECT profile_json, updated_at FROM provider_links WHERE provider_id = 'github.com'"))
             let data: Data = row["profile_json"]
             let updated: DatabaseValue = row["updated_at"]

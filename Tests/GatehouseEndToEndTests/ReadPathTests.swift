@@ -19,7 +19,7 @@ struct ReadPathTests {
             #expect(try await GatewayTokenTests.bearer(deployment, idToken).status == 200)
             // The tables go away under the running gateway (only the test does such a thing: it
             // shows where the answers come from).
-            let database = try DatabaseQueue(path: deployment.databasePath)
+            let database = try openSQLite(deployment.databasePath)
             let tables = ["accounts", "provider_links", "sessions"]
             try await database.write { db in for table in tables { try db.execute(sql: "ALTER TABLE \(table) RENAME TO \(table)_away") } }
             for _ in 0..<3 {
@@ -44,7 +44,7 @@ extension ReadPathTests {
         try await withDeployment { deployment in
             var olive = Browser(deployment)
             #expect(try await olive.complete(login: UpstreamTrustTests.olive, provider: "oidc.emulator").status == 200)
-            let database = try DatabaseQueue(path: deployment.databasePath)
+            let database = try openSQLite(deployment.databasePath)
             func stored() async throws -> (updatedAt: String, profile: String) {
                 try await database.read { db in
                     let row = try #require(

@@ -17,7 +17,7 @@ struct StoreFaultTests {
             let (_, _, refreshToken) = try await GatewayTokenTests.signedIn(deployment)
             // The links table goes away under the running gateway (as a broken disk or a lost
             // connection would fail the statement): the answer needs the user's links.
-            let database = try DatabaseQueue(path: deployment.databasePath)
+            let database = try openSQLite(deployment.databasePath)
             try await database.write { try $0.execute(sql: "ALTER TABLE provider_links RENAME TO provider_links_away") }
             let failed = try await GatewayTokenTests.refresh(deployment, refreshToken)
             #expect(failed.status >= 500, "\(failed.status): \(failed.bodyText)")
@@ -38,7 +38,7 @@ struct StoreFaultTests {
         try await withDeployment { deployment in
             var browser = Browser(deployment)
             let resultID = try await browser.signIn(login: "octocat")
-            let database = try DatabaseQueue(path: deployment.databasePath)
+            let database = try openSQLite(deployment.databasePath)
             try await database.write { try $0.execute(sql: "ALTER TABLE refresh_tokens RENAME TO refresh_tokens_away") }
             let failed = try await browser.result(resultID)
             #expect(failed.status >= 500, "\(failed.status): \(failed.bodyText)")
@@ -65,7 +65,7 @@ extension StoreFaultTests {
             _ = try await newcomer.complete(login: "sam-shared")
             // The links table goes away under the running gateway (as a broken disk or a lost
             // connection would fail the statement): the claim needs it.
-            let database = try DatabaseQueue(path: deployment.databasePath)
+            let database = try openSQLite(deployment.databasePath)
             try await database.write { try $0.execute(sql: "ALTER TABLE provider_links RENAME TO provider_links_away") }
             let failed = try await newcomer.json("/v1/auth/link", #"{"pendingToken":"\#(pendingToken)"}"#)
             #expect(failed.status >= 500, "\(failed.status): \(failed.bodyText)")
@@ -142,7 +142,7 @@ extension StoreFaultTests {
             #expect(atProvider)
             var again = Browser(deployment)
             #expect(try await MicrosoftSignInTests.signIn(&again, MicrosoftSignInTests.adele).status == 200)
-            let database = try DatabaseQueue(path: deployment.databasePath)
+            let database = try openSQLite(deployment.databasePath)
             let signedIn = try await database.read { try String.fetchOne($0, sql: "SELECT sealed_tokens FROM provider_links") }
             _ = try await deployment.control("faults/release", "{}")
             #expect(try await refresh.value.status == 200)
@@ -217,7 +217,7 @@ extension StoreFaultTests {
             var browser = Browser(deployment)
             _ = try await browser.complete(login: "octocat")
             #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 200)
-            let database = try DatabaseQueue(path: deployment.databasePath)
+            let database = try openSQLite(deployment.databasePath)
             for (broken, cause) in [
                 (#"{"providerId":"github.com","federatedId":"#, "unreadable"),
                 (#"{"version":99,"providerId":"github.com","federatedId":"583231","emailVerified":false,"rawUserInfo":null}"#, "version 99"),

@@ -241,7 +241,7 @@ final class TestDeployment: Sendable {
 
     /// The number of accounts in the SQLite file (SQLite deployments only).
     func accountCount() async throws -> Int {
-        try await DatabaseQueue(path: databasePath).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM accounts") ?? -1 }
+        try await openSQLite(databasePath).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM accounts") ?? -1 }
     }
 
     /// A JSON POST to the emulator's control path.
@@ -359,6 +359,15 @@ struct Browser {
             "\(instance ?? deployment.gatewayURL)/v1/auth/result", method: "POST", headers: ["Content-Type": "application/json"],
             body: Array(#"{"result":"\#(id)","result_verifier":"\#(resultKey.verifier)"}"#.utf8))
     }
+}
+
+/// A deployment's SQLite file opened beside its gateway. Writes (and reads that must see
+/// them) wait up to 10 s for the gateway's own transactions (a sign-in, the webhook worker's
+/// polls) instead of failing at once with "database is locked", as they did on a loaded run.
+func openSQLite(_ path: String) throws -> DatabaseQueue {
+    var configuration = Configuration()
+    configuration.busyMode = .timeout(10)
+    return try DatabaseQueue(path: path, configuration: configuration)
 }
 
 /// A whole GitHub sign-in as octocat against a gateway outside `withDeployment` (a child

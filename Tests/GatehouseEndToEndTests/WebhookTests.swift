@@ -150,7 +150,7 @@ struct WebhookTests {
         try await withDeployment(webhooks: Self.sampleApp()) { deployment in
             // The fault: the outbox refuses the insert, after the account and link rows were
             // written in the same transaction.
-            let database = try DatabaseQueue(path: deployment.databasePath)
+            let database = try openSQLite(deployment.databasePath)
             try await database.write { db in
                 try db.execute(sql: "CREATE TRIGGER refuse_outbox BEFORE INSERT ON webhook_outbox BEGIN SELECT RAISE(ABORT, 'injected'); END")
             }
@@ -335,7 +335,7 @@ struct WebhookTests {
             try await deployment.control("faults", #"{"endpoint":"POST /sample-app/webhooks","status":500}"#)
             var browser = Browser(deployment)
             #expect(try await browser.complete(login: "octocat").status == 200)
-            let database = try DatabaseQueue(path: deployment.databasePath)
+            let database = try openSQLite(deployment.databasePath)
             func outbox() async throws -> Int { try await database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM webhook_outbox") ?? -1 } }
             #expect(try await outbox() == 2)
             deployment.clock.advance(by: 3 * 86400 + 60)
