@@ -28,6 +28,30 @@ struct OperationsListenerTests {
     }
 
     @Test(
+        "a cold /readyz asks every provider's discovery at once, not one after the other: two held discovery calls are at the emulator together"
+    )
+    func readinessAsksProvidersAtOnce() async throws {
+        try await withDeployment { deployment in
+            let endpoints = ["GET /oidc/.well-known/openid-configuration", "GET /yahoo/.well-known/openid-configuration"]
+            for endpoint in endpoints {
+                _ = try await deployment.control("faults", #"{"endpoint": "\#(endpoint)", "holdMs": 60000, "times": 1}"#)
+            }
+            let ready = Task { try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/readyz")) }
+            // One after the other, the second call would wait for the first's 60 s hold.
+            var together = false
+            var stats: [String: Int] = [:]
+            for _ in 0..<1_000 where !together {
+                stats = try await deployment.emulatorStats()
+                together = endpoints.allSatisfy { stats[$0] ?? 0 >= 1 }
+                if !together { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            _ = try await deployment.control("faults/release", "{}")
+            #expect(together, "\(stats)")
+            #expect(try await ready.value.status == 200)
+        }
+    }
+
+    @Test(
         "request metrics are labelled with the template of the route the router took: parameters and rest-of-path routes by their template, an unknown path or method as unmatched, never a concrete path"
     )
     func requestMetricsByTemplate() async throws {

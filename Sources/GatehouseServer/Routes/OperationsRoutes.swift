@@ -79,10 +79,19 @@ struct OperationsRoutes {
         guard !providers.ids.isEmpty else {
             return .failure(GatehouseError(code: .notReady, detail: "No provider is configured."))
         }
-        // A provider whose discovery is wrong is reported, by name and reason; the others still serve.
-        var problems: [String: String] = [:]
-        for id in providers.ids {
-            if let problem = await (try? providers.provider(id))?.readinessProblem() { problems[id] = problem }
+        // A provider whose discovery is wrong is reported, by name and reason; the others still
+        // serve. Asked all at once: a cold cache fetches each discovery document, and one after
+        // the other the probe would take the sum of their latencies (each up to the upstream
+        // timeout while a provider is down), past any load balancer's probe timeout.
+        let problems = await withTaskGroup(of: (String, String?).self) { group in
+            for id in providers.ids {
+                group.addTask { (id, await (try? providers.provider(id))?.readinessProblem()) }
+            }
+            var problems: [String: String] = [:]
+            for await (id, problem) in group {
+                if let problem { problems[id] = problem }
+            }
+            return problems
         }
         guard problems.count < providers.ids.count else {
             return .failure(
