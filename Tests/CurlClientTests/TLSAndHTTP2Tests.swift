@@ -27,11 +27,12 @@ struct TLSAndHTTP2Tests {
 
         // Ten concurrent downloads, five times. With libcurl 7.88 multiplexing them over one
         // connection, a round left a stream stalled until its timeout more often than not
-        // (CurlMultiDriver); every one must arrive whole, and well before the timeout.
+        // (CurlMultiDriver); every one must arrive whole, before a timeout that a loaded
+        // machine's slowest healthy round stays far below.
         for _ in 0..<5 {
             let bodies = try await withThrowingTaskGroup(of: OutboundResponse.self) { group in
                 for _ in 0..<10 {
-                    group.addTask { try await client.execute(OutboundRequest(url: server.url("/big.bin"), timeout: .seconds(20))) }
+                    group.addTask { try await client.execute(OutboundRequest(url: server.url("/big.bin"), timeout: .seconds(90))) }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }

@@ -36,7 +36,7 @@ import Testing
 
     @Test func concurrentMissesShareOneLoadAndExpiredEntriesReload() async throws {
         let loads = Loads()
-        let clock = OffsetClock()
+        let clock = StoppedClock()
         let cache = ExpiringCache<Int>(lifetime: 1, capacity: 10, clock: clock) { _ in 1 }
         let values = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<10 {
@@ -67,7 +67,7 @@ import Testing
 @Suite struct ExpiringCacheStaleTests {
     @Test("an expired entry is served stale with its age until lifetime + staleLifetime, never after")
     func staleWindow() async throws {
-        let clock = OffsetClock()
+        let clock = StoppedClock()
         let cache = ExpiringCache<String>(lifetime: 1, staleLifetime: 2, capacity: 10, clock: clock) { _ in 1 }
         #expect(await cache.stale(for: "k") == nil)
         _ = try await cache.value(for: "k") { "v1" }

@@ -24,8 +24,11 @@ struct CrashSafetyTests {
     func killDuringSignIns() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
         // Both servers bind port 0; the demo prints the gateway's URL once it serves. Whatever
-        // happens below, the demo does not outlive the test.
-        try await DemoProcess.with(executable: KeysCommandTests.executable.path) { demo in
+        // happens below, the demo does not outlive the test. Its calls to the emulator and to
+        // the sample app's hooks may take the longest the settings allow: a sign-in refused
+        // for a slow answer on a loaded run would end its browser's loop early.
+        let patient = ProcessInfo.processInfo.environment.merging(["GATEHOUSE_HOOK_TIMEOUT": "10", "GATEHOUSE_UPSTREAM_TIMEOUT": "60"]) { $1 }
+        try await DemoProcess.with(executable: KeysCommandTests.executable.path, environment: patient) { demo in
             try await Self.killDuringSignIns(demo)
         }
     }
@@ -45,7 +48,9 @@ struct CrashSafetyTests {
                 }
             }
         }
-        for _ in 0..<200 where await completed.sessions.count < 12 { try await Task.sleep(for: .milliseconds(25)) }
+        // Twelve sign-ins take about a second unloaded; the bound only ends a test that cannot pass.
+        let deadline = ContinuousClock.now + .seconds(120)
+        while await completed.sessions.count < 12, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(25)) }
         kill(process.pid, SIGKILL)
         for browser in browsers { await browser.value }
         #expect(SpawnedProcess.killedBySignal(await process.exited()))

@@ -24,26 +24,29 @@ struct IdleConnectionTests {
             let interval: Duration = .milliseconds(200)
             for port in ports {
                 // Each on a thread of its own, so that each close is timed when it happens.
+                // Each timed from before its connection exists: the server's timer starts later,
+                // so a close sooner than the timeout after it is early however late this thread
+                // runs.
                 async let answered = LoopbackSocket.offPool {
+                    let since = ContinuousClock.now
                     let socket = try LoopbackSocket.connect(port: port)
                     defer { socket.close() }
                     try socket.send("GET /healthz HTTP/1.1\r\nHost: gatehouse\r\n\r\n")
                     let answer = try socket.read(until: #""status""#)
-                    let since = ContinuousClock.now
                     let closing = try socket.readUntilClosed()
                     return (answer, closing.rest.count, closing.at - since)
                 }
                 async let silent = LoopbackSocket.offPool {
+                    let since = ContinuousClock.now
                     let socket = try LoopbackSocket.connect(port: port)
                     defer { socket.close() }
-                    let since = ContinuousClock.now
                     let closing = try socket.readUntilClosed()
                     return (closing.rest.count, closing.at - since)
                 }
                 async let halfway = LoopbackSocket.offPool {
+                    let since = ContinuousClock.now
                     let socket = try LoopbackSocket.connect(port: port)
                     defer { socket.close() }
-                    let since = ContinuousClock.now
                     try socket.send("GET /healthz HTTP/1.1\r\nHost: gatehouse\r\nAccept: ")
                     let closing = try socket.readUntilClosed()
                     return (closing.rest.count, closing.at - since)
@@ -66,8 +69,7 @@ struct IdleConnectionTests {
                 let (answer, rest, idle) = try await answered
                 #expect(answer.hasPrefix("HTTP/1.1 200"), "port \(port): \(answer)")
                 #expect(rest == 0, "port \(port): \(rest) bytes after the answer")
-                // The server's timer starts when the answer is queued, before the client reads it.
-                #expect(idle >= .milliseconds(250), "port \(port): closed \(idle) after the answer")
+                #expect(idle >= .milliseconds(900), "port \(port): closed \(idle) after the connection was opened")
                 for (name, (rest, after)) in [("silent", try await silent), ("halfway", try await halfway)] {
                     #expect(rest == 0, "\(name) on port \(port) received \(rest) bytes")
                     #expect(after >= .milliseconds(500), "\(name) on port \(port) was closed after \(after)")
@@ -153,7 +155,7 @@ struct IdleConnectionTests {
                 return (answer, try caller.readUntilClosed().at - answered)
             }
             #expect(upgraded.hasPrefix("HTTP/1.1 200"), "\(upgraded)")
-            #expect(closedAfter < .milliseconds(1500), "closed \(closedAfter) after the answer")
+            #expect(closedAfter < .milliseconds(2500), "closed \(closedAfter) after the answer")
 
             // 8 MB that the caller stops reading after the head: once the socket's buffers are
             // full the channel stays unwritable, and a timeout later the gateway closes it, long

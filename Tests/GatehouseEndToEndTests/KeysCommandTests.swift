@@ -17,9 +17,14 @@ struct KeysCommandTests {
     static func run(_ arguments: [String], environment: [String: String] = [:], removing: [String] = []) async throws -> (
         status: Int32, output: String
     ) {
+        // The emulator a command reaches runs in the test process: on a loaded run its answers
+        // have outlasted the product's 10 s upstream timeout. A test of timeouts sets its own.
+        let patient = ["GATEHOUSE_UPSTREAM_TIMEOUT": "60"]
         let child = try SpawnedProcess.start(
             executable.path, arguments,
-            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }.filter { !removing.contains($0.key) },
+            environment: ProcessInfo.processInfo.environment.merging(patient) { $1 }.merging(environment) { $1 }.filter {
+                !removing.contains($0.key)
+            },
             output: .pipe)
         let output = await child.output()
         return (SpawnedProcess.exitCode(await child.exited()) ?? -1, output)

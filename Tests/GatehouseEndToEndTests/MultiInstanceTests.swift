@@ -10,10 +10,11 @@ import Testing
 @Suite("Several instances on PostgreSQL")
 struct MultiInstanceTests {
     @Test(
-        "start on A, callback on B, result on C (taken once across instances), /v1/me and the live profile on every instance, sign-out on one ends the session everywhere"
+        "start on A, callback on B, result on C (taken once across instances), /v1/me and the live profile on every instance, sign-out on one ends the session everywhere (the change feed, long before the caches' lifetime)"
     )
     func flowAcrossInstances() async throws {
-        try await withDeployment(database: try await PostgresTestServer.freshDatabase(), instances: 3) { deployment in
+        let patientCaches: @Sendable (inout GatewayConfiguration) -> Void = { $0.accountCacheLifetime = 600 }
+        try await withDeployment(gateway: patientCaches, database: try await PostgresTestServer.freshDatabase(), instances: 3) { deployment in
             let (a, b, c) = (deployment.gatewayURLs[0], deployment.gatewayURLs[1], deployment.gatewayURLs[2])
             var browser = Browser(deployment)
             let callback = try await browser.authorize(login: "octocat")
@@ -52,11 +53,11 @@ struct MultiInstanceTests {
 
             let cookies = browser.jar.header
             #expect(try await browser.send("\(a)/v1/auth/signout", method: "POST", headers: ["Origin": a]).status == 204)
-            // B and C remembered the session; the change feed tells them within a second.
+            // B and C remembered the session for ten minutes; the change feed tells them.
             let waited = try await Self.longestWait([b, c]) { instance in
                 try await deployment.client.execute(OutboundRequest(url: "\(instance)/v1/me", headers: cookies)).status == 401
             }
-            #expect(waited < .seconds(1), "sign-out reached B and C after \(waited)")
+            #expect(waited < Self.feedBound, "sign-out reached B and C after \(waited)")
         }
     }
 
@@ -133,7 +134,7 @@ struct MultiInstanceTests {
     }
 
     @Test(
-        "a service key works on every instance and after a restart of the whole deployment; revoked by another process, it fails on every instance within 1 s (the change feed, not the key cache's 5 s)"
+        "a service key works on every instance and after a restart of the whole deployment; revoked by another process, it fails on every instance (the change feed, long before the key cache's lifetime)"
     )
     func serviceKeyAcrossInstancesAndRestarts() async throws {
         let database = try await PostgresTestServer.freshDatabase()
@@ -153,6 +154,7 @@ struct MultiInstanceTests {
             }
             return statuses
         }
+        let patientCaches: @Sendable (inout GatewayConfiguration) -> Void = { $0.serviceKeyCacheLifetime = 600 }
         let uid = try await withDeployment(database: database, instances: 3, vaultKeys: { _ in [vaultKey] }) { deployment in
             var browser = Browser(deployment)
             let resultID = try await browser.signIn(login: "octocat")
@@ -161,18 +163,18 @@ struct MultiInstanceTests {
             return uid
         }
         // The whole deployment again, on new ports, with the same store and key.
-        try await withDeployment(database: database, instances: 3, vaultKeys: { _ in [vaultKey] }) { deployment async throws in
+        try await withDeployment(gateway: patientCaches, database: database, instances: 3, vaultKeys: { _ in [vaultKey] }) {
+            deployment async throws in
             #expect(try await statuses(deployment, uid: uid) == [200, 200, 200])
             #expect(try await keys.revoke(id: key.id))
-            // The instances' clock stands still, so their key caches' 5 s never pass: only the
-            // change feed can tell them. Polled for 1 s at most.
+            // The key caches keep a key for ten minutes: only the change feed can tell them.
             let revokedAt = ContinuousClock.now
             var seen = try await statuses(deployment, uid: uid)
-            while seen != [401, 401, 401], ContinuousClock.now - revokedAt < .seconds(1) {
+            while seen != [401, 401, 401], ContinuousClock.now - revokedAt < Self.feedBound {
                 try await Task.sleep(for: .milliseconds(50))
                 seen = try await statuses(deployment, uid: uid)
             }
-            #expect(seen == [401, 401, 401], "\(seen) 1 s after the revocation")
+            #expect(seen == [401, 401, 401], "\(seen) \(ContinuousClock.now - revokedAt) after the revocation")
         }
     }
 }
@@ -336,24 +338,29 @@ extension MultiInstanceTests {
 }
 
 extension MultiInstanceTests {
-    /// Polls `refused` on each instance until it holds (at most 5 s, so that a slow one is
-    /// reported with its time); the longest wait.
+    /// How long a change may take to reach the other instances through the change feed: far
+    /// less than the caches' lifetime the tests set (ten minutes), so that only the feed can
+    /// explain it, and far more than a loaded 2-core run takes (it is milliseconds unloaded).
+    static let feedBound = Duration.seconds(30)
+
+    /// Polls `refused` on each instance until it holds (at most `feedBound`, so that a slow one
+    /// is reported with its time); the longest wait.
     static func longestWait(_ instances: [String], until refused: (String) async throws -> Bool) async throws -> Duration {
         let start = ContinuousClock.now
         var longest = Duration.zero
         for instance in instances {
-            while try await !refused(instance), ContinuousClock.now - start < .seconds(5) { try await Task.sleep(for: .milliseconds(5)) }
+            while try await !refused(instance), ContinuousClock.now - start < feedBound { try await Task.sleep(for: .milliseconds(5)) }
             longest = max(longest, ContinuousClock.now - start)
         }
         return longest
     }
 
     @Test(
-        "each instance answers signed-in reads from memory, yet sign-out, unlink, disable and session revocation on A take effect on B and C within 1 s (PostgreSQL's change feed)"
+        "each instance answers signed-in reads from memory, yet sign-out, unlink, disable and session revocation on A take effect on B and C through PostgreSQL's change feed, long before their caches' lifetime"
     )
     func revocationReachesEveryInstanceWithinASecond() async throws {
         let database = try await PostgresTestServer.freshDatabase()
-        try await withDeployment(database: database, instances: 3) { deployment in
+        try await withDeployment(gateway: { $0.accountCacheLifetime = 600 }, database: database, instances: 3) { deployment in
             let (a, others) = (deployment.gatewayURLs[0], Array(deployment.gatewayURLs[1...]))
             let store = try PostgresTestServer.store(database)
             defer { store.shutdown() }
@@ -376,7 +383,7 @@ extension MultiInstanceTests {
                 let waited = try await Self.longestWait(others) { instance in
                     try await GatewayTokenTests.bearer(deployment, idToken, on: instance).status == 401
                 }
-                #expect(waited < .seconds(1), "\(what) on A reached B and C after \(waited)")
+                #expect(waited < Self.feedBound, "\(what) on A reached B and C after \(waited)")
             }
 
             // Sign-out with the bearer on A.
@@ -396,7 +403,7 @@ extension MultiInstanceTests {
             let unlinked = try await Self.longestWait(others) { instance in
                 try account(try await GatewayTokenTests.bearer(deployment, linkedToken, on: instance)).providers == ["github.com"]
             }
-            #expect(unlinked < .seconds(1), "unlink on A reached B and C after \(unlinked)")
+            #expect(unlinked < Self.feedBound, "unlink on A reached B and C after \(unlinked)")
 
             // An administrator disables the account on A, then (enabled again, signed in
             // again) revokes its sessions on A.

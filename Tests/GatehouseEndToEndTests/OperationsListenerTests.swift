@@ -89,7 +89,9 @@ struct OperationsListenerTests {
             // A sign-in stores sealed tokens, so there are data keys for the offline check to open.
             _ = try await DatabaseFailoverTests.signIn(client: client, gateway: instance.url)
 
-            let ready = try await KeysCommandTests.run(["check", "--url", instance.operationsURL])
+            // A cold /readyz fetches each provider's discovery document: more than check's 3 s
+            // default on a loaded run.
+            let ready = try await KeysCommandTests.run(["check", "--url", instance.operationsURL, "--timeout", "60"])
             #expect(ready.status == 0, "\(ready.output)")
             #expect(ready.output.contains("ready: providers github.com"))
             let unreachable = try await KeysCommandTests.run(["check", "--url", "http://127.0.0.1:1", "--timeout", "1"])

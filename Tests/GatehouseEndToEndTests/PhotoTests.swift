@@ -141,8 +141,9 @@ struct PhotoStreamingTests {
     func failureHalfWay() async throws {
         // Only the avatar host's timeout is short: the sign-in's GitHub API calls keep theirs,
         // so a loaded machine cannot fail the sign-in (it once did with a 2 s GitHub timeout).
-        try await Self.withSignedIn(cacheLifetime: 60, gateway: { $0.photoTimeout = .seconds(3) }) { deployment, uid, key in
-            _ = try await deployment.control("faults", #"{"endpoint": "\#(Self.avatar)", "pauseBodyMs": 20000, "times": 1}"#)
+        // 8 s: the whole image, the second time, must come within it on a loaded run too.
+        try await Self.withSignedIn(cacheLifetime: 60, gateway: { $0.photoTimeout = .seconds(8) }) { deployment, uid, key in
+            _ = try await deployment.control("faults", #"{"endpoint": "\#(Self.avatar)", "pauseBodyMs": 60000, "times": 1}"#)
             let cut = try await deployment.client.stream(Self.request(deployment, uid: uid, key: key))
             #expect(cut.head.status == 200)
             // The head promised the whole length; the connection ends before it.

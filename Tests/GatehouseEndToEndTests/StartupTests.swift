@@ -226,7 +226,9 @@ struct StartupTests {
             let started = ContinuousClock.now
             let result = try await KeysCommandTests.run(command, environment: settings)
             #expect(result.status != 0, "\(command): \(result.output)")
-            #expect(ContinuousClock.now - started < .seconds(20), "\(command) took \(ContinuousClock.now - started)")
+            // About the 2 s timeout unloaded; 20 s has been seen under the whole suite's load.
+            // Waiting for ever, as serve does, would outlast any bound.
+            #expect(ContinuousClock.now - started < .seconds(60), "\(command) took \(ContinuousClock.now - started)")
             #expect(result.output.contains("cannot reach the PostgreSQL database at 127.0.0.1:\(port)"), "\(command): \(result.output)")
             #expect(!result.output.contains("not-the-password"), "\(command)")
         }

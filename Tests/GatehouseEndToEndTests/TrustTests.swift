@@ -49,7 +49,8 @@ struct TrustTests {
         try await Self.withPolicyDeployment(adjust: {
             // One event (about 1.5 KB) fits, the fault's 100 KB does not.
             $0.providers["microsoft.com"]?.maxResponseBytes = 4096
-            $0.providers["microsoft.com"]?.timeout = .seconds(2)
+            // Long enough for Bob's calls on a loaded run, far shorter than the stalls below.
+            $0.providers["microsoft.com"]?.timeout = .seconds(6)
         }) {
             deployment in
             var adele = Browser(deployment)
@@ -67,7 +68,7 @@ struct TrustTests {
                         let (source, producer) = AsyncStream.makeStream(of: [UInt8].self)
                         producer.yield(Array(repeating: 7, count: 10))
                         let stop = Task {
-                            try? await Task.sleep(for: .seconds(8))
+                            try? await Task.sleep(for: .seconds(30))
                             producer.finish()
                         }
                         defer { stop.cancel() }

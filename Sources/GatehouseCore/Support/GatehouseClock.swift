@@ -33,3 +33,22 @@ public final class OffsetClock: GatehouseClock {
         offset.withLock { $0 += seconds }
     }
 }
+
+/// A clock that stands still until moved: what a test reads from it depends only on how far
+/// it advanced the clock, never on how slowly a loaded machine ran the test in between.
+public final class StoppedClock: GatehouseClock {
+    private let time: Mutex<Date>
+
+    /// Stopped at `start` (the machine's time when created, by default).
+    public init(at start: Date = Date()) {
+        time = Mutex(start)
+    }
+
+    /// Where the clock stands.
+    public func now() -> Date { time.withLock { $0 } }
+
+    /// Moves the clock `seconds` forward.
+    public func advance(by seconds: TimeInterval) {
+        time.withLock { $0 = $0.addingTimeInterval(seconds) }
+    }
+}
