@@ -207,7 +207,8 @@ struct UpstreamTrustTests {
 
     @Test("a cold cache whose JWKS endpoint fails is refetched at most once per cooldown, and fails closed")
     func coldCacheRespectsTheCooldown() async throws {
-        try await withDeployment { deployment in
+        // Ten minutes: the three attempts fall inside it however slowly they run.
+        try await withDeployment(openID: { $0.jwksRefetchCooldown = 600 }) { deployment in
             _ = try await deployment.control("faults", #"{"endpoint": "GET /oidc/jwks", "status": 503, "body": "{}", "times": 100}"#)
             var browser = Browser(deployment)
             for attempt in 0..<3 {
@@ -220,7 +221,7 @@ struct UpstreamTrustTests {
             }
             #expect(try await deployment.emulatorStats()["GET /oidc/jwks"] == 1)
             // After the cooldown the next validation tries again.
-            deployment.clock.advance(by: 31)
+            deployment.clock.advance(by: 601)
             let token = try await OIDCSignInTests.mint(
                 deployment, issuer: "oidc", hint: Self.olive, extra: #", "nonce": "\#(SecureRandom.digest("late"))""#)
             _ = try await browser.json("/v1/auth/idtoken", #"{"providerId": "oidc.emulator", "idToken": "\#(token)", "rawNonce": "late"}"#)

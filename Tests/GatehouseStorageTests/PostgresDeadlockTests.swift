@@ -13,21 +13,25 @@ import Testing
     @Test("a deadlock (40P01) aborts the store's unlink; the store retries it and the unlink succeeds")
     func deadlockIsRetried() async throws {
         let url = try await PostgresTestServer.freshDatabase()
+        let other = PostgresClient(
+            configuration: try DatabaseURL.configuration(url, maximumConnections: 2), backgroundLogger: PostgresTestServer.quietLogger)
+        let runner = Task { await other.run() }
+        defer { runner.cancel() }
+        // A waiting session looks for a deadlock once, this long after it began to wait: the
+        // store's sessions (opened after this) look after 5 s, by when this test has closed the
+        // cycle however slowly it runs; this test's session after 60 s, so the store's
+        // transaction is the one PostgreSQL aborts.
+        try await other.query(
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET deadlock_timeout = ''5s''', current_database()); END $$",
+            logger: PostgresTestServer.quietLogger)
         let records = LogRecords()
         let store = try PostgresTestServer.store(url, logger: Logger(label: "store") { _ in records.handler })
         try await store.migrate()
         try await store.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
         try await store.addLink(Fixtures.link("u1", provider: "oidc.emulator", federatedId: "o1"))
 
-        let other = PostgresClient(
-            configuration: try DatabaseURL.configuration(url, maximumConnections: 2), backgroundLogger: PostgresTestServer.quietLogger)
-        let runner = Task { await other.run() }
-        defer { runner.cancel() }
-
         try await other.withConnection { connection in
-            // This session waits 10 s before looking for deadlocks; the store's sessions keep
-            // the 1 s default, so the store's transaction is the one PostgreSQL aborts.
-            try await connection.query("SET deadlock_timeout = '10s'", logger: PostgresTestServer.quietLogger)
+            try await connection.query("SET deadlock_timeout = '60s'", logger: PostgresTestServer.quietLogger)
             try await connection.query("BEGIN", logger: PostgresTestServer.quietLogger)
             // 1. This session holds the OIDC link's row.
             try await connection.query(
@@ -35,11 +39,16 @@ import Testing
                 logger: PostgresTestServer.quietLogger)
             // 2. The store's unlink locks the account row, then waits for the link's row.
             let unlink = Task { try await store.deleteLink(uid: "u1", providerId: "oidc.emulator") }
+            // pg_stat_activity lists the whole cluster's sessions: the other tests' too.
             var waiting = false
-            for _ in 0..<100 where !waiting {
+            let asked = ContinuousClock.now
+            while !waiting, ContinuousClock.now - asked < .seconds(60) {
                 try await Task.sleep(for: .milliseconds(50))
                 let rows = try await other.query(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM provider_links%'",
+                    """
+                    SELECT count(*) FROM pg_stat_activity
+                    WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'DELETE FROM provider_links%'
+                    """,
                     logger: PostgresTestServer.quietLogger)
                 for try await count in rows.decode(Int.self) { waiting = count == 1 }
             }
