@@ -48,7 +48,8 @@ struct UpstreamTrustTests {
     func refreshErrorsAreClassified(_ provider: RefreshingProvider) async throws {
         try await withDeployment(gateway: provider.gateway) { deployment in
             var browser = Browser(deployment)
-            #expect(try await browser.complete(login: provider.hint, provider: provider.id).status == 200)
+            let signedIn = try await browser.complete(login: provider.hint, provider: provider.id)
+            #expect(signedIn.status == 200, "\(signedIn.bodyText)")
             let live = "\(deployment.gatewayURL)/v1/me/providers/\(provider.id)/profile"
             func fault(status: Int, contentType: String = "application/json", body: String) async throws {
                 let escaped = body.replacingOccurrences(of: "\"", with: "\\\"")
