@@ -33,6 +33,13 @@ import Testing
         }
         let long = String(repeating: "é", count: 400)
         #expect(try Self.answer(#"{"decision":"deny","message":"\#(long)"}"#) == .deny(message: String(long.prefix(256))))
+        // One character of 8 KB (a letter and 4,000 combining marks) is held to 1 KB.
+        let heavy = "a" + String(repeating: "\u{0301}", count: 4_000)
+        guard case .deny(let cut) = try Self.answer(#"{"decision":"deny","message":"\#(heavy)"}"#) else {
+            Issue.record("not a denial")
+            return
+        }
+        #expect((1_000...1_024).contains(cut.utf8.count) && cut.unicodeScalars.first == "a", "\(cut.utf8.count) bytes")
         let malformed: [(String, String)] = [
             ("[]", "not a JSON object"), (#"{"decision":true}"#, "decision is missing"), (#"{"decision":"maybe"}"#, "allow or deny"),
             (#"{"decision":"allow","message":"x"}"#, "unknown member"), (#"{"decision":"allow","customClaims":[1]}"#, "object"),

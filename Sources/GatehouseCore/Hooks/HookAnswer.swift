@@ -14,6 +14,8 @@ enum HookAnswer: Equatable {
 
     /// The longest message shown.
     static let maximumMessageLength = 256
+    /// The longest message kept, in bytes of UTF-8.
+    static let maximumMessageBytes = 1_024
 
     /// Parses `body`; throws `HookFailure.invalidAnswer` naming what is wrong.
     init(body: [UInt8]) throws {
@@ -59,12 +61,13 @@ enum HookAnswer: Equatable {
 
     /// Plain text for a page: control characters and bidirectional controls removed (an
     /// override would reorder the page's own words around the message), whitespace runs kept
-    /// as they are, trimmed, at most 256 characters.
+    /// as they are, trimmed, at most 256 characters and 1 KB of UTF-8 (one character may hold
+    /// any number of combining marks).
     static func clean(_ message: String) -> String {
         let kept = message.unicodeScalars.filter { $0.properties.generalCategory != .control && !$0.properties.isBidiControl }
         var text = String(String.UnicodeScalarView(kept)).trimmingCharacters(in: .whitespaces)
         if text.count > maximumMessageLength { text = String(text.prefix(maximumMessageLength)) }
-        return text
+        return text.truncated(toBytes: maximumMessageBytes)
     }
 }
 
