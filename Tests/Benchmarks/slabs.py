@@ -32,28 +32,11 @@ import sys
 import tempfile
 import time
 
+from bench import free_port, wait_http  # Tests/Benchmarks/bench.py: the same port and readiness helpers
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HEADER = 16  # an allocation's header: the previous allocation and its slab
 SLAB_HEADER = 32  # a slab's header, before its capacity
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_answering(port, path, limit=30.0):
-    deadline = time.time() + limit
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=2) as connection:
-                connection.sendall(f"GET {path} HTTP/1.1\r\nHost: slabs\r\nConnection: close\r\n\r\n".encode())
-                if connection.recv(64).startswith(b"HTTP/1.1"):
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit(f"nothing answered {path} on port {port} within {limit:.0f} s")
 
 
 def allocator_points(binary):
@@ -79,7 +62,7 @@ def trace(binary, arguments, environment, port, path):
     alloc, capacity, dealloc_offset, register = allocator_points(binary)
     server = subprocess.Popen([binary] + arguments, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_answering(port, path)
+        wait_http(port, "/healthz")
         commands = f"""set pagination off
 set confirm off
 set debuginfod enabled off
