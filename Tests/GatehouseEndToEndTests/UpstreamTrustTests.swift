@@ -283,6 +283,36 @@ struct UpstreamTrustTests {
     }
 
     /// Makes the OpenID emulator answer `url` as Olive's `picture`.
+    @Test(
+        "one user's grant refused at refresh with an OAuth error (400 invalid_request, invalid_scope, an unknown code) never opens the breaker for others, and the grant survives",
+        arguments: ["invalid_request", "invalid_scope", "grant_on_hold"])
+    func oneUsersRefusedRefreshCannotOpenTheBreaker(_ code: String) async throws {
+        try await withDeployment { deployment in
+            var olive = Browser(deployment)
+            #expect(try await olive.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
+            var otto = Browser(deployment)
+            #expect(try await otto.complete(login: "otto@oidc.example", provider: "oidc.emulator").status == 200)
+            let live = "\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile"
+            // Both access tokens expire; Olive's refreshes are refused, then Otto's is honoured.
+            deployment.clock.advance(by: 3660)
+            _ = try await deployment.control(
+                "faults",
+                #"{"endpoint": "POST /oidc/token", "status": 400, "headers": {"Content-Type": "application/json"}, "body": "{\"error\":\"\#(code)\"}", "times": 6}"#
+            )
+            for _ in 0..<6 {
+                let refused = try await olive.send(live)
+                #expect(refused.status == 502, "\(refused.bodyText)")
+                #expect(try jsonObject(refused)["code"] as? String == "upstream-unavailable")
+            }
+            #expect(try await ResilienceTests.metric(deployment, "gatehouse_circuit_state", ["provider": "oidc.emulator"]) == 0)
+            let others = try await otto.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile")
+            #expect(others.status == 200, "\(others.bodyText)")
+            // Refused, not dead: the next refresh the provider honours serves the profile.
+            let recovered = try await olive.send(live)
+            #expect(recovered.status == 200, "\(recovered.bodyText)")
+        }
+    }
+
     static func choosePicture(_ deployment: TestDeployment, _ url: String) async throws {
         _ = try await deployment.control("oidc/picture", #"{"issuer": "oidc", "hint": "\#(Self.olive)", "url": "\#(url)"}"#)
     }

@@ -14,11 +14,15 @@ enum RefreshRefusal {
     /// The codes that mean the gateway's own client registration is wrong: RFC 6749's, and
     /// GitHub's `incorrect_client_credentials` (providers.md §4.2).
     static let misconfigurationCodes: Set<String> = ["invalid_client", "unauthorized_client", "incorrect_client_credentials"]
+    /// The codes that mean the provider itself is failing (RFC 6749 §4.1.2.1's, which token
+    /// endpoints use too): counted by the provider's breaker, like a 5xx.
+    static let failureCodes: Set<String> = ["temporarily_unavailable", "server_error"]
 
     /// The error for a refresh answer that was not a token: `provider-reauth-required` for a
     /// dead grant, `provider-misconfigured` for a client the provider does not accept
-    /// (recorded in `health`), `upstream-unavailable` for everything else (a proxy's HTML page,
-    /// `temporarily_unavailable`, a 5xx), which leaves the grant for a later retry.
+    /// (recorded in `health`), `upstream-unavailable` for everything else, which leaves the grant
+    /// for a later retry: the provider failing (a proxy's HTML page, `temporarily_unavailable`,
+    /// a 5xx) counts against its breaker, another OAuth error refusing this grant does not.
     static func error(status: Int, body: [UInt8], headers: OutboundHeaders, providerId: String, health: ProviderHealth) -> GatehouseError {
         let json = try? JSONValue.parse(Data(body))
         // Yahoo writes its codes in upper case.
@@ -28,9 +32,16 @@ enum RefreshRefusal {
                 return health.misconfigured(
                     providerId, reason: "its token endpoint refused the gateway's client credentials (\(code.prefix(32)))")
             }
+            if failureCodes.contains(code) || status >= 500 {
+                return .upstreamUnavailable(
+                    providerId, situation: .temporarilyUnavailable,
+                    detail: "\(providerId) could not refresh the grant now (\(code.prefix(32))); retry later.")
+            }
+            // Any other code is the provider refusing this one grant's request: it answered,
+            // so no breaker counts it, and one user's grant never stops everyone's calls.
             return .upstreamUnavailable(
-                providerId, situation: .temporarilyUnavailable,
-                detail: "\(providerId) could not refresh the grant now (\(code.prefix(32))); retry later.")
+                providerId, situation: .refusedByUpstream,
+                detail: "\(providerId) refused to refresh the grant (\(code.prefix(32))); the grant is kept.")
         }
         if status == 429 { return .upstreamRateLimited(providerId, retryAfter: headers["retry-after"].flatMap { Int($0) }) }
         return .upstreamUnavailable(
