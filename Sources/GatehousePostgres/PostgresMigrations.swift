@@ -88,13 +88,15 @@ enum PostgresMigrations {
             ]),
         // Accounts like Firebase's: verified emails for "one account per email", sessions that
         // double as refresh-token families, pending credentials, the gateway's signing keys,
-        // and the account a link or re-authentication flow belongs to.
+        // and the account a link or re-authentication flow belongs to. Existing verified emails
+        // are folded as `EmailAddress.normalized` folds them (ICU's case mapping, not the
+        // database locale's).
         Migration(
             version: "v2-accounts-and-gateway-tokens",
             statements: [
                 "ALTER TABLE provider_links ADD COLUMN verified_email text",
                 """
-                UPDATE provider_links SET verified_email = lower(normalize(btrim(convert_from(profile_json, 'UTF8')::jsonb ->> 'email'), NFC))
+                UPDATE provider_links SET verified_email = lower(normalize(btrim(convert_from(profile_json, 'UTF8')::jsonb ->> 'email'), NFC) COLLATE "und-x-icu")
                 WHERE (convert_from(profile_json, 'UTF8')::jsonb ->> 'emailVerified')::boolean
                   AND (convert_from(profile_json, 'UTF8')::jsonb ->> 'email') LIKE '%_@_%'
                 """,

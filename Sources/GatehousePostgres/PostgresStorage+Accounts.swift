@@ -160,12 +160,12 @@ extension PostgresStorage {
                 "SELECT \(unescaped: Self.pendingColumns) FROM pending_credentials WHERE token_hash = \(tokenHash) AND expires_at > \(now)",
                 logger: logger))
     }
-    /// Accounts by the email of any linked profile snapshot (lower-cased both sides).
+    /// Accounts by the email of any linked profile snapshot (folded both sides, `TextFolding`).
     public func uids(email: String, limit: Int) async throws -> [String] {
         let rows = try await query(
             """
             SELECT uid FROM provider_links
-            WHERE lower(convert_from(profile_json, 'UTF8')::jsonb ->> 'email') = lower(\(email))
+            WHERE \(unescaped: Self.folded("convert_from(profile_json, 'UTF8')::jsonb ->> 'email'")) = \(TextFolding.folded(email))
             GROUP BY uid ORDER BY min(linked_at), uid LIMIT \(limit)
             """, logger: logger)
         var uids: [String] = []
@@ -184,8 +184,8 @@ extension PostgresStorage {
             statement = """
                 SELECT a.uid FROM accounts a WHERE a.uid COLLATE "C" > \(after ?? "") AND (a.uid = \(text) OR EXISTS (
                   SELECT 1 FROM provider_links l WHERE l.uid = a.uid AND (l.federated_id = \(text) OR l.provider_id || ':' || l.federated_id = \(text)
-                    OR lower(convert_from(l.profile_json, 'UTF8')::jsonb ->> 'email') LIKE \(pattern) ESCAPE '\\'
-                    OR lower(convert_from(l.profile_json, 'UTF8')::jsonb ->> 'displayName') LIKE \(pattern) ESCAPE '\\')))
+                    OR \(unescaped: Self.folded("convert_from(l.profile_json, 'UTF8')::jsonb ->> 'email'")) LIKE \(pattern) ESCAPE '\\'
+                    OR \(unescaped: Self.folded("convert_from(l.profile_json, 'UTF8')::jsonb ->> 'displayName'")) LIKE \(pattern) ESCAPE '\\')))
                 ORDER BY a.uid COLLATE "C" LIMIT \(limit)
                 """
         }

@@ -166,16 +166,17 @@ extension SQLiteStorage {
             .map(Self.pending)
         }
     }
-    /// Accounts by the email of any linked profile snapshot (SQLite's JSON functions; lower-cased both sides).
+    /// Accounts by the email of any linked profile snapshot (SQLite's JSON functions; folded
+    /// both sides, `TextFolding`).
     public func uids(email: String, limit: Int) async throws -> [String] {
         try await read { db in
             try String.fetchAll(
                 db,
                 sql: """
                     SELECT uid FROM provider_links
-                    WHERE lower(json_extract(CAST(profile_json AS TEXT), '$.email')) = lower(?)
+                    WHERE gatehouse_fold(json_extract(CAST(profile_json AS TEXT), '$.email')) = ?
                     GROUP BY uid ORDER BY min(linked_at), uid LIMIT ?
-                    """, arguments: [email, limit])
+                    """, arguments: [TextFolding.folded(email), limit])
         }
     }
     /// Accounts an operator's search finds, by uid after the cursor.
@@ -190,8 +191,8 @@ extension SQLiteStorage {
                     sql: """
                         SELECT a.uid FROM accounts a WHERE a.uid > ? AND (a.uid = ? OR EXISTS (
                           SELECT 1 FROM provider_links l WHERE l.uid = a.uid AND (l.federated_id = ? OR l.provider_id || ':' || l.federated_id = ?
-                            OR lower(json_extract(CAST(l.profile_json AS TEXT), '$.email')) LIKE ? ESCAPE '\\'
-                            OR lower(json_extract(CAST(l.profile_json AS TEXT), '$.displayName')) LIKE ? ESCAPE '\\')))
+                            OR gatehouse_fold(json_extract(CAST(l.profile_json AS TEXT), '$.email')) LIKE ? ESCAPE '\\'
+                            OR gatehouse_fold(json_extract(CAST(l.profile_json AS TEXT), '$.displayName')) LIKE ? ESCAPE '\\')))
                         ORDER BY a.uid LIMIT ?
                         """, arguments: [after ?? "", text, text, text, search.pattern, search.pattern, limit])
             }

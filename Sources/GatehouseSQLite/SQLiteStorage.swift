@@ -29,6 +29,7 @@ public final class SQLiteStorage: GatehouseStorage {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
+            db.add(function: Self.fold)
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         folder = (path as NSString).deletingLastPathComponent

@@ -212,6 +212,14 @@ import Testing
         #expect(try await storage.uids(email: "ada@example.com", limit: 10) == ["u1"])
         #expect(try await storage.uids(email: "example.com", limit: 10).isEmpty)
         #expect(try await storage.uids(email: "nobody@example.com", limit: 10).isEmpty)
+        // Beyond ASCII, as the verified match compares: lower-cased and canonically composed
+        // (the stored É is `E` + U+0301, the query's a precomposed é).
+        var unicode = Fixtures.link("u3", federatedId: "3")
+        unicode.profileJSON = Data(#"{"email":"E\#u{301}LODIE@EXÄMPLE.com"}"#.utf8)
+        try await storage.createAccount(Fixtures.account("u3"), firstLink: unicode)
+        #expect(try await storage.uids(email: "élodie@exämple.com", limit: 10) == ["u3"])
+        #expect(try await storage.uids(email: "ÉLODIE@exämple.COM", limit: 10) == ["u3"])
+        #expect(try await storage.uids(email: "elodie@example.com", limit: 10).isEmpty, "accents are kept")
     }
 
     @Test(arguments: StorageBackend.all)

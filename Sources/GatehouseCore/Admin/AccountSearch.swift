@@ -2,7 +2,7 @@ import Foundation
 
 /// What an operator looks accounts up by (`GET /v1/admin/users?query=`): every account, or
 /// those whose uid, provider identity (`github.com:583231` or the federated id alone), email or
-/// display name matches — the last two contained, without case, wildcards taken literally.
+/// display name matches — the last two contained, folded (`TextFolding`), wildcards taken literally.
 public enum AccountSearch: Sendable, Equatable {
     /// Every account, by uid.
     case all
@@ -15,12 +15,12 @@ public enum AccountSearch: Sendable, Equatable {
         self = trimmed.isEmpty ? .all : .text(trimmed)
     }
 
-    /// `text`, lower-cased, with the `LIKE` wildcards `%` and `_` (and the escape `\`) escaped,
-    /// inside `%…%`: a search for `50%_off` finds that text, not everything.
+    /// `text`, folded (`TextFolding`), with the `LIKE` wildcards `%` and `_` (and the escape `\`)
+    /// escaped, inside `%…%`: a search for `50%_off` finds that text, not everything.
     static func containsPattern(_ text: String) -> String {
         // Per scalar: `_` followed by a combining mark is one Character but still a wildcard.
         var escaped = String.UnicodeScalarView()
-        for scalar in text.lowercased().unicodeScalars {
+        for scalar in TextFolding.folded(text).unicodeScalars {
             if scalar == "%" || scalar == "_" || scalar == "\\" { escaped.append("\\") }
             escaped.append(scalar)
         }
