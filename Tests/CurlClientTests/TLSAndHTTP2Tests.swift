@@ -37,7 +37,8 @@ struct TLSAndHTTP2Tests {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(bodies.count == 10)
-            #expect(bodies.allSatisfy { $0.httpVersion == "2" && Data($0.body) == Self.payload })
+            let holds = bodies.allSatisfy { $0.httpVersion == "2" && Data($0.body) == Self.payload }
+            #expect(holds)
         }
     }
 

@@ -34,7 +34,8 @@ import Testing
                 .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
             #expect(Base64URL.encode(bytes) == expected)
             #expect(Base64URL.encode(Data(bytes)) == expected)
-            #expect(Base64URL.encode(bytes.lazy.map { $0 }) == expected)
+            let holds = Base64URL.encode(bytes.lazy.map { $0 }) == expected
+            #expect(holds)
         }
         #expect(Base64URL.encode([0xFB, 0xFF]) == "-_8")
     }
@@ -47,7 +48,8 @@ import Testing
         let decoded = FormEncoding.decode(encoded)
         #expect(decoded.map(\.0) == pairs.map(\.0))
         #expect(decoded.map(\.1) == pairs.map(\.1))
-        #expect(FormEncoding.decode("a=b+c&flag&bad=%zz").map { "\($0.0)=\($0.1)" } == ["a=b c", "flag=", "bad=%zz"])
+        let holds = FormEncoding.decode("a=b+c&flag&bad=%zz").map { "\($0.0)=\($0.1)" } == ["a=b c", "flag=", "bad=%zz"]
+        #expect(holds)
     }
 
     @Test("a query's first value of each name; pairs split at the bytes & and =, empty parts skipped")

@@ -24,7 +24,8 @@ import Testing
         let first = flight.task(for: "a") { try await gate.work(1) }
         let joined = (0..<10).map { _ in flight.task(for: "a") { try await gate.work(2) } }
         #expect(flight.isRunning("a"))
-        #expect(joined.allSatisfy { $0 == first })
+        let holds = joined.allSatisfy { $0 == first }
+        #expect(holds)
         let other = Gate()
         let b = flight.task(for: "b") { try await other.work(3) }
         other.release.yield()
@@ -32,13 +33,15 @@ import Testing
         gate.release.yield()
         #expect(try await first.value == 1)
         for task in joined { #expect(try await task.value == 1) }
-        #expect(gate.runs.withLock { $0 } == 1)
+        let holds2 = gate.runs.withLock { $0 } == 1
+        #expect(holds2)
         // The run forgot itself when it ended (its own task removes it).
         for _ in 0..<1000 where flight.isRunning("a") { await Task.yield() }
         #expect(!flight.isRunning("a"))
         let again = Gate()
         again.release.yield()
-        #expect(try await flight.run("a") { try await again.work(4) } == 4)
+        let holds3 = try await flight.run("a") { try await again.work(4) } == 4
+        #expect(holds3)
     }
 
     @Test("an error is shared by every caller of the run, and the next call starts afresh")
@@ -55,6 +58,7 @@ import Testing
         await #expect(throws: Failure.self) { try await failing.value }
         await #expect(throws: Failure.self) { try await joined.value }
         for _ in 0..<1000 where flight.isRunning("k") { await Task.yield() }
-        #expect(try await flight.run("k") { 8 } == 8)
+        let holds = try await flight.run("k") { 8 } == 8
+        #expect(holds)
     }
 }

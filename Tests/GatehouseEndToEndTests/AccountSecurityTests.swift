@@ -91,7 +91,8 @@ struct AccountSecurityTests {
             let approved = try await deployment.client.execute(OutboundRequest(url: try #require(start.headers["location"])))
             let callback = try await legacy.send(try #require(approved.headers["location"]))
             let location = try #require(callback.headers["location"])
-            let id = try #require(location.range(of: "#gatehouse_result=").map { String(location[$0.upperBound...]) })
+            let foundId = location.range(of: "#gatehouse_result=").map { String(location[$0.upperBound...]) }
+            let id = try #require(foundId)
             let redeemed = try await legacy.send(
                 "\(deployment.gatewayURL)/v1/auth/result", method: "POST", headers: ["Content-Type": "application/json"],
                 body: Array(#"{"result":"\#(id)"}"#.utf8))

@@ -52,7 +52,8 @@ struct ConsoleTests {
             #expect(entry.status == 200 && entry.bodyText.contains("Sign in with github.com"))
             var (browser, opened) = try await Self.operatorBrowser(deployment)
             #expect(opened.status == 303 && opened.headers["location"] == "/admin/users")
-            let cookie = try #require(opened.headers.values("set-cookie").first { $0.hasPrefix("gatehouse-console=") })
+            let foundCookie = opened.headers.values("set-cookie").first { $0.hasPrefix("gatehouse-console=") }
+            let cookie = try #require(foundCookie)
             #expect(cookie.contains("SameSite=Strict") && cookie.contains("HttpOnly"))
 
             let users = try await browser.send("\(deployment.gatewayURL)/admin/users")
@@ -194,10 +195,11 @@ struct ConsoleTests {
                 if stored.contains(where: { $0["event"] as? String == "account.deleted" }) { break }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            #expect(
+            let holds =
                 stored.compactMap { $0["event"] as? String }.prefix(4) == [
                     "account.deleted", "account.disabled", "session.revoked", "account.claims-updated",
-                ], "\(stored)")
+                ]
+            #expect(holds, "\(stored)")
             #expect(stored.first?["actor"] as? String == "operator:\(operatorUid)")
             let disabledOnly = try jsonObject(
                 try await ProviderAPITests.call(deployment, "/v1/admin/activity?uid=\(uid)&type=account.disabled", key: key))
@@ -214,10 +216,10 @@ struct ConsoleTests {
             }
 
             let audited = AuditTrailTests.auditLines(deployment.logs.lines).filter { $0["audit.actor"] as? String == "operator:\(operatorUid)" }
-            #expect(
-                Set(audited.compactMap { $0["audit.event"] as? String }).isSuperset(of: [
-                    "account.claims-updated", "session.revoked", "account.disabled", "account.deleted",
-                ]), "\(audited)")
+            let holds2 = Set(audited.compactMap { $0["audit.event"] as? String }).isSuperset(of: [
+                "account.claims-updated", "session.revoked", "account.disabled", "account.deleted",
+            ])
+            #expect(holds2, "\(audited)")
         }
     }
 
@@ -238,7 +240,8 @@ struct ConsoleTests {
             #expect(
                 opened.status == 403 && opened.bodyText.contains("Not an operator"),
                 "\(opened.status) \(opened.headers) \(opened.bodyText.prefix(600))")
-            #expect(!opened.headers.values("set-cookie").contains { $0.hasPrefix("gatehouse-console=") })
+            let holds = !opened.headers.values("set-cookie").contains { $0.hasPrefix("gatehouse-console=") }
+            #expect(holds)
             // Every page and route answers a signed-in non-operator the same 403: whether an
             // account or an address exists cannot be told from it.
             var copied = outsider
@@ -298,14 +301,15 @@ struct ConsoleTests {
                 "\(deployment.gatewayURL)/admin/keys", method: "POST", headers: ["Content-Type": "application/x-www-form-urlencoded"],
                 body: Array("name=billing&scope=profile%3Aread&scope=photo%3Aread".utf8))
             #expect(created.status == 201 && created.headers["cache-control"] == "no-store")
-            let secret = try #require(
-                created.bodyText.range(of: #"ghsk_[A-Za-z0-9_-]+"#, options: .regularExpression).map { String(created.bodyText[$0]) })
+            let foundSecret = created.bodyText.range(of: #"ghsk_[A-Za-z0-9_-]+"#, options: .regularExpression).map { String(created.bodyText[$0]) }
+            let secret = try #require(foundSecret)
             let listed = try await browser.send("\(deployment.gatewayURL)/admin/keys")
             #expect(listed.bodyText.contains("billing") && !listed.bodyText.contains(secret))
             // The new key works, with the scopes ticked.
             let admin = try await ProviderAPITests.key(deployment, ["admin"])
             let keys = try jsonObject(try await ProviderAPITests.call(deployment, "/v1/admin/keys", key: admin))["keys"] as? [[String: Any]] ?? []
-            let billing = try #require(keys.first { $0["name"] as? String == "billing" })
+            let foundBilling = keys.first { $0["name"] as? String == "billing" }
+            let billing = try #require(foundBilling)
             #expect((billing["scopes"] as? [String])?.sorted() == ["photo:read", "profile:read"])
             let id = try #require(billing["id"] as? String)
             #expect(try await ProviderAPITests.call(deployment, "/v1/users/nobody", key: secret).status == 404)

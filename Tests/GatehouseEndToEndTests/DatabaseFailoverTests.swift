@@ -118,8 +118,10 @@ struct DatabaseFailoverTests {
                 // Readiness follows the database each way: about half a second on an idle
                 // machine (the ping's limit); 1.2 s was seen once under the whole suite's load,
                 // so the bound is 3 s, far below the 5 s database timeout a full wait would take.
-                #expect(downAfter.allSatisfy { $0 <= .seconds(3) }, "\(downAfter)")
-                #expect(upAfter.allSatisfy { $0 <= .seconds(3) }, "\(upAfter)")
+                let holds = downAfter.allSatisfy { $0 <= .seconds(3) }
+                #expect(holds, "\(downAfter)")
+                let holds2 = upAfter.allSatisfy { $0 <= .seconds(3) }
+                #expect(holds2, "\(upAfter)")
                 // Every chain rotates on either instance, and every account answers /v1/me.
                 for (index, chain) in await record.chains.enumerated() {
                     #expect([200, 503].contains(chain.lastStatus))
@@ -356,7 +358,8 @@ struct DatabaseFailoverTests {
             }
             return try await group.reduce(into: [Duration?]()) { $0.append($1) }
         }
-        #expect(times.allSatisfy { $0 != nil }, "readiness never became \(status) on some gateway")
+        let holds = times.allSatisfy { $0 != nil }
+        #expect(holds, "readiness never became \(status) on some gateway")
         return times.compactMap { $0 }.max() ?? .seconds(20)
     }
 

@@ -13,8 +13,10 @@ struct GitHubSignInTests {
         let (logs, secrets) = try await withDeployment { deployment in
             var browser = Browser(deployment)
             let callbackURL = try await browser.authorize(login: "octocat")
-            let code = try #require(FormEncoding.decode(String(callbackURL.split(separator: "?")[1])).first { $0.0 == "code" }?.1)
-            let state = try #require(FormEncoding.decode(String(callbackURL.split(separator: "?")[1])).first { $0.0 == "state" }?.1)
+            let foundCode = FormEncoding.decode(String(callbackURL.split(separator: "?")[1])).first { $0.0 == "code" }?.1
+            let code = try #require(foundCode)
+            let foundState = FormEncoding.decode(String(callbackURL.split(separator: "?")[1])).first { $0.0 == "state" }?.1
+            let state = try #require(foundState)
             let callback = try await browser.send(callbackURL)
             #expect(callback.status == 303)
             let location = try #require(callback.headers["location"])
@@ -170,7 +172,8 @@ struct GitHubSignInTests {
                 let expired = try await slow.send(late)
                 #expect(expired.status == 400)
                 #expect(try jsonObject(expired)["code"] as? String == "invalid-state")
-                #expect(slow.jar.cookies.keys.allSatisfy { !$0.contains("session") })
+                let holds = slow.jar.cookies.keys.allSatisfy { !$0.contains("session") }
+                #expect(holds)
                 #expect((try await shortLived.emulatorStats())["POST /github/login/oauth/access_token"] == nil)
             }
 
@@ -235,7 +238,8 @@ struct GitHubSignInTests {
             let forged = callback.replacingOccurrences(of: "code=", with: "code=forged")
             let response = try await browser.send(forged)
             #expect(response.status == 303)
-            #expect(browser.jar.cookies.keys.allSatisfy { !$0.contains("session") })
+            let holds = browser.jar.cookies.keys.allSatisfy { !$0.contains("session") }
+            #expect(holds)
             let location = try #require(response.headers["location"])
             let result = try await browser.result(String(location.split(separator: "=").last ?? ""))
             #expect(result.status == 400)

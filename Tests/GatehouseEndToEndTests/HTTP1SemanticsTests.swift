@@ -187,7 +187,8 @@ struct HTTP1SemanticsTests {
             #expect(after.isEmpty, "\(after)")
 
             let logged = deployment.logs.lines.filter { $0.contains(#""message":"request refused: not HTTP""#) }
-            #expect(ids.allSatisfy { id in logged.contains { $0.contains(#""request.id":"\#(id)""#) } }, "\(logged)")
+            let holds = ids.allSatisfy { id in logged.contains { $0.contains(#""request.id":"\#(id)""#) } }
+            #expect(holds, "\(logged)")
             let metrics = try await deployment.client.execute(OutboundRequest(url: deployment.operationsURL + "/metrics")).bodyText
             for (listener, count) in [("public", 4), ("operations", 3)] {
                 #expect(metrics.contains(#"gatehouse_malformed_requests_total{listener="\#(listener)"} \#(count)"#), "\(listener)\n\(metrics)")

@@ -90,7 +90,8 @@ struct HookTests {
             #expect(try await Self.snapshot(deployment) == before)
             #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 401)
             // The hook was asked once, before-create; before-sign-in never (the denial ended it).
-            #expect(try await Self.calls(deployment).map { $0["event"] as? String } == ["before-create"])
+            let holds = try await Self.calls(deployment).map { $0["event"] as? String } == ["before-create"]
+            #expect(holds)
 
             // The same through POST /v1/auth/idtoken: the answer itself is the problem.
             let minted = try jsonObject(
@@ -191,7 +192,8 @@ struct HookTests {
             let cleared = try jsonObject(try await GatewayTokenTests.refresh(deployment, try #require(first["refreshToken"] as? String)))
             #expect(try Self.claims(try #require(cleared["idToken"] as? String))["plan"] == nil)
             // The change is an audit event.
-            #expect(deployment.logs.lines.contains { $0.contains("account.claims-updated") })
+            let holds = deployment.logs.lines.contains { $0.contains("account.claims-updated") }
+            #expect(holds)
         }
     }
 
@@ -271,7 +273,8 @@ struct HookTests {
             // The stale answer was not stored: the hook was asked again, with the service's change,
             // and its answer to that (the sample app's: role admin) is what the account holds.
             #expect(try await deployment.emulatorStats()[endpoint] == asked + 2)
-            let last = try #require(try await Self.calls(deployment).last { $0["event"] as? String == "before-sign-in" })
+            let foundLast = try await Self.calls(deployment).last { $0["event"] as? String == "before-sign-in" }
+            let last = try #require(foundLast)
             #expect((last["body"] as? String)?.contains(#""suspended":true"#) == true, "\(last)")
             let stored = try jsonObject(try await ProviderAPITests.call(deployment, "/v1/users/\(uid)", key: key))["customClaims"] as? [String: Any]
             #expect(stored?["role"] as? String == "admin" && stored?["plan"] == nil && stored?.count == 1, "\(String(describing: stored))")
@@ -416,7 +419,8 @@ struct HookTests {
             }
             let unchanged = try await stored()
             #expect(unchanged["staff"] as? Bool == true && unchanged["plan"] as? String == "team", "\(unchanged)")
-            #expect(deployment.logs.lines.contains { $0.contains("operator claim") }, "the reason is logged")
+            let holds = deployment.logs.lines.contains { $0.contains("operator claim") }
+            #expect(holds, "the reason is logged")
             // One that keeps it goes through; one that leaves it out keeps it too (an app's hook
             // that answers fixed claims must not lock its operators out).
             try await Self.answer(deployment, "before-sign-in", #"{"decision":"allow","customClaims":{"staff":true,"plan":"hooked"}}"#)
@@ -503,7 +507,8 @@ struct HookTests {
                 #expect(counted.contains(#"gatehouse_hook_calls_total{hook="before-create",outcome="\#(outcome)"}"#), "\(outcome)")
             }
             // One warning line for the burst, not one per sign-in.
-            #expect(deployment.logs.lines.filter { $0.contains("hook call failed") && $0.contains("\"warning\"") }.count == 1)
+            let holds = deployment.logs.lines.filter { $0.contains("hook call failed") && $0.contains("\"warning\"") }.count == 1
+            #expect(holds)
         }
         // A refused connection: nothing listens on port 1. Five of them, met by two identities,
         // open the hook's breaker: the sixth sign-in is refused without a connection attempt.
@@ -615,11 +620,14 @@ struct HookTests {
             var other = Browser(deployment)
             #expect(try await other.complete(login: "sam@oidc.example", provider: "oidc.emulator").status == 200)
             let calls = try await Self.calls(deployment)
-            #expect(calls.map { $0["event"] as? String } == ["before-create", "before-sign-in", "before-sign-in", "before-create", "before-sign-in"])
+            let holds =
+                calls.map { $0["event"] as? String } == ["before-create", "before-sign-in", "before-sign-in", "before-create", "before-sign-in"]
+            #expect(holds)
 
             let bodies = calls.compactMap { $0["body"] as? String }
             for token in await deployment.emulator.issuedAccessTokens() {
-                #expect(!bodies.contains { $0.contains(token) }, "a provider access token reached the hook")
+                let holds2 = !bodies.contains { $0.contains(token) }
+                #expect(holds2, "a provider access token reached the hook")
             }
             for body in bodies {
                 #expect(!body.contains("refresh_token") && !body.contains("access_token") && !body.contains("\"idToken\""))

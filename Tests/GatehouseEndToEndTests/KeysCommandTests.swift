@@ -67,7 +67,8 @@ struct KeysCommandTests {
         // The command's changes are in the stored trail the activity listing reads, once each.
         let trail = try await storage.auditRecords(uid: nil, event: nil, before: nil, limit: 10)
         #expect(trail.map(\.event) == ["service-key.revoked", "service-key.created"], "\(trail)")
-        #expect(trail.allSatisfy { $0.actor == "command-line" && $0.keyId == id }, "\(trail)")
+        let holds = trail.allSatisfy { $0.actor == "command-line" && $0.keyId == id }
+        #expect(holds, "\(trail)")
     }
 
     @Test(
@@ -105,7 +106,8 @@ struct KeysCommandTests {
         #expect(try await storage.dataKeys().count == 1)
         // Both runs are in the stored trail, each naming the data key it sealed with.
         let trail = try await storage.auditRecords(uid: nil, event: "encryption-key.rotated", before: nil, limit: 10)
-        #expect(trail.count == 2 && trail.allSatisfy { $0.actor == "command-line" && $0.keyId?.isEmpty == false }, "\(trail)")
+        let holds = trail.count == 2 && trail.allSatisfy { $0.actor == "command-line" && $0.keyId?.isEmpty == false }
+        #expect(holds, "\(trail)")
     }
 
     @Test(

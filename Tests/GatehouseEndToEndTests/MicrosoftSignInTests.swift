@@ -64,10 +64,12 @@ struct MicrosoftSignInTests {
                 #expect(photo.headers["content-type"] == "image/jpeg")
                 // 648 is larger than the 504 upload: the nearest smaller size is served.
                 let expected = min(size, 504)
-                #expect(Self.jpegSize(photo.body).map { [$0.0, $0.1] } == [expected, expected], "size \(size)")
+                let holds = Self.jpegSize(photo.body).map { [$0.0, $0.1] } == [expected, expected]
+                #expect(holds, "size \(size)")
             }
             let full = try await browser.send("\(deployment.gatewayURL)/v1/me/photo")
-            #expect(Self.jpegSize(full.body).map { $0.0 } == 504)
+            let holds2 = Self.jpegSize(full.body).map { $0.0 } == 504
+            #expect(holds2)
             // The cache is off here: every answer comes from Graph; a caller who revalidates
             // always gets the tag (the whole photo is awaited).
             let tagged = try await browser.send("\(deployment.gatewayURL)/v1/me/photo", headers: ["If-None-Match": "\"older\""])
@@ -170,7 +172,8 @@ struct MicrosoftSignInTests {
             #expect(status >= 400)
             let expected = ["expired": "id-token-expired", "wrong-nonce": "missing-or-invalid-nonce"][mode] ?? "invalid-id-token"
             #expect(json["code"] as? String == expected)
-            #expect(browser.jar.cookies.keys.allSatisfy { !$0.contains("session") })
+            let holds = browser.jar.cookies.keys.allSatisfy { !$0.contains("session") }
+            #expect(holds)
             #expect(try await deployment.accountCount() == 0)
             #expect(try await deployment.emulatorStats()["GET /graph/v1.0/me"] == nil)
         }

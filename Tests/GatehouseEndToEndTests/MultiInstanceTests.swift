@@ -23,7 +23,8 @@ struct MultiInstanceTests {
             let answered = try await browser.send(b + callback.dropFirst(a.count))
             #expect(answered.status == 303)
             let location = try #require(answered.headers["location"])
-            let resultID = try #require(location.range(of: "#gatehouse_result=").map { String(location[$0.upperBound...]) })
+            let foundResultID = location.range(of: "#gatehouse_result=").map { String(location[$0.upperBound...]) }
+            let resultID = try #require(foundResultID)
 
             func takeResult(on instance: String) async throws -> OutboundResponse {
                 try await browser.result(resultID, on: instance)
@@ -77,7 +78,8 @@ struct MultiInstanceTests {
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
-            #expect(kids.count == 3 && kids.allSatisfy { $0.count == 1 && $0 == kids[0] }, "\(kids)")
+            let holds = kids.count == 3 && kids.allSatisfy { $0.count == 1 && $0 == kids[0] }
+            #expect(holds, "\(kids)")
             let (_, _, first) = try await GatewayTokenTests.signedIn(deployment)
             let rotated = try jsonObject(try await GatewayTokenTests.refresh(deployment, first, on: a))
             let idToken = try #require(rotated["idToken"] as? String)
@@ -231,7 +233,8 @@ extension MultiInstanceTests {
             // A fresh store: the first instance made a data key (wrapped by the old configured key).
             let firstDataKey = try #require(try await storage.dataKeys().first)
             #expect(firstDataKey.wrappedKey.hasPrefix("v1.\(TokenVault.keyID(for: old))."))
-            #expect(before.allSatisfy { $0.sealedTokens.hasPrefix("v2.\(firstDataKey.id).") })
+            let holds = before.allSatisfy { $0.sealedTokens.hasPrefix("v2.\(firstDataKey.id).") }
+            #expect(holds)
 
             // Microsoft's access token dies, so the load also refreshes (and re-seals) tokens.
             _ = try await deployment.control("microsoft/expire-tokens", "{}")
@@ -260,7 +263,8 @@ extension MultiInstanceTests {
             #expect(report.retiredDataKeys == [firstDataKey.id], "\(report)")
             #expect(report.remaining.isEmpty, "\(report)")
             #expect(statuses.count == 48)
-            #expect(statuses.allSatisfy { $0 == 200 })
+            let holds2 = statuses.allSatisfy { $0 == 200 }
+            #expect(holds2)
             // Microsoft's refresh happened during the run and sealed with the new key.
             #expect(try await deployment.emulatorStats()["POST /microsoft/common/oauth2/v2.0/token"] == 2)
 
@@ -330,7 +334,8 @@ extension MultiInstanceTests {
             let answers = await observed.answers
             let failures = answers.filter { $0.status != 200 }
             #expect(failures.count >= 3)
-            #expect(failures.allSatisfy { $0.status == 503 && $0.code == "storage-unavailable" })
+            let holds = failures.allSatisfy { $0.status == 503 && $0.code == "storage-unavailable" }
+            #expect(holds)
             #expect(await observed.okAfterFailure >= 10)
             #expect(try await deployment.client.execute(OutboundRequest(url: me, headers: cookies)).status == 200)
         }

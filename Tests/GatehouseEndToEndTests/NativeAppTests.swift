@@ -315,7 +315,8 @@ struct NativeAppTests {
                         #"{"result":"\#(String(reauthLocation[reauthLocation.range(of: "#gatehouse_result=")!.upperBound...]))","result_verifier":"\#(reauthKey.verifier)"}"#
                             .utf8)))
             let fresh = try jsonObject(reauthenticated)
-            #expect(fresh["operationType"] as? String == "reauthenticate" && (fresh["idToken"] as? String).map { $0 != idToken } == true)
+            let holds = fresh["operationType"] as? String == "reauthenticate" && (fresh["idToken"] as? String).map { $0 != idToken } == true
+            #expect(holds)
 
             // Refused: no bearer token; a web return; no result_challenge.
             #expect(

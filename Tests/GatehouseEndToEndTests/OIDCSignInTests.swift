@@ -71,9 +71,10 @@ struct OIDCSignInTests {
             let user = try #require(verified.json["user"] as? [String: Any])
             #expect((user["providers"] as? [[String: Any]])?.first?["federatedId"] as? String == "UQIDWJNWVNQD4GXZ5NGMZUSTQ4")
             #expect(user["emailVerified"] as? Bool == true)
-            #expect(
+            let holds =
                 (verified.json["additionalUserInfo"] as? [String: Any]).flatMap { $0["profile"] as? [String: Any] }?["sub"] as? String
-                    == "UQIDWJNWVNQD4GXZ5NGMZUSTQ4")
+                == "UQIDWJNWVNQD4GXZ5NGMZUSTQ4"
+            #expect(holds)
 
             var other = Browser(deployment)
             let unverified = try await Self.signIn(&other, login: "yan@yahoo.example", provider: "yahoo.com")
@@ -120,7 +121,8 @@ struct OIDCSignInTests {
 
     @Test("a bad ID token, callback iss or userinfo subject → error result, no session, no account", arguments: rejections.map(\.mode))
     func rejection(mode: String) async throws {
-        let expected = try #require(Self.rejections.first { $0.mode == mode }?.code)
+        let foundExpected = Self.rejections.first { $0.mode == mode }?.code
+        let expected = try #require(foundExpected)
         try await withDeployment { deployment in
             let armed = try await deployment.control("oidc/tamper", #"{"issuer": "oidc", "mode": "\#(mode)"}"#)
             #expect(armed.status == 201)
@@ -128,7 +130,8 @@ struct OIDCSignInTests {
             let (status, json) = try await Self.signIn(&browser, login: Self.olive, provider: "oidc.emulator")
             #expect(status >= 400)
             #expect(json["code"] as? String == expected, "mode \(mode): \(json)")
-            #expect(browser.jar.cookies.keys.allSatisfy { !$0.contains("session") })
+            let holds = browser.jar.cookies.keys.allSatisfy { !$0.contains("session") }
+            #expect(holds)
             #expect(try await deployment.accountCount() == 0)
             #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 401)
             // Nothing is sent to the userinfo endpoint before the ID token passed.
@@ -156,7 +159,8 @@ struct OIDCSignInTests {
             let disabled = try #require(readiness["disabledProviders"] as? [String: String])
             #expect(disabled["oidc.mismatch"]?.contains("issuer") == true)
             #expect((readiness["providers"] as? [String])?.contains("oidc.mismatch") == false)
-            #expect(deployment.logs.lines.contains { $0.contains("OIDC provider disabled") && $0.contains("oidc.mismatch") })
+            let holds = deployment.logs.lines.contains { $0.contains("OIDC provider disabled") && $0.contains("oidc.mismatch") }
+            #expect(holds)
             #expect(try await Self.signIn(&browser, login: Self.olive, provider: "oidc.emulator").status == 200)
         }
     }
@@ -226,7 +230,8 @@ struct OIDCSignInTests {
             // bits that decode to nothing, or with padding, is the same token (and an ECDSA
             // signature's other s would be too: the replay key is what the signature signs).
             let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-            let last = try #require(good.last.flatMap { alphabet.firstIndex(of: $0) })
+            let foundLast = good.last.flatMap { alphabet.firstIndex(of: $0) }
+            let last = try #require(foundLast)
             let rewritten = String(good.dropLast()) + String(alphabet[last ^ 1])
             for variant in [good, rewritten, good + "=", good + "==", rewritten + "="] {
                 var replay = Browser(deployment)
@@ -234,7 +239,8 @@ struct OIDCSignInTests {
                     &replay, #"{"providerId": "oidc.emulator", "idToken": "\#(variant)", "rawNonce": "\#(rawNonce)"}"#)
                 #expect(answer.status == 400, "\(variant.suffix(4)): \(answer.bodyText)")
                 #expect(try jsonObject(answer)["code"] as? String == "invalid-idp-response")
-                #expect(replay.jar.cookies.keys.allSatisfy { !$0.contains("session") })
+                let holds = replay.jar.cookies.keys.allSatisfy { !$0.contains("session") }
+                #expect(holds)
             }
 
             var other = Browser(deployment)
@@ -268,7 +274,8 @@ struct OIDCSignInTests {
             }
             let after = try await deployment.emulatorStats()["GET /oidc/jwks"] ?? 0
             #expect(after - before <= 1)
-            #expect(other.jar.cookies.keys.allSatisfy { !$0.contains("session") })
+            let holds2 = other.jar.cookies.keys.allSatisfy { !$0.contains("session") }
+            #expect(holds2)
             #expect(try await deployment.accountCount() == 1)
         }
     }

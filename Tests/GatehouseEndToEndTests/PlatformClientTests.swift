@@ -86,7 +86,8 @@ struct PlatformClientTests {
         try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
         try await DemoProcess.with(executable: KeysCommandTests.executable.path) { demo in
             let output = (try? String(contentsOfFile: demo.folder + ".out", encoding: .utf8)) ?? ""
-            let line = try #require(output.split(separator: "\n").first { $0.hasPrefix("Emulator at http://127.0.0.1:") }, "\(output)")
+            let foundLine = output.split(separator: "\n").first { $0.hasPrefix("Emulator at http://127.0.0.1:") }
+            let line = try #require(foundLine, "\(output)")
             let client = CurlHTTPClient()
             defer { client.shutdown() }
             let discovery = try await client.execute(

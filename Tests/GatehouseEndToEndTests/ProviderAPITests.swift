@@ -89,7 +89,8 @@ struct ProviderAPITests {
                 let tokens = await deployment.emulator.issuedAccessTokens()
                 #expect(!tokens.contains(where: link.contains))
                 let targets = link.split(separator: ",").map { String($0[$0.index(after: $0.firstIndex(of: "<")!)..<$0.firstIndex(of: ">")!]) }
-                #expect(targets.allSatisfy { $0.hasPrefix("\(base)/user/repos?") }, "\(link)")
+                let holds = targets.allSatisfy { $0.hasPrefix("\(base)/user/repos?") }
+                #expect(holds, "\(link)")
                 guard let next = link.split(separator: ",").first(where: { $0.contains("rel=\"next\"") }) else {
                     #expect(page == 3, "the last page has no next link")
                     break
@@ -182,7 +183,8 @@ struct ProviderAPITests {
             // Each refusal is audited once, as not allowed (never the raw path).
             let audited = Self.apiAuditLines(deployment)
             #expect(audited.count == 10, "\(audited)")
-            #expect(audited.allSatisfy { $0["api.template"] as? String == "not-allowed" && $0["api.status"] as? Int == 403 })
+            let holds = audited.allSatisfy { $0["api.template"] as? String == "not-allowed" && $0["api.status"] as? Int == 403 }
+            #expect(holds)
         }
     }
 
@@ -199,7 +201,8 @@ struct ProviderAPITests {
             let tokenCalls = try await deployment.emulatorStats().filter { $0.key.hasSuffix("/oauth2/v2.0/token") }.values.reduce(0, +)
             let retried = try await Self.call(deployment, messages, key: key)
             #expect(retried.status == 200, "\(retried.bodyText)")
-            #expect(try await deployment.emulatorStats().filter { $0.key.hasSuffix("/oauth2/v2.0/token") }.values.reduce(0, +) == tokenCalls + 1)
+            let holds = try await deployment.emulatorStats().filter { $0.key.hasSuffix("/oauth2/v2.0/token") }.values.reduce(0, +) == tokenCalls + 1
+            #expect(holds)
             #expect(try await Self.upstreamCalls(deployment, "GET /graph/v1.0/me/messages") == 3)
             // One message through the `{id}` template.
             let first = try #require(((try jsonObject(retried)["value"] as? [[String: Any]])?.first?["id"]) as? String)
@@ -218,8 +221,10 @@ struct ProviderAPITests {
             #expect(limited.headers["retry-after"] == "7")
             #expect(try jsonObject(limited)["code"] as? String == "upstream-rate-limited")
             let audited = Self.apiAuditLines(deployment)
-            #expect(audited.map { $0["api.status"] as? Int } == [200, 200, 200, 429], "\(audited)")
-            #expect(audited.map { $0["api.template"] as? String }.last == "GET /user/repos")
+            let holds2 = audited.map { $0["api.status"] as? Int } == [200, 200, 200, 429]
+            #expect(holds2, "\(audited)")
+            let holds3 = audited.map { $0["api.template"] as? String }.last == "GET /user/repos"
+            #expect(holds3)
             let tokens = await deployment.emulator.issuedAccessTokens()
             let log = deployment.logs.lines.joined(separator: "\n")
             #expect(!tokens.contains(where: log.contains))
@@ -406,7 +411,8 @@ struct ProviderAPITests {
             #expect(try await Self.upstreamCalls(deployment, "PUT /graph/v1.0/me/drive/items/01DECLARED/content") == calls)
             let audited = Self.apiAuditLines(deployment).map { ($0["api.template"] as? String ?? "", $0["api.status"] as? Int ?? 0) }
             #expect(audited.map(\.1) == [200, 413, 413], "\(audited)")
-            #expect(audited.allSatisfy { $0.0 == "PUT /v1.0/me/drive/items/{id}/content" })
+            let holds = audited.allSatisfy { $0.0 == "PUT /v1.0/me/drive/items/{id}/content" }
+            #expect(holds)
         }
     }
 
@@ -469,7 +475,8 @@ struct ProviderAPITests {
             let fresh = try #require(try jsonObject(try await Self.call(deployment, route, key: vault))["accessToken"] as? String)
             #expect(fresh != token)
             let issued = Self.apiAuditLines(deployment, event: "provider-token.issued")
-            #expect(issued.count == 2 && issued.allSatisfy { $0["user.id"] as? String == uid && $0["provider.id"] as? String == "microsoft.com" })
+            let holds = issued.count == 2 && issued.allSatisfy { $0["user.id"] as? String == uid && $0["provider.id"] as? String == "microsoft.com" }
+            #expect(holds)
             let log = deployment.logs.lines.joined(separator: "\n")
             #expect(!log.contains(token) && !log.contains(fresh))
         }

@@ -45,9 +45,11 @@ struct ProviderValidatorTests {
             #expect((after["GET /github-api/user/emails"] ?? 0) == (before["GET /github-api/user/emails"] ?? 0) + 1, "\(after)")
             #expect(try await Self.snapshot(deployment) == stored, "an unchanged profile writes nothing")
             let metrics = try await deployment.client.execute(OutboundRequest(url: deployment.operationsURL + "/metrics")).bodyText
-            #expect(
+            let holds =
                 metrics.contains(#"gatehouse_upstream_calls_total{provider="github.com",endpoint="profile",outcome="not-modified"}"#)
-                    || metrics.split(separator: "\n").contains { $0.hasPrefix("gatehouse_upstream_calls_total") && $0.contains("not-modified") },
+                || metrics.split(separator: "\n").contains { $0.hasPrefix("gatehouse_upstream_calls_total") && $0.contains("not-modified") }
+            #expect(
+                holds,
                 "no not-modified upstream calls counted")
 
             // GitHub changed the profile: a 200 without a validator match, normalized and stored.

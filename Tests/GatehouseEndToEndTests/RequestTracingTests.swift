@@ -25,7 +25,8 @@ struct RequestTracingTests {
             let started = Self.lines(deployment, id: "trace-start-1").filter { $0["message"] as? String == "sign-in started" }
             #expect(started.count == 1)
             // One request id per line: not Hummingbird's own counter beside it.
-            #expect(started.allSatisfy { $0["hb.request.id"] == nil }, "\(started)")
+            let holds = started.allSatisfy { $0["hb.request.id"] == nil }
+            #expect(holds, "\(started)")
 
             _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "status": 500, "body": "{}"}"#)
             let failed = try await browser.send(
@@ -33,9 +34,10 @@ struct RequestTracingTests {
             #expect(failed.status == 502, "\(failed.bodyText)")
             #expect(try jsonObject(failed)["requestId"] as? String == "trace-upstream-2")
             let traced = Self.lines(deployment, id: "trace-upstream-2")
-            #expect(
-                traced.contains { $0["message"] as? String == "upstream call failed" && $0["upstream.status"] as? Int == 500 }, "\(traced)")
-            #expect(traced.contains { $0["message"] as? String == "request" && $0["http.status"] as? Int == 502 }, "\(traced)")
+            let holds2 = traced.contains { $0["message"] as? String == "upstream call failed" && $0["upstream.status"] as? Int == 500 }
+            #expect(holds2, "\(traced)")
+            let holds3 = traced.contains { $0["message"] as? String == "request" && $0["http.status"] as? Int == 502 }
+            #expect(holds3, "\(traced)")
         }
     }
 
@@ -49,7 +51,8 @@ struct RequestTracingTests {
             let id = try #require(answer.headers["x-request-id"])
             #expect(id != "victim-req-123")
             #expect(Self.lines(deployment, id: "victim-req-123").isEmpty)
-            let line = try #require(Self.lines(deployment, id: id).first { $0["message"] as? String == "request" })
+            let foundLine = Self.lines(deployment, id: id).first { $0["message"] as? String == "request" }
+            let line = try #require(foundLine)
             #expect(line["request.offered_id"] as? String == "victim-req-123", "\(line)")
         }
     }
@@ -64,21 +67,24 @@ struct RequestTracingTests {
                 let uid = try account(try await browser.complete(login: "octocat")).uid
                 let me = try await browser.send("\(deployment.gatewayURL)/v1/me", headers: ["User-Agent": "gatehouse-test/1.0"])
                 let meId = try #require(me.headers["x-request-id"])
-                let meLine = try #require(Self.lines(deployment, id: meId).first { $0["message"] as? String == "request" })
+                let foundMeLine = Self.lines(deployment, id: meId).first { $0["message"] as? String == "request" }
+                let meLine = try #require(foundMeLine)
                 #expect(meLine["user.id"] as? String == uid && meLine["client.address"] as? String == "127.0.0.1", "\(meLine)")
                 #expect(meLine["http.user_agent"] as? String == "gatehouse-test/1.0" && meLine["http.response_bytes"] as? Int == me.body.count)
                 // One letter and 20,000 combining marks is one character: cut at 256 bytes.
                 let marked = "a" + String(repeating: "\u{301}", count: 20_000)
                 let marks = try await browser.send("\(deployment.gatewayURL)/v1/me", headers: ["User-Agent": marked])
                 let marksId = try #require(marks.headers["x-request-id"])
-                let marksLine = try #require(Self.lines(deployment, id: marksId).first { $0["message"] as? String == "request" })
+                let foundMarksLine = Self.lines(deployment, id: marksId).first { $0["message"] as? String == "request" }
+                let marksLine = try #require(foundMarksLine)
                 let agent = try #require(marksLine["http.user_agent"] as? String)
                 #expect(agent.utf8.count <= 256 && agent.utf8.count >= 250 && agent.utf8.first == UInt8(ascii: "a"), "\(agent.utf8.count) bytes")
 
                 let key = try await ProviderAPITests.key(deployment, ["profile:read"])
                 let byKey = try await ProviderAPITests.call(deployment, "/v1/users/\(uid)", key: key)
                 let byKeyId = try #require(byKey.headers["x-request-id"])
-                let keyLine = try #require(Self.lines(deployment, id: byKeyId).first { $0["message"] as? String == "request" })
+                let foundKeyLine = Self.lines(deployment, id: byKeyId).first { $0["message"] as? String == "request" }
+                let keyLine = try #require(foundKeyLine)
                 let keyId = try #require(keyLine["key.id"] as? String, "\(keyLine)")
                 #expect(keyId.hasPrefix("sk_") && keyLine["user.id"] == nil, "\(keyLine)")
                 #expect(!deployment.logs.lines.joined().contains(key), "the secret is never logged")
@@ -88,13 +94,15 @@ struct RequestTracingTests {
                 let unknown = try await deployment.client.execute(OutboundRequest(url: deployment.gatewayURL + long))
                 #expect(unknown.status == 404)
                 let unknownId = try #require(unknown.headers["x-request-id"])
-                let unknownLine = try #require(Self.lines(deployment, id: unknownId).first { $0["message"] as? String == "request" })
+                let foundUnknownLine = Self.lines(deployment, id: unknownId).first { $0["message"] as? String == "request" }
+                let unknownLine = try #require(foundUnknownLine)
                 #expect(unknownLine["http.path"] as? String == String(long.prefix(2048)) + "…")
 
                 let probe = try await deployment.client.execute(OutboundRequest(url: deployment.gatewayURL + "/healthz"))
                 let probeId = try #require(probe.headers["x-request-id"])
                 let probeLines = Self.lines(deployment, id: probeId)
-                #expect(probeLines.contains { $0["message"] as? String == "request" } == logProbes, "\(probeLines)")
+                let holds = probeLines.contains { $0["message"] as? String == "request" } == logProbes
+                #expect(holds, "\(probeLines)")
             }
         }
     }

@@ -32,11 +32,15 @@ struct ServiceKeyRoutesTests {
                 return try jsonObject(response)["users"] as? [[String: Any]] ?? []
             }
             let found = try await users("email=Sam.Shared@example.com")
-            #expect(found.map { $0["uid"] as? String } == [verified])
-            #expect(found.map { $0["emailMatch"] as? String } == ["verified"])
+            let holds = found.map { $0["uid"] as? String } == [verified]
+            #expect(holds)
+            let holds2 = found.map { $0["emailMatch"] as? String } == ["verified"]
+            #expect(holds2)
             let widened = try await users("email=sam.shared@example.com&includeUnverified=true")
-            #expect(widened.map { $0["uid"] as? String } == [claimed, verified])
-            #expect(widened.map { $0["emailMatch"] as? String } == ["unverified", "verified"])
+            let holds3 = widened.map { $0["uid"] as? String } == [claimed, verified]
+            #expect(holds3)
+            let holds4 = widened.map { $0["emailMatch"] as? String } == ["unverified", "verified"]
+            #expect(holds4)
             #expect(try await Self.call(deployment, "/v1/users?email=sam.shared@example.com&includeUnverified=yes", key: admin.secret).status == 400)
         }
     }
@@ -54,7 +58,8 @@ struct ServiceKeyRoutesTests {
             let reader = try await keys.create(name: "profiles", scopes: ["profile:read", "photo:read"])
             let admin = try await keys.create(name: "ops", scopes: ["admin"])
             #expect(reader.secret.hasPrefix("ghsk_"))
-            #expect(try await storage.serviceKeys().allSatisfy { $0.secretHash != reader.secret && $0.secretHash != admin.secret })
+            let holds = try await storage.serviceKeys().allSatisfy { $0.secretHash != reader.secret && $0.secretHash != admin.secret }
+            #expect(holds)
 
             #expect(try await Self.call(deployment, "/v1/users/\(uid)", key: nil).status == 401)
             #expect(try await Self.call(deployment, "/v1/users/\(uid)", key: "ghsk_wrong").status == 401)
@@ -79,7 +84,8 @@ struct ServiceKeyRoutesTests {
                 try await Self.call(deployment, "/v1/users/\(uid)/photo?size=96", key: reader.secret, headers: ["If-None-Match": etag]).status == 304)
 
             let found = try jsonObject(try await Self.call(deployment, "/v1/users?email=OCTOCAT@github.com", key: admin.secret))
-            #expect((found["users"] as? [[String: Any]])?.map { $0["uid"] as? String } == [uid])
+            let holds2 = (found["users"] as? [[String: Any]])?.map { $0["uid"] as? String } == [uid]
+            #expect(holds2)
             #expect(try await Self.call(deployment, "/v1/users?email=octocat@github.com", key: reader.secret).status == 403)
             #expect(try await Self.call(deployment, "/v1/users?email=not-an-email", key: admin.secret).status == 400)
             #expect(try await Self.call(deployment, "/v1/users/\(uid)/disable", key: reader.secret, method: "POST").status == 403)
@@ -202,7 +208,8 @@ struct ServiceRoutesPerProviderTests {
 
             let profile = try jsonObject(try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)", key: key.secret))
             #expect(profile["uid"] as? String == uid)
-            #expect((profile["providers"] as? [[String: Any]])?.map { $0["providerId"] as? String } == [providerId])
+            let holds = (profile["providers"] as? [[String: Any]])?.map { $0["providerId"] as? String } == [providerId]
+            #expect(holds)
             let live = try await ServiceKeyRoutesTests.call(deployment, "/v1/users/\(uid)/providers/\(providerId)/profile", key: key.secret)
             #expect(live.status == 200)
             #expect(try jsonObject(live)["providerId"] as? String == providerId)

@@ -35,7 +35,8 @@ struct StandardWebhooksTests {
         try verifier.verify(headers: headers.map { (name: $0.0, value: $0.1) }, body: Data(body.utf8))
         // Our signer makes the same signature.
         let ours = WebhookSigner(secrets: [try #require(WebhookSecret(Self.secret))]).headers(id: "msg_1", timestamp: now, body: Data(body.utf8))
-        #expect(ours.first { $0.name == "webhook-signature" }?.value == signature)
+        let holds = ours.first { $0.name == "webhook-signature" }?.value == signature
+        #expect(holds)
 
         #expect(throws: WebhookVerificationError.noMatchingSignature) {
             try verifier.verify(headers: headers.map { (name: $0.0, value: $0.1) }, body: Data(body.replacingOccurrences(of: "u1", with: "u2").utf8))

@@ -28,19 +28,22 @@ struct StartupTests {
                 name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder)
             defer { instance.process.stop() }
             let lines = Self.lines(instance.logPath)
-            let start = try #require(lines.first { $0["message"] as? String == "Gatehouse starting" }, "\(instance.logTail)")
+            let foundStart = lines.first { $0["message"] as? String == "Gatehouse starting" }
+            let start = try #require(foundStart, "\(instance.logTail)")
             #expect(start["version"] as? String == Gatehouse.version && (start["commit"] as? String)?.isEmpty == false)
             #expect(start["store"] as? String == "sqlite" && start["providers"] as? [String] == ["github.com"], "\(start)")
-            let listening = try #require(lines.first { $0["message"] as? String == "Gatehouse listening" })
+            let foundListening = lines.first { $0["message"] as? String == "Gatehouse listening" }
+            let listening = try #require(foundListening)
             #expect(listening["http.port"] is Int && listening["listener.role"] as? String == "public", "\(listening)")
-            let operations = try #require(lines.first { $0["message"] as? String == "Gatehouse operations listening" })
+            let foundOperations = lines.first { $0["message"] as? String == "Gatehouse operations listening" }
+            let operations = try #require(foundOperations)
             #expect(operations["ops.port"] is Int && operations["listener.role"] as? String == "operations", "\(operations)")
 
             kill(instance.process.pid, SIGHUP)
             let status = await instance.process.exited()
             #expect(SpawnedProcess.exitCode(status) == 0, "status \(status): \(instance.logTail)")
-            #expect(
-                Self.lines(instance.logPath).contains { ($0["message"] as? String)?.hasPrefix("shutting down") == true }, "\(instance.logTail)")
+            let holds = Self.lines(instance.logPath).contains { ($0["message"] as? String)?.hasPrefix("shutting down") == true }
+            #expect(holds, "\(instance.logTail)")
         }
     }
 
@@ -93,7 +96,8 @@ struct StartupTests {
                 launcher: ["/usr/bin/prlimit", "--nofile=96:8192", "--"])
             defer { instance.process.stop() }
             let limits = try String(contentsOfFile: "/proc/\(instance.process.pid)/limits", encoding: .utf8)
-            let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+            let foundLine = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }
+            let line = try #require(foundLine)
             #expect(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).first == "8192", "\(line)")
             let logged = Self.lines(instance.logPath).first { $0["message"] as? String == "open-file limit" }
             #expect(logged?["fd.limit"] as? Int == 8192 && logged?["fd.hard_limit"] as? Int == 8192, "\(instance.logTail)")
@@ -114,7 +118,8 @@ struct StartupTests {
 
     /// `count` connections to `url`'s port on 127.0.0.1, held open (the caller closes them).
     static func hold(_ count: Int, to url: String) throws -> [Int32] {
-        let port = try #require(url.split(separator: ":").last.flatMap { Int($0) })
+        let foundPort = url.split(separator: ":").last.flatMap { Int($0) }
+        let port = try #require(foundPort)
         return try (0..<count).map { _ in try LoopbackSocket.connect(port: port).descriptor }
     }
 
@@ -250,8 +255,9 @@ struct StartupTests {
             #expect((waiting?["reason"] as? String)?.contains("127.0.0.1:\(port)") == true)
             #expect(serve.isRunning, "serve waits for the database")
             // The operations listener is open meanwhile: alive, not ready, and why; metrics.
+            let foundOperationsPort = Self.lines(log).first { $0["message"] as? String == "Gatehouse operations listening" }?["ops.port"] as? Int
             let operationsPort = try #require(
-                Self.lines(log).first { $0["message"] as? String == "Gatehouse operations listening" }?["ops.port"] as? Int,
+                foundOperationsPort,
                 "the operations listener opens before the database is reached")
             let client = CurlHTTPClient()
             defer { client.shutdown() }
@@ -262,7 +268,8 @@ struct StartupTests {
             #expect(ready.bodyText.contains("waiting for the database") && ready.bodyText.contains("127.0.0.1:\(port)"), "\(ready.bodyText)")
             #expect(!ready.bodyText.contains("not-the-password"))
             #expect(try await client.execute(OutboundRequest(url: "\(operations)/metrics")).bodyText.contains("gatehouse_build_info"))
-            #expect(!Self.lines(log).contains { $0["message"] as? String == "Gatehouse listening" }, "the public listener waits")
+            let holds = !Self.lines(log).contains { $0["message"] as? String == "Gatehouse listening" }
+            #expect(holds, "the public listener waits")
             kill(serve.pid, SIGTERM)
             let status = await serve.exited()
             #expect(SpawnedProcess.exitCode(status) == 0, "status \(status)")
@@ -276,8 +283,8 @@ struct StartupTests {
     )
     func refusedDatabaseConnection() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
-        let base = try #require(
-            PostgresTestServer.baseURL.flatMap { URLComponents(string: $0) }, "run the suite with scripts/test or scripts/postgres swift test")
+        let foundBase = PostgresTestServer.baseURL.flatMap { URLComponents(string: $0) }
+        let base = try #require(foundBase, "run the suite with scripts/test or scripts/postgres swift test")
         let role = "nobody_\(UInt32.random(in: 0...UInt32.max))"
         var unknownRole = base
         unknownRole.user = role

@@ -22,7 +22,8 @@ struct StoreFaultTests {
             let failed = try await GatewayTokenTests.refresh(deployment, refreshToken)
             #expect(failed.status >= 500, "\(failed.status): \(failed.bodyText)")
             // The log says which store failure it was, not just a type name.
-            #expect(deployment.logs.lines.contains { $0.contains("request failed") && $0.contains("no such table: provider_links") })
+            let holds = deployment.logs.lines.contains { $0.contains("request failed") && $0.contains("no such table: provider_links") }
+            #expect(holds)
             try await database.write { try $0.execute(sql: "ALTER TABLE provider_links_away RENAME TO provider_links") }
 
             // The client keeps its token and retries: it was never spent.
@@ -192,7 +193,8 @@ extension StoreFaultTests {
                 }
             }
             #expect(unavailable > 0, "a full disk refused no write")
-            #expect(deployment.logs.lines.contains { $0.contains("storage unavailable") && $0.contains("disk full") && $0.contains(folder) })
+            let holds = deployment.logs.lines.contains { $0.contains("storage unavailable") && $0.contains("disk full") && $0.contains(folder) }
+            #expect(holds)
             // Readiness says so (reads still work, so the instance stays in rotation).
             let ready = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/readyz")))
             #expect(ready["storage"] as? String == "degraded")
@@ -230,8 +232,9 @@ extension StoreFaultTests {
                     #expect(try jsonObject(answer)["code"] as? String == "internal", "\(path) with \(cause)")
                 }
                 // The log names the row and why, so an operator can find it.
+                let holds = deployment.logs.lines.contains { $0.contains("request failed") && $0.contains("profile snapshot") && $0.contains(cause) }
                 #expect(
-                    deployment.logs.lines.contains { $0.contains("request failed") && $0.contains("profile snapshot") && $0.contains(cause) },
+                    holds,
                     "\(cause)")
             }
         }

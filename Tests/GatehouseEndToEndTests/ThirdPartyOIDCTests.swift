@@ -54,7 +54,8 @@ struct ThirdPartyOIDCTests {
                     method: "POST", url: "\(mock.issuer)/oauth2/authorize?\(query)", headers: ["Content-Type": "application/x-www-form-urlencoded"],
                     body: Array("sub=alice".utf8)))
             let location = try #require(approved.headers["location"])
-            let code = try #require(URLComponents(string: location)?.queryItems?.first { $0.name == "code" }?.value)
+            let foundCode = URLComponents(string: location)?.queryItems?.first { $0.name == "code" }?.value
+            let code = try #require(foundCode)
             let basic = Data("\(Self.client.id):\(Self.client.secret)".utf8).base64EncodedString()
             let token = try await http.execute(
                 OutboundRequest(

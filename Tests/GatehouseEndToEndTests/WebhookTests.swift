@@ -77,9 +77,11 @@ struct WebhookTests {
             let uid = try account(try await browser.complete(login: "octocat")).uid
             var seen = try await Self.eventually(deployment) { $0.count >= 2 }
             #expect(Self.types(seen, after: 0) == ["account.created", "account.signed-in"])
-            let created = try #require(seen.first { $0.type == "account.created" })
+            let foundCreated = seen.first { $0.type == "account.created" }
+            let created = try #require(foundCreated)
             #expect(created.data["uid"] as? String == uid && created.data["providerId"] as? String == "github.com")
-            #expect(seen.first { $0.type == "account.signed-in" }?.data["isNewUser"] as? Bool == true)
+            let holds = seen.first { $0.type == "account.signed-in" }?.data["isNewUser"] as? Bool == true
+            #expect(holds)
 
             var again = Browser(deployment)
             #expect(try await again.complete(login: "octocat").status == 200)
@@ -105,7 +107,8 @@ struct WebhookTests {
                 Self.types(seen, after: 3) == [
                     "account.disabled", "account.enabled", "account.sessions-revoked", "account.updated", "provider.linked", "provider.unlinked",
                 ])
-            #expect(seen.first { $0.type == "account.updated" }?.data["changes"] as? [String] == ["customClaims"])
+            let holds2 = seen.first { $0.type == "account.updated" }?.data["changes"] as? [String] == ["customClaims"]
+            #expect(holds2)
 
             var fresh = Browser(deployment)
             #expect(try await fresh.complete(login: "octocat").status == 200)
@@ -128,7 +131,8 @@ struct WebhookTests {
             seen = try await Self.eventually(deployment) { $0.count >= 16 }
             let tail = Self.types(seen, after: 11)
             #expect(tail == ["account.created", "account.signed-in", "account.signed-in", "grant.reauth-required", "grant.restored"], "\(tail)")
-            #expect(seen.first { $0.type == "grant.reauth-required" }?.data["providerId"] as? String == "microsoft.com")
+            let holds3 = seen.first { $0.type == "grant.reauth-required" }?.data["providerId"] as? String == "microsoft.com"
+            #expect(holds3)
 
             #expect(try await back.send("\(deployment.gatewayURL)/v1/me", method: "DELETE").status == 204)
             seen = try await Self.eventually(deployment) { Self.types($0).last == "account.deleted" }
@@ -137,7 +141,8 @@ struct WebhookTests {
             #expect(Set(seen.map(\.id)).count == seen.count)
             let tokens = await deployment.emulator.issuedAccessTokens()
             for event in seen {
-                #expect(!tokens.contains { event.body.contains($0) })
+                let holds4 = !tokens.contains { event.body.contains($0) }
+                #expect(holds4)
                 #expect(!event.body.contains("rawUserInfo") && !event.body.contains("ghsk_") && !event.body.contains("refresh"))
             }
         }
@@ -243,7 +248,8 @@ struct WebhookTests {
                 deployment.clock.advance(by: 10)
                 try await Task.sleep(for: .milliseconds(100))
             }
-            #expect(try await Self.eventually(deployment) { $0.count >= 2 }.count == 2)
+            let holds = try await Self.eventually(deployment) { $0.count >= 2 }.count == 2
+            #expect(holds)
             #expect(try await eventually(0) == 0)
         }
     }
@@ -284,7 +290,8 @@ struct WebhookTests {
             // Redelivered now, without waiting for the backoff.
             #expect(
                 try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries/\(id)/redeliver", key: key, method: "POST").status == 202)
-            #expect(try await Self.eventually(deployment) { $0.count == 1 }.count == 1)
+            let holds = try await Self.eventually(deployment) { $0.count == 1 }.count == 1
+            #expect(holds)
             #expect(
                 try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries/\(id)/redeliver", key: key, method: "POST").status == 404)
 
@@ -306,7 +313,8 @@ struct WebhookTests {
             #expect(try await third.complete(login: "unverified-uma").status == 200)
             try await Task.sleep(for: .milliseconds(300))
             #expect(try await deployment.emulatorStats()["POST /sample-app/webhooks"] == calls, "no delivery to a gone endpoint")
-            #expect(deployment.logs.lines.contains { $0.contains("410 Gone") && $0.contains("\"error\"") })
+            let holds2 = deployment.logs.lines.contains { $0.contains("410 Gone") && $0.contains("\"error\"") }
+            #expect(holds2)
             // gatehouse check names the endpoint's undelivered events and its last failure.
             let check = try await KeysCommandTests.run(
                 ["check", "--offline"],
@@ -347,7 +355,8 @@ struct WebhookTests {
             #expect(left == 0)
             let metrics = try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/metrics")).bodyText
             #expect(metrics.contains(#"gatehouse_webhook_events_dropped_total{endpoint="sample-app"} 2"#))
-            #expect(deployment.logs.lines.contains { $0.contains("dropped after the retention") })
+            let holds = deployment.logs.lines.contains { $0.contains("dropped after the retention") }
+            #expect(holds)
         }
     }
 
@@ -364,13 +373,17 @@ struct WebhookTests {
             let created = try await KeysCommandTests.run(
                 ["keys", "create-service", "billing", "--scopes", "profile:read", "--data-dir", folder], environment: environment)
             #expect(created.status == 0, "\(created.output)")
-            let id = try #require(created.output.firstMatch(of: #/Created service key (sk_[A-Za-z0-9_-]+)/#).map { String($0.1) })
+            let foundId = created.output.firstMatch(of: #/Created service key (sk_[A-Za-z0-9_-]+)/#).map { String($0.1) }
+            let id = try #require(foundId)
             #expect(try await KeysCommandTests.run(["keys", "revoke", id, "--data-dir", folder], environment: environment).status == 0)
             let seen = try await Self.eventually(deployment) { $0.count >= 2 }
             #expect(Self.types(seen, after: 0) == ["service-key.created", "service-key.revoked"])
-            #expect(seen.allSatisfy { $0.data["keyId"] as? String == id })
-            #expect(seen.first { $0.type == "service-key.created" }?.data["scopes"] as? [String] == ["profile:read"])
-            #expect(!seen.contains { $0.body.contains("ghsk_") }, "never the secret")
+            let holds = seen.allSatisfy { $0.data["keyId"] as? String == id }
+            #expect(holds)
+            let holds2 = seen.first { $0.type == "service-key.created" }?.data["scopes"] as? [String] == ["profile:read"]
+            #expect(holds2)
+            let holds3 = !seen.contains { $0.body.contains("ghsk_") }
+            #expect(holds3, "never the secret")
         }
     }
 
@@ -415,7 +428,8 @@ struct WebhookTests {
             seen = try await Self.received(deployment)
             #expect(seen.count == 1000, "every event once")
             #expect(Set(seen.map(\.id)).count == 1000, "no id twice")
-            #expect(seen.allSatisfy { $0.type == "account.updated" })
+            let holds = seen.allSatisfy { $0.type == "account.updated" }
+            #expect(holds)
         }
     }
 }

@@ -23,9 +23,11 @@ import Testing
     func escapesJoinedScalars() {
         let text = "\u{600}<h1 id=\u{600}\"x\u{600}\">a\u{301}&<\u{338}'\u{301}"
         let escaped = HTMLText.escape(text)
+        let detail: Comment = "\(escaped.unicodeScalars.map { String($0.value, radix: 16) })"
         #expect(
             escaped == "\u{600}&lt;h1 id=\u{600}&quot;x\u{600}&quot;&gt;a\u{301}&amp;&lt;\u{338}&#39;\u{301}",
-            "\(escaped.unicodeScalars.map { String($0.value, radix: 16) })")
-        #expect(!escaped.unicodeScalars.contains { "<>\"'".unicodeScalars.contains($0) })
+            detail)
+        let holds = !escaped.unicodeScalars.contains { "<>\"'".unicodeScalars.contains($0) }
+        #expect(holds)
     }
 }

@@ -158,7 +158,8 @@ struct HTTPMappingTests {
                 retryAfter = answer.headers[.retryAfter] ?? retryAfter
             }
             // A malformed result id is refused (400) within the budget; the sixth call is not served.
-            #expect(statuses.prefix(5).allSatisfy { $0 == .badRequest }, "\(statuses)")
+            let holds = statuses.prefix(5).allSatisfy { $0 == .badRequest }
+            #expect(holds, "\(statuses)")
             #expect(statuses.last == .tooManyRequests)
             #expect(Int(retryAfter ?? "") ?? 0 >= 1)
         }
@@ -230,7 +231,8 @@ struct HTTPMappingTests {
             // And it goes on when the reader reads: every byte arrives.
             let answer = try await LoopbackSocket.offPool { try reader.readUntilClosed() }.rest
             let separator = Array("\r\n\r\n".utf8)
-            let headEnd = try #require((0..<min(answer.count, 4096)).first { answer[$0...].starts(with: separator) })
+            let foundHeadEnd = (0..<min(answer.count, 4096)).first { answer[$0...].starts(with: separator) }
+            let headEnd = try #require(foundHeadEnd)
             #expect(answer.count - headEnd - separator.count == image.count)
             #expect(written.total == image.count)
         }

@@ -31,8 +31,8 @@ struct OpenAPIRoutesTests {
         let specURL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../OpenAPI/openapi.yaml")
         let spec = try #require(try Yams.load(yaml: String(contentsOf: specURL, encoding: .utf8)) as? [String: Any])
         let schemas = try #require((spec["components"] as? [String: Any])?["schemas"] as? [String: Any])
-        let problem = try #require(
-            schemas.values.compactMap { $0 as? [String: Any] }.first { ($0["required"] as? [String])?.contains("code") == true })
+        let foundProblem = schemas.values.compactMap { $0 as? [String: Any] }.first { ($0["required"] as? [String])?.contains("code") == true }
+        let problem = try #require(foundProblem)
         let code = try #require((problem["properties"] as? [String: Any])?["code"] as? [String: Any])
         let documented = Set(try #require(code["enum"] as? [String]))
         #expect(documented == Set(GatehouseError.Code.allCases.map(\.rawValue)))

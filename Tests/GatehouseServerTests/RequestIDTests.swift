@@ -31,7 +31,8 @@ struct RequestIDTests {
             #expect(response.headers[Self.requestID] == "checkout-42.retry_1")
             #expect(try response.json["requestId"] as? String == "checkout-42.retry_1")
         }
-        let line = try #require(try Self.lines(logs).first { $0["message"] as? String == "request" })
+        let foundLine = try Self.lines(logs).first { $0["message"] as? String == "request" }
+        let line = try #require(foundLine)
         #expect(line["request.id"] as? String == "checkout-42.retry_1")
         #expect(line["http.status"] as? Int == 401, "\(line)")
         #expect(line["duration.ms"] is Double || line["duration.ms"] is Int, "\(line)")
@@ -75,8 +76,10 @@ struct RequestIDTests {
             #expect(try response.json["requestId"] as? String == id)
         }
         let lines = try Self.lines(logs)
-        #expect(!lines.contains { $0["request.id"] as? String == "victim-req-123" }, "\(lines)")
-        let line = try #require(lines.first { $0["message"] as? String == "request" })
+        let holds = !lines.contains { $0["request.id"] as? String == "victim-req-123" }
+        #expect(holds, "\(lines)")
+        let foundLine = lines.first { $0["message"] as? String == "request" }
+        let line = try #require(foundLine)
         #expect(line["request.offered_id"] as? String == "victim-req-123", "\(line)")
         #expect(line["request.id"] as? String != "victim-req-123")
     }

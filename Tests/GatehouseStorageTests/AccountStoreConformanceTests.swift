@@ -141,7 +141,8 @@ import Testing
         async let first = storage.deleteLink(uid: "u1", providerId: "github.com")
         async let second = storage.deleteLink(uid: "u1", providerId: "microsoft.com")
         let outcomes = try await [first, second]
-        #expect(outcomes.filter { if case .deleted = $0 { true } else { false } }.count == 1)
+        let holds = outcomes.filter { if case .deleted = $0 { true } else { false } }.count == 1
+        #expect(holds)
         #expect(outcomes.contains(.lastLink))
         #expect(try await storage.links(uid: "u1").count == 1)
     }

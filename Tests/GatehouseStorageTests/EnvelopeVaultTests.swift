@@ -67,7 +67,8 @@ import Testing
         // The pending credential still needs the old data key: not retired yet.
         #expect(report.retiredDataKeys.isEmpty)
         #expect(report.remaining == ["v2.\(oldID)": 1])
-        #expect(try await storage.dataKeys().allSatisfy { $0.wrappedKey.hasPrefix("v1.\(TokenVault.keyID(for: newKey)).") })
+        let holds = try await storage.dataKeys().allSatisfy { $0.wrappedKey.hasPrefix("v1.\(TokenVault.keyID(for: newKey)).") }
+        #expect(holds)
 
         // The new configured key alone opens the pending credential (its data key was re-wrapped).
         let after = try TokenVault(keys: [newKey], store: storage, reloadInterval: 0.1)

@@ -56,6 +56,7 @@ import Testing
 
         struct Failure: Error {}
         await #expect(throws: Failure.self) { try await storage.withLock("refresh|c") { throw Failure() } }
-        #expect(try await storage.withLock("refresh|c") { 42 } == 42)
+        let holds = try await storage.withLock("refresh|c") { 42 } == 42
+        #expect(holds)
     }
 }

@@ -200,9 +200,12 @@ import Testing
             let users = try #require(
                 try JSONSerialization.jsonObject(with: Data(try await http.execute(OutboundRequest(url: "\(base)/_emulator/users")).body))
                     as? [[String: Any]])
-            #expect(users.contains { $0["provider"] as? String == "yahoo.com" && ($0["traits"] as? [String])?.contains("verified-email") == true })
-            #expect(
-                users.contains { $0["provider"] as? String == "oidc.emulator" && ($0["traits"] as? [String])?.contains("unverified-email") == true })
+            let holds = users.contains { $0["provider"] as? String == "yahoo.com" && ($0["traits"] as? [String])?.contains("verified-email") == true }
+            #expect(holds)
+            let holds2 = users.contains {
+                $0["provider"] as? String == "oidc.emulator" && ($0["traits"] as? [String])?.contains("unverified-email") == true
+            }
+            #expect(holds2)
             let refused = try await http.execute(
                 OutboundRequest(method: "POST", url: "\(base)/_emulator/oidc/tamper", body: Array(#"{"issuer": "oidc", "mode": "nonsense"}"#.utf8)))
             #expect(refused.status == 400)
