@@ -232,6 +232,47 @@ struct UpstreamTrustTests {
         }
     }
 
+    static let discoveryEndpoint = "GET /oidc/.well-known/openid-configuration"
+
+    @Test("concurrent callers on a cold discovery cache share one fetch: six readiness probes during a 2 s answer cost the provider one call")
+    func coldDiscoveryIsFetchedOnce() async throws {
+        try await withDeployment { deployment in
+            _ = try await deployment.control("faults", #"{"endpoint": "\#(Self.discoveryEndpoint)", "holdMs": 2000, "times": 10}"#)
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<6 {
+                    group.addTask { try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/readyz")).status }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses == Array(repeating: 200, count: 6))
+            #expect(try await deployment.emulatorStats()[Self.discoveryEndpoint] == 1)
+        }
+    }
+
+    @Test(
+        "an expired discovery document whose refresh fails keeps serving, and the provider is asked again only after the cooldown, not by every call"
+    )
+    func failedDiscoveryRefreshCoolsDown() async throws {
+        try await withDeployment(openID: { $0.jwksRefetchCooldown = 600 }) { deployment in
+            let readiness = "\(deployment.operationsURL)/readyz"
+            #expect(try await deployment.client.execute(OutboundRequest(url: readiness)).status == 200)
+            #expect(try await deployment.emulatorStats()[Self.discoveryEndpoint] == 1)
+            deployment.clock.advance(by: 3601)
+            _ = try await deployment.control("faults", #"{"endpoint": "\#(Self.discoveryEndpoint)", "status": 503, "body": "{}", "times": 100}"#)
+            for _ in 0..<3 {
+                #expect(try await deployment.client.execute(OutboundRequest(url: readiness)).status == 200, "the stale document serves")
+            }
+            // A sign-in starts with the stale document's authorization endpoint.
+            var browser = Browser(deployment)
+            _ = try await browser.authorize(login: Self.olive, provider: "oidc.emulator")
+            #expect(try await deployment.emulatorStats()[Self.discoveryEndpoint] == 2, "one failed refresh, then the cooldown")
+            deployment.clock.advance(by: 601)
+            _ = try await deployment.client.execute(OutboundRequest(method: "DELETE", url: "\(deployment.emulatorURL)/_emulator/faults"))
+            #expect(try await deployment.client.execute(OutboundRequest(url: readiness)).status == 200)
+            #expect(try await deployment.emulatorStats()[Self.discoveryEndpoint] == 3)
+        }
+    }
+
     static let olive = "olive@oidc.example"
 
     @Test(

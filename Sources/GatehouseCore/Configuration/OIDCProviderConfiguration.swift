@@ -58,7 +58,9 @@ public struct OIDCProviderConfiguration: Sendable {
     public var clockSkew: TimeInterval
     /// How `rawNonce` is compared on `POST /v1/auth/idtoken`.
     public var nonceComparison: NonceComparison
-    /// The least time between two JWKS fetches caused by an unknown `kid`.
+    /// The least time between two JWKS fetches caused by an unknown `kid`, and between two
+    /// refreshes of an expired discovery document whose provider failed to answer (the expired
+    /// document serves meanwhile).
     public var jwksRefetchCooldown: TimeInterval
     /// How long discovery and JWKS answers are reused before a background refresh.
     public var metadataLifetime: TimeInterval

@@ -28,6 +28,8 @@ public actor IssuerMetadataCache {
     private var document: (value: DiscoveryDocument, fetchedAt: Date)?
     private var keySet: KeySet?
     private var lastJWKSFetch: Date?
+    /// When a refresh of the expired discovery document last failed (`nil` once one succeeds).
+    private var lastDiscoveryFailure: Date?
     /// Reasons already logged for skipped JWKS members (bounded).
     private var loggedSkips: Set<String> = []
     /// Why the provider is disabled, for `/readyz`.
@@ -46,23 +48,46 @@ public actor IssuerMetadataCache {
     }
 
     /// The discovery document (cached; overrides applied).
+    ///
+    /// Callers arriving while it is fetched (the actor lets them in at its `await`) share that
+    /// one fetch. While the provider fails to answer a refresh, the expired document serves,
+    /// and the provider is asked again only once `jwksRefetchCooldown` has passed: otherwise
+    /// every call would wait for another failure first, the upstream timeout when it hangs.
     public func discovery() async throws -> DiscoveryDocument {
-        if let document, clock.now().timeIntervalSince(document.fetchedAt) < configuration.metadataLifetime {
-            return document.value
+        let now = clock.now()
+        if let document {
+            if now.timeIntervalSince(document.fetchedAt) < configuration.metadataLifetime { return document.value }
+            if let failed = lastDiscoveryFailure, now.timeIntervalSince(failed) < configuration.jwksRefetchCooldown { return document.value }
         }
         do {
-            let fresh = try await fetchDiscovery()
-            document = (fresh, clock.now())
-            disabledReason = nil
-            return fresh
+            // The fetch stores its document itself, before the run ends: a caller that finds
+            // no run going on finds the document it brought.
+            return try await discoveryFetches.task(for: Self.discoveryKey) {
+                let fresh = try await self.fetchDiscovery()
+                await self.store(fresh)
+                return fresh
+            }.value
         } catch let error as GatehouseError where error.code == .providerMisconfigured {
             document = nil
             throw error
         } catch {
             // A stale document is better than none while the provider is unreachable.
-            if let document { return document.value }
-            throw error
+            guard let document else { throw error }
+            lastDiscoveryFailure = clock.now()
+            return document.value
         }
+    }
+
+    /// The discovery fetch under way, if any.
+    private let discoveryFetches = SingleFlight<String, DiscoveryDocument>()
+    /// The single-flight key of the discovery fetch (this cache is per issuer).
+    private static let discoveryKey = "discovery"
+
+    /// Keeps a fetched discovery document: the provider answered, so it is enabled again.
+    private func store(_ fresh: DiscoveryDocument) {
+        document = (fresh, clock.now())
+        lastDiscoveryFailure = nil
+        disabledReason = nil
     }
 
     private func fetchDiscovery() async throws -> DiscoveryDocument {
@@ -125,11 +150,11 @@ public actor IssuerMetadataCache {
         return GatehouseError(code: .providerMisconfigured, detail: message)
     }
 
-    /// The key collection to verify a token whose header names `kid`. Throws
-    /// `invalid-id-token` when no key of the issuer has that id, even after a refetch.
     /// The JWKS fetch under way, if any.
     private let keyFetches = SingleFlight<String, KeySet>()
 
+    /// The key collection to verify a token whose header names `kid`. Throws
+    /// `invalid-id-token` when no key of the issuer has that id, even after a refetch.
     func keys(for kid: String?) async throws -> JWTKeyCollection {
         if let keySet, keySet.matches(kid), clock.now().timeIntervalSince(keySet.fetchedAt) < configuration.metadataLifetime {
             return keySet.collection
