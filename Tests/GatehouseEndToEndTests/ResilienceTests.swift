@@ -9,7 +9,7 @@ import Testing
 @Suite("Upstream resilience")
 struct ResilienceTests {
     @Test(
-        "a failing provider: stale answers with Age and Warning, the breaker opens after 3 failures and stops calling it, 503 with Retry-After when nothing is cached, a probe closes it again"
+        "a failing provider: stale answers with Age and Warning, the breaker opens after 3 failures of two users and stops calling it, 503 with Retry-After when nothing is cached, a probe closes it again"
     )
     func breakerAndStaleAnswers() async throws {
         try await withDeployment(
@@ -38,13 +38,16 @@ struct ResilienceTests {
             _ = try await deployment.control("faults", #"{"endpoint": "GET /github-avatars/u/583231", "status": 503, "body": "{}"}"#)
             let userCalls = try await deployment.emulatorStats()["GET /github-api/user"] ?? 0
 
-            for _ in 0..<3 {
+            for _ in 0..<2 {
                 let stale = try await octocat.send(profileURL)
                 #expect(stale.status == 200)
                 #expect(stale.headers["warning"] == #"110 gatehouse "Response is Stale""#)
                 #expect((Int(stale.headers["age"] ?? "") ?? -1) >= 1)
                 #expect(try jsonObject(stale)["username"] as? String == "octocat")
             }
+            // A second user's failure: the breaker opens only on failures more than one user met.
+            let failing = try await pat.send(profileURL)
+            #expect(failing.status == 503, "\(failing.bodyText)")
             #expect(try await deployment.emulatorStats()["GET /github-api/user"] == userCalls + 3)
             #expect(try await Self.metric(deployment, "gatehouse_circuit_state", ["provider": "github.com"]) == 2)
 
@@ -74,7 +77,34 @@ struct ResilienceTests {
             #expect(recovered.headers["warning"] == nil)
             #expect(try await Self.metric(deployment, "gatehouse_circuit_state", ["provider": "github.com"]) == 0)
             #expect(try await Self.metric(deployment, "gatehouse_circuit_transitions_total", ["provider": "github.com", "state": "open"]) == 1)
-            #expect(try await Self.metric(deployment, "gatehouse_cache_lookups_total", ["cache": "profile", "result": "stale"]) == 4)
+            #expect(try await Self.metric(deployment, "gatehouse_cache_lookups_total", ["cache": "profile", "result": "stale"]) == 3)
+        }
+    }
+
+    @Test(
+        "no single user opens a provider's breaker for everyone: one user's four 503s leave it closed and another user's profile answered; two users' failures open it"
+    )
+    func oneUserCannotOpenTheBreaker() async throws {
+        try await withDeployment(gateway: { $0.circuitBreaker = CircuitBreakerSettings(failureThreshold: 3, openDuration: 30) }) { deployment in
+            var octocat = Browser(deployment)
+            _ = try await octocat.signIn(login: "octocat")
+            var pat = Browser(deployment)
+            _ = try await pat.signIn(login: "private-pat")
+            let profileURL = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile?refresh=true"
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "status": 503, "body": "{}", "times": 4}"#)
+            for _ in 0..<4 {
+                let failed = try await octocat.send(profileURL)
+                #expect(failed.status == 503, "\(failed.bodyText)")
+            }
+            #expect(try await Self.metric(deployment, "gatehouse_circuit_state", ["provider": "github.com"]) == 0)
+            let other = try await pat.send(profileURL)
+            #expect(other.status == 200, "\(other.bodyText)")
+
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "status": 503, "body": "{}", "times": 3}"#)
+            #expect(try await octocat.send(profileURL).status == 503)
+            #expect(try await octocat.send(profileURL).status == 503)
+            #expect(try await pat.send(profileURL).status == 503)
+            #expect(try await Self.metric(deployment, "gatehouse_circuit_state", ["provider": "github.com"]) == 2)
         }
     }
 

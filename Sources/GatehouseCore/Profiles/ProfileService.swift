@@ -135,7 +135,7 @@ public final class ProfileService: Sendable {
         let link = try await link(uid: uid, providerId: providerId)
         let snapshot = try link.profile()
         let provider = try providers.provider(providerId)
-        var profile = try await circuits.run(providerId) {
+        var profile = try await circuits.run(providerId, caller: uid) {
             try await withFreshTokens(link, provider) { try await provider.fetchProfile(tokens: $0, previous: snapshot) }
         }
         guard profile.federatedId == link.federatedId else {
@@ -265,7 +265,7 @@ public final class ProfileService: Sendable {
             let profile = try link.profile()
             guard profile.photoSourceURL != nil else { continue }
             let provider = try providers.provider(link.providerId)
-            return try await circuits.run(link.providerId) {
+            return try await circuits.run(link.providerId, caller: uid) {
                 let source = try await withFreshTokens(link, provider) { try await provider.fetchPhoto(profile: profile, tokens: $0, size: size) }
                 return try await download.receive(source, providerId: link.providerId, whole: whole)
             }

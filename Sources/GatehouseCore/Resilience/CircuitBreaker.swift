@@ -137,7 +137,10 @@ actor CircuitBreaker {
     }
 }
 
-/// The breakers of every configured provider.
+/// The breakers of every configured provider, shared by all users: failures open one only
+/// when at least two different users met them (`CircuitBreaker`'s `distinctCallers`), so one
+/// user whose own calls fail (an account the provider cannot serve, a photo it errs on)
+/// never stops the provider for everyone.
 struct ProviderCircuits: Sendable {
     private let breakers: [String: CircuitBreaker]
     private let clock: any GatehouseClock
@@ -146,25 +149,27 @@ struct ProviderCircuits: Sendable {
     init(providerIds: [String], settings: CircuitBreakerSettings, metrics: GatehouseMetrics, clock: any GatehouseClock = SystemClock()) {
         self.clock = clock
         breakers = Dictionary(
-            uniqueKeysWithValues: providerIds.map { ($0, CircuitBreaker(providerId: $0, settings: settings, metrics: metrics)) })
+            uniqueKeysWithValues: providerIds.map {
+                ($0, CircuitBreaker(providerId: $0, settings: settings, metrics: metrics, distinctCallers: 2))
+            })
     }
 
     /// The breaker of one provider (for tests and `/readyz`).
     func breaker(_ providerId: String) -> CircuitBreaker? { breakers[providerId] }
 
-    /// Runs `call` through the provider's breaker.
-    func run<T: Sendable>(_ providerId: String, _ call: () async throws -> T) async throws -> T {
+    /// Runs `call`, made for the user `caller`, through the provider's breaker.
+    func run<T: Sendable>(_ providerId: String, caller: String, _ call: () async throws -> T) async throws -> T {
         guard let breaker = breakers[providerId] else { return try await call() }
-        let probe = try await breaker.admit(now: clock.now())
+        let probe = try await breaker.admit(now: clock.now(), caller: caller)
         do {
             let value = try await call()
-            await breaker.record(.answered, probe: probe, now: clock.now())
+            await breaker.record(.answered, probe: probe, caller: caller, now: clock.now())
             return value
         } catch let error as GatehouseError where !Task.isCancelled {
-            await breaker.record(error.countsAgainstUpstream ? .failed : .answered, probe: probe, now: clock.now())
+            await breaker.record(error.countsAgainstUpstream ? .failed : .answered, probe: probe, caller: caller, now: clock.now())
             throw error
         } catch {
-            await breaker.record(.unknown, probe: probe, now: clock.now())
+            await breaker.record(.unknown, probe: probe, caller: caller, now: clock.now())
             throw error
         }
     }
