@@ -82,51 +82,31 @@ struct ResilienceTests {
     }
 
     @Test(
-        "no single user opens a provider's breaker for everyone: one user's four 503s leave it closed and another user's profile answered; two users' failures open it"
-    )
-    func oneUserCannotOpenTheBreaker() async throws {
+        "no single user opens a provider's breaker for everyone: one user's five 403s (a token the provider refuses for this resource, 502 to that user) or 503s leave it closed and another user's profile answered; two users' 503s open it",
+        arguments: [(fault: 403, answer: 502), (fault: 503, answer: 503)])
+    func oneUserCannotOpenTheBreaker(_ fault: Int, _ answer: Int) async throws {
         try await withDeployment(gateway: { $0.circuitBreaker = CircuitBreakerSettings(failureThreshold: 3, openDuration: 30) }) { deployment in
             var octocat = Browser(deployment)
             _ = try await octocat.signIn(login: "octocat")
             var pat = Browser(deployment)
             _ = try await pat.signIn(login: "private-pat")
             let profileURL = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile?refresh=true"
-            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "status": 503, "body": "{}", "times": 4}"#)
-            for _ in 0..<4 {
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "status": \#(fault), "body": "{}", "times": 5}"#)
+            for _ in 0..<5 {
                 let failed = try await octocat.send(profileURL)
-                #expect(failed.status == 503, "\(failed.bodyText)")
+                #expect(failed.status == answer, "\(failed.bodyText)")
+                #expect(try jsonObject(failed)["code"] as? String == "upstream-unavailable")
             }
             #expect(try await Self.metric(deployment, "gatehouse_circuit_state", ["provider": "github.com"]) == 0)
             let other = try await pat.send(profileURL)
             #expect(other.status == 200, "\(other.bodyText)")
+            guard fault == 503 else { return }
 
             _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "status": 503, "body": "{}", "times": 3}"#)
             #expect(try await octocat.send(profileURL).status == 503)
             #expect(try await octocat.send(profileURL).status == 503)
             #expect(try await pat.send(profileURL).status == 503)
             #expect(try await Self.metric(deployment, "gatehouse_circuit_state", ["provider": "github.com"]) == 2)
-        }
-    }
-
-    @Test(
-        "a provider's 4xx to one user's own calls (a token it refuses for this resource) is that user's answer: the breaker everyone shares stays closed"
-    )
-    func clientErrorsDoNotOpenTheBreaker() async throws {
-        try await withDeployment(gateway: { $0.circuitBreaker = CircuitBreakerSettings(failureThreshold: 3, openDuration: 30) }) { deployment in
-            var octocat = Browser(deployment)
-            _ = try await octocat.signIn(login: "octocat")
-            var pat = Browser(deployment)
-            _ = try await pat.signIn(login: "private-pat")
-            let profileURL = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile?refresh=true"
-            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "status": 403, "body": "{}", "times": 5}"#)
-            for _ in 0..<5 {
-                let refused = try await octocat.send(profileURL)
-                #expect(refused.status == 502, "\(refused.bodyText)")
-                #expect(try jsonObject(refused)["code"] as? String == "upstream-unavailable")
-            }
-            #expect(try await Self.metric(deployment, "gatehouse_circuit_state", ["provider": "github.com"]) == 0)
-            let other = try await pat.send(profileURL)
-            #expect(other.status == 200, "\(other.bodyText)")
         }
     }
 
