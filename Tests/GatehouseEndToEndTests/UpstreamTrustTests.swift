@@ -85,6 +85,16 @@ struct UpstreamTrustTests {
             #expect(busy.status == 503)
             #expect(try jsonObject(busy)["code"] as? String == "upstream-unavailable")
 
+            // A 429 is a rate limit whatever its body's OAuth code.
+            _ = try await deployment.control(
+                "faults",
+                #"{"endpoint": "\#(provider.tokenEndpoint)", "status": 429, "headers": {"Content-Type": "application/json", "Retry-After": "7"}, "body": "{\"error\":\"slow_down\"}", "times": 1}"#
+            )
+            let limited = try await browser.send(live)
+            #expect(limited.status == 429, "\(limited.bodyText)")
+            #expect(try jsonObject(limited)["code"] as? String == "upstream-rate-limited")
+            #expect(limited.headers["retry-after"] == "7")
+
             // The grant was never touched: the next refresh works, and readiness recovers.
             let recovered = try await browser.send(live)
             #expect(recovered.status == 200, "\(recovered.bodyText)")
@@ -232,6 +242,7 @@ struct UpstreamTrustTests {
         }
     }
 
+    /// The emulator's OpenID discovery endpoint, as its statistics name it.
     static let discoveryEndpoint = "GET /oidc/.well-known/openid-configuration"
 
     @Test("concurrent callers on a cold discovery cache share one fetch: six readiness probes during a 2 s answer cost the provider one call")
@@ -325,37 +336,40 @@ struct UpstreamTrustTests {
         }
     }
 
-    /// Makes the OpenID emulator answer `url` as Olive's `picture`.
     @Test(
-        "one user's grant refused at refresh with an OAuth error (400 invalid_request, invalid_scope, an unknown code) never opens the breaker for others, and the grant survives",
+        "grants refused at refresh with an OAuth error (400 invalid_request, invalid_scope, an unknown code) never open the breaker, however many users meet it, and the grants survive",
         arguments: ["invalid_request", "invalid_scope", "grant_on_hold"])
-    func oneUsersRefusedRefreshCannotOpenTheBreaker(_ code: String) async throws {
+    func refusedRefreshesCannotOpenTheBreaker(_ code: String) async throws {
         try await withDeployment { deployment in
-            var olive = Browser(deployment)
-            #expect(try await olive.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
-            var otto = Browser(deployment)
-            #expect(try await otto.complete(login: "otto@oidc.example", provider: "oidc.emulator").status == 200)
+            var users = [Browser(deployment), Browser(deployment)]
+            for (index, login) in [Self.olive, "otto@oidc.example"].enumerated() {
+                #expect(try await users[index].complete(login: login, provider: "oidc.emulator").status == 200)
+            }
             let live = "\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile"
-            // Both access tokens expire; Olive's refreshes are refused, then Otto's is honoured.
+            // Both access tokens expire; each user's refreshes are refused three times, which,
+            // counted, would open the breaker (two users, five failures).
             deployment.clock.advance(by: 3660)
             _ = try await deployment.control(
                 "faults",
                 #"{"endpoint": "POST /oidc/token", "status": 400, "headers": {"Content-Type": "application/json"}, "body": "{\"error\":\"\#(code)\"}", "times": 6}"#
             )
-            for _ in 0..<6 {
-                let refused = try await olive.send(live)
-                #expect(refused.status == 502, "\(refused.bodyText)")
-                #expect(try jsonObject(refused)["code"] as? String == "upstream-unavailable")
+            for _ in 0..<3 {
+                for index in users.indices {
+                    let refused = try await users[index].send(live)
+                    #expect(refused.status == 502, "\(refused.bodyText)")
+                    #expect(try jsonObject(refused)["code"] as? String == "upstream-unavailable")
+                }
             }
             #expect(try await ResilienceTests.metric(deployment, "gatehouse_circuit_state", ["provider": "oidc.emulator"]) == 0)
-            let others = try await otto.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile")
-            #expect(others.status == 200, "\(others.bodyText)")
             // Refused, not dead: the next refresh the provider honours serves the profile.
-            let recovered = try await olive.send(live)
-            #expect(recovered.status == 200, "\(recovered.bodyText)")
+            for index in users.indices {
+                let recovered = try await users[index].send(live)
+                #expect(recovered.status == 200, "\(recovered.bodyText)")
+            }
         }
     }
 
+    /// Makes the OpenID emulator answer `url` as Olive's `picture`.
     static func choosePicture(_ deployment: TestDeployment, _ url: String) async throws {
         _ = try await deployment.control("oidc/picture", #"{"issuer": "oidc", "hint": "\#(Self.olive)", "url": "\#(url)"}"#)
     }

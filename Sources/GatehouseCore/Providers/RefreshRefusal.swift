@@ -24,6 +24,8 @@ enum RefreshRefusal {
     /// for a later retry: the provider failing (a proxy's HTML page, `temporarily_unavailable`,
     /// a 5xx) counts against its breaker, another OAuth error refusing this grant does not.
     static func error(status: Int, body: [UInt8], headers: OutboundHeaders, providerId: String, health: ProviderHealth) -> GatehouseError {
+        // A rate limit is one, whatever its body says: the caller waits for `Retry-After`.
+        if status == 429 { return .upstreamRateLimited(providerId, retryAfter: headers["retry-after"].flatMap { Int($0) }) }
         let json = try? JSONValue.parse(Data(body))
         // Yahoo writes its codes in upper case.
         if let code = json?["error"]?.stringValue?.lowercased() {
@@ -43,7 +45,6 @@ enum RefreshRefusal {
                 providerId, situation: .refusedByUpstream,
                 detail: "\(providerId) refused to refresh the grant (\(code.prefix(32))); the grant is kept.")
         }
-        if status == 429 { return .upstreamRateLimited(providerId, retryAfter: headers["retry-after"].flatMap { Int($0) }) }
         return .upstreamUnavailable(
             providerId, situation: status >= 500 ? .temporarilyUnavailable : .usual,
             detail: "\(providerId) answered the refresh with HTTP \(status) and no OAuth error.")
