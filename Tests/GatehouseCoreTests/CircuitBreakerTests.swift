@@ -71,10 +71,13 @@ import Testing
         #expect(try await breaker.admit(now: now, caller: "mallory") == true)
         await breaker.record(.failed, probe: true, caller: "mallory", now: now)
         #expect(await breaker.state == .halfOpen)
-        await #expect(throws: GatehouseError.self) { try await breaker.admit(now: now, caller: "mallory") }
+        // Told to come back when she may probe again, not in a second.
+        let refused = await #expect(throws: GatehouseError.self) { try await breaker.admit(now: now, caller: "mallory") }
+        #expect(refused?.retryAfter == 30)
         // The next caller probes at once, without waiting another open period.
         #expect(try await breaker.admit(now: now, caller: "alice") == true)
-        await #expect(throws: GatehouseError.self) { try await breaker.admit(now: now, caller: "carol") }
+        let waiting = await #expect(throws: GatehouseError.self) { try await breaker.admit(now: now, caller: "carol") }
+        #expect(waiting?.retryAfter == 1, "a probe is under way")
         await breaker.record(.answered, probe: true, caller: "alice", now: now)
         #expect(await breaker.state == .closed)
 
@@ -87,7 +90,8 @@ import Testing
         now = now.addingTimeInterval(31)
         #expect(try await breaker.admit(now: now, caller: "mallory") == true)
         await breaker.record(.failed, probe: true, caller: "mallory", now: now)
-        await #expect(throws: GatehouseError.self) { try await breaker.admit(now: now.addingTimeInterval(29), caller: "mallory") }
+        let later = await #expect(throws: GatehouseError.self) { try await breaker.admit(now: now.addingTimeInterval(29), caller: "mallory") }
+        #expect(later?.retryAfter == 1)
         #expect(try await breaker.admit(now: now.addingTimeInterval(30), caller: "mallory") == true)
         await breaker.record(.answered, probe: true, caller: "mallory", now: now.addingTimeInterval(30))
         #expect(await breaker.state == .closed)

@@ -87,11 +87,14 @@ actor CircuitBreaker {
             probing = true
             return true
         case .open, .halfOpen:
-            let remaining = max(1, Int((settings.openDuration - now.timeIntervalSince(openedAt)).rounded(.up)))
+            // Open: until the open period ends. Half-open: a moment, for the probe under way,
+            // or, to a caller whose own probe failed, until it may probe again.
+            let waitsFrom = state == .open ? openedAt : (caller.map(failedProbers.contains) ?? false) ? lastProbeFailedAt : nil
+            let retryAfter = waitsFrom.map { max(1, Int((settings.openDuration - now.timeIntervalSince($0)).rounded(.up))) } ?? 1
             throw GatehouseError(
                 code: .upstreamUnavailable, situation: .temporarilyUnavailable,
                 detail: "\(providerId) has been failing; the gateway is not calling it for now.",
-                extensions: ["providerId": providerId], retryAfter: state == .open ? remaining : 1)
+                extensions: ["providerId": providerId], retryAfter: retryAfter)
         }
     }
 
