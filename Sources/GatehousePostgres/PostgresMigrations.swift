@@ -88,15 +88,13 @@ enum PostgresMigrations {
             ]),
         // Accounts like Firebase's: verified emails for "one account per email", sessions that
         // double as refresh-token families, pending credentials, the gateway's signing keys,
-        // and the account a link or re-authentication flow belongs to. Existing verified emails
-        // are folded as `EmailAddress.normalized` folds them (ICU's case mapping, not the
-        // database locale's).
+        // and the account a link or re-authentication flow belongs to.
         Migration(
             version: "v2-accounts-and-gateway-tokens",
             statements: [
                 "ALTER TABLE provider_links ADD COLUMN verified_email text",
                 """
-                UPDATE provider_links SET verified_email = lower(normalize(btrim(convert_from(profile_json, 'UTF8')::jsonb ->> 'email'), NFC) COLLATE "und-x-icu")
+                UPDATE provider_links SET verified_email = lower(normalize(btrim(convert_from(profile_json, 'UTF8')::jsonb ->> 'email'), NFC))
                 WHERE (convert_from(profile_json, 'UTF8')::jsonb ->> 'emailVerified')::boolean
                   AND (convert_from(profile_json, 'UTF8')::jsonb ->> 'email') LIKE '%_@_%'
                 """,

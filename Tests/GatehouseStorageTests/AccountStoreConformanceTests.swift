@@ -221,6 +221,13 @@ import Testing
         #expect(try await storage.uids(email: "élodie@exämple.com", limit: 10) == ["u3"])
         #expect(try await storage.uids(email: "ÉLODIE@exämple.COM", limit: 10) == ["u3"])
         #expect(try await storage.uids(email: "elodie@example.com", limit: 10).isEmpty, "accents are kept")
+        // A capital sigma at a word's end: ICU lower-cases it to ς, Swift to σ; both match.
+        var greek = Fixtures.link("u4", federatedId: "4")
+        greek.profileJSON = Data(#"{"email":"ΝΙΚΟΣ@ΠΑΡΑΔΕΙΓΜΑ.gr"}"#.utf8)
+        try await storage.createAccount(Fixtures.account("u4"), firstLink: greek)
+        for query in ["νικος@παραδειγμα.gr", "νικοσ@παραδειγμα.gr", "ΝΙΚΟΣ@ΠΑΡΑΔΕΙΓΜΑ.GR"] {
+            #expect(try await storage.uids(email: query, limit: 10) == ["u4"], "\(query)")
+        }
     }
 
     @Test(arguments: StorageBackend.all)

@@ -13,7 +13,7 @@ public enum EmailAddress {
 
     /// `normalized` for any text: trimmed, canonically composed, lower-cased, then checked.
     static func normalizedText(_ text: String) -> String? {
-        let trimmed = TextFolding.folded(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines).precomposedStringWithCanonicalMapping.lowercased()
         let parts = trimmed.split(separator: "@", omittingEmptySubsequences: false)
         guard trimmed.count <= 320, parts.count == 2, !parts[0].isEmpty, parts[1].count >= 1,
             !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
