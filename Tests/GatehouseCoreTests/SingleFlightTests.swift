@@ -44,6 +44,36 @@ import Testing
         #expect(holds3)
     }
 
+    @Test("a cancelled caller stops waiting at once while the run goes on and answers the callers still waiting")
+    func cancelledWaiter() async throws {
+        let flight = SingleFlight<String, Int>()
+        let gate = Gate()
+        let run = flight.task(for: "k") { try await gate.work(5) }
+        let cancelled = Task { try await flight.value(of: run) }
+        let waiting = Task { try await flight.value(of: run) }
+        cancelled.cancel()
+        // Answered while the run is still held: the waiter did not wait for it. (Bounded, so
+        // that a waiter that does wait fails the test instead of hanging it.)
+        let ended = Mutex(false)
+        Task {
+            _ = await cancelled.result
+            ended.withLock { $0 = true }
+        }
+        for _ in 0..<100_000 where !ended.withLock({ $0 }) { await Task.yield() }
+        let answered = ended.withLock { $0 }
+        #expect(answered, "the cancelled caller is answered before the run ends")
+        #expect(flight.isRunning("k"))
+        gate.release.yield()
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(try await waiting.value == 5)
+        // Cancelled before it asked: it never waits.
+        let late = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await flight.value(of: run)
+        }
+        await #expect(throws: CancellationError.self) { try await late.value }
+    }
+
     @Test("an error is shared by every caller of the run, and the next call starts afresh")
     func errors() async throws {
         struct Failure: Error {}

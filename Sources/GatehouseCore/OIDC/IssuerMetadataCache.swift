@@ -62,14 +62,18 @@ public actor IssuerMetadataCache {
         do {
             // The fetch stores its document itself, before the run ends: a caller that finds
             // no run going on finds the document it brought.
-            return try await discoveryFetches.task(for: Self.discoveryKey) {
+            let fetch = discoveryFetches.task(for: Self.discoveryKey) {
                 let fresh = try await self.fetchDiscovery()
                 await self.store(fresh)
                 return fresh
-            }.value
+            }
+            return try await discoveryFetches.value(of: fetch)
         } catch let error as GatehouseError where error.code == .providerMisconfigured {
             document = nil
             throw error
+        } catch is CancellationError {
+            // This caller went away; the fetch goes on for the others.
+            throw CancellationError()
         } catch {
             // A stale document is better than none while the provider is unreachable.
             guard let document else { throw error }
@@ -184,11 +188,12 @@ public actor IssuerMetadataCache {
         if !keyFetches.isRunning(Self.jwks) { lastJWKSFetch = clock.now() }
         // The fetch stores its keys itself, before the run ends: a caller that finds no run
         // going on finds the keys it brought.
-        return try await keyFetches.task(for: Self.jwks) {
+        let fetch = keyFetches.task(for: Self.jwks) {
             let fetched = try await self.fetchKeys()
             await self.store(fetched)
             return fetched
-        }.value
+        }
+        return try await keyFetches.value(of: fetch)
     }
 
     /// Keeps a fetched key set.

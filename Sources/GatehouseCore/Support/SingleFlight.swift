@@ -37,6 +37,35 @@ final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         try await task(for: key, work).value
     }
 
+    /// The result of `task` (a run of this single flight), or `CancellationError` as soon as the
+    /// caller is cancelled: the run goes on for the callers still waiting, and a cancelled
+    /// request (a server stopping, a client gone) does not wait for an upstream that hangs.
+    func value(of task: Task<Value, any Error>) async throws -> Value {
+        let waiter = Waiter()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                waiter.continuation.withLock { $0 = continuation }
+                Task {
+                    let result = await task.result
+                    waiter.resume(with: result)
+                }
+                // Cancelled before the continuation was there for the handler to resume.
+                if Task.isCancelled { waiter.resume(with: .failure(CancellationError())) }
+            }
+        } onCancel: {
+            waiter.resume(with: .failure(CancellationError()))
+        }
+    }
+
+    /// One caller's wait in `value(of:)`: resumed once, by the run's end or the caller's cancellation.
+    private final class Waiter: Sendable {
+        let continuation = Mutex<CheckedContinuation<Value, any Error>?>(nil)
+
+        func resume(with result: Result<Value, any Error>) {
+            continuation.withLock { $0.take() }?.resume(with: result)
+        }
+    }
+
     /// Whether a run for `key` is in progress.
     func isRunning(_ key: Key) -> Bool {
         state.withLock { $0.runs[key] != nil }
