@@ -282,9 +282,11 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
 
     /// `upstream-rate-limited`.
     public static func upstreamRateLimited(_ providerId: String, retryAfter: Int?) -> Self {
+        // The provider's own Retry-After, passed on only when it is one (RFC 9110 §10.2.3: a
+        // non-negative delay), and never more than a day.
         Self(
             code: .upstreamRateLimited, detail: "\(providerId) is rate-limiting the gateway; retry later.", extensions: ["providerId": providerId],
-            retryAfter: retryAfter)
+            retryAfter: retryAfter.flatMap { $0 >= 0 ? min($0, 86_400) : nil })
     }
     /// `invalid-id-token`: signature, issuer, audience or another claim is wrong.
     public static func invalidIdToken(_ detail: String) -> Self {

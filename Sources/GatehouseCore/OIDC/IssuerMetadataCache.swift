@@ -71,8 +71,9 @@ public actor IssuerMetadataCache {
         } catch let error as GatehouseError where error.code == .providerMisconfigured {
             document = nil
             throw error
-        } catch is CancellationError {
-            // This caller went away; the fetch goes on for the others.
+        } catch is CancellationError where Task.isCancelled {
+            // This caller went away; the fetch goes on for the others. (A fetch cut short by
+            // the client's shutdown is a failure like any other, below.)
             throw CancellationError()
         } catch {
             // A stale document is better than none while the provider is unreachable.
@@ -169,6 +170,9 @@ public actor IssuerMetadataCache {
         if cooledDown || keyFetches.isRunning(Self.jwks) {
             do {
                 keySet = try await sharedKeyFetch()
+            } catch is CancellationError where Task.isCancelled {
+                // This caller went away: no refresh failed, and it verifies nothing.
+                throw CancellationError()
             } catch {
                 // Warm cache: keep verifying with the keys we have; cold cache: fail closed.
                 guard keySet != nil else { throw error }
