@@ -312,8 +312,19 @@ enum PostgresMigrations {
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {
+        do {
+            try await migrateInTransaction(client, logger: logger)
+        } catch let error as PostgresTransactionError {
+            // A refusal of ours comes out as itself, not wrapped in the transaction's error.
+            if let refusal = error.closureError as? PostgresStorageError { throw refusal }
+            throw error
+        }
+    }
+
+    private static func migrateInTransaction(_ client: PostgresClient, logger: Logger) async throws {
         try await client.withTransaction(logger: logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+            try await requireTextFolding(connection, logger: logger)
             try await connection.query(
                 "CREATE TABLE IF NOT EXISTS gatehouse_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
                 logger: logger)
@@ -332,6 +343,30 @@ enum PostgresMigrations {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 try await connection.query("INSERT INTO gatehouse_migrations (version) VALUES (\(migration.version))", logger: logger)
+            }
+        }
+    }
+}
+
+extension PostgresMigrations {
+    /// Refuses a database in which `PostgresStorage.folded` cannot run, before any migration:
+    /// otherwise every email lookup and account search would fail, at the first sign-in that
+    /// makes one, with an SQL error. It needs a UTF-8 database (`normalize` and the `ς` in the
+    /// expression) and the ICU collation `und-x-icu` as `COLLATE` resolves it there (a server
+    /// built without ICU has none).
+    static func requireTextFolding(_ connection: PostgresConnection, logger: Logger) async throws {
+        let rows = try await connection.query(
+            #"SELECT getdatabaseencoding(), to_regcollation('"und-x-icu"') IS NOT NULL"#, logger: logger)
+        for try await (encoding, collation) in rows.decode((String, Bool).self) {
+            guard encoding == "UTF8" else {
+                throw PostgresStorageError(
+                    "the PostgreSQL database's encoding is \(encoding): Gatehouse needs a UTF8 database (CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0, with a UTF-8 or C locale)"
+                )
+            }
+            guard collation else {
+                throw PostgresStorageError(
+                    "the PostgreSQL server has no ICU collation \"und-x-icu\" in this database: Gatehouse folds email addresses and account searches with it; use a PostgreSQL server built with ICU, as the distributions' packages and the official images are"
+                )
             }
         }
     }

@@ -88,8 +88,40 @@ import Testing
         try await store.migrate()
         try await PostgresTestServer.execute(url, "INSERT INTO gatehouse_migrations (version) VALUES ('v999-from-the-future')")
         let error = await #expect(throws: PostgresStorageError.self) { try await store.migrate() }
-        #expect(error?.description.contains("v999-from-the-future") == true)
+        #expect(
+            error?.description
+                == "the database has migrations this Gatehouse does not know (v999-from-the-future): it was migrated by a newer version")
         store.shutdown()
+    }
+
+    @Test("a database that is not UTF8 is refused at migration with a clear error; nothing is created")
+    func nonUTF8DatabaseIsRefused() async throws {
+        // Folding normalizes to NFC, which PostgreSQL does only in a UTF8 database.
+        let url = try await PostgresTestServer.freshDatabase(options: "ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+        let store = try PostgresTestServer.store(url)
+        defer { store.shutdown() }
+        let error = await #expect(throws: PostgresStorageError.self) { try await store.migrate() }
+        #expect(
+            error?.description
+                == "the PostgreSQL database's encoding is LATIN1: Gatehouse needs a UTF8 database (CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0, with a UTF-8 or C locale)"
+        )
+        #expect(try await PostgresTestServer.count(url, table: "pg_tables", where: "tablename = 'accounts'") == 0)
+    }
+
+    @Test("a server without ICU's root collation is refused at migration with a clear error; nothing is created")
+    func serverWithoutICUIsRefused() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        // What a PostgreSQL built without ICU lacks: email lookup and account search fold
+        // text with it, and would otherwise fail at the first sign-in that looks one up.
+        try await PostgresTestServer.execute(url, #"DROP COLLATION pg_catalog."und-x-icu""#)
+        let store = try PostgresTestServer.store(url)
+        defer { store.shutdown() }
+        let error = await #expect(throws: PostgresStorageError.self) { try await store.migrate() }
+        #expect(
+            error?.description
+                == #"the PostgreSQL server has no ICU collation "und-x-icu" in this database: Gatehouse folds email addresses and account searches with it; use a PostgreSQL server built with ICU, as the distributions' packages and the official images are"#
+        )
+        #expect(try await PostgresTestServer.count(url, table: "pg_tables", where: "tablename = 'accounts'") == 0)
     }
 
     @Test("the server stops and starts again: requests fail meanwhile, then the same store recovers without a restart; data intact")

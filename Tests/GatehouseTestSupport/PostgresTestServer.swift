@@ -29,13 +29,14 @@ public enum PostgresTestServer {
         try PostgresStorage(url: url, maximumConnections: maximumConnections, operationTimeout: .seconds(60), lockWait: lockWait, logger: logger)
     }
 
-    /// Creates an empty database and returns its URL.
-    public static func freshDatabase() async throws -> String {
+    /// Creates an empty database (with `options` after `CREATE DATABASE name`, such as an
+    /// encoding) and returns its URL.
+    public static func freshDatabase(options: String = "") async throws -> String {
         guard let baseURL, let admin, var components = URLComponents(string: baseURL) else {
             throw PostgresStorageTestError("GATEHOUSE_TEST_DATABASE_URL is not set; run the tests with scripts/test or scripts/postgres")
         }
         let name = "gatehouse_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        try await admin.query("CREATE DATABASE \(unescaped: name)")
+        try await admin.query("CREATE DATABASE \(unescaped: name) \(unescaped: options)")
         components.path = "/" + name
         return components.string ?? baseURL
     }
