@@ -30,6 +30,18 @@ import Testing
         #expect(refusal?.retryAfter == 20)
     }
 
+    @Test("Retry-After stays within a second and a day: an open period set very long, or a clock that stepped back, neither traps nor promises more")
+    func retryAfterIsBounded() async throws {
+        let long = breaker(threshold: 1, open: 1e30)
+        _ = try await long.admit(now: start)
+        await long.record(.failed, probe: false, now: start)
+        let refusal = await #expect(throws: GatehouseError.self) { try await long.admit(now: start) }
+        #expect(refusal?.retryAfter == 86_400)
+        let stepped = try await openedAtStart()
+        let early = await #expect(throws: GatehouseError.self) { try await stepped.admit(now: start.addingTimeInterval(-1e9)) }
+        #expect(early?.retryAfter == 86_400)
+    }
+
     /// A breaker that one failure at `start` has opened.
     func openedAtStart() async throws -> CircuitBreaker {
         let breaker = breaker(threshold: 1)

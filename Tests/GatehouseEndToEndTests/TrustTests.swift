@@ -115,6 +115,9 @@ struct TrustTests {
             let refused = try await bob.send(bobsEvents)
             #expect(refused.status == 503)
             #expect(Self.code(refused) == "upstream-unavailable" && refused.bodyText.contains("has been failing"), "\(refused.bodyText)")
+            // Told when the breaker lets a probe through: within its open period of 30 s.
+            let retryAfter = refused.headers["retry-after"].flatMap { Int($0) } ?? 0
+            #expect((1...30).contains(retryAfter), "\(refused.headers)")
             #expect(try await ProviderAPITests.upstreamCalls(deployment, "GET /graph/v1.0/me/events") == before)
         }
     }

@@ -125,10 +125,13 @@ public final class ProviderAPIService: Sendable {
             throw GatehouseError.pathNotAllowed("This gateway allows no \(providerId) API calls.")
         }
         let prepared = Self.outbound(request, base: base, limits: limits)
-        let refused = { (origin: String) in
-            GatehouseError.upstreamUnavailable(
+        let refused = { (origin: String, retryAfter: Int?) in
+            var refusal = GatehouseError.upstreamUnavailable(
                 providerId, situation: .temporarilyUnavailable,
                 detail: "The \(providerId) API host \(origin) has been failing; not calling it for now.")
+            // 503 with the seconds until the host's breaker lets a probe through.
+            refusal.retryAfter = retryAfter
+            return refusal
         }
         let origin = apiOrigins[providerId] ?? HostBreakers.origin(of: base)
         let githubLimits = (provider as? GitHubProvider)?.rateLimits

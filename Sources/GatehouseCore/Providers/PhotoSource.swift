@@ -39,7 +39,9 @@ enum PhotoSource {
     static func openPublic(_ url: String, http: UpstreamHTTP) async throws -> ProviderPhoto {
         var request = OutboundRequest(url: url, headers: ["Accept": "image/*"], timeout: http.photoTimeout)
         request.addresses = http.photoAddresses
-        let refused = { (origin: String) in
+        // One uniform photo-unavailable, remembered for a while (ProfileService): no wait of
+        // the breaker's in it.
+        let refused = { (origin: String, _: Int?) in
             GatehouseError.photoUnavailable(http.providerId, cause: "the photo host \(origin) has been failing; not calling it for now")
         }
         let photo = try await http.photoHosts.run(url, refused: refused) {

@@ -90,7 +90,9 @@ actor CircuitBreaker {
             // Open: until the open period ends. Half-open: a moment, for the probe under way,
             // or, to a caller whose own probe failed, until it may probe again.
             let waitsFrom = state == .open ? openedAt : (caller.map(failedProbers.contains) ?? false) ? lastProbeFailedAt : nil
-            let retryAfter = waitsFrom.map { max(1, Int((settings.openDuration - now.timeIntervalSince($0)).rounded(.up))) } ?? 1
+            // At least a second, at most a day (an open period set longer, or a clock that
+            // stepped back, must not trap the conversion or promise more).
+            let retryAfter = waitsFrom.map { Int(min(max(1, (settings.openDuration - now.timeIntervalSince($0)).rounded(.up)), 86_400)) } ?? 1
             throw GatehouseError(
                 code: .upstreamUnavailable, situation: .temporarilyUnavailable,
                 detail: "\(providerId) has been failing; the gateway is not calling it for now.",

@@ -25,11 +25,12 @@ public final class HostBreakers: Sendable {
     }
 
     /// Runs `call` through the breaker of `url`'s origin; while it is open, throws
-    /// `refused(origin)` at once. Failures of the host (`photo-unavailable`,
+    /// `refused(origin, seconds)` at once, `seconds` being how long until the breaker lets a
+    /// probe through (the caller decides whether its answer says so). Failures of the host (`photo-unavailable`,
     /// `upstream-unavailable` other than an answer over the caller's size cap, or an answer
     /// `failed` says is the host's) count; any other answer closes it.
     func run<T: Sendable>(
-        _ url: String, refused: (String) -> GatehouseError, failed: (T) -> Bool = { _ in false }, _ call: () async throws -> T
+        _ url: String, refused: (String, Int?) -> GatehouseError, failed: (T) -> Bool = { _ in false }, _ call: () async throws -> T
     ) async throws -> T {
         try await run(origin: Self.origin(of: url), refused: refused, failed: failed, call)
     }
@@ -42,7 +43,7 @@ public final class HostBreakers: Sendable {
     /// `run(_:refused:failed:_:)` for an origin already known (an API base's, computed once),
     /// made by `caller` (a user's or a service key's id; see `distinctCallers`).
     func run<T: Sendable>(
-        origin: String, caller: String? = nil, refused: (String) -> GatehouseError, failed: (T) -> Bool = { _ in false },
+        origin: String, caller: String? = nil, refused: (String, Int?) -> GatehouseError, failed: (T) -> Bool = { _ in false },
         _ call: () async throws -> T
     ) async throws -> T {
         let breaker = self.breaker(for: origin)
@@ -50,7 +51,7 @@ public final class HostBreakers: Sendable {
         do {
             probe = try await breaker.admit(now: clock.now(), caller: caller)
         } catch {
-            throw refused(origin)
+            throw Self.refusal(refused, origin: origin, closed: error)
         }
         do {
             let value = try await call()
@@ -66,6 +67,15 @@ public final class HostBreakers: Sendable {
             await breaker.record(.unknown, probe: probe, now: clock.now())
             throw error
         }
+    }
+
+    /// `refused(origin, seconds)` with the seconds the breaker's own refusal (`closed`) says to
+    /// wait. Never inlined, and an existential: `run` is inlined into each caller, and the
+    /// passthrough's frame (which stays allocated while its call is in flight) would otherwise
+    /// hold room for these values too.
+    @inline(never)
+    private static func refusal(_ refused: (String, Int?) -> GatehouseError, origin: String, closed: any Error) -> any Error {
+        refused(origin, (closed as? GatehouseError)?.retryAfter)
     }
 
     private func breaker(for origin: String) -> CircuitBreaker {
