@@ -26,9 +26,9 @@ public final class HostBreakers: Sendable {
 
     /// Runs `call` through the breaker of `url`'s origin; while it is open, throws
     /// `refused(origin, seconds)` at once, `seconds` being how long until the breaker lets a
-    /// probe through (the caller decides whether its answer says so). Failures of the host (`photo-unavailable`,
-    /// `upstream-unavailable` other than an answer over the caller's size cap, or an answer
-    /// `failed` says is the host's) count; any other answer closes it.
+    /// probe through (the caller decides whether its answer says so). Failures of the host
+    /// (`photo-unavailable`, `upstream-unavailable` other than an answer over the caller's size
+    /// cap, or an answer `failed` says is the host's) count; any other answer closes it.
     func run<T: Sendable>(
         _ url: String, refused: (String, Int?) -> GatehouseError, failed: (T) -> Bool = { _ in false }, _ call: () async throws -> T
     ) async throws -> T {
