@@ -122,6 +122,40 @@ struct TrustTests {
         }
     }
 
+    @Test(
+        "a token endpoint that fails is not the API host failing: refreshes that meet 503s for two users leave a third user's call, whose token is valid, answered"
+    )
+    func failedRefreshesLeaveTheAPIHostsBreakerClosed() async throws {
+        try await Self.withPolicyDeployment { deployment in
+            var adele = Browser(deployment)
+            let adeleUid = try await ProviderAPITests.signIn(
+                &adele, login: "AdeleV@contoso.example", provider: "microsoft.com", scope: "Calendars.Read")
+            var bob = Browser(deployment)
+            _ = try await ProviderAPITests.signIn(&bob, login: "BobK@fabrikam.example", provider: "microsoft.com", scope: "Calendars.Read")
+            let key = try await ProviderAPITests.key(deployment, ["api:microsoft.com"])
+            // Graph refuses Adele's and Bob's access tokens from now on; Steven signs in after.
+            _ = try await deployment.control("microsoft/expire-tokens", "{}")
+            var steven = Browser(deployment)
+            _ = try await ProviderAPITests.signIn(&steven, login: "steven@outlook.example", provider: "microsoft.com", scope: "Calendars.Read")
+            // Every refresh meets a 503 at the token endpoint, which Graph's host is not.
+            let tokenEndpoints = try await deployment.emulatorStats().keys.filter { $0.hasSuffix("/oauth2/v2.0/token") }
+            #expect(!tokenEndpoints.isEmpty)
+            for endpoint in tokenEndpoints {
+                try await Self.fault(deployment, ["endpoint": endpoint, "status": 503, "body": "{}"])
+            }
+            let myEvents = "\(deployment.gatewayURL)/v1/me/providers/microsoft.com/api/v1.0/me/events?$top=1"
+            for _ in 0..<4 {
+                let adeles = try await ProviderAPITests.call(deployment, "/v1/users/\(adeleUid)/providers/microsoft.com/api/v1.0/me/events", key: key)
+                #expect(adeles.status == 503, "\(adeles.status) \(adeles.bodyText)")
+                let bobs = try await bob.send(myEvents)
+                #expect(bobs.status == 503, "\(bobs.status) \(bobs.bodyText)")
+            }
+            // Graph itself answered every call it was sent (a 401 for each stale token).
+            let stevens = try await steven.send(myEvents)
+            #expect(stevens.status == 200, "\(stevens.status) \(stevens.bodyText)")
+        }
+    }
+
     // MARK: 2. Caching headers
 
     @Test(

@@ -125,7 +125,7 @@ public final class ProviderAPIService: Sendable {
             throw GatehouseError.pathNotAllowed("This gateway allows no \(providerId) API calls.")
         }
         let prepared = Self.outbound(request, base: base, limits: limits)
-        let refused = { (origin: String, retryAfter: Int?) in
+        let refused = { @Sendable (origin: String, retryAfter: Int?) in
             var refusal = GatehouseError.upstreamUnavailable(
                 providerId, situation: .temporarilyUnavailable,
                 detail: "The \(providerId) API host \(origin) has been failing; not calling it for now.")
@@ -134,32 +134,35 @@ public final class ProviderAPIService: Sendable {
             return refusal
         }
         let origin = apiOrigins[providerId] ?? HostBreakers.origin(of: base)
+        let breakerCaller = caller.breakerIdentity(uid: uid)
+        let hosts = self.hosts
         let githubLimits = (provider as? GitHubProvider)?.rateLimits
         let clock = configuration.clock
         let response: OutboundStreamingResponse
         let tokens: ProviderTokens
         do {
-            // A failure of the caller's body is no failure of the host: it reaches the breaker as
-            // neither (not a GatehouseError), and a body that stalls is the caller's `408`; an
-            // answer over the cap is what the caller asked for. The breaker opens only on
-            // failures of at least two callers, so one caller cannot open it for everyone.
-            (response, tokens) = try await hosts.run(
-                origin: origin, caller: caller.breakerIdentity(uid: uid), refused: refused,
-                failed: { [502, 503, 504].contains($0.0.head.status) }
-            ) {
-                try await profiles.withFreshTokens(link, provider) { tokens in
-                    // A token GitHub has limited waits out the limit here, without a call.
-                    if let limits = githubLimits, let wait = await limits.wait(for: tokens.accessToken, now: clock.now()) {
-                        throw GatehouseError.upstreamRateLimited(providerId, retryAfter: wait)
-                    }
-                    var authorized = prepared
-                    authorized.headers.set("Authorization", "Bearer \(tokens.accessToken)")
-                    let response = try await http.stream(authorized, endpoint: .api)
-                    // The stored token was refused: refreshed once and retried by withFreshTokens
-                    // (a second refusal, or a grant without refresh token, needs a new sign-in).
-                    if response.head.status == 401 { throw GatehouseError.providerReauthRequired(providerId) }
-                    return (response, tokens)
+            (response, tokens) = try await profiles.withFreshTokens(link, provider) { tokens in
+                // A token GitHub has limited waits out the limit here, without a call.
+                if let limits = githubLimits, let wait = await limits.wait(for: tokens.accessToken, now: clock.now()) {
+                    throw GatehouseError.upstreamRateLimited(providerId, retryAfter: wait)
                 }
+                var authorized = prepared
+                authorized.headers.set("Authorization", "Bearer \(tokens.accessToken)")
+                // Only the API host's own answers reach its breaker: a refresh that failed at the
+                // token endpoint, or the provider's open breaker, is not this host failing. A
+                // failure of the caller's body is not either: it reaches the breaker as neither
+                // (not a GatehouseError), and a body that stalls is the caller's `408`; an answer
+                // over the cap is what the caller asked for. The breaker opens only on failures
+                // of at least two callers, so one caller cannot open it for everyone.
+                let response = try await hosts.run(
+                    origin: origin, caller: breakerCaller, refused: refused, failed: { [502, 503, 504].contains($0.head.status) }
+                ) {
+                    try await http.stream(authorized, endpoint: .api)
+                }
+                // The stored token was refused: refreshed once and retried by withFreshTokens
+                // (a second refusal, or a grant without refresh token, needs a new sign-in).
+                if response.head.status == 401 { throw GatehouseError.providerReauthRequired(providerId) }
+                return (response, tokens)
             }
         } catch let error as OutboundBodyError {
             throw error.underlying
