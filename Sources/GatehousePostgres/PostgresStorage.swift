@@ -86,9 +86,19 @@ public final class PostgresStorage: GatehouseStorage {
         } catch let error as PostgresStorageError {
             throw error
         } catch {
-            // postgres-nio's descriptions are generic on purpose (no credentials); add where.
-            throw PostgresStorageError("could not migrate the PostgreSQL database at \(location): \(error)")
+            // postgres-nio's descriptions are generic on purpose (no credentials); add where,
+            // and what the server said.
+            throw PostgresStorageError("could not migrate the PostgreSQL database at \(location): \(Self.summary(of: error))")
         }
+    }
+
+    /// What went wrong, without postgres-nio's transaction wrapper: the failed statement's
+    /// error (else the commit's, else the begin's), a server error as its SQLSTATE and message.
+    static func summary(of error: any Error) -> String {
+        if let error = error as? PostgresTransactionError, let inner = error.closureError ?? error.commitError ?? error.beginError {
+            return summary(of: inner)
+        }
+        return (error as? any StoreFailureSummary)?.storeFailureSummary ?? "\(error)"
     }
 
     /// Runs `SELECT 1`, within `limit` (at most the operation timeout).

@@ -94,6 +94,23 @@ import Testing
         store.shutdown()
     }
 
+    @Test("a migration the server refuses says the server's SQLSTATE and message, not postgres-nio's wrapper")
+    func refusedMigrationSaysWhy() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        // A role that may connect but not create tables in the public schema (PostgreSQL 15's default).
+        let role = "gatehouse_reader_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        try await PostgresTestServer.execute(url, "CREATE ROLE \(role) LOGIN")
+        var components = try #require(URLComponents(string: url))
+        components.user = role
+        components.password = nil
+        let store = try PostgresTestServer.store(try #require(components.string))
+        defer { store.shutdown() }
+        let error = await #expect(throws: PostgresStorageError.self) { try await store.migrate() }
+        let description = error?.description ?? ""
+        #expect(description.hasPrefix("could not migrate the PostgreSQL database at "), "\(description)")
+        #expect(description.hasSuffix(": SQLSTATE 42501: permission denied for schema public"), "\(description)")
+    }
+
     @Test("a database that is not UTF8 is refused at migration with a clear error; nothing is created")
     func nonUTF8DatabaseIsRefused() async throws {
         // Folding normalizes to NFC, which PostgreSQL does only in a UTF8 database.
