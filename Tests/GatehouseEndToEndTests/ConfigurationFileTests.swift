@@ -119,6 +119,9 @@ struct ConfigurationFileTests {
         // Heap trims are whole seconds apart (or never): a fraction would trim without pause.
         let (trimStatus, trimOutput) = try await Self.run(["config", "show"], environment: ["GATEHOUSE_HEAP_TRIM_INTERVAL": "0.001"])
         #expect(trimStatus != 0 && trimOutput.contains("GATEHOUSE_HEAP_TRIM_INTERVAL must be a whole number ≥ 0"), "\(trimOutput)")
+        // A breaker open for longer than a day is a provider switched off, not a pause.
+        let (openStatus, openOutput) = try await Self.run(["config", "show"], environment: ["GATEHOUSE_BREAKER_OPEN_SECONDS": "1e30"])
+        #expect(openStatus != 0 && openOutput.contains("GATEHOUSE_BREAKER_OPEN_SECONDS must be a number of seconds 1–86400"), "\(openOutput)")
     }
 
     @Test(

@@ -158,7 +158,7 @@ enum SettingsCatalog {
             "GATEHOUSE_BREAKER_FAILURES", .count(minimum: 0), default: "5",
             "consecutive failures that open a provider's, a host's or a blocking hook's breaker (`0`: never)"),
         Setting(
-            "GATEHOUSE_BREAKER_OPEN_SECONDS", .seconds(1 ... .greatestFiniteMagnitude), default: "30",
+            "GATEHOUSE_BREAKER_OPEN_SECONDS", .seconds(1...86_400), default: "30",
             "how long an open breaker stays open"),
         Setting(
             "GATEHOUSE_PHOTO_TIMEOUT", .seconds(1 ... .greatestFiniteMagnitude),
