@@ -74,6 +74,31 @@ import Testing
         await #expect(throws: CancellationError.self) { try await late.value }
     }
 
+    @Test(
+        "run (a token refresh, a data-key reread) answers a cancelled caller at once, also the one that started the run, which goes on for the others"
+    )
+    func cancelledRunCaller() async throws {
+        let flight = SingleFlight<String, Int>()
+        let gate = Gate()
+        let starter = Task { try await flight.run("k") { try await gate.work(6) } }
+        for _ in 0..<100_000 where !flight.isRunning("k") { await Task.yield() }
+        let waiting = Task { try await flight.run("k") { 0 } }
+        starter.cancel()
+        // Bounded, as above: a caller that waits for the held run fails the test.
+        let ended = Mutex(false)
+        Task {
+            _ = await starter.result
+            ended.withLock { $0 = true }
+        }
+        for _ in 0..<100_000 where !ended.withLock({ $0 }) { await Task.yield() }
+        let answered = ended.withLock { $0 }
+        #expect(answered, "the cancelled caller is answered before the run ends")
+        #expect(flight.isRunning("k"))
+        gate.release.yield()
+        await #expect(throws: CancellationError.self) { try await starter.value }
+        #expect(try await waiting.value == 6)
+    }
+
     @Test("an error is shared by every caller of the run, and the next call starts afresh")
     func errors() async throws {
         struct Failure: Error {}

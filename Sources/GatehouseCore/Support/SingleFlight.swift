@@ -32,9 +32,10 @@ final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    /// The result of the run in progress for `key`, or of `work` started now.
+    /// The result of the run in progress for `key`, or of `work` started now; a cancelled
+    /// caller stops waiting at once, as in `value(of:)`.
     func run(_ key: Key, _ work: @escaping @Sendable () async throws -> Value) async throws -> Value {
-        try await task(for: key, work).value
+        try await value(of: task(for: key, work))
     }
 
     /// The result of `task` (a run of this single flight), or `CancellationError` as soon as the
