@@ -56,8 +56,9 @@ public struct Gatehouse: Sendable {
         self.metrics = metrics
         self.storageHealth = StorageHealth(clock: configuration.clock)
         // Each provider sees the one client through its own timeout and metric label; the
-        // photo hosts' breakers are shared (one host may serve several providers' pictures).
-        let photoHosts = HostBreakers(settings: configuration.circuitBreaker, clock: configuration.clock)
+        // photo hosts' breakers are shared (one host may serve several providers' pictures),
+        // and each opens only on failures met by two users' photos.
+        let photoHosts = HostBreakers(settings: configuration.circuitBreaker, clock: configuration.clock, distinctCallers: 2)
         func upstream(_ id: String) -> UpstreamHTTP {
             UpstreamHTTP(
                 client: http, providerId: id, timeout: configuration.upstreamTimeout(for: id), metrics: metrics,

@@ -254,6 +254,46 @@ struct PhotoSourceTests {
         }
     }
 
+    @Test(
+        "a photo host's breaker opens only when it fails for two users' photos: one avatar answered with a redirect, a 403 or a page instead of an image, or failing with 503s alone, leaves another user's photo on that host served"
+    )
+    func oneUsersPhotoCannotOpenTheHostsBreaker() async throws {
+        try await withDeployment { deployment in
+            var octocat = Browser(deployment)
+            #expect(try await octocat.complete(login: "octocat").status == 200)
+            var pat = Browser(deployment)
+            #expect(try await pat.complete(login: "private-pat").status == 200)
+            let (avatar, patsAvatar) = (PhotoStreamingTests.avatar, "GET /github-avatars/u/1000002")
+            let photo = "\(deployment.gatewayURL)/v1/me/photo?refresh=true"
+            // Answers that a URL a user chose or shaped draws from a host that works, then the
+            // host failing for that one URL alone: eight failures in a row, one user's.
+            try await TrustTests.fault(
+                deployment, ["endpoint": avatar, "status": 302, "headers": ["Location": "/elsewhere"], "body": "", "times": 2])
+            try await TrustTests.fault(deployment, ["endpoint": avatar, "status": 403, "body": "{}", "times": 2])
+            try await TrustTests.fault(
+                deployment, ["endpoint": avatar, "status": 200, "headers": ["Content-Type": "text/html"], "body": "<html></html>", "times": 2])
+            try await TrustTests.fault(deployment, ["endpoint": avatar, "status": 503, "body": "{}", "times": 6])
+            for _ in 0..<12 {
+                let refused = try await octocat.send(photo)
+                #expect(refused.status == 502 && TrustTests.code(refused) == "photo-unavailable", "\(refused.status) \(refused.bodyText)")
+            }
+            let pats = try await pat.send(photo)
+            #expect(pats.status == 200, "\(pats.status) \(pats.bodyText)")
+
+            // The host failing for both users' photos opens it: the next photo is not fetched.
+            try await TrustTests.fault(deployment, ["endpoint": avatar, "status": 503, "body": "{}", "times": 3])
+            try await TrustTests.fault(deployment, ["endpoint": patsAvatar, "status": 503, "body": "{}", "times": 3])
+            for _ in 0..<3 {
+                _ = try await octocat.send(photo)
+                _ = try await pat.send(photo)
+            }
+            let before = try await deployment.emulatorStats()[patsAvatar] ?? 0
+            let refused = try await pat.send(photo)
+            #expect(refused.status == 502 && TrustTests.code(refused) == "photo-unavailable", "\(refused.status) \(refused.bodyText)")
+            #expect(try await deployment.emulatorStats()[patsAvatar] ?? 0 == before)
+        }
+    }
+
     @Test("Yahoo: the userinfo picture, through the gateway")
     func yahooPicture() async throws {
         try await withDeployment { deployment in

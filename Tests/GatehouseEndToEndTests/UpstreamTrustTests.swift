@@ -370,8 +370,8 @@ struct UpstreamTrustTests {
     }
 
     /// Makes the OpenID emulator answer `url` as Olive's `picture`.
-    static func choosePicture(_ deployment: TestDeployment, _ url: String) async throws {
-        _ = try await deployment.control("oidc/picture", #"{"issuer": "oidc", "hint": "\#(Self.olive)", "url": "\#(url)"}"#)
+    static func choosePicture(_ deployment: TestDeployment, _ url: String, for login: String = olive) async throws {
+        _ = try await deployment.control("oidc/picture", #"{"issuer": "oidc", "hint": "\#(login)", "url": "\#(url)"}"#)
     }
 
     @Test(
@@ -460,12 +460,13 @@ struct UpstreamTrustTests {
     }
 
     @Test(
-        "a failed photo source is remembered per user (polling reaches it once); a host failing again and again is left alone by its own breaker; the provider's API is untouched"
+        "a failed photo source is remembered per user (polling reaches it once); a host failing again and again for two users' photos is left alone by its own breaker, for one user's alone it is not; the provider's API is untouched"
     )
     func photoFailuresAreRememberedAndHostsBroken() async throws {
         try await withDeployment(gateway: { $0.photoFailureLifetime = 10 }) { deployment in
             let down = "GET /oidc/pictures/down"
             try await Self.choosePicture(deployment, "\(deployment.emulatorURL)/oidc/pictures/down")
+            try await Self.choosePicture(deployment, "\(deployment.emulatorURL)/oidc/pictures/down", for: "otto@oidc.example")
             _ = try await deployment.control("faults", #"{"endpoint": "\#(down)", "status": 503, "body": "{}", "times": 100}"#)
             var olive = Browser(deployment)
             #expect(try await olive.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
@@ -476,23 +477,27 @@ struct UpstreamTrustTests {
                 #expect(try jsonObject(answer)["code"] as? String == "photo-unavailable")
             }
             #expect(try await deployment.emulatorStats()[down] == 1, "polling reached the failing source once")
-            // Once the memory lapses the source is tried again; five failures in a row open its
-            // host's breaker (open for 30 s), and the next try does not reach the host.
-            for _ in 0..<4 {
+            // Once the memory lapses the source is tried again. Six failures in a row, all of
+            // one user's photo, leave the host's breaker closed: the next try reaches it.
+            for _ in 0..<5 {
                 deployment.clock.advance(by: 11)
                 #expect(try await olive.send(photo).status == 502)
             }
-            #expect(try await deployment.emulatorStats()[down] == 5)
+            #expect(try await deployment.emulatorStats()[down] == 6)
+            // Another user's photo failing there too opens it (for 30 s): the next try does not
+            // reach the host.
+            var otto = Browser(deployment)
+            #expect(try await otto.complete(login: "otto@oidc.example", provider: "oidc.emulator").status == 200)
+            #expect(try await otto.send(photo).status == 502)
+            #expect(try await deployment.emulatorStats()[down] == 7)
             deployment.clock.advance(by: 11)
             let refused = try await olive.send(photo)
             #expect(refused.status == 502)
             #expect(try jsonObject(refused)["code"] as? String == "photo-unavailable")
-            #expect(try await deployment.emulatorStats()[down] == 5)
+            #expect(try await deployment.emulatorStats()[down] == 7)
             let holds = deployment.logs.lines.contains { $0.contains("has been failing; not calling it for now") }
             #expect(holds)
             // The provider's API and its breaker are untouched.
-            var otto = Browser(deployment)
-            #expect(try await otto.complete(login: "otto@oidc.example", provider: "oidc.emulator").status == 200)
             #expect(try await otto.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile").status == 200)
             #expect(try await ResilienceTests.metric(deployment, "gatehouse_circuit_state", ["provider": "oidc.emulator"]) == 0)
         }

@@ -116,8 +116,9 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         /// retried later); a retry may succeed.
         case temporarilyUnavailable
         /// The upstream answered, refusing this request (a 4xx other than 401 and 429: a token
-        /// it will not honour for this resource, an account it does not know): it is up, so no
-        /// breaker counts it, and what one caller's request draws never stops the others'.
+        /// it will not honour for this resource, an account it does not know; for a photo URL a
+        /// user chose or shaped, any answer but a 5xx): it is up, so no breaker counts it, and
+        /// what one caller's request draws never stops the others'.
         case refusedByUpstream
     }
 

@@ -16,8 +16,8 @@ public final class HostBreakers: Sendable {
     private let distinctCallers: Int
 
     /// Breakers with the providers' settings. With `distinctCallers` above 1, a host's breaker
-    /// opens only when failures came from that many different callers (the passthrough's
-    /// table: no single user or service key can switch a provider's API off for the others).
+    /// opens only when failures came from that many different callers (both tables use 2: no
+    /// single user, service key or user's photo can switch a host off for the others).
     public init(settings: CircuitBreakerSettings = CircuitBreakerSettings(), clock: any GatehouseClock = SystemClock(), distinctCallers: Int = 1) {
         self.settings = settings
         self.clock = clock
@@ -27,12 +27,14 @@ public final class HostBreakers: Sendable {
     /// Runs `call` through the breaker of `url`'s origin; while it is open, throws
     /// `refused(origin, seconds)` at once, `seconds` being how long until the breaker lets a
     /// probe through (the caller decides whether its answer says so). Failures of the host
-    /// (`photo-unavailable`, `upstream-unavailable` other than an answer over the caller's size
-    /// cap, or an answer `failed` says is the host's) count; any other answer closes it.
+    /// (`upstream-unavailable` other than the host's refusal of this request or an answer over
+    /// the caller's size cap, or an answer `failed` says is the host's) count; any other answer
+    /// closes it.
     func run<T: Sendable>(
-        _ url: String, refused: (String, Int?) -> GatehouseError, failed: (T) -> Bool = { _ in false }, _ call: () async throws -> T
+        _ url: String, caller: String? = nil, refused: (String, Int?) -> GatehouseError, failed: (T) -> Bool = { _ in false },
+        _ call: () async throws -> T
     ) async throws -> T {
-        try await run(origin: Self.origin(of: url), refused: refused, failed: failed, call)
+        try await run(origin: Self.origin(of: url), caller: caller, refused: refused, failed: failed, call)
     }
 
     /// `scheme://host[:port]` of a URL (the key of its breaker).
@@ -60,7 +62,7 @@ public final class HostBreakers: Sendable {
         } catch let error as GatehouseError where !Task.isCancelled {
             // An answer over the cap is what the caller asked for (a large page), not a failure
             // of the host.
-            let failed = error.code == .photoUnavailable || (error.countsAgainstUpstream && error.situation != .tooLarge)
+            let failed = error.countsAgainstUpstream && error.situation != .tooLarge
             await breaker.record(failed ? .failed : .answered, probe: probe, caller: caller, now: clock.now())
             throw error
         } catch {

@@ -173,7 +173,7 @@ public struct GitHubProvider: IdentityProvider {
         if let size {
             url += (url.contains("?") ? "&" : "?") + "s=\(size)"
         }
-        return try await PhotoSource.openPublic(url, http: http)
+        return try await PhotoSource.openPublic(url, caller: "\(id)|\(profile.federatedId)", http: http)
     }
 
     /// The primary **verified** entry of `/user/emails`; otherwise the public email, marked

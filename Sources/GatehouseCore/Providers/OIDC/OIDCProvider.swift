@@ -165,7 +165,7 @@ public struct OIDCProvider: IdentityProvider {
     /// The `picture`, fetched without a token, from an allowed place only.
     public func fetchPhoto(profile: ProviderProfile, tokens: ProviderTokens, size: Int?) async throws -> ProviderPhoto {
         guard let source = profile.photoSourceURL, pictureAllowed(source) else { throw GatehouseError.noPhoto() }
-        return try await PhotoSource.openPublic(source, http: http)
+        return try await PhotoSource.openPublic(source, caller: "\(id)|\(profile.federatedId)", http: http)
     }
 
     /// The `picture` must be on the issuer's own origin or under a configured prefix (parsed,
