@@ -123,7 +123,7 @@ struct TrustTests {
     }
 
     @Test(
-        "a token endpoint that fails is not the API host failing: refreshes that meet 503s for two users leave a third user's call, whose token is valid, answered"
+        "a token endpoint that fails is not the API host failing: refreshes that meet 503s for two users open the provider's breaker, which then spares the token endpoint, and leave a third user's call, whose token is valid, answered"
     )
     func failedRefreshesLeaveTheAPIHostsBreakerClosed() async throws {
         try await Self.withPolicyDeployment { deployment in
@@ -144,12 +144,18 @@ struct TrustTests {
                 try await Self.fault(deployment, ["endpoint": endpoint, "status": 503, "body": "{}"])
             }
             let myEvents = "\(deployment.gatewayURL)/v1/me/providers/microsoft.com/api/v1.0/me/events?$top=1"
+            let refreshes = { try await deployment.emulatorStats().filter { tokenEndpoints.contains($0.key) }.values.reduce(0, +) }
+            let refreshesBefore = try await refreshes()
             for _ in 0..<4 {
                 let adeles = try await ProviderAPITests.call(deployment, "/v1/users/\(adeleUid)/providers/microsoft.com/api/v1.0/me/events", key: key)
                 #expect(adeles.status == 503, "\(adeles.status) \(adeles.bodyText)")
                 let bobs = try await bob.send(myEvents)
                 #expect(bobs.status == 503, "\(bobs.status) \(bobs.bodyText)")
             }
+            // The provider's breaker counts the refreshes: open after five failures of the two
+            // users, it sends the last three calls' refreshes nowhere.
+            let refreshed = try await refreshes() - refreshesBefore
+            #expect(refreshed == 5)
             // Graph itself answered every call it was sent (a 401 for each stale token).
             let stevens = try await steven.send(myEvents)
             #expect(stevens.status == 200, "\(stevens.status) \(stevens.bodyText)")

@@ -141,7 +141,7 @@ public final class ProviderAPIService: Sendable {
         let response: OutboundStreamingResponse
         let tokens: ProviderTokens
         do {
-            (response, tokens) = try await profiles.withFreshTokens(link, provider) { tokens in
+            (response, tokens) = try await profiles.withFreshTokens(link, provider, refreshesThroughBreaker: true) { tokens in
                 // A token GitHub has limited waits out the limit here, without a call.
                 if let limits = githubLimits, let wait = await limits.wait(for: tokens.accessToken, now: clock.now()) {
                     throw GatehouseError.upstreamRateLimited(providerId, retryAfter: wait)
@@ -149,7 +149,8 @@ public final class ProviderAPIService: Sendable {
                 var authorized = prepared
                 authorized.headers.set("Authorization", "Bearer \(tokens.accessToken)")
                 // Only the API host's own answers reach its breaker: a refresh that failed at the
-                // token endpoint, or the provider's open breaker, is not this host failing. A
+                // token endpoint (which the provider's breaker counts), or that breaker open, is
+                // not this host failing. A
                 // failure of the caller's body is not either: it reaches the breaker as neither
                 // (not a GatehouseError), and a body that stalls is the caller's `408`; an answer
                 // over the cap is what the caller asked for. The breaker opens only on failures
@@ -335,7 +336,7 @@ public final class ProviderAPIService: Sendable {
         _ = try await profiles.enabledAccount(uid)
         let link = try await profiles.link(uid: uid, providerId: providerId)
         let provider = try providers.provider(providerId)
-        let tokens = try await profiles.withFreshTokens(link, provider) { $0 }
+        let tokens = try await profiles.withFreshTokens(link, provider, refreshesThroughBreaker: true) { $0 }
         audit.record(.providerTokenIssued, by: .serviceKey(keyId), uid: uid, provider: providerId)
         metrics.providerTokenIssued(providerId: providerId)
         return HandedAccessToken(accessToken: tokens.accessToken, expiresAt: tokens.expiresAt.map { Int($0) }, scopes: tokens.scopes)

@@ -275,20 +275,32 @@ public final class ProfileService: Sendable {
 
     /// Runs `call` with the link's tokens, refreshing them first when they have expired, or
     /// once after the provider rejected them (then retrying once). A refused refresh marks
-    /// the link dead: `provider-reauth-required` until the user signs in with it again.
+    /// the link dead: `provider-reauth-required` until the user signs in with it again. With
+    /// `refreshesThroughBreaker` (a caller the provider's breaker does not already wrap: the
+    /// passthrough, the token route), each refresh goes through that breaker as the link's
+    /// user, so a failing token endpoint is left alone for a while.
     func withFreshTokens<T: Sendable>(
-        _ link: ProviderLinkRecord, _ provider: any IdentityProvider, _ call: @Sendable (ProviderTokens) async throws -> T
+        _ link: ProviderLinkRecord, _ provider: any IdentityProvider, refreshesThroughBreaker: Bool = false,
+        _ call: @Sendable (ProviderTokens) async throws -> T
     ) async throws -> T {
         var tokens = try await openTokens(link)
         if tokens.reauthRequired == true { throw GatehouseError.providerReauthRequired(link.providerId) }
         if let expiresAt = tokens.expiresAt, expiresAt < clock.now().timeIntervalSince1970 + 30, tokens.refreshToken != nil {
-            tokens = try await refresh(link, provider, failed: tokens)
+            tokens = try await refresh(link, provider, failed: tokens, throughBreaker: refreshesThroughBreaker)
         }
         do {
             return try await call(tokens)
         } catch let error as GatehouseError where error.code == .providerReauthRequired && tokens.refreshToken != nil {
-            return try await call(try await refresh(link, provider, failed: tokens))
+            return try await call(try await refresh(link, provider, failed: tokens, throughBreaker: refreshesThroughBreaker))
         }
+    }
+
+    /// `refresh(_:_:failed:)`, through the provider's breaker when `throughBreaker`.
+    private func refresh(
+        _ link: ProviderLinkRecord, _ provider: any IdentityProvider, failed: ProviderTokens, throughBreaker: Bool
+    ) async throws -> ProviderTokens {
+        guard throughBreaker else { return try await refresh(link, provider, failed: failed) }
+        return try await circuits.run(link.providerId, caller: link.uid) { try await refresh(link, provider, failed: failed) }
     }
 
     /// Refreshes unless another request already did (the stored access token changed).
