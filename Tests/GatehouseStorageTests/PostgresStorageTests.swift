@@ -2,6 +2,7 @@ import Foundation
 import GatehouseCore
 import GatehousePostgres
 import GatehouseTestSupport
+import PostgresNIO
 import Testing
 
 /// What only the PostgreSQL store has: several instances migrating at once, a database from a
@@ -97,9 +98,11 @@ import Testing
     @Test("a migration the server refuses says the server's SQLSTATE and message, not postgres-nio's wrapper")
     func refusedMigrationSaysWhy() async throws {
         let url = try await PostgresTestServer.freshDatabase()
-        // A role that may connect but not create tables in the public schema (PostgreSQL 15's default).
+        // A role that may connect but not create tables in the public schema.
         let role = "gatehouse_reader_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
         try await PostgresTestServer.execute(url, "CREATE ROLE \(role) LOGIN")
+        // PostgreSQL 15's default; older servers let everyone create in the public schema.
+        try await PostgresTestServer.execute(url, "REVOKE CREATE ON SCHEMA public FROM PUBLIC")
         var components = try #require(URLComponents(string: url))
         components.user = role
         components.password = nil
@@ -109,6 +112,15 @@ import Testing
         let description = error?.description ?? ""
         #expect(description.hasPrefix("could not migrate the PostgreSQL database at "), "\(description)")
         #expect(description.hasSuffix(": SQLSTATE 42501: permission denied for schema public"), "\(description)")
+    }
+
+    @Test("a server error is summed up by its SQLSTATE and message, never a value it quotes")
+    func failureSummaryQuotesNoValue() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let refused = await #expect(throws: PSQLError.self) { try await PostgresTestServer.execute(url, "SELECT 'hunter2'::boolean") }
+        #expect(refused?.storeFailureSummary == "SQLSTATE 22P02: a data exception (its message, which can quote a value, is not shown)")
+        let missing = await #expect(throws: PSQLError.self) { try await PostgresTestServer.execute(url, "SELECT * FROM no_such_table") }
+        #expect(missing?.storeFailureSummary == #"SQLSTATE 42P01: relation "no_such_table" does not exist"#)
     }
 
     @Test("a database that is not UTF8 is refused at migration with a clear error; nothing is created")
