@@ -82,7 +82,8 @@ import Testing
         let gate = Gate()
         let starter = Task { try await flight.run("k") { try await gate.work(6) } }
         for _ in 0..<100_000 where !flight.isRunning("k") { await Task.yield() }
-        let waiting = Task { try await flight.run("k") { 0 } }
+        // Joined now, while the run is held: the run itself, not a new one.
+        let joined = flight.task(for: "k") { 0 }
         starter.cancel()
         // Bounded, as above: a caller that waits for the held run fails the test.
         let ended = Mutex(false)
@@ -96,7 +97,7 @@ import Testing
         #expect(flight.isRunning("k"))
         gate.release.yield()
         await #expect(throws: CancellationError.self) { try await starter.value }
-        #expect(try await waiting.value == 6)
+        #expect(try await joined.value == 6)
     }
 
     @Test("an error is shared by every caller of the run, and the next call starts afresh")
