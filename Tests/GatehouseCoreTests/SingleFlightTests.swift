@@ -17,6 +17,18 @@ import Testing
         }
     }
 
+    /// Whether `task` ends while the test's run is still held: it did not wait for the run.
+    /// Bounded, so that a caller that does wait fails the test instead of hanging it.
+    static func ends(_ task: Task<Int, any Error>) async -> Bool {
+        let ended = Mutex(false)
+        Task {
+            _ = await task.result
+            ended.withLock { $0 = true }
+        }
+        for _ in 0..<100_000 where !ended.withLock({ $0 }) { await Task.yield() }
+        return ended.withLock { $0 }
+    }
+
     @Test("callers of one key share one run and its result; another key runs on its own; after the end a new run starts")
     func sharing() async throws {
         let flight = SingleFlight<String, Int>()
@@ -52,15 +64,7 @@ import Testing
         let cancelled = Task { try await flight.value(of: run) }
         let waiting = Task { try await flight.value(of: run) }
         cancelled.cancel()
-        // Answered while the run is still held: the waiter did not wait for it. (Bounded, so
-        // that a waiter that does wait fails the test instead of hanging it.)
-        let ended = Mutex(false)
-        Task {
-            _ = await cancelled.result
-            ended.withLock { $0 = true }
-        }
-        for _ in 0..<100_000 where !ended.withLock({ $0 }) { await Task.yield() }
-        let answered = ended.withLock { $0 }
+        let answered = await Self.ends(cancelled)
         #expect(answered, "the cancelled caller is answered before the run ends")
         #expect(flight.isRunning("k"))
         gate.release.yield()
@@ -85,14 +89,7 @@ import Testing
         // Joined now, while the run is held: the run itself, not a new one.
         let joined = flight.task(for: "k") { 0 }
         starter.cancel()
-        // Bounded, as above: a caller that waits for the held run fails the test.
-        let ended = Mutex(false)
-        Task {
-            _ = await starter.result
-            ended.withLock { $0 = true }
-        }
-        for _ in 0..<100_000 where !ended.withLock({ $0 }) { await Task.yield() }
-        let answered = ended.withLock { $0 }
+        let answered = await Self.ends(starter)
         #expect(answered, "the cancelled caller is answered before the run ends")
         #expect(flight.isRunning("k"))
         gate.release.yield()
