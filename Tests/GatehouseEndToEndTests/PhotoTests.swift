@@ -255,7 +255,7 @@ struct PhotoSourceTests {
     }
 
     @Test(
-        "a photo host's breaker opens only when it fails for two users' photos: one avatar answered with a redirect, a 403 or a page instead of an image, or failing with 503s alone, leaves another user's photo on that host served"
+        "a photo host's breaker counts only the host failing, for two users' photos: a redirect, a 403 or a page instead of an image count for nothing, one avatar's 503s alone leave it closed, both users' 503s open it"
     )
     func oneUsersPhotoCannotOpenTheHostsBreaker() async throws {
         try await withDeployment { deployment in
@@ -265,18 +265,26 @@ struct PhotoSourceTests {
             #expect(try await pat.complete(login: "private-pat").status == 200)
             let (avatar, patsAvatar) = (PhotoStreamingTests.avatar, "GET /github-avatars/u/1000002")
             let photo = "\(deployment.gatewayURL)/v1/me/photo?refresh=true"
-            // Answers that a URL a user chose or shaped draws from a host that works, then the
-            // host failing for that one URL alone: eight failures in a row, one user's.
+            // Answers that a URL a user chose or shaped draws from a host that works count for
+            // nothing: a 403, then four in a row, then one 503 for Pat's avatar leave the
+            // breaker closed.
+            try await TrustTests.fault(deployment, ["endpoint": avatar, "status": 403, "body": "{}", "times": 1])
             try await TrustTests.fault(
                 deployment, ["endpoint": avatar, "status": 302, "headers": ["Location": "/elsewhere"], "body": "", "times": 2])
-            try await TrustTests.fault(deployment, ["endpoint": avatar, "status": 403, "body": "{}", "times": 2])
             try await TrustTests.fault(
                 deployment, ["endpoint": avatar, "status": 200, "headers": ["Content-Type": "text/html"], "body": "<html></html>", "times": 2])
-            try await TrustTests.fault(deployment, ["endpoint": avatar, "status": 503, "body": "{}", "times": 6])
-            for _ in 0..<12 {
+            try await TrustTests.fault(deployment, ["endpoint": patsAvatar, "status": 503, "body": "{}", "times": 1])
+            for _ in 0..<5 {
                 let refused = try await octocat.send(photo)
                 #expect(refused.status == 502 && TrustTests.code(refused) == "photo-unavailable", "\(refused.status) \(refused.bodyText)")
             }
+            #expect(try await pat.send(photo).status == 502)
+            let served = try await octocat.send(photo)
+            #expect(served.status == 200, "\(served.status) \(served.bodyText)")
+
+            // The host failing for one user's photo alone, six times in a row, leaves it closed.
+            try await TrustTests.fault(deployment, ["endpoint": avatar, "status": 503, "body": "{}", "times": 6])
+            for _ in 0..<6 { #expect(try await octocat.send(photo).status == 502) }
             let pats = try await pat.send(photo)
             #expect(pats.status == 200, "\(pats.status) \(pats.bodyText)")
 
@@ -291,6 +299,32 @@ struct PhotoSourceTests {
             let refused = try await pat.send(photo)
             #expect(refused.status == 502 && TrustTests.code(refused) == "photo-unavailable", "\(refused.status) \(refused.bodyText)")
             #expect(try await deployment.emulatorStats()[patsAvatar] ?? 0 == before)
+        }
+    }
+
+    @Test(
+        "a public photo whose body breaks off (no more bytes within the photo timeout), for two users three times each, never counts against its provider's breaker: profiles are still served"
+    )
+    func brokenPhotoBodiesLeaveTheProviderAlone() async throws {
+        try await withDeployment(gateway: { $0.photoTimeout = .seconds(1) }) { deployment in
+            var octocat = Browser(deployment)
+            #expect(try await octocat.complete(login: "octocat").status == 200)
+            var pat = Browser(deployment)
+            #expect(try await pat.complete(login: "private-pat").status == 200)
+            let photo = "\(deployment.gatewayURL)/v1/me/photo?refresh=true"
+            // The head and the image's first half arrive, then nothing: the callers' answers
+            // break off after their head, so only what the gateway counted is checked.
+            for avatar in [PhotoStreamingTests.avatar, "GET /github-avatars/u/1000002"] {
+                try await TrustTests.fault(deployment, ["endpoint": avatar, "pauseBodyMs": 20_000, "chunked": true, "times": 3])
+            }
+            for _ in 0..<3 {
+                _ = try? await octocat.send(photo)
+                _ = try? await pat.send(photo)
+            }
+            _ = try await deployment.control("faults/release", "{}")
+            #expect(try await ResilienceTests.metric(deployment, "gatehouse_circuit_state", ["provider": "github.com"]) == 0)
+            let profile = try await octocat.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile?refresh=true")
+            #expect(profile.status == 200, "\(profile.status) \(profile.bodyText)")
         }
     }
 

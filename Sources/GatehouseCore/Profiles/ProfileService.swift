@@ -253,7 +253,9 @@ public final class ProfileService: Sendable {
     }
 
     /// Opens the preferred candidate's photo and receives it into `download`, under the
-    /// provider's breaker until the last byte (a transfer failing half-way counts).
+    /// provider's breaker until the last byte: a transfer from the provider failing half-way
+    /// counts; one from a public photo URL's host (an avatar host, an OpenID `picture`) does
+    /// not, since that host is not the provider.
     private func fetchPhoto(
         uid: String, providerId: String?, size: Int?, into download: PhotoDownload,
         whole: @escaping @Sendable (_ chunks: [[UInt8]], _ contentType: String, _ etag: String) async -> Photo
@@ -265,12 +267,27 @@ public final class ProfileService: Sendable {
             let profile = try link.profile()
             guard profile.photoSourceURL != nil else { continue }
             let provider = try providers.provider(link.providerId)
-            return try await circuits.run(link.providerId, caller: uid) {
-                let source = try await withFreshTokens(link, provider) { try await provider.fetchPhoto(profile: profile, tokens: $0, size: size) }
-                return try await download.receive(source, providerId: link.providerId, whole: whole)
+            do {
+                return try await circuits.run(link.providerId, caller: uid) {
+                    let source = try await withFreshTokens(link, provider) { try await provider.fetchPhoto(profile: profile, tokens: $0, size: size) }
+                    do {
+                        return try await download.receive(source, providerId: link.providerId, whole: whole)
+                    } catch let error as GatehouseError where source.fromPublicURL {
+                        // Reaches the breaker as no GatehouseError: neither a failure nor an answer.
+                        throw PublicPhotoBodyFailure(error: error)
+                    }
+                }
+            } catch let failure as PublicPhotoBodyFailure {
+                throw failure.error
             }
         }
         throw GatehouseError.noPhoto()
+    }
+
+    /// A public photo host's failure half-way through the body, carried past the provider's
+    /// breaker.
+    private struct PublicPhotoBodyFailure: Error {
+        let error: GatehouseError
     }
 
     /// Runs `call` with the link's tokens, refreshing them first when they have expired, or

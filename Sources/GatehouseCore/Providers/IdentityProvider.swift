@@ -58,6 +58,10 @@ public struct ProviderPhoto: Sendable {
     public var sourceURL: String = ""
     /// The provider's validator for it: its `ETag`, else its `Last-Modified`.
     public var validator: String?
+    /// Fetched from a public photo URL (an avatar host, an OpenID `picture`), not from the
+    /// provider itself: a failure of its body is never one of the provider's that its breaker
+    /// counts.
+    public var fromPublicURL = false
 
     /// The entity tag the gateway serves for this image, known at the head: derived from the
     /// source URL, the provider's validator, the declared length and the type, so the same

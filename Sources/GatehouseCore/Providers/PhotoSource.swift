@@ -63,7 +63,8 @@ enum PhotoSource {
         } catch let error as GatehouseError where error.code != .photoUnavailable {
             throw GatehouseError.photoUnavailable(http.providerId, cause: "\(error.code): \(error.detail)")
         }
-        guard let photo else { throw GatehouseError.noPhoto() }
+        guard var photo else { throw GatehouseError.noPhoto() }
+        photo.fromPublicURL = true
         return photo
     }
 }
