@@ -314,7 +314,8 @@ struct PhotoSourceTests {
             let photo = "\(deployment.gatewayURL)/v1/me/photo?refresh=true"
             // The head and the image's first half arrive, then nothing: the callers' answers
             // break off after their head, so only what the gateway counted is checked.
-            for avatar in [PhotoStreamingTests.avatar, "GET /github-avatars/u/1000002"] {
+            let avatars = [PhotoStreamingTests.avatar, "GET /github-avatars/u/1000002"]
+            for avatar in avatars {
                 try await TrustTests.fault(deployment, ["endpoint": avatar, "pauseBodyMs": 20_000, "chunked": true, "times": 3])
             }
             for _ in 0..<3 {
@@ -322,6 +323,10 @@ struct PhotoSourceTests {
                 _ = try? await pat.send(photo)
             }
             _ = try await deployment.control("faults/release", "{}")
+            // Every one of the six reached its avatar (whose head came and whose body stalled).
+            let stats = try await deployment.emulatorStats()
+            let reached = avatars.map { stats[$0] ?? 0 }
+            #expect(reached == [3, 3])
             #expect(try await ResilienceTests.metric(deployment, "gatehouse_circuit_state", ["provider": "github.com"]) == 0)
             let profile = try await octocat.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile?refresh=true")
             #expect(profile.status == 200, "\(profile.status) \(profile.bodyText)")

@@ -252,10 +252,10 @@ public final class ProfileService: Sendable {
         return links.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }.map(\.element)
     }
 
-    /// Opens the preferred candidate's photo and receives it into `download`, under the
-    /// provider's breaker until the last byte: a transfer from the provider failing half-way
-    /// counts; one from a public photo URL's host (an avatar host, an OpenID `picture`) does
-    /// not, since that host is not the provider.
+    /// Opens the preferred candidate's photo and receives it into `download`. A photo from the
+    /// provider itself (Graph's) is received under the provider's breaker until the last byte,
+    /// so a transfer failing half-way counts; one from a public photo URL (an avatar host, an
+    /// OpenID `picture`) only until its head, since that host is not the provider.
     private func fetchPhoto(
         uid: String, providerId: String?, size: Int?, into download: PhotoDownload,
         whole: @escaping @Sendable (_ chunks: [[UInt8]], _ contentType: String, _ etag: String) async -> Photo
@@ -267,27 +267,24 @@ public final class ProfileService: Sendable {
             let profile = try link.profile()
             guard profile.photoSourceURL != nil else { continue }
             let provider = try providers.provider(link.providerId)
-            do {
-                return try await circuits.run(link.providerId, caller: uid) {
-                    let source = try await withFreshTokens(link, provider) { try await provider.fetchPhoto(profile: profile, tokens: $0, size: size) }
-                    do {
-                        return try await download.receive(source, providerId: link.providerId, whole: whole)
-                    } catch let error as GatehouseError where source.fromPublicURL {
-                        // Reaches the breaker as no GatehouseError: neither a failure nor an answer.
-                        throw PublicPhotoBodyFailure(error: error)
-                    }
-                }
-            } catch let failure as PublicPhotoBodyFailure {
-                throw failure.error
+            let opened = try await circuits.run(link.providerId, caller: uid) { () -> OpenedPhoto in
+                let source = try await withFreshTokens(link, provider) { try await provider.fetchPhoto(profile: profile, tokens: $0, size: size) }
+                if source.fromPublicURL { return .publicSource(source) }
+                return .received(try await download.receive(source, providerId: link.providerId, whole: whole))
+            }
+            switch opened {
+            case .received(let photo): return photo
+            case .publicSource(let source): return try await download.receive(source, providerId: link.providerId, whole: whole)
             }
         }
         throw GatehouseError.noPhoto()
     }
 
-    /// A public photo host's failure half-way through the body, carried past the provider's
-    /// breaker.
-    private struct PublicPhotoBodyFailure: Error {
-        let error: GatehouseError
+    /// A photo the provider's breaker has settled: received whole from the provider, or a
+    /// public photo URL's answer whose body is still to come.
+    private enum OpenedPhoto: Sendable {
+        case received(Photo)
+        case publicSource(ProviderPhoto)
     }
 
     /// Runs `call` with the link's tokens, refreshing them first when they have expired, or
