@@ -146,9 +146,11 @@ struct StartupTests {
             defer { for descriptor in held { close(descriptor) } }
             let exhausted = ContinuousClock.now
             for _ in 0..<200 where refusal() == nil { try await Task.sleep(for: .milliseconds(50)) }
-            // Out of descriptors for a second more: accept is paused 50 ms after each
-            // failure, not retried at once (which spins a core on the listen backlog).
-            try await Task.sleep(for: .seconds(1))
+            // Out of descriptors for a quarter second more: accept is paused 50 ms after each
+            // failure, not retried at once (which spins a core on the listen backlog). Kept
+            // short: libdispatch's thread-pool monitor opens /proc/<tid>/stat once a second
+            // while work is queued, and stops the process when no descriptor is left for it.
+            try await Task.sleep(for: .milliseconds(250))
             for descriptor in held { close(descriptor) }
             held = []
             let pauses = Int((ContinuousClock.now - exhausted) / .milliseconds(50))
