@@ -150,11 +150,11 @@ public final class ProviderAPIService: Sendable {
                 authorized.headers.set("Authorization", "Bearer \(tokens.accessToken)")
                 // Only the API host's own answers reach its breaker: a refresh that failed at the
                 // token endpoint (which the provider's breaker counts), or that breaker open, is
-                // not this host failing. A
-                // failure of the caller's body is not either: it reaches the breaker as neither
-                // (not a GatehouseError), and a body that stalls is the caller's `408`; an answer
-                // over the cap is what the caller asked for. The breaker opens only on failures
-                // of at least two callers, so one caller cannot open it for everyone.
+                // not this host failing. A failure of the caller's body is not either: it reaches
+                // the breaker as neither (not a GatehouseError), and a body that stalls is the
+                // caller's `408`; an answer over the cap is what the caller asked for. The breaker
+                // opens only on failures of at least two callers, so one caller cannot open it
+                // for everyone.
                 let response = try await hosts.run(
                     origin: origin, caller: breakerCaller, refused: refused, failed: { [502, 503, 504].contains($0.head.status) }
                 ) {
