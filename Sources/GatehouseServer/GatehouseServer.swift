@@ -68,28 +68,41 @@ public enum GatehouseServer {
     /// `assemble` from the port it got; `onRunning` receives that port once it serves.
     /// With `operations`, the operations listener serves on that address too and reports its
     /// port to `onOperationsRunning`. Both listeners close a connection silent for `idleTimeout`.
+    /// The public listener holds `maxConnections` open at most (by default what the descriptor
+    /// limit leaves, `ConnectionLimit.fitting`), the operations listener `ConnectionLimit.operations`.
     public static func service(
         host: String, port: Int, operations: OperationsAddress? = nil, idleTimeout: Duration = GatewayService.defaultIdleTimeout,
-        logger: Logger,
+        maxConnections: Int? = nil, logger: Logger,
         assemble: @escaping @Sendable (_ port: Int) async throws -> GatewayAssembly,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }, onOperationsRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> GatewayService {
         GatewayService(
-            host: host, port: port, operations: operations, idleTimeout: idleTimeout, logger: logger, assemble: assemble,
+            host: host, port: port, operations: operations, idleTimeout: idleTimeout,
+            maxConnections: maxConnections ?? defaultConnectionLimit(operations: operations), logger: logger, assemble: assemble,
             onRunning: onRunning, onOperationsRunning: onOperationsRunning)
     }
 
     /// The gateway over a core assembled beforehand (its configuration does not depend on the port).
-    /// `startup` runs first, with the operations listener answering "not ready" meanwhile.
+    /// `startup` runs first, with the operations listener answering "not ready" meanwhile. The
+    /// listeners' connection limits are those of the other `service`.
     public static func service(
         _ assembly: GatewayAssembly, host: String, port: Int, operations: OperationsAddress? = nil,
-        idleTimeout: Duration = GatewayService.defaultIdleTimeout, logger: Logger, startup: StartupGate? = nil,
+        idleTimeout: Duration = GatewayService.defaultIdleTimeout, maxConnections: Int? = nil, logger: Logger, startup: StartupGate? = nil,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }, onOperationsRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> GatewayService {
         GatewayService(
-            host: host, port: port, operations: operations, idleTimeout: idleTimeout, logger: logger, startup: startup,
+            host: host, port: port, operations: operations, idleTimeout: idleTimeout,
+            maxConnections: maxConnections ?? defaultConnectionLimit(operations: operations), logger: logger, startup: startup,
             assemble: { _ in assembly },
             onRunning: onRunning, onOperationsRunning: onOperationsRunning)
+    }
+
+    /// The public listener's limit when none is given: what `ConnectionLimit.fitting` leaves
+    /// under the descriptor limit in force, for libcurl's default 256 kept connections and no
+    /// database pool.
+    static func defaultConnectionLimit(operations: OperationsAddress?) -> Int {
+        ConnectionLimit.fitting(
+            descriptorLimit: ConnectionLimit.descriptorLimit, upstreamConnections: 256, databaseConnections: 0, operationsListener: operations != nil)
     }
 
     /// The whole responder chain over an assembled core, outermost first: request id →

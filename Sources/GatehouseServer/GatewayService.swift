@@ -68,7 +68,7 @@ public struct GatewayService: Service {
     public static let defaultIdleTimeout: Duration = .seconds(75)
 
     init(
-        host: String, port: Int, operations address: OperationsAddress?, idleTimeout: Duration, logger: Logger,
+        host: String, port: Int, operations address: OperationsAddress?, idleTimeout: Duration, maxConnections: Int, logger: Logger,
         startup: StartupGate? = nil,
         assemble: @escaping @Sendable (Int) async throws -> GatewayAssembly, onRunning: @escaping @Sendable (Int) async -> Void,
         onOperationsRunning: @escaping @Sendable (Int) async -> Void
@@ -103,7 +103,8 @@ public struct GatewayService: Service {
                 responder: OperationsResponder(slot: slot, startup: startup), server: server("operations"),
                 configuration: .init(address: .hostname(address.host, port: address.port), serverName: "Gatehouse"),
                 onServerRunning: { channel in
-                    await AcceptBackoff.install(on: channel, role: "operations", metrics: listenerMetrics, logger: logger)
+                    await AcceptGate.install(
+                        on: channel, role: "operations", limit: ConnectionLimit.operations, metrics: listenerMetrics, logger: logger)
                     await onOperationsRunning(channel.localAddress?.port ?? address.port)
                 }, logger: logger)
         }
@@ -111,7 +112,7 @@ public struct GatewayService: Service {
             responder: slot, server: server("public"),
             configuration: .init(address: .hostname(host, port: port), serverName: "Gatehouse"),
             onServerRunning: { channel in
-                await AcceptBackoff.install(on: channel, role: "public", metrics: listenerMetrics, logger: logger)
+                await AcceptGate.install(on: channel, role: "public", limit: maxConnections, metrics: listenerMetrics, logger: logger)
                 let bound = channel.localAddress?.port ?? port
                 do {
                     let assembly = try await assemble(bound)

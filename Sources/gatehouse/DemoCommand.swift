@@ -27,7 +27,7 @@ struct DemoCommand: AsyncParsableCommand {
         let environment = try await store.settings()
         let logger = Logging.bootstrapJSON(level: try Logging.level(environment))
         let dataDir = try store.folder(environment: environment)
-        StartupChecks.raiseDescriptorLimit(logger: logger)
+        let descriptors = StartupChecks.raiseDescriptorLimit(logger: logger)
         let metrics = ServerMetrics()
         let (storage, pool) = try store.openForServices(environment: environment, metricsFactory: metrics.metricsFactory, logger: logger)
         let http = CurlHTTPClient()
@@ -40,8 +40,13 @@ struct DemoCommand: AsyncParsableCommand {
         // The operations listener on a port of its own (any free one unless GATEHOUSE_OPS_ADDRESS says).
         let operations = try ServeSettings.operationsAddress(environment, default: "127.0.0.1:0")
         let idleTimeout = try TypedSettings(environment: environment).durationOrDefault("GATEHOUSE_IDLE_TIMEOUT")
+        let maxConnections = StartupChecks.connectionLimit(
+            configured: try TypedSettings(environment: environment).number("GATEHOUSE_MAX_CONNECTIONS"),
+            descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,
+            upstreamConnections: CurlClientConfiguration().maxCachedConnections,
+            databaseConnections: try store.databaseConnections(environment: environment), operationsListener: operations != nil, logger: logger)
         let gateway = GatehouseServer.service(
-            host: "127.0.0.1", port: port, operations: operations, idleTimeout: idleTimeout, logger: logger
+            host: "127.0.0.1", port: port, operations: operations, idleTimeout: idleTimeout, maxConnections: maxConnections, logger: logger
         ) { port in
             let publicURL = "http://127.0.0.1:\(port)"
             var configuration = Self.configuration(publicURL: publicURL, emulatorURL: try await emulatorBase.value())

@@ -38,7 +38,11 @@ struct ServeCommand: AsyncParsableCommand {
         let settings = try ServeSettings(environment: environment, host: host, port: port)
         StartupChecks.announce(
             store: StartupChecks.storeKind(environment, databaseURL: store.databaseURL), providers: settings.gateway.providerIds, logger: logger)
-        StartupChecks.raiseDescriptorLimit(logger: logger)
+        let descriptors = StartupChecks.raiseDescriptorLimit(logger: logger)
+        let maxConnections = StartupChecks.connectionLimit(
+            configured: settings.maxConnections, descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,
+            upstreamConnections: settings.upstreamConnections, databaseConnections: try store.databaseConnections(environment: environment),
+            operationsListener: settings.operations != nil, logger: logger)
         StartupChecks.warnAboutUploadTimeouts(settings.gateway, idleTimeout: settings.idleTimeout, logger: logger)
         let metrics = ServerMetrics()
         let (storage, pool) = try store.openForServices(environment: environment, metricsFactory: metrics.metricsFactory, logger: logger)
@@ -74,7 +78,8 @@ struct ServeCommand: AsyncParsableCommand {
             }, state: { state.value }, metrics: metrics)
         let app = GatehouseServer.service(
             GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: false, drain: drain), host: settings.host, port: settings.port,
-            operations: settings.operations, idleTimeout: settings.idleTimeout, logger: logger, startup: startup
+            operations: settings.operations, idleTimeout: settings.idleTimeout, maxConnections: maxConnections, logger: logger,
+            startup: startup
         ) { port in
             drain.markServing()
             logger.info("Gatehouse listening", metadata: ["listener.role": "public", "http.port": .stringConvertible(port)])
@@ -107,6 +112,8 @@ struct ServeSettings {
     var caBundlePath: String?
     /// Provider connections libcurl keeps for reuse (`GATEHOUSE_UPSTREAM_CONNECTIONS`).
     var upstreamConnections: Int
+    /// The public listener's connection limit (`GATEHOUSE_MAX_CONNECTIONS`); `nil`: what the descriptor limit leaves.
+    var maxConnections: Int?
     /// How long a connection to either listener may stay silent before it is closed (`GATEHOUSE_IDLE_TIMEOUT`).
     var idleTimeout: Duration
     /// Seconds between two purges of expired flows, results and sessions (`GATEHOUSE_PURGE_INTERVAL`).
@@ -141,6 +148,7 @@ struct ServeSettings {
         self.operations = try Self.operationsAddress(environment, default: "127.0.0.1:9090")
         self.caBundlePath = environment["GATEHOUSE_CA_BUNDLE"]
         self.upstreamConnections = try settings.numberOrDefault("GATEHOUSE_UPSTREAM_CONNECTIONS")
+        self.maxConnections = try settings.number("GATEHOUSE_MAX_CONNECTIONS")
         self.idleTimeout = try settings.durationOrDefault("GATEHOUSE_IDLE_TIMEOUT")
         self.purgeInterval = .seconds(try settings.numberOrDefault("GATEHOUSE_PURGE_INTERVAL"))
         // Whole seconds: each trim locks the allocator's arenas in turn, not something to do

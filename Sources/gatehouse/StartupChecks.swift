@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import GatehouseServer
 import Logging
 
 #if canImport(Glibc)
@@ -34,6 +35,31 @@ enum StartupChecks {
             logger.info("open-file limit", metadata: metadata)
         }
         return (UInt64(limit.rlim_cur), UInt64(limit.rlim_max))
+    }
+
+    /// The public listener's connection limit: `configured` (`GATEHOUSE_MAX_CONNECTIONS`) or
+    /// what `ConnectionLimit.fitting` leaves under `descriptorLimit`. Logs it; warns when a
+    /// configured limit is above what fits, since a gateway holding that many connections can
+    /// run out of descriptors.
+    static func connectionLimit(
+        configured: Int?, descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool, logger: Logger
+    ) -> Int {
+        let fitting = ConnectionLimit.fitting(
+            descriptorLimit: descriptorLimit, upstreamConnections: upstreamConnections, databaseConnections: databaseConnections,
+            operationsListener: operationsListener)
+        let limit = configured ?? fitting
+        let metadata: Logger.Metadata = [
+            "connections.max": .stringConvertible(limit), "connections.fitting": .stringConvertible(fitting),
+            "fd.limit": .stringConvertible(descriptorLimit),
+        ]
+        if limit > fitting {
+            logger.warning(
+                "GATEHOUSE_MAX_CONNECTIONS is above what the open-file limit leaves for connections: the gateway can run out of descriptors; raise the hard limit (LimitNOFILE, ulimit -Hn) or lower GATEHOUSE_MAX_CONNECTIONS",
+                metadata: metadata)
+        } else {
+            logger.info("connection limit", metadata: metadata)
+        }
+        return limit
     }
 
     /// One line naming what starts: version, commit, store and providers; a warning when no

@@ -66,6 +66,12 @@ struct StoreOptions: ParsableArguments {
         return try make(environment: environment, logger: logger, runsPool: false, metricsFactory: metricsFactory)
     }
 
+    /// The most connections the store opens to a database server: PostgreSQL's pool size, none
+    /// for SQLite (its files are among the process's own descriptors).
+    func databaseConnections(environment: [String: String]) throws -> Int {
+        usesPostgres(environment) ? try TypedSettings(environment: environment).numberOrDefault("GATEHOUSE_DATABASE_POOL_SIZE") : 0
+    }
+
     /// Whether a database URL is given (PostgreSQL), else the store is SQLite in the data folder.
     private func usesPostgres(_ environment: [String: String]) -> Bool {
         !(databaseURL ?? environment["GATEHOUSE_DATABASE_URL"] ?? "").isEmpty

@@ -248,7 +248,18 @@ struct ResilienceTests {
     }
 
     private static func series(_ deployment: TestDeployment, _ name: String) async throws -> [(labels: [String: String], value: Double)] {
-        let text = try await deployment.client.execute(OutboundRequest(url: deployment.operationsURL + "/metrics")).bodyText
+        try await series(at: deployment.operationsURL, client: deployment.client, name)
+    }
+
+    /// The value of one series of the `/metrics` that `client` reads at `operationsURL`, `nil` when absent.
+    static func metric(at operationsURL: String, client: CurlHTTPClient, _ name: String, _ labels: [String: String]) async throws -> Double? {
+        try await series(at: operationsURL, client: client, name).first { $0.labels == labels }?.value
+    }
+
+    private static func series(at operationsURL: String, client: CurlHTTPClient, _ name: String) async throws -> [(
+        labels: [String: String], value: Double
+    )] {
+        let text = try await client.execute(OutboundRequest(url: operationsURL + "/metrics")).bodyText
         return text.split(separator: "\n").compactMap { line in
             guard line.hasPrefix(name + "{"), let close = line.lastIndex(of: "}") else { return nil }
             let inside = line[line.index(line.startIndex, offsetBy: name.count + 1)..<close]

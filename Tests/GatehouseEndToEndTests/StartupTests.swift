@@ -124,15 +124,81 @@ struct StartupTests {
     }
 
     @Test(
-        "accept out of descriptors (prlimit --nofile=64:64, 100 held connections): logged with the limit at most every 10 s, and the listener serves again once they close"
+        "at its connection limit (prlimit --nofile=256:256, 250 held connections) the public listener stops accepting and keeps descriptors free: no accept fails, the limit is logged and counted, and the listener serves again once they close"
+    )
+    func connectionLimitKeepsDescriptors() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "prlimit (util-linux)")
+        try await withEmulatorAndFolder("startup") { emulatorURL, folder in
+            let instance = try await ServeProcess.start(
+                name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
+                extra: ["GATEHOUSE_UPSTREAM_CONNECTIONS": "1"], launcher: ["/usr/bin/prlimit", "--nofile=256:256", "--"])
+            defer { instance.process.stop() }
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            func metric(_ name: String, _ labels: [String: String] = ["listener": "public"]) async throws -> Double? {
+                try await ResilienceTests.metric(at: instance.operationsURL, client: client, name, labels)
+            }
+            func logged(_ prefix: String) -> [[String: Any]] {
+                Self.lines(instance.logPath).filter { ($0["message"] as? String)?.hasPrefix(prefix) == true }
+            }
+            #expect(try await client.execute(OutboundRequest(url: instance.operationsURL + "/readyz")).status == 200)
+            #expect(try await client.execute(OutboundRequest(url: instance.url + "/healthz")).status == 200)
+            // What the limit of 256 descriptors leaves: the process's own, the operations
+            // listener's 64, and a quarter of the rest for provider calls.
+            let limit = try #require(try await metric("gatehouse_connections_limit"), "\(instance.logTail)")
+            let started = logged("connection limit").first
+            #expect(started?["connections.max"] as? Int == Int(limit) && started?["fd.limit"] as? Int == 256, "\(instance.logTail)")
+            #expect(limit >= 32 && limit <= 128, "\(limit)")
+
+            var held = try Self.hold(250, to: instance.url)
+            defer { for descriptor in held { close(descriptor) } }
+            for _ in 0..<200 where logged("connection limit reached").isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+            let reached = try #require(logged("connection limit reached").first, "\(instance.logTail)")
+            #expect(reached["level"] as? String == "warning" && reached["connections.max"] as? Int == Int(limit), "\(reached)")
+            // Held for over a second, a tick of libdispatch's thread-pool monitor: the process
+            // keeps the descriptors the limit leaves and goes on answering on the other listener.
+            try await Task.sleep(for: .milliseconds(1200))
+            #expect(instance.process.isRunning, "\(instance.logTail)")
+            let open = try #require(try await metric("gatehouse_connections_open"))
+            #expect(open >= limit && open <= limit + 4, "\(open) open, limit \(limit)")
+            let descriptors = try #require(Self.openDescriptors(of: instance.process.pid))
+            #expect(descriptors < 200, "\(descriptors) descriptors open")
+            #expect(try await metric("gatehouse_accept_failures_total") == 0)
+            #expect(logged("cannot accept connections").isEmpty, "\(instance.logTail)")
+            #expect(try await metric("gatehouse_connection_limit_reached_total") ?? 0 >= 1)
+
+            // The connections that waited in the listen backlog are accepted as the held ones close.
+            for descriptor in held { close(descriptor) }
+            held = []
+            var request = OutboundRequest(url: instance.url + "/healthz")
+            request.timeout = .seconds(10)
+            let answered = try? await client.execute(request)
+            #expect(answered?.status == 200, "\(instance.logTail)")
+            for _ in 0..<200 {
+                if try await metric("gatehouse_connections_open") ?? 0 <= 2 { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(try await metric("gatehouse_connections_open") ?? 0 <= 2)
+        }
+    }
+
+    /// How many descriptors process `pid` holds open.
+    static func openDescriptors(of pid: Int32) -> Int? {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count
+    }
+
+    @Test(
+        "accept out of descriptors (prlimit --nofile=64:64, GATEHOUSE_MAX_CONNECTIONS=1000, 100 held connections): the limit above what fits is warned of, the failures logged with the limit at most every 10 s, and the listener serves again once they close"
     )
     func acceptWithoutDescriptors() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "prlimit (util-linux)")
         try await withEmulatorAndFolder("startup") { emulatorURL, folder in
             let instance = try await ServeProcess.start(
                 name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
-                launcher: ["/usr/bin/prlimit", "--nofile=64:64", "--"])
+                extra: ["GATEHOUSE_MAX_CONNECTIONS": "1000"], launcher: ["/usr/bin/prlimit", "--nofile=64:64", "--"])
             defer { instance.process.stop() }
+            let warned = Self.lines(instance.logPath).first { ($0["message"] as? String)?.hasPrefix("GATEHOUSE_MAX_CONNECTIONS is above") == true }
+            #expect(warned?["level"] as? String == "warning" && warned?["connections.max"] as? Int == 1000, "\(instance.logTail)")
             func refusal() -> [String: Any]? {
                 Self.lines(instance.logPath).first { ($0["message"] as? String)?.hasPrefix("cannot accept connections") == true }
             }

@@ -1,35 +1,71 @@
 import Synchronization
 
 /// Where the listeners count what happens to connections outside any request: the ones
-/// `SlowClientDeadlines` cuts, the request heads refused as not HTTP and the accepts that
-/// fail for want of descriptors. They count into the start-up gate's metrics until the core
-/// is assembled, the assembled gateway's after; what happens before either exists is not
-/// counted.
+/// `SlowClientDeadlines` cuts, the request heads refused as not HTTP, the accepts that fail
+/// for want of descriptors, and the connections open against each listener's limit. They count
+/// into the start-up gate's metrics until the core is assembled, the assembled gateway's
+/// after; what happens before either exists is not counted, except the open connections and
+/// limits, which the later metrics are given when attached.
 final class ListenerMetrics: Sendable {
-    private let metrics: Mutex<ServerMetrics?>
+    private struct State {
+        var metrics: ServerMetrics?
+        var open: [String: Int] = [:]
+        var limits: [String: Int] = [:]
+    }
+    private let state: Mutex<State>
 
     /// Counting into `metrics` until `attach(_:)` names others.
     init(metrics: ServerMetrics?) {
-        self.metrics = Mutex(metrics)
+        state = Mutex(State(metrics: metrics))
     }
 
-    /// Counts into `metrics` from now on.
+    private var metrics: ServerMetrics? { state.withLock { $0.metrics } }
+
+    /// Counts into `metrics` from now on, starting from the open connections and limits so far.
     func attach(_ metrics: ServerMetrics) {
-        self.metrics.withLock { $0 = metrics }
+        let (open, limits) = state.withLock { state in
+            state.metrics = metrics
+            return (state.open, state.limits)
+        }
+        for (listener, count) in open { metrics.connectionsOpen(listener: listener, count) }
+        for (listener, count) in limits { metrics.connectionLimit(listener: listener, count) }
+    }
+
+    /// Records `listener`'s limit of open connections.
+    func limit(listener: String, connections: Int) {
+        let metrics = state.withLock { state in
+            state.limits[listener] = connections
+            return state.metrics
+        }
+        metrics?.connectionLimit(listener: listener, connections)
+    }
+
+    /// Records how many connections `listener` holds open now.
+    func connections(listener: String, open: Int) {
+        let metrics = state.withLock { state in
+            state.open[listener] = open
+            return state.metrics
+        }
+        metrics?.connectionsOpen(listener: listener, open)
+    }
+
+    /// Counts one time `listener` stopped accepting at its limit.
+    func limitReached(listener: String) {
+        metrics?.connectionLimitReached(listener: listener)
     }
 
     /// Counts one connection `listener` cut, and why.
     func cut(listener: String, reason: SlowClientDeadlines.Reason) {
-        metrics.withLock { $0 }?.connectionCut(listener: listener, reason: reason)
+        metrics?.connectionCut(listener: listener, reason: reason)
     }
 
     /// Counts one request head `listener` refused as not HTTP.
     func malformed(listener: String) {
-        metrics.withLock { $0 }?.malformedRequest(listener: listener)
+        metrics?.malformedRequest(listener: listener)
     }
 
     /// Counts one accept of `listener` that failed for want of descriptors or memory.
     func acceptFailed(listener: String) {
-        metrics.withLock { $0 }?.acceptFailed(listener: listener)
+        metrics?.acceptFailed(listener: listener)
     }
 }

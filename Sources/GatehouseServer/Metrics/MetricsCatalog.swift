@@ -39,6 +39,17 @@ public enum MetricsCatalog {
                 "Accepts that failed for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), by listener; the listener pauses accepting 50 ms after each."
         ),
         Entry(
+            name: "gatehouse_connections_open", type: "gauge", labels: ["listener"],
+            help: "Connections a listener holds open, by listener (public, operations)."),
+        Entry(
+            name: "gatehouse_connections_limit", type: "gauge", labels: ["listener"],
+            help:
+                "The most connections a listener holds open (GATEHOUSE_MAX_CONNECTIONS for the public one); at the limit it stops accepting until one closes."
+        ),
+        Entry(
+            name: "gatehouse_connection_limit_reached_total", type: "counter", labels: ["listener"],
+            help: "Times a listener reached its connection limit and stopped accepting; new connections waited in the listen backlog."),
+        Entry(
             name: "gatehouse_sign_ins_total", type: "counter", labels: ["provider", "mode", "outcome"],
             help: "Completed sign-in flows, by provider, mode and outcome (ok or the error code)."),
         Entry(

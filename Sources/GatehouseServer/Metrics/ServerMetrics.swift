@@ -29,6 +29,9 @@ public final class ServerMetrics: Sendable {
     /// building two label lists.
     private let requestHandles = HandleTable<RequestSeries, RequestHandles>()
 
+    /// `gatehouse_connections_open` of each listener, made once: set at every accept and close.
+    private let openConnections: [String: CoreMetrics.Gauge]
+
     /// The process's resource figures, read from `/proc` on each scrape.
     private let process: ProcessMetrics
 
@@ -39,19 +42,26 @@ public final class ServerMetrics: Sendable {
     /// A fresh registry, with the build's `gatehouse_build_info` and the process metrics.
     public init() {
         registry = PrometheusCollectorRegistry()
-        factory = DescribedMetricsFactory(registry: registry)
+        let factory = DescribedMetricsFactory(registry: registry)
+        self.factory = factory
         registry.makeGauge(
             descriptor: .described("gatehouse_build_info"), labels: [("version", Gatehouse.version), ("commit", Gatehouse.commit)]
         ).set(to: 1)
         process = ProcessMetrics(registry: registry)
         readyGauge = registry.makeGauge(descriptor: .described("gatehouse_ready"), labels: [])
         storageGauge = registry.makeGauge(descriptor: .described("gatehouse_storage_reachable"), labels: [])
+        openConnections = Dictionary(
+            uniqueKeysWithValues: ["public", "operations"].map { listener in
+                (listener, CoreMetrics.Gauge(label: "gatehouse_connections_open", dimensions: [("listener", listener)], factory: factory))
+            })
         // The listeners' counters exist from the start at 0, so that a rate over them sees
         // their first event.
         for listener in ["public", "operations"] {
             for reason in SlowClientDeadlines.Reason.allCases { connectionCut(listener: listener, reason: reason, by: 0) }
             malformedRequest(listener: listener, by: 0)
             acceptFailed(listener: listener, by: 0)
+            connectionLimitReached(listener: listener, by: 0)
+            connectionsOpen(listener: listener, 0)
         }
     }
 
@@ -101,6 +111,23 @@ public final class ServerMetrics: Sendable {
     /// descriptors or memory.
     func acceptFailed(listener: String, by count: Int = 1) {
         CoreMetrics.Counter(label: "gatehouse_accept_failures_total", dimensions: [("listener", listener)], factory: factory)
+            .increment(by: count)
+    }
+
+    /// Records how many connections a listener (`public` or `operations`) holds open now.
+    func connectionsOpen(listener: String, _ count: Int) {
+        (openConnections[listener] ?? CoreMetrics.Gauge(label: "gatehouse_connections_open", dimensions: [("listener", listener)], factory: factory))
+            .record(count)
+    }
+
+    /// Records a listener's limit of open connections.
+    func connectionLimit(listener: String, _ count: Int) {
+        CoreMetrics.Gauge(label: "gatehouse_connections_limit", dimensions: [("listener", listener)], factory: factory).record(count)
+    }
+
+    /// Counts one time a listener (`public` or `operations`) stopped accepting at its limit.
+    func connectionLimitReached(listener: String, by count: Int = 1) {
+        CoreMetrics.Counter(label: "gatehouse_connection_limit_reached_total", dimensions: [("listener", listener)], factory: factory)
             .increment(by: count)
     }
 

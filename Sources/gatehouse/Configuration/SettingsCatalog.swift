@@ -41,6 +41,10 @@ enum SettingsCatalog {
             "GATEHOUSE_IDLE_TIMEOUT", .seconds(1...3600), default: "\(GatewayService.defaultIdleTimeout.components.seconds)",
             "seconds either listener waits for a whole request head (of a new connection or after an answer), the next part of a body or a client to take more of its answer before it closes the connection; keep it above a load balancer's idle timeout"
         ),
+        Setting(
+            "GATEHOUSE_MAX_CONNECTIONS", .count(minimum: 1),
+            "connections the public listener holds open at most; more wait in the listen backlog (default: what the open-file limit leaves after the process's own descriptors, the database pool and a quarter for provider calls)"
+        ),
         Setting("GATEHOUSE_PURGE_INTERVAL", .count(minimum: 1), default: "300", "seconds between purges of expired flows, results and sessions"),
         Setting(
             "GATEHOUSE_HEAP_TRIM_INTERVAL", .count(minimum: 0), default: "30",
