@@ -38,29 +38,39 @@ enum StartupChecks {
     }
 
     /// The public listener's connection limit: `configured` (`GATEHOUSE_MAX_CONNECTIONS`) or
-    /// what `ConnectionLimit.fitting` leaves under `descriptorLimit`. Logs it; warns when a
-    /// configured limit is above what fits, since a gateway holding that many connections can
-    /// run out of descriptors.
+    /// what `ConnectionLimit.fitting` leaves under `descriptorLimit` and the cgroup's memory
+    /// limit. Logs it; warns when a configured limit is above what fits, since a gateway holding
+    /// that many connections can run out of descriptors or memory, and when what fits is so
+    /// few that a handful of clients can hold every connection.
     static func connectionLimit(
-        configured: Int?, descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool, logger: Logger
+        configured: Int?, descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool,
+        memoryLimit: Int? = ConnectionLimit.memoryLimit(), logger: Logger
     ) -> Int {
         let fitting = ConnectionLimit.fitting(
             descriptorLimit: descriptorLimit, upstreamConnections: upstreamConnections, databaseConnections: databaseConnections,
-            operationsListener: operationsListener)
+            operationsListener: operationsListener, memoryLimit: memoryLimit)
         let limit = configured ?? fitting
-        let metadata: Logger.Metadata = [
+        var metadata: Logger.Metadata = [
             "connections.max": .stringConvertible(limit), "connections.fitting": .stringConvertible(fitting),
             "fd.limit": .stringConvertible(descriptorLimit),
         ]
+        if let memoryLimit { metadata["memory.limit"] = .stringConvertible(memoryLimit) }
         if limit > fitting {
             logger.warning(
-                "GATEHOUSE_MAX_CONNECTIONS is above what the open-file limit leaves for connections: the gateway can run out of descriptors; raise the hard limit (LimitNOFILE, ulimit -Hn) or lower GATEHOUSE_MAX_CONNECTIONS",
+                "GATEHOUSE_MAX_CONNECTIONS is above what the open-file and memory limits leave for connections: the gateway can run out of descriptors or memory; raise the limits (LimitNOFILE, ulimit -Hn, the container's memory) or lower GATEHOUSE_MAX_CONNECTIONS",
+                metadata: metadata)
+        } else if limit < minimumUseful {
+            logger.warning(
+                "the open-file and memory limits leave room for few connections: raise them (LimitNOFILE, ulimit -Hn, the container's memory)",
                 metadata: metadata)
         } else {
             logger.info("connection limit", metadata: metadata)
         }
         return limit
     }
+
+    /// Fewer connections than this at once are warned of: a few keep-alive clients hold them all.
+    static let minimumUseful = 256
 
     /// One line naming what starts: version, commit, store and providers; a warning when no
     /// provider is configured (nobody could sign in).

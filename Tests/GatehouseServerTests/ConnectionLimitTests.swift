@@ -1,8 +1,10 @@
+import Foundation
 import Testing
 
 @testable import GatehouseServer
 
-/// What the public listener's default connection limit leaves under the descriptor limit.
+/// What the public listener's default connection limit leaves under the descriptor limit and
+/// a cgroup's memory limit.
 @Suite struct ConnectionLimitTests {
     @Test(
         "systemd's LimitNOFILE=65536 on 2 processors with the operations listener and 20 database connections: 49,035 connections, 16,345 descriptors for provider calls"
@@ -15,20 +17,75 @@ import Testing
         #expect(limit + 16_345 + 156 == 65_536)
     }
 
-    @Test("libcurl's kept connections are reserved whole when they are more than a quarter; without the operations listener its 64 go to connections")
+    @Test(
+        "libcurl's kept connections are reserved whole when they are more than a quarter; without the operations listener its 64 go to connections"
+    )
     func keptConnectionsReserved() {
         let limit = ConnectionLimit.fitting(
             descriptorLimit: 2_048, upstreamConnections: 1_000, databaseConnections: 0, operationsListener: false, processors: 4)
         #expect(limit == 2_048 - 80 - 1_000)
     }
 
-    @Test("a descriptor limit too low for the reserve still leaves one connection; an unlimited one does not overflow")
+    @Test("Docker's 1,048,576 descriptors under Kubernetes' 512 MiB: 14,336 connections of 32 KiB beside 64 MiB, not about 786,000")
+    func memoryLimited() {
+        let limit = ConnectionLimit.fitting(
+            descriptorLimit: 1 << 20, upstreamConnections: 256, databaseConnections: 20, operationsListener: true, memoryLimit: 512 << 20,
+            processors: 2)
+        #expect(limit == (512 - 64) * 32)
+        let unlimited = ConnectionLimit.fitting(
+            descriptorLimit: 1 << 20, upstreamConnections: 256, databaseConnections: 20, operationsListener: true, processors: 2)
+        #expect(unlimited > 780_000)
+    }
+
+    @Test("limits too low for the reserve still leave one connection; extreme settings do not overflow")
     func extremes() {
         #expect(
             ConnectionLimit.fitting(descriptorLimit: 64, upstreamConnections: 256, databaseConnections: 0, operationsListener: true, processors: 2)
                 == 1)
+        #expect(
+            ConnectionLimit.fitting(
+                descriptorLimit: 65_536, upstreamConnections: 256, databaseConnections: 0, operationsListener: true, memoryLimit: 1 << 20,
+                processors: 2) == 1)
         let unlimited = ConnectionLimit.fitting(
-            descriptorLimit: .max, upstreamConnections: 256, databaseConnections: 20, operationsListener: true, processors: 64)
-        #expect(unlimited > Int.max / 2)
+            descriptorLimit: .max, upstreamConnections: .max, databaseConnections: .max, operationsListener: true, memoryLimit: .max,
+            processors: .max)
+        #expect(unlimited >= 1)
+    }
+
+    /// A cgroup hierarchy in a fresh folder: `files` relative path → content, and the
+    /// membership file's text. Returns the mount and the membership file's path.
+    static func hierarchy(_ files: [String: String], membership: String) throws -> (root: String, membership: String) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("cgroup-\(UUID().uuidString)").path
+        for (path, content) in files {
+            let file = root + "/" + path
+            try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try content.write(toFile: file, atomically: true, encoding: .utf8)
+        }
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try membership.write(toFile: root + "/membership", atomically: true, encoding: .utf8)
+        return (root, root + "/membership")
+    }
+
+    @Test("cgroup v2: the lowest memory.max of the process's cgroup and those above it; max and a missing file are no limit")
+    func cgroupV2() throws {
+        let nested = try Self.hierarchy(
+            ["system.slice/memory.max": "1073741824\n", "system.slice/gatehouse.service/memory.max": "max\n"],
+            membership: "0::/system.slice/gatehouse.service\n")
+        #expect(ConnectionLimit.memoryLimit(root: nested.root, membership: nested.membership) == 1 << 30)
+        let container = try Self.hierarchy(["memory.max": "536870912\n"], membership: "0::/\n")
+        #expect(ConnectionLimit.memoryLimit(root: container.root, membership: container.membership) == 512 << 20)
+        let none = try Self.hierarchy(["user.slice/memory.max": "max\n"], membership: "0::/user.slice\n")
+        #expect(ConnectionLimit.memoryLimit(root: none.root, membership: none.membership) == nil)
+        #expect(ConnectionLimit.memoryLimit(root: none.root, membership: none.root + "/absent") == nil)
+    }
+
+    @Test("cgroup v1: memory.limit_in_bytes, read from the mount down when the path is the host's; Int64.max rounded to pages is no limit")
+    func cgroupV1() throws {
+        let limited = try Self.hierarchy(
+            ["memory/memory.limit_in_bytes": "268435456\n"], membership: "5:cpuacct,cpu:/docker/abc\n4:memory:/docker/abc\n0::/\n")
+        #expect(ConnectionLimit.memoryLimit(root: limited.root, membership: limited.membership) == 256 << 20)
+        let unlimited = try Self.hierarchy(
+            ["memory/memory.limit_in_bytes": "9223372036854771712\n"], membership: "4:memory:/process_api/fe51\n0::/\n")
+        #expect(ConnectionLimit.memoryLimit(root: unlimited.root, membership: unlimited.membership) == nil)
     }
 }

@@ -92,6 +92,7 @@ enum AcceptGate {
 
         /// A gate holding `limit` connections, with pauses of `pause`.
         init(limit: Int, pause: TimeAmount, events: Events) {
+            precondition(limit >= 1, "a listener that may hold no connection would never accept")
             self.limit = limit
             self.pause = pause
             self.events = events

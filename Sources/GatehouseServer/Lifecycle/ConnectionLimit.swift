@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 #if canImport(Glibc)
     import Glibc
@@ -11,7 +12,9 @@ import Foundation
 /// A process out of descriptors is worse off than one that makes clients wait: every accept,
 /// provider call and store file fails, and libdispatch's thread-pool monitor, which opens
 /// `/proc/self/task/<tid>/stat` about once a second while work is queued, stops the whole
-/// process (`DISPATCH_CLIENT_CRASH`) when that `open` fails.
+/// process (`DISPATCH_CLIENT_CRASH`) when that `open` fails. Under a memory limit (a
+/// container's cgroup) the default also stays within memory: a container given a million
+/// descriptors would otherwise be killed for its memory long before they ran out.
 public enum ConnectionLimit {
     /// The operations listener's limit: probes and scrapers hold a few connections at a time,
     /// and one that opens many cannot take the public listener's descriptors.
@@ -21,22 +24,37 @@ public enum ConnectionLimit {
     /// logs, libcurl's multi handle and resolver, libdispatch's reads of `/proc`.
     static let processReserve = 64
 
-    /// Descriptors each processor's event loop holds (its epoll, eventfd and timerfd), rounded up.
+    /// Descriptors each event loop holds (its epoll, eventfd and timerfd), rounded up.
     static let perProcessor = 4
 
+    /// Memory kept for the process itself under a memory limit: its heap, caches and stacks.
+    static let memoryReserve = 64 << 20
+
+    /// Memory counted for each connection under a memory limit: an idle one holds 15–22 KB
+    /// (the Performance article), and one in use its buffers besides.
+    static let memoryPerConnection = 32 << 10
+
+    /// Above any real setting: inputs are clamped to it, so that the sums cannot overflow.
+    private static let ceiling = 1 << 40
+
     /// The public listener's limit that keeps descriptors for the rest of the process under
-    /// `descriptorLimit`: the process's own (`processReserve`, the event loops), the operations
-    /// listener's `operations`, the database pool's `databaseConnections`, and for calls to
-    /// providers a quarter of what remains, at least the `upstreamConnections` libcurl keeps.
-    /// At least 1.
+    /// `descriptorLimit`: the process's own (`processReserve`, `perProcessor` for each event
+    /// loop), the operations listener's `operations`, the database pool's
+    /// `databaseConnections`, and for calls to providers a quarter of what remains, at least
+    /// the `upstreamConnections` libcurl keeps. Under a `memoryLimit` in bytes, also no more
+    /// than `memoryPerConnection` each fit in it beside `memoryReserve`. At least 1.
     public static func fitting(
-        descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool,
-        processors: Int = ProcessInfo.processInfo.activeProcessorCount
+        descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool, memoryLimit: Int? = nil,
+        processors: Int = System.coreCount
     ) -> Int {
-        let reserved = processReserve + perProcessor * processors + (operationsListener ? operations : 0) + databaseConnections
-        let available = descriptorLimit - reserved
-        let outbound = max(upstreamConnections, available / 4)
-        return max(1, available - outbound)
+        func clamped(_ value: Int) -> Int { min(max(value, 0), ceiling) }
+        let reserved =
+            processReserve + perProcessor * clamped(processors) + (operationsListener ? operations : 0) + clamped(databaseConnections)
+        let available = clamped(descriptorLimit) - reserved
+        let outbound = max(clamped(upstreamConnections), available / 4)
+        let byDescriptors = available - outbound
+        let byMemory = memoryLimit.map { (clamped($0) - memoryReserve) / memoryPerConnection } ?? .max
+        return max(1, min(byDescriptors, byMemory))
     }
 
     /// The soft limit on open descriptors in force (`RLIMIT_NOFILE`), capped at `Int.max`.
@@ -45,5 +63,34 @@ public enum ConnectionLimit {
         guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
         // RLIM_INFINITY is the largest rlim_t: clamped to Int.max.
         return Int(clamping: limit.rlim_cur)
+    }
+
+    /// The memory limit of the process's cgroup in bytes: the lowest `memory.max` (cgroup v2)
+    /// or `memory.limit_in_bytes` (v1) of its cgroup and those above it, `nil` when none sets
+    /// one or none can be read. `root` is where the cgroup hierarchies are mounted,
+    /// `membership` the process's `/proc/self/cgroup`.
+    public static func memoryLimit(root: String = "/sys/fs/cgroup", membership: String = "/proc/self/cgroup") -> Int? {
+        // "0::/system.slice/gatehouse.service" (v2) or "4:memory:/docker/…" (v1): the path
+        // below the mount. In a container the path may be the host's while the mount is the
+        // container's own cgroup, so every folder from the mount down is read.
+        let lines = ((try? String(contentsOfFile: membership, encoding: .utf8)) ?? "").split(separator: "\n")
+        func path(_ prefix: (Substring) -> Bool) -> [String] {
+            lines.first { prefix($0) }.map { $0.split(separator: ":", maxSplits: 2).last ?? "" }
+                .map { $0.split(separator: "/").map(String.init) } ?? []
+        }
+        func limits(under mount: String, path: [String], file: String) -> [Int] {
+            (0...path.count).compactMap { depth in
+                let folder = ([mount] + path.prefix(depth)).joined(separator: "/")
+                let text = try? String(contentsOfFile: folder + "/" + file, encoding: .utf8)
+                // v2 writes "max" for none, v1 a number near Int64.max.
+                return text.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }.flatMap { $0 < 1 << 60 ? $0 : nil }
+            }
+        }
+        let v2 = limits(under: root, path: path { $0.hasPrefix("0::") }, file: "memory.max")
+        let v1 = limits(
+            under: root + "/memory",
+            path: path { $0.split(separator: ":", maxSplits: 2).dropFirst().first?.split(separator: ",").contains("memory") == true },
+            file: "memory.limit_in_bytes")
+        return (v2 + v1).min()
     }
 }

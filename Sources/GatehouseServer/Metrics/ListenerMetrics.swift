@@ -23,12 +23,12 @@ final class ListenerMetrics: Sendable {
 
     /// Counts into `metrics` from now on, starting from the open connections and limits so far.
     func attach(_ metrics: ServerMetrics) {
-        let (open, limits) = state.withLock { state in
+        // Under the lock, so that a count that changes meanwhile is set after this one.
+        state.withLock { state in
             state.metrics = metrics
-            return (state.open, state.limits)
+            for (listener, count) in state.open { metrics.connectionsOpen(listener: listener, count) }
+            for (listener, count) in state.limits { metrics.connectionLimit(listener: listener, count) }
         }
-        for (listener, count) in open { metrics.connectionsOpen(listener: listener, count) }
-        for (listener, count) in limits { metrics.connectionLimit(listener: listener, count) }
     }
 
     /// Records `listener`'s limit of open connections.
@@ -42,11 +42,10 @@ final class ListenerMetrics: Sendable {
 
     /// Records how many connections `listener` holds open now.
     func connections(listener: String, open: Int) {
-        let metrics = state.withLock { state in
+        state.withLock { state in
             state.open[listener] = open
-            return state.metrics
+            state.metrics?.connectionsOpen(listener: listener, open)
         }
-        metrics?.connectionsOpen(listener: listener, open)
     }
 
     /// Counts one time `listener` stopped accepting at its limit.
