@@ -98,11 +98,12 @@ public enum GatehouseServer {
     }
 
     /// The public listener's limit when none is given: what `ConnectionLimit.fitting` leaves
-    /// under the descriptor limit in force, for libcurl's default 256 kept connections and no
-    /// database pool.
+    /// under the descriptor limit in force and the cgroup's memory limit, for libcurl's default
+    /// 256 kept connections and no database pool.
     static func defaultConnectionLimit(operations: OperationsAddress?) -> Int {
         ConnectionLimit.fitting(
-            descriptorLimit: ConnectionLimit.descriptorLimit, upstreamConnections: 256, databaseConnections: 0, operationsListener: operations != nil)
+            descriptorLimit: ConnectionLimit.descriptorLimit, upstreamConnections: 256, databaseConnections: 0, operationsListener: operations != nil,
+            memoryLimit: ConnectionLimit.memoryLimit())
     }
 
     /// The whole responder chain over an assembled core, outermost first: request id →

@@ -59,7 +59,7 @@ enum StartupChecks {
             logger.warning(
                 "GATEHOUSE_MAX_CONNECTIONS is above what the open-file and memory limits leave for connections: the gateway can run out of descriptors or memory; raise the limits (LimitNOFILE, ulimit -Hn, the container's memory) or lower GATEHOUSE_MAX_CONNECTIONS",
                 metadata: metadata)
-        } else if limit < minimumUseful {
+        } else if configured == nil && fitting < minimumUseful {
             logger.warning(
                 "the open-file and memory limits leave room for few connections: raise them (LimitNOFILE, ulimit -Hn, the container's memory)",
                 metadata: metadata)

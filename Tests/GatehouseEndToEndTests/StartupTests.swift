@@ -1,6 +1,7 @@
 import CurlClient
 import Foundation
 import GatehouseCore
+import GatehouseServer
 import GatehouseTestSupport
 import Testing
 
@@ -130,7 +131,7 @@ struct StartupTests {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "prlimit (util-linux)")
         // 256 descriptors beside the event loops' 4 each: a limit of 96 connections, whatever
         // the machine's processors.
-        let descriptors = 256 + 4 * ProcessInfo.processInfo.activeProcessorCount
+        let descriptors = 256 + 4 * ConnectionLimit.processors
         try await withEmulatorAndFolder("startup") { emulatorURL, folder in
             let instance = try await ServeProcess.start(
                 name: "a", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,

@@ -37,15 +37,24 @@ import Testing
         #expect(unlimited > 780_000)
     }
 
-    @Test("limits too low for the reserve still leave one connection; extreme settings do not overflow")
+    @Test("a small container keeps half its memory for the process: 2,048 connections under 128 MiB, 1,024 under 64 MiB, 16 under 1 MiB")
+    func smallContainers() {
+        func limit(_ memory: Int) -> Int {
+            ConnectionLimit.fitting(
+                descriptorLimit: 65_536, upstreamConnections: 256, databaseConnections: 0, operationsListener: true, memoryLimit: memory,
+                processors: 2)
+        }
+        #expect(limit(128 << 20) == 2_048)
+        #expect(limit(64 << 20) == 1_024)
+        #expect(limit(1 << 20) == 16)
+    }
+
+    @Test("descriptors too few for the reserve still leave one connection; extreme settings do not overflow")
     func extremes() {
         #expect(
             ConnectionLimit.fitting(descriptorLimit: 64, upstreamConnections: 256, databaseConnections: 0, operationsListener: true, processors: 2)
                 == 1)
-        #expect(
-            ConnectionLimit.fitting(
-                descriptorLimit: 65_536, upstreamConnections: 256, databaseConnections: 0, operationsListener: true, memoryLimit: 1 << 20,
-                processors: 2) == 1)
+
         let unlimited = ConnectionLimit.fitting(
             descriptorLimit: .max, upstreamConnections: .max, databaseConnections: .max, operationsListener: true, memoryLimit: .max,
             processors: .max)
@@ -77,6 +86,9 @@ import Testing
         let none = try Self.hierarchy(["user.slice/memory.max": "max\n"], membership: "0::/user.slice\n")
         #expect(ConnectionLimit.memoryLimit(root: none.root, membership: none.membership) == nil)
         #expect(ConnectionLimit.memoryLimit(root: none.root, membership: none.root + "/absent") == nil)
+        // A colon in a unit's name is part of the path.
+        let colon = try Self.hierarchy(["a:b.service/memory.max": "268435456\n"], membership: "0::/a:b.service\n")
+        #expect(ConnectionLimit.memoryLimit(root: colon.root, membership: colon.membership) == 256 << 20)
     }
 
     @Test("cgroup v1: memory.limit_in_bytes, read from the mount down when the path is the host's; Int64.max rounded to pages is no limit")

@@ -27,12 +27,16 @@ public enum ConnectionLimit {
     /// Descriptors each event loop holds (its epoll, eventfd and timerfd), rounded up.
     static let perProcessor = 4
 
-    /// Memory kept for the process itself under a memory limit: its heap, caches and stacks.
+    /// Memory kept for the process itself under a memory limit (its heap, caches and stacks):
+    /// this much, or half a smaller limit.
     static let memoryReserve = 64 << 20
 
-    /// Memory counted for each connection under a memory limit: an idle one holds 15–22 KB
+    /// Memory counted for each connection under a memory limit: an idle one holds about 21 KB
     /// (the Performance article), and one in use its buffers besides.
     static let memoryPerConnection = 32 << 10
+
+    /// The processors the event loops run on, as NIO counts them (a cgroup's CPU quota included).
+    public static var processors: Int { System.coreCount }
 
     /// Above any real setting: inputs are clamped to it, so that the sums cannot overflow.
     private static let ceiling = 1 << 40
@@ -42,10 +46,11 @@ public enum ConnectionLimit {
     /// loop), the operations listener's `operations`, the database pool's
     /// `databaseConnections`, and for calls to providers a quarter of what remains, at least
     /// the `upstreamConnections` libcurl keeps. Under a `memoryLimit` in bytes, also no more
-    /// than `memoryPerConnection` each fit in it beside `memoryReserve`. At least 1.
+    /// than `memoryPerConnection` each fit in it beside `memoryReserve` (half of a limit under
+    /// twice that). At least 1.
     public static func fitting(
         descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool, memoryLimit: Int? = nil,
-        processors: Int = System.coreCount
+        processors: Int = processors
     ) -> Int {
         func clamped(_ value: Int) -> Int { min(max(value, 0), ceiling) }
         let reserved =
@@ -53,7 +58,7 @@ public enum ConnectionLimit {
         let available = clamped(descriptorLimit) - reserved
         let outbound = max(clamped(upstreamConnections), available / 4)
         let byDescriptors = available - outbound
-        let byMemory = memoryLimit.map { (clamped($0) - memoryReserve) / memoryPerConnection } ?? .max
+        let byMemory = memoryLimit.map { limit in (clamped(limit) - min(memoryReserve, clamped(limit) / 2)) / memoryPerConnection } ?? .max
         return max(1, min(byDescriptors, byMemory))
     }
 
@@ -75,8 +80,9 @@ public enum ConnectionLimit {
         // container's own cgroup, so every folder from the mount down is read.
         let lines = ((try? String(contentsOfFile: membership, encoding: .utf8)) ?? "").split(separator: "\n")
         func path(_ prefix: (Substring) -> Bool) -> [String] {
-            lines.first { prefix($0) }.map { $0.split(separator: ":", maxSplits: 2).last ?? "" }
-                .map { $0.split(separator: "/").map(String.init) } ?? []
+            // The path is the third field, and may hold colons itself.
+            let fields = lines.first { prefix($0) }?.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            return fields.flatMap { $0.count == 3 ? $0[2].split(separator: "/").map(String.init) : nil } ?? []
         }
         func limits(under mount: String, path: [String], file: String) -> [Int] {
             (0...path.count).compactMap { depth in
