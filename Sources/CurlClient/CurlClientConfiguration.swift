@@ -14,18 +14,28 @@ public struct CurlClientConfiguration: Sendable {
     /// proxying slow APIs to hundreds of callers at once. libcurl closes connections idle for
     /// two minutes.
     public var maxCachedConnections: Int
+    /// Transfers in flight at most. Each holds a descriptor (two while it connects or resolves
+    /// a name), so this bounds the sockets calls take: callers beyond it wait in line, and
+    /// slow upstreams cannot take the descriptors the process needs for everything else.
+    public var maxTransfers: Int
+    /// Transfers waiting for one in flight to end, at most; a request beyond them fails at
+    /// once as `overloaded`. A waiting transfer's total timeout runs while it waits.
+    public var maxWaitingTransfers: Int
     /// Sent when a request carries no `User-Agent` (GitHub rejects requests without one).
     public var userAgent: String
     /// Bytes a streaming consumer may leave unread before libcurl is paused.
     public var streamBufferBytes: Int
 
-    /// The defaults: system CA store, 5 s connect, 30 s total, 16 MiB cap, 256 cached connections.
+    /// The defaults: system CA store, 5 s connect, 30 s total, 16 MiB cap, 256 cached
+    /// connections, 1,024 transfers in flight and as many waiting.
     public init(
         caBundlePath: String? = nil,
         connectTimeout: Duration = .seconds(5),
         timeout: Duration = .seconds(30),
         maxResponseBytes: Int = 16 << 20,
         maxCachedConnections: Int = 256,
+        maxTransfers: Int = 1024,
+        maxWaitingTransfers: Int = 1024,
         userAgent: String = "Gatehouse/0.1 libcurl",
         streamBufferBytes: Int = 256 << 10
     ) {
@@ -34,6 +44,8 @@ public struct CurlClientConfiguration: Sendable {
         self.timeout = timeout
         self.maxResponseBytes = maxResponseBytes
         self.maxCachedConnections = maxCachedConnections
+        self.maxTransfers = max(1, maxTransfers)
+        self.maxWaitingTransfers = max(0, maxWaitingTransfers)
         self.userAgent = userAgent
         self.streamBufferBytes = streamBufferBytes
     }

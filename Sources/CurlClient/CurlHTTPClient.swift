@@ -24,8 +24,13 @@ public final class CurlHTTPClient: Sendable {
     public init(configuration: CurlClientConfiguration = .init()) {
         Self.globalInit
         self.configuration = configuration
-        self.driver = CurlMultiDriver(maxCachedConnections: configuration.maxCachedConnections)
+        self.driver = CurlMultiDriver(
+            maxCachedConnections: configuration.maxCachedConnections, maxTransfers: configuration.maxTransfers,
+            maxWaiting: configuration.maxWaitingTransfers)
     }
+
+    /// Transfers in flight and waiting now, and the requests refused as `overloaded` so far.
+    public var load: OutboundLoad { driver.load.snapshot }
 
     /// Sends a request and collects the whole response body (bounded by the size cap).
     public func execute(_ request: OutboundRequest) async throws -> OutboundResponse {

@@ -41,10 +41,14 @@ final class CurlMultiDriver: Sendable {
     /// the descriptor number cannot have been reused by the process while it writes.
     private let wakeDescriptor: Int32
     private let inbox = Mutex(Inbox())
+    /// The driver's transfers in flight and waiting, readable from any thread.
+    let load = LoadCounters()
     /// Whether the thread has ended, and who waits for it to.
     private let ending = Mutex<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
-    init(maxCachedConnections: Int) {
+    /// Starts the driver thread. At most `maxTransfers` run at once; up to `maxWaiting` more
+    /// wait in line for them, and a request beyond those fails as `overloaded`.
+    init(maxCachedConnections: Int, maxTransfers: Int = 1024, maxWaiting: Int = 1024) {
         guard let multi = curl_multi_init() else {
             fatalError("curl_multi_init failed: libcurl is unusable")
         }
@@ -71,7 +75,10 @@ final class CurlMultiDriver: Sendable {
             // Named from the thread itself: Foundation's `Thread.name` does not reach the
             // kernel's name on Linux, and `top -H` or `perf` would show the creator's.
             gh_name_this_thread("gatehouse-curl")
-            self.run(DriverLoop(multi: handle.raw, epoll: epoll, wake: wake))
+            self.run(
+                DriverLoop(
+                    multi: handle.raw, epoll: epoll, wake: wake,
+                    limits: .init(transfers: max(1, maxTransfers), waiting: max(0, maxWaiting)), load: self.load))
         }
         thread.start()
     }
@@ -129,6 +136,7 @@ final class CurlMultiDriver: Sendable {
             for command in batch {
                 loop.handle(command)
             }
+            loop.startWaiting()
             if stopping {
                 loop.abortAll()
                 break
@@ -137,6 +145,7 @@ final class CurlMultiDriver: Sendable {
             // the wake-up is drained there, and the queue read at the top of the next turn.
             loop.waitAndDrive()
             loop.reap()
+            loop.startWaiting()
             loop.heads.deliver()
         }
         curl_multi_cleanup(loop.multi)
@@ -155,15 +164,39 @@ private struct MultiHandle: @unchecked Sendable {
     let raw: UnsafeMutableRawPointer
 }
 
-/// The driver thread's own state: running transfers and idle easy handles.
+/// Monotonic nanoseconds.
+func monotonicNanoseconds() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
+
+/// The driver thread's own state: running and waiting transfers, idle easy handles.
 /// Never touched from another thread, so it needs no locking.
 private final class DriverLoop {
+    /// How many transfers run at once, and how many more wait for them.
+    struct Limits {
+        var transfers: Int
+        var waiting: Int
+    }
+
+    /// How often waiting transfers are checked for a timeout that ran out while they waited;
+    /// the driver wakes at least this often while any waits.
+    static let waitingCheckInterval: UInt64 = 100_000_000
+
     let multi: UnsafeMutableRawPointer
     /// The epoll set of libcurl's sockets and the wake-up eventfd.
     let epoll: Int32
     /// The eventfd other threads write to wake the driver.
     let wake: Int32
     var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    /// Transfers waiting for one of `active` to end, first in line first.
+    var waiting = WaitingTransfers()
+    let limits: Limits
+    /// Where the counts are published for other threads.
+    let load: LoadCounters
+    /// When waiting transfers were last checked for their timeouts.
+    private var waitingCheckedAt: UInt64 = 0
     var idleHandles: [UnsafeMutableRawPointer] = []
     /// Heads whose bodies began this turn, handed over when it ends.
     let heads = HeadDeliveries()
@@ -173,10 +206,12 @@ private final class DriverLoop {
     private var readyDescriptors = [Int32](repeating: 0, count: 64)
     private var readyFlags = [Int32](repeating: 0, count: 64)
 
-    init(multi: UnsafeMutableRawPointer, epoll: Int32, wake: Int32) {
+    init(multi: UnsafeMutableRawPointer, epoll: Int32, wake: Int32, limits: Limits, load: LoadCounters) {
         self.multi = multi
         self.epoll = epoll
         self.wake = wake
+        self.limits = limits
+        self.load = load
     }
 
     /// Hands libcurl the socket and timer callbacks and watches the wake-up eventfd. Called on
@@ -196,30 +231,76 @@ private final class DriverLoop {
         _ = gh_multi_setopt_timerfunction(multi) { _, milliseconds, loop in
             guard let loop else { return -1 }
             let driver = Unmanaged<DriverLoop>.fromOpaque(loop).takeUnretainedValue()
-            driver.timerDeadline = milliseconds < 0 ? nil : DriverLoop.now() + UInt64(milliseconds) * 1_000_000
+            driver.timerDeadline = milliseconds < 0 ? nil : monotonicNanoseconds() + UInt64(milliseconds) * 1_000_000
             return 0
         }
         _ = gh_epoll_watch(epoll, wake, Int32(CURL_POLL_IN))
     }
 
-    /// Monotonic nanoseconds.
-    static func now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
-    }
-
     func handle(_ command: CurlMultiDriver.Command) {
         switch command {
         case .add(let transfer):
-            start(transfer)
+            admit(transfer)
         case .cancel(let transfer):
+            // A waiting transfer has no easy handle yet.
+            if transfer.easy == nil, waiting.remove(transfer) {
+                transfer.fail(OutboundError(kind: .cancelled, message: "the request was cancelled"))
+                publishLoad()
+                return
+            }
             guard let easy = transfer.easy, active[easy] != nil else { return }
             complete(transfer, easy: easy, error: OutboundError(kind: .cancelled, message: "the request was cancelled"))
         case .resume(let transfer):
             guard let easy = transfer.easy, active[easy] != nil else { return }
             _ = curl_easy_pause(easy, gh_pause_cont())
         }
+    }
+
+    /// Starts `transfer` when a slot is free and none waits before it, puts it in line when
+    /// the line has room, and refuses it otherwise.
+    func admit(_ transfer: Transfer) {
+        if active.count < limits.transfers, waiting.isEmpty {
+            start(transfer)
+        } else if waiting.count < limits.waiting, !transfer.isCancelRequested {
+            // Capped at about 12 days, far beyond any real timeout, so the sum cannot overflow.
+            transfer.deadline = monotonicNanoseconds() + UInt64(min(transfer.totalTimeout.curlMilliseconds, 1 << 30)) * 1_000_000
+            waiting.append(transfer)
+            publishLoad()
+        } else if transfer.isCancelRequested {
+            transfer.fail(OutboundError(kind: .cancelled, message: "the request was cancelled"))
+        } else {
+            load.countRefusal()
+            transfer.fail(OutboundError(kind: .overloaded, message: "too many calls are in flight and waiting"))
+        }
+    }
+
+    /// Starts waiting transfers while slots are free, and fails those whose timeout ran out
+    /// while they waited (checked every `waitingCheckInterval`, and whenever one would start).
+    func startWaiting() {
+        guard !waiting.isEmpty else { return }
+        let now = monotonicNanoseconds()
+        if now &- waitingCheckedAt >= Self.waitingCheckInterval {
+            waitingCheckedAt = now
+            for expired in waiting.removeAll(where: { ($0.deadline ?? .max) <= now }) {
+                expired.fail(Self.waitedTooLong)
+            }
+        }
+        while active.count < limits.transfers, let next = waiting.popFirst() {
+            if (next.deadline ?? .max) <= now {
+                next.fail(Self.waitedTooLong)
+            } else {
+                start(next)
+            }
+        }
+        publishLoad()
+    }
+
+    /// A waiting transfer's total timeout ran out before a slot was free.
+    private static let waitedTooLong = OutboundError(kind: .timedOut, message: "the timeout elapsed while waiting for a free slot")
+
+    /// Publishes the counts for other threads.
+    func publishLoad() {
+        load.publish(inFlight: active.count, waiting: waiting.count)
     }
 
     func start(_ transfer: Transfer) {
@@ -245,6 +326,7 @@ private final class DriverLoop {
             return
         }
         active[easy] = transfer
+        publishLoad()
         let code = curl_multi_add_handle(multi, easy)
         if code != CURLM_OK {
             complete(transfer, easy: easy, error: OutboundError(kind: .transport, message: "curl_multi_add_handle failed"))
@@ -254,11 +336,11 @@ private final class DriverLoop {
     /// Waits for ready sockets, libcurl's timer or a wake-up (at most a second) and lets
     /// libcurl act on what is ready.
     func waitAndDrive() {
-        var timeout: Int32 = 1000
+        var timeout: Int32 = waiting.isEmpty ? 1000 : Int32(Self.waitingCheckInterval / 1_000_000)
         if let deadline = timerDeadline {
-            let now = DriverLoop.now()
+            let now = monotonicNanoseconds()
             // Rounded up: waking a millisecond early would only spin until the deadline.
-            timeout = deadline <= now ? 0 : Int32(min(1000, (deadline - now + 999_999) / 1_000_000))
+            timeout = deadline <= now ? 0 : Int32(min(UInt64(timeout), (deadline - now + 999_999) / 1_000_000))
         }
         let count = readyDescriptors.withUnsafeMutableBufferPointer { descriptors in
             readyFlags.withUnsafeMutableBufferPointer { flags in
@@ -274,7 +356,7 @@ private final class DriverLoop {
                 _ = curl_multi_socket_action(multi, descriptor, readyFlags[index], &running)
             }
         }
-        if let deadline = timerDeadline, deadline <= DriverLoop.now() {
+        if let deadline = timerDeadline, deadline <= monotonicNanoseconds() {
             // libcurl sets the next deadline from within this call when it wants one.
             timerDeadline = nil
             _ = curl_multi_socket_action(multi, -1, 0, &running)
@@ -295,6 +377,7 @@ private final class DriverLoop {
 
     func complete(_ transfer: Transfer, easy: UnsafeMutableRawPointer, error: OutboundError?) {
         active[easy] = nil
+        publishLoad()
         _ = curl_multi_remove_handle(multi, easy)
         transfer.finish(easy: easy, error: error)
         transfer.releaseHandleResources()
@@ -312,6 +395,9 @@ private final class DriverLoop {
     }
 
     func abortAll() {
+        while let transfer = waiting.popFirst() {
+            transfer.fail(OutboundError(kind: .cancelled, message: "the HTTP client was shut down"))
+        }
         for (easy, transfer) in active {
             complete(transfer, easy: easy, error: OutboundError(kind: .cancelled, message: "the HTTP client was shut down"))
         }

@@ -18,6 +18,10 @@ public struct OutboundError: Error, Sendable, CustomStringConvertible {
         case responseTooLarge
         /// The awaiting task was cancelled, or the client shut down.
         case cancelled
+        /// The client already had as many transfers in flight and waiting as it allows
+        /// (`CurlClientConfiguration.maxTransfers`, `maxWaitingTransfers`): nothing was sent,
+        /// and the upstream is not to blame.
+        case overloaded
         /// A streamed request body was to be sent again (a retry) but was too large to keep.
         case bodyNotReplayable
         /// Any other transport failure.

@@ -83,6 +83,19 @@ final class Transfer: @unchecked Sendable {
 
     // MARK: Driver side
 
+    /// When the total timeout of a transfer that waited for a slot ends (monotonic
+    /// nanoseconds): the wait counts toward it. `nil` for one started at once.
+    var deadline: UInt64?
+
+    /// The whole timeout of this request.
+    var totalTimeout: Duration { request.timeout ?? configuration.timeout }
+
+    /// What is left of the total timeout at `now`: all of it, unless the transfer waited.
+    func remainingTime(now: UInt64) -> Duration {
+        guard let deadline else { return totalTimeout }
+        return .nanoseconds(Int64(clamping: deadline > now ? deadline - now : 0))
+    }
+
     /// Applies every option of this request to a clean easy handle; `heads` is the driver
     /// loop's list this transfer's head joins when its body starts.
     func configure(_ easy: UnsafeMutableRawPointer, heads: HeadDeliveries) throws {
@@ -117,7 +130,7 @@ final class Transfer: @unchecked Sendable {
         // `CurlMultiDriver`: no multiplexing, so no waiting for a connection to multiplex on).
         try set(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
         try set(easy, CURLOPT_CONNECTTIMEOUT_MS, (request.connectTimeout ?? configuration.connectTimeout).curlMilliseconds)
-        try set(easy, CURLOPT_TIMEOUT_MS, (request.timeout ?? configuration.timeout).curlMilliseconds)
+        try set(easy, CURLOPT_TIMEOUT_MS, remainingTime(now: monotonicNanoseconds()).curlMilliseconds)
         // Aborts early when Content-Length already announces too much; the write callback
         // enforces the same cap for chunked bodies.
         try check(gh_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(maxBytes)))

@@ -30,7 +30,6 @@ struct DemoCommand: AsyncParsableCommand {
         let descriptors = StartupChecks.raiseDescriptorLimit(logger: logger)
         let metrics = ServerMetrics()
         let (storage, pool) = try store.openForServices(environment: environment, metricsFactory: metrics.metricsFactory, logger: logger)
-        let http = CurlHTTPClient()
         let vault = try TokenVault(keys: try VaultSettings.keys(environment: environment) { try Self.demoKey(dataDir: dataDir) }, store: storage)
         // Both listeners bind first (0: the kernel picks) and report their ports; the gateway's
         // configuration, which names both URLs, is assembled from what they got.
@@ -45,6 +44,13 @@ struct DemoCommand: AsyncParsableCommand {
             descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,
             upstreamConnections: CurlClientConfiguration().maxCachedConnections,
             databaseConnections: try store.databaseConnections(environment: environment), operationsListener: operations != nil, logger: logger)
+        let upstreamCalls = StartupChecks.upstreamCalls(
+            configured: try TypedSettings(environment: environment).number("GATEHOUSE_UPSTREAM_CALLS"),
+            descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,
+            upstreamConnections: CurlClientConfiguration().maxCachedConnections,
+            databaseConnections: try store.databaseConnections(environment: environment), operationsListener: operations != nil, logger: logger)
+        let http = CurlHTTPClient(configuration: .init(maxTransfers: upstreamCalls, maxWaitingTransfers: upstreamCalls))
+        metrics.observeOutbound(calls: upstreamCalls) { http.load }
         let gateway = GatehouseServer.service(
             host: "127.0.0.1", port: port, operations: operations, idleTimeout: idleTimeout, maxConnections: maxConnections, logger: logger
         ) { port in

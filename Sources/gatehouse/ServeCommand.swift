@@ -43,11 +43,18 @@ struct ServeCommand: AsyncParsableCommand {
             configured: settings.maxConnections, descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,
             upstreamConnections: settings.upstreamConnections, databaseConnections: try store.databaseConnections(environment: environment),
             operationsListener: settings.operations != nil, logger: logger)
+        let upstreamCalls = StartupChecks.upstreamCalls(
+            configured: settings.upstreamCalls, descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,
+            upstreamConnections: settings.upstreamConnections, databaseConnections: try store.databaseConnections(environment: environment),
+            operationsListener: settings.operations != nil, logger: logger)
         StartupChecks.warnAboutUploadTimeouts(settings.gateway, idleTimeout: settings.idleTimeout, logger: logger)
         let metrics = ServerMetrics()
         let (storage, pool) = try store.openForServices(environment: environment, metricsFactory: metrics.metricsFactory, logger: logger)
         let http = CurlHTTPClient(
-            configuration: .init(caBundlePath: settings.caBundlePath, maxCachedConnections: settings.upstreamConnections))
+            configuration: .init(
+                caBundlePath: settings.caBundlePath, maxCachedConnections: settings.upstreamConnections, maxTransfers: upstreamCalls,
+                maxWaitingTransfers: upstreamCalls))
+        metrics.observeOutbound(calls: upstreamCalls) { http.load }
         if !settings.gateway.requireResultBinding {
             logger.warning(
                 "GATEHOUSE_REQUIRE_RESULT_BINDING=false: sign-in results are redeemable by anyone holding their id for 60 s; bind them with result_challenge"
@@ -112,6 +119,8 @@ struct ServeSettings {
     var caBundlePath: String?
     /// Provider connections libcurl keeps for reuse (`GATEHOUSE_UPSTREAM_CONNECTIONS`).
     var upstreamConnections: Int
+    /// Calls in flight at once (`GATEHOUSE_UPSTREAM_CALLS`); `nil`: what fits.
+    var upstreamCalls: Int?
     /// The public listener's connection limit (`GATEHOUSE_MAX_CONNECTIONS`); `nil`: what the descriptor limit leaves.
     var maxConnections: Int?
     /// How long a connection to either listener may stay silent before it is closed (`GATEHOUSE_IDLE_TIMEOUT`).
@@ -148,6 +157,7 @@ struct ServeSettings {
         self.operations = try Self.operationsAddress(environment, default: "127.0.0.1:9090")
         self.caBundlePath = environment["GATEHOUSE_CA_BUNDLE"]
         self.upstreamConnections = try settings.numberOrDefault("GATEHOUSE_UPSTREAM_CONNECTIONS")
+        self.upstreamCalls = try settings.number("GATEHOUSE_UPSTREAM_CALLS")
         self.maxConnections = try settings.number("GATEHOUSE_MAX_CONNECTIONS")
         self.idleTimeout = try settings.durationOrDefault("GATEHOUSE_IDLE_TIMEOUT")
         self.purgeInterval = .seconds(try settings.numberOrDefault("GATEHOUSE_PURGE_INTERVAL"))

@@ -69,6 +69,27 @@ enum StartupChecks {
         return limit
     }
 
+    /// Calls to providers, hooks and webhook receivers in flight at once: `configured`
+    /// (`GATEHOUSE_UPSTREAM_CALLS`) or what `ConnectionLimit.upstreamCalls` fits in the
+    /// descriptors kept for them. Logs it; warns when a configured number is above what fits.
+    static func upstreamCalls(
+        configured: Int?, descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool, logger: Logger
+    ) -> Int {
+        let fitting = ConnectionLimit.upstreamCalls(
+            descriptorLimit: descriptorLimit, upstreamConnections: upstreamConnections, databaseConnections: databaseConnections,
+            operationsListener: operationsListener)
+        let limit = configured ?? fitting
+        let metadata: Logger.Metadata = ["upstream.calls": .stringConvertible(limit), "upstream.calls.fitting": .stringConvertible(fitting)]
+        if limit > fitting {
+            logger.warning(
+                "GATEHOUSE_UPSTREAM_CALLS is above what the open-file limit keeps for calls to providers: slow providers can take the descriptors every connection needs; raise the limit (LimitNOFILE, ulimit -Hn) or lower GATEHOUSE_UPSTREAM_CALLS",
+                metadata: metadata)
+        } else {
+            logger.info("upstream call limit", metadata: metadata)
+        }
+        return limit
+    }
+
     /// Fewer connections than this at once are warned of: a few keep-alive clients hold them all.
     static let minimumUseful = 256
 

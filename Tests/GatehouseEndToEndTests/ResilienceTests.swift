@@ -261,6 +261,10 @@ struct ResilienceTests {
     )] {
         let text = try await client.execute(OutboundRequest(url: operationsURL + "/metrics")).bodyText
         return text.split(separator: "\n").compactMap { line in
+            // A series without labels: `name value`.
+            if line.hasPrefix(name + " "), let value = Double(line.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces)) {
+                return ([:], value)
+            }
             guard line.hasPrefix(name + "{"), let close = line.lastIndex(of: "}") else { return nil }
             let inside = line[line.index(line.startIndex, offsetBy: name.count + 1)..<close]
             var labels: [String: String] = [:]

@@ -24,7 +24,9 @@ import Synchronization
 /// gives instance N its encryption keys (default: one key shared by all) and
 /// `vaultReloadInterval` how often instances reread the data keys. `dataFolder` holds the SQLite
 /// file instead of a fresh temporary folder (the caller removes it). `idleTimeout` is how long
-/// the listeners keep a silent connection.
+/// the listeners keep a silent connection. `upstreamCalls` gives the gateways a libcurl client of
+/// their own holding that many calls in flight and as many waiting (the tests' own calls use
+/// another, unbounded one).
 func withDeployment<T>(
     transactionLifetime: TimeInterval = 600,
     profileCacheLifetime: TimeInterval = 0,
@@ -42,6 +44,7 @@ func withDeployment<T>(
     databasePoolSize: Int = 8,
     dataFolder: String? = nil,
     idleTimeout: Duration = GatewayService.defaultIdleTimeout,
+    upstreamCalls: Int? = nil,
     _ body: (TestDeployment) async throws -> T
 ) async throws -> T {
     let folder = try TestScratch.folder("e2e")
@@ -55,6 +58,12 @@ func withDeployment<T>(
     // 2-core run) have taken single requests past libcurl's 30 s default.
     let client = CurlHTTPClient(configuration: CurlClientConfiguration(timeout: .seconds(120)))
     let metrics = ServerMetrics()
+    let gatewayClient =
+        upstreamCalls.map {
+            CurlHTTPClient(configuration: CurlClientConfiguration(timeout: .seconds(120), maxTransfers: $0, maxWaitingTransfers: $0))
+        }
+        ?? client
+    if let upstreamCalls { metrics.observeOutbound(calls: upstreamCalls) { gatewayClient.load } }
     let clock = OffsetClock()
     let stores = Mutex<[PostgresStorage]>([])
     // Every listener binds port 0 and reports what it got; configurations that name a URL
@@ -108,7 +117,7 @@ func withDeployment<T>(
             let gatehouse = try Gatehouse(
                 configuration: configuration, storage: storage,
                 vault: try TokenVault(keys: vaultKeys?(index) ?? [vaultKey], store: storage, reloadInterval: vaultReloadInterval, clock: clock),
-                http: client,
+                http: gatewayClient,
                 metrics: index == 0 ? metrics.core : .disabled, logger: logger)
             return GatewayAssembly(gatehouse: gatehouse, metrics: index == 0 ? metrics : ServerMetrics(), demoPage: true)
         } onRunning: {
@@ -125,6 +134,7 @@ func withDeployment<T>(
     let group = ServiceGroup(configuration: configuration)
     defer {
         client.shutdown()
+        gatewayClient.shutdown()
         for store in stores.withLock({ $0 }) { store.shutdown() }
         try? FileManager.default.removeItem(atPath: folder)
     }

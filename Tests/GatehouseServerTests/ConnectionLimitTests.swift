@@ -18,6 +18,24 @@ import Testing
     }
 
     @Test(
+        "calls in flight get half the descriptors kept for provider calls: 8,172 under systemd's 65,536, 128 under 1,024, never fewer than 16"
+    )
+    func upstreamCalls() {
+        func calls(_ descriptors: Int, upstreamConnections: Int = 256) -> Int {
+            ConnectionLimit.upstreamCalls(
+                descriptorLimit: descriptors, upstreamConnections: upstreamConnections, databaseConnections: 20, operationsListener: true,
+                processors: 2)
+        }
+        // 16,345 descriptors for calls (systemdUnit): half of them.
+        #expect(calls(65_536) == 16_345 / 2)
+        // 1,024 − 156 leaves less than 4 × 256: libcurl's 256 kept connections, half for calls.
+        #expect(calls(1_024) == 128)
+        #expect(calls(200, upstreamConnections: 8) == ConnectionLimit.minimumUpstreamCalls)
+        #expect(calls(0, upstreamConnections: 0) == ConnectionLimit.minimumUpstreamCalls)
+        #expect(calls(Int.max) > 0)
+    }
+
+    @Test(
         "libcurl's kept connections are reserved whole when they are more than a quarter; without the operations listener its 64 go to connections"
     )
     func keptConnectionsReserved() {

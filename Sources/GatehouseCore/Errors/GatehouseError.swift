@@ -120,6 +120,10 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         /// user chose or shaped, any answer but a 5xx): it is up, so no breaker counts it, and
         /// what one caller's request draws never stops the others'.
         case refusedByUpstream
+        /// The gateway itself had as many calls to upstreams in flight and waiting as it allows
+        /// (`GATEHOUSE_UPSTREAM_CALLS`): nothing was sent, no breaker counts it, and no failure
+        /// is remembered; a retry in a moment may succeed (503 with `Retry-After`).
+        case overloaded
     }
 
     /// The stable code (`invalid-state`, `no-photo`, …).

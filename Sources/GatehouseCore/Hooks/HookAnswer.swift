@@ -86,6 +86,8 @@ enum HookFailure: Error, Equatable {
     /// Not called: the hook's circuit breaker is open after failures in a row, for this many
     /// seconds more.
     case circuitOpen(retryAfter: Int)
+    /// Not called: the gateway had as many outbound calls in flight and waiting as it allows.
+    case overloaded
 
     /// Whether the failure says the receiver is down or overloaded (no connection, no answer
     /// in time, a 5xx), which is what the hook's breaker counts. A receiver that answers
@@ -94,7 +96,7 @@ enum HookFailure: Error, Equatable {
         switch self {
         case .timeout, .unreachable: true
         case .status(let status): status >= 500
-        case .tooLarge, .invalidAnswer, .circuitOpen: false
+        case .tooLarge, .invalidAnswer, .circuitOpen, .overloaded: false
         }
     }
 
@@ -107,6 +109,7 @@ enum HookFailure: Error, Equatable {
         case .tooLarge: "too-large"
         case .invalidAnswer: "invalid-answer"
         case .circuitOpen: "circuit-open"
+        case .overloaded: "overloaded"
         }
     }
 
@@ -119,6 +122,7 @@ enum HookFailure: Error, Equatable {
         case .tooLarge: "the answer is larger than 16 KB"
         case .invalidAnswer(let why): "malformed answer: \(why)"
         case .circuitOpen: "not called: it failed repeatedly, and is retried after the breaker's open time"
+        case .overloaded: "not called: the gateway had too many outbound calls in flight"
         }
     }
 }

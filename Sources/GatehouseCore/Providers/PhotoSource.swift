@@ -60,7 +60,9 @@ enum PhotoSource {
             // URL, which a user may choose or shape: no user's URL switches a shared image
             // host off for everyone else.
             photo = try await http.photoHosts.run(url, caller: caller, refused: refused) { try await open(request, http: http, userURL: true) }
-        } catch let error as GatehouseError where error.code != .photoUnavailable {
+        } catch let error as GatehouseError where error.code != .photoUnavailable && error.situation != .overloaded {
+            // The gateway's own overload stays itself: a uniform photo-unavailable would be
+            // remembered against this user's photo, which was never asked for.
             throw GatehouseError.photoUnavailable(http.providerId, cause: "\(error.code): \(error.detail)")
         }
         guard var photo else { throw GatehouseError.noPhoto() }

@@ -59,7 +59,7 @@ public final class HostBreakers: Sendable {
             let value = try await call()
             await breaker.record(failed(value) ? .failed : .answered, probe: probe, caller: caller, now: clock.now())
             return value
-        } catch let error as GatehouseError where !Task.isCancelled {
+        } catch let error as GatehouseError where !Task.isCancelled && error.situation != .overloaded {
             // An answer over the cap is what the caller asked for (a large page), not a failure
             // of the host.
             let failed = error.countsAgainstUpstream && error.situation != .tooLarge

@@ -17,6 +17,11 @@ enum UpstreamErrors {
             return .upstreamUnavailable(providerId, situation: .tooLarge, detail: "\(providerId) sent a larger answer than the gateway accepts.")
         case .requestBodyTimedOut:
             return .requestBodyTimedOut()
+        case .overloaded:
+            var error = GatehouseError.upstreamUnavailable(
+                providerId, situation: .overloaded, detail: "The gateway has too many calls to providers in flight; retry in a moment.")
+            error.retryAfter = 1
+            return error
         default:
             return .upstreamUnavailable(providerId, detail: "\(providerId) could not be reached (\(outbound.kind.rawValue)).")
         }
@@ -45,6 +50,6 @@ enum UpstreamErrors {
 extension GatehouseError {
     /// Whether this failure of a call says the upstream is failing, which a circuit breaker
     /// counts: `upstream-unavailable`, unless the upstream answered, refusing the request
-    /// (`.refusedByUpstream`).
-    var countsAgainstUpstream: Bool { code == .upstreamUnavailable && situation != .refusedByUpstream }
+    /// (`.refusedByUpstream`), or the gateway never called it (`.overloaded`).
+    var countsAgainstUpstream: Bool { code == .upstreamUnavailable && situation != .refusedByUpstream && situation != .overloaded }
 }

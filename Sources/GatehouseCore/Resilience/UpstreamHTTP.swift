@@ -65,8 +65,9 @@ public struct UpstreamHTTP: Sendable {
             throw error
         } catch let error as OutboundError where error.kind == .bodyNotReplayable {
             throw error
-        } catch let error as OutboundError where error.kind == .requestBodyTimedOut {
-            // The caller's body was too slow: its `408`, not a provider timeout.
+        } catch let error as OutboundError where error.kind == .requestBodyTimedOut || error.kind == .overloaded {
+            // The caller's body was too slow (its `408`, not a provider timeout), or the gateway
+            // had no room for the call (never sent): neither is a call to the provider.
             throw UpstreamErrors.transport(error, providerId: providerId)
         } catch {
             let timedOut = (error as? OutboundError)?.kind == .timedOut

@@ -15,7 +15,7 @@ extension GatehouseError: HTTPResponseError {
         case (.invalidArgument, .tooLarge): .contentTooLarge
         case (.invalidArgument, .timedOut): .requestTimeout
         case (.upstreamUnavailable, .timedOut): .gatewayTimeout
-        case (.upstreamUnavailable, .temporarilyUnavailable): .serviceUnavailable
+        case (.upstreamUnavailable, .temporarilyUnavailable), (.upstreamUnavailable, .overloaded): .serviceUnavailable
         default: Self.usualStatus(code)
         }
     }

@@ -52,15 +52,45 @@ public enum ConnectionLimit {
         descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool, memoryLimit: Int? = nil,
         processors: Int = processors
     ) -> Int {
-        func clamped(_ value: Int) -> Int { min(max(value, 0), ceiling) }
-        let reserved =
-            processReserve + perProcessor * clamped(processors) + (operationsListener ? operations : 0) + clamped(databaseConnections)
-        let available = clamped(descriptorLimit) - reserved
-        let outbound = max(clamped(upstreamConnections), available / 4)
-        let byDescriptors = available - outbound
+        let shares = descriptorShares(
+            descriptorLimit: descriptorLimit, upstreamConnections: upstreamConnections, databaseConnections: databaseConnections,
+            operationsListener: operationsListener, processors: processors)
+        let byDescriptors = shares.available - shares.outbound
         let byMemory = memoryLimit.map { limit in (clamped(limit) - min(memoryReserve, clamped(limit) / 2)) / memoryPerConnection } ?? .max
         return max(1, min(byDescriptors, byMemory))
     }
+
+    /// Calls to providers (and hooks and webhooks) in flight at once that fit in the
+    /// descriptors `fitting` keeps for them: half of them, since a call holds a second
+    /// descriptor while it connects (IPv4 and IPv6 tried together) or resolves a name. At
+    /// least `minimumUpstreamCalls`.
+    public static func upstreamCalls(
+        descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool, processors: Int = processors
+    ) -> Int {
+        let shares = descriptorShares(
+            descriptorLimit: descriptorLimit, upstreamConnections: upstreamConnections, databaseConnections: databaseConnections,
+            operationsListener: operationsListener, processors: processors)
+        return max(minimumUpstreamCalls, shares.outbound / 2)
+    }
+
+    /// The fewest calls in flight a default allows, however few descriptors there are: fewer
+    /// would make every burst of sign-ins wait.
+    public static let minimumUpstreamCalls = 16
+
+    /// What `descriptorLimit` leaves once the process, its event loops, the operations
+    /// listener and the database pool have theirs (`available`), and the part of that kept
+    /// for outbound calls (`outbound`): a quarter, at least `upstreamConnections`.
+    private static func descriptorShares(
+        descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool, processors: Int
+    ) -> (available: Int, outbound: Int) {
+        let reserved =
+            processReserve + perProcessor * clamped(processors) + (operationsListener ? operations : 0) + clamped(databaseConnections)
+        let available = clamped(descriptorLimit) - reserved
+        return (available, max(clamped(upstreamConnections), available / 4))
+    }
+
+    /// `value` within 0 and `ceiling`.
+    private static func clamped(_ value: Int) -> Int { min(max(value, 0), ceiling) }
 
     /// The soft limit on open descriptors in force (`RLIMIT_NOFILE`), capped at `Int.max`.
     public static var descriptorLimit: Int {

@@ -53,6 +53,18 @@ public enum MetricsCatalog {
             name: "gatehouse_sign_ins_total", type: "counter", labels: ["provider", "mode", "outcome"],
             help: "Completed sign-in flows, by provider, mode and outcome (ok or the error code)."),
         Entry(
+            name: "gatehouse_upstream_calls_in_flight", type: "gauge", labels: [],
+            help: "Calls to providers, hooks and webhook receivers in flight now."),
+        Entry(
+            name: "gatehouse_upstream_calls_waiting", type: "gauge", labels: [],
+            help: "Calls waiting for one in flight to end (at most as many as the limit, each within its timeout)."),
+        Entry(
+            name: "gatehouse_upstream_calls_limit", type: "gauge", labels: [],
+            help: "The most calls in flight at once (GATEHOUSE_UPSTREAM_CALLS)."),
+        Entry(
+            name: "gatehouse_upstream_calls_refused_total", type: "counter", labels: [],
+            help: "Calls refused without being sent because as many were in flight and waiting as allowed (503 upstream-unavailable)."),
+        Entry(
             name: "gatehouse_upstream_calls_total", type: "counter", labels: ["provider", "endpoint", "outcome"],
             help:
                 "Calls to providers, by endpoint kind and outcome (ok, not-modified, client-error, rate-limited, server-error, timeout, transport-error)."
@@ -86,7 +98,8 @@ public enum MetricsCatalog {
             help: "Provider access tokens handed to services by the token vault."),
         Entry(
             name: "gatehouse_hook_calls_total", type: "counter", labels: ["hook", "outcome"],
-            help: "Blocking hook calls, by hook and outcome (allow, deny, timeout, unreachable, bad-status, too-large, invalid-answer, circuit-open)."
+            help:
+                "Blocking hook calls, by hook and outcome (allow, deny, timeout, unreachable, bad-status, too-large, invalid-answer, circuit-open, overloaded)."
         ),
         Entry(name: "gatehouse_hook_call_duration_seconds", type: "histogram", labels: ["hook", "outcome"], help: "Time of a blocking hook call."),
         Entry(

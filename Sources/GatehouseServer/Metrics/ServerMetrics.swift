@@ -1,4 +1,5 @@
 import CoreMetrics
+import CurlClient
 import GatehouseCore
 import Prometheus
 
@@ -35,6 +36,9 @@ public final class ServerMetrics: Sendable {
     /// The process's resource figures, read from `/proc` on each scrape.
     private let process: ProcessMetrics
 
+    /// The libcurl client's load, read on each scrape.
+    private let outbound: OutboundMetrics
+
     /// `gatehouse_ready` and `gatehouse_storage_reachable`: 1 or 0 at the last readiness check.
     private let readyGauge: Prometheus.Gauge
     private let storageGauge: Prometheus.Gauge
@@ -48,6 +52,7 @@ public final class ServerMetrics: Sendable {
             descriptor: .described("gatehouse_build_info"), labels: [("version", Gatehouse.version), ("commit", Gatehouse.commit)]
         ).set(to: 1)
         process = ProcessMetrics(registry: registry)
+        outbound = OutboundMetrics(registry: registry)
         readyGauge = registry.makeGauge(descriptor: .described("gatehouse_ready"), labels: [])
         storageGauge = registry.makeGauge(descriptor: .described("gatehouse_storage_reachable"), labels: [])
         openConnections = Dictionary(
@@ -120,6 +125,12 @@ public final class ServerMetrics: Sendable {
             .record(count)
     }
 
+    /// Reads the libcurl client's `load` at each scrape from now on; `calls` is its limit of
+    /// calls in flight (`GATEHOUSE_UPSTREAM_CALLS`).
+    public func observeOutbound(calls: Int, load: @escaping @Sendable () -> OutboundLoad) {
+        outbound.observe(calls: calls, load: load)
+    }
+
     /// Records a listener's limit of open connections.
     func connectionLimit(listener: String, _ count: Int) {
         CoreMetrics.Gauge(label: "gatehouse_connections_limit", dimensions: [("listener", listener)], factory: factory).record(count)
@@ -134,6 +145,7 @@ public final class ServerMetrics: Sendable {
     /// The Prometheus text exposition, with the process's figures read at this moment.
     func exposition() -> String {
         process.sample()
+        outbound.sample()
         return registry.emitToString()
     }
 }

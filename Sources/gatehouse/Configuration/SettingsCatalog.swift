@@ -159,6 +159,10 @@ enum SettingsCatalog {
             "GATEHOUSE_UPSTREAM_CONNECTIONS", .count(minimum: 1), default: "256",
             "provider connections kept open for reuse (more concurrent calls than this reconnect)"),
         Setting(
+            "GATEHOUSE_UPSTREAM_CALLS", .count(minimum: 1),
+            "calls to providers, hooks and webhook receivers in flight at once; as many more wait for a free slot within their timeout, and beyond those a call is refused at once (`503 upstream-unavailable`, `Retry-After: 1`) (default: half of the descriptors kept for provider calls, at least 16)"
+        ),
+        Setting(
             "GATEHOUSE_BREAKER_FAILURES", .count(minimum: 0), default: "5",
             "consecutive failures that open a provider's, a host's or a blocking hook's breaker (`0`: never)"),
         Setting(

@@ -1,0 +1,81 @@
+import CurlClient
+import Foundation
+import GatehouseCore
+import Testing
+
+/// The gateway's bound on calls to providers in flight (`GATEHOUSE_UPSTREAM_CALLS`), over real
+/// HTTP, real libcurl and the emulator: slow providers cannot make it open sockets without end.
+@Suite("Calls to providers beyond the gateway's limit")
+struct UpstreamCallLimitTests {
+    /// Waits (bounded: 10 s) until the gateway's `/metrics` shows `name` at `value`.
+    static func eventually(_ deployment: TestDeployment, _ name: String, is value: Double) async throws -> Bool {
+        for _ in 0..<200 {
+            if try await ResilienceTests.metric(deployment, name, [:]) == value { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    @Test(
+        "with 2 calls in flight and 2 waiting, a passthrough call is refused at once (503 upstream-unavailable, Retry-After: 1) and never sent; the waiting calls are answered once a slot frees, six refusals open no breaker, and a photo refused so is served once a slot frees"
+    )
+    func callsBeyondTheLimitAreRefused() async throws {
+        try await withDeployment(
+            gateway: { configuration in
+                let emulatorURL = String(configuration.github!.apiBaseURL.dropLast("/github-api".count))
+                configuration.api = APIPolicy.sample(yahooBaseURL: "\(emulatorURL)/yahoo-fantasy")
+            }, upstreamCalls: 2
+        ) { deployment in
+            var browser = Browser(deployment)
+            let uid = try await ProviderAPITests.signIn(&browser, login: "octocat", provider: "github.com")
+            let key = try await ProviderAPITests.key(deployment, ["api:github.com"])
+            let repos = "/v1/users/\(uid)/providers/github.com/api/user/repos?per_page=1"
+            #expect(try await ResilienceTests.metric(deployment, "gatehouse_upstream_calls_limit", [:]) == 2)
+
+            // The first two calls are held by GitHub until released; the next two wait for them.
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user/repos", "holdMs": 60000, "times": 2}"#)
+            let held = (0..<2).map { _ in Task { try await ProviderAPITests.call(deployment, repos, key: key) } }
+            var arrived = false
+            for _ in 0..<200 where !arrived {
+                arrived = try await ProviderAPITests.upstreamCalls(deployment, "GET /github-api/user/repos") == 2
+                if !arrived { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(arrived, "the two held calls reached GitHub")
+            let waiting = (0..<2).map { _ in Task { try await ProviderAPITests.call(deployment, repos, key: key) } }
+            let bothWait = try await Self.eventually(deployment, "gatehouse_upstream_calls_waiting", is: 2)
+            #expect(bothWait)
+
+            // Beyond those: refused at once, nothing sent to GitHub.
+            for _ in 0..<6 {
+                let refused = try await ProviderAPITests.call(deployment, repos, key: key)
+                #expect(refused.status == 503, "\(refused.status) \(refused.bodyText)")
+                #expect(TrustTests.code(refused) == "upstream-unavailable" && refused.bodyText.contains("too many calls"), "\(refused.bodyText)")
+                #expect(refused.headers["retry-after"] == "1")
+            }
+            #expect(try await ProviderAPITests.upstreamCalls(deployment, "GET /github-api/user/repos") == 2)
+            // The photo too: the gateway's refusal, not a failure of the avatar host to remember.
+            let photo = "\(deployment.gatewayURL)/v1/me/photo"
+            let refusedPhoto = try await browser.send(photo)
+            #expect(refusedPhoto.status == 503 && TrustTests.code(refusedPhoto) == "upstream-unavailable", "\(refusedPhoto.bodyText)")
+            #expect(try await deployment.emulatorStats()[PhotoStreamingTests.avatar] == nil)
+            #expect(try await ResilienceTests.metric(deployment, "gatehouse_upstream_calls_refused_total", [:]) == 7)
+            #expect(try await ResilienceTests.metric(deployment, "gatehouse_upstream_calls_in_flight", [:]) == 2)
+
+            // Released: the held calls end, the waiting ones run, all answered.
+            _ = try await deployment.control("faults/release", "{}")
+            for call in held + waiting {
+                let answer = try await call.value
+                #expect(answer.status == 200, "\(answer.status) \(answer.bodyText)")
+            }
+            // Six refusals are more than the breaker's five failures: it did not count them.
+            let after = try await ProviderAPITests.call(deployment, repos, key: key)
+            #expect(after.status == 200, "\(after.status) \(after.bodyText)")
+            let photoAfter = try await browser.send(photo)
+            #expect(photoAfter.status == 200, "\(photoAfter.status) \(photoAfter.bodyText)")
+            #expect(try await deployment.emulatorStats()[PhotoStreamingTests.avatar] == 1)
+            #expect(try await ProviderAPITests.upstreamCalls(deployment, "GET /github-api/user/repos") == 5)
+            let drained = try await Self.eventually(deployment, "gatehouse_upstream_calls_in_flight", is: 0)
+            #expect(drained)
+        }
+    }
+}
