@@ -21,13 +21,16 @@ public struct CurlClientConfiguration: Sendable {
     /// Transfers waiting for one in flight to end, at most; a request beyond them fails at
     /// once as `overloaded`. A waiting transfer's total timeout runs while it waits.
     public var maxWaitingTransfers: Int
+    /// Transfers of one `OutboundRequest.owner` in flight and waiting together, at most; one
+    /// beyond fails at once as `ownerOverloaded`. Requests without an owner are not counted.
+    public var maxTransfersPerOwner: Int
     /// Sent when a request carries no `User-Agent` (GitHub rejects requests without one).
     public var userAgent: String
     /// Bytes a streaming consumer may leave unread before libcurl is paused.
     public var streamBufferBytes: Int
 
     /// The defaults: system CA store, 5 s connect, 30 s total, 16 MiB cap, 256 cached
-    /// connections, 1,024 transfers in flight and as many waiting.
+    /// connections, 1,024 transfers in flight and as many waiting, no limit per owner.
     public init(
         caBundlePath: String? = nil,
         connectTimeout: Duration = .seconds(5),
@@ -36,6 +39,7 @@ public struct CurlClientConfiguration: Sendable {
         maxCachedConnections: Int = 256,
         maxTransfers: Int = 1024,
         maxWaitingTransfers: Int = 1024,
+        maxTransfersPerOwner: Int = .max,
         userAgent: String = "Gatehouse/0.1 libcurl",
         streamBufferBytes: Int = 256 << 10
     ) {
@@ -46,6 +50,7 @@ public struct CurlClientConfiguration: Sendable {
         self.maxCachedConnections = maxCachedConnections
         self.maxTransfers = max(1, maxTransfers)
         self.maxWaitingTransfers = max(0, maxWaitingTransfers)
+        self.maxTransfersPerOwner = max(1, maxTransfersPerOwner)
         self.userAgent = userAgent
         self.streamBufferBytes = streamBufferBytes
     }

@@ -26,7 +26,7 @@ public final class CurlHTTPClient: Sendable {
         self.configuration = configuration
         self.driver = CurlMultiDriver(
             maxCachedConnections: configuration.maxCachedConnections, maxTransfers: configuration.maxTransfers,
-            maxWaiting: configuration.maxWaitingTransfers)
+            maxWaiting: configuration.maxWaitingTransfers, maxPerOwner: configuration.maxTransfersPerOwner)
     }
 
     /// Transfers in flight and waiting now, and the requests refused as `overloaded` so far.

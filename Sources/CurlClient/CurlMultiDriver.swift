@@ -47,8 +47,9 @@ final class CurlMultiDriver: Sendable {
     private let ending = Mutex<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     /// Starts the driver thread. At most `maxTransfers` run at once; up to `maxWaiting` more
-    /// wait in line for them, and a request beyond those fails as `overloaded`.
-    init(maxCachedConnections: Int, maxTransfers: Int = 1024, maxWaiting: Int = 1024) {
+    /// wait in line for them, and a request beyond those fails as `overloaded`, one beyond
+    /// `maxPerOwner` of its owner's as `ownerOverloaded`.
+    init(maxCachedConnections: Int, maxTransfers: Int = 1024, maxWaiting: Int = 1024, maxPerOwner: Int = .max) {
         guard let multi = curl_multi_init() else {
             fatalError("curl_multi_init failed: libcurl is unusable")
         }
@@ -78,7 +79,8 @@ final class CurlMultiDriver: Sendable {
             self.run(
                 DriverLoop(
                     multi: handle.raw, epoll: epoll, wake: wake,
-                    limits: .init(transfers: max(1, maxTransfers), waiting: max(0, maxWaiting)), load: self.load))
+                    limits: .init(transfers: max(1, maxTransfers), waiting: max(0, maxWaiting), perOwner: max(1, maxPerOwner)),
+                    load: self.load))
         }
         thread.start()
     }
@@ -178,6 +180,7 @@ private final class DriverLoop {
     struct Limits {
         var transfers: Int
         var waiting: Int
+        var perOwner: Int
     }
 
     /// How often waiting transfers are checked for a timeout that ran out while they waited;
@@ -193,6 +196,9 @@ private final class DriverLoop {
     /// Transfers waiting for one of `active` to end, first in line first.
     var waiting = WaitingTransfers()
     let limits: Limits
+    /// Transfers in flight and waiting of each owner that has any (so at most as many
+    /// entries as transfers).
+    private var ownerCounts: [String: Int] = [:]
     /// Where the counts are published for other threads.
     let load: LoadCounters
     /// When waiting transfers were last checked for their timeouts.
@@ -244,6 +250,7 @@ private final class DriverLoop {
         case .cancel(let transfer):
             // A waiting transfer has no easy handle yet.
             if transfer.easy == nil, waiting.remove(transfer) {
+                ended(transfer)
                 transfer.fail(OutboundError(kind: .cancelled, message: "the request was cancelled"))
                 publishLoad()
                 return
@@ -257,20 +264,35 @@ private final class DriverLoop {
     }
 
     /// Starts `transfer` when a slot is free and none waits before it, puts it in line when
-    /// the line has room, and refuses it otherwise.
+    /// the line has room, and refuses it otherwise, or when its owner has its share already.
     func admit(_ transfer: Transfer) {
-        if active.count < limits.transfers, waiting.isEmpty {
+        if transfer.isCancelRequested {
+            transfer.fail(OutboundError(kind: .cancelled, message: "the request was cancelled"))
+            return
+        }
+        let startsNow = active.count < limits.transfers && waiting.isEmpty
+        guard startsNow || waiting.count < limits.waiting else {
+            load.countRefusal()
+            transfer.fail(OutboundError(kind: .overloaded, message: "too many calls are in flight and waiting"))
+            return
+        }
+        if let owner = transfer.request.owner {
+            let count = ownerCounts[owner, default: 0]
+            guard count < limits.perOwner else {
+                load.countRefusal()
+                transfer.fail(OutboundError(kind: .ownerOverloaded, message: "this caller has too many calls in flight and waiting"))
+                return
+            }
+            ownerCounts[owner] = count + 1
+            transfer.countedForOwner = true
+        }
+        if startsNow {
             start(transfer)
-        } else if waiting.count < limits.waiting, !transfer.isCancelRequested {
+        } else {
             // Capped at about 12 days, far beyond any real timeout, so the sum cannot overflow.
             transfer.deadline = monotonicNanoseconds() + UInt64(min(transfer.totalTimeout.curlMilliseconds, 1 << 30)) * 1_000_000
             waiting.append(transfer)
             publishLoad()
-        } else if transfer.isCancelRequested {
-            transfer.fail(OutboundError(kind: .cancelled, message: "the request was cancelled"))
-        } else {
-            load.countRefusal()
-            transfer.fail(OutboundError(kind: .overloaded, message: "too many calls are in flight and waiting"))
         }
     }
 
@@ -282,11 +304,13 @@ private final class DriverLoop {
         if now &- waitingCheckedAt >= Self.waitingCheckInterval {
             waitingCheckedAt = now
             for expired in waiting.removeAll(where: { ($0.deadline ?? .max) <= now }) {
+                ended(expired)
                 expired.fail(Self.waitedTooLong)
             }
         }
         while active.count < limits.transfers, let next = waiting.popFirst() {
             if (next.deadline ?? .max) <= now {
+                ended(next)
                 next.fail(Self.waitedTooLong)
             } else {
                 start(next)
@@ -298,6 +322,14 @@ private final class DriverLoop {
     /// A waiting transfer's total timeout ran out before a slot was free.
     private static let waitedTooLong = OutboundError(kind: .timedOut, message: "the timeout elapsed while waiting for a free slot")
 
+    /// Stops counting `transfer` against its owner: it left the line or ended.
+    func ended(_ transfer: Transfer) {
+        guard transfer.countedForOwner, let owner = transfer.request.owner else { return }
+        transfer.countedForOwner = false
+        let count = ownerCounts[owner, default: 1] - 1
+        ownerCounts[owner] = count > 0 ? count : nil
+    }
+
     /// Publishes the counts for other threads.
     func publishLoad() {
         load.publish(inFlight: active.count, waiting: waiting.count)
@@ -305,6 +337,7 @@ private final class DriverLoop {
 
     func start(_ transfer: Transfer) {
         if transfer.isCancelRequested {
+            ended(transfer)
             transfer.fail(OutboundError(kind: .cancelled, message: "the request was cancelled"))
             return
         }
@@ -314,6 +347,7 @@ private final class DriverLoop {
         } else if let fresh = curl_easy_init() {
             easy = fresh
         } else {
+            ended(transfer)
             transfer.fail(OutboundError(kind: .transport, message: "curl_easy_init failed"))
             return
         }
@@ -322,6 +356,7 @@ private final class DriverLoop {
         } catch {
             transfer.releaseHandleResources()
             recycle(easy)
+            ended(transfer)
             transfer.fail(error)
             return
         }
@@ -377,6 +412,7 @@ private final class DriverLoop {
 
     func complete(_ transfer: Transfer, easy: UnsafeMutableRawPointer, error: OutboundError?) {
         active[easy] = nil
+        ended(transfer)
         publishLoad()
         _ = curl_multi_remove_handle(multi, easy)
         transfer.finish(easy: easy, error: error)

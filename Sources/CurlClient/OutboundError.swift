@@ -22,6 +22,9 @@ public struct OutboundError: Error, Sendable, CustomStringConvertible {
         /// (`CurlClientConfiguration.maxTransfers`, `maxWaitingTransfers`): nothing was sent,
         /// and the upstream is not to blame.
         case overloaded
+        /// The request's owner already had `CurlClientConfiguration.maxTransfersPerOwner`
+        /// transfers in flight and waiting: nothing was sent; the caller is to slow down.
+        case ownerOverloaded
         /// A streamed request body was to be sent again (a retry) but was too large to keep.
         case bodyNotReplayable
         /// Any other transport failure.

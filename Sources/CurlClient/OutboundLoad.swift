@@ -6,7 +6,7 @@ public struct OutboundLoad: Sendable, Equatable {
     public var inFlight: Int
     /// Transfers waiting for one in flight to end.
     public var waiting: Int
-    /// Requests refused as `overloaded` since the client started.
+    /// Requests refused as `overloaded` or `ownerOverloaded` since the client started.
     public var refused: Int
 }
 

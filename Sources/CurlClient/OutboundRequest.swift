@@ -24,6 +24,10 @@ public struct OutboundRequest: Sendable {
     /// Sends the URL's path exactly as written: libcurl otherwise removes `.` and `..`
     /// segments before sending (RFC 3986 §5.2.4). For probing servers with such paths.
     public var pathAsIs = false
+    /// Whose call this is (a user's id), when the client's `maxTransfersPerOwner` applies:
+    /// one owner's calls in flight and waiting together stay within it, so that one caller's
+    /// slow calls cannot take every slot. `nil`: no owner, only the client's limits apply.
+    public var owner: String?
 
     /// Creates a request; only the URL is required.
     public init(

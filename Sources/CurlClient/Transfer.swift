@@ -87,6 +87,9 @@ final class Transfer: @unchecked Sendable {
     /// nanoseconds): the wait counts toward it. `nil` for one started at once.
     var deadline: UInt64?
 
+    /// Whether the driver counts this transfer against its request's owner (until it ends).
+    var countedForOwner = false
+
     /// The whole timeout of this request.
     var totalTimeout: Duration { request.timeout ?? configuration.timeout }
 

@@ -46,11 +46,14 @@ struct DemoCommand: AsyncParsableCommand {
             databaseConnections: try store.databaseConnections(environment: environment), operationsListener: operations != nil, logger: logger)
         let upstreamCalls = StartupChecks.upstreamCalls(
             configured: try TypedSettings(environment: environment).number("GATEHOUSE_UPSTREAM_CALLS"),
+            configuredPerUser: try TypedSettings(environment: environment).number("GATEHOUSE_UPSTREAM_CALLS_PER_USER"),
             descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,
             upstreamConnections: CurlClientConfiguration().maxCachedConnections,
             databaseConnections: try store.databaseConnections(environment: environment), operationsListener: operations != nil, logger: logger)
-        let http = CurlHTTPClient(configuration: .init(maxTransfers: upstreamCalls, maxWaitingTransfers: upstreamCalls))
-        metrics.observeOutbound(calls: upstreamCalls) { http.load }
+        let http = CurlHTTPClient(
+            configuration: .init(
+                maxTransfers: upstreamCalls.calls, maxWaitingTransfers: upstreamCalls.calls, maxTransfersPerOwner: upstreamCalls.perUser))
+        metrics.observeOutbound(calls: upstreamCalls.calls) { http.load }
         let gateway = GatehouseServer.service(
             host: "127.0.0.1", port: port, operations: operations, idleTimeout: idleTimeout, maxConnections: maxConnections, logger: logger
         ) { port in

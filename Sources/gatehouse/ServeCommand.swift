@@ -44,7 +44,8 @@ struct ServeCommand: AsyncParsableCommand {
             upstreamConnections: settings.upstreamConnections, databaseConnections: try store.databaseConnections(environment: environment),
             operationsListener: settings.operations != nil, logger: logger)
         let upstreamCalls = StartupChecks.upstreamCalls(
-            configured: settings.upstreamCalls, descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,
+            configured: settings.upstreamCalls, configuredPerUser: settings.upstreamCallsPerUser,
+            descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,
             upstreamConnections: settings.upstreamConnections, databaseConnections: try store.databaseConnections(environment: environment),
             operationsListener: settings.operations != nil, logger: logger)
         StartupChecks.warnAboutUploadTimeouts(settings.gateway, idleTimeout: settings.idleTimeout, logger: logger)
@@ -52,9 +53,9 @@ struct ServeCommand: AsyncParsableCommand {
         let (storage, pool) = try store.openForServices(environment: environment, metricsFactory: metrics.metricsFactory, logger: logger)
         let http = CurlHTTPClient(
             configuration: .init(
-                caBundlePath: settings.caBundlePath, maxCachedConnections: settings.upstreamConnections, maxTransfers: upstreamCalls,
-                maxWaitingTransfers: upstreamCalls))
-        metrics.observeOutbound(calls: upstreamCalls) { http.load }
+                caBundlePath: settings.caBundlePath, maxCachedConnections: settings.upstreamConnections, maxTransfers: upstreamCalls.calls,
+                maxWaitingTransfers: upstreamCalls.calls, maxTransfersPerOwner: upstreamCalls.perUser))
+        metrics.observeOutbound(calls: upstreamCalls.calls) { http.load }
         if !settings.gateway.requireResultBinding {
             logger.warning(
                 "GATEHOUSE_REQUIRE_RESULT_BINDING=false: sign-in results are redeemable by anyone holding their id for 60 s; bind them with result_challenge"
@@ -121,6 +122,8 @@ struct ServeSettings {
     var upstreamConnections: Int
     /// Calls in flight at once (`GATEHOUSE_UPSTREAM_CALLS`); `nil`: what fits.
     var upstreamCalls: Int?
+    /// One user's calls in flight and waiting (`GATEHOUSE_UPSTREAM_CALLS_PER_USER`); `nil`: a sixteenth.
+    var upstreamCallsPerUser: Int?
     /// The public listener's connection limit (`GATEHOUSE_MAX_CONNECTIONS`); `nil`: what the descriptor limit leaves.
     var maxConnections: Int?
     /// How long a connection to either listener may stay silent before it is closed (`GATEHOUSE_IDLE_TIMEOUT`).
@@ -158,6 +161,7 @@ struct ServeSettings {
         self.caBundlePath = environment["GATEHOUSE_CA_BUNDLE"]
         self.upstreamConnections = try settings.numberOrDefault("GATEHOUSE_UPSTREAM_CONNECTIONS")
         self.upstreamCalls = try settings.number("GATEHOUSE_UPSTREAM_CALLS")
+        self.upstreamCallsPerUser = try settings.number("GATEHOUSE_UPSTREAM_CALLS_PER_USER")
         self.maxConnections = try settings.number("GATEHOUSE_MAX_CONNECTIONS")
         self.idleTimeout = try settings.durationOrDefault("GATEHOUSE_IDLE_TIMEOUT")
         self.purgeInterval = .seconds(try settings.numberOrDefault("GATEHOUSE_PURGE_INTERVAL"))

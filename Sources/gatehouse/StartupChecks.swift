@@ -71,15 +71,22 @@ enum StartupChecks {
 
     /// Calls to providers, hooks and webhook receivers in flight at once: `configured`
     /// (`GATEHOUSE_UPSTREAM_CALLS`) or what `ConnectionLimit.upstreamCalls` fits in the
-    /// descriptors kept for them. Logs it; warns when a configured number is above what fits.
+    /// descriptors kept for them, and one user's share of them: `configuredPerUser`
+    /// (`GATEHOUSE_UPSTREAM_CALLS_PER_USER`) or `ConnectionLimit.upstreamCallsPerUser`. Logs
+    /// both; warns when a configured number is above what fits.
     static func upstreamCalls(
-        configured: Int?, descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool, logger: Logger
-    ) -> Int {
+        configured: Int?, configuredPerUser: Int?, descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int,
+        operationsListener: Bool, logger: Logger
+    ) -> (calls: Int, perUser: Int) {
         let fitting = ConnectionLimit.upstreamCalls(
             descriptorLimit: descriptorLimit, upstreamConnections: upstreamConnections, databaseConnections: databaseConnections,
             operationsListener: operationsListener)
         let limit = configured ?? fitting
-        let metadata: Logger.Metadata = ["upstream.calls": .stringConvertible(limit), "upstream.calls.fitting": .stringConvertible(fitting)]
+        let perUser = configuredPerUser ?? ConnectionLimit.upstreamCallsPerUser(of: limit)
+        let metadata: Logger.Metadata = [
+            "upstream.calls": .stringConvertible(limit), "upstream.calls.fitting": .stringConvertible(fitting),
+            "upstream.calls.per_user": .stringConvertible(perUser),
+        ]
         if limit > fitting {
             logger.warning(
                 "GATEHOUSE_UPSTREAM_CALLS is above what the open-file limit keeps for calls to providers: slow providers can take the descriptors every connection needs; raise the limit (LimitNOFILE, ulimit -Hn) or lower GATEHOUSE_UPSTREAM_CALLS",
@@ -87,7 +94,7 @@ enum StartupChecks {
         } else {
             logger.info("upstream call limit", metadata: metadata)
         }
-        return limit
+        return (limit, perUser)
     }
 
     /// Fewer connections than this at once are warned of: a few keep-alive clients hold them all.

@@ -71,6 +71,58 @@ struct TransferLimitTests {
         }
     }
 
+    @Test(
+        "one owner's calls in flight and waiting stay within maxTransfersPerOwner: one more is refused at once, another owner's and unowned calls go on, and an ended call frees its share"
+    )
+    func ownersShare() async throws {
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient(configuration: .init(maxTransfers: 2, maxWaitingTransfers: 2, maxTransfersPerOwner: 2))
+            defer { client.shutdown() }
+            func call(_ path: String, owner: String?) -> Task<Outcome, Never> {
+                Task {
+                    var request = OutboundRequest(url: server.url(path))
+                    request.owner = owner
+                    do {
+                        return .status(try await client.execute(request).status)
+                    } catch let error as OutboundError {
+                        return .failed(error.kind)
+                    } catch {
+                        return .otherError
+                    }
+                }
+            }
+            // Alice's first call runs, her second waits behind Bob's.
+            let alicesFirst = call("/delay/20000", owner: "alice")
+            let bobsSlow = call("/delay/20000", owner: "bob")
+            let bothRun = try await UploadTests.eventually { client.load.inFlight == 2 }
+            #expect(bothRun)
+            let alicesSecond = call("/hello", owner: "alice")
+            let secondWaits = try await UploadTests.eventually { client.load.waiting == 1 }
+            #expect(secondWaits)
+            // Her third is refused, though the line has room; an unowned call still waits.
+            #expect(await call("/hello", owner: "alice").value == .failed(.ownerOverloaded))
+            let unowned = call("/hello", owner: nil)
+            let unownedWaits = try await UploadTests.eventually { client.load.waiting == 2 }
+            #expect(unownedWaits)
+            #expect(client.load == OutboundLoad(inFlight: 2, waiting: 2, refused: 1))
+            // Bob's ending frees a slot: Alice's second call runs and ends, and her share with it.
+            bobsSlow.cancel()
+            #expect(await bobsSlow.value == .failed(.cancelled))
+            #expect(await alicesSecond.value == .status(200))
+            #expect(await unowned.value == .status(200))
+            #expect(await call("/hello", owner: "alice").value == .status(200))
+            alicesFirst.cancel()
+            #expect(await alicesFirst.value == .failed(.cancelled))
+            // Her first call's share is back too: two of hers run again.
+            let again = [call("/delay/20000", owner: "alice"), call("/delay/20000", owner: "alice")]
+            let twoRun = try await UploadTests.eventually { client.load.inFlight == 2 }
+            #expect(twoRun)
+            for call in again { call.cancel() }
+            for call in again { #expect(await call.value == .failed(.cancelled)) }
+            #expect(server.requestsSeen == 7)
+        }
+    }
+
     @Test("shutting the client down fails the calls waiting for a slot as cancelled")
     func shutdownFailsWaitingCalls() async throws {
         try await LoopbackHTTPServer.with { server in

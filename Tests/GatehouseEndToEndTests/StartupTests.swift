@@ -155,10 +155,12 @@ struct StartupTests {
             #expect(started?["connections.max"] as? Int == Int(limit) && started?["connections.fitting"] as? Int == Int(limit), "\(instance.logTail)")
             #expect(started?["fd.limit"] as? Int == descriptors && started?["level"] as? String == "warning", "\(instance.logTail)")
             try #require(limit >= 16 && Int(limit) <= descriptors - 128, "\(limit) connections")
-            // Calls out: half of the 32 descriptors kept for them (a quarter of the 128 left).
+            // Calls out: half of the 32 descriptors kept for them (a quarter of the 128 left),
+            // 4 of them for one user.
             #expect(try await metric("gatehouse_upstream_calls_limit", [:]) == 16)
             let calls = logged("upstream call limit").first
             #expect(calls?["upstream.calls"] as? Int == 16 && calls?["level"] as? String == "info", "\(instance.logTail)")
+            #expect(calls?["upstream.calls.per_user"] as? Int == 4, "\(instance.logTail)")
 
             // Past the limit, the rest wait in the listen backlog (at most 256, and the
             // kernel's somaxconn): a connect beyond it would wait for its SYN to be retried.

@@ -25,8 +25,8 @@ import Synchronization
 /// `vaultReloadInterval` how often instances reread the data keys. `dataFolder` holds the SQLite
 /// file instead of a fresh temporary folder (the caller removes it). `idleTimeout` is how long
 /// the listeners keep a silent connection. `upstreamCalls` gives the gateways a libcurl client of
-/// their own holding that many calls in flight and as many waiting (the tests' own calls use
-/// another, unbounded one).
+/// their own holding that many calls in flight and as many waiting, `upstreamCallsPerUser` of
+/// one user's (the tests' own calls use another, unbounded one).
 func withDeployment<T>(
     transactionLifetime: TimeInterval = 600,
     profileCacheLifetime: TimeInterval = 0,
@@ -45,6 +45,7 @@ func withDeployment<T>(
     dataFolder: String? = nil,
     idleTimeout: Duration = GatewayService.defaultIdleTimeout,
     upstreamCalls: Int? = nil,
+    upstreamCallsPerUser: Int? = nil,
     _ body: (TestDeployment) async throws -> T
 ) async throws -> T {
     let folder = try TestScratch.folder("e2e")
@@ -60,7 +61,9 @@ func withDeployment<T>(
     let metrics = ServerMetrics()
     let gatewayClient =
         upstreamCalls.map {
-            CurlHTTPClient(configuration: CurlClientConfiguration(timeout: .seconds(120), maxTransfers: $0, maxWaitingTransfers: $0))
+            CurlHTTPClient(
+                configuration: CurlClientConfiguration(
+                    timeout: .seconds(120), maxTransfers: $0, maxWaitingTransfers: $0, maxTransfersPerOwner: upstreamCallsPerUser ?? .max))
         }
         ?? client
     if let upstreamCalls { metrics.observeOutbound(calls: upstreamCalls) { gatewayClient.load } }

@@ -7,6 +7,16 @@ import Testing
 /// HTTP, real libcurl and the emulator: slow providers cannot make it open sockets without end.
 @Suite("Calls to providers beyond the gateway's limit")
 struct UpstreamCallLimitTests {
+    /// A deployment with the demo's API policy whose gateway holds `calls` calls out and as
+    /// many waiting, `perUser` of one user's.
+    static func withLimits(calls: Int, perUser: Int? = nil, _ body: (TestDeployment) async throws -> Void) async throws {
+        try await withDeployment(
+            gateway: { configuration in
+                let emulatorURL = String(configuration.github!.apiBaseURL.dropLast("/github-api".count))
+                configuration.api = APIPolicy.sample(yahooBaseURL: "\(emulatorURL)/yahoo-fantasy")
+            }, upstreamCalls: calls, upstreamCallsPerUser: perUser, body)
+    }
+
     /// Waits (bounded: 10 s) until the gateway's `/metrics` shows `name` at `value`.
     static func eventually(_ deployment: TestDeployment, _ name: String, is value: Double) async throws -> Bool {
         for _ in 0..<200 {
@@ -20,12 +30,7 @@ struct UpstreamCallLimitTests {
         "with 2 calls in flight and 2 waiting, a passthrough call is refused at once (503 upstream-unavailable, Retry-After: 1) and never sent; the waiting calls are answered once a slot frees, six refusals open no breaker, and a photo refused so is served once a slot frees"
     )
     func callsBeyondTheLimitAreRefused() async throws {
-        try await withDeployment(
-            gateway: { configuration in
-                let emulatorURL = String(configuration.github!.apiBaseURL.dropLast("/github-api".count))
-                configuration.api = APIPolicy.sample(yahooBaseURL: "\(emulatorURL)/yahoo-fantasy")
-            }, upstreamCalls: 2
-        ) { deployment in
+        try await Self.withLimits(calls: 2) { deployment in
             var browser = Browser(deployment)
             let uid = try await ProviderAPITests.signIn(&browser, login: "octocat", provider: "github.com")
             let key = try await ProviderAPITests.key(deployment, ["api:github.com"])
@@ -76,6 +81,47 @@ struct UpstreamCallLimitTests {
             #expect(try await ProviderAPITests.upstreamCalls(deployment, "GET /github-api/user/repos") == 5)
             let drained = try await Self.eventually(deployment, "gatehouse_upstream_calls_in_flight", is: 0)
             #expect(drained)
+        }
+    }
+
+    @Test(
+        "one user's passthrough calls beyond GATEHOUSE_UPSTREAM_CALLS_PER_USER are refused at once (429 rate-limited, Retry-After: 1), whoever makes them, while another user's go on"
+    )
+    func oneUserCannotTakeEverySlot() async throws {
+        try await Self.withLimits(calls: 8, perUser: 2) { deployment in
+            var octocat = Browser(deployment)
+            let uid = try await ProviderAPITests.signIn(&octocat, login: "octocat", provider: "github.com")
+            var pat = Browser(deployment)
+            _ = try await ProviderAPITests.signIn(&pat, login: "private-pat", provider: "github.com")
+            let key = try await ProviderAPITests.key(deployment, ["api:github.com"])
+            let repos = "\(deployment.gatewayURL)/v1/me/providers/github.com/api/user/repos?per_page=1"
+
+            // Two calls for octocat held by GitHub: his whole share.
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user/repos", "holdMs": 60000, "times": 2}"#)
+            let his = "/v1/users/\(uid)/providers/github.com/api/user/repos?per_page=1"
+            let held = (0..<2).map { _ in Task { try await ProviderAPITests.call(deployment, his, key: key) } }
+            let bothHeld = try await Self.eventually(deployment, "gatehouse_upstream_calls_in_flight", is: 2)
+            #expect(bothHeld)
+            // A third, from his browser or from a service acting for him, is refused unsent.
+            let own = try await octocat.send(repos)
+            let forHim = try await ProviderAPITests.call(deployment, his, key: key)
+            for refused in [own, forHim] {
+                #expect(refused.status == 429, "\(refused.status) \(refused.bodyText)")
+                #expect(TrustTests.code(refused) == "rate-limited" && refused.bodyText.contains("this user's calls"), "\(refused.bodyText)")
+                #expect(refused.headers["retry-after"] == "1")
+            }
+            #expect(try await ProviderAPITests.upstreamCalls(deployment, "GET /github-api/user/repos") == 2)
+            // Another user's call is not his to refuse.
+            let pats = try await pat.send(repos)
+            #expect(pats.status == 200, "\(pats.status) \(pats.bodyText)")
+
+            _ = try await deployment.control("faults/release", "{}")
+            for call in held {
+                let answer = try await call.value
+                #expect(answer.status == 200, "\(answer.status) \(answer.bodyText)")
+            }
+            let after = try await octocat.send(repos)
+            #expect(after.status == 200, "\(after.status) \(after.bodyText)")
         }
     }
 }

@@ -18,7 +18,7 @@ import Testing
     }
 
     @Test(
-        "calls in flight get half the descriptors kept for provider calls: 8,172 under systemd's 65,536, 128 under 1,024, never fewer than 16"
+        "calls in flight get half the descriptors kept for provider calls: 8,172 under systemd's 65,536, 128 under 1,024, never fewer than 16; one user a sixteenth, at least 4"
     )
     func upstreamCalls() {
         func calls(_ descriptors: Int, upstreamConnections: Int = 256) -> Int {
@@ -33,6 +33,11 @@ import Testing
         #expect(calls(200, upstreamConnections: 8) == ConnectionLimit.minimumUpstreamCalls)
         #expect(calls(0, upstreamConnections: 0) == ConnectionLimit.minimumUpstreamCalls)
         #expect(calls(Int.max) > 0)
+        // One user's share: a sixteenth, at least 4, never more than all.
+        #expect(ConnectionLimit.upstreamCallsPerUser(of: 8_172) == 510)
+        #expect(ConnectionLimit.upstreamCallsPerUser(of: 128) == 8)
+        #expect(ConnectionLimit.upstreamCallsPerUser(of: 16) == 4)
+        #expect(ConnectionLimit.upstreamCallsPerUser(of: 2) == 2)
     }
 
     @Test(

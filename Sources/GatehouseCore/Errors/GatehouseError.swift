@@ -121,8 +121,9 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         /// what one caller's request draws never stops the others'.
         case refusedByUpstream
         /// The gateway itself had as many calls to upstreams in flight and waiting as it allows
-        /// (`GATEHOUSE_UPSTREAM_CALLS`): nothing was sent, no breaker counts it, and no failure
-        /// is remembered; a retry in a moment may succeed (503 with `Retry-After`).
+        /// (`GATEHOUSE_UPSTREAM_CALLS`; `upstream-unavailable`, 503), or as it allows one user
+        /// (`GATEHOUSE_UPSTREAM_CALLS_PER_USER`; `rate-limited`, 429): nothing was sent, no
+        /// breaker counts it, and no failure is remembered; a retry in a moment may succeed.
         case overloaded
     }
 

@@ -183,7 +183,7 @@ public final class HookClient: SignInHooks {
             switch error.kind {
             case .timedOut: throw HookFailure.timeout
             case .responseTooLarge: throw HookFailure.tooLarge
-            case .overloaded: throw HookFailure.overloaded
+            case .overloaded, .ownerOverloaded: throw HookFailure.overloaded
             default: throw HookFailure.unreachable(error.message)
             }
         } catch {

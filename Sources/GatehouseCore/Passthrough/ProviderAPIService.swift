@@ -124,7 +124,7 @@ public final class ProviderAPIService: Sendable {
         guard let base = configuration.apiBaseURL(for: providerId), let http = upstream[providerId] else {
             throw GatehouseError.pathNotAllowed("This gateway allows no \(providerId) API calls.")
         }
-        let prepared = Self.outbound(request, base: base, limits: limits)
+        let prepared = Self.outbound(request, base: base, limits: limits, uid: uid)
         let refused = { @Sendable (origin: String, retryAfter: Int?) in
             var refusal = GatehouseError.upstreamUnavailable(
                 providerId, situation: .temporarilyUnavailable,
@@ -192,10 +192,13 @@ public final class ProviderAPIService: Sendable {
     }
 
     /// The call to the provider at `base`, without its `Authorization`: the caller's method,
-    /// path, query, forwarded headers and body, within the policy's limits.
+    /// path, query, forwarded headers and body, within the policy's limits; `uid`'s call.
     @inline(never)
-    private static func outbound(_ request: ProviderAPIRequest, base: String, limits: APIPolicy.Provider) -> OutboundRequest {
+    private static func outbound(_ request: ProviderAPIRequest, base: String, limits: APIPolicy.Provider, uid: String) -> OutboundRequest {
         var outbound = OutboundRequest(method: request.method.rawValue, url: base + request.path.encoded + (request.query.map { "?" + $0 } ?? ""))
+        // The user's share of the calls out (GATEHOUSE_UPSTREAM_CALLS_PER_USER), whoever asks
+        // for it: one user's slow calls cannot take every slot.
+        outbound.owner = uid
         for (name, value) in request.headers where ProviderAPIRequest.forwardedHeaders.contains(name.lowercased()) {
             outbound.headers.add(name, value)
         }

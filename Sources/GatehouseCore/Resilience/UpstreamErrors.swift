@@ -22,6 +22,12 @@ enum UpstreamErrors {
                 providerId, situation: .overloaded, detail: "The gateway has too many calls to providers in flight; retry in a moment.")
             error.retryAfter = 1
             return error
+        case .ownerOverloaded:
+            // The caller's own excess: a rate limit (429), never sent, counted by no breaker.
+            var error = GatehouseError.rateLimited(retryAfter: 1)
+            error.situation = .overloaded
+            error.detail = "Too many of this user's calls to providers are in flight; retry when one has ended."
+            return error
         default:
             return .upstreamUnavailable(providerId, detail: "\(providerId) could not be reached (\(outbound.kind.rawValue)).")
         }

@@ -65,7 +65,7 @@ public struct UpstreamHTTP: Sendable {
             throw error
         } catch let error as OutboundError where error.kind == .bodyNotReplayable {
             throw error
-        } catch let error as OutboundError where error.kind == .requestBodyTimedOut || error.kind == .overloaded {
+        } catch let error as OutboundError where [.requestBodyTimedOut, .overloaded, .ownerOverloaded].contains(error.kind) {
             // The caller's body was too slow (its `408`, not a provider timeout), or the gateway
             // had no room for the call (never sent): neither is a call to the provider.
             throw UpstreamErrors.transport(error, providerId: providerId)

@@ -73,6 +73,12 @@ public enum ConnectionLimit {
         return max(minimumUpstreamCalls, shares.outbound / 2)
     }
 
+    /// One user's share of `calls` by default: a sixteenth, at least 4 (or all of fewer).
+    /// Sixteen users' passthrough calls at least are needed to take every slot.
+    public static func upstreamCallsPerUser(of calls: Int) -> Int {
+        max(min(4, calls), calls / 16)
+    }
+
     /// The fewest calls in flight a default allows, however few descriptors there are: fewer
     /// would make every burst of sign-ins wait.
     public static let minimumUpstreamCalls = 16

@@ -63,7 +63,9 @@ public enum MetricsCatalog {
             help: "The most calls in flight at once (GATEHOUSE_UPSTREAM_CALLS)."),
         Entry(
             name: "gatehouse_upstream_calls_refused_total", type: "counter", labels: [],
-            help: "Calls refused without being sent because as many were in flight and waiting as allowed (503 upstream-unavailable)."),
+            help:
+                "Calls refused without being sent because as many were in flight and waiting as allowed, in all (503 upstream-unavailable) or for their user (429 rate-limited)."
+        ),
         Entry(
             name: "gatehouse_upstream_calls_total", type: "counter", labels: ["provider", "endpoint", "outcome"],
             help:

@@ -163,6 +163,10 @@ enum SettingsCatalog {
             "calls to providers, hooks and webhook receivers in flight at once; as many more wait for a free slot within their timeout, and beyond those a call is refused at once (`503 upstream-unavailable`, `Retry-After: 1`) (default: half of the descriptors kept for provider calls, at least 16)"
         ),
         Setting(
+            "GATEHOUSE_UPSTREAM_CALLS_PER_USER", .count(minimum: 1),
+            "one user's passthrough calls in flight and waiting together, whoever makes them; one more is refused at once (`429 rate-limited`, `Retry-After: 1`) (default: a sixteenth of `GATEHOUSE_UPSTREAM_CALLS`, at least 4)"
+        ),
+        Setting(
             "GATEHOUSE_BREAKER_FAILURES", .count(minimum: 0), default: "5",
             "consecutive failures that open a provider's, a host's or a blocking hook's breaker (`0`: never)"),
         Setting(
