@@ -248,8 +248,7 @@ private final class DriverLoop {
         case .add(let transfer):
             admit(transfer)
         case .cancel(let transfer):
-            // A waiting transfer has no easy handle yet.
-            if transfer.easy == nil, waiting.remove(transfer) {
+            if waiting.remove(transfer) {
                 ended(transfer)
                 transfer.fail(OutboundError(kind: .cancelled, message: "the request was cancelled"))
                 publishLoad()
@@ -270,6 +269,8 @@ private final class DriverLoop {
             transfer.fail(OutboundError(kind: .cancelled, message: "the request was cancelled"))
             return
         }
+        // A slot freed earlier in this batch goes to the line first, which may make room in it.
+        if active.count < limits.transfers, !waiting.isEmpty { startWaiting() }
         let startsNow = active.count < limits.transfers && waiting.isEmpty
         guard startsNow || waiting.count < limits.waiting else {
             load.countRefusal()
@@ -305,12 +306,14 @@ private final class DriverLoop {
             waitingCheckedAt = now
             for expired in waiting.removeAll(where: { ($0.deadline ?? .max) <= now }) {
                 ended(expired)
+                load.countRefusal()
                 expired.fail(Self.waitedTooLong)
             }
         }
         while active.count < limits.transfers, let next = waiting.popFirst() {
             if (next.deadline ?? .max) <= now {
                 ended(next)
+                load.countRefusal()
                 next.fail(Self.waitedTooLong)
             } else {
                 start(next)
@@ -319,8 +322,9 @@ private final class DriverLoop {
         publishLoad()
     }
 
-    /// A waiting transfer's total timeout ran out before a slot was free.
-    private static let waitedTooLong = OutboundError(kind: .timedOut, message: "the timeout elapsed while waiting for a free slot")
+    /// A waiting transfer's total timeout ran out before a slot was free: the client's own
+    /// overload (never sent), not the upstream's slowness, which `timedOut` would blame.
+    private static let waitedTooLong = OutboundError(kind: .overloaded, message: "the timeout elapsed while waiting for a free slot")
 
     /// Stops counting `transfer` against its owner: it left the line or ended.
     func ended(_ transfer: Transfer) {

@@ -90,6 +90,9 @@ final class Transfer: @unchecked Sendable {
     /// Whether the driver counts this transfer against its request's owner (until it ends).
     var countedForOwner = false
 
+    /// Whether the transfer is in the driver's waiting line (`WaitingTransfers`).
+    var isWaiting = false
+
     /// The whole timeout of this request.
     var totalTimeout: Duration { request.timeout ?? configuration.timeout }
 

@@ -1,35 +1,46 @@
 /// The transfers waiting for a slot, first come first started. Used on the driver thread only.
 ///
-/// An array read from a moving head: taking the first is O(1), and the taken prefix is
-/// dropped once it is at least half of the storage, so the storage stays within twice the
-/// longest line.
+/// An array read from a moving head. A transfer that leaves from the middle (cancelled) is only
+/// marked (`Transfer.isWaiting`) and skipped when reached, so that many callers leaving at once
+/// cost one step each, not a scan of the line each; the storage is rebuilt without the marked
+/// ones once they are as many as those waiting, so it stays within twice the longest line.
 struct WaitingTransfers {
     private var items: [Transfer] = []
     private var head = 0
 
     /// How many wait.
-    var count: Int { items.count - head }
+    private(set) var count = 0
     /// Whether none waits.
-    var isEmpty: Bool { head == items.count }
+    var isEmpty: Bool { count == 0 }
 
     /// Adds `transfer` at the end of the line.
     mutating func append(_ transfer: Transfer) {
+        transfer.isWaiting = true
         items.append(transfer)
+        count += 1
     }
 
     /// Takes the first in line.
     mutating func popFirst() -> Transfer? {
-        guard head < items.count else { return nil }
-        let first = items[head]
-        head += 1
+        while head < items.count {
+            let first = items[head]
+            head += 1
+            guard first.isWaiting else { continue }
+            first.isWaiting = false
+            count -= 1
+            compactIfWorthIt()
+            return first
+        }
         compactIfWorthIt()
-        return first
+        return nil
     }
 
-    /// Takes `transfer` out of the line, wherever it is; whether it was there.
+    /// Takes `transfer` out of the line; whether it was in it.
     mutating func remove(_ transfer: Transfer) -> Bool {
-        guard let index = items[head...].firstIndex(where: { $0 === transfer }) else { return false }
-        items.remove(at: index)
+        guard transfer.isWaiting else { return false }
+        transfer.isWaiting = false
+        count -= 1
+        compactIfWorthIt()
         return true
     }
 
@@ -38,22 +49,30 @@ struct WaitingTransfers {
         var left: [Transfer] = []
         var kept: [Transfer] = []
         kept.reserveCapacity(count)
-        for transfer in items[head...] {
-            if shouldLeave(transfer) { left.append(transfer) } else { kept.append(transfer) }
+        for transfer in items[head...] where transfer.isWaiting {
+            if shouldLeave(transfer) {
+                transfer.isWaiting = false
+                left.append(transfer)
+            } else {
+                kept.append(transfer)
+            }
         }
-        if !left.isEmpty {
+        if !left.isEmpty || kept.count != items.count - head {
             items = kept
             head = 0
+            count = kept.count
         }
         return left
     }
 
+    /// Drops what was taken from the head, or the marked ones, once they are as many as
+    /// those waiting (and at least 64: small lines are not worth copying).
     private mutating func compactIfWorthIt() {
-        if head == items.count {
+        if count == 0 {
             items.removeAll(keepingCapacity: true)
             head = 0
-        } else if head >= 64, head * 2 >= items.count {
-            items.removeFirst(head)
+        } else if items.count - count >= max(64, count) {
+            items = items[head...].filter(\.isWaiting)
             head = 0
         }
     }

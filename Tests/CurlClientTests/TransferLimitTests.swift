@@ -26,7 +26,7 @@ struct TransferLimitTests {
     }
 
     @Test(
-        "beyond maxTransfers a call waits without reaching the server, beyond the line it is refused at once; a cancelled or timed-out wait leaves, and a free slot starts the next"
+        "beyond maxTransfers a call waits without reaching the server, beyond the line it is refused at once; a cancelled wait leaves, one whose timeout runs out is refused, and a free slot starts the next"
     )
     func callsBeyondTheLimitWait() async throws {
         try await LoopbackHTTPServer.with { server in
@@ -51,9 +51,11 @@ struct TransferLimitTests {
             #expect(await cancelled.value == .failed(.cancelled))
             #expect(client.load.waiting == 0)
 
-            // A waiting call's total timeout runs while it waits.
+            // A waiting call's total timeout runs while it waits; running out there is the
+            // client's overload, not the server's slowness (which no breaker may blame).
             let timedOut = await Self.call(client, server.url("/hello"), timeout: .milliseconds(300)).value
-            #expect(timedOut == .failed(.timedOut))
+            #expect(timedOut == .failed(.overloaded))
+            #expect(client.load.refused == 2)
             #expect(client.load.waiting == 0)
 
             // A slot that frees starts the first in line.
@@ -120,6 +122,30 @@ struct TransferLimitTests {
             for call in again { call.cancel() }
             for call in again { #expect(await call.value == .failed(.cancelled)) }
             #expect(server.requestsSeen == 7)
+        }
+    }
+
+    @Test("500 waiting calls cancelled at once all leave the line, which then serves the next caller first")
+    func manyLeaveTheLine() async throws {
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient(configuration: .init(maxTransfers: 1, maxWaitingTransfers: 600))
+            defer { client.shutdown() }
+            let slow = Self.call(client, server.url("/delay/20000"))
+            let started = try await UploadTests.eventually { client.load.inFlight == 1 }
+            #expect(started)
+            let leaving = (0..<500).map { _ in Self.call(client, server.url("/hello")) }
+            let allWait = try await UploadTests.eventually { client.load.waiting == 500 }
+            #expect(allWait)
+            for call in leaving { call.cancel() }
+            var outcomes: [Outcome] = []
+            for call in leaving { outcomes.append(await call.value) }
+            let allCancelled = outcomes.allSatisfy { $0 == .failed(.cancelled) }
+            #expect(allCancelled)
+            #expect(client.load.waiting == 0)
+            let next = Self.call(client, server.url("/hello"))
+            slow.cancel()
+            #expect(await next.value == .status(200))
+            #expect(server.requestsSeen == 2)
         }
     }
 

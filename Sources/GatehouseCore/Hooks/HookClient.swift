@@ -73,6 +73,10 @@ public final class HookClient: SignInHooks {
             if case .circuitOpen(let seconds) = failure { refusedFor = seconds }
             metrics.hookCall(event: event.rawValue, outcome: failure.outcome, duration: refusedFor == nil ? ContinuousClock.now - started : nil)
             warn(event, failure)
+            // The gateway's own overload refuses the sign-in whatever the policy: `allow` keeps
+            // sign-ins going while the receiver is down, and must not let anyone who can fill
+            // the calls out skip the hook.
+            if failure == .overloaded { throw GatehouseError.hookUnavailable(event.rawValue, retryAfter: 1) }
             switch configuration.onFailure {
             case .deny: throw GatehouseError.hookUnavailable(event.rawValue, retryAfter: refusedFor ?? 1)
             case .allow: return .nothing
@@ -115,7 +119,9 @@ public final class HookClient: SignInHooks {
             await breaker.record(.answered, probe: probe, caller: caller, now: clock.now())
             return answer
         } catch let failure as HookFailure where !Task.isCancelled {
-            await breaker.record(failure.receiverDown ? .failed : .answered, probe: probe, caller: caller, now: clock.now())
+            // A call the gateway never made says nothing of the receiver either way.
+            let outcome: CircuitBreaker.Outcome = failure == .overloaded ? .unknown : failure.receiverDown ? .failed : .answered
+            await breaker.record(outcome, probe: probe, caller: caller, now: clock.now())
             throw failure
         } catch {
             await breaker.record(.unknown, probe: probe, now: clock.now())

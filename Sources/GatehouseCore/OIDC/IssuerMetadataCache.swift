@@ -174,6 +174,9 @@ public actor IssuerMetadataCache {
                 // This caller went away: no refresh failed, and it verifies nothing.
                 throw CancellationError()
             } catch {
+                // Refused by the gateway's own limit on calls out: nothing was fetched, so
+                // nothing cools down.
+                if (error as? GatehouseError)?.situation == .overloaded { lastJWKSFetch = nil }
                 // Warm cache: keep verifying with the keys we have; cold cache: fail closed.
                 guard keySet != nil else { throw error }
                 logger.warning("JWKS refresh failed; using cached keys", metadata: ["provider.id": "\(configuration.providerId)"])

@@ -171,7 +171,9 @@ struct ProviderCircuits: Sendable {
             await breaker.record(.answered, probe: probe, caller: caller, now: clock.now())
             return value
         } catch let error as GatehouseError where !Task.isCancelled {
-            await breaker.record(error.countsAgainstUpstream ? .failed : .answered, probe: probe, caller: caller, now: clock.now())
+            // A call the gateway refused itself (`.overloaded`) says nothing of the provider.
+            let outcome: CircuitBreaker.Outcome = error.situation == .overloaded ? .unknown : error.countsAgainstUpstream ? .failed : .answered
+            await breaker.record(outcome, probe: probe, caller: caller, now: clock.now())
             throw error
         } catch {
             await breaker.record(.unknown, probe: probe, caller: caller, now: clock.now())
