@@ -14,8 +14,9 @@ public final class HookClient: SignInHooks {
     let clock: any GatehouseClock
     let metrics: GatehouseMetrics
     let logger: Logger
-    /// When each hook's failure was last logged at warning level (at most once a minute).
-    private let lastWarned = Mutex<[HookEvent: ContinuousClock.Instant]>([:])
+    /// When each hook's failure was last logged at warning level (at most once a minute), by
+    /// hook, and apart for the gateway's overload (`hook|overloaded`).
+    private let lastWarned = Mutex<[String: ContinuousClock.Instant]>([:])
     /// One breaker per hook: a receiver that is down is not waited for on every sign-in
     /// (each would hold its caller for the whole timeout); while open, sign-ins meet the
     /// failure policy at once, and after the open time one call probes the receiver. The
@@ -68,10 +69,11 @@ public final class HookClient: SignInHooks {
             }
         } catch let failure as HookFailure {
             // Refused by the open breaker: no call was made, and the caller may retry once it
-            // closes.
+            // closes. Refused for overload: no call was made either; neither has a duration.
             var refusedFor: Int?
             if case .circuitOpen(let seconds) = failure { refusedFor = seconds }
-            metrics.hookCall(event: event.rawValue, outcome: failure.outcome, duration: refusedFor == nil ? ContinuousClock.now - started : nil)
+            let called = refusedFor == nil && failure != .overloaded
+            metrics.hookCall(event: event.rawValue, outcome: failure.outcome, duration: called ? ContinuousClock.now - started : nil)
             warn(event, failure)
             // The gateway's own overload refuses the sign-in whatever the policy: `allow` keeps
             // sign-ins going while the receiver is down, and must not let anyone who can fill
@@ -203,14 +205,18 @@ public final class HookClient: SignInHooks {
     /// hook that is down must not flood the log with one line per sign-in).
     private func warn(_ event: HookEvent, _ failure: HookFailure) {
         let now = ContinuousClock.now
+        // The gateway's overload is throttled apart: its lines must not hide the receiver's.
+        let overloaded = failure == .overloaded
+        let key = overloaded ? event.rawValue + "|overloaded" : event.rawValue
         let loud = lastWarned.withLock { last in
-            if let previous = last[event], now - previous < .seconds(60) { return false }
-            last[event] = now
+            if let previous = last[key], now - previous < .seconds(60) { return false }
+            last[key] = now
             return true
         }
         let metadata: Logger.Metadata = [
             "hook.event": "\(event.rawValue)", "hook.outcome": "\(failure.outcome)", "hook.reason": "\(failure.reason)",
-            "hook.on_failure": "\(configuration.onFailure.rawValue)",
+            // What became of the sign-in: an overload refuses it whatever the policy.
+            "hook.on_failure": "\(overloaded ? HookFailurePolicy.deny.rawValue : configuration.onFailure.rawValue)",
         ]
         if loud { logger.warning("hook call failed", metadata: metadata) } else { logger.debug("hook call failed", metadata: metadata) }
     }

@@ -28,6 +28,8 @@ public actor IssuerMetadataCache {
     private var document: (value: DiscoveryDocument, fetchedAt: Date)?
     private var keySet: KeySet?
     private var lastJWKSFetch: Date?
+    /// Counts the JWKS fetches started, so that a fetch takes back only its own cooldown.
+    private var jwksFetchGeneration = 0
     /// When a refresh of the expired discovery document last failed (`nil` once one succeeds).
     private var lastDiscoveryFailure: Date?
     /// Reasons already logged for skipped JWKS members (bounded).
@@ -174,9 +176,6 @@ public actor IssuerMetadataCache {
                 // This caller went away: no refresh failed, and it verifies nothing.
                 throw CancellationError()
             } catch {
-                // Refused by the gateway's own limit on calls out: nothing was fetched, so
-                // nothing cools down.
-                if (error as? GatehouseError)?.situation == .overloaded { lastJWKSFetch = nil }
                 // Warm cache: keep verifying with the keys we have; cold cache: fail closed.
                 guard keySet != nil else { throw error }
                 logger.warning("JWKS refresh failed; using cached keys", metadata: ["provider.id": "\(configuration.providerId)"])
@@ -192,15 +191,32 @@ public actor IssuerMetadataCache {
     /// its `await`) wait for its answer instead of failing on the cooldown with no keys.
     private func sharedKeyFetch() async throws -> KeySet {
         // Checked and started without a suspension in between: the cooldown starts with the fetch.
-        if !keyFetches.isRunning(Self.jwks) { lastJWKSFetch = clock.now() }
+        if !keyFetches.isRunning(Self.jwks) {
+            lastJWKSFetch = clock.now()
+            jwksFetchGeneration += 1
+        }
+        let generation = jwksFetchGeneration
         // The fetch stores its keys itself, before the run ends: a caller that finds no run
         // going on finds the keys it brought.
         let fetch = keyFetches.task(for: Self.jwks) {
-            let fetched = try await self.fetchKeys()
-            await self.store(fetched)
-            return fetched
+            do {
+                let fetched = try await self.fetchKeys()
+                await self.store(fetched)
+                return fetched
+            } catch let error as GatehouseError where error.situation == .overloaded {
+                // Refused by the gateway's own limit on calls out: nothing was fetched, so
+                // this fetch's cooldown is taken back (once, by the fetch itself, and only
+                // while no later fetch has started one of its own).
+                await self.forgetCooldown(of: generation)
+                throw error
+            }
         }
         return try await keyFetches.value(of: fetch)
+    }
+
+    /// Takes back the cooldown fetch `generation` started, unless a later fetch started another.
+    private func forgetCooldown(of generation: Int) {
+        if jwksFetchGeneration == generation { lastJWKSFetch = nil }
     }
 
     /// Keeps a fetched key set.
