@@ -29,7 +29,7 @@ struct CurlHTTPClientTests {
         try await LoopbackHTTPServer.with { server in
             let client = CurlHTTPClient()
             #expect(try await client.execute(OutboundRequest(url: server.url("/hello"))).status == 200)
-            let held = Task { try await client.execute(OutboundRequest(url: server.url("/delay/20000"))) }
+            let held = Task { try await client.execute(OutboundRequest(url: server.url("/hold"))) }
             try await Task.sleep(for: .milliseconds(200))
             await client.stop()
             do {
@@ -347,7 +347,7 @@ struct CurlHTTPClientTests {
             defer { client.shutdown() }
             let started = ContinuousClock.now
             let task = Task {
-                try await client.execute(OutboundRequest(url: server.url("/delay/20000")))
+                try await client.execute(OutboundRequest(url: server.url("/hold")))
             }
             try await Task.sleep(for: .milliseconds(150))
             task.cancel()
@@ -356,7 +356,7 @@ struct CurlHTTPClientTests {
             if case .failure(let error as OutboundError) = result {
                 #expect(error.kind == .cancelled)
             }
-            // Far below the 20 s the transfer would take; loose enough for a loaded 2-core CI machine.
+            // Far below the 30 s total timeout that would otherwise end the held call; loose enough for a loaded 2-core CI machine.
             #expect(ContinuousClock.now - started < .seconds(10))
             // The client stays usable after a cancellation.
             let after = try await client.execute(OutboundRequest(url: server.url("/hello")))

@@ -6,7 +6,8 @@ import Synchronization
 /// A real HTTP/1.1 server on 127.0.0.1 for the client's tests. It counts accepted TCP
 /// connections, which is how connection reuse is proven.
 ///
-/// Routes: `/hello`, `/echo`, `/delay/{ms}`, `/bytes/{n}` (with Content-Length),
+/// Routes: `/hello`, `/echo`, `/delay/{ms}`, `/hold` (never answers: the call ends only when the
+/// client gives up on it, which makes a test's held call independent of how loaded the machine is), `/bytes/{n}` (with Content-Length),
 /// `/chunked/{n}` (chunked, no length), `/trailers` (a chunked answer with trailer fields), `/trickle/{n}` (n bytes in 16 KiB writes, each after
 /// the previous one left, so a client that stops reading holds the rest back), `/redirect`,
 /// `/status/{code}`, `/upload` (answers `count=`, `sum=` and `framing=` of the request body
@@ -136,6 +137,8 @@ private final class RouteHandler: ChannelInboundHandler {
             loop.scheduleTask(in: .milliseconds(Int64(ms) ?? 0)) {
                 self.send(context, head, status: .ok, headers: [:], body: Array("late".utf8))
             }
+        case ("hold", _):
+            break
         case ("bytes", let count):
             send(context, head, status: .ok, headers: ["Content-Type": "application/octet-stream"], body: Self.pattern(Int(count) ?? 0))
         case ("chunked", let count):

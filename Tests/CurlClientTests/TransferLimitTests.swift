@@ -12,6 +12,10 @@ struct TransferLimitTests {
         case otherError
     }
 
+    /// The client's total timeout: far beyond any test's length, so that a held call ends only
+    /// when the test cancels it, however slowly a loaded machine runs the test.
+    static let held = Duration.seconds(3600)
+
     /// Starts a request in a task of its own.
     static func call(_ client: CurlHTTPClient, _ url: String, timeout: Duration? = nil) -> Task<Outcome, Never> {
         Task {
@@ -30,9 +34,9 @@ struct TransferLimitTests {
     )
     func callsBeyondTheLimitWait() async throws {
         try await LoopbackHTTPServer.with { server in
-            let client = CurlHTTPClient(configuration: .init(maxTransfers: 2, maxWaitingTransfers: 1))
+            let client = CurlHTTPClient(configuration: .init(timeout: Self.held, maxTransfers: 2, maxWaitingTransfers: 1))
             defer { client.shutdown() }
-            let slow = [Self.call(client, server.url("/delay/20000")), Self.call(client, server.url("/delay/20000"))]
+            let slow = [Self.call(client, server.url("/hold")), Self.call(client, server.url("/hold"))]
             let bothStarted = try await UploadTests.eventually { server.requestsSeen == 2 && client.load.inFlight == 2 }
             #expect(bothStarted)
 
@@ -78,7 +82,7 @@ struct TransferLimitTests {
     )
     func ownersShare() async throws {
         try await LoopbackHTTPServer.with { server in
-            let client = CurlHTTPClient(configuration: .init(maxTransfers: 2, maxWaitingTransfers: 2, maxTransfersPerOwner: 2))
+            let client = CurlHTTPClient(configuration: .init(timeout: Self.held, maxTransfers: 2, maxWaitingTransfers: 2, maxTransfersPerOwner: 2))
             defer { client.shutdown() }
             func call(_ path: String, owner: String?) -> Task<Outcome, Never> {
                 Task {
@@ -94,8 +98,8 @@ struct TransferLimitTests {
                 }
             }
             // Alice's first call runs, her second waits behind Bob's.
-            let alicesFirst = call("/delay/20000", owner: "alice")
-            let bobsSlow = call("/delay/20000", owner: "bob")
+            let alicesFirst = call("/hold", owner: "alice")
+            let bobsSlow = call("/hold", owner: "bob")
             let bothRun = try await UploadTests.eventually { client.load.inFlight == 2 }
             #expect(bothRun)
             let alicesSecond = call("/hello", owner: "alice")
@@ -116,7 +120,7 @@ struct TransferLimitTests {
             alicesFirst.cancel()
             #expect(await alicesFirst.value == .failed(.cancelled))
             // Her first call's share is back too: two of hers run again.
-            let again = [call("/delay/20000", owner: "alice"), call("/delay/20000", owner: "alice")]
+            let again = [call("/hold", owner: "alice"), call("/hold", owner: "alice")]
             let twoRun = try await UploadTests.eventually { client.load.inFlight == 2 }
             #expect(twoRun)
             for call in again { call.cancel() }
@@ -128,9 +132,9 @@ struct TransferLimitTests {
     @Test("500 waiting calls cancelled at once all leave the line, which then serves the next caller first")
     func manyLeaveTheLine() async throws {
         try await LoopbackHTTPServer.with { server in
-            let client = CurlHTTPClient(configuration: .init(maxTransfers: 1, maxWaitingTransfers: 600))
+            let client = CurlHTTPClient(configuration: .init(timeout: Self.held, maxTransfers: 1, maxWaitingTransfers: 600))
             defer { client.shutdown() }
-            let slow = Self.call(client, server.url("/delay/20000"))
+            let slow = Self.call(client, server.url("/hold"))
             let started = try await UploadTests.eventually { client.load.inFlight == 1 }
             #expect(started)
             let leaving = (0..<500).map { _ in Self.call(client, server.url("/hello")) }
@@ -152,8 +156,8 @@ struct TransferLimitTests {
     @Test("shutting the client down fails the calls waiting for a slot as cancelled")
     func shutdownFailsWaitingCalls() async throws {
         try await LoopbackHTTPServer.with { server in
-            let client = CurlHTTPClient(configuration: .init(maxTransfers: 1, maxWaitingTransfers: 4))
-            let slow = Self.call(client, server.url("/delay/20000"))
+            let client = CurlHTTPClient(configuration: .init(timeout: Self.held, maxTransfers: 1, maxWaitingTransfers: 4))
+            let slow = Self.call(client, server.url("/hold"))
             let slowStarted = try await UploadTests.eventually { client.load.inFlight == 1 }
             #expect(slowStarted)
             let waiting = (0..<3).map { _ in Self.call(client, server.url("/hello")) }
