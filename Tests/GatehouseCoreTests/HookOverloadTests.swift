@@ -37,7 +37,7 @@ struct HookOverloadTests {
     func overloadDoesNotSkipTheHook() async throws {
         let listener = try SilentListener()
         defer { listener.close() }
-        let http = CurlHTTPClient(configuration: .init(timeout: .seconds(60), maxTransfers: 1, maxWaitingTransfers: 0))
+        let http = CurlHTTPClient(configuration: .init(timeout: SilentListener.held, maxTransfers: 1, maxWaitingTransfers: 0))
         defer { http.shutdown() }
         let allowing = Self.hooks(.allow, http: http)
         let denying = Self.hooks(.deny, http: http)

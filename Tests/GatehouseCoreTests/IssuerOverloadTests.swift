@@ -12,7 +12,7 @@ struct IssuerOverloadTests {
     func refusedFetchStartsNoCooldown() async throws {
         let listener = try SilentListener()
         defer { listener.close() }
-        let http = CurlHTTPClient(configuration: .init(timeout: .seconds(60), maxTransfers: 1, maxWaitingTransfers: 0))
+        let http = CurlHTTPClient(configuration: .init(timeout: SilentListener.held, maxTransfers: 1, maxWaitingTransfers: 0))
         defer { http.shutdown() }
         // An issuer that refuses connections: a fetch that is made fails as unreachable.
         let cache = IssuerMetadataCache(

@@ -31,6 +31,10 @@ struct SilentListener {
 }
 
 extension SilentListener {
+    /// The total timeout for a client whose slot ``hold(_:)`` takes: far beyond any test's
+    /// length, so the held call ends only when the test cancels it, however loaded the machine.
+    static let held = Duration.seconds(3600)
+
     /// Holds the one slot of `http` (a client with `maxTransfers: 1`) with a call this
     /// listener never answers, until the returned task is cancelled.
     func hold(_ http: CurlHTTPClient) async throws -> Task<OutboundResponse, any Error> {

@@ -51,10 +51,12 @@ struct HeapTrimTests {
     /// checks that within 15 s its anonymous memory is back within a quarter of their cost.
     static func spikeReturns(pid: pid_t, port: Int, logTail: () -> String) async throws {
         // A first small wave: what every process allocates once (metadata, pools) is not the spike's.
-        try Self.idleConnections(port: port, count: 100).forEach { _ = close($0) }
+        // The sockets block: their round trips run off Swift's cooperative pool, whose two
+        // threads the other tests' in-process servers need meanwhile.
+        try await LoopbackSocket.offPool { try Self.idleConnections(port: port, count: 100) }.forEach { _ = close($0) }
         try await Task.sleep(for: .seconds(2))
         let before = try Self.anonymousKilobytes(pid)
-        let held = try Self.idleConnections(port: port, count: 3000)
+        let held = try await LoopbackSocket.offPool { try Self.idleConnections(port: port, count: 3000) }
         let during = try Self.anonymousKilobytes(pid)
         held.forEach { _ = close($0) }
         // The spike must have cost something for its return to be measured.

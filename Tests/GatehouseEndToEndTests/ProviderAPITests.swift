@@ -312,7 +312,9 @@ struct ProviderAPITests {
         "framing: an answer of up to 64 KB goes out whole with its Content-Length; one that cannot have arrived whole when its head did (1 MB; a small one still coming) streams chunked, whole, its head not held back"
     )
     func answerFraming() async throws {
-        try await Self.withAPIDeployment { deployment in
+        // GitHub's passthrough calls may take two minutes: the held answer below ends when the
+        // test releases it, long before that, however loaded the machine.
+        try await Self.withAPIDeployment(adjust: { $0.providers["github.com"]?.timeout = .seconds(120) }) { deployment in
             var browser = Browser(deployment)
             let uid = try await Self.signIn(&browser, login: "octocat", provider: "github.com", scope: "repo")
             let key = try await Self.key(deployment, ["api:github.com"])
@@ -331,16 +333,15 @@ struct ProviderAPITests {
             #expect(large.headers["content-length"] == nil)
 
             // A small answer of unknown length still coming is not waited for: its head and first
-            // half pass while GitHub holds the rest (up to 20 s, or until released).
+            // half pass while GitHub holds the rest until released. A gateway that waited for the
+            // whole answer would send its head only when the call timed out: a 504, not this 200.
             _ = try await deployment.control(
-                "faults", #"{"endpoint": "GET /github-api/user/repos", "pauseBodyMs": 20000, "chunked": true, "times": 1}"#)
+                "faults", #"{"endpoint": "GET /github-api/user/repos", "pauseBodyMs": 3600000, "chunked": true, "times": 1}"#)
             var request = OutboundRequest(url: deployment.gatewayURL + repos + "?per_page=1", headers: ["Authorization": "Bearer \(key)"])
-            request.timeout = .seconds(60)
-            let started = ContinuousClock.now
+            request.timeout = .seconds(300)
             let held = try await deployment.client.stream(request)
             var chunks = held.body.makeAsyncIterator()
             var bytes = try #require(try await chunks.next())
-            #expect(ContinuousClock.now - started < .seconds(10), "the head waited for the provider's whole answer")
             #expect(held.head.status == 200 && held.head.headers["transfer-encoding"] == "chunked")
             _ = try await deployment.control("faults/release", "{}")
             while let chunk = try await chunks.next() { bytes += chunk }

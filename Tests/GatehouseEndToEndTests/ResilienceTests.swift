@@ -110,12 +110,15 @@ struct ResilienceTests {
         }
     }
 
-    @Test("a hanging provider does not slow the others: OpenID profile latency while GitHub calls hang stays near its baseline")
+    @Test(
+        "a hanging provider does not hold up the others: OpenID profiles are answered while eight GitHub calls are held at GitHub, which answer once released"
+    )
     func providersAreIsolated() async throws {
         try await HeavyTests.gate.exclusive {
+            // GitHub's calls may take an hour: the held ones end when the test releases them,
+            // however long a loaded machine takes to get there.
             try await withDeployment(gateway: { (gateway: inout GatewayConfiguration) in
-                gateway.upstreamTimeouts["github.com"] = .seconds(20)
-                // Breaking off: every GitHub call hangs until its timeout throughout the measurement.
+                gateway.upstreamTimeouts["github.com"] = .seconds(3600)
                 gateway.circuitBreaker.failureThreshold = 0
             }) { deployment in
                 var octocat = Browser(deployment)
@@ -136,40 +139,38 @@ struct ResilienceTests {
                 _ = try await medianLatency()  // warm connections and caches of discovery
                 let baseline = try await medianLatency()
 
-                _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "delayMs": 30000}"#)
+                let profile = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile"
+                _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user", "holdMs": 3600000, "times": 8}"#)
                 let hanging = Task {
                     try await withThrowingTaskGroup(of: Int.self) { group in
                         for _ in 0..<8 {
                             let browser = octocat
                             group.addTask {
                                 var caller = browser
-                                return try await caller.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile").status
+                                return try await caller.send(profile).status
                             }
                         }
                         return try await group.reduce(into: [Int]()) { $0.append($1) }
                     }
                 }
-                // Until all eight are waiting at the emulator.
+                // Until all eight are held at the emulator.
                 let userCalls = { try await deployment.emulatorStats()["GET /github-api/user"] ?? 0 }
                 let target = try await userCalls() + 8
-                let arriving = ContinuousClock.now
-                while try await userCalls() < target, ContinuousClock.now - arriving < .seconds(10) {
-                    try await Task.sleep(for: .milliseconds(20))
+                var arrived = false
+                for _ in 0..<1000 where !arrived {
+                    arrived = try await userCalls() >= target
+                    if !arrived { try await Task.sleep(for: .milliseconds(20)) }
                 }
-                let measuring = ContinuousClock.now
+                #expect(arrived, "the eight GitHub calls reached GitHub")
+                // Each OpenID profile is answered while the GitHub calls are held: a gateway in
+                // which they held up others would answer none until the release below.
                 let during = try await medianLatency()
-                let measured = ContinuousClock.now - measuring
+                _ = try await deployment.control("faults/release", "{}")
                 let statuses = try await hanging.value
-                #expect(statuses == Array(repeating: 504, count: 8))
-                // The GitHub calls were hanging during the whole measurement (they time out at 20 s).
-                #expect(measured < .seconds(15))
-                let ratio =
-                    Double(during.components.attoseconds + during.components.seconds * 1_000_000_000_000_000_000)
-                    / Double(baseline.components.attoseconds + baseline.components.seconds * 1_000_000_000_000_000_000)
-                print("isolation: OpenID profile median \(baseline) alone, \(during) while 8 GitHub calls hang (ratio \(ratio))")
-                // Blocking would cost a whole GitHub timeout (20 s); the bound leaves room for a
-                // loaded machine.
-                #expect(during < baseline * 4 + .seconds(3))
+                #expect(statuses == Array(repeating: 200, count: 8))
+                #expect(try await userCalls() == target)
+                // For the reader of the log, not checked: latency is for the benchmarks.
+                print("isolation: OpenID profile median \(baseline) alone, \(during) while 8 GitHub calls are held")
             }
         }
     }

@@ -122,14 +122,15 @@ extension StoreFaultTests {
 
     @Test("a sign-in that stores new tokens while a refresh of the same identity is at the provider keeps its tokens")
     func aRefreshDoesNotOverwriteTokensStoredMeanwhile() async throws {
-        try await withDeployment { deployment in
+        // Microsoft's calls may take an hour: the held refresh ends when the test releases it.
+        try await withDeployment(gateway: { $0.upstreamTimeouts["microsoft.com"] = .seconds(3600) }) { deployment in
             var browser = Browser(deployment)
             #expect(try await MicrosoftSignInTests.signIn(&browser, MicrosoftSignInTests.adele).status == 200)
             _ = try await deployment.control("microsoft/expire-tokens", "{}")
             // The next token call (the refresh) is held half-way through its answer until released;
             // the sign-in's own call after it is not.
             _ = try await deployment.control(
-                "faults", #"{"endpoint": "POST /microsoft/common/oauth2/v2.0/token", "pauseBodyMs": 30000, "times": 1}"#)
+                "faults", #"{"endpoint": "POST /microsoft/common/oauth2/v2.0/token", "pauseBodyMs": 3600000, "times": 1}"#)
             let cookies = browser.jar.header
             let refresh = Task {
                 try await deployment.client.execute(

@@ -367,7 +367,7 @@ struct TrustTests {
         try await Self.withPolicyDeployment { deployment in
             let limited: [String: Any] = [
                 "endpoint": "GET /github-api/user", "status": 403, "times": 1,
-                "headers": ["Content-Type": "application/json", "Retry-After": "60", "X-RateLimit-Remaining": "4990"],
+                "headers": ["Content-Type": "application/json", "Retry-After": "3600", "X-RateLimit-Remaining": "4990"],
                 "body": #"{"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}"#,
             ]
             // Sign-in's /user call.
@@ -382,21 +382,21 @@ struct TrustTests {
             // The live profile: 429 with the provider's time, then held back without a call.
             try await Self.fault(deployment, limited)
             let profile = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile?refresh=true"
-            // The first answer carries GitHub's 60 s; the next ones what is left of them, which
-            // the deployment's clock (the real one, under a loaded run) counts down.
-            var left = 60
+            // The first answer carries GitHub's hour; the next ones what is left of it, which the
+            // deployment's clock (the real one, under a loaded run) counts down.
+            var left = 3600
             for attempt in 0..<6 {
                 let calls = try await ProviderAPITests.upstreamCalls(deployment, "GET /github-api/user")
                 let answer = try await browser.send(profile)
                 #expect(answer.status == 429, "attempt \(attempt): \(answer.status) \(answer.bodyText)")
                 #expect(Self.code(answer) == "upstream-rate-limited")
                 let retryAfter = answer.headers["retry-after"].flatMap(Int.init) ?? 0
-                #expect(attempt == 0 ? retryAfter == 60 : (1...left).contains(retryAfter), "attempt \(attempt): \(retryAfter), before \(left)")
+                #expect(attempt == 0 ? retryAfter == 3600 : (1...left).contains(retryAfter), "attempt \(attempt): \(retryAfter), before \(left)")
                 left = max(1, retryAfter)
                 #expect(try await ProviderAPITests.upstreamCalls(deployment, "GET /github-api/user") == calls + (attempt == 0 ? 1 : 0))
             }
             // After the wait GitHub is called again: the breaker never opened, the grant still works.
-            deployment.clock.advance(by: 61)
+            deployment.clock.advance(by: 3601)
             let again = try await browser.send(profile)
             #expect(again.status == 200, "\(again.status) \(again.bodyText)")
 
@@ -404,7 +404,7 @@ struct TrustTests {
             let key = try await ProviderAPITests.key(deployment, ["api:github.com"])
             let repos = "/v1/users/\(uid)/providers/github.com/api/user/repos"
             for fault: [String: Any] in [
-                ["status": 429, "headers": ["Retry-After": "30", "X-RateLimit-Remaining": "4000"], "body": "{}"],
+                ["status": 429, "headers": ["Retry-After": "3600", "X-RateLimit-Remaining": "4000"], "body": "{}"],
                 [
                     "status": 403, "headers": ["Content-Type": "application/json", "X-RateLimit-Remaining": "4000"],
                     "body": #"{"message": "You have exceeded a secondary rate limit."}"#,
@@ -418,7 +418,7 @@ struct TrustTests {
                 let held = try await ProviderAPITests.call(deployment, repos, key: key)
                 #expect(held.status == 429, "\(held.bodyText)")
                 #expect(try await ProviderAPITests.upstreamCalls(deployment, "GET /github-api/user/repos") == calls)
-                deployment.clock.advance(by: 61)
+                deployment.clock.advance(by: 3601)
                 #expect(try await ProviderAPITests.call(deployment, repos, key: key).status == 200)
             }
         }

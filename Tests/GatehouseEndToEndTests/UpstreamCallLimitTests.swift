@@ -8,12 +8,15 @@ import Testing
 @Suite("Calls to providers beyond the gateway's limit")
 struct UpstreamCallLimitTests {
     /// A deployment with the demo's API policy whose gateway holds `calls` calls out and as
-    /// many waiting, `perUser` of one user's.
+    /// many waiting, `perUser` of one user's. GitHub's calls may take an hour: a call the
+    /// emulator holds ends when the test releases it, however long a loaded machine takes
+    /// to get there.
     static func withLimits(calls: Int, perUser: Int? = nil, _ body: (TestDeployment) async throws -> Void) async throws {
         try await withDeployment(
             gateway: { configuration in
                 let emulatorURL = String(configuration.github!.apiBaseURL.dropLast("/github-api".count))
                 configuration.api = APIPolicy.sample(yahooBaseURL: "\(emulatorURL)/yahoo-fantasy")
+                configuration.upstreamTimeouts["github.com"] = .seconds(3600)
             }, upstreamCalls: calls, upstreamCallsPerUser: perUser, body)
     }
 
@@ -38,7 +41,7 @@ struct UpstreamCallLimitTests {
             #expect(try await ResilienceTests.metric(deployment, "gatehouse_upstream_calls_limit", [:]) == 2)
 
             // The first two calls are held by GitHub until released; the next two wait for them.
-            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user/repos", "holdMs": 60000, "times": 2}"#)
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user/repos", "holdMs": 3600000, "times": 2}"#)
             let held = (0..<2).map { _ in Task { try await ProviderAPITests.call(deployment, repos, key: key) } }
             var arrived = false
             for _ in 0..<200 where !arrived {
@@ -97,7 +100,7 @@ struct UpstreamCallLimitTests {
             let repos = "\(deployment.gatewayURL)/v1/me/providers/github.com/api/user/repos?per_page=1"
 
             // Two calls for octocat held by GitHub: his whole share.
-            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user/repos", "holdMs": 60000, "times": 2}"#)
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user/repos", "holdMs": 3600000, "times": 2}"#)
             let his = "/v1/users/\(uid)/providers/github.com/api/user/repos?per_page=1"
             let held = (0..<2).map { _ in Task { try await ProviderAPITests.call(deployment, his, key: key) } }
             let bothHeld = try await Self.eventually(deployment, "gatehouse_upstream_calls_in_flight", is: 2)
