@@ -51,7 +51,8 @@ struct CurlHTTPClientTests {
 
     @Test(
         "requests racing shutdown() from many tasks each end, served or cancelled: none waits for a wake-up that never comes",
-        .timeLimit(.minutes(1)))
+        // A hang's limit, loose enough for a loaded machine: the requests take a second or two.
+        .timeLimit(.minutes(5)))
     func requestsRacingShutdownEnd() async throws {
         try await LoopbackHTTPServer.with { server in
             let client = CurlHTTPClient()
@@ -197,15 +198,17 @@ struct CurlHTTPClientTests {
     @Test("the total timeout aborts a slow response")
     func totalTimeout() async throws {
         try await LoopbackHTTPServer.with { server in
-            let client = CurlHTTPClient()
+            // The client's own total timeout is an hour: only the request's 200 ms can end a
+            // call the server never answers within this test.
+            let client = CurlHTTPClient(configuration: .init(timeout: .seconds(3600)))
             defer { client.shutdown() }
             let started = ContinuousClock.now
             let error = await #expect(throws: OutboundError.self) {
-                try await client.execute(OutboundRequest(url: server.url("/delay/10000"), timeout: .milliseconds(200)))
+                try await client.execute(OutboundRequest(url: server.url("/hold"), timeout: .milliseconds(200)))
             }
             #expect(error?.kind == .timedOut)
-            // Far below the server's 10 s, with room for a loaded machine.
-            #expect(ContinuousClock.now - started < .seconds(5))
+            // Far below the client's hour, with room for a loaded machine.
+            #expect(ContinuousClock.now - started < .seconds(60))
         }
     }
 
@@ -215,7 +218,8 @@ struct CurlHTTPClientTests {
         // the port meanwhile (a stopped server's port could be reused by a parallel test).
         let (socket, port) = try #require(TestTools.bindLoopback(0))
         defer { close(socket) }
-        let client = CurlHTTPClient(configuration: .init(connectTimeout: .milliseconds(500)))
+        // A refusal arrives at once; the connect timeout only bounds the test should it not.
+        let client = CurlHTTPClient(configuration: .init(connectTimeout: .seconds(10)))
         defer { client.shutdown() }
         let error = await #expect(throws: OutboundError.self) {
             try await client.execute(OutboundRequest(url: "http://127.0.0.1:\(port)/hello"))

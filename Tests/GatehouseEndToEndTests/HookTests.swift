@@ -489,6 +489,7 @@ struct HookTests {
                 ("too large", ["status": 200, "bodyBytes": 20000]),
                 ("5xx", ["status": 503, "body": #"{"decision":"allow"}"#]),
             ]
+            let started = ContinuousClock.now
             for (name, fault) in faults {
                 var fault = fault
                 fault["endpoint"] = "POST /sample-app/hooks/before-create"
@@ -506,9 +507,11 @@ struct HookTests {
             for outcome in ["timeout", "invalid-answer", "too-large", "bad-status"] {
                 #expect(counted.contains(#"gatehouse_hook_calls_total{hook="before-create",outcome="\#(outcome)"}"#), "\(outcome)")
             }
-            // One warning line for the burst, not one per sign-in.
-            let holds = deployment.logs.lines.filter { $0.contains("hook call failed") && $0.contains("\"warning\"") }.count == 1
-            #expect(holds)
+            // One warning line for the burst, not one per sign-in (a second only if a loaded
+            // machine stretched the burst past the minute between warnings).
+            let minutes = Int((ContinuousClock.now - started) / .seconds(60))
+            let warnings = deployment.logs.lines.filter { $0.contains("hook call failed") && $0.contains("\"warning\"") }.count
+            #expect((1...1 + minutes).contains(warnings), "\(warnings) warnings in \(minutes) minutes")
         }
         // A refused connection: nothing listens on port 1. Five of them, met by two identities,
         // open the hook's breaker: the sixth sign-in is refused without a connection attempt.

@@ -233,11 +233,12 @@ struct StartupTests {
             defer { for descriptor in held { close(descriptor) } }
             let exhausted = ContinuousClock.now
             for _ in 0..<200 where refusal() == nil { try await Task.sleep(for: .milliseconds(50)) }
-            // Out of descriptors for a quarter second more: accept is paused 50 ms after each
+            // Out of descriptors for a tenth of a second more: accept is paused 50 ms after each
             // failure, not retried at once (which spins a core on the listen backlog). Kept
-            // short: libdispatch's thread-pool monitor opens /proc/<tid>/stat once a second
-            // while work is queued, and stops the process when no descriptor is left for it.
-            try await Task.sleep(for: .milliseconds(250))
+            // short, since a loaded machine stretches it: libdispatch's thread-pool monitor opens
+            // /proc/<tid>/stat once a second while work is queued, and stops the process when no
+            // descriptor is left for it.
+            try await Task.sleep(for: .milliseconds(100))
             for descriptor in held { close(descriptor) }
             held = []
             let pauses = Int((ContinuousClock.now - exhausted) / .milliseconds(50))

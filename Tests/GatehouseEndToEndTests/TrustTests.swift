@@ -50,7 +50,7 @@ struct TrustTests {
             // One event (about 1.5 KB) fits, the fault's 100 KB does not.
             $0.providers["microsoft.com"]?.maxResponseBytes = 4096
             // Long enough for Bob's calls on a loaded run, far shorter than the stalls below.
-            $0.providers["microsoft.com"]?.timeout = .seconds(6)
+            $0.providers["microsoft.com"]?.timeout = .seconds(15)
         }) {
             deployment in
             var adele = Browser(deployment)
@@ -68,7 +68,7 @@ struct TrustTests {
                         let (source, producer) = AsyncStream.makeStream(of: [UInt8].self)
                         producer.yield(Array(repeating: 7, count: 10))
                         let stop = Task {
-                            try? await Task.sleep(for: .seconds(30))
+                            try? await Task.sleep(for: .seconds(300))
                             producer.finish()
                         }
                         defer { stop.cancel() }

@@ -463,7 +463,12 @@ struct UpstreamTrustTests {
         "a failed photo source is remembered per user (polling reaches it once); a host failing again and again for two users' photos is left alone by its own breaker, for one user's alone it is not; the provider's API is untouched"
     )
     func photoFailuresAreRememberedAndHostsBroken() async throws {
-        try await withDeployment(gateway: { $0.photoFailureLifetime = 10 }) { deployment in
+        // A minute's memory and a breaker open for ten: the steps between two moves of the clock
+        // stay inside them however loaded the machine.
+        try await withDeployment(gateway: {
+            $0.photoFailureLifetime = 60
+            $0.circuitBreaker.openDuration = 600
+        }) { deployment in
             let down = "GET /oidc/pictures/down"
             try await Self.choosePicture(deployment, "\(deployment.emulatorURL)/oidc/pictures/down")
             try await Self.choosePicture(deployment, "\(deployment.emulatorURL)/oidc/pictures/down", for: "otto@oidc.example")
@@ -480,17 +485,17 @@ struct UpstreamTrustTests {
             // Once the memory lapses the source is tried again. Six failures in a row, all of
             // one user's photo, leave the host's breaker closed: the next try reaches it.
             for _ in 0..<5 {
-                deployment.clock.advance(by: 11)
+                deployment.clock.advance(by: 61)
                 #expect(try await olive.send(photo).status == 502)
             }
             #expect(try await deployment.emulatorStats()[down] == 6)
-            // Another user's photo failing there too opens it (for 30 s): the next try does not
-            // reach the host.
+            // Another user's photo failing there too opens it (for ten minutes): the next try,
+            // once olive's memory of the failure lapsed, does not reach the host.
             var otto = Browser(deployment)
             #expect(try await otto.complete(login: "otto@oidc.example", provider: "oidc.emulator").status == 200)
             #expect(try await otto.send(photo).status == 502)
             #expect(try await deployment.emulatorStats()[down] == 7)
-            deployment.clock.advance(by: 11)
+            deployment.clock.advance(by: 61)
             let refused = try await olive.send(photo)
             #expect(refused.status == 502)
             #expect(try jsonObject(refused)["code"] as? String == "photo-unavailable")

@@ -133,7 +133,8 @@ import Testing
 
     @Test(
         "several instances on PostgreSQL: a write on one reaches the others' caches through the change feed, long before their lifetime; with the change feed lost, nothing is answered from memory until it listens again",
-        .timeLimit(.minutes(3)))
+        // A safety net against a hang, not a measure.
+        .timeLimit(.minutes(10)))
     func changeFeedAcrossInstances() async throws {
         let instances = try await TwoInstances()
         defer { instances.shutdown() }
@@ -184,7 +185,8 @@ import Testing
 
     @Test(
         "the change feed's connections killed 40 times while both instances read and write: no request fails or waits out the operation timeout (a dying connection never goes back to the pool)",
-        .timeLimit(.minutes(3)))
+        // A safety net, not a measure: forty relistens take about 95 s on a loaded run.
+        .timeLimit(.minutes(10)))
     func lostFeedNeverLendsItsConnection() async throws {
         let instances = try await TwoInstances()
         defer { instances.shutdown() }
