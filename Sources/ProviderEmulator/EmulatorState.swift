@@ -86,13 +86,13 @@ actor EmulatorState {
     /// Lets every paused body and held answer go on.
     func releasePausedBodies() { releases += 1 }
 
-    /// Waits up to `milliseconds`, or less if paused bodies are released meanwhile or the
-    /// request is cancelled (its caller went away, or the emulator is stopping).
+    /// Waits `milliseconds` (counted in sleeps, so longer on a loaded machine), or less if
+    /// paused bodies are released meanwhile or the request is cancelled (its caller went away,
+    /// or the emulator is stopping).
     func pause(milliseconds: Int) async {
         let start = releases
         var waited = 0
-        // Bounded polling: the pause ends by itself even if nobody releases it. It counts its
-        // sleeps, so on a loaded machine it lasts longer, never shorter, than asked.
+        // Bounded polling: the pause ends by itself even if nobody releases it.
         while releases == start, waited < milliseconds, !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(20))
             waited += 20
