@@ -24,13 +24,19 @@ public struct CurlClientConfiguration: Sendable {
     /// Transfers of one `OutboundRequest.owner` in flight and waiting together, at most; one
     /// beyond fails at once as `ownerOverloaded`. Requests without an owner are not counted.
     public var maxTransfersPerOwner: Int
+    /// Slots of `maxTransfers` only `.high` requests may take (at most `maxTransfers − 1`):
+    /// `.normal` ones run in the rest, so that callers filling those with stalled calls cannot
+    /// keep the gateway's own flows waiting. `.high` requests wait in a line of their own, as
+    /// long as `maxWaitingTransfers`, served before the `.normal` one.
+    public var reservedTransfers: Int
     /// Sent when a request carries no `User-Agent` (GitHub rejects requests without one).
     public var userAgent: String
     /// Bytes a streaming consumer may leave unread before libcurl is paused.
     public var streamBufferBytes: Int
 
     /// The defaults: system CA store, 5 s connect, 30 s total, 16 MiB cap, 256 cached
-    /// connections, 1,024 transfers in flight and as many waiting, no limit per owner.
+    /// connections, 1,024 transfers in flight and as many waiting, no limit per owner, none
+    /// reserved.
     public init(
         caBundlePath: String? = nil,
         connectTimeout: Duration = .seconds(5),
@@ -40,6 +46,7 @@ public struct CurlClientConfiguration: Sendable {
         maxTransfers: Int = 1024,
         maxWaitingTransfers: Int = 1024,
         maxTransfersPerOwner: Int = .max,
+        reservedTransfers: Int = 0,
         userAgent: String = "Gatehouse/0.1 libcurl",
         streamBufferBytes: Int = 256 << 10
     ) {
@@ -51,6 +58,7 @@ public struct CurlClientConfiguration: Sendable {
         self.maxTransfers = max(1, maxTransfers)
         self.maxWaitingTransfers = max(0, maxWaitingTransfers)
         self.maxTransfersPerOwner = max(1, maxTransfersPerOwner)
+        self.reservedTransfers = min(max(0, reservedTransfers), self.maxTransfers - 1)
         self.userAgent = userAgent
         self.streamBufferBytes = streamBufferBytes
     }

@@ -26,7 +26,8 @@ public final class CurlHTTPClient: Sendable {
         self.configuration = configuration
         self.driver = CurlMultiDriver(
             maxCachedConnections: configuration.maxCachedConnections, maxTransfers: configuration.maxTransfers,
-            maxWaiting: configuration.maxWaitingTransfers, maxPerOwner: configuration.maxTransfersPerOwner)
+            maxWaiting: configuration.maxWaitingTransfers, maxPerOwner: configuration.maxTransfersPerOwner,
+            reserved: configuration.reservedTransfers)
     }
 
     /// Transfers in flight and waiting now, and the requests refused as `overloaded` so far.

@@ -46,10 +46,11 @@ final class CurlMultiDriver: Sendable {
     /// Whether the thread has ended, and who waits for it to.
     private let ending = Mutex<(ended: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
-    /// Starts the driver thread. At most `maxTransfers` run at once; up to `maxWaiting` more
-    /// wait in line for them, and a request beyond those fails as `overloaded`, one beyond
-    /// `maxPerOwner` of its owner's as `ownerOverloaded`.
-    init(maxCachedConnections: Int, maxTransfers: Int = 1024, maxWaiting: Int = 1024, maxPerOwner: Int = .max) {
+    /// Starts the driver thread. At most `maxTransfers` run at once, of which `reserved` only
+    /// `.high` requests may take; up to `maxWaiting` more of each priority wait in line for
+    /// them, and a request beyond those fails as `overloaded`, one beyond `maxPerOwner` of its
+    /// owner's as `ownerOverloaded`.
+    init(maxCachedConnections: Int, maxTransfers: Int = 1024, maxWaiting: Int = 1024, maxPerOwner: Int = .max, reserved: Int = 0) {
         guard let multi = curl_multi_init() else {
             fatalError("curl_multi_init failed: libcurl is unusable")
         }
@@ -79,7 +80,9 @@ final class CurlMultiDriver: Sendable {
             self.run(
                 DriverLoop(
                     multi: handle.raw, epoll: epoll, wake: wake,
-                    limits: .init(transfers: max(1, maxTransfers), waiting: max(0, maxWaiting), perOwner: max(1, maxPerOwner)),
+                    limits: .init(
+                        transfers: max(1, maxTransfers), waiting: max(0, maxWaiting), perOwner: max(1, maxPerOwner),
+                        reserved: min(max(0, reserved), max(1, maxTransfers) - 1)),
                     load: self.load))
         }
         thread.start()
@@ -176,11 +179,13 @@ func monotonicNanoseconds() -> UInt64 {
 /// The driver thread's own state: running and waiting transfers, idle easy handles.
 /// Never touched from another thread, so it needs no locking.
 private final class DriverLoop {
-    /// How many transfers run at once, and how many more wait for them.
+    /// How many transfers run at once, how many more wait for them (in each line), how many
+    /// one owner may have, and how many of the slots only `.high` transfers may take.
     struct Limits {
         var transfers: Int
         var waiting: Int
         var perOwner: Int
+        var reserved: Int
     }
 
     /// How often waiting transfers are checked for a timeout that ran out while they waited;
@@ -193,8 +198,14 @@ private final class DriverLoop {
     /// The eventfd other threads write to wake the driver.
     let wake: Int32
     var active: [UnsafeMutableRawPointer: Transfer] = [:]
-    /// Transfers waiting for one of `active` to end, first in line first.
-    var waiting = WaitingTransfers()
+    /// How many of `active` are `.normal`: they may take all slots but the reserved ones.
+    private var activeNormal = 0
+    /// `.normal` transfers waiting for one of `active` to end, first in line first.
+    private var waiting = WaitingTransfers()
+    /// `.high` transfers waiting, started before any of `waiting`.
+    private var waitingFirst = WaitingTransfers()
+    /// Whether no transfer of either priority waits.
+    private var noneWaits: Bool { waiting.isEmpty && waitingFirst.isEmpty }
     let limits: Limits
     /// Transfers in flight and waiting of each owner that has any (so at most as many
     /// entries as transfers).
@@ -248,7 +259,7 @@ private final class DriverLoop {
         case .add(let transfer):
             admit(transfer)
         case .cancel(let transfer):
-            if waiting.remove(transfer) {
+            if withLine(of: transfer, { $0.remove(transfer) }) {
                 ended(transfer)
                 transfer.fail(OutboundError(kind: .cancelled, message: "the request was cancelled"))
                 publishLoad()
@@ -262,6 +273,21 @@ private final class DriverLoop {
         }
     }
 
+    /// The line `transfer` waits in (or would), by its priority.
+    private func withLine<Result>(of transfer: Transfer, _ body: (inout WaitingTransfers) -> Result) -> Result {
+        switch transfer.request.priority {
+        case .high: body(&waitingFirst)
+        case .normal: body(&waiting)
+        }
+    }
+
+    /// Whether a slot is free for a transfer of `priority`: any slot for `.high`, one outside
+    /// the reserved ones for `.normal`.
+    private func hasSlot(for priority: OutboundPriority) -> Bool {
+        guard active.count < limits.transfers else { return false }
+        return priority == .high || activeNormal < limits.transfers - limits.reserved
+    }
+
     /// Starts `transfer` when a slot is free and none waits before it, puts it in line when
     /// the line has room, and refuses it otherwise, or when its owner has its share already.
     func admit(_ transfer: Transfer) {
@@ -269,10 +295,12 @@ private final class DriverLoop {
             transfer.fail(OutboundError(kind: .cancelled, message: "the request was cancelled"))
             return
         }
-        // A slot freed earlier in this batch goes to the line first, which may make room in it.
-        if active.count < limits.transfers, !waiting.isEmpty { startWaiting() }
-        let startsNow = active.count < limits.transfers && waiting.isEmpty
-        guard startsNow || waiting.count < limits.waiting else {
+        // A slot freed earlier in this batch goes to the lines first, which may make room in them.
+        if active.count < limits.transfers, !noneWaits { startWaiting() }
+        let priority = transfer.request.priority
+        let inLine = withLine(of: transfer) { $0.count }
+        let startsNow = hasSlot(for: priority) && inLine == 0
+        guard startsNow || inLine < limits.waiting else {
             load.countRefusal()
             transfer.fail(OutboundError(kind: .overloaded, message: "too many calls are in flight and waiting"))
             return
@@ -292,25 +320,27 @@ private final class DriverLoop {
         } else {
             // Capped at about 12 days, far beyond any real timeout, so the sum cannot overflow.
             transfer.deadline = monotonicNanoseconds() + UInt64(min(transfer.totalTimeout.curlMilliseconds, 1 << 30)) * 1_000_000
-            waiting.append(transfer)
+            withLine(of: transfer) { $0.append(transfer) }
             publishLoad()
         }
     }
 
     /// Starts waiting transfers while slots are free, and fails those whose timeout ran out
     /// while they waited (checked every `waitingCheckInterval`, and whenever one would start).
+    /// `.high` transfers first; `.normal` ones only into the slots that are not reserved.
     func startWaiting() {
-        guard !waiting.isEmpty else { return }
+        guard !noneWaits else { return }
         let now = monotonicNanoseconds()
         if now &- waitingCheckedAt >= Self.waitingCheckInterval {
             waitingCheckedAt = now
-            for expired in waiting.removeAll(where: { ($0.deadline ?? .max) <= now }) {
+            let expiredFirst = waitingFirst.removeAll(where: { ($0.deadline ?? .max) <= now })
+            for expired in expiredFirst + waiting.removeAll(where: { ($0.deadline ?? .max) <= now }) {
                 ended(expired)
                 load.countRefusal()
                 expired.fail(Self.waitedTooLong)
             }
         }
-        while active.count < limits.transfers, let next = waiting.popFirst() {
+        while let next = nextToStart() {
             if (next.deadline ?? .max) <= now {
                 ended(next)
                 load.countRefusal()
@@ -320,6 +350,14 @@ private final class DriverLoop {
             }
         }
         publishLoad()
+    }
+
+    /// The waiting transfer a free slot starts next: the first `.high` one, else the first
+    /// `.normal` one when a slot outside the reserved ones is free.
+    private func nextToStart() -> Transfer? {
+        guard hasSlot(for: .high) else { return nil }
+        if let first = waitingFirst.popFirst() { return first }
+        return hasSlot(for: .normal) ? waiting.popFirst() : nil
     }
 
     /// A waiting transfer's total timeout ran out before a slot was free: the client's own
@@ -336,7 +374,7 @@ private final class DriverLoop {
 
     /// Publishes the counts for other threads.
     func publishLoad() {
-        load.publish(inFlight: active.count, waiting: waiting.count)
+        load.publish(inFlight: active.count, waiting: waiting.count + waitingFirst.count)
     }
 
     func start(_ transfer: Transfer) {
@@ -365,6 +403,7 @@ private final class DriverLoop {
             return
         }
         active[easy] = transfer
+        if transfer.request.priority == .normal { activeNormal += 1 }
         publishLoad()
         let code = curl_multi_add_handle(multi, easy)
         if code != CURLM_OK {
@@ -375,7 +414,7 @@ private final class DriverLoop {
     /// Waits for ready sockets, libcurl's timer or a wake-up (at most a second) and lets
     /// libcurl act on what is ready.
     func waitAndDrive() {
-        var timeout: Int32 = waiting.isEmpty ? 1000 : Int32(Self.waitingCheckInterval / 1_000_000)
+        var timeout: Int32 = noneWaits ? 1000 : Int32(Self.waitingCheckInterval / 1_000_000)
         if let deadline = timerDeadline {
             let now = monotonicNanoseconds()
             // Rounded up: waking a millisecond early would only spin until the deadline.
@@ -415,7 +454,7 @@ private final class DriverLoop {
     }
 
     func complete(_ transfer: Transfer, easy: UnsafeMutableRawPointer, error: OutboundError?) {
-        active[easy] = nil
+        if active.removeValue(forKey: easy) != nil, transfer.request.priority == .normal { activeNormal -= 1 }
         ended(transfer)
         publishLoad()
         _ = curl_multi_remove_handle(multi, easy)
@@ -435,7 +474,7 @@ private final class DriverLoop {
     }
 
     func abortAll() {
-        while let transfer = waiting.popFirst() {
+        while let transfer = waitingFirst.popFirst() ?? waiting.popFirst() {
             transfer.fail(OutboundError(kind: .cancelled, message: "the HTTP client was shut down"))
         }
         for (easy, transfer) in active {

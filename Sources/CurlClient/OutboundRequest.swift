@@ -28,6 +28,9 @@ public struct OutboundRequest: Sendable {
     /// one owner's calls in flight and waiting together stay within it, so that one caller's
     /// slow calls cannot take every slot. `nil`: no owner, only the client's limits apply.
     public var owner: String?
+    /// Which slots the call may take: `.high` ones may use those the client reserves, and
+    /// are started before any `.normal` one waiting.
+    public var priority: OutboundPriority = .normal
 
     /// Creates a request; only the URL is required.
     public init(

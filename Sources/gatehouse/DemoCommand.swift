@@ -47,12 +47,14 @@ struct DemoCommand: AsyncParsableCommand {
         let upstreamCalls = StartupChecks.upstreamCalls(
             configured: try TypedSettings(environment: environment).number("GATEHOUSE_UPSTREAM_CALLS"),
             configuredPerUser: try TypedSettings(environment: environment).number("GATEHOUSE_UPSTREAM_CALLS_PER_USER"),
+            configuredReserved: try TypedSettings(environment: environment).number("GATEHOUSE_UPSTREAM_CALLS_RESERVED"),
             descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,
             upstreamConnections: CurlClientConfiguration().maxCachedConnections,
             databaseConnections: try store.databaseConnections(environment: environment), operationsListener: operations != nil, logger: logger)
         let http = CurlHTTPClient(
             configuration: .init(
-                maxTransfers: upstreamCalls.calls, maxWaitingTransfers: upstreamCalls.calls, maxTransfersPerOwner: upstreamCalls.perUser))
+                maxTransfers: upstreamCalls.calls, maxWaitingTransfers: upstreamCalls.calls, maxTransfersPerOwner: upstreamCalls.perUser,
+                reservedTransfers: upstreamCalls.reserved))
         metrics.observeOutbound(calls: upstreamCalls.calls) { http.load }
         let gateway = GatehouseServer.service(
             host: "127.0.0.1", port: port, operations: operations, idleTimeout: idleTimeout, maxConnections: maxConnections, logger: logger

@@ -45,6 +45,7 @@ struct ServeCommand: AsyncParsableCommand {
             operationsListener: settings.operations != nil, logger: logger)
         let upstreamCalls = StartupChecks.upstreamCalls(
             configured: settings.upstreamCalls, configuredPerUser: settings.upstreamCallsPerUser,
+            configuredReserved: settings.upstreamCallsReserved,
             descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,
             upstreamConnections: settings.upstreamConnections, databaseConnections: try store.databaseConnections(environment: environment),
             operationsListener: settings.operations != nil, logger: logger)
@@ -54,7 +55,8 @@ struct ServeCommand: AsyncParsableCommand {
         let http = CurlHTTPClient(
             configuration: .init(
                 caBundlePath: settings.caBundlePath, maxCachedConnections: settings.upstreamConnections, maxTransfers: upstreamCalls.calls,
-                maxWaitingTransfers: upstreamCalls.calls, maxTransfersPerOwner: upstreamCalls.perUser))
+                maxWaitingTransfers: upstreamCalls.calls, maxTransfersPerOwner: upstreamCalls.perUser,
+                reservedTransfers: upstreamCalls.reserved))
         metrics.observeOutbound(calls: upstreamCalls.calls) { http.load }
         if !settings.gateway.requireResultBinding {
             logger.warning(
@@ -124,6 +126,8 @@ struct ServeSettings {
     var upstreamCalls: Int?
     /// One user's calls in flight and waiting (`GATEHOUSE_UPSTREAM_CALLS_PER_USER`); `nil`: a sixteenth.
     var upstreamCallsPerUser: Int?
+    /// Slots kept for the gateway's own flows (`GATEHOUSE_UPSTREAM_CALLS_RESERVED`); `nil`: an eighth.
+    var upstreamCallsReserved: Int?
     /// The public listener's connection limit (`GATEHOUSE_MAX_CONNECTIONS`); `nil`: what the descriptor limit leaves.
     var maxConnections: Int?
     /// How long a connection to either listener may stay silent before it is closed (`GATEHOUSE_IDLE_TIMEOUT`).
@@ -162,6 +166,7 @@ struct ServeSettings {
         self.upstreamConnections = try settings.numberOrDefault("GATEHOUSE_UPSTREAM_CONNECTIONS")
         self.upstreamCalls = try settings.number("GATEHOUSE_UPSTREAM_CALLS")
         self.upstreamCallsPerUser = try settings.number("GATEHOUSE_UPSTREAM_CALLS_PER_USER")
+        self.upstreamCallsReserved = try settings.number("GATEHOUSE_UPSTREAM_CALLS_RESERVED")
         self.maxConnections = try settings.number("GATEHOUSE_MAX_CONNECTIONS")
         self.idleTimeout = try settings.durationOrDefault("GATEHOUSE_IDLE_TIMEOUT")
         self.purgeInterval = .seconds(try settings.numberOrDefault("GATEHOUSE_PURGE_INTERVAL"))

@@ -71,22 +71,31 @@ enum StartupChecks {
 
     /// Calls to providers, hooks and webhook receivers in flight at once: `configured`
     /// (`GATEHOUSE_UPSTREAM_CALLS`) or what `ConnectionLimit.upstreamCalls` fits in the
-    /// descriptors kept for them, and one user's share of them: `configuredPerUser`
-    /// (`GATEHOUSE_UPSTREAM_CALLS_PER_USER`) or `ConnectionLimit.upstreamCallsPerUser`. Logs
-    /// both; warns when a configured number is above what fits.
+    /// descriptors kept for them, one user's share of them: `configuredPerUser`
+    /// (`GATEHOUSE_UPSTREAM_CALLS_PER_USER`) or `ConnectionLimit.upstreamCallsPerUser`, and the
+    /// slots kept for the gateway's own flows: `configuredReserved`
+    /// (`GATEHOUSE_UPSTREAM_CALLS_RESERVED`, at most all but one) or
+    /// `ConnectionLimit.upstreamCallsReserved`. Logs the three; warns when a configured number
+    /// is above what fits.
     static func upstreamCalls(
-        configured: Int?, configuredPerUser: Int?, descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int,
-        operationsListener: Bool, logger: Logger
-    ) -> (calls: Int, perUser: Int) {
+        configured: Int?, configuredPerUser: Int?, configuredReserved: Int?, descriptorLimit: Int, upstreamConnections: Int,
+        databaseConnections: Int, operationsListener: Bool, logger: Logger
+    ) -> (calls: Int, perUser: Int, reserved: Int) {
         let fitting = ConnectionLimit.upstreamCalls(
             descriptorLimit: descriptorLimit, upstreamConnections: upstreamConnections, databaseConnections: databaseConnections,
             operationsListener: operationsListener)
         let limit = configured ?? fitting
         let perUser = configuredPerUser ?? ConnectionLimit.upstreamCallsPerUser(of: limit)
+        let reserved = min(configuredReserved ?? ConnectionLimit.upstreamCallsReserved(of: limit), limit - 1)
         let metadata: Logger.Metadata = [
             "upstream.calls": .stringConvertible(limit), "upstream.calls.fitting": .stringConvertible(fitting),
-            "upstream.calls.per_user": .stringConvertible(perUser),
+            "upstream.calls.per_user": .stringConvertible(perUser), "upstream.calls.reserved": .stringConvertible(reserved),
         ]
+        if let configuredReserved, configuredReserved > reserved {
+            logger.warning(
+                "GATEHOUSE_UPSTREAM_CALLS_RESERVED leaves no slot for passthrough calls and photos: one slot is left to them",
+                metadata: metadata)
+        }
         if limit > fitting {
             logger.warning(
                 "GATEHOUSE_UPSTREAM_CALLS is above what the open-file limit keeps for calls to providers: slow providers can take the descriptors every connection needs; raise the limit (LimitNOFILE, ulimit -Hn) or lower GATEHOUSE_UPSTREAM_CALLS",
@@ -94,7 +103,7 @@ enum StartupChecks {
         } else {
             logger.info("upstream call limit", metadata: metadata)
         }
-        return (limit, perUser)
+        return (limit, perUser, reserved)
     }
 
     /// Fewer connections than this at once are warned of: a few keep-alive clients hold them all.

@@ -736,10 +736,11 @@ def main():
             # 256 cached connections, each call beyond 256 in flight opens and closes one.
             GATEHOUSE_UPSTREAM_CONNECTIONS="1100",
             # All 1,000 in flight at once whatever the host's descriptor limit (the default is
-            # half of what that limit keeps for calls out, and a sixteenth of that per user).
-            GATEHOUSE_UPSTREAM_CALLS="1100",
+            # half of what that limit keeps for calls out, and a sixteenth of that per user),
+            # outside the eighth kept for sign-ins, refreshes and hooks (1,100 for the rest).
+            GATEHOUSE_UPSTREAM_CALLS="1257",
             # The passthrough rows' calls are all for one user.
-            GATEHOUSE_UPSTREAM_CALLS_PER_USER="1100",
+            GATEHOUSE_UPSTREAM_CALLS_PER_USER="1257",
             # Freed memory goes back to the system within seconds, so a row that measures memory
             # starts from what is in use, not from what the allocator kept of the rows before it
             # (the idle connections would reuse that and seem to cost nothing).

@@ -16,11 +16,16 @@ struct TransferLimitTests {
     /// when the test cancels it, however slowly a loaded machine runs the test.
     static let held = Duration.seconds(3600)
 
-    /// Starts a request in a task of its own.
-    static func call(_ client: CurlHTTPClient, _ url: String, timeout: Duration? = nil) -> Task<Outcome, Never> {
-        Task {
+    /// Starts a request in a task of its own, `owner`'s with `priority`.
+    static func call(
+        _ client: CurlHTTPClient, _ url: String, timeout: Duration? = nil, owner: String? = nil, priority: OutboundPriority = .normal
+    ) -> Task<Outcome, Never> {
+        var request = OutboundRequest(url: url, timeout: timeout)
+        request.owner = owner
+        request.priority = priority
+        return Task {
             do {
-                return .status(try await client.execute(OutboundRequest(url: url, timeout: timeout)).status)
+                return .status(try await client.execute(request).status)
             } catch let error as OutboundError {
                 return .failed(error.kind)
             } catch {
@@ -85,17 +90,7 @@ struct TransferLimitTests {
             let client = CurlHTTPClient(configuration: .init(timeout: Self.held, maxTransfers: 2, maxWaitingTransfers: 2, maxTransfersPerOwner: 2))
             defer { client.shutdown() }
             func call(_ path: String, owner: String?) -> Task<Outcome, Never> {
-                Task {
-                    var request = OutboundRequest(url: server.url(path))
-                    request.owner = owner
-                    do {
-                        return .status(try await client.execute(request).status)
-                    } catch let error as OutboundError {
-                        return .failed(error.kind)
-                    } catch {
-                        return .otherError
-                    }
-                }
+                Self.call(client, server.url(path), owner: owner)
             }
             // Alice's first call runs, her second waits behind Bob's.
             let alicesFirst = call("/hold", owner: "alice")
@@ -125,6 +120,58 @@ struct TransferLimitTests {
             #expect(twoRun)
             for call in again { call.cancel() }
             for call in again { #expect(await call.value == .failed(.cancelled)) }
+            #expect(server.requestsSeen == 7)
+        }
+    }
+
+    @Test(
+        "reserved slots take only .high calls: .normal ones wait with those slots free, a .high call starts in one at once, and a freed slot starts a waiting .high call before .normal ones that waited longer"
+    )
+    func reservedSlots() async throws {
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient(configuration: .init(timeout: Self.held, maxTransfers: 3, maxWaitingTransfers: 2, reservedTransfers: 1))
+            defer { client.shutdown() }
+            func call(_ path: String, _ priority: OutboundPriority) -> Task<Outcome, Never> {
+                Self.call(client, server.url(path), priority: priority)
+            }
+            // Two .normal calls take every slot but the reserved one; a third waits.
+            let normalHeld = [call("/hold", .normal), call("/hold", .normal)]
+            let twoRun = try await UploadTests.eventually { client.load.inFlight == 2 && server.requestsSeen == 2 }
+            #expect(twoRun)
+            let normalWaiting = call("/hello", .normal)
+            let oneWaits = try await UploadTests.eventually { client.load.waiting == 1 }
+            #expect(oneWaits)
+            #expect(server.requestsSeen == 2, "a .normal call took the reserved slot")
+            // A .high call runs in the reserved slot at once.
+            #expect(await call("/hello", .high).value == .status(200))
+            #expect(client.load == OutboundLoad(inFlight: 2, waiting: 1, refused: 0))
+
+            // With the reserved slot held too, a .high call waits in its own line; the .normal
+            // line takes one more, and the next is refused.
+            let highHeld = call("/hold", .high)
+            let threeRun = try await UploadTests.eventually { client.load.inFlight == 3 && server.requestsSeen == 4 }
+            #expect(threeRun)
+            let highWaiting = call("/hold", .high)
+            let normalLast = call("/hello", .normal)
+            let threeWait = try await UploadTests.eventually { client.load.waiting == 3 }
+            #expect(threeWait)
+            #expect(await call("/hello", .normal).value == .failed(.overloaded))
+
+            // A freed slot starts the waiting .high call, not the .normal ones that waited longer.
+            normalHeld[0].cancel()
+            #expect(await normalHeld[0].value == .failed(.cancelled))
+            let highStarted = try await UploadTests.eventually { server.requestsSeen == 5 && client.load.inFlight == 3 }
+            #expect(highStarted)
+            #expect(client.load.waiting == 2)
+            // The next freed slot goes to the .normal line, first come first started.
+            normalHeld[1].cancel()
+            #expect(await normalHeld[1].value == .failed(.cancelled))
+            #expect(await normalWaiting.value == .status(200))
+            #expect(await normalLast.value == .status(200))
+            for held in [highHeld, highWaiting] { held.cancel() }
+            for held in [highHeld, highWaiting] { #expect(await held.value == .failed(.cancelled)) }
+            let allEnded = try await UploadTests.eventually { client.load.inFlight == 0 && client.load.waiting == 0 }
+            #expect(allEnded)
             #expect(server.requestsSeen == 7)
         }
     }

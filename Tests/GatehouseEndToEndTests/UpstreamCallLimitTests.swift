@@ -8,16 +8,16 @@ import Testing
 @Suite("Calls to providers beyond the gateway's limit")
 struct UpstreamCallLimitTests {
     /// A deployment with the demo's API policy whose gateway holds `calls` calls out and as
-    /// many waiting, `perUser` of one user's. GitHub's calls may take an hour: a call the
-    /// emulator holds ends when the test releases it, however long a loaded machine takes
-    /// to get there.
-    static func withLimits(calls: Int, perUser: Int? = nil, _ body: (TestDeployment) async throws -> Void) async throws {
+    /// many waiting, `perUser` of one user's, `reserved` kept for `.high` calls. GitHub's calls
+    /// may take an hour: a call the emulator holds ends when the test releases it, however long
+    /// a loaded machine takes to get there.
+    static func withLimits(calls: Int, perUser: Int? = nil, reserved: Int = 0, _ body: (TestDeployment) async throws -> Void) async throws {
         try await withDeployment(
             gateway: { configuration in
                 let emulatorURL = String(configuration.github!.apiBaseURL.dropLast("/github-api".count))
                 configuration.api = APIPolicy.sample(yahooBaseURL: "\(emulatorURL)/yahoo-fantasy")
                 configuration.upstreamTimeouts["github.com"] = .seconds(3600)
-            }, upstreamCalls: calls, upstreamCallsPerUser: perUser, body)
+            }, upstreamCalls: calls, upstreamCallsPerUser: perUser, upstreamCallsReserved: reserved, body)
     }
 
     /// Waits (bounded: 10 s) until the gateway's `/metrics` shows `name` at `value`.
@@ -125,6 +125,50 @@ struct UpstreamCallLimitTests {
             }
             let after = try await octocat.send(repos)
             #expect(after.status == 200, "\(after.status) \(after.bodyText)")
+        }
+    }
+
+    @Test(
+        "with every slot but the reserved one held by passthrough calls and their line full, a GitHub and an OpenID sign-in complete (code exchange, keys, profile) and a live profile is read, while one more passthrough call is refused"
+    )
+    func signInsKeepTheirSlots() async throws {
+        try await Self.withLimits(calls: 3, reserved: 1) { deployment in
+            var octocat = Browser(deployment)
+            let uid = try await ProviderAPITests.signIn(&octocat, login: "octocat", provider: "github.com")
+            let key = try await ProviderAPITests.key(deployment, ["api:github.com"])
+            let repos = "/v1/users/\(uid)/providers/github.com/api/user/repos?per_page=1"
+
+            // Two passthrough calls held by GitHub take both unreserved slots; three more fill
+            // the line, and the next is refused.
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user/repos", "holdMs": 3600000, "times": 2}"#)
+            let held = (0..<2).map { _ in Task { try await ProviderAPITests.call(deployment, repos, key: key) } }
+            let bothHeld = try await Self.eventually(deployment, "gatehouse_upstream_calls_in_flight", is: 2)
+            #expect(bothHeld)
+            let waiting = (0..<3).map { _ in Task { try await ProviderAPITests.call(deployment, repos, key: key) } }
+            let threeWait = try await Self.eventually(deployment, "gatehouse_upstream_calls_waiting", is: 3)
+            #expect(threeWait)
+            let refused = try await ProviderAPITests.call(deployment, repos, key: key)
+            #expect(refused.status == 503 && TrustTests.code(refused) == "upstream-unavailable", "\(refused.status) \(refused.bodyText)")
+
+            // Sign-ins still run, in the reserved slot: GitHub's code exchange and profile reads,
+            // the OpenID provider's discovery, keys, code exchange and userinfo.
+            var pat = Browser(deployment)
+            let patUID = try await ProviderAPITests.signIn(&pat, login: "private-pat", provider: "github.com")
+            #expect(!patUID.isEmpty)
+            var oidc = Browser(deployment)
+            let oidcUID = try await ProviderAPITests.signIn(&oidc, login: "olive@oidc.example", provider: "oidc.emulator")
+            #expect(!oidcUID.isEmpty)
+            let live = try await pat.send("\(deployment.gatewayURL)/v1/me?refresh=true")
+            #expect(live.status == 200, "\(live.status) \(live.bodyText)")
+            // None of it moved a passthrough call: two still held, three still waiting.
+            #expect(try await ProviderAPITests.upstreamCalls(deployment, "GET /github-api/user/repos") == 2)
+            #expect(try await ResilienceTests.metric(deployment, "gatehouse_upstream_calls_waiting", [:]) == 3)
+
+            _ = try await deployment.control("faults/release", "{}")
+            for call in held + waiting {
+                let answer = try await call.value
+                #expect(answer.status == 200, "\(answer.status) \(answer.bodyText)")
+            }
         }
     }
 }

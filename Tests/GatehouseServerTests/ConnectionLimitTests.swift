@@ -18,7 +18,7 @@ import Testing
     }
 
     @Test(
-        "calls in flight get half the descriptors kept for provider calls: 8,172 under systemd's 65,536, 128 under 1,024, never fewer than 16; one user a sixteenth, at least 4"
+        "calls in flight get half the descriptors kept for provider calls: 8,172 under systemd's 65,536, 128 under 1,024, never fewer than 16; one user a sixteenth, at least 4; an eighth reserved"
     )
     func upstreamCalls() {
         func calls(_ descriptors: Int, upstreamConnections: Int = 256) -> Int {
@@ -38,6 +38,12 @@ import Testing
         #expect(ConnectionLimit.upstreamCallsPerUser(of: 128) == 8)
         #expect(ConnectionLimit.upstreamCallsPerUser(of: 16) == 4)
         #expect(ConnectionLimit.upstreamCallsPerUser(of: 2) == 2)
+        // Kept for sign-ins, refreshes, keys and hooks: an eighth, at least one, none of one.
+        #expect(ConnectionLimit.upstreamCallsReserved(of: 8_172) == 1_021)
+        #expect(ConnectionLimit.upstreamCallsReserved(of: 128) == 16)
+        #expect(ConnectionLimit.upstreamCallsReserved(of: 16) == 2)
+        #expect(ConnectionLimit.upstreamCallsReserved(of: 2) == 1)
+        #expect(ConnectionLimit.upstreamCallsReserved(of: 1) == 0)
     }
 
     @Test(

@@ -181,12 +181,14 @@ public final class HookClient: SignInHooks {
             headers.add(name, value)
         }
         let timeout = Duration.milliseconds(Int(configuration.timeout * 1000))
+        // `.high`: the sign-in or refresh it belongs to waits for the answer.
+        var outbound = OutboundRequest(
+            method: "POST", url: url, headers: headers, body: Array(body), timeout: timeout, connectTimeout: timeout,
+            maxResponseBytes: Self.maximumAnswerBytes)
+        outbound.priority = .high
         let response: OutboundResponse
         do {
-            response = try await http.execute(
-                OutboundRequest(
-                    method: "POST", url: url, headers: headers, body: Array(body), timeout: timeout, connectTimeout: timeout,
-                    maxResponseBytes: Self.maximumAnswerBytes))
+            response = try await http.execute(outbound)
         } catch let error as OutboundError {
             switch error.kind {
             case .timedOut: throw HookFailure.timeout

@@ -278,8 +278,11 @@ public actor IssuerMetadataCache {
         logger.notice("JWKS key skipped", metadata: ["provider.id": "\(configuration.providerId)", "reason": "\(reason)"])
     }
 
+    /// Discovery and keys are `.high`: every sign-in and every ID token checked needs them.
     private func get(_ url: String, endpoint: UpstreamEndpoint) async throws -> OutboundResponse {
-        try await http.execute(OutboundRequest(url: url, headers: ["Accept": "application/json"], maxResponseBytes: 256 << 10), endpoint: endpoint)
+        var request = OutboundRequest(url: url, headers: ["Accept": "application/json"], maxResponseBytes: 256 << 10)
+        request.priority = .high
+        return try await http.execute(request, endpoint: endpoint)
     }
 }
 

@@ -197,7 +197,8 @@ public final class ProviderAPIService: Sendable {
     private static func outbound(_ request: ProviderAPIRequest, base: String, limits: APIPolicy.Provider, uid: String) -> OutboundRequest {
         var outbound = OutboundRequest(method: request.method.rawValue, url: base + request.path.encoded + (request.query.map { "?" + $0 } ?? ""))
         // The user's share of the calls out (GATEHOUSE_UPSTREAM_CALLS_PER_USER), whoever asks
-        // for it: one user's slow calls cannot take every slot.
+        // for it: one user's slow calls cannot take every slot. `.normal` priority (the default):
+        // however many users' calls stall, the reserved slots stay for sign-ins.
         outbound.owner = uid
         for (name, value) in request.headers where ProviderAPIRequest.forwardedHeaders.contains(name.lowercased()) {
             outbound.headers.add(name, value)

@@ -79,6 +79,13 @@ public enum ConnectionLimit {
         max(min(4, calls), calls / 16)
     }
 
+    /// The slots of `calls` kept for sign-ins, refreshes, key fetches and hooks by default: an
+    /// eighth, at least 1 (none of a single slot). Passthrough calls and photos run in the rest,
+    /// so those stalling cannot make a sign-in wait.
+    public static func upstreamCallsReserved(of calls: Int) -> Int {
+        calls < 2 ? 0 : max(1, calls / 8)
+    }
+
     /// The fewest calls in flight a default allows, however few descriptors there are: fewer
     /// would make every burst of sign-ins wait.
     public static let minimumUpstreamCalls = 16

@@ -167,6 +167,10 @@ enum SettingsCatalog {
             "one user's passthrough calls in flight and waiting together, whoever makes them; one more is refused at once (`429 rate-limited`, `Retry-After: 1`) (default: a sixteenth of `GATEHOUSE_UPSTREAM_CALLS`, at least 4)"
         ),
         Setting(
+            "GATEHOUSE_UPSTREAM_CALLS_RESERVED", .count(minimum: 0),
+            "slots of `GATEHOUSE_UPSTREAM_CALLS` kept for sign-ins, refreshes, key fetches and hooks, which also wait in a line of their own served first; passthrough calls, photos and webhooks run in the rest (default: an eighth, at least 1; at most all but one)"
+        ),
+        Setting(
             "GATEHOUSE_BREAKER_FAILURES", .count(minimum: 0), default: "5",
             "consecutive failures that open a provider's, a host's or a blocking hook's breaker (`0`: never)"),
         Setting(

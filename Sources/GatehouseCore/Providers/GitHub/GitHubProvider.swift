@@ -78,11 +78,12 @@ public struct GitHubProvider: IdentityProvider {
 
     /// POSTs a form to the token endpoint, asking for JSON.
     private func tokenRequest(_ form: [(String, String)]) async throws -> OutboundResponse {
-        try await http.execute(
-            OutboundRequest(
-                method: "POST", url: configuration.tokenURL,
-                headers: ["Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"],
-                body: Array(FormEncoding.encode(form).utf8), maxResponseBytes: 64 << 10), endpoint: .token)
+        var request = OutboundRequest(
+            method: "POST", url: configuration.tokenURL,
+            headers: ["Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"],
+            body: Array(FormEncoding.encode(form).utf8), maxResponseBytes: 64 << 10)
+        request.priority = .high  // sign-ins and refreshes: never behind passthrough calls
+        return try await http.execute(request, endpoint: .token)
     }
 
     /// The token set of a successful answer: `scope` is comma-separated, `expires_in` and
@@ -219,9 +220,9 @@ public struct GitHubProvider: IdentityProvider {
             "Authorization": "Bearer \(tokens.accessToken)", "Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
         ]
         if let validator { headers.add("If-None-Match", validator) }
-        let response = try await http.execute(
-            OutboundRequest(url: configuration.apiBaseURL + path, headers: headers, maxResponseBytes: 1 << 20),
-            endpoint: path.hasSuffix("/emails") ? .emails : .profile)
+        var request = OutboundRequest(url: configuration.apiBaseURL + path, headers: headers, maxResponseBytes: 1 << 20)
+        request.priority = .high  // a sign-in reads the profile: never behind passthrough calls
+        let response = try await http.execute(request, endpoint: path.hasSuffix("/emails") ? .emails : .profile)
         // A primary or secondary limit: GitHub answering, not failing, and the grant is fine.
         if let limit = GitHubRateLimits.limit(status: response.status, headers: response.headers, body: response.body, now: clock.now()) {
             await rateLimits.hold(token: tokens.accessToken, limit, now: clock.now())

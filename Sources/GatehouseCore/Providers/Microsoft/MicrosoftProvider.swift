@@ -158,9 +158,12 @@ public struct MicrosoftProvider: IdentityProvider {
         return json
     }
 
+    /// A Graph read of the profile or the photo's metadata: `.high`, as a sign-in makes it (the
+    /// photo's bytes are `.normal`, like every photo).
     private func graphResponse(_ path: String, tokens: ProviderTokens, accept: String, maxBytes: Int) async throws -> OutboundResponse {
-        try await http.execute(
-            graphRequest(path, tokens: tokens, accept: accept, maxBytes: maxBytes), endpoint: path.contains("/photo") ? .photo : .profile)
+        var request = graphRequest(path, tokens: tokens, accept: accept, maxBytes: maxBytes)
+        request.priority = .high
+        return try await http.execute(request, endpoint: path.contains("/photo") ? .photo : .profile)
     }
 
     private func graphRequest(_ path: String, tokens: ProviderTokens, accept: String, maxBytes: Int?) -> OutboundRequest {

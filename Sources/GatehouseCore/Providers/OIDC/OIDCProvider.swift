@@ -209,10 +209,10 @@ public struct OIDCProvider: IdentityProvider {
         case .clientSecretPost:
             form += [("client_id", configuration.clientID), ("client_secret", configuration.clientSecret)]
         }
-        return try await http.execute(
-            OutboundRequest(
-                method: "POST", url: endpoint, headers: headers, body: Array(FormEncoding.encode(form).utf8), maxResponseBytes: 64 << 10),
-            endpoint: .token)
+        var request = OutboundRequest(
+            method: "POST", url: endpoint, headers: headers, body: Array(FormEncoding.encode(form).utf8), maxResponseBytes: 64 << 10)
+        request.priority = .high  // sign-ins and refreshes: never behind passthrough calls
+        return try await http.execute(request, endpoint: .token)
     }
 
     private func clientAuthentication(supported: [String]?) -> OIDCProviderConfiguration.ClientAuthentication {
@@ -224,10 +224,10 @@ public struct OIDCProvider: IdentityProvider {
     /// GETs userinfo with the bearer token; when `expectedSubject` is set, a different `sub`
     /// fails the sign-in (Core §5.3.2).
     private func userInfo(endpoint: String, accessToken: String, expectedSubject: String?) async throws -> JSONValue {
-        let response = try await http.execute(
-            OutboundRequest(
-                url: endpoint, headers: ["Authorization": "Bearer \(accessToken)", "Accept": "application/json"], maxResponseBytes: 256 << 10),
-            endpoint: .userinfo)
+        var request = OutboundRequest(
+            url: endpoint, headers: ["Authorization": "Bearer \(accessToken)", "Accept": "application/json"], maxResponseBytes: 256 << 10)
+        request.priority = .high  // a sign-in reads the profile: never behind passthrough calls
+        let response = try await http.execute(request, endpoint: .userinfo)
         guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
         guard let info = try? JSONValue.parseRepeated(response.body), case .object = info else {
             throw GatehouseError.invalidIdPResponse("\(id)'s userinfo answer is not a JSON object.")
