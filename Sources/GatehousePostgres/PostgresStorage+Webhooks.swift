@@ -67,6 +67,8 @@ extension PostgresStorage {
                 UPDATE webhook_outbox SET attempts = attempts + 1, status = 'failed', lease_until = NULL, last_status = \(status),
                   last_error = \(error) WHERE id = \(id)
                 """)
+        case .postponed(let until, let error):
+            try await execute("UPDATE webhook_outbox SET next_attempt_at = \(until), lease_until = NULL, last_error = \(error) WHERE id = \(id)")
         }
     }
 

@@ -64,6 +64,10 @@ extension SQLiteStorage {
                           last_error = ? WHERE id = ?
                         """
                 ).execute(arguments: [status, error, id])
+            case .postponed(let until, let error):
+                try db.cachedStatement(
+                    sql: "UPDATE webhook_outbox SET next_attempt_at = ?, lease_until = NULL, last_error = ? WHERE id = ?"
+                ).execute(arguments: [until, error, id])
             }
         }
     }

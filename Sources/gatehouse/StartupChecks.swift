@@ -93,7 +93,7 @@ enum StartupChecks {
         ]
         if let configuredReserved, configuredReserved > reserved {
             logger.warning(
-                "GATEHOUSE_UPSTREAM_CALLS_RESERVED leaves no slot for passthrough calls and photos: one slot is left to them",
+                "GATEHOUSE_UPSTREAM_CALLS_RESERVED leaves no slot for passthrough calls, photos and webhooks: one slot is left to them",
                 metadata: metadata)
         }
         if limit > fitting {

@@ -16,6 +16,7 @@ final class LoopbackHTTPServer: Sendable {
     let port: Int
     private let acceptedConnections: Counter
     private let requestCount: Counter
+    private let requestTargets: Targets
     private let cutCount: Counter
     private let receivedCount: Counter
     private let channel: any Channel
@@ -25,6 +26,8 @@ final class LoopbackHTTPServer: Sendable {
     var connectionsAccepted: Int { acceptedConnections.value }
     /// The number of requests answered (or started) so far.
     var requestsSeen: Int { requestCount.value }
+    /// The request targets (path and query) seen so far, in the order they arrived.
+    var targetsSeen: [String] { requestTargets.value }
     /// The number of `/trickle` answers the client cut short (a write failed before the last byte).
     var answersCut: Int { cutCount.value }
     /// Request-body bytes received so far, counted as they arrive (before a request ends).
@@ -48,6 +51,7 @@ final class LoopbackHTTPServer: Sendable {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let accepted = Counter()
         let requests = Counter()
+        let targets = Targets()
         let cut = Counter()
         let received = Counter()
         let channel = try await ServerBootstrap(group: group)
@@ -57,16 +61,19 @@ final class LoopbackHTTPServer: Sendable {
                 accepted.increment()
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(RouteHandler(requests: requests, cut: cut, received: received))
+                    try channel.pipeline.syncOperations.addHandler(RouteHandler(requests: requests, targets: targets, cut: cut, received: received))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        return LoopbackHTTPServer(channel: channel, group: group, accepted: accepted, requests: requests, cut: cut, received: received)
+        return LoopbackHTTPServer(
+            channel: channel, group: group, accepted: accepted, requests: requests, targets: targets, cut: cut, received: received)
     }
 
     private init(
-        channel: any Channel, group: MultiThreadedEventLoopGroup, accepted: Counter, requests: Counter, cut: Counter, received: Counter
+        channel: any Channel, group: MultiThreadedEventLoopGroup, accepted: Counter, requests: Counter, targets: Targets, cut: Counter,
+        received: Counter
     ) {
+        self.requestTargets = targets
         self.receivedCount = received
         self.channel = channel
         self.group = group
@@ -84,6 +91,13 @@ final class LoopbackHTTPServer: Sendable {
     }
 }
 
+/// A thread-safe list of request targets.
+final class Targets: Sendable {
+    private let storage = Mutex<[String]>([])
+    var value: [String] { storage.withLock { $0 } }
+    func append(_ target: String) { storage.withLock { $0.append(target) } }
+}
+
 /// A thread-safe counter.
 final class Counter: Sendable {
     private let storage = Mutex(0)
@@ -96,13 +110,15 @@ private final class RouteHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     let requests: Counter
+    let targets: Targets
     let cut: Counter
     let received: Counter
     var head: HTTPRequestHead?
     var body: [UInt8] = []
 
-    init(requests: Counter, cut: Counter, received: Counter) {
+    init(requests: Counter, targets: Targets, cut: Counter, received: Counter) {
         self.requests = requests
+        self.targets = targets
         self.cut = cut
         self.received = received
     }
@@ -118,6 +134,7 @@ private final class RouteHandler: ChannelInboundHandler {
         case .end:
             guard let head else { return }
             requests.increment()
+            targets.append(head.uri)
             route(head, context: context)
         }
     }

@@ -125,7 +125,7 @@ struct TransferLimitTests {
     }
 
     @Test(
-        "reserved slots take only .high calls: .normal ones wait with those slots free, a .high call starts in one at once, and a freed slot starts a waiting .high call before .normal ones that waited longer"
+        "reserved slots take only .high calls: .normal ones wait with those slots free, a .high call starts in one at once; .high calls wait in a line of their own (refused beyond it, leaving when cancelled or out of time), which a freed slot serves before .normal calls that waited longer"
     )
     func reservedSlots() async throws {
         try await LoopbackHTTPServer.with { server in
@@ -135,44 +135,57 @@ struct TransferLimitTests {
                 Self.call(client, server.url(path), priority: priority)
             }
             // Two .normal calls take every slot but the reserved one; a third waits.
-            let normalHeld = [call("/hold", .normal), call("/hold", .normal)]
+            let normalHeld = [call("/hold?normal-1", .normal), call("/hold?normal-2", .normal)]
             let twoRun = try await UploadTests.eventually { client.load.inFlight == 2 && server.requestsSeen == 2 }
             #expect(twoRun)
-            let normalWaiting = call("/hello", .normal)
+            let normalWaiting = call("/hello?normal-3", .normal)
             let oneWaits = try await UploadTests.eventually { client.load.waiting == 1 }
             #expect(oneWaits)
             #expect(server.requestsSeen == 2, "a .normal call took the reserved slot")
             // A .high call runs in the reserved slot at once.
-            #expect(await call("/hello", .high).value == .status(200))
+            #expect(await call("/hello?high-1", .high).value == .status(200))
             #expect(client.load == OutboundLoad(inFlight: 2, waiting: 1, refused: 0))
 
-            // With the reserved slot held too, a .high call waits in its own line; the .normal
-            // line takes one more, and the next is refused.
-            let highHeld = call("/hold", .high)
+            // With the reserved slot held too, .high calls wait in their own line: one whose
+            // timeout runs out there is refused, a cancelled one leaves, and beyond the line's
+            // length one is refused at once. The .normal line takes one more, and refuses the next.
+            let highHeld = call("/hold?high-2", .high)
             let threeRun = try await UploadTests.eventually { client.load.inFlight == 3 && server.requestsSeen == 4 }
             #expect(threeRun)
-            let highWaiting = call("/hold", .high)
-            let normalLast = call("/hello", .normal)
-            let threeWait = try await UploadTests.eventually { client.load.waiting == 3 }
-            #expect(threeWait)
-            #expect(await call("/hello", .normal).value == .failed(.overloaded))
+            let expired = await Self.call(client, server.url("/hello?high-expired"), timeout: .milliseconds(300), priority: .high).value
+            #expect(expired == .failed(.overloaded))
+            let cancelled = call("/hello?high-cancelled", .high)
+            let twoWait = try await UploadTests.eventually { client.load.waiting == 2 }
+            #expect(twoWait)
+            cancelled.cancel()
+            #expect(await cancelled.value == .failed(.cancelled))
+            let highWaiting = [call("/hold?high-3", .high), call("/hello?high-4", .high)]
+            let normalLast = call("/hello?normal-4", .normal)
+            let fourWait = try await UploadTests.eventually { client.load.waiting == 4 }
+            #expect(fourWait)
+            #expect(await call("/hello?high-refused", .high).value == .failed(.overloaded))
+            #expect(await call("/hello?normal-refused", .normal).value == .failed(.overloaded))
+            #expect(client.load.refused == 3)
 
-            // A freed slot starts the waiting .high call, not the .normal ones that waited longer.
+            // A freed slot starts the first waiting .high call, not the .normal one that waited longer.
             normalHeld[0].cancel()
             #expect(await normalHeld[0].value == .failed(.cancelled))
-            let highStarted = try await UploadTests.eventually { server.requestsSeen == 5 && client.load.inFlight == 3 }
+            let highStarted = try await UploadTests.eventually { server.targetsSeen.contains("/hold?high-3") }
             #expect(highStarted)
-            #expect(client.load.waiting == 2)
-            // The next freed slot goes to the .normal line, first come first started.
+            #expect(!server.targetsSeen.contains("/hello?normal-3"), "a .normal call started before a waiting .high one: \(server.targetsSeen)")
+            // The next freed slot goes to the other .high call, then the .normal line, first come first started.
             normalHeld[1].cancel()
             #expect(await normalHeld[1].value == .failed(.cancelled))
+            #expect(await highWaiting[1].value == .status(200))
             #expect(await normalWaiting.value == .status(200))
             #expect(await normalLast.value == .status(200))
-            for held in [highHeld, highWaiting] { held.cancel() }
-            for held in [highHeld, highWaiting] { #expect(await held.value == .failed(.cancelled)) }
+            let order = server.targetsSeen.filter { $0.hasPrefix("/hello?high-4") || $0.hasPrefix("/hello?normal-") }
+            #expect(order == ["/hello?high-4", "/hello?normal-3", "/hello?normal-4"])
+            for held in [highHeld, highWaiting[0]] { held.cancel() }
+            for held in [highHeld, highWaiting[0]] { #expect(await held.value == .failed(.cancelled)) }
             let allEnded = try await UploadTests.eventually { client.load.inFlight == 0 && client.load.waiting == 0 }
             #expect(allEnded)
-            #expect(server.requestsSeen == 7)
+            #expect(server.requestsSeen == 8)
         }
     }
 

@@ -8,16 +8,19 @@ import Testing
 @Suite("Calls to providers beyond the gateway's limit")
 struct UpstreamCallLimitTests {
     /// A deployment with the demo's API policy whose gateway holds `calls` calls out and as
-    /// many waiting, `perUser` of one user's, `reserved` kept for `.high` calls. GitHub's calls
-    /// may take an hour: a call the emulator holds ends when the test releases it, however long
-    /// a loaded machine takes to get there.
-    static func withLimits(calls: Int, perUser: Int? = nil, reserved: Int = 0, _ body: (TestDeployment) async throws -> Void) async throws {
+    /// many waiting, `perUser` of one user's, `reserved` kept for `.high` calls, delivering
+    /// `webhooks`. GitHub's calls may take an hour: a call the emulator holds ends when the test
+    /// releases it, however long a loaded machine takes to get there.
+    static func withLimits(
+        calls: Int, perUser: Int? = nil, reserved: Int = 0, webhooks: (@Sendable (_ emulatorURL: String) -> WebhookConfiguration)? = nil,
+        _ body: (TestDeployment) async throws -> Void
+    ) async throws {
         try await withDeployment(
             gateway: { configuration in
                 let emulatorURL = String(configuration.github!.apiBaseURL.dropLast("/github-api".count))
                 configuration.api = APIPolicy.sample(yahooBaseURL: "\(emulatorURL)/yahoo-fantasy")
                 configuration.upstreamTimeouts["github.com"] = .seconds(3600)
-            }, upstreamCalls: calls, upstreamCallsPerUser: perUser, upstreamCallsReserved: reserved, body)
+            }, webhooks: webhooks, upstreamCalls: calls, upstreamCallsPerUser: perUser, upstreamCallsReserved: reserved, body)
     }
 
     /// Waits (bounded: 10 s) until the gateway's `/metrics` shows `name` at `value`.
@@ -27,6 +30,28 @@ struct UpstreamCallLimitTests {
             try await Task.sleep(for: .milliseconds(50))
         }
         return false
+    }
+
+    /// Two passthrough calls to `repos` held by GitHub (the unreserved slots of a limit of 3
+    /// with 1 reserved) and three more waiting (their whole line); the five calls.
+    static func fillUnreservedSlots(_ deployment: TestDeployment, _ repos: String, key: String) async throws -> [Task<OutboundResponse, any Error>] {
+        _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user/repos", "holdMs": 3600000, "times": 2}"#)
+        let held = (0..<2).map { _ in Task { try await ProviderAPITests.call(deployment, repos, key: key) } }
+        let bothHeld = try await Self.eventually(deployment, "gatehouse_upstream_calls_in_flight", is: 2)
+        #expect(bothHeld)
+        let waiting = (0..<3).map { _ in Task { try await ProviderAPITests.call(deployment, repos, key: key) } }
+        let threeWait = try await Self.eventually(deployment, "gatehouse_upstream_calls_waiting", is: 3)
+        #expect(threeWait)
+        return held + waiting
+    }
+
+    /// Releases GitHub's held calls; every one of `calls` is then answered.
+    static func release(_ deployment: TestDeployment, _ calls: [Task<OutboundResponse, any Error>]) async throws {
+        _ = try await deployment.control("faults/release", "{}")
+        for call in calls {
+            let answer = try await call.value
+            #expect(answer.status == 200, "\(answer.status) \(answer.bodyText)")
+        }
     }
 
     @Test(
@@ -140,13 +165,7 @@ struct UpstreamCallLimitTests {
 
             // Two passthrough calls held by GitHub take both unreserved slots; three more fill
             // the line, and the next is refused.
-            _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user/repos", "holdMs": 3600000, "times": 2}"#)
-            let held = (0..<2).map { _ in Task { try await ProviderAPITests.call(deployment, repos, key: key) } }
-            let bothHeld = try await Self.eventually(deployment, "gatehouse_upstream_calls_in_flight", is: 2)
-            #expect(bothHeld)
-            let waiting = (0..<3).map { _ in Task { try await ProviderAPITests.call(deployment, repos, key: key) } }
-            let threeWait = try await Self.eventually(deployment, "gatehouse_upstream_calls_waiting", is: 3)
-            #expect(threeWait)
+            let calls = try await Self.fillUnreservedSlots(deployment, repos, key: key)
             let refused = try await ProviderAPITests.call(deployment, repos, key: key)
             #expect(refused.status == 503 && TrustTests.code(refused) == "upstream-unavailable", "\(refused.status) \(refused.bodyText)")
 
@@ -158,17 +177,56 @@ struct UpstreamCallLimitTests {
             var oidc = Browser(deployment)
             let oidcUID = try await ProviderAPITests.signIn(&oidc, login: "olive@oidc.example", provider: "oidc.emulator")
             #expect(!oidcUID.isEmpty)
-            let live = try await pat.send("\(deployment.gatewayURL)/v1/me?refresh=true")
+            let userCalls = try await deployment.emulatorStats()["GET /github-api/user"] ?? 0
+            let live = try await pat.send("\(deployment.gatewayURL)/v1/me/providers/github.com/profile?refresh=true")
             #expect(live.status == 200, "\(live.status) \(live.bodyText)")
+            #expect(try await deployment.emulatorStats()["GET /github-api/user"] == userCalls + 1, "the live profile was not read from GitHub")
             // None of it moved a passthrough call: two still held, three still waiting.
             #expect(try await ProviderAPITests.upstreamCalls(deployment, "GET /github-api/user/repos") == 2)
             #expect(try await ResilienceTests.metric(deployment, "gatehouse_upstream_calls_waiting", [:]) == 3)
 
-            _ = try await deployment.control("faults/release", "{}")
-            for call in held + waiting {
-                let answer = try await call.value
-                #expect(answer.status == 200, "\(answer.status) \(answer.bodyText)")
+            try await Self.release(deployment, calls)
+        }
+    }
+
+    @Test(
+        "a webhook delivery refused for want of a slot spends no attempt: it waits with none counted and the refusal as its last error, and is delivered soon after slots free, not after its first backoff"
+    )
+    func overloadSpendsNoWebhookAttempt() async throws {
+        // A spent attempt would wait an hour for its retry.
+        let webhooks: @Sendable (String) -> WebhookConfiguration = { url in
+            var configuration = WebhookTests.sampleApp(events: [.accountCreated])(url)
+            configuration.backoff = [3600, 3600]
+            return configuration
+        }
+        try await Self.withLimits(calls: 3, reserved: 1, webhooks: webhooks) { deployment in
+            var octocat = Browser(deployment)
+            let uid = try await ProviderAPITests.signIn(&octocat, login: "octocat", provider: "github.com")
+            let firstDelivered = try await WebhookTests.eventually(deployment) { $0.count == 1 }.count == 1
+            #expect(firstDelivered)
+            let key = try await ProviderAPITests.key(deployment, ["api:github.com", "admin:webhooks"])
+            let repos = "/v1/users/\(uid)/providers/github.com/api/user/repos?per_page=1"
+
+            // Every slot a delivery may take held, its line full.
+            let calls = try await Self.fillUnreservedSlots(deployment, repos, key: key)
+
+            // A new account's event: its delivery is refused, and waits without an attempt spent.
+            var pat = Browser(deployment)
+            _ = try await ProviderAPITests.signIn(&pat, login: "private-pat", provider: "github.com")
+            var pending: [String: Any] = [:]
+            for _ in 0..<400 where !((pending["lastError"] as? String)?.contains("too many calls") ?? false) {
+                try await Task.sleep(for: .milliseconds(50))
+                let listing = try jsonObject(try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=pending", key: key))
+                pending = (listing["deliveries"] as? [[String: Any]])?.first ?? [:]
             }
+            #expect((pending["lastError"] as? String)?.contains("too many calls") == true, "\(pending)")
+            #expect(pending["attempts"] as? Int == 0, "\(pending)")
+            #expect(try await WebhookTests.received(deployment).count == 1)
+
+            // Slots free: the event goes out within seconds, not an hour.
+            try await Self.release(deployment, calls)
+            let bothDelivered = try await WebhookTests.eventually(deployment) { $0.count == 2 }
+            #expect(WebhookTests.types(bothDelivered) == ["account.created", "account.created"])
         }
     }
 }

@@ -61,6 +61,10 @@ public enum DeliveryOutcome: Sendable, Equatable {
     case retry(at: Date, status: Int?, error: String)
     /// Give up.
     case failed(status: Int?, error: String)
+    /// Not attempted: the gateway had no free slot for the call (`GATEHOUSE_UPSTREAM_CALLS`),
+    /// so nothing was sent. Try again at this time without counting an attempt (the
+    /// retention still bounds how long an entry waits).
+    case postponed(until: Date, error: String)
 }
 
 /// The entries a write records with it: set by `EventRecorder` around one store write, read

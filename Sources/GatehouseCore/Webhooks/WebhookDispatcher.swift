@@ -184,6 +184,10 @@ public final class WebhookDispatcher: Sendable {
                 return (.failed(status: 410, error: "410 Gone"), "gone")
             }
             (status, reason) = (response.status, "answered \(response.status)")
+        } catch let failure as OutboundError where failure.kind == .overloaded {
+            // The gateway's own calls out were full: nothing was sent, so no attempt is spent.
+            // Again in about a second, as `Retry-After: 1` tells the gateway's other callers.
+            return (.postponed(until: clock.now().addingTimeInterval(Double.random(in: 0.8...1.2)), error: failure.message), "overloaded")
         } catch let failure as OutboundError {
             (status, reason) = (nil, failure.kind == .timedOut ? "no answer within \(Int(configuration.timeout)) s" : failure.message)
         } catch {
@@ -211,6 +215,7 @@ public final class WebhookDispatcher: Sendable {
         case .delivered: "delivered"
         case .retry(_, _, let error): "retrying: \(error)"
         case .failed(_, let error): "failed: \(error)"
+        case .postponed(_, let error): "postponed: \(error)"
         }
     }
 }

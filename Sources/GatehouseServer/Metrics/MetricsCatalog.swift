@@ -57,7 +57,7 @@ public enum MetricsCatalog {
             help: "Calls to providers, hooks and webhook receivers in flight now."),
         Entry(
             name: "gatehouse_upstream_calls_waiting", type: "gauge", labels: [],
-            help: "Calls waiting for one in flight to end (at most as many as the limit, each within its timeout)."),
+            help: "Calls waiting for one in flight to end (at most as many as the limit in each of two lines, each within its timeout)."),
         Entry(
             name: "gatehouse_upstream_calls_limit", type: "gauge", labels: [],
             help: "The most calls in flight at once (GATEHOUSE_UPSTREAM_CALLS)."),
@@ -109,7 +109,7 @@ public enum MetricsCatalog {
             help: "Webhook events written with the changes they report, by type."),
         Entry(
             name: "gatehouse_webhook_deliveries_total", type: "counter", labels: ["endpoint", "outcome"],
-            help: "Webhook delivery attempts, by endpoint and outcome (delivered, retry, failed, gone)."),
+            help: "Webhook delivery attempts, by endpoint and outcome (delivered, retry, failed, gone; overloaded: not sent, no attempt spent)."),
         Entry(
             name: "gatehouse_webhook_delivery_duration_seconds", type: "histogram", labels: ["endpoint", "outcome"],
             help: "Time of a webhook delivery attempt."),

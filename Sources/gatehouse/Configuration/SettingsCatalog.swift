@@ -160,7 +160,7 @@ enum SettingsCatalog {
             "provider connections kept open for reuse (more concurrent calls than this reconnect)"),
         Setting(
             "GATEHOUSE_UPSTREAM_CALLS", .count(minimum: 1),
-            "calls to providers, hooks and webhook receivers in flight at once; as many more wait for a free slot within their timeout, and beyond those a call is refused at once (`503 upstream-unavailable`, `Retry-After: 1`) (default: half of the descriptors kept for provider calls, at least 16)"
+            "calls to providers, hooks and webhook receivers in flight at once; as many more wait for a free slot within their timeout in each of two lines (the gateway's own calls; passthrough calls, photos and webhooks), and beyond those a call is refused at once (`503 upstream-unavailable`, `Retry-After: 1`) (default: half of the descriptors kept for provider calls, at least 16)"
         ),
         Setting(
             "GATEHOUSE_UPSTREAM_CALLS_PER_USER", .count(minimum: 1),
@@ -168,7 +168,7 @@ enum SettingsCatalog {
         ),
         Setting(
             "GATEHOUSE_UPSTREAM_CALLS_RESERVED", .count(minimum: 0),
-            "slots of `GATEHOUSE_UPSTREAM_CALLS` kept for sign-ins, refreshes, key fetches and hooks, which also wait in a line of their own served first; passthrough calls, photos and webhooks run in the rest (default: an eighth, at least 1; at most all but one)"
+            "slots of `GATEHOUSE_UPSTREAM_CALLS` kept for sign-ins, refreshes, grant revocations, key fetches and hooks, which also wait in a line of their own served first; passthrough calls, photos and webhooks run in the rest (default: an eighth, at least 1; at most all but one)"
         ),
         Setting(
             "GATEHOUSE_BREAKER_FAILURES", .count(minimum: 0), default: "5",

@@ -199,13 +199,15 @@ public struct GitHubProvider: IdentityProvider {
     public func revokeGrant(tokens: ProviderTokens) async throws {
         let credentials = Data("\(configuration.clientID):\(configuration.clientSecret)".utf8).base64EncodedString()
         let body = try JSONSerialization.data(withJSONObject: ["access_token": tokens.accessToken])
-        let response = try await http.execute(
-            OutboundRequest(
-                method: "DELETE", url: "\(configuration.apiBaseURL)/applications/\(configuration.clientID)/grant",
-                headers: [
-                    "Authorization": "Basic \(credentials)", "Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
-                    "Content-Type": "application/json",
-                ], body: Array(body), maxResponseBytes: 64 << 10), endpoint: .revocation)
+        var request = OutboundRequest(
+            method: "DELETE", url: "\(configuration.apiBaseURL)/applications/\(configuration.clientID)/grant",
+            headers: [
+                "Authorization": "Basic \(credentials)", "Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
+                "Content-Type": "application/json",
+            ], body: Array(body), maxResponseBytes: 64 << 10)
+        // An unlink or a deletion revokes once, and does not retry: never behind passthrough calls.
+        request.priority = .high
+        let response = try await http.execute(request, endpoint: .revocation)
         guard response.status == 204 || response.status == 404 || response.status == 422 else {
             throw UpstreamErrors.status(response, providerId: id)
         }
