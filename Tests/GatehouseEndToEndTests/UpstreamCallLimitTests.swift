@@ -1,6 +1,7 @@
 import CurlClient
 import Foundation
 import GatehouseCore
+import GatehouseTestSupport
 import Testing
 
 /// The gateway's bound on calls to providers in flight (`GATEHOUSE_UPSTREAM_CALLS`), over real
@@ -9,18 +10,18 @@ import Testing
 struct UpstreamCallLimitTests {
     /// A deployment with the demo's API policy whose gateway holds `calls` calls out and as
     /// many waiting, `perUser` of one user's, `reserved` kept for `.high` calls, delivering
-    /// `webhooks`. GitHub's calls may take an hour: a call the emulator holds ends when the test
-    /// releases it, however long a loaded machine takes to get there.
+    /// `webhooks`, on `database` (SQLite when `nil`). GitHub's calls may take an hour: a call the
+    /// emulator holds ends when the test releases it, however long a loaded machine takes to get there.
     static func withLimits(
         calls: Int, perUser: Int? = nil, reserved: Int = 0, webhooks: (@Sendable (_ emulatorURL: String) -> WebhookConfiguration)? = nil,
-        _ body: (TestDeployment) async throws -> Void
+        database: String? = nil, _ body: (TestDeployment) async throws -> Void
     ) async throws {
         try await withDeployment(
             gateway: { configuration in
                 let emulatorURL = String(configuration.github!.apiBaseURL.dropLast("/github-api".count))
                 configuration.api = APIPolicy.sample(yahooBaseURL: "\(emulatorURL)/yahoo-fantasy")
                 configuration.upstreamTimeouts["github.com"] = .seconds(3600)
-            }, webhooks: webhooks, upstreamCalls: calls, upstreamCallsPerUser: perUser, upstreamCallsReserved: reserved, body)
+            }, webhooks: webhooks, database: database, upstreamCalls: calls, upstreamCallsPerUser: perUser, upstreamCallsReserved: reserved, body)
     }
 
     /// Waits (bounded: 10 s) until the gateway's `/metrics` shows `name` at `value`.
@@ -190,21 +191,32 @@ struct UpstreamCallLimitTests {
     }
 
     @Test(
-        "a webhook delivery refused for want of a slot spends no attempt: it waits with none counted and the refusal as its last error, and is delivered soon after slots free, not after its first backoff"
+        "a webhook delivery refused for want of a slot spends no attempt: it waits with none counted and the refusal as its last error, and is delivered soon after slots free, not after its first backoff (SQLite, PostgreSQL)",
+        arguments: [false, true]
     )
-    func overloadSpendsNoWebhookAttempt() async throws {
+    func overloadSpendsNoWebhookAttempt(onPostgres: Bool) async throws {
+        let database = onPostgres ? try await PostgresTestServer.freshDatabase() : nil
+        let scopes = ["api:github.com", "admin:webhooks"]
+        // The service key: in PostgreSQL, made before the deployment starts (the helper writes SQLite).
+        var postgresKey: String?
+        if let database {
+            let store = try PostgresTestServer.store(database)
+            defer { store.shutdown() }
+            try await store.migrate()
+            postgresKey = try await ServiceKeyService(storage: store).create(name: "api", scopes: scopes).secret
+        }
         // A spent attempt would wait an hour for its retry.
         let webhooks: @Sendable (String) -> WebhookConfiguration = { url in
             var configuration = WebhookTests.sampleApp(events: [.accountCreated])(url)
             configuration.backoff = [3600, 3600]
             return configuration
         }
-        try await Self.withLimits(calls: 3, reserved: 1, webhooks: webhooks) { deployment in
+        try await Self.withLimits(calls: 3, reserved: 1, webhooks: webhooks, database: database) { deployment in
             var octocat = Browser(deployment)
             let uid = try await ProviderAPITests.signIn(&octocat, login: "octocat", provider: "github.com")
             let firstDelivered = try await WebhookTests.eventually(deployment) { $0.count == 1 }.count == 1
             #expect(firstDelivered)
-            let key = try await ProviderAPITests.key(deployment, ["api:github.com", "admin:webhooks"])
+            let key = if let postgresKey { postgresKey } else { try await ProviderAPITests.key(deployment, scopes) }
             let repos = "/v1/users/\(uid)/providers/github.com/api/user/repos?per_page=1"
 
             // Every slot a delivery may take held, its line full.
