@@ -229,6 +229,7 @@ let package = Package(
                 "GatehousePostgres",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/GatehouseTestSupport",
             swiftSettings: swiftSettings
@@ -249,6 +250,7 @@ let package = Package(
             dependencies: [
                 "ProviderEmulator",
                 "CurlClient",
+                "GatehouseTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),

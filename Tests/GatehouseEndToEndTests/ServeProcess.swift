@@ -71,17 +71,17 @@ struct ServeProcess {
     }
 }
 
-/// Runs the provider emulator in this process on a port it binds, for `body`.
+/// Runs the provider emulator in this process on a port it binds, for `body`; stopped
+/// gracefully afterwards (`withRunningService`).
 func withRunningEmulator<T>(_ body: (String) async throws -> T) async throws -> T {
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-    let application = ProviderEmulator().application(port: 0, logger: Logger(label: "emulator") { _ in SwiftLogNoOpLogHandler() }) {
-        continuation.yield($0)
+    let logger = Logger(label: "emulator") { _ in SwiftLogNoOpLogHandler() }
+    let application = ProviderEmulator().application(port: 0, logger: logger) { continuation.yield($0) }
+    return try await withRunningService(application, logger: logger) {
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw FlowError("the emulator did not start") }
+        return try await body("http://127.0.0.1:\(port)")
     }
-    let server = Task { try await application.runService() }
-    defer { server.cancel() }
-    var iterator = ports.makeAsyncIterator()
-    guard let port = await iterator.next() else { throw FlowError("the emulator did not start") }
-    return try await body("http://127.0.0.1:\(port)")
 }
 
 /// The built `gatehouse`, a provider emulator in this process and a scratch folder named after

@@ -1,24 +1,22 @@
 import CurlClient
 import Foundation
+import GatehouseTestSupport
 import Logging
 import ProviderEmulator
 
 /// An emulator on a kernel-chosen loopback port, with a libcurl client to talk to it.
-/// Runs `body`, then stops the server.
+/// Runs `body`, then stops the server (gracefully: `withRunningService`).
 func withEmulator(_ body: (_ baseURL: String, _ client: CurlHTTPClient) async throws -> Void) async throws {
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-    let application = ProviderEmulator().application(port: 0, logger: Logger(label: "emulator-test") { _ in SwiftLogNoOpLogHandler() }) {
-        continuation.yield($0)
-    }
-    let server = Task { try await application.runService() }
+    let logger = Logger(label: "emulator-test") { _ in SwiftLogNoOpLogHandler() }
+    let application = ProviderEmulator().application(port: 0, logger: logger) { continuation.yield($0) }
     let client = CurlHTTPClient()
-    defer {
-        server.cancel()
-        client.shutdown()
+    defer { client.shutdown() }
+    try await withRunningService(application, logger: logger) {
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw EmulatorTestError("the emulator did not start") }
+        try await body("http://127.0.0.1:\(port)", client)
     }
-    var iterator = ports.makeAsyncIterator()
-    guard let port = await iterator.next() else { throw EmulatorTestError("the emulator did not start") }
-    try await body("http://127.0.0.1:\(port)", client)
 }
 
 /// A failed expectation about the emulator's setup.
