@@ -72,15 +72,18 @@ public final class WebhookDispatcher: Sendable {
     }
 
     /// One endpoint's worker: a round when woken or at the poll interval; at once again when
-    /// the round was full.
+    /// the round was full and sent every entry. A round with a delivery the gateway could not
+    /// send (its calls out full) waits like any other: otherwise a backlog would be claimed and
+    /// postponed again without pause, two writes per entry each second, for as long as the
+    /// calls out stay full.
     private func work(_ endpoint: String) async {
         guard let signal = wakeUps[endpoint] else { return }
         var iterator = signal.stream.makeAsyncIterator()
         while !Task.isCancelled {
             var full = false
             do {
-                let claimed = try await round(endpoint)
-                full = claimed == configuration.concurrencyPerEndpoint
+                let (claimed, postponed) = try await round(endpoint)
+                full = claimed == configuration.concurrencyPerEndpoint && postponed == 0
                 // The backlog gauges move with every round that delivered or rescheduled
                 // something, not only at the purge interval.
                 if claimed > 0 { try await refreshBacklog() }
@@ -123,23 +126,25 @@ public final class WebhookDispatcher: Sendable {
     }
 
     /// Claims at most the endpoint's concurrency of due entries and delivers them side by
-    /// side; answers how many it claimed. The lease outlasts the round: every attempt ends
-    /// within the timeout.
-    func round(_ endpoint: String) async throws -> Int {
+    /// side; answers how many it claimed and how many of those were postponed unsent. The
+    /// lease outlasts the round: every attempt ends within the timeout.
+    func round(_ endpoint: String) async throws -> (claimed: Int, postponed: Int) {
         let now = clock.now()
         let lease = now.addingTimeInterval(configuration.timeout + 5)
         let claimed = try await storage.claimOutbox(
             endpoint: endpoint, now: now, leaseUntil: lease, limit: configuration.concurrencyPerEndpoint)
-        await withTaskGroup(of: Void.self) { group in
+        let postponed = await withTaskGroup(of: Bool.self) { group in
             for entry in claimed {
                 group.addTask { await self.attempt(entry) }
             }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
-        return claimed.count
+        return (claimed.count, postponed)
     }
 
-    /// One attempt and its record.
-    private func attempt(_ entry: OutboxEntry) async {
+    /// One attempt and its record; whether it was postponed unsent.
+    @discardableResult
+    private func attempt(_ entry: OutboxEntry) async -> Bool {
         let started = ContinuousClock.now
         let outcome: DeliveryOutcome
         let label: String
@@ -159,6 +164,8 @@ public final class WebhookDispatcher: Sendable {
             // The lease runs out and another round tries again: at least once.
             logger.warning("webhook delivery outcome not recorded", metadata: ["webhook.endpoint": "\(entry.endpoint)", "error": "\(error)"])
         }
+        if case .postponed = outcome { return true }
+        return false
     }
 
     /// Posts the entry; the outcome and its metric label.
@@ -187,7 +194,8 @@ public final class WebhookDispatcher: Sendable {
         } catch let failure as OutboundError where failure.kind == .overloaded {
             // The gateway's own calls out were full: nothing was sent, so no attempt is spent.
             // Again in about a second, as `Retry-After: 1` tells the gateway's other callers.
-            return (.postponed(until: clock.now().addingTimeInterval(Double.random(in: 0.8...1.2)), error: failure.message), "overloaded")
+            let again = clock.now().addingTimeInterval(Double.random(in: 0.8...1.2))
+            return (.postponed(until: again, error: "not sent: \(failure.message)"), "overloaded")
         } catch let failure as OutboundError {
             (status, reason) = (nil, failure.kind == .timedOut ? "no answer within \(Int(configuration.timeout)) s" : failure.message)
         } catch {
