@@ -161,6 +161,46 @@ struct MicrosoftSignInTests {
         }
     }
 
+    /// The emulator's count of discovery reads for `tenant`.
+    static func discoveryReads(_ stats: [String: Int], _ tenant: String) -> Int {
+        stats["GET /microsoft/\(tenant)/v2.0/.well-known/openid-configuration"] ?? 0
+    }
+
+    @Test(
+        "tenant= keeps the discovery of 64 tenants, the least recently used given up first; the configured tenant's is never given up"
+    )
+    func tenantEnginesAreBounded() async throws {
+        try await withDeployment(gateway: { $0.authRateLimitPerMinute = 0 }) { deployment in
+            var browser = Browser(deployment)
+            #expect(try await Self.signIn(&browser, Self.adele).status == 200)
+            #expect(Self.discoveryReads(try await deployment.emulatorStats(), "common") == 1)
+            /// Starts a sign-in at `tenant`; the status of the start.
+            func start(_ tenant: String) async throws -> Int {
+                var caller = Browser(deployment)
+                return try await caller.start(
+                    "return_to=\(FormEncoding.escape(TestDeployment.returnTo))&tenant=\(tenant)", provider: "microsoft.com"
+                ).status
+            }
+            #expect(try await start("organizations") == 302)
+            // 70 tenants Microsoft does not know (400 at start, each kept like any other), with
+            // one known tenant in use throughout (named again after every 32).
+            for index in 0..<70 {
+                if index % 32 == 0 { #expect(try await start("fabrikam.example") == 302) }
+                #expect(try await start("t\(index).example") == 400, "t\(index).example")
+            }
+            // The configured tenant's discovery was kept, and so was the tenant's in use; the
+            // tenant named only before the 70 others was given up and reads its discovery again.
+            var again = Browser(deployment)
+            #expect(try await Self.signIn(&again, Self.adele).status == 200)
+            #expect(try await start("fabrikam.example") == 302)
+            #expect(try await start("organizations") == 302)
+            let stats = try await deployment.emulatorStats()
+            #expect(Self.discoveryReads(stats, "common") == 1, "\(Self.discoveryReads(stats, "common")) discovery reads")
+            #expect(Self.discoveryReads(stats, "fabrikam.example") == 1, "\(Self.discoveryReads(stats, "fabrikam.example")) discovery reads")
+            #expect(Self.discoveryReads(stats, "organizations") == 2)
+        }
+    }
+
     @Test(
         "issuer/tid mismatch, wrong aud, expired, bad signature, wrong nonce → rejected, no session, no account",
         arguments: ["wrong-iss", "wrong-aud", "expired", "bad-signature", "wrong-nonce"])

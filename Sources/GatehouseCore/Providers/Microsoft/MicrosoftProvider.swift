@@ -172,15 +172,26 @@ public struct MicrosoftProvider: IdentityProvider {
             maxResponseBytes: maxBytes)
     }
 
-    /// One OIDC engine (discovery + keys) per tenant segment in use, created on demand.
+    /// One OIDC engine (discovery + keys) per tenant segment in use, created on demand. The
+    /// configured tenant's and the allow-listed tenants' engines are kept for the process's
+    /// life. Any other tenant `tenant=` names (and anyone may name one) takes one of
+    /// `capacity` places, the least recently used given up first: a caller naming many
+    /// tenants cannot make the tenants in use read their discovery and keys again.
     actor Engines {
+        /// How many engines of tenants outside the configuration are kept at once.
+        static let capacity = 64
         private let configuration: MicrosoftConfiguration
         private let http: UpstreamHTTP
         private let developmentMode: Bool
         private let logger: Logger
         private let clock: any GatehouseClock
         private let health: ProviderHealth
-        private var byTenant: [String: OIDCProvider] = [:]
+        /// The tenants whose engines are never given up: the configured one and the allow-list.
+        private let pinned: Set<String>
+        private var kept: [String: OIDCProvider] = [:]
+        /// The other tenants' engines, each with the use count of its last use (larger is more recent).
+        private var recent: [String: (engine: OIDCProvider, lastUse: UInt64)] = [:]
+        private var uses: UInt64 = 0
 
         init(
             configuration: MicrosoftConfiguration, http: UpstreamHTTP, developmentMode: Bool, clock: any GatehouseClock, health: ProviderHealth,
@@ -192,13 +203,32 @@ public struct MicrosoftProvider: IdentityProvider {
             self.http = http
             self.developmentMode = developmentMode
             self.logger = logger
+            pinned = configuration.permittedTenants.union([configuration.tenant.lowercased()])
         }
 
+        /// The engine of `tenant` (any case), created on first use.
         func engine(_ tenant: String) -> OIDCProvider {
             let key = tenant.lowercased()
-            if let engine = byTenant[key] { return engine }
-            // Bounded: arbitrary `tenant=` values cannot grow the cache without limit.
-            if byTenant.count >= 64 { byTenant.removeAll() }
+            if let engine = kept[key] { return engine }
+            uses += 1
+            if let found = recent[key] {
+                recent[key]?.lastUse = uses
+                return found.engine
+            }
+            let engine = makeEngine(key)
+            if pinned.contains(key) {
+                kept[key] = engine
+            } else {
+                // A linear scan, on a new tenant only: 64 entries cost less than keeping an order.
+                if recent.count >= Self.capacity, let oldest = recent.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
+                    recent[oldest] = nil
+                }
+                recent[key] = (engine, uses)
+            }
+            return engine
+        }
+
+        private func makeEngine(_ key: String) -> OIDCProvider {
             var oidc = OIDCProviderConfiguration(
                 providerId: "microsoft.com", issuer: "\(configuration.loginBaseURL)/\(key)/v2.0", clientID: configuration.clientID,
                 clientSecret: configuration.clientSecret, allowedAlgorithms: ["RS256"])
@@ -209,10 +239,8 @@ public struct MicrosoftProvider: IdentityProvider {
                 allowedTenants: configuration.permittedTenants.filter(MicrosoftTenants.isGUID))
             oidc.usesUserInfo = false
             oidc.endpointOverrides = [:]
-            let engine = OIDCProvider(
+            return OIDCProvider(
                 configuration: oidc, http: http, developmentMode: developmentMode, clock: clock, health: health, logger: logger)
-            byTenant[key] = engine
-            return engine
         }
     }
 }
