@@ -58,6 +58,19 @@ struct JSONLogHandlerTests {
         #expect(keys, "keys are sorted")
     }
 
+    @Test(
+        "the handler fits a Logger's inline existential buffer (metadata set on a logger's copy allocates no box), and Hummingbird's request counter is never kept"
+    )
+    func handlerStaysInline() {
+        // Three words: a larger handler is boxed, and every copy of a logger that sets
+        // metadata (Hummingbird sets its counter on each request's) then allocates a new box.
+        #expect(MemoryLayout<JSONLogHandler>.size <= 3 * MemoryLayout<Int>.size, "\(MemoryLayout<JSONLogHandler>.size) bytes")
+        var handler = JSONLogHandler(label: "t", sink: LogSink(capture: true))
+        handler[metadataKey: "hb.request.id"] = "7"
+        handler[metadataKey: "kept"] = "1"
+        #expect(handler.metadata == ["kept": "1"])
+    }
+
     @Test("each name is written once, sorted: the event's metadata wins over the logger's, and the logger's over the line's own fields")
     func laterMetadataWins() throws {
         let sink = LogSink(capture: true)

@@ -58,22 +58,37 @@ public struct JSONLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     /// The minimum level written.
     public var logLevel: Logger.Level = .info
-    private let label: String
-    private let sink: LogSink
-    /// Hummingbird's own per-request counter on `context.logger`: left out, so that a line
-    /// carries one request id, `request.id` (the one answered as `X-Request-Id`).
+    /// The label and the sink, behind one reference: the handler is then three words at most
+    /// and fits a `Logger`'s inline existential buffer, so setting metadata on a copy of a
+    /// logger (Hummingbird does on every request's) does not allocate a box for the copy.
+    private let destination: Destination
+    /// Hummingbird's own per-request counter on `context.logger`: never kept, so that a line
+    /// carries one request id, `request.id` (the one answered as `X-Request-Id`), and setting
+    /// it on every request copies no metadata.
     private static let frameworkRequestID = "hb.request.id"
+
+    /// Where a handler's lines go, shared by its copies.
+    private final class Destination: Sendable {
+        let label: String
+        let sink: LogSink
+        init(label: String, sink: LogSink) {
+            self.label = label
+            self.sink = sink
+        }
+    }
 
     /// Creates a handler for `label` writing to `sink`.
     public init(label: String, sink: LogSink) {
-        self.label = label
-        self.sink = sink
+        destination = Destination(label: label, sink: sink)
     }
 
-    /// Reads or writes one metadata value.
+    /// Reads or writes one metadata value (Hummingbird's `hb.request.id` is not kept).
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
-        set { metadata[key] = newValue }
+        set {
+            guard key != Self.frameworkRequestID else { return }
+            metadata[key] = newValue
+        }
     }
 
     /// Writes one line. The event's attached error is left out: its description may quote
@@ -85,7 +100,7 @@ public struct JSONLogHandler: LogHandler {
         var fields = LineFields(capacity: 6 + metadata.count + (event.metadata?.count ?? 0))
         fields.add("ts", .string(Self.timestamp(Date())), rank: 0)
         fields.add("level", .string(event.level.rawValue), rank: 0)
-        fields.add("logger", .string(label), rank: 0)
+        fields.add("logger", .string(destination.label), rank: 0)
         fields.add("message", .string(event.message.description), rank: 0)
         if let scope = RequestScope.current {
             fields.add("request.id", .string(scope.id), rank: 0)
@@ -96,7 +111,7 @@ public struct JSONLogHandler: LogHandler {
         var line: [UInt8] = []
         line.reserveCapacity(512)
         fields.write(to: &line)
-        sink.write(line)
+        destination.sink.write(line)
     }
 
     /// `2026-11-25T18:31:22.123Z`: UTC, milliseconds truncated, as `Date.ISO8601FormatStyle`
