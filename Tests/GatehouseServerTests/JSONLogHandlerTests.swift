@@ -59,16 +59,21 @@ struct JSONLogHandlerTests {
     }
 
     @Test(
-        "the handler fits a Logger's inline existential buffer (metadata set on a logger's copy allocates no box), and Hummingbird's request counter is never kept"
+        "the handler fits a Logger's inline existential buffer (metadata set on a logger's copy allocates no box); Hummingbird's request counter is never kept and reads as the request's id"
     )
     func handlerStaysInline() {
         // Three words: a larger handler is boxed, and every copy of a logger that sets
         // metadata (Hummingbird sets its counter on each request's) then allocates a new box.
         #expect(MemoryLayout<JSONLogHandler>.size <= 3 * MemoryLayout<Int>.size, "\(MemoryLayout<JSONLogHandler>.size) bytes")
+        #expect(MemoryLayout<JSONLogHandler>.alignment <= MemoryLayout<Int>.alignment)
         var handler = JSONLogHandler(label: "t", sink: LogSink(capture: true))
         handler[metadataKey: "hb.request.id"] = "7"
         handler[metadataKey: "kept"] = "1"
         #expect(handler.metadata == ["kept": "1"])
+        // Hummingbird's `context.id` force-unwraps the counter: it reads as the request's id.
+        #expect(handler[metadataKey: "hb.request.id"] == "-")
+        let scoped = RequestScope.$current.withValue(RequestScope(id: "req-1", offered: nil)) { handler[metadataKey: "hb.request.id"] }
+        #expect(scoped == "req-1")
     }
 
     @Test("each name is written once, sorted: the event's metadata wins over the logger's, and the logger's over the line's own fields")

@@ -56,15 +56,16 @@ public final class LogSink: Sendable {
 public struct JSONLogHandler: LogHandler {
     /// Metadata attached to every line of this logger.
     public var metadata: Logger.Metadata = [:]
-    /// The minimum level written.
-    public var logLevel: Logger.Level = .info
-    /// The label and the sink, behind one reference: the handler is then three words at most
-    /// and fits a `Logger`'s inline existential buffer, so setting metadata on a copy of a
+    /// The label and the sink, behind one reference: the handler is then 17 bytes and fits a
+    /// `Logger`'s inline existential buffer (three words), so setting metadata on a copy of a
     /// logger (Hummingbird does on every request's) does not allocate a box for the copy.
     private let destination: Destination
+    /// The minimum level written (last: a byte after two words leaves the size at 17).
+    public var logLevel: Logger.Level = .info
     /// Hummingbird's own per-request counter on `context.logger`: never kept, so that a line
     /// carries one request id, `request.id` (the one answered as `X-Request-Id`), and setting
-    /// it on every request copies no metadata.
+    /// it on every request copies no metadata. Read back (Hummingbird's `context.id`
+    /// force-unwraps it), it answers that request id.
     private static let frameworkRequestID = "hb.request.id"
 
     /// Where a handler's lines go, shared by its copies.
@@ -82,9 +83,13 @@ public struct JSONLogHandler: LogHandler {
         destination = Destination(label: label, sink: sink)
     }
 
-    /// Reads or writes one metadata value (Hummingbird's `hb.request.id` is not kept).
+    /// Reads or writes one metadata value. Hummingbird's `hb.request.id` is not kept, and
+    /// reads as the id of the request being served (`-` outside one).
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
+        get {
+            guard key != Self.frameworkRequestID else { return .string(RequestScope.current?.id ?? "-") }
+            return metadata[key]
+        }
         set {
             guard key != Self.frameworkRequestID else { return }
             metadata[key] = newValue
