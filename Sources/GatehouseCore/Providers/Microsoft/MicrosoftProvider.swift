@@ -50,9 +50,16 @@ public struct MicrosoftProvider: IdentityProvider {
         if refused {
             throw GatehouseError.operationNotAllowed("Accounts of this Microsoft tenant may not sign in here.", situation: .refusedByPolicy)
         }
-        var redirect = try await engines.engine(tenant).authorizationRedirect(for: request)
-        redirect.context = tenant
-        return redirect
+        do {
+            var redirect = try await engines.engine(tenant).authorizationRedirect(for: request)
+            redirect.context = tenant
+            return redirect
+        } catch let error as GatehouseError where error.code == .invalidArgument {
+            // Microsoft does not know the tenant: its engine gives up its place, so names
+            // made up by the thousand cannot push out the engines of tenants in use.
+            await engines.forget(tenant)
+            throw error
+        }
     }
 
     /// The code flow at the flow's tenant, then Graph `/me` and the photo's presence.
@@ -174,9 +181,11 @@ public struct MicrosoftProvider: IdentityProvider {
 
     /// One OIDC engine (discovery + keys) per tenant segment in use, created on demand. The
     /// configured tenant's and the allow-listed tenants' engines are kept for the process's
-    /// life. Any other tenant `tenant=` names (and anyone may name one) takes one of
-    /// `capacity` places, the least recently used given up first: a caller naming many
-    /// tenants cannot make the tenants in use read their discovery and keys again.
+    /// life: no caller naming tenants can make them read their discovery and keys again. Any
+    /// other tenant `tenant=` names (and anyone may name one) takes one of `capacity` places,
+    /// the least recently used given up first, and a tenant Microsoft does not know gives its
+    /// place up at once (`forget`): another tenant in use keeps its engine unless 64 tenants
+    /// Microsoft knows are named before it is used again.
     actor Engines {
         /// How many engines of tenants outside the configuration are kept at once.
         static let capacity = 64
@@ -226,6 +235,17 @@ public struct MicrosoftProvider: IdentityProvider {
                 recent[key] = (engine, uses)
             }
             return engine
+        }
+
+        /// Gives up the engine of `tenant` unless it is the configured or an allow-listed one.
+        func forget(_ tenant: String) {
+            recent[tenant.lowercased()] = nil
+        }
+
+        /// Whether the engine of `tenant` is kept (tests).
+        func keeps(_ tenant: String) -> Bool {
+            let key = tenant.lowercased()
+            return kept[key] != nil || recent[key] != nil
         }
 
         private func makeEngine(_ key: String) -> OIDCProvider {
