@@ -233,7 +233,9 @@ struct StartupTests {
             var held = try Self.hold(100, to: instance.url)
             defer { for descriptor in held { close(descriptor) } }
             let exhausted = ContinuousClock.now
-            for _ in 0..<200 where refusal() == nil { try await Task.sleep(for: .milliseconds(50)) }
+            // Watched every 5 ms: the process is out of descriptors until they close, and
+            // libdispatch's monitor (below) may stop it at any of its ticks meanwhile.
+            for _ in 0..<2000 where refusal() == nil { try await Task.sleep(for: .milliseconds(5)) }
             // Out of descriptors for a tenth of a second more: accept is paused 50 ms after each
             // failure, not retried at once (which spins a core on the listen backlog). Kept
             // short, since a loaded machine stretches it: libdispatch's thread-pool monitor opens
