@@ -25,7 +25,9 @@ struct JSONLogHandlerTests {
             dates.append(Date(timeIntervalSince1970: Double(milliseconds) / 1000))
         }
         for date in dates {
-            #expect(JSONLogHandler.timestamp(date) == style.format(date), "\(date.timeIntervalSince1970)")
+            var written: [UInt8] = []
+            JSONLogHandler.writeTimestamp(date, to: &written)
+            #expect(String(decoding: written, as: UTF8.self) == style.format(date), "\(date.timeIntervalSince1970)")
         }
     }
 
@@ -56,6 +58,38 @@ struct JSONLogHandlerTests {
         #expect(object["hb.request.id"] == nil && object["level"] as? String == "notice" && object["logger"] as? String == "t")
         let keys = try #require(line.firstRange(of: "\"count\"")).lowerBound < (try #require(line.firstRange(of: "\"flag\""))).lowerBound
         #expect(keys, "keys are sorted")
+        // The line's time, written into it as Foundation's ISO 8601 style reads it back.
+        let time = try #require(object["ts"] as? String)
+        let read = try Date(time, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        #expect(abs(read.timeIntervalSinceNow) < 60, "\(time)")
+    }
+
+    @Test("a line of 300 members is written whole, each name once, sorted")
+    func longLinesAreSorted() throws {
+        let sink = LogSink(capture: true)
+        let logger = Logger(label: "t") { JSONLogHandler(label: $0, sink: sink) }
+        var metadata = Logger.Metadata()
+        for index in (0..<300).reversed() { metadata[String(format: "m%03d", index)] = .stringConvertible(index) }
+        logger.info("m", metadata: metadata)
+        let line = try #require(sink.lines.first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object.count == 304, "the 300 members, ts, level, logger and message: \(object.count)")
+        let names = try NSRegularExpression(pattern: #""([a-z0-9.]+)":"#).matches(in: line, range: NSRange(line.startIndex..., in: line))
+            .map { String(line[Range($0.range(at: 1), in: line)!]) }
+        #expect(names == names.sorted(), "sorted")
+        #expect(names.count == 304, "\(names.count) names")
+        #expect(object["m299"] as? Int == 299 && object["m000"] as? Int == 0)
+    }
+
+    @Test("a time in the event's metadata under the line's own name replaces the line's")
+    func metadataReplacesTheTime() throws {
+        let sink = LogSink(capture: true)
+        let logger = Logger(label: "t") { JSONLogHandler(label: $0, sink: sink) }
+        logger.info("m", metadata: ["ts": "given"])
+        let line = try #require(sink.lines.first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["ts"] as? String == "given")
+        #expect(line.components(separatedBy: "\"ts\"").count == 2, "\(line)")
     }
 
     @Test(

@@ -103,7 +103,7 @@ public struct JSONLogHandler: LogHandler {
         // name the later wins. Gathered in an array and sorted once, where a dictionary
         // merging them hashed every name (Performance.md, Design notes).
         var fields = LineFields(capacity: 6 + metadata.count + (event.metadata?.count ?? 0))
-        fields.add("ts", .string(Self.timestamp(Date())), rank: 0)
+        fields.add("ts", time: Date())
         fields.add("level", .string(event.level.rawValue), rank: 0)
         fields.add("logger", .string(destination.label), rank: 0)
         fields.add("message", .string(event.message.description), rank: 0)
@@ -120,9 +120,11 @@ public struct JSONLogHandler: LogHandler {
     }
 
     /// `2026-11-25T18:31:22.123Z`: UTC, milliseconds truncated, as `Date.ISO8601FormatStyle`
-    /// with fractional seconds writes it. Written by hand: the style's formatter was a third of
-    /// each log line's cost, and the audit trail writes a line per passthrough call.
-    static func timestamp(_ date: Date) -> String {
+    /// with fractional seconds writes it, appended to `out` as its 24 bytes. Written by hand
+    /// and straight into the line: the style's formatter was a third of each log line's cost,
+    /// a `String` of it one allocation more per line, and the audit trail writes a line per
+    /// passthrough call.
+    static func writeTimestamp(_ date: Date, to out: inout [UInt8]) {
         // Whole seconds, then the fraction's milliseconds truncated, as Foundation does (a
         // reading just below a millisecond stays in the one before).
         let interval = date.timeIntervalSince1970
@@ -131,36 +133,28 @@ public struct JSONLogHandler: LogHandler {
         let millisecond = min(999, Int64((interval - whole) * 1000))
         let (days, secondOfDay) = floorDivision(seconds, 86_400)
         let (year, month, day) = civilDate(daysSinceEpoch: days)
-        return String(unsafeUninitializedCapacity: 24) { out in
-            var index = 0
-            func put(_ value: Int64, digits: Int) {
-                var value = value
-                for position in stride(from: index + digits - 1, through: index, by: -1) {
-                    out[position] = UInt8(ascii: "0") + UInt8(value % 10)
-                    value /= 10
-                }
-                index += digits
+        func put(_ value: Int64, digits: Int) {
+            var divisor: Int64 = 1
+            for _ in 1..<digits { divisor *= 10 }
+            while divisor > 0 {
+                out.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                divisor /= 10
             }
-            func put(_ character: Unicode.Scalar) {
-                out[index] = UInt8(ascii: character)
-                index += 1
-            }
-            put(year, digits: 4)
-            put("-")
-            put(month, digits: 2)
-            put("-")
-            put(day, digits: 2)
-            put("T")
-            put(secondOfDay / 3600, digits: 2)
-            put(":")
-            put(secondOfDay / 60 % 60, digits: 2)
-            put(":")
-            put(secondOfDay % 60, digits: 2)
-            put(".")
-            put(millisecond, digits: 3)
-            put("Z")
-            return index
         }
+        put(year, digits: 4)
+        out.append(UInt8(ascii: "-"))
+        put(month, digits: 2)
+        out.append(UInt8(ascii: "-"))
+        put(day, digits: 2)
+        out.append(UInt8(ascii: "T"))
+        put(secondOfDay / 3600, digits: 2)
+        out.append(UInt8(ascii: ":"))
+        put(secondOfDay / 60 % 60, digits: 2)
+        out.append(UInt8(ascii: ":"))
+        put(secondOfDay % 60, digits: 2)
+        out.append(UInt8(ascii: "."))
+        put(millisecond, digits: 3)
+        out.append(UInt8(ascii: "Z"))
     }
 
     /// Quotient rounded down and the remainder that goes with it (never negative).
@@ -268,7 +262,13 @@ struct LineFields {
         var name: String
         /// The rank above the order added: of the fields sharing a name, the greatest wins.
         var precedence: Int
-        var value: Logger.MetadataValue
+        var value: Value
+    }
+
+    /// A member's value: a logger's, or a time written as the line is (no string of its own).
+    private enum Value {
+        case metadata(Logger.MetadataValue)
+        case time(Date)
     }
 
     private var fields: [Field] = []
@@ -281,28 +281,48 @@ struct LineFields {
     /// Adds a member; of members sharing a name, the one of the highest rank (the last added
     /// of that rank) is written.
     mutating func add(_ name: String, _ value: Logger.MetadataValue, rank: Int) {
-        fields.append(Field(name: name, precedence: rank << 32 | fields.count, value: value))
+        fields.append(Field(name: name, precedence: rank << 32 | fields.count, value: .metadata(value)))
+    }
+
+    /// Adds a time member of rank 0, written as `JSONLogHandler.writeTimestamp` writes it.
+    mutating func add(_ name: String, time: Date) {
+        fields.append(Field(name: name, precedence: fields.count, value: .time(time)))
     }
 
     /// The object, names in `String`'s order (for the ASCII names of log lines, their bytes').
     consuming func write(to out: inout [UInt8]) {
+        let fields = self.fields
         // Positions sorted by name, then precedence, so that the member written for a name is
         // the last of its run. The fields stay in place: sorting them moved a field, its
-        // strings and its value, at every step.
-        let order = fields.indices.sorted { left, right in
-            fields[left].name == fields[right].name
-                ? fields[left].precedence < fields[right].precedence : fields[left].name < fields[right].name
+        // strings and its value, at every step. The positions are in a buffer on the stack
+        // (on the heap only for a line far longer than the gateway's), not in an array
+        // allocated for every line.
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: fields.count) { buffer in
+            var order = buffer
+            for index in fields.indices { order.initializeElement(at: index, to: index) }
+            order.sort { left, right in
+                fields[left].name == fields[right].name
+                    ? fields[left].precedence < fields[right].precedence : fields[left].name < fields[right].name
+            }
+            out.append(UInt8(ascii: "{"))
+            var first = true
+            for position in order.indices {
+                let index = order[position]
+                if position + 1 < order.count, fields[order[position + 1]].name == fields[index].name { continue }
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                JSONLogHandler.writeString(fields[index].name, to: &out)
+                out.append(UInt8(ascii: ":"))
+                switch fields[index].value {
+                case .metadata(let value):
+                    JSONLogHandler.write(value, to: &out)
+                case .time(let time):
+                    out.append(UInt8(ascii: "\""))
+                    JSONLogHandler.writeTimestamp(time, to: &out)
+                    out.append(UInt8(ascii: "\""))
+                }
+            }
+            out.append(UInt8(ascii: "}"))
         }
-        out.append(UInt8(ascii: "{"))
-        var first = true
-        for (position, index) in order.enumerated() {
-            if position + 1 < order.count, fields[order[position + 1]].name == fields[index].name { continue }
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            JSONLogHandler.writeString(fields[index].name, to: &out)
-            out.append(UInt8(ascii: ":"))
-            JSONLogHandler.write(fields[index].value, to: &out)
-        }
-        out.append(UInt8(ascii: "}"))
     }
 }

@@ -28,16 +28,17 @@ final class AccessLog: Sendable {
         self.logProbes = logProbes
     }
 
-    /// Records one answered request: its metrics, and its line (inside the request's
-    /// `RequestScope`, whose id the line carries).
-    func record(_ request: Request, _ context: GatehouseRequestContext, _ response: Response, elapsed: Duration, scope: RequestScope?) {
+    /// Records one answered request, whose path is `path`: its metrics, and its line (inside
+    /// the request's `RequestScope`, whose id the line carries).
+    func record(
+        _ request: Request, path: String, _ context: GatehouseRequestContext, _ response: Response, elapsed: Duration, scope: RequestScope?
+    ) {
         metrics.request(
             method: request.method.rawValue, route: routes.template(endpoint: context.endpointPath) ?? "unmatched",
             status: Int(response.status.code), duration: elapsed)
-        let path = request.uri.path
         let level: Logger.Level = !logProbes && (path == "/healthz" || path == "/readyz") ? .debug : .info
         // Built only when the line is written (swift-log's autoclosure).
-        logger.log(level: level, "request", metadata: fields(request, context, response, elapsed: elapsed, scope: scope))
+        logger.log(level: level, "request", metadata: fields(request, path: path, context, response, elapsed: elapsed, scope: scope))
     }
 
     /// The longest path a line carries whole, in bytes: past it a line would grow with whatever
@@ -53,11 +54,11 @@ final class AccessLog: Sendable {
 
     /// The line's fields. The query string is never logged: callbacks carry codes and state in it.
     private func fields(
-        _ request: Request, _ context: GatehouseRequestContext, _ response: Response, elapsed: Duration, scope: RequestScope?
+        _ request: Request, path: String, _ context: GatehouseRequestContext, _ response: Response, elapsed: Duration, scope: RequestScope?
     ) -> Logger.Metadata {
         var metadata = Logger.Metadata(minimumCapacity: 8)  // every field at once, no rehash
         metadata["http.method"] = .string(request.method.rawValue)
-        metadata["http.path"] = .string(Self.loggable(path: request.uri.path))
+        metadata["http.path"] = .string(Self.loggable(path: path))
         metadata["http.status"] = .stringConvertible(Int(response.status.code))
         metadata["duration.ms"] = .stringConvertible(
             Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)

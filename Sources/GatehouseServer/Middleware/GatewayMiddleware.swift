@@ -89,8 +89,10 @@ struct GatewayMiddleware: RouterMiddleware {
             case .failed(let error): problems.response(for: error, to: request)
             }
         browser?.decorate(&response, for: request)
-        SecurityHeaders.apply(to: &response, path: request.uri.path)
-        accessLog?.record(request, context, response, elapsed: ContinuousClock.now - started, scope: RequestScope.current)
+        // Read once: `URI.path` builds a new string at every read, allocated past 15 bytes.
+        let path = request.uri.path
+        SecurityHeaders.apply(to: &response, path: path)
+        accessLog?.record(request, path: path, context, response, elapsed: ContinuousClock.now - started, scope: RequestScope.current)
         return response
     }
 }
