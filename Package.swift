@@ -181,10 +181,11 @@ let package = Package(
             path: "Tests/Benchmarks/SignInLoad",
             swiftSettings: swiftSettings
         ),
-        // The benchmark's floor: one bare Hummingbird route, built with the gateway's flags.
+        // The benchmark's floor: bare Hummingbird routes (one passing an upstream's answer
+        // through the gateway's libcurl client), built with the gateway's flags.
         .executableTarget(
             name: "gatehouse-bench-floor",
-            dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: ["CurlClient", .product(name: "Hummingbird", package: "hummingbird")],
             path: "Tests/Benchmarks/Floor",
             swiftSettings: swiftSettings
         ),
