@@ -20,8 +20,9 @@ router.get("/healthz") { _, _ in
 }
 let client = upstream.map { _ in CurlHTTPClient() }
 if let upstream, let client {
+    let url = upstream + "/user/repos"
     router.get("/proxy") { _, _ in
-        let passed = try await client.execute(OutboundRequest(method: "GET", url: upstream + "/user/repos"))
+        let passed = try await client.execute(OutboundRequest(method: "GET", url: url))
         return Response(
             status: .init(code: passed.status), headers: [.contentType: passed.headers["content-type"] ?? "application/octet-stream"],
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: passed.body)))
