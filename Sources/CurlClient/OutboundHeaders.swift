@@ -1,6 +1,10 @@
 /// An ordered list of HTTP header fields with case-insensitive look-up.
 ///
 /// Order and duplicates are kept because some headers (`Set-Cookie`, `Link`) may repeat.
+/// Names compare as field names do (RFC 9110, section 5.1: tokens, case-insensitive ASCII),
+/// byte by byte without a lower-cased copy: a passthrough call looks up a dozen names in an
+/// answer of a dozen fields, and a copy of each field name per look-up was most of the time
+/// spent handling the answer's head.
 public struct OutboundHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
     /// The fields in the order they were added or received.
     public private(set) var fields: [(name: String, value: String)]
@@ -26,19 +30,43 @@ public struct OutboundHeaders: Sendable, Equatable, Sequence, ExpressibleByDicti
 
     /// Removes every field of that name.
     public mutating func remove(_ name: String) {
-        fields.removeAll { $0.name.lowercased() == name.lowercased() }
+        fields.removeAll { Self.sameName($0.name, name) }
     }
 
     /// The first value of the named field, compared case-insensitively.
     public subscript(name: String) -> String? {
-        let wanted = name.lowercased()
-        return fields.first { $0.name.lowercased() == wanted }?.value
+        fields.first { Self.sameName($0.name, name) }?.value
     }
 
     /// Every value of the named field, in order.
     public func values(_ name: String) -> [String] {
-        let wanted = name.lowercased()
-        return fields.filter { $0.name.lowercased() == wanted }.map(\.value)
+        fields.filter { Self.sameName($0.name, name) }.map(\.value)
+    }
+
+    /// Whether two field names are the same name: equal but for the case of ASCII letters.
+    /// No other character has a case here: a name with a Kelvin sign (U+212A) is not `link`,
+    /// as it would be under Unicode's case mapping.
+    public static func sameName(_ left: String, _ right: String) -> Bool {
+        left.utf8.count == right.utf8.count && left.utf8.elementsEqual(right.utf8) { lowercased($0) == lowercased($1) }
+    }
+
+    /// A field name with its ASCII letters in lower case, and nothing else changed: the same
+    /// string, not a copy, when it has no upper-case letter (as HTTP/2 names and most
+    /// providers' HTTP/1.1 names have not).
+    public static func lowercasedName(_ name: String) -> String {
+        guard name.utf8.contains(where: isUppercase) else { return name }
+        return String(unsafeUninitializedCapacity: name.utf8.count) { buffer in
+            _ = buffer.initialize(fromContentsOf: name.utf8.lazy.map(lowercased))
+            return name.utf8.count
+        }
+    }
+
+    private static func isUppercase(_ byte: UInt8) -> Bool {
+        byte &- UInt8(ascii: "A") < 26
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        isUppercase(byte) ? byte | 0x20 : byte
     }
 
     /// Iterates over the fields in order.

@@ -172,7 +172,7 @@ final class Transfer: @unchecked Sendable {
         var list: UnsafeMutablePointer<curl_slist>?
         var hasUserAgent = false
         for field in request.headers {
-            hasUserAgent = hasUserAgent || field.name.lowercased() == "user-agent"
+            hasUserAgent = hasUserAgent || OutboundHeaders.sameName(field.name, "user-agent")
             list = curl_slist_append(list, field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)")
         }
         if !hasUserAgent {

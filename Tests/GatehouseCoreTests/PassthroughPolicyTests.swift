@@ -1,3 +1,4 @@
+import CurlClient
 import Foundation
 import Testing
 
@@ -194,5 +195,15 @@ struct PassthroughPolicyTests {
         #expect(text.components(separatedBy: "https://gw.example/").count - 1 == PagingLinks.maximumRewrites)
         #expect(text.components(separatedBy: #""@odata.nextLink": null"#).count - 1 == 70_000 - PagingLinks.maximumRewrites)
         #expect(try JSONSerialization.jsonObject(with: Data(rewritten)) is [String: Any])
+    }
+
+    @Test("a provider's header passes by its name in lower case: the listed names and the rate-limit families, nothing else")
+    func passedHeaders() {
+        for name in ["ETag", "Link", "X-RateLimit-Remaining", "RateLimit-Policy", "x-ms-throttle-limit-percentage", "X-GitHub-Request-Id"] {
+            #expect(ProviderAPIAnswer.passes(lowercasedName: OutboundHeaders.lowercasedName(name)), "\(name)")
+        }
+        for name in ["Set-Cookie", "Cache-Control", "Content-Length", "Content-Encoding", "Lin\u{212A}", "x-ratelimit", "Vary"] {
+            #expect(!ProviderAPIAnswer.passes(lowercasedName: OutboundHeaders.lowercasedName(name)), "\(name)")
+        }
     }
 }

@@ -68,10 +68,10 @@ public struct ProviderAPIAnswer: Sendable {
     /// Header prefixes that pass as well: the providers' rate-limit families.
     public static let passedHeaderPrefixes = ["x-ratelimit-", "ratelimit", "x-ms-ags-", "x-ms-throttle-"]
 
-    /// Whether a provider header reaches the caller.
-    static func passes(_ name: String) -> Bool {
-        let lower = name.lowercased()
-        return passedHeaders.contains(lower) || passedHeaderPrefixes.contains { lower.hasPrefix($0) }
+    /// Whether a provider header, by its name in lower case (`OutboundHeaders.lowercasedName`),
+    /// reaches the caller.
+    static func passes(lowercasedName name: String) -> Bool {
+        passedHeaders.contains(name) || passedHeaderPrefixes.contains { name.utf8.starts(with: $0.utf8) }
     }
 }
 

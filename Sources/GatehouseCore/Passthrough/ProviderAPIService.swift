@@ -200,7 +200,7 @@ public final class ProviderAPIService: Sendable {
         // for it: one user's slow calls cannot take every slot. `.normal` priority (the default):
         // however many users' calls stall, the reserved slots stay for sign-ins.
         outbound.owner = uid
-        for (name, value) in request.headers where ProviderAPIRequest.forwardedHeaders.contains(name.lowercased()) {
+        for (name, value) in request.headers where ProviderAPIRequest.forwardedHeaders.contains(OutboundHeaders.lowercasedName(name)) {
             outbound.headers.add(name, value)
         }
         if request.method.hasBody {
@@ -250,8 +250,9 @@ public final class ProviderAPIService: Sendable {
         // Paging links are followed with GET: only those to a path the policy allows stay.
         let paging = PagingLinks(providerBase: base, gatewayBase: gatewayBase) { limits.template(for: .get, $0) != nil }
         var headers: [(name: String, value: String)] = []
-        for (name, value) in response.head.headers.fields where ProviderAPIAnswer.passes(name) {
-            let lower = name.lowercased()
+        for (name, value) in response.head.headers.fields {
+            let lower = OutboundHeaders.lowercasedName(name)
+            guard ProviderAPIAnswer.passes(lowercasedName: lower) else { continue }
             if lower == "link" {
                 if let links = paging.rewriteLinkHeader(value) { headers.append((lower, links)) }
             } else {
@@ -260,11 +261,10 @@ public final class ProviderAPIService: Sendable {
         }
         // Graph pages with `@odata.nextLink` in the JSON body: such answers are read whole
         // (within the cap) so the link can be moved; everything else streams.
-        let contentType = response.head.headers["content-type"]?.lowercased() ?? ""
         if let readBody {
             return ProviderAPIAnswer(status: response.head.status, headers: headers, body: .whole(readBody), template: template)
         }
-        if providerId == "microsoft.com", contentType.contains("json") {
+        if providerId == "microsoft.com", response.head.headers["content-type"]?.lowercased().contains("json") == true {
             let body = try await http.collect(response).body
             return ProviderAPIAnswer(
                 status: response.head.status, headers: headers, body: .whole(paging.rewriteODataLinks(body) ?? body), template: template)
