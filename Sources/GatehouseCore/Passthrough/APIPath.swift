@@ -45,7 +45,15 @@ public struct APIPath: Sendable, Equatable, CustomStringConvertible {
     /// The path as sent upstream: `/` plus each segment percent-encoded where it must be
     /// (the characters RFC 3986 allows in a segment stay, so `users;use_login=1` is unchanged).
     public var encoded: String {
-        "/" + segments.map(Self.encodeSegment).joined(separator: "/")
+        // Appended into one string sized for the unescaped path: no array of segments, and no
+        // second string for the leading `/`.
+        var path = ""
+        path.reserveCapacity(segments.reduce(0) { $0 + 1 + $1.utf8.count })
+        for segment in segments {
+            path.append("/")
+            path.append(Self.encodeSegment(segment))
+        }
+        return path
     }
 
     private static func encodeSegment(_ segment: String) -> String {

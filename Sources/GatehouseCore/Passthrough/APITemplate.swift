@@ -33,6 +33,9 @@ public struct APITemplate: Sendable, Equatable, CustomStringConvertible {
     public let segments: [Segment]
     /// The provider scopes the call needs (any of them), as the provider names them.
     public let scopes: [String]
+    /// `GET /v1.0/me/messages/{id}`: the template as configured (the audit's and the metrics'
+    /// label of every call it allows, so it is built once).
+    public let description: String
 
     /// Parses `"GET /v1.0/me/events"`; throws `invalid-argument` naming the problem.
     public init(_ text: String, scopes: [String] = []) throws {
@@ -55,11 +58,8 @@ public struct APITemplate: Sendable, Equatable, CustomStringConvertible {
         self.method = method
         self.segments = segments
         self.scopes = scopes
-    }
-
-    /// `GET /v1.0/me/messages/{id}`: the template as configured (the audit's and the metrics' label).
-    public var description: String {
-        method.rawValue + " /"
+        description =
+            method.rawValue + " /"
             + segments.map {
                 switch $0 {
                 case .literal(let text): text

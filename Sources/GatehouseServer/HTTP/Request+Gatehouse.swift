@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseCore
+import HTTPTypes
 import Hummingbird
 
 extension Request {
@@ -39,6 +40,19 @@ extension Request {
             start = end == bytes.endIndex ? end : bytes.index(after: end)
         }
         return nil
+    }
+
+    /// A field's value as `HTTPFields`' subscript reads it, every field of the name joined, but
+    /// without a copy when there is one: the subscript joins through a lazy map whatever the
+    /// count, a new string for each service key and ID token a request presents (perf: a
+    /// microsecond of a passthrough call with its metadata lookups).
+    func field(_ name: HTTPField.Name) -> String? {
+        var found: String?
+        for field in headers where field.name == name {
+            guard found == nil else { return headers[name] }
+            found = field.value
+        }
+        return found
     }
 
     /// Whether the caller prefers JSON to a redirect.

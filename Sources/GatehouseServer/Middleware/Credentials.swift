@@ -16,7 +16,7 @@ struct CredentialReader: Sendable {
 
     /// The request's credentials, unchecked.
     func read(_ request: Request) -> Credentials {
-        Credentials(authorization: request.headers[.authorization], sessionCookie: request.cookie(cookies.sessionName), checks: checks)
+        Credentials(authorization: request.field(.authorization), sessionCookie: request.cookie(cookies.sessionName), checks: checks)
     }
 }
 
