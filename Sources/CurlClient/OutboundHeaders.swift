@@ -55,9 +55,10 @@ public struct OutboundHeaders: Sendable, Equatable, Sequence, ExpressibleByDicti
     /// providers' HTTP/1.1 names have not).
     public static func lowercasedName(_ name: String) -> String {
         guard name.utf8.contains(where: isUppercase) else { return name }
-        return String(unsafeUninitializedCapacity: name.utf8.count) { buffer in
-            _ = buffer.initialize(fromContentsOf: name.utf8.lazy.map(lowercased))
-            return name.utf8.count
+        let count = name.utf8.count
+        return String(unsafeUninitializedCapacity: count) { buffer in
+            for (index, byte) in name.utf8.enumerated() { buffer[index] = lowercased(byte) }
+            return count
         }
     }
 

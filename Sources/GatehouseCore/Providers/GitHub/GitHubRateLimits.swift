@@ -45,6 +45,9 @@ public actor GitHubRateLimits {
 
     /// Seconds until the token may call again, or `nil` when it may call now.
     public func wait(for token: String, now: Date = Date()) -> Int? {
+        // No token held back, as almost always: nothing to look up, so no digest to compute
+        // on every call.
+        guard !limitedUntil.isEmpty else { return nil }
         let key = SecureRandom.digest(token)
         guard let until = limitedUntil[key] else { return nil }
         let seconds = until.timeIntervalSince(now)
