@@ -2,9 +2,9 @@
 ///
 /// Order and duplicates are kept because some headers (`Set-Cookie`, `Link`) may repeat.
 /// Names compare as field names do (RFC 9110, section 5.1: tokens, case-insensitive ASCII),
-/// byte by byte without a lower-cased copy: a passthrough call looks up a dozen names in an
-/// answer of a dozen fields, and a copy of each field name per look-up was most of the time
-/// spent handling the answer's head.
+/// byte by byte without a lower-cased copy of either: a passthrough call looks up a dozen names
+/// in an answer of a dozen fields, and a copy per field and look-up would cost more than the
+/// rest of handling the answer's head.
 public struct OutboundHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
     /// The fields in the order they were added or received.
     public private(set) var fields: [(name: String, value: String)]
@@ -33,7 +33,7 @@ public struct OutboundHeaders: Sendable, Equatable, Sequence, ExpressibleByDicti
         fields.removeAll { Self.sameName($0.name, name) }
     }
 
-    /// The first value of the named field, compared case-insensitively.
+    /// The first value of the named field (names compared by `sameName`).
     public subscript(name: String) -> String? {
         fields.first { Self.sameName($0.name, name) }?.value
     }

@@ -118,7 +118,7 @@ struct ProviderAPIRoutes {
         var headers = HTTPFields()
         // Room for the answer's fields and all that the gateway adds (the two below; on the way
         // out `SecurityHeaders`' two, CORS' four and `X-Request-Id`): grown field by field, the
-        // list was copied twice per call.
+        // list would be copied twice per call.
         headers.reserveCapacity(answer.headers.count + 9)
         for (name, value) in answer.headers {
             if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }

@@ -9,6 +9,8 @@ import Foundation
 /// outage (no breaker counts it) nor a dead grant. Tokens are kept only as SHA-256 digests.
 public actor GitHubRateLimits {
     private var limitedUntil: [String: Date] = [:]
+    /// When the last of the held-back tokens' limits ends: past it, every entry has ended.
+    private var lastUntil = Date.distantPast
     /// The most tokens tracked at once.
     private let capacity = 10_000
 
@@ -45,9 +47,14 @@ public actor GitHubRateLimits {
 
     /// Seconds until the token may call again, or `nil` when it may call now.
     public func wait(for token: String, now: Date = Date()) -> Int? {
-        // No token held back, as almost always: nothing to look up, so no digest to compute
-        // on every call.
+        // No token held back, or every limit ended (as almost always): nothing to look up, so
+        // no digest to compute on every call. Ended limits go at once, not only when their own
+        // token calls again, which a refreshed or unlinked token never does.
         guard !limitedUntil.isEmpty else { return nil }
+        guard now < lastUntil else {
+            limitedUntil = [:]
+            return nil
+        }
         let key = SecureRandom.digest(token)
         guard let until = limitedUntil[key] else { return nil }
         let seconds = until.timeIntervalSince(now)
@@ -69,6 +76,7 @@ public actor GitHubRateLimits {
             }
         }
         limitedUntil[SecureRandom.digest(token)] = limit.until
+        lastUntil = max(lastUntil, limit.until)
     }
 
     /// How many tokens are held back (tests).
