@@ -3,8 +3,7 @@
 /// Order and duplicates are kept because some headers (`Set-Cookie`, `Link`) may repeat.
 /// Names compare as field names do (RFC 9110, section 5.1: tokens, case-insensitive ASCII),
 /// byte by byte without a lower-cased copy of either: a passthrough call looks up a dozen names
-/// in an answer of a dozen fields, and a copy per field and look-up would cost more than the
-/// rest of handling the answer's head.
+/// in an answer of a dozen fields, so copies would be made for every field at every look-up.
 public struct OutboundHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
     /// The fields in the order they were added or received.
     public private(set) var fields: [(name: String, value: String)]
