@@ -31,7 +31,7 @@ public enum ConnectionLimit {
     /// this much, or half a smaller limit.
     static let memoryReserve = 64 << 20
 
-    /// Memory counted for each connection under a memory limit: an idle one holds about 21 KB
+    /// Memory counted for each connection under a memory limit: an idle one holds about 22 KB
     /// (the Performance article), and one in use its buffers besides.
     static let memoryPerConnection = 32 << 10
 
