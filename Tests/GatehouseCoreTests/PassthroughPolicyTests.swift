@@ -35,6 +35,19 @@ struct PassthroughPolicyTests {
         #expect(accented.encoded == "/drive/caf%C3%A9/a:b")
     }
 
+    @Test("a raw slash separates segments even before a combining mark, as the router splits the path")
+    func slashesAreBytes() throws {
+        // U+0301 after a raw `/` joins it in one `Character`; the router and
+        // `ProviderAPIRoutes.apiPath(of:after:)` split by bytes, so the path must too.
+        let marked = try APIPath(raw: "/repos/\u{301}x/y")
+        #expect(marked.segments == ["repos", "\u{301}x", "y"])
+        #expect(marked.encoded == "/repos/%CC%81x/y")
+        let leading = try APIPath(raw: "/\u{301}x")
+        #expect(leading.segments == ["\u{301}x"])
+        // Two slashes are an empty segment, whatever follows them.
+        #expect(throws: GatehouseError.self) { try APIPath(raw: "/a//\u{301}") }
+    }
+
     @Test("templates match decoded segments by method; parameters match one segment")
     func templates() throws {
         let template = try APITemplate("GET /v1.0/me/messages/{id}", scopes: ["Mail.Read"])

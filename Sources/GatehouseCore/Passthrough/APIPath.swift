@@ -8,26 +8,41 @@ public struct APIPath: Sendable, Equatable, CustomStringConvertible {
     public let segments: [String]
 
     /// Parses the raw (still percent-encoded) path, with or without its leading `/`.
+    ///
+    /// The path is split at its `/` bytes, as the router and the route split it: a slash
+    /// followed by a combining mark is one `Character`, but still a separator.
     public init(raw: Substring) throws {
-        var path = raw
-        if path.first == "/" { path = path.dropFirst() }
-        guard !path.isEmpty, path.utf8.count <= 2048 else { throw Self.refused("The API path is empty or too long.") }
+        let bytes = raw.utf8
+        var start = bytes.startIndex
+        if start < bytes.endIndex, bytes[start] == UInt8(ascii: "/") { bytes.formIndex(after: &start) }
+        guard start < bytes.endIndex, bytes.distance(from: start, to: bytes.endIndex) <= 2048 else {
+            throw Self.refused("The API path is empty or too long.")
+        }
         var segments: [String] = []
-        for rawSegment in path.split(separator: "/", omittingEmptySubsequences: false) {
-            guard !rawSegment.isEmpty else { throw Self.refused("The API path has an empty segment.") }
-            guard let segment = FormEncoding.percentDecoded(rawSegment) else {
-                throw Self.refused("The API path has an invalid percent-encoding.")
-            }
-            guard segment != ".", segment != "..", !segment.utf8.contains(where: Self.isRefusedInSegment) else {
-                throw Self.refused("The API path may not contain dot segments, encoded slashes or control characters.")
-            }
-            segments.append(segment)
+        while true {
+            // A `/` is a scalar of its own, so the slices begin and end on scalar boundaries.
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.endIndex
+            segments.append(try Self.segment(raw[start..<end]))
+            guard end < bytes.endIndex else { break }
+            start = bytes.index(after: end)
         }
         // `https:` as the first segment reads as a scheme to anyone who joins URLs carelessly;
         // no provider API path starts that way. Bytes again: a colon followed by a combining
         // mark is a colon too.
         if let first = segments.first, first.utf8.contains(UInt8(ascii: ":")) { throw Self.refused("The API path may not name a scheme or a host.") }
         self.segments = segments
+    }
+
+    /// One raw segment, decoded and checked.
+    private static func segment(_ raw: Substring) throws -> String {
+        guard !raw.isEmpty else { throw refused("The API path has an empty segment.") }
+        guard let segment = FormEncoding.percentDecoded(raw) else { throw refused("The API path has an invalid percent-encoding.") }
+        // Compared as bytes: `String`'s `==` compares canonical equivalence.
+        guard !segment.utf8.elementsEqual(".".utf8), !segment.utf8.elementsEqual("..".utf8), !segment.utf8.contains(where: isRefusedInSegment)
+        else {
+            throw refused("The API path may not contain dot segments, encoded slashes or control characters.")
+        }
+        return segment
     }
 
     /// A decoded slash or backslash, a C0 control character or DEL, scanned as UTF-8 bytes: no
