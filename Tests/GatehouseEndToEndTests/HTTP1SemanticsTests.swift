@@ -37,6 +37,7 @@ struct HTTP1SemanticsTests {
                     #expect(
                         answer.hasPrefix("HTTP/1.1 200 OK\r\n") && answer.hasSuffix(#""status":"ok"}"#), "\(port) \(head.debugDescription): \(answer)"
                     )
+                    #expect(answer.lowercased().contains("\r\nconnection: close\r\n"), "\(port) \(head.debugDescription): \(answer)")
                 }
                 // Kept alive on request: a second request on the same connection is answered too.
                 let second = try await LoopbackSocket.offPool {
@@ -48,6 +49,27 @@ struct HTTP1SemanticsTests {
                     return String(decoding: try socket.readUntilClosed().rest, as: UTF8.self)
                 }
                 #expect(second.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(port): \(second)")
+            }
+        }
+    }
+
+    @Test("a request whose head is over 8 KB is answered and its connection closed; one of 7 KB keeps it open for the next request")
+    func largeHeadsClose() async throws {
+        try await withDeployment { deployment in
+            let port = try Self.ports(deployment)[0]
+            for (padding, closes) in [(9 << 10, true), (7 << 10, false)] {
+                let answer = try await LoopbackSocket.offPool {
+                    let socket = try LoopbackSocket.connect(port: port)
+                    defer { socket.close() }
+                    try socket.send("GET /healthz HTTP/1.1\r\nHost: gatehouse\r\nX-Pad: \(String(repeating: "a", count: padding))\r\n\r\n")
+                    if closes { return String(decoding: try socket.readUntilClosed().rest, as: UTF8.self) }
+                    let first = try socket.read(until: #""status":"ok"}"#)
+                    try socket.send("GET /healthz HTTP/1.1\r\nHost: gatehouse\r\nConnection: close\r\n\r\n")
+                    return first + String(decoding: try socket.readUntilClosed().rest, as: UTF8.self)
+                }
+                let answers = answer.components(separatedBy: "HTTP/1.1 200 OK\r\n").dropFirst()
+                #expect(answers.count == (closes ? 1 : 2), "\(padding): \(answer)")
+                #expect(answers.first?.lowercased().contains("\r\nconnection: close\r\n") == closes, "\(padding): \(answer)")
             }
         }
     }

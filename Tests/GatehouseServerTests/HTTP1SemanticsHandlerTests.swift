@@ -76,6 +76,44 @@ struct HTTP1SemanticsHandlerTests {
         }
     }
 
+    @Test("a head over 8 KB reaches Hummingbird with Connection: close, so its connection keeps no large head while idle; one at 8 KB stays open")
+    func largeHeadsClose() throws {
+        let limit = HTTP1Semantics.keptHeadLimit
+        // The target (`/v1/token`, 9 bytes) and the field's 4 bytes of separators count too.
+        for (padding, closes) in [(limit - 9 - 4 - 5, false), (limit - 9 - 4 - 5 + 1, true)] {
+            let sent = HTTPRequestHead(
+                version: .http1_1, method: .POST, uri: "/v1/token", headers: HTTPHeaders([("X-Pad", String(repeating: "a", count: padding))]))
+            #expect(HTTP1Semantics.size(of: sent) == (closes ? limit + 1 : limit))
+            let channel = try Self.channel()
+            try channel.writeInbound(HTTPServerRequestPart.head(sent))
+            guard case .head(let head) = try channel.readInbound(as: HTTPServerRequestPart.self) else {
+                Issue.record("no head")
+                continue
+            }
+            #expect(head.headers["connection"] == (closes ? ["close"] : []), "\(padding)")
+            _ = try channel.finish()
+        }
+    }
+
+    @Test("the answer after which the connection closes carries Connection: close; a pipelined answer before it does not")
+    func closingAnswerSaysSo() throws {
+        let channel = try Self.channel()
+        try channel.writeInbound(Self.head())
+        try channel.writeInbound(HTTPServerRequestPart.end(nil))
+        try channel.writeInbound(Self.head(.http1_1, [("Connection", "close")]))
+        try channel.writeInbound(HTTPServerRequestPart.end(nil))
+        var connections: [[String]] = []
+        for _ in 0..<2 {
+            try channel.writeOutbound(HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok)))
+            try channel.writeOutbound(HTTPServerResponsePart.end(nil))
+            while let part = try channel.readOutbound(as: HTTPServerResponsePart.self) {
+                if case .head(let head) = part { connections.append(head.headers["connection"]) }
+            }
+        }
+        #expect(connections == [[], ["close"]])
+        _ = try channel.finish()
+    }
+
     @Test("a head that is not HTTP is refused once, whatever errors follow, and the connection closes after the answer")
     func refusedOnce() throws {
         let refusals = Refusals()

@@ -10,8 +10,14 @@ import NIOHTTP1
 /// - **A request that does not keep the connection alive** (HTTP/1.0 without
 ///   `Connection: keep-alive`, HTTP/1.1 with `Connection: close` in any case or list) reaches
 ///   Hummingbird with `Connection: close`, the one form it checks before closing the connection
-///   after the answer (RFC 9112 §9.3). Without it an HTTP/1.0 client reading to the end of the
-///   stream would wait for the idle timeout.
+///   after the answer (RFC 9112 §9.3), and its answer carries `Connection: close` (§9.6).
+///   Without it an HTTP/1.0 client reading to the end of the stream would wait for the idle
+///   timeout.
+/// - **A request whose head is over 8 KB** (`keptHeadLimit`) closes its connection after its
+///   answer the same way: Hummingbird keeps a connection's last head until the next one comes,
+///   so an idle connection would hold it. A 60 KB head left its connection holding about
+///   113 KB while idle, against 22 KB after a short one; a client that sends such heads
+///   opens a connection per request instead.
 /// - **`Expect: 100-continue`** is answered `100 Continue` before the request goes on, once no
 ///   earlier answer of the connection is still being written (RFC 9110 §10.1.1). Without it a
 ///   client that waits for the interim answer before sending its body would wait for the idle
@@ -34,6 +40,9 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
     private var unanswered = 0
     /// How many answers a waiting `100 Continue` follows; `nil` when none waits.
     private var answersBeforeContinue: Int?
+    /// How many answers come before the one after which the connection closes, whose head
+    /// gets `Connection: close`; `nil` when no request closes it.
+    private var answersBeforeClose: Int?
     /// Whether a request's head came and its end has not: a parser error then is its body's.
     private var readingRequest = false
     /// Whether a head that is not HTTP has been refused, or a body broke after its answer: the
@@ -66,21 +75,41 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
                 answersBeforeContinue = answersBefore
             }
         }
-        if !head.isKeepAlive {
+        if !head.isKeepAlive || Self.size(of: head) > Self.keptHeadLimit {
             // Replaced whatever it said: Hummingbird closes only on one field that is exactly `close`.
             head.headers.replaceOrAdd(name: "connection", value: "close")
+            // Its answer says so, so the client sends nothing more on the connection.
+            if answersBeforeClose == nil { answersBeforeClose = answersBefore }
             context.fireChannelRead(wrapInboundOut(.head(head)))
             return
         }
         context.fireChannelRead(data)
     }
 
+    /// The largest request head, in bytes, after which the connection stays open.
+    static let keptHeadLimit = 8 << 10
+
+    /// A head's size as it came, near enough: its target and each field's name and value, with
+    /// their separators.
+    static func size(of head: HTTPRequestHead) -> Int {
+        var size = head.uri.utf8.count
+        for (name, value) in head.headers { size += name.utf8.count + value.utf8.count + 4 }
+        return size
+    }
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard case .end = unwrapOutboundIn(data) else {
+        switch unwrapOutboundIn(data) {
+        case .head(var head) where answersBeforeClose == 0:
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
+            return
+        case .head, .body:
             context.write(data, promise: promise)
             return
+        case .end:
+            context.write(data, promise: promise)
         }
-        context.write(data, promise: promise)
+        if let waiting = answersBeforeClose, waiting > 0 { answersBeforeClose = waiting - 1 }
         unanswered = max(0, unanswered - 1)
         if unanswered == 0, let (error, requestID) = pendingRefusal {
             pendingRefusal = nil
