@@ -55,27 +55,27 @@ import Testing
         #expect(limit == 2_048 - 80 - 1_000)
     }
 
-    @Test("Docker's 1,048,576 descriptors under Kubernetes' 512 MiB: 11,468 connections of 40 KiB beside 64 MiB, not about 786,000")
+    @Test("Docker's 1,048,576 descriptors under Kubernetes' 512 MiB: 9,557 connections of 48 KiB beside 64 MiB, not about 786,000")
     func memoryLimited() {
         let limit = ConnectionLimit.fitting(
             descriptorLimit: 1 << 20, upstreamConnections: 256, databaseConnections: 20, operationsListener: true, memoryLimit: 512 << 20,
             processors: 2)
-        #expect(limit == (512 - 64) * 1_024 / 40)
+        #expect(limit == (512 - 64) * 1_024 / 48)
         let unlimited = ConnectionLimit.fitting(
             descriptorLimit: 1 << 20, upstreamConnections: 256, databaseConnections: 20, operationsListener: true, processors: 2)
         #expect(unlimited > 780_000)
     }
 
-    @Test("a small container keeps half its memory for the process: 1,638 connections under 128 MiB, 819 under 64 MiB, 12 under 1 MiB")
+    @Test("a small container keeps half its memory for the process: 1,365 connections under 128 MiB, 682 under 64 MiB, 10 under 1 MiB")
     func smallContainers() {
         func limit(_ memory: Int) -> Int {
             ConnectionLimit.fitting(
                 descriptorLimit: 65_536, upstreamConnections: 256, databaseConnections: 0, operationsListener: true, memoryLimit: memory,
                 processors: 2)
         }
-        #expect(limit(128 << 20) == 1_638)
-        #expect(limit(64 << 20) == 819)
-        #expect(limit(1 << 20) == 12)
+        #expect(limit(128 << 20) == 1_365)
+        #expect(limit(64 << 20) == 682)
+        #expect(limit(1 << 20) == 10)
     }
 
     @Test("descriptors too few for the reserve still leave one connection; extreme settings do not overflow")

@@ -79,8 +79,9 @@ struct HTTP1SemanticsHandlerTests {
     @Test("a head over 8 KB reaches Hummingbird with Connection: close, so its connection keeps no large head while idle; one at 8 KB stays open")
     func largeHeadsClose() throws {
         let limit = HTTP1Semantics.keptHeadLimit
-        // The target (`/v1/token`, 9 bytes) and the field's 4 bytes of separators count too.
-        for (padding, closes) in [(limit - 9 - 4 - 5, false), (limit - 9 - 4 - 5 + 1, true)] {
+        // The target (`/v1/token`, 9 bytes) and each field's storage count too.
+        let atLimit = limit - 9 - HTTP1Semantics.fieldCost - 5
+        for (padding, closes) in [(atLimit, false), (atLimit + 1, true)] {
             let sent = HTTPRequestHead(
                 version: .http1_1, method: .POST, uri: "/v1/token", headers: HTTPHeaders([("X-Pad", String(repeating: "a", count: padding))]))
             #expect(HTTP1Semantics.size(of: sent) == (closes ? limit + 1 : limit))
@@ -93,6 +94,45 @@ struct HTTP1SemanticsHandlerTests {
             #expect(head.headers["connection"] == (closes ? ["close"] : []), "\(padding)")
             _ = try channel.finish()
         }
+    }
+
+    @Test("200 short fields, 1 KB on the wire, count as what keeping them costs: the connection closes after the answer")
+    func manyFieldsClose() throws {
+        let fields = (0..<200).map { ("a\($0)", "b") }
+        let sent = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: HTTPHeaders(fields))
+        #expect(HTTP1Semantics.size(of: sent) > HTTP1Semantics.keptHeadLimit)
+        let channel = try Self.channel()
+        try channel.writeInbound(HTTPServerRequestPart.head(sent))
+        guard case .head(let head) = try channel.readInbound(as: HTTPServerRequestPart.self) else {
+            Issue.record("no head")
+            return
+        }
+        #expect(head.headers["connection"] == ["close"])
+        _ = try channel.finish()
+    }
+
+    @Test("after a whole request that closes the connection, pipelined requests and errors are dropped: one answer, nothing more read")
+    func nothingAfterTheClosingRequest() throws {
+        let refusals = Refusals()
+        let channel = try Self.channel(refusals)
+        try channel.writeInbound(Self.head(.http1_1, [("X-Pad", String(repeating: "a", count: HTTP1Semantics.keptHeadLimit))]))
+        try channel.writeInbound(HTTPServerRequestPart.end(nil))
+        try channel.writeInbound(Self.head(.http1_1, [("Expect", "100-continue"), ("Content-Length", "1")]))
+        try channel.writeInbound(HTTPServerRequestPart.end(nil))
+        channel.pipeline.fireErrorCaught(HTTPParserError.invalidHeaderToken)
+        var forwarded: [String] = []
+        while let part = try channel.readInbound(as: HTTPServerRequestPart.self) {
+            switch part {
+            case .head: forwarded.append("head")
+            case .body: forwarded.append("body")
+            case .end: forwarded.append("end")
+            }
+        }
+        #expect(forwarded == ["head", "end"])
+        // No `100 Continue` and no `400` for what came after it.
+        #expect(try Self.writtenStatuses(channel).isEmpty)
+        #expect(refusals.reported.isEmpty)
+        _ = try channel.finish()
     }
 
     @Test("the answer after which the connection closes carries Connection: close; a pipelined answer before it does not")

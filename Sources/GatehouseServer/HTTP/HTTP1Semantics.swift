@@ -13,11 +13,16 @@ import NIOHTTP1
 ///   after the answer (RFC 9112 §9.3), and its answer carries `Connection: close` (§9.6).
 ///   Without it an HTTP/1.0 client reading to the end of the stream would wait for the idle
 ///   timeout.
-/// - **A request whose head is over 8 KB** (`keptHeadLimit`) closes its connection after its
-///   answer the same way: Hummingbird keeps a connection's last head until the next one comes,
-///   so an idle connection would hold it. A 60 KB head left its connection holding about
-///   113 KB while idle, against 22 KB after a short one; a client that sends such heads
-///   opens a connection per request instead.
+/// - **A request whose head is over 8 KB** (`keptHeadLimit`, each field counted with
+///   `fieldCost` for its storage) closes its connection after its answer the same way:
+///   Hummingbird keeps a connection's last head until the next one comes, so an idle
+///   connection would hold it. A 60 KB head left its connection holding about 116 KB while
+///   idle, against 22.5 KB after a short one; a client that sends such heads opens a
+///   connection per request instead.
+/// - **Nothing after a request that closes the connection** is passed on or answered, nor
+///   read (RFC 9112 §9.6). NIO's parser refuses what follows a client's `Connection: close`
+///   but not what follows a head closed here, and Hummingbird counts each such head as a
+///   request in progress, which keeps the connection open past its idle timeout.
 /// - **`Expect: 100-continue`** is answered `100 Continue` before the request goes on, once no
 ///   earlier answer of the connection is still being written (RFC 9110 §10.1.1). Without it a
 ///   client that waits for the interim answer before sending its body would wait for the idle
@@ -43,6 +48,8 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
     /// How many answers come before the one after which the connection closes, whose head
     /// gets `Connection: close`; `nil` when no request closes it.
     private var answersBeforeClose: Int?
+    /// Whether the whole request that closes the connection has come: what follows is dropped.
+    private var closed = false
     /// Whether a request's head came and its end has not: a parser error then is its body's.
     private var readingRequest = false
     /// Whether a head that is not HTTP has been refused, or a body broke after its answer: the
@@ -60,8 +67,16 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // After a request that closes the connection, nothing more (the type's comment).
+        guard !closed else { return }
         guard case .head(var head) = unwrapInboundIn(data) else {
-            if case .end = unwrapInboundIn(data) { readingRequest = false }
+            if case .end = unwrapInboundIn(data) {
+                readingRequest = false
+                if answersBeforeClose != nil {
+                    closed = true
+                    try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
+                }
+            }
             context.fireChannelRead(data)
             return
         }
@@ -89,13 +104,18 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
     /// The largest request head, in bytes, after which the connection stays open.
     static let keptHeadLimit = 8 << 10
 
-    /// A head's size as it came, near enough: its target and each field's name and value, with
-    /// their separators.
+    /// A head's size as the connection would keep it, near enough: its target, each field's
+    /// name and value, and `fieldCost` for each field's own storage (so many short fields,
+    /// small on the wire, count for what keeping them costs).
     static func size(of head: HTTPRequestHead) -> Int {
         var size = head.uri.utf8.count
-        for (name, value) in head.headers { size += name.utf8.count + value.utf8.count + 4 }
+        for (name, value) in head.headers { size += name.utf8.count + value.utf8.count + fieldCost }
         return size
     }
+
+    /// What `size(of:)` counts for each field besides its name and value: the bytes an
+    /// `HTTPField` takes in the list Hummingbird keeps, with the list's growth.
+    static let fieldCost = 64
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
@@ -126,14 +146,16 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        // A refused connection reads nothing more: it closes once its answers are written.
-        guard !refused else { return }
+        // A refused or closed connection reads nothing more: it closes once its answers are
+        // written (a closed one within the idle timeout, as Hummingbird closes it).
+        guard !refused, !closed else { return }
         context.read()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // After a refusal every later byte is an error of the decoder's: one answer is enough.
-        guard !refused else { return }
+        // After a request that closes the connection, nothing more is answered.
+        guard !refused, !closed else { return }
         guard let parserError = error as? HTTPParserError, context.channel.isActive else {
             context.fireErrorCaught(error)
             return

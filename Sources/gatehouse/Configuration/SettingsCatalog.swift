@@ -43,7 +43,7 @@ enum SettingsCatalog {
         ),
         Setting(
             "GATEHOUSE_MAX_CONNECTIONS", .count(minimum: 1),
-            "connections the public listener holds open at most; more wait in the listen backlog (default: what the open-file limit leaves after the process's own descriptors, the operations listener's 64, the database pool and a quarter for provider calls, and under a cgroup memory limit 40 KiB each beside 64 MiB)"
+            "connections the public listener holds open at most; more wait in the listen backlog (default: what the open-file limit leaves after the process's own descriptors, the operations listener's 64, the database pool and a quarter for provider calls, and under a cgroup memory limit 48 KiB each beside 64 MiB)"
         ),
         Setting("GATEHOUSE_PURGE_INTERVAL", .count(minimum: 1), default: "300", "seconds between purges of expired flows, results and sessions"),
         Setting(
