@@ -79,8 +79,8 @@ struct HTTP1SemanticsHandlerTests {
     @Test("a head over 8 KB reaches Hummingbird with Connection: close, so its connection keeps no large head while idle; one at 8 KB stays open")
     func largeHeadsClose() throws {
         let limit = HTTP1Semantics.keptHeadLimit
-        // The target (`/v1/token`, 9 bytes) and each field's storage count too.
-        let atLimit = limit - 9 - HTTP1Semantics.fieldCost - 5
+        // The target (9 bytes), the field's own cost and its value's 48 bytes of allocation.
+        let atLimit = limit - 9 - HTTP1Semantics.fieldCost - 48
         for (padding, closes) in [(atLimit, false), (atLimit + 1, true)] {
             let sent = HTTPRequestHead(
                 version: .http1_1, method: .POST, uri: "/v1/token", headers: HTTPHeaders([("X-Pad", String(repeating: "a", count: padding))]))
@@ -96,9 +96,15 @@ struct HTTP1SemanticsHandlerTests {
         }
     }
 
-    @Test("200 short fields, 1 KB on the wire, count as what keeping them costs: the connection closes after the answer")
+    @Test(
+        "many fields count as what keeping them costs: 100 short ones (under 1 KB on the wire) or 24 of 17-byte names and 16-byte values (1 KB) close the connection after the answer"
+    )
     func manyFieldsClose() throws {
-        let fields = (0..<200).map { ("a\($0)", "b") }
+        let long = (0..<24).map { (String(format: "X-Custom-Field-%02d", $0), String(repeating: "v", count: 16)) }
+        #expect(
+            HTTP1Semantics.size(of: HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: HTTPHeaders(long)))
+                > HTTP1Semantics.keptHeadLimit)
+        let fields = (0..<100).map { ("a\($0)", "b") }
         let sent = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: HTTPHeaders(fields))
         #expect(HTTP1Semantics.size(of: sent) > HTTP1Semantics.keptHeadLimit)
         let channel = try Self.channel()
@@ -111,15 +117,40 @@ struct HTTP1SemanticsHandlerTests {
         _ = try channel.finish()
     }
 
+    /// Counts the reads that reach it from the handlers after it.
+    final class ReadCounter: ChannelOutboundHandler, @unchecked Sendable {
+        typealias OutboundIn = Any
+        /// Reads passed on so far.
+        var reads = 0
+        func read(context: ChannelHandlerContext) {
+            reads += 1
+            context.read()
+        }
+    }
+
+    /// A request head over `keptHeadLimit`.
+    static func largeHead(_ fields: [(String, String)] = []) -> HTTPServerRequestPart {
+        head(.http1_1, [("X-Pad", String(repeating: "a", count: HTTP1Semantics.keptHeadLimit))] + fields)
+    }
+
     @Test("after a whole request that closes the connection, pipelined requests and errors are dropped: one answer, nothing more read")
     func nothingAfterTheClosingRequest() throws {
         let refusals = Refusals()
-        let channel = try Self.channel(refusals)
-        try channel.writeInbound(Self.head(.http1_1, [("X-Pad", String(repeating: "a", count: HTTP1Semantics.keptHeadLimit))]))
+        let counter = ReadCounter()
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandlers([counter, HTTP1Semantics(rejected: refusals.record)])
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        try channel.writeInbound(Self.largeHead())
         try channel.writeInbound(HTTPServerRequestPart.end(nil))
+        let readsBefore = counter.reads
+        channel.read()
+        #expect(counter.reads == readsBefore, "a read passed on after the closing request")
         try channel.writeInbound(Self.head(.http1_1, [("Expect", "100-continue"), ("Content-Length", "1")]))
         try channel.writeInbound(HTTPServerRequestPart.end(nil))
         channel.pipeline.fireErrorCaught(HTTPParserError.invalidHeaderToken)
+        // The closing request's answer: no `100 Continue` follows it for the request after it.
+        try channel.writeOutbound(HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok)))
+        try channel.writeOutbound(HTTPServerResponsePart.end(nil))
         var forwarded: [String] = []
         while let part = try channel.readInbound(as: HTTPServerRequestPart.self) {
             switch part {
@@ -129,10 +160,42 @@ struct HTTP1SemanticsHandlerTests {
             }
         }
         #expect(forwarded == ["head", "end"])
-        // No `100 Continue` and no `400` for what came after it.
-        #expect(try Self.writtenStatuses(channel).isEmpty)
+        #expect(try Self.writtenStatuses(channel) == [200])
         #expect(refusals.reported.isEmpty)
         _ = try channel.finish()
+    }
+
+    @Test("the body of a request that closes the connection still passes, and the connection stays open until its answer")
+    func closingRequestBodyPasses() throws {
+        let channel = try Self.channel()
+        try channel.writeInbound(Self.largeHead([("Content-Length", "4")]))
+        try channel.writeInbound(HTTPServerRequestPart.body(ByteBuffer(string: "ab")))
+        try channel.writeInbound(HTTPServerRequestPart.body(ByteBuffer(string: "cd")))
+        try channel.writeInbound(HTTPServerRequestPart.end(nil))
+        var forwarded: [String] = []
+        while let part = try channel.readInbound(as: HTTPServerRequestPart.self) {
+            switch part {
+            case .head: forwarded.append("head")
+            case .body(let bytes): forwarded.append(String(buffer: bytes))
+            case .end: forwarded.append("end")
+            }
+        }
+        #expect(forwarded == ["head", "ab", "cd", "end"])
+        #expect(channel.isActive)
+        _ = try channel.finish()
+    }
+
+    @Test("an answer that closes the connection before its request's body has come closes the connection once it is sent")
+    func answeredBeforeItsBody() throws {
+        let channel = try Self.channel()
+        try channel.writeInbound(Self.largeHead([("Content-Length", "1048576")]))
+        try channel.writeInbound(HTTPServerRequestPart.body(ByteBuffer(string: "ab")))
+        try channel.writeOutbound(HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .notFound)))
+        #expect(channel.isActive)
+        try channel.writeOutbound(HTTPServerResponsePart.end(nil))
+        channel.embeddedEventLoop.run()
+        #expect(!channel.isActive)
+        _ = try? channel.finish()
     }
 
     @Test("the answer after which the connection closes carries Connection: close; a pipelined answer before it does not")

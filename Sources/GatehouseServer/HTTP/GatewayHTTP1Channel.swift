@@ -32,8 +32,8 @@ struct GatewayHTTP1Channel: ServerChildChannel {
     /// NIO keeps the buffers a connection has read into for its next reads until it closes: as
     /// many as reads per readiness (4 by default), each as large as the reads grew it (64 KB by
     /// default). With NIO's defaults one request with a 1 MB body, even to a route that refuses
-    /// it, left its connection holding about 280 KB while idle, against 22 KB after a short
-    /// request; with one buffer of at most 16 KB, 30–36 KB. A body then arrives in more reads:
+    /// it, left its connection holding about 276 KB while idle, against 22.5 KB after a short
+    /// request; with one buffer of at most 16 KB, about 36 KB. A body then arrives in more reads:
     /// about 1.2 ms of CPU per megabyte against 0.5 (still over 800 MB/s on one core).
     static let receiveBuffers = (
         allocator: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: 16 << 10), readsPerReadiness: UInt(1)

@@ -33,7 +33,7 @@ public enum ConnectionLimit {
 
     /// Memory counted for each connection under a memory limit: an idle one holds about 22 KB
     /// after a short request (the Performance article), and a client can make it keep up to
-    /// about 44 KB: a head of up to 8 KB (a larger one closes the connection after its answer,
+    /// about 45 KB: a head of up to 8 KB (a larger one closes the connection after its answer,
     /// `HTTP1Semantics`) and a receive buffer grown to 16 KB by a body
     /// (`GatewayHTTP1Channel.receiveBuffers`).
     static let memoryPerConnection = 48 << 10
