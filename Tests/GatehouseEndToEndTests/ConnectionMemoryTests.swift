@@ -12,7 +12,8 @@ struct ConnectionMemoryTests {
     /// The process's anonymous memory in KB.
     static func anonymousKB(_ pid: pid_t) throws -> Int {
         let text = try String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8)
-        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("Anonymous:") })
+        let anonymous = text.split(separator: "\n").first { $0.hasPrefix("Anonymous:") }
+        let line = try #require(anonymous)
         return try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
     }
 
