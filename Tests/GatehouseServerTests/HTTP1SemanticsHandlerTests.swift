@@ -128,6 +128,19 @@ struct HTTP1SemanticsHandlerTests {
         }
     }
 
+    /// The request parts passed on so far: `head`, each body part's text, `end`.
+    static func forwarded(_ channel: EmbeddedChannel) throws -> [String] {
+        var parts: [String] = []
+        while let part = try channel.readInbound(as: HTTPServerRequestPart.self) {
+            switch part {
+            case .head: parts.append("head")
+            case .body(let bytes): parts.append(String(buffer: bytes))
+            case .end: parts.append("end")
+            }
+        }
+        return parts
+    }
+
     /// A request head over `keptHeadLimit`.
     static func largeHead(_ fields: [(String, String)] = []) -> HTTPServerRequestPart {
         head(.http1_1, [("X-Pad", String(repeating: "a", count: HTTP1Semantics.keptHeadLimit))] + fields)
@@ -151,15 +164,7 @@ struct HTTP1SemanticsHandlerTests {
         // The closing request's answer: no `100 Continue` follows it for the request after it.
         try channel.writeOutbound(HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok)))
         try channel.writeOutbound(HTTPServerResponsePart.end(nil))
-        var forwarded: [String] = []
-        while let part = try channel.readInbound(as: HTTPServerRequestPart.self) {
-            switch part {
-            case .head: forwarded.append("head")
-            case .body: forwarded.append("body")
-            case .end: forwarded.append("end")
-            }
-        }
-        #expect(forwarded == ["head", "end"])
+        #expect(try Self.forwarded(channel) == ["head", "end"])
         #expect(try Self.writtenStatuses(channel) == [200])
         #expect(refusals.reported.isEmpty)
         _ = try channel.finish()
@@ -172,15 +177,7 @@ struct HTTP1SemanticsHandlerTests {
         try channel.writeInbound(HTTPServerRequestPart.body(ByteBuffer(string: "ab")))
         try channel.writeInbound(HTTPServerRequestPart.body(ByteBuffer(string: "cd")))
         try channel.writeInbound(HTTPServerRequestPart.end(nil))
-        var forwarded: [String] = []
-        while let part = try channel.readInbound(as: HTTPServerRequestPart.self) {
-            switch part {
-            case .head: forwarded.append("head")
-            case .body(let bytes): forwarded.append(String(buffer: bytes))
-            case .end: forwarded.append("end")
-            }
-        }
-        #expect(forwarded == ["head", "ab", "cd", "end"])
+        #expect(try Self.forwarded(channel) == ["head", "ab", "cd", "end"])
         #expect(channel.isActive)
         _ = try channel.finish()
     }
