@@ -84,7 +84,8 @@ public struct GatewayService: Service {
             GatewayHTTP1Channel.builder(
                 configuration: .init(
                     additionalChannelHandlers: [SlowClientDeadlines(timeout: timeout) { listenerMetrics.cut(listener: listener, reason: $0) }],
-                    idleTimeout: timeout)
+                    idleTimeout: timeout),
+                largeHead: { listenerMetrics.largeHead(listener: listener) }
             ) { error, requestID, peer in
                 listenerMetrics.malformed(listener: listener)
                 logger.info(

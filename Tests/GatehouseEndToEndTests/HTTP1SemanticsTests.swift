@@ -53,7 +53,9 @@ struct HTTP1SemanticsTests {
         }
     }
 
-    @Test("a request whose head is over 8 KB is answered and its connection closed; one of 7 KB keeps it open for the next request")
+    @Test(
+        "a request whose head is over 8 KB is answered, its connection closed and the request counted; one of 7 KB keeps it open for the next request"
+    )
     func largeHeadsClose() async throws {
         try await withDeployment { deployment in
             let port = try Self.ports(deployment)[0]
@@ -71,6 +73,10 @@ struct HTTP1SemanticsTests {
                 #expect(answers.count == (closes ? 1 : 2), "\(padding): \(answer)")
                 #expect(answers.first?.lowercased().contains("\r\nconnection: close\r\n") == closes, "\(padding): \(answer)")
             }
+            // Counted, so an operator sees clients whose heads cost them keep-alive.
+            let metrics = try await deployment.client.execute(OutboundRequest(url: deployment.operationsURL + "/metrics")).bodyText
+            #expect(metrics.contains(#"gatehouse_large_request_heads_total{listener="public"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"gatehouse_large_request_heads_total{listener="operations"} 0"#), "\(metrics)")
         }
     }
 

@@ -21,9 +21,18 @@ struct HTTP1SemanticsHandlerTests {
         @Sendable func record(_ error: HTTPParserError, _ id: String, _ peer: SocketAddress?) { errors.withLock { $0.append("\(error)") } }
     }
 
+    /// How many heads the handler reported too large to keep.
+    final class LargeHeads: Sendable {
+        private let count = Mutex(0)
+        /// The reports so far.
+        var reported: Int { count.withLock { $0 } }
+        /// Records one report.
+        @Sendable func record() { count.withLock { $0 += 1 } }
+    }
+
     /// An active embedded channel with the handler.
-    static func channel(_ refusals: Refusals = Refusals()) throws -> EmbeddedChannel {
-        let channel = EmbeddedChannel(handler: HTTP1Semantics(rejected: refusals.record))
+    static func channel(_ refusals: Refusals = Refusals(), largeHeads: LargeHeads = LargeHeads()) throws -> EmbeddedChannel {
+        let channel = EmbeddedChannel(handler: HTTP1Semantics(rejected: refusals.record, largeHead: largeHeads.record))
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         return channel
     }
@@ -76,7 +85,9 @@ struct HTTP1SemanticsHandlerTests {
         }
     }
 
-    @Test("a head over 8 KB reaches Hummingbird with Connection: close, so its connection keeps no large head while idle; one at 8 KB stays open")
+    @Test(
+        "a head over 8 KB reaches Hummingbird with Connection: close, so its connection keeps no large head while idle, and is reported; one at 8 KB stays open, and a large head that closes its connection anyway is not reported"
+    )
     func largeHeadsClose() throws {
         let limit = HTTP1Semantics.keptHeadLimit
         // The target (9 bytes), the field's own cost and its value's 48 bytes of allocation.
@@ -85,15 +96,32 @@ struct HTTP1SemanticsHandlerTests {
             let sent = HTTPRequestHead(
                 version: .http1_1, method: .POST, uri: "/v1/token", headers: HTTPHeaders([("X-Pad", String(repeating: "a", count: padding))]))
             #expect(HTTP1Semantics.size(of: sent) == (closes ? limit + 1 : limit))
-            let channel = try Self.channel()
+            let largeHeads = LargeHeads()
+            let channel = try Self.channel(largeHeads: largeHeads)
             try channel.writeInbound(HTTPServerRequestPart.head(sent))
             guard case .head(let head) = try channel.readInbound(as: HTTPServerRequestPart.self) else {
                 Issue.record("no head")
                 continue
             }
             #expect(head.headers["connection"] == (closes ? ["close"] : []), "\(padding)")
+            #expect(largeHeads.reported == (closes ? 1 : 0), "\(padding)")
             _ = try channel.finish()
         }
+        // The client closes the connection itself: its head's size changes nothing.
+        let largeHeads = LargeHeads()
+        let channel = try Self.channel(largeHeads: largeHeads)
+        try channel.writeInbound(
+            HTTPServerRequestPart.head(
+                HTTPRequestHead(
+                    version: .http1_1, method: .POST, uri: "/v1/token",
+                    headers: HTTPHeaders([("Connection", "close"), ("X-Pad", String(repeating: "a", count: limit))]))))
+        guard case .head(let head) = try channel.readInbound(as: HTTPServerRequestPart.self) else {
+            Issue.record("no head")
+            return
+        }
+        #expect(head.headers["connection"] == ["close"])
+        #expect(largeHeads.reported == 0)
+        _ = try channel.finish()
     }
 
     @Test(

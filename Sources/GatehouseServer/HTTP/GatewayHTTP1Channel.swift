@@ -16,13 +16,17 @@ struct GatewayHTTP1Channel: ServerChildChannel {
     let inner: HTTP1Channel
     /// Told of each request head `HTTP1Semantics` refuses as not HTTP.
     let rejected: @Sendable (HTTPParserError, String, SocketAddress?) -> Void
+    /// Told of each request head too large to keep (`HTTP1Semantics.keptHeadLimit`).
+    let largeHead: @Sendable () -> Void
 
     /// A server builder of such channels.
     static func builder(
-        configuration: HTTP1Channel.Configuration, rejected: @escaping @Sendable (HTTPParserError, String, SocketAddress?) -> Void
+        configuration: HTTP1Channel.Configuration, largeHead: @escaping @Sendable () -> Void,
+        rejected: @escaping @Sendable (HTTPParserError, String, SocketAddress?) -> Void
     ) -> HTTPServerBuilder {
         HTTPServerBuilder { responder in
-            GatewayHTTP1Channel(inner: HTTP1Channel(responder: responder, configuration: configuration), rejected: rejected)
+            GatewayHTTP1Channel(
+                inner: HTTP1Channel(responder: responder, configuration: configuration), rejected: rejected, largeHead: largeHead)
         }
     }
 
@@ -51,8 +55,8 @@ struct GatewayHTTP1Channel: ServerChildChannel {
         }
         return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let operations = channel.pipeline.syncOperations
-            try operations.addHandler(
-                HTTP1Semantics(rejected: rejected), position: .before(try operations.handler(type: HTTP1ToHTTPServerCodec.self)))
+            let semantics = HTTP1Semantics(rejected: rejected, largeHead: largeHead)
+            try operations.addHandler(semantics, position: .before(try operations.handler(type: HTTP1ToHTTPServerCodec.self)))
             return value
         }
     }

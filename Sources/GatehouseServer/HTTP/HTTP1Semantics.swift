@@ -18,7 +18,8 @@ import NIOHTTP1
 ///   same way: Hummingbird keeps a connection's last head until the next one comes, so an
 ///   idle connection would hold it. A 60 KB head left its connection holding about 116 KB
 ///   while idle, against 22.5 KB after a short one; a client that sends such heads opens a
-///   connection per request instead.
+///   connection per request instead. `largeHead` hears of each (the listener counts them), so
+///   an operator sees clients whose cookies or tokens cost them keep-alive.
 /// - **Nothing after a request that closes the connection** is passed on or answered, nor
 ///   read (RFC 9112 §9.6). NIO's parser refuses what follows a client's `Connection: close`
 ///   but not what follows a head closed here, and Hummingbird counts each such head as a
@@ -62,10 +63,14 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
     /// Told of each request head refused as not HTTP: the parser's error, the answer's request
     /// id and the client's address.
     private let rejected: (HTTPParserError, String, SocketAddress?) -> Void
+    /// Told of each request head over `keptHeadLimit`, whose connection closes after its answer.
+    private let largeHead: () -> Void
 
-    /// The semantics; `rejected` hears of each head refused as not HTTP.
-    init(rejected: @escaping (HTTPParserError, String, SocketAddress?) -> Void = { _, _, _ in }) {
+    /// The semantics; `rejected` hears of each head refused as not HTTP, `largeHead` of each
+    /// head too large to keep.
+    init(rejected: @escaping (HTTPParserError, String, SocketAddress?) -> Void = { _, _, _ in }, largeHead: @escaping () -> Void = {}) {
         self.rejected = rejected
+        self.largeHead = largeHead
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -92,7 +97,10 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
                 answersBeforeContinue = answersBefore
             }
         }
-        if !head.isKeepAlive || Self.size(of: head) > Self.keptHeadLimit {
+        let keepsAlive = head.isKeepAlive
+        if !keepsAlive || Self.size(of: head) > Self.keptHeadLimit {
+            // A connection its client keeps alive closes for the head's size alone.
+            if keepsAlive { largeHead() }
             // Replaced whatever it said: Hummingbird closes only on one field that is exactly `close`.
             head.headers.replaceOrAdd(name: "connection", value: "close")
             // Its answer says so, so the client sends nothing more on the connection.

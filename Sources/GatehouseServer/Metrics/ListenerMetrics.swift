@@ -1,7 +1,8 @@
 import Synchronization
 
 /// Where the listeners count what happens to connections outside any request: the ones
-/// `SlowClientDeadlines` cuts, the request heads refused as not HTTP, the accepts that fail
+/// `SlowClientDeadlines` cuts, the request heads refused as not HTTP or too large to keep
+/// (whose connections close after the answer), the accepts that fail
 /// for want of descriptors, and the connections open against each listener's limit. They count
 /// into the start-up gate's metrics until the core is assembled, the assembled gateway's
 /// after; what happens before either exists is not counted, except the open connections and
@@ -61,6 +62,11 @@ final class ListenerMetrics: Sendable {
     /// Counts one request head `listener` refused as not HTTP.
     func malformed(listener: String) {
         metrics?.malformedRequest(listener: listener)
+    }
+
+    /// Counts one request head `listener` found too large to keep its connection open for.
+    func largeHead(listener: String) {
+        metrics?.largeRequestHead(listener: listener)
     }
 
     /// Counts one accept of `listener` that failed for want of descriptors or memory.

@@ -34,6 +34,11 @@ public enum MetricsCatalog {
                 "Request heads refused as not HTTP (400 invalid-argument, the connection closed), by listener; not in gatehouse_http_requests_total."
         ),
         Entry(
+            name: "gatehouse_large_request_heads_total", type: "counter", labels: ["listener"],
+            help:
+                "Requests of kept-alive connections whose head was over 8 KB (each field counted for what keeping it costs), answered with Connection: close: the connection's last request, by listener."
+        ),
+        Entry(
             name: "gatehouse_accept_failures_total", type: "counter", labels: ["listener"],
             help:
                 "Accepts that failed for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), by listener; the listener pauses accepting 50 ms after each."

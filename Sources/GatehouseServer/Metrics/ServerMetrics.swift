@@ -64,6 +64,7 @@ public final class ServerMetrics: Sendable {
         for listener in ["public", "operations"] {
             for reason in SlowClientDeadlines.Reason.allCases { connectionCut(listener: listener, reason: reason, by: 0) }
             malformedRequest(listener: listener, by: 0)
+            largeRequestHead(listener: listener, by: 0)
             acceptFailed(listener: listener, by: 0)
             connectionLimitReached(listener: listener, by: 0)
             connectionsOpen(listener: listener, 0)
@@ -109,6 +110,13 @@ public final class ServerMetrics: Sendable {
     /// Counts one request head a listener (`public` or `operations`) refused as not HTTP.
     func malformedRequest(listener: String, by count: Int = 1) {
         CoreMetrics.Counter(label: "gatehouse_malformed_requests_total", dimensions: [("listener", listener)], factory: factory)
+            .increment(by: count)
+    }
+
+    /// Counts one request head over 8 KB (`HTTP1Semantics.keptHeadLimit`) that a listener
+    /// (`public` or `operations`) answered with `Connection: close`, its connection's last.
+    func largeRequestHead(listener: String, by count: Int = 1) {
+        CoreMetrics.Counter(label: "gatehouse_large_request_heads_total", dimensions: [("listener", listener)], factory: factory)
             .increment(by: count)
     }
 
