@@ -16,7 +16,8 @@ struct GatewayHTTP1Channel: ServerChildChannel {
     let inner: HTTP1Channel
     /// Told of each request head `HTTP1Semantics` refuses as not HTTP.
     let rejected: @Sendable (HTTPParserError, String, SocketAddress?) -> Void
-    /// Told of each request head too large to keep (`HTTP1Semantics.keptHeadLimit`).
+    /// Told of each request head too large to keep its client's connection open for
+    /// (`HTTP1Semantics.keptHeadLimit`).
     let largeHead: @Sendable () -> Void
 
     /// A server builder of such channels.

@@ -18,8 +18,9 @@ import NIOHTTP1
 ///   same way: Hummingbird keeps a connection's last head until the next one comes, so an
 ///   idle connection would hold it. A 60 KB head left its connection holding about 116 KB
 ///   while idle, against 22.5 KB after a short one; a client that sends such heads opens a
-///   connection per request instead. `largeHead` hears of each (the listener counts them), so
-///   an operator sees clients whose cookies or tokens cost them keep-alive.
+///   connection per request instead. `largeHead` hears of each such head whose client would
+///   have kept the connection open (the listener counts them), so an operator sees clients
+///   whose cookies or tokens cost them keep-alive.
 /// - **Nothing after a request that closes the connection** is passed on or answered, nor
 ///   read (RFC 9112 §9.6). NIO's parser refuses what follows a client's `Connection: close`
 ///   but not what follows a head closed here, and Hummingbird counts each such head as a
@@ -63,11 +64,13 @@ final class HTTP1Semantics: ChannelDuplexHandler, RemovableChannelHandler {
     /// Told of each request head refused as not HTTP: the parser's error, the answer's request
     /// id and the client's address.
     private let rejected: (HTTPParserError, String, SocketAddress?) -> Void
-    /// Told of each request head over `keptHeadLimit`, whose connection closes after its answer.
+    /// Told of each request head over `keptHeadLimit` whose client would have kept the
+    /// connection open: it closes after the answer instead. Not told of a head that closes its
+    /// connection anyway (`Connection: close`, HTTP/1.0 without keep-alive).
     private let largeHead: () -> Void
 
     /// The semantics; `rejected` hears of each head refused as not HTTP, `largeHead` of each
-    /// head too large to keep.
+    /// head too large to keep its client's connection open for.
     init(rejected: @escaping (HTTPParserError, String, SocketAddress?) -> Void = { _, _, _ in }, largeHead: @escaping () -> Void = {}) {
         self.rejected = rejected
         self.largeHead = largeHead

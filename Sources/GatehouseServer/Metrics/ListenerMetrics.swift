@@ -64,7 +64,7 @@ final class ListenerMetrics: Sendable {
         metrics?.malformedRequest(listener: listener)
     }
 
-    /// Counts one request head `listener` found too large to keep its connection open for.
+    /// Counts one request head `listener` found too large to keep its client's connection open for.
     func largeHead(listener: String) {
         metrics?.largeRequestHead(listener: listener)
     }

@@ -36,7 +36,7 @@ public enum MetricsCatalog {
         Entry(
             name: "gatehouse_large_request_heads_total", type: "counter", labels: ["listener"],
             help:
-                "Requests of kept-alive connections whose head was over 8 KB (each field counted for what keeping it costs), answered with Connection: close: the connection's last request, by listener."
+                "Requests whose client would keep the connection open but whose head was over 8 KB (each field counted for what keeping it costs): marked Connection: close, the connection's last request, by listener."
         ),
         Entry(
             name: "gatehouse_accept_failures_total", type: "counter", labels: ["listener"],

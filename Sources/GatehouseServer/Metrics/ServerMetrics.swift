@@ -113,8 +113,9 @@ public final class ServerMetrics: Sendable {
             .increment(by: count)
     }
 
-    /// Counts one request head over 8 KB (`HTTP1Semantics.keptHeadLimit`) that a listener
-    /// (`public` or `operations`) answered with `Connection: close`, its connection's last.
+    /// Counts one request head over 8 KB (`HTTP1Semantics.keptHeadLimit`) whose client would
+    /// keep the connection open, which a listener (`public` or `operations`) made its
+    /// connection's last.
     func largeRequestHead(listener: String, by count: Int = 1) {
         CoreMetrics.Counter(label: "gatehouse_large_request_heads_total", dimensions: [("listener", listener)], factory: factory)
             .increment(by: count)
