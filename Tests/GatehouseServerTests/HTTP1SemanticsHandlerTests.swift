@@ -90,41 +90,32 @@ struct HTTP1SemanticsHandlerTests {
     )
     func largeHeadsClose() throws {
         let limit = HTTP1Semantics.keptHeadLimit
+        func padding(_ count: Int) -> (String, String) { ("X-Pad", String(repeating: "a", count: count)) }
         // The target (9 bytes), the field's own cost and its value's 48 bytes of allocation.
         let atLimit = limit - 9 - HTTP1Semantics.fieldCost - 48
-        for (padding, closes) in [(atLimit, false), (atLimit + 1, true)] {
-            let sent = HTTPRequestHead(
-                version: .http1_1, method: .POST, uri: "/v1/token", headers: HTTPHeaders([("X-Pad", String(repeating: "a", count: padding))]))
-            #expect(HTTP1Semantics.size(of: sent) == (closes ? limit + 1 : limit))
-            let largeHeads = LargeHeads()
-            let channel = try Self.channel(largeHeads: largeHeads)
-            try channel.writeInbound(HTTPServerRequestPart.head(sent))
-            guard case .head(let head) = try channel.readInbound(as: HTTPServerRequestPart.self) else {
-                Issue.record("no head")
-                continue
-            }
-            #expect(head.headers["connection"] == (closes ? ["close"] : []), "\(padding)")
-            #expect(largeHeads.reported == (closes ? 1 : 0), "\(padding)")
-            _ = try channel.finish()
+        for (count, size) in [(atLimit, limit), (atLimit + 1, limit + 1)] {
+            let sent = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v1/token", headers: HTTPHeaders([padding(count)]))
+            #expect(HTTP1Semantics.size(of: sent) == size)
         }
-        // Whether the client would keep the connection open decides: a client that closes it
-        // itself (HTTP/1.1 with Connection: close, HTTP/1.0 without keep-alive) is not
-        // reported, an HTTP/1.0 client asking for keep-alive is.
-        let padding = ("X-Pad", String(repeating: "a", count: limit))
-        for (version, fields, reported) in [
-            (HTTPVersion.http1_1, [("Connection", "close"), padding], 0), (.http1_0, [padding], 0),
-            (.http1_0, [("Connection", "keep-alive"), padding], 1),
-        ] {
+        // Whether the client would keep the connection open decides the report: a client that
+        // closes it itself (HTTP/1.1 with Connection: close, HTTP/1.0 without keep-alive) is
+        // not reported, an HTTP/1.0 client asking for keep-alive is.
+        let cases: [(HTTPVersion, [(String, String)], closes: Bool, reported: Int)] = [
+            (.http1_1, [padding(atLimit)], false, 0), (.http1_1, [padding(atLimit + 1)], true, 1),
+            (.http1_1, [("Connection", "close"), padding(limit)], true, 0), (.http1_0, [padding(limit)], true, 0),
+            (.http1_0, [("Connection", "keep-alive"), padding(limit)], true, 1),
+        ]
+        for (version, fields, closes, reported) in cases {
             let largeHeads = LargeHeads()
             let channel = try Self.channel(largeHeads: largeHeads)
-            try channel.writeInbound(
-                HTTPServerRequestPart.head(HTTPRequestHead(version: version, method: .POST, uri: "/v1/token", headers: HTTPHeaders(fields))))
+            try channel.writeInbound(Self.head(version, fields))
             guard case .head(let head) = try channel.readInbound(as: HTTPServerRequestPart.self) else {
                 Issue.record("no head")
                 continue
             }
-            #expect(head.headers["connection"] == ["close"], "\(version) \(fields.count)")
-            #expect(largeHeads.reported == reported, "\(version) \(fields.count)")
+            let label = "\(version) \(fields.map { "\($0.0): \($0.1.count) bytes" })"
+            #expect(head.headers["connection"] == (closes ? ["close"] : []), "\(label)")
+            #expect(largeHeads.reported == reported, "\(label)")
             _ = try channel.finish()
         }
     }
