@@ -95,9 +95,10 @@ actor ExpiringCache<Value: Sendable> {
         let size = cost(value)
         guard size <= capacity else { return }
         defer { metrics.cacheUsed(cache: name, cost: totalCost) }
-        if let old = entries.removeValue(forKey: key) { totalCost -= old.cost }
         clock += 1
-        entries[key] = Entry(value: value, storedAt: wallClock.now(), cost: size, lastUse: clock)
+        if let old = entries.updateValue(Entry(value: value, storedAt: wallClock.now(), cost: size, lastUse: clock), forKey: key) {
+            totalCost -= old.cost
+        }
         totalCost += size
         guard totalCost > capacity else { return }
         // Over budget: drop entries past any use (stale ones included), then the least recently

@@ -19,19 +19,21 @@ enum OIDCProfileMapper {
         } else {
             verified = email != nil && claims?.email == email && claims?.emailVerified == true
         }
+        // Userinfo's members as they came, each claim of the ID token only where userinfo has
+        // none: without claims (a refreshed profile) the members are the parsed answer's own
+        // dictionary, not a copy, so the profiles of one repeated answer (`parseRepeated`) share
+        // it and compare equal by identity when the answer's JSON is reused (`EncodedAnswers`).
         var raw: [String: JSONValue] = [:]
+        if case .object(let info)? = userInfo { raw = info }
         if let claims {
             for (key, value) in [
                 ("sub", claims.subject), ("name", claims.name), ("given_name", claims.givenName), ("family_name", claims.familyName),
                 ("email", claims.email), ("preferred_username", claims.preferredUsername), ("picture", claims.picture),
                 ("locale", claims.locale),
-            ] {
+            ] where raw[key] == nil {
                 if let value { raw[key] = .string(value) }
             }
-            if let flag = claims.emailVerified { raw["email_verified"] = .bool(flag) }
-        }
-        if case .object(let info)? = userInfo {
-            for (key, value) in info { raw[key] = value }
+            if raw["email_verified"] == nil, let flag = claims.emailVerified { raw["email_verified"] = .bool(flag) }
         }
         return ProviderProfile(
             providerId: providerId, federatedId: subject, username: text("preferred_username", claims?.preferredUsername),
