@@ -12,6 +12,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /// curl_easy_setopt for options taking a `long`.
@@ -51,6 +52,11 @@ static inline CURLcode gh_easy_setopt_data_callback(CURL *handle, CURLoption opt
 /// curl_easy_setopt for CURLOPT_OPENSOCKETFUNCTION.
 static inline CURLcode gh_easy_setopt_opensocket(CURL *handle, curl_opensocket_callback callback) {
     return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
+}
+
+/// curl_easy_setopt for CURLOPT_CLOSESOCKETFUNCTION.
+static inline CURLcode gh_easy_setopt_closesocket(CURL *handle, curl_closesocket_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, callback);
 }
 
 /// curl_easy_setopt for CURLOPT_PREREQFUNCTION (called before each request libcurl sends on
@@ -123,9 +129,11 @@ static inline void gh_eventfd_drain(int fd) {
     (void)bytes;
 }
 
-/// Sets the interest of `fd` from a CURL_POLL_* value (CURL_POLL_REMOVE forgets it). The data
-/// carried by each event is the descriptor itself.
-static inline int gh_epoll_watch(int epfd, int fd, int what) {
+/// Sets the interest of `fd` from a CURL_POLL_* value (CURL_POLL_REMOVE forgets it), changing
+/// its registration first when `registered` says it has one, adding it first otherwise; either
+/// falls back to the other when the set says otherwise. The data carried by each event is the
+/// descriptor itself.
+static inline int gh_epoll_interest(int epfd, int fd, int what, int registered) {
     if (what == CURL_POLL_REMOVE) {
         // libcurl may already have closed it (epoll forgot it then): nothing to undo.
         return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
@@ -134,11 +142,29 @@ static inline int gh_epoll_watch(int epfd, int fd, int what) {
     if (what & CURL_POLL_IN) event.events |= EPOLLIN;
     if (what & CURL_POLL_OUT) event.events |= EPOLLOUT;
     event.data.fd = fd;
-    if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event) == 0) return 0;
+    if (epoll_ctl(epfd, registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &event) == 0) return 0;
     // libcurl changes the interest of a socket it registered before (and one socket may serve
-    // several transfers in turn).
-    return errno == EEXIST ? epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &event) : -1;
+    // several transfers in turn); a socket closed since is no longer in the set.
+    if (errno == EEXIST) return epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &event);
+    if (errno == ENOENT) return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event);
+    return -1;
 }
+
+/// The kernel's identity of the socket `fd` refers to (SO_COOKIE: unique while the system runs,
+/// never reused), or 0 when it is not a socket or has none.
+static inline uint64_t gh_socket_cookie(int fd) {
+    uint64_t cookie = 0;
+    socklen_t length = sizeof cookie;
+    return getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &length) == 0 ? cookie : 0;
+}
+
+/// A close-on-exec socket for libcurl's open-socket callback, or -1.
+static inline int gh_socket_cloexec(int family, int type, int protocol) {
+    return socket(family, type | SOCK_CLOEXEC, protocol);
+}
+
+/// `gh_epoll_interest` for a descriptor whose registration is not known.
+static inline int gh_epoll_watch(int epfd, int fd, int what) { return gh_epoll_interest(epfd, fd, what, 0); }
 
 /// Names the calling thread (`top -H`, `perf`; at most 15 characters kept).
 static inline void gh_name_this_thread(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }

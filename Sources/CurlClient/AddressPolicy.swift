@@ -47,26 +47,24 @@ public enum AddressPolicy: Sendable, Equatable {
     }
 }
 
-/// CURLOPT_OPENSOCKETFUNCTION for `.publicOnly` requests: opens the socket libcurl asks for
-/// only when the resolved address is public; otherwise `CURL_SOCKET_BAD`, which fails the
-/// connection attempt.
-let publicOnlyOpenSocket: curl_opensocket_callback = { _, _, address in
-    guard let address, let offset = MemoryLayout<curl_sockaddr>.offset(of: \curl_sockaddr.addr) else { return CURL_SOCKET_BAD }
-    let candidate = address.pointee
-    // Read the address through the pointer: libcurl's storage behind `addr` is `addrlen`
-    // bytes long, more than `struct sockaddr` for IPv6.
-    let raw = UnsafeRawPointer(address).advanced(by: offset)
-    let allowed: Bool
-    switch Int32(candidate.family) {
-    case AF_INET where Int(candidate.addrlen) >= MemoryLayout<sockaddr_in>.size:
-        let ip = raw.loadUnaligned(as: sockaddr_in.self).sin_addr
-        allowed = withUnsafeBytes(of: ip) { AddressPolicy.isPublic(ipv4: Array($0)) }
-    case AF_INET6 where Int(candidate.addrlen) >= MemoryLayout<sockaddr_in6>.size:
-        let ip = raw.loadUnaligned(as: sockaddr_in6.self).sin6_addr
-        allowed = withUnsafeBytes(of: ip) { AddressPolicy.isPublic(ipv6: Array($0)) }
-    default:
-        allowed = false
+extension AddressPolicy {
+    /// Whether libcurl's resolved `address` (the argument of CURLOPT_OPENSOCKETFUNCTION) is a
+    /// public IPv4 or IPv6 address; any other family is refused.
+    static func allows(_ address: UnsafePointer<curl_sockaddr>) -> Bool {
+        guard let offset = MemoryLayout<curl_sockaddr>.offset(of: \curl_sockaddr.addr) else { return false }
+        let candidate = address.pointee
+        // Read the address through the pointer: libcurl's storage behind `addr` is `addrlen`
+        // bytes long, more than `struct sockaddr` for IPv6.
+        let raw = UnsafeRawPointer(address).advanced(by: offset)
+        switch Int32(candidate.family) {
+        case AF_INET where Int(candidate.addrlen) >= MemoryLayout<sockaddr_in>.size:
+            let ip = raw.loadUnaligned(as: sockaddr_in.self).sin_addr
+            return withUnsafeBytes(of: ip) { isPublic(ipv4: Array($0)) }
+        case AF_INET6 where Int(candidate.addrlen) >= MemoryLayout<sockaddr_in6>.size:
+            let ip = raw.loadUnaligned(as: sockaddr_in6.self).sin6_addr
+            return withUnsafeBytes(of: ip) { isPublic(ipv6: Array($0)) }
+        default:
+            return false
+        }
     }
-    guard allowed else { return CURL_SOCKET_BAD }
-    return socket(candidate.family, candidate.socktype, candidate.protocol)
 }

@@ -33,6 +33,12 @@ public final class CurlHTTPClient: Sendable {
     /// Transfers in flight and waiting now, and the requests refused as `overloaded` so far.
     public var load: OutboundLoad { driver.load.snapshot }
 
+    /// How many times the driver thread has woken from its wait (`LoadCounters.wakeUpCount`).
+    var driverWakeUps: Int { driver.load.wakeUpCount }
+
+    /// How many changes the driver has made to its epoll set (`LoadCounters.watchChangeCount`).
+    var driverWatchChanges: Int { driver.load.watchChangeCount }
+
     /// Sends a request and collects the whole response body (bounded by the size cap).
     public func execute(_ request: OutboundRequest) async throws -> OutboundResponse {
         try await stream(request).collect()

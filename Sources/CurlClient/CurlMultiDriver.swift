@@ -195,6 +195,8 @@ private final class DriverLoop {
     let multi: UnsafeMutableRawPointer
     /// The epoll set of libcurl's sockets and the wake-up eventfd.
     let epoll: Int32
+    /// libcurl's sockets in that set.
+    let sockets: SocketRegistrations
     /// The eventfd other threads write to wake the driver.
     let wake: Int32
     var active: [UnsafeMutableRawPointer: Transfer] = [:]
@@ -226,6 +228,7 @@ private final class DriverLoop {
     init(multi: UnsafeMutableRawPointer, epoll: Int32, wake: Int32, limits: Limits, load: LoadCounters) {
         self.multi = multi
         self.epoll = epoll
+        sockets = SocketRegistrations(epoll: epoll, load: load)
         self.wake = wake
         self.limits = limits
         self.load = load
@@ -235,16 +238,9 @@ private final class DriverLoop {
     /// the driver thread, which keeps `self` alive for as long as libcurl may call back.
     func install() {
         let me = Unmanaged.passUnretained(self).toOpaque()
-        _ = gh_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, me)
+        _ = gh_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, Unmanaged.passUnretained(sockets).toOpaque())
         _ = gh_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, me)
-        _ = gh_multi_setopt_socketfunction(multi) { _, socket, what, loop, _ in
-            guard let loop else { return -1 }
-            let epoll = Unmanaged<DriverLoop>.fromOpaque(loop).takeUnretainedValue().epoll
-            // A failed removal means the socket is closed already; a failed registration
-            // surfaces as the transfer's own timeout.
-            _ = gh_epoll_watch(epoll, socket, what)
-            return 0
-        }
+        _ = gh_multi_setopt_socketfunction(multi, SocketRegistrations.socketFunction)
         _ = gh_multi_setopt_timerfunction(multi) { _, milliseconds, loop in
             guard let loop else { return -1 }
             let driver = Unmanaged<DriverLoop>.fromOpaque(loop).takeUnretainedValue()
@@ -394,7 +390,7 @@ private final class DriverLoop {
             return
         }
         do {
-            try transfer.configure(easy, heads: heads)
+            try transfer.configure(easy, heads: heads, sockets: sockets)
         } catch {
             transfer.releaseHandleResources()
             recycle(easy)
@@ -425,12 +421,13 @@ private final class DriverLoop {
                 gh_epoll_wait(epoll, descriptors.baseAddress, flags.baseAddress, timeout)
             }
         }
+        load.countWakeUp()
         var running: Int32 = 0
         for index in 0..<Int(count) {
             let descriptor = readyDescriptors[index]
             if descriptor == wake {
                 gh_eventfd_drain(wake)
-            } else {
+            } else if !sockets.takeParked(descriptor) {
                 _ = curl_multi_socket_action(multi, descriptor, readyFlags[index], &running)
             }
         }

@@ -15,6 +15,8 @@ final class LoadCounters: Sendable {
     private let inFlight = Atomic<Int>(0)
     private let waiting = Atomic<Int>(0)
     private let refused = Atomic<Int>(0)
+    private let wakeUps = Atomic<Int>(0)
+    private let watchChanges = Atomic<Int>(0)
 
     /// The counts now; each is exact, the three together a moment apart at most.
     var snapshot: OutboundLoad {
@@ -32,5 +34,23 @@ final class LoadCounters: Sendable {
     /// Counts one refusal.
     func countRefusal() {
         refused.add(1, ordering: .relaxed)
+    }
+
+    /// How many times the driver thread has woken from its wait: about once a second while
+    /// nothing happens, so a driver woken again and again by a socket nobody reads shows here.
+    var wakeUpCount: Int { wakeUps.load(ordering: .relaxed) }
+
+    /// Counts one wake-up; only the driver thread calls this.
+    func countWakeUp() {
+        wakeUps.add(1, ordering: .relaxed)
+    }
+
+    /// How many changes the driver has made to its epoll set for libcurl's sockets
+    /// (`SocketRegistrations`: a connection reused by transfer after transfer makes none).
+    var watchChangeCount: Int { watchChanges.load(ordering: .relaxed) }
+
+    /// Counts one change to the epoll set; only the driver thread calls this.
+    func countWatchChange() {
+        watchChanges.add(1, ordering: .relaxed)
     }
 }

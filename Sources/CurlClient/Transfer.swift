@@ -103,8 +103,9 @@ final class Transfer: @unchecked Sendable {
     }
 
     /// Applies every option of this request to a clean easy handle; `heads` is the driver
-    /// loop's list this transfer's head joins when its body starts.
-    func configure(_ easy: UnsafeMutableRawPointer, heads: HeadDeliveries) throws {
+    /// loop's list this transfer's head joins when its body starts, `sockets` the registrations
+    /// its connection's socket joins.
+    func configure(_ easy: UnsafeMutableRawPointer, heads: HeadDeliveries, sockets: SocketRegistrations) throws {
         self.easy = easy
         self.heads = heads
         let request = self.request
@@ -117,8 +118,13 @@ final class Transfer: @unchecked Sendable {
         try set(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         // A proxy's answer to CONNECT is not the response: its header block would end the head.
         try set(easy, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
+        let registrations = Unmanaged.passUnretained(sockets).toOpaque()
+        let open = request.addresses == .publicOnly ? SocketRegistrations.openPublicSocket : SocketRegistrations.openSocket
+        try check(gh_easy_setopt_opensocket(easy, open))
+        try check(gh_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, registrations))
+        try check(gh_easy_setopt_closesocket(easy, SocketRegistrations.closeSocket))
+        try check(gh_easy_setopt_pointer(easy, CURLOPT_CLOSESOCKETDATA, registrations))
         if request.addresses == .publicOnly {
-            try check(gh_easy_setopt_opensocket(easy, publicOnlyOpenSocket))
             // Its own connection cache: only connections opened through the check are reused.
             if let share = driver?.publicOnlyConnections {
                 try check(gh_easy_setopt_pointer(easy, CURLOPT_SHARE, share))

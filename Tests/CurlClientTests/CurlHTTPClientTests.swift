@@ -130,6 +130,39 @@ struct CurlHTTPClientTests {
             }
             #expect(server.requestsSeen == 25)
             #expect(server.connectionsAccepted == 1)
+            // The connection's socket stays in the driver's epoll set between transfers: it was
+            // registered for the first transfer (and for writing while it connected), not again.
+            #expect(client.driverWatchChanges <= 4)
+        }
+    }
+
+    @Test("a cached connection its server closes does not keep the driver awake, and the next request opens a new one")
+    func serverClosesCachedConnection() async throws {
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            #expect(try await client.execute(OutboundRequest(url: server.url("/hang-up/50"))).status == 200)
+            for _ in 0..<100 where server.connectionsHungUp == 0 {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(server.connectionsHungUp == 1)
+            // The driver has seen the hang-up on the connection it keeps for reuse; from now on
+            // nothing happens, so it wakes only for its one-second timeout. A socket left ready
+            // in its set would wake it on every wait.
+            try await Task.sleep(for: .milliseconds(200))
+            let before = client.driverWakeUps
+            let clock = ContinuousClock()
+            let start = clock.now
+            try await Task.sleep(for: .milliseconds(500))
+            let seconds = (clock.now - start).components.seconds
+            #expect(client.driverWakeUps - before <= 3 + Int(seconds))
+
+            let response = try await client.execute(OutboundRequest(url: server.url("/hello")))
+            #expect(response.status == 200)
+            #expect(server.connectionsAccepted == 2)
+            // The new connection is cached and reused as any other.
+            #expect(try await client.execute(OutboundRequest(url: server.url("/hello"))).status == 200)
+            #expect(server.connectionsAccepted == 2)
         }
     }
 

@@ -19,6 +19,7 @@ final class LoopbackHTTPServer: Sendable {
     private let requestTargets: Targets
     private let cutCount: Counter
     private let receivedCount: Counter
+    private let hungUpCount: Counter
     private let channel: any Channel
     private let group: MultiThreadedEventLoopGroup
 
@@ -32,6 +33,8 @@ final class LoopbackHTTPServer: Sendable {
     var answersCut: Int { cutCount.value }
     /// Request-body bytes received so far, counted as they arrive (before a request ends).
     var bytesReceived: Int { receivedCount.value }
+    /// Connections `/hang-up` has closed.
+    var connectionsHungUp: Int { hungUpCount.value }
 
     /// Runs `body` with a server bound to a port the kernel picked, and stops the server
     /// afterwards, also when `body` throws: no test leaves one running.
@@ -54,6 +57,7 @@ final class LoopbackHTTPServer: Sendable {
         let targets = Targets()
         let cut = Counter()
         let received = Counter()
+        let hungUp = Counter()
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -61,19 +65,22 @@ final class LoopbackHTTPServer: Sendable {
                 accepted.increment()
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(RouteHandler(requests: requests, targets: targets, cut: cut, received: received))
+                    try channel.pipeline.syncOperations.addHandler(
+                        RouteHandler(requests: requests, targets: targets, cut: cut, received: received, hungUp: hungUp))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
         return LoopbackHTTPServer(
-            channel: channel, group: group, accepted: accepted, requests: requests, targets: targets, cut: cut, received: received)
+            channel: channel, group: group, accepted: accepted, requests: requests, targets: targets, cut: cut, received: received,
+            hungUp: hungUp)
     }
 
     private init(
         channel: any Channel, group: MultiThreadedEventLoopGroup, accepted: Counter, requests: Counter, targets: Targets, cut: Counter,
-        received: Counter
+        received: Counter, hungUp: Counter
     ) {
         self.requestTargets = targets
+        self.hungUpCount = hungUp
         self.receivedCount = received
         self.channel = channel
         self.group = group
@@ -113,14 +120,16 @@ private final class RouteHandler: ChannelInboundHandler {
     let targets: Targets
     let cut: Counter
     let received: Counter
+    let hungUp: Counter
     var head: HTTPRequestHead?
     var body: [UInt8] = []
 
-    init(requests: Counter, targets: Targets, cut: Counter, received: Counter) {
+    init(requests: Counter, targets: Targets, cut: Counter, received: Counter, hungUp: Counter) {
         self.requests = requests
         self.targets = targets
         self.cut = cut
         self.received = received
+        self.hungUp = hungUp
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -156,6 +165,13 @@ private final class RouteHandler: ChannelInboundHandler {
             }
         case ("hold", _):
             break
+        case ("hang-up", let ms):
+            // Answers as if the connection stayed open, then closes it while it sits idle.
+            send(context, head, status: .ok, headers: [:], body: Array("bye".utf8))
+            let loop = context.eventLoop.assumeIsolated()
+            loop.scheduleTask(in: .milliseconds(Int64(ms) ?? 0)) {
+                context.close().assumeIsolated().whenComplete { _ in self.hungUp.increment() }
+            }
         case ("bytes", let count):
             send(context, head, status: .ok, headers: ["Content-Type": "application/octet-stream"], body: Self.pattern(Int(count) ?? 0))
         case ("chunked", let count):

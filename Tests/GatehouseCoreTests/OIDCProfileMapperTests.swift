@@ -19,11 +19,14 @@ struct OIDCProfileMapperTests {
     @Test("userinfo wins member by member; the ID token fills in what userinfo leaves out")
     func userinfoWins() throws {
         let info = try JSONValue.parse(
-            Data(#"{"sub": "u-1", "name": "From Userinfo", "email": "info@example.com", "email_verified": false, "zoneinfo": "Europe/Paris"}"#.utf8))
+            Data(
+                #"{"sub": "u-1", "name": "From Userinfo", "email": "info@example.com", "email_verified": false, "zoneinfo": "Europe/Paris", "locale": null}"#
+                    .utf8))
         let profile = OIDCProfileMapper.profile(providerId: "oidc", claims: try Self.claims(Self.idToken), userInfo: info)
 
         #expect(profile.displayName == "From Userinfo")
         #expect(profile.photoSourceURL == "https://idp.example/token.png")
+        // A member userinfo sends as null is kept as null, and the field falls back to the token.
         #expect(profile.locale == "fr")
         #expect(profile.email == "info@example.com")
         // The flag belongs to the source of the email: userinfo's, which says false.
@@ -33,7 +36,7 @@ struct OIDCProfileMapperTests {
                 == .object([
                     "sub": .string("u-1"), "name": .string("From Userinfo"), "email": .string("info@example.com"),
                     "email_verified": .bool(false), "zoneinfo": .string("Europe/Paris"),
-                    "picture": .string("https://idp.example/token.png"), "locale": .string("fr"),
+                    "picture": .string("https://idp.example/token.png"), "locale": .null,
                 ]))
     }
 
