@@ -132,6 +132,10 @@ final class Transfer: @unchecked Sendable {
                 try set(easy, CURLOPT_FRESH_CONNECT, 1)
                 try set(easy, CURLOPT_FORBID_REUSE, 1)
             }
+        } else {
+            // `curl_easy_reset` keeps a handle's share: a handle recycled from a `.publicOnly`
+            // request would put this request's unchecked connection in the checked ones' cache.
+            try check(gh_easy_setopt_pointer(easy, CURLOPT_SHARE, nil))
         }
         try set(easy, CURLOPT_SSL_VERIFYPEER, 1)
         try set(easy, CURLOPT_SSL_VERIFYHOST, 2)

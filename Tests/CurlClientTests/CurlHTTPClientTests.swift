@@ -481,6 +481,24 @@ struct CurlHTTPClientTests {
         }
     }
 
+    @Test("a request to any address on a handle a public-only request used keeps its connection out of the public-only ones")
+    func publicOnlyConnectionsStayChecked() async throws {
+        try await LoopbackHTTPServer.with { server async throws in
+            let client = CurlHTTPClient()
+            defer { client.shutdown() }
+            var restricted = OutboundRequest(url: server.url("/hello"))
+            restricted.addresses = .publicOnly
+            let first = await #expect(throws: OutboundError.self) { try await client.execute(restricted) }
+            #expect(first?.kind == .connectFailed)
+            // The next request takes the same easy handle back from the idle ones; its
+            // kept-alive connection to the server must not be one a restricted request reuses.
+            #expect(try await client.execute(OutboundRequest(url: server.url("/hello"))).status == 200)
+            let second = await #expect(throws: OutboundError.self) { try await client.execute(restricted) }
+            #expect(second?.kind == .connectFailed)
+            #expect(server.requestsSeen == 1)
+        }
+    }
+
     @Test("address classification: private, loopback, link-local, CGNAT, multicast, ULA and mapped addresses are not public")
     func addressClassification() {
         for inside in [
