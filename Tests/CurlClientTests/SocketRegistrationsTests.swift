@@ -18,6 +18,24 @@ struct SocketRegistrationsTests {
         return ends[1]
     }
 
+    /// A fresh epoll set (the caller closes it).
+    static func epollSet() throws -> Int32 {
+        let epoll = gh_epoll_create()
+        try #require(epoll >= 0)
+        return epoll
+    }
+
+    /// A TCP socket made by the open-socket callback of `registrations`, as libcurl has one made
+    /// for a connection.
+    static func openConnectionSocket(_ registrations: SocketRegistrations) throws -> Int32 {
+        var address = curl_sockaddr()
+        address.family = AF_INET
+        address.socktype = Int32(SOCK_STREAM.rawValue)
+        let number = SocketRegistrations.openSocket(Unmanaged.passUnretained(registrations).toOpaque(), CURLSOCKTYPE_IPCXN, &address)
+        try #require(number >= 0)
+        return number
+    }
+
     /// The descriptors `epoll` reports ready within 100 ms.
     static func ready(_ epoll: Int32) -> [Int32] {
         var descriptors = [Int32](repeating: 0, count: 64)
@@ -30,16 +48,10 @@ struct SocketRegistrationsTests {
         "a descriptor number libcurl's connection socket had, closed without the close callback and now another socket's, is registered when libcurl watches it"
     )
     func reusedNumberIsRegistered() throws {
-        let epoll = gh_epoll_create()
-        try #require(epoll >= 0)
+        let epoll = try Self.epollSet()
         defer { close(epoll) }
         let registrations = SocketRegistrations(epoll: epoll, load: LoadCounters())
-        let data = Unmanaged.passUnretained(registrations).toOpaque()
-        var address = curl_sockaddr()
-        address.family = AF_INET
-        address.socktype = Int32(SOCK_STREAM.rawValue)
-        let number = SocketRegistrations.openSocket(data, CURLSOCKTYPE_IPCXN, &address)
-        try #require(number >= 0)
+        let number = try Self.openConnectionSocket(registrations)
         defer { close(number) }
         registrations.watch(number, CURL_POLL_OUT)
         // libcurl drops a connection attempt with a plain close; the number goes to the
@@ -59,17 +71,11 @@ struct SocketRegistrationsTests {
 
     @Test("a connection socket libcurl watches again after its transfer is not registered again; its close takes it out of the set")
     func parkedConnectionSocket() throws {
-        let epoll = gh_epoll_create()
-        try #require(epoll >= 0)
+        let epoll = try Self.epollSet()
         defer { close(epoll) }
         let load = LoadCounters()
         let registrations = SocketRegistrations(epoll: epoll, load: load)
-        let data = Unmanaged.passUnretained(registrations).toOpaque()
-        var address = curl_sockaddr()
-        address.family = AF_INET
-        address.socktype = Int32(SOCK_STREAM.rawValue)
-        let number = SocketRegistrations.openSocket(data, CURLSOCKTYPE_IPCXN, &address)
-        try #require(number >= 0)
+        let number = try Self.openConnectionSocket(registrations)
         registrations.watch(number, CURL_POLL_IN)
         #expect(load.watchChangeCount == 1)
         for _ in 0..<3 {
@@ -84,7 +90,7 @@ struct SocketRegistrationsTests {
         let copy = dup(number)
         try #require(copy >= 0)
         defer { close(copy) }
-        #expect(SocketRegistrations.closeSocket(data, number) == 0)
+        #expect(SocketRegistrations.closeSocket(Unmanaged.passUnretained(registrations).toOpaque(), number) == 0)
         #expect(load.watchChangeCount == 2)
         #expect(Self.ready(epoll).isEmpty)
     }
