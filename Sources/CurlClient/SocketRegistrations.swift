@@ -97,12 +97,22 @@ final class SocketRegistrations {
         parked.remove(socket)
     }
 
-    /// Records a socket libcurl opened for a connection.
-    private func opened(_ socket: Int32) -> Int32 {
+    /// Records a socket libcurl opened for a connection (the open-socket callbacks call it with
+    /// the socket they made).
+    ///
+    /// A number that still has a registration libcurl watches belonged to a connection attempt
+    /// libcurl abandoned with a plain `close` (happy eyeballs moving to its next address), and
+    /// the close took the registration with it. libcurl keeps its own entry for the number and,
+    /// when the next attempt's socket gets it and wants the same interest, makes no socket
+    /// callback: the new socket is registered with that interest here, or nothing would watch
+    /// it until one of libcurl's timers fired.
+    func opened(_ socket: Int32) -> Int32 {
         guard socket >= 0 else { return socket }
+        let watched = parked.contains(socket) ? nil : registered[socket]
         forget(socket)
         let cookie = gh_socket_cookie(socket)
         if cookie != 0 { connections[socket] = cookie }
+        if let watched, change(socket, watched) == 0, cookie != 0 { registered[socket] = watched }
         return socket
     }
 

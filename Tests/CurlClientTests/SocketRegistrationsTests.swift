@@ -69,6 +69,28 @@ struct SocketRegistrationsTests {
         #expect(Self.ready(epoll) == [number])
     }
 
+    @Test(
+        "the next connection attempt's socket, given the number of one libcurl abandoned with a plain close, is watched with the interest libcurl keeps for the number"
+    )
+    func nextAttemptIsWatched() throws {
+        let epoll = try Self.epollSet()
+        defer { close(epoll) }
+        let registrations = SocketRegistrations(epoll: epoll, load: LoadCounters())
+        let number = try Self.openConnectionSocket(registrations)
+        registrations.watch(number, CURL_POLL_OUT)
+        // Happy eyeballs moves to the next address: libcurl closes the attempt's socket without
+        // the close callback, the next attempt's socket (here a socket pair's end, writable at
+        // once) gets the number, and libcurl, which watches the number for writing already,
+        // makes no socket callback.
+        let other = try Self.pair(at: number)
+        defer {
+            close(other)
+            close(number)
+        }
+        #expect(registrations.opened(number) == number)
+        #expect(Self.ready(epoll) == [number])
+    }
+
     @Test("a connection socket libcurl watches again after its transfer is not registered again; its close takes it out of the set")
     func parkedConnectionSocket() throws {
         let epoll = try Self.epollSet()
