@@ -60,8 +60,14 @@ final class CurlMultiDriver: Sendable {
             fatalError("epoll_create1/eventfd failed (errno \(errno)): the HTTP client cannot run")
         }
         wakeDescriptor = wake
-        let share = curl_share_init()
-        if let share { _ = gh_share_setopt_lock_data(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) }
+        var share = curl_share_init()
+        if let made = share, gh_share_setopt_lock_data(made, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK {
+            // A share that holds no connections would leave `.publicOnly` connections in the
+            // multi's cache, where requests to any address reuse them and theirs are reused:
+            // without one, `.publicOnly` requests connect afresh each time (`Transfer.configure`).
+            curl_share_cleanup(made)
+            share = nil
+        }
         publicOnlyConnections = share
         // Keep enough idle connections for the expected concurrency per upstream; do not cap
         // total connections (curl #2369: the cap queues transfers in surprising ways).
