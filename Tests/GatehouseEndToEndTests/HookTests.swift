@@ -585,6 +585,35 @@ struct HookTests {
         }
     }
 
+    @Test(
+        "a receiver that refuses with an error status and a deny answer, or says deny with spaces around it, denies under either failure policy: 403 sign-in-denied with its message, nothing stored"
+    )
+    func denialsWithAnErrorStatus() async throws {
+        for policy in [HookFailurePolicy.allow, .deny] {
+            try await withDeployment(hooks: Self.sampleApp(onFailure: policy)) { deployment in
+                let before = try await Self.snapshot(deployment)
+                let answers: [(status: Int, body: String, message: String)] = [
+                    (403, #"{"decision":"deny","message":"Account banned"}"#, "Account banned"),
+                    (400, #"{"decision":"DENY"}"#, "The sign-in was refused."),
+                    (500, #"{"decision":"deny","message":"Not today"}"#, "Not today"),
+                    (200, #"{"decision":" deny\n","message":"Spaced out"}"#, "Spaced out"),
+                ]
+                for answer in answers {
+                    try await Self.answer(deployment, "before-create", answer.body, status: answer.status)
+                    var browser = Browser(deployment)
+                    let denied = try await browser.complete(login: "octocat")
+                    #expect(denied.status == 403, "\(policy) \(answer.status): \(denied.bodyText)")
+                    let problem = try jsonObject(denied)
+                    #expect(problem["code"] as? String == "sign-in-denied", "\(policy) \(answer.status)")
+                    #expect(problem["message"] as? String == answer.message, "\(policy) \(answer.status)")
+                    #expect(try await Self.snapshot(deployment) == before, "\(policy) \(answer.status): nothing stored")
+                }
+                let counted = try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/metrics")).bodyText
+                #expect(counted.contains(#"gatehouse_hook_calls_total{hook="before-create",outcome="deny"} 4"#), "\(counted)")
+            }
+        }
+    }
+
     @Test("with GATEHOUSE_HOOK_ON_FAILURE=allow the same failures let the sign-in through without claims")
     func failuresAllowWhenConfigured() async throws {
         try await withDeployment(hooks: Self.sampleApp(onFailure: .allow, timeout: 0.5)) { deployment in

@@ -3,9 +3,9 @@ import Foundation
 /// A hook's answer: `{"decision":"allow"}` with optional `customClaims` and `sessionClaims`
 /// objects, read strictly (any other member, kind or value is a malformed answer: a hook
 /// failure, not a decision), or `{"decision":"deny","message":"…"}`, read leniently — an
-/// object that says deny in any case is a denial (with a default message when it has no
-/// usable one), so a receiver meaning to refuse never lets a sign-in through under
-/// `GATEHOUSE_HOOK_ON_FAILURE=allow`.
+/// object that says deny in any case, with white space around it or not, and with any HTTP
+/// status, is a denial (with a default message when it has no usable one), so a receiver
+/// meaning to refuse never lets a sign-in through under `GATEHOUSE_HOOK_ON_FAILURE=allow`.
 enum HookAnswer: Equatable {
     /// Go on, with what the answer adds.
     case allow(HookAllowance)
@@ -25,7 +25,7 @@ enum HookAnswer: Equatable {
         guard case .string(let decision)? = object["decision"] else {
             throw HookFailure.invalidAnswer("decision is missing or not a string")
         }
-        if decision.lowercased() == "deny" {
+        if decision.trimmingCharacters(in: .whitespacesAndNewlines).lowercased() == "deny" {
             var message = ""
             if case .string(let text)? = object["message"] { message = Self.clean(text) }
             self = .deny(message: message.isEmpty ? "The sign-in was refused." : message)
