@@ -321,6 +321,22 @@ struct ConsoleTests {
         }
     }
 
+    @Test(
+        "a public URL written with its scheme in capitals still names the origin browsers send: console writes from the console's pages are accepted"
+    )
+    func ownOriginAsBrowsersSendIt() async throws {
+        try await withDeployment(gateway: { configuration in
+            configuration.console = ConsoleConfiguration(operators: ["octocat@github.com"])
+            configuration.publicURL = configuration.publicURL.replacingOccurrences(of: "http://", with: "HTTP://")
+        }) { deployment in
+            var browser = Browser(deployment)
+            browser.origin = deployment.gatewayURL
+            let signedOut = try await browser.send("\(deployment.gatewayURL)/admin/sign-out", method: "POST")
+            #expect(signedOut.status == 303 && signedOut.headers["location"] == "/admin/", "\(signedOut.status) \(signedOut.bodyText.prefix(300))")
+            #expect(signedOut.headers.values("set-cookie").contains { $0.hasPrefix("gatehouse-console=;") })
+        }
+    }
+
     /// Every console page and route (with `uid` and made-up ids in their paths).
     static func everyRoute(uid: String) -> [(String, String)] {
         [
@@ -355,6 +371,9 @@ struct ConsoleTests {
                     body: Array("confirm=\(uid)&claims=%7B%7D&name=x&scope=admin".utf8))
                 #expect(answer.status == 403 && answer.bodyText.contains("origin-not-allowed"), "\(path): \(answer.status)")
             }
+            let signOut = try await foreign.send("\(deployment.gatewayURL)/admin/sign-out", method: "POST")
+            #expect(signOut.status == 403 && signOut.bodyText.contains("origin-not-allowed"), "sign-out: \(signOut.status)")
+            #expect(signOut.headers["x-frame-options"] == "DENY" && signOut.headers.values("set-cookie").isEmpty)
             var noOrigin = browser
             noOrigin.origin = nil
             #expect(try await noOrigin.send("\(deployment.gatewayURL)/admin/users/\(uid)/disable", method: "POST").status == 403)

@@ -28,12 +28,10 @@ struct ConsoleRoutes {
     /// The console cookie's name.
     var cookieName: String { cookies.secure ? "__Host-gatehouse-console" : "gatehouse-console" }
 
-    /// The gateway's own origin (`scheme://host[:port]` of the public URL): the one `Origin`
+    /// The gateway's own origin as browsers send it (`GatewayConfiguration.publicOrigin`: scheme
+    /// and host in lower case, an IPv6 host in brackets, no default port): the one `Origin`
     /// console writes accept.
-    var ownOrigin: String {
-        guard let url = URLComponents(string: gatehouse.configuration.publicURL), let scheme = url.scheme, let host = url.host else { return "" }
-        return "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
-    }
+    var ownOrigin: String { gatehouse.configuration.publicOrigin ?? "" }
 
     /// A signed-in operator: the session and the account as it is now.
     struct Operator {
@@ -80,10 +78,12 @@ struct ConsoleRoutes {
             }
         }
         table.add(.post, "/admin/sign-out") { request, _ in
-            try routes.requireOwnOrigin(request)
-            var response = Response(status: .seeOther, headers: [.location: "/admin/"])
-            response.headers[.setCookie] = routes.consoleCookie("", maxAge: 0)
-            return response
+            try await routes.page(request, needsOperator: false) { _ in
+                try routes.requireOwnOrigin(request)
+                var response = Response(status: .seeOther, headers: [.location: "/admin/"])
+                response.headers[.setCookie] = routes.consoleCookie("", maxAge: 0)
+                return response
+            }
         }
         registerUsers(into: &table)
         registerKeys(into: &table)
