@@ -1,4 +1,5 @@
 import CurlClient
+import Foundation
 import Logging
 
 /// The core, assembled: every service the HTTP layer calls, over one storage and one
@@ -37,6 +38,14 @@ public struct Gatehouse: Sendable {
     public let storageHealth: StorageHealth
     /// Delivers the webhook outbox (`nil` without endpoints).
     public let webhooks: WebhookDispatcher?
+
+    /// The retention the periodic purge (`ExpiredRecordsPurger`) applies to the webhook outbox:
+    /// the configured one while no endpoint is configured, nil otherwise (the dispatcher drops
+    /// what is past it, counting it in its metric). Events written while endpoints were
+    /// configured would otherwise stay for ever once the last one is removed.
+    public var outboxRetentionWithoutDispatcher: TimeInterval? {
+        webhooks == nil ? (configuration.webhooks ?? WebhookConfiguration(endpoints: [])).retention : nil
+    }
     /// The stored copy of the audit trail (the activity listing), written behind the requests.
     public let auditTrail: AuditTrail
 

@@ -96,7 +96,8 @@ struct ServeCommand: AsyncParsableCommand {
         } onOperationsRunning: { port in
             logger.info("Gatehouse operations listening", metadata: ["listener.role": "operations", "ops.port": .stringConvertible(port)])
         }
-        let purger = ExpiredRecordsPurger(storage: storage, interval: settings.purgeInterval, logger: logger)
+        let purger = ExpiredRecordsPurger(
+            storage: storage, interval: settings.purgeInterval, outboxRetention: gatehouse.outboxRetentionWithoutDispatcher, logger: logger)
         let delay = try ShutdownDeadline.delay(environment, default: 5)
         // Started in this order, stopped in reverse: the drain first, then the listener (its
         // requests in flight finish), then the libcurl client, the heap trimming, then the

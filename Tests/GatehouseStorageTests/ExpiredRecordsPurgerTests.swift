@@ -32,6 +32,33 @@ import Testing
         await running.value
     }
 
+    @Test(
+        "with an outbox retention a round drops the webhook events written before it and keeps the rest; without one it leaves the outbox alone",
+        arguments: StorageBackend.all)
+    func outboxRetention(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        // Events as a write records them: one written at `now`, one a day later.
+        for (uid, eventId, age) in [("u1", "old", 0.0), ("u2", "recent", 86400.0)] {
+            try await storage.createAccount(Fixtures.account(uid), firstLink: Fixtures.link(uid, federatedId: uid))
+            let entry = OutboxEntry(
+                eventId: eventId, endpoint: "removed", type: "account.disabled", payload: Data("{}".utf8),
+                createdAt: Fixtures.now.addingTimeInterval(age))
+            _ = try await Outbox.$entries.withValue([entry]) { try await storage.setDisabled(uid: uid, disabled: true) }
+        }
+        func waiting() async throws -> [String] {
+            try await storage.outboxEntries(status: .pending, after: nil, limit: 10).map(\.eventId).sorted()
+        }
+        let later = Fixtures.now.addingTimeInterval(3 * 86400 + 60)
+        let leaving = ExpiredRecordsPurger(storage: storage, interval: .seconds(1), logger: Logger(label: "test")) { later }
+        #expect(await leaving.purgeOnce())
+        #expect(try await waiting() == ["old", "recent"])
+        let dropping = ExpiredRecordsPurger(storage: storage, interval: .seconds(1), outboxRetention: 3 * 86400, logger: Logger(label: "test")) {
+            later
+        }
+        #expect(await dropping.purgeOnce())
+        #expect(try await waiting() == ["recent"])
+    }
+
     @Test func aFailingRoundIsReportedAndDoesNotThrow() async throws {
         // A database without the schema: every purge fails inside SQLite.
         let unmigrated = try SQLiteStorage(path: try StorageBackend.temporaryDatabasePath())
