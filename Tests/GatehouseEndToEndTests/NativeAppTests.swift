@@ -103,6 +103,13 @@ struct NativeAppTests {
                         method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],
                         body: Array(#"{"result":"\#(id)","result_verifier":"\#(ResultKey().verifier)"}"#.utf8)))
                 #expect(wrong.status == 404)
+                // The id joined to the start's challenge (public: it is in the start URL), where a
+                // bound result's key was the digest of that text: nothing either.
+                let joined = try await deployment.client.execute(
+                    OutboundRequest(
+                        method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],
+                        body: Array(#"{"result":"\#(id)|\#(browser.resultKey.challenge)"}"#.utf8)))
+                #expect(joined.status == 404, "\(joined.status) \(joined.bodyText)")
                 // The app holds the verifier: tokens.
                 let redeemed = try await browser.result(id)
                 #expect(redeemed.status == 200, "\(redeemed.bodyText)")

@@ -35,6 +35,22 @@ public enum ResultBinding {
         return Base64URL.encode(Data(SHA256.hash(data: Data(verifier.utf8))))
     }
 
+    /// Whether `id` has the form of a result id (`SecureRandom.token()`: 43 base64url
+    /// characters). Only such an id is looked up: the digest of `<id>|<challenge>` is a bound
+    /// result's key, and the same table keeps the consent and app-start entries under digests of
+    /// other texts, so an id with any other character could name those keys.
+    public static func isResultID(_ id: String) -> Bool {
+        id.utf8.count == 43
+            && id.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                    UInt8(ascii: "-"), UInt8(ascii: "_"):
+                    true
+                default: false
+                }
+            }
+    }
+
     /// Where a result is stored: the digest of its id, bound to the challenge when there is one.
     public static func storageKey(resultID: String, challenge: String?) -> String {
         SecureRandom.digest(challenge.map { "\(resultID)|\($0)" } ?? resultID)

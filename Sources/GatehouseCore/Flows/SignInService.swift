@@ -318,12 +318,12 @@ public struct SignInService: Sendable {
     /// its flow's `result_challenge`, so a stolen id alone redeems nothing and the result stays
     /// for its owner.
     public func resultJSON(id: String, verifier: String?) async throws -> Data {
-        guard !id.isEmpty, id.utf8.count <= 128 else { throw GatehouseError.resultNotFound() }
         let challenge = try verifier.map(ResultBinding.challenge(forVerifier:))
         if challenge == nil, configuration.requireResultBinding {
             throw GatehouseError.invalidResult(
                 "result_verifier is required: the verifier whose SHA-256 the sign-in's start sent as result_challenge.")
         }
+        guard ResultBinding.isResultID(id) else { throw GatehouseError.resultNotFound() }
         let key = ResultBinding.storageKey(resultID: id, challenge: challenge)
         // With a verifier, "unknown", "already fetched" and "bound to another verifier" look
         // the same from here: the stored key is derived from both.
