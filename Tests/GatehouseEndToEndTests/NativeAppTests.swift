@@ -233,6 +233,45 @@ struct NativeAppTests {
         }
     }
 
+    @Test(
+        "a held link the app redeems for an identity another account holds is refused then, once (409 credential-already-in-use, then 404), and links nothing"
+    )
+    func heldLinkRefusedAtRedemption() async throws {
+        try await Self.withNativeDeployment { deployment in
+            var other = Browser(deployment)
+            #expect(try await other.complete(login: "olive@oidc.example", provider: "oidc.emulator").status == 200)
+            var systemBrowser = Browser(deployment)
+            let signedIn = try await Self.callback(&systemBrowser, returnTo: Self.scheme)
+            let signInLocation = try #require(signedIn.headers["location"])
+            let tokens = try jsonObject(
+                try await systemBrowser.result(String(signInLocation[signInLocation.range(of: "#gatehouse_result=")!.upperBound...])))
+            let idToken = try #require(tokens["idToken"] as? String)
+
+            let key = ResultKey()
+            let made = try await Self.startURL(
+                deployment, provider: "oidc.emulator", idToken: idToken,
+                ["return_to": Self.scheme, "mode": "link", "result_challenge": key.challenge, "login_hint": "olive@oidc.example"])
+            var linkBrowser = Browser(deployment)
+            let start = try await linkBrowser.send(try #require(try jsonObject(made)["url"] as? String))
+            let page = try await linkBrowser.follow(try #require(start.headers["location"]))
+            let done = try await linkBrowser.answerConsent(page, decision: "continue")
+            let location = try #require(done.headers["location"])
+            let resultID = String(location[location.range(of: "#gatehouse_result=")!.upperBound...])
+            let links = try await Self.rows(deployment, "provider_links")
+            func redeem() async throws -> OutboundResponse {
+                try await deployment.client.execute(
+                    OutboundRequest(
+                        method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],
+                        body: Array(#"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)"}"#.utf8)))
+            }
+            let refused = try await redeem()
+            #expect(refused.status == 409, "\(refused.bodyText)")
+            #expect(try jsonObject(refused)["code"] as? String == "credential-already-in-use")
+            #expect(try await redeem().status == 404)
+            #expect(try await Self.rows(deployment, "provider_links") == links)
+        }
+    }
+
     /// `POST /v1/auth/{provider}/start-url` with the app's ID token.
     static func startURL(_ deployment: TestDeployment, provider: String, idToken: String?, _ parameters: [String: String]) async throws
         -> OutboundResponse
@@ -284,12 +323,16 @@ struct NativeAppTests {
             let done = try await linkBrowser.answerConsent(page, decision: "continue")
             let location = try #require(done.headers["location"])
             let resultID = String(location[location.range(of: "#gatehouse_result=")!.upperBound...])
-            // Bound to the app's verifier: the id alone redeems nothing.
+            // Whoever opened the start URL answered the page; the link waits for the app, which
+            // alone holds the verifier.
+            #expect(try await Self.rows(deployment, "provider_links") == 1, "nothing linked before the app redeems")
+            // Bound to the app's verifier: the id alone redeems nothing, and links nothing.
             let unbound = try await deployment.client.execute(
                 OutboundRequest(
                     method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],
                     body: Array(#"{"result":"\#(resultID)","result_verifier":"\#(ResultKey().verifier)"}"#.utf8)))
             #expect(unbound.status == 404)
+            #expect(try await Self.rows(deployment, "provider_links") == 1)
             let linked = try await deployment.client.execute(
                 OutboundRequest(
                     method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],

@@ -107,7 +107,14 @@ extension SignInService {
         let pending = try JSONCoding.decoder().decode(
             PendingConsent.self, from: try await tokens.vault.open(String(decoding: payload, as: UTF8.self), context: Self.consentContext(key)))
         let outcome: StoredResult
-        if proceed {
+        let resultID = SecureRandom.token()
+        if proceed, pending.mode == .link {
+            // Written when the app redeems the result with its verifier (`StoredResult.heldLink`).
+            let key = ResultBinding.storageKey(resultID: resultID, challenge: pending.resultChallenge)
+            outcome = .heldLink(
+                sealed: try await tokens.vault.seal(try JSONCoding.encoder().encode(pending), context: Self.heldLinkContext(key)))
+            logger.info("link held for the app", metadata: ["provider.id": "\(pending.providerId)"])
+        } else if proceed {
             do {
                 let established = try await establish(
                     ProviderSignIn(tokens: pending.tokens, profile: pending.profile), providerId: pending.providerId, mode: pending.mode,
@@ -129,7 +136,36 @@ extension SignInService {
             metrics.signIn(providerId: pending.providerId, mode: pending.mode, outcome: GatehouseError.Code.signInCancelled.rawValue)
             outcome = .failure(.signInCancelled())
         }
-        let redirect = try await deliver(outcome, returnTo: pending.returnTo, challenge: pending.resultChallenge)
+        let redirect = try await deliver(outcome, returnTo: pending.returnTo, challenge: pending.resultChallenge, resultID: resultID)
         return Completion(redirectURL: redirect, sessionValue: nil)
+    }
+
+    /// The vault context of a held link, bound to its result's key.
+    static func heldLinkContext(_ key: String) -> String {
+        "signin-held-link|\(key)"
+    }
+
+    /// Writes a held link (`StoredResult.heldLink`) for the app redeeming its result, as the
+    /// consent page's Continue would have: its tokenless answer. The hooks hear the redeeming
+    /// client.
+    func establishHeldLink(_ sealed: String, key: String, client: SignInClient, logger: Logger) async throws -> Data {
+        let pending = try JSONCoding.decoder().decode(
+            PendingConsent.self, from: try await tokens.vault.open(sealed, context: Self.heldLinkContext(key)))
+        do {
+            let established = try await establish(
+                ProviderSignIn(tokens: pending.tokens, profile: pending.profile), providerId: pending.providerId, mode: pending.mode,
+                uid: pending.uid,
+                origin: SignInOrigin(
+                    client: client, flow: .redirect, returnTo: pending.returnTo, native: true, idTokenClaims: pending.idTokenClaims),
+                logger: logger)
+            metrics.signIn(providerId: pending.providerId, mode: pending.mode, outcome: "ok")
+            return try established.result.tokenlessAnswer()
+        } catch let error as GatehouseError {
+            logger.notice(
+                "sign-in failed",
+                metadata: ["provider.id": "\(pending.providerId)", "signin.mode": "\(pending.mode)", "error.code": "\(error.code)"])
+            metrics.signIn(providerId: pending.providerId, mode: pending.mode, outcome: error.code.rawValue)
+            throw error
+        }
     }
 }

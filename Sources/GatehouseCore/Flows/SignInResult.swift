@@ -55,6 +55,12 @@ enum StoredResult: Codable {
     /// and encoded again at the fetch (a sixth of a sign-in's CPU).
     case answer(Data, familyId: String?)
     case failure(GatehouseError)
+    /// A link from an app's start URL the user continued on the consent page: the held sign-in
+    /// (`PendingConsent`, sealed by the token vault and bound to the result's key), written
+    /// when the app redeems the result with its verifier. The start URL is a bearer credential
+    /// for adding an identity to its account; whoever opened it first could otherwise add their
+    /// own identity by answering the page themselves.
+    case heldLink(sealed: String)
 }
 
 extension SignInResult {

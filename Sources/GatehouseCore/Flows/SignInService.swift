@@ -152,8 +152,7 @@ public struct SignInService: Sendable {
 
     /// Stores `outcome` as a one-time result (bound to `challenge`) and answers where the
     /// browser goes: `return_to#gatehouse_result=<id>`.
-    func deliver(_ outcome: StoredResult, returnTo: String, challenge: String?) async throws -> String {
-        let resultID = SecureRandom.token()
+    func deliver(_ outcome: StoredResult, returnTo: String, challenge: String?, resultID: String = SecureRandom.token()) async throws -> String {
         try await storage.insertResult(
             idHash: ResultBinding.storageKey(resultID: resultID, challenge: challenge), payload: try JSONCoding.encoder().encode(outcome),
             expiresAt: configuration.clock.now().addingTimeInterval(configuration.resultLifetime))
@@ -317,7 +316,7 @@ public struct SignInService: Sendable {
     /// the stored failure thrown as an error. A bound result is found only with the verifier of
     /// its flow's `result_challenge`, so a stolen id alone redeems nothing and the result stays
     /// for its owner.
-    public func resultJSON(id: String, verifier: String?) async throws -> Data {
+    public func resultJSON(id: String, verifier: String?, client: SignInClient = .unknown, logger: Logger) async throws -> Data {
         let challenge = try verifier.map(ResultBinding.challenge(forVerifier:))
         if challenge == nil, configuration.requireResultBinding {
             throw GatehouseError.invalidResult(
@@ -350,6 +349,19 @@ public struct SignInService: Sendable {
                     idHash: key, now: now, redemption: ResultRedemption(refreshToken: nil, sealedAnswer: nil, retryUntil: now))
             else { throw GatehouseError.resultNotFound() }
             throw error
+        case .heldLink(let sealed):
+            do {
+                (tokenless, familyId) = (try await establishHeldLink(sealed, key: key, client: client, logger: logger), nil)
+            } catch let error as GatehouseError where error.retryAfter == nil {
+                // Refused (the identity is another account's, the hook denied): answered once,
+                // like a stored failure. A store error or a retryable refusal (the hook could
+                // not be asked) leaves the result to be fetched again.
+                guard
+                    try await storage.takeResult(
+                        idHash: key, now: now, redemption: ResultRedemption(refreshToken: nil, sealedAnswer: nil, retryUntil: now))
+                else { throw GatehouseError.resultNotFound() }
+                throw error
+            }
         }
         // Tokens are minted now, once: the stored result never held a usable credential.
         var prepared: (GatewayTokenService.Issued, NewRefreshToken)?

@@ -131,7 +131,9 @@ struct AuthRoutes {
                 throw GatehouseError.invalidArgument("result_verifier must be a string.")
             }
             // Encoded once by the service (`json(body:)` answers no-store).
-            return Response.json(body: ByteBuffer(data: try await signIn.resultJSON(id: id, verifier: object["result_verifier"] as? String)))
+            let answer = try await signIn.resultJSON(
+                id: id, verifier: object["result_verifier"] as? String, client: browser.signInClient(request, context), logger: context.logger)
+            return Response.json(body: ByteBuffer(data: answer))
         }
 
         table.add(.post, "/v1/auth/idtoken") { request, context in
