@@ -10,7 +10,9 @@ public protocol WebhookStore: Sendable {
     func claimOutbox(endpoint: String, now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry]
     /// Records an attempt's outcome: delivered entries are removed.
     func completeOutbox(id: String, outcome: DeliveryOutcome) async throws
-    /// Entries with `status`, oldest first, after the entry `after` (a cursor), at most `limit`.
+    /// Entries with `status` in the order of their ids, after the entry `after` (a cursor), at
+    /// most `limit`. Ids begin with the event's random id: the order is stable for paging, not
+    /// the entries' age.
     func outboxEntries(status: OutboxEntry.Status, after: String?, limit: Int) async throws -> [OutboxEntry]
     /// Makes an entry due again now (pending, attempts kept); `false` when there is none, or
     /// when it is being delivered (its lease runs).
