@@ -43,6 +43,19 @@ public struct ProviderTokens: Sendable, Codable, Equatable {
         self.context = context
         self.reauthRequired = reauthRequired
     }
+
+    /// The shortest and longest lifetime taken from a token endpoint's `expires_in`.
+    static let lifetimeBounds: ClosedRange<Double> = 60...(365 * 86400)
+
+    /// When an access token the provider says lives `expiresIn` seconds expires, as seconds
+    /// since 1970 from `now`: `nil` when the answer gives no usable lifetime (absent, or not a
+    /// finite number), and within `lifetimeBounds` otherwise, so that a broken or hostile
+    /// endpoint's value (negative, zero, `1e19`) neither makes every call refresh first nor
+    /// overflows the arithmetic that follows.
+    static func expiry(expiresIn: Double?, now: Double) -> Double? {
+        guard let expiresIn, expiresIn.isFinite else { return nil }
+        return now + min(max(expiresIn, lifetimeBounds.lowerBound), lifetimeBounds.upperBound)
+    }
 }
 
 /// A profile photo as a provider sends it: the head checked (`200`, an image content type,

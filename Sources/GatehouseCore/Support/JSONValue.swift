@@ -165,9 +165,16 @@ public enum JSONValue: Sendable, Codable, Equatable {
         return nil
     }
 
-    /// The number as an exact integer, or `nil`.
+    /// The number as an exact integer, or `nil` (a fraction, or a whole number outside `Int64`,
+    /// such as `1e19`, which a conversion that traps would turn into a crash).
     public var integerValue: Int64? {
-        if case .number(let value) = self, value.rounded() == value { return Int64(value) }
+        if case .number(let value) = self { return Int64(exactly: value) }
+        return nil
+    }
+
+    /// The number, or `nil`.
+    public var numberValue: Double? {
+        if case .number(let value) = self { return value }
         return nil
     }
 

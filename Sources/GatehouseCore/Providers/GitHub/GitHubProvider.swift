@@ -90,7 +90,7 @@ public struct GitHubProvider: IdentityProvider {
     /// `refresh_token` come only for a GitHub App's expiring tokens.
     private func tokens(from body: [String: String], accessToken: String) -> ProviderTokens {
         let scopes = (body["scope"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        let expiresAt = body["expires_in"].flatMap(Double.init).map { clock.now().timeIntervalSince1970 + $0 }
+        let expiresAt = ProviderTokens.expiry(expiresIn: body["expires_in"].flatMap(Double.init), now: clock.now().timeIntervalSince1970)
         return ProviderTokens(accessToken: accessToken, refreshToken: body["refresh_token"], expiresAt: expiresAt, scopes: scopes)
     }
 

@@ -120,7 +120,7 @@ public struct OIDCProvider: IdentityProvider {
         let scopes = answer["scope"]?.stringValue.map { $0.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init) }
         return ProviderTokens(
             accessToken: accessToken, refreshToken: answer["refresh_token"]?.stringValue ?? previous?.refreshToken,
-            expiresAt: answer["expires_in"]?.integerValue.map { clock.now().timeIntervalSince1970 + Double($0) },
+            expiresAt: ProviderTokens.expiry(expiresIn: answer["expires_in"]?.numberValue, now: clock.now().timeIntervalSince1970),
             scopes: scopes ?? previous?.scopes ?? [], context: previous?.context)
     }
 
