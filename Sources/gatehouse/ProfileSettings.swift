@@ -25,8 +25,8 @@ enum ProfileSettings {
             // `github.com=5,microsoft.com=8`: seconds by provider id.
             for entry in value.split(separator: ",") {
                 let parts = entry.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-                guard parts.count == 2, let seconds = TimeInterval(parts[1]), seconds >= 1, seconds.isFinite else {
-                    throw ValidationError("GATEHOUSE_UPSTREAM_TIMEOUTS must look like github.com=5,microsoft.com=8")
+                guard parts.count == 2, let seconds = TimeInterval(parts[1]), (1...3600).contains(seconds) else {
+                    throw ValidationError("GATEHOUSE_UPSTREAM_TIMEOUTS must look like github.com=5,microsoft.com=8 (1 to 3600 seconds each)")
                 }
                 gateway.upstreamTimeouts[parts[0]] = .milliseconds(Int(seconds * 1000))
             }

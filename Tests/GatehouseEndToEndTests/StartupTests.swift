@@ -428,6 +428,10 @@ struct StartupTests {
                     [["serve"], ["demo", "--port", "0", "--emulator-port", "0"], ["check", "--offline"], ["migrate"]], "GATEHOUSE_LOG_LEVEL"
                 ),
                 (["GATEHOUSE_RETURN_TO_ALLOWLIST": "ftp://x"], [["serve"], ["check", "--offline"]], "return_to allow-list entry"),
+                // Numbers whose milliseconds no duration holds: refused, not a trap.
+                (["GATEHOUSE_UPSTREAM_TIMEOUT": "1e300"], [["serve"], ["check", "--offline"]], "GATEHOUSE_UPSTREAM_TIMEOUT"),
+                (["GATEHOUSE_DATABASE_TIMEOUT": "1e300"], [["serve"], ["migrate"]], "GATEHOUSE_DATABASE_TIMEOUT"),
+                (["GATEHOUSE_UPSTREAM_TIMEOUTS": "github.com=1e300"], [["serve"]], "GATEHOUSE_UPSTREAM_TIMEOUTS"),
             ]
             for (settings, commands, names) in cases {
                 for command in commands {

@@ -58,7 +58,7 @@ enum SettingsCatalog {
         Setting("GATEHOUSE_DATABASE_URL", .databaseURL, "PostgreSQL instead of SQLite; also `--database-url`"),
         Setting("GATEHOUSE_DATABASE_POOL_SIZE", .count(minimum: 1), default: "20", "PostgreSQL connections at most"),
         Setting(
-            "GATEHOUSE_DATABASE_TIMEOUT", .seconds(0.1 ... .greatestFiniteMagnitude), default: "5",
+            "GATEHOUSE_DATABASE_TIMEOUT", .seconds(0.1...3600), default: "5",
             "how long one database operation may wait, a free connection included, before `503 storage-unavailable`"),
         Setting(
             "GATEHOUSE_ENCRYPTION_KEY", .key,
@@ -152,9 +152,9 @@ enum SettingsCatalog {
         Setting("GATEHOUSE_USER_RATE_LIMIT", .count(minimum: 0), default: "600", "requests per minute per signed-in user on `/v1/me…`"),
         Setting("GATEHOUSE_SERVICE_RATE_LIMIT", .count(minimum: 0), default: "6000", "requests per minute per service key on `/v1/users…`"),
         Setting(
-            "GATEHOUSE_UPSTREAM_TIMEOUT", .seconds(1 ... .greatestFiniteMagnitude), default: "10",
+            "GATEHOUSE_UPSTREAM_TIMEOUT", .seconds(1...3600), default: "10",
             "seconds one provider call may take"),
-        Setting("GATEHOUSE_UPSTREAM_TIMEOUTS", .text, "per provider: `github.com=5,microsoft.com=8`"),
+        Setting("GATEHOUSE_UPSTREAM_TIMEOUTS", .text, "per provider: `github.com=5,microsoft.com=8` (1 to 3600 seconds each)"),
         Setting(
             "GATEHOUSE_UPSTREAM_CONNECTIONS", .count(minimum: 1), default: "256",
             "provider connections kept open for reuse (more concurrent calls than this reconnect)"),
@@ -177,7 +177,7 @@ enum SettingsCatalog {
             "GATEHOUSE_BREAKER_OPEN_SECONDS", .seconds(1...86_400), default: "30",
             "how long an open breaker stays open"),
         Setting(
-            "GATEHOUSE_PHOTO_TIMEOUT", .seconds(1 ... .greatestFiniteMagnitude),
+            "GATEHOUSE_PHOTO_TIMEOUT", .seconds(1...3600),
             "seconds one photo fetch may take (default: the provider's timeout)"),
         Setting("GATEHOUSE_MAX_PHOTO_BYTES", .count(minimum: 1024), default: "5242880", "the largest photo accepted"),
         Setting(
