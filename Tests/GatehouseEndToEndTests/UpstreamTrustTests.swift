@@ -218,6 +218,30 @@ struct UpstreamTrustTests {
         }
     }
 
+    @Test(
+        "a key published without alg verifies its own algorithm only: a token whose header names another for it is refused, and genuine tokens keep verifying"
+    )
+    func keyWithoutAlgorithm() async throws {
+        try await withDeployment { deployment in
+            var real = try await Self.realKey(deployment)
+            let kid = try #require(real["kid"] as? String)
+            real["alg"] = nil
+            try await Self.serveJWKS(deployment, [real])
+            // The first token the key meets names PS512 for it (a genuine payload, the RS256
+            // signature left as it is, so it cannot verify under either).
+            let genuine = try await OIDCSignInTests.mint(deployment, issuer: "oidc", hint: Self.olive)
+            let header = try JSONSerialization.data(withJSONObject: ["alg": "PS512", "kid": kid, "typ": "JWT"])
+            let forged = ResultKey.base64url(header) + genuine[genuine.firstIndex(of: ".")!...]
+            var attacker = Browser(deployment)
+            let refused = try await OIDCSignInTests.idTokenSignIn(&attacker, #"{"providerId": "oidc.emulator", "idToken": "\#(forged)"}"#)
+            #expect(refused.status == 400, "\(refused.bodyText)")
+            #expect(try jsonObject(refused)["code"] as? String == "invalid-idp-response")
+            var browser = Browser(deployment)
+            let signedIn = try await browser.complete(login: Self.olive, provider: "oidc.emulator")
+            #expect(signedIn.status == 200, "\(signedIn.bodyText)")
+        }
+    }
+
     @Test("a cold cache whose JWKS endpoint fails is refetched at most once per cooldown, and fails closed")
     func coldCacheRespectsTheCooldown() async throws {
         // Ten minutes: the three attempts fall inside it however slowly they run.

@@ -25,11 +25,16 @@ public struct IDTokenValidator: Sendable {
     public func validate(_ token: String, nonce: ExpectedNonce, now: Date = Date(), acceptsPlatformClients: Bool = false) async throws
         -> IDTokenClaims
     {
-        let kid = try JWSHeaderPolicy.check(token, maxLength: 16 << 10, algorithms: configuration.allowedAlgorithms)
-        let keys = try await metadata.keys(for: kid)
+        let header = try JWSHeaderPolicy.check(token, maxLength: 16 << 10, algorithms: configuration.allowedAlgorithms)
+        let keys = try await metadata.keys(for: header.kid)
+        // jwt-kit verifies with the key's own algorithm whatever the header says: a header that
+        // names another one is refused here, as RFC 7515 §4.1.1 asks.
+        guard keys.algorithm == header.alg else {
+            throw GatehouseError.invalidIdToken("The ID token's algorithm is not its key's.")
+        }
         let claims: IDTokenClaims
         do {
-            claims = try await keys.verify(token, as: IDTokenClaims.self)
+            claims = try await keys.collection.verify(token, as: IDTokenClaims.self)
         } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
             throw GatehouseError.invalidIdToken("The ID token's signature does not verify.")
         } catch {

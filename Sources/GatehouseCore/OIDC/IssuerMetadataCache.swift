@@ -16,8 +16,18 @@ public actor IssuerMetadataCache {
     struct KeySet {
         let collection: JWTKeyCollection
         let keyIDs: Set<String>
+        /// The algorithm each key verifies, by `kid` (`anonymousKeyID` for a lone key without one).
+        let algorithms: [String: String]
         let count: Int
         let fetchedAt: Date
+    }
+
+    /// The keys a token is verified with, and the algorithm of the key its `kid` names.
+    struct VerificationKeys {
+        /// The issuer's keys.
+        let collection: JWTKeyCollection
+        /// The algorithm of the token's key: its `alg`, or the one fixed when it had none.
+        let algorithm: String?
     }
 
     private let configuration: OIDCProviderConfiguration
@@ -162,9 +172,9 @@ public actor IssuerMetadataCache {
 
     /// The key collection to verify a token whose header names `kid`. Throws
     /// `invalid-id-token` when no key of the issuer has that id, even after a refetch.
-    func keys(for kid: String?) async throws -> JWTKeyCollection {
+    func keys(for kid: String?) async throws -> VerificationKeys {
         if let keySet, keySet.matches(kid), clock.now().timeIntervalSince(keySet.fetchedAt) < configuration.metadataLifetime {
-            return keySet.collection
+            return keySet.verifying(kid)
         }
         // Every fetch, a failed one too, starts the cooldown: neither an unknown `kid` nor a
         // cold or expired cache can make the gateway call a failing JWKS endpoint more often.
@@ -184,7 +194,7 @@ public actor IssuerMetadataCache {
         guard let keySet, keySet.matches(kid) else {
             throw GatehouseError.invalidIdToken("The ID token is signed with a key the issuer does not publish.")
         }
-        return keySet.collection
+        return keySet.verifying(kid)
     }
 
     /// One JWKS fetch at a time: callers arriving while it runs (the actor lets them in at
@@ -228,8 +238,8 @@ public actor IssuerMetadataCache {
     private static let jwks = "jwks"
 
     private func fetchKeys() async throws -> KeySet {
-        let jwksURI = try await discovery().jwksURI
-        let response = try await get(jwksURI, endpoint: .jwks)
+        let discovered = try await discovery()
+        let response = try await get(discovered.jwksURI, endpoint: .jwks)
         guard response.status == 200, let document = try? JSONValue.parse(Data(response.body)),
             case .array(let members)? = document["keys"]
         else {
@@ -239,12 +249,21 @@ public actor IssuerMetadataCache {
         var usable: [JWK] = []
         for member in members {
             switch JWKSMember.signingKey(member) {
-            case .usable(let key): usable.append(key)
+            case .usable(var key):
+                if key.algorithm == nil {
+                    guard let algorithm = JWKSMember.algorithm(for: key, supported: discovered.idTokenSigningAlgValuesSupported) else {
+                        skip(member, "a key without alg whose algorithm cannot be told")
+                        continue
+                    }
+                    key.algorithm = algorithm
+                }
+                usable.append(key)
             case .skipped(let reason): skip(member, reason)
             }
         }
         let collection = JWTKeyCollection()
         var ids: Set<String> = []
+        var algorithms: [String: String] = [:]
         var count = 0
         for key in usable {
             if let kid = key.keyIdentifier?.string {
@@ -254,18 +273,20 @@ public actor IssuerMetadataCache {
                     continue
                 }
                 ids.insert(kid)
+                algorithms[kid] = key.algorithm?.rawValue
                 count += 1
             } else if usable.count == 1 {
                 // A lone key without `kid` verifies the tokens that name none.
                 var named = key
                 named.keyIdentifier = JWKIdentifier(string: Self.anonymousKeyID)
                 guard (try? await collection.add(jwk: named, isDefault: true)) != nil else { continue }
+                algorithms[Self.anonymousKeyID] = key.algorithm?.rawValue
                 count += 1
             } else {
                 skip(nil, "a key without kid among several cannot be chosen")
             }
         }
-        return KeySet(collection: collection, keyIDs: ids, count: count, fetchedAt: clock.now())
+        return KeySet(collection: collection, keyIDs: ids, algorithms: algorithms, count: count, fetchedAt: clock.now())
     }
 
     /// The id under which a lone key without `kid` is kept (never matched by a token's `kid`:
@@ -291,6 +312,11 @@ extension IssuerMetadataCache.KeySet {
     func matches(_ kid: String?) -> Bool {
         if let kid { return keyIDs.contains(kid) }
         return count == 1
+    }
+
+    /// The keys for a token naming `kid` (which `matches`).
+    func verifying(_ kid: String?) -> IssuerMetadataCache.VerificationKeys {
+        .init(collection: collection, algorithm: algorithms[kid ?? IssuerMetadataCache.anonymousKeyID])
     }
 }
 

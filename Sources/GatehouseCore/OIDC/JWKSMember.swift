@@ -24,4 +24,24 @@ enum JWKSMember {
         }
         return .usable(key)
     }
+
+    /// The algorithm a key published without `alg` verifies: an EC key its curve's; an RSA key
+    /// the one RSA algorithm discovery lists (`id_token_signing_alg_values_supported`) when it
+    /// lists exactly one, RS256 otherwise (the algorithm every OpenID provider supports,
+    /// OpenID Connect Discovery §3). Fixed when the key is loaded: jwt-kit gives a key without
+    /// one the algorithm of the first token verified with it, for good, so a single forged
+    /// token naming PS512 would otherwise make every genuine RS256 token of that key fail.
+    static func algorithm(for key: JWK, supported: [String]?) -> JWK.Algorithm? {
+        if key.keyType == .ecdsa {
+            switch key.curve?.rawValue {
+            case "P-256": return .es256
+            case "P-384": return .es384
+            case "P-521": return .es512
+            default: return nil
+            }
+        }
+        guard key.keyType == .rsa else { return nil }
+        let listed = (supported ?? []).filter { $0.hasPrefix("RS") || $0.hasPrefix("PS") }
+        return listed.count == 1 ? JWK.Algorithm(rawValue: listed[0]) : .rs256
+    }
 }

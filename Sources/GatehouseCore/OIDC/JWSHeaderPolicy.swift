@@ -8,8 +8,8 @@ enum JWSHeaderPolicy {
     /// Header parameters that would let a token choose its own verification key.
     static let keyInjectionHeaders = ["jku", "jwk", "x5u", "x5c"]
 
-    /// The token's `kid`, once its header passed; otherwise `invalid-id-token`.
-    static func check(_ token: String, maxLength: Int, algorithms: Set<String>) throws -> String? {
+    /// The token's `kid` and `alg`, once its header passed; otherwise `invalid-id-token`.
+    static func check(_ token: String, maxLength: Int, algorithms: Set<String>) throws -> (kid: String?, alg: String) {
         let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard token.utf8.count <= maxLength, parts.count == 3, let headerData = Base64URL.decode(String(decoding: parts[0], as: UTF8.self)),
             let header = try? JSONDecoder().decode(Header.self, from: headerData)
@@ -25,7 +25,7 @@ enum JWSHeaderPolicy {
         if header.critical {
             throw GatehouseError.invalidIdToken("The ID token has critical header parameters the gateway does not understand.")
         }
-        return header.kid
+        return (header.kid, alg)
     }
 
     /// What the rules look at in a JOSE header. Decoded as jwt-kit decodes it (JSONDecoder,

@@ -153,7 +153,7 @@ public final class GatewayTokenService: Sendable {
     /// The claims of a token not seen before: header policy, then signature.
     private func verifiedClaims(_ token: String) async throws -> GatewayIDTokenClaims {
         // The algorithm is fixed: `none`, HS256 with a public key as secret, anything else is refused.
-        guard let kid = try JWSHeaderPolicy.check(token, maxLength: 8 << 10, algorithms: ["ES256"]) else {
+        guard let kid = try JWSHeaderPolicy.check(token, maxLength: 8 << 10, algorithms: ["ES256"]).kid else {
             throw GatehouseError.invalidIdToken("The ID token has no key id.")
         }
         do {
