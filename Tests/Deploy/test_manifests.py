@@ -1,6 +1,7 @@
 """What the reference deployment's manifests promise operators, checked where no schema can:
 in-cluster callers and providers get through the NetworkPolicy, the migrate Job can be applied
-once per release and gives up, and the systemd unit allows enough file descriptors."""
+once per release and gives up, the probes ask the operations listener, and the systemd unit
+allows enough file descriptors and starts without asking the providers."""
 
 import pathlib
 
@@ -42,3 +43,17 @@ def test_systemd_unit_raises_the_descriptor_limit():
     unit = (ROOT / "Deploy" / "systemd" / "gatehouse.service").read_text().splitlines()
     limits = [line.split("=", 1)[1] for line in unit if line.startswith("LimitNOFILE=")]
     assert limits and int(limits[0]) >= 65536
+
+
+def test_probes_ask_the_operations_listener():
+    container = load("deployment.yaml")["spec"]["template"]["spec"]["containers"][0]
+    ports = {port["name"]: port["containerPort"] for port in container["ports"]}
+    assert ports["ops"] == 9090
+    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+        assert container[probe]["httpGet"]["port"] == "ops", probe
+
+
+def test_systemd_unit_starts_without_asking_the_providers():
+    unit = (ROOT / "Deploy" / "systemd" / "gatehouse.service").read_text().splitlines()
+    assert not any(line.startswith("ExecStartPre=") and "check" in line for line in unit), \
+        "check --offline fetches every provider's discovery: one provider down would stop the start"
