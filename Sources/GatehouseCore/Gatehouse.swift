@@ -134,7 +134,8 @@ public struct Gatehouse: Sendable {
             storage: storage, tokens: tokens, recentLoginWindow: configuration.recentLoginWindow, clock: configuration.clock, audit: audit,
             events: events)
         let profiles = ProfileService(
-            storage: storage, providers: registry, accounts: accounts, vault: vault, configuration: configuration, metrics: metrics)
+            storage: storage, providers: registry, accounts: accounts, vault: vault, configuration: configuration, metrics: metrics,
+            logger: logger)
         self.profiles = profiles
         self.providerAPI = ProviderAPIService(
             configuration: configuration, profiles: profiles, providers: registry,

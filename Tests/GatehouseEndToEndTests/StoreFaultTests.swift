@@ -55,6 +55,46 @@ struct StoreFaultTests {
 }
 
 extension StoreFaultTests {
+    @Test(
+        "a provider's rotated tokens whose write fails are used, and written, by the next call: the spent refresh token is never sent again (GitHub App)"
+    )
+    func rotatedTokensSurviveAFailedWrite() async throws {
+        try await withDeployment(gateway: UpstreamTrustTests.useGitHubApp) { deployment in
+            var browser = Browser(deployment)
+            #expect(try await browser.complete(login: "octocat").status == 200)
+            let live = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile"
+            let endpoint = "POST /github/login/oauth/access_token"
+            let exchanges = { try await deployment.emulatorStats()[endpoint] ?? 0 }
+            let afterSignIn = try await exchanges()
+            // Writes of the grant's tokens fail (a broken disk, a lost connection) while GitHub
+            // rotates them: it has spent the refresh token the store still holds.
+            let database = try openSQLite(deployment.databasePath)
+            try await database.write {
+                try $0.execute(
+                    sql:
+                        "CREATE TRIGGER tokens_unwritable BEFORE UPDATE OF sealed_tokens ON provider_links BEGIN SELECT RAISE(ABORT, 'disk gone'); END"
+                )
+            }
+            deployment.clock.advance(by: 28800 + 60)
+            let during = try await browser.send(live)
+            #expect(during.status == 200, "the rotated tokens serve the call: \(during.bodyText)")
+            #expect(try await exchanges() == afterSignIn + 1)
+            let holds = deployment.logs.lines.contains { $0.contains("provider tokens not written") }
+            #expect(holds)
+            try await database.write { try $0.execute(sql: "DROP TRIGGER tokens_unwritable") }
+
+            // The next call uses the kept tokens and writes them; GitHub is not asked again.
+            let after = try await browser.send(live)
+            #expect(after.status == 200, "\(after.bodyText)")
+            #expect(try await exchanges() == afterSignIn + 1)
+            // Eight hours on, the stored (rotated) refresh token works.
+            deployment.clock.advance(by: 28800 + 60)
+            let later = try await browser.send(live)
+            #expect(later.status == 200, "\(later.bodyText)")
+            #expect(try await exchanges() == afterSignIn + 2)
+        }
+    }
+
     @Test("a store error while a pending credential is claimed leaves it claimable: the link and the claim commit together")
     func claimFailingLeavesThePendingCredential() async throws {
         try await withDeployment { deployment in

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Profiles and photos, for the signed-in user's routes and for internal services: unified
 /// profile, one provider's live profile, photo — cached, behind each provider's circuit
@@ -37,12 +38,21 @@ public final class ProfileService: Sendable {
     let metrics: GatehouseMetrics
     /// Where the time comes from.
     let clock: any GatehouseClock
+    /// Tokens a refresh got whose write failed, by grant, with the sealed tokens they replace:
+    /// the provider may have spent the refresh token the store still holds (rotation), so the
+    /// grant's next refresh uses these and writes them instead of sending that token again.
+    /// Process-local and bounded: another instance, or a restart, still meets the spent token.
+    let unwrittenTokens = RecentValues<String, (replacing: String, tokens: ProviderTokens)>(capacity: 10_000)
+    /// Writes of refreshed tokens are tried this many times before they are kept in memory.
+    static let tokenWriteAttempts = 3
+    let logger: Logger
 
     /// Built by `Gatehouse` from the deployment's settings.
     init(
         storage: any GatehouseStorage, providers: ProviderRegistry, accounts: AccountService, vault: TokenVault,
-        configuration: GatewayConfiguration, metrics: GatehouseMetrics
+        configuration: GatewayConfiguration, metrics: GatehouseMetrics, logger: Logger
     ) {
+        self.logger = logger
         self.storage = storage
         self.vault = vault
         self.providers = providers
@@ -335,21 +345,45 @@ public final class ProfileService: Sendable {
         guard let current = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), current.uid == link.uid else {
             throw GatehouseError.providerReauthRequired(link.providerId)
         }
-        let stored = try await openTokens(current)
+        var stored = try await openTokens(current)
         guard stored.reauthRequired != true else { throw GatehouseError.providerReauthRequired(link.providerId) }
+        // The new tokens replace exactly the ones read above (compare and set): should a
+        // sign-in, or another instance whose lock lease ran out, have stored newer ones during
+        // the provider call, theirs stay. The caller still gets the tokens it was answered.
+        var read = current.sealedTokens
+        let grant = "\(current.providerId)|\(current.federatedId)"
+        if let kept = unwrittenTokens.value(for: grant) {
+            if kept.replacing == read {
+                // An earlier refresh's tokens the store could not take: the grant's live ones.
+                stored = kept.tokens
+                if let written = try? await write(kept.tokens, of: current, replacing: read) {
+                    unwrittenTokens.remove(grant)
+                    read = written
+                }
+            } else {
+                unwrittenTokens.remove(grant)  // the store has other tokens since (a sign-in)
+            }
+        }
         if stored.accessToken != failed.accessToken {
             metrics.tokenRefresh(providerId: link.providerId, outcome: "reused")
             return stored
         }
-        // The new tokens replace exactly the ones read above (compare and set): should a
-        // sign-in, or another instance whose lock lease ran out, have stored newer ones during
-        // the provider call, theirs stay. The caller still gets the tokens it was answered.
-        let read = current.sealedTokens
         do {
             let fresh = try await provider.refresh(stored)
-            let sealed = try await vault.seal(fresh, providerId: current.providerId, federatedId: current.federatedId)
-            let replaced = try await storage.replaceSealedTokens(
-                providerId: current.providerId, federatedId: current.federatedId, expected: read, with: sealed)
+            let replaced: Bool
+            do {
+                replaced = try await writeRefreshed(fresh, of: current, replacing: read)
+            } catch {
+                // The provider has answered (and may have spent the refresh token the store
+                // holds): the tokens are kept for the grant's next refresh, and serve this call.
+                unwrittenTokens.insert((read, fresh), for: grant)
+                logger.error(
+                    "provider tokens not written; kept in memory until a write succeeds",
+                    metadata: ["provider.id": "\(current.providerId)", "error.type": "\(type(of: error))"])
+                metrics.tokenRefresh(providerId: link.providerId, outcome: "unwritten")
+                return fresh
+            }
+            unwrittenTokens.remove(grant)
             metrics.tokenRefresh(providerId: link.providerId, outcome: replaced ? "ok" : "superseded")
             return fresh
         } catch let error as GatehouseError where error.code == .providerReauthRequired {
@@ -368,6 +402,30 @@ public final class ProfileService: Sendable {
         } catch {
             metrics.tokenRefresh(providerId: link.providerId, outcome: "failed")
             throw error
+        }
+    }
+
+    /// Writes `tokens` over the sealed tokens `replacing` (compare and set): the sealed form
+    /// written, or `nil` when the store holds other tokens now.
+    private func write(_ tokens: ProviderTokens, of link: ProviderLinkRecord, replacing: String) async throws -> String? {
+        let sealed = try await vault.seal(tokens, providerId: link.providerId, federatedId: link.federatedId)
+        let replaced = try await storage.replaceSealedTokens(
+            providerId: link.providerId, federatedId: link.federatedId, expected: replacing, with: sealed)
+        return replaced ? sealed : nil
+    }
+
+    /// `write` for a refresh's answer, tried `tokenWriteAttempts` times (a store's brief
+    /// failure must not lose tokens the provider will not give again); whether they replaced
+    /// the ones read.
+    private func writeRefreshed(_ tokens: ProviderTokens, of link: ProviderLinkRecord, replacing: String) async throws -> Bool {
+        var attempt = 1
+        while true {
+            do {
+                return try await write(tokens, of: link, replacing: replacing) != nil
+            } catch  where attempt < Self.tokenWriteAttempts && !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(100 * attempt * attempt))
+                attempt += 1
+            }
         }
     }
 

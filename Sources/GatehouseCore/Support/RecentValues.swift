@@ -33,6 +33,14 @@ public final class RecentValues<Key: Hashable & Sendable, Value: Sendable>: Send
         state.withLock { Self.insert(value, for: key, into: &$0, limit: generationSize) }
     }
 
+    /// Drops `key`'s value.
+    public func remove(_ key: Key) {
+        state.withLock { state in
+            state.newer[key] = nil
+            state.older[key] = nil
+        }
+    }
+
     /// How many entries are held (tests).
     public var count: Int { state.withLock { $0.newer.count + $0.older.count } }
 
