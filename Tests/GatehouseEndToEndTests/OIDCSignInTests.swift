@@ -101,7 +101,7 @@ struct OIDCSignInTests {
             #expect(query["language"] == "fr")
             #expect(query["scope"] == "openid profile email sdct-w")
             #expect(query["nonce"]?.count == 43 && query["code_challenge_method"] == "S256")
-            for reserved in ["client_id", "redirect_uri", "response_type", "state", "nonce"] {
+            for reserved in ["client_id", "redirect_uri", "response_type", "state", "nonce", "request", "Request_URI"] {
                 let refused = try await browser.start("return_to=\(returnTo)&\(reserved)=x", provider: "yahoo.com")
                 #expect(refused.status == 400)
                 #expect(try jsonObject(refused)["code"] as? String == "invalid-custom-parameter")

@@ -1,9 +1,11 @@
 /// The query parameters of `start` that are forwarded to the provider.
 public enum CustomParameters {
-    /// Parameters the gateway itself sets on every authorize request (design §2).
+    /// Parameters the gateway itself sets on every authorize request (design §2), and the
+    /// request objects (`request`, `request_uri`: OpenID Connect Core §6, RFC 9101) whose
+    /// members a provider that accepts them takes over the request's own parameters.
     public static let reserved: Set<String> = [
         "client_id", "redirect_uri", "response_type", "response_mode", "scope", "state", "nonce",
-        "code_challenge", "code_challenge_method",
+        "code_challenge", "code_challenge_method", "request", "request_uri",
     ]
 
     /// Parameters that belong to the gateway's own `start` route.
