@@ -156,8 +156,9 @@ public actor SigningKeyRing {
             // share one key instead of each signing with its own until they reload.
             let storage = self.storage
             let vault = self.vault
+            let now = clock.now()
             records = try await storage.withLock("signing-key-bootstrap") {
-                if try await storage.signingKeys().isEmpty { try await Self.addKey(storage: storage, vault: vault) }
+                if try await storage.signingKeys().isEmpty { try await Self.addKey(storage: storage, vault: vault, at: now) }
                 return try await storage.signingKeys()
             }
         }
@@ -176,7 +177,7 @@ public actor SigningKeyRing {
             loaded.append(Key(kid: record.kid, createdAt: record.createdAt, privateKey: try P256.Signing.PrivateKey(rawRepresentation: raw)))
         }
         if loaded.isEmpty {
-            try await Self.addKey(storage: storage, vault: vault)
+            try await Self.addKey(storage: storage, vault: vault, at: clock.now())
             return try await load()
         }
         let fresh = JWTKeyCollection()
