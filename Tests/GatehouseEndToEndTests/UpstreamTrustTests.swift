@@ -205,16 +205,19 @@ struct UpstreamTrustTests {
         }
     }
 
-    @Test("a lone JWKS key without kid verifies tokens that name none")
-    func loneKeyWithoutKeyID() async throws {
+    @Test(
+        "a lone JWKS key verifies tokens that name no kid, whether it has one or not, with alg or without",
+        arguments: [(true, true), (true, false), (false, true), (false, false)])
+    func loneKeyVerifiesTokensWithoutKeyID(_ keyHasID: Bool, _ withAlgorithm: Bool) async throws {
         try await withDeployment { deployment in
-            var anonymous = try await Self.realKey(deployment)
-            anonymous["kid"] = nil
-            try await Self.serveJWKS(deployment, [anonymous])
+            var lone = try await Self.realKey(deployment)
+            if !keyHasID { lone["kid"] = nil }
+            if !withAlgorithm { lone["alg"] = nil }
+            try await Self.serveJWKS(deployment, [lone])
             _ = try await deployment.control("oidc/tamper", #"{"issuer": "oidc", "mode": "no-kid"}"#)
             var browser = Browser(deployment)
             let signedIn = try await browser.complete(login: Self.olive, provider: "oidc.emulator")
-            #expect(signedIn.status == 200, "\(signedIn.bodyText)")
+            #expect(signedIn.status == 200, "kid \(keyHasID), alg \(withAlgorithm): \(signedIn.bodyText)")
         }
     }
 

@@ -251,7 +251,10 @@ public actor IssuerMetadataCache {
             switch JWKSMember.signingKey(member) {
             case .usable(var key):
                 if key.algorithm == nil {
-                    guard let algorithm = JWKSMember.algorithm(for: key, supported: discovered.idTokenSigningAlgValuesSupported) else {
+                    guard
+                        let algorithm = JWKSMember.algorithm(
+                            for: key, supported: discovered.idTokenSigningAlgValuesSupported?.filter(configuration.allowedAlgorithms.contains))
+                    else {
                         skip(member, "a key without alg whose algorithm cannot be told")
                         continue
                     }
@@ -314,9 +317,11 @@ extension IssuerMetadataCache.KeySet {
         return count == 1
     }
 
-    /// The keys for a token naming `kid` (which `matches`).
+    /// The keys for a token naming `kid` (which `matches`): a token without one is verified by
+    /// the set's only key, with or without its own `kid` (jwt-kit's default key).
     func verifying(_ kid: String?) -> IssuerMetadataCache.VerificationKeys {
-        .init(collection: collection, algorithm: algorithms[kid ?? IssuerMetadataCache.anonymousKeyID])
+        let algorithm = kid.map { algorithms[$0] } ?? (algorithms.count == 1 ? algorithms.values.first : nil)
+        return .init(collection: collection, algorithm: algorithm)
     }
 }
 

@@ -26,8 +26,8 @@ enum JWKSMember {
     }
 
     /// The algorithm a key published without `alg` verifies: an EC key its curve's; an RSA key
-    /// the one RSA algorithm discovery lists (`id_token_signing_alg_values_supported`) when it
-    /// lists exactly one, RS256 otherwise (the algorithm every OpenID provider supports,
+    /// the one RSA algorithm in `supported` (discovery's `id_token_signing_alg_values_supported`
+    /// that the provider's configuration allows) when there is exactly one, RS256 otherwise (the algorithm every OpenID provider supports,
     /// OpenID Connect Discovery §3). Fixed when the key is loaded: jwt-kit gives a key without
     /// one the algorithm of the first token verified with it, for good, so a single forged
     /// token naming PS512 would otherwise make every genuine RS256 token of that key fail.
