@@ -343,6 +343,7 @@ public final class ProviderAPIService: Sendable {
         let tokens = try await profiles.withFreshTokens(link, provider, refreshesThroughBreaker: true) { $0 }
         audit.record(.providerTokenIssued, by: .serviceKey(keyId), uid: uid, provider: providerId)
         metrics.providerTokenIssued(providerId: providerId)
-        return HandedAccessToken(accessToken: tokens.accessToken, expiresAt: tokens.expiresAt.map { Int($0) }, scopes: tokens.scopes)
+        return HandedAccessToken(
+            accessToken: tokens.accessToken, expiresAt: tokens.expiresAt.flatMap { Int(exactly: $0.rounded(.down)) }, scopes: tokens.scopes)
     }
 }

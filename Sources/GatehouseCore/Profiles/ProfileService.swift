@@ -364,7 +364,10 @@ public final class ProfileService: Sendable {
                 unwrittenTokens.remove(grant)  // the store has other tokens since (a sign-in)
             }
         }
-        if stored.accessToken != failed.accessToken {
+        // Tokens another refresh stored (or kept) meanwhile serve the call, unless they have
+        // expired too: kept tokens may have waited for a write longer than they live.
+        let expired = stored.expiresAt.map { $0 < clock.now().timeIntervalSince1970 + 30 } ?? false
+        if stored.accessToken != failed.accessToken, !(expired && stored.refreshToken != nil) {
             metrics.tokenRefresh(providerId: link.providerId, outcome: "reused")
             return stored
         }
