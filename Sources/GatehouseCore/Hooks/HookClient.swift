@@ -200,9 +200,9 @@ public final class HookClient: SignInHooks {
             throw HookFailure.unreachable("the call failed")
         }
         guard (200..<300).contains(response.status) else {
-            // A receiver may refuse with an error status (Firebase's blocking functions deny by
-            // throwing an HTTP error): a deny answer is a denial whatever the status, so that
-            // under `allow` a refusal never lets the sign-in through. Anything else with such a
+            // A receiver may answer its refusal with an error status: a deny answer is a denial
+            // whatever the status, so that under `allow` a refusal never lets the sign-in
+            // through. Anything else with such a
             // status is a failure, an allow answer included.
             if let answer = try? HookAnswer(body: response.body), case .deny = answer { return answer }
             throw HookFailure.status(response.status)
