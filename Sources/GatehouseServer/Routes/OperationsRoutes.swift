@@ -19,14 +19,18 @@ struct OperationsRoutes {
     /// more (the parts and their reasons are for operators, on the operations listener).
     func registerPublic(into table: inout RouteTable) {
         let readiness = self.readiness
+        let drain = self.drain
         table.add(.get, "/healthz", head: true) { _, _ in
             Response.json(body: Self.alive)
         }
+        // A verdict at most a second old (a draining instance says so at once): anyone may ask.
+        let verdicts = SharedVerdict()
         table.add(.get, "/readyz", head: true) { _, context in
-            switch await readiness(context.logger) {
-            case .success: return try Response.json(["status": "ready"])
-            case .failure: throw GatehouseError(code: .notReady, detail: "The instance is not ready.")
+            let logger = context.logger
+            guard !drain.isDraining, await verdicts.verdict({ if case .success = await readiness(logger) { true } else { false } }) else {
+                throw GatehouseError(code: .notReady, detail: "The instance is not ready.")
             }
+            return try Response.json(["status": "ready"])
         }
     }
 
