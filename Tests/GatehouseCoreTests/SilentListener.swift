@@ -48,3 +48,24 @@ extension SilentListener {
         return holding
     }
 }
+
+extension SilentListener {
+    /// Answers the next connection with `answer` (the bytes as they are, framing included)
+    /// once its request head has arrived, then closes it.
+    func answerOnce(_ answer: [UInt8]) {
+        let descriptor = self.descriptor
+        Thread.detachNewThread {
+            let connection = accept(descriptor, nil, nil)
+            guard connection >= 0 else { return }
+            defer { _ = Glibc.close(connection) }
+            var request: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while request.count < 65_536, request.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
+                let count = read(connection, &buffer, buffer.count)
+                guard count > 0 else { return }
+                request += buffer.prefix(count)
+            }
+            _ = answer.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+        }
+    }
+}

@@ -200,8 +200,23 @@ public final class PhotoDownload: Sendable {
                 return s.headWaiters
             }
             for waiter in waiters { waiter.resume(returning: head) }
-            for chunk in held { deliver(chunk) }
-            while let chunk = try await iterator.next() { deliver(chunk) }
+            // The callers' answers declare the provider's length (`Head.contentLength`): a body
+            // of any other length would break their framing (libcurl ignores the declared length
+            // of a chunked answer, and a hostile one sends both), so it fails the transfer
+            // before more than the declared bytes, or the last one, reach anyone.
+            var total = 0
+            func pass(_ chunk: [UInt8]) throws {
+                total += chunk.count
+                if let declared = source.contentLength, total > declared {
+                    throw GatehouseError.photoUnavailable(providerId, cause: "the photo is longer than its declared \(declared) bytes")
+                }
+                deliver(chunk)
+            }
+            for chunk in held { try pass(chunk) }
+            while let chunk = try await iterator.next() { try pass(chunk) }
+            if let declared = source.contentLength, total != declared {
+                throw GatehouseError.photoUnavailable(providerId, cause: "the photo is shorter than its declared \(declared) bytes")
+            }
         } catch let error as GatehouseError {
             throw error
         } catch {
