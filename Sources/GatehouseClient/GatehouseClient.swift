@@ -26,7 +26,14 @@ public actor GatehouseClient {
     }
 
     /// Credentials kept from an earlier run (the keychain).
-    public func restore(_ credentials: Credentials?) { self.credentials = credentials }
+    public func restore(_ credentials: Credentials?) { replace(with: credentials) }
+
+    /// Sets the signed-in user's credentials; a refresh in flight for the ones they replace is
+    /// no longer joined (its answer belongs to that account).
+    private func replace(with credentials: Credentials?) {
+        self.credentials = credentials
+        refreshing = nil
+    }
 
     /// A sign-in with `providerId` returning to `returnTo` — the app's own scheme
     /// (`com.example.app:/oauth2redirect`) or a loopback address it listens on
@@ -93,8 +100,8 @@ public actor GatehouseClient {
         let answer = try Self.decoder.decode(SignInAnswer.self, from: data)
         switch (answer.idToken, answer.refreshToken, answer.expiresIn) {
         case (let idToken?, let refreshToken?, let expiresIn?):
-            credentials = Credentials(
-                idToken: idToken, refreshToken: refreshToken, expiresAt: Date().addingTimeInterval(TimeInterval(expiresIn)))
+            replace(
+                with: Credentials(idToken: idToken, refreshToken: refreshToken, expiresAt: Date().addingTimeInterval(TimeInterval(expiresIn))))
         case (nil, nil, nil) where answer.result.operationType == "link":
             break  // a link adds a sign-in method; the session and its tokens stay as they are
         default:
@@ -104,21 +111,22 @@ public actor GatehouseClient {
     }
 
     /// Exchanges the refresh token for new tokens (the old refresh token is spent); concurrent
-    /// callers share one exchange.
+    /// callers share one exchange. Its answer replaces only the credentials it started from: a
+    /// sign-in, a restore or a sign-out while it runs keeps its own.
     @discardableResult
     public func refresh() async throws -> Credentials {
         if let refreshing { return try await refreshing.value }
         guard let current = credentials else { throw GatehouseClientError.notSignedIn }
         let task = Task { try await self.exchange(current.refreshToken) }
         refreshing = task
-        defer { refreshing = nil }
+        defer { if refreshing == task { refreshing = nil } }
         do {
             let fresh = try await task.value
-            credentials = fresh
+            if credentials == current { credentials = fresh }
             return fresh
         } catch GatehouseClientError.problem(let problem) where problem.code == .invalidRefreshToken {
             // Spent, revoked or expired: the user must sign in again.
-            credentials = nil
+            if credentials == current { credentials = nil }
             throw GatehouseClientError.problem(problem)
         }
     }
@@ -150,7 +158,7 @@ public actor GatehouseClient {
     public func signOut() async throws {
         guard credentials != nil else { return }
         _ = try await authorized("POST", "v1/auth/signout")
-        credentials = nil
+        replace(with: nil)
     }
 
     // MARK: Requests
