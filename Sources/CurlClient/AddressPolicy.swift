@@ -30,19 +30,25 @@ public enum AddressPolicy: Sendable, Equatable {
         }
     }
 
-    /// Whether an IPv6 address is on the public internet (IPv4-mapped ones are judged as IPv4).
+    /// Whether an IPv6 address is on the public internet. Addresses that carry an IPv4 address
+    /// (IPv4-mapped, IPv4-compatible, NAT64's well-known prefix, 6to4) are judged by it.
     static func isPublic(ipv6 bytes: [UInt8]) -> Bool {
         guard bytes.count == 16 else { return false }
         if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
             return isPublic(ipv4: Array(bytes[12..<16]))
         }
         if bytes[0..<15].allSatisfy({ $0 == 0 }) { return false }  // :: and ::1
+        if bytes[0..<12].allSatisfy({ $0 == 0 }) { return isPublic(ipv4: Array(bytes[12..<16])) }  // ::a.b.c.d
         if bytes[0] == 0xFF { return false }  // multicast
         if bytes[0] & 0xFE == 0xFC { return false }  // fc00::/7 unique local
         if bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80 { return false }  // fe80::/10 link-local
+        if bytes[0] == 0xFE && bytes[1] & 0xC0 == 0xC0 { return false }  // fec0::/10 site-local
         if bytes[0] == 0x00 && bytes[1] == 0x64 && bytes[2] == 0xFF && bytes[3] == 0x9B {
+            // 64:ff9b:1::/48 is a network's own translator (RFC 8215): never public.
+            if bytes[4] == 0x00 && bytes[5] == 0x01 { return false }
             return isPublic(ipv4: Array(bytes[12..<16]))  // 64:ff9b::/96 NAT64
         }
+        if bytes[0] == 0x20 && bytes[1] == 0x02 { return isPublic(ipv4: Array(bytes[2..<6])) }  // 2002::/16 6to4
         return true
     }
 }

@@ -499,7 +499,9 @@ struct CurlHTTPClientTests {
         }
     }
 
-    @Test("address classification: private, loopback, link-local, CGNAT, multicast, ULA and mapped addresses are not public")
+    @Test(
+        "address classification: private, loopback, link-local, site-local, CGNAT, multicast and ULA addresses are not public, nor IPv6 addresses carrying such an IPv4 one (mapped, compatible, NAT64, 6to4), nor a network's own NAT64 prefix"
+    )
     func addressClassification() {
         for inside in [
             [127, 0, 0, 1], [10, 1, 2, 3], [172, 16, 0, 1], [172, 31, 255, 255], [192, 168, 1, 1], [169, 254, 169, 254],
@@ -514,9 +516,20 @@ struct CurlHTTPClientTests {
         let mappedLoopback: [UInt8] = Array(repeating: 0, count: 10) + [0xFF, 0xFF, 127, 0, 0, 1]
         let uniqueLocal: [UInt8] = [0xFD] + Array(repeating: 0, count: 14) + [1]
         let linkLocal: [UInt8] = [0xFE, 0x80] + Array(repeating: 0, count: 13) + [1]
-        for inside in [loopback6, mappedLoopback, uniqueLocal, linkLocal] { #expect(!AddressPolicy.isPublic(ipv6: inside)) }
+        let compatibleLoopback: [UInt8] = Array(repeating: 0, count: 12) + [127, 0, 0, 1]
+        let siteLocal: [UInt8] = [0xFE, 0xC0] + Array(repeating: 0, count: 13) + [1]
+        let localTranslator: [UInt8] = [0x00, 0x64, 0xFF, 0x9B, 0x00, 0x01] + Array(repeating: 0, count: 6) + [8, 8, 8, 8]
+        let privateSixToFour: [UInt8] = [0x20, 0x02, 10, 0, 0, 1] + Array(repeating: 0, count: 10)
+        let privateNAT64: [UInt8] = [0x00, 0x64, 0xFF, 0x9B] + Array(repeating: 0, count: 8) + [192, 168, 0, 1]
+        for inside in [
+            loopback6, mappedLoopback, uniqueLocal, linkLocal, compatibleLoopback, siteLocal, localTranslator, privateSixToFour, privateNAT64,
+        ] {
+            #expect(!AddressPolicy.isPublic(ipv6: inside), "\(inside)")
+        }
         let google: [UInt8] = [0x20, 0x01, 0x48, 0x60, 0x48, 0x60] + Array(repeating: 0, count: 8) + [0x88, 0x88]
+        let publicSixToFour: [UInt8] = [0x20, 0x02, 8, 8, 8, 8] + Array(repeating: 0, count: 10)
         #expect(AddressPolicy.isPublic(ipv6: google))
+        #expect(AddressPolicy.isPublic(ipv6: publicSixToFour))
     }
 }
 
