@@ -289,7 +289,9 @@ struct OIDCSignInTests {
         for secret in [EmulatorConfigurationClients.oidc.secret, EmulatorConfigurationClients.yahoo.secret] {
             #expect(!logs.contains(secret))
         }
-        #expect(!logs.contains("eyJ"))  // no JWT of any kind
+        // No JWT of any kind: a JSON header and payload, each base64url beginning `eyJ` (`{"`).
+        // Not "eyJ" alone, which a random id in a log line (a uid, a key id) may hold by chance.
+        #expect(logs.range(of: #"eyJ[A-Za-z0-9_-]*\.eyJ"#, options: .regularExpression) == nil)
     }
 }
 
