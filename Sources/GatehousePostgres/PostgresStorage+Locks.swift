@@ -6,14 +6,15 @@ import _ConnectionPoolModule
 
 /// PostgresStorage's `LockStore` part.
 extension PostgresStorage {
-    /// A named lock across instances, held as a lease in `gatehouse_locks`: taken and
-    /// released by one short statement each, so no pooled connection is held while `body`
+    /// A named lock across instances, held as a lease in `gatehouse_locks`: taken, renewed
+    /// and released by one short statement each, so no pooled connection is held while `body`
     /// runs. (A session-level advisory lock kept one connection for the whole body — a
     /// provider's token call included — and every waiter blocked in PostgreSQL on another:
     /// a few slow refreshes starved the pool for every request.) Waiters retry with a growing
-    /// pause for up to `lockWait`, then answer `StorageError.unavailable`. A holder that died
-    /// frees the lock when its lease ends (`lockLease`); the lease is longer than any body
-    /// (a provider call ends at its upstream timeout).
+    /// pause for up to `lockWait`, then answer `StorageError.unavailable`. While `body` runs
+    /// the holder renews its lease every third of `lockLease`, so a body slower than the
+    /// lease (a provider's token call may be given up to an hour) keeps the lock; a holder
+    /// that died frees it when its last lease ends.
     public func withLock<T: Sendable>(_ name: String, _ body: @Sendable () async throws -> T) async throws -> T {
         let holder = UUID().uuidString
         let deadline = ContinuousClock.now + lockWait
@@ -26,14 +27,33 @@ extension PostgresStorage {
             try await Task.sleep(for: pause)
             pause = min(pause * 2, .milliseconds(100))
         }
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await body())
-        } catch {
-            result = .failure(error)
+        let result = await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.renewLease(name, holder: holder) }
+            let answer: Result<T, any Error>
+            do {
+                answer = .success(try await body())
+            } catch {
+                answer = .failure(error)
+            }
+            group.cancelAll()
+            return answer
         }
         // A release that fails (the database went away) leaves the lease to expire.
         try? await execute("DELETE FROM gatehouse_locks WHERE name = \(name) AND holder = \(holder)")
         return try result.get()
+    }
+
+    /// Extends `holder`'s lease on `name` every third of `lockLease` until cancelled. A renewal
+    /// that fails (the database is briefly away) is tried again at the next turn; the lease
+    /// left covers two more.
+    private func renewLease(_ name: String, holder: String) async {
+        let milliseconds = lockLeaseMilliseconds
+        while (try? await Task.sleep(for: lockLease / 3)) != nil {
+            try? await execute(
+                """
+                UPDATE gatehouse_locks SET expires_at = now() + \(milliseconds) * interval '1 millisecond'
+                WHERE name = \(name) AND holder = \(holder)
+                """)
+        }
     }
 }

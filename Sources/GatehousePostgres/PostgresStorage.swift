@@ -28,8 +28,12 @@ public final class PostgresStorage: GatehouseStorage {
     /// The pool's in-use and waiting gauges (counted inside the timeout: an operation given up
     /// on keeps its connection until the server ends it).
     let usage: PoolUsage
-    /// How long a `withLock` lease lasts when its holder never releases it (it died).
+    /// How long a `withLock` lease lasts unless its holder renews it (it renews while alive).
     let lockLease: Duration
+    /// `lockLease` in whole milliseconds, as the lease statements give it.
+    var lockLeaseMilliseconds: Int {
+        Int(lockLease.components.seconds * 1000 + lockLease.components.attoseconds / 1_000_000_000_000_000)
+    }
     /// How long `withLock` waits for a lock another holder has.
     let lockWait: Duration
     /// One connection's configuration for the same server, or why it cannot be made: what
@@ -183,7 +187,7 @@ public final class PostgresStorage: GatehouseStorage {
     /// Takes the lease when nobody holds it or its holder's lease has ended (the server's
     /// clock decides, so instances' clocks need not agree).
     func lease(_ name: String, holder: String) async throws -> Bool {
-        let milliseconds = Int(lockLease.components.seconds * 1000 + lockLease.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = lockLeaseMilliseconds
         let rows = try await query(
             """
             INSERT INTO gatehouse_locks (name, holder, expires_at) VALUES (\(name), \(holder), now() + \(milliseconds) * interval '1 millisecond')

@@ -45,16 +45,40 @@ import Testing
         }
         #expect(found == [true, true, true, true])
 
-        // A holder that died without releasing: its lease ends, then the lock is free again.
-        try await store.withLock("left-behind") {
-            let other = try PostgresTestServer.store(url, maximumConnections: 1, lockWait: .seconds(10))
-            defer { other.shutdown() }
-            // While the lease lasts, another store waits for it; this holder never lets go
-            // before the other has it, so only the lease's end can free it.
-            let waited = ContinuousClock.now
-            _ = try await other.withLock("left-behind") { true }
-            #expect(ContinuousClock.now - waited >= .seconds(1), "the lock was taken while its lease lasted")
+        // A holder that died without releasing (its row, with no process renewing it): its
+        // lease ends, then the lock is free again.
+        try await PostgresTestServer.execute(
+            url, "INSERT INTO gatehouse_locks (name, holder, expires_at) VALUES ('left-behind', 'gone', now() + interval '1500 milliseconds')")
+        let waited = ContinuousClock.now
+        _ = try await store.withLock("left-behind") { true }
+        #expect(ContinuousClock.now - waited >= .seconds(1), "the lock was taken while its lease lasted")
+    }
+
+    @Test("a live holder keeps its lock past the lease: the lease is renewed while the body runs, and freed when it ends")
+    func liveHolderRenewsItsLease() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let store = try PostgresStorage(
+            url: url, maximumConnections: 2, operationTimeout: .seconds(3), lockLease: .seconds(2), logger: PostgresTestServer.quietLogger)
+        defer { store.shutdown() }
+        try await store.migrate()
+        let other = try PostgresStorage(
+            url: url, maximumConnections: 1, operationTimeout: .seconds(3), lockWait: .milliseconds(500),
+            logger: PostgresTestServer.quietLogger)
+        defer { other.shutdown() }
+        // A body slower than the lease (a provider's token call under a long timeout): another
+        // instance asking once the first lease would have ended must still wait.
+        let refused = try await store.withLock("refresh|slow") {
+            try await Task.sleep(for: .seconds(3))
+            do {
+                _ = try await other.withLock("refresh|slow") { true }
+                return false
+            } catch StorageError.unavailable {
+                return true
+            }
         }
+        #expect(refused, "another instance took the lock while its holder was still inside")
+        // Released at the end, renewals stopped: the other instance takes it at once.
+        #expect(try await other.withLock("refresh|slow") { true })
     }
 
     @Test("byte-order paging (accounts, links, the webhook outbox) is served by an index in that order, not a sort of the table")
