@@ -169,6 +169,41 @@ struct UpstreamTrustTests {
         }
     }
 
+    @Test("a configured tenant domain admits only that tenant's tokens: a code from another tenant's endpoint is refused; the allow-list adds GUIDs")
+    func configuredTenantDomainChecksTheTokensTenant() async throws {
+        let tenantA = MicrosoftDirectory.tenantA
+        let tenantB = MicrosoftDirectory.tenantB
+        try await withDeployment(microsoft: { $0.tenant = tenantA.domain }) { deployment in
+            var adele = Browser(deployment)
+            #expect(try await MicrosoftSignInTests.signIn(&adele, MicrosoftSignInTests.adele).status == 200)
+            // The sign-in is sent to contoso's endpoint; Bob answers it at fabrikam's (the app is
+            // multi-tenant there) and brings that code back: the gateway redeems it at contoso's.
+            var bob = Browser(deployment)
+            let start = try await bob.start(
+                "return_to=\(FormEncoding.escape(TestDeployment.returnTo))&login_hint=\(FormEncoding.escape(MicrosoftSignInTests.bob))",
+                provider: "microsoft.com")
+            let authorize = try #require(start.headers["location"])
+            #expect(authorize.contains("/microsoft/\(tenantA.domain)/oauth2/v2.0/authorize"))
+            let elsewhere = authorize.replacingOccurrences(of: "/microsoft/\(tenantA.domain)/", with: "/microsoft/\(tenantB.domain)/")
+            let approved = try await deployment.client.execute(OutboundRequest(url: elsewhere))
+            let callback = try await bob.send(try #require(approved.headers["location"]))
+            let location = try #require(callback.headers["location"])
+            let refused = try await bob.result(String(location.split(separator: "=").last ?? ""))
+            #expect(refused.status == 401, "\(refused.bodyText)")
+            #expect(try jsonObject(refused)["code"] as? String == "invalid-id-token")
+            #expect(try await deployment.accountCount() == 1)
+        }
+        try await withDeployment(microsoft: {
+            $0.tenant = tenantA.domain
+            $0.allowedTenants = [tenantB.id]
+        }) { deployment async throws in
+            var adele = Browser(deployment)
+            #expect(try await MicrosoftSignInTests.signIn(&adele, MicrosoftSignInTests.adele).status == 200)
+            var bob = Browser(deployment)
+            #expect(try await MicrosoftSignInTests.signIn(&bob, MicrosoftSignInTests.bob, extra: "&tenant=\(tenantB.id)").status == 200)
+        }
+    }
+
     /// Serves `keys` (JSON objects) as the OpenID emulator's JWKS for the next calls.
     static func serveJWKS(_ deployment: TestDeployment, _ keys: [[String: Any]]) async throws {
         let body = String(decoding: try JSONSerialization.data(withJSONObject: ["keys": keys]), as: UTF8.self)

@@ -25,8 +25,8 @@ public struct OIDCProviderConfiguration: Sendable {
         case exact
         /// Microsoft (providers.md §1.4): discovery names `{login}/{tenantid}/v2.0` (the literal
         /// template) or a tenant's `{login}/<GUID>/v2.0`; a token's `iss` must be exactly the
-        /// template filled with its own `tid`, and `tid` must fit the endpoint's audience and the
-        /// allow-list (empty = any tenant).
+        /// template filled with its own `tid`, and `tid` must fit the endpoint's audience (for a
+        /// domain: the tenant GUID its discovery names) and the allow-list (empty = any tenant).
         case microsoft(loginBaseURL: String, endpointTenant: String, allowedTenants: Set<String>)
     }
 

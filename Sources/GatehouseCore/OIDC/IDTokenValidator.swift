@@ -41,13 +41,26 @@ public struct IDTokenValidator: Sendable {
             throw GatehouseError.invalidIdToken("The ID token could not be verified (signature or required claims).")
         }
         try check(
-            claims, nonce: nonce, now: now, audiences: Set([configuration.clientID] + (acceptsPlatformClients ? configuration.platformAudiences : []))
-        )
+            claims, nonce: nonce, now: now, audiences: Set([configuration.clientID] + (acceptsPlatformClients ? configuration.platformAudiences : [])),
+            domainTenantID: try await domainTenantID())
         return claims
     }
 
+    /// For a Microsoft endpoint named by a domain, the tenant GUID its discovery document's
+    /// issuer names (`{login}/<GUID>/v2.0`), which a token's `tid` must be; `nil` otherwise.
+    /// A domain endpoint whose discovery gives no GUID admits no token (fail closed).
+    private func domainTenantID() async throws -> String? {
+        guard case .microsoft(let login, let endpointTenant, _) = configuration.issuerRule, MicrosoftTenants.isDomain(endpointTenant) else {
+            return nil
+        }
+        let issuer = try await metadata.discovery().issuer
+        guard issuer.hasPrefix("\(login)/"), issuer.hasSuffix("/v2.0") else { return "" }
+        let tenant = String(issuer.dropFirst(login.count + 1).dropLast(5)).lowercased()
+        return MicrosoftTenants.isGUID(tenant) ? tenant : ""
+    }
+
     /// `iss` by the configured rule; never a prefix match.
-    private func checkIssuer(_ claims: IDTokenClaims) throws {
+    private func checkIssuer(_ claims: IDTokenClaims, domainTenantID: String?) throws {
         switch configuration.issuerRule {
         case .exact:
             guard ([configuration.issuer] + configuration.additionalTokenIssuers).contains(claims.issuer) else {
@@ -60,7 +73,7 @@ public struct IDTokenValidator: Sendable {
             guard claims.issuer == "\(login)/\(tid)/v2.0" else {
                 throw GatehouseError.invalidIdToken("The ID token's issuer does not match its tenant.")
             }
-            guard MicrosoftTenants.endpoint(endpointTenant, admits: tid) else {
+            guard MicrosoftTenants.endpoint(endpointTenant, admits: tid), domainTenantID.map({ $0 == tid }) ?? true else {
                 throw GatehouseError.invalidIdToken("The ID token's tenant is not the one the sign-in was started for.")
             }
             guard allowed.isEmpty || allowed.contains(tid) else {
@@ -70,8 +83,8 @@ public struct IDTokenValidator: Sendable {
     }
 
     /// The claims by OpenID Connect Core §3.1.3.7, `audiences` being the client ids trusted.
-    private func check(_ claims: IDTokenClaims, nonce: ExpectedNonce, now: Date, audiences: Set<String>) throws {
-        try checkIssuer(claims)
+    private func check(_ claims: IDTokenClaims, nonce: ExpectedNonce, now: Date, audiences: Set<String>, domainTenantID: String?) throws {
+        try checkIssuer(claims, domainTenantID: domainTenantID)
         guard !claims.subject.isEmpty, claims.subject.count <= 255 else {
             throw GatehouseError.invalidIdToken("The ID token has no usable subject.")
         }

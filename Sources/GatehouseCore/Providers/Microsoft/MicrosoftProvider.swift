@@ -252,11 +252,13 @@ public struct MicrosoftProvider: IdentityProvider {
             var oidc = OIDCProviderConfiguration(
                 providerId: "microsoft.com", issuer: "\(configuration.loginBaseURL)/\(key)/v2.0", clientID: configuration.clientID,
                 clientSecret: configuration.clientSecret, allowedAlgorithms: ["RS256"])
-            // The ID token's `tid` must be one of the permitted tenants known by GUID (a
-            // domain-only restriction is held by the tenant endpoint itself).
+            // The ID token's `tid` must be one of the permitted tenants known by GUID. The
+            // engine of a permitted domain admits only that domain's tenant (the GUID its
+            // discovery names, checked by the validator), so the GUID allow-list does not apply.
+            let permitted = configuration.permittedTenants
             oidc.issuerRule = .microsoft(
                 loginBaseURL: configuration.loginBaseURL, endpointTenant: key,
-                allowedTenants: configuration.permittedTenants.filter(MicrosoftTenants.isGUID))
+                allowedTenants: MicrosoftTenants.isDomain(key) && permitted.contains(key) ? [] : permitted.filter(MicrosoftTenants.isGUID))
             oidc.usesUserInfo = false
             oidc.endpointOverrides = [:]
             return OIDCProvider(

@@ -16,9 +16,15 @@ public enum MicrosoftTenants {
             && value.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
     }
 
+    /// Whether `value` names a tenant by one of its domains (neither an audience nor a GUID).
+    public static func isDomain(_ value: String) -> Bool {
+        isValid(value.lowercased()) && !["common", "organizations", "consumers"].contains(value.lowercased()) && !isGUID(value)
+    }
+
     /// Whether a token of tenant `tid` can come from the endpoint of `endpoint`: any tenant for
     /// `common`, work tenants for `organizations`, the personal tenant for `consumers`, that
-    /// GUID for a GUID. A domain cannot be checked offline; the issuer and allow-list still are.
+    /// GUID for a GUID. A domain cannot be checked offline: `IDTokenValidator` compares `tid`
+    /// with the GUID the domain's discovery document names.
     public static func endpoint(_ endpoint: String, admits tid: String) -> Bool {
         switch endpoint.lowercased() {
         case "common": return true
