@@ -19,7 +19,8 @@ public actor GatehouseClient {
     /// single-use refresh token).
     private var refreshing: Task<Credentials, any Error>?
 
-    /// A client of the gateway at `baseURL` (`https://gatehouse.example.com`).
+    /// A client of the gateway at `baseURL` (`https://gatehouse.example.com`; `http` only to a
+    /// loopback address, else every call throws `invalidArgument`).
     public init(baseURL: URL, session: URLSession = .shared) {
         self.baseURL = baseURL
         self.session = session
@@ -187,10 +188,24 @@ public actor GatehouseClient {
             idToken: answer.idToken, refreshToken: answer.refreshToken, expiresAt: Date().addingTimeInterval(TimeInterval(answer.expiresIn)))
     }
 
+    /// Throws `invalidArgument` unless `baseURL` is `https`, or `http` to a loopback address
+    /// (a gateway on the same machine): tokens and results never cross a network in the clear.
+    static func checkTransport(_ baseURL: URL) throws {
+        switch baseURL.scheme?.lowercased() {
+        case "https":
+            return
+        case "http" where ["127.0.0.1", "::1", "[::1]", "localhost"].contains(baseURL.host?.lowercased() ?? ""):
+            return
+        default:
+            throw GatehouseClientError.invalidArgument("The gateway's URL must use https (http only to a loopback address).")
+        }
+    }
+
     /// Sends a request; a status of 400 or more throws the problem document.
     private func send(
         _ method: String, _ path: String, query: [URLQueryItem] = [], body: Data? = nil, contentType: String? = nil, bearer: String? = nil
     ) async throws -> (data: Data, response: HTTPURLResponse) {
+        try Self.checkTransport(baseURL)
         var components = URLComponents(url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false)
         if !query.isEmpty { components?.queryItems = query }
         guard let url = components?.url else { throw GatehouseClientError.invalidArgument("cannot build a URL for \(path)") }

@@ -33,6 +33,7 @@ public struct SignInRequest: Sendable, Equatable {
 
     /// A request with a fresh verifier.
     init(baseURL: URL, providerId: String, returnTo: String, scopes: [String], customParameters: [String: String]) throws {
+        try GatehouseClient.checkTransport(baseURL)
         let (verifier, challenge) = Self.verifierAndChallenge()
         var items = [URLQueryItem(name: "return_to", value: returnTo), URLQueryItem(name: "result_challenge", value: challenge)]
         if !scopes.isEmpty { items.append(URLQueryItem(name: "scope", value: scopes.joined(separator: " "))) }

@@ -186,6 +186,22 @@ struct GatehouseClientTests {
         #expect(try request.resultID(from: try #require(URL(string: "com.example.app:/oauth2redirect#gatehouse_result=abc"))) == "abc")
     }
 
+    @Test("a gateway URL over plain http beyond loopback is refused before any request; https and loopback http are taken")
+    func plainHTTPIsRefused() async throws {
+        let refused = GatehouseClientError.invalidArgument("The gateway's URL must use https (http only to a loopback address).")
+        // `.invalid` names resolve nowhere: a request that did go out fails with another error.
+        for base in ["http://gatehouse.invalid", "http://10.0.0.5.invalid:8080", "ftp://gatehouse.invalid"] {
+            let client = GatehouseClient(baseURL: try #require(URL(string: base)))
+            #expect(throws: refused, "\(base)") { _ = try client.signInRequest(providerId: "github.com", returnTo: Self.appScheme) }
+            await client.restore(Credentials(idToken: "id", refreshToken: "refresh", expiresAt: Date().addingTimeInterval(3600)))
+            await #expect(throws: refused, "\(base)") { _ = try await client.me() }
+        }
+        for base in ["https://gatehouse.example", "http://127.0.0.1:9", "http://[::1]:9", "http://localhost:9"] {
+            let client = GatehouseClient(baseURL: try #require(URL(string: base)))
+            #expect(throws: Never.self, "\(base)") { _ = try client.signInRequest(providerId: "github.com", returnTo: Self.appScheme) }
+        }
+    }
+
     @Test("every problem code of the gateway has its typed case; an unknown one is .other")
     func problemCodes() {
         #expect(Set(ProblemCode.allKnown.map(\.rawValue)) == Set(GatehouseError.Code.allCases.map(\.rawValue)))
