@@ -165,7 +165,7 @@ extension PostgresStorage {
         let rows = try await query(
             """
             SELECT uid FROM provider_links
-            WHERE \(unescaped: Self.folded("convert_from(profile_json, 'UTF8')::jsonb ->> 'email'")) = \(TextFolding.folded(email))
+            WHERE \(unescaped: Self.folded(Self.snapshotField("profile_json", "email"))) = \(TextFolding.folded(email))
             GROUP BY uid ORDER BY min(linked_at), uid LIMIT \(limit)
             """, logger: logger)
         var uids: [String] = []
@@ -184,8 +184,8 @@ extension PostgresStorage {
             statement = """
                 SELECT a.uid FROM accounts a WHERE a.uid COLLATE "C" > \(after ?? "") AND (a.uid = \(text) OR EXISTS (
                   SELECT 1 FROM provider_links l WHERE l.uid = a.uid AND (l.federated_id = \(text) OR l.provider_id || ':' || l.federated_id = \(text)
-                    OR \(unescaped: Self.folded("convert_from(l.profile_json, 'UTF8')::jsonb ->> 'email'")) LIKE \(pattern) ESCAPE '\\'
-                    OR \(unescaped: Self.folded("convert_from(l.profile_json, 'UTF8')::jsonb ->> 'displayName'")) LIKE \(pattern) ESCAPE '\\')))
+                    OR \(unescaped: Self.folded(Self.snapshotField("l.profile_json", "email"))) LIKE \(pattern) ESCAPE '\\'
+                    OR \(unescaped: Self.folded(Self.snapshotField("l.profile_json", "displayName"))) LIKE \(pattern) ESCAPE '\\')))
                 ORDER BY a.uid COLLATE "C" LIMIT \(limit)
                 """
         }

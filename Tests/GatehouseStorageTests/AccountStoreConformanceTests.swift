@@ -230,6 +230,23 @@ import Testing
         }
     }
 
+    @Test("a snapshot holding U+0000 (a provider passed one through) spoils neither the email lookup nor the operator search", arguments: StorageBackend.all)
+    func snapshotWithNULDoesNotSpoilSearches(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        var hostile = Fixtures.link("u1", federatedId: "1")
+        hostile.profileJSON = Data(#"{"email":"mal@example.com","displayName":"Mal","rawUserInfo":{"note":"a\u0000b"}}"#.utf8)
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: hostile)
+        var plain = Fixtures.link("u2", federatedId: "2")
+        plain.profileJSON = Data(#"{"email":"ada@example.com","displayName":"Ada Lovelace"}"#.utf8)
+        try await storage.createAccount(Fixtures.account("u2"), firstLink: plain)
+        #expect(try await storage.uids(email: "ada@example.com", limit: 10) == ["u2"])
+        #expect(try await storage.searchAccounts(.text("lovelace"), after: nil, limit: 10) == ["u2"])
+        #expect(try await storage.searchAccounts(.text("ada@example"), after: nil, limit: 10) == ["u2"])
+        // The row itself is still found.
+        #expect(try await storage.uids(email: "mal@example.com", limit: 10) == ["u1"])
+        #expect(try await storage.searchAccounts(.text("mal"), after: nil, limit: 10) == ["u1"])
+    }
+
     @Test(arguments: StorageBackend.all)
     func accountsAreDisabledAndEnabled(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
