@@ -116,19 +116,9 @@ extension SignInService {
             logger.info("link held for the app", metadata: ["provider.id": "\(pending.providerId)"])
         } else if proceed {
             do {
-                let established = try await establish(
-                    ProviderSignIn(tokens: pending.tokens, profile: pending.profile), providerId: pending.providerId, mode: pending.mode,
-                    uid: pending.uid,
-                    origin: SignInOrigin(
-                        client: client, flow: .redirect, returnTo: pending.returnTo, native: true, idTokenClaims: pending.idTokenClaims),
-                    logger: logger)
-                outcome = .answer(try established.result.tokenlessAnswer(), familyId: established.session?.familyId)
-                metrics.signIn(providerId: pending.providerId, mode: pending.mode, outcome: "ok")
+                let (answer, familyId) = try await complete(pending, client: client, logger: logger)
+                outcome = .answer(answer, familyId: familyId)
             } catch let error as GatehouseError {
-                logger.notice(
-                    "sign-in failed",
-                    metadata: ["provider.id": "\(pending.providerId)", "signin.mode": "\(pending.mode)", "error.code": "\(error.code)"])
-                metrics.signIn(providerId: pending.providerId, mode: pending.mode, outcome: error.code.rawValue)
                 outcome = .failure(error)
             }
         } else {
@@ -151,6 +141,12 @@ extension SignInService {
     func establishHeldLink(_ sealed: String, key: String, client: SignInClient, logger: Logger) async throws -> Data {
         let pending = try JSONCoding.decoder().decode(
             PendingConsent.self, from: try await tokens.vault.open(sealed, context: Self.heldLinkContext(key)))
+        return try await complete(pending, client: client, logger: logger).answer
+    }
+
+    /// Completes a held sign-in (account, link, session, as the callback would have), counted
+    /// and logged like one: its tokenless answer and its session's family, if one began.
+    private func complete(_ pending: PendingConsent, client: SignInClient, logger: Logger) async throws -> (answer: Data, familyId: String?) {
         do {
             let established = try await establish(
                 ProviderSignIn(tokens: pending.tokens, profile: pending.profile), providerId: pending.providerId, mode: pending.mode,
@@ -159,7 +155,7 @@ extension SignInService {
                     client: client, flow: .redirect, returnTo: pending.returnTo, native: true, idTokenClaims: pending.idTokenClaims),
                 logger: logger)
             metrics.signIn(providerId: pending.providerId, mode: pending.mode, outcome: "ok")
-            return try established.result.tokenlessAnswer()
+            return (try established.result.tokenlessAnswer(), established.session?.familyId)
         } catch let error as GatehouseError {
             logger.notice(
                 "sign-in failed",
