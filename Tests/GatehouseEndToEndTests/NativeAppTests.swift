@@ -90,25 +90,16 @@ struct NativeAppTests {
                 let location = try #require(callback.headers["location"])
                 #expect(location.hasPrefix("\(Self.scheme)#gatehouse_result="), "\(location)")
                 #expect(!Self.setsSession(callback), "no session cookie: \(callback.headers.values("set-cookie"))")
-                let id = String(location[location.range(of: "#gatehouse_result=")!.upperBound...])
+                let id = Self.resultID(location)
 
                 // Without the verifier, or with another one: nothing, and the result survives.
-                let bare = try await deployment.client.execute(
-                    OutboundRequest(
-                        method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],
-                        body: Array(#"{"result":"\#(id)"}"#.utf8)))
+                let bare = try await Self.redeem(deployment, #"{"result":"\#(id)"}"#)
                 #expect(bare.status == 404 || bare.status == 400, "\(bare.status) \(bare.bodyText)")
-                let wrong = try await deployment.client.execute(
-                    OutboundRequest(
-                        method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],
-                        body: Array(#"{"result":"\#(id)","result_verifier":"\#(ResultKey().verifier)"}"#.utf8)))
+                let wrong = try await Self.redeem(deployment, #"{"result":"\#(id)","result_verifier":"\#(ResultKey().verifier)"}"#)
                 #expect(wrong.status == 404)
                 // The id joined to the start's challenge (public: it is in the start URL), where a
                 // bound result's key was the digest of that text: nothing either.
-                let joined = try await deployment.client.execute(
-                    OutboundRequest(
-                        method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],
-                        body: Array(#"{"result":"\#(id)|\#(browser.resultKey.challenge)"}"#.utf8)))
+                let joined = try await Self.redeem(deployment, #"{"result":"\#(id)|\#(browser.resultKey.challenge)"}"#)
                 #expect(joined.status == 404, "\(joined.status) \(joined.bodyText)")
                 // The app holds the verifier: tokens.
                 let redeemed = try await browser.result(id)
@@ -211,7 +202,7 @@ struct NativeAppTests {
                 #expect(cancelled.status == 303)
                 let location = try #require(cancelled.headers["location"])
                 #expect(location.hasPrefix("\(returnTo)#gatehouse_result="), "\(location)")
-                let refused = try await browser.result(String(location[location.range(of: "#gatehouse_result=")!.upperBound...]))
+                let refused = try await browser.result(Self.resultID(location))
                 try #expect(refused.status == 403 && (try jsonObject(refused)["code"] as? String) == "sign-in-cancelled", "\(refused.bodyText)")
                 #expect(try await deployment.accountCount() == 0)
                 #expect(try await Self.rows(deployment, "sessions") == 0)
@@ -224,7 +215,7 @@ struct NativeAppTests {
             let continued = try await Self.callback(&browser, returnTo: Self.scheme)
             #expect(continued.status == 303)
             let location = try #require(continued.headers["location"])
-            let redeemed = try await browser.result(String(location[location.range(of: "#gatehouse_result=")!.upperBound...]))
+            let redeemed = try await browser.result(Self.resultID(location))
             try #expect(redeemed.status == 200 && (try jsonObject(redeemed)["idToken"] as? String) != nil, "\(redeemed.bodyText)")
             #expect(try await deployment.accountCount() == 1)
             // A web return goes on without the page.
@@ -240,29 +231,17 @@ struct NativeAppTests {
         try await Self.withNativeDeployment { deployment in
             var other = Browser(deployment)
             #expect(try await other.complete(login: "olive@oidc.example", provider: "oidc.emulator").status == 200)
-            var systemBrowser = Browser(deployment)
-            let signedIn = try await Self.callback(&systemBrowser, returnTo: Self.scheme)
-            let signInLocation = try #require(signedIn.headers["location"])
-            let tokens = try jsonObject(
-                try await systemBrowser.result(String(signInLocation[signInLocation.range(of: "#gatehouse_result=")!.upperBound...])))
+            let tokens = try await Self.appSignIn(deployment)
             let idToken = try #require(tokens["idToken"] as? String)
 
             let key = ResultKey()
             let made = try await Self.startURL(
                 deployment, provider: "oidc.emulator", idToken: idToken,
                 ["return_to": Self.scheme, "mode": "link", "result_challenge": key.challenge, "login_hint": "olive@oidc.example"])
-            var linkBrowser = Browser(deployment)
-            let start = try await linkBrowser.send(try #require(try jsonObject(made)["url"] as? String))
-            let page = try await linkBrowser.follow(try #require(start.headers["location"]))
-            let done = try await linkBrowser.answerConsent(page, decision: "continue")
-            let location = try #require(done.headers["location"])
-            let resultID = String(location[location.range(of: "#gatehouse_result=")!.upperBound...])
+            let resultID = try await Self.continueInBrowser(deployment, startURL: made)
             let links = try await Self.rows(deployment, "provider_links")
             func redeem() async throws -> OutboundResponse {
-                try await deployment.client.execute(
-                    OutboundRequest(
-                        method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],
-                        body: Array(#"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)"}"#.utf8)))
+                try await Self.redeem(deployment, #"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)"}"#)
             }
             let refused = try await redeem()
             #expect(refused.status == 409, "\(refused.bodyText)")
@@ -270,6 +249,37 @@ struct NativeAppTests {
             #expect(try await redeem().status == 404)
             #expect(try await Self.rows(deployment, "provider_links") == links)
         }
+    }
+
+    /// The app's sign-in through its scheme in a browser of its own: the redeemed result's JSON
+    /// (the user, the gateway's ID and refresh tokens).
+    static func appSignIn(_ deployment: TestDeployment) async throws -> [String: Any] {
+        var systemBrowser = Browser(deployment)
+        let signedIn = try await callback(&systemBrowser, returnTo: scheme)
+        return try jsonObject(try await systemBrowser.result(resultID(try #require(signedIn.headers["location"]))))
+    }
+
+    /// Opens the one-time start URL of `startURL`'s answer in a fresh browser (the system's) and
+    /// answers Continue on the consent page: the result id the app is called back with.
+    static func continueInBrowser(_ deployment: TestDeployment, startURL made: OutboundResponse) async throws -> String {
+        var browser = Browser(deployment)
+        let start = try await browser.send(try #require(try jsonObject(made)["url"] as? String))
+        let page = try await browser.follow(try #require(start.headers["location"]))
+        let done = try await browser.answerConsent(page, decision: "continue")
+        return resultID(try #require(done.headers["location"]))
+    }
+
+    /// The result id in the fragment of an app's return address.
+    static func resultID(_ location: String) -> String {
+        location.range(of: "#gatehouse_result=").map { String(location[$0.upperBound...]) } ?? ""
+    }
+
+    /// `POST /v1/auth/result` with `body` (JSON text), as the app sends it.
+    static func redeem(_ deployment: TestDeployment, _ body: String) async throws -> OutboundResponse {
+        try await deployment.client.execute(
+            OutboundRequest(
+                method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],
+                body: Array(body.utf8)))
     }
 
     /// `POST /v1/auth/{provider}/start-url` with the app's ID token.
@@ -290,11 +300,7 @@ struct NativeAppTests {
     func appLinksAndReauthenticates() async throws {
         try await Self.withNativeDeployment { deployment in
             // The app signs in through its scheme and holds the gateway's tokens.
-            var systemBrowser = Browser(deployment)
-            let signedIn = try await Self.callback(&systemBrowser, returnTo: Self.scheme)
-            let signInLocation = try #require(signedIn.headers["location"])
-            let tokens = try jsonObject(
-                try await systemBrowser.result(String(signInLocation[signInLocation.range(of: "#gatehouse_result=")!.upperBound...])))
+            let tokens = try await Self.appSignIn(deployment)
             let idToken = try #require(tokens["idToken"] as? String)
             let uid = try #require((tokens["user"] as? [String: Any])?["uid"] as? String)
 
@@ -322,21 +328,15 @@ struct NativeAppTests {
             #expect(try await Self.rows(deployment, "provider_links") == 1)
             let done = try await linkBrowser.answerConsent(page, decision: "continue")
             let location = try #require(done.headers["location"])
-            let resultID = String(location[location.range(of: "#gatehouse_result=")!.upperBound...])
+            let resultID = Self.resultID(location)
             // Whoever opened the start URL answered the page; the link waits for the app, which
             // alone holds the verifier.
             #expect(try await Self.rows(deployment, "provider_links") == 1, "nothing linked before the app redeems")
             // Bound to the app's verifier: the id alone redeems nothing, and links nothing.
-            let unbound = try await deployment.client.execute(
-                OutboundRequest(
-                    method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],
-                    body: Array(#"{"result":"\#(resultID)","result_verifier":"\#(ResultKey().verifier)"}"#.utf8)))
+            let unbound = try await Self.redeem(deployment, #"{"result":"\#(resultID)","result_verifier":"\#(ResultKey().verifier)"}"#)
             #expect(unbound.status == 404)
             #expect(try await Self.rows(deployment, "provider_links") == 1)
-            let linked = try await deployment.client.execute(
-                OutboundRequest(
-                    method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],
-                    body: Array(#"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)"}"#.utf8)))
+            let linked = try await Self.redeem(deployment, #"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)"}"#)
             #expect(linked.status == 200, "\(linked.bodyText)")
             let answer = try jsonObject(linked)
             #expect(answer["operationType"] as? String == "link" && answer["idToken"] == nil)
@@ -353,17 +353,8 @@ struct NativeAppTests {
             let reauth = try await Self.startURL(
                 deployment, provider: "github.com", idToken: idToken,
                 ["return_to": Self.scheme, "mode": "reauthenticate", "result_challenge": reauthKey.challenge, "login": "octocat"])
-            var reauthBrowser = Browser(deployment)
-            let reauthStart = try await reauthBrowser.send(try #require(try jsonObject(reauth)["url"] as? String))
-            let reauthPage = try await reauthBrowser.follow(try #require(reauthStart.headers["location"]))
-            let reauthDone = try await reauthBrowser.answerConsent(reauthPage, decision: "continue")
-            let reauthLocation = try #require(reauthDone.headers["location"])
-            let reauthenticated = try await deployment.client.execute(
-                OutboundRequest(
-                    method: "POST", url: "\(deployment.gatewayURL)/v1/auth/result", headers: ["Content-Type": "application/json"],
-                    body: Array(
-                        #"{"result":"\#(String(reauthLocation[reauthLocation.range(of: "#gatehouse_result=")!.upperBound...]))","result_verifier":"\#(reauthKey.verifier)"}"#
-                            .utf8)))
+            let reauthID = try await Self.continueInBrowser(deployment, startURL: reauth)
+            let reauthenticated = try await Self.redeem(deployment, #"{"result":"\#(reauthID)","result_verifier":"\#(reauthKey.verifier)"}"#)
             let fresh = try jsonObject(reauthenticated)
             let holds = fresh["operationType"] as? String == "reauthenticate" && (fresh["idToken"] as? String).map { $0 != idToken } == true
             #expect(holds)
