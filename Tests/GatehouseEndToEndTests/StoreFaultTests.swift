@@ -60,11 +60,7 @@ extension StoreFaultTests {
     )
     func rotatedTokensSurviveAFailedWrite() async throws {
         try await withDeployment(gateway: UpstreamTrustTests.useGitHubApp) { deployment in
-            var browser = Browser(deployment)
-            #expect(try await browser.complete(login: "octocat").status == 200)
-            let live = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile"
-            let endpoint = "POST /github/login/oauth/access_token"
-            let exchanges = { try await deployment.emulatorStats()[endpoint] ?? 0 }
+            var (browser, live, exchanges) = try await UpstreamTrustTests.gitHubAppSignIn(deployment)
             let afterSignIn = try await exchanges()
             // Writes of the grant's tokens fail (a broken disk, a lost connection) while GitHub
             // rotates them: it has spent the refresh token the store still holds.

@@ -114,11 +114,7 @@ struct UpstreamTrustTests {
     @Test("a GitHub App's expiring user token is refreshed when it expires and when GitHub rejects it, and each refresh token is used once")
     func gitHubAppTokensRefresh() async throws {
         try await withDeployment(gateway: Self.useGitHubApp) { deployment in
-            var browser = Browser(deployment)
-            #expect(try await browser.complete(login: "octocat").status == 200)
-            let live = "\(deployment.gatewayURL)/v1/me/providers/github.com/profile"
-            let endpoint = "POST /github/login/oauth/access_token"
-            let exchanges = { try await deployment.emulatorStats()[endpoint] ?? 0 }
+            var (browser, live, exchanges) = try await Self.gitHubAppSignIn(deployment)
             let afterSignIn = try await exchanges()
             #expect(try await browser.send(live).status == 200)
             #expect(try await exchanges() == afterSignIn, "a fresh token is not refreshed")
@@ -139,6 +135,19 @@ struct UpstreamTrustTests {
             let holds = deployment.logs.lines.allSatisfy { !$0.contains("ghr_") && !$0.contains("ghu_") }
             #expect(holds, "no token in a log line")
         }
+    }
+
+    /// octocat signed in through a GitHub App (`useGitHubApp`): the browser, the live profile's
+    /// URL and the count of GitHub's token exchanges so far (sign-in and refreshes).
+    static func gitHubAppSignIn(_ deployment: TestDeployment) async throws -> (
+        browser: Browser, live: String, exchanges: @Sendable () async throws -> Int
+    ) {
+        var browser = Browser(deployment)
+        #expect(try await browser.complete(login: "octocat").status == 200)
+        return (
+            browser, "\(deployment.gatewayURL)/v1/me/providers/github.com/profile",
+            { try await deployment.emulatorStats()["POST /github/login/oauth/access_token"] ?? 0 }
+        )
     }
 
     @Test("a configured tenant GUID restricts sign-ins: tenant=common or another tenant is refused at start; the allow-list widens it")

@@ -230,7 +230,9 @@ import Testing
         }
     }
 
-    @Test("a snapshot holding U+0000 (a provider passed one through) spoils neither the email lookup nor the operator search", arguments: StorageBackend.all)
+    @Test(
+        "a snapshot holding U+0000 (a provider passed one through) spoils neither the email lookup nor the operator search",
+        arguments: StorageBackend.all)
     func snapshotWithNULDoesNotSpoilSearches(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         var hostile = Fixtures.link("u1", federatedId: "1")

@@ -41,7 +41,8 @@ public struct IDTokenValidator: Sendable {
             throw GatehouseError.invalidIdToken("The ID token could not be verified (signature or required claims).")
         }
         try check(
-            claims, nonce: nonce, now: now, audiences: Set([configuration.clientID] + (acceptsPlatformClients ? configuration.platformAudiences : [])),
+            claims, nonce: nonce, now: now,
+            audiences: Set([configuration.clientID] + (acceptsPlatformClients ? configuration.platformAudiences : [])),
             domainTenantID: try await domainTenantID())
         return claims
     }
