@@ -88,15 +88,22 @@ public actor GatehouseClient {
     /// Redeems the result of `request` from the URL the app was called back with; keeps the
     /// tokens (a link's result carries none: the account's session goes on). The result is
     /// single use and bound to the request's verifier.
+    ///
+    /// A link returning to a loopback address first throws `.problem` with
+    /// `.linkConfirmationRequired`, naming the identity it would add: show it to the user, then
+    /// call again with `confirmingLink: true` (or `false` when they do not recognise it).
     @discardableResult
-    public func completeSignIn(callback: URL, for request: SignInRequest) async throws -> SignInResult {
-        try await redeem(resultID: try request.resultID(from: callback), verifier: request.verifier)
+    public func completeSignIn(callback: URL, for request: SignInRequest, confirmingLink: Bool? = nil) async throws -> SignInResult {
+        try await redeem(resultID: try request.resultID(from: callback), verifier: request.verifier, confirmingLink: confirmingLink)
     }
 
-    /// Redeems a result id with its verifier; keeps the tokens.
+    /// Redeems a result id with its verifier; keeps the tokens. `confirmingLink` answers a
+    /// `.linkConfirmationRequired` (see `completeSignIn(callback:for:confirmingLink:)`).
     @discardableResult
-    public func redeem(resultID: String, verifier: String) async throws -> SignInResult {
-        let body = try JSONSerialization.data(withJSONObject: ["result": resultID, "result_verifier": verifier])
+    public func redeem(resultID: String, verifier: String, confirmingLink: Bool? = nil) async throws -> SignInResult {
+        var object: [String: Any] = ["result": resultID, "result_verifier": verifier]
+        if let confirmingLink { object["confirm_link"] = confirmingLink }
+        let body = try JSONSerialization.data(withJSONObject: object)
         let (data, _) = try await send("POST", "v1/auth/result", body: body, contentType: "application/json")
         let answer = try Self.decoder.decode(SignInAnswer.self, from: data)
         switch (answer.idToken, answer.refreshToken, answer.expiresIn) {

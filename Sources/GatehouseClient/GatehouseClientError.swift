@@ -61,6 +61,10 @@ public enum ProblemCode: Sendable, Hashable {
     case invalidReturnTo
     /// `invalid-state`
     case invalidState
+    /// `link-confirmation-required`: a link for an app with a loopback return names an identity
+    /// (`Problem.extensions`: `providerId`, `email`, `displayName`, `username`) for the app's
+    /// user to confirm; `completeSignIn(callback:for:confirmingLink:)` answers.
+    case linkConfirmationRequired
     /// `method-not-allowed`
     case methodNotAllowed
     /// `missing-or-invalid-nonce`
@@ -143,6 +147,7 @@ public enum ProblemCode: Sendable, Hashable {
         case .invalidResult: "invalid-result"
         case .invalidReturnTo: "invalid-return-to"
         case .invalidState: "invalid-state"
+        case .linkConfirmationRequired: "link-confirmation-required"
         case .methodNotAllowed: "method-not-allowed"
         case .missingOrInvalidNonce: "missing-or-invalid-nonce"
         case .noPhoto: "no-photo"
@@ -191,6 +196,7 @@ public enum ProblemCode: Sendable, Hashable {
         .invalidResult,
         .invalidReturnTo,
         .invalidState,
+        .linkConfirmationRequired,
         .methodNotAllowed,
         .missingOrInvalidNonce,
         .noPhoto,

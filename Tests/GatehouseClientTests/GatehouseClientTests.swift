@@ -176,6 +176,53 @@ struct GatehouseClientTests {
         }
     }
 
+    @Test(
+        "a desktop app's link through a loopback address waits for its user: the identity is named, nothing is linked until confirmingLink is true; false cancels"
+    )
+    func loopbackLinkIsConfirmed() async throws {
+        try await Self.withClient { client, _ in
+            let desktop = "http://127.0.0.1:53124/callback"
+            let signIn = try client.signInRequest(providerId: "github.com", returnTo: desktop, customParameters: ["login": "octocat"])
+            try await client.completeSignIn(callback: try await Self.authenticationSession(signIn), for: signIn)
+
+            let link = try await client.linkRequest(
+                providerId: "oidc.emulator", returnTo: desktop, customParameters: ["login_hint": "olive@oidc.example"])
+            let callback = try await Self.authenticationSession(link)
+            for _ in 0..<2 {  // asked again, the same answer: the result waits
+                do {
+                    try await client.completeSignIn(callback: callback, for: link)
+                    Issue.record("a loopback link was written without its user's confirmation")
+                } catch GatehouseClientError.problem(let problem) {
+                    #expect(problem.code == .linkConfirmationRequired && problem.status == 409)
+                    #expect(problem.extensions["providerId"] == "oidc.emulator")
+                    #expect(problem.extensions["email"] == "olive@oidc.example")
+                }
+            }
+            #expect(try await client.me().providers.map(\.providerId) == ["github.com"])
+            let linked = try await client.completeSignIn(callback: callback, for: link, confirmingLink: true)
+            #expect(linked.operationType == "link")
+            #expect(Set(try await client.me().providers.map(\.providerId)) == ["github.com", "oidc.emulator"])
+
+            // Not recognised: cancelled, answered once, nothing linked.
+            let other = try await client.linkRequest(
+                providerId: "microsoft.com", returnTo: desktop, customParameters: ["login_hint": "AdeleV@contoso.example"])
+            let otherCallback = try await Self.authenticationSession(other)
+            do {
+                try await client.completeSignIn(callback: otherCallback, for: other, confirmingLink: false)
+                Issue.record("a declined link completed")
+            } catch GatehouseClientError.problem(let problem) {
+                #expect(problem.code == .signInCancelled && problem.status == 403)
+            }
+            do {
+                try await client.completeSignIn(callback: otherCallback, for: other, confirmingLink: true)
+                Issue.record("a declined link's result redeemed again")
+            } catch GatehouseClientError.problem(let problem) {
+                #expect(problem.code == .resultNotFound)
+            }
+            #expect(Set(try await client.me().providers.map(\.providerId)) == ["github.com", "oidc.emulator"])
+        }
+    }
+
     @Test("a callback for another address, or without a result, is refused before any request")
     func invalidCallbacks() async throws {
         let client = GatehouseClient(baseURL: try #require(URL(string: "http://127.0.0.1:9")))

@@ -12,7 +12,8 @@ struct ProblemMappingTests {
     static let usualStatuses: [GatehouseError.Code: Int] = [
         .accountExistsWithDifferentCredential: 409, .credentialAlreadyInUse: 409, .idTokenExpired: 401, .internal: 500,
         .invalidArgument: 400, .invalidCustomParameter: 400, .invalidIDToken: 401, .invalidIdPResponse: 400, .invalidPendingToken: 400,
-        .invalidRefreshToken: 400, .invalidResult: 400, .invalidReturnTo: 400, .invalidState: 400, .methodNotAllowed: 405,
+        .invalidRefreshToken: 400, .invalidResult: 400, .invalidReturnTo: 400, .invalidState: 400, .linkConfirmationRequired: 409,
+        .methodNotAllowed: 405,
         .missingOrInvalidNonce: 400, .noPhoto: 404, .notFound: 404, .notReady: 503, .operationNotAllowed: 400, .originNotAllowed: 403,
         .permissionDenied: 403, .pathNotAllowed: 403, .insufficientProviderScope: 403, .photoUnavailable: 502, .providerAlreadyLinked: 409,
         .providerMisconfigured: 503,

@@ -40,6 +40,8 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         case invalidReturnTo = "invalid-return-to"
         /// `invalid-state`
         case invalidState = "invalid-state"
+        /// `link-confirmation-required`
+        case linkConfirmationRequired = "link-confirmation-required"
         /// `method-not-allowed`
         case methodNotAllowed = "method-not-allowed"
         /// `missing-or-invalid-nonce`
@@ -332,6 +334,21 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         Self(
             code: .credentialAlreadyInUse, detail: "This provider identity is already linked to another account.",
             extensions: pendingToken.map { ["pendingToken": $0] } ?? [:])
+    }
+
+    /// `link-confirmation-required`: a link held for an app with a loopback return waits for
+    /// the app's user to confirm the identity it names (any local user can reach a loopback
+    /// page, so the result the app received may carry someone else's). Nothing was written;
+    /// the result stays for `confirm_link`.
+    public static func linkConfirmationRequired(_ profile: ProviderProfile) -> Self {
+        var identity = ["providerId": profile.providerId, "federatedId": profile.federatedId]
+        identity["email"] = profile.email
+        identity["displayName"] = profile.displayName
+        identity["username"] = profile.username
+        return Self(
+            code: .linkConfirmationRequired,
+            detail: "Show the user the identity this link would add; redeem the result again with confirm_link true (or false to cancel).",
+            extensions: identity.mapValues { $0.truncated(toBytes: 256) })
     }
 
     /// `provider-already-linked`: the account has this provider with another identity.

@@ -135,18 +135,15 @@ extension SignInService {
         "signin-held-link|\(key)"
     }
 
-    /// Writes a held link (`StoredResult.heldLink`) for the app redeeming its result, as the
-    /// consent page's Continue would have: its tokenless answer. The hooks hear the redeeming
-    /// client.
-    func establishHeldLink(_ sealed: String, key: String, client: SignInClient, logger: Logger) async throws -> Data {
-        let pending = try JSONCoding.decoder().decode(
-            PendingConsent.self, from: try await tokens.vault.open(sealed, context: Self.heldLinkContext(key)))
-        return try await complete(pending, client: client, logger: logger).answer
+    /// The sign-in a held link (`StoredResult.heldLink`) holds, opened with its result's key.
+    func openHeldLink(_ sealed: String, key: String) async throws -> PendingConsent {
+        try JSONCoding.decoder().decode(PendingConsent.self, from: try await tokens.vault.open(sealed, context: Self.heldLinkContext(key)))
     }
 
     /// Completes a held sign-in (account, link, session, as the callback would have), counted
-    /// and logged like one: its tokenless answer and its session's family, if one began.
-    private func complete(_ pending: PendingConsent, client: SignInClient, logger: Logger) async throws -> (answer: Data, familyId: String?) {
+    /// and logged like one: its tokenless answer and its session's family, if one began. The
+    /// hooks hear `client`: the consent page's browser, or the app redeeming a held link.
+    func complete(_ pending: PendingConsent, client: SignInClient, logger: Logger) async throws -> (answer: Data, familyId: String?) {
         do {
             let established = try await establish(
                 ProviderSignIn(tokens: pending.tokens, profile: pending.profile), providerId: pending.providerId, mode: pending.mode,

@@ -315,8 +315,12 @@ public struct SignInService: Sendable {
     /// sealed for a retry are the ones answered, so a retry answers byte for byte the same), or
     /// the stored failure thrown as an error. A bound result is found only with the verifier of
     /// its flow's `result_challenge`, so a stolen id alone redeems nothing and the result stays
-    /// for its owner.
-    public func resultJSON(id: String, verifier: String?, client: SignInClient = .unknown, logger: Logger) async throws -> Data {
+    /// for its owner. A link held for an app with a loopback return answers
+    /// `link-confirmation-required` (naming the identity) until `confirmLink` says whether its
+    /// user recognised it: `true` writes it, `false` cancels it.
+    public func resultJSON(
+        id: String, verifier: String?, confirmLink: Bool? = nil, client: SignInClient = .unknown, logger: Logger
+    ) async throws -> Data {
         let challenge = try verifier.map(ResultBinding.challenge(forVerifier:))
         if challenge == nil, configuration.requireResultBinding {
             throw GatehouseError.invalidResult(
@@ -351,7 +355,19 @@ public struct SignInService: Sendable {
             throw error
         case .heldLink(let sealed):
             do {
-                (tokenless, familyId) = (try await establishHeldLink(sealed, key: key, client: client, logger: logger), nil)
+                let held = try await openHeldLink(sealed, key: key)
+                // Any local user reaches a loopback page: the result may carry the identity of
+                // whoever opened the start URL first, so the app's user confirms it. (A
+                // private-use scheme delivers only to the app in its user's own session.)
+                if returnToPolicy.kind(of: held.returnTo) != .privateUseScheme, confirmLink != true {
+                    guard confirmLink == false else { throw GatehouseError.linkConfirmationRequired(held.profile) }
+                    logger.info("held link cancelled by the app", metadata: ["provider.id": "\(held.providerId)"])
+                    metrics.signIn(providerId: held.providerId, mode: held.mode, outcome: GatehouseError.Code.signInCancelled.rawValue)
+                    throw GatehouseError.signInCancelled()
+                }
+                (tokenless, familyId) = (try await complete(held, client: client, logger: logger).answer, nil)
+            } catch let error as GatehouseError where error.code == .linkConfirmationRequired {
+                throw error  // nothing written, nothing consumed: the result waits for the app's answer
             } catch let error as GatehouseError where error.retryAfter == nil {
                 // Refused (the identity is another account's, the hook denied): answered once,
                 // like a stored failure. A store error or a retryable refusal (the hook could

@@ -65,7 +65,9 @@ extension GatehouseError: HTTPResponseError {
             .forbidden
         case .unknownProvider, .userNotFound, .noPhoto, .providerNotLinked, .notFound, .resultNotFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
-        case .accountExistsWithDifferentCredential, .credentialAlreadyInUse, .providerAlreadyLinked, .providerReauthRequired: .conflict
+        case .accountExistsWithDifferentCredential, .credentialAlreadyInUse, .providerAlreadyLinked, .providerReauthRequired,
+            .linkConfirmationRequired:
+            .conflict
         case .rateLimited, .upstreamRateLimited: .tooManyRequests
         case .internal: .internalServerError
         case .photoUnavailable, .upstreamUnavailable: .badGateway
@@ -91,6 +93,7 @@ extension GatehouseError: HTTPResponseError {
         case .invalidResult: "Invalid sign-in result"
         case .invalidReturnTo: "Invalid return_to"
         case .invalidState: "Invalid state"
+        case .linkConfirmationRequired: "Link confirmation required"
         case .methodNotAllowed: "Method not allowed"
         case .missingOrInvalidNonce: "Missing or invalid nonce"
         case .noPhoto: "No photo"

@@ -130,9 +130,14 @@ struct AuthRoutes {
             guard object["result_verifier"] == nil || object["result_verifier"] is String else {
                 throw GatehouseError.invalidArgument("result_verifier must be a string.")
             }
+            let confirmLink = object["confirm_link"]
+            guard confirmLink.map(Self.isJSONBoolean) ?? true else {
+                throw GatehouseError.invalidArgument("confirm_link must be true or false.")
+            }
             // Encoded once by the service (`json(body:)` answers no-store).
             let answer = try await signIn.resultJSON(
-                id: id, verifier: object["result_verifier"] as? String, client: browser.signInClient(request, context), logger: context.logger)
+                id: id, verifier: object["result_verifier"] as? String, confirmLink: confirmLink as? Bool,
+                client: browser.signInClient(request, context), logger: context.logger)
             return Response.json(body: ByteBuffer(data: answer))
         }
 
@@ -207,6 +212,15 @@ struct AuthRoutes {
 
     /// A JSON request body as an object. JSON only: a cross-site HTML form cannot send it
     /// without a CORS preflight.
+    /// Whether a member of a `JSONSerialization` object is JSON's `true` or `false` (its numbers
+    /// 0 and 1 would bridge to `Bool` as well).
+    static func isJSONBoolean(_ value: Any) -> Bool {
+        type(of: value) == jsonBooleanType
+    }
+
+    /// The class `JSONSerialization` gives JSON's booleans.
+    private static let jsonBooleanType: Any.Type = type(of: NSNumber(value: true) as Any)
+
     static func jsonObject(_ request: Request, limit: Int, requireJSONType: Bool = true) async throws -> [String: Any] {
         var request = request
         guard !requireJSONType || request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
