@@ -21,6 +21,14 @@ struct MicrosoftEnginesTests {
             developmentMode: true, clock: SystemClock(), health: ProviderHealth(logger: logger), logger: logger)
     }
 
+    @Test("an allow-list set after the configuration was made is kept lower-cased, as tokens' tid are")
+    func allowListSetLaterIsLowerCased() {
+        var configuration = MicrosoftConfiguration(clientID: "client", clientSecret: "secret")
+        configuration.allowedTenants = [Self.allowed.uppercased()]
+        #expect(configuration.allowedTenants == [Self.allowed])
+        #expect(configuration.permittedTenants == [Self.allowed])
+    }
+
     @Test("64 tenants named by callers are kept, the least recently used given up first; the configured and allow-listed tenants never")
     func leastRecentlyUsedGoesFirst() async {
         let http = CurlHTTPClient(configuration: .init())

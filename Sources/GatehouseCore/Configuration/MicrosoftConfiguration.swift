@@ -6,8 +6,13 @@ public struct MicrosoftConfiguration: Sendable {
     public var clientSecret: String
     /// The default tenant: `common`, `organizations`, `consumers`, a GUID or a domain.
     public var tenant: String
-    /// Tenant GUIDs whose accounts may sign in; empty = any.
-    public var allowedTenants: Set<String>
+    /// Tenant GUIDs whose accounts may sign in; empty = any. Kept lower-cased (tokens' `tid`
+    /// are), however they are set.
+    public var allowedTenants: Set<String> {
+        didSet {
+            if allowedTenants.contains(where: { $0 != $0.lowercased() }) { allowedTenants = Set(allowedTenants.map { $0.lowercased() }) }
+        }
+    }
     /// `https://login.microsoftonline.com` in production.
     public var loginBaseURL: String
     /// `https://graph.microsoft.com` in production.
