@@ -44,11 +44,11 @@ enum StartupChecks {
     /// few that a handful of clients can hold every connection.
     static func connectionLimit(
         configured: Int?, descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool,
-        memoryLimit: Int? = ConnectionLimit.memoryLimit(), logger: Logger
+        memoryLimit: Int? = ConnectionLimit.memoryLimit(), memoryKept: Int = 0, logger: Logger
     ) -> Int {
         let fitting = ConnectionLimit.fitting(
             descriptorLimit: descriptorLimit, upstreamConnections: upstreamConnections, databaseConnections: databaseConnections,
-            operationsListener: operationsListener, memoryLimit: memoryLimit)
+            operationsListener: operationsListener, memoryLimit: memoryLimit, memoryKept: memoryKept)
         let limit = configured ?? fitting
         var metadata: Logger.Metadata = [
             "connections.max": .stringConvertible(limit), "connections.fitting": .stringConvertible(fitting),
@@ -71,7 +71,8 @@ enum StartupChecks {
 
     /// Calls to providers, hooks and webhook receivers in flight at once: `configured`
     /// (`GATEHOUSE_UPSTREAM_CALLS`) or what `ConnectionLimit.upstreamCalls` fits in the
-    /// descriptors kept for them, one user's share of them: `configuredPerUser`
+    /// descriptors kept for them (and the cgroup's memory limit beside `memoryKept`), one
+    /// user's share of them: `configuredPerUser`
     /// (`GATEHOUSE_UPSTREAM_CALLS_PER_USER`) or `ConnectionLimit.upstreamCallsPerUser`, and the
     /// slots kept for the gateway's own flows: `configuredReserved`
     /// (`GATEHOUSE_UPSTREAM_CALLS_RESERVED`, at most all but one) or
@@ -79,11 +80,12 @@ enum StartupChecks {
     /// is above what fits.
     static func upstreamCalls(
         configured: Int?, configuredPerUser: Int?, configuredReserved: Int?, descriptorLimit: Int, upstreamConnections: Int,
-        databaseConnections: Int, operationsListener: Bool, logger: Logger
+        databaseConnections: Int, operationsListener: Bool, memoryLimit: Int? = ConnectionLimit.memoryLimit(), memoryKept: Int = 0,
+        logger: Logger
     ) -> (calls: Int, perUser: Int, reserved: Int) {
         let fitting = ConnectionLimit.upstreamCalls(
             descriptorLimit: descriptorLimit, upstreamConnections: upstreamConnections, databaseConnections: databaseConnections,
-            operationsListener: operationsListener)
+            operationsListener: operationsListener, memoryLimit: memoryLimit, memoryKept: memoryKept)
         let limit = configured ?? fitting
         let perUser = configuredPerUser ?? ConnectionLimit.upstreamCallsPerUser(of: limit)
         let reserved = min(configuredReserved ?? ConnectionLimit.upstreamCallsReserved(of: limit), limit - 1)
@@ -98,7 +100,7 @@ enum StartupChecks {
         }
         if limit > fitting {
             logger.warning(
-                "GATEHOUSE_UPSTREAM_CALLS is above what the open-file limit keeps for calls to providers: slow providers can take the descriptors every connection needs; raise the limit (LimitNOFILE, ulimit -Hn) or lower GATEHOUSE_UPSTREAM_CALLS",
+                "GATEHOUSE_UPSTREAM_CALLS is above what the open-file and memory limits keep for calls to providers: slow providers can take the descriptors or memory every connection needs; raise the limits (LimitNOFILE, ulimit -Hn, the container's memory) or lower GATEHOUSE_UPSTREAM_CALLS",
                 metadata: metadata)
         } else {
             logger.info("upstream call limit", metadata: metadata)

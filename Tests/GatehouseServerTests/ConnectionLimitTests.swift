@@ -55,27 +55,47 @@ import Testing
         #expect(limit == 2_048 - 80 - 1_000)
     }
 
-    @Test("Docker's 1,048,576 descriptors under Kubernetes' 512 MiB: 9,557 connections of 48 KiB beside 64 MiB, not about 786,000")
+    @Test(
+        "Docker's 1,048,576 descriptors under Kubernetes' 512 MiB with a 32 MiB photo cache: 6,656 connections of 48 KiB and 1,664 calls of 64 KiB beside 64 MiB, not about 786,000 and 131,000"
+    )
     func memoryLimited() {
         let limit = ConnectionLimit.fitting(
             descriptorLimit: 1 << 20, upstreamConnections: 256, databaseConnections: 20, operationsListener: true, memoryLimit: 512 << 20,
-            processors: 2)
-        #expect(limit == (512 - 64) * 1_024 / 48)
+            memoryKept: 32 << 20, processors: 2)
+        // 512 − 64 − 32 = 416 MiB: three quarters for connections, a quarter for calls.
+        #expect(limit == 312 * 1_024 / 48)
+        let calls = ConnectionLimit.upstreamCalls(
+            descriptorLimit: 1 << 20, upstreamConnections: 256, databaseConnections: 20, operationsListener: true, memoryLimit: 512 << 20,
+            memoryKept: 32 << 20, processors: 2)
+        #expect(calls == 104 * 1_024 / 64)
+        // Both together stay within the limit, beside the reserve and the cache.
+        #expect(limit * (48 << 10) + calls * (64 << 10) + (64 << 20) + (32 << 20) <= 512 << 20)
         let unlimited = ConnectionLimit.fitting(
             descriptorLimit: 1 << 20, upstreamConnections: 256, databaseConnections: 20, operationsListener: true, processors: 2)
         #expect(unlimited > 780_000)
+        let unlimitedCalls = ConnectionLimit.upstreamCalls(
+            descriptorLimit: 1 << 20, upstreamConnections: 256, databaseConnections: 20, operationsListener: true, processors: 2)
+        #expect(unlimitedCalls > 130_000)
     }
 
-    @Test("a small container keeps half its memory for the process: 1,365 connections under 128 MiB, 682 under 64 MiB, 10 under 1 MiB")
+    @Test(
+        "a small container keeps half its memory for the process: 1,024 connections and 256 calls under 128 MiB, 512 and 128 under 64 MiB, 8 and the minimum 16 under 1 MiB; a cache larger than the rest leaves one connection"
+    )
     func smallContainers() {
-        func limit(_ memory: Int) -> Int {
-            ConnectionLimit.fitting(
-                descriptorLimit: 65_536, upstreamConnections: 256, databaseConnections: 0, operationsListener: true, memoryLimit: memory,
-                processors: 2)
+        func limits(_ memory: Int, kept: Int = 0) -> (connections: Int, calls: Int) {
+            (
+                ConnectionLimit.fitting(
+                    descriptorLimit: 65_536, upstreamConnections: 256, databaseConnections: 0, operationsListener: true, memoryLimit: memory,
+                    memoryKept: kept, processors: 2),
+                ConnectionLimit.upstreamCalls(
+                    descriptorLimit: 65_536, upstreamConnections: 256, databaseConnections: 0, operationsListener: true, memoryLimit: memory,
+                    memoryKept: kept, processors: 2)
+            )
         }
-        #expect(limit(128 << 20) == 1_365)
-        #expect(limit(64 << 20) == 682)
-        #expect(limit(1 << 20) == 10)
+        #expect(limits(128 << 20) == (1_024, 256))
+        #expect(limits(64 << 20) == (512, 128))
+        #expect(limits(1 << 20) == (8, ConnectionLimit.minimumUpstreamCalls))
+        #expect(limits(128 << 20, kept: 1 << 30) == (1, ConnectionLimit.minimumUpstreamCalls))
     }
 
     @Test("descriptors too few for the reserve still leave one connection; extreme settings do not overflow")

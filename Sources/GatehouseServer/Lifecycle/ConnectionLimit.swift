@@ -38,6 +38,11 @@ public enum ConnectionLimit {
     /// (`GatewayHTTP1Channel.receiveBuffers`).
     static let memoryPerConnection = 48 << 10
 
+    /// Memory counted for each call to a provider in flight under a memory limit: a
+    /// passthrough call holds about 54 KB beside its connection (the Performance article's
+    /// 1,000 calls in flight).
+    static let memoryPerCall = 64 << 10
+
     /// The processors the event loops run on, as NIO counts them (a cgroup's CPU quota included).
     public static var processors: Int { System.coreCount }
 
@@ -49,31 +54,45 @@ public enum ConnectionLimit {
     /// loop), the operations listener's `operations`, the database pool's
     /// `databaseConnections`, and for calls to providers a quarter of what remains, at least
     /// the `upstreamConnections` libcurl keeps. Under a `memoryLimit` in bytes, also no more
-    /// than `memoryPerConnection` each fit in it beside `memoryReserve` (half of a limit under
-    /// twice that). At least 1.
+    /// than `memoryPerConnection` each fit in the connections' share of it (`memoryShares`,
+    /// `memoryKept` being the configured caches). At least 1.
     public static func fitting(
         descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool, memoryLimit: Int? = nil,
-        processors: Int = processors
+        memoryKept: Int = 0, processors: Int = processors
     ) -> Int {
         let shares = descriptorShares(
             descriptorLimit: descriptorLimit, upstreamConnections: upstreamConnections, databaseConnections: databaseConnections,
             operationsListener: operationsListener, processors: processors)
         let byDescriptors = shares.available - shares.outbound
-        let byMemory = memoryLimit.map { limit in (clamped(limit) - min(memoryReserve, clamped(limit) / 2)) / memoryPerConnection } ?? .max
+        let byMemory = memoryLimit.map { memoryShares(limit: $0, kept: memoryKept).connections / memoryPerConnection } ?? .max
         return max(1, min(byDescriptors, byMemory))
     }
 
     /// Calls to providers (and hooks and webhooks) in flight at once that fit in the
     /// descriptors `fitting` keeps for them: half of them, since a call holds a second
-    /// descriptor while it connects (IPv4 and IPv6 tried together) or resolves a name. At
-    /// least `minimumUpstreamCalls`.
+    /// descriptor while it connects (IPv4 and IPv6 tried together) or resolves a name. Under a
+    /// `memoryLimit`, also no more than `memoryPerCall` each fit in the calls' share of it
+    /// (`memoryShares`). At least `minimumUpstreamCalls`.
     public static func upstreamCalls(
-        descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool, processors: Int = processors
+        descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool, memoryLimit: Int? = nil,
+        memoryKept: Int = 0, processors: Int = processors
     ) -> Int {
         let shares = descriptorShares(
             descriptorLimit: descriptorLimit, upstreamConnections: upstreamConnections, databaseConnections: databaseConnections,
             operationsListener: operationsListener, processors: processors)
-        return max(minimumUpstreamCalls, shares.outbound / 2)
+        let byMemory = memoryLimit.map { memoryShares(limit: $0, kept: memoryKept).calls / memoryPerCall } ?? .max
+        return max(minimumUpstreamCalls, min(shares.outbound / 2, byMemory))
+    }
+
+    /// What a memory `limit` leaves for connections and for calls in flight once the process
+    /// has `memoryReserve` (half of a limit under twice that) and the caches `kept` (the photo
+    /// cache's budget): a quarter for calls, as with descriptors, the rest for connections.
+    /// Without this, a container given a million descriptors would admit calls and
+    /// connections whose memory it does not have.
+    static func memoryShares(limit: Int, kept: Int) -> (connections: Int, calls: Int) {
+        let limit = clamped(limit)
+        let budget = max(0, limit - min(memoryReserve, limit / 2) - clamped(kept))
+        return (budget - budget / 4, budget / 4)
     }
 
     /// One user's share of `calls` by default: a sixteenth, at least 4 (or all of fewer).

@@ -43,7 +43,7 @@ enum SettingsCatalog {
         ),
         Setting(
             "GATEHOUSE_MAX_CONNECTIONS", .count(minimum: 1),
-            "connections the public listener holds open at most; more wait in the listen backlog (default: what the open-file limit leaves after the process's own descriptors, the operations listener's 64, the database pool and a quarter for provider calls, and under a cgroup memory limit 48 KiB each beside 64 MiB)"
+            "connections the public listener holds open at most; more wait in the listen backlog (default: what the open-file limit leaves after the process's own descriptors, the operations listener's 64, the database pool and a quarter for provider calls, and under a cgroup memory limit 48 KiB each in three quarters of what 64 MiB for the process and the photo cache leave)"
         ),
         Setting("GATEHOUSE_PURGE_INTERVAL", .count(minimum: 1), default: "300", "seconds between purges of expired flows, results and sessions"),
         Setting(
@@ -160,7 +160,7 @@ enum SettingsCatalog {
             "provider connections kept open for reuse (more concurrent calls than this reconnect)"),
         Setting(
             "GATEHOUSE_UPSTREAM_CALLS", .count(minimum: 1),
-            "calls to providers, hooks and webhook receivers in flight at once; as many more wait for a free slot within their timeout in each of two lines (the gateway's own calls; passthrough calls, photos and webhooks), and beyond those a call is refused at once (`503 upstream-unavailable`, `Retry-After: 1`) (default: half of the descriptors kept for provider calls, at least 16)"
+            "calls to providers, hooks and webhook receivers in flight at once; as many more wait for a free slot within their timeout in each of two lines (the gateway's own calls; passthrough calls, photos and webhooks), and beyond those a call is refused at once (`503 upstream-unavailable`, `Retry-After: 1`) (default: half of the descriptors kept for provider calls, and under a cgroup memory limit 64 KiB each in a quarter of what the process and the photo cache leave, at least 16)"
         ),
         Setting(
             "GATEHOUSE_UPSTREAM_CALLS_PER_USER", .count(minimum: 1),
