@@ -28,7 +28,8 @@ extension PostgresStorage {
             pause = min(pause * 2, .milliseconds(100))
         }
         let result = await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.renewLease(name, holder: holder) }
+            // Lease statements never carry the caller's webhook events (`Outbox.entries`).
+            group.addTask { await Outbox.$entries.withValue([]) { await self.renewLease(name, holder: holder) } }
             let answer: Result<T, any Error>
             do {
                 answer = .success(try await body())
@@ -38,22 +39,33 @@ extension PostgresStorage {
             group.cancelAll()
             return answer
         }
-        // A release that fails (the database went away) leaves the lease to expire.
-        try? await execute("DELETE FROM gatehouse_locks WHERE name = \(name) AND holder = \(holder)")
+        // Released in a task of its own: a caller cancelled meanwhile would cancel the statement
+        // and leave the lease to expire. A release that fails (the database went away) does too.
+        await Task {
+            await Outbox.$entries.withValue([]) {
+                try? await self.execute("DELETE FROM gatehouse_locks WHERE name = \(name) AND holder = \(holder)")
+            }
+        }.value
         return try result.get()
     }
 
     /// Extends `holder`'s lease on `name` every third of `lockLease` until cancelled. A renewal
     /// that fails (the database is briefly away) is tried again at the next turn; the lease
-    /// left covers two more.
+    /// left covers two more. A lease found taken by another holder (this one's ran out while
+    /// the database was away) is logged and no longer renewed: the body's writes are
+    /// compare-and-set, so they do not undo the other holder's.
     private func renewLease(_ name: String, holder: String) async {
         let milliseconds = lockLeaseMilliseconds
         while (try? await Task.sleep(for: lockLease / 3)) != nil {
-            try? await execute(
+            let renewed = try? await changed(
                 """
                 UPDATE gatehouse_locks SET expires_at = now() + \(milliseconds) * interval '1 millisecond'
-                WHERE name = \(name) AND holder = \(holder)
+                WHERE name = \(name) AND holder = \(holder) RETURNING holder
                 """)
+            if renewed == false {
+                logger.warning("lock lease lost before its holder finished", metadata: ["lock": "\(name.prefix(80))"])
+                return
+            }
         }
     }
 }

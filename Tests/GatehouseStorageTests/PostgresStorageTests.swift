@@ -47,9 +47,9 @@ import Testing
 
         // A holder that died without releasing (its row, with no process renewing it): its
         // lease ends, then the lock is free again.
+        let waited = ContinuousClock.now  // before the lease begins: its whole 1.5 s lie ahead
         try await PostgresTestServer.execute(
             url, "INSERT INTO gatehouse_locks (name, holder, expires_at) VALUES ('left-behind', 'gone', now() + interval '1500 milliseconds')")
-        let waited = ContinuousClock.now
         _ = try await store.withLock("left-behind") { true }
         #expect(ContinuousClock.now - waited >= .seconds(1), "the lock was taken while its lease lasted")
     }
