@@ -432,6 +432,14 @@ struct StartupTests {
                 (["GATEHOUSE_UPSTREAM_TIMEOUT": "1e300"], [["serve"], ["check", "--offline"]], "GATEHOUSE_UPSTREAM_TIMEOUT"),
                 (["GATEHOUSE_DATABASE_TIMEOUT": "1e300"], [["serve"], ["migrate"]], "GATEHOUSE_DATABASE_TIMEOUT"),
                 (["GATEHOUSE_UPSTREAM_TIMEOUTS": "github.com=1e300"], [["serve"]], "GATEHOUSE_UPSTREAM_TIMEOUTS"),
+                // An allow-list of domains would match no token's tid, and so restrict nothing.
+                (
+                    [
+                        "GATEHOUSE_MICROSOFT_CLIENT_ID": "c", "GATEHOUSE_MICROSOFT_CLIENT_SECRET": "d",
+                        "GATEHOUSE_MICROSOFT_ALLOWED_TENANTS": "contoso.com",
+                    ],
+                    [["serve"], ["check", "--offline"]], "Microsoft allowed tenants must be tenant GUIDs"
+                ),
             ]
             for (settings, commands, names) in cases {
                 for command in commands {

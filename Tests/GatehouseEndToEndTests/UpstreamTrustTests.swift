@@ -187,17 +187,7 @@ struct UpstreamTrustTests {
             #expect(try await MicrosoftSignInTests.signIn(&adele, MicrosoftSignInTests.adele).status == 200)
             // The sign-in is sent to contoso's endpoint; Bob answers it at fabrikam's (the app is
             // multi-tenant there) and brings that code back: the gateway redeems it at contoso's.
-            var bob = Browser(deployment)
-            let start = try await bob.start(
-                "return_to=\(FormEncoding.escape(TestDeployment.returnTo))&login_hint=\(FormEncoding.escape(MicrosoftSignInTests.bob))",
-                provider: "microsoft.com")
-            let authorize = try #require(start.headers["location"])
-            #expect(authorize.contains("/microsoft/\(tenantA.domain)/oauth2/v2.0/authorize"))
-            let elsewhere = authorize.replacingOccurrences(of: "/microsoft/\(tenantA.domain)/", with: "/microsoft/\(tenantB.domain)/")
-            let approved = try await deployment.client.execute(OutboundRequest(url: elsewhere))
-            let callback = try await bob.send(try #require(approved.headers["location"]))
-            let location = try #require(callback.headers["location"])
-            let refused = try await bob.result(String(location.split(separator: "=").last ?? ""))
+            let refused = try await Self.swappedTenantSignIn(deployment)
             #expect(refused.status == 401, "\(refused.bodyText)")
             #expect(try jsonObject(refused)["code"] as? String == "invalid-id-token")
             #expect(try await deployment.accountCount() == 1)
@@ -211,6 +201,50 @@ struct UpstreamTrustTests {
             var bob = Browser(deployment)
             #expect(try await MicrosoftSignInTests.signIn(&bob, MicrosoftSignInTests.bob, extra: "&tenant=\(tenantB.id)").status == 200)
         }
+        // Unrestricted, a caller's tenant=<domain> holds the same way.
+        try await withDeployment { deployment in
+            let refused = try await Self.swappedTenantSignIn(deployment, extra: "&tenant=\(tenantA.domain)")
+            #expect(refused.status == 401, "\(refused.bodyText)")
+            #expect(try jsonObject(refused)["code"] as? String == "invalid-id-token")
+            #expect(try await deployment.accountCount() == 0)
+        }
+    }
+
+    @Test(
+        "a tenant domain whose discovery names the {tenantid} template, not a GUID, disables Microsoft (provider-misconfigured), as any wrong issuer does"
+    )
+    func tenantDomainWithoutItsGUID() async throws {
+        let tenantA = MicrosoftDirectory.tenantA
+        try await withDeployment(microsoft: { $0.tenant = tenantA.domain }) { deployment in
+            let path = "/microsoft/\(tenantA.domain)/v2.0/.well-known/openid-configuration"
+            var discovery = try jsonObject(try await deployment.client.execute(OutboundRequest(url: deployment.emulatorURL + path)))
+            discovery["issuer"] = "\(deployment.emulatorURL)/microsoft/{tenantid}/v2.0"
+            let body = String(decoding: try JSONSerialization.data(withJSONObject: discovery), as: UTF8.self)
+            let fault: [String: Any] = ["endpoint": "GET \(path)", "status": 200, "body": body, "times": 20]
+            _ = try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: fault), as: UTF8.self))
+            var adele = Browser(deployment)
+            let refused = try await MicrosoftSignInTests.signIn(&adele, MicrosoftSignInTests.adele)
+            #expect(refused.status == 503, "\(refused.json)")
+            #expect(refused.json["code"] as? String == "provider-misconfigured")
+        }
+    }
+
+    /// Bob's sign-in started at the gateway for contoso (its configured tenant, or `extra`'s),
+    /// answered at fabrikam's endpoint instead, its code brought back: the result's answer.
+    static func swappedTenantSignIn(_ deployment: TestDeployment, extra: String = "") async throws -> OutboundResponse {
+        let tenantA = MicrosoftDirectory.tenantA
+        var bob = Browser(deployment)
+        let start = try await bob.start(
+            "return_to=\(FormEncoding.escape(TestDeployment.returnTo))&login_hint=\(FormEncoding.escape(MicrosoftSignInTests.bob))\(extra)",
+            provider: "microsoft.com")
+        let authorize = try #require(start.headers["location"])
+        #expect(authorize.contains("/microsoft/\(tenantA.domain)/oauth2/v2.0/authorize"))
+        let elsewhere = authorize.replacingOccurrences(
+            of: "/microsoft/\(tenantA.domain)/", with: "/microsoft/\(MicrosoftDirectory.tenantB.domain)/")
+        let approved = try await deployment.client.execute(OutboundRequest(url: elsewhere))
+        let callback = try await bob.send(try #require(approved.headers["location"]))
+        let location = try #require(callback.headers["location"])
+        return try await bob.result(String(location.split(separator: "=").last ?? ""))
     }
 
     /// Serves `keys` (JSON objects) as the OpenID emulator's JWKS for the next calls.

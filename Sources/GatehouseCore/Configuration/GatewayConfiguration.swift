@@ -271,6 +271,12 @@ public struct GatewayConfiguration: Sendable {
             guard MicrosoftTenants.isValid(microsoft.tenant) else {
                 throw GatehouseError.invalidArgument("the Microsoft tenant must be common, organizations, consumers, a GUID or a domain")
             }
+            // A token's `tid` is a GUID: any other entry would match nothing, and an allow-list
+            // of such entries alone would restrict nothing.
+            if let entry = microsoft.allowedTenants.sorted().first(where: { !MicrosoftTenants.isGUID($0) }) {
+                throw GatehouseError.invalidArgument(
+                    "the Microsoft allowed tenants must be tenant GUIDs, not \(entry.truncated(toBytes: 80).debugDescription)")
+            }
         }
         for provider in oidcProviders {
             guard provider.providerId == "yahoo.com" || OIDCProviderConfiguration.isGenericProviderId(provider.providerId) else {

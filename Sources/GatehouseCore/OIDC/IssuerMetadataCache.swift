@@ -150,8 +150,11 @@ public actor IssuerMetadataCache {
         switch configuration.issuerRule {
         case .exact:
             return issuer == configuration.issuer
-        case .microsoft(let login, _, _):
-            if issuer == "\(login)/{tenantid}/v2.0" { return true }
+        case .microsoft(let login, let endpointTenant, _):
+            // A tenant named by a domain is one tenant: its discovery names that tenant's GUID,
+            // which its tokens' `tid` must be (`IDTokenValidator`); the template would leave
+            // nothing to compare them with.
+            if issuer == "\(login)/{tenantid}/v2.0" { return !MicrosoftTenants.isDomain(endpointTenant) }
             guard issuer.hasPrefix("\(login)/"), issuer.hasSuffix("/v2.0") else { return false }
             let tenant = issuer.dropFirst(login.count + 1).dropLast(5)
             return MicrosoftTenants.isGUID(String(tenant))

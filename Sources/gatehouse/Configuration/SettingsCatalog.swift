@@ -78,7 +78,7 @@ enum SettingsCatalog {
         Setting("GATEHOUSE_MICROSOFT_CLIENT_ID", .text, "enables Microsoft (`microsoft.com`)"),
         Setting("GATEHOUSE_MICROSOFT_CLIENT_SECRET", .secret, "its client secret"),
         Setting("GATEHOUSE_MICROSOFT_TENANT", .text, default: "common", "`common`, `organizations`, `consumers`, a tenant GUID or domain"),
-        Setting("GATEHOUSE_MICROSOFT_ALLOWED_TENANTS", .list, "tenant GUIDs a `tenant=` start may name"),
+        Setting("GATEHOUSE_MICROSOFT_ALLOWED_TENANTS", .list, "tenant GUIDs (GUIDs only) a `tenant=` start may name and whose accounts may sign in"),
         Setting("GATEHOUSE_MICROSOFT_LOGIN_URL", .url, "the identity platform's base"),
         Setting("GATEHOUSE_MICROSOFT_GRAPH_URL", .url, "Microsoft Graph's base"),
         Setting("GATEHOUSE_YAHOO_CLIENT_ID", .text, "enables Yahoo (`yahoo.com`)"),
