@@ -80,7 +80,9 @@ public actor GatehouseClient {
         let body = try JSONSerialization.data(withJSONObject: parameters)
         let (data, _) = try await authorized("POST", "v1/auth/\(providerId)/start-url", body: body)
         guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any], let text = object["url"] as? String,
-            let url = URL(string: text)
+            let url = URL(string: text),
+            // The start URL acts for the account: only the gateway's own origin is opened.
+            Self.origin(of: url) == Self.origin(of: baseURL)
         else { throw GatehouseClientError.unexpectedAnswer(status: 200) }
         return SignInRequest(url: url, returnTo: returnTo, verifier: verifier)
     }
@@ -206,6 +208,12 @@ public actor GatehouseClient {
         default:
             throw GatehouseClientError.invalidArgument("The gateway's URL must use https (http only to a loopback address).")
         }
+    }
+
+    /// A URL's origin: scheme, host and port (the scheme's default when none is written).
+    static func origin(of url: URL) -> String? {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        return "\(scheme)://\(host):\(url.port ?? (scheme == "https" ? 443 : 80))"
     }
 
     /// Sends a request; a status of 400 or more throws the problem document.

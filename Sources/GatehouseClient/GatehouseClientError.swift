@@ -62,8 +62,9 @@ public enum ProblemCode: Sendable, Hashable {
     /// `invalid-state`
     case invalidState
     /// `link-confirmation-required`: a link for an app with a loopback return names an identity
-    /// (`Problem.extensions`: `providerId`, `email`, `displayName`, `username`) for the app's
-    /// user to confirm; `completeSignIn(callback:for:confirmingLink:)` answers.
+    /// (`Problem.extensions`: `providerId`, `federatedId`, `username`, `displayName`, `email`
+    /// with `emailVerified`, `tenantId`) for the app's user to confirm;
+    /// `completeSignIn(callback:for:confirmingLink:)` answers.
     case linkConfirmationRequired
     /// `method-not-allowed`
     case methodNotAllowed

@@ -251,6 +251,59 @@ struct NativeAppTests {
         }
     }
 
+    @Test(
+        "a loopback link waits for its app's answer up to ten minutes: confirm_link must be a boolean (null is none), the identity is named with whether its email is verified; false cancels a scheme's held link too"
+    )
+    func heldLinkAnswers() async throws {
+        try await Self.withNativeDeployment { deployment in
+            let tokens = try await Self.appSignIn(deployment)
+            let idToken = try #require(tokens["idToken"] as? String)
+            let key = ResultKey()
+            let made = try await Self.startURL(
+                deployment, provider: "oidc.emulator", idToken: idToken,
+                [
+                    "return_to": "http://127.0.0.1:53124/callback", "mode": "link", "result_challenge": key.challenge,
+                    "login_hint": "olive@oidc.example",
+                ])
+            let resultID = try await Self.continueInBrowser(deployment, startURL: made)
+            let links = try await Self.rows(deployment, "provider_links")
+            // A scheme's held link is not asked about, but an app's false still cancels it.
+            let schemeKey = ResultKey()
+            let schemeMade = try await Self.startURL(
+                deployment, provider: "microsoft.com", idToken: idToken,
+                ["return_to": Self.scheme, "mode": "link", "result_challenge": schemeKey.challenge, "login_hint": "AdeleV@contoso.example"])
+            let schemeID = try await Self.continueInBrowser(deployment, startURL: schemeMade)
+            let body = #"{"result":"\#(schemeID)","result_verifier":"\#(schemeKey.verifier)","confirm_link":false}"#
+            let cancelled = try await Self.redeem(deployment, body)
+            #expect(cancelled.status == 403, "\(cancelled.bodyText)")
+            #expect(try jsonObject(cancelled)["code"] as? String == "sign-in-cancelled")
+            #expect(try await Self.redeem(deployment, body).status == 404)
+            #expect(try await Self.rows(deployment, "provider_links") == links)
+
+            func redeem(_ confirm: String) async throws -> OutboundResponse {
+                try await Self.redeem(
+                    deployment, #"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)","confirm_link":\#(confirm)}"#)
+            }
+            for confirm in ["1", "0", #""true""#, "{}"] {
+                let refused = try await redeem(confirm)
+                #expect(refused.status == 400, "\(confirm): \(refused.bodyText)")
+                #expect(try jsonObject(refused)["code"] as? String == "invalid-argument")
+            }
+            let asked = try await redeem("null")
+            #expect(asked.status == 409, "\(asked.bodyText)")
+            let problem = try jsonObject(asked)
+            #expect(problem["code"] as? String == "link-confirmation-required")
+            #expect(problem["email"] as? String == "olive@oidc.example" && problem["emailVerified"] as? String == "true", "\(problem)")
+            #expect(problem["providerId"] as? String == "oidc.emulator" && problem["federatedId"] is String)
+            #expect(try await Self.rows(deployment, "provider_links") == links)
+            // The user takes their time: five minutes later the answer still counts.
+            deployment.clock.advance(by: 300)
+            let linked = try await redeem("true")
+            #expect(linked.status == 200, "\(linked.bodyText)")
+            #expect(try await Self.rows(deployment, "provider_links") == links + 1)
+        }
+    }
+
     /// The app's sign-in through its scheme in a browser of its own: the redeemed result's JSON
     /// (the user, the gateway's ID and refresh tokens).
     static func appSignIn(_ deployment: TestDeployment) async throws -> [String: Any] {

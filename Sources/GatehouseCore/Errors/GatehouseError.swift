@@ -339,16 +339,20 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
     /// `link-confirmation-required`: a link held for an app with a loopback return waits for
     /// the app's user to confirm the identity it names (any local user can reach a loopback
     /// page, so the result the app received may carry someone else's). Nothing was written;
-    /// the result stays for `confirm_link`.
+    /// the result stays for `confirm_link`. The identity's text is the provider's, shown as
+    /// plain text (no control or bidirectional characters); `emailVerified` says whether the
+    /// provider vouches for `email`, which an app must not present as proof otherwise.
     public static func linkConfirmationRequired(_ profile: ProviderProfile) -> Self {
         var identity = ["providerId": profile.providerId, "federatedId": profile.federatedId]
         identity["email"] = profile.email
+        identity["emailVerified"] = profile.email == nil ? nil : String(profile.emailVerified)
         identity["displayName"] = profile.displayName
         identity["username"] = profile.username
+        identity["tenantId"] = profile.tenantId
         return Self(
             code: .linkConfirmationRequired,
             detail: "Show the user the identity this link would add; redeem the result again with confirm_link true (or false to cancel).",
-            extensions: identity.mapValues { $0.truncated(toBytes: 256) })
+            extensions: identity.mapValues { $0.displayable(characters: 256, bytes: 1_024) })
     }
 
     /// `provider-already-linked`: the account has this provider with another identity.

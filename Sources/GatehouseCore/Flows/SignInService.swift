@@ -152,10 +152,14 @@ public struct SignInService: Sendable {
 
     /// Stores `outcome` as a one-time result (bound to `challenge`) and answers where the
     /// browser goes: `return_to#gatehouse_result=<id>`.
+    /// A held link lives as long as a consent page (ten minutes): its app may first have to show
+    /// the identity to its user and wait for an answer (`link-confirmation-required`).
     func deliver(_ outcome: StoredResult, returnTo: String, challenge: String?, resultID: String = SecureRandom.token()) async throws -> String {
+        var lifetime = configuration.resultLifetime
+        if case .heldLink = outcome { lifetime = max(lifetime, Self.consentLifetime) }
         try await storage.insertResult(
             idHash: ResultBinding.storageKey(resultID: resultID, challenge: challenge), payload: try JSONCoding.encoder().encode(outcome),
-            expiresAt: configuration.clock.now().addingTimeInterval(configuration.resultLifetime))
+            expiresAt: configuration.clock.now().addingTimeInterval(lifetime))
         let base = returnTo.split(separator: "#", maxSplits: 1).first.map(String.init) ?? returnTo
         return "\(base)#gatehouse_result=\(resultID)"
     }
@@ -317,7 +321,7 @@ public struct SignInService: Sendable {
     /// its flow's `result_challenge`, so a stolen id alone redeems nothing and the result stays
     /// for its owner. A link held for an app with a loopback return answers
     /// `link-confirmation-required` (naming the identity) until `confirmLink` says whether its
-    /// user recognised it: `true` writes it, `false` cancels it.
+    /// user recognised it: `true` writes it, `false` cancels it (any held link).
     public func resultJSON(
         id: String, verifier: String?, confirmLink: Bool? = nil, client: SignInClient = .unknown, logger: Logger
     ) async throws -> Data {
@@ -330,12 +334,30 @@ public struct SignInService: Sendable {
         let key = ResultBinding.storageKey(resultID: id, challenge: challenge)
         // With a verifier, "unknown", "already fetched" and "bound to another verifier" look
         // the same from here: the stored key is derived from both.
-        // Read first, taken last: the session and tokens are prepared before the result is
-        // consumed, and the result leaves the store in the same transaction as the refresh
-        // token arrives, so a store error at any step leaves the result redeemable.
         let now = configuration.clock.now()
+        let found = try await storage.result(idHash: key, now: now)
+        guard case .pending(let payload)? = found, case .heldLink = try JSONCoding.decoder().decode(StoredResult.self, from: payload) else {
+            return try await redeem(found, key: key, challenge: challenge, now: now, confirmLink: confirmLink, client: client, logger: logger)
+        }
+        // A held link's answers (confirm, cancel, a retry) are taken one at a time, each reading
+        // the result afresh: a cancel racing a confirm cannot answer 403 while the link is written.
+        let storage = self.storage
+        return try await storage.withLock("held-link|" + key) {
+            try await self.redeem(
+                try await storage.result(idHash: key, now: now), key: key, challenge: challenge, now: now, confirmLink: confirmLink,
+                client: client, logger: logger)
+        }
+    }
+
+    /// `resultJSON` for the result `found` under `key`. Read first, taken last: the session and
+    /// tokens are prepared before the result is consumed, and the result leaves the store in
+    /// the same transaction as the refresh token arrives, so a store error at any step leaves
+    /// the result redeemable.
+    private func redeem(
+        _ found: StoredResultState?, key: String, challenge: String?, now: Date, confirmLink: Bool?, client: SignInClient, logger: Logger
+    ) async throws -> Data {
         let payload: Data
-        switch try await storage.result(idHash: key, now: now) {
+        switch found {
         case nil: throw GatehouseError.resultNotFound()
         case .redeemed(let sealedAnswer):
             // A retry of a redemption whose answer was lost: the same answer, same tokens.
@@ -354,24 +376,28 @@ public struct SignInService: Sendable {
             else { throw GatehouseError.resultNotFound() }
             throw error
         case .heldLink(let sealed):
+            // Held only for a bound (native) result; one without a verifier redeems nothing.
+            guard challenge != nil else { throw GatehouseError.resultNotFound() }
             do {
                 let held = try await openHeldLink(sealed, key: key)
+                if confirmLink == false {
+                    logger.info("held link cancelled by the app", metadata: ["provider.id": "\(held.providerId)"])
+                    metrics.signIn(providerId: held.providerId, mode: held.mode, outcome: GatehouseError.Code.signInCancelled.rawValue)
+                    throw GatehouseError.signInCancelled()
+                }
                 // Any local user reaches a loopback page: the result may carry the identity of
                 // whoever opened the start URL first, so the app's user confirms it. (A
                 // private-use scheme delivers only to the app in its user's own session.)
                 if returnToPolicy.kind(of: held.returnTo) != .privateUseScheme, confirmLink != true {
-                    guard confirmLink == false else { throw GatehouseError.linkConfirmationRequired(held.profile) }
-                    logger.info("held link cancelled by the app", metadata: ["provider.id": "\(held.providerId)"])
-                    metrics.signIn(providerId: held.providerId, mode: held.mode, outcome: GatehouseError.Code.signInCancelled.rawValue)
-                    throw GatehouseError.signInCancelled()
+                    throw GatehouseError.linkConfirmationRequired(held.profile)
                 }
                 (tokenless, familyId) = (try await complete(held, client: client, logger: logger).answer, nil)
             } catch let error as GatehouseError where error.code == .linkConfirmationRequired {
                 throw error  // nothing written, nothing consumed: the result waits for the app's answer
             } catch let error as GatehouseError where error.retryAfter == nil {
-                // Refused (the identity is another account's, the hook denied): answered once,
-                // like a stored failure. A store error or a retryable refusal (the hook could
-                // not be asked) leaves the result to be fetched again.
+                // Refused (the identity is another account's, the hook denied, the app
+                // cancelled): answered once, like a stored failure. A store error or a retryable
+                // refusal (the hook could not be asked) leaves the result to be fetched again.
                 guard
                     try await storage.takeResult(
                         idHash: key, now: now, redemption: ResultRedemption(refreshToken: nil, sealedAnswer: nil, retryUntil: now))

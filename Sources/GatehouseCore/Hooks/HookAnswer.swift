@@ -64,10 +64,7 @@ enum HookAnswer: Equatable {
     /// as they are, trimmed, at most 256 characters and 1 KB of UTF-8 (one character may hold
     /// any number of combining marks).
     static func clean(_ message: String) -> String {
-        let kept = message.unicodeScalars.filter { $0.properties.generalCategory != .control && !$0.properties.isBidiControl }
-        var text = String(String.UnicodeScalarView(kept)).trimmingCharacters(in: .whitespaces)
-        if text.count > maximumMessageLength { text = String(text.prefix(maximumMessageLength)) }
-        return text.truncated(toBytes: maximumMessageBytes)
+        message.displayable(characters: maximumMessageLength, bytes: maximumMessageBytes)
     }
 }
 

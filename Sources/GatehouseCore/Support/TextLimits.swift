@@ -13,4 +13,15 @@ extension StringProtocol {
         while end > bytes.startIndex, bytes[end] & 0xC0 == 0x80 { end = bytes.index(before: end) }
         return String(decoding: bytes[bytes.startIndex..<end], as: UTF8.self)
     }
+
+    /// Plain text to show a person (a page, an app's dialog): control characters and
+    /// bidirectional controls removed (an override would reorder the words around it), trimmed,
+    /// at most `characters` characters and `bytes` bytes of UTF-8 (one character may hold any
+    /// number of combining marks).
+    public func displayable(characters: Int, bytes: Int) -> String {
+        let kept = unicodeScalars.filter { $0.properties.generalCategory != .control && !$0.properties.isBidiControl }
+        var text = String(String.UnicodeScalarView(kept)).trimmingCharacters(in: .whitespaces)
+        if text.count > characters { text = String(text.prefix(characters)) }
+        return text.truncated(toBytes: bytes)
+    }
 }

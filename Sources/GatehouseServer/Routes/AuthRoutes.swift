@@ -130,7 +130,7 @@ struct AuthRoutes {
             guard object["result_verifier"] == nil || object["result_verifier"] is String else {
                 throw GatehouseError.invalidArgument("result_verifier must be a string.")
             }
-            let confirmLink = object["confirm_link"]
+            let confirmLink = object["confirm_link"].flatMap { $0 is NSNull ? nil : $0 }
             guard confirmLink.map(Self.isJSONBoolean) ?? true else {
                 throw GatehouseError.invalidArgument("confirm_link must be true or false.")
             }
@@ -210,17 +210,18 @@ struct AuthRoutes {
         let signInMethods: [String]
     }
 
-    /// A JSON request body as an object. JSON only: a cross-site HTML form cannot send it
-    /// without a CORS preflight.
-    /// Whether a member of a `JSONSerialization` object is JSON's `true` or `false` (its numbers
-    /// 0 and 1 would bridge to `Bool` as well).
+    /// Whether a member of a `JSONSerialization` object is JSON's `true` or `false`: the class
+    /// it gives booleans (a Swift `Bool` too, should it ever give those), never a number, which
+    /// would bridge to `Bool` as well.
     static func isJSONBoolean(_ value: Any) -> Bool {
-        type(of: value) == jsonBooleanType
+        type(of: value) == jsonBooleanType || type(of: value) == Bool.self
     }
 
     /// The class `JSONSerialization` gives JSON's booleans.
     private static let jsonBooleanType: Any.Type = type(of: NSNumber(value: true) as Any)
 
+    /// A JSON request body as an object. JSON only: a cross-site HTML form cannot send it
+    /// without a CORS preflight.
     static func jsonObject(_ request: Request, limit: Int, requireJSONType: Bool = true) async throws -> [String: Any] {
         var request = request
         guard !requireJSONType || request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
