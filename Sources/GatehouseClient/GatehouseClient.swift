@@ -80,10 +80,13 @@ public actor GatehouseClient {
         let body = try JSONSerialization.data(withJSONObject: parameters)
         let (data, _) = try await authorized("POST", "v1/auth/\(providerId)/start-url", body: body)
         guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any], let text = object["url"] as? String,
-            let url = URL(string: text),
-            // The start URL acts for the account: only the gateway's own origin is opened.
-            Self.origin(of: url) == Self.origin(of: baseURL)
+            let url = URL(string: text)
         else { throw GatehouseClientError.unexpectedAnswer(status: 200) }
+        // The start URL acts for the account: only the gateway's own origin is opened.
+        guard let origin = Self.origin(of: url), origin == Self.origin(of: baseURL) else {
+            throw GatehouseClientError.invalidArgument(
+                "The gateway's start URL is not on baseURL's origin: give the client the gateway's public URL (GATEHOUSE_PUBLIC_URL).")
+        }
         return SignInRequest(url: url, returnTo: returnTo, verifier: verifier)
     }
 

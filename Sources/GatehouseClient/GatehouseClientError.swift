@@ -63,7 +63,7 @@ public enum ProblemCode: Sendable, Hashable {
     case invalidState
     /// `link-confirmation-required`: a link for an app with a loopback return names an identity
     /// (`Problem.extensions`: `providerId`, `federatedId`, `username`, `displayName`, `email`
-    /// with `emailVerified`, `tenantId`) for the app's user to confirm;
+    /// with `emailStatus` (`verified` or `unverified`), `tenantId`) for the app's user to confirm;
     /// `completeSignIn(callback:for:confirmingLink:)` answers.
     case linkConfirmationRequired
     /// `method-not-allowed`

@@ -19,13 +19,20 @@ extension PostgresStorage {
         let holder = UUID().uuidString
         let deadline = ContinuousClock.now + lockWait
         var pause = Duration.milliseconds(5)
-        while try await !lease(name, holder: holder) {
-            guard ContinuousClock.now < deadline else {
-                logger.warning("lock wait timed out", metadata: ["lock": "\(name.prefix(80))"])
-                throw StorageError.unavailable
+        do {
+            while try await !lease(name, holder: holder) {
+                guard ContinuousClock.now < deadline else {
+                    logger.warning("lock wait timed out", metadata: ["lock": "\(name.prefix(80))"])
+                    throw StorageError.unavailable
+                }
+                try await Task.sleep(for: pause)
+                pause = min(pause * 2, .milliseconds(100))
             }
-            try await Task.sleep(for: pause)
-            pause = min(pause * 2, .milliseconds(100))
+        } catch {
+            // A lease statement that committed but whose answer was lost (a timeout, the caller
+            // cancelled) would hold the lock for a whole lease: this holder lets go of it.
+            await release(name, holder: holder)
+            throw error
         }
         let result = await withTaskGroup(of: Void.self) { group in
             // Lease statements never carry the caller's webhook events (`Outbox.entries`).
@@ -39,14 +46,19 @@ extension PostgresStorage {
             group.cancelAll()
             return answer
         }
-        // Released in a task of its own: a caller cancelled meanwhile would cancel the statement
-        // and leave the lease to expire. A release that fails (the database went away) does too.
+        await release(name, holder: holder)
+        return try result.get()
+    }
+
+    /// Gives up `holder`'s lease on `name`, if it has one, in a task of its own: a caller
+    /// cancelled meanwhile would cancel the statement and leave the lease to expire. A release
+    /// that fails (the database went away) leaves it to expire too.
+    private func release(_ name: String, holder: String) async {
         await Task {
             await Outbox.$entries.withValue([]) {
                 try? await self.execute("DELETE FROM gatehouse_locks WHERE name = \(name) AND holder = \(holder)")
             }
         }.value
-        return try result.get()
     }
 
     /// Extends `holder`'s lease on `name` every third of `lockLease` until cancelled. A renewal

@@ -54,14 +54,17 @@ enum StartupChecks {
             "connections.max": .stringConvertible(limit), "connections.fitting": .stringConvertible(fitting),
             "fd.limit": .stringConvertible(descriptorLimit),
         ]
-        if let memoryLimit { metadata["memory.limit"] = .stringConvertible(memoryLimit) }
+        if let memoryLimit {
+            metadata["memory.limit"] = .stringConvertible(memoryLimit)
+            metadata["memory.kept"] = .stringConvertible(memoryKept)
+        }
         if limit > fitting {
             logger.warning(
                 "GATEHOUSE_MAX_CONNECTIONS is above what the open-file and memory limits leave for connections: the gateway can run out of descriptors or memory; raise the limits (LimitNOFILE, ulimit -Hn, the container's memory) or lower GATEHOUSE_MAX_CONNECTIONS",
                 metadata: metadata)
         } else if configured == nil && fitting < minimumUseful {
             logger.warning(
-                "the open-file and memory limits leave room for few connections: raise them (LimitNOFILE, ulimit -Hn, the container's memory)",
+                "the open-file and memory limits leave room for few connections: raise them (LimitNOFILE, ulimit -Hn, the container's memory) or lower GATEHOUSE_PHOTO_CACHE_BYTES",
                 metadata: metadata)
         } else {
             logger.info("connection limit", metadata: metadata)

@@ -96,4 +96,19 @@ import Testing
         #expect(throws: GatehouseError.self) { try CustomParameters.forwardable(from: [("prompt", marked)]) }
         #expect((try? CustomParameters.forwardable(from: [("prompt", "consent")]))?.count == 1)
     }
+
+    @Test(
+        "text shown to a person: control, bidirectional and invisible format characters go (the joiners stay), line and paragraph separators read as spaces"
+    )
+    func displayableText() {
+        #expect("olive@oidc.exa\u{200B}mple\u{FEFF}\u{2060}\u{AD}".displayable(characters: 256, bytes: 1_024) == "olive@oidc.example")
+        #expect("\u{202E}moc.elpmaxe@ada\u{2066}x\u{2069}\u{200E}".displayable(characters: 256, bytes: 1_024) == "moc.elpmaxe@adax")
+        #expect("Ada\u{2028}Admin\u{2029}Team\u{7}".displayable(characters: 256, bytes: 1_024) == "Ada Admin Team")
+        #expect("\u{E0041}tag".displayable(characters: 256, bytes: 1_024) == "tag")
+        // Zero-width joiners spell emoji sequences and Indic conjuncts: kept.
+        #expect(
+            "\u{1F469}\u{200D}\u{1F4BB} \u{0915}\u{094D}\u{200C}\u{0937}".displayable(characters: 256, bytes: 1_024)
+                == "\u{1F469}\u{200D}\u{1F4BB} \u{0915}\u{094D}\u{200C}\u{0937}")
+        #expect(String(repeating: "x", count: 300).displayable(characters: 256, bytes: 1_024).count == 256)
+    }
 }

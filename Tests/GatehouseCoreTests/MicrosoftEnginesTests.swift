@@ -27,6 +27,9 @@ struct MicrosoftEnginesTests {
         configuration.allowedTenants = [Self.allowed.uppercased()]
         #expect(configuration.allowedTenants == [Self.allowed])
         #expect(configuration.permittedTenants == [Self.allowed])
+        // A GUID is ASCII: fullwidth digits look alike but are no tenant id.
+        #expect(MicrosoftTenants.isGUID(Self.allowed.uppercased()))
+        #expect(!MicrosoftTenants.isGUID("\u{FF10}" + Self.allowed.dropFirst()))
     }
 
     @Test("64 tenants named by callers are kept, the least recently used given up first; the configured and allow-listed tenants never")

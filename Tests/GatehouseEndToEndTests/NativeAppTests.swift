@@ -293,7 +293,7 @@ struct NativeAppTests {
             #expect(asked.status == 409, "\(asked.bodyText)")
             let problem = try jsonObject(asked)
             #expect(problem["code"] as? String == "link-confirmation-required")
-            #expect(problem["email"] as? String == "olive@oidc.example" && problem["emailVerified"] as? String == "true", "\(problem)")
+            #expect(problem["email"] as? String == "olive@oidc.example" && problem["emailStatus"] as? String == "verified", "\(problem)")
             #expect(problem["providerId"] as? String == "oidc.emulator" && problem["federatedId"] is String)
             #expect(try await Self.rows(deployment, "provider_links") == links)
             // The user takes their time: five minutes later the answer still counts.

@@ -79,7 +79,7 @@ import Testing
     }
 
     @Test(
-        "a small container keeps half its memory for the process: 1,024 connections and 256 calls under 128 MiB, 512 and 128 under 64 MiB, 8 and the minimum 16 under 1 MiB; a cache larger than the rest leaves one connection"
+        "a small container keeps half its memory for the process: 1,024 connections and 256 calls under 128 MiB, 512 and 128 under 64 MiB, 8 and the minimum 16 under 1 MiB; caches count for at most half the rest"
     )
     func smallContainers() {
         func limits(_ memory: Int, kept: Int = 0) -> (connections: Int, calls: Int) {
@@ -95,7 +95,11 @@ import Testing
         #expect(limits(128 << 20) == (1_024, 256))
         #expect(limits(64 << 20) == (512, 128))
         #expect(limits(1 << 20) == (8, ConnectionLimit.minimumUpstreamCalls))
-        #expect(limits(128 << 20, kept: 1 << 30) == (1, ConnectionLimit.minimumUpstreamCalls))
+        // The default 32 MiB photo cache counts for at most half of what the reserve leaves:
+        // 64 MiB still holds 256 connections and 64 calls, and no cache leaves fewer than that.
+        #expect(limits(64 << 20, kept: 32 << 20) == (256, 64))
+        #expect(limits(64 << 20, kept: 1 << 30) == (256, 64))
+        #expect(limits(128 << 20, kept: 32 << 20) == (512, 128))
     }
 
     @Test("descriptors too few for the reserve still leave one connection; extreme settings do not overflow")

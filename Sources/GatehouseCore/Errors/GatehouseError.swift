@@ -340,12 +340,13 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
     /// the app's user to confirm the identity it names (any local user can reach a loopback
     /// page, so the result the app received may carry someone else's). Nothing was written;
     /// the result stays for `confirm_link`. The identity's text is the provider's, shown as
-    /// plain text (no control or bidirectional characters); `emailVerified` says whether the
-    /// provider vouches for `email`, which an app must not present as proof otherwise.
+    /// plain text (no control, format or bidirectional characters); `emailStatus` says whether
+    /// the provider vouches for `email` (`verified` or `unverified`: words, not a string
+    /// `"false"` a script would read as true), which an app must not present as proof otherwise.
     public static func linkConfirmationRequired(_ profile: ProviderProfile) -> Self {
         var identity = ["providerId": profile.providerId, "federatedId": profile.federatedId]
         identity["email"] = profile.email
-        identity["emailVerified"] = profile.email == nil ? nil : String(profile.emailVerified)
+        identity["emailStatus"] = profile.email == nil ? nil : (profile.emailVerified ? "verified" : "unverified")
         identity["displayName"] = profile.displayName
         identity["username"] = profile.username
         identity["tenantId"] = profile.tenantId

@@ -342,8 +342,11 @@ public struct SignInService: Sendable {
         // A held link's answers (confirm, cancel, a retry) are taken one at a time, each reading
         // the result afresh: a cancel racing a confirm cannot answer 403 while the link is written.
         let storage = self.storage
+        let clock = configuration.clock
         return try await storage.withLock("held-link|" + key) {
-            try await self.redeem(
+            // The time read afresh: the wait for the lock may have been long.
+            let now = clock.now()
+            return try await self.redeem(
                 try await storage.result(idHash: key, now: now), key: key, challenge: challenge, now: now, confirmLink: confirmLink,
                 client: client, logger: logger)
         }

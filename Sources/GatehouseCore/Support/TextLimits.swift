@@ -14,13 +14,23 @@ extension StringProtocol {
         return String(decoding: bytes[bytes.startIndex..<end], as: UTF8.self)
     }
 
-    /// Plain text to show a person (a page, an app's dialog): control characters and
-    /// bidirectional controls removed (an override would reorder the words around it), trimmed,
-    /// at most `characters` characters and `bytes` bytes of UTF-8 (one character may hold any
-    /// number of combining marks).
+    /// Plain text to show a person (a page, an app's dialog): control characters, bidirectional
+    /// controls (an override would reorder the words around it) and other invisible format
+    /// characters (a zero-width space would make `ada@exa​mple.com` look like another address)
+    /// removed, except the joiners some scripts spell with; line and paragraph separators read
+    /// as spaces; trimmed; at most `characters` characters and `bytes` bytes of UTF-8 (one
+    /// character may hold any number of combining marks).
     public func displayable(characters: Int, bytes: Int) -> String {
-        let kept = unicodeScalars.filter { $0.properties.generalCategory != .control && !$0.properties.isBidiControl }
-        var text = String(String.UnicodeScalarView(kept)).trimmingCharacters(in: .whitespaces)
+        var kept = String.UnicodeScalarView()
+        for scalar in unicodeScalars {
+            switch scalar.properties.generalCategory {
+            case .control: continue
+            case .format where scalar != "\u{200C}" && scalar != "\u{200D}": continue
+            case .lineSeparator, .paragraphSeparator: kept.append(" ")
+            default: if !scalar.properties.isBidiControl { kept.append(scalar) }
+            }
+        }
+        var text = String(kept).trimmingCharacters(in: .whitespaces)
         if text.count > characters { text = String(text.prefix(characters)) }
         return text.truncated(toBytes: bytes)
     }

@@ -86,12 +86,15 @@ public enum ConnectionLimit {
 
     /// What a memory `limit` leaves for connections and for calls in flight once the process
     /// has `memoryReserve` (half of a limit under twice that) and the caches `kept` (the photo
-    /// cache's budget): a quarter for calls, as with descriptors, the rest for connections.
+    /// cache's budget) their part: a quarter for calls, as with descriptors, the rest for
+    /// connections. The caches count for at most half of what the reserve leaves (a small
+    /// container's reserve holds part of them: a 32 MiB photo cache fills only as photos are
+    /// asked for), so a default cache never leaves a small container a single connection.
     /// Without this, a container given a million descriptors would admit calls and
     /// connections whose memory it does not have.
     static func memoryShares(limit: Int, kept: Int) -> (connections: Int, calls: Int) {
-        let limit = clamped(limit)
-        let budget = max(0, limit - min(memoryReserve, limit / 2) - clamped(kept))
+        let available = clamped(limit) - min(memoryReserve, clamped(limit) / 2)
+        let budget = available - min(clamped(kept), available / 2)
         return (budget - budget / 4, budget / 4)
     }
 

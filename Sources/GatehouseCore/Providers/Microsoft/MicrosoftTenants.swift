@@ -3,10 +3,10 @@ public enum MicrosoftTenants {
     /// The tenant of every personal Microsoft account.
     public static let consumers = "9188040d-6c67-4c5b-b112-36a304b66dad"
 
-    /// Whether `text` is a lower- or upper-case GUID.
+    /// Whether `text` is a lower- or upper-case GUID (ASCII hex digits only).
     public static func isGUID(_ text: String) -> Bool {
         let groups = text.split(separator: "-", omittingEmptySubsequences: false)
-        return groups.map(\.count) == [8, 4, 4, 4, 12] && groups.allSatisfy { $0.allSatisfy(\.isHexDigit) }
+        return groups.map(\.count) == [8, 4, 4, 4, 12] && groups.allSatisfy { $0.allSatisfy { $0.isASCII && $0.isHexDigit } }
     }
 
     /// Whether `value` may name a tenant: `common`, `organizations`, `consumers`, a GUID or a domain.
