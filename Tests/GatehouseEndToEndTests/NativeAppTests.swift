@@ -304,6 +304,51 @@ struct NativeAppTests {
         }
     }
 
+    @Test("a cancel sent while a confirmed link is being written waits for it and answers what was done, never a 403 beside a written link")
+    func confirmAndCancelTogether() async throws {
+        try await withDeployment(
+            gateway: {
+                $0.returnToAllowList += [Self.scheme, Self.loopback]
+                $0.requireResultBinding = false
+            }, hooks: HookTests.sampleApp(timeout: 10)
+        ) { deployment in
+            let tokens = try await Self.appSignIn(deployment)
+            let key = ResultKey()
+            let made = try await Self.startURL(
+                deployment, provider: "oidc.emulator", idToken: try #require(tokens["idToken"] as? String),
+                [
+                    "return_to": "http://127.0.0.1:53124/callback", "mode": "link", "result_challenge": key.challenge,
+                    "login_hint": "olive@oidc.example",
+                ])
+            let resultID = try await Self.continueInBrowser(deployment, startURL: made)
+            let links = try await Self.rows(deployment, "provider_links")
+            @Sendable func redeem(_ confirm: Bool) async throws -> OutboundResponse {
+                try await Self.redeem(
+                    deployment, #"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)","confirm_link":\#(confirm)}"#)
+            }
+            // The confirmed link's hook call is held (at most 9 s) while the app's cancel arrives.
+            let endpoint = "POST /sample-app/hooks/before-sign-in"
+            let asked = try await deployment.emulatorStats()[endpoint] ?? 0
+            let hold: [String: Any] = ["endpoint": endpoint, "status": 200, "holdMs": 9000, "times": 1, "body": #"{"decision":"allow"}"#]
+            _ = try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: hold), as: UTF8.self))
+            let confirmed = Task { try await redeem(true) }
+            let deadline = ContinuousClock.now + .seconds(20)
+            while try await deployment.emulatorStats()[endpoint] ?? 0 == asked, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let cancelled = Task { try await redeem(false) }
+            try await Task.sleep(for: .milliseconds(200))  // the cancel is in, waiting or (before) answered
+            _ = try await deployment.control("faults/release", "{}")
+            let confirmAnswer = try await confirmed.value
+            let cancelAnswer = try await cancelled.value
+            #expect(confirmAnswer.status == 200, "\(confirmAnswer.bodyText)")
+            #expect(try await Self.rows(deployment, "provider_links") == links + 1)
+            // The cancel came after the confirm: it is answered as a retry of it.
+            #expect(cancelAnswer.status == 200, "\(cancelAnswer.bodyText)")
+            #expect(cancelAnswer.bodyText == confirmAnswer.bodyText)
+        }
+    }
+
     /// The app's sign-in through its scheme in a browser of its own: the redeemed result's JSON
     /// (the user, the gateway's ID and refresh tokens).
     static func appSignIn(_ deployment: TestDeployment) async throws -> [String: Any] {
