@@ -258,14 +258,7 @@ struct NativeAppTests {
         try await Self.withNativeDeployment { deployment in
             let tokens = try await Self.appSignIn(deployment)
             let idToken = try #require(tokens["idToken"] as? String)
-            let key = ResultKey()
-            let made = try await Self.startURL(
-                deployment, provider: "oidc.emulator", idToken: idToken,
-                [
-                    "return_to": "http://127.0.0.1:53124/callback", "mode": "link", "result_challenge": key.challenge,
-                    "login_hint": "olive@oidc.example",
-                ])
-            let resultID = try await Self.continueInBrowser(deployment, startURL: made)
+            let (resultID, key) = try await Self.loopbackLink(deployment, idToken: idToken)
             let links = try await Self.rows(deployment, "provider_links")
             // A scheme's held link is not asked about, but an app's false still cancels it.
             let schemeKey = ResultKey()
@@ -313,14 +306,7 @@ struct NativeAppTests {
             }, hooks: HookTests.sampleApp(timeout: 10)
         ) { deployment in
             let tokens = try await Self.appSignIn(deployment)
-            let key = ResultKey()
-            let made = try await Self.startURL(
-                deployment, provider: "oidc.emulator", idToken: try #require(tokens["idToken"] as? String),
-                [
-                    "return_to": "http://127.0.0.1:53124/callback", "mode": "link", "result_challenge": key.challenge,
-                    "login_hint": "olive@oidc.example",
-                ])
-            let resultID = try await Self.continueInBrowser(deployment, startURL: made)
+            let (resultID, key) = try await Self.loopbackLink(deployment, idToken: try #require(tokens["idToken"] as? String))
             let links = try await Self.rows(deployment, "provider_links")
             @Sendable func redeem(_ confirm: Bool) async throws -> OutboundResponse {
                 try await Self.redeem(
@@ -365,6 +351,19 @@ struct NativeAppTests {
         let page = try await browser.follow(try #require(start.headers["location"]))
         let done = try await browser.answerConsent(page, decision: "continue")
         return resultID(try #require(done.headers["location"]))
+    }
+
+    /// A desktop app's link of Olive's OpenID identity, started with `idToken` for a loopback
+    /// return and continued in the system browser: the result id and the app's key.
+    static func loopbackLink(_ deployment: TestDeployment, idToken: String) async throws -> (resultID: String, key: ResultKey) {
+        let key = ResultKey()
+        let made = try await startURL(
+            deployment, provider: "oidc.emulator", idToken: idToken,
+            [
+                "return_to": "http://127.0.0.1:53124/callback", "mode": "link", "result_challenge": key.challenge,
+                "login_hint": "olive@oidc.example",
+            ])
+        return (try await continueInBrowser(deployment, startURL: made), key)
     }
 
     /// The result id in the fragment of an app's return address.
