@@ -93,10 +93,11 @@ enum PostgresMigrations {
             version: "v2-accounts-and-gateway-tokens",
             statements: [
                 "ALTER TABLE provider_links ADD COLUMN verified_email text",
+                // Through `snapshotField`: a snapshot holding `\u0000` would stop the upgrade.
                 """
-                UPDATE provider_links SET verified_email = lower(normalize(btrim(convert_from(profile_json, 'UTF8')::jsonb ->> 'email'), NFC))
-                WHERE (convert_from(profile_json, 'UTF8')::jsonb ->> 'emailVerified')::boolean
-                  AND (convert_from(profile_json, 'UTF8')::jsonb ->> 'email') LIKE '%_@_%'
+                UPDATE provider_links SET verified_email = lower(normalize(btrim(\(PostgresStorage.snapshotField("profile_json", "email"))), NFC))
+                WHERE (\(PostgresStorage.snapshotField("profile_json", "emailVerified")))::boolean
+                  AND (\(PostgresStorage.snapshotField("profile_json", "email"))) LIKE '%_@_%'
                 """,
                 "CREATE INDEX provider_links_verified_email ON provider_links(verified_email)",
                 "ALTER TABLE signin_transactions ADD COLUMN uid text",

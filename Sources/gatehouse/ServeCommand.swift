@@ -192,6 +192,9 @@ struct ServeSettings {
             if let value = environment["GATEHOUSE_MICROSOFT_TENANT"] { config.tenant = value }
             if let value = environment["GATEHOUSE_MICROSOFT_ALLOWED_TENANTS"] {
                 config.allowedTenants = Set(value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() })
+                guard config.allowedTenants.allSatisfy(MicrosoftTenants.isGUID) else {
+                    throw ValidationError("GATEHOUSE_MICROSOFT_ALLOWED_TENANTS must list tenant GUIDs only (a token's tid is one)")
+                }
             }
             if let value = environment["GATEHOUSE_MICROSOFT_LOGIN_URL"] { config.loginBaseURL = value }
             if let value = environment["GATEHOUSE_MICROSOFT_GRAPH_URL"] { config.graphBaseURL = value }

@@ -44,7 +44,7 @@ enum StartupChecks {
     /// few that a handful of clients can hold every connection.
     static func connectionLimit(
         configured: Int?, descriptorLimit: Int, upstreamConnections: Int, databaseConnections: Int, operationsListener: Bool,
-        memoryLimit: Int? = ConnectionLimit.memoryLimit(), memoryKept: Int = 0, logger: Logger
+        memoryLimit: Int? = ConnectionLimit.memoryLimit(), memoryKept: Int, logger: Logger
     ) -> Int {
         let fitting = ConnectionLimit.fitting(
             descriptorLimit: descriptorLimit, upstreamConnections: upstreamConnections, databaseConnections: databaseConnections,
@@ -64,7 +64,9 @@ enum StartupChecks {
                 metadata: metadata)
         } else if configured == nil && fitting < minimumUseful {
             logger.warning(
-                "the open-file and memory limits leave room for few connections: raise them (LimitNOFILE, ulimit -Hn, the container's memory) or lower GATEHOUSE_PHOTO_CACHE_BYTES",
+                memoryLimit == nil
+                    ? "the open-file limit leaves room for few connections: raise it (LimitNOFILE, ulimit -Hn)"
+                    : "the open-file and memory limits leave room for few connections: raise them (LimitNOFILE, ulimit -Hn, the container's memory) or lower GATEHOUSE_PHOTO_CACHE_BYTES",
                 metadata: metadata)
         } else {
             logger.info("connection limit", metadata: metadata)
@@ -83,7 +85,7 @@ enum StartupChecks {
     /// is above what fits.
     static func upstreamCalls(
         configured: Int?, configuredPerUser: Int?, configuredReserved: Int?, descriptorLimit: Int, upstreamConnections: Int,
-        databaseConnections: Int, operationsListener: Bool, memoryLimit: Int? = ConnectionLimit.memoryLimit(), memoryKept: Int = 0,
+        databaseConnections: Int, operationsListener: Bool, memoryLimit: Int? = ConnectionLimit.memoryLimit(), memoryKept: Int,
         logger: Logger
     ) -> (calls: Int, perUser: Int, reserved: Int) {
         let fitting = ConnectionLimit.upstreamCalls(

@@ -103,7 +103,7 @@ import Testing
     func displayableText() {
         #expect("olive@oidc.exa\u{200B}mple\u{FEFF}\u{2060}\u{AD}".displayable(characters: 256, bytes: 1_024) == "olive@oidc.example")
         #expect("\u{202E}moc.elpmaxe@ada\u{2066}x\u{2069}\u{200E}".displayable(characters: 256, bytes: 1_024) == "moc.elpmaxe@adax")
-        #expect("Ada\u{2028}Admin\u{2029}Team\u{7}".displayable(characters: 256, bytes: 1_024) == "Ada Admin Team")
+        #expect("Ada\u{2028}Admin\u{2029}Team\u{7}\nof\tfour".displayable(characters: 256, bytes: 1_024) == "Ada Admin Team of four")
         #expect("\u{E0041}tag".displayable(characters: 256, bytes: 1_024) == "tag")
         // Zero-width joiners spell emoji sequences and Indic conjuncts: kept.
         #expect(

@@ -100,8 +100,8 @@ struct HookTests {
             let idToken = try #require(minted["idToken"] as? String)
             let exchanged = try await browser.json("/v1/auth/idtoken", #"{"providerId":"oidc.emulator","idToken":"\#(idToken)"}"#)
             #expect(exchanged.status == 403)
-            // Control characters are removed from the message.
-            #expect(try jsonObject(exchanged)["message"] as? String == "No newaccounts today.")
+            // Control characters are removed from the message; a line break reads as a space.
+            #expect(try jsonObject(exchanged)["message"] as? String == "No new accounts today.")
             #expect(try await Self.snapshot(deployment) == before)
 
             // Nothing was stored, so the ID token is not spent: a hook that cannot be asked, then

@@ -2,6 +2,7 @@ import CurlClient
 import Foundation
 import GRDB
 import GatehouseCore
+import Synchronization
 import Testing
 
 extension Browser {
@@ -43,12 +44,16 @@ struct NativeAppTests {
 
     /// A deployment whose allow-list also has the sample app's addresses; binding is off for
     /// web returns, so the tests show native returns need it regardless.
-    static func withNativeDeployment(_ body: (TestDeployment) async throws -> Void) async throws {
-        try await withDeployment(gateway: {
-            $0.returnToAllowList += [scheme, loopback]
-            $0.appNames = [scheme: "Example <b>App</b>"]
-            $0.requireResultBinding = false
-        }) { try await body($0) }
+    static func withNativeDeployment(
+        hooks: (@Sendable (_ emulatorURL: String) -> HookConfiguration)? = nil, _ body: (TestDeployment) async throws -> Void
+    ) async throws {
+        try await withDeployment(
+            gateway: {
+                $0.returnToAllowList += [scheme, loopback]
+                $0.appNames = [scheme: "Example <b>App</b>"]
+                $0.requireResultBinding = false
+            }, hooks: hooks
+        ) { try await body($0) }
     }
 
     /// start → emulator → callback for `returnTo`, then Continue on the consent page an app's
@@ -259,6 +264,7 @@ struct NativeAppTests {
             let tokens = try await Self.appSignIn(deployment)
             let idToken = try #require(tokens["idToken"] as? String)
             let (resultID, key) = try await Self.loopbackLink(deployment, idToken: idToken)
+            let (laterID, laterKey) = try await Self.loopbackLink(deployment, idToken: idToken)
             let links = try await Self.rows(deployment, "provider_links")
             // A scheme's held link is not asked about, but an app's false still cancels it.
             let schemeKey = ResultKey()
@@ -294,17 +300,17 @@ struct NativeAppTests {
             let linked = try await redeem("true")
             #expect(linked.status == 200, "\(linked.bodyText)")
             #expect(try await Self.rows(deployment, "provider_links") == links + 1)
+            // Past ten minutes a held link is gone, unanswered, and links nothing.
+            deployment.clock.advance(by: 301)
+            let expired = try await Self.redeem(
+                deployment, #"{"result":"\#(laterID)","result_verifier":"\#(laterKey.verifier)","confirm_link":true}"#)
+            #expect(expired.status == 404, "\(expired.bodyText)")
         }
     }
 
     @Test("a cancel sent while a confirmed link is being written waits for it and answers what was done, never a 403 beside a written link")
     func confirmAndCancelTogether() async throws {
-        try await withDeployment(
-            gateway: {
-                $0.returnToAllowList += [Self.scheme, Self.loopback]
-                $0.requireResultBinding = false
-            }, hooks: HookTests.sampleApp(timeout: 10)
-        ) { deployment in
+        try await Self.withNativeDeployment(hooks: HookTests.sampleApp(timeout: 10)) { deployment in
             let tokens = try await Self.appSignIn(deployment)
             let (resultID, key) = try await Self.loopbackLink(deployment, idToken: try #require(tokens["idToken"] as? String))
             let links = try await Self.rows(deployment, "provider_links")
@@ -322,8 +328,16 @@ struct NativeAppTests {
             while try await deployment.emulatorStats()[endpoint] ?? 0 == asked, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(10))
             }
-            let cancelled = Task { try await redeem(false) }
-            try await Task.sleep(for: .milliseconds(200))  // the cancel is in, waiting or (before) answered
+            try #require(try await deployment.emulatorStats()[endpoint] ?? 0 > asked, "the confirm reached the hook")
+            let cancelAnswered = Mutex(false)
+            let cancelled = Task {
+                defer { cancelAnswered.withLock { $0 = true } }
+                return try await redeem(false)
+            }
+            try await Task.sleep(for: .milliseconds(200))  // the cancel is in, waiting for the confirm
+            // Answered already, with the confirm still held at the hook: nothing made it wait.
+            let answeredEarly = cancelAnswered.withLock { $0 }
+            #expect(!answeredEarly, "the cancel did not wait for the confirm")
             _ = try await deployment.control("faults/release", "{}")
             let confirmAnswer = try await confirmed.value
             let cancelAnswer = try await cancelled.value

@@ -438,7 +438,7 @@ struct StartupTests {
                         "GATEHOUSE_MICROSOFT_CLIENT_ID": "c", "GATEHOUSE_MICROSOFT_CLIENT_SECRET": "d",
                         "GATEHOUSE_MICROSOFT_ALLOWED_TENANTS": "contoso.com",
                     ],
-                    [["serve"], ["check", "--offline"]], "Microsoft allowed tenants must be tenant GUIDs"
+                    [["serve"], ["check", "--offline"]], "GATEHOUSE_MICROSOFT_ALLOWED_TENANTS"
                 ),
             ]
             for (settings, commands, names) in cases {

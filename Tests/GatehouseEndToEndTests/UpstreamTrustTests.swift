@@ -226,6 +226,8 @@ struct UpstreamTrustTests {
             let refused = try await MicrosoftSignInTests.signIn(&adele, MicrosoftSignInTests.adele)
             #expect(refused.status == 503, "\(refused.json)")
             #expect(refused.json["code"] as? String == "provider-misconfigured")
+            let ready = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/readyz")))
+            #expect((ready["disabledProviders"] as? [String: String])?["microsoft.com"]?.contains("issuer") == true, "\(ready)")
         }
     }
 

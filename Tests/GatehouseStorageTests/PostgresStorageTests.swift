@@ -58,7 +58,7 @@ import Testing
     func liveHolderRenewsItsLease() async throws {
         let url = try await PostgresTestServer.freshDatabase()
         let store = try PostgresStorage(
-            url: url, maximumConnections: 2, operationTimeout: .seconds(3), lockLease: .seconds(2), logger: PostgresTestServer.quietLogger)
+            url: url, maximumConnections: 2, operationTimeout: .seconds(3), lockLease: .seconds(3), logger: PostgresTestServer.quietLogger)
         defer { store.shutdown() }
         try await store.migrate()
         let other = try PostgresStorage(
@@ -68,7 +68,7 @@ import Testing
         // A body slower than the lease (a provider's token call under a long timeout): another
         // instance asking once the first lease would have ended must still wait.
         let refused = try await store.withLock("refresh|slow") {
-            try await Task.sleep(for: .seconds(3))
+            try await Task.sleep(for: .seconds(4.5))
             do {
                 _ = try await other.withLock("refresh|slow") { true }
                 return false
@@ -78,8 +78,7 @@ import Testing
         }
         #expect(refused, "another instance took the lock while its holder was still inside")
         // Released at the end, renewals stopped: the other instance takes it at once.
-        let taken = try await other.withLock("refresh|slow") { true }
-        #expect(taken)
+        _ = try await other.withLock("refresh|slow") { true }  // no wait to give up on: taken at once
     }
 
     @Test("byte-order paging (accounts, links, the webhook outbox) is served by an index in that order, not a sort of the table")

@@ -37,7 +37,7 @@ public struct MicrosoftConfiguration: Sendable {
 
     /// Whether the configured tenant restricts sign-ins to itself (a GUID or a domain), rather
     /// than naming an audience (`common`, `organizations`, `consumers`).
-    public var restrictsTenant: Bool { !["common", "organizations", "consumers"].contains(tenant.lowercased()) }
+    public var restrictsTenant: Bool { !MicrosoftTenants.audiences.contains(tenant.lowercased()) }
 
     /// The tenants `tenant=` may name and sign-ins may come from when the configuration
     /// restricts them: the configured tenant and the allow-list. Empty: no restriction.

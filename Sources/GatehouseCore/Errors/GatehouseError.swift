@@ -388,7 +388,7 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         Self(
             code: .resultNotFound,
             detail:
-                "No result matches this id (and verifier): it is unknown, expired (results live 60 s), already fetched, or bound to another verifier."
+                "No result matches this id (and verifier): it is unknown, expired (results live 60 s; a held link, ten minutes), already fetched, or bound to another verifier."
         )
     }
 

@@ -122,9 +122,7 @@ extension SignInService {
                 outcome = .failure(error)
             }
         } else {
-            logger.info("sign-in cancelled", metadata: ["provider.id": "\(pending.providerId)", "signin.mode": "\(pending.mode)"])
-            metrics.signIn(providerId: pending.providerId, mode: pending.mode, outcome: GatehouseError.Code.signInCancelled.rawValue)
-            outcome = .failure(.signInCancelled())
+            outcome = .failure(cancelled(pending, by: "the user", logger: logger))
         }
         let redirect = try await deliver(outcome, returnTo: pending.returnTo, challenge: pending.resultChallenge, resultID: resultID)
         return Completion(redirectURL: redirect, sessionValue: nil)
@@ -138,6 +136,15 @@ extension SignInService {
     /// The sign-in a held link (`StoredResult.heldLink`) holds, opened with its result's key.
     func openHeldLink(_ sealed: String, key: String) async throws -> PendingConsent {
         try JSONCoding.decoder().decode(PendingConsent.self, from: try await tokens.vault.open(sealed, context: Self.heldLinkContext(key)))
+    }
+
+    /// Counts and logs a held sign-in cancelled by `who` (the user on the consent page, the app
+    /// answering a held link): the error its result answers.
+    func cancelled(_ pending: PendingConsent, by who: String, logger: Logger) -> GatehouseError {
+        logger.info(
+            "sign-in cancelled", metadata: ["provider.id": "\(pending.providerId)", "signin.mode": "\(pending.mode)", "cancelled.by": "\(who)"])
+        metrics.signIn(providerId: pending.providerId, mode: pending.mode, outcome: GatehouseError.Code.signInCancelled.rawValue)
+        return .signInCancelled()
     }
 
     /// Completes a held sign-in (account, link, session, as the callback would have), counted

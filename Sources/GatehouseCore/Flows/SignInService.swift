@@ -383,11 +383,7 @@ public struct SignInService: Sendable {
             guard challenge != nil else { throw GatehouseError.resultNotFound() }
             do {
                 let held = try await openHeldLink(sealed, key: key)
-                if confirmLink == false {
-                    logger.info("held link cancelled by the app", metadata: ["provider.id": "\(held.providerId)"])
-                    metrics.signIn(providerId: held.providerId, mode: held.mode, outcome: GatehouseError.Code.signInCancelled.rawValue)
-                    throw GatehouseError.signInCancelled()
-                }
+                if confirmLink == false { throw cancelled(held, by: "the app", logger: logger) }
                 // Any local user reaches a loopback page: the result may carry the identity of
                 // whoever opened the start URL first, so the app's user confirms it. (A
                 // private-use scheme delivers only to the app in its user's own session.)

@@ -59,10 +59,8 @@ enum HookAnswer: Equatable {
         }
     }
 
-    /// Plain text for a page: control characters and bidirectional controls removed (an
-    /// override would reorder the page's own words around the message), whitespace runs kept
-    /// as they are, trimmed, at most 256 characters and 1 KB of UTF-8 (one character may hold
-    /// any number of combining marks).
+    /// Plain text for a page (`displayable(characters:bytes:)`): at most 256 characters and
+    /// 1 KB of UTF-8.
     static func clean(_ message: String) -> String {
         message.displayable(characters: maximumMessageLength, bytes: maximumMessageBytes)
     }

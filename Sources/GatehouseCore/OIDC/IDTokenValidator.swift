@@ -54,9 +54,7 @@ public struct IDTokenValidator: Sendable {
         guard case .microsoft(let login, let endpointTenant, _) = configuration.issuerRule, MicrosoftTenants.isDomain(endpointTenant) else {
             return nil
         }
-        let issuer = try await metadata.discovery().issuer
-        guard issuer.hasPrefix("\(login)/"), issuer.hasSuffix("/v2.0") else { return "" }
-        let tenant = String(issuer.dropFirst(login.count + 1).dropLast(5)).lowercased()
+        let tenant = MicrosoftTenants.tenant(inIssuer: try await metadata.discovery().issuer, login: login)?.lowercased() ?? ""
         return MicrosoftTenants.isGUID(tenant) ? tenant : ""
     }
 

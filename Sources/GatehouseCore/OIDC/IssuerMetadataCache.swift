@@ -155,9 +155,7 @@ public actor IssuerMetadataCache {
             // which its tokens' `tid` must be (`IDTokenValidator`); the template would leave
             // nothing to compare them with.
             if issuer == "\(login)/{tenantid}/v2.0" { return !MicrosoftTenants.isDomain(endpointTenant) }
-            guard issuer.hasPrefix("\(login)/"), issuer.hasSuffix("/v2.0") else { return false }
-            let tenant = issuer.dropFirst(login.count + 1).dropLast(5)
-            return MicrosoftTenants.isGUID(String(tenant))
+            return MicrosoftTenants.tenant(inIssuer: issuer, login: login).map(MicrosoftTenants.isGUID) ?? false
         }
     }
 

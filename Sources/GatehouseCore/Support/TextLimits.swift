@@ -17,13 +17,14 @@ extension StringProtocol {
     /// Plain text to show a person (a page, an app's dialog): control characters, bidirectional
     /// controls (an override would reorder the words around it) and other invisible format
     /// characters (a zero-width space would make `ada@exa​mple.com` look like another address)
-    /// removed, except the joiners some scripts spell with; line and paragraph separators read
-    /// as spaces; trimmed; at most `characters` characters and `bytes` bytes of UTF-8 (one
+    /// removed, except the joiners some scripts spell with; tabs, line breaks and line and
+    /// paragraph separators read as spaces; trimmed; at most `characters` characters and `bytes` bytes of UTF-8 (one
     /// character may hold any number of combining marks).
     public func displayable(characters: Int, bytes: Int) -> String {
         var kept = String.UnicodeScalarView()
         for scalar in unicodeScalars {
             switch scalar.properties.generalCategory {
+            case .control where scalar == "\t" || scalar == "\n" || scalar == "\r": kept.append(" ")
             case .control: continue
             case .format where scalar != "\u{200C}" && scalar != "\u{200D}": continue
             case .lineSeparator, .paragraphSeparator: kept.append(" ")

@@ -9,16 +9,25 @@ public enum MicrosoftTenants {
         return groups.map(\.count) == [8, 4, 4, 4, 12] && groups.allSatisfy { $0.allSatisfy { $0.isASCII && $0.isHexDigit } }
     }
 
+    /// The endpoint names that stand for an audience rather than one tenant.
+    public static let audiences: Set<String> = ["common", "organizations", "consumers"]
+
+    /// The tenant an issuer of the form `{login}/<tenant>/v2.0` names, or `nil` for another form.
+    static func tenant(inIssuer issuer: String, login: String) -> String? {
+        guard issuer.hasPrefix("\(login)/"), issuer.hasSuffix("/v2.0"), issuer.count > login.count + 6 else { return nil }
+        return String(issuer.dropFirst(login.count + 1).dropLast(5))
+    }
+
     /// Whether `value` may name a tenant: `common`, `organizations`, `consumers`, a GUID or a domain.
     public static func isValid(_ value: String) -> Bool {
-        if ["common", "organizations", "consumers"].contains(value) || isGUID(value) { return true }
+        if audiences.contains(value) || isGUID(value) { return true }
         return value.count <= 253 && value.contains(".") && !value.hasPrefix(".") && !value.hasSuffix(".")
             && value.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
     }
 
     /// Whether `value` names a tenant by one of its domains (neither an audience nor a GUID).
     public static func isDomain(_ value: String) -> Bool {
-        isValid(value.lowercased()) && !["common", "organizations", "consumers"].contains(value.lowercased()) && !isGUID(value)
+        isValid(value.lowercased()) && !audiences.contains(value.lowercased()) && !isGUID(value)
     }
 
     /// Whether a token of tenant `tid` can come from the endpoint of `endpoint`: any tenant for
