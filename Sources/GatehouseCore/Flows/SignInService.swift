@@ -335,8 +335,8 @@ public struct SignInService: Sendable {
         // With a verifier, "unknown", "already fetched" and "bound to another verifier" look
         // the same from here: the stored key is derived from both.
         let now = configuration.clock.now()
-        let found = try await storage.result(idHash: key, now: now)
-        guard case .pending(let payload)? = found, case .heldLink = try JSONCoding.decoder().decode(StoredResult.self, from: payload) else {
+        let found = try Self.read(try await storage.result(idHash: key, now: now))
+        guard case .pending(.heldLink)? = found else {
             return try await redeem(found, key: key, challenge: challenge, now: now, confirmLink: confirmLink, client: client, logger: logger)
         }
         // A held link's answers (confirm, cancel, a retry) are taken one at a time, each reading
@@ -347,8 +347,23 @@ public struct SignInService: Sendable {
             // The time read afresh: the wait for the lock may have been long.
             let now = clock.now()
             return try await self.redeem(
-                try await storage.result(idHash: key, now: now), key: key, challenge: challenge, now: now, confirmLink: confirmLink,
-                client: client, logger: logger)
+                try Self.read(try await storage.result(idHash: key, now: now)), key: key, challenge: challenge, now: now,
+                confirmLink: confirmLink, client: client, logger: logger)
+        }
+    }
+
+    /// A stored result as read: redeemed (its sealed answer) or pending (decoded, once).
+    private enum ReadResult {
+        case redeemed(sealedAnswer: String)
+        case pending(StoredResult)
+    }
+
+    /// `state` with a pending result decoded; `nil` when there is none.
+    private static func read(_ state: StoredResultState?) throws -> ReadResult? {
+        switch state {
+        case nil: nil
+        case .redeemed(let sealedAnswer): .redeemed(sealedAnswer: sealedAnswer)
+        case .pending(let payload): .pending(try JSONCoding.decoder().decode(StoredResult.self, from: payload))
         }
     }
 
@@ -357,19 +372,19 @@ public struct SignInService: Sendable {
     /// the same transaction as the refresh token arrives, so a store error at any step leaves
     /// the result redeemable.
     private func redeem(
-        _ found: StoredResultState?, key: String, challenge: String?, now: Date, confirmLink: Bool?, client: SignInClient, logger: Logger
+        _ found: ReadResult?, key: String, challenge: String?, now: Date, confirmLink: Bool?, client: SignInClient, logger: Logger
     ) async throws -> Data {
-        let payload: Data
+        let stored: StoredResult
         switch found {
         case nil: throw GatehouseError.resultNotFound()
         case .redeemed(let sealedAnswer):
             // A retry of a redemption whose answer was lost: the same answer, same tokens.
             return try await tokens.vault.open(sealedAnswer, context: Self.answerContext(key))
-        case .pending(let stored): payload = stored
+        case .pending(let result): stored = result
         }
         let tokenless: Data
         let familyId: String?
-        switch try JSONCoding.decoder().decode(StoredResult.self, from: payload) {
+        switch stored {
         case .success(let result, let family): (tokenless, familyId) = (try result.tokenlessAnswer(), family)
         case .answer(let answer, let family): (tokenless, familyId) = (answer, family)
         case .failure(let error):
