@@ -249,6 +249,24 @@ struct GatehouseClientTests {
         }
     }
 
+    @Test("a start URL on another origin than the client's base URL is refused, not handed to the app to open")
+    func foreignStartURLIsRefused() async throws {
+        try await Self.withClient { client, demo in
+            let signIn = try client.signInRequest(providerId: "github.com", returnTo: Self.appScheme, customParameters: ["login": "octocat"])
+            try await client.completeSignIn(callback: try await Self.authenticationSession(signIn), for: signIn)
+            // The same gateway under another name: its start URLs name the address it was
+            // started with (`demo.url`), another origin than the one this client was given.
+            let port = try #require(URL(string: demo.url)?.port)
+            let renamed = GatehouseClient(baseURL: try #require(URL(string: "http://localhost:\(port)")))
+            await renamed.restore(await client.credentials)
+            #expect(try await renamed.me().uid == (try await client.me().uid))
+            let refused = GatehouseClientError.invalidArgument(
+                "The gateway's start URL is not on baseURL's origin: give the client the gateway's public URL (GATEHOUSE_PUBLIC_URL).")
+            await #expect(throws: refused) { _ = try await renamed.linkRequest(providerId: "oidc.emulator", returnTo: Self.appScheme) }
+            await #expect(throws: refused) { _ = try await renamed.reauthenticateRequest(providerId: "github.com", returnTo: Self.appScheme) }
+        }
+    }
+
     @Test("every problem code of the gateway has its typed case; an unknown one is .other")
     func problemCodes() {
         #expect(Set(ProblemCode.allKnown.map(\.rawValue)) == Set(GatehouseError.Code.allCases.map(\.rawValue)))
