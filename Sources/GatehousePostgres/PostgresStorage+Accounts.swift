@@ -83,7 +83,9 @@ extension PostgresStorage {
     /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
     public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?) async throws {
         try await transaction { connection, logger in
-            try await connection.query(try Self.updateQuery(link), logger: logger)
+            guard try await Self.answersRow(try await connection.query(try Self.updateQuery(link), logger: logger)) else {
+                throw StorageError.linkGone
+            }
             try await connection.query("UPDATE accounts SET last_sign_in_at = \(date) WHERE uid = \(link.uid)", logger: logger)
             if let replacingClaims {
                 try await Self.replaceClaims(replacingClaims, uid: link.uid, connection: connection, logger: logger)
@@ -92,7 +94,8 @@ extension PostgresStorage {
     }
     /// Replaces a link's profile and tokens (never its owner).
     public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
-        try await withPendingConsumed(consumingPending, try Self.updateQuery(link), replacingClaims: replacingClaims, uid: link.uid)
+        try await withPendingConsumed(
+            consumingPending, try Self.updateQuery(link), replacingClaims: replacingClaims, uid: link.uid, unlessNoRow: .linkGone)
     }
     /// Replaces an account's custom claims.
     public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool {
@@ -111,11 +114,13 @@ extension PostgresStorage {
     public func updateLinkProfile(
         providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
     ) async throws {
-        try await execute(
-            """
-            UPDATE provider_links SET profile_json = \(profileJSON), verified_email = \(verifiedEmail), updated_at = \(date)
-            WHERE provider_id = \(providerId) AND federated_id = \(federatedId) AND uid = \(uid)
-            """)
+        guard
+            try await changed(
+                """
+                UPDATE provider_links SET profile_json = \(profileJSON), verified_email = \(verifiedEmail), updated_at = \(date)
+                WHERE provider_id = \(providerId) AND federated_id = \(federatedId) AND uid = \(uid) RETURNING 1
+                """)
+        else { throw StorageError.linkGone }
     }
     /// A page of all links in (provider, federated id) byte order (collation "C", as SQLite's
     /// BINARY: the cursor must not depend on the server's locale), after the cursor.

@@ -137,11 +137,19 @@ public final class PostgresStorage: GatehouseStorage {
     }
 
     /// `statement`, then (in the same transaction) the deletion of the pending credential a
-    /// claim consumes; the statement alone when there is none.
-    func withPendingConsumed(_ tokenHash: String?, _ statement: PostgresQuery, replacingClaims: ClaimsReplacement?, uid: String) async throws {
-        guard tokenHash != nil || replacingClaims != nil else { return try await execute(statement) }
+    /// claim consumes; the statement alone when there is none. With `unlessNoRow`, a
+    /// statement that answers no row commits nothing and throws that error.
+    func withPendingConsumed(
+        _ tokenHash: String?, _ statement: PostgresQuery, replacingClaims: ClaimsReplacement?, uid: String, unlessNoRow: StorageError? = nil
+    ) async throws {
+        guard tokenHash != nil || replacingClaims != nil else {
+            guard let unlessNoRow else { return try await execute(statement) }
+            guard try await changed(statement) else { throw unlessNoRow }
+            return
+        }
         try await transaction { connection, logger in
-            try await connection.query(statement, logger: logger)
+            let rows = try await connection.query(statement, logger: logger)
+            if let unlessNoRow, try await !Self.answersRow(rows) { throw unlessNoRow }
             if let tokenHash {
                 try await connection.query("DELETE FROM pending_credentials WHERE token_hash = \(tokenHash)", logger: logger)
             }
@@ -149,6 +157,12 @@ public final class PostgresStorage: GatehouseStorage {
                 try await Self.replaceClaims(replacingClaims, uid: uid, connection: connection, logger: logger)
             }
         }
+    }
+
+    /// Whether a statement answered at least one row.
+    static func answersRow(_ rows: PostgresRowSequence) async throws -> Bool {
+        for try await _ in rows { return true }
+        return false
     }
 
     /// The columns a pending credential is read from, in `pending(_:)`'s order.
@@ -208,12 +222,13 @@ public final class PostgresStorage: GatehouseStorage {
     /// The columns a service key is read from, in `serviceKeys(_:)`'s order.
     static let keyColumns = "id, name, secret_hash, scopes, created_at, revoked_at"
 
-    /// The statement that replaces a link's snapshot and tokens.
+    /// The statement that replaces a link's snapshot and tokens, answering a row when it did.
     static func updateQuery(_ link: ProviderLinkRecord) throws -> PostgresQuery {
         try """
         UPDATE provider_links SET profile_json = \(link.profileJSON), sealed_tokens = \(link.sealedTokens), updated_at = \(link.updatedAt),
           verified_email = \(link.verifiedEmail)
         WHERE provider_id = \(link.providerId) AND federated_id = \(link.federatedId) AND uid = \(link.uid)
+        RETURNING 1
         """
     }
 

@@ -74,6 +74,7 @@ extension SQLiteStorage {
                     WHERE provider_id = ? AND federated_id = ? AND uid = ?
                     """
             ).execute(arguments: [profileJSON, verifiedEmail, date, providerId, federatedId, uid])
+            guard db.changesCount > 0 else { throw StorageError.linkGone }
         }
     }
     /// Adds a link; a taken identity or provider slot is `StorageError.conflict`.

@@ -181,7 +181,8 @@ public final class SQLiteStorage: GatehouseStorage {
             ])
     }
 
-    /// Replaces a link's snapshot and tokens inside the caller's transaction.
+    /// Replaces a link's snapshot and tokens inside the caller's transaction;
+    /// `StorageError.linkGone` (rolling it back) when the link is no longer there.
     static func update(_ link: ProviderLinkRecord, _ db: Database) throws {
         try db.cachedStatement(
             sql: """
@@ -190,5 +191,6 @@ public final class SQLiteStorage: GatehouseStorage {
                 """
         ).execute(
             arguments: [link.profileJSON, link.sealedTokens, link.updatedAt, link.verifiedEmail, link.providerId, link.federatedId, link.uid])
+        guard db.changesCount > 0 else { throw StorageError.linkGone }
     }
 }

@@ -53,7 +53,9 @@ struct HookTests {
     /// A sign-in of `login` started in a task of its own whose `before-sign-in` call the hook
     /// holds (answering `answer` when the test posts `faults/release`, at most 9 s later):
     /// returned once the hook has the call, so the test acts while the sign-in waits.
-    static func signInHeldAtHook(_ deployment: TestDeployment, login: String, answer: String) async throws -> Task<OutboundResponse, any Error> {
+    static func signInHeldAtHook(
+        _ deployment: TestDeployment, login: String, provider: String = "github.com", answer: String
+    ) async throws -> Task<OutboundResponse, any Error> {
         let endpoint = "POST /sample-app/hooks/before-sign-in"
         let asked = try await deployment.emulatorStats()[endpoint] ?? 0
         let fault: [String: Any] = ["endpoint": endpoint, "status": 200, "holdMs": 9000, "times": 1, "body": answer]
@@ -61,7 +63,7 @@ struct HookTests {
         #expect(held.status == 201)
         let signIn = Task {
             var browser = Browser(deployment)
-            return try await browser.complete(login: login)
+            return try await browser.complete(login: login, provider: provider)
         }
         let deadline = ContinuousClock.now + .seconds(20)
         while try await deployment.emulatorStats()[endpoint] ?? 0 == asked, ContinuousClock.now < deadline {
@@ -472,6 +474,35 @@ struct HookTests {
             #expect(enabled.status == 200 || enabled.status == 204)
             let sessions = try jsonObject(try await AdminRoutesTests.call(deployment, "/v1/admin/users/\(uid)/sessions", key: key))["sessions"]
             #expect((sessions as? [Any])?.count == 0, "no session from before the disable, none from during it: \(String(describing: sessions))")
+        }
+    }
+
+    @Test(
+        "an identity unlinked while its sign-in's hook is asked signs in to nothing of the account it left: the sign-in is decided again, as a new account"
+    )
+    func unlinkedDuringTheHook() async throws {
+        try await withDeployment(hooks: Self.sampleApp(timeout: 10)) { deployment in
+            var browser = Browser(deployment)
+            let uid = try account(try await browser.complete(login: "octocat")).uid
+            let linked = try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link")
+            #expect(try account(linked) == (uid, ["github.com", "oidc.emulator"]))
+            let key = try await ProviderAPITests.key(deployment, ["admin", "admin:users", "profile:read"])
+            // Olive signs in; once the hook has the call, an operator unlinks her identity.
+            let signingIn = try await Self.signInHeldAtHook(
+                deployment, login: "olive@oidc.example", provider: "oidc.emulator", answer: #"{"decision":"allow"}"#)
+            let unlinked = try await AdminRoutesTests.call(deployment, "/v1/admin/users/\(uid)/providers/oidc.emulator", key: key, method: "DELETE")
+            #expect(unlinked.status == 200 || unlinked.status == 204, "\(unlinked.bodyText)")
+            _ = try await deployment.control("faults/release", "{}")
+            let late = try await signingIn.value
+            #expect(late.status == 200, "\(late.bodyText)")
+            let signedIn = try account(late)
+            #expect(signedIn.uid != uid && signedIn.providers == ["oidc.emulator"], "\(late.bodyText)")
+            #expect(try jsonObject(late)["isNewUser"] as? Bool == true)
+            // The account she left has no session of hers and keeps its one identity.
+            let sessions = try jsonObject(try await AdminRoutesTests.call(deployment, "/v1/admin/users/\(uid)/sessions", key: key))["sessions"]
+            let providers = (sessions as? [[String: Any]])?.map { $0["signInProvider"] as? String }
+            #expect(providers == ["github.com"], "\(String(describing: sessions))")
+            #expect(try account(try await ProviderAPITests.call(deployment, "/v1/users/\(uid)", key: key)) == (uid, ["github.com"]))
         }
     }
 

@@ -79,7 +79,7 @@ import Testing
         let storage = try await backend.make()
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
         try await storage.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", federatedId: "2"))
-        try await storage.updateLink(Fixtures.link("u2", federatedId: "1", tokens: "v1.k.hijack"))
+        await #expect(throws: StorageError.linkGone) { try await storage.updateLink(Fixtures.link("u2", federatedId: "1", tokens: "v1.k.hijack")) }
         let link = try #require(try await storage.link(providerId: "github.com", federatedId: "1"))
         #expect(link.uid == "u1")
         #expect(link.sealedTokens == "v1.k.sealed")
@@ -307,13 +307,54 @@ import Testing
         try await storage.updateLinkProfile(
             providerId: "github.com", federatedId: "42", uid: "u1", profileJSON: Data(#"{"federatedId":"42","email":"a@b.example"}"#.utf8),
             verifiedEmail: "a@b.example", at: Fixtures.now.addingTimeInterval(5))
-        try await storage.updateLinkProfile(
-            providerId: "github.com", federatedId: "42", uid: "someone-else", profileJSON: Data("{}".utf8), verifiedEmail: nil, at: Fixtures.now)
+        await #expect(throws: StorageError.linkGone) {
+            try await storage.updateLinkProfile(
+                providerId: "github.com", federatedId: "42", uid: "someone-else", profileJSON: Data("{}".utf8), verifiedEmail: nil, at: Fixtures.now)
+        }
         let link = try #require(try await storage.link(providerId: "github.com", federatedId: "42"))
         #expect(link.sealedTokens == "v1.new.z")
         #expect(link.profileJSON == Data(#"{"federatedId":"42","email":"a@b.example"}"#.utf8))
         #expect(link.updatedAt == Fixtures.now.addingTimeInterval(5))
         #expect(link.verifiedEmail == "a@b.example")
         #expect(try await storage.uids(verifiedEmail: "a@b.example", limit: 5) == ["u1"])
+    }
+
+    @Test(
+        "a write to a link that is gone (unlinked meanwhile) throws linkGone and commits nothing of its transaction, its events included",
+        arguments: StorageBackend.all)
+    func writesToAGoneLinkCommitNothing(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await storage.addLink(Fixtures.link("u1", provider: "oidc.x", federatedId: "2"), consumingPending: nil, replacingClaims: nil)
+        guard case .deleted = try await storage.deleteLink(uid: "u1", providerId: "oidc.x") else {
+            Issue.record("the link was not deleted")
+            return
+        }
+        try await storage.insertPendingCredential(Fixtures.pending("p1", target: "u1"))
+        let gone = Fixtures.link("u1", provider: "oidc.x", federatedId: "2", at: Fixtures.now.addingTimeInterval(60), tokens: "v1.k.later")
+        let claims = ClaimsReplacement(stored: Data(#"{"role":"admin"}"#.utf8))
+        func recorded(_ eventId: String, _ write: () async throws -> Void) async throws {
+            let entry = OutboxEntry(eventId: eventId, endpoint: "app", type: "account.updated", payload: Data("{}".utf8), createdAt: Fixtures.now)
+            try await Outbox.$entries.withValue([entry]) { try await write() }
+        }
+        await #expect(throws: StorageError.linkGone) {
+            try await recorded("e1") { try await storage.recordSignIn(link: gone, at: Fixtures.now.addingTimeInterval(60), replacingClaims: claims) }
+        }
+        await #expect(throws: StorageError.linkGone) {
+            try await recorded("e2") { try await storage.updateLink(gone, consumingPending: "p1", replacingClaims: claims) }
+        }
+        await #expect(throws: StorageError.linkGone) { try await recorded("e3") { try await storage.updateLink(gone) } }
+        await #expect(throws: StorageError.linkGone) {
+            try await recorded("e4") {
+                try await storage.updateLinkProfile(
+                    providerId: "oidc.x", federatedId: "2", uid: "u1", profileJSON: Data("{}".utf8), verifiedEmail: "a@b.example", at: Fixtures.now)
+            }
+        }
+        let account = try #require(try await storage.account(uid: "u1"))
+        #expect(account.customClaims == nil)
+        #expect(account.lastSignInAt == Fixtures.now)
+        #expect(try await storage.link(providerId: "oidc.x", federatedId: "2") == nil)
+        #expect(try await storage.pendingCredential(tokenHash: "p1", now: Fixtures.now) != nil)
+        #expect(try await storage.outboxEntries(status: .pending, after: nil, limit: 10).isEmpty)
     }
 }

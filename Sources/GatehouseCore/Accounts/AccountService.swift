@@ -51,7 +51,13 @@ public struct AccountService: Sendable {
         let now = clock.now()
         for _ in 0..<3 {
             if let link = try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) {
-                return try await refreshLink(link, profile: profile, tokens: tokens, at: now, mode: .signIn, origin: origin)
+                do {
+                    return try await refreshLink(link, profile: profile, tokens: tokens, at: now, mode: .signIn, origin: origin)
+                } catch StorageError.linkGone {
+                    // Unlinked while the hook was asked: the identity is no longer this
+                    // account's way in. Decided again as the identity stands now.
+                    continue
+                }
             }
             let verifiedEmail = EmailAddress.verified(of: profile)
             if oneAccountPerEmail, let verifiedEmail, let owner = try await storage.uids(verifiedEmail: verifiedEmail, limit: 1).first {
@@ -102,7 +108,12 @@ public struct AccountService: Sendable {
             throw GatehouseError.userMismatch(
                 "The re-authentication signed in a different \(profile.providerId) user than the one linked to this account.")
         }
-        let answer = try await refreshLink(link, profile: profile, tokens: tokens, at: clock.now(), mode: .reauthenticate, origin: origin)
+        let answer: SignIn
+        do {
+            answer = try await refreshLink(link, profile: profile, tokens: tokens, at: clock.now(), mode: .reauthenticate, origin: origin)
+        } catch StorageError.linkGone {
+            throw GatehouseError.providerNotLinked(profile.providerId)  // unlinked while the hook was asked
+        }
         audit.record(.reauthenticated, by: .user(uid), uid: uid, provider: profile.providerId)
         return answer
     }
@@ -227,8 +238,12 @@ public struct AccountService: Sendable {
                 let recorded = await updateEvents(
                     uid: uid, providerId: profile.providerId, claimsChanged: replacing != nil, profileChanged: profileChanged, restoring: before,
                     at: now)
-                try await events.recording(recorded) {
-                    try await storage.updateLink(existing, consumingPending: consumingPending, replacingClaims: replacing)
+                do {
+                    try await events.recording(recorded) {
+                        try await storage.updateLink(existing, consumingPending: consumingPending, replacingClaims: replacing)
+                    }
+                } catch StorageError.linkGone {
+                    continue  // unlinked while the hook was asked: look again, it may be linked anew
                 }
                 if replacing != nil { audit.record(.claimsUpdated, by: .hook, uid: uid) }
                 return answer

@@ -170,10 +170,15 @@ public final class ProfileService: Sendable {
         if profile != snapshot || verifiedEmail != link.verifiedEmail {
             let updated = WebhookEvent.account(
                 .accountUpdated, uid: link.uid, at: clock.now(), ["changes": .array([.string("profile")]), "providerId": .string(link.providerId)])
-            try await accounts.events.recording([updated]) {
-                try await storage.updateLinkProfile(
-                    providerId: link.providerId, federatedId: link.federatedId, uid: link.uid,
-                    profileJSON: try ProfileSnapshot.encode(profile), verifiedEmail: verifiedEmail, at: clock.now())
+            do {
+                try await accounts.events.recording([updated]) {
+                    try await storage.updateLinkProfile(
+                        providerId: link.providerId, federatedId: link.federatedId, uid: link.uid,
+                        profileJSON: try ProfileSnapshot.encode(profile), verifiedEmail: verifiedEmail, at: clock.now())
+                }
+            } catch StorageError.linkGone {
+                // Unlinked during the call: nothing stored, no event; the answer is what the
+                // provider said while the identity was still linked.
             }
         }
         return profile

@@ -218,6 +218,9 @@ public enum StorageError: Error, Sendable, Equatable {
     /// A write conditioned on what was read found it changed since (claims a hook answered
     /// for, replaced meanwhile): nothing was committed; read again and redo.
     case changedMeanwhile
+    /// A write to a link found no such link: it was unlinked, or its account deleted, since
+    /// it was read. Nothing was committed.
+    case linkGone
     /// The store cannot be reached right now (a database restart, a network failure).
     case unavailable
     /// The store refuses work for lack of a resource (a full disk, no memory, no connection

@@ -13,14 +13,16 @@ public protocol AccountStore: Sendable {
     /// `StorageError.conflict` when the identity is already linked.
     func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws
     /// Replaces a link's profile and tokens and sets the account's last sign-in (and its custom
-    /// claims, when `replacingClaims` is given), in one transaction.
+    /// claims, when `replacingClaims` is given), in one transaction; `StorageError.linkGone`
+    /// when `link.uid` no longer holds the identity.
     func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?) async throws
     /// Replaces a link's profile snapshot and tokens and, in the same transaction, deletes the
     /// pending credential with hash `consumingPending` and replaces the account's custom
-    /// claims, each when given.
+    /// claims, each when given; `StorageError.linkGone` when `link.uid` no longer holds the
+    /// identity.
     func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws
     /// Replaces a link's profile snapshot and verified email only (its tokens stay as
-    /// stored), if `uid` still owns it.
+    /// stored); `StorageError.linkGone` when `uid` no longer holds the identity.
     func updateLinkProfile(
         providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
     ) async throws
