@@ -356,6 +356,36 @@ struct ConsoleTests {
         ]
     }
 
+    @Test(
+        "an allowed web origin (the app's, often of the gateway's own site, so the console's cookie rides on its fetch) reads no console page: no CORS headers, its preflight refused"
+    )
+    func consoleIsNotSharedWithAllowedOrigins() async throws {
+        try await Self.withConsole { deployment in
+            let (operatorBrowser, uid) = try await Self.signedInOperator(deployment)
+            var app = operatorBrowser
+            app.origin = "https://app.example.com"
+            // The control: the app's origin is allowed, and the API shares its answers with it.
+            let fetch: OutboundHeaders = ["Origin": "https://app.example.com"]  // what a credentialed fetch sends on a GET
+            let me = try await app.send("\(deployment.gatewayURL)/v1/me", headers: fetch)
+            #expect(me.status == 200 && me.headers["access-control-allow-origin"] == "https://app.example.com")
+            for (method, path) in Self.everyRoute(uid: uid) where method == "GET" {
+                let page = try await app.send("\(deployment.gatewayURL)\(path)", headers: fetch)
+                #expect(page.headers["access-control-allow-origin"] == nil, "\(path): \(page.status)")
+                #expect(page.headers["access-control-allow-credentials"] == nil, "\(path)")
+            }
+            for path in ["/admin", "/admin/users", "/admin/keys"] {
+                let preflight = try await app.send(
+                    "\(deployment.gatewayURL)\(path)", method: "OPTIONS",
+                    headers: ["Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "content-type"])
+                #expect(preflight.status == 403 && preflight.bodyText.contains("origin-not-allowed"), "\(path): \(preflight.status)")
+                #expect(preflight.headers["access-control-allow-origin"] == nil, "\(path)")
+            }
+            // A path that only starts like the console's is not the console.
+            let lookalike = try await app.send("\(deployment.gatewayURL)/administrator", headers: fetch)
+            #expect(lookalike.headers["access-control-allow-origin"] == "https://app.example.com", "\(lookalike.status)")
+        }
+    }
+
     @Test("a cross-site form to every console write is refused with 403 and changes nothing; markup in a name and in a search is shown as text")
     func hostileInputs() async throws {
         try await Self.withConsole { deployment in

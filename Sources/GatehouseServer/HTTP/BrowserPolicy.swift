@@ -46,23 +46,35 @@ final class BrowserPolicy: Sendable {
         "X-Ms-Ags-Diagnostic", "Preference-Applied", "OData-Version", "Content-Language", "X-GitHub-Media-Type",
     ].joined(separator: ", ")
 
+    /// Whether `path` is the operators' console (`/admin`, `/admin/…`), which no other origin
+    /// shares: an allowed origin is often of the same site as the gateway (`app.example.com`
+    /// beside `auth.example.com`), so the console's `SameSite=Strict` cookie rides on its
+    /// credentialed `fetch`, and CORS would let that page's scripts read every console page.
+    static func isConsole(_ path: String) -> Bool {
+        let bytes = path.utf8
+        guard bytes.starts(with: "/admin".utf8) else { return false }
+        let rest = bytes.dropFirst(6)
+        return rest.isEmpty || rest.first == UInt8(ascii: "/")
+    }
+
     /// The CORS preflight answer, or `nil` when the request is not a preflight.
     func preflight(_ request: Request) -> Response? {
         guard request.method == .options, let origin = request.headers[.origin],
             request.headers[.accessControlRequestMethod] != nil
         else { return nil }
-        guard origins.contains(origin) else { return GatehouseError.originNotAllowed().problemResponse() }
+        guard origins.contains(origin), !Self.isConsole(request.uri.path) else { return GatehouseError.originNotAllowed().problemResponse() }
         var response = Response(status: .noContent)
         response.headers[.accessControlAllowMethods] = Self.allowedMethods
         response.headers[.accessControlAllowHeaders] = Self.allowedHeaders
         response.headers[.accessControlMaxAge] = "600"
-        decorate(&response, for: request)
+        decorate(&response, for: request, path: request.uri.path)
         return response
     }
 
-    /// Adds the CORS headers an allowed origin gets on every answer.
-    func decorate(_ response: inout Response, for request: Request) {
-        guard let origin = request.headers[.origin], origins.contains(origin) else { return }
+    /// Adds the CORS headers an allowed origin gets on every answer but the console's
+    /// (`path`, the request's).
+    func decorate(_ response: inout Response, for request: Request, path: String) {
+        guard let origin = request.headers[.origin], origins.contains(origin), !Self.isConsole(path) else { return }
         response.headers[.accessControlAllowOrigin] = origin
         response.headers[.accessControlAllowCredentials] = "true"
         response.headers[.accessControlExposeHeaders] = Self.exposedHeaders

@@ -88,9 +88,9 @@ struct GatewayMiddleware: RouterMiddleware {
             case .routed(let routed): problems.checked(routed, for: request)
             case .failed(let error): problems.response(for: error, to: request)
             }
-        browser?.decorate(&response, for: request)
         // Read once: `URI.path` builds a new string at every read, allocated past 15 bytes.
         let path = request.uri.path
+        browser?.decorate(&response, for: request, path: path)
         SecurityHeaders.apply(to: &response, path: path)
         accessLog?.record(request, path: path, context, response, elapsed: ContinuousClock.now - started, scope: RequestScope.current)
         return response
