@@ -43,6 +43,12 @@ struct AdminRoutesTests {
             #expect(try await find("583231") == [uids["octocat"]!], "by federated id")
             #expect(try await find("Pat Private") == [uids["private-pat"]!], "by name")
             #expect(try await Self.call(deployment, "/v1/admin/users?query=a%00b", key: key).status == 400, "NUL")
+            // One character of 10,001 scalars (60 KB): the bound counts bytes, not characters.
+            let combining = "a" + String(repeating: "\u{301}", count: 10_000)
+            for target in ["/v1/admin/users?query=", "/v1/admin/activity?uid="] {
+                let long = try await Self.call(deployment, "\(target)\(FormEncoding.escape(combining))", key: key)
+                #expect(long.status == 400 && long.bodyText.contains("bytes"), "\(target): \(long.status)")
+            }
             for hostile in ["%", "_", "%@%", "' OR '1'='1", "\\", "octo%cat", "*", "_\u{301}"] {
                 #expect(try await find(hostile).isEmpty, "\(hostile) is text, not a pattern")
             }

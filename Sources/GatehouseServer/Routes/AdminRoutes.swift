@@ -25,10 +25,11 @@ struct AdminRoutes {
             .serviceKey(try await browser.serviceKey(context, scope: scope).id)
         }
         /// NUL is no character of a uid, an email or a name (and PostgreSQL refuses it in text).
+        /// The bound is in bytes: one character may carry any number of combining marks.
         @Sendable func text(_ value: String?, max: Int, _ name: String) throws -> String? {
             guard let value else { return nil }
-            guard value.count <= max, !value.unicodeScalars.contains("\0") else {
-                throw GatehouseError.invalidArgument("\(name) is at most \(max) characters, without NUL.")
+            guard value.utf8.count <= max, !value.unicodeScalars.contains("\0") else {
+                throw GatehouseError.invalidArgument("\(name) is at most \(max) bytes, without NUL.")
             }
             return value
         }

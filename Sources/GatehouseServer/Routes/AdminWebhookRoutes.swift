@@ -27,7 +27,7 @@ struct AdminWebhookRoutes {
                 throw GatehouseError.invalidArgument("status must be pending or failed.")
             }
             let cursor = query["cursor"]
-            guard (cursor?.count ?? 0) <= 256 else { throw GatehouseError.invalidArgument("cursor is too long.") }
+            guard (cursor?.utf8.count ?? 0) <= 256 else { throw GatehouseError.invalidArgument("cursor is too long.") }
             let entries = try await storage.outboxEntries(status: status, after: cursor, limit: Self.pageSize)
             return try Response.json(
                 DeliveryPage(

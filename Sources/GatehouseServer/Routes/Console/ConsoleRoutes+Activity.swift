@@ -30,8 +30,8 @@ extension ConsoleRoutes {
                 let query = request.queryDictionary
                 let uid = query["uid"].flatMap { $0.isEmpty ? nil : $0 }
                 let type = query["type"].flatMap { $0.isEmpty ? nil : $0 }
-                guard (uid?.count ?? 0) <= 128, (type?.count ?? 0) <= 64 else {
-                    throw GatehouseError.invalidArgument("The account is at most 128 characters, the event at most 64.")
+                guard (uid?.utf8.count ?? 0) <= 128, (type?.utf8.count ?? 0) <= 64 else {
+                    throw GatehouseError.invalidArgument("The account is at most 128 bytes, the event at most 64.")
                 }
                 let page = try await gatehouse.admin.activity(uid: uid, event: type, cursor: query["cursor"], limit: Self.eventsShown)
                 let filter = "uid=\(FormEncoding.escape(uid ?? ""))&type=\(FormEncoding.escape(type ?? ""))"

@@ -13,8 +13,9 @@ extension ConsoleRoutes {
                 let query = request.queryDictionary
                 let text = query["query"] ?? ""
                 let cursor = query["cursor"]
-                guard text.count <= 320, (cursor?.count ?? 0) <= 128, !text.unicodeScalars.contains("\0") else {
-                    throw GatehouseError.invalidArgument("The search is at most 320 characters, the cursor at most 128.")
+                // Bytes, not characters: one character may carry any number of combining marks.
+                guard text.utf8.count <= 320, (cursor?.utf8.count ?? 0) <= 128, !text.unicodeScalars.contains("\0") else {
+                    throw GatehouseError.invalidArgument("The search is at most 320 bytes, the cursor at most 128.")
                 }
                 let page = try await gatehouse.admin.search(AccountSearch(text), after: cursor, limit: Self.pageSize)
                 let next = page.nextCursor.map { "/admin/users?query=\(FormEncoding.escape(text))&cursor=\(FormEncoding.escape($0))" }
