@@ -309,6 +309,11 @@ enum PostgresMigrations {
                 #"CREATE INDEX provider_links_bytes ON provider_links (provider_id COLLATE "C", federated_id COLLATE "C")"#,
                 #"CREATE INDEX webhook_outbox_status_id_bytes ON webhook_outbox (status, id COLLATE "C")"#,
             ]),
+        // Each endpoint's worker claims its own due entries: by (status, next_attempt_at) alone,
+        // a healthy endpoint's claim read past every due entry of a receiver that is down.
+        Migration(
+            version: "v15-outbox-by-endpoint",
+            statements: ["CREATE INDEX webhook_outbox_endpoint_due ON webhook_outbox (endpoint, status, next_attempt_at)"]),
     ]
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.

@@ -219,6 +219,12 @@ enum SQLiteMigrations {
         migrator.registerMigration("v12-service-key-uses") { db in
             try db.execute(sql: "CREATE TABLE service_key_uses (key_id TEXT PRIMARY KEY, used_at DATETIME NOT NULL)")
         }
+        // Each endpoint's worker claims its own due entries: by (status, next_attempt_at) alone,
+        // a healthy endpoint's claim read past every due entry of a receiver that is down, inside
+        // the write transaction every other write waits for.
+        migrator.registerMigration("v13-outbox-by-endpoint") { db in
+            try db.execute(sql: "CREATE INDEX webhook_outbox_endpoint_due ON webhook_outbox(endpoint, status, next_attempt_at)")
+        }
         return migrator
     }
 }

@@ -106,6 +106,24 @@ import Testing
         }
     }
 
+    @Test("an endpoint's claim of due webhook entries is served by an index on its endpoint, not a read past other endpoints' entries")
+    func outboxClaimUsesTheEndpointIndex() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let storage = try PostgresTestServer.store(url, maximumConnections: 1)
+        try await storage.migrate()
+        storage.shutdown()
+        // The condition and order of `claimOutbox`.
+        let plan = try await PostgresTestServer.plan(
+            url,
+            """
+            SELECT id FROM webhook_outbox
+            WHERE endpoint = 'app' AND status = 'pending' AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until <= now())
+            ORDER BY next_attempt_at LIMIT 8 FOR UPDATE SKIP LOCKED
+            """)
+        #expect(plan.contains("webhook_outbox_endpoint_due"), "\(plan)")
+        #expect(!plan.contains("Sort"), "\(plan)")
+    }
+
     @Test("a database migrated by a newer Gatehouse is refused with a clear error")
     func newerSchemaIsRefused() async throws {
         let url = try await PostgresTestServer.freshDatabase()

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import GatehouseCore
 import GatehouseSQLite
 import Testing
@@ -17,6 +18,25 @@ import Testing
         try await reopened.migrate()
         #expect(try await reopened.account(uid: "u1") == Fixtures.account("u1"))
         #expect(try await reopened.session(idHash: SecureRandom.digest("s"), now: Fixtures.now)?.uid == "u1")
+    }
+
+    @Test("an endpoint's claim of due webhook entries is served by an index on its endpoint, not a read past other endpoints' entries")
+    func outboxClaimUsesTheEndpointIndex() async throws {
+        let path = try StorageBackend.temporaryDatabasePath()
+        try await SQLiteStorage(path: path).migrate()
+        // The condition and order of `claimOutbox`.
+        let plan = try await DatabaseQueue(path: path).read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    EXPLAIN QUERY PLAN SELECT * FROM webhook_outbox
+                    WHERE endpoint = 'app' AND status = 'pending' AND next_attempt_at <= '2030-01-01' AND (lease_until IS NULL OR lease_until <= '2030-01-01')
+                    ORDER BY next_attempt_at LIMIT 8
+                    """
+            ).map { $0["detail"] as String }.joined(separator: "\n")
+        }
+        #expect(plan.contains("webhook_outbox_endpoint_due (endpoint=? AND status=? AND next_attempt_at<?)"), "\(plan)")
+        #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
     }
 
     @Test func aFileThatIsNotADatabaseIsRefused() async throws {

@@ -23,6 +23,11 @@ public final class WebhookDispatcher: Sendable {
     private let gone = Mutex<Set<String>>([])
     /// Each endpoint's last outcome, for `gatehouse check` and the logs.
     private let lastOutcomes = Mutex<[String: String]>([:])
+    /// When a round last read the backlog gauges, and whether a round changed the outbox since.
+    private let backlogReading = Mutex<(last: ContinuousClock.Instant?, stale: Bool)>((nil, false))
+    /// The backlog's count reads every pending entry (all endpoints', every instance's): after
+    /// the rounds it is read at most this often, not after each round of a busy endpoint.
+    static let backlogReadInterval = Duration.seconds(5)
     /// Each endpoint's wake-up signal (a round starts at once).
     private let wakeUps: [String: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)]
 
@@ -84,9 +89,9 @@ public final class WebhookDispatcher: Sendable {
             do {
                 let (claimed, postponed) = try await round(endpoint)
                 full = claimed == configuration.concurrencyPerEndpoint && postponed == 0
-                // The backlog gauges move with every round that delivered or rescheduled
-                // something, not only at the purge interval.
-                if claimed > 0 { try await refreshBacklog() }
+                // The backlog gauges follow the rounds that delivered or rescheduled something,
+                // not only the purge interval: within `backlogReadInterval` and a poll interval.
+                try await refreshBacklogAfterRound(changed: claimed > 0)
             } catch is CancellationError {
                 return
             } catch {
@@ -116,6 +121,26 @@ public final class WebhookDispatcher: Sendable {
                 logger.warning("webhook outbox purge failed", metadata: ["error": "\(error)"])
             }
             try? await Task.sleep(for: configuration.purgeInterval)
+        }
+    }
+
+    /// Reads the backlog gauges after a round when a round changed the outbox and the last
+    /// reading is `backlogReadInterval` old: a change within that time is read by the first
+    /// round after it (every worker runs one each poll interval).
+    private func refreshBacklogAfterRound(changed: Bool) async throws {
+        let now = ContinuousClock.now
+        let due = backlogReading.withLock { state in
+            if changed { state.stale = true }
+            guard state.stale, state.last.map({ now - $0 >= Self.backlogReadInterval }) ?? true else { return false }
+            state = (now, false)
+            return true
+        }
+        guard due else { return }
+        do {
+            try await refreshBacklog()
+        } catch {
+            backlogReading.withLock { $0.stale = true }
+            throw error
         }
     }
 
