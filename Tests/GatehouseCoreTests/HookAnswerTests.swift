@@ -63,7 +63,12 @@ import Testing
         // Names that other languages' case-insensitive comparisons take for reserved ones:
         // U+017F (long s) folds to s, U+0131 (dotless i) and U+0130 to i; and `gatehouse` with a
         // mark or a joiner after it still starts with `gatehouse`.
-        for name in ["\u{17F}ub", "\u{131}ss", "\u{130}SS", "gatehou\u{17F}e_role", "\u{17F}id", "gatehouse\u{301}_role", "gatehouse\u{200D}x"] {
+        // U+1E9E (capital sharp s) lower-cases to U+00DF, which folds to ss (Python's casefold).
+        // Firebase's own claims (`firebase`, `user_id`; its Admin SDK's `uid`) are reserved too.
+        for name in [
+            "\u{17F}ub", "\u{131}ss", "\u{130}SS", "gatehou\u{17F}e_role", "\u{17F}id", "gatehouse\u{301}_role", "gatehouse\u{200D}x",
+            "addre\u{1E9E}", "ADDRE\u{DF}", "firebase", "Firebase", "user_id", "uid", "UID",
+        ] {
             let detail: Comment = "\(name.unicodeScalars.map { String($0.value, radix: 16) })"
             #expect(throws: GatehouseError.self, detail) {
                 try CustomClaims([name: .string("x")])

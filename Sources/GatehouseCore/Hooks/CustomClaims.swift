@@ -14,8 +14,10 @@ public struct CustomClaims: Sendable, Equatable {
 
     /// Names no custom claim may have: the registered JWT claims (RFC 7519), the OpenID Connect
     /// ID token's and standard claims (Core §2, §5.1), RFC 8693's delegation and scope claims,
-    /// and every claim the gateway mints itself (names beginning with `gatehouse` are refused as
-    /// well): a relying party may trust any of them as the issuer's statement about the user.
+    /// every claim the gateway mints itself (names beginning with `gatehouse` are refused as
+    /// well), and the names Firebase's ID tokens and SDKs give the issuer's word (`firebase`,
+    /// `user_id`, and `uid`, which its Admin SDK sets from `sub`): code ported from Firebase reads
+    /// them. A relying party may trust any of them as the issuer's statement about the user.
     /// `roles`, `groups` and `entitlements` (RFC 9068) stay the app's: they are what custom
     /// claims are for.
     public static let reservedNames: Set<String> = [
@@ -23,6 +25,7 @@ public struct CustomClaims: Sendable, Equatable {
         "email", "email_verified", "name", "picture", "identities", "sign_in_provider",
         "given_name", "family_name", "middle_name", "nickname", "preferred_username", "profile", "website", "gender", "birthdate",
         "zoneinfo", "locale", "phone_number", "phone_number_verified", "address", "updated_at", "act", "may_act", "scope", "client_id",
+        "firebase", "user_id", "uid",
     ]
 
     /// The largest integer a JSON number is sure to keep (2^53 - 1, JavaScript's
@@ -111,8 +114,9 @@ public struct CustomClaims: Sendable, Equatable {
     }
 
     /// `name` lower-cased, each scalar that some case mapping takes to ASCII letters (its lower
-    /// case, or the lower case of its upper case, without the combining marks it brings: `İ` is
-    /// `i` and U+0307) written as those letters.
+    /// case, the lower case of its upper case, or that of its lower case's upper case, without
+    /// the combining marks it brings: `İ` is `i` and U+0307, `ẞ` is `ss` through `ß` and `SS`, as
+    /// Unicode's case folding has it) written as those letters.
     static func asciiFolded(_ name: String) -> String {
         var folded = ""
         folded.reserveCapacity(name.utf8.count)
@@ -121,7 +125,8 @@ public struct CustomClaims: Sendable, Equatable {
                 folded.unicodeScalars.append((65...90).contains(scalar.value) ? Unicode.Scalar(UInt8(scalar.value + 32)) : scalar)
                 continue
             }
-            let mappings = [scalar.properties.lowercaseMapping, scalar.properties.uppercaseMapping.lowercased()]
+            let lower = scalar.properties.lowercaseMapping
+            let mappings = [lower, scalar.properties.uppercaseMapping.lowercased(), lower.uppercased().lowercased()]
             let ascii = mappings.lazy.map { $0.unicodeScalars.filter { $0.properties.generalCategory != .nonspacingMark } }
                 .first { !$0.isEmpty && $0.allSatisfy(\.isASCII) }
             if let ascii {
