@@ -387,6 +387,40 @@ struct WebhookTests {
         }
     }
 
+    @Test(
+        "an event recorded before its endpoint's events were narrowed is not sent: it fails, saying why, and the endpoint gets the types it still takes (PostgreSQL)"
+    )
+    func narrowedEndpointSendsNoOlderTypes() async throws {
+        let database = try await PostgresTestServer.freshDatabase()
+        let store = try PostgresTestServer.store(database)
+        defer { store.shutdown() }
+        try await store.migrate()
+        let (_, secret) = try await ServiceKeyService(storage: store).create(name: "ops", scopes: ["admin:webhooks"])
+        try await withDeployment(webhooks: Self.sampleApp(events: [.accountCreated]), database: database) { deployment async throws in
+            var browser = Browser(deployment)
+            let uid = try account(try await browser.complete(login: "octocat")).uid
+            let first = try await Self.eventually(deployment) { $0.count >= 1 }.map(\.type)
+            #expect(first == ["account.created"])
+            // An account.disabled recorded for this endpoint while it still took every type
+            // (by an instance configured so, or before a restart), with the write it describes.
+            let recorded = OutboxEntry(
+                eventId: "evt_narrowed", endpoint: "sample-app", type: "account.disabled",
+                payload: Data(#"{"type":"account.disabled","id":"evt_narrowed","data":{}}"#.utf8), createdAt: deployment.clock.now())
+            let disabled = try await Outbox.$entries.withValue([recorded]) { try await store.setDisabled(uid: uid, disabled: true) }
+            #expect(disabled == .changed)
+            var failed: [[String: Any]] = []
+            for _ in 0..<500 where failed.isEmpty {
+                try await Task.sleep(for: .milliseconds(20))
+                let listing = try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=failed", key: secret)
+                failed = try jsonObject(listing)["deliveries"] as? [[String: Any]] ?? []
+            }
+            let failedIDs = failed.map { $0["eventId"] as? String }
+            #expect(failedIDs == ["evt_narrowed"])
+            #expect(failed.first?["lastError"] as? String == "the endpoint no longer receives account.disabled events", "\(failed)")
+            #expect(try await Self.received(deployment).map(\.type) == ["account.created"])
+        }
+    }
+
     @Test("three instances on one PostgreSQL: each of 1,000 events is delivered exactly once while all are healthy")
     func exactlyOnceAcrossInstances() async throws {
         let database = try await PostgresTestServer.freshDatabase()

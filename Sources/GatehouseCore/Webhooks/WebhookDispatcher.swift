@@ -19,6 +19,9 @@ public final class WebhookDispatcher: Sendable {
     let logger: Logger
     private let signers: [String: WebhookSigner]
     private let urls: [String: String]
+    /// Each endpoint as configured now: an entry recorded under an earlier configuration is
+    /// sent only if the endpoint still receives its type.
+    private let endpoints: [String: WebhookConfiguration.Endpoint]
     /// Endpoints that answered `410 Gone`.
     private let gone = Mutex<Set<String>>([])
     /// Each endpoint's last outcome, for `gatehouse check` and the logs.
@@ -52,6 +55,7 @@ public final class WebhookDispatcher: Sendable {
         }
         self.signers = signers
         self.urls = urls
+        endpoints = Dictionary(configuration.endpoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.wakeUps = wakeUps
     }
 
@@ -175,6 +179,11 @@ public final class WebhookDispatcher: Sendable {
         let label: String
         if gone.withLock({ $0.contains(entry.endpoint) }) {
             (outcome, label) = (.failed(status: 410, error: "the endpoint answered 410 Gone earlier"), "gone")
+        } else if let events = endpoints[entry.endpoint]?.events, !(WebhookEventType(rawValue: entry.type).map(events.contains) ?? false) {
+            // Narrowed since the event was recorded (`GATEHOUSE_WEBHOOK_…_EVENTS`): the operator
+            // no longer wants it sent there. (An endpoint of every type takes one this version
+            // does not know: a newer instance recorded it.)
+            (outcome, label) = (.failed(status: nil, error: "the endpoint no longer receives \(entry.type) events"), "failed")
         } else if let url = urls[entry.endpoint], let signer = signers[entry.endpoint] {
             (outcome, label) = await post(entry, url: url, signer: signer)
         } else {
