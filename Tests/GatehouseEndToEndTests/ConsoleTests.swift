@@ -217,7 +217,7 @@ struct ConsoleTests {
 
             let audited = AuditTrailTests.auditLines(deployment.logs.lines).filter { $0["audit.actor"] as? String == "operator:\(operatorUid)" }
             let holds2 = Set(audited.compactMap { $0["audit.event"] as? String }).isSuperset(of: [
-                "account.claims-updated", "session.revoked", "account.disabled", "account.deleted",
+                "account.claims-updated", "session.revoked", "account.disabled", "account.deleted", "console.opened",
             ])
             #expect(holds2, "\(audited)")
         }

@@ -294,6 +294,11 @@ struct WebhookTests {
             #expect(holds)
             #expect(
                 try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries/\(id)/redeliver", key: key, method: "POST").status == 404)
+            // On the audit record once, with the key and the delivery (the refused retry is not).
+            let redelivered = AuditTrailTests.auditLines(deployment.logs.lines).filter { $0["audit.event"] as? String == "webhook.redelivered" }
+            #expect(redelivered.count == 1, "\(redelivered)")
+            #expect((redelivered.first?["audit.actor"] as? String)?.hasPrefix("service-key:") == true)
+            #expect(redelivered.first?["webhook.delivery"] as? String == id)
 
             // 410: failed at once, and nothing more is sent to that endpoint.
             try await deployment.control("faults", #"{"endpoint":"POST /sample-app/webhooks","status":410,"times":1}"#)

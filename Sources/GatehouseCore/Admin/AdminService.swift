@@ -45,6 +45,21 @@ public struct AdminService: Sendable {
         audit.record(disabled ? .accountDisabled : .accountEnabled, by: actor, uid: uid)
     }
 
+    /// Puts an operator's opening of the console on the audit record.
+    public func consoleOpened(by uid: String) {
+        audit.record(.consoleOpened, by: .operator(uid), uid: uid)
+    }
+
+    /// Makes the undelivered webhook event `id` (a delivery's id) due now, on the audit record;
+    /// `not-found` when there is none (delivered, dropped, or being sent right now). The
+    /// caller wakes the dispatcher.
+    public func redeliver(_ id: String, by actor: AuditActor) async throws {
+        guard id.utf8.count <= 256, try await storage.redeliverOutbox(id: id, now: clock.now()) else {
+            throw GatehouseError(code: .notFound, detail: "There is no undelivered event with this id.")
+        }
+        audit.record(.webhookRedelivered, by: actor, delivery: id)
+    }
+
     /// Accounts an operator's search finds, a page after the cursor (a uid), with the
     /// cursor of the next page (`nil` on the last).
     public func search(_ search: AccountSearch, after cursor: String?, limit: Int) async throws -> (

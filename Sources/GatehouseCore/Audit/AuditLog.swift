@@ -39,6 +39,10 @@ public enum AuditEvent: String, Sendable, CaseIterable {
     case providerAPICalled = "provider-api.called"
     /// A user's provider access token was handed to a service (token vault).
     case providerTokenIssued = "provider-token.issued"
+    /// An undelivered webhook event was made due again by an operator or a service key.
+    case webhookRedelivered = "webhook.redelivered"
+    /// An operator opened the console (its cookie was set).
+    case consoleOpened = "console.opened"
 }
 
 /// What a passthrough call did, for its audit line: the method, the allowed template (never
@@ -106,8 +110,10 @@ public struct AuditLog: Sendable {
     public static let disabled = AuditLog()
 
     /// Writes one event.
+    /// `delivery` (a webhook delivery's id) is written to the log line only.
     public func record(
-        _ event: AuditEvent, by actor: AuditActor, uid: String? = nil, provider: String? = nil, keyId: String? = nil, call: AuditedCall? = nil
+        _ event: AuditEvent, by actor: AuditActor, uid: String? = nil, provider: String? = nil, keyId: String? = nil, call: AuditedCall? = nil,
+        delivery: String? = nil
     ) {
         guard let logger else { return }
         var metadata = Logger.Metadata(minimumCapacity: 9)  // every member at once, no rehash
@@ -117,6 +123,7 @@ public struct AuditLog: Sendable {
         if let uid { metadata["user.id"] = .string(uid) }
         if let provider { metadata["provider.id"] = .string(provider) }
         if let keyId { metadata["key.id"] = .string(keyId) }
+        if let delivery { metadata["webhook.delivery"] = .string(delivery) }
         if let call {
             metadata["api.method"] = .string(call.method)
             metadata["api.template"] = .string(call.template)

@@ -17,11 +17,13 @@ struct AdminWebhookRoutes {
         let clock = gatehouse.configuration.clock
         let webhooks = gatehouse.webhooks
         let browser = self.browser
-        @Sendable func authorize(_ context: GatehouseRequestContext) async throws {
-            _ = try await browser.serviceKey(context, scope: "admin:webhooks")
+        let admin = gatehouse.admin
+        /// The key, authorized; the audit's actor.
+        @Sendable func authorize(_ context: GatehouseRequestContext) async throws -> AuditActor {
+            .serviceKey(try await browser.serviceKey(context, scope: "admin:webhooks").id)
         }
         table.add(.get, "/v1/admin/webhooks/deliveries") { request, context in
-            try await authorize(context)
+            _ = try await authorize(context)
             let query = request.queryDictionary
             guard let status = OutboxEntry.Status(rawValue: query["status"] ?? "pending") else {
                 throw GatehouseError.invalidArgument("status must be pending or failed.")
@@ -35,11 +37,7 @@ struct AdminWebhookRoutes {
                     endpoints: webhooks?.outcomes() ?? [:]))
         }
         table.add(.post, "/v1/admin/webhooks/deliveries/{id}/redeliver") { request, context in
-            try await authorize(context)
-            let id = try context.parameters.require("id")
-            guard id.utf8.count <= 256, try await storage.redeliverOutbox(id: id, now: clock.now()) else {
-                throw GatehouseError(code: .notFound, detail: "There is no undelivered event with this id.")
-            }
+            try await admin.redeliver(try context.parameters.require("id"), by: try await authorize(context))
             webhooks?.wake()
             return Response(status: .accepted)
         }

@@ -40,12 +40,9 @@ extension ConsoleRoutes {
         }
         table.add(.post, "/admin/webhooks/deliveries/{id}/redeliver") { request, context in
             try await routes.page(request) { who in
-                guard who != nil else { throw Refusal.signedOut }
+                guard let who else { throw Refusal.signedOut }
                 try routes.requireOwnOrigin(request)
-                let id = try context.parameters.require("id")
-                guard id.utf8.count <= 256, try await gatehouse.storage.redeliverOutbox(id: id, now: gatehouse.configuration.clock.now()) else {
-                    throw GatehouseError(code: .notFound, detail: "There is no undelivered event with this id.")
-                }
+                try await gatehouse.admin.redeliver(try context.parameters.require("id"), by: .operator(who.profile.uid))
                 gatehouse.webhooks?.wake()
                 return Self.done("/admin/webhooks", "redelivered")
             }

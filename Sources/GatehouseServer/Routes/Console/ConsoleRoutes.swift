@@ -71,7 +71,8 @@ struct ConsoleRoutes {
                 try routes.requireOwnOrigin(request)
                 let value = request.cookie(routes.cookies.sessionName)
                 guard let found = try await routes.operatorBehind(value), let value else { throw Refusal.signedOut }
-                guard found != nil else { throw Refusal.notAnOperator }
+                guard let opened = found else { throw Refusal.notAnOperator }
+                routes.gatehouse.admin.consoleOpened(by: opened.profile.uid)
                 var response = Response(status: .seeOther, headers: [.location: "/admin/users"])
                 response.headers[.setCookie] = routes.consoleCookie(value)
                 return response
