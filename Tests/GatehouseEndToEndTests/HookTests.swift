@@ -231,6 +231,21 @@ struct HookTests {
             let stored = try jsonObject(
                 try await ProviderAPITests.call(deployment, "/v1/users/\(uid)", key: try await ProviderAPITests.key(deployment, ["profile:read"])))
             #expect((stored["customClaims"] as? [String: Any])?["role"] as? String == "viewer", "nothing stored")
+
+            // The session's own claims (a restriction, perhaps) are never dropped to make room:
+            // a service's claims that would not fit beside them are refused...
+            let crowding = #"{"blob":"\#(String(repeating: "z", count: 975))"}"#
+            let put = try await ProviderAPITests.call(
+                deployment, "/v1/users/\(uid)/claims", key: key, method: "PUT", headers: ["Content-Type": "application/json"],
+                body: Array(crowding.utf8))
+            #expect(put.status == 400 && put.bodyText.contains("invalid-argument"), "\(put.status) \(put.bodyText)")
+            // ...and a session whose claims no longer fit beside the account's (a hook gave it
+            // larger ones at another sign-in) mints no more: its user signs in again.
+            try await Self.answer(deployment, "before-sign-in", #"{"decision":"allow","customClaims":\#(crowding)}"#)
+            var other = Browser(deployment)
+            #expect(try await other.complete(login: "octocat").status == 200)
+            let crowded = try await GatewayTokenTests.refresh(deployment, try #require(refreshed["refreshToken"] as? String))
+            #expect(crowded.status == 400 && crowded.bodyText.contains("invalid-refresh-token"), "\(crowded.status) \(crowded.bodyText)")
         }
         // A new account asks both hooks: answers that fit one by one but not together (400 bytes
         // of account claims, 450 of session claims from each) cannot be used either.

@@ -93,11 +93,11 @@ public struct CustomClaims: Sendable, Equatable {
         return CustomClaims(checked: kept)
     }
 
-    /// `self` with `other`'s members added, `other` winning on a shared name; when the union
-    /// would pass the size limit, `other` alone.
-    public func merging(_ other: CustomClaims) -> CustomClaims {
+    /// `self` with `other`'s members added, `other` winning on a shared name; `nil` when the
+    /// union would pass the size limit.
+    public func merging(_ other: CustomClaims) -> CustomClaims? {
         let union = members.merging(other.members) { _, new in new }
-        guard let size = try? JSONCoding.encoder().encode(union).count, size <= Self.maximumBytes else { return other }
+        guard let size = try? JSONCoding.encoder().encode(union).count, size <= Self.maximumBytes else { return nil }
         return CustomClaims(checked: union)
     }
 

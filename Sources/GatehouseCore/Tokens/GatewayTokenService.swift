@@ -181,14 +181,24 @@ public final class GatewayTokenService: Sendable {
             email: profile.email, emailVerified: profile.emailVerified, name: profile.displayName, sid: session.familyId)
         // The sign-in's own claims, and the account's as they are now over them (a refresh picks
         // a change up): a service that changes a claim, a demotion say, reaches every session,
-        // even one whose hook answered the same name for itself. When both together pass the
-        // size limit (the account's grew since the sign-in), the account's alone.
+        // even one whose hook answered the same name for itself. A session's own claims may be
+        // a restriction, so they are never dropped to make room: when both together pass the
+        // size limit (a hook gave the account larger claims at another sign-in; a service's
+        // change that would is refused), the session mints no more and its user signs in again.
         if account.customClaims != nil || session.claims != nil {
             // The operator claim comes from the account alone, never from a session's own
             // claims (which hooks cannot set it in, and which could outlive a demotion).
             var sessionClaims = CustomClaims(stored: session.claims)
             if let operatorClaim = configuration.protectedOperatorClaim { sessionClaims = sessionClaims.removing(operatorClaim) }
-            claims.custom = sessionClaims.merging(CustomClaims(stored: account.customClaims)).members
+            guard let merged = sessionClaims.merging(CustomClaims(stored: account.customClaims)) else {
+                logger.notice("session claims no longer fit beside the account's: the session mints no more", metadata: ["user.id": "\(account.uid)"])
+                throw GatehouseError(
+                    code: .invalidRefreshToken,
+                    detail:
+                        "This session's own claims no longer fit beside the account's (\(CustomClaims.maximumBytes) bytes together at most); sign in again."
+                )
+            }
+            claims.custom = merged.members
         }
         return try await keys.sign(claims)
     }
