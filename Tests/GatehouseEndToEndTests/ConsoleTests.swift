@@ -315,6 +315,15 @@ struct ConsoleTests {
             #expect(try await ProviderAPITests.call(deployment, "/v1/users/nobody", key: secret).status == 404)
             #expect(try await browser.send("\(deployment.gatewayURL)/admin/keys/\(id)/revoke", method: "POST").status == 303)
             #expect(try await ProviderAPITests.call(deployment, "/v1/users/nobody", key: secret).status == 401)
+            // The key's events belong to no account: their rows link none (a row's missing value
+            // is not taken from the page's own).
+            var activity = ""
+            for _ in 0..<200 where !activity.contains("<td>service-key.revoked</td>") {
+                try await Task.sleep(for: .milliseconds(50))
+                activity = try await browser.send("\(deployment.gatewayURL)/admin/activity?type=service-key.revoked").bodyText
+            }
+            #expect(activity.contains("<td>service-key.revoked</td>") && activity.contains(id), "\(activity)")
+            #expect(!activity.contains(#"href="/admin/users/""#), "\(activity)")
 
             let webhooks = try await browser.send("\(deployment.gatewayURL)/admin/webhooks")
             #expect(webhooks.status == 200 && webhooks.bodyText.contains("sample-app") && webhooks.bodyText.contains("Waiting for delivery"))

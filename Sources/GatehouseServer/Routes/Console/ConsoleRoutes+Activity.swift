@@ -10,15 +10,13 @@ extension ConsoleRoutes {
     /// The template values of audit events.
     static func events(_ records: [AuditRecord]) -> [[String: Any]] {
         records.map { record in
-            var values: [String: Any] = [
+            // Every key set on every row: a key a row lacks is looked up in the page's values
+            // (the activity page's own `uid` filter), which would put another value in the row.
+            // `linked` says whether the event is an account's (the page links it).
+            [
                 "at": date(record.at), "event": record.event, "actor": record.actor, "provider": record.provider ?? "", "keyId": record.keyId ?? "",
+                "linked": record.uid != nil, "uid": record.uid ?? "", "uidPath": FormEncoding.escape(record.uid ?? ""),
             ]
-            // Set only for an account's event: the page links it.
-            if let uid = record.uid {
-                values["uid"] = uid
-                values["uidPath"] = FormEncoding.escape(uid)
-            }
-            return values
         }
     }
 
