@@ -136,6 +136,29 @@ struct ConsoleTests {
     }
 
     @Test(
+        "a sign-in older than the recent-login window does not open the console (a session left signed in on a shared machine): the entry page offers re-authentication, which does"
+    )
+    func staleSignInDoesNotOpenTheConsole() async throws {
+        try await Self.withConsole { deployment in
+            var browser = Browser(deployment)
+            #expect(try await browser.complete(login: "octocat").status == 200)
+            browser.origin = deployment.gatewayURL
+            deployment.clock.advance(by: 301)
+            let refused = try await browser.send("\(deployment.gatewayURL)/admin/session", method: "POST")
+            #expect(refused.status == 303 && refused.headers["location"] == "/admin/", "\(refused.status)")
+            let cookieSet = refused.headers.values("set-cookie").contains { $0.hasPrefix("gatehouse-console=") }
+            #expect(!cookieSet)
+            let entry = try await browser.send("\(deployment.gatewayURL)/admin/")
+            #expect(entry.bodyText.contains("within 5 minutes of a sign-in") && !entry.bodyText.contains("id=\"open-console\""), "\(entry.bodyText)")
+            let again = try await Self.follow(entry, link: "Sign in again with github.com", login: "octocat", with: &browser)
+            #expect(again.status == 303, "\(again.bodyText)")
+            let opened = try await browser.send("\(deployment.gatewayURL)/admin/session", method: "POST")
+            #expect(opened.status == 303 && opened.headers["location"] == "/admin/users")
+            #expect(try await browser.send("\(deployment.gatewayURL)/admin/users").status == 200)
+        }
+    }
+
+    @Test(
         "changes: disable, claims, a session revoked, delete with a typed confirmation — each audited as operator:<uid>; a stale sign-in is asked to sign in again; a foreign Origin is refused"
     )
     func operatorChanges() async throws {

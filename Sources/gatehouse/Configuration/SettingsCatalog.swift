@@ -141,7 +141,7 @@ enum SettingsCatalog {
         Setting("GATEHOUSE_SIGN_IN_METHODS_LOOKUP", .flag, default: "false", "enables `GET /v1/auth/methods`"),
         Setting(
             "GATEHOUSE_RECENT_LOGIN_SECONDS", .seconds(1 ... .greatestFiniteMagnitude), default: "300",
-            "how recent a sign-in link, unlink and delete need"),
+            "how recent a sign-in link, unlink, delete, opening the console and its changes need"),
         Setting(
             "GATEHOUSE_REQUIRE_RESULT_BINDING", .flag, default: "true",
             "every start needs `result_challenge` and the result its `result_verifier`"),

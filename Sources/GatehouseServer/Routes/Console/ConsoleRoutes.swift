@@ -72,6 +72,10 @@ struct ConsoleRoutes {
                 let value = request.cookie(routes.cookies.sessionName)
                 guard let found = try await routes.operatorBehind(value), let value else { throw Refusal.signedOut }
                 guard let opened = found else { throw Refusal.notAnOperator }
+                // Opened only within the recent-login window of a sign-in: a session left
+                // signed in on a shared machine does not open the console for the next person.
+                // The entry page then offers the re-authentication links.
+                guard routes.isRecent(opened) else { return Response(status: .seeOther, headers: [.location: "/admin/"]) }
                 routes.gatehouse.admin.consoleOpened(by: opened.profile.uid)
                 var response = Response(status: .seeOther, headers: [.location: "/admin/users"])
                 response.headers[.setCookie] = routes.consoleCookie(value)
@@ -169,13 +173,20 @@ struct ConsoleRoutes {
         return mode.map { start + "&mode=\($0)" } ?? start
     }
 
-    /// The entry page: "Open the console" when the browser is signed in as an operator,
-    /// sign-in links when it is not signed in (a signed-in non-operator is refused).
+    /// The entry page: "Open the console" when the browser is signed in as an operator
+    /// recently, re-authentication links when the sign-in is older, sign-in links when it is
+    /// not signed in (a signed-in non-operator is refused).
     func entryPage(_ request: Request) async throws -> Response {
         var values: [String: Any] = ["title": "Sign in"]
         if let found = try await operatorBehind(request.cookie(cookies.sessionName)) {
             guard let found else { return notAnOperatorPage() }
+            // Both set whatever the case: a name a section lacks is looked up outside it.
             values["signedIn"] = found.label
+            values["recent"] = isRecent(found)
+            values["minutes"] = Int(gatehouse.configuration.recentLoginWindow / 60)
+            values["reauthenticate"] = found.profile.providers.map { provider in
+                ["id": provider.providerId, "startURL": startURL(provider.providerId, mode: "reauthenticate")]
+            }
         } else {
             values["providers"] = gatehouse.providers.ids.map { id in ["id": id, "startURL": startURL(id, mode: nil)] }
         }
@@ -193,6 +204,11 @@ struct ConsoleRoutes {
         let profile = try await gatehouse.accounts.unifiedProfile(for: account)
         guard !profile.disabled, console.admits(profile) else { return .some(nil) }
         return .some(Operator(caller: caller, profile: profile))
+    }
+
+    /// Whether the operator signed in within the recent-login window.
+    func isRecent(_ who: Operator) -> Bool {
+        (try? gatehouse.sessions.requireRecentLogin(who.caller)) != nil
     }
 
     /// Refuses a write whose `Origin` is not the gateway's own.
