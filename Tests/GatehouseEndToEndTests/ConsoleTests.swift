@@ -350,6 +350,9 @@ struct ConsoleTests {
 
             let webhooks = try await browser.send("\(deployment.gatewayURL)/admin/webhooks")
             #expect(webhooks.status == 200 && webhooks.bodyText.contains("sample-app") && webhooks.bodyText.contains("Waiting for delivery"))
+            // The receiver's origin only: a receiver's path or query may hold its token.
+            #expect(webhooks.bodyText.contains("<code>\(deployment.emulatorURL)/…</code>"), "\(webhooks.bodyText)")
+            #expect(!webhooks.bodyText.contains("/sample-app/webhooks"), "\(webhooks.bodyText)")
         }
     }
 

@@ -8,6 +8,15 @@ extension ConsoleRoutes {
     /// Deliveries listed per status.
     static let deliveriesShown = 100
 
+    /// A receiver's URL as the page shows it: its origin, the rest elided. Receivers' URLs often
+    /// carry a token in their path or query (`hooks.example.com/services/T0/B0/XXXX`), which every
+    /// operator who may read the console would otherwise see.
+    static func shown(_ url: String) -> String {
+        guard let parts = URLComponents(string: url), let scheme = parts.scheme, let host = parts.host else { return "(not shown)" }
+        let origin = "\(scheme)://\(parts.percentEncodedHost ?? host)\(parts.port.map { ":\($0)" } ?? "")"
+        return parts.percentEncodedPath.count > 1 || parts.percentEncodedQuery != nil ? origin + "/…" : origin + "/"
+    }
+
     func registerWebhooks(into table: inout RouteTable) {
         let routes = self
         let gatehouse = self.gatehouse
@@ -16,7 +25,7 @@ extension ConsoleRoutes {
                 let outcomes = gatehouse.webhooks?.outcomes() ?? [:]
                 let endpoints: [[String: Any]] = (gatehouse.configuration.webhooks?.endpoints ?? []).map { endpoint in
                     [
-                        "name": endpoint.name, "url": endpoint.url,
+                        "name": endpoint.name, "url": Self.shown(endpoint.url),
                         "events": endpoint.events.map { $0.map(\.rawValue).sorted().joined(separator: ", ") } ?? "every event",
                         "outcome": outcomes[endpoint.name] ?? "none yet",
                     ]
