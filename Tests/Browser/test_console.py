@@ -178,13 +178,17 @@ def test_a_non_operator_is_refused_everywhere(start_demo, page):
 
 
 def test_a_stale_sign_in_is_asked_to_sign_in_again_before_a_destructive_change(start_demo, page):
-    # A one-second window, so that it runs out without an injected clock.
-    demo = start_demo(GATEHOUSE_RECENT_LOGIN_SECONDS="1")
+    # A short window, so that it runs out without an injected clock; long enough for the
+    # console to be opened within it (it opens only within the window of a sign-in) on a
+    # loaded machine.
+    window = 15
+    demo = start_demo(GATEHOUSE_RECENT_LOGIN_SECONDS=str(window))
     sign_in_on_demo_page(page, demo, "octocat")
+    signed_in = time.monotonic()  # after the sign-in: its window ends before this one's
     open_console_with_the_keyboard(page, demo)
     page.driver.find_element(By.CSS_SELECTOR, "a[id^='user-']").click()
     page.wait.until(EC.element_to_be_clickable((By.ID, "disable")))
-    time.sleep(1.5)
+    time.sleep(max(0, signed_in + window + 0.5 - time.monotonic()))
     page.click("disable")
     text = page.text("main")
     assert "requires-recent-login" in text and "Sign in again with github.com" in text

@@ -50,11 +50,14 @@ final class BrowserPolicy: Sendable {
     /// shares: an allowed origin is often of the same site as the gateway (`app.example.com`
     /// beside `auth.example.com`), so the console's `SameSite=Strict` cookie rides on its
     /// credentialed `fetch`, and CORS would let that page's scripts read every console page.
+    /// The path's first non-empty segment decides, as the router skips empty ones
+    /// (`//admin/users` is routed to `/admin/users`).
     static func isConsole(_ path: String) -> Bool {
-        let bytes = path.utf8
-        guard bytes.starts(with: "/admin".utf8) else { return false }
-        let rest = bytes.dropFirst(6)
-        return rest.isEmpty || rest.first == UInt8(ascii: "/")
+        let slash = UInt8(ascii: "/")
+        let bytes = path.utf8.drop { $0 == slash }
+        guard bytes.starts(with: "admin".utf8) else { return false }
+        let rest = bytes.dropFirst(5)
+        return rest.isEmpty || rest.first == slash
     }
 
     /// The CORS preflight answer, or `nil` when the request is not a preflight.

@@ -14,7 +14,6 @@ struct AdminWebhookRoutes {
 
     func register(into table: inout RouteTable) {
         let storage = gatehouse.storage
-        let clock = gatehouse.configuration.clock
         let webhooks = gatehouse.webhooks
         let browser = self.browser
         let admin = gatehouse.admin

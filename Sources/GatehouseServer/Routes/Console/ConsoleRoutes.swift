@@ -183,7 +183,8 @@ struct ConsoleRoutes {
             // Both set whatever the case: a name a section lacks is looked up outside it.
             values["signedIn"] = found.label
             values["recent"] = isRecent(found)
-            values["minutes"] = Int(gatehouse.configuration.recentLoginWindow / 60)
+            let window = Int(gatehouse.configuration.recentLoginWindow)
+            values["window"] = window % 60 == 0 ? "\(window / 60) minute\(window == 60 ? "" : "s")" : "\(window) seconds"
             values["reauthenticate"] = found.profile.providers.map { provider in
                 ["id": provider.providerId, "startURL": startURL(provider.providerId, mode: "reauthenticate")]
             }
