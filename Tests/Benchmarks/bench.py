@@ -516,14 +516,20 @@ def draining(side, ops_port, drains):
     return Side(run, side.pids, side.warm)
 
 
+def counter_total(port, name, containing=""):
+    """The sum of a counter's series on an operations listener (those whose line holds `containing`)."""
+    return sum(float(line.split()[-1]) for line in metric_lines(port, name + "{") if containing in line)
+
+
 def webhook_drain_seconds(ops_port):
-    """How long the outbox takes to empty (its queue-depth gauge at 0)."""
+    """How long the outbox takes to empty: until the one endpoint (of every type) has had every
+    event written delivered. (The queue-depth gauge counts every pending entry, so the gateway
+    reads it at most every 5 s: it would measure that lag, not the delivery.)"""
     started = time.time()
-    depth = None
     while time.time() - started < 30:
-        lines = metric_lines(ops_port, "gatehouse_webhook_queue_depth")
-        depth = float(lines[0].split()[-1]) if lines else None
-        if depth == 0:
+        written = counter_total(ops_port, "gatehouse_webhook_events_total")
+        delivered = counter_total(ops_port, "gatehouse_webhook_deliveries_total", 'outcome="delivered"')
+        if written and delivered >= written:
             break
         time.sleep(0.05)
     return time.time() - started

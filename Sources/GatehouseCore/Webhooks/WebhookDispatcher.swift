@@ -31,6 +31,9 @@ public final class WebhookDispatcher: Sendable {
     /// The backlog's count reads every pending entry (all endpoints', every instance's): after
     /// the rounds it is read at most this often, not after each round of a busy endpoint.
     static let backlogReadInterval = Duration.seconds(5)
+    /// How long an event of a type this instance's configuration of its endpoint does not take
+    /// waits before it is claimed again (by any instance).
+    static let untakenTypeDelay: TimeInterval = 300
     /// Each endpoint's wake-up signal (a round starts at once).
     private let wakeUps: [String: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)]
 
@@ -180,10 +183,12 @@ public final class WebhookDispatcher: Sendable {
         if gone.withLock({ $0.contains(entry.endpoint) }) {
             (outcome, label) = (.failed(status: 410, error: "the endpoint answered 410 Gone earlier"), "gone")
         } else if let events = endpoints[entry.endpoint]?.events, !(WebhookEventType(rawValue: entry.type).map(events.contains) ?? false) {
-            // Narrowed since the event was recorded (`GATEHOUSE_WEBHOOK_…_EVENTS`): the operator
-            // no longer wants it sent there. (An endpoint of every type takes one this version
-            // does not know: a newer instance recorded it.)
-            (outcome, label) = (.failed(status: nil, error: "the endpoint no longer receives \(entry.type) events"), "failed")
+            // This instance's configuration of the endpoint does not take the type
+            // (`GATEHOUSE_WEBHOOK_…_EVENTS` narrowed since the event was recorded, or widened
+            // on the instances already restarted, or a type a newer version records): not sent,
+            // and left for an instance that takes it, within the retention, no attempt spent.
+            let error = "not sent: this instance's configuration of the endpoint does not take \(entry.type) events"
+            (outcome, label) = (.postponed(until: clock.now().addingTimeInterval(Self.untakenTypeDelay), error: error), "not-taken")
         } else if let url = urls[entry.endpoint], let signer = signers[entry.endpoint] {
             (outcome, label) = await post(entry, url: url, signer: signer)
         } else {

@@ -114,7 +114,9 @@ public enum MetricsCatalog {
             help: "Webhook events written with the changes they report, by type."),
         Entry(
             name: "gatehouse_webhook_deliveries_total", type: "counter", labels: ["endpoint", "outcome"],
-            help: "Webhook delivery attempts, by endpoint and outcome (delivered, retry, failed, gone; overloaded: not sent, no attempt spent)."),
+            help:
+                "Webhook delivery attempts, by endpoint and outcome (delivered, retry, failed, gone; overloaded and not-taken: not sent, no attempt spent)."
+        ),
         Entry(
             name: "gatehouse_webhook_delivery_duration_seconds", type: "histogram", labels: ["endpoint", "outcome"],
             help: "Time of a webhook delivery attempt."),
