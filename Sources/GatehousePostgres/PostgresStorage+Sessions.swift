@@ -195,6 +195,16 @@ extension PostgresStorage {
         }
         return count
     }
+    /// The distinct own claims of an account's live sessions.
+    public func sessionClaims(uid: String, now: Date, limit: Int) async throws -> [Data] {
+        var claims: [Data] = []
+        for try await value in try await query(
+            "SELECT DISTINCT claims FROM sessions WHERE uid = \(uid) AND expires_at > \(now) AND claims IS NOT NULL LIMIT \(limit)", logger: logger
+        ).decode(Data.self) {
+            claims.append(value)
+        }
+        return claims
+    }
     /// Ends every session of an account.
     public func deleteSessions(uid: String) async throws {
         try await execute("DELETE FROM sessions WHERE uid = \(uid)")

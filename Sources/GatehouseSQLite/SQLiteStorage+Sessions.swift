@@ -134,6 +134,14 @@ extension SQLiteStorage {
                 ?? 0
         }
     }
+    /// The distinct own claims of an account's live sessions.
+    public func sessionClaims(uid: String, now: Date, limit: Int) async throws -> [Data] {
+        try await read { db in
+            try Data.fetchAll(
+                db.cachedStatement(sql: "SELECT DISTINCT claims FROM sessions WHERE uid = ? AND expires_at > ? AND claims IS NOT NULL LIMIT ?"),
+                arguments: [uid, now, limit])
+        }
+    }
     /// Ends every session of an account.
     public func deleteSessions(uid: String) async throws {
         try await write { db in try db.cachedStatement(sql: "DELETE FROM sessions WHERE uid = ?").execute(arguments: [uid]) }

@@ -26,6 +26,25 @@ import Testing
         #expect(signedIn.account?.customClaims == Self.role)
     }
 
+    @Test("sessionClaims lists the distinct own claims of the account's live sessions, up to the limit", arguments: StorageBackend.all)
+    func sessionClaimsAreListedDistinct(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await storage.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", federatedId: "2"))
+        for (id, uid, claims, expiresIn) in [
+            ("a", "u1", Self.plan, 3600.0), ("b", "u1", Self.plan, 3600), ("c", "u1", Self.role, 3600), ("d", "u1", nil, 3600),
+            ("e", "u1", Data(#"{"old":true}"#.utf8), -1), ("f", "u2", Data(#"{"other":true}"#.utf8), 3600),
+        ] {
+            var session = Fixtures.session(id, uid: uid, expiresIn: expiresIn)
+            session.claims = claims
+            try await storage.insertSession(session)
+        }
+        let listed = try await storage.sessionClaims(uid: "u1", now: Fixtures.now, limit: 10)
+        #expect(Set(listed) == [Self.plan, Self.role] && listed.count == 2, "distinct, live, this account's: \(listed.count)")
+        #expect(try await storage.sessionClaims(uid: "u1", now: Fixtures.now, limit: 1).count == 1)
+        #expect(try await storage.sessionClaims(uid: "nobody", now: Fixtures.now, limit: 10).isEmpty)
+    }
+
     @Test(arguments: StorageBackend.all)
     func eachWriteReplacesTheClaimsOnlyWhenAsked(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()

@@ -358,9 +358,11 @@ public struct AccountService: Sendable {
         }
         // A live session's own claims (a hook's sessionClaims, a restriction perhaps) are minted
         // beside the account's at every refresh and never dropped to make room: claims that
-        // would not fit beside them are refused here rather than end that session.
-        for session in try await storage.sessions(uid: uid, now: clock.now()) where session.claims != nil {
-            guard CustomClaims(stored: session.claims).merging(claims) != nil else {
+        // would not fit beside them are refused here rather than end that session. (Past the
+        // limit of distinct ones, which no hook answering alike reaches, a session left out
+        // refreshes no more: `GatewayTokenService` refuses to mint without its claims.)
+        for stored in try await storage.sessionClaims(uid: uid, now: clock.now(), limit: 1000) {
+            guard CustomClaims(stored: stored).merging(claims) != nil else {
                 throw GatehouseError.invalidArgument(
                     "With the claims a live session of this account carries for itself, these would take more than \(CustomClaims.maximumBytes) bytes: make them smaller, or revoke that session first (POST /v1/users/{uid}/revoke-sessions)."
                 )

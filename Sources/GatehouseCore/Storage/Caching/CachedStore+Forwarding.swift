@@ -138,6 +138,10 @@ extension CachedStore {
     public func sessions(uid: String, now: Date) async throws -> [SessionRecord] { try await base.sessions(uid: uid, now: now) }
     /// How many live sessions an account has.
     public func sessionCount(uid: String, now: Date) async throws -> Int { try await base.sessionCount(uid: uid, now: now) }
+    /// The distinct own claims of an account's live sessions.
+    public func sessionClaims(uid: String, now: Date, limit: Int) async throws -> [Data] {
+        try await base.sessionClaims(uid: uid, now: now, limit: limit)
+    }
 
     /// Records a session's use.
     public func recordSessionUse(familyId: String, _ use: SessionUse) async throws { try await base.recordSessionUse(familyId: familyId, use) }

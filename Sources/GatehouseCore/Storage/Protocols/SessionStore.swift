@@ -31,6 +31,9 @@ public protocol SessionStore: Sendable {
     func sessions(uid: String, now: Date) async throws -> [SessionRecord]
     /// How many live sessions an account has (`sessions(uid:now:)` lists at most `SessionRecord.listLimit`).
     func sessionCount(uid: String, now: Date) async throws -> Int
+    /// The distinct own claims (`SessionRecord.claims`) of an account's live sessions that have
+    /// some, at most `limit` of them (one sign-in's hook usually answers every sign-in alike).
+    func sessionClaims(uid: String, now: Date, limit: Int) async throws -> [Data]
     /// Records that a session was used (its sign-in, a refresh of its tokens): when, from
     /// which client address and with which user agent; the last use replaces the one before.
     func recordSessionUse(familyId: String, _ use: SessionUse) async throws
