@@ -49,6 +49,8 @@ struct AdminRoutesTests {
                 let long = try await Self.call(deployment, "\(target)\(FormEncoding.escape(combining))", key: key)
                 #expect(long.status == 400 && long.bodyText.contains("bytes"), "\(target): \(long.status)")
             }
+            let lookup = try await Self.call(deployment, "/v1/users?email=\(FormEncoding.escape(combining + "@example.com"))", key: key)
+            #expect(lookup.status == 400, "\(lookup.status)")
             for hostile in ["%", "_", "%@%", "' OR '1'='1", "\\", "octo%cat", "*", "_\u{301}"] {
                 #expect(try await find(hostile).isEmpty, "\(hostile) is text, not a pattern")
             }

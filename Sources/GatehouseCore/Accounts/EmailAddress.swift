@@ -11,11 +11,14 @@ public enum EmailAddress {
         text.utf8.allSatisfy({ $0 < 0x80 }) ? normalizedASCII(text) : normalizedText(text)
     }
 
-    /// `normalized` for any text: trimmed, canonically composed, lower-cased, then checked.
+    /// `normalized` for any text: trimmed, canonically composed, lower-cased, then checked. The
+    /// bound is in bytes (an address is at most 320 octets), and checked before the work too:
+    /// one character may carry any number of combining marks.
     static func normalizedText(_ text: String) -> String? {
+        guard text.utf8.count <= 1024 else { return nil }
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines).precomposedStringWithCanonicalMapping.lowercased()
         let parts = trimmed.split(separator: "@", omittingEmptySubsequences: false)
-        guard trimmed.count <= 320, parts.count == 2, !parts[0].isEmpty, parts[1].count >= 1,
+        guard trimmed.utf8.count <= 320, parts.count == 2, !parts[0].isEmpty, parts[1].count >= 1,
             !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
             trimmed.unicodeScalars.allSatisfy({ !CharacterSet.whitespacesAndNewlines.contains($0) && !CharacterSet.controlCharacters.contains($0) })
         else { return nil }

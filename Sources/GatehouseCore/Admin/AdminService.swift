@@ -19,7 +19,7 @@ public struct AdminService: Sendable {
     /// service mapping an email to a user is not pointed at whoever typed the address first.
     public func lookup(email: String, includeUnverified: Bool = false) async throws -> [EmailMatch] {
         let trimmed = email.trimmingCharacters(in: .whitespaces)
-        guard trimmed.count <= 320, trimmed.contains("@"), let normalized = EmailAddress.normalized(trimmed) else {
+        guard trimmed.utf8.count <= 320, trimmed.contains("@"), let normalized = EmailAddress.normalized(trimmed) else {
             throw GatehouseError.invalidArgument("email must be an email address.")
         }
         let verifiedUIDs = try await storage.uids(verifiedEmail: normalized, limit: 100)
