@@ -15,6 +15,9 @@ struct PassthroughPolicyTests {
             "/a/%zz", "", "/", "/https%3A/x",
             // A slash, backslash or colon followed by a combining mark (U+0338) is still one.
             "/a/b%2F%CC%B8c", "/a/b%5C%CC%B8c", "/https:%CC%B8/x", "/https%3A%CC%B8/x",
+            // Dot segments to a server that drops path parameters (`..;x` is `..` to Tomcat and
+            // Jetty) or reads a run of dots as `..` (IIS).
+            "/v1/items/..;/details", "/v1/items/%2e%2e%3bx/details", "/v1/items/.;x/y", "/v1/items/.../y",
         ])
     func refusedPaths(raw: String) {
         #expect(throws: GatehouseError.self) { try APIPath(raw: Substring(raw)) }
@@ -188,6 +191,14 @@ struct PassthroughPolicyTests {
         #expect(
             String(decoding: links.rewriteODataLinks(escaped) ?? [], as: UTF8.self)
                 == #"{"@odata.next\u004cink": null, "@nextLink": "https://gw.example/v1/me/providers/microsoft.com/api/v1.0/me?p=2"}"#)
+        // An annotation on a property (the next page of an expanded collection) is a link too.
+        let nested = Array(
+            #"{"members@odata.nextLink": "https://evil.example/m", "attachments@odata.next\u004cink": "https://graph.microsoft.com/v1.0/me?p=3", "mail": "a@b.example"}"#
+                .utf8)
+        #expect(
+            String(decoding: links.rewriteODataLinks(nested) ?? [], as: UTF8.self)
+                == #"{"members@odata.nextLink": null, "attachments@odata.next\u004cink": "https://gw.example/v1/me/providers/microsoft.com/api/v1.0/me?p=3", "mail": "a@b.example"}"#
+        )
     }
 
     @Test(

@@ -80,6 +80,7 @@ struct ProviderAPITests {
                 let answer = try await Self.call(deployment, url, key: key)
                 #expect(answer.status == 200, "\(answer.bodyText)")
                 #expect(answer.headers["set-cookie"] == nil && answer.headers["content-security-policy"] == "default-src 'none'; sandbox")
+                #expect(answer.headers["cross-origin-resource-policy"] == "same-origin")
                 #expect(answer.headers["x-ratelimit-remaining"] != nil)
                 let repos = try #require(try JSONSerialization.jsonObject(with: Data(answer.body)) as? [[String: Any]])
                 #expect(repos.count == 10, "page \(page)")

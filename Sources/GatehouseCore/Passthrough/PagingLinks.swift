@@ -159,11 +159,15 @@ public struct PagingLinks: Sendable {
     private static func isPagingMember(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Bool {
         guard end - start <= 128 else { return false }
         let literal = UnsafeBufferPointer(rebasing: bytes[start..<end])
+        let at = UInt8(ascii: "@")
         if !literal.contains(backslash) {
-            guard literal.count > 2, literal[1] == UInt8(ascii: "@") else { return false }
-            return odataMembers.contains(String(decoding: UnsafeBufferPointer(rebasing: literal[1..<literal.count - 1]), as: UTF8.self))
+            // The annotation itself (`@odata.nextLink`) or one on a property (`members@odata.nextLink`,
+            // the next page of an expanded collection): from the name's last `@`.
+            guard literal.count > 2, let last = literal.lastIndex(of: at) else { return false }
+            return odataMembers.contains(String(decoding: UnsafeBufferPointer(rebasing: literal[last..<literal.count - 1]), as: UTF8.self))
         }
-        return decodeString(literal).map(odataMembers.contains) ?? false
+        guard let name = decodeString(literal), let last = name.lastIndex(of: "@") else { return false }
+        return odataMembers.contains(String(name[last...]))
     }
 
     /// The range of the JSON string (quotes included) that is the value after a member name:

@@ -112,18 +112,25 @@ struct ProviderAPIRoutes {
         }
     }
 
+    /// `Cross-Origin-Resource-Policy`.
+    static let resourcePolicy = HTTPField.Name("Cross-Origin-Resource-Policy")!
+
     /// The provider's answer as the gateway's: its status and passed headers, and a policy
     /// that keeps a provider's document from running anything on the gateway's origin.
     static func response(_ answer: ProviderAPIAnswer, eventLoop: any EventLoop) -> Response {
         var headers = HTTPFields()
-        // Room for the answer's fields and all that the gateway adds (the two below; on the way
+        // Room for the answer's fields and all that the gateway adds (the three below; on the way
         // out `SecurityHeaders`' two, CORS' four and `X-Request-Id`): grown field by field, the
         // list would be copied twice per call.
-        headers.reserveCapacity(answer.headers.count + 9)
+        headers.reserveCapacity(answer.headers.count + 10)
         for (name, value) in answer.headers {
             if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
         }
         headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
+        // Never loaded by another site's page as a script, style or image (a provider answering
+        // JSONP as JavaScript would otherwise hand the cookie caller's data to a sibling site's
+        // `<script>`); CORS reads by the allowed origins are not affected.
+        headers[Self.resourcePolicy] = "same-origin"
         headers[.cacheControl] = "private, no-store"
         let status = HTTPResponse.Status(code: answer.status)
         switch answer.body {
