@@ -181,7 +181,7 @@ def test_a_stale_sign_in_is_asked_to_sign_in_again_before_a_destructive_change(s
     # A short window, so that it runs out without an injected clock; long enough for the
     # console to be opened within it (it opens only within the window of a sign-in) on a
     # loaded machine.
-    window = 15
+    window = 30
     demo = start_demo(GATEHOUSE_RECENT_LOGIN_SECONDS=str(window))
     sign_in_on_demo_page(page, demo, "octocat")
     signed_in = time.monotonic()  # after the sign-in: its window ends before this one's

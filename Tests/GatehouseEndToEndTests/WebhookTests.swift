@@ -393,7 +393,7 @@ struct WebhookTests {
     }
 
     @Test(
-        "an event of a type the endpoint's configuration here does not take (narrowed since it was recorded) is not sent: it waits, no attempt spent, saying why, and the endpoint gets the types it takes (PostgreSQL)"
+        "an event of a type the endpoint's configuration here does not take (narrowed since it was recorded) is not sent: it waits ten minutes for an instance that takes it, no attempt spent, then fails; the endpoint gets the types it takes (PostgreSQL)"
     )
     func narrowedEndpointSendsNoOlderTypes() async throws {
         let database = try await PostgresTestServer.freshDatabase()
@@ -413,22 +413,30 @@ struct WebhookTests {
                 payload: Data(#"{"type":"account.disabled","id":"evt_narrowed","data":{}}"#.utf8), createdAt: deployment.clock.now())
             let disabled = try await Outbox.$entries.withValue([recorded]) { try await store.setDisabled(uid: uid, disabled: true) }
             #expect(disabled == .changed)
+            func listed(_ status: String) async throws -> [String: Any]? {
+                let listing = try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=\(status)", key: secret)
+                return (try jsonObject(listing)["deliveries"] as? [[String: Any]] ?? []).first { $0["eventId"] as? String == "evt_narrowed" }
+            }
             var waiting: [String: Any]?
             for _ in 0..<500 where waiting?["lastError"] as? String == nil {
                 try await Task.sleep(for: .milliseconds(20))
-                let listing = try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=pending", key: secret)
-                waiting = (try jsonObject(listing)["deliveries"] as? [[String: Any]] ?? []).first { $0["eventId"] as? String == "evt_narrowed" }
+                waiting = try await listed("pending")
             }
             #expect(
                 waiting?["lastError"] as? String == "not sent: this instance's configuration of the endpoint does not take account.disabled events",
                 "\(String(describing: waiting))")
             #expect(waiting?["attempts"] as? Int == 0)
-            // Five minutes later it is looked at again, and again not sent.
-            deployment.clock.advance(by: 301)
-            try await Task.sleep(for: .milliseconds(200))
+            // Ten minutes after it was recorded, no instance having taken it, it fails.
+            deployment.clock.advance(by: 601)
+            var failed: [String: Any]?
+            for _ in 0..<500 where failed == nil {
+                try await Task.sleep(for: .milliseconds(20))
+                failed = try await listed("failed")
+            }
+            #expect(failed?["lastError"] as? String == "the endpoint does not take account.disabled events", "\(String(describing: failed))")
             #expect(try await Self.received(deployment).map(\.type) == ["account.created"])
             let metrics = try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/metrics")).bodyText
-            #expect(metrics.contains(#"gatehouse_webhook_deliveries_total{endpoint="sample-app",outcome="not-taken"}"#))
+            #expect(metrics.contains(#"gatehouse_webhook_deliveries_total{endpoint="sample-app",outcome="not-taken"} 2"#), "\(metrics)")
         }
     }
 

@@ -38,19 +38,19 @@ public struct APIPath: Sendable, Equatable, CustomStringConvertible {
         guard !raw.isEmpty else { throw refused("The API path has an empty segment.") }
         guard let segment = FormEncoding.percentDecoded(raw) else { throw refused("The API path has an invalid percent-encoding.") }
         // Compared as bytes: `String`'s `==` compares canonical equivalence.
-        guard !isDotSegment(segment), !segment.utf8.contains(where: isRefusedInSegment) else {
+        guard !readsAsDotOrEmpty(segment), !segment.utf8.contains(where: isRefusedInSegment) else {
             throw refused("The API path may not contain dot segments, encoded slashes or control characters.")
         }
         return segment
     }
 
-    /// Whether some server reads `segment` as a dot segment: only dots before its first `;`
-    /// (`.`, `..`; servlet containers drop path parameters, so `..;x` is `..` to them, and IIS
-    /// reads a run of dots as `..`). A template's `{param}` matches any segment, so a segment
-    /// that climbs would reach another endpoint of the provider than the template allows.
-    private static func isDotSegment(_ segment: String) -> Bool {
-        let head = segment.utf8.prefix { $0 != UInt8(ascii: ";") }
-        return !head.isEmpty && head.allSatisfy { $0 == UInt8(ascii: ".") }
+    /// Whether some server reads `segment` as a dot segment or an empty one: nothing but dots,
+    /// or nothing at all, before its first `;` (servlet containers drop path parameters, so
+    /// `..;x` is `..` to them and `;x` an empty segment, which Tomcat merges away; IIS reads a
+    /// run of dots as `..`). A template's `{param}` matches any segment, so such a segment would
+    /// reach another endpoint of the provider than the template allows.
+    private static func readsAsDotOrEmpty(_ segment: String) -> Bool {
+        segment.utf8.prefix { $0 != UInt8(ascii: ";") }.allSatisfy { $0 == UInt8(ascii: ".") }
     }
 
     /// A decoded slash or backslash, a C0 control character or DEL, scanned as UTF-8 bytes: no

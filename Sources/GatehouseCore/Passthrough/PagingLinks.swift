@@ -96,6 +96,8 @@ public struct PagingLinks: Sendable {
     /// The JSON member names that carry Graph's (OData's) paging links, decoded: OData 4.0's,
     /// and 4.01's short forms, which a client library may follow too.
     static let odataMembers: Set<String> = ["@odata.nextLink", "@odata.deltaLink", "@nextLink", "@deltaLink"]
+    /// `odataMembers` as UTF-8.
+    private static let odataMemberBytes = odataMembers.map { Array($0.utf8) }
 
     /// A JSON body with the string values of `@odata.nextLink` and `@odata.deltaLink` members
     /// rewritten, or `null` where the link may not reach the caller; everything else stays byte
@@ -163,8 +165,10 @@ public struct PagingLinks: Sendable {
         if !literal.contains(backslash) {
             // The annotation itself (`@odata.nextLink`) or one on a property (`members@odata.nextLink`,
             // the next page of an expanded collection): from the name's last `@`.
+            // Compared as bytes: every string of the body holding an `@` (an email) comes here.
             guard literal.count > 2, let last = literal.lastIndex(of: at) else { return false }
-            return odataMembers.contains(String(decoding: UnsafeBufferPointer(rebasing: literal[last..<literal.count - 1]), as: UTF8.self))
+            let name = UnsafeBufferPointer(rebasing: literal[last..<literal.count - 1])
+            return odataMemberBytes.contains { $0.elementsEqual(name) }
         }
         guard let name = decodeString(literal), let last = name.lastIndex(of: "@") else { return false }
         return odataMembers.contains(String(name[last...]))

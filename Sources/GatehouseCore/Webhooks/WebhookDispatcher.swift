@@ -8,8 +8,10 @@ import Synchronization
 /// signed body through the libcurl client — a few at a time per endpoint, holding no store
 /// connection while it waits — and records the outcome: a 2xx removes the entry, `410 Gone`
 /// fails it and stops that endpoint on this instance until a restart with its configuration,
-/// anything else is retried after the backoff (± 20 %), then failed. Undelivered entries older
-/// than the retention are dropped, counted and logged.
+/// anything else is retried after the backoff (± 20 %), then failed. An entry of a type this
+/// instance's configuration of its endpoint does not take waits, unsent, for an instance that
+/// takes it until `untakenTypeGrace` after it was recorded, then fails. Undelivered entries
+/// older than the retention are dropped, counted and logged.
 public final class WebhookDispatcher: Sendable {
     let configuration: WebhookConfiguration
     let storage: any GatehouseStorage
@@ -31,9 +33,10 @@ public final class WebhookDispatcher: Sendable {
     /// The backlog's count reads every pending entry (all endpoints', every instance's): after
     /// the rounds it is read at most this often, not after each round of a busy endpoint.
     static let backlogReadInterval = Duration.seconds(5)
-    /// How long an event of a type this instance's configuration of its endpoint does not take
-    /// waits before it is claimed again (by any instance).
-    static let untakenTypeDelay: TimeInterval = 300
+    /// How long after it was recorded an event of a type this instance's configuration of its
+    /// endpoint does not take waits for an instance that takes it (ten minutes: a rolling
+    /// change of the configuration; under the 15 minutes the oldest-event alert waits).
+    static let untakenTypeGrace: TimeInterval = 600
     /// Each endpoint's wake-up signal (a round starts at once).
     private let wakeUps: [String: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)]
 
@@ -185,10 +188,17 @@ public final class WebhookDispatcher: Sendable {
         } else if let events = endpoints[entry.endpoint]?.events, !(WebhookEventType(rawValue: entry.type).map(events.contains) ?? false) {
             // This instance's configuration of the endpoint does not take the type
             // (`GATEHOUSE_WEBHOOK_…_EVENTS` narrowed since the event was recorded, or widened
-            // on the instances already restarted, or a type a newer version records): not sent,
-            // and left for an instance that takes it, within the retention, no attempt spent.
-            let error = "not sent: this instance's configuration of the endpoint does not take \(entry.type) events"
-            (outcome, label) = (.postponed(until: clock.now().addingTimeInterval(Self.untakenTypeDelay), error: error), "not-taken")
+            // on the instances already restarted, or a type a newer version records): not sent.
+            // Left, no attempt spent, for an instance that takes it until the grace after it
+            // was recorded (a rolling change), then failed: claimed twice at most, and never
+            // old enough in the outbox to look like a receiver that is down.
+            let waitUntil = entry.createdAt.addingTimeInterval(Self.untakenTypeGrace)
+            if clock.now() < waitUntil {
+                let error = "not sent: this instance's configuration of the endpoint does not take \(entry.type) events"
+                (outcome, label) = (.postponed(until: waitUntil, error: error), "not-taken")
+            } else {
+                (outcome, label) = (.failed(status: nil, error: "the endpoint does not take \(entry.type) events"), "not-taken")
+            }
         } else if let url = urls[entry.endpoint], let signer = signers[entry.endpoint] {
             (outcome, label) = await post(entry, url: url, signer: signer)
         } else {

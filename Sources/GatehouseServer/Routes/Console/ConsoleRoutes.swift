@@ -184,7 +184,8 @@ struct ConsoleRoutes {
             values["signedIn"] = found.label
             values["recent"] = isRecent(found)
             let window = Int(gatehouse.configuration.recentLoginWindow)
-            values["window"] = window % 60 == 0 ? "\(window / 60) minute\(window == 60 ? "" : "s")" : "\(window) seconds"
+            values["window"] =
+                window >= 60 && window % 60 == 0 ? "\(window / 60) minute\(window == 60 ? "" : "s")" : "\(window) second\(window == 1 ? "" : "s")"
             values["reauthenticate"] = found.profile.providers.map { provider in
                 ["id": provider.providerId, "startURL": startURL(provider.providerId, mode: "reauthenticate")]
             }
