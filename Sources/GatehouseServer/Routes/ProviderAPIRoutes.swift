@@ -127,9 +127,9 @@ struct ProviderAPIRoutes {
             if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
         }
         headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
-        // Never loaded by another site's page as a script, style or image (a provider answering
-        // JSONP as JavaScript would otherwise hand the cookie caller's data to a sibling site's
-        // `<script>`); CORS reads by the allowed origins are not affected.
+        // Never loaded by another origin's page as a script, style or image, the allowed
+        // origins' included (a provider answering JSONP as JavaScript would otherwise hand a
+        // cookie caller's data to a sibling site's `<script>`); CORS reads are not affected.
         headers[Self.resourcePolicy] = "same-origin"
         headers[.cacheControl] = "private, no-store"
         let status = HTTPResponse.Status(code: answer.status)

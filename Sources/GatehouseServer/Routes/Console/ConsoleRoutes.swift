@@ -156,11 +156,16 @@ struct ConsoleRoutes {
         ]
         if error.code == .requiresRecentLogin, let who {
             values["canReauthenticate"] = true
-            values["reauthenticate"] = who.profile.providers.map { provider in
-                ["id": provider.providerId, "startURL": startURL(provider.providerId, mode: "reauthenticate")]
-            }
+            values["reauthenticate"] = reauthenticationLinks(who)
         }
         return views.render("message", values, operator: who, status: error.status)
+    }
+
+    /// "Sign in again" links, one per provider linked to the operator's account.
+    func reauthenticationLinks(_ who: Operator) -> [[String: String]] {
+        who.profile.providers.map { provider in
+            ["id": provider.providerId, "startURL": startURL(provider.providerId, mode: "reauthenticate")]
+        }
     }
 
     /// A sign-in start that returns to the console. The console reads the session cookie the
@@ -186,9 +191,7 @@ struct ConsoleRoutes {
             let window = Int(gatehouse.configuration.recentLoginWindow)
             values["window"] =
                 window >= 60 && window % 60 == 0 ? "\(window / 60) minute\(window == 60 ? "" : "s")" : "\(window) second\(window == 1 ? "" : "s")"
-            values["reauthenticate"] = found.profile.providers.map { provider in
-                ["id": provider.providerId, "startURL": startURL(provider.providerId, mode: "reauthenticate")]
-            }
+            values["reauthenticate"] = reauthenticationLinks(found)
         } else {
             values["providers"] = gatehouse.providers.ids.map { id in ["id": id, "startURL": startURL(id, mode: nil)] }
         }
