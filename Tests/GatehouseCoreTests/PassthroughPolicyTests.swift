@@ -71,6 +71,50 @@ struct PassthroughPolicyTests {
         }
     }
 
+    @Test("query rules: names compared decoded, without case or a leading $; expansions only where listed; a listed set takes nothing else")
+    func queryRules() throws {
+        let open = try APITemplate("GET /v1.0/me/messages/{id}")
+        for query in ["$select=subject", "$top=1&$skip=2", "", "=x&&", "%24select=id", "$filter=a%3Bb"] {
+            #expect(open.refusedParameter(in: query[...]) == nil, "\(query)")
+        }
+        #expect(open.refusedParameter(in: nil) == nil)
+        for (query, name) in [
+            ("$expand=attachments", "$expand"), ("%24EXPAND=x", "%24EXPAND"), ("Expand=x", "Expand"), ("$select=id;$expand=x", "$expand"),
+            ("$ex%70and=x", "$ex%70and"), ("%20$expand=x", "%20$expand"), ("$expand+=x", "$expand+"), ("a=1&%FF=2", "%FF"),
+            ("caf%C3%A9=1", "caf%C3%A9"),
+        ] {
+            #expect(open.refusedParameter(in: query[...]) == name[...], "\(query)")
+        }
+        let listed = try APITemplate("GET /v1.0/me/events", query: .only(["top", "skip"]))
+        #expect(listed.refusedParameter(in: "$top=5&$SKIP=5&top=1"[...]) == nil)
+        #expect(listed.refusedParameter(in: "$top=5&$filter=x"[...]) == "$filter")
+        let any = try APITemplate("GET /v1.0/me/events", query: .any)
+        #expect(any.refusedParameter(in: "$expand=x&%FF=1"[...]) == nil)
+        // The policy picks the first template that takes the whole call, query included.
+        let path = try APIPath(raw: "/v1.0/me/events")
+        let provider = APIPolicy.Provider(allow: [listed, try APITemplate("GET /v1.0/me/events", scopes: ["x"], query: .any)])
+        #expect(provider.template(for: .get, path, query: "$top=1")?.query == listed.query)
+        #expect(provider.template(for: .get, path, query: "$expand=x")?.scopes == ["x"])
+        #expect(APIPolicy.Provider(allow: [listed]).template(for: .get, path, query: "$expand=x") == nil)
+
+        let policy = try APIPolicy(
+            json: Data(
+                #"{"microsoft.com": {"allow": [{"route": "GET /v1.0/me/events", "query": ["$Top", "%24skip"]}, {"route": "GET /v1.0/me", "query": ["*"]}, "GET /v1.0/me/photo"]}}"#
+                    .utf8))
+        #expect(policy.providers["microsoft.com"]?.allow.map(\.query) == [.only(["top", "skip"]), .any, .anyButExpansions])
+        for bad in [#"["a=b"]"#, #"["a;b"]"#, #"["*", "$top"]"#, #"[""]"#, #"["a b"]"#, #""$top""#, "[1]"] {
+            #expect(throws: GatehouseError.self, "\(bad)") {
+                try APIPolicy(json: Data(#"{"microsoft.com": {"allow": [{"route": "GET /v1.0/me", "query": \#(bad)}]}}"#.utf8))
+            }
+        }
+        // A paging link the caller could not follow is dropped.
+        let links = PagingLinks(providerBase: "https://graph.microsoft.com", gatewayBase: "https://gw.example/api") {
+            APIPolicy.Provider(allow: [listed]).template(for: .get, $0, query: $1) != nil
+        }
+        #expect(links.rewrite("https://graph.microsoft.com/v1.0/me/events?$top=5&$skip=5") == "https://gw.example/api/v1.0/me/events?$top=5&$skip=5")
+        #expect(links.rewrite("https://graph.microsoft.com/v1.0/me/events?$top=5&$skiptoken=x") == nil)
+    }
+
     @Test("the JSON policy: strings or objects with scopes, limits, unknown members refused by name")
     func policyJSON() throws {
         let policy = try APIPolicy(
@@ -136,7 +180,8 @@ struct PassthroughPolicyTests {
     )
     func pagingLinks() {
         let links = PagingLinks(providerBase: "https://graph.microsoft.com", gatewayBase: "https://gw.example/v1/me/providers/microsoft.com/api") {
-            $0.segments.first == "v1.0"
+            path, _ in
+            path.segments.first == "v1.0"
         }
         #expect(
             links.rewrite("https://graph.microsoft.com/v1.0/me/events?$skip=10")
@@ -205,7 +250,7 @@ struct PassthroughPolicyTests {
         "rewriting OData links is one pass with a cap: of 70,000 links in 7.5 MB the first 100 are rewritten, the rest dropped, the JSON still valid")
     func odataLinksAtScale() throws {
         let links = PagingLinks(providerBase: "https://graph.microsoft.com", gatewayBase: "https://gw.example/v1/me/providers/microsoft.com/api") {
-            _ in true
+            _, _ in true
         }
         func body(_ count: Int) -> [UInt8] {
             let item =

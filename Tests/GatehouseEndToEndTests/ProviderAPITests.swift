@@ -155,6 +155,56 @@ struct ProviderAPITests {
     }
 
     @Test(
+        "queries: an expansion is refused unless its template lists it, however it is spelled; a template's listed names are all it takes, and paging links naming others are dropped"
+    )
+    func queriesUnderPolicy() async throws {
+        try await Self.withAPIDeployment(adjust: { policy in
+            policy.providers["microsoft.com"]?.allow = [
+                // The literals are well-formed: parsing them cannot fail.
+                try! APITemplate("GET /v1.0/me/events", scopes: ["Calendars.Read"], query: .only(["top"])),
+                try! APITemplate("GET /v1.0/me/messages", scopes: ["Mail.Read"], query: .only(["top", "skip"])),
+                try! APITemplate("GET /v1.0/me/messages/{id}", scopes: ["Mail.Read"]),
+            ]
+        }) { deployment in
+            var browser = Browser(deployment)
+            let uid = try await Self.signIn(
+                &browser, login: "AdeleV@contoso.example", provider: "microsoft.com", scope: "Calendars.Read Mail.Read")
+            let key = try await Self.key(deployment, ["api:microsoft.com"])
+            let api = "/v1/users/\(uid)/providers/microsoft.com/api/v1.0/me"
+            let messages = try jsonObject(try await Self.call(deployment, "\(api)/messages?$top=5", key: key))
+            let first = try #require((messages["value"] as? [[String: Any]])?.first?["id"] as? String)
+            let message = try await Self.call(deployment, "\(api)/messages/\(first)?$select=subject", key: key)
+            #expect(message.status == 200, "\(message.bodyText)")
+            let before = try await deployment.emulatorStats()
+            for query in [
+                "$expand=attachments", "%24EXPAND=attachments", "expand=attachments", "$select=id;$expand=attachments",
+                "$select=id&$ex%70and=microsoft.graph.eventMessage/event", "%20$expand=attachments", "$expand%20=attachments",
+            ] {
+                let answer = try await Self.call(deployment, "\(api)/messages/\(first)?\(query)", key: key)
+                #expect(answer.status == 403, "\(query): \(answer.bodyText.prefix(200))")
+                #expect(try jsonObject(answer)["code"] as? String == "path-not-allowed", "\(query)")
+            }
+            // A template listing its names takes those and no other.
+            for target in ["\(api)/events?$top=5&$skip=5", "\(api)/events?$top=5&$filter=x", "\(api)/messages?$top=5&$select=body"] {
+                let answer = try await Self.call(deployment, target, key: key)
+                #expect(answer.status == 403, "\(target): \(answer.bodyText.prefix(200))")
+            }
+            #expect(try await deployment.emulatorStats() == before)
+            let refused = Self.apiAuditLines(deployment).filter { $0["api.status"] as? Int == 403 }
+            let notAllowed = refused.allSatisfy { $0["api.template"] as? String == "not-allowed" }
+            #expect(refused.count == 10 && notAllowed)
+
+            // Graph's next page names `$skip`: a link the events template would refuse is dropped,
+            // the messages template's stays.
+            let events = try jsonObject(try await Self.call(deployment, "\(api)/events?$top=5", key: key))
+            #expect(events["@odata.nextLink"] is NSNull && (events["value"] as? [Any])?.count == 5, "\(events["@odata.nextLink"] ?? "none")")
+            let next = try #require(messages["@odata.nextLink"] as? String)
+            #expect(next == "\(deployment.gatewayURL)\(api)/messages?$top=5&$skip=5")
+            #expect(try await Self.call(deployment, next, key: key).status == 200)
+        }
+    }
+
+    @Test(
         "refused without any upstream call: a template outside the policy, dot segments (raw and encoded), an encoded slash, an absolute URL, a key without api:<provider>, a signed-in user where the operator did not allow it"
     )
     func refusalsCallNothing() async throws {

@@ -34,9 +34,10 @@ public struct APIPolicy: Sendable, Equatable {
             self.maxResponseBytes = maxResponseBytes
         }
 
-        /// The first template allowing the call, if any.
-        public func template(for method: APIMethod, _ path: APIPath) -> APITemplate? {
-            allow.first { $0.matches(method, path) }
+        /// The first template allowing the call with `query` (a raw query string without `?`),
+        /// if any; with `query` left out, the first allowing the path.
+        public func template(for method: APIMethod, _ path: APIPath, query: Substring? = nil) -> APITemplate? {
+            allow.first { $0.matches(method, path) && $0.refusedParameter(in: query) == nil }
         }
     }
 
@@ -75,11 +76,14 @@ public struct APIPolicy: Sendable, Equatable {
             }
             let allow = try entries.map { entry -> APITemplate in
                 if let text = entry as? String { return try APITemplate(text) }
-                if let entry = entry as? [String: Any], let route = entry["route"] as? String, Set(entry.keys).isSubset(of: ["route", "scopes"]) {
-                    return try APITemplate(route, scopes: entry["scopes"] as? [String] ?? [])
+                if let entry = entry as? [String: Any], let route = entry["route"] as? String,
+                    Set(entry.keys).isSubset(of: ["route", "scopes", "query"])
+                {
+                    return try APITemplate(
+                        route, scopes: entry["scopes"] as? [String] ?? [], query: try Self.queryRule(entry["query"], of: route, providerId))
                 }
                 throw GatehouseError.invalidArgument(
-                    "An allow entry of \(providerId) is \"METHOD /path\" or {\"route\": \"METHOD /path\", \"scopes\": [...]}.")
+                    "An allow entry of \(providerId) is \"METHOD /path\" or {\"route\": \"METHOD /path\", \"scopes\": [...], \"query\": [...]}.")
             }
             func limit(_ name: String, _ fallback: Int) throws -> Int {
                 guard let value = object[name] else { return fallback }
@@ -106,6 +110,28 @@ public struct APIPolicy: Sendable, Equatable {
                 maxRequestBytes: try limit("maxRequestBytes", 1 << 20), maxResponseBytes: try limit("maxResponseBytes", 8 << 20), timeout: timeout)
         }
         self.providers = providers
+    }
+
+    /// An allow entry's `query`: absent for the default (any parameter but an expansion), a list
+    /// of parameter names (`["$select", "$top"]`), or `["*"]` for any parameter at all.
+    private static func queryRule(_ value: Any?, of route: String, _ providerId: String) throws -> APITemplate.QueryRule {
+        guard let value else { return .anyButExpansions }
+        let problem = GatehouseError.invalidArgument(
+            "The query of \(providerId)'s \(route.debugDescription) must be a list of query parameter names (printable ASCII, no \"&\", \";\", \"=\" or \"+\"), or [\"*\"] for any parameter."
+        )
+        guard let names = value as? [String] else { throw problem }
+        if names.contains("*") {
+            guard names.count == 1 else { throw problem }
+            return .any
+        }
+        return .only(
+            Set(
+                try names.map { name in
+                    guard !name.contains(where: { "&;=".contains($0) }), let normalized = APITemplate.parameterName(Substring(name)) else {
+                        throw problem
+                    }
+                    return normalized
+                }))
     }
 }
 

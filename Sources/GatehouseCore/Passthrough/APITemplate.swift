@@ -16,9 +16,26 @@ public enum APIMethod: String, Sendable, Codable, CaseIterable {
 }
 
 /// One allowed call of a provider's API: a method and a path template
-/// (`GET /v1.0/me/messages/{id}`), plus the scopes it needs (named in `insufficient-provider-scope`
-/// when the provider refuses the call for lack of them).
+/// (`GET /v1.0/me/messages/{id}`), the query parameters it takes, and the scopes it needs (named
+/// in `insufficient-provider-scope` when the provider refuses the call for lack of them).
 public struct APITemplate: Sendable, Equatable, CustomStringConvertible {
+    /// Which query parameters a call may name.
+    ///
+    /// Names are compared as a provider reads them: percent-decoded, without case, and without
+    /// a leading `$` (Graph takes OData's system options with or without it).
+    public enum QueryRule: Sendable, Equatable {
+        /// Any parameter but an expansion (`$expand`, `expand`), which reads resources other
+        /// than the path's own (a message's attachments, an event's series): the default.
+        case anyButExpansions
+        /// Any parameter at all (`"query": ["*"]`).
+        case any
+        /// Only these names, compared as `QueryRule.name(_:)` normalizes them (`"query": ["$select", "$top"]`).
+        case only(Set<String>)
+
+        /// The names an expansion goes by, normalized.
+        static let expansions: Set<String> = ["expand"]
+    }
+
     /// One segment of the template.
     public enum Segment: Sendable, Equatable {
         /// Matches exactly this decoded segment.
@@ -33,12 +50,14 @@ public struct APITemplate: Sendable, Equatable, CustomStringConvertible {
     public let segments: [Segment]
     /// The provider scopes the call needs (any of them), as the provider names them.
     public let scopes: [String]
+    /// The query parameters the call may name.
+    public let query: QueryRule
     /// `GET /v1.0/me/messages/{id}`: the template as configured (the audit's and the metrics'
     /// label of every call it allows, so it is built once).
     public let description: String
 
     /// Parses `"GET /v1.0/me/events"`; throws `invalid-argument` naming the problem.
-    public init(_ text: String, scopes: [String] = []) throws {
+    public init(_ text: String, scopes: [String] = [], query: QueryRule = .anyButExpansions) throws {
         let parts = text.split(separator: " ", omittingEmptySubsequences: true)
         guard parts.count == 2, let method = APIMethod(rawValue: String(parts[0])), parts[1].hasPrefix("/"), parts[1].count > 1 else {
             throw GatehouseError.invalidArgument(
@@ -58,6 +77,7 @@ public struct APITemplate: Sendable, Equatable, CustomStringConvertible {
         self.method = method
         self.segments = segments
         self.scopes = scopes
+        self.query = query
         description =
             method.rawValue + " /"
             + segments.map {
@@ -79,5 +99,37 @@ public struct APITemplate: Sendable, Equatable, CustomStringConvertible {
             case .parameter: true
             }
         }
+    }
+
+    /// The first parameter of `query` (a raw query string, without `?`) that this template does
+    /// not take, as it was written; `nil` when it takes them all.
+    ///
+    /// Parameters are split at `&` and at `;` (which some servers still read as a separator), so
+    /// a name hidden behind a `;` is still read. A name that does not decode to printable ASCII
+    /// other than `+` (which servers read as a space) is never taken: no provider defines one,
+    /// and a server that trims or folds it could read it as another.
+    public func refusedParameter(in query: Substring?) -> Substring? {
+        guard let query, !query.isEmpty, self.query != .any else { return nil }
+        for parameter in query.split(whereSeparator: { $0 == "&" || $0 == ";" }) {
+            let rawName = parameter.prefix { $0 != "=" }
+            if rawName.isEmpty { continue }
+            guard let name = Self.parameterName(rawName) else { return rawName }
+            switch self.query {
+            case .any: continue
+            case .anyButExpansions: if QueryRule.expansions.contains(name) { return rawName }
+            case .only(let names): if !names.contains(name) { return rawName }
+            }
+        }
+        return nil
+    }
+
+    /// A parameter name as the rules compare it: percent-decoded, lower case, without one leading
+    /// `$`; `nil` when it is not printable ASCII (or has a `+`) once decoded.
+    public static func parameterName(_ raw: Substring) -> String? {
+        guard let decoded = FormEncoding.percentDecoded(raw),
+            !decoded.isEmpty, decoded.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "+") })
+        else { return nil }
+        let name = decoded.lowercased()
+        return name.hasPrefix("$") ? String(name.dropFirst()) : name
     }
 }

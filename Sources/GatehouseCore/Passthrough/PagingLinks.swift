@@ -15,15 +15,15 @@ public struct PagingLinks: Sendable {
     public let providerBase: String
     /// The passthrough route's base (`https://gw.example.com/v1/users/u1/providers/microsoft.com/api`).
     public let gatewayBase: String
-    /// Whether the policy allows a `GET` of this API path.
-    let allows: @Sendable (APIPath) -> Bool
+    /// Whether the policy allows a `GET` of this API path with this raw query (without `?`).
+    let allows: @Sendable (APIPath, Substring?) -> Bool
 
     /// The most links one answer has rewritten; any further one is dropped. A page has one or
     /// two; the cap bounds the work a hostile answer can cause.
     public static let maximumRewrites = 100
 
-    /// Rewrites from `providerBase` to `gatewayBase` the links whose path `allows` accepts.
-    public init(providerBase: String, gatewayBase: String, allows: @escaping @Sendable (APIPath) -> Bool) {
+    /// Rewrites from `providerBase` to `gatewayBase` the links whose path and query `allows` accepts.
+    public init(providerBase: String, gatewayBase: String, allows: @escaping @Sendable (APIPath, Substring?) -> Bool) {
         self.providerBase = providerBase
         self.gatewayBase = gatewayBase
         self.allows = allows
@@ -48,7 +48,6 @@ public struct PagingLinks: Sendable {
         } else {
             rawPath = rest
         }
-        guard let path = try? APIPath(raw: rawPath), allows(path) else { return nil }
         if let query {
             // The same rule as a caller's query, and nothing that would end a quoted JSON string
             // or a `<…>` link target.
@@ -56,6 +55,9 @@ public struct PagingLinks: Sendable {
                 !query.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value >= 0x7F || "\"\\<>".unicodeScalars.contains($0) })
             else { return nil }
         }
+        // A link the caller could not follow (its query names a parameter the path's template
+        // does not take) is dropped like any other.
+        guard let path = try? APIPath(raw: rawPath), allows(path, query) else { return nil }
         return gatewayBase + path.encoded + (query.map { "?" + $0 } ?? "")
     }
 

@@ -67,11 +67,14 @@ public final class ProviderAPIService: Sendable {
         }
     }
 
-    /// The template allowing the call and the provider's limits, or `path-not-allowed` —
-    /// decided before anything is read or sent, so a refused call costs no upstream call.
-    public func authorize(providerId: String, method: APIMethod, path: APIPath, caller: Caller) throws -> (
+    /// The template allowing the call (its path and the names of its `query`, the raw query
+    /// string without `?`) and the provider's limits, or `path-not-allowed` — decided before
+    /// anything is read or sent, so a refused call costs no upstream call. A query a URL cannot
+    /// carry is `invalid-argument`.
+    public func authorize(providerId: String, method: APIMethod, path: APIPath, query: String?, caller: Caller) throws -> (
         template: APITemplate, limits: APIPolicy.Provider
     ) {
+        try Self.checkQuery(query)
         _ = try providers.provider(providerId)
         guard let policy = configuration.api.providers[providerId] else {
             throw GatehouseError.pathNotAllowed("This gateway allows no \(providerId) API calls.")
@@ -79,7 +82,12 @@ public final class ProviderAPIService: Sendable {
         if case .user = caller, !policy.signedInUsers {
             throw GatehouseError.pathNotAllowed("This gateway does not let signed-in users call the \(providerId) API themselves.")
         }
-        guard let template = policy.template(for: method, path) else {
+        guard let template = policy.template(for: method, path, query: query?[...]) else {
+            if let matched = policy.template(for: method, path), let name = matched.refusedParameter(in: query?[...]) {
+                throw GatehouseError.pathNotAllowed(
+                    "The query parameter \(String(name.prefix(64)).debugDescription) is not among those \(matched) takes (the \(providerId) API policy names them; $expand only where it is listed)."
+                )
+            }
             throw GatehouseError.pathNotAllowed("\(method.rawValue) \(path) is not among the allowed \(providerId) API calls.")
         }
         return (template, policy)
@@ -93,7 +101,8 @@ public final class ProviderAPIService: Sendable {
     public func call(
         _ request: ProviderAPIRequest, uid: String, providerId: String, caller: Caller, gatewayBase: String
     ) async throws -> ProviderAPIAnswer {
-        let (template, limits) = try authorize(providerId: providerId, method: request.method, path: request.path, caller: caller)
+        let (template, limits) = try authorize(
+            providerId: providerId, method: request.method, path: request.path, query: request.query, caller: caller)
         return try await send(
             request, template: template, limits: limits, uid: uid, providerId: providerId, caller: caller, gatewayBase: gatewayBase)
     }
@@ -117,7 +126,6 @@ public final class ProviderAPIService: Sendable {
         _ request: ProviderAPIRequest, template: APITemplate, limits: APIPolicy.Provider, uid: String, providerId: String, caller: Caller,
         gatewayBase: String
     ) async throws -> ProviderAPIAnswer {
-        try Self.checkQuery(request.query)
         _ = try await profiles.enabledAccount(uid)
         let link = try await profiles.link(uid: uid, providerId: providerId)
         let provider = try providers.provider(providerId)
@@ -247,8 +255,8 @@ public final class ProviderAPIService: Sendable {
             }
             readBody = refusal.body
         }
-        // Paging links are followed with GET: only those to a path the policy allows stay.
-        let paging = PagingLinks(providerBase: base, gatewayBase: gatewayBase) { limits.template(for: .get, $0) != nil }
+        // Paging links are followed with GET: only those to a path and query the policy allows stay.
+        let paging = PagingLinks(providerBase: base, gatewayBase: gatewayBase) { limits.template(for: .get, $0, query: $1) != nil }
         var headers: [(name: String, value: String)] = []
         for (name, value) in response.head.headers.fields {
             let lower = OutboundHeaders.lowercasedName(name)

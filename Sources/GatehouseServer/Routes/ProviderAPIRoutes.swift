@@ -89,7 +89,8 @@ struct ProviderAPIRoutes {
         var template: APITemplate?
         do {
             let path = try APIPath(raw: Self.apiPath(of: request.uri.path, after: prefixSegments))
-            let (allowed, limits) = try api.authorize(providerId: providerId, method: method, path: path, caller: caller)
+            let (allowed, limits) = try api.authorize(
+                providerId: providerId, method: method, path: path, query: request.uri.query, caller: caller)
             template = allowed
             // Streamed to the provider as it arrives, within the policy's cap.
             let body = method.hasBody ? try CappedRequestBody.upload(request, cap: limits.maxRequestBytes) : nil
