@@ -283,6 +283,44 @@ struct ProviderAPITests {
     }
 
     @Test(
+        "a token refused again right after its refresh is not refreshed again for a minute: a key calling an endpoint that answers 401 for another reason cannot rotate the user's tokens in a loop"
+    )
+    func refusedAfterRefreshCoolsDown() async throws {
+        try await Self.withAPIDeployment { deployment in
+            var browser = Browser(deployment)
+            let uid = try await Self.signIn(&browser, login: "AdeleV@contoso.example", provider: "microsoft.com", scope: "Mail.Read")
+            let key = try await Self.key(deployment, ["api:microsoft.com"])
+            let messages = "/v1/users/\(uid)/providers/microsoft.com/api/v1.0/me/messages"
+            func tokenCalls() async throws -> Int {
+                try await deployment.emulatorStats().filter { $0.key.hasSuffix("/oauth2/v2.0/token") }.values.reduce(0, +)
+            }
+            let before = try await tokenCalls()
+            try await TrustTests.fault(
+                deployment,
+                ["endpoint": "GET /graph/v1.0/me/messages", "status": 401, "body": #"{"error": {"code": "InvalidAuthenticationToken"}}"#, "times": 6])
+            // The first refusal refreshes once and retries once; the retry's refusal is the caller's.
+            for _ in 0..<3 {
+                let refused = try await Self.call(deployment, messages, key: key)
+                try #expect(
+                    refused.status == 409 && (try jsonObject(refused)["code"] as? String) == "provider-reauth-required", "\(refused.bodyText)")
+            }
+            #expect(try await tokenCalls() == before + 1)
+            #expect(try await Self.upstreamCalls(deployment, "GET /graph/v1.0/me/messages") == 4)
+            // A minute on, a refusal refreshes again, and the grant still serves once the provider takes it.
+            deployment.clock.advance(by: 61)
+            #expect(try await Self.call(deployment, messages, key: key).status == 409)
+            #expect(try await tokenCalls() == before + 2)
+            #expect(try await Self.call(deployment, messages, key: key).status == 200)
+            #expect(try await tokenCalls() == before + 2)
+            let metrics = try await deployment.client.execute(OutboundRequest(url: deployment.operationsURL + "/metrics")).bodyText
+            let heldBack = metrics.split(separator: "\n").first {
+                $0.hasPrefix("gatehouse_token_refreshes_total{") && $0.contains(#"outcome="held-back""#) && $0.contains(#"provider="microsoft.com""#)
+            }
+            #expect(heldBack?.hasSuffix(" 2") == true, "\(heldBack ?? "none")")
+        }
+    }
+
+    @Test(
         "consent: Graph refuses a call for lack of a permission → 403 insufficient-provider-scope naming it; reauthenticate with the scope, the same call → 200; GitHub names its accepted scopes"
     )
     func insufficientScopeThenIncrementalConsent() async throws {

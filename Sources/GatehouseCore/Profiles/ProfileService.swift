@@ -45,6 +45,15 @@ public final class ProfileService: Sendable {
     let unwrittenTokens = RecentValues<String, (replacing: String, tokens: ProviderTokens)>(capacity: 10_000)
     /// Writes of refreshed tokens are tried this many times before they are kept in memory.
     static let tokenWriteAttempts = 3
+    /// Access tokens the provider refused as soon as a refresh had got them for a refusal of the
+    /// one before, by grant, as a hash of the token (never the token) with the time of the second
+    /// refusal. The provider is refusing such a token for another reason than its age (the
+    /// call's own resource, a policy): for `refusalRefreshInterval` a refusal of it is the
+    /// caller's at once, since another refresh would only rotate the user's tokens and spend the
+    /// app's token-endpoint budget. Process-local and bounded.
+    let refusedAfterRefresh = RecentValues<String, (token: Int, at: Date)>(capacity: 10_000)
+    /// How long a token refused right after its refresh is not refreshed for another refusal.
+    static let refusalRefreshInterval: TimeInterval = 60
     let logger: Logger
 
     /// Built by `Gatehouse` from the deployment's settings.
@@ -303,7 +312,9 @@ public final class ProfileService: Sendable {
     }
 
     /// Runs `call` with the link's tokens, refreshing them first when they have expired, or
-    /// once after the provider rejected them (then retrying once). A refused refresh marks
+    /// once after the provider rejected them (then retrying once), unless the provider refused
+    /// them as soon as such a refresh had got them, less than `refusalRefreshInterval` ago. A
+    /// refused refresh marks
     /// the link dead: `provider-reauth-required` until the user signs in with it again. With
     /// `refreshesThroughBreaker` (a caller the provider's breaker does not already wrap: the
     /// passthrough, the token route), each refresh goes through that breaker as the link's
@@ -320,7 +331,20 @@ public final class ProfileService: Sendable {
         do {
             return try await call(tokens)
         } catch let error as GatehouseError where error.code == .providerReauthRequired && tokens.refreshToken != nil {
-            return try await call(try await refresh(link, provider, failed: tokens, throughBreaker: refreshesThroughBreaker))
+            let grant = link.providerId + "|" + link.federatedId
+            if let last = refusedAfterRefresh.value(for: grant), last.token == tokens.accessToken.hashValue,
+                clock.now().timeIntervalSince(last.at) < Self.refusalRefreshInterval
+            {
+                metrics.tokenRefresh(providerId: link.providerId, outcome: "held-back")
+                throw error
+            }
+            let fresh = try await refresh(link, provider, failed: tokens, throughBreaker: refreshesThroughBreaker)
+            do {
+                return try await call(fresh)
+            } catch let again as GatehouseError where again.code == .providerReauthRequired {
+                refusedAfterRefresh.insert((fresh.accessToken.hashValue, clock.now()), for: grant)
+                throw again
+            }
         }
     }
 

@@ -89,7 +89,9 @@ public enum MetricsCatalog {
         ),
         Entry(
             name: "gatehouse_token_refreshes_total", type: "counter", labels: ["provider", "outcome"],
-            help: "Provider token refreshes, by outcome (ok, reused, superseded, unwritten, dead-grant, failed)."),
+            help:
+                "Provider token refreshes, by outcome (ok, reused, superseded, unwritten, dead-grant, failed; held-back: a provider's refusal not refreshed, Provider APIs)."
+        ),
         Entry(
             name: "gatehouse_circuit_state", type: "gauge", labels: ["provider"],
             help: "A provider's or a blocking hook's (provider hook:<event>) circuit breaker: 0 closed, 1 half-open, 2 open."),
