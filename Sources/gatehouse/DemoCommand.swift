@@ -39,13 +39,16 @@ struct DemoCommand: AsyncParsableCommand {
         // The operations listener on a port of its own (any free one unless GATEHOUSE_OPS_ADDRESS says).
         let operations = try ServeSettings.operationsAddress(environment, default: "127.0.0.1:0")
         let idleTimeout = try TypedSettings(environment: environment).durationOrDefault("GATEHOUSE_IDLE_TIMEOUT")
-        let photoCacheBytes = try TypedSettings(environment: environment).numberOrDefault("GATEHOUSE_PHOTO_CACHE_BYTES")
+        // The photo cache and the API answer budget (the demo's sample policy passes Graph's answers).
+        let memoryKept =
+            try TypedSettings(environment: environment).numberOrDefault("GATEHOUSE_PHOTO_CACHE_BYTES")
+            + TypedSettings(environment: environment).numberOrDefault("GATEHOUSE_API_BUFFER_BYTES")
         let maxConnections = StartupChecks.connectionLimit(
             configured: try TypedSettings(environment: environment).number("GATEHOUSE_MAX_CONNECTIONS"),
             descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,
             upstreamConnections: CurlClientConfiguration().maxCachedConnections,
             databaseConnections: try store.databaseConnections(environment: environment), operationsListener: operations != nil,
-            memoryKept: photoCacheBytes, logger: logger)
+            memoryKept: memoryKept, logger: logger)
         let upstreamCalls = StartupChecks.upstreamCalls(
             configured: try TypedSettings(environment: environment).number("GATEHOUSE_UPSTREAM_CALLS"),
             configuredPerUser: try TypedSettings(environment: environment).number("GATEHOUSE_UPSTREAM_CALLS_PER_USER"),
@@ -53,7 +56,7 @@ struct DemoCommand: AsyncParsableCommand {
             descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,
             upstreamConnections: CurlClientConfiguration().maxCachedConnections,
             databaseConnections: try store.databaseConnections(environment: environment), operationsListener: operations != nil,
-            memoryKept: photoCacheBytes, logger: logger)
+            memoryKept: memoryKept, logger: logger)
         let http = CurlHTTPClient(
             configuration: .init(
                 maxTransfers: upstreamCalls.calls, maxWaitingTransfers: upstreamCalls.calls, maxTransfersPerOwner: upstreamCalls.perUser,

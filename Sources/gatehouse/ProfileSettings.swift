@@ -55,6 +55,7 @@ enum ProfileSettings {
         try applyRetryWindow(environment, to: &gateway)
         if let value = try flag("GATEHOUSE_PRIVATE_PHOTO_ADDRESSES") { gateway.allowPrivatePhotoAddresses = value }
         if let value = try settings.text("GATEHOUSE_API_POLICY") { gateway.api = try apiPolicy(value) }
+        if let value = try count("GATEHOUSE_API_BUFFER_BYTES") { gateway.apiBufferBytes = value }
         try applyHooks(settings, to: &gateway)
         try applyConsole(settings, to: &gateway)
         if let path = try settings.text("GATEHOUSE_API_DOCS_FILE") { gateway.apiReferencePage = try apiReferencePage(at: path) }

@@ -42,13 +42,13 @@ struct ServeCommand: AsyncParsableCommand {
         let maxConnections = StartupChecks.connectionLimit(
             configured: settings.maxConnections, descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,
             upstreamConnections: settings.upstreamConnections, databaseConnections: try store.databaseConnections(environment: environment),
-            operationsListener: settings.operations != nil, memoryKept: settings.gateway.photoCacheBytes, logger: logger)
+            operationsListener: settings.operations != nil, memoryKept: settings.gateway.memoryKept, logger: logger)
         let upstreamCalls = StartupChecks.upstreamCalls(
             configured: settings.upstreamCalls, configuredPerUser: settings.upstreamCallsPerUser,
             configuredReserved: settings.upstreamCallsReserved,
             descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,
             upstreamConnections: settings.upstreamConnections, databaseConnections: try store.databaseConnections(environment: environment),
-            operationsListener: settings.operations != nil, memoryKept: settings.gateway.photoCacheBytes, logger: logger)
+            operationsListener: settings.operations != nil, memoryKept: settings.gateway.memoryKept, logger: logger)
         StartupChecks.warnAboutUploadTimeouts(settings.gateway, idleTimeout: settings.idleTimeout, logger: logger)
         let metrics = ServerMetrics()
         let (storage, pool) = try store.openForServices(environment: environment, metricsFactory: metrics.metricsFactory, logger: logger)

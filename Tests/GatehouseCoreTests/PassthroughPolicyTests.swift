@@ -1,5 +1,6 @@
 import CurlClient
 import Foundation
+import Synchronization
 import Testing
 
 @testable import GatehouseCore
@@ -115,6 +116,21 @@ struct PassthroughPolicyTests {
         #expect(links.rewrite("https://graph.microsoft.com/v1.0/me/events?$top=5&$skiptoken=x") == nil)
     }
 
+    @Test("a byte budget: holds take what fits beside the others and give it all back when they go")
+    func byteBudget() {
+        let seen = Mutex<[Int]>([])
+        let budget = ByteBudget(limit: 100) { value in seen.withLock { $0.append(value) } }
+        var first: ByteBudget.Hold? = ByteBudget.Hold(on: budget)
+        let second = ByteBudget.Hold(on: budget)
+        #expect(first?.grow(by: 60) == true && first?.grow(by: 30) == true)
+        #expect(!second.grow(by: 11) && second.bytes == 0 && budget.inUse == 90)
+        #expect(second.grow(by: 10) && budget.inUse == 100)
+        first = nil
+        #expect(budget.inUse == 10 && second.grow(by: 90) && !second.grow(by: 1))
+        let observed = seen.withLock { $0 }
+        #expect(observed == [60, 90, 100, 10, 100])
+    }
+
     @Test("the JSON policy: strings or objects with scopes, limits, unknown members refused by name")
     func policyJSON() throws {
         let policy = try APIPolicy(
@@ -152,6 +168,13 @@ struct PassthroughPolicyTests {
         configuration.api = APIPolicy(providers: ["github.com": .init(baseURL: "http://api.example", allow: [])])
         #expect(throws: GatehouseError.self) { try configuration.validate() }
         configuration.api = APIPolicy(providers: ["github.com": .init(allow: [])])
+        try configuration.validate()
+        // Graph's JSON answers are read whole: the answer budget must hold one.
+        configuration.microsoft = MicrosoftConfiguration(clientID: "m", clientSecret: "s")
+        configuration.apiBufferBytes = 1 << 20
+        configuration.api = APIPolicy(providers: ["microsoft.com": .init(allow: [], maxResponseBytes: 2 << 20)])
+        #expect(throws: GatehouseError.self) { try configuration.validate() }
+        configuration.apiBufferBytes = 2 << 20
         try configuration.validate()
         #expect(configuration.apiBaseURL(for: "github.com") == "https://api.github.com")
     }

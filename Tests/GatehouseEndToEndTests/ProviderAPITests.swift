@@ -11,14 +11,23 @@ import Testing
 struct ProviderAPITests {
     /// A deployment whose gateway runs the demo's sample policy (`adjust` changes it).
     static func withAPIDeployment<T>(
-        adjust: @escaping @Sendable (inout APIPolicy) -> Void = { _ in }, _ body: (TestDeployment) async throws -> T
+        adjust: @escaping @Sendable (inout APIPolicy) -> Void = { _ in },
+        configure: @escaping @Sendable (inout GatewayConfiguration) -> Void = { _ in }, _ body: (TestDeployment) async throws -> T
     ) async throws -> T {
         try await withDeployment(gateway: { configuration in
             let emulatorURL = String(configuration.github!.apiBaseURL.dropLast("/github-api".count))
             var policy = APIPolicy.sample(yahooBaseURL: "\(emulatorURL)/yahoo-fantasy")
             adjust(&policy)
             configuration.api = policy
+            configure(&configuration)
         }) { try await body($0) }
+    }
+
+    /// The gateway's `gatehouse_provider_api_buffered_bytes`.
+    static func bufferedBytes(_ deployment: TestDeployment) async throws -> Int? {
+        let text = try await deployment.client.execute(OutboundRequest(url: deployment.operationsURL + "/metrics")).bodyText
+        return text.split(separator: "\n").first { $0.hasPrefix("gatehouse_provider_api_buffered_bytes ") }
+            .flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) }
     }
 
     /// A service key holding `scopes`, straight into the deployment's store.
@@ -279,6 +288,46 @@ struct ProviderAPITests {
             let tokens = await deployment.emulator.issuedAccessTokens()
             let log = deployment.logs.lines.joined(separator: "\n")
             #expect(!tokens.contains(where: log.contains))
+        }
+    }
+
+    @Test(
+        "the answer budget: Graph answers read whole are held within GATEHOUSE_API_BUFFER_BYTES across calls; one that would pass it answers 503 with Retry-After: 1, and the bytes are given back once written"
+    )
+    func answerBudget() async throws {
+        try await Self.withAPIDeployment(
+            adjust: { $0.providers["microsoft.com"]?.maxResponseBytes = 16 << 10 }, configure: { $0.apiBufferBytes = 16 << 10 }
+        ) { deployment in
+            var browser = Browser(deployment)
+            let uid = try await Self.signIn(&browser, login: "AdeleV@contoso.example", provider: "microsoft.com", scope: "Mail.Read")
+            let key = try await Self.key(deployment, ["api:microsoft.com"])
+            let messages = "/v1/users/\(uid)/providers/microsoft.com/api/v1.0/me/messages?$top=12"
+            let alone = try await Self.call(deployment, messages, key: key)
+            // One such answer fits the budget; half of one beside a whole one does not.
+            #expect(alone.status == 200 && alone.body.count > 11 << 10 && alone.body.count < 16 << 10, "\(alone.status) \(alone.body.count)")
+            #expect(try await Self.bufferedBytes(deployment) == 0)
+            // The first half of the next answer arrives, the rest waits for the release.
+            try await TrustTests.fault(deployment, ["endpoint": "GET /graph/v1.0/me/messages", "pauseBodyMs": 20_000, "times": 1])
+            async let held = Self.call(deployment, messages, key: key)
+            var holding = 0
+            for _ in 0..<400 where holding == 0 {
+                holding = try await Self.bufferedBytes(deployment) ?? 0
+                if holding == 0 { try await Task.sleep(for: .milliseconds(25)) }
+            }
+            #expect(holding > 0 && holding < alone.body.count, "\(holding)")
+            let refused = try await Self.call(deployment, messages, key: key)
+            try #expect(refused.status == 503 && (try jsonObject(refused)["code"] as? String) == "upstream-unavailable", "\(refused.bodyText)")
+            #expect(refused.headers["retry-after"] == "1")
+            _ = try await deployment.control("faults/release", "{}")
+            let answered = try await held
+            #expect(answered.status == 200 && answered.body == alone.body)
+            var left = -1
+            for _ in 0..<400 where left != 0 {
+                left = try await Self.bufferedBytes(deployment) ?? -1
+                if left != 0 { try await Task.sleep(for: .milliseconds(25)) }
+            }
+            #expect(left == 0)
+            #expect(try await Self.call(deployment, messages, key: key).status == 200)
         }
     }
 

@@ -129,6 +129,17 @@ public struct GatewayConfiguration: Sendable {
     public var decryptedTokenLifetime: TimeInterval = 30
     /// Which provider API calls the passthrough routes may make (closed unless configured).
     public var api: APIPolicy = .closed
+    /// The bytes of provider API answers read whole (Graph's JSON) that all calls together may
+    /// hold in memory (`GATEHOUSE_API_BUFFER_BYTES`); at least the largest `maxResponseBytes` of
+    /// a provider whose answers are read whole.
+    public var apiBufferBytes = 64 << 20
+
+    /// The memory the gateway may keep beyond its connections and calls: the photo cache, and
+    /// the API answer budget when Graph's answers may be passed through (the connection and
+    /// call limits under a memory limit are sized in what is left).
+    public var memoryKept: Int {
+        photoCacheBytes + (api.providers["microsoft.com"] != nil ? apiBufferBytes : 0)
+    }
     /// The app's blocking hooks (`GATEHOUSE_HOOK_*`); `nil`: none.
     public var hooks: HookConfiguration?
     /// The webhook endpoints (`GATEHOUSE_WEBHOOK_*`); `nil`: none.
@@ -225,6 +236,12 @@ public struct GatewayConfiguration: Sendable {
     /// Checks the API policy: only configured providers, each with an API base that is an
     /// `https` URL (loopback `http` in development mode) without query or fragment.
     private func validateAPIPolicy(configured: Set<String>) throws {
+        // Graph's JSON answers are read whole: one as large as the policy allows must fit.
+        if let graph = api.providers["microsoft.com"], graph.maxResponseBytes > apiBufferBytes {
+            throw GatehouseError.invalidArgument(
+                "GATEHOUSE_API_BUFFER_BYTES (\(apiBufferBytes)) must be at least microsoft.com's maxResponseBytes (\(graph.maxResponseBytes)): its JSON answers are read whole"
+            )
+        }
         for providerId in api.providers.keys.sorted() {
             guard configured.contains(providerId) else {
                 throw GatehouseError.invalidArgument("the API policy names \(providerId), which is not a configured provider")

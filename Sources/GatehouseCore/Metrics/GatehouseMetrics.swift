@@ -162,6 +162,13 @@ public final class GatehouseMetrics: Sendable {
         }.record(cost)
     }
 
+    /// The bytes of provider API answers held whole in memory (`GATEHOUSE_API_BUFFER_BYTES`).
+    func apiBufferedBytes(_ bytes: Int) {
+        gauges.handle("gatehouse_provider_api_buffered_bytes", []) {
+            Gauge(label: "gatehouse_provider_api_buffered_bytes", dimensions: [], factory: factory)
+        }.record(bytes)
+    }
+
     /// A provider-token refresh, by outcome: `ok`, `reused` (another request had refreshed),
     /// `dead-grant`, `failed`.
     func tokenRefresh(providerId: String, outcome: String) {

@@ -52,6 +52,8 @@ public struct ProviderAPIAnswer: Sendable {
     public var body: Body
     /// The template that allowed the call (for the caller's logs).
     public var template: APITemplate
+    /// The answer budget's hold on a body read whole: kept until the body is written, then let go.
+    public var hold: ByteBudget.Hold? = nil
 
     /// The provider's headers that reach the caller (lower case): the representation's type
     /// and validators, retry and paging advice, and the providers' rate-limit and request-id

@@ -24,6 +24,10 @@ public final class ProviderAPIService: Sendable {
     let metrics: GatehouseMetrics
     /// Each provider's API origin (its breaker's key), parsed once.
     let apiOrigins: [String: String]
+    /// The answers read whole before they are passed on (Graph's JSON, to move its paging
+    /// links; a refusal, to learn why), held until written: `GATEHOUSE_API_BUFFER_BYTES`
+    /// across every call in flight.
+    let answerBytes: ByteBudget
 
     /// The service over the core's parts (built by `Gatehouse`).
     init(
@@ -42,6 +46,7 @@ public final class ProviderAPIService: Sendable {
             if let base = configuration.apiBaseURL(for: id) { origins[id] = HostBreakers.origin(of: base) }
         }
         apiOrigins = origins
+        answerBytes = ByteBudget(limit: configuration.apiBufferBytes) { [metrics] in metrics.apiBufferedBytes($0) }
     }
 
     /// Who asks: a service on a user's behalf, or the signed-in user.
@@ -244,8 +249,12 @@ public final class ProviderAPIService: Sendable {
         // A refusal may be for lack of scope; reading it to find out consumes the body, which
         // then goes to the caller whole.
         var readBody: [UInt8]?
+        // Taken only for a body read whole: every other answer streams, or is small.
+        var hold: ByteBudget.Hold?
         if response.head.status == 403 {
-            let refusal = try await missingScopes(response, template: template, tokens: tokens, http: http)
+            let held = ByteBudget.Hold(on: answerBytes)
+            hold = held
+            let refusal = try await missingScopes(response, template: template, tokens: tokens, http: http, providerId: providerId, hold: held)
             if let missing = refusal.missing { throw GatehouseError.insufficientProviderScope(providerId, missing: missing) }
             if let limits = githubLimits,
                 let limit = GitHubRateLimits.limit(status: 403, headers: response.head.headers, body: refusal.body, now: clock.now())
@@ -270,12 +279,14 @@ public final class ProviderAPIService: Sendable {
         // Graph pages with `@odata.nextLink` in the JSON body: such answers are read whole
         // (within the cap) so the link can be moved; everything else streams.
         if let readBody {
-            return ProviderAPIAnswer(status: response.head.status, headers: headers, body: .whole(readBody), template: template)
+            return ProviderAPIAnswer(status: response.head.status, headers: headers, body: .whole(readBody), template: template, hold: hold)
         }
         if providerId == "microsoft.com", response.head.headers["content-type"]?.lowercased().contains("json") == true {
-            let body = try await http.collect(response).body
+            let held = hold ?? ByteBudget.Hold(on: answerBytes)
+            let body = try await collect(response, http: http, providerId: providerId, hold: held)
             return ProviderAPIAnswer(
-                status: response.head.status, headers: headers, body: .whole(paging.rewriteODataLinks(body) ?? body), template: template)
+                status: response.head.status, headers: headers, body: .whole(paging.rewriteODataLinks(body) ?? body), template: template,
+                hold: held)
         }
         // A small answer goes out whole, with its length, in one write with its head; the
         // rest stream as they arrive (see `wholeAnswerBytes`).
@@ -301,9 +312,10 @@ public final class ProviderAPIService: Sendable {
     /// something else): GitHub's `X-Accepted-OAuth-Scopes` against `X-OAuth-Scopes`, an RFC 6750
     /// `insufficient_scope` challenge, Graph's `Authorization_RequestDenied` / `ErrorAccessDenied`
     /// (then the template's scopes the grant does not list); and the body when it was read.
-    private func missingScopes(_ response: OutboundStreamingResponse, template: APITemplate, tokens: ProviderTokens, http: UpstreamHTTP)
-        async throws -> (missing: [String]?, body: [UInt8]?)
-    {
+    private func missingScopes(
+        _ response: OutboundStreamingResponse, template: APITemplate, tokens: ProviderTokens, http: UpstreamHTTP, providerId: String,
+        hold: ByteBudget.Hold
+    ) async throws -> (missing: [String]?, body: [UInt8]?) {
         let headers = response.head.headers
         if let accepted = headers["x-accepted-oauth-scopes"].map(Self.scopeList), !accepted.isEmpty {
             let granted = Set(headers["x-oauth-scopes"].map(Self.scopeList) ?? tokens.scopes)
@@ -315,13 +327,29 @@ public final class ProviderAPIService: Sendable {
         guard (headers["content-type"] ?? "").contains("json"), (headers["content-length"].flatMap(Int.init) ?? 0) <= 64 << 10 else {
             return (nil, nil)
         }
-        // A Graph refusal is small; read it (within the answer cap) to learn why.
-        let body = try await http.collect(response).body
+        // A Graph refusal is small; read it (within the answer cap and the buffer budget) to learn why.
+        let body = try await collect(response, http: http, providerId: providerId, hold: hold)
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
             let code = (object["error"] as? [String: Any])?["code"] as? String,
             ["Authorization_RequestDenied", "ErrorAccessDenied", "AccessDenied"].contains(code)
         else { return (nil, body) }
         return (missing(template.scopes, granted: tokens.scopes), body)
+    }
+
+    /// The answer's body whole, within the policy's cap and the process's answer budget
+    /// (`answerBytes`): when the answers held across calls leave no room for it, the transfer
+    /// is dropped and the caller gets `503 upstream-unavailable` with `Retry-After: 1`.
+    private func collect(_ response: OutboundStreamingResponse, http: UpstreamHTTP, providerId: String, hold: ByteBudget.Hold) async throws
+        -> [UInt8]
+    {
+        guard let body = try await http.collect(response, holding: hold) else {
+            var refusal = GatehouseError.upstreamUnavailable(
+                providerId, situation: .temporarilyUnavailable,
+                detail: "The gateway holds as many \(providerId) answers in memory as it may (GATEHOUSE_API_BUFFER_BYTES); try again shortly.")
+            refusal.retryAfter = 1
+            throw refusal
+        }
+        return body
     }
 
     private func missing(_ needed: [String], granted: [String]) -> [String] {

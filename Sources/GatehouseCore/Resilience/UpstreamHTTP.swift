@@ -87,6 +87,21 @@ public struct UpstreamHTTP: Sendable {
         }
     }
 
+    /// The body whole, each chunk first taken into `hold`; `nil` as soon as one does not fit
+    /// (the transfer is cancelled when the response is dropped). A failure is mapped as in `stream`.
+    func collect(_ response: OutboundStreamingResponse, holding hold: ByteBudget.Hold) async throws -> [UInt8]? {
+        var bytes: [UInt8] = []
+        do {
+            for try await chunk in response.body {
+                guard hold.grow(by: chunk.count) else { return nil }
+                bytes.append(contentsOf: chunk)
+            }
+        } catch {
+            throw bodyFailure(error)
+        }
+        return bytes
+    }
+
     /// The whole body of a streamed response when it has arrived already, without waiting
     /// (`ResponseBody.takeIfComplete`); a failure is mapped as in `stream`.
     func completedBody(_ response: OutboundStreamingResponse) throws -> [UInt8]? {

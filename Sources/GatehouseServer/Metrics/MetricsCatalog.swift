@@ -88,6 +88,9 @@ public enum MetricsCatalog {
                 "What each in-memory cache holds against its budget: bytes for photo (the memory its photos take), entries for profile and photo-failure."
         ),
         Entry(
+            name: "gatehouse_provider_api_buffered_bytes", type: "gauge", labels: [],
+            help: "Bytes of provider API answers read whole (Graph's JSON) held in memory, against GATEHOUSE_API_BUFFER_BYTES."),
+        Entry(
             name: "gatehouse_token_refreshes_total", type: "counter", labels: ["provider", "outcome"],
             help:
                 "Provider token refreshes, by outcome (ok, reused, superseded, unwritten, dead-grant, failed; held-back: a provider's refusal not refreshed, Provider APIs)."

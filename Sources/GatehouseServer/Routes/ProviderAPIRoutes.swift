@@ -136,7 +136,17 @@ struct ProviderAPIRoutes {
         let status = HTTPResponse.Status(code: answer.status)
         switch answer.body {
         case .whole(let bytes):
-            return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+            let buffer = ByteBuffer(bytes: bytes)
+            guard let hold = answer.hold else { return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: buffer)) }
+            // A body the answer budget holds: its bytes are given back once written (or when
+            // the write is abandoned and the body dropped).
+            return Response(
+                status: status, headers: headers,
+                body: ResponseBody(contentLength: buffer.readableBytes) { writer in
+                    try await writer.write(buffer)
+                    try await writer.finish(nil)
+                    withExtendedLifetime(hold) {}
+                })
         case .streaming(let chunks):
             return Response(
                 status: status, headers: headers,

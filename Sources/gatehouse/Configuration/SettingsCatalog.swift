@@ -185,6 +185,10 @@ enum SettingsCatalog {
             "`true` lets photo fetches reach private and loopback addresses (`demo`: `true`)"),
         Setting("GATEHOUSE_PHOTO_PROVIDERS", .list, "provider ids whose photo `/photo` serves first"),
         Setting("GATEHOUSE_API_POLICY", .text, "the provider API passthrough policy: inline JSON or a JSON file's path (default: nothing allowed)"),
+        Setting(
+            "GATEHOUSE_API_BUFFER_BYTES", .count(minimum: 1), default: "67108864",
+            "the bytes of provider API answers read whole (Graph's JSON, to move its paging links) that all calls together hold in memory until written; a call that would pass it answers `503 upstream-unavailable` with `Retry-After: 1` (at least microsoft.com's `maxResponseBytes`)"
+        ),
     ]
 
     private static let hooks: [Setting] = [
