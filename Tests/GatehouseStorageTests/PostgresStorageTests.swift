@@ -2,6 +2,7 @@ import Foundation
 import GatehouseCore
 import GatehousePostgres
 import GatehouseTestSupport
+import Logging
 import PostgresNIO
 import Testing
 
@@ -79,6 +80,37 @@ import Testing
         #expect(refused, "another instance took the lock while its holder was still inside")
         // Released at the end, renewals stopped: the other instance takes it at once.
         _ = try await other.withLock("refresh|slow") { true }  // no wait to give up on: taken at once
+    }
+
+    @Test(
+        "a holder whose lease another took stops renewing it, says so, and leaves the other's lease in place when it ends; a waiter cancelled leaves no lease behind"
+    )
+    func lostLeaseAndCancelledWaiter() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let records = LogRecords()
+        let store = try PostgresStorage(
+            url: url, maximumConnections: 2, operationTimeout: .seconds(3), lockLease: .milliseconds(900),
+            logger: Logger(label: "locks") { _ in records.handler })
+        defer { store.shutdown() }
+        try await store.migrate()
+        let lost = "lock lease lost before its holder finished lock=refresh|lost"
+        try await store.withLock("refresh|lost") {
+            // The lease ran out while the database was away, and another instance took the lock.
+            try await PostgresTestServer.execute(url, "UPDATE gatehouse_locks SET holder = 'other', expires_at = now() + interval '1 hour'")
+            for _ in 0..<200 where !records.messages.contains(lost) { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(records.messages.contains(lost), "\(records.messages)")
+        // The holder's release is its own lease's: the other holder keeps the lock.
+        #expect(try await PostgresTestServer.count(url, table: "gatehouse_locks", where: "name = 'refresh|lost' AND holder = 'other'") == 1)
+
+        // A waiter cancelled while the lock is held leaves no lease of its own.
+        try await PostgresTestServer.execute(
+            url, "INSERT INTO gatehouse_locks (name, holder, expires_at) VALUES ('refresh|held', 'other', now() + interval '1 hour')")
+        let waiter = Task { try await store.withLock("refresh|held") { true } }
+        try await Task.sleep(for: .milliseconds(200))
+        waiter.cancel()
+        await #expect(throws: (any Error).self) { try await waiter.value }
+        #expect(try await PostgresTestServer.count(url, table: "gatehouse_locks") == 2)
     }
 
     @Test("byte-order paging (accounts, links, the webhook outbox) is served by an index in that order, not a sort of the table")
