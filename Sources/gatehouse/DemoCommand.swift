@@ -40,9 +40,9 @@ struct DemoCommand: AsyncParsableCommand {
         let operations = try ServeSettings.operationsAddress(environment, default: "127.0.0.1:0")
         let idleTimeout = try TypedSettings(environment: environment).durationOrDefault("GATEHOUSE_IDLE_TIMEOUT")
         // The photo cache and the API answer budget (the demo's sample policy passes Graph's answers).
-        let memoryKept =
-            try TypedSettings(environment: environment).numberOrDefault("GATEHOUSE_PHOTO_CACHE_BYTES")
-            + TypedSettings(environment: environment).numberOrDefault("GATEHOUSE_API_BUFFER_BYTES")
+        let memoryKept = GatewayConfiguration.memoryKept(
+            photoCacheBytes: try TypedSettings(environment: environment).numberOrDefault("GATEHOUSE_PHOTO_CACHE_BYTES"),
+            apiBufferBytes: try TypedSettings(environment: environment).numberOrDefault("GATEHOUSE_API_BUFFER_BYTES"))
         let maxConnections = StartupChecks.connectionLimit(
             configured: try TypedSettings(environment: environment).number("GATEHOUSE_MAX_CONNECTIONS"),
             descriptorLimit: descriptors.map { Int(clamping: $0.soft) } ?? ConnectionLimit.descriptorLimit,

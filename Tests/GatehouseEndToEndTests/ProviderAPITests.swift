@@ -292,18 +292,20 @@ struct ProviderAPITests {
     }
 
     @Test(
-        "the answer budget: Graph answers read whole are held within GATEHOUSE_API_BUFFER_BYTES across calls; one that would pass it answers 503 with Retry-After: 1, and the bytes are given back once written"
+        "the answer budget: Graph answers read whole are held within GATEHOUSE_API_BUFFER_BYTES and a caller's share of it; a GET that would pass its caller's share answers 503 with Retry-After: 1, other callers are served, and the bytes are given back once written"
     )
     func answerBudget() async throws {
         try await Self.withAPIDeployment(
-            adjust: { $0.providers["microsoft.com"]?.maxResponseBytes = 16 << 10 }, configure: { $0.apiBufferBytes = 16 << 10 }
+            adjust: { $0.providers["microsoft.com"]?.maxResponseBytes = 16 << 10 }, configure: { $0.apiBufferBytes = 32 << 10 }
         ) { deployment in
             var browser = Browser(deployment)
             let uid = try await Self.signIn(&browser, login: "AdeleV@contoso.example", provider: "microsoft.com", scope: "Mail.Read")
             let key = try await Self.key(deployment, ["api:microsoft.com"])
             let messages = "/v1/users/\(uid)/providers/microsoft.com/api/v1.0/me/messages?$top=12"
+            let other = try await Self.key(deployment, ["api:microsoft.com"])
             let alone = try await Self.call(deployment, messages, key: key)
-            // One such answer fits the budget; half of one beside a whole one does not.
+            // A caller's share of the 32 KiB is one answer of the 16 KiB the policy allows: one
+            // such answer fits it, half of one beside a whole one does not.
             #expect(alone.status == 200 && alone.body.count > 11 << 10 && alone.body.count < 16 << 10, "\(alone.status) \(alone.body.count)")
             #expect(try await Self.bufferedBytes(deployment) == 0)
             // The first half of the next answer arrives, the rest waits for the release.
@@ -318,6 +320,9 @@ struct ProviderAPITests {
             let refused = try await Self.call(deployment, messages, key: key)
             try #expect(refused.status == 503 && (try jsonObject(refused)["code"] as? String) == "upstream-unavailable", "\(refused.bodyText)")
             #expect(refused.headers["retry-after"] == "1")
+            // Another caller's share is untouched: one reading slowly holds off no one else.
+            let beside = try await Self.call(deployment, messages, key: other)
+            #expect(beside.status == 200 && beside.body == alone.body, "\(beside.status)")
             _ = try await deployment.control("faults/release", "{}")
             let answered = try await held
             #expect(answered.status == 200 && answered.body == alone.body)
@@ -332,12 +337,13 @@ struct ProviderAPITests {
     }
 
     @Test(
-        "a token refused again right after its refresh is not refreshed again for a minute: a key calling an endpoint that answers 401 for another reason cannot rotate the user's tokens in a loop"
+        "a call that refused a token right after its refresh is not refreshed again for a minute: a key calling an endpoint that answers 401 for another reason cannot rotate the user's tokens in a loop; other calls still refresh"
     )
     func refusedAfterRefreshCoolsDown() async throws {
         try await Self.withAPIDeployment { deployment in
             var browser = Browser(deployment)
-            let uid = try await Self.signIn(&browser, login: "AdeleV@contoso.example", provider: "microsoft.com", scope: "Mail.Read")
+            let uid = try await Self.signIn(
+                &browser, login: "AdeleV@contoso.example", provider: "microsoft.com", scope: "Mail.Read Calendars.Read")
             let key = try await Self.key(deployment, ["api:microsoft.com"])
             let messages = "/v1/users/\(uid)/providers/microsoft.com/api/v1.0/me/messages"
             func tokenCalls() async throws -> Int {
@@ -355,12 +361,16 @@ struct ProviderAPITests {
             }
             #expect(try await tokenCalls() == before + 1)
             #expect(try await Self.upstreamCalls(deployment, "GET /graph/v1.0/me/messages") == 4)
+            // Only that call is held back: the grant's tokens revoked meanwhile are refreshed for another.
+            _ = try await deployment.control("microsoft/expire-tokens", "{}")
+            #expect(try await Self.call(deployment, "/v1/users/\(uid)/providers/microsoft.com/api/v1.0/me/events", key: key).status == 200)
+            #expect(try await tokenCalls() == before + 2)
             // A minute on, a refusal refreshes again, and the grant still serves once the provider takes it.
             deployment.clock.advance(by: 61)
             #expect(try await Self.call(deployment, messages, key: key).status == 409)
-            #expect(try await tokenCalls() == before + 2)
+            #expect(try await tokenCalls() == before + 3)
             #expect(try await Self.call(deployment, messages, key: key).status == 200)
-            #expect(try await tokenCalls() == before + 2)
+            #expect(try await tokenCalls() == before + 3)
             let metrics = try await deployment.client.execute(OutboundRequest(url: deployment.operationsURL + "/metrics")).bodyText
             let heldBack = metrics.split(separator: "\n").first {
                 $0.hasPrefix("gatehouse_token_refreshes_total{") && $0.contains(#"outcome="held-back""#) && $0.contains(#"provider="microsoft.com""#)

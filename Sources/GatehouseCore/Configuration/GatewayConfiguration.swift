@@ -135,10 +135,19 @@ public struct GatewayConfiguration: Sendable {
     public var apiBufferBytes = 64 << 20
 
     /// The memory the gateway may keep beyond its connections and calls: the photo cache, and
-    /// the API answer budget when Graph's answers may be passed through (the connection and
-    /// call limits under a memory limit are sized in what is left).
+    /// twice the API answer budget when Graph's answers may be passed through (the connection
+    /// and call limits under a memory limit are sized in what is left).
     public var memoryKept: Int {
-        photoCacheBytes + (api.providers["microsoft.com"] != nil ? apiBufferBytes : 0)
+        guard api.providers["microsoft.com"] != nil else { return photoCacheBytes }
+        return Self.memoryKept(photoCacheBytes: photoCacheBytes, apiBufferBytes: apiBufferBytes)
+    }
+
+    /// The photo cache and twice the API answer budget (an answer is copied once on its way
+    /// out, and its links' rewrite is a copy too), without overflowing.
+    public static func memoryKept(photoCacheBytes: Int, apiBufferBytes: Int) -> Int {
+        let (twice, over) = apiBufferBytes.multipliedReportingOverflow(by: 2)
+        let (sum, overAgain) = photoCacheBytes.addingReportingOverflow(twice)
+        return over || overAgain ? Int.max : sum
     }
     /// The app's blocking hooks (`GATEHOUSE_HOOK_*`); `nil`: none.
     public var hooks: HookConfiguration?
@@ -236,6 +245,7 @@ public struct GatewayConfiguration: Sendable {
     /// Checks the API policy: only configured providers, each with an API base that is an
     /// `https` URL (loopback `http` in development mode) without query or fragment.
     private func validateAPIPolicy(configured: Set<String>) throws {
+        guard apiBufferBytes <= 1 << 40 else { throw GatehouseError.invalidArgument("GATEHOUSE_API_BUFFER_BYTES may be at most 1 TiB") }
         // Graph's JSON answers are read whole: one as large as the policy allows must fit.
         if let graph = api.providers["microsoft.com"], graph.maxResponseBytes > apiBufferBytes {
             throw GatehouseError.invalidArgument(

@@ -124,12 +124,19 @@ public struct APITemplate: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// A parameter name as the rules compare it: percent-decoded, lower case, without one leading
-    /// `$`; `nil` when it is not printable ASCII (or has a `+`) once decoded.
+    /// `$`, and up to its first `[` (Rack, PHP and Node's `qs` read `expand[]` and `expand[0]` as
+    /// `expand`); `nil` when nothing is left, or when, once decoded, it is not printable ASCII or holds a `+` (a space to
+    /// servers), or a `%`, `&`, `;` or `=` (a server or proxy decoding twice would read another
+    /// name, or another parameter, in it).
     public static func parameterName(_ raw: Substring) -> String? {
-        guard let decoded = FormEncoding.percentDecoded(raw),
-            !decoded.isEmpty, decoded.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "+") })
+        guard let decoded = FormEncoding.percentDecoded(raw), !decoded.isEmpty,
+            decoded.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !Self.refusedInName.contains($0) })
         else { return nil }
-        let name = decoded.lowercased()
-        return name.hasPrefix("$") ? String(name.dropFirst()) : name
+        var name = decoded.lowercased().prefix { $0 != "[" }
+        if name.hasPrefix("$") { name = name.dropFirst() }
+        return name.isEmpty ? nil : String(name)
     }
+
+    /// Bytes no parameter name of a provider holds once decoded: `+`, `%`, `&`, `;` and `=`.
+    private static let refusedInName: Set<UInt8> = Set("+%&;=".utf8)
 }

@@ -46,7 +46,12 @@ public final class ProviderAPIService: Sendable {
             if let base = configuration.apiBaseURL(for: id) { origins[id] = HostBreakers.origin(of: base) }
         }
         apiOrigins = origins
-        answerBytes = ByteBudget(limit: configuration.apiBufferBytes) { [metrics] in metrics.apiBufferedBytes($0) }
+        // A caller's share: a quarter of the budget, or one answer as large as the policy allows
+        // when that is more, so that one caller reading slowly cannot hold every other one off.
+        let largest = configuration.api.providers["microsoft.com"]?.maxResponseBytes ?? 0
+        answerBytes = ByteBudget(limit: configuration.apiBufferBytes, ownerLimit: max(configuration.apiBufferBytes / 4, largest)) {
+            [metrics] in metrics.apiBufferedBytes($0)
+        }
     }
 
     /// Who asks: a service on a user's behalf, or the signed-in user.
@@ -154,7 +159,8 @@ public final class ProviderAPIService: Sendable {
         let response: OutboundStreamingResponse
         let tokens: ProviderTokens
         do {
-            (response, tokens) = try await profiles.withFreshTokens(link, provider, refreshesThroughBreaker: true) { tokens in
+            (response, tokens) = try await profiles.withFreshTokens(link, provider, for: template.description, refreshesThroughBreaker: true) {
+                tokens in
                 // A token GitHub has limited waits out the limit here, without a call.
                 if let limits = githubLimits, let wait = await limits.wait(for: tokens.accessToken, now: clock.now()) {
                     throw GatehouseError.upstreamRateLimited(providerId, retryAfter: wait)
@@ -191,7 +197,7 @@ public final class ProviderAPIService: Sendable {
         }
         return try await answer(
             response, tokens: tokens, template: template, limits: limits, providerId: providerId, base: base, http: http,
-            githubLimits: githubLimits, gatewayBase: gatewayBase)
+            githubLimits: githubLimits, gatewayBase: gatewayBase, caller: caller, uid: uid)
     }
 
     /// Refuses a query string a URL cannot carry. (Out of line, as is `outbound`: `send`'s
@@ -234,7 +240,8 @@ public final class ProviderAPIService: Sendable {
     @inline(never)
     private func answer(
         _ response: OutboundStreamingResponse, tokens: ProviderTokens, template: APITemplate, limits: APIPolicy.Provider,
-        providerId: String, base: String, http: UpstreamHTTP, githubLimits: GitHubRateLimits?, gatewayBase: String
+        providerId: String, base: String, http: UpstreamHTTP, githubLimits: GitHubRateLimits?, gatewayBase: String, caller: Caller,
+        uid: String
     ) async throws -> ProviderAPIAnswer {
         let clock = configuration.clock
         // GitHub's primary and secondary rate limits: `429 upstream-rate-limited` with the time
@@ -252,7 +259,7 @@ public final class ProviderAPIService: Sendable {
         // Taken only for a body read whole: every other answer streams, or is small.
         var hold: ByteBudget.Hold?
         if response.head.status == 403 {
-            let held = ByteBudget.Hold(on: answerBytes)
+            let held = newHold(caller: caller, uid: uid, method: template.method)
             hold = held
             let refusal = try await missingScopes(response, template: template, tokens: tokens, http: http, providerId: providerId, hold: held)
             if let missing = refusal.missing { throw GatehouseError.insufficientProviderScope(providerId, missing: missing) }
@@ -282,8 +289,8 @@ public final class ProviderAPIService: Sendable {
             return ProviderAPIAnswer(status: response.head.status, headers: headers, body: .whole(readBody), template: template, hold: hold)
         }
         if providerId == "microsoft.com", response.head.headers["content-type"]?.lowercased().contains("json") == true {
-            let held = hold ?? ByteBudget.Hold(on: answerBytes)
-            let body = try await collect(response, http: http, providerId: providerId, hold: held)
+            let held = hold ?? newHold(caller: caller, uid: uid, method: template.method)
+            let body = try await collect(response, http: http, providerId: providerId, hold: held, cap: limits.maxResponseBytes)
             return ProviderAPIAnswer(
                 status: response.head.status, headers: headers, body: .whole(paging.rewriteODataLinks(body) ?? body), template: template,
                 hold: held)
@@ -328,7 +335,7 @@ public final class ProviderAPIService: Sendable {
             return (nil, nil)
         }
         // A Graph refusal is small; read it (within the answer cap and the buffer budget) to learn why.
-        let body = try await collect(response, http: http, providerId: providerId, hold: hold)
+        let body = try await collect(response, http: http, providerId: providerId, hold: hold, cap: 64 << 10)
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
             let code = (object["error"] as? [String: Any])?["code"] as? String,
             ["Authorization_RequestDenied", "ErrorAccessDenied", "AccessDenied"].contains(code)
@@ -336,13 +343,21 @@ public final class ProviderAPIService: Sendable {
         return (missing(template.scopes, granted: tokens.scopes), body)
     }
 
+    /// A hold on the answer budget for `caller`'s call: a `GET`'s answer is refused when it does
+    /// not fit (the caller sends it again), any other's is read whatever the budget holds, since
+    /// the provider may have acted on it.
+    private func newHold(caller: Caller, uid: String, method: APIMethod) -> ByteBudget.Hold {
+        ByteBudget.Hold(on: answerBytes, owner: caller.breakerIdentity(uid: uid), overdrawing: method != .get)
+    }
+
     /// The answer's body whole, within the policy's cap and the process's answer budget
-    /// (`answerBytes`): when the answers held across calls leave no room for it, the transfer
-    /// is dropped and the caller gets `503 upstream-unavailable` with `Retry-After: 1`.
-    private func collect(_ response: OutboundStreamingResponse, http: UpstreamHTTP, providerId: String, hold: ByteBudget.Hold) async throws
-        -> [UInt8]
-    {
-        guard let body = try await http.collect(response, holding: hold) else {
+    /// (`answerBytes`): when the answers held across calls, or the caller's own share, leave no
+    /// room for a `GET`'s, the transfer is dropped and the caller gets `503 upstream-unavailable`
+    /// with `Retry-After: 1`.
+    private func collect(
+        _ response: OutboundStreamingResponse, http: UpstreamHTTP, providerId: String, hold: ByteBudget.Hold, cap: Int
+    ) async throws -> [UInt8] {
+        guard let body = try await http.collect(response, holding: hold, cap: cap) else {
             var refusal = GatehouseError.upstreamUnavailable(
                 providerId, situation: .temporarilyUnavailable,
                 detail: "The gateway holds as many \(providerId) answers in memory as it may (GATEHOUSE_API_BUFFER_BYTES); try again shortly.")
@@ -376,7 +391,7 @@ public final class ProviderAPIService: Sendable {
         _ = try await profiles.enabledAccount(uid)
         let link = try await profiles.link(uid: uid, providerId: providerId)
         let provider = try providers.provider(providerId)
-        let tokens = try await profiles.withFreshTokens(link, provider, refreshesThroughBreaker: true) { $0 }
+        let tokens = try await profiles.withFreshTokens(link, provider, for: "token", refreshesThroughBreaker: true) { $0 }
         audit.record(.providerTokenIssued, by: .serviceKey(keyId), uid: uid, provider: providerId)
         metrics.providerTokenIssued(providerId: providerId)
         return HandedAccessToken(

@@ -45,14 +45,15 @@ public final class ProfileService: Sendable {
     let unwrittenTokens = RecentValues<String, (replacing: String, tokens: ProviderTokens)>(capacity: 10_000)
     /// Writes of refreshed tokens are tried this many times before they are kept in memory.
     static let tokenWriteAttempts = 3
-    /// Access tokens the provider refused as soon as a refresh had got them for a refusal of the
-    /// one before, by grant, as a hash of the token (never the token) with the time of the second
-    /// refusal. The provider is refusing such a token for another reason than its age (the
-    /// call's own resource, a policy): for `refusalRefreshInterval` a refusal of it is the
-    /// caller's at once, since another refresh would only rotate the user's tokens and spend the
-    /// app's token-endpoint budget. Process-local and bounded.
-    let refusedAfterRefresh = RecentValues<String, (token: Int, at: Date)>(capacity: 10_000)
-    /// How long a token refused right after its refresh is not refreshed for another refusal.
+    /// When the provider last refused a grant's token on one call (a passthrough template,
+    /// `profile`, `photo`) as soon as a refresh had got that token for a refusal of the one
+    /// before: by grant and call. That call refuses the grant for another reason than its
+    /// tokens' age (its own resource, a policy), so for `refusalRefreshInterval` its refusals are
+    /// the caller's at once, whatever token it was sent: another refresh would only rotate the
+    /// user's tokens and spend the app's token-endpoint budget. Process-local and bounded: each
+    /// instance refreshes a grant for one call's refusal at most once per interval.
+    let refusedAfterRefresh = RecentValues<String, Date>(capacity: 10_000)
+    /// How long a call that refused a grant's fresh token is not refreshed for.
     static let refusalRefreshInterval: TimeInterval = 60
     let logger: Logger
 
@@ -155,7 +156,7 @@ public final class ProfileService: Sendable {
         let snapshot = try link.profile()
         let provider = try providers.provider(providerId)
         var profile = try await circuits.run(providerId, caller: uid) {
-            try await withFreshTokens(link, provider) { try await provider.fetchProfile(tokens: $0, previous: snapshot) }
+            try await withFreshTokens(link, provider, for: "profile") { try await provider.fetchProfile(tokens: $0, previous: snapshot) }
         }
         guard profile.federatedId == link.federatedId else {
             throw GatehouseError.providerReauthRequired(providerId)
@@ -292,7 +293,9 @@ public final class ProfileService: Sendable {
             guard profile.photoSourceURL != nil else { continue }
             let provider = try providers.provider(link.providerId)
             let opened = try await circuits.run(link.providerId, caller: uid) { () -> OpenedPhoto in
-                let source = try await withFreshTokens(link, provider) { try await provider.fetchPhoto(profile: profile, tokens: $0, size: size) }
+                let source = try await withFreshTokens(link, provider, for: "photo") {
+                    try await provider.fetchPhoto(profile: profile, tokens: $0, size: size)
+                }
                 if source.fromPublicURL { return .publicSource(source) }
                 return .received(try await download.receive(source, providerId: link.providerId, whole: whole))
             }
@@ -312,15 +315,15 @@ public final class ProfileService: Sendable {
     }
 
     /// Runs `call` with the link's tokens, refreshing them first when they have expired, or
-    /// once after the provider rejected them (then retrying once), unless the provider refused
-    /// them as soon as such a refresh had got them, less than `refusalRefreshInterval` ago. A
-    /// refused refresh marks
+    /// once after the provider rejected them (then retrying once), unless the same call
+    /// (`callName`) refused a grant's token as soon as such a refresh had got it, less than
+    /// `refusalRefreshInterval` ago. A refused refresh marks
     /// the link dead: `provider-reauth-required` until the user signs in with it again. With
     /// `refreshesThroughBreaker` (a caller the provider's breaker does not already wrap: the
     /// passthrough, the token route), each refresh goes through that breaker as the link's
     /// user, so a failing token endpoint is left alone for a while.
     func withFreshTokens<T: Sendable>(
-        _ link: ProviderLinkRecord, _ provider: any IdentityProvider, refreshesThroughBreaker: Bool = false,
+        _ link: ProviderLinkRecord, _ provider: any IdentityProvider, for callName: String, refreshesThroughBreaker: Bool = false,
         _ call: @Sendable (ProviderTokens) async throws -> T
     ) async throws -> T {
         var tokens = try await openTokens(link)
@@ -331,10 +334,8 @@ public final class ProfileService: Sendable {
         do {
             return try await call(tokens)
         } catch let error as GatehouseError where error.code == .providerReauthRequired && tokens.refreshToken != nil {
-            let grant = link.providerId + "|" + link.federatedId
-            if let last = refusedAfterRefresh.value(for: grant), last.token == tokens.accessToken.hashValue,
-                clock.now().timeIntervalSince(last.at) < Self.refusalRefreshInterval
-            {
+            let key = link.providerId + "|" + link.federatedId + "|" + callName
+            if let last = refusedAfterRefresh.value(for: key), clock.now().timeIntervalSince(last) < Self.refusalRefreshInterval {
                 metrics.tokenRefresh(providerId: link.providerId, outcome: "held-back")
                 throw error
             }
@@ -342,7 +343,7 @@ public final class ProfileService: Sendable {
             do {
                 return try await call(fresh)
             } catch let again as GatehouseError where again.code == .providerReauthRequired {
-                refusedAfterRefresh.insert((fresh.accessToken.hashValue, clock.now()), for: grant)
+                refusedAfterRefresh.insert(clock.now(), for: key)
                 throw again
             }
         }

@@ -87,10 +87,14 @@ public struct UpstreamHTTP: Sendable {
         }
     }
 
-    /// The body whole, each chunk first taken into `hold`; `nil` as soon as one does not fit
+    /// The body whole (at most `cap` bytes, which the transfer enforces), each chunk first taken
+    /// into `hold`; `nil` as soon as one does not fit
     /// (the transfer is cancelled when the response is dropped). A failure is mapped as in `stream`.
-    func collect(_ response: OutboundStreamingResponse, holding hold: ByteBudget.Hold) async throws -> [UInt8]? {
+    func collect(_ response: OutboundStreamingResponse, holding hold: ByteBudget.Hold, cap: Int) async throws -> [UInt8]? {
         var bytes: [UInt8] = []
+        // Sized once for a declared length (within the cap): grown by doubling, the array
+        // would briefly take up to twice what the hold counts.
+        if let declared = response.head.headers["content-length"].flatMap({ Int($0) }), declared > 0 { bytes.reserveCapacity(min(declared, cap)) }
         do {
             for try await chunk in response.body {
                 guard hold.grow(by: chunk.count) else { return nil }
