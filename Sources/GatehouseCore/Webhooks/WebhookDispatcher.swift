@@ -28,11 +28,8 @@ public final class WebhookDispatcher: Sendable {
     private let gone = Mutex<Set<String>>([])
     /// Each endpoint's last outcome, for `gatehouse check` and the logs.
     private let lastOutcomes = Mutex<[String: String]>([:])
-    /// When a round last read the backlog gauges, and whether a round changed the outbox since.
-    private let backlogReading = Mutex<(last: ContinuousClock.Instant?, stale: Bool)>((nil, false))
-    /// The backlog's count reads every pending entry (all endpoints', every instance's): after
-    /// the rounds it is read at most this often, not after each round of a busy endpoint.
-    static let backlogReadInterval = Duration.seconds(5)
+    /// When the rounds read the backlog gauges: at most every 5 s.
+    private let backlogReadings = Mutex(BacklogReadings(interval: .seconds(5)))
     /// How long after it was recorded an event of a type this instance's configuration of its
     /// endpoint does not take waits for an instance that takes it (ten minutes: a rolling
     /// change of the configuration; under the 15 minutes the oldest-event alert waits).
@@ -100,7 +97,7 @@ public final class WebhookDispatcher: Sendable {
                 let (claimed, postponed) = try await round(endpoint)
                 full = claimed == configuration.concurrencyPerEndpoint && postponed == 0
                 // The backlog gauges follow the rounds that delivered or rescheduled something,
-                // not only the purge interval: within `backlogReadInterval` and a poll interval.
+                // not only the purge interval: within `BacklogReadings`' interval and a poll interval.
                 try await refreshBacklogAfterRound(changed: claimed > 0)
             } catch is CancellationError {
                 return
@@ -134,22 +131,14 @@ public final class WebhookDispatcher: Sendable {
         }
     }
 
-    /// Reads the backlog gauges after a round when a round changed the outbox and the last
-    /// reading is `backlogReadInterval` old: a change within that time is read by the first
-    /// round after it (every worker runs one each poll interval).
+    /// Reads the backlog gauges after a round when `backlogReadings` says so.
     private func refreshBacklogAfterRound(changed: Bool) async throws {
         let now = ContinuousClock.now
-        let due = backlogReading.withLock { state in
-            if changed { state.stale = true }
-            guard state.stale, state.last.map({ now - $0 >= Self.backlogReadInterval }) ?? true else { return false }
-            state = (now, false)
-            return true
-        }
-        guard due else { return }
+        guard backlogReadings.withLock({ $0.shouldRead(at: now, changed: changed) }) else { return }
         do {
             try await refreshBacklog()
         } catch {
-            backlogReading.withLock { $0.stale = true }
+            backlogReadings.withLock { $0.failed() }
             throw error
         }
     }
