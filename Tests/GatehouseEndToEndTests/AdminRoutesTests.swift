@@ -255,6 +255,24 @@ struct AdminRoutesTests {
             #expect(try await Self.call(deployment, "/v1/admin/keys", key: admin).status == 200, "admin covers admin:keys")
             let holds = deployment.logs.lines.contains { $0.contains("service-key.created") && $0.contains("service-key:sk_") }
             #expect(holds)
+
+            // The stored trail lists key administration to keys that administer keys: not to
+            // one holding admin:users alone.
+            var keyEvents: [[String: Any]] = []
+            for _ in 0..<200 where keyEvents.isEmpty {
+                let page = try await Self.call(deployment, "/v1/admin/activity?type=service-key.created", key: admin)
+                keyEvents = try jsonObject(page)["events"] as? [[String: Any]] ?? []
+                if keyEvents.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(!keyEvents.isEmpty)
+            let narrow = try await Self.call(deployment, "/v1/admin/activity?type=service-key.created", key: users)
+            try #expect(narrow.status == 403 && (try jsonObject(narrow)["code"] as? String) == "permission-denied", "\(narrow.bodyText)")
+            let usersView = try jsonObject(try await Self.call(deployment, "/v1/admin/activity", key: users))["events"] as? [[String: Any]] ?? []
+            let types = Set(usersView.compactMap { $0["event"] as? String })
+            #expect(types.isDisjoint(with: ["service-key.created", "service-key.revoked"]), "\(types)")
+            let everything = try jsonObject(try await Self.call(deployment, "/v1/admin/activity", key: admin))["events"] as? [[String: Any]] ?? []
+            let revokedListed = everything.contains { $0["event"] as? String == "service-key.revoked" }
+            #expect(revokedListed)
         }
     }
 }

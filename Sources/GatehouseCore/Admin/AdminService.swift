@@ -75,9 +75,16 @@ public struct AdminService: Sendable {
 
     /// Stored audit events, newest first, of one account and one event type when given, a
     /// page below the cursor (an event id), with the cursor of the next page (`nil` on the last).
-    public func activity(uid: String?, event: String?, cursor: String?, limit: Int) async throws -> (
-        events: [AuditRecord], nextCursor: String?
-    ) {
+    /// With `listable`, only the events it admits: a page may then hold fewer than `limit`
+    /// (or none) and still have a next one.
+    public func activity(
+        uid: String?, event: String?, cursor: String?, limit: Int, listable: (@Sendable (String) -> Bool)? = nil
+    ) async throws -> (events: [AuditRecord], nextCursor: String?) {
+        if let event, let listable, !listable(event) {
+            throw GatehouseError(
+                code: .permissionDenied,
+                detail: "This service key may not list \(event) events (key events need admin:keys, webhook events admin:webhooks).")
+        }
         var before: Int64?
         if let cursor {
             // Any event id is a position (below 0 is an empty last page); 18 digits always fit.
@@ -87,7 +94,9 @@ public struct AdminService: Sendable {
             before = value
         }
         let events = try await storage.auditRecords(uid: uid, event: event, before: before, limit: limit)
-        return (events, events.count == limit ? events.last.map { String($0.id) } : nil)
+        let next = events.count == limit ? events.last.map { String($0.id) } : nil
+        guard let listable else { return (events, next) }
+        return (events.filter { listable($0.event) }, next)
     }
 
     /// An account's live sessions, newest first.

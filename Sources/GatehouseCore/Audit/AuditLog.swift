@@ -43,6 +43,22 @@ public enum AuditEvent: String, Sendable, CaseIterable {
     case webhookRedelivered = "webhook.redelivered"
     /// An operator opened the console (its cookie was set).
     case consoleOpened = "console.opened"
+
+    /// The admin scope a service key needs to list the event (`GET /v1/admin/activity`): the
+    /// scope of the administration it records. `admin` covers them all.
+    public var listingScope: String {
+        switch self {
+        case .serviceKeyCreated, .serviceKeyRevoked, .signingKeyRotated, .encryptionKeyRotated: "admin:keys"
+        case .webhookRedelivered: "admin:webhooks"
+        default: "admin:users"
+        }
+    }
+
+    /// Whether a key holding `scopes` may list events of type `event` (an unknown type: only
+    /// with `admin`).
+    public static func listable(_ event: String, by scopes: [String]) -> Bool {
+        scopes.contains("admin") || scopes.contains(AuditEvent(rawValue: event)?.listingScope ?? "admin")
+    }
 }
 
 /// What a passthrough call did, for its audit line: the method, the allowed template (never

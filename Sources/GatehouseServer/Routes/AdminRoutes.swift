@@ -72,11 +72,12 @@ struct AdminRoutes {
         }
 
         table.add(.get, "/v1/admin/activity") { request, context in
-            _ = try await authorize(context, scope: "admin:users")
+            // Key and webhook administration is listed to keys holding those scopes.
+            let scopes = try await browser.serviceKey(context, scope: "admin:users").scopes
             let query = request.queryDictionary
             let page = try await admin.activity(
                 uid: try text(query["uid"], max: 128, "uid"), event: try text(query["type"], max: 64, "type"), cursor: query["cursor"],
-                limit: Self.activityPageSize)
+                limit: Self.activityPageSize, listable: { AuditEvent.listable($0, by: scopes) })
             return try Response.json(ActivityPage(events: page.events.map(ActivityEvent.init), nextCursor: page.nextCursor))
         }
         table.add(.get, "/v1/admin/keys") { request, context in
