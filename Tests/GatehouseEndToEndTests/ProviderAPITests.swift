@@ -296,7 +296,7 @@ struct ProviderAPITests {
     )
     func answerBudget() async throws {
         try await Self.withAPIDeployment(
-            adjust: { $0.providers["microsoft.com"]?.maxResponseBytes = 16 << 10 }, configure: { $0.apiBufferBytes = 32 << 10 }
+            adjust: { $0.providers["microsoft.com"]?.maxResponseBytes = 16 << 10 }, configure: { $0.apiBufferBytes = 64 << 10 }
         ) { deployment in
             var browser = Browser(deployment)
             let uid = try await Self.signIn(&browser, login: "AdeleV@contoso.example", provider: "microsoft.com", scope: "Mail.Read")
@@ -304,8 +304,8 @@ struct ProviderAPITests {
             let messages = "/v1/users/\(uid)/providers/microsoft.com/api/v1.0/me/messages?$top=12"
             let other = try await Self.key(deployment, ["api:microsoft.com"])
             let alone = try await Self.call(deployment, messages, key: key)
-            // A caller's share of the 32 KiB is one answer of the 16 KiB the policy allows: one
-            // such answer fits it, half of one beside a whole one does not.
+            // A caller's share of the 64 KiB is a quarter, one answer of the 16 KiB the policy
+            // allows: one such answer fits it, half of one beside a whole one does not.
             #expect(alone.status == 200 && alone.body.count > 11 << 10 && alone.body.count < 16 << 10, "\(alone.status) \(alone.body.count)")
             #expect(try await Self.bufferedBytes(deployment) == 0)
             // The first half of the next answer arrives, the rest waits for the release.

@@ -130,8 +130,8 @@ public struct GatewayConfiguration: Sendable {
     /// Which provider API calls the passthrough routes may make (closed unless configured).
     public var api: APIPolicy = .closed
     /// The bytes of provider API answers read whole (Graph's JSON) that all calls together may
-    /// hold in memory (`GATEHOUSE_API_BUFFER_BYTES`); at least the largest `maxResponseBytes` of
-    /// a provider whose answers are read whole.
+    /// hold in memory (`GATEHOUSE_API_BUFFER_BYTES`); at least four times the largest
+    /// `maxResponseBytes` of a provider whose answers are read whole.
     public var apiBufferBytes = 64 << 20
 
     /// The memory the gateway may keep beyond its connections and calls: the photo cache, and
@@ -246,10 +246,11 @@ public struct GatewayConfiguration: Sendable {
     /// `https` URL (loopback `http` in development mode) without query or fragment.
     private func validateAPIPolicy(configured: Set<String>) throws {
         guard apiBufferBytes <= 1 << 40 else { throw GatehouseError.invalidArgument("GATEHOUSE_API_BUFFER_BYTES may be at most 1 TiB") }
-        // Graph's JSON answers are read whole: one as large as the policy allows must fit.
-        if let graph = api.providers["microsoft.com"], graph.maxResponseBytes > apiBufferBytes {
+        // Graph's JSON answers are read whole: one as large as the policy allows must fit in a
+        // caller's share, a quarter of the budget.
+        if let graph = api.providers["microsoft.com"], graph.maxResponseBytes > apiBufferBytes / 4 {
             throw GatehouseError.invalidArgument(
-                "GATEHOUSE_API_BUFFER_BYTES (\(apiBufferBytes)) must be at least microsoft.com's maxResponseBytes (\(graph.maxResponseBytes)): its JSON answers are read whole"
+                "GATEHOUSE_API_BUFFER_BYTES (\(apiBufferBytes)) must be at least four times microsoft.com's maxResponseBytes (\(graph.maxResponseBytes)): its JSON answers are read whole, one caller's within a quarter of the budget"
             )
         }
         for providerId in api.providers.keys.sorted() {

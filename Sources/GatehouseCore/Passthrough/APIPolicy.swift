@@ -117,7 +117,7 @@ public struct APIPolicy: Sendable, Equatable {
     private static func queryRule(_ value: Any?, of route: String, _ providerId: String) throws -> APITemplate.QueryRule {
         guard let value else { return .anyButExpansions }
         let problem = GatehouseError.invalidArgument(
-            "The query of \(providerId)'s \(route.debugDescription) must be a list of query parameter names (printable ASCII, no \"%\", \"&\", \";\", \"=\" or \"+\"), or [\"*\"] for any parameter."
+            "The query of \(providerId)'s \(route.debugDescription) must be a list of query parameter names (printable ASCII, no \"%\", \"&\", \";\", \"=\", \"+\" or \"[\"), or [\"*\"] for any parameter."
         )
         guard let names = value as? [String] else { throw problem }
         if names.contains("*") {
@@ -127,7 +127,8 @@ public struct APIPolicy: Sendable, Equatable {
         return .only(
             Set(
                 try names.map { name in
-                    guard let normalized = APITemplate.parameterName(Substring(name)) else { throw problem }
+                    // A listed name is compared whole: `page[size]` would stand for every `page[…]`.
+                    guard !name.contains("["), let normalized = APITemplate.parameterName(Substring(name)) else { throw problem }
                     return normalized
                 }))
     }

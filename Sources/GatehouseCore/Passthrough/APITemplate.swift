@@ -105,9 +105,9 @@ public struct APITemplate: Sendable, Equatable, CustomStringConvertible {
     /// not take, as it was written; `nil` when it takes them all.
     ///
     /// Parameters are split at `&` and at `;` (which some servers still read as a separator), so
-    /// a name hidden behind a `;` is still read. A name that does not decode to printable ASCII
-    /// other than `+` (which servers read as a space) is never taken: no provider defines one,
-    /// and a server that trims or folds it could read it as another.
+    /// a name hidden behind a `;` is still read, and compared as `parameterName` reads them; a
+    /// name it reads as none is never taken: no provider defines one, and a server that trims,
+    /// folds or decodes it again could read it as another.
     public func refusedParameter(in query: Substring?) -> Substring? {
         guard let query, !query.isEmpty, self.query != .any else { return nil }
         for parameter in query.split(whereSeparator: { $0 == "&" || $0 == ";" }) {

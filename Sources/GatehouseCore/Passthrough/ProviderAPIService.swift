@@ -46,12 +46,12 @@ public final class ProviderAPIService: Sendable {
             if let base = configuration.apiBaseURL(for: id) { origins[id] = HostBreakers.origin(of: base) }
         }
         apiOrigins = origins
-        // A caller's share: a quarter of the budget, or one answer as large as the policy allows
-        // when that is more, so that one caller reading slowly cannot hold every other one off.
-        let largest = configuration.api.providers["microsoft.com"]?.maxResponseBytes ?? 0
-        answerBytes = ByteBudget(limit: configuration.apiBufferBytes, ownerLimit: max(configuration.apiBufferBytes / 4, largest)) {
-            [metrics] in metrics.apiBufferedBytes($0)
-        }
+        // A caller's share is a quarter of the budget (at least one answer as large as the
+        // policy allows: checked at start), and signed-in users (anyone may become one) hold at
+        // most half of it together: callers reading slowly cannot hold the services' calls off.
+        answerBytes = ByteBudget(
+            limit: configuration.apiBufferBytes, ownerLimit: configuration.apiBufferBytes / 4, groupLimit: configuration.apiBufferBytes / 2
+        ) { [metrics] in metrics.apiBufferedBytes($0) }
     }
 
     /// Who asks: a service on a user's behalf, or the signed-in user.
@@ -66,6 +66,12 @@ public final class ProviderAPIService: Sendable {
             case .service(let keyId): .serviceKey(keyId)
             case .user: .user(uid)
             }
+        }
+
+        /// Whether the signed-in user calls (anyone may become one).
+        var isUser: Bool {
+            if case .user = self { return true }
+            return false
         }
 
         /// Who the host's breaker counts a failure against: the key, or the signed-in user.
@@ -142,6 +148,7 @@ public final class ProviderAPIService: Sendable {
         guard let base = configuration.apiBaseURL(for: providerId), let http = upstream[providerId] else {
             throw GatehouseError.pathNotAllowed("This gateway allows no \(providerId) API calls.")
         }
+        try admitWrite(request.method, providerId: providerId, caller: caller, uid: uid)
         let prepared = Self.outbound(request, base: base, limits: limits, uid: uid)
         let refused = { @Sendable (origin: String, retryAfter: Int?) in
             var refusal = GatehouseError.upstreamUnavailable(
@@ -347,7 +354,27 @@ public final class ProviderAPIService: Sendable {
     /// not fit (the caller sends it again), any other's is read whatever the budget holds, since
     /// the provider may have acted on it.
     private func newHold(caller: Caller, uid: String, method: APIMethod) -> ByteBudget.Hold {
-        ByteBudget.Hold(on: answerBytes, owner: caller.breakerIdentity(uid: uid), overdrawing: method != .get)
+        ByteBudget.Hold(on: answerBytes, owner: caller.breakerIdentity(uid: uid), grouped: caller.isUser, overdrawing: method != .get)
+    }
+
+    /// Refuses, before anything is sent, a call other than a `GET` to a provider whose answers
+    /// are read whole when its caller has no room left in the answer budget: once sent, its
+    /// answer is read whatever the budget holds.
+    @inline(never)
+    private func admitWrite(_ method: APIMethod, providerId: String, caller: Caller, uid: String) throws {
+        guard method != .get, providerId == "microsoft.com",
+            !answerBytes.hasRoom(for: caller.breakerIdentity(uid: uid), grouped: caller.isUser)
+        else { return }
+        throw Self.budgetSpent(providerId)
+    }
+
+    /// `503 upstream-unavailable` with `Retry-After: 1`: the answer budget has no room.
+    private static func budgetSpent(_ providerId: String) -> GatehouseError {
+        var refusal = GatehouseError.upstreamUnavailable(
+            providerId, situation: .temporarilyUnavailable,
+            detail: "The gateway holds as many \(providerId) answers in memory as it may (GATEHOUSE_API_BUFFER_BYTES); try again shortly.")
+        refusal.retryAfter = 1
+        return refusal
     }
 
     /// The answer's body whole, within the policy's cap and the process's answer budget
@@ -357,13 +384,7 @@ public final class ProviderAPIService: Sendable {
     private func collect(
         _ response: OutboundStreamingResponse, http: UpstreamHTTP, providerId: String, hold: ByteBudget.Hold, cap: Int
     ) async throws -> [UInt8] {
-        guard let body = try await http.collect(response, holding: hold, cap: cap) else {
-            var refusal = GatehouseError.upstreamUnavailable(
-                providerId, situation: .temporarilyUnavailable,
-                detail: "The gateway holds as many \(providerId) answers in memory as it may (GATEHOUSE_API_BUFFER_BYTES); try again shortly.")
-            refusal.retryAfter = 1
-            throw refusal
-        }
+        guard let body = try await http.collect(response, holding: hold, cap: cap) else { throw Self.budgetSpent(providerId) }
         return body
     }
 

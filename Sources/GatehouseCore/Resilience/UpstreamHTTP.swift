@@ -87,8 +87,8 @@ public struct UpstreamHTTP: Sendable {
         }
     }
 
-    /// The body whole (at most `cap` bytes, which the transfer enforces), each chunk first taken
-    /// into `hold`; `nil` as soon as one does not fit
+    /// The body whole (within the transfer's own cap), each chunk first taken into `hold`, the
+    /// array sized for a declared length of at most `cap`; `nil` as soon as a chunk does not fit
     /// (the transfer is cancelled when the response is dropped). A failure is mapped as in `stream`.
     func collect(_ response: OutboundStreamingResponse, holding hold: ByteBudget.Hold, cap: Int) async throws -> [UInt8]? {
         var bytes: [UInt8] = []
