@@ -54,10 +54,10 @@ public enum AuditEvent: String, Sendable, CaseIterable {
         }
     }
 
-    /// Whether a key holding `scopes` may list events of type `event` (an unknown type: only
-    /// with `admin`).
+    /// Whether a key holding `scopes` may list events of type `event` (a type this version does
+    /// not know as any account event: `admin:users`).
     public static func listable(_ event: String, by scopes: [String]) -> Bool {
-        scopes.contains("admin") || scopes.contains(AuditEvent(rawValue: event)?.listingScope ?? "admin")
+        scopes.contains("admin") || scopes.contains(AuditEvent(rawValue: event)?.listingScope ?? "admin:users")
     }
 }
 

@@ -128,7 +128,9 @@ public struct APIPolicy: Sendable, Equatable {
             Set(
                 try names.map { name in
                     // A listed name is compared whole: `page[size]` would stand for every `page[…]`.
-                    guard !name.contains("["), let normalized = APITemplate.parameterName(Substring(name)) else { throw problem }
+                    guard let decoded = FormEncoding.percentDecoded(Substring(name)), !decoded.contains("["),
+                        let normalized = APITemplate.parameterName(Substring(name))
+                    else { throw problem }
                     return normalized
                 }))
     }

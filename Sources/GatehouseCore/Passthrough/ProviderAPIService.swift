@@ -46,12 +46,15 @@ public final class ProviderAPIService: Sendable {
             if let base = configuration.apiBaseURL(for: id) { origins[id] = HostBreakers.origin(of: base) }
         }
         apiOrigins = origins
-        // A caller's share is a quarter of the budget (at least one answer as large as the
-        // policy allows: checked at start), and signed-in users (anyone may become one) hold at
-        // most half of it together: callers reading slowly cannot hold the services' calls off.
-        answerBytes = ByteBudget(
-            limit: configuration.apiBufferBytes, ownerLimit: configuration.apiBufferBytes / 4, groupLimit: configuration.apiBufferBytes / 2
-        ) { [metrics] in metrics.apiBufferedBytes($0) }
+        // A service key's share is a quarter of the budget (at least one answer as large as the
+        // policy allows: checked at start). Signed-in users (anyone may become one) hold at most
+        // half of it together, each an eighth or one answer: callers reading slowly cannot hold
+        // the services' calls off, and a few accounts cannot hold every other user's.
+        let budget = configuration.apiBufferBytes
+        let largest = configuration.api.providers["microsoft.com"]?.maxResponseBytes ?? 0
+        answerBytes = ByteBudget(limit: budget, ownerLimit: budget / 4, groupLimit: budget / 2, groupOwnerLimit: max(budget / 8, largest)) {
+            [metrics] in metrics.apiBufferedBytes($0)
+        }
     }
 
     /// Who asks: a service on a user's behalf, or the signed-in user.
@@ -148,7 +151,7 @@ public final class ProviderAPIService: Sendable {
         guard let base = configuration.apiBaseURL(for: providerId), let http = upstream[providerId] else {
             throw GatehouseError.pathNotAllowed("This gateway allows no \(providerId) API calls.")
         }
-        try admitWrite(request.method, providerId: providerId, caller: caller, uid: uid)
+        let writeHold = try admitWrite(request.method, providerId: providerId, caller: caller, uid: uid, limits: limits)
         let prepared = Self.outbound(request, base: base, limits: limits, uid: uid)
         let refused = { @Sendable (origin: String, retryAfter: Int?) in
             var refusal = GatehouseError.upstreamUnavailable(
@@ -204,7 +207,7 @@ public final class ProviderAPIService: Sendable {
         }
         return try await answer(
             response, tokens: tokens, template: template, limits: limits, providerId: providerId, base: base, http: http,
-            githubLimits: githubLimits, gatewayBase: gatewayBase, caller: caller, uid: uid)
+            githubLimits: githubLimits, gatewayBase: gatewayBase, caller: caller, uid: uid, writeHold: writeHold)
     }
 
     /// Refuses a query string a URL cannot carry. (Out of line, as is `outbound`: `send`'s
@@ -248,7 +251,7 @@ public final class ProviderAPIService: Sendable {
     private func answer(
         _ response: OutboundStreamingResponse, tokens: ProviderTokens, template: APITemplate, limits: APIPolicy.Provider,
         providerId: String, base: String, http: UpstreamHTTP, githubLimits: GitHubRateLimits?, gatewayBase: String, caller: Caller,
-        uid: String
+        uid: String, writeHold: ByteBudget.Hold?
     ) async throws -> ProviderAPIAnswer {
         let clock = configuration.clock
         // GitHub's primary and secondary rate limits: `429 upstream-rate-limited` with the time
@@ -266,7 +269,7 @@ public final class ProviderAPIService: Sendable {
         // Taken only for a body read whole: every other answer streams, or is small.
         var hold: ByteBudget.Hold?
         if response.head.status == 403 {
-            let held = newHold(caller: caller, uid: uid, method: template.method)
+            let held = writeHold ?? newHold(caller: caller, uid: uid, method: template.method)
             hold = held
             let refusal = try await missingScopes(response, template: template, tokens: tokens, http: http, providerId: providerId, hold: held)
             if let missing = refusal.missing { throw GatehouseError.insufficientProviderScope(providerId, missing: missing) }
@@ -296,7 +299,7 @@ public final class ProviderAPIService: Sendable {
             return ProviderAPIAnswer(status: response.head.status, headers: headers, body: .whole(readBody), template: template, hold: hold)
         }
         if providerId == "microsoft.com", response.head.headers["content-type"]?.lowercased().contains("json") == true {
-            let held = hold ?? newHold(caller: caller, uid: uid, method: template.method)
+            let held = hold ?? writeHold ?? newHold(caller: caller, uid: uid, method: template.method)
             let body = try await collect(response, http: http, providerId: providerId, hold: held, cap: limits.maxResponseBytes)
             return ProviderAPIAnswer(
                 status: response.head.status, headers: headers, body: .whole(paging.rewriteODataLinks(body) ?? body), template: template,
@@ -357,16 +360,24 @@ public final class ProviderAPIService: Sendable {
         ByteBudget.Hold(on: answerBytes, owner: caller.breakerIdentity(uid: uid), grouped: caller.isUser, overdrawing: method != .get)
     }
 
-    /// Refuses, before anything is sent, a call other than a `GET` to a provider whose answers
-    /// are read whole when its caller has no room left in the answer budget: once sent, its
-    /// answer is read whatever the budget holds.
+    /// The answer budget's hold for a call other than a `GET` to a provider whose answers are
+    /// read whole, with `writeReservation` of it set aside before anything is sent: once sent,
+    /// the answer is read whatever the budget holds (only past what was set aside does it
+    /// overdraw). `503` (nothing sent) when the caller's share has no room for it; `nil` for any
+    /// other call.
     @inline(never)
-    private func admitWrite(_ method: APIMethod, providerId: String, caller: Caller, uid: String) throws {
-        guard method != .get, providerId == "microsoft.com",
-            !answerBytes.hasRoom(for: caller.breakerIdentity(uid: uid), grouped: caller.isUser)
-        else { return }
-        throw Self.budgetSpent(providerId)
+    private func admitWrite(_ method: APIMethod, providerId: String, caller: Caller, uid: String, limits: APIPolicy.Provider) throws
+        -> ByteBudget.Hold?
+    {
+        guard method != .get, providerId == "microsoft.com" else { return nil }
+        let hold = newHold(caller: caller, uid: uid, method: method)
+        guard hold.reserve(min(limits.maxResponseBytes, Self.writeReservation)) else { throw Self.budgetSpent(providerId) }
+        return hold
     }
+
+    /// What a write to Graph sets aside for its answer before it is sent: more than the entity a
+    /// write answers, so that only a larger answer (a `$batch`'s) overdraws the budget.
+    static let writeReservation = 1 << 20
 
     /// `503 upstream-unavailable` with `Retry-After: 1`: the answer budget has no room.
     private static func budgetSpent(_ providerId: String) -> GatehouseError {

@@ -336,9 +336,10 @@ public final class ProfileService: Sendable {
         } catch let error as GatehouseError where error.code == .providerReauthRequired && tokens.refreshToken != nil {
             let key = link.providerId + "|" + link.federatedId + "|" + callName
             if let last = refusedAfterRefresh.value(for: key), clock.now().timeIntervalSince(last) < Self.refusalRefreshInterval {
-                // Newer tokens stored since this call read them (another request's refresh, a
-                // sign-in) are tried once: that needs no call to the token endpoint.
-                if let current = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), current.uid == link.uid,
+                // Other tokens stored since this call read them (another request's refresh, a
+                // sign-in) are tried once: that needs no call to the token endpoint. A store that
+                // cannot be read leaves the refusal as it is.
+                if let current = try? await storage.link(providerId: link.providerId, federatedId: link.federatedId), current.uid == link.uid,
                     let stored = try? await openTokens(current), stored.reauthRequired != true, stored.accessToken != tokens.accessToken
                 {
                     return try await call(stored)

@@ -187,7 +187,7 @@ enum SettingsCatalog {
         Setting("GATEHOUSE_API_POLICY", .text, "the provider API passthrough policy: inline JSON or a JSON file's path (default: nothing allowed)"),
         Setting(
             "GATEHOUSE_API_BUFFER_BYTES", .count(minimum: 1), default: "67108864",
-            "the bytes of provider API answers read whole (Graph's JSON, to move its paging links) that all calls together hold in memory until written, one caller at most a quarter and signed-in users together half; a call past its share answers `503 upstream-unavailable` with `Retry-After: 1` (at least four times microsoft.com's `maxResponseBytes`, at most 1 TiB)"
+            "the bytes of provider API answers read whole (Graph's JSON, to move its paging links) that all calls together hold in memory until written, a service key at most a quarter, signed-in users together half (each an eighth); a call past its share answers `503 upstream-unavailable` with `Retry-After: 1` (at least four times microsoft.com's `maxResponseBytes`, at most 1 TiB)"
         ),
     ]
 
