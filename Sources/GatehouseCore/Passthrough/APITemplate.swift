@@ -29,7 +29,7 @@ public struct APITemplate: Sendable, Equatable, CustomStringConvertible {
         case anyButExpansions
         /// Any parameter at all (`"query": ["*"]`).
         case any
-        /// Only these names, compared as `QueryRule.name(_:)` normalizes them (`"query": ["$select", "$top"]`).
+        /// Only these names, as `APITemplate.parameterName(_:)` reads them (`"query": ["$select", "$top"]`).
         case only(Set<String>)
 
         /// The names an expansion goes by, normalized.
@@ -125,9 +125,9 @@ public struct APITemplate: Sendable, Equatable, CustomStringConvertible {
 
     /// A parameter name as the rules compare it: percent-decoded, lower case, without one leading
     /// `$`, and up to its first `[` (Rack, PHP and Node's `qs` read `expand[]` and `expand[0]` as
-    /// `expand`); `nil` when nothing is left, or when, once decoded, it is not printable ASCII or holds a `+` (a space to
-    /// servers), or a `%`, `&`, `;` or `=` (a server or proxy decoding twice would read another
-    /// name, or another parameter, in it).
+    /// `expand`). `nil` when nothing is left, or when, once decoded, it is not printable ASCII or
+    /// holds a `+` (a space to servers), a `%`, `&`, `;` or `=` (a server or proxy decoding twice
+    /// would read another name, or another parameter, in it).
     public static func parameterName(_ raw: Substring) -> String? {
         guard let decoded = FormEncoding.percentDecoded(raw), !decoded.isEmpty,
             decoded.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !Self.refusedInName.contains($0) })

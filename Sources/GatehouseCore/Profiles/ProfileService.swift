@@ -317,8 +317,8 @@ public final class ProfileService: Sendable {
     /// Runs `call` with the link's tokens, refreshing them first when they have expired, or
     /// once after the provider rejected them (then retrying once), unless the same call
     /// (`callName`) refused a grant's token as soon as such a refresh had got it, less than
-    /// `refusalRefreshInterval` ago. A refused refresh marks
-    /// the link dead: `provider-reauth-required` until the user signs in with it again. With
+    /// `refusalRefreshInterval` ago. A refused refresh marks the link dead:
+    /// `provider-reauth-required` until the user signs in with it again. With
     /// `refreshesThroughBreaker` (a caller the provider's breaker does not already wrap: the
     /// passthrough, the token route), each refresh goes through that breaker as the link's
     /// user, so a failing token endpoint is left alone for a while.
