@@ -165,6 +165,59 @@ struct GatewayTokenTests {
         }
     }
 
+    @Test("an ID token never outlives its session: minted ten minutes before the session ends, it expires when the session does")
+    func idTokenEndsWithItsSession() async throws {
+        try await withDeployment { deployment in
+            let (_, _, refreshToken) = try await Self.signedIn(deployment)
+            // Seven days (the session's lifetime) less ten minutes on.
+            deployment.clock.advance(by: 7 * 24 * 3600 - 600)
+            let refreshed = try await Self.refresh(deployment, refreshToken)
+            #expect(refreshed.status == 200, "\(refreshed.bodyText)")
+            let object = try jsonObject(refreshed)
+            let expiresIn = try #require(object["expiresIn"] as? Int)
+            #expect(expiresIn <= 600 && expiresIn >= 590, "\(expiresIn)")
+            // The token's own `exp` says the same to a service verifying it offline.
+            let token = try #require(object["idToken"] as? String)
+            let payload = try #require(Base64URL.decode(String(token.split(separator: ".")[1])))
+            let claims = try #require(try JSONSerialization.jsonObject(with: payload) as? [String: Any])
+            let (exp, iat) = (try #require(claims["exp"] as? Int), try #require(claims["iat"] as? Int))
+            #expect(exp - iat == expiresIn)
+        }
+    }
+
+    @Test(
+        "sign-out ends what it says or says why not: a bearer with another session's cookie ends both; an expired bearer is 401 id-token-expired and ends nothing; one whose session has ended is 204"
+    )
+    func signOutEndsWhatItSays() async throws {
+        try await withDeployment { deployment in
+            let signOut = "\(deployment.gatewayURL)/v1/auth/signout"
+            let (_, idToken, _) = try await Self.signedIn(deployment)
+            var (cookieBrowser, _, _) = try await Self.signedIn(deployment)
+            // The bearer's session and the cookie's, which the answer tells the browser to drop:
+            // a copy of that cookie kept elsewhere no longer works either.
+            let copied = cookieBrowser.jar.header
+            #expect(try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/v1/me", headers: copied)).status == 200)
+            let both = try await cookieBrowser.send(signOut, method: "POST", headers: ["Authorization": "Bearer \(idToken)"])
+            #expect(both.status == 204)
+            #expect(try await Self.bearer(deployment, idToken).status == 401)
+            #expect(try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/v1/me", headers: copied)).status == 401)
+            // A token whose session has ended: nothing is left to end.
+            let ended = try await deployment.client.execute(
+                OutboundRequest(method: "POST", url: signOut, headers: ["Authorization": "Bearer \(idToken)"]))
+            #expect(ended.status == 204)
+
+            // An hour on, the ID token has expired but its session lives: the caller is told, and
+            // refreshes before it signs out; nothing was ended meanwhile.
+            let (_, stale, refreshToken) = try await Self.signedIn(deployment)
+            deployment.clock.advance(by: 3600 + 61)  // past the minute of clock skew allowed
+            let expired = try await deployment.client.execute(
+                OutboundRequest(method: "POST", url: "\(signOut)?all=true", headers: ["Authorization": "Bearer \(stale)"]))
+            try #expect(expired.status == 401 && (try jsonObject(expired)["code"] as? String) == "id-token-expired", "\(expired.bodyText)")
+            #expect(expired.headers["set-cookie"] == nil)
+            #expect(try await Self.refresh(deployment, refreshToken).status == 200)
+        }
+    }
+
     @Test("sign-out with the bearer token ends its session: the ID token and refresh token stop working; the cookie session of another sign-in stays")
     func signOutRevokes() async throws {
         try await withDeployment { deployment in

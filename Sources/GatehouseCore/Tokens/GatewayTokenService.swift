@@ -71,7 +71,8 @@ public final class GatewayTokenService: Sendable {
     /// token the caller must store (in its own transaction) before answering them.
     public func prepareIssue(for session: SessionRecord) async throws -> (Issued, NewRefreshToken) {
         let refreshToken = Self.newRefreshToken()
-        let issued = Issued(idToken: try await idToken(for: session), refreshToken: refreshToken, expiresIn: Int(configuration.idTokenLifetime))
+        let (token, expiresIn) = try await idToken(for: session)
+        let issued = Issued(idToken: token, refreshToken: refreshToken, expiresIn: expiresIn)
         return (
             issued, NewRefreshToken(tokenHash: SecureRandom.digest(refreshToken), familyId: session.familyId, issuedAt: configuration.clock.now())
         )
@@ -93,8 +94,8 @@ public final class GatewayTokenService: Sendable {
         // there is nothing left to fail. A token spent before still goes to the rotation, which
         // returns the kept successor or revokes its family.
         let prepared = try await storage.session(refreshTokenHash: tokenHash, now: now)
-        var idToken: String?
-        if let prepared { idToken = try await self.idToken(for: prepared) }
+        var minted: (token: String, expiresIn: Int)?
+        if let prepared { minted = try await self.idToken(for: prepared) }
         let rotation = try await storage.rotateRefreshToken(
             tokenHash: tokenHash,
             successor: RefreshSuccessor(
@@ -104,13 +105,13 @@ public final class GatewayTokenService: Sendable {
         switch rotation {
         case .rotated(let session):
             // The rotation found the session read above (a family never changes its session).
-            guard let idToken, session.familyId == prepared?.familyId else { throw GatehouseError.invalidRefreshToken() }
-            return Issued(idToken: idToken, refreshToken: successor, expiresIn: Int(configuration.idTokenLifetime))
+            guard let minted, session.familyId == prepared?.familyId else { throw GatehouseError.invalidRefreshToken() }
+            return Issued(idToken: minted.token, refreshToken: successor, expiresIn: minted.expiresIn)
         case .retried(let session, let kept):
-            guard let idToken, session.familyId == prepared?.familyId else { throw GatehouseError.invalidRefreshToken() }
+            guard let minted, session.familyId == prepared?.familyId else { throw GatehouseError.invalidRefreshToken() }
             let same = try await vault.open(kept, context: Self.successorContext(tokenHash))
             logger.info("refresh token retried within the retry window", metadata: ["user.id": "\(session.uid)"])
-            return Issued(idToken: idToken, refreshToken: String(decoding: same, as: UTF8.self), expiresIn: Int(configuration.idTokenLifetime))
+            return Issued(idToken: minted.token, refreshToken: String(decoding: same, as: UTF8.self), expiresIn: minted.expiresIn)
         case .reused:
             logger.warning(
                 "refresh token reused: its session was revoked",
@@ -165,8 +166,10 @@ public final class GatewayTokenService: Sendable {
         }
     }
 
-    /// The ID token of a session, with the account's current profile.
-    private func idToken(for session: SessionRecord) async throws -> String {
+    /// The ID token of a session, with the account's current profile, and the seconds it lives:
+    /// `idTokenLifetime`, or less when the session ends sooner. The gateway refuses a token of an
+    /// ended session at once, but a service verifying it offline (JWKS) trusts it until `exp`.
+    private func idToken(for session: SessionRecord) async throws -> (token: String, expiresIn: Int) {
         guard let account = try await storage.account(uid: session.uid) else { throw GatehouseError.invalidRefreshToken() }
         if account.disabled { throw GatehouseError.userDisabled() }
         let links = try await storage.links(uid: account.uid)
@@ -174,9 +177,10 @@ public final class GatewayTokenService: Sendable {
         var identities: [String: [String]] = [:]
         for link in links { identities[link.providerId, default: []].append(link.federatedId) }
         let now = configuration.clock.now()
+        let expires = min(now.addingTimeInterval(configuration.idTokenLifetime), session.expiresAt)
         var claims = GatewayIDTokenClaims(
             iss: configuration.publicURL, aud: configuration.idTokenAudience, sub: account.uid, iat: Int(now.timeIntervalSince1970),
-            exp: Int(now.addingTimeInterval(configuration.idTokenLifetime).timeIntervalSince1970),
+            exp: Int(expires.timeIntervalSince1970),
             authTime: Int(session.createdAt.timeIntervalSince1970), signInProvider: session.signInProvider, identities: identities,
             email: profile.email, emailVerified: profile.emailVerified, name: profile.displayName, sid: session.familyId)
         // The sign-in's own claims, and the account's as they are now over them (a refresh picks
@@ -200,7 +204,7 @@ public final class GatewayTokenService: Sendable {
             }
             claims.custom = merged.members
         }
-        return try await keys.sign(claims)
+        return (try await keys.sign(claims), max(0, claims.exp - claims.iat))
     }
 
     static func newRefreshToken() -> String {

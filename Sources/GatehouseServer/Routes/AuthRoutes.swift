@@ -196,9 +196,20 @@ struct AuthRoutes {
             // Without a bearer token the request may ride on the cookie: a cross-site form must
             // not sign the user out, so an allowed Origin is required whoever is signed in.
             try browser.requireAllowedOrigin(request)
-            // A dead or forged bearer token signs nothing out; the cookie is cleared regardless.
-            let signedIn = (try? await context.user()) ?? nil
+            // A forged bearer token, or one whose session has ended, has nothing to sign out;
+            // the cookie is cleared regardless. An expired one is `401 id-token-expired` (its
+            // session may live on: the caller refreshes, then signs out), and a store that cannot
+            // be read is `503`: a `204` means the sessions are ended.
+            let signedIn: SessionService.Caller?
+            do {
+                signedIn = try await context.user()
+            } catch let error as GatehouseError where error.code == .invalidIDToken {
+                signedIn = nil
+            }
             try await sessions.signOut(signedIn, all: allParameter == "true")
+            // A bearer caller's browser may hold another session's cookie, which the answer
+            // clears: that session ends too.
+            if request.headers[.authorization] != nil { try await sessions.endSession(cookie: context.credentials.sessionCookie) }
             var response = Response(status: .noContent, headers: [.cacheControl: "no-store"])
             response.headers.append(HTTPField(name: .setCookie, value: cookies.deleteCookie(name: cookies.sessionName)))
             return response
