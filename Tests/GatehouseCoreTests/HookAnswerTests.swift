@@ -55,6 +55,15 @@ import Testing
         }
     }
 
+    @Test("custom claims: the names a consumer comparing without case reads as another, and removing a name removes them too")
+    func caseFoldedNames() throws {
+        let claims = try CustomClaims(["staff": .bool(true), "STAFF": .bool(true), "Sta\u{FB00}": .bool(true), "plan": .string("pro")])
+        #expect(claims.readingAs("staff") == ["STAFF", "Sta\u{FB00}"])
+        #expect(claims.readingAs("plan").isEmpty)
+        #expect(Array(claims.removing("staff").members.keys) == ["plan"])
+        #expect(Array(claims.removing("Staff").members.keys) == ["plan"])
+    }
+
     @Test("custom claims: reserved names, gatehouse…, size and depth")
     func claimRules() throws {
         #expect(throws: GatehouseError.self) { try CustomClaims(["GATEHOUSE": .bool(true)]) }

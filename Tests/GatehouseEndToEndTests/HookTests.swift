@@ -417,6 +417,10 @@ struct HookTests {
             #expect((try jsonObject(granted)["detail"] as? String)?.contains("GATEHOUSE_ADMIN_CLAIM") == true)
             #expect(try await stored()["plan"] == nil, "nothing stored")
             #expect(try await put(#"{"plan":"pro","staff":false}"#, key: narrow).status == 403)
+            // Nor under a name a consumer comparing without case reads as it (Go's encoding/json).
+            for lookalike in [#"{"STAFF":true}"#, #"{"Staff":true,"plan":"pro"}"#] {
+                #expect(try await put(lookalike, key: narrow).status == 403, "\(lookalike)")
+            }
             // Claims that leave it as it is pass.
             #expect(try await put(#"{"plan":"pro"}"#, key: narrow).status == 200)
             // An admin key grants it; then the narrow key keeps it or is refused removing it.
@@ -427,7 +431,7 @@ struct HookTests {
             #expect(kept["staff"] as? Bool == true && kept["plan"] as? String == "team", "\(kept)")
 
             // A hook answer that changes it is an unusable answer: the failure policy (deny).
-            for answer in [#"{"staff":false}"#, #"{"staff":"yes","plan":"team"}"#] {
+            for answer in [#"{"staff":false}"#, #"{"staff":"yes","plan":"team"}"#, #"{"STAFF":true,"staff":true}"#] {
                 try await Self.answer(deployment, "before-sign-in", #"{"decision":"allow","customClaims":\#(answer)}"#)
                 var browser = Browser(deployment)
                 let refused = try await browser.complete(login: "octocat")
@@ -454,7 +458,7 @@ struct HookTests {
             // later (a demotion that removes it), a session's tokens would still carry it.
             var pat = Browser(deployment)
             #expect(try await pat.complete(login: "private-pat").status == 200)
-            for answer in [#"{"staff":true,"seat":"a1"}"#, #"{"staff":false}"#] {
+            for answer in [#"{"staff":true,"seat":"a1"}"#, #"{"staff":false}"#, #"{"Staff":true}"#] {
                 try await Self.answer(deployment, "before-sign-in", #"{"decision":"allow","sessionClaims":\#(answer)}"#)
                 var elevated = Browser(deployment)
                 let refused = try await elevated.complete(login: "private-pat")

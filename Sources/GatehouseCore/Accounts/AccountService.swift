@@ -348,7 +348,10 @@ public struct AccountService: Sendable {
         if !mayChangeOperatorClaim, let operatorClaim {
             guard let account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
             replacement = ClaimsReplacement(stored: claims.stored, basis: account.customClaims)
-            guard CustomClaims(stored: account.customClaims).members[operatorClaim] == claims.members[operatorClaim] else {
+            // So may no name a consumer comparing without case reads as the claim.
+            let stored = CustomClaims(stored: account.customClaims)
+            let names = [operatorClaim] + claims.readingAs(operatorClaim) + stored.readingAs(operatorClaim)
+            guard names.allSatisfy({ stored.members[$0] == claims.members[$0] }) else {
                 throw GatehouseError(
                     code: .permissionDenied,
                     detail:

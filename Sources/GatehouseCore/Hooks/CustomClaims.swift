@@ -85,12 +85,27 @@ public struct CustomClaims: Sendable, Equatable {
         members.isEmpty ? nil : try? JSONCoding.encoder().encode(members)
     }
 
-    /// `self` without the member `name`.
+    /// `self` without the member `name`, nor any member that reads as `name` to a consumer
+    /// comparing names without case (`readingAs(_:)`).
     public func removing(_ name: String) -> CustomClaims {
-        guard members[name] != nil else { return self }
+        let gone = [name] + readingAs(name)
+        guard gone.contains(where: { members[$0] != nil }) else { return self }
         var kept = members
-        kept[name] = nil
+        for member in gone { kept[member] = nil }
         return CustomClaims(checked: kept)
+    }
+
+    /// The names of members other than `name` itself that a consumer comparing names without
+    /// case reads as `name` (`ADMIN` for `admin`: Go's `encoding/json` matches struct fields
+    /// so), folded as `isReserved` folds them.
+    public func readingAs(_ name: String) -> [String] {
+        Self.names(members.keys, readingAs: name)
+    }
+
+    /// `readingAs(_:)` over any claim names.
+    public static func names(_ names: some Sequence<String>, readingAs name: String) -> [String] {
+        let folded = asciiFolded(name)
+        return names.filter { $0 != name && asciiFolded($0) == folded }.sorted()
     }
 
     /// `self` with `other`'s members added, `other` winning on a shared name; `nil` when the

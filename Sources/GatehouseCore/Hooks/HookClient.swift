@@ -143,6 +143,15 @@ public final class HookClient: SignInHooks {
     ///   the size limit: tokens would carry only the account's, silently.
     private func checked(_ answer: HookAnswer, for account: HookRequest.Account) throws -> HookAnswer {
         guard case .allow(var allowance) = answer else { return answer }
+        // Names a consumer comparing without case reads as the operator claim are held to the
+        // same rules as the claim itself.
+        if let operatorClaim, let claims = allowance.customClaims,
+            let changed = claims.readingAs(operatorClaim).first(where: { claims.members[$0] != account.customClaims[$0] })
+        {
+            throw HookFailure.invalidAnswer(
+                "customClaims change \(changed.debugDescription), which reads as the console's operator claim \(operatorClaim.debugDescription) (GATEHOUSE_ADMIN_CLAIM) without case"
+            )
+        }
         if let operatorClaim, let claims = allowance.customClaims, claims.members[operatorClaim] != account.customClaims[operatorClaim] {
             guard claims.members[operatorClaim] == nil, let kept = account.customClaims[operatorClaim] else {
                 throw HookFailure.invalidAnswer(
@@ -157,7 +166,9 @@ public final class HookClient: SignInHooks {
                 throw HookFailure.invalidAnswer(error.detail)
             }
         }
-        if let operatorClaim, allowance.sessionClaims?.members[operatorClaim] != nil {
+        if let operatorClaim, let session = allowance.sessionClaims,
+            session.members[operatorClaim] != nil || !session.readingAs(operatorClaim).isEmpty
+        {
             throw HookFailure.invalidAnswer(
                 "sessionClaims name the console's operator claim \(operatorClaim.debugDescription) (GATEHOUSE_ADMIN_CLAIM), which only an account's claims carry"
             )
