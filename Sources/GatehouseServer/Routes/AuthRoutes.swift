@@ -196,10 +196,10 @@ struct AuthRoutes {
             // Without a bearer token the request may ride on the cookie: a cross-site form must
             // not sign the user out, so an allowed Origin is required whoever is signed in.
             try browser.requireAllowedOrigin(request)
-            // A forged bearer token, or one whose session has ended, has nothing to sign out;
-            // the cookie is cleared regardless. An expired one is `401 id-token-expired` (its
-            // session may live on: the caller refreshes, then signs out), and a store that cannot
-            // be read is `503`: a `204` means the sessions are ended.
+            // A forged bearer token, or one whose session has ended, has nothing to sign out:
+            // `204`, the cookie cleared. An expired one is `401 id-token-expired` (its session
+            // may live on: the caller refreshes, then signs out), and a store that cannot be
+            // read is `503`, both with the cookie kept: a `204` means the sessions are ended.
             let signedIn: SessionService.Caller?
             do {
                 signedIn = try await context.user()
