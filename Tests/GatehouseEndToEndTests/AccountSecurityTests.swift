@@ -100,7 +100,9 @@ struct AccountSecurityTests {
         }
     }
 
-    @Test("link and re-authentication starts refuse a cross-site navigation or a foreign Origin; the same start from the page works")
+    @Test(
+        "link and re-authentication starts refuse a cross-site navigation, a foreign Origin or Referer, or neither; the same start from the page works"
+    )
     func crossSiteStartsAreRefused() async throws {
         try await withDeployment { deployment in
             var browser = Browser(deployment)
@@ -116,6 +118,28 @@ struct AccountSecurityTests {
                 #expect(crossSite.headers["set-cookie"] == nil)
                 let foreign = try await Self.navigate(&browser, path, headers: ["Origin": "https://evil.example", "Accept": "application/json"])
                 #expect(foreign.status == 403, "\(mode)")
+                // Browsers without Fetch Metadata send neither header on a navigation: the
+                // `Referer` must then name an allowed page; a link opened from outside the
+                // browser (`none`) or from a sibling host (`same-site`) must name one too.
+                let unmarked: [OutboundHeaders] = [
+                    [:], ["Referer": "https://evil.example/page"], ["Sec-Fetch-Site": "none"],
+                    ["Sec-Fetch-Site": "same-site", "Referer": "https://files.example.com/"],
+                    ["Referer": "https://app.example.com.evil.example/"], ["Referer": "not a url"],
+                ]
+                for headers in unmarked {
+                    let refused = try await Self.navigate(&browser, path, headers: headers)
+                    #expect(refused.status == 403, "\(mode) \(headers)")
+                    #expect(try jsonObject(refused)["code"] as? String == "origin-not-allowed")
+                    #expect(refused.headers["set-cookie"] == nil)
+                }
+                let marked: [OutboundHeaders] = [
+                    ["Referer": "https://app.example.com/settings?tab=1"], ["Sec-Fetch-Site": "same-origin"],
+                    ["Sec-Fetch-Site": "same-site", "Referer": "https://app.example.com/"],
+                ]
+                for headers in marked {
+                    let allowed = try await Self.navigate(&browser, path, headers: headers)
+                    #expect(allowed.status == 302, "\(mode) \(headers): \(allowed.bodyText)")
+                }
                 let page = try await Self.navigate(
                     &browser, path, headers: ["Origin": "https://app.example.com", "Sec-Fetch-Site": "same-site", "Accept": "application/json"])
                 #expect(page.status == 200, "\(mode): \(page.bodyText)")

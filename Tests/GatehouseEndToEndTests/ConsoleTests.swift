@@ -100,11 +100,14 @@ struct ConsoleTests {
     }
 
     /// Follows a sign-in link of a console page as the browser would (`GATEHOUSE_REQUIRE_RESULT_BINDING`
-    /// is on, as by default), approving at the emulator as `login`: the callback's answer.
+    /// is on, as by default), approving at the emulator as `login`: the callback's answer. The
+    /// navigation names the console as its `Referer`, as the page's `Referrer-Policy: same-origin` lets it.
     static func follow(_ page: OutboundResponse, link text: String, login: String, with browser: inout Browser) async throws -> OutboundResponse {
         let pattern = try Regex(#"<a href="([^"]*)">"# + text)
         let href = try #require(page.bodyText.firstMatch(of: pattern)?.output[1].substring, "\(page.bodyText)")
-        let start = try await browser.send(browser.deployment.gatewayURL + href.replacingOccurrences(of: "&amp;", with: "&") + "&login=\(login)")
+        let gateway = browser.deployment.gatewayURL
+        let start = try await browser.send(
+            gateway + href.replacingOccurrences(of: "&amp;", with: "&") + "&login=\(login)", headers: ["Referer": "\(gateway)/admin"])
         #expect(start.status == 302, "\(href): \(start.bodyText)")
         let approved = try await browser.deployment.client.execute(OutboundRequest(url: try #require(start.headers["location"])))
         return try await browser.send(try #require(approved.headers["location"]))

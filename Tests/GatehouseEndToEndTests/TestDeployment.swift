@@ -337,14 +337,16 @@ struct Browser {
     }
 
     /// Start with `query` (plus a fresh `result_challenge` unless the query has one), returning
-    /// the provider's authorize URL.
+    /// the provider's authorize URL. The navigation leaves the page as a browser's does: with the
+    /// page's origin as its `Referer`.
     mutating func start(_ query: String, provider: String = "github.com") async throws -> OutboundResponse {
         var query = query
         if !query.contains("result_challenge=") {
             resultKey = ResultKey()
             query += "&result_challenge=\(resultKey.challenge)"
         }
-        return try await send("\(deployment.gatewayURL)/v1/auth/\(provider)/start?\(query)")
+        let referer: OutboundHeaders = origin.map { ["Referer": "\($0)/"] } ?? [:]
+        return try await send("\(deployment.gatewayURL)/v1/auth/\(provider)/start?\(query)", headers: referer)
     }
 
     /// Runs start → authorize (auto-approve through the provider's hint parameter: GitHub's

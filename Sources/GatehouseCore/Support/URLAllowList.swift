@@ -35,6 +35,17 @@ public struct URLAllowList: Sendable {
     /// Whether `entry` is a usable allow-list entry (an absolute http(s) URL, parsed strictly).
     public static func isValidEntry(_ entry: String) -> Bool { parse(entry) != nil }
 
+    /// The origin (`scheme://host[:port]`, as browsers send `Origin`) of an absolute http(s)
+    /// URL such as a `Referer`, or `nil` when its scheme and authority do not parse strictly.
+    /// Only the authority is read: the page's path and query are not the gateway's to judge.
+    public static func webOrigin(of url: String) -> String? {
+        let bytes = url.utf8
+        guard let separator = url.range(of: "://") else { return nil }
+        let authority = bytes[separator.upperBound...]
+        let end = authority.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? authority.endIndex
+        return parse(String(url[..<end]))?.origin
+    }
+
     /// Whether the list has no usable entry.
     public var isEmpty: Bool { entries.isEmpty }
 

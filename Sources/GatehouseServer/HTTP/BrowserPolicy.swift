@@ -110,6 +110,26 @@ final class BrowserPolicy: Sendable {
         if request.headers[.secFetchSite]?.lowercased() == "cross-site" { throw GatehouseError.originNotAllowed() }
     }
 
+    /// Throws `origin-not-allowed` unless a cookie-authenticated navigation shows that it
+    /// leaves an allowed page: an allowed `Origin` (a script's `fetch`), the browser's
+    /// `Sec-Fetch-Site: same-origin`, or a `Referer` on an allowed origin.
+    ///
+    /// Stricter than `refuseCrossSite`: older browsers send no Fetch Metadata, and a top-level
+    /// navigation sends no `Origin`, so a page on another site that navigates the user to a
+    /// link or re-authentication start would pass a check that refuses only what is marked
+    /// cross-site. `same-site` (a sibling host, not necessarily an allowed one) and `none` (a
+    /// link opened from outside the browser, such as an email) need the `Referer` too.
+    func requireNavigationFromAllowedPage(_ request: Request, caller: SessionService.Caller?) throws {
+        guard let caller, caller.viaCookie else { return }
+        if let origin = request.headers[.origin] {
+            guard origins.contains(origin) else { throw GatehouseError.originNotAllowed() }
+            return
+        }
+        if request.headers[.secFetchSite]?.lowercased() == "same-origin" { return }
+        guard let referer = request.headers[.referer], let origin = URLAllowList.webOrigin(of: referer), origins.contains(origin)
+        else { throw GatehouseError.originNotAllowed() }
+    }
+
     /// Throws `rate-limited` (with `Retry-After`) when a signed-in user used up the budget
     /// of `/v1/me…`.
     func limit(user uid: String) async throws {

@@ -38,9 +38,9 @@ struct AuthRoutes {
                 // Only link and re-authentication look at who is signed in.
                 let mode = try SignInMode(parameter: request.queryDictionary["mode"])
                 let signedIn = mode == .signIn ? nil : try await context.user()
-                // A cross-site page must not start a link or a re-authentication on the user's
+                // Another site's page must not start a link or a re-authentication on the user's
                 // cookie (a top-level GET navigation carries it under SameSite=Lax).
-                try browser.refuseCrossSite(request, caller: signedIn)
+                try browser.requireNavigationFromAllowedPage(request, caller: signedIn)
                 // Adding a sign-in method is as sensitive as removing one.
                 if mode == .link, let signedIn { try sessions.requireRecentLogin(signedIn) }
                 (query, signedInUid) = (request.queryPairs, signedIn?.uid)
