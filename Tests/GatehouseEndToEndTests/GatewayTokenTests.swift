@@ -201,6 +201,8 @@ struct GatewayTokenTests {
             #expect(both.status == 204)
             #expect(try await Self.bearer(deployment, idToken).status == 401)
             #expect(try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/v1/me", headers: copied)).status == 401)
+            // Each ended session is in the audit trail.
+            #expect(ProviderAPITests.apiAuditLines(deployment, event: "session.signed-out").count == 2)
             // A token whose session has ended: nothing is left to end.
             let ended = try await deployment.client.execute(
                 OutboundRequest(method: "POST", url: signOut, headers: ["Authorization": "Bearer \(idToken)"]))

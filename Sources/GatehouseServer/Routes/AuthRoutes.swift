@@ -209,7 +209,9 @@ struct AuthRoutes {
             try await sessions.signOut(signedIn, all: allParameter == "true")
             // A bearer caller's browser may hold another session's cookie, which the answer
             // clears: that session ends too.
-            if request.headers[.authorization] != nil { try await sessions.endSession(cookie: context.credentials.sessionCookie) }
+            if request.headers[.authorization] != nil {
+                try await sessions.signOut(cookie: context.credentials.sessionCookie, besides: signedIn)
+            }
             var response = Response(status: .noContent, headers: [.cacheControl: "no-store"])
             response.headers.append(HTTPField(name: .setCookie, value: cookies.deleteCookie(name: cookies.sessionName)))
             return response
