@@ -1,3 +1,5 @@
+import Foundation
+import GatehouseCore
 import Logging
 import PostgresNIO
 
@@ -5,10 +7,13 @@ import PostgresNIO
 /// migration: add the next one. Applied under a transaction-scoped advisory lock, so that
 /// several instances starting at once apply each migration exactly once.
 enum PostgresMigrations {
-    /// One migration: a version name and its statements, applied in one transaction.
-    struct Migration {
+    /// One migration: a version name, its statements and then its Swift step, applied in one
+    /// transaction.
+    struct Migration: Sendable {
         let version: String
         let statements: [String]
+        /// Work SQL cannot do as the gateway does it (the gateway's own normalization).
+        var step: (@Sendable (PostgresConnection, Logger) async throws -> Void)? = nil
     }
 
     /// An arbitrary, fixed key for `pg_advisory_xact_lock` ("gatehous" in ASCII).
@@ -314,7 +319,38 @@ enum PostgresMigrations {
         Migration(
             version: "v15-outbox-by-endpoint",
             statements: ["CREATE INDEX webhook_outbox_endpoint_due ON webhook_outbox (endpoint, status, next_attempt_at)"]),
+        // v2 filled the verified emails of the links it found with SQL, which normalizes them
+        // otherwise than `EmailAddress` (PostgreSQL's `btrim` keeps tabs and newlines, a `C`
+        // database's `lower()` folds ASCII only, and nothing refused a malformed address): such
+        // a link matched no new sign-in of its address until its own next sign-in rewrote it.
+        Migration(version: "v16-verified-emails-normalized", statements: [], step: normalizeVerifiedEmails),
     ]
+
+    /// Sets every link's `verified_email` to what the gateway writes for its snapshot
+    /// (`EmailAddress.verified(of:)`). A snapshot that cannot be read keeps its value, with a
+    /// warning naming its row: the gateway reads such a link as corrupt anyway, and one must
+    /// not stop every instance from starting.
+    @Sendable static func normalizeVerifiedEmails(_ connection: PostgresConnection, logger: Logger) async throws {
+        var changes: [(providerId: String, federatedId: String, email: String?)] = []
+        let rows = try await connection.query(
+            "SELECT uid, provider_id, federated_id, profile_json, verified_email FROM provider_links", logger: logger)
+        for try await (uid, providerId, federatedId, snapshot, stored) in rows.decode((String, String, String, Data, String?).self) {
+            do {
+                let profile = try ProfileSnapshot.decode(snapshot, uid: uid, providerId: providerId, federatedId: federatedId)
+                let email = EmailAddress.verified(of: profile)
+                if email != stored { changes.append((providerId, federatedId, email)) }
+            } catch {
+                logger.warning("a link's verified email was left as it was", metadata: ["error": "\(error)"])
+            }
+        }
+        for change in changes {
+            try await connection.query(
+                """
+                UPDATE provider_links SET verified_email = \(change.email)
+                WHERE provider_id = \(change.providerId) AND federated_id = \(change.federatedId)
+                """, logger: logger)
+        }
+    }
 
     /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {
@@ -348,6 +384,7 @@ enum PostgresMigrations {
                 for statement in migration.statements {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
+                try await migration.step?(connection, logger)
                 try await connection.query("INSERT INTO gatehouse_migrations (version) VALUES (\(migration.version))", logger: logger)
             }
         }

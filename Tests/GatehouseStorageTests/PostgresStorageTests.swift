@@ -1,10 +1,11 @@
 import Foundation
 import GatehouseCore
-import GatehousePostgres
 import GatehouseTestSupport
 import Logging
 import PostgresNIO
 import Testing
+
+@testable import GatehousePostgres
 
 /// What only the PostgreSQL store has: several instances migrating at once, a database from a
 /// newer version, a server restart, database URLs.
@@ -20,6 +21,45 @@ import Testing
         try await stores[0].insertServiceKey(ServiceKeyRecord(id: "sk_1", name: "n", secretHash: "h", scopes: ["admin"], createdAt: Date()))
         for store in stores { #expect(try await store.serviceKeys().map(\.id) == ["sk_1"]) }
         for store in stores { store.shutdown() }
+    }
+
+    @Test(
+        "a database of the first schema migrates whole: its links' verified emails come out as new links' would, so one account per email holds for them"
+    )
+    func upgradeFromTheFirstSchema() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        // The first schema as its version left it, with a link per email as providers sent them.
+        for statement in PostgresMigrations.all[0].statements { try await PostgresTestServer.execute(url, statement) }
+        try await PostgresTestServer.execute(
+            url, "CREATE TABLE gatehouse_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        try await PostgresTestServer.execute(url, "INSERT INTO gatehouse_migrations (version) VALUES ('v1-initial')")
+        let emails: [(uid: String, email: String, verified: Bool)] = [
+            ("u1", " JOSÉ@Example.COM ", true), ("u2", "\tann@example.com\n", true), ("u3", "two@at@example.com", true),
+            ("u4", "Zoë@example.com", false), ("u5", "plain@example.com", true),
+        ]
+        for (uid, email, verified) in emails {
+            let snapshot = try ProfileSnapshot.encode(
+                ProviderProfile(providerId: "github.com", federatedId: uid, email: email, emailVerified: verified))
+            let hex = snapshot.map { String(format: "%02x", $0) }.joined()
+            try await PostgresTestServer.execute(url, "INSERT INTO accounts (uid, created_at, last_sign_in_at) VALUES ('\(uid)', now(), now())")
+            try await PostgresTestServer.execute(
+                url,
+                """
+                INSERT INTO provider_links (uid, provider_id, federated_id, profile_json, sealed_tokens, linked_at, updated_at)
+                VALUES ('\(uid)', 'github.com', '\(uid)', decode('\(hex)', 'hex'), 'v1.k.sealed', now(), now())
+                """)
+        }
+        let store = try PostgresTestServer.store(url)
+        defer { store.shutdown() }
+        try await store.migrate()
+        for (uid, email, verified) in emails {
+            let link = try #require(try await store.link(providerId: "github.com", federatedId: uid))
+            let expected = verified ? EmailAddress.normalized(email) : nil
+            #expect(link.verifiedEmail == expected, "\(uid)")
+            if let expected { #expect(try await store.uids(verifiedEmail: expected, limit: 2) == [uid], "\(uid)") }
+        }
+        // The upgraded links work like new ones: the account signs in and keeps its links.
+        #expect(try await store.links(uid: "u1").map(\.federatedId) == ["u1"])
     }
 
     @Test("locks hold no pooled connection: with a pool of 2, four holders of different locks each query inside; a dead holder's lease ends")
