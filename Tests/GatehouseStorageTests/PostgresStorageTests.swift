@@ -7,8 +7,8 @@ import Testing
 
 @testable import GatehousePostgres
 
-/// What only the PostgreSQL store has: several instances migrating at once, a database from a
-/// newer version, a server restart, database URLs.
+/// What only the PostgreSQL store has: several instances migrating at once, a database of the
+/// first schema upgraded, a database from a newer version, a server restart, database URLs.
 @Suite struct PostgresStorageTests {
     @Test("eight instances migrating one database at once: each migration applied exactly once, then every store works")
     func concurrentMigrations() async throws {
