@@ -147,6 +147,17 @@ enum StartupChecks {
         }
     }
 
+    /// Warns of each passthrough template whose paging links every answer drops
+    /// (`APIPolicy.pagingGaps`): it lists a page size among its query names but not the name
+    /// the provider's next-page links carry, so a caller would see one page and no link.
+    static func warnAboutPagingGaps(_ policy: APIPolicy, logger: Logger) {
+        for gap in policy.pagingGaps {
+            logger.warning(
+                "a passthrough template takes a page size but not its provider's paging parameter: every paging link of its answers is dropped; add the parameter to its query list",
+                metadata: ["provider": "\(gap.providerId)", "route": "\(gap.route)", "missing": "\(gap.missing)"])
+        }
+    }
+
     /// A duration in seconds, as the settings write it (`2.5`, `75`).
     private static func seconds(_ duration: Duration) -> String {
         let (seconds, attoseconds) = duration.components

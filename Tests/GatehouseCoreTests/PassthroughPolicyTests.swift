@@ -212,6 +212,30 @@ struct PassthroughPolicyTests {
         #expect(configuration.apiBaseURL(for: "github.com") == "https://api.github.com")
     }
 
+    @Test("paging gaps: GET templates listing a page size without the parameter their paging links continue with, as names are read")
+    func pagingGaps() throws {
+        let policy = try APIPolicy(
+            json: Data(
+                #"""
+                {"microsoft.com": {"allow": [
+                   {"route": "GET /v1.0/me/messages", "query": ["$select", "$top"]},
+                   {"route": "GET /v1.0/me/events", "query": ["%24TOP", "$SkipToken"]},
+                   {"route": "GET /v1.0/me/people", "query": ["top", "skip"]},
+                   {"route": "GET /v1.0/me/contacts", "query": ["$select"]},
+                   {"route": "GET /v1.0/me/drive/root/children", "query": ["*"]},
+                   "GET /v1.0/me/calendars",
+                   {"route": "DELETE /v1.0/me/messages/{id}", "query": ["$top"]}]},
+                 "github.com": {"allow": [
+                   {"route": "GET /user/repos", "query": ["per_page", "Page"]},
+                   {"route": "GET /user/issues", "query": ["PER_PAGE", "$top"]}]}}
+                """#.utf8))
+        let gaps = policy.pagingGaps.map { "\($0.providerId) \($0.route) \($0.missing)" }
+        #expect(
+            gaps == [
+                "github.com GET /user/issues $skiptoken", "github.com GET /user/issues page", "microsoft.com GET /v1.0/me/messages $skiptoken",
+            ])
+    }
+
     @Test("upload timeouts: providers allowing a body, each with the policy's timeout, else its upstream timeout")
     func uploadTimeouts() throws {
         var configuration = GatewayConfiguration(

@@ -210,11 +210,20 @@ struct IdleConnectionTests {
                 name: "idle", database: nil, emulatorURL: emulatorURL, key: TokenVault.generateKey(), folder: folder,
                 extra: [
                     "GATEHOUSE_IDLE_TIMEOUT": "1",
-                    // Uploads to GitHub's API may take the upstream timeout (25 s), past the idle timeout.
-                    "GATEHOUSE_API_POLICY": #"{"github.com": {"allow": ["GET /user/repos", "POST /user/repos"]}}"#,
+                    // Uploads to GitHub's API may take the upstream timeout (25 s), past the idle
+                    // timeout; its issues take a page size but could not follow their pages.
+                    "GATEHOUSE_API_POLICY": #"""
+                    {"github.com": {"allow": ["GET /user/repos", "POST /user/repos",
+                      {"route": "GET /user/issues", "query": ["per_page", "state"]},
+                      {"route": "GET /user/orgs", "query": ["per_page", "page"]}]}}
+                    """#,
                 ])
             defer { gateway.process.stop() }
             let log = try String(contentsOfFile: gateway.logPath, encoding: .utf8)
+            let gaps = log.split(separator: "\n").filter { $0.contains("a passthrough template takes a page size") }
+            #expect(gaps.count == 1, "\(log)")
+            let namesTheGap = gaps.allSatisfy { $0.contains(#""route":"GET /user/issues""#) && $0.contains(#""missing":"page""#) }
+            #expect(namesTheGap)
             let warnings = log.split(separator: "\n").filter { $0.contains("uploads to a provider's API may take") }
             #expect(warnings.count == 1, "\(log)")
             let holds = warnings.allSatisfy {

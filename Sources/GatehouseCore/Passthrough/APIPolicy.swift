@@ -49,6 +49,38 @@ public struct APIPolicy: Sendable, Equatable {
         self.providers = providers
     }
 
+    /// A `GET` template that lists its query names with a page size but not the name its
+    /// provider's paging links continue with: no caller could send such a link's query, so
+    /// every one is dropped from the answers (`PagingLinks`).
+    public struct PagingGap: Sendable, Equatable {
+        /// The provider whose policy holds the template.
+        public var providerId: String
+        /// The template, as written (`GET /v1.0/me/messages`).
+        public var route: String
+        /// The name to add to its `query` (`$skiptoken`, `page`).
+        public var missing: String
+    }
+
+    /// The page-size names of the providers' paging and the names their links continue with:
+    /// OData's `$top` with `$skiptoken` (or `$skip`, which some Graph lists page with), GitHub's
+    /// `per_page` with `page`. As `APITemplate.parameterName` reads them.
+    private static let pagingContinuations: [(size: String, continuations: [String], suggested: String)] = [
+        ("top", ["skiptoken", "skip"], "$skiptoken"), ("per_page", ["page"], "page"),
+    ]
+
+    /// Every template whose paging links are dropped (`PagingGap`), in provider and list order.
+    public var pagingGaps: [PagingGap] {
+        providers.sorted { $0.key < $1.key }.flatMap { providerId, provider in
+            provider.allow.flatMap { template -> [PagingGap] in
+                guard template.method == .get, case .only(let names) = template.query else { return [] }
+                return Self.pagingContinuations.compactMap { size, continuations, suggested in
+                    guard names.contains(size), !continuations.contains(where: names.contains) else { return nil }
+                    return PagingGap(providerId: providerId, route: template.description, missing: suggested)
+                }
+            }
+        }
+    }
+
     /// Nothing allowed (the default of `serve`).
     public static let closed = APIPolicy()
 
