@@ -279,6 +279,30 @@ import Testing
         #expect(try await storage.outboxEntries(status: .pending, after: nil, limit: 10).map(\.eventId) == ["e1"])
     }
 
+    @Test("the outbox lists deliveries oldest first, page by page: event ids sort by the time of their change", arguments: StorageBackend.all)
+    func outboxListsOldestFirst(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        var written: [String] = []
+        for index in 0..<12 {
+            // A millisecond apart and more: the order a random id would give by chance is one in 12!.
+            let event = WebhookEvent.account(.accountDisabled, uid: "u1", at: Fixtures.now.addingTimeInterval(Double(index) * 0.0015))
+            let entry = OutboxEntry(
+                eventId: event.id, endpoint: "app", type: event.type.rawValue, payload: Data("{}".utf8), createdAt: event.timestamp)
+            _ = try await Outbox.$entries.withValue([entry]) { try await storage.setDisabled(uid: "u1", disabled: index % 2 == 0) }
+            written.append(event.id)
+        }
+        var listed: [String] = []
+        var cursor: String?
+        for _ in 0..<5 {
+            let page = try await storage.outboxEntries(status: .pending, after: cursor, limit: 5)
+            listed += page.map(\.eventId)
+            guard page.count == 5 else { break }
+            cursor = page.last?.id
+        }
+        #expect(listed == written)
+    }
+
     @Test("links(after:limit:) pages through every link once, in (provider, federated id) byte order", arguments: StorageBackend.all)
     func pagesThroughAllLinks(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
