@@ -2,7 +2,7 @@ import HTTPTypes
 import Hummingbird
 
 /// The headers every answer carries: `nosniff`, and no `Referer` leaving the sign-in pages
-/// (their URLs carry provider codes and state). Answers about a user (`/v1/me…`,
+/// (their URLs carry provider codes and state; the consent page sends one to the gateway only). Answers about a user (`/v1/me…`,
 /// `/v1/users…`: profiles, photos, provider API calls) have the same URL for every user and
 /// differ by credential, so they are `Cache-Control: private` (`private, no-store` unless the
 /// route chose a private policy, as photos do) and `Vary: Cookie, Authorization`: a shared
@@ -12,7 +12,8 @@ enum SecurityHeaders {
     static func apply(to response: inout Response, path: String) {
         response.headers[.xContentTypeOptions] = "nosniff"
         if path.hasPrefix("/v1/auth") {
-            response.headers[.referrerPolicy] = "no-referrer"
+            // A page of the sign-in routes may set its own (the consent page's form needs its Origin).
+            if response.headers[.referrerPolicy] == nil { response.headers[.referrerPolicy] = "no-referrer" }
         } else if Self.isPerUser(path) {
             // The fields themselves, not the subscript, which joins every value into a new string.
             if response.headers.first(where: { $0.name == .cacheControl })?.value.hasPrefix("private") != true {

@@ -10,13 +10,19 @@ enum ConsentPage {
     /// The page's policy: nothing loads, nothing frames it, forms post only to the gateway.
     static let contentSecurityPolicy = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"
 
+    /// The page's `Referrer-Policy`, which `SecurityHeaders` keeps: under the `no-referrer` of
+    /// the other sign-in answers, browsers send `Origin: null` with the page's form post
+    /// (Fetch's "append a request `Origin` header"), which the consent route must refuse.
+    /// `same-origin` sends the gateway's origin to itself, and nothing to any other site.
+    static let referrerPolicy = "same-origin"
+
     /// The page as a `200` answer.
     static func response(_ consent: ConsentRequest) -> Response {
         Response(
             status: .ok,
             headers: [
                 .contentType: "text/html; charset=utf-8", .cacheControl: "no-store", .contentSecurityPolicy: contentSecurityPolicy,
-                HTTPField.Name("X-Frame-Options")!: "DENY",
+                HTTPField.Name("X-Frame-Options")!: "DENY", .referrerPolicy: referrerPolicy,
             ],
             body: ResponseBody(byteBuffer: ByteBuffer(string: html(consent))))
     }
