@@ -50,17 +50,23 @@ public struct SignInRequest: Sendable, Equatable {
         self.verifier = verifier
     }
 
-    /// The result id the gateway put in the fragment of the URL the app was called back with;
-    /// throws `invalidCallback` for a URL that is not this request's return address.
+    /// The result id the gateway added to the URL the app was called back with (in its
+    /// fragment, or for a loopback return in its query); throws `invalidCallback` for a URL
+    /// that is not this request's return address.
     public func resultID(from callback: URL) throws -> String {
         let text = callback.absoluteString
-        // The gateway answers `return_to` (without its fragment) + `#gatehouse_result=…`.
+        // The gateway answers `return_to` (without its fragment) + `#gatehouse_result=…`, or
+        // for a loopback return + `?gatehouse_result=…` (`&…` after a query of its own).
         let base = returnTo.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
-        guard let hash = text.firstIndex(of: "#"), text[..<hash].lowercased() == base.lowercased() else {
+        guard text.utf8.count > base.utf8.count, text.lowercased().hasPrefix(base.lowercased()) else {
             throw GatehouseClientError.invalidCallback
         }
-        let fragment = text[text.index(after: hash)...]
-        for pair in fragment.split(separator: "&") where pair.hasPrefix("gatehouse_result=") {
+        let rest = text.dropFirst(base.count)
+        guard let separator = rest.first, separator == "#" || separator == (base.contains("?") ? "&" : "?") else {
+            throw GatehouseClientError.invalidCallback
+        }
+        let added = rest.dropFirst().split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        for pair in added.split(separator: "&") where pair.hasPrefix("gatehouse_result=") {
             let id = String(pair.dropFirst("gatehouse_result=".count))
             if !id.isEmpty { return id }
         }

@@ -2,8 +2,9 @@
 
 A desktop app's loopback return (`http://127.0.0.1/callback`, any port, which `gatehouse demo`
 allows as "Example Desktop App") is a small HTTP server of the test's own. The user signs in at
-the emulator, answers the gateway's consent page with a click, and the browser lands at the
-app's address with the result id, which the app redeems with its verifier.
+the emulator, answers the gateway's consent page with a click, and the browser brings the
+result id to the app's listener in the request's query (a browser never sends a fragment),
+where the app redeems it with its verifier.
 """
 
 import base64
@@ -27,8 +28,11 @@ class DesktopApp:
     page, on a port the kernel chose."""
 
     def __init__(self):
+        received = self.received = []
+
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
+                received.append(self.path)
                 body = b"<!doctype html><title>Example Desktop App</title><p id=app>back in the app</p>"
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html")
@@ -55,6 +59,17 @@ def challenge_pair():
     return verifier, challenge
 
 
+def result_at_the_app(app, page, return_to):
+    """The result id as the app's listener received it: from the query of its request."""
+    page.wait.until(lambda driver: driver.current_url.startswith(return_to) or "origin-not-allowed" in driver.page_source)
+    assert page.driver.current_url.startswith(return_to), page.driver.page_source[:500]
+    callbacks = [path for path in app.received if urllib.parse.urlsplit(path).path == "/callback"]  # not the favicon
+    assert len(callbacks) == 1, app.received
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(callbacks[0]).query)
+    assert list(query) == ["gatehouse_result"], app.received
+    return query["gatehouse_result"][0]
+
+
 def redeem(demo, result, verifier):
     request = urllib.request.Request(
         demo.url + "/v1/auth/result", method="POST", headers={"Content-Type": "application/json"},
@@ -76,10 +91,8 @@ def test_continue_on_the_consent_page_returns_to_the_desktop_app(start_demo, pag
         assert "Example Desktop App" in page.driver.page_source
         page.shot("consent")
         page.driver.find_element(By.CSS_SELECTOR, "button[value=continue]").click()
-        page.wait.until(lambda driver: driver.current_url.startswith(return_to) or "origin-not-allowed" in driver.page_source)
+        result = result_at_the_app(app, page, return_to)
         page.shot("after-continue")
-        assert page.driver.current_url.startswith(return_to + "#gatehouse_result="), page.driver.page_source[:500]
-        result = page.driver.current_url.split("#gatehouse_result=", 1)[1]
         status, body = redeem(demo, result, verifier)
         assert status == 200 and body["user"]["uid"] and body["idToken"]
     finally:
@@ -96,9 +109,7 @@ def test_cancel_on_the_consent_page_returns_a_cancelled_result(start_demo, page)
         page.open(f"{demo.url}/v1/auth/github.com/start?{query}")
         page.wait.until(EC.visibility_of_element_located((By.CSS_SELECTOR, "button[value=cancel]")))
         page.driver.find_element(By.CSS_SELECTOR, "button[value=cancel]").click()
-        page.wait.until(lambda driver: driver.current_url.startswith(return_to) or "origin-not-allowed" in driver.page_source)
-        assert page.driver.current_url.startswith(return_to + "#gatehouse_result="), page.driver.page_source[:500]
-        result = page.driver.current_url.split("#gatehouse_result=", 1)[1]
+        result = result_at_the_app(app, page, return_to)
         try:
             redeem(demo, result, verifier)
             raise AssertionError("a cancelled sign-in redeemed")

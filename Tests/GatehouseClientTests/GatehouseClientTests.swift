@@ -119,7 +119,8 @@ struct GatehouseClientTests {
             let request = try client.signInRequest(
                 providerId: "microsoft.com", returnTo: "http://127.0.0.1:53124/callback", customParameters: ["login_hint": "AdeleV@contoso.example"])
             let callback = try await Self.authenticationSession(request)
-            #expect(callback.absoluteString.hasPrefix("http://127.0.0.1:53124/callback#gatehouse_result="))
+            // In the query, where the app's listener reads it.
+            #expect(callback.absoluteString.hasPrefix("http://127.0.0.1:53124/callback?gatehouse_result="))
             let result = try await client.completeSignIn(callback: callback, for: request)
             #expect(result.providerId == "microsoft.com")
             let me = try await client.me()
@@ -231,6 +232,19 @@ struct GatehouseClientTests {
             #expect(throws: GatehouseClientError.invalidCallback) { try request.resultID(from: try #require(URL(string: url))) }
         }
         #expect(try request.resultID(from: try #require(URL(string: "com.example.app:/oauth2redirect#gatehouse_result=abc"))) == "abc")
+        // A loopback return's result comes in the query, after the address's own query if it has one.
+        let desktop = try client.signInRequest(providerId: "github.com", returnTo: "http://127.0.0.1:53124/callback?app=1")
+        for url in [
+            "http://127.0.0.1:53124/callback?app=1&gatehouse_result=abc", "http://127.0.0.1:53124/callback?app=1#gatehouse_result=abc",
+        ] {
+            #expect(try desktop.resultID(from: try #require(URL(string: url))) == "abc", "\(url)")
+        }
+        for url in [
+            "http://127.0.0.1:53124/callback?app=1", "http://127.0.0.1:53124/callback?app=1x&gatehouse_result=abc",
+            "http://127.0.0.1:53124/callback?app=1?gatehouse_result=abc", "http://127.0.0.1:5312/callback?app=1&gatehouse_result=abc",
+        ] {
+            #expect(throws: GatehouseClientError.invalidCallback, "\(url)") { try desktop.resultID(from: try #require(URL(string: url))) }
+        }
     }
 
     @Test("a gateway URL over plain http beyond loopback is refused before any request; https and loopback http are taken")
