@@ -354,9 +354,10 @@ struct NativeAppTests {
 
     /// The app's sign-in through its scheme in a browser of its own: the redeemed result's JSON
     /// (the user, the gateway's ID and refresh tokens).
-    static func appSignIn(_ deployment: TestDeployment) async throws -> [String: Any] {
+    static func appSignIn(_ deployment: TestDeployment, login: String = "octocat") async throws -> [String: Any] {
         var systemBrowser = Browser(deployment)
-        let signedIn = try await callback(&systemBrowser, returnTo: scheme)
+        let page = try await consentPage(&systemBrowser, returnTo: scheme, login: login)
+        let signedIn = try await systemBrowser.answerConsent(page, decision: "continue")
         return try jsonObject(try await systemBrowser.result(resultID(try #require(signedIn.headers["location"]))))
     }
 
@@ -407,6 +408,29 @@ struct NativeAppTests {
             OutboundRequest(
                 method: "POST", url: "\(deployment.gatewayURL)/v1/auth/\(provider)/start-url", headers: headers,
                 body: Array(try JSONSerialization.data(withJSONObject: parameters))))
+    }
+
+    @Test(
+        "a link's consent page names the account by a verified email only, else by its uid: an address nobody verified proves nothing"
+    )
+    func consentNamesAccountsByVerifiedEmail() async throws {
+        try await Self.withNativeDeployment { deployment in
+            // Uma's only addresses are unverified, and her account's name is her login: anyone
+            // could give their own account such an address or name.
+            let tokens = try await Self.appSignIn(deployment, login: "unverified-uma")
+            let idToken = try #require(tokens["idToken"] as? String)
+            let user = try #require(tokens["user"] as? [String: Any])
+            let uid = try #require(user["uid"] as? String)
+            #expect(user["emailVerified"] as? Bool != true && user["displayName"] as? String == "unverified-uma", "\(user)")
+            let made = try await Self.startURL(
+                deployment, provider: "oidc.emulator", idToken: idToken,
+                ["return_to": Self.scheme, "mode": "link", "result_challenge": ResultKey().challenge, "login_hint": "olive@oidc.example"])
+            var browser = Browser(deployment)
+            let start = try await browser.send(try #require(try jsonObject(made)["url"] as? String))
+            let page = try await browser.follow(try #require(start.headers["location"]))
+            #expect(page.status == 200 && page.bodyText.contains("add this sign-in to the account <strong>\(uid)</strong>"), "\(page.bodyText)")
+            #expect(!page.bodyText.contains("uma@example.org") && !page.bodyText.contains("<strong>unverified-uma</strong>"))
+        }
     }
 
     @Test(

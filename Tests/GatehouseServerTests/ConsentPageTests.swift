@@ -30,4 +30,15 @@ import Testing
         let holds = !escaped.unicodeScalars.contains { "<>\"'".unicodeScalars.contains($0) }
         #expect(holds)
     }
+
+    @Test(
+        "directional overrides, embeddings and isolates (U+202A–U+202E, U+2066–U+2069) show as U+FFFD: a name cannot reorder the words around it"
+    )
+    func neutralizesDirectionalControls() {
+        // "…@example.com" written backwards behind a right-to-left override reads as another address.
+        let spoof = "moc.elpmaxe@mitciv\u{202E}x\u{2066}y\u{2069}\u{202A}\u{202B}\u{202C}\u{202D}\u{2067}\u{2068}"
+        #expect(HTMLText.escape(spoof) == "moc.elpmaxe@mitciv\u{FFFD}x\u{FFFD}y" + String(repeating: "\u{FFFD}", count: 7))
+        // Right-to-left text itself, and its marks, stay.
+        #expect(HTMLText.escape("שלום\u{200F} עולם") == "שלום\u{200F} עולם")
+    }
 }

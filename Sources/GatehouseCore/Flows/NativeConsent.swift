@@ -19,9 +19,11 @@ public struct ConsentRequest: Sendable, Equatable {
     public var returnTo: String
     /// The account at the provider: its email, else its name or username.
     public var account: String
-    /// For a link or a re-authentication, the gateway account it is for (its email, else its
-    /// name, else its uid): a start URL handed to someone else would otherwise add *their*
-    /// identity to the sender's account without the page saying whose account that is.
+    /// For a link or a re-authentication, the gateway account it is for: its verified email,
+    /// else its uid. A start URL handed to someone else would otherwise add *their* identity to
+    /// the sender's account without the page saying whose account that is; an unverified
+    /// address or a display name is whatever the sender gave their own account, so it could
+    /// name the receiver.
     public var targetAccount: String?
     /// The provider signed in with.
     public var providerId: String
@@ -74,7 +76,7 @@ extension SignInService {
         var target: String?
         if let uid = transaction.uid, let account = try await storage.account(uid: uid) {
             let unified = try await accounts.unifiedProfile(for: account)
-            target = unified.email ?? unified.displayName ?? uid
+            target = unified.emailVerified ? unified.email ?? uid : uid
         }
         return ConsentRequest(
             token: token, appName: appName(for: transaction.returnTo), returnTo: transaction.returnTo,

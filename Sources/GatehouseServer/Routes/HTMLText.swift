@@ -9,7 +9,11 @@ import Mustache
 /// browser's parser reads scalars and sees a tag. A user's display name, a key's name or an
 /// account's email written that way would put markup of their choosing on an operator's page.
 enum HTMLText {
-    /// `text` with `&`, `<`, `>`, `"` and `'` written as character references.
+    /// `text` with `&`, `<`, `>`, `"` and `'` written as character references, and each
+    /// explicit directional formatting character (embeddings and overrides U+202A–U+202E,
+    /// isolates U+2066–U+2069) as U+FFFD: unclosed, one reorders what follows it on the page, so
+    /// that `moc.elpmaxe@…` behind a right-to-left override reads as another address.
+    /// Right-to-left text and its marks (U+200E, U+200F) are kept.
     static func escape(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
@@ -20,6 +24,7 @@ enum HTMLText {
             case ">": out += "&gt;"
             case "\"": out += "&quot;"
             case "'": out += "&#39;"
+            case "\u{202A}"..."\u{202E}", "\u{2066}"..."\u{2069}": out += "\u{FFFD}"
             default: out.unicodeScalars.append(scalar)
             }
         }
