@@ -159,3 +159,14 @@ public struct Gatehouse: Sendable {
         }
     }
 }
+
+extension Gatehouse {
+    /// An operator's redelivery of the undelivered webhook event `id` (a delivery's id): due
+    /// now, on the audit record, its endpoint's `410` pause lifted on this instance, the
+    /// dispatcher woken. `not-found` when there is none.
+    public func redeliver(_ id: String, by actor: AuditActor) async throws {
+        try await admin.redeliver(id, by: actor)
+        webhooks?.resume(delivery: id)
+        webhooks?.wake()
+    }
+}

@@ -43,6 +43,11 @@ public struct WebhookConfiguration: Sendable {
     /// The waits between attempts (each ± 20 %); after the last one fails the event is marked
     /// failed: about a day in all, the first retry within 10 s.
     public var backoff: [TimeInterval] = [5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800, 28800]
+    /// How long an endpoint that answered `410 Gone` pauses between two tries (5 minutes). A
+    /// `410` is taken as the receiver's "no more", but a proxy or a deploy in front of it may
+    /// say so for a moment: its entries wait for the retention (no attempt spent) rather than
+    /// fail at once.
+    public var goneProbeInterval: TimeInterval = 300
 
     /// Endpoints with the defaults.
     public init(endpoints: [Endpoint], retention: TimeInterval = 3 * 86400) {

@@ -24,8 +24,10 @@ public final class WebhookDispatcher: Sendable {
     /// Each endpoint as configured now: an entry recorded under an earlier configuration is
     /// sent only if the endpoint still receives its type.
     private let endpoints: [String: WebhookConfiguration.Endpoint]
-    /// Endpoints that answered `410 Gone`.
-    private let gone = Mutex<Set<String>>([])
+    /// Endpoints paused by a `410 Gone`, each with when one of its entries is tried again.
+    private let paused = Mutex<[String: Date]>([:])
+    /// How long the endpoint's other entries wait for the answer of the one that tries it.
+    static let goneProbeWait: TimeInterval = 5
     /// Each endpoint's last outcome, for `gatehouse check` and the logs.
     private let lastOutcomes = Mutex<[String: String]>([:])
     /// When the rounds read the backlog gauges: at most every 5 s.
@@ -60,6 +62,36 @@ public final class WebhookDispatcher: Sendable {
         self.urls = urls
         endpoints = Dictionary(configuration.endpoints.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.wakeUps = wakeUps
+    }
+
+    /// When an entry of `endpoint` waits until while a `410 Gone` pauses it, or `nil` when it
+    /// is not paused or its pause is over: this attempt is then the one that tries it, and the
+    /// others wait for its answer (`post` pauses the endpoint again on a `410`, and ends the
+    /// pause on any other).
+    private func pausedUntil(_ endpoint: String) -> Date? {
+        let now = clock.now()
+        return paused.withLock { paused in
+            guard let until = paused[endpoint] else { return nil }
+            if now < until { return until }
+            paused[endpoint] = now.addingTimeInterval(Self.goneProbeWait)
+            return nil
+        }
+    }
+
+    /// Ends `endpoint`'s pause, if any: it answered something other than `410`, or nothing
+    /// (its entries then retry on their own backoff, as any receiver that is down).
+    private func endPause(_ endpoint: String) {
+        if paused.withLock({ $0.removeValue(forKey: endpoint) }) != nil {
+            logger.notice("webhook endpoint answered again: deliveries to it resume", metadata: ["webhook.endpoint": "\(endpoint)"])
+        }
+    }
+
+    /// Lifts this instance's pause of the endpoint of delivery `id` (`<event id>.<endpoint>`),
+    /// which an operator redelivers: that entry is sent when it is claimed.
+    public func resume(delivery id: String) {
+        guard let dot = id.firstIndex(of: ".") else { return }
+        let endpoint = String(id[id.index(after: dot)...])
+        paused.withLock { _ = $0.removeValue(forKey: endpoint) }
     }
 
     /// Starts a round of every endpoint now (a write recorded events).
@@ -172,8 +204,14 @@ public final class WebhookDispatcher: Sendable {
         let started = ContinuousClock.now
         let outcome: DeliveryOutcome
         let label: String
-        if gone.withLock({ $0.contains(entry.endpoint) }) {
-            (outcome, label) = (.failed(status: 410, error: "the endpoint answered 410 Gone earlier"), "gone")
+        if let until = pausedUntil(entry.endpoint) {
+            (outcome, label) = (
+                .postponed(
+                    until: until,
+                    error:
+                        "not sent: the endpoint answered 410 Gone; one of its events tries it again every \(Int(configuration.goneProbeInterval)) s"),
+                "gone"
+            )
         } else if let events = endpoints[entry.endpoint]?.events, !(WebhookEventType(rawValue: entry.type).map(events.contains) ?? false) {
             // This instance's configuration of the endpoint does not take the type
             // (`GATEHOUSE_WEBHOOK_…_EVENTS` narrowed since the event was recorded, or widened
@@ -220,13 +258,20 @@ public final class WebhookDispatcher: Sendable {
             let response = try await http.stream(
                 OutboundRequest(method: "POST", url: url, headers: headers, body: Array(entry.payload), timeout: timeout, connectTimeout: timeout)
             ).head
+            if response.status != 410 { endPause(entry.endpoint) }
             if (200..<300).contains(response.status) { return (.delivered, "delivered") }
             if response.status == 410 {
-                gone.withLock { _ = $0.insert(entry.endpoint) }
-                logger.error(
-                    "webhook endpoint answered 410 Gone: no more deliveries to it until Gatehouse restarts with its configuration",
-                    metadata: ["webhook.endpoint": "\(entry.endpoint)"])
-                return (.failed(status: 410, error: "410 Gone"), "gone")
+                let until = clock.now().addingTimeInterval(configuration.goneProbeInterval)
+                let newly = paused.withLock { $0.updateValue(until, forKey: entry.endpoint) == nil }
+                if newly {
+                    logger.error(
+                        "webhook endpoint answered 410 Gone: its deliveries wait, one tried at each interval until it answers otherwise (or an operator redelivers one), for as long as the retention keeps them",
+                        metadata: ["webhook.endpoint": "\(entry.endpoint)", "webhook.probe_interval_s": "\(Int(configuration.goneProbeInterval))"])
+                }
+                return (
+                    .postponed(until: until, error: "410 Gone: the endpoint is paused, tried again in \(Int(configuration.goneProbeInterval)) s"),
+                    "gone"
+                )
             }
             (status, reason) = (response.status, "answered \(response.status)")
         } catch let failure as OutboundError where failure.kind == .overloaded {
@@ -235,8 +280,10 @@ public final class WebhookDispatcher: Sendable {
             let again = clock.now().addingTimeInterval(Double.random(in: 0.8...1.2))
             return (.postponed(until: again, error: "not sent: \(failure.message)"), "overloaded")
         } catch let failure as OutboundError {
+            endPause(entry.endpoint)
             (status, reason) = (nil, failure.kind == .timedOut ? "no answer within \(Int(configuration.timeout)) s" : failure.message)
         } catch {
+            endPause(entry.endpoint)
             (status, reason) = (nil, "the call failed")
         }
         guard entry.attempts < configuration.backoff.count else { return (.failed(status: status, error: reason), "failed") }

@@ -16,7 +16,7 @@ struct AdminWebhookRoutes {
         let storage = gatehouse.storage
         let webhooks = gatehouse.webhooks
         let browser = self.browser
-        let admin = gatehouse.admin
+        let gatehouse = self.gatehouse
         /// The key, authorized; the audit's actor.
         @Sendable func authorize(_ context: GatehouseRequestContext) async throws -> AuditActor {
             .serviceKey(try await browser.serviceKey(context, scope: "admin:webhooks").id)
@@ -36,8 +36,7 @@ struct AdminWebhookRoutes {
                     endpoints: webhooks?.outcomes() ?? [:]))
         }
         table.add(.post, "/v1/admin/webhooks/deliveries/{id}/redeliver") { request, context in
-            try await admin.redeliver(try context.parameters.require("id"), by: try await authorize(context))
-            webhooks?.wake()
+            try await gatehouse.redeliver(try context.parameters.require("id"), by: try await authorize(context))
             return Response(status: .accepted)
         }
     }

@@ -51,8 +51,7 @@ extension ConsoleRoutes {
             try await routes.page(request) { who in
                 guard let who else { throw Refusal.signedOut }
                 try routes.requireOwnOrigin(request)
-                try await gatehouse.admin.redeliver(try context.parameters.require("id"), by: .operator(who.profile.uid))
-                gatehouse.webhooks?.wake()
+                try await gatehouse.redeliver(try context.parameters.require("id"), by: .operator(who.profile.uid))
                 return Self.done("/admin/webhooks", "redelivered")
             }
         }
