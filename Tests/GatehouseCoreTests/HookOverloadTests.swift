@@ -59,4 +59,30 @@ struct HookOverloadTests {
         #expect(unreachable?.code == .hookUnavailable && unreachable?.retryAfter == 1, "\(String(describing: unreachable))")
         #expect(http.load.refused == 6)
     }
+
+    @Test(
+        "a hook call cancelled with its sign-in (a client gone, a shutdown) ends the sign-in under the allow policy too: it never lets it through unasked"
+    )
+    func cancelledCallDoesNotSkipTheHook() async throws {
+        let listener = try SilentListener()
+        defer { listener.close() }
+        let http = CurlHTTPClient(configuration: .init(timeout: SilentListener.held))
+        defer { http.shutdown() }
+        let hooks = HookClient(
+            configuration: HookConfiguration(
+                urls: [.beforeCreate: "http://127.0.0.1:\(listener.port)/hook"], secrets: [Self.secret], timeout: 3600, onFailure: .allow),
+            http: http)
+        let asking = Task { try await hooks.ask(.beforeCreate, Self.payload("1")) }
+        var inFlight = false
+        for _ in 0..<500 where !inFlight {
+            inFlight = http.load.inFlight == 1
+            if !inFlight { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        try #require(inFlight, "the hook call started")
+        asking.cancel()
+        let outcome = await asking.result
+        let allowedUnasked = (try? outcome.get()) != nil
+        #expect(!allowedUnasked, "\(outcome)")
+        #expect(throws: CancellationError.self) { try outcome.get() }
+    }
 }

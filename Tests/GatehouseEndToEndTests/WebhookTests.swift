@@ -3,7 +3,9 @@ import Foundation
 import GRDB
 import GatehouseCore
 import GatehousePostgres
+import GatehouseSQLite
 import GatehouseTestSupport
+import Logging
 import ProviderEmulator
 import Testing
 
@@ -355,6 +357,50 @@ struct WebhookTests {
             let adminKey = try await ProviderAPITests.key(deployment, ["admin"])
             #expect(try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=failed", key: adminKey).status == 200)
             #expect(try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=lost", key: adminKey).status == 400)
+        }
+    }
+
+    @Test(
+        "a delivery cancelled with its dispatcher (the gateway stopping) spends no attempt: a rolling restart does not use up an event's retries",
+        arguments: ["SQLite", "PostgreSQL"])
+    func cancelledDeliverySpendsNoAttempt(store: String) async throws {
+        let database = store == "PostgreSQL" ? try await PostgresTestServer.freshDatabase() : nil
+        // The deployment delivers nothing itself (no webhooks): this test's dispatcher alone
+        // works its store, with a client of its own.
+        try await withDeployment(database: database) { deployment in
+            var browser = Browser(deployment)
+            let uid = try account(try await browser.complete(login: "octocat")).uid
+            let postgres = try database.map { try PostgresTestServer.store($0) }
+            defer { postgres?.shutdown() }
+            let storage: any GatehouseStorage = try postgres ?? SQLiteStorage(path: deployment.databasePath)
+            let event = WebhookEvent.account(.accountDisabled, uid: uid, at: deployment.clock.now())
+            let entry = OutboxEntry(
+                eventId: event.id, endpoint: "sample-app", type: event.type.rawValue, payload: try JSONCoding.encoder().encode(event),
+                createdAt: event.timestamp)
+            _ = try await Outbox.$entries.withValue([entry]) { try await storage.setDisabled(uid: uid, disabled: true) }
+            // The receiver holds its answer (until released): the delivery is in flight when its
+            // dispatcher stops.
+            try await TrustTests.fault(deployment, ["endpoint": "POST /sample-app/webhooks", "status": 200, "holdMs": 60_000, "times": 1])
+            let http = CurlHTTPClient(configuration: CurlClientConfiguration(timeout: .seconds(120)))
+            defer { http.shutdown() }
+            let dispatcher = WebhookDispatcher(
+                configuration: Self.sampleApp()(deployment.emulatorURL), storage: storage, http: http, clock: deployment.clock,
+                metrics: .disabled, logger: Logger(label: "test"))
+            let running = Task { await dispatcher.run() }
+            var inFlight = false
+            for _ in 0..<500 where !inFlight {
+                inFlight = http.load.inFlight == 1
+                if !inFlight { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            try #require(inFlight, "the delivery started")
+            let cancelled = ContinuousClock.now
+            running.cancel()
+            await running.value
+            #expect(ContinuousClock.now - cancelled < .seconds(5), "the stop waited for the receiver")
+            let waiting = try await storage.outboxEntries(status: .pending, after: nil, limit: 10)
+            #expect(waiting.map(\.eventId) == [event.id])
+            #expect(waiting.first?.attempts == 0, "\(waiting)")
+            _ = try await deployment.control("faults/release", "{}")
         }
     }
 

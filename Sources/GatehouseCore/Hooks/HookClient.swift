@@ -205,9 +205,13 @@ public final class HookClient: SignInHooks {
             case .timedOut: throw HookFailure.timeout
             case .responseTooLarge: throw HookFailure.tooLarge
             case .overloaded, .ownerOverloaded: throw HookFailure.overloaded
+            // The sign-in itself was cancelled (its client went away, the gateway stops): it
+            // ends here. As a failure, the `allow` policy would let it on unasked.
+            case .cancelled: throw CancellationError()
             default: throw HookFailure.unreachable(error.message)
             }
         } catch {
+            if Task.isCancelled { throw CancellationError() }
             throw HookFailure.unreachable("the call failed")
         }
         guard (200..<300).contains(response.status) else {

@@ -231,6 +231,9 @@ public final class WebhookDispatcher: Sendable {
         } else {
             (outcome, label) = (.failed(status: nil, error: "the endpoint is no longer configured"), "failed")
         }
+        // Cut short by the gateway's stop: not an outcome of the receiver's, so none is recorded
+        // (and no attempt spent); the lease passes and an instance sends the entry again.
+        if Task.isCancelled { return false }
         metrics.webhookDelivery(endpoint: entry.endpoint, outcome: label, duration: ContinuousClock.now - started)
         if outcome == .delivered { metrics.webhookDelay(endpoint: entry.endpoint, seconds: clock.now().timeIntervalSince(entry.createdAt)) }
         lastOutcomes.withLock { $0[entry.endpoint] = Self.describe(outcome) }
