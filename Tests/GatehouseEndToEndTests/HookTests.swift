@@ -453,6 +453,16 @@ struct HookTests {
             #expect(try await again.complete(login: "octocat").status == 200)
             let carried = try await stored()
             #expect(carried["plan"] as? String == "fixed" && carried["staff"] as? Bool == true, "\(carried)")
+            // So is a stored name that reads as it (an admin key may set one): a hook may not
+            // remove it any more than a narrow key may.
+            #expect(try await put(#"{"plan":"fixed","staff":true,"STAFF":"x"}"#, key: admin).status == 200)
+            try await Self.answer(deployment, "before-sign-in", #"{"decision":"allow","customClaims":{"plan":"again"}}"#)
+            var third = Browser(deployment)
+            #expect(try await third.complete(login: "octocat").status == 200)
+            let lookalikeKept = try await stored()
+            #expect(lookalikeKept["STAFF"] as? String == "x" && lookalikeKept["staff"] as? Bool == true, "\(lookalikeKept)")
+            #expect(lookalikeKept["plan"] as? String == "again")
+            #expect(try await put(#"{"plan":"again","staff":true}"#, key: narrow).status == 403, "the narrow key may not remove it either")
 
             // sessionClaims may not name it at all: where the account has none, or loses it
             // later (a demotion that removes it), a session's tokens would still carry it.

@@ -132,10 +132,11 @@ public final class HookClient: SignInHooks {
     }
 
     /// `answer`, unless it cannot be used for `account`:
-    /// - its `customClaims` set the operator claim to another value: the app's hook labels
-    ///   users, but making one a console operator (who can mint any service key), or unmaking
-    ///   one, is for operators and `admin` keys only. Claims that leave it out keep the stored
-    ///   value (added to them), so a hook answering fixed claims does not lock operators out;
+    /// - its `customClaims` set the operator claim, or a name read as it without case, to
+    ///   another value: the app's hook labels users, but making one a console operator (who can
+    ///   mint any service key), or unmaking one, is for operators and `admin` keys only. Claims
+    ///   that leave such a name out keep its stored value (added to them), so a hook answering
+    ///   fixed claims does not lock operators out;
     /// - its `sessionClaims` name the operator claim: where the account has none, or loses it
     ///   later (a demotion that removes it), the session's tokens would carry it, and whoever
     ///   trusts those tokens would take the session for an operator's;
@@ -143,27 +144,27 @@ public final class HookClient: SignInHooks {
     ///   the size limit: tokens would carry only the account's, silently.
     private func checked(_ answer: HookAnswer, for account: HookRequest.Account) throws -> HookAnswer {
         guard case .allow(var allowance) = answer else { return answer }
-        // Names a consumer comparing without case reads as the operator claim are held to the
-        // same rules as the claim itself.
-        if let operatorClaim, let claims = allowance.customClaims,
-            let changed = claims.readingAs(operatorClaim).first(where: { claims.members[$0] != account.customClaims[$0] })
-        {
-            throw HookFailure.invalidAnswer(
-                "customClaims change \(changed.debugDescription), which reads as the console's operator claim \(operatorClaim.debugDescription) (GATEHOUSE_ADMIN_CLAIM) without case"
-            )
-        }
-        if let operatorClaim, let claims = allowance.customClaims, claims.members[operatorClaim] != account.customClaims[operatorClaim] {
-            guard claims.members[operatorClaim] == nil, let kept = account.customClaims[operatorClaim] else {
-                throw HookFailure.invalidAnswer(
-                    "customClaims changes the console's operator claim \(operatorClaim.debugDescription) (GATEHOUSE_ADMIN_CLAIM), which only an operator or an admin key may change"
-                )
-            }
+        // Names a consumer comparing without case reads as the operator claim, stored or
+        // answered, are held to the same rules as the claim itself: left out, each keeps its
+        // stored value; changed, the answer is refused.
+        if let operatorClaim, let claims = allowance.customClaims {
+            let names = Set(
+                [operatorClaim] + claims.readingAs(operatorClaim) + CustomClaims.names(account.customClaims.keys, readingAs: operatorClaim))
             var members = claims.members
-            members[operatorClaim] = kept
-            do {
-                allowance.customClaims = try CustomClaims(members, source: "customClaims")
-            } catch let error as GatehouseError {
-                throw HookFailure.invalidAnswer(error.detail)
+            for name in names.sorted() where claims.members[name] != account.customClaims[name] {
+                guard claims.members[name] == nil, let kept = account.customClaims[name] else {
+                    let claim = "the console's operator claim \(operatorClaim.debugDescription) (GATEHOUSE_ADMIN_CLAIM)"
+                    let what = name == operatorClaim ? claim : "\(name.debugDescription), a name read as \(claim) without case"
+                    throw HookFailure.invalidAnswer("customClaims change \(what): only an operator or an admin key may change it")
+                }
+                members[name] = kept
+            }
+            if members != claims.members {
+                do {
+                    allowance.customClaims = try CustomClaims(members, source: "customClaims")
+                } catch let error as GatehouseError {
+                    throw HookFailure.invalidAnswer(error.detail)
+                }
             }
         }
         if let operatorClaim, let session = allowance.sessionClaims,
