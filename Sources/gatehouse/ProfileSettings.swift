@@ -70,6 +70,12 @@ enum ProfileSettings {
         for key in environment.keys.sorted() where key.hasPrefix("GATEHOUSE_WEBHOOK_") && key.hasSuffix("_URL") {
             let name = String(key.dropFirst("GATEHOUSE_WEBHOOK_".count).dropLast("_URL".count))
             guard !name.isEmpty else { continue }
+            // As the settings catalog writes `<NAME>`: the endpoint's name (`SAMPLE_APP` →
+            // `sample-app`) is one per endpoint and holds no `.` (a delivery's id is
+            // `<event id>.<endpoint>`).
+            guard name.utf8.allSatisfy({ (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) || $0 == UInt8(ascii: "_") }) else {
+                throw ValidationError("\(key): a webhook endpoint's name (<NAME>) is upper-case letters, digits and underscores")
+            }
             let prefix = "GATEHOUSE_WEBHOOK_\(name)_"
             var events: Set<WebhookEventType>?
             if let list = try settings.list(prefix + "EVENTS"), list != ["*"] {

@@ -134,9 +134,10 @@ struct OperationsListenerTests {
     }
 
     @Test(
-        "serve refuses malformed settings, naming the setting: a port that is not a number, a development flag other than true/false, an unknown log level, an operations address that is not host:port",
+        "serve refuses malformed settings, naming the setting, and exits without a crash: a port that is not a number, a development flag other than true/false, an unknown log level, an operations address that is not host:port, a webhook endpoint name outside A–Z, 0–9 and _",
         arguments: [
             ("GATEHOUSE_PORT", "80a"), ("GATEHOUSE_DEVELOPMENT", "yes"), ("GATEHOUSE_LOG_LEVEL", "loud"), ("GATEHOUSE_OPS_ADDRESS", "9090"),
+            ("GATEHOUSE_WEBHOOK_X.Y_URL", "https://hooks.example/x"), ("GATEHOUSE_WEBHOOK_app_URL", "https://hooks.example/x"),
         ])
     func malformedSettingsStopTheStart(setting: String, value: String) async throws {
         try #require(FileManager.default.isExecutableFile(atPath: KeysCommandTests.executable.path), "build the gatehouse product first")
@@ -149,7 +150,7 @@ struct OperationsListenerTests {
         ]
         environment[setting] = value
         let answer = try await KeysCommandTests.run(["serve"], environment: environment, removing: ["GATEHOUSE_DATABASE_URL"])
-        #expect(answer.status != 0)
-        #expect(answer.output.contains(setting), "\(answer.output)")
+        #expect(answer.status > 0 && answer.status < 128, "\(answer.status): \(answer.output)")
+        #expect(answer.output.contains(setting) && !answer.output.contains("Fatal error"), "\(answer.output)")
     }
 }

@@ -57,7 +57,12 @@ public struct WebhookConfiguration: Sendable {
 
     /// Why this configuration is unusable, or `nil`.
     public func problem() -> String? {
+        var names = Set<String>()
         for endpoint in endpoints {
+            // A delivery's id is `<event id>.<endpoint>`, and the outbox keys entries by it.
+            guard !endpoint.name.isEmpty, !endpoint.name.contains("."), names.insert(endpoint.name).inserted else {
+                return "webhook endpoint names are unique, not empty, and hold no \".\" (\(endpoint.name.debugDescription))"
+            }
             let prefix = "GATEHOUSE_WEBHOOK_\(endpoint.name.uppercased().replacingOccurrences(of: "-", with: "_"))_"
             guard !endpoint.secrets.isEmpty else { return "\(prefix)SECRETS must be set" }
             guard endpoint.secrets.allSatisfy(HookConfiguration.isWebhookSecret) else {
