@@ -378,6 +378,20 @@ struct ConsoleTests {
         }
     }
 
+    @Test("a user's photo in the console keeps the photo's sandbox and is never stored: the console runs on shared machines")
+    func consolePhotoIsSandboxedAndNotStored() async throws {
+        try await Self.withConsole { deployment in
+            var (browser, uid) = try await Self.signedInOperator(deployment)
+            let photo = try await browser.send("\(deployment.gatewayURL)/admin/users/\(uid)/photo")
+            #expect(photo.status == 200 && photo.headers["content-type"]?.hasPrefix("image/") == true, "\(photo.status)")
+            #expect(photo.headers["content-security-policy"] == "default-src 'none'; sandbox", "\(photo.headers)")
+            #expect(photo.headers["cache-control"] == "no-store", "\(photo.headers)")
+            // The pages keep theirs.
+            let page = try await browser.send("\(deployment.gatewayURL)/admin/users/\(uid)")
+            #expect(page.headers["content-security-policy"]?.contains("form-action 'self'") == true)
+        }
+    }
+
     /// Every console page and route (with `uid` and made-up ids in their paths).
     static func everyRoute(uid: String) -> [(String, String)] {
         [

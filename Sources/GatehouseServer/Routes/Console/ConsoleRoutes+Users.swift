@@ -73,9 +73,12 @@ extension ConsoleRoutes {
         }
         table.add(.get, "/admin/users/{uid}/photo") { request, context in
             try await routes.page(request) { _ in
-                try await ProfileResponses.photo(
+                var photo = try await ProfileResponses.photo(
                     request, query: request.queryDictionary, eventLoop: context.eventLoop, profiles: gatehouse.profiles,
                     uid: try context.parameters.require("uid"))
+                // The console runs on shared machines: nothing of it stays in the browser's cache.
+                photo.headers[.cacheControl] = "no-store"
+                return photo
             }
         }
         /// A change to one account: the operator, checked for a destructive change, and the uid.

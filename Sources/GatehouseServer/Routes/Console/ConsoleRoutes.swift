@@ -131,7 +131,8 @@ struct ConsoleRoutes {
         } catch let error as GatehouseError {
             response = try await problemPage(error, request: request, operator: who)
         }
-        response.headers[.contentSecurityPolicy] = Self.contentSecurityPolicy
+        // A photo keeps its own policy (`sandbox`: an image answer never runs as a document).
+        response.headers[.contentSecurityPolicy] = response.headers[.contentSecurityPolicy] ?? Self.contentSecurityPolicy
         response.headers[.cacheControl] = response.headers[.cacheControl] ?? "no-store"
         response.headers[.referrerPolicy] = "same-origin"
         response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
