@@ -180,6 +180,9 @@ struct NativeAppTests {
                 #expect(page.headers["x-frame-options"] == "DENY" && page.headers["cache-control"] == "no-store")
                 // Not the sign-in routes' no-referrer, under which browsers post the form with `Origin: null`.
                 #expect(page.headers["referrer-policy"] == "same-origin")
+                // The transaction cookie the answer needs lives as long as the page may be answered.
+                let renewed = page.headers.values("set-cookie").first { $0.hasPrefix("gatehouse-tx=") }
+                #expect(renewed?.contains("Max-Age=600") == true, "\(page.headers)")
                 #expect(!Self.setsSession(page))
                 #expect(page.bodyText.contains("octocat@github.example") || page.bodyText.contains("octocat"), "\(page.bodyText)")
                 if returnTo == Self.scheme {

@@ -47,7 +47,7 @@ struct PendingConsent: Codable {
 
 extension SignInService {
     /// How long the consent page can be answered.
-    static let consentLifetime: TimeInterval = 600
+    public static let consentLifetime: TimeInterval = 600
 
     /// The store key of a pending consent: the page's token and the browser's transaction
     /// cookie together, so neither alone answers it.

@@ -70,7 +70,18 @@ struct AuthRoutes {
             let completion = try await signIn.callback(
                 providerId: try context.parameters.require("providerId"), parameters: parameters,
                 binding: request.cookie(cookies.transactionName), client: browser.signInClient(request, context), logger: context.logger)
-            if let consent = completion.consent { return ConsentPage.response(consent) }
+            if let consent = completion.consent {
+                var page = ConsentPage.response(consent)
+                // The page's answer needs the transaction cookie, set at the start: it lives on
+                // for as long as the page can be answered (ten minutes from now, not from the start).
+                if let binding = request.cookie(cookies.transactionName) {
+                    page.headers.append(
+                        HTTPField(
+                            name: .setCookie,
+                            value: cookies.setCookie(name: cookies.transactionName, value: binding, maxAge: Int(SignInService.consentLifetime))))
+                }
+                return page
+            }
             var response = Response(status: .seeOther, headers: [.location: completion.redirectURL, .cacheControl: "no-store"])
             if let session = completion.sessionValue {
                 try await setSession(&response, request, value: session)
