@@ -268,6 +268,8 @@ struct ConsoleTests {
             #expect(
                 opened.status == 403 && opened.bodyText.contains("Not an operator"),
                 "\(opened.status) \(opened.headers) \(opened.bodyText.prefix(600))")
+            // With a stable code, as every other refusal of the console's.
+            #expect(opened.bodyText.contains("<code>permission-denied</code>"), "\(opened.bodyText.prefix(600))")
             let holds = !opened.headers.values("set-cookie").contains { $0.hasPrefix("gatehouse-console=") }
             #expect(holds)
             // Every page and route answers a signed-in non-operator the same 403: whether an

@@ -146,6 +146,7 @@ struct ConsoleRoutes {
             [
                 "title": "Not an operator", "heading": "Not an operator",
                 "text": "This account may not use the console. Ask an operator to add it to GATEHOUSE_ADMINS.", "back": "/",
+                "code": GatehouseError.Code.permissionDenied.rawValue,
             ], status: .forbidden)
     }
 
