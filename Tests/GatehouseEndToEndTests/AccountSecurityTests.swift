@@ -153,6 +153,29 @@ struct AccountSecurityTests {
         }
     }
 
+    @Test(
+        "a re-authentication asks the provider for the user's credentials again (prompt=login), unless the app chose a prompt; GitHub has no such prompt, and a sign-in asks none"
+    )
+    func reauthenticationPromptsForLogin() async throws {
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            _ = try await browser.complete(login: Self.olive, provider: "oidc.emulator")
+            _ = try await browser.complete(login: "octocat", provider: "github.com", mode: "link")
+            let returnTo = FormEncoding.escape(TestDeployment.returnTo)
+            func prompts(_ query: String, provider: String) async throws -> [String] {
+                let start = try await browser.start("return_to=\(returnTo)&\(query)", provider: provider)
+                let location = try #require(start.headers["location"], "\(start.status): \(start.bodyText)")
+                return try #require(URLComponents(string: location)).queryItems?.filter { $0.name == "prompt" }.compactMap(\.value) ?? []
+            }
+            #expect(try await prompts("mode=reauthenticate&login_hint=\(Self.olive)", provider: "oidc.emulator") == ["login"])
+            #expect(try await prompts("mode=reauthenticate&login_hint=\(Self.olive)&prompt=consent", provider: "oidc.emulator") == ["consent"])
+            #expect(try await prompts("login_hint=\(Self.olive)", provider: "oidc.emulator") == [])
+            #expect(try await prompts("mode=reauthenticate&login=octocat", provider: "github.com") == [])
+            // The provider asked again, the re-authentication completes.
+            #expect(try await browser.complete(login: Self.olive, provider: "oidc.emulator", mode: "reauthenticate").status == 200)
+        }
+    }
+
     @Test("sign-out without an allowed Origin is refused and keeps the session, signed in or not")
     func crossSiteSignOutIsRefused() async throws {
         try await withDeployment { deployment in

@@ -49,7 +49,12 @@ public struct SignInService: Sendable {
         // 8252 §8.1): its result must be bound, whatever the web setting says.
         let resultChallenge = try ResultBinding.challenge(
             parameters["result_challenge"], required: configuration.requireResultBinding || returnKind.isNative)
-        let custom = try CustomParameters.forwardable(from: query)
+        var custom = try CustomParameters.forwardable(from: query)
+        // A re-authentication proves the user is there: the provider's own session in the
+        // browser (a machine left signed in) must not answer for them.
+        if mode == .reauthenticate, let prompt = provider.reauthenticationPrompt, !custom.contains(where: { $0.0 == "prompt" }) {
+            custom.append(("prompt", prompt))
+        }
         var scopes = provider.defaultScopes
         for extra in try Self.extraScopes(parameters["scope"]) where !scopes.contains(extra) { scopes.append(extra) }
 

@@ -139,6 +139,11 @@ public protocol IdentityProvider: Sendable {
     var id: String { get }
     /// Scopes requested on every sign-in.
     var defaultScopes: [String] { get }
+    /// The `prompt` a re-authentication asks for when its caller chose none: `login` (OpenID
+    /// Connect's "ask for the credentials again") where the provider reads it, so that a
+    /// session the provider still holds in the browser does not answer for the user; `nil`
+    /// where it has no such prompt (GitHub's only prompt picks an account).
+    var reauthenticationPrompt: String? { get }
     /// The authorize URL the browser is sent to (OIDC providers need discovery first).
     func authorizationRedirect(for request: AuthorizationRequest) async throws -> AuthorizationRedirect
     /// Redeems the callback's code, once (a code exchange is never retried), validates what
@@ -164,6 +169,9 @@ public protocol IdentityProvider: Sendable {
 }
 
 extension IdentityProvider {
+    /// None: the provider has no prompt that asks for the credentials again.
+    public var reauthenticationPrompt: String? { nil }
+
     /// Refused: this provider issues no ID tokens.
     public func signIn(idToken: String, rawNonce: String?) async throws -> ProviderSignIn {
         throw GatehouseError.operationNotAllowed("\(id) does not sign in with ID tokens.")

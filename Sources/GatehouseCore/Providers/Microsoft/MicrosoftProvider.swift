@@ -29,6 +29,8 @@ public struct MicrosoftProvider: IdentityProvider {
 
     /// The configured scopes.
     public var defaultScopes: [String] { configuration.defaultScopes }
+    /// OpenID Connect's `login`: the credentials again, not the provider's own session.
+    public var reauthenticationPrompt: String? { "login" }
 
     /// The authorize URL of the default tenant, or of the caller's `tenant` custom parameter
     /// (which is the gateway's, not forwarded); the tenant comes back as the flow's context.

@@ -35,6 +35,8 @@ public struct OIDCProvider: IdentityProvider {
 
     /// The configured scopes, `openid` first.
     public var defaultScopes: [String] { ["openid"] + configuration.defaultScopes.filter { $0 != "openid" } }
+    /// OpenID Connect's `login`: the credentials again, not the provider's own session.
+    public var reauthenticationPrompt: String? { "login" }
 
     /// The discovered authorization endpoint with code + PKCE S256 + state + nonce.
     public func authorizationRedirect(for request: AuthorizationRequest) async throws -> AuthorizationRedirect {
