@@ -432,6 +432,12 @@ struct StartupTests {
                 (["GATEHOUSE_UPSTREAM_TIMEOUT": "1e300"], [["serve"], ["check", "--offline"]], "GATEHOUSE_UPSTREAM_TIMEOUT"),
                 (["GATEHOUSE_DATABASE_TIMEOUT": "1e300"], [["serve"], ["migrate"]], "GATEHOUSE_DATABASE_TIMEOUT"),
                 (["GATEHOUSE_UPSTREAM_TIMEOUTS": "github.com=1e300"], [["serve"]], "GATEHOUSE_UPSTREAM_TIMEOUTS"),
+                // The console signs operators in with return_to <public URL>/admin/: an allow-list
+                // without it would answer each of its sign-in links 400 invalid-return-to.
+                (
+                    ["GATEHOUSE_ADMIN_CONSOLE": "true", "GATEHOUSE_ADMINS": "ops@example.com"], [["serve"], ["check", "--offline"]],
+                    "GATEHOUSE_RETURN_TO_ALLOWLIST"
+                ),
                 // An allow-list of domains would match no token's tid, and so restrict nothing.
                 (
                     [

@@ -282,6 +282,14 @@ public struct GatewayConfiguration: Sendable {
                 "GATEHOUSE_ADMIN_CLAIM: \(claim.debugDescription) is a reserved claim, which no account can carry: name a claim of its own")
         }
         if let problem = webhooks?.problem() { throw GatehouseError.invalidArgument(problem) }
+        // The console signs operators in with `return_to=<public URL>/admin/`: an allow-list that
+        // does not admit it would refuse each of the console's sign-in links.
+        let consoleReturn = publicURL + "/admin/"
+        if console != nil, ReturnToPolicy(allowList: returnToAllowList).kind(of: consoleReturn) == nil {
+            throw GatehouseError.invalidArgument(
+                "the console signs operators in with return_to \(consoleReturn), which GATEHOUSE_RETURN_TO_ALLOWLIST must admit: add \(consoleReturn)"
+            )
+        }
         do {
             _ = try TrustedProxies(parsing: trustedProxies)
         } catch {
