@@ -437,6 +437,30 @@ struct NativeAppTests {
     }
 
     @Test(
+        "a start URL dies with the session that made it: signed out (everywhere) before the browser opens it, it starts nothing"
+    )
+    func startURLEndsWithItsSession() async throws {
+        try await Self.withNativeDeployment { deployment in
+            let tokens = try await Self.appSignIn(deployment)
+            let idToken = try #require(tokens["idToken"] as? String)
+            let made = try await Self.startURL(
+                deployment, provider: "oidc.emulator", idToken: idToken,
+                ["return_to": Self.scheme, "mode": "link", "result_challenge": ResultKey().challenge, "login_hint": "olive@oidc.example"])
+            let url = try #require(try jsonObject(made)["url"] as? String)
+            // Whoever held the app's token (a stolen one, say) is signed out everywhere.
+            let signedOut = try await deployment.client.execute(
+                OutboundRequest(
+                    method: "POST", url: "\(deployment.gatewayURL)/v1/auth/signout?all=true", headers: ["Authorization": "Bearer \(idToken)"]))
+            #expect(signedOut.status == 204)
+            var browser = Browser(deployment)
+            let opened = try await browser.send(url)
+            try #expect(
+                opened.status == 400 && (try jsonObject(opened)["code"] as? String) == "invalid-state", "\(opened.status): \(opened.bodyText)")
+            #expect(try await Self.rows(deployment, "provider_links") == 1)
+        }
+    }
+
+    @Test(
         "an app links a provider and re-authenticates: a one-time start URL made with its bearer token, finished in the system browser (a cookie jar of its own) through the consent page, the result bound to the app's verifier"
     )
     func appLinksAndReauthenticates() async throws {

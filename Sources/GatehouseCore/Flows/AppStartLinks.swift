@@ -19,6 +19,9 @@ public struct AppStartLink: Sendable, Encodable {
 struct PendingStart: Codable {
     var providerId: String
     var uid: String
+    /// The session that made it (`sid`): the URL dies with it. Absent from a start stored by
+    /// an earlier version, which is then taken without that check.
+    var familyId: String?
     /// The start's parameters, in order.
     var query: [[String]]
 }
@@ -32,10 +35,12 @@ extension SignInService {
         SecureRandom.digest("app-start|\(token)")
     }
 
-    /// A start URL for the signed-in account `uid`, checked now as `start` would check it (a
-    /// native or desktop `return_to`, `result_challenge`, the mode, custom parameters); the
-    /// HTTP layer has already required a recent login for `link`.
-    public func makeStartLink(providerId: String, parameters: [(String, String)], uid: String) async throws -> AppStartLink {
+    /// A start URL for the signed-in account `uid`, made by its session `familyId`, checked now
+    /// as `start` would check it (a native or desktop `return_to`, `result_challenge`, the mode,
+    /// custom parameters); the HTTP layer has already required a recent login for `link`.
+    public func makeStartLink(providerId: String, parameters: [(String, String)], uid: String, familyId: String) async throws
+        -> AppStartLink
+    {
         let provider = try providers.provider(providerId)
         let values = Dictionary(parameters, uniquingKeysWith: { first, _ in first })
         guard values["start_token"] == nil else { throw GatehouseError.invalidArgument("start_token cannot be a start parameter.") }
@@ -49,7 +54,7 @@ extension SignInService {
         _ = try CustomParameters.forwardable(from: parameters)
         _ = try Self.extraScopes(values["scope"])
         let token = SecureRandom.token()
-        let pending = PendingStart(providerId: provider.id, uid: uid, query: parameters.map { [$0.0, $0.1] })
+        let pending = PendingStart(providerId: provider.id, uid: uid, familyId: familyId, query: parameters.map { [$0.0, $0.1] })
         try await storage.insertResult(
             idHash: Self.startKey(token), payload: try JSONCoding.encoder().encode(pending),
             expiresAt: configuration.clock.now().addingTimeInterval(Self.startLinkLifetime))
@@ -58,8 +63,9 @@ extension SignInService {
             expiresIn: Int(Self.startLinkLifetime))
     }
 
-    /// Takes a start URL's token (once): its parameters and account. Unknown, used, expired or
-    /// another provider's: `invalid-state`.
+    /// Takes a start URL's token (once): its parameters and account. Unknown, used, expired,
+    /// another provider's, or made by a session that has ended since (signed out, revoked, the
+    /// account disabled): `invalid-state`.
     public func takeStartLink(token: String, providerId: String) async throws -> (query: [(String, String)], uid: String) {
         guard !token.isEmpty, token.utf8.count <= 128 else { throw GatehouseError.invalidState("The start URL is not valid.") }
         let key = Self.startKey(token)
@@ -71,6 +77,10 @@ extension SignInService {
         }
         let pending = try JSONCoding.decoder().decode(PendingStart.self, from: payload)
         guard pending.providerId == providerId else { throw GatehouseError.invalidState("The start URL belongs to another provider.") }
+        // A session ended since (a stolen token's, signed out everywhere) starts nothing more.
+        if let familyId = pending.familyId, try await storage.session(familyId: familyId, now: now) == nil {
+            throw GatehouseError.invalidState("The session that made this start URL has ended; sign in to the app again.")
+        }
         return (pending.query.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }, pending.uid)
     }
 }

@@ -107,7 +107,8 @@ struct AuthRoutes {
             }
             if (try SignInMode(parameter: object["mode"] as? String)) == .link { try sessions.requireRecentLogin(signedIn) }
             let link = try await signIn.makeStartLink(
-                providerId: try context.parameters.require("providerId"), parameters: parameters, uid: signedIn.uid)
+                providerId: try context.parameters.require("providerId"), parameters: parameters, uid: signedIn.uid,
+                familyId: signedIn.familyId)
             var response = try Response.json(link)
             response.headers[.cacheControl] = "no-store"
             return response
