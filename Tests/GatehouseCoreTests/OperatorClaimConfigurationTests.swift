@@ -6,7 +6,8 @@ import Testing
 @Suite struct OperatorClaimConfigurationTests {
     func configuration(operatorClaim: String?, console: ConsoleConfiguration?) -> GatewayConfiguration {
         var configuration = GatewayConfiguration(
-            publicURL: "https://gw.example", returnToAllowList: [], github: GitHubConfiguration(clientID: "c", clientSecret: "s"))
+            publicURL: "https://gw.example", returnToAllowList: ["https://gw.example/admin/"],
+            github: GitHubConfiguration(clientID: "c", clientSecret: "s"))
         configuration.operatorClaim = operatorClaim
         configuration.console = console
         return configuration
@@ -26,6 +27,11 @@ import Testing
         #expect(unnamed.protectedOperatorClaim == "staff")
         #expect(configuration(operatorClaim: "staff", console: nil).protectedOperatorClaim == "staff")
         #expect(configuration(operatorClaim: nil, console: nil).protectedOperatorClaim == nil)
+        // The console signs operators in with return_to <public URL>/admin/, which the allow-list must admit.
+        var unreachable = configuration(operatorClaim: nil, console: ConsoleConfiguration(operators: ["ops@example.com"]))
+        unreachable.returnToAllowList = ["https://app.example/"]
+        let refused = #expect(throws: GatehouseError.self) { try unreachable.validate() }
+        #expect(refused?.detail.contains("add https://gw.example/admin/") == true, "\(String(describing: refused))")
     }
 
     @Test("a reserved claim name, which no account can carry, stops the start")
