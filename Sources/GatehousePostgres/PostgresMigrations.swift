@@ -331,23 +331,25 @@ enum PostgresMigrations {
     /// warning naming its row: the gateway reads such a link as corrupt anyway, and one must
     /// not stop every instance from starting.
     @Sendable static func normalizeVerifiedEmails(_ connection: PostgresConnection, logger: Logger) async throws {
-        var changes: [(providerId: String, federatedId: String, email: String?)] = []
+        var changes: [(providerId: String, federatedId: String, snapshot: Data, email: String?)] = []
         let rows = try await connection.query(
             "SELECT uid, provider_id, federated_id, profile_json, verified_email FROM provider_links", logger: logger)
         for try await (uid, providerId, federatedId, snapshot, stored) in rows.decode((String, String, String, Data, String?).self) {
             do {
                 let profile = try ProfileSnapshot.decode(snapshot, uid: uid, providerId: providerId, federatedId: federatedId)
                 let email = EmailAddress.verified(of: profile)
-                if email != stored { changes.append((providerId, federatedId, email)) }
+                if email != stored { changes.append((providerId, federatedId, snapshot, email)) }
             } catch {
                 logger.warning("a link's verified email was left as it was", metadata: ["error": "\(error)"])
             }
         }
+        // Only where the snapshot is still the one read: an instance of the earlier version, still
+        // serving during a rolling upgrade, may have written a newer profile (and its email) since.
         for change in changes {
             try await connection.query(
                 """
                 UPDATE provider_links SET verified_email = \(change.email)
-                WHERE provider_id = \(change.providerId) AND federated_id = \(change.federatedId)
+                WHERE provider_id = \(change.providerId) AND federated_id = \(change.federatedId) AND profile_json = \(change.snapshot)
                 """, logger: logger)
         }
     }

@@ -236,6 +236,7 @@ struct GatehouseClientTests {
         let desktop = try client.signInRequest(providerId: "github.com", returnTo: "http://127.0.0.1:53124/callback?app=1")
         for url in [
             "http://127.0.0.1:53124/callback?app=1&gatehouse_result=abc", "http://127.0.0.1:53124/callback?app=1#gatehouse_result=abc",
+            "http://127.0.0.1:53124/callback?app=1&gatehouse_result=abc#gatehouse_result=abc",
         ] {
             #expect(try desktop.resultID(from: try #require(URL(string: url))) == "abc", "\(url)")
         }

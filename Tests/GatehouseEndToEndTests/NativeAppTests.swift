@@ -140,8 +140,11 @@ struct NativeAppTests {
             var browser = Browser(deployment)
             let callback = try await Self.callback(&browser, returnTo: "http://127.0.0.1:53124/callback")
             #expect(callback.status == 303)
-            // In the query: the app's listener reads the request, which never carries a fragment.
-            #expect(callback.headers["location"]?.hasPrefix("http://127.0.0.1:53124/callback?gatehouse_result=") == true)
+            // In the query: the app's listener reads the request, which never carries a fragment;
+            // in the fragment too, for a page the listener serves.
+            let location = try #require(callback.headers["location"])
+            let id = Self.resultID(location)
+            #expect(location == "http://127.0.0.1:53124/callback?gatehouse_result=\(id)#gatehouse_result=\(id)" && !id.isEmpty, "\(location)")
             #expect(!Self.setsSession(callback))
             for refused in [
                 "http://10.0.0.5:53124/callback", "http://localhost:53124/callback", "http://127.0.0.1:53124/callbackx",
@@ -179,7 +182,7 @@ struct NativeAppTests {
                 #expect(page.headers["content-security-policy"]?.contains("frame-ancestors 'none'") == true)
                 #expect(page.headers["x-frame-options"] == "DENY" && page.headers["cache-control"] == "no-store")
                 // Not the sign-in routes' no-referrer, under which browsers post the form with `Origin: null`.
-                #expect(page.headers["referrer-policy"] == "same-origin")
+                #expect(page.headers["referrer-policy"] == "strict-origin")
                 // The transaction cookie the answer needs lives as long as the page may be answered.
                 let renewed = page.headers.values("set-cookie").first { $0.hasPrefix("gatehouse-tx=") }
                 #expect(renewed?.contains("Max-Age=600") == true, "\(page.headers)")
@@ -387,10 +390,10 @@ struct NativeAppTests {
         return (try await continueInBrowser(deployment, startURL: made), key)
     }
 
-    /// The result id in the fragment of an app's return address (in the query of a loopback one).
+    /// The result id in the fragment of an app's return address (first in the query of a loopback one).
     static func resultID(_ location: String) -> String {
-        let marker = ["#gatehouse_result=", "?gatehouse_result=", "&gatehouse_result="].lazy.compactMap { location.range(of: $0) }.first
-        return marker.map { String(location[$0.upperBound...]) } ?? ""
+        let marker = ["?gatehouse_result=", "&gatehouse_result=", "#gatehouse_result="].lazy.compactMap { location.range(of: $0) }.first
+        return marker.map { String(location[$0.upperBound...].prefix { $0 != "#" && $0 != "&" }) } ?? ""
     }
 
     /// `POST /v1/auth/result` with `body` (JSON text), as the app sends it.

@@ -156,10 +156,11 @@ public struct SignInService: Sendable {
     }
 
     /// Stores `outcome` as a one-time result (bound to `challenge`) and answers where the
-    /// browser goes: `return_to#gatehouse_result=<id>`, or for a desktop app's loopback
-    /// return `return_to?gatehouse_result=<id>` (`&` when it has a query already): its listener
-    /// reads the request a browser sends, which never carries the fragment (RFC 8252 §7.3
-    /// returns the code in the query too).
+    /// browser goes: `return_to#gatehouse_result=<id>`, and for a desktop app's loopback return
+    /// `return_to?gatehouse_result=<id>#gatehouse_result=<id>` (`&` when it has a query
+    /// already): its listener reads the request a browser sends, which never carries the
+    /// fragment (RFC 8252 §7.3 returns the code in the query too), while a page the listener
+    /// serves may still read it from the fragment.
     /// A held link lives as long as a consent page (ten minutes): its app may first have to show
     /// the identity to its user and wait for an answer (`link-confirmation-required`).
     func deliver(_ outcome: StoredResult, returnTo: String, challenge: String?, resultID: String = SecureRandom.token()) async throws -> String {
@@ -170,7 +171,7 @@ public struct SignInService: Sendable {
             expiresAt: configuration.clock.now().addingTimeInterval(lifetime))
         let base = returnTo.split(separator: "#", maxSplits: 1).first.map(String.init) ?? returnTo
         guard returnToPolicy.kind(of: returnTo) == .loopback else { return "\(base)#gatehouse_result=\(resultID)" }
-        return "\(base)\(base.contains("?") ? "&" : "?")gatehouse_result=\(resultID)"
+        return "\(base)\(base.contains("?") ? "&" : "?")gatehouse_result=\(resultID)#gatehouse_result=\(resultID)"
     }
 
     /// `POST /v1/auth/idtoken`: signs in with an ID token obtained elsewhere, validated exactly

@@ -207,8 +207,9 @@ public final class HookClient: SignInHooks {
             case .responseTooLarge: throw HookFailure.tooLarge
             case .overloaded, .ownerOverloaded: throw HookFailure.overloaded
             // The sign-in itself was cancelled (its client went away, the gateway stops): it
-            // ends here. As a failure, the `allow` policy would let it on unasked.
-            case .cancelled: throw CancellationError()
+            // ends here. As a failure, the `allow` policy would let it on unasked. (A client
+            // shut down under a live task is a failure like any other.)
+            case .cancelled where Task.isCancelled: throw CancellationError()
             default: throw HookFailure.unreachable(error.message)
             }
         } catch {

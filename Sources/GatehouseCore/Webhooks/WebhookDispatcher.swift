@@ -7,8 +7,8 @@ import Synchronization
 /// Delivers the outbox: claims due entries under a lease (one instance gets each), posts each
 /// signed body through the libcurl client — a few at a time per endpoint, holding no store
 /// connection while it waits — and records the outcome: a 2xx removes the entry, `410 Gone`
-/// fails it and stops that endpoint on this instance until a restart with its configuration,
-/// anything else is retried after the backoff (± 20 %), then failed. An entry of a type this
+/// pauses that endpoint on this instance (its entries wait, unsent, and one tries it again at
+/// each `goneProbeInterval`), anything else is retried after the backoff (± 20 %), then failed. An entry of a type this
 /// instance's configuration of its endpoint does not take waits, unsent, for an instance that
 /// takes it until `untakenTypeGrace` after it was recorded, then fails. Undelivered entries
 /// older than the retention are dropped, counted and logged.
@@ -73,7 +73,8 @@ public final class WebhookDispatcher: Sendable {
         return paused.withLock { paused in
             guard let until = paused[endpoint] else { return nil }
             if now < until { return until }
-            paused[endpoint] = now.addingTimeInterval(Self.goneProbeWait)
+            // The others wait for that try's answer, which may take the whole delivery timeout.
+            paused[endpoint] = now.addingTimeInterval(max(Self.goneProbeWait, configuration.timeout + 1))
             return nil
         }
     }
@@ -232,8 +233,9 @@ public final class WebhookDispatcher: Sendable {
             (outcome, label) = (.failed(status: nil, error: "the endpoint is no longer configured"), "failed")
         }
         // Cut short by the gateway's stop: not an outcome of the receiver's, so none is recorded
-        // (and no attempt spent); the lease passes and an instance sends the entry again.
-        if Task.isCancelled { return false }
+        // (and no attempt spent); the lease passes and an instance sends the entry again. A
+        // delivery the receiver took is recorded still: it is not sent twice.
+        if Task.isCancelled, outcome != .delivered { return false }
         metrics.webhookDelivery(endpoint: entry.endpoint, outcome: label, duration: ContinuousClock.now - started)
         if outcome == .delivered { metrics.webhookDelay(endpoint: entry.endpoint, seconds: clock.now().timeIntervalSince(entry.createdAt)) }
         lastOutcomes.withLock { $0[entry.endpoint] = Self.describe(outcome) }

@@ -13,8 +13,9 @@ enum ConsentPage {
     /// The page's `Referrer-Policy`, which `SecurityHeaders` keeps: under the `no-referrer` of
     /// the other sign-in answers, browsers send `Origin: null` with the page's form post
     /// (Fetch's "append a request `Origin` header"), which the consent route must refuse.
-    /// `same-origin` sends the gateway's origin to itself, and nothing to any other site.
-    static let referrerPolicy = "same-origin"
+    /// `strict-origin` sends the gateway's origin, never the page's URL (the callback's, with
+    /// the provider's code and state, which a proxy's log would keep).
+    static let referrerPolicy = "strict-origin"
 
     /// The page as a `200` answer.
     static func response(_ consent: ConsentRequest) -> Response {
