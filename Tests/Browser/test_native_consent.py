@@ -78,21 +78,30 @@ def redeem(demo, result, verifier):
         return response.status, json.loads(response.read())
 
 
+def answer_consent(demo, page, app, decision):
+    """Signs octocat in for the desktop app listening as `app`, answers the consent page with
+    `decision` (continue or cancel) by a click, and returns the app's verifier and the result
+    id its listener received."""
+    verifier, challenge = challenge_pair()
+    return_to = f"http://127.0.0.1:{app.port}/callback"
+    query = urllib.parse.urlencode({"return_to": return_to, "result_challenge": challenge, "login": "octocat"})
+    page.open(f"{demo.url}/v1/auth/github.com/start?{query}")
+    # The emulator approves octocat at once; the gateway asks the user before the app gets anything.
+    button = (By.CSS_SELECTOR, f"button[value={decision}]")
+    page.wait.until(EC.visibility_of_element_located(button))
+    assert "Example Desktop App" in page.driver.page_source
+    page.shot("consent")
+    page.driver.find_element(*button).click()
+    result = result_at_the_app(app, page, return_to)
+    page.shot(f"after-{decision}")
+    return verifier, result
+
+
 def test_continue_on_the_consent_page_returns_to_the_desktop_app(start_demo, page):
     demo = start_demo()
     app = DesktopApp()
     try:
-        verifier, challenge = challenge_pair()
-        return_to = f"http://127.0.0.1:{app.port}/callback"
-        query = urllib.parse.urlencode({"return_to": return_to, "result_challenge": challenge, "login": "octocat"})
-        page.open(f"{demo.url}/v1/auth/github.com/start?{query}")
-        # The emulator approves octocat at once; the gateway asks the user before the app gets anything.
-        page.wait.until(EC.visibility_of_element_located((By.CSS_SELECTOR, "button[value=continue]")))
-        assert "Example Desktop App" in page.driver.page_source
-        page.shot("consent")
-        page.driver.find_element(By.CSS_SELECTOR, "button[value=continue]").click()
-        result = result_at_the_app(app, page, return_to)
-        page.shot("after-continue")
+        verifier, result = answer_consent(demo, page, app, "continue")
         status, body = redeem(demo, result, verifier)
         assert status == 200 and body["user"]["uid"] and body["idToken"]
     finally:
@@ -103,13 +112,7 @@ def test_cancel_on_the_consent_page_returns_a_cancelled_result(start_demo, page)
     demo = start_demo()
     app = DesktopApp()
     try:
-        verifier, challenge = challenge_pair()
-        return_to = f"http://127.0.0.1:{app.port}/callback"
-        query = urllib.parse.urlencode({"return_to": return_to, "result_challenge": challenge, "login": "octocat"})
-        page.open(f"{demo.url}/v1/auth/github.com/start?{query}")
-        page.wait.until(EC.visibility_of_element_located((By.CSS_SELECTOR, "button[value=cancel]")))
-        page.driver.find_element(By.CSS_SELECTOR, "button[value=cancel]").click()
-        result = result_at_the_app(app, page, return_to)
+        verifier, result = answer_consent(demo, page, app, "cancel")
         try:
             redeem(demo, result, verifier)
             raise AssertionError("a cancelled sign-in redeemed")
