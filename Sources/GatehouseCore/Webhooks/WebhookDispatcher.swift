@@ -8,10 +8,11 @@ import Synchronization
 /// signed body through the libcurl client — a few at a time per endpoint, holding no store
 /// connection while it waits — and records the outcome: a 2xx removes the entry, `410 Gone`
 /// pauses that endpoint on this instance (its entries wait, unsent, and one tries it again at
-/// each `goneProbeInterval`), anything else is retried after the backoff (± 20 %), then failed. An entry of a type this
-/// instance's configuration of its endpoint does not take waits, unsent, for an instance that
-/// takes it until `untakenTypeGrace` after it was recorded, then fails. Undelivered entries
-/// older than the retention are dropped, counted and logged.
+/// each `goneProbeInterval`), anything else is retried after the backoff (± 20 %), then
+/// failed. An entry of a type this instance's configuration of its endpoint does not take
+/// waits, unsent, for an instance that takes it until `untakenTypeGrace` after it was
+/// recorded, then fails. Undelivered entries older than the retention are dropped, counted and
+/// logged.
 public final class WebhookDispatcher: Sendable {
     let configuration: WebhookConfiguration
     let storage: any GatehouseStorage
