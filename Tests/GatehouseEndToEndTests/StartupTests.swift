@@ -210,7 +210,7 @@ struct StartupTests {
     }
 
     @Test(
-        "accept out of descriptors (prlimit --nofile=64:64, GATEHOUSE_MAX_CONNECTIONS=1000, 100 held connections): the limit above what fits is warned of, the failures logged with the limit at most every 10 s, and the listener serves again once they close"
+        "accept out of descriptors (prlimit --nofile=64:64, GATEHOUSE_MAX_CONNECTIONS=1000, 100 held connections): the limit above what fits is warned of, the failures logged with the limit at most every 10 s, the process outlives 3 s without descriptors while the held connections ask and are answered, and the listener serves again once they close"
     )
     func acceptWithoutDescriptors() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "prlimit (util-linux)")
@@ -233,15 +233,27 @@ struct StartupTests {
             var held = try Self.hold(100, to: instance.url)
             defer { for descriptor in held { close(descriptor) } }
             let exhausted = ContinuousClock.now
-            // Watched every 5 ms: the process is out of descriptors until they close, and
-            // libdispatch's monitor (below) may stop it at any of its ticks meanwhile.
             for _ in 0..<2000 where refusal() == nil { try await Task.sleep(for: .milliseconds(5)) }
-            // Out of descriptors for a tenth of a second more: accept is paused 50 ms after each
-            // failure, not retried at once (which spins a core on the listen backlog). Kept
-            // short, since a loaded machine stretches it: libdispatch's thread-pool monitor opens
-            // /proc/<tid>/stat once a second while work is queued, and stops the process when no
-            // descriptor is left for it.
-            try await Task.sleep(for: .milliseconds(100))
+            // Out of descriptors for 3 s, across ticks of the Swift runtime's thread-pool monitor
+            // (libdispatch), which opens /proc/<tid>/stat once a second while work waits and
+            // stops the process (SIGILL) when that fails. The held connections the listener
+            // took ask for /healthz all along, so that work waits at some of those ticks; the
+            // descriptor the listener gives back is what the monitor finds.
+            let asked = Array("GET /healthz HTTP/1.1\r\nHost: gatehouse\r\n\r\n".utf8)
+            var answers = [UInt8](repeating: 0, count: 65536)
+            var served = 0
+            let asking = ContinuousClock.now
+            while ContinuousClock.now - asking < .seconds(3) && instance.process.isRunning {
+                for descriptor in held.prefix(30) { _ = send(descriptor, asked, asked.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                for descriptor in held.prefix(30) {
+                    let read = recv(descriptor, &answers, answers.count, Int32(MSG_DONTWAIT))
+                    if read > 0 && String(decoding: answers[..<read], as: UTF8.self).hasPrefix("HTTP/1.1 200") { served += 1 }
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(instance.process.isRunning, "\(instance.logTail)")
+            // The connections it holds were served meanwhile.
+            #expect(served > 0)
             for descriptor in held { close(descriptor) }
             held = []
             let pauses = Int((ContinuousClock.now - exhausted) / .milliseconds(50))

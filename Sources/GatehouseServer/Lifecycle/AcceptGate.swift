@@ -8,8 +8,11 @@ import NIOCore
 
 /// When a listener accepts: not while it holds its limit of open connections
 /// (`ConnectionLimit`), and not for a moment after `accept` found no descriptor left
-/// (`EMFILE`, `ENFILE`) or no memory (`ENOBUFS`, `ENOMEM`). Either way the connections that
-/// arrive meanwhile wait in the listen backlog and are taken once accepting resumes.
+/// (`EMFILE`, `ENFILE`), or a connection it accepted took the last one, or it found no memory
+/// (`ENOBUFS`, `ENOMEM`). Either way the connections that arrive meanwhile wait in the listen
+/// backlog and are taken once accepting resumes. Out of descriptors, the listener gives back
+/// the one it keeps in reserve (`DescriptorReserve`), without which the Swift runtime stops
+/// the process, and accepts again only once it holds the reserve with another one free.
 ///
 /// Accepting stops by turning the listening channel's auto-read off, which takes the socket
 /// out of the event loop's interest set, and resumes by turning it back on. Holding back
@@ -61,14 +64,19 @@ enum AcceptGate {
                         metrics.limitReached(listener: role)
                         full.record(0, level: .warning)
                     }))
+            // One accept per read: NIO goes on accepting within a read after auto-read is
+            // turned off, and would hand the next connection the descriptor the gate has just
+            // given back to the process.
+            try channel.syncOptions?.setOption(ChannelOptions.maxMessagesPerRead, value: 1)
             try channel.pipeline.syncOperations.addHandler(handler, position: .first)
         }.get()
     }
 
     /// Counts a listening channel's open connections and stops accepting while there are
-    /// `limit` of them, or for `pause` after each exhaustion error: auto-read off (NIO
-    /// unregisters the socket from its event loop), every `read` held back meanwhile, then
-    /// auto-read on again (NIO registers it and reads). NIO accepts up to a few connections per
+    /// `limit` of them, or for `pause` after each exhaustion error (and then for as long as its
+    /// descriptor reserve cannot be held with one to spare): auto-read off (NIO unregisters the
+    /// socket from its event loop), every `read` held back meanwhile, then auto-read on again
+    /// (NIO registers it and reads). NIO accepts up to a few connections per
     /// read, so the count can pass the limit by that many. Used on the listener's event loop
     /// only.
     final class Gate: ChannelDuplexHandler, RemovableChannelHandler {
@@ -89,6 +97,7 @@ enum AcceptGate {
         private var resume: Scheduled<Void>?
         private var open = 0
         private var context: ChannelHandlerContext?
+        private var reserve = DescriptorReserve()
 
         /// A gate holding `limit` connections, with pauses of `pause`.
         init(limit: Int, pause: TimeAmount, events: Events) {
@@ -102,6 +111,7 @@ enum AcceptGate {
 
         func handlerAdded(context: ChannelHandlerContext) {
             self.context = context
+            _ = reserve.holdWithOneToSpare()
         }
 
         func read(context: ChannelHandlerContext) {
@@ -124,6 +134,12 @@ enum AcceptGate {
                 events.full()
                 updateAutoRead()
             }
+            // The connection may have taken the last descriptor without an accept failing
+            // after it (an empty backlog): the reserve goes back to the process at once.
+            if resume == nil && !reserve.holdWithOneToSpare() {
+                events.failed(IOError(errnoCode: EMFILE, reason: "accept"))
+                pauseAccepting(context: context)
+            }
             context.fireChannelRead(data)
         }
 
@@ -141,10 +157,21 @@ enum AcceptGate {
             // Only exhaustion pauses; the rest (an aborted connection) concerns one client.
             guard exhaustion.contains(error.errnoCode) else { return }
             events.failed(error)
+            if error.errnoCode == EMFILE || error.errnoCode == ENFILE { reserve.release() }
+            pauseAccepting(context: context)
+        }
+
+        /// Stops accepting for `pause`, then accepts again if the reserve can be held with a
+        /// descriptor to spare, else pauses once more.
+        private func pauseAccepting(context: ChannelHandlerContext) {
             guard resume == nil else { return }
             resume = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: pause) { [self] in
                 resume = nil
-                updateAutoRead()
+                if reserve.holdWithOneToSpare() {
+                    updateAutoRead()
+                } else if let context = self.context {
+                    pauseAccepting(context: context)
+                }
             }
             updateAutoRead()
         }
@@ -158,12 +185,14 @@ enum AcceptGate {
         func channelInactive(context: ChannelHandlerContext) {
             resume?.cancel()
             resume = nil
+            reserve.release()
             context.fireChannelInactive()
         }
 
         func handlerRemoved(context: ChannelHandlerContext) {
             resume?.cancel()
             resume = nil
+            reserve.release()
             try? context.channel.syncOptions?.setOption(ChannelOptions.autoRead, value: true)
             self.context = nil
         }

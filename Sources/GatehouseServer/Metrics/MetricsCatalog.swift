@@ -41,7 +41,7 @@ public enum MetricsCatalog {
         Entry(
             name: "gatehouse_accept_failures_total", type: "counter", labels: ["listener"],
             help:
-                "Accepts that failed for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), by listener; the listener pauses accepting 50 ms after each."
+                "Accepts that failed for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), and connections that took the last descriptor, by listener; the listener pauses accepting 50 ms after each, and on while no descriptor is free beside the one it keeps in reserve."
         ),
         Entry(
             name: "gatehouse_connections_open", type: "gauge", labels: ["listener"],
