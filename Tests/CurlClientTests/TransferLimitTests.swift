@@ -95,7 +95,7 @@ struct TransferLimitTests {
             // Alice's first call runs, her second waits behind Bob's.
             let alicesFirst = call("/hold", owner: "alice")
             let bobsSlow = call("/hold", owner: "bob")
-            let bothRun = try await UploadTests.eventually { client.load.inFlight == 2 }
+            let bothRun = try await UploadTests.eventually { client.load.inFlight == 2 && server.requestsSeen == 2 }
             #expect(bothRun)
             let alicesSecond = call("/hello", owner: "alice")
             let secondWaits = try await UploadTests.eventually { client.load.waiting == 1 }
@@ -116,7 +116,9 @@ struct TransferLimitTests {
             #expect(await alicesFirst.value == .failed(.cancelled))
             // Her first call's share is back too: two of hers run again.
             let again = [call("/hold", owner: "alice"), call("/hold", owner: "alice")]
-            let twoRun = try await UploadTests.eventually { client.load.inFlight == 2 }
+            // In flight once libcurl has them; seen once their requests reached the server,
+            // which must come before they are cancelled for the count below to hold.
+            let twoRun = try await UploadTests.eventually { client.load.inFlight == 2 && server.requestsSeen == 7 }
             #expect(twoRun)
             for call in again { call.cancel() }
             for call in again { #expect(await call.value == .failed(.cancelled)) }
@@ -195,7 +197,7 @@ struct TransferLimitTests {
             let client = CurlHTTPClient(configuration: .init(timeout: Self.held, maxTransfers: 1, maxWaitingTransfers: 600))
             defer { client.shutdown() }
             let slow = Self.call(client, server.url("/hold"))
-            let started = try await UploadTests.eventually { client.load.inFlight == 1 }
+            let started = try await UploadTests.eventually { client.load.inFlight == 1 && server.requestsSeen == 1 }
             #expect(started)
             let leaving = (0..<500).map { _ in Self.call(client, server.url("/hello")) }
             let allWait = try await UploadTests.eventually { client.load.waiting == 500 }
@@ -218,7 +220,7 @@ struct TransferLimitTests {
         try await LoopbackHTTPServer.with { server in
             let client = CurlHTTPClient(configuration: .init(timeout: Self.held, maxTransfers: 1, maxWaitingTransfers: 4))
             let slow = Self.call(client, server.url("/hold"))
-            let slowStarted = try await UploadTests.eventually { client.load.inFlight == 1 }
+            let slowStarted = try await UploadTests.eventually { client.load.inFlight == 1 && server.requestsSeen == 1 }
             #expect(slowStarted)
             let waiting = (0..<3).map { _ in Self.call(client, server.url("/hello")) }
             let threeWait = try await UploadTests.eventually { client.load.waiting == 3 }
