@@ -17,17 +17,19 @@ import Testing
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("reserve-\(UUID().uuidString)").path
         try Data().write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
+        // /proc/self/fd names the file by its resolved path (TMPDIR may pass through a link).
+        let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         var reserve = DescriptorReserve(path: path)
-        #expect(try Self.descriptors(naming: path) == 0)
+        #expect(try Self.descriptors(naming: resolved) == 0)
         let held = reserve.holdWithOneToSpare()
         #expect(held)
         // Held once: the probe beside it is closed again.
-        #expect(try Self.descriptors(naming: path) == 1)
+        #expect(try Self.descriptors(naming: resolved) == 1)
         reserve.release()
-        #expect(try Self.descriptors(naming: path) == 0)
+        #expect(try Self.descriptors(naming: resolved) == 0)
         let heldAgain = reserve.holdWithOneToSpare()
         #expect(heldAgain)
-        #expect(try Self.descriptors(naming: path) == 1)
+        #expect(try Self.descriptors(naming: resolved) == 1)
         reserve.release()
     }
 

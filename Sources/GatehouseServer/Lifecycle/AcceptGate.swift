@@ -76,8 +76,8 @@ enum AcceptGate {
     /// `limit` of them, or for `pause` after each exhaustion error (and then for as long as its
     /// descriptor reserve cannot be held with one to spare): auto-read off (NIO unregisters the
     /// socket from its event loop), every `read` held back meanwhile, then auto-read on again
-    /// (NIO registers it and reads). NIO accepts up to a few connections per
-    /// read, so the count can pass the limit by that many. Used on the listener's event loop
+    /// (NIO registers it and reads). The listener accepts one connection a read
+    /// (`install`), so the count never passes the limit. Used on the listener's event loop
     /// only.
     final class Gate: ChannelDuplexHandler, RemovableChannelHandler {
         typealias InboundIn = any Channel
