@@ -263,8 +263,9 @@ private final class DriverLoop {
         case .cancel(let transfer):
             if withLine(of: transfer, { $0.remove(transfer) }) {
                 ended(transfer)
-                transfer.fail(OutboundError(kind: .cancelled, message: "the request was cancelled"))
+                // Published first: a caller that has its outcome sees a line without it.
                 publishLoad()
+                transfer.fail(OutboundError(kind: .cancelled, message: "the request was cancelled"))
                 return
             }
             guard let easy = transfer.easy, active[easy] != nil else { return }
@@ -333,25 +334,27 @@ private final class DriverLoop {
     func startWaiting() {
         guard !noneWaits else { return }
         let now = monotonicNanoseconds()
+        var expired: [Transfer] = []
         if now &- waitingCheckedAt >= Self.waitingCheckInterval {
             waitingCheckedAt = now
-            let expiredFirst = waitingFirst.removeAll(where: { ($0.deadline ?? .max) <= now })
-            for expired in expiredFirst + waiting.removeAll(where: { ($0.deadline ?? .max) <= now }) {
-                ended(expired)
-                load.countRefusal()
-                expired.fail(Self.waitedTooLong)
-            }
+            expired = waitingFirst.removeAll(where: { ($0.deadline ?? .max) <= now })
+            expired += waiting.removeAll(where: { ($0.deadline ?? .max) <= now })
         }
         while let next = nextToStart() {
             if (next.deadline ?? .max) <= now {
-                ended(next)
-                load.countRefusal()
-                next.fail(Self.waitedTooLong)
+                expired.append(next)
             } else {
                 start(next)
             }
         }
+        for transfer in expired {
+            ended(transfer)
+            load.countRefusal()
+        }
+        // Published before the expired transfers fail: a caller that has its outcome sees the
+        // counts without it.
         publishLoad()
+        for transfer in expired { transfer.fail(Self.waitedTooLong) }
     }
 
     /// The waiting transfer a free slot starts next: the first `.high` one, else the first
@@ -380,8 +383,11 @@ private final class DriverLoop {
     }
 
     func start(_ transfer: Transfer) {
+        // A transfer that fails before it starts may have left the line: the counts are
+        // published before its caller has the outcome.
         if transfer.isCancelRequested {
             ended(transfer)
+            publishLoad()
             transfer.fail(OutboundError(kind: .cancelled, message: "the request was cancelled"))
             return
         }
@@ -392,6 +398,7 @@ private final class DriverLoop {
             easy = fresh
         } else {
             ended(transfer)
+            publishLoad()
             transfer.fail(OutboundError(kind: .transport, message: "curl_easy_init failed"))
             return
         }
@@ -401,6 +408,7 @@ private final class DriverLoop {
             transfer.releaseHandleResources()
             recycle(easy)
             ended(transfer)
+            publishLoad()
             transfer.fail(error)
             return
         }
