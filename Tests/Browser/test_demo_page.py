@@ -273,12 +273,14 @@ def test_sign_in_link_through_account_exists_unlink_sign_out_and_delete(start_de
 
 
 def test_link_and_unlink_after_the_recent_login_window_ask_to_reauthenticate_then_resume(start_demo, page):
-    # The demo runs in its own process: the window passes in real time (5 s, slept past).
-    demo = start_demo(GATEHOUSE_RECENT_LOGIN_SECONDS="5")
+    # The demo runs in its own process: the window passes in real time (20 s, slept past; long
+    # enough for the page loads between a re-authentication and the step it resumes on a loaded
+    # machine).
+    demo = start_demo(GATEHOUSE_RECENT_LOGIN_SECONDS="20")
     page.open(demo.url)
     page.sign_in("github.com", "octocat")
     page.signed_in()
-    time.sleep(6)  # past the 5 s window
+    time.sleep(21)  # past the 20 s window
 
     # Adding a sign-in method is sensitive too: the page asks to confirm, then links.
     page.click("link-oidc.emulator")
@@ -291,7 +293,7 @@ def test_link_and_unlink_after_the_recent_login_window_ask_to_reauthenticate_the
     page.wait_text("notice", "OpenID Connect is now linked")
     assert page.linked() == ["github.com", "oidc.emulator"]
     page.shot("linked-after-reauthentication")
-    time.sleep(6)  # past the window again
+    time.sleep(21)  # past the window again
 
     page.click("unlink-oidc.emulator")
     page.wait_text("notice", "confirm it is you")

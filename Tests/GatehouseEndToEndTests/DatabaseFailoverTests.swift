@@ -323,7 +323,7 @@ struct DatabaseFailoverTests {
     /// Waits (at most 5 s) until live profile calls reached GitHub's `/user` (the sign-in made the first call).
     static func waitForUserCalls(emulatorURL: String, client: CurlHTTPClient) async throws {
         var inFlight = false
-        for _ in 0..<200 where !inFlight {
+        for _ in 0..<800 where !inFlight {
             let stats = try jsonObject(try await client.execute(OutboundRequest(url: "\(emulatorURL)/_emulator/stats")))
             inFlight = (stats["GET /github-api/user"] as? Int ?? 0) >= 2
             if !inFlight { try await Task.sleep(for: .milliseconds(25)) }

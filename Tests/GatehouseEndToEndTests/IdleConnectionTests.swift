@@ -284,9 +284,9 @@ struct IdleConnectionTests {
             #expect(closing.rest.isEmpty)
             // The sample policy lets signed-in users upload to GitHub (POST) and Graph (PUT),
             // each within the default upstream timeout of 10 s. The demo assembles its
-            // configuration once it listens: the warnings are awaited (5 s at most).
+            // configuration once it listens: the warnings are awaited (20 s at most).
             var providers: [String] = []
-            for _ in 0..<100 where providers.count < 2 {
+            for _ in 0..<400 where providers.count < 2 {
                 let output = (try? String(contentsOfFile: demo.folder + ".out", encoding: .utf8)) ?? ""
                 providers = output.split(separator: "\n").filter {
                     $0.contains("uploads to a provider's API may take") && $0.contains(#""upstream.timeout_s":"10""#)

@@ -102,7 +102,11 @@ struct MultiInstanceTests {
             #expect(replay.status == 400)
             #expect(try jsonObject(replay)["code"] as? String == "invalid-refresh-token")
             #expect(try await GatewayTokenTests.refresh(deployment, second, on: c).status == 400)
-            for instance in [a, b, c] { #expect(try await GatewayTokenTests.bearer(deployment, idToken, on: instance).status == 401) }
+            // B revoked the family; A and C learn of it through the change feed.
+            let revoked = try await Self.longestWait([b, a, c]) { instance in
+                try await GatewayTokenTests.bearer(deployment, idToken, on: instance).status == 401
+            }
+            #expect(revoked < Self.feedBound, "the replay's revocation reached every instance after \(revoked)")
 
             // One token, six simultaneous uses: the store's row lock lets one rotate; the others
             // are retries inside the window and get the same successor; the family lives.
@@ -404,9 +408,10 @@ extension MultiInstanceTests {
             // Unlink on A: B and C list one provider less.
             (browser, idToken, uid) = try await signedInEverywhere()
             _ = try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link")
-            for instance in others {
-                #expect(try account(try await GatewayTokenTests.bearer(deployment, idToken, on: instance)).providers.count == 2)
+            let linked = try await Self.longestWait(others) { instance in
+                try account(try await GatewayTokenTests.bearer(deployment, idToken, on: instance)).providers.count == 2
             }
+            #expect(linked < Self.feedBound, "the link on A reached B and C after \(linked)")
             #expect(try await browser.send("\(a)/v1/me/providers/oidc.emulator", method: "DELETE", headers: ["Origin": a]).status == 200)
             let linkedToken = idToken
             let unlinked = try await Self.longestWait(others) { instance in

@@ -33,13 +33,25 @@ struct UpstreamCallLimitTests {
         return false
     }
 
+    /// Waits (bounded: 10 s) until GitHub's emulator has seen `count` calls to the repositories
+    /// endpoint. The gateway counts a call in flight before libcurl sends it, so a call can be in
+    /// flight and not yet held; one arriving after `faults/release` would be held for good.
+    static func reposCallsArrived(_ deployment: TestDeployment, _ count: Int) async throws -> Bool {
+        for _ in 0..<200 {
+            if try await ProviderAPITests.upstreamCalls(deployment, "GET /github-api/user/repos") == count { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
     /// Two passthrough calls to `repos` held by GitHub (the unreserved slots of a limit of 3
     /// with 1 reserved) and three more waiting (their whole line); the five calls.
     static func fillUnreservedSlots(_ deployment: TestDeployment, _ repos: String, key: String) async throws -> [Task<OutboundResponse, any Error>] {
         _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user/repos", "holdMs": 3600000, "times": 2}"#)
         let held = (0..<2).map { _ in Task { try await ProviderAPITests.call(deployment, repos, key: key) } }
         let bothHeld = try await Self.eventually(deployment, "gatehouse_upstream_calls_in_flight", is: 2)
-        #expect(bothHeld)
+        let bothArrived = try await Self.reposCallsArrived(deployment, 2)
+        #expect(bothHeld && bothArrived)
         let waiting = (0..<3).map { _ in Task { try await ProviderAPITests.call(deployment, repos, key: key) } }
         let threeWait = try await Self.eventually(deployment, "gatehouse_upstream_calls_waiting", is: 3)
         #expect(threeWait)
@@ -69,11 +81,7 @@ struct UpstreamCallLimitTests {
             // The first two calls are held by GitHub until released; the next two wait for them.
             _ = try await deployment.control("faults", #"{"endpoint": "GET /github-api/user/repos", "holdMs": 3600000, "times": 2}"#)
             let held = (0..<2).map { _ in Task { try await ProviderAPITests.call(deployment, repos, key: key) } }
-            var arrived = false
-            for _ in 0..<200 where !arrived {
-                arrived = try await ProviderAPITests.upstreamCalls(deployment, "GET /github-api/user/repos") == 2
-                if !arrived { try await Task.sleep(for: .milliseconds(50)) }
-            }
+            let arrived = try await Self.reposCallsArrived(deployment, 2)
             #expect(arrived, "the two held calls reached GitHub")
             let waiting = (0..<2).map { _ in Task { try await ProviderAPITests.call(deployment, repos, key: key) } }
             let bothWait = try await Self.eventually(deployment, "gatehouse_upstream_calls_waiting", is: 2)
@@ -130,7 +138,8 @@ struct UpstreamCallLimitTests {
             let his = "/v1/users/\(uid)/providers/github.com/api/user/repos?per_page=1"
             let held = (0..<2).map { _ in Task { try await ProviderAPITests.call(deployment, his, key: key) } }
             let bothHeld = try await Self.eventually(deployment, "gatehouse_upstream_calls_in_flight", is: 2)
-            #expect(bothHeld)
+            let bothArrived = try await Self.reposCallsArrived(deployment, 2)
+            #expect(bothHeld && bothArrived)
             // A third, from his browser or from a service acting for him, is refused unsent.
             let own = try await octocat.send(repos)
             let forHim = try await ProviderAPITests.call(deployment, his, key: key)
