@@ -249,9 +249,7 @@ struct NativeAppTests {
             let idToken = try #require(tokens["idToken"] as? String)
 
             let key = ResultKey()
-            let made = try await Self.startURL(
-                deployment, provider: "oidc.emulator", idToken: idToken,
-                ["return_to": Self.scheme, "mode": "link", "result_challenge": key.challenge, "login_hint": "olive@oidc.example"])
+            let made = try await Self.oliveLinkStart(deployment, idToken: idToken, challenge: key.challenge)
             let resultID = try await Self.continueInBrowser(deployment, startURL: made)
             let links = try await Self.rows(deployment, "provider_links")
             func redeem() async throws -> OutboundResponse {
@@ -416,6 +414,16 @@ struct NativeAppTests {
                 body: Array(try JSONSerialization.data(withJSONObject: parameters))))
     }
 
+    /// A start URL linking olive's OpenID identity (`login_hint`) to the account signed in with
+    /// `idToken`, returning to the app's scheme with `challenge`.
+    static func oliveLinkStart(_ deployment: TestDeployment, idToken: String, challenge: String = ResultKey().challenge) async throws
+        -> OutboundResponse
+    {
+        try await startURL(
+            deployment, provider: "oidc.emulator", idToken: idToken,
+            ["return_to": Self.scheme, "mode": "link", "result_challenge": challenge, "login_hint": "olive@oidc.example"])
+    }
+
     @Test(
         "a link's consent page names the account by a verified email only, else by its uid: an address nobody verified proves nothing"
     )
@@ -428,9 +436,7 @@ struct NativeAppTests {
             let user = try #require(tokens["user"] as? [String: Any])
             let uid = try #require(user["uid"] as? String)
             #expect(user["emailVerified"] as? Bool != true && user["displayName"] as? String == "unverified-uma", "\(user)")
-            let made = try await Self.startURL(
-                deployment, provider: "oidc.emulator", idToken: idToken,
-                ["return_to": Self.scheme, "mode": "link", "result_challenge": ResultKey().challenge, "login_hint": "olive@oidc.example"])
+            let made = try await Self.oliveLinkStart(deployment, idToken: idToken)
             var browser = Browser(deployment)
             let start = try await browser.send(try #require(try jsonObject(made)["url"] as? String))
             let page = try await browser.follow(try #require(start.headers["location"]))
@@ -446,9 +452,7 @@ struct NativeAppTests {
         try await Self.withNativeDeployment { deployment in
             let tokens = try await Self.appSignIn(deployment)
             let idToken = try #require(tokens["idToken"] as? String)
-            let made = try await Self.startURL(
-                deployment, provider: "oidc.emulator", idToken: idToken,
-                ["return_to": Self.scheme, "mode": "link", "result_challenge": ResultKey().challenge, "login_hint": "olive@oidc.example"])
+            let made = try await Self.oliveLinkStart(deployment, idToken: idToken)
             let url = try #require(try jsonObject(made)["url"] as? String)
             // Whoever held the app's token (a stolen one, say) is signed out everywhere.
             let signedOut = try await deployment.client.execute(
@@ -476,9 +480,7 @@ struct NativeAppTests {
             // Before: a start made by the app's own HTTP client leaves the transaction cookie
             // there; only the start URL carries the account into the browser.
             let key = ResultKey()
-            let made = try await Self.startURL(
-                deployment, provider: "oidc.emulator", idToken: idToken,
-                ["return_to": Self.scheme, "mode": "link", "result_challenge": key.challenge, "login_hint": "olive@oidc.example"])
+            let made = try await Self.oliveLinkStart(deployment, idToken: idToken, challenge: key.challenge)
             #expect(made.status == 200, "\(made.bodyText)")
             #expect(made.headers["cache-control"] == "no-store")
             let url = try #require(try jsonObject(made)["url"] as? String)
