@@ -94,7 +94,7 @@ public actor GatehouseClient {
     /// tokens (a link's result carries none: the account's session goes on). The result is
     /// single use and bound to the request's verifier.
     ///
-    /// A link returning to a loopback address first throws `.problem` with
+    /// A link first throws `.problem` with
     /// `.linkConfirmationRequired`, naming the identity it would add: show it to the user, then
     /// call again with `confirmingLink: true` (or `false` when they do not recognise it).
     @discardableResult

@@ -61,7 +61,7 @@ public enum ProblemCode: Sendable, Hashable {
     case invalidReturnTo
     /// `invalid-state`
     case invalidState
-    /// `link-confirmation-required`: a link for an app with a loopback return names an identity
+    /// `link-confirmation-required`: a link started from the app names an identity
     /// (`Problem.extensions`: `providerId`, `federatedId`, `username`, `displayName`, `email`
     /// with `emailStatus` (`verified` or `unverified`), `tenantId`) for the app's user to confirm;
     /// `completeSignIn(callback:for:confirmingLink:)` answers.

@@ -140,7 +140,7 @@ struct GatehouseClientTests {
     }
 
     @Test(
-        "an app links a provider and re-authenticates with linkRequest / reauthenticateRequest and completeSignIn; a cancelled consent is a typed sign-in-cancelled"
+        "an app links a provider and re-authenticates with linkRequest / reauthenticateRequest and completeSignIn (a link once its user confirmed the identity); a cancelled consent is a typed sign-in-cancelled"
     )
     func linkAndReauthenticate() async throws {
         try await Self.withClient { client, _ in
@@ -152,7 +152,14 @@ struct GatehouseClientTests {
             let link = try await client.linkRequest(
                 providerId: "oidc.emulator", returnTo: Self.appScheme, customParameters: ["login_hint": "olive@oidc.example"])
             #expect(link.url.absoluteString.contains("start_token=") && !link.url.absoluteString.contains(before.idToken))
-            let linked = try await client.completeSignIn(callback: try await Self.authenticationSession(link), for: link)
+            let callback = try await Self.authenticationSession(link)
+            do {
+                try await client.completeSignIn(callback: callback, for: link)
+                Issue.record("a link was written before its user saw the identity")
+            } catch GatehouseClientError.problem(let problem) {
+                #expect(problem.code == .linkConfirmationRequired && problem.extensions["email"] == "olive@oidc.example")
+            }
+            let linked = try await client.completeSignIn(callback: callback, for: link, confirmingLink: true)
             #expect(linked.operationType == "link" && linked.user.uid == first.user.uid)
             #expect(await client.credentials == before)
             #expect(Set(try await client.me().providers.map(\.providerId)) == ["github.com", "oidc.emulator"])

@@ -253,7 +253,7 @@ struct NativeAppTests {
             let resultID = try await Self.continueInBrowser(deployment, startURL: made)
             let links = try await Self.rows(deployment, "provider_links")
             func redeem() async throws -> OutboundResponse {
-                try await Self.redeem(deployment, #"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)"}"#)
+                try await Self.redeem(deployment, #"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)","confirm_link":true}"#)
             }
             let refused = try await redeem()
             #expect(refused.status == 409, "\(refused.bodyText)")
@@ -264,7 +264,7 @@ struct NativeAppTests {
     }
 
     @Test(
-        "a loopback link waits for its app's answer up to ten minutes: confirm_link must be a boolean (null is none), the identity is named with whether its email is verified; false cancels a scheme's held link too"
+        "a held link waits for its app's answer up to ten minutes: confirm_link must be a boolean (null is none), the identity is named with whether its email is verified; false cancels (a loopback's and a scheme's)"
     )
     func heldLinkAnswers() async throws {
         try await Self.withNativeDeployment { deployment in
@@ -273,7 +273,7 @@ struct NativeAppTests {
             let (resultID, key) = try await Self.loopbackLink(deployment, idToken: idToken)
             let (laterID, laterKey) = try await Self.loopbackLink(deployment, idToken: idToken)
             let links = try await Self.rows(deployment, "provider_links")
-            // A scheme's held link is not asked about, but an app's false still cancels it.
+            // A scheme's held link is asked about too, and the app's false cancels it.
             let schemeKey = ResultKey()
             let schemeMade = try await Self.startURL(
                 deployment, provider: "microsoft.com", idToken: idToken,
@@ -468,7 +468,7 @@ struct NativeAppTests {
     }
 
     @Test(
-        "an app links a provider and re-authenticates: a one-time start URL made with its bearer token, finished in the system browser (a cookie jar of its own) through the consent page, the result bound to the app's verifier"
+        "an app links a provider and re-authenticates: a one-time start URL made with its bearer token, finished in the system browser (a cookie jar of its own) through the consent page, the result bound to the app's verifier, a link written once the app's user confirmed the identity"
     )
     func appLinksAndReauthenticates() async throws {
         try await Self.withNativeDeployment { deployment in
@@ -507,7 +507,15 @@ struct NativeAppTests {
             let unbound = try await Self.redeem(deployment, #"{"result":"\#(resultID)","result_verifier":"\#(ResultKey().verifier)"}"#)
             #expect(unbound.status == 404)
             #expect(try await Self.rows(deployment, "provider_links") == 1)
-            let linked = try await Self.redeem(deployment, #"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)"}"#)
+            // Any page can hand a scheme's callback to the waiting app (the one of whoever opened
+            // the start URL first), so the app's user is shown the identity before it is written.
+            let asked = try await Self.redeem(deployment, #"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)"}"#)
+            #expect(asked.status == 409, "\(asked.bodyText)")
+            let named = try jsonObject(asked)
+            #expect(named["code"] as? String == "link-confirmation-required" && named["email"] as? String == "olive@oidc.example")
+            #expect(try await Self.rows(deployment, "provider_links") == 1)
+            let linked = try await Self.redeem(
+                deployment, #"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)","confirm_link":true}"#)
             #expect(linked.status == 200, "\(linked.bodyText)")
             let answer = try jsonObject(linked)
             #expect(answer["operationType"] as? String == "link" && answer["idToken"] == nil)

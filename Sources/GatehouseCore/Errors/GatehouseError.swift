@@ -336,9 +336,10 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
             extensions: pendingToken.map { ["pendingToken": $0] } ?? [:])
     }
 
-    /// `link-confirmation-required`: a link held for an app with a loopback return waits for
-    /// the app's user to confirm the identity it names (any local user can reach a loopback
-    /// page, so the result the app received may carry someone else's). Nothing was written;
+    /// `link-confirmation-required`: a link held for an app waits for the app's user to confirm
+    /// the identity it names (any local user can reach a loopback page, and any page can hand a
+    /// scheme's callback to the app, so the result it received may carry someone else's: that
+    /// of whoever opened the start URL first). Nothing was written;
     /// the result stays for `confirm_link`. The identity's text is the provider's, shown as
     /// plain text (no control, format or bidirectional characters); `emailStatus` says whether
     /// the provider vouches for `email` (`verified` or `unverified`: words, not a string

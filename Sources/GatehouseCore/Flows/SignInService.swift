@@ -329,9 +329,9 @@ public struct SignInService: Sendable {
     /// sealed for a retry are the ones answered, so a retry answers byte for byte the same), or
     /// the stored failure thrown as an error. A bound result is found only with the verifier of
     /// its flow's `result_challenge`, so a stolen id alone redeems nothing and the result stays
-    /// for its owner. A link held for an app with a loopback return answers
-    /// `link-confirmation-required` (naming the identity) until `confirmLink` says whether its
-    /// user recognised it: `true` writes it, `false` cancels it (any held link).
+    /// for its owner. A link held for an app answers `link-confirmation-required` (naming the
+    /// identity) until `confirmLink` says whether its user recognised it: `true` writes it,
+    /// `false` cancels it.
     public func resultJSON(
         id: String, verifier: String?, confirmLink: Bool? = nil, client: SignInClient = .unknown, logger: Logger
     ) async throws -> Data {
@@ -409,10 +409,10 @@ public struct SignInService: Sendable {
             do {
                 let held = try await openHeldLink(sealed, key: key)
                 if confirmLink == false { throw cancelled(held, by: "the app", logger: logger) }
-                // Any local user reaches a loopback page: the result may carry the identity of
-                // whoever opened the start URL first, so the app's user confirms it. (A
-                // private-use scheme delivers only to the app in its user's own session.)
-                if returnToPolicy.kind(of: held.returnTo) != .privateUseScheme, confirmLink != true {
+                // The result may carry the identity of whoever opened the start URL first: any
+                // local user reaches a loopback page, and any page can hand a scheme's callback
+                // to the app waiting for it. So the app's user confirms the identity it names.
+                if confirmLink != true {
                     throw GatehouseError.linkConfirmationRequired(held.profile)
                 }
                 (tokenless, familyId) = (try await complete(held, client: client, logger: logger).answer, nil)
