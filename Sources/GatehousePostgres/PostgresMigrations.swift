@@ -324,6 +324,8 @@ enum PostgresMigrations {
         // database's `lower()` folds ASCII only, and nothing refused a malformed address): such
         // a link matched no new sign-in of its address until its own next sign-in rewrote it.
         Migration(version: "v16-verified-emails-normalized", statements: [], step: normalizeVerifiedEmails),
+        // The session that started a link or re-authentication: the flow completes only while it lives.
+        Migration(version: "v17-flow-sessions", statements: ["ALTER TABLE signin_transactions ADD COLUMN session_family_id text"]),
     ]
 
     /// Sets every link's `verified_email` to what the gateway writes for its snapshot

@@ -11,9 +11,9 @@ extension PostgresStorage {
         try await execute(
             """
             INSERT INTO signin_transactions (state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode, redirect_uri,
-              provider_context, uid, created_at, expires_at, result_challenge)
+              provider_context, uid, session_family_id, created_at, expires_at, result_challenge)
             VALUES (\(t.stateHash), \(t.bindingHash), \(t.providerId), \(t.codeVerifier), \(t.nonce), \(t.returnTo), \(t.mode.rawValue),
-              \(t.redirectURI), \(t.providerContext), \(t.uid), \(t.createdAt), \(t.expiresAt), \(t.resultChallenge))
+              \(t.redirectURI), \(t.providerContext), \(t.uid), \(t.sessionFamilyId), \(t.createdAt), \(t.expiresAt), \(t.resultChallenge))
             """)
     }
     /// Deletes and returns the transaction with this state and binding (one winner across instances).
@@ -22,17 +22,17 @@ extension PostgresStorage {
             """
             DELETE FROM signin_transactions WHERE state_hash = \(stateHash) AND binding_hash = \(bindingHash)
             RETURNING state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode, redirect_uri, provider_context,
-              uid, created_at, expires_at, result_challenge
+              uid, session_family_id, created_at, expires_at, result_challenge
             """, logger: logger)
-        for try await (state, binding, provider, verifier, nonce, returnTo, mode, redirect, context, uid, created, expires, challenge)
-            in rows.decode((String, String, String, String, String, String, String, String, String, String?, Date, Date, String?).self)
+        for try await (state, binding, provider, verifier, nonce, returnTo, mode, redirect, context, uid, family, created, expires, challenge)
+            in rows.decode((String, String, String, String, String, String, String, String, String, String?, String?, Date, Date, String?).self)
         {
             // A mode this version does not know cannot be continued: as good as no transaction.
             guard let mode = SignInMode(rawValue: mode) else { return nil }
             return SignInTransaction(
                 stateHash: state, bindingHash: binding, providerId: provider, codeVerifier: verifier, nonce: nonce, returnTo: returnTo,
-                mode: mode, redirectURI: redirect, providerContext: context, uid: uid, createdAt: created, expiresAt: expires,
-                resultChallenge: challenge)
+                mode: mode, redirectURI: redirect, providerContext: context, uid: uid, sessionFamilyId: family, createdAt: created,
+                expiresAt: expires, resultChallenge: challenge)
         }
         return nil
     }

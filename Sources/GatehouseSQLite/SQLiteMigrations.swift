@@ -225,6 +225,10 @@ enum SQLiteMigrations {
         migrator.registerMigration("v13-outbox-by-endpoint") { db in
             try db.execute(sql: "CREATE INDEX webhook_outbox_endpoint_due ON webhook_outbox(endpoint, status, next_attempt_at)")
         }
+        // The session that started a link or re-authentication: the flow completes only while it lives.
+        migrator.registerMigration("v14-flow-sessions") { db in
+            try db.execute(sql: "ALTER TABLE signin_transactions ADD COLUMN session_family_id TEXT")
+        }
         return migrator
     }
 }

@@ -10,12 +10,12 @@ extension SQLiteStorage {
             try db.cachedStatement(
                 sql: """
                     INSERT INTO signin_transactions (state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode,
-                      redirect_uri, provider_context, uid, created_at, expires_at, result_challenge)
-                      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      redirect_uri, provider_context, uid, session_family_id, created_at, expires_at, result_challenge)
+                      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [
                 t.stateHash, t.bindingHash, t.providerId, t.codeVerifier, t.nonce, t.returnTo, t.mode.rawValue, t.redirectURI, t.providerContext,
-                t.uid, t.createdAt, t.expiresAt, t.resultChallenge,
+                t.uid, t.sessionFamilyId, t.createdAt, t.expiresAt, t.resultChallenge,
             ])
         }
     }
@@ -32,8 +32,9 @@ extension SQLiteStorage {
             return SignInTransaction(
                 stateHash: row["state_hash"], bindingHash: row["binding_hash"], providerId: row["provider_id"],
                 codeVerifier: row["code_verifier"], nonce: row["nonce"], returnTo: row["return_to"], mode: mode,
-                redirectURI: row["redirect_uri"], providerContext: row["provider_context"], uid: row["uid"], createdAt: row["created_at"],
-                expiresAt: row["expires_at"], resultChallenge: row["result_challenge"])
+                redirectURI: row["redirect_uri"], providerContext: row["provider_context"], uid: row["uid"],
+                sessionFamilyId: row["session_family_id"], createdAt: row["created_at"], expiresAt: row["expires_at"],
+                resultChallenge: row["result_challenge"])
         }
     }
     /// Records a single-use credential; `false` when it was recorded already.

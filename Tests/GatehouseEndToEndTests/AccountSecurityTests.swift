@@ -14,6 +14,40 @@ struct AccountSecurityTests {
         try await browser.send("\(browser.deployment.gatewayURL)\(path)", headers: headers)
     }
 
+    @Test(
+        "a link or re-authentication under way dies with the session that started it: signed out everywhere before the callback, it links nothing and begins no session"
+    )
+    func flowEndsWithItsSession() async throws {
+        try await withDeployment { deployment in
+            // Whoever holds the session (a stolen cookie, say) starts a link of their identity
+            // and a re-authentication, and leaves them at the provider.
+            var holder = Browser(deployment)
+            #expect(try await holder.complete(login: "octocat").status == 200)
+            let link = try await holder.authorize(login: Self.olive, provider: "oidc.emulator", mode: "link")
+            let linkKey = holder.resultKey
+            let reauth = try await holder.authorize(login: "octocat", mode: "reauthenticate")
+            let reauthKey = holder.resultKey
+            // The owner, on another device, signs out everywhere.
+            var owner = Browser(deployment)
+            #expect(try await owner.complete(login: "octocat").status == 200)
+            let signedOut = try await owner.send("\(deployment.gatewayURL)/v1/auth/signout?all=true", method: "POST")
+            #expect(signedOut.status == 204, "\(signedOut.bodyText)")
+            let links = try await NativeAppTests.rows(deployment, "provider_links")
+
+            for (callback, key) in [(link, linkKey), (reauth, reauthKey)] {
+                holder.resultKey = key
+                let returned = try await holder.send(callback)
+                let location = try #require(returned.headers["location"], "\(returned.status): \(returned.bodyText)")
+                let result = try await holder.result(NativeAppTests.resultID(location))
+                #expect(result.status == 400, "\(result.bodyText)")
+                #expect(try jsonObject(result)["code"] as? String == "invalid-state")
+                #expect(returned.headers["set-cookie"]?.contains("gatehouse-session=") != true)
+            }
+            #expect(try await NativeAppTests.rows(deployment, "provider_links") == links)
+            #expect(try await NativeAppTests.rows(deployment, "sessions") == 0)
+        }
+    }
+
     @Test("a stale session cannot add a sign-in method: link by redirect, by ID token and by pending token need a recent login")
     func linkingNeedsRecentLogin() async throws {
         try await withDeployment(gateway: { $0.recentLoginWindow = 60 }) { deployment in

@@ -446,7 +446,7 @@ struct NativeAppTests {
     }
 
     @Test(
-        "a start URL dies with the session that made it: signed out (everywhere) before the browser opens it, it starts nothing"
+        "a start URL dies with the session that made it: signed out everywhere before the browser opens it, it starts nothing; opened before, its held link or consent page answered after links nothing and begins no session"
     )
     func startURLEndsWithItsSession() async throws {
         try await Self.withNativeDeployment { deployment in
@@ -464,6 +464,35 @@ struct NativeAppTests {
             try #expect(
                 opened.status == 400 && (try jsonObject(opened)["code"] as? String) == "invalid-state", "\(opened.status): \(opened.bodyText)")
             #expect(try await Self.rows(deployment, "provider_links") == 1)
+
+            // Opened before the sign-out: a held link, and a re-authentication's consent page
+            // answered after it, link nothing and begin no session.
+            let again = try #require(try await Self.appSignIn(deployment)["idToken"] as? String)
+            let key = ResultKey()
+            let heldID = try await Self.continueInBrowser(
+                deployment, startURL: try await Self.oliveLinkStart(deployment, idToken: again, challenge: key.challenge))
+            let reauthKey = ResultKey()
+            let reauth = try await Self.startURL(
+                deployment, provider: "github.com", idToken: again,
+                ["return_to": Self.scheme, "mode": "reauthenticate", "result_challenge": reauthKey.challenge, "login": "octocat"])
+            var reauthBrowser = Browser(deployment)
+            let reauthStart = try await reauthBrowser.send(try #require(try jsonObject(reauth)["url"] as? String))
+            let page = try await reauthBrowser.follow(try #require(reauthStart.headers["location"]))
+            let everywhere = try await deployment.client.execute(
+                OutboundRequest(
+                    method: "POST", url: "\(deployment.gatewayURL)/v1/auth/signout?all=true", headers: ["Authorization": "Bearer \(again)"]))
+            #expect(everywhere.status == 204)
+            let held = try await Self.redeem(deployment, #"{"result":"\#(heldID)","result_verifier":"\#(key.verifier)","confirm_link":true}"#)
+            try #expect(held.status == 400 && (try jsonObject(held)["code"] as? String) == "invalid-state", "\(held.status): \(held.bodyText)")
+            let answered = try await reauthBrowser.answerConsent(page, decision: "continue")
+            let reauthID = Self.resultID(try #require(answered.headers["location"], "\(answered.status): \(answered.bodyText)"))
+            let reauthenticated = try await Self.redeem(
+                deployment, #"{"result":"\#(reauthID)","result_verifier":"\#(reauthKey.verifier)"}"#)
+            try #expect(
+                reauthenticated.status == 400 && (try jsonObject(reauthenticated)["code"] as? String) == "invalid-state",
+                "\(reauthenticated.status): \(reauthenticated.bodyText)")
+            #expect(try await Self.rows(deployment, "provider_links") == 1)
+            #expect(try await Self.rows(deployment, "sessions") == 0)
         }
     }
 

@@ -10,7 +10,8 @@ enum Fixtures {
         SignInTransaction(
             stateHash: SecureRandom.digest(state), bindingHash: SecureRandom.digest(binding), providerId: "github.com",
             codeVerifier: "verifier-\(state)", nonce: "nonce-\(state)", returnTo: "https://app.example/", mode: .link,
-            redirectURI: "http://127.0.0.1/v1/auth/github.com/callback", providerContext: "tenant-\(state)", uid: "u-\(state)", createdAt: now,
+            redirectURI: "http://127.0.0.1/v1/auth/github.com/callback", providerContext: "tenant-\(state)", uid: "u-\(state)",
+            sessionFamilyId: "family-\(state)", createdAt: now,
             expiresAt: now.addingTimeInterval(expiresIn), resultChallenge: "challenge-\(state)")
     }
 

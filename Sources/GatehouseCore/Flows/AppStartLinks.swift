@@ -66,7 +66,7 @@ extension SignInService {
     /// Takes a start URL's token (once): its parameters and account. Unknown, used, expired,
     /// another provider's, or made by a session that has ended since (signed out, revoked, the
     /// account disabled): `invalid-state`.
-    public func takeStartLink(token: String, providerId: String) async throws -> (query: [(String, String)], uid: String) {
+    public func takeStartLink(token: String, providerId: String) async throws -> (query: [(String, String)], owner: FlowOwner) {
         guard !token.isEmpty, token.utf8.count <= 128 else { throw GatehouseError.invalidState("The start URL is not valid.") }
         let key = Self.startKey(token)
         let now = configuration.clock.now()
@@ -81,6 +81,6 @@ extension SignInService {
         if let familyId = pending.familyId, try await storage.session(familyId: familyId, now: now) == nil {
             throw GatehouseError.invalidState("The session that made this start URL has ended; sign in to the app again.")
         }
-        return (pending.query.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }, pending.uid)
+        return (pending.query.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }, FlowOwner(uid: pending.uid, sessionFamilyId: pending.familyId))
     }
 }

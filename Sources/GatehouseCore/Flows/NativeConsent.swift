@@ -37,6 +37,9 @@ struct PendingConsent: Codable {
     var providerId: String
     var mode: SignInMode
     var uid: String?
+    /// The session that started a link or re-authentication (`SignInTransaction.sessionFamilyId`);
+    /// absent from a sign-in held by an earlier version.
+    var sessionFamilyId: String?
     var returnTo: String
     var resultChallenge: String?
     var profile: ProviderProfile
@@ -66,7 +69,8 @@ extension SignInService {
         let token = SecureRandom.token()
         let key = Self.consentKey(token: token, binding: binding)
         let pending = PendingConsent(
-            providerId: transaction.providerId, mode: transaction.mode, uid: transaction.uid, returnTo: transaction.returnTo,
+            providerId: transaction.providerId, mode: transaction.mode, uid: transaction.uid,
+            sessionFamilyId: transaction.sessionFamilyId, returnTo: transaction.returnTo,
             resultChallenge: transaction.resultChallenge, profile: completed.profile, tokens: completed.tokens,
             idTokenClaims: completed.idTokenClaims?.all)
         let sealed = try await tokens.vault.seal(try JSONCoding.encoder().encode(pending), context: Self.consentContext(key))
@@ -154,6 +158,7 @@ extension SignInService {
     /// hooks hear `client`: the consent page's browser, or the app redeeming a held link.
     func complete(_ pending: PendingConsent, client: SignInClient, logger: Logger) async throws -> (answer: Data, familyId: String?) {
         do {
+            try await requireLiveSession(pending.sessionFamilyId)
             let established = try await establish(
                 ProviderSignIn(tokens: pending.tokens, profile: pending.profile), providerId: pending.providerId, mode: pending.mode,
                 uid: pending.uid,

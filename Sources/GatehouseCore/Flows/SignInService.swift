@@ -33,9 +33,10 @@ public struct SignInService: Sendable {
     }
 
     /// Validates the request, stores the transaction and builds the provider's authorize URL.
-    /// `link` and `reauthenticate` need the signed-in account's `uid`.
+    /// `link` and `reauthenticate` need the signed-in account and its session (`signedIn`),
+    /// which the flow then lives no longer than.
     public func start(
-        providerId: String, query: [(String, String)], existingBinding: String?, signedInUid: String?, logger: Logger
+        providerId: String, query: [(String, String)], existingBinding: String?, signedIn: FlowOwner?, logger: Logger
     ) async throws -> Start {
         let provider = try providers.provider(providerId)
         let parameters = Dictionary(query, uniquingKeysWith: { first, _ in first })
@@ -44,7 +45,7 @@ public struct SignInService: Sendable {
         }
         let returnKind = try returnToPolicy.check(returnTo)
         let mode = try SignInMode(parameter: parameters["mode"])
-        let uid = try await checkMode(mode, providerId: provider.id, signedInUid: signedInUid)
+        let uid = try await checkMode(mode, providerId: provider.id, signedInUid: signedIn?.uid)
         // An app's scheme or loopback port can be claimed by another app on the device (RFC
         // 8252 §8.1): its result must be bound, whatever the web setting says.
         let resultChallenge = try ResultBinding.challenge(
@@ -72,8 +73,8 @@ public struct SignInService: Sendable {
             SignInTransaction(
                 stateHash: SecureRandom.digest(state), bindingHash: SecureRandom.digest(binding), providerId: provider.id,
                 codeVerifier: pkce.verifier, nonce: nonce, returnTo: returnTo, mode: mode, redirectURI: redirectURI,
-                providerContext: redirect.context, uid: uid, createdAt: now, expiresAt: now.addingTimeInterval(configuration.transactionLifetime),
-                resultChallenge: resultChallenge))
+                providerContext: redirect.context, uid: uid, sessionFamilyId: uid == nil ? nil : signedIn?.sessionFamilyId, createdAt: now,
+                expiresAt: now.addingTimeInterval(configuration.transactionLifetime), resultChallenge: resultChallenge))
         logger.info("sign-in started", metadata: ["provider.id": "\(provider.id)", "signin.mode": "\(mode)"])
         return Start(authorizationURL: redirect.url, bindingValue: binding)
     }
@@ -117,6 +118,9 @@ public struct SignInService: Sendable {
             guard let code = parameters["code"], !code.isEmpty else {
                 throw GatehouseError.invalidIdPResponse("The provider's callback has no code.")
             }
+            // Before the code is spent: a flow whose session ended (signed out everywhere, say)
+            // asks the provider nothing.
+            try await requireLiveSession(transaction.sessionFamilyId)
             let completed = try await provider.completeSignIn(
                 CallbackParameters(
                     code: code, codeVerifier: transaction.codeVerifier, redirectURI: transaction.redirectURI, nonce: transaction.nonce,
@@ -267,6 +271,17 @@ public struct SignInService: Sendable {
 
     /// The `uid` a mode needs: none for `signin`; for `link` and `reauthenticate` the signed-in
     /// account (and for `reauthenticate`, one already linked to this provider).
+    /// Throws `invalid-state` when the session that started a link or re-authentication
+    /// (`familyId`) has ended since: signed out (everywhere), revoked, or its account disabled
+    /// or deleted. Whoever held that session (a stolen cookie or token) cannot finish a flow
+    /// they started before the owner ended it.
+    func requireLiveSession(_ familyId: String?) async throws {
+        guard let familyId else { return }
+        guard try await storage.session(familyId: familyId, now: configuration.clock.now()) != nil else {
+            throw GatehouseError.invalidState("The session that started this flow has ended; sign in again.")
+        }
+    }
+
     func checkMode(_ mode: SignInMode, providerId: String, signedInUid: String?) async throws -> String? {
         guard mode != .signIn else { return nil }
         guard let signedInUid else { throw GatehouseError.unauthenticated() }

@@ -18,6 +18,10 @@ public struct SignInTransaction: Sendable, Equatable {
     public var mode: SignInMode
     /// The signed-in account a `link` or `reauthenticate` flow belongs to; `nil` for `signin`.
     public var uid: String?
+    /// The session that started a `link` or `reauthenticate` flow (its refresh-token family):
+    /// the flow completes only while it lives. `nil` for `signin`, and for a flow stored by an
+    /// earlier version.
+    public var sessionFamilyId: String?
     /// The callback URL sent on the authorize request; the token request repeats it.
     public var redirectURI: String
     /// What the provider needs back at the callback (Microsoft: the tenant of the endpoints used); may be empty.
@@ -33,9 +37,11 @@ public struct SignInTransaction: Sendable, Equatable {
     /// Creates a transaction.
     public init(
         stateHash: String, bindingHash: String, providerId: String, codeVerifier: String, nonce: String, returnTo: String, mode: SignInMode,
-        redirectURI: String, providerContext: String = "", uid: String? = nil, createdAt: Date, expiresAt: Date, resultChallenge: String? = nil
+        redirectURI: String, providerContext: String = "", uid: String? = nil, sessionFamilyId: String? = nil, createdAt: Date,
+        expiresAt: Date, resultChallenge: String? = nil
     ) {
         self.uid = uid
+        self.sessionFamilyId = sessionFamilyId
         self.resultChallenge = resultChallenge
         self.stateHash = stateHash
         self.bindingHash = bindingHash

@@ -30,10 +30,10 @@ struct AuthRoutes {
             try await browser.limit("start", request, context)
             let providerId = try context.parameters.require("providerId")
             let query: [(String, String)]
-            let signedInUid: String?
+            let owner: FlowOwner?
             if let token = request.queryDictionary["start_token"] {
                 // An app's one-time start URL: its parameters and account, checked when it was made.
-                (query, signedInUid) = try await signIn.takeStartLink(token: token, providerId: providerId)
+                (query, owner) = try await signIn.takeStartLink(token: token, providerId: providerId)
             } else {
                 // Only link and re-authentication look at who is signed in.
                 let mode = try SignInMode(parameter: request.queryDictionary["mode"])
@@ -43,10 +43,10 @@ struct AuthRoutes {
                 try browser.requireNavigationFromAllowedPage(request, caller: signedIn)
                 // Adding a sign-in method is as sensitive as removing one.
                 if mode == .link, let signedIn { try sessions.requireRecentLogin(signedIn) }
-                (query, signedInUid) = (request.queryPairs, signedIn?.uid)
+                (query, owner) = (request.queryPairs, signedIn.map { FlowOwner(uid: $0.uid, sessionFamilyId: $0.familyId) })
             }
             let start = try await signIn.start(
-                providerId: providerId, query: query, existingBinding: request.cookie(cookies.transactionName), signedInUid: signedInUid,
+                providerId: providerId, query: query, existingBinding: request.cookie(cookies.transactionName), signedIn: owner,
                 logger: context.logger)
             var response =
                 request.wantsJSON
