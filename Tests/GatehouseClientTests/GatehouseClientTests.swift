@@ -159,6 +159,7 @@ struct GatehouseClientTests {
             } catch GatehouseClientError.problem(let problem) {
                 #expect(problem.code == .linkConfirmationRequired && problem.extensions["email"] == "olive@oidc.example")
             }
+            #expect(try await client.me().providers.map(\.providerId) == ["github.com"])
             let linked = try await client.completeSignIn(callback: callback, for: link, confirmingLink: true)
             #expect(linked.operationType == "link" && linked.user.uid == first.user.uid)
             #expect(await client.credentials == before)

@@ -33,6 +33,7 @@ struct AccountSecurityTests {
             let signedOut = try await owner.send("\(deployment.gatewayURL)/v1/auth/signout?all=true", method: "POST")
             #expect(signedOut.status == 204, "\(signedOut.bodyText)")
             let links = try await NativeAppTests.rows(deployment, "provider_links")
+            let tokenCalls = try await Self.tokenRequests(deployment)
 
             for (callback, key) in [(link, linkKey), (reauth, reauthKey)] {
                 holder.resultKey = key
@@ -45,7 +46,13 @@ struct AccountSecurityTests {
             }
             #expect(try await NativeAppTests.rows(deployment, "provider_links") == links)
             #expect(try await NativeAppTests.rows(deployment, "sessions") == 0)
+            #expect(try await Self.tokenRequests(deployment) == tokenCalls, "the providers' codes were not spent")
         }
+    }
+
+    /// The requests the emulator's token endpoints (every provider's) have answered.
+    static func tokenRequests(_ deployment: TestDeployment) async throws -> Int {
+        try await deployment.emulatorStats().filter { $0.key.hasPrefix("POST ") && $0.key.contains("token") }.values.reduce(0, +)
     }
 
     @Test("a stale session cannot add a sign-in method: link by redirect, by ID token and by pending token need a recent login")

@@ -369,8 +369,7 @@ struct NativeAppTests {
     /// answers Continue on the consent page: the result id the app is called back with.
     static func continueInBrowser(_ deployment: TestDeployment, startURL made: OutboundResponse) async throws -> String {
         var browser = Browser(deployment)
-        let start = try await browser.send(try #require(try jsonObject(made)["url"] as? String))
-        let page = try await browser.follow(try #require(start.headers["location"]))
+        let page = try await openToConsentPage(&browser, made)
         let done = try await browser.answerConsent(page, decision: "continue")
         return resultID(try #require(done.headers["location"]))
     }
@@ -446,7 +445,7 @@ struct NativeAppTests {
     }
 
     @Test(
-        "a start URL dies with the session that made it: signed out everywhere before the browser opens it, it starts nothing; opened before, its held link or consent page answered after links nothing and begins no session"
+        "a start URL dies with the session that made it: signed out (everywhere) before the browser opens it, it starts nothing"
     )
     func startURLEndsWithItsSession() async throws {
         try await Self.withNativeDeployment { deployment in
@@ -464,36 +463,72 @@ struct NativeAppTests {
             try #expect(
                 opened.status == 400 && (try jsonObject(opened)["code"] as? String) == "invalid-state", "\(opened.status): \(opened.bodyText)")
             #expect(try await Self.rows(deployment, "provider_links") == 1)
+        }
+    }
 
-            // Opened before the sign-out: a held link, and a re-authentication's consent page
-            // answered after it, link nothing and begin no session.
-            let again = try #require(try await Self.appSignIn(deployment)["idToken"] as? String)
-            let key = ResultKey()
+    @Test(
+        "a flow under way dies with the session that made its start URL: after a sign-out everywhere, its callback, its consent page (link or re-authentication) and its held link each answer 400 invalid-state; nothing is linked, no session begins, the held link is not put to the user"
+    )
+    func flowsEndWithTheirSession() async throws {
+        try await Self.withNativeDeployment { deployment in
+            let idToken = try #require(try await Self.appSignIn(deployment)["idToken"] as? String)
+            let links = try await Self.rows(deployment, "provider_links")
+            // Four flows made before the sign-out, each stopped at another step.
+            let atProviderKey = ResultKey()
+            var atProvider = Browser(deployment)
+            let atProviderStart = try await atProvider.send(
+                try #require(
+                    try jsonObject(try await Self.oliveLinkStart(deployment, idToken: idToken, challenge: atProviderKey.challenge))["url"]
+                        as? String))
+            let authorize = try #require(atProviderStart.headers["location"])
+            let atPageKey = ResultKey()
+            var atPage = Browser(deployment)
+            let linkPage = try await Self.openToConsentPage(
+                &atPage, try await Self.oliveLinkStart(deployment, idToken: idToken, challenge: atPageKey.challenge))
+            let heldKey = ResultKey()
             let heldID = try await Self.continueInBrowser(
-                deployment, startURL: try await Self.oliveLinkStart(deployment, idToken: again, challenge: key.challenge))
+                deployment, startURL: try await Self.oliveLinkStart(deployment, idToken: idToken, challenge: heldKey.challenge))
             let reauthKey = ResultKey()
-            let reauth = try await Self.startURL(
-                deployment, provider: "github.com", idToken: again,
-                ["return_to": Self.scheme, "mode": "reauthenticate", "result_challenge": reauthKey.challenge, "login": "octocat"])
             var reauthBrowser = Browser(deployment)
-            let reauthStart = try await reauthBrowser.send(try #require(try jsonObject(reauth)["url"] as? String))
-            let page = try await reauthBrowser.follow(try #require(reauthStart.headers["location"]))
+            let reauthPage = try await Self.openToConsentPage(
+                &reauthBrowser,
+                try await Self.startURL(
+                    deployment, provider: "github.com", idToken: idToken,
+                    ["return_to": Self.scheme, "mode": "reauthenticate", "result_challenge": reauthKey.challenge, "login": "octocat"]))
+
             let everywhere = try await deployment.client.execute(
                 OutboundRequest(
-                    method: "POST", url: "\(deployment.gatewayURL)/v1/auth/signout?all=true", headers: ["Authorization": "Bearer \(again)"]))
+                    method: "POST", url: "\(deployment.gatewayURL)/v1/auth/signout?all=true", headers: ["Authorization": "Bearer \(idToken)"]))
             #expect(everywhere.status == 204)
-            let held = try await Self.redeem(deployment, #"{"result":"\#(heldID)","result_verifier":"\#(key.verifier)","confirm_link":true}"#)
-            try #expect(held.status == 400 && (try jsonObject(held)["code"] as? String) == "invalid-state", "\(held.status): \(held.bodyText)")
-            let answered = try await reauthBrowser.answerConsent(page, decision: "continue")
-            let reauthID = Self.resultID(try #require(answered.headers["location"], "\(answered.status): \(answered.bodyText)"))
-            let reauthenticated = try await Self.redeem(
-                deployment, #"{"result":"\#(reauthID)","result_verifier":"\#(reauthKey.verifier)"}"#)
-            try #expect(
-                reauthenticated.status == 400 && (try jsonObject(reauthenticated)["code"] as? String) == "invalid-state",
-                "\(reauthenticated.status): \(reauthenticated.bodyText)")
-            #expect(try await Self.rows(deployment, "provider_links") == 1)
+
+            // At the provider: the callback sends the app its failure, without a consent page.
+            let returned = try await atProvider.follow(authorize)
+            #expect(returned.status == 303 && Self.consentToken(returned) == nil, "\(returned.status): \(returned.bodyText)")
+            let callbackID = Self.resultID(try #require(returned.headers["location"]))
+            let answered = [
+                (callbackID, atProviderKey),
+                (Self.resultID(try #require(try await atPage.answerConsent(linkPage, decision: "continue").headers["location"])), atPageKey),
+                (heldID, heldKey),
+                (Self.resultID(try #require(try await reauthBrowser.answerConsent(reauthPage, decision: "continue").headers["location"])), reauthKey),
+            ]
+            for (resultID, key) in answered {
+                // No confirm_link: a held link whose session ended is refused, not named to the user.
+                let redeemed = try await Self.redeem(deployment, #"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)"}"#)
+                try #expect(
+                    redeemed.status == 400 && (try jsonObject(redeemed)["code"] as? String) == "invalid-state",
+                    "\(redeemed.status): \(redeemed.bodyText)")
+                #expect(try await Self.redeem(deployment, #"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)"}"#).status == 404)
+            }
+            #expect(try await Self.rows(deployment, "provider_links") == links)
             #expect(try await Self.rows(deployment, "sessions") == 0)
         }
+    }
+
+    /// Opens the start URL of `made` in `browser` and follows the provider's approval to the
+    /// consent page.
+    static func openToConsentPage(_ browser: inout Browser, _ made: OutboundResponse) async throws -> OutboundResponse {
+        let start = try await browser.send(try #require(try jsonObject(made)["url"] as? String))
+        return try await browser.follow(try #require(start.headers["location"]))
     }
 
     @Test(

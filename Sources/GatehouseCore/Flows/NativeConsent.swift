@@ -38,7 +38,7 @@ struct PendingConsent: Codable {
     var mode: SignInMode
     var uid: String?
     /// The session that started a link or re-authentication (`SignInTransaction.sessionFamilyId`);
-    /// absent from a sign-in held by an earlier version.
+    /// `nil` for a sign-in, and absent from one held by an earlier version.
     var sessionFamilyId: String?
     var returnTo: String
     var resultChallenge: String?
@@ -115,11 +115,17 @@ extension SignInService {
         let outcome: StoredResult
         let resultID = SecureRandom.token()
         if proceed, pending.mode == .link {
-            // Written when the app redeems the result with its verifier (`StoredResult.heldLink`).
-            let key = ResultBinding.storageKey(resultID: resultID, challenge: pending.resultChallenge)
-            outcome = .heldLink(
-                sealed: try await tokens.vault.seal(try JSONCoding.encoder().encode(pending), context: Self.heldLinkContext(key)))
-            logger.info("link held for the app", metadata: ["provider.id": "\(pending.providerId)"])
+            do {
+                // Written when the app redeems the result with its verifier
+                // (`StoredResult.heldLink`), and only held while the session that started it lives.
+                try await requireLiveSession(pending.sessionFamilyId)
+                let key = ResultBinding.storageKey(resultID: resultID, challenge: pending.resultChallenge)
+                outcome = .heldLink(
+                    sealed: try await tokens.vault.seal(try JSONCoding.encoder().encode(pending), context: Self.heldLinkContext(key)))
+                logger.info("link held for the app", metadata: ["provider.id": "\(pending.providerId)"])
+            } catch let error as GatehouseError {
+                outcome = .failure(error)
+            }
         } else if proceed {
             do {
                 let (answer, familyId) = try await complete(pending, client: client, logger: logger)
@@ -158,10 +164,9 @@ extension SignInService {
     /// hooks hear `client`: the consent page's browser, or the app redeeming a held link.
     func complete(_ pending: PendingConsent, client: SignInClient, logger: Logger) async throws -> (answer: Data, familyId: String?) {
         do {
-            try await requireLiveSession(pending.sessionFamilyId)
             let established = try await establish(
                 ProviderSignIn(tokens: pending.tokens, profile: pending.profile), providerId: pending.providerId, mode: pending.mode,
-                uid: pending.uid,
+                uid: pending.uid, startedBy: pending.sessionFamilyId,
                 origin: SignInOrigin(
                     client: client, flow: .redirect, returnTo: pending.returnTo, native: true, idTokenClaims: pending.idTokenClaims),
                 logger: logger)

@@ -133,7 +133,8 @@ public struct SignInService: Sendable {
             let origin = SignInOrigin(
                 client: client, flow: .redirect, returnTo: transaction.returnTo, native: false, idTokenClaims: completed.idTokenClaims?.all)
             let established = try await establish(
-                completed, providerId: provider.id, mode: mode, uid: transaction.uid, origin: origin, logger: logger)
+                completed, providerId: provider.id, mode: mode, uid: transaction.uid, startedBy: transaction.sessionFamilyId, origin: origin,
+                logger: logger)
             // A native app holds the gateway's tokens from the result; a cookie would land in
             // the system browser, where nothing uses it.
             if returnToPolicy.kind(of: transaction.returnTo) == .web { sessionValue = established.session?.value }
@@ -269,12 +270,11 @@ public struct SignInService: Sendable {
         var familyId: String { record.familyId }
     }
 
-    /// The `uid` a mode needs: none for `signin`; for `link` and `reauthenticate` the signed-in
-    /// account (and for `reauthenticate`, one already linked to this provider).
     /// Throws `invalid-state` when the session that started a link or re-authentication
     /// (`familyId`) has ended since: signed out (everywhere), revoked, or its account disabled
     /// or deleted. Whoever held that session (a stolen cookie or token) cannot finish a flow
-    /// they started before the owner ended it.
+    /// they started before the owner ended it. A check, not a lock: a sign-out that lands
+    /// while the hooks are asked about the flow does not stop its write.
     func requireLiveSession(_ familyId: String?) async throws {
         guard let familyId else { return }
         guard try await storage.session(familyId: familyId, now: configuration.clock.now()) != nil else {
@@ -282,6 +282,8 @@ public struct SignInService: Sendable {
         }
     }
 
+    /// The `uid` a mode needs: none for `signin`; for `link` and `reauthenticate` the signed-in
+    /// account (and for `reauthenticate`, one already linked to this provider).
     func checkMode(_ mode: SignInMode, providerId: String, signedInUid: String?) async throws -> String? {
         guard mode != .signIn else { return nil }
         guard let signedInUid else { throw GatehouseError.unauthenticated() }
@@ -293,10 +295,13 @@ public struct SignInService: Sendable {
 
     /// Account, session and result of a validated provider sign-in, by mode: `signin` and
     /// `reauthenticate` start a new session (a fresh `auth_time`, a new id: no fixation);
-    /// `link` changes the account only.
+    /// `link` changes the account only. A flow started by a session (`startedBy`, its family)
+    /// is written only while that session lives.
     func establish(
-        _ completed: ProviderSignIn, providerId: String, mode: SignInMode, uid: String?, origin: SignInOrigin, logger: Logger
+        _ completed: ProviderSignIn, providerId: String, mode: SignInMode, uid: String?, startedBy: String? = nil, origin: SignInOrigin,
+        logger: Logger
     ) async throws -> (result: SignInResult, session: NewSession?) {
+        try await requireLiveSession(startedBy)
         let profile = completed.profile
         let signIn: AccountService.SignIn
         switch (mode, uid) {
@@ -423,6 +428,8 @@ public struct SignInService: Sendable {
             guard challenge != nil else { throw GatehouseError.resultNotFound() }
             do {
                 let held = try await openHeldLink(sealed, key: key)
+                // A link whose session has ended is not put to the user.
+                try await requireLiveSession(held.sessionFamilyId)
                 if confirmLink == false { throw cancelled(held, by: "the app", logger: logger) }
                 // The result may carry the identity of whoever opened the start URL first: any
                 // local user reaches a loopback page, and any page can hand a scheme's callback
