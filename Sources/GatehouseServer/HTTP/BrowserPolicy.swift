@@ -102,11 +102,7 @@ final class BrowserPolicy: Sendable {
     /// site: an `Origin` outside the allowed set, or no `Origin` and the browser's
     /// `Sec-Fetch-Site: cross-site` (what a top-level navigation from another site sends).
     func refuseCrossSite(_ request: Request, caller: SessionService.Caller?) throws {
-        guard let caller, caller.viaCookie else { return }
-        if let origin = request.headers[.origin] {
-            guard origins.contains(origin) else { throw GatehouseError.originNotAllowed() }
-            return
-        }
+        guard let caller, caller.viaCookie, try !hasAllowedOrigin(request) else { return }
         if request.headers[.secFetchSite]?.lowercased() == "cross-site" { throw GatehouseError.originNotAllowed() }
     }
 
@@ -120,14 +116,19 @@ final class BrowserPolicy: Sendable {
     /// cross-site. `same-site` (a sibling host, not necessarily an allowed one) and `none` (a
     /// link opened from outside the browser, such as an email) need the `Referer` too.
     func requireNavigationFromAllowedPage(_ request: Request, caller: SessionService.Caller?) throws {
-        guard let caller, caller.viaCookie else { return }
-        if let origin = request.headers[.origin] {
-            guard origins.contains(origin) else { throw GatehouseError.originNotAllowed() }
-            return
-        }
+        guard let caller, caller.viaCookie, try !hasAllowedOrigin(request) else { return }
         if request.headers[.secFetchSite]?.lowercased() == "same-origin" { return }
         guard let referer = request.headers[.referer], let origin = URLAllowList.webOrigin(of: referer), origins.contains(origin)
         else { throw GatehouseError.originNotAllowed() }
+    }
+
+    /// Whether the request's `Origin` is an allowed one: `false` without the field, and
+    /// `origin-not-allowed` thrown for any other origin (`null` included), which no later check
+    /// of the request may then overrule.
+    private func hasAllowedOrigin(_ request: Request) throws -> Bool {
+        guard let origin = request.headers[.origin] else { return false }
+        guard origins.contains(origin) else { throw GatehouseError.originNotAllowed() }
+        return true
     }
 
     /// Throws `rate-limited` (with `Retry-After`) when a signed-in user used up the budget

@@ -1,4 +1,5 @@
 import GatehouseCore
+import HTTPTypes
 
 /// The cookies the gateway sets: their names and `Set-Cookie` values. `__Host-` and
 /// `Secure` everywhere but in development mode, where a plain-http loopback browser would
@@ -16,6 +17,11 @@ struct CookiePolicy: Sendable {
         var parts = ["\(name)=\(value)", "Path=/", "HttpOnly", "SameSite=Lax", "Max-Age=\(maxAge)"]
         if secure { parts.append("Secure") }
         return parts.joined(separator: "; ")
+    }
+
+    /// The `Set-Cookie` field of the sign-in transaction cookie holding `binding` for `maxAge` seconds.
+    func transactionCookie(_ binding: String, maxAge: Int) -> HTTPField {
+        HTTPField(name: .setCookie, value: setCookie(name: transactionName, value: binding, maxAge: maxAge))
     }
 
     /// A `Set-Cookie` value that deletes the cookie.

@@ -52,10 +52,7 @@ struct AuthRoutes {
                 request.wantsJSON
                 ? try Response.json(["authorizationUrl": start.authorizationURL])
                 : Response(status: .found, headers: [.location: start.authorizationURL, .cacheControl: "no-store"])
-            response.headers.append(
-                HTTPField(
-                    name: .setCookie,
-                    value: cookies.setCookie(name: cookies.transactionName, value: start.bindingValue, maxAge: transactionLifetime)))
+            response.headers.append(cookies.transactionCookie(start.bindingValue, maxAge: transactionLifetime))
             return response
         }
 
@@ -75,10 +72,7 @@ struct AuthRoutes {
                 // The page's answer needs the transaction cookie, set at the start: it lives on
                 // for as long as the page can be answered (ten minutes from now, not from the start).
                 if let binding = request.cookie(cookies.transactionName) {
-                    page.headers.append(
-                        HTTPField(
-                            name: .setCookie,
-                            value: cookies.setCookie(name: cookies.transactionName, value: binding, maxAge: Int(SignInService.consentLifetime))))
+                    page.headers.append(cookies.transactionCookie(binding, maxAge: Int(SignInService.consentLifetime)))
                 }
                 return page
             }
