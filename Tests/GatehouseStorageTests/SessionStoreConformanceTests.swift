@@ -82,6 +82,32 @@ import Testing
         #expect(try await storage.rotateRefreshToken(tokenHash: "never", successor: .strict("r6"), now: Fixtures.now) == .unknown)
     }
 
+    @Test(arguments: StorageBackend.all)
+    func aFamilyKeepsItsNewestSpentTokensOnly(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let session = Fixtures.session("s1", uid: "u1")
+        try await storage.insertSession(session)
+        try await storage.insertRefreshToken(tokenHash: "t0", familyId: session.familyId, at: Fixtures.now)
+        // A client that refreshes for as long as its session lives: each rotation one second on.
+        let kept = RefreshSuccessor.spentTokensKept
+        let rotations = kept + 8
+        for index in 0..<rotations {
+            let at = Fixtures.now.addingTimeInterval(Double(index))
+            #expect(try await storage.rotateRefreshToken(tokenHash: "t\(index)", successor: .strict("t\(index + 1)"), now: at) == .rotated(session))
+        }
+        let later = Fixtures.now.addingTimeInterval(Double(rotations))
+        // Spent longest ago: forgotten, so presented again it is unknown (it refreshes nothing).
+        for index in 0..<(rotations - kept) {
+            #expect(try await storage.rotateRefreshToken(tokenHash: "t\(index)", successor: .strict("x\(index)"), now: later) == .unknown)
+        }
+        #expect(try await storage.session(familyId: session.familyId, now: later) == session, "a forgotten token revokes nothing")
+        // The oldest one still kept is a reuse, and ends the family.
+        #expect(
+            try await storage.rotateRefreshToken(tokenHash: "t\(rotations - kept)", successor: .strict("y"), now: later) == .reused)
+        #expect(try await storage.session(familyId: session.familyId, now: later) == nil)
+    }
+
     /// A session with refresh token `r1`, rotated ten times at once with `successor(i)`.
     static func tenConcurrentRotations(
         _ backend: StorageBackend, successor: @escaping @Sendable (Int) -> RefreshSuccessor

@@ -23,7 +23,8 @@ public protocol SessionStore: Sendable {
     /// successor beside the spent token (and wiping the one its predecessor kept, so only the
     /// immediately preceding token ever has a retry window). A token spent before returns
     /// its kept successor while the window lasts (`.retried`), and otherwise revokes its
-    /// whole family (reuse means it was stolen or replayed).
+    /// whole family (reuse means it was stolen or replayed). A family keeps its newest
+    /// `RefreshSuccessor.spentTokensKept` spent tokens; an older one is forgotten (`.unknown`).
     func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation
     /// Ends every session of an account.
     func deleteSessions(uid: String) async throws
