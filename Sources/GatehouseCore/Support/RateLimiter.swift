@@ -12,7 +12,16 @@ public actor RateLimiter {
     private let perMinute: Double
     private var buckets: [String: Bucket] = [:]
     /// Above this many keys, full buckets are dropped (they carry no information).
-    private let maximumKeys = 50_000
+    static let prunedAbove = 50_000
+    /// The count of keys that starts the next prune: twice what the last one kept, at least
+    /// `prunedAbove`. A prune reads every bucket, so with many keys none of whose buckets is
+    /// full yet (many clients within one refill), pruning again at every new key would cost a
+    /// full pass per request; doubling keeps it to one pass per key added, on average.
+    private var nextPrune = RateLimiter.prunedAbove
+    /// The prunes so far (for tests).
+    private(set) var prunes = 0
+    /// The keys held (for tests).
+    var keys: Int { buckets.count }
 
     /// A limiter allowing `perMinute` requests per key and minute (0 turns it off).
     public init(perMinute: Int) {
@@ -31,11 +40,13 @@ public actor RateLimiter {
         }
         bucket.tokens -= 1
         buckets[key] = bucket
-        if buckets.count > maximumKeys { prune(now: now) }
+        if buckets.count > nextPrune { prune(now: now) }
         return nil
     }
 
     private func prune(now: Date) {
         buckets = buckets.filter { _, bucket in bucket.tokens + now.timeIntervalSince(bucket.updated) * perMinute / 60 < perMinute }
+        nextPrune = max(Self.prunedAbove, 2 * buckets.count)
+        prunes += 1
     }
 }
