@@ -1,3 +1,4 @@
+import CurlClient
 import Foundation
 import Testing
 
@@ -24,5 +25,45 @@ struct GitHubRateLimitsTests {
         #expect(await limits.count == 0)
         await limits.hold(token: "gho_new", .init(retryAfter: 5, until: now.addingTimeInterval(70)), now: now.addingTimeInterval(65))
         #expect(await limits.wait(for: "gho_new", now: now.addingTimeInterval(66)) == 4)
+    }
+
+    @Test(
+        "a primary limit holds back the token's calls to its own resource only (search, code search, GraphQL, the core REST API); a secondary limit, or one naming no resource, holds back every call"
+    )
+    func limitsPerResource() async {
+        let limits = GitHubRateLimits()
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let reset = "\(Int(now.timeIntervalSince1970) + 120)"
+        func announced(_ headers: OutboundHeaders, status: Int = 403) -> GitHubRateLimits.Limit? {
+            GitHubRateLimits.limit(status: status, headers: headers, now: now)
+        }
+        let search = announced(["x-ratelimit-remaining": "0", "x-ratelimit-reset": reset, "x-ratelimit-resource": "search"])
+        #expect(search?.resource == "search" && search?.retryAfter == 120)
+        await limits.hold(token: "gho_a", search!, now: now)
+        #expect(await limits.wait(for: "gho_a", resource: "search", now: now) == 120)
+        #expect(await limits.wait(for: "gho_a", resource: "core", now: now) == nil, "the REST API still answers")
+        #expect(await limits.wait(for: "gho_a", resource: "graphql", now: now) == nil)
+        #expect(await limits.wait(for: "gho_b", resource: "search", now: now) == nil)
+
+        let core = announced(["x-ratelimit-remaining": "0", "x-ratelimit-reset": reset], status: 429)
+        #expect(core?.resource == "core", "no resource named: GitHub's REST API")
+        await limits.hold(token: "gho_b", core!, now: now)
+        #expect(await limits.wait(for: "gho_b", resource: "core", now: now) == 120)
+        #expect(await limits.wait(for: "gho_b", resource: "search", now: now) == nil)
+
+        let secondary = announced(["retry-after": "30"])
+        #expect(secondary != nil && secondary?.resource == nil)
+        await limits.hold(token: "gho_c", secondary!, now: now)
+        for resource in ["core", "search", "code_search", "graphql"] {
+            #expect(await limits.wait(for: "gho_c", resource: resource, now: now) == 30, "\(resource)")
+        }
+
+        #expect(GitHubRateLimits.resource(ofPath: "/search/repositories") == "search")
+        #expect(GitHubRateLimits.resource(ofPath: "/search/code") == "code_search")
+        #expect(GitHubRateLimits.resource(ofPath: "/search/codes") == "search")
+        #expect(GitHubRateLimits.resource(ofPath: "/graphql") == "graphql")
+        #expect(GitHubRateLimits.resource(ofPath: "/graphql/x") == "core")
+        #expect(GitHubRateLimits.resource(ofPath: "/user/repos") == "core")
+        #expect(GitHubRateLimits.resource(ofPath: "/searching") == "core")
     }
 }

@@ -304,6 +304,31 @@ struct ProviderAPITests {
     }
 
     @Test(
+        "a GitHub limit of one resource (search) holds back only that resource's calls: the token's REST calls and its live profile still reach GitHub"
+    )
+    func githubLimitsPerResource() async throws {
+        try await Self.withAPIDeployment { deployment in
+            var github = Browser(deployment)
+            let octocat = try await Self.signIn(&github, login: "octocat", provider: "github.com")
+            let key = try await Self.key(deployment, ["api:github.com", "profile:read"])
+            let reset = Int(deployment.clock.now().timeIntervalSince1970) + 120
+            _ = try await deployment.control(
+                "faults",
+                #"{"endpoint": "GET /github-api/user/repos", "status": 403, "headers": {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "\#(reset)", "X-RateLimit-Resource": "search"}, "body": "{\"message\": \"API rate limit exceeded\"}", "times": 1}"#
+            )
+            let repos = "/v1/users/\(octocat)/providers/github.com/api/user/repos"
+            let limited = try await Self.call(deployment, repos, key: key)
+            #expect(limited.status == 429, "\(limited.bodyText)")
+            #expect(try jsonObject(limited)["code"] as? String == "upstream-rate-limited")
+            // The search budget is spent; the REST API's is not.
+            let again = try await Self.call(deployment, repos, key: key)
+            #expect(again.status == 200, "\(again.bodyText)")
+            let profile = try await Self.call(deployment, "/v1/users/\(octocat)/providers/github.com/profile?refresh=true", key: key)
+            #expect(profile.status == 200, "\(profile.bodyText)")
+        }
+    }
+
+    @Test(
         "the answer budget: Graph answers read whole are held within GATEHOUSE_API_BUFFER_BYTES and a caller's share of it; a GET that would pass its caller's share answers 503 with Retry-After: 1, other callers are served, and the bytes are given back once written"
     )
     func answerBudget() async throws {

@@ -165,6 +165,7 @@ public final class ProviderAPIService: Sendable {
         let breakerCaller = caller.breakerIdentity(uid: uid)
         let hosts = self.hosts
         let githubLimits = (provider as? GitHubProvider)?.rateLimits
+        let rateLimitResource = GitHubRateLimits.resource(of: request.path)
         let clock = configuration.clock
         let response: OutboundStreamingResponse
         let tokens: ProviderTokens
@@ -172,7 +173,7 @@ public final class ProviderAPIService: Sendable {
             (response, tokens) = try await profiles.withFreshTokens(link, provider, for: template.description, refreshesThroughBreaker: true) {
                 tokens in
                 // A token GitHub has limited waits out the limit here, without a call.
-                if let limits = githubLimits, let wait = await limits.wait(for: tokens.accessToken, now: clock.now()) {
+                if let limits = githubLimits, let wait = await limits.wait(for: tokens.accessToken, resource: rateLimitResource, now: clock.now()) {
                     throw GatehouseError.upstreamRateLimited(providerId, retryAfter: wait)
                 }
                 var authorized = prepared

@@ -4,9 +4,11 @@ import Foundation
 /// GitHub's rate limits, per token (providers.md §4.3). Once GitHub answers that a token is
 /// limited, calls with that token are answered `429 upstream-rate-limited` locally until the
 /// limit ends, without calling GitHub: the primary limit (`x-ratelimit-remaining: 0`) until
-/// `x-ratelimit-reset`, a secondary limit (a `403` or `429` with `retry-after`, or whose message
-/// says so, while requests remain) for `retry-after` seconds or a minute. A limit is neither an
-/// outage (no breaker counts it) nor a dead grant. Tokens are kept only as SHA-256 digests.
+/// `x-ratelimit-reset`, for the calls to the resource it names (`x-ratelimit-resource`: GitHub
+/// counts search, code search and GraphQL apart from the REST API's `core`), and a secondary
+/// limit (a `403` or `429` with `retry-after`, or whose message says so, while requests remain)
+/// for `retry-after` seconds or a minute, for every call. A limit is neither an outage (no
+/// breaker counts it) nor a dead grant. Tokens are kept only as SHA-256 digests.
 public actor GitHubRateLimits {
     private var limitedUntil: [String: Date] = [:]
     /// When the last of the held-back tokens' limits ends: past it, every entry has ended.
@@ -23,6 +25,31 @@ public actor GitHubRateLimits {
         public var retryAfter: Int
         /// When the token may call again.
         public var until: Date
+        /// The resource whose calls wait (`resource(ofPath:)`), or `nil` for every call.
+        public var resource: String?
+
+        /// A limit of `resource`'s calls (`nil`: every call) for `retryAfter` seconds, until `until`.
+        public init(retryAfter: Int, until: Date, resource: String? = nil) {
+            self.retryAfter = retryAfter
+            self.until = until
+            self.resource = resource
+        }
+    }
+
+    /// The rate-limit resource GitHub counts a call to the REST API `path` against: `search`
+    /// (`/search/…`), `code_search` (`/search/code`), `graphql` (`/graphql`), else `core`. Other
+    /// resources GitHub names (such as `integration_manifest`) are not held back by path: their
+    /// calls go to GitHub, which answers for them.
+    public static func resource(ofPath path: String) -> String {
+        (try? APIPath(raw: path[...])).map(resource(of:)) ?? "core"
+    }
+
+    /// The rate-limit resource of a passthrough call's API path (`resource(ofPath:)`).
+    public static func resource(of path: APIPath) -> String {
+        let segments = path.segments
+        if segments == ["graphql"] { return "graphql" }
+        guard segments.count > 1, segments[0] == "search" else { return "core" }
+        return segments[1] == "code" ? "code_search" : "search"
     }
 
     /// The limit an answer announces, or `nil` when it is not a rate limit: `403`/`429` with
@@ -35,7 +62,10 @@ public actor GitHubRateLimits {
         if headers["x-ratelimit-remaining"] == "0" {
             let reset = headers["x-ratelimit-reset"].flatMap(Double.init).map(Date.init(timeIntervalSince1970:))
             let seconds = retryAfter ?? reset.map { max(1, Int($0.timeIntervalSince(now).rounded(.up))) } ?? 60
-            return Limit(retryAfter: seconds, until: reset ?? now.addingTimeInterval(TimeInterval(seconds)))
+            let resource = headers["x-ratelimit-resource"].map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            return Limit(
+                retryAfter: seconds, until: reset ?? now.addingTimeInterval(TimeInterval(seconds)),
+                resource: resource.flatMap { $0.isEmpty ? nil : $0 } ?? "core")
         }
         let secondary =
             retryAfter != nil || status == 429
@@ -45,8 +75,8 @@ public actor GitHubRateLimits {
         return Limit(retryAfter: seconds, until: now.addingTimeInterval(TimeInterval(seconds)))
     }
 
-    /// Seconds until the token may call again, or `nil` when it may call now.
-    public func wait(for token: String, now: Date = Date()) -> Int? {
+    /// Seconds until the token may call `resource` again, or `nil` when it may call now.
+    public func wait(for token: String, resource: String = "core", now: Date = Date()) -> Int? {
         // No token held back, or every limit ended (as almost always): nothing to look up, so
         // no digest to compute on every call. Ended limits go at once, not only when their own
         // token calls again, which a refreshed or unlinked token never does.
@@ -55,14 +85,23 @@ public actor GitHubRateLimits {
             limitedUntil = [:]
             return nil
         }
-        let key = SecureRandom.digest(token)
-        guard let until = limitedUntil[key] else { return nil }
-        let seconds = until.timeIntervalSince(now)
-        guard seconds > 0 else {
-            limitedUntil[key] = nil
-            return nil
+        let digest = SecureRandom.digest(token)
+        var longest: Int?
+        for key in [digest, Self.key(digest, resource)] {
+            guard let until = limitedUntil[key] else { continue }
+            let seconds = until.timeIntervalSince(now)
+            guard seconds > 0 else {
+                limitedUntil[key] = nil
+                continue
+            }
+            longest = max(longest ?? 0, Int(seconds.rounded(.up)))
         }
-        return Int(seconds.rounded(.up))
+        return longest
+    }
+
+    /// The entry of a token's digest for one resource's limit (the digest alone: every call).
+    private static func key(_ digest: String, _ resource: String?) -> String {
+        resource.map { "\(digest)|\($0)" } ?? digest
     }
 
     /// Holds the token back until the limit ends. Bounded: past `capacity` tokens, ended limits
@@ -75,10 +114,10 @@ public actor GitHubRateLimits {
                 limitedUntil = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
             }
         }
-        limitedUntil[SecureRandom.digest(token)] = limit.until
+        limitedUntil[Self.key(SecureRandom.digest(token), limit.resource)] = limit.until
         lastUntil = max(lastUntil, limit.until)
     }
 
-    /// How many tokens are held back (tests).
+    /// How many limits are held, of tokens or of their resources (tests).
     var count: Int { limitedUntil.count }
 }
