@@ -309,7 +309,8 @@ public final class ProviderAPIService: Sendable {
         // A small answer goes out whole, with its length, in one write with its head; the
         // rest stream as they arrive (see `wholeAnswerBytes`).
         if let declared = response.head.headers["content-length"].flatMap({ Int($0) }), declared <= Self.wholeAnswerBytes {
-            let body = try await http.collect(response).body
+            // Read outside the answer budget, so no more than the declared length.
+            let body = try await http.collect(response, declaredLength: declared)
             return ProviderAPIAnswer(status: response.head.status, headers: headers, body: .whole(body), template: template)
         }
         if let whole = try http.completedBody(response) {

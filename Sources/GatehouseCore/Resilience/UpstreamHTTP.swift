@@ -87,6 +87,29 @@ public struct UpstreamHTTP: Sendable {
         }
     }
 
+    /// The body of an answer that declared `declaredLength` bytes, whole: `upstream-unavailable`
+    /// (too large) as soon as more arrive, since libcurl ignores the declared length of a chunked
+    /// answer and a hostile provider sends both; a shorter body is what it is. A failure is
+    /// mapped as in `stream`.
+    func collect(_ response: OutboundStreamingResponse, declaredLength: Int) async throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(max(0, declaredLength))
+        do {
+            for try await chunk in response.body {
+                guard bytes.count + chunk.count <= declaredLength else {
+                    throw GatehouseError.upstreamUnavailable(
+                        providerId, situation: .tooLarge, detail: "\(providerId) sent a longer answer than it declared.")
+                }
+                bytes.append(contentsOf: chunk)
+            }
+        } catch let error as GatehouseError {
+            throw error
+        } catch {
+            throw bodyFailure(error)
+        }
+        return bytes
+    }
+
     /// The body whole (within the transfer's own cap), each chunk first taken into `hold`, the
     /// array sized for a declared length of at most `cap`; `nil` as soon as a chunk does not fit
     /// (the transfer is cancelled when the response is dropped). A failure is mapped as in `stream`.
