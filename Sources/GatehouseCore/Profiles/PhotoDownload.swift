@@ -17,8 +17,10 @@ public final class PhotoDownload: Sendable {
         public var contentType: String
         /// The size the provider declared, when it did.
         public var contentLength: Int?
-        /// The tag of the image (`ProviderPhoto.entityTag`), the same as the cached photo's.
-        public var etag: String
+        /// The tag of the image (`ProviderPhoto.entityTag`), the same as the cached photo's;
+        /// `nil` while an image without the provider's validator streams (its tag comes from
+        /// its bytes, once whole).
+        public var etag: String?
     }
 
     private struct State {
@@ -225,7 +227,8 @@ public final class PhotoDownload: Sendable {
         // The pieces kept for the callers are the image: `whole` joins them once into what the
         // cache keeps (or keeps the bytes kept before, when the image did not change), then
         // they go (`end`), and the last byte is released with the photo.
-        return await whole(state.withLock { $0.chunks }, type.rawValue, source.entityTag)
+        let chunks = state.withLock { $0.chunks }
+        return await whole(chunks, type.rawValue, source.entityTag ?? ProviderPhoto.entityTag(of: chunks, contentType: type.rawValue))
     }
 
     /// Keeps a chunk (for every caller, late joiners included) and wakes the waiting readers.

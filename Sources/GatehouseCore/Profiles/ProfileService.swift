@@ -105,14 +105,15 @@ public final class ProfileService: Sendable {
         case downloading(PhotoDownload)
     }
 
-    /// A photo ready to serve, with a strong `ETag` computed from its bytes.
+    /// A photo ready to serve, with a strong `ETag`: from the provider's validator, else from
+    /// its bytes (`ProviderPhoto.entityTag`).
     public struct Photo: Sendable {
         /// The image bytes, in the form `GatewayConfiguration.photoBytes` keeps them.
         public var bytes: any PhotoBytes
         /// The provider's image content type.
         public var contentType: String
-        /// The tag it was first served with (`ProviderPhoto.entityTag`): the same for a
-        /// streamed and a cached answer.
+        /// Its tag (`ProviderPhoto.entityTag`): from the provider's validator the same for a
+        /// streamed and a cached answer; from the bytes, which only a cached answer carries.
         public var etag: String
     }
 

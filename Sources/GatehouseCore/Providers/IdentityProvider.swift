@@ -1,3 +1,4 @@
+import Crypto
 import CurlClient
 
 /// What the flow needs to build a provider's authorize request.
@@ -76,13 +77,29 @@ public struct ProviderPhoto: Sendable {
     /// counts.
     public var fromPublicURL = false
 
-    /// The entity tag the gateway serves for this image, known at the head: derived from the
-    /// source URL, the provider's validator, the declared length and the type, so the same
-    /// image has the same tag whether it is streamed or answered from the cache, and a new
-    /// image at the same URL (a new provider tag, date or size) a new one.
-    public var entityTag: String {
-        let identity = "\(sourceURL)|\(validator ?? "")|\(contentLength.map(String.init) ?? "")|\(contentType)"
+    /// The entity tag the gateway serves for this image, known at the head when the provider
+    /// sent a validator: derived from the source URL, the validator, the declared length and
+    /// the type, so the same image has the same tag whether it is streamed or answered from the
+    /// cache, and a new image at the same URL (a new provider tag, date or size) a new one.
+    /// `nil` without a validator: a changed image of the same size would keep its tag, so the
+    /// tag then comes from the bytes once they are whole (`entityTag(of:contentType:)`), and a
+    /// streamed answer carries none.
+    public var entityTag: String? {
+        guard let validator else { return nil }
+        let identity = "\(sourceURL)|\(validator)|\(contentLength.map(String.init) ?? "")|\(contentType)"
         return "\"" + SecureRandom.digest(identity).prefix(32) + "\""
+    }
+
+    /// The entity tag of an image the provider sent no validator for: from its type and bytes
+    /// (SHA-256, once per transfer, not per answer).
+    public static func entityTag(of chunks: [[UInt8]], contentType: String) -> String {
+        var hash = SHA256()
+        hash.update(data: Array(contentType.utf8) + [0])
+        for chunk in chunks { hash.update(data: chunk) }
+        let digits = Array("0123456789abcdef".utf8)
+        var hex: [UInt8] = []
+        for byte in hash.finalize().prefix(16) { hex += [digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]] }
+        return "\"" + String(decoding: hex, as: UTF8.self) + "\""
     }
 }
 

@@ -51,11 +51,14 @@ enum ProfileResponses {
         case .stored(let stored):
             photo = stored
         case .downloading(let download):
-            // The tag is known at the head: a revalidation is answered without the body (the
-            // transfer goes on and fills the cache), anything else streams with the tag.
+            // A tag known at the head (the provider's validator): a revalidation is answered
+            // without the body (the transfer goes on and fills the cache), anything else
+            // streams with the tag. An image without one streams untagged: its tag comes from
+            // its bytes, which the cached answers carry.
             let head = try await download.head()
-            var headers: HTTPFields = [.eTag: head.etag, .cacheControl: photoCacheControl]
-            if tags.contains(head.etag) || tags.contains("*") {
+            var headers: HTTPFields = [.cacheControl: photoCacheControl]
+            if let etag = head.etag { headers[.eTag] = etag }
+            if head.etag.map(tags.contains) == true || tags.contains("*") {
                 return Response(status: .notModified, headers: headers)
             }
             headers[.contentType] = head.contentType
