@@ -52,13 +52,31 @@ public struct PagingLinks: Sendable {
             // The same rule as a caller's query, and nothing that would end a quoted JSON string
             // or a `<…>` link target.
             guard query.utf8.count <= 4096,
-                !query.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value >= 0x7F || "\"\\<>".unicodeScalars.contains($0) })
+                !query.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value >= 0x7F || "\"\\<>".unicodeScalars.contains($0) }),
+                !Self.carriesCredential(query)
             else { return nil }
         }
         // A link the caller could not follow (its query names a parameter the path's template
         // does not take) is dropped like any other.
         guard let path = try? APIPath(raw: rawPath), allows(path, query) else { return nil }
         return gatewayBase + path.encoded + (query.map { "?" + $0 } ?? "")
+    }
+
+    /// Query parameters that carry a credential in the APIs that sign or authorize their links
+    /// (OAuth's `access_token`, signed URLs' `sig` and `X-Amz-Signature`, API keys), compared
+    /// decoded and without case. A paging link that names one is dropped: rewritten, it would
+    /// hand the credential to whoever reads the answer, a browser included.
+    static let credentialParameters: Set<String> = [
+        "access_token", "refresh_token", "id_token", "token", "code", "client_secret", "password", "api_key", "apikey", "key", "sig",
+        "signature", "tempauth", "x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-goog-signature", "x-goog-credential",
+    ]
+
+    /// Whether a raw query names one of `credentialParameters`.
+    static func carriesCredential(_ query: Substring) -> Bool {
+        query.split(separator: "&").contains { pair in
+            let name = pair.prefix { $0 != "=" }
+            return credentialParameters.contains((FormEncoding.percentDecoded(name) ?? String(name)).lowercased())
+        }
     }
 
     /// An RFC 8288 `Link` header (GitHub's paging) with every link under the base rewritten and
