@@ -10,7 +10,10 @@ extension PostgresStorage: SharedStore {
     static let serviceKeyPayloadPrefix = "service-key:"
 
     /// Listens on the change channel with one connection of the pool until the task is
-    /// cancelled; throws when that connection is lost (the server restarted, the network).
+    /// cancelled; throws when that connection is lost (the server restarted, the network), or
+    /// when it leaves `SELECT 1` unanswered for the operation timeout, asked every
+    /// `feedCheckInterval`: a connection cut without a reset (packets dropped) would otherwise
+    /// look alive to a feed that only reads, and every change after the cut would be missed.
     public func followChanges(_ body: @escaping @Sendable (StoreChange) async -> Void) async throws {
         let logger = self.logger
         // Counted in the pool's gauges: this connection is one the other operations cannot have.
@@ -27,7 +30,18 @@ extension PostgresStorage: SharedStore {
             // channel has closed, so a dying connection released as it is could be leased to a
             // request, which would then fail or hang until the operation timeout.
             var failure: (any Error)?
-            do { try await listen(on: connection, body, logger: logger) } catch { failure = error }
+            do {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await self.listen(on: connection, body, logger: logger) }
+                    group.addTask { try await self.check(connection, logger: logger) }
+                    // Whichever ends first ends the feed: the listener when the connection
+                    // fails, the check when the connection stops answering.
+                    defer { group.cancelAll() }
+                    try await group.next()
+                }
+            } catch {
+                failure = error
+            }
             await Self.closed(connection)
             if let failure { throw failure }
         }
@@ -40,6 +54,30 @@ extension PostgresStorage: SharedStore {
     private static func closed(_ connection: PostgresConnection) async {
         let _: EventLoopFuture<Void> = connection.close()
         try? await connection.closeFuture.get()
+    }
+
+    /// Asks `connection` `SELECT 1` every `feedCheckInterval` until cancelled; closes it and
+    /// throws when an answer takes longer than the operation timeout. Closing is what ends the
+    /// query waiting on a dead connection, and the listener with it.
+    private func check(_ connection: PostgresConnection, logger: Logger) async throws {
+        let timeout = operationTimeout
+        while true {
+            try await Task.sleep(for: feedCheckInterval)
+            let answered = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    try await connection.query("SELECT 1", logger: logger)
+                    return true
+                }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    let _: EventLoopFuture<Void> = connection.close()
+                    return false
+                }
+                defer { group.cancelAll() }
+                return try await group.next() ?? false
+            }
+            guard answered else { throw PostgresStorageError("the change feed's connection did not answer within \(timeout)") }
+        }
     }
 
     /// Runs the change feed on `connection` until the listener fails or is cancelled.

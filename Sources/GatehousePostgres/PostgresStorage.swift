@@ -36,6 +36,9 @@ public final class PostgresStorage: GatehouseStorage {
     }
     /// How long `withLock` waits for a lock another holder has.
     let lockWait: Duration
+    /// How often the change feed's connection is asked `SELECT 1`: a connection that does not
+    /// answer within the operation timeout ends the feed (`followChanges`).
+    let feedCheckInterval: Duration
     /// One connection's configuration for the same server, or why it cannot be made: what
     /// `awaitReachable` connects with to learn what the server says (`nil`: not known).
     let probe: Result<PostgresConnection.Configuration, any Error>?
@@ -45,10 +48,12 @@ public final class PostgresStorage: GatehouseStorage {
     /// ``runPool()`` (operations issued before wait for it).
     public init(
         configuration: PostgresClient.Configuration, operationTimeout: Duration = .seconds(5), lockLease: Duration = .seconds(120),
-        lockWait: Duration = .seconds(60), runsPool: Bool = true, metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
-        logger: Logger, probe: Result<PostgresConnection.Configuration, any Error>? = nil
+        lockWait: Duration = .seconds(60), feedCheckInterval: Duration = .seconds(10), runsPool: Bool = true,
+        metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger,
+        probe: Result<PostgresConnection.Configuration, any Error>? = nil
     ) {
         self.probe = probe
+        self.feedCheckInterval = feedCheckInterval
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.logger = logger
@@ -69,13 +74,13 @@ public final class PostgresStorage: GatehouseStorage {
     /// Connects with a `postgres://` URL.
     public convenience init(
         url: String, maximumConnections: Int = 20, operationTimeout: Duration = .seconds(5), lockLease: Duration = .seconds(120),
-        lockWait: Duration = .seconds(60), runsPool: Bool = true, metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance,
-        logger: Logger
+        lockWait: Duration = .seconds(60), feedCheckInterval: Duration = .seconds(10), runsPool: Bool = true,
+        metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger
     ) throws {
         self.init(
             configuration: try DatabaseURL.configuration(url, maximumConnections: maximumConnections), operationTimeout: operationTimeout,
-            lockLease: lockLease, lockWait: lockWait, runsPool: runsPool, metricsFactory: metricsFactory, logger: logger,
-            probe: Result { try DatabaseURL.connectionConfiguration(url) })
+            lockLease: lockLease, lockWait: lockWait, feedCheckInterval: feedCheckInterval, runsPool: runsPool,
+            metricsFactory: metricsFactory, logger: logger, probe: Result { try DatabaseURL.connectionConfiguration(url) })
     }
 
     deinit {

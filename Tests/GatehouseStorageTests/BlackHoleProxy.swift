@@ -1,0 +1,116 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// A TCP proxy on 127.0.0.1 in front of a server, which can turn every connection through it
+/// into a black hole: from `blackHole()` on, what either side sends is swallowed and nothing
+/// is closed, as when a network drops packets without a reset (a half-open connection).
+final class BlackHoleProxy: Sendable {
+    /// The proxy's port.
+    let port: Int
+    private let listener: Int32
+    private let swallowing = Atomic<Bool>(false)
+    private let closed = Atomic<Bool>(false)
+    private let descriptors = Mutex<[Int32]>([])
+
+    /// Listens on a port of its own and forwards each connection to `targetPort` on 127.0.0.1.
+    init(targetPort: Int) throws {
+        let descriptor = try Self.socketBound(port: 0)
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
+        listener = descriptor
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let thread = Thread { [self] in acceptLoop(targetPort: targetPort) }
+        thread.start()
+    }
+
+    /// Swallows everything from now on, on every connection, open or new.
+    func blackHole() { swallowing.store(true, ordering: .sequentiallyConsistent) }
+
+    /// Stops listening and closes every connection.
+    func close() {
+        closed.store(true, ordering: .sequentiallyConsistent)
+        shutdown(listener, Int32(SHUT_RDWR))
+        descriptors.withLock { open in
+            for descriptor in open { shutdown(descriptor, Int32(SHUT_RDWR)) }
+        }
+    }
+
+    private func acceptLoop(targetPort: Int) {
+        while !closed.load(ordering: .sequentiallyConsistent) {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { continue }
+            let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = in_port_t(UInt16(targetPort).bigEndian)
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard connected == 0 else {
+                Glibc.close(client)
+                Glibc.close(server)
+                continue
+            }
+            descriptors.withLock { $0 += [client, server] }
+            // The second pump to end closes both sockets.
+            let ended = Mutex(0)
+            let finish = { @Sendable in
+                guard
+                    ended.withLock({ count in
+                        count += 1
+                        return count == 2
+                    })
+                else { return }
+                // Under the lock that `close()` shuts sockets down under: a number closed here
+                // may be another socket's next, which `close()` must not touch.
+                self.descriptors.withLock { open in
+                    open.removeAll { $0 == client || $0 == server }
+                    Glibc.close(client)
+                    Glibc.close(server)
+                }
+            }
+            Thread { [self] in
+                pump(from: client, to: server)
+                finish()
+            }.start()
+            Thread { [self] in
+                pump(from: server, to: client)
+                finish()
+            }.start()
+        }
+        Glibc.close(listener)
+    }
+
+    private func pump(from source: Int32, to target: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        while !closed.load(ordering: .sequentiallyConsistent) {
+            let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            // Swallowed: the sender's write succeeded, and nothing reaches the other side.
+            if swallowing.load(ordering: .sequentiallyConsistent) { continue }
+            var sent = 0
+            while sent < count {
+                let written = buffer.withUnsafeBytes { write(target, $0.baseAddress! + sent, count - sent) }
+                guard written > 0 else { return }
+                sent += written
+            }
+        }
+        shutdown(target, Int32(SHUT_WR))
+    }
+
+    private static func socketBound(port: Int) throws -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard descriptor >= 0, bound, listen(descriptor, 16) == 0 else { throw POSIXError(.EADDRNOTAVAIL) }
+        return descriptor
+    }
+}

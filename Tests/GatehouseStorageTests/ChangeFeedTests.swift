@@ -1,0 +1,50 @@
+import Foundation
+import GatehouseCore
+import GatehousePostgres
+import GatehouseTestSupport
+import Testing
+
+/// PostgreSQL's change feed, which tells every instance what another one changed.
+@Suite struct ChangeFeedTests {
+    @Test(
+        "a change feed whose connection is cut without a reset (packets swallowed, nothing closed) ends within its check interval and the operation timeout (CachedStore then answers nothing from memory until it listens again)"
+    )
+    func silentConnectionEndsTheFeed() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        try await PostgresTestServer.store(url).migrate()
+        var components = try #require(URLComponents(string: url))
+        let proxy = try BlackHoleProxy(targetPort: try #require(components.port))
+        defer { proxy.close() }
+        components.port = proxy.port
+        let store = try PostgresStorage(
+            url: try #require(components.string), maximumConnections: 2, operationTimeout: .seconds(2), feedCheckInterval: .milliseconds(200),
+            logger: PostgresTestServer.quietLogger)
+        let (following, listening) = AsyncStream<Void>.makeStream()
+        let (endings, ending) = AsyncStream<Void>.makeStream()
+        let feed = Task {
+            defer { ending.finish() }
+            try await store.followChanges { change in
+                if case .following = change { listening.yield() }
+            }
+        }
+        defer { feed.cancel() }
+        var events = following.makeAsyncIterator()
+        _ = await events.next()
+        proxy.blackHole()
+        // The feed must end by itself: within 0.2 s + 2 s, bounded here at 30 s. (Waiting on
+        // the stream, not on the task's value, which a hung feed would never give.)
+        let ended = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await _ in endings {}
+                return !Task.isCancelled
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(30))
+                return false
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? false
+        }
+        #expect(ended, "the feed went on listening on a dead connection")
+    }
+}
