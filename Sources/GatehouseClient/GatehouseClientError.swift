@@ -37,6 +37,8 @@ public enum ProblemCode: Sendable, Hashable {
     case accountExistsWithDifferentCredential
     /// `credential-already-in-use`
     case credentialAlreadyInUse
+    /// `email-already-in-use` (`Problem.extensions`: `email`)
+    case emailAlreadyInUse
     /// `id-token-expired`
     case idTokenExpired
     /// `internal`
@@ -136,6 +138,7 @@ public enum ProblemCode: Sendable, Hashable {
         switch self {
         case .accountExistsWithDifferentCredential: "account-exists-with-different-credential"
         case .credentialAlreadyInUse: "credential-already-in-use"
+        case .emailAlreadyInUse: "email-already-in-use"
         case .idTokenExpired: "id-token-expired"
         case .`internal`: "internal"
         case .insufficientProviderScope: "insufficient-provider-scope"
@@ -185,6 +188,7 @@ public enum ProblemCode: Sendable, Hashable {
     public static let allKnown: [ProblemCode] = [
         .accountExistsWithDifferentCredential,
         .credentialAlreadyInUse,
+        .emailAlreadyInUse,
         .idTokenExpired,
         .`internal`,
         .insufficientProviderScope,

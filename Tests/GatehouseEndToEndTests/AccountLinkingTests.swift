@@ -1,5 +1,6 @@
 import CurlClient
 import Foundation
+import GRDB
 import GatehouseCore
 import GatehouseTestSupport
 import Testing
@@ -98,6 +99,44 @@ struct AccountLinkingTests {
             var later = Browser(deployment)
             #expect(try account(try await later.complete(login: "sam@oidc.example", provider: "oidc.emulator")).uid == uid)
             #expect(try await deployment.accountCount() == 2)
+        }
+    }
+
+    @Test(
+        "one verified address stays one account's: a link whose verified email is another account's is refused (409 email-already-in-use) and writes nothing; an identity whose provider later reports it keeps it unverified"
+    )
+    func linkCannotTakeAnotherAccountsEmail() async throws {
+        try await withDeployment { deployment in
+            var owner = Browser(deployment)
+            #expect(try await owner.complete(login: "sam-shared").status == 200)  // GitHub: sam.shared@example.com, verified
+            var other = Browser(deployment)
+            let otherUID = try account(try await other.complete(login: "yuki@yahoo.example", provider: "yahoo.com")).uid
+            let links = try await NativeAppTests.rows(deployment, "provider_links")
+            let linked = try await other.complete(login: "sam@oidc.example", provider: "oidc.emulator", mode: "link")
+            #expect(linked.status == 409, "\(linked.bodyText)")
+            let problem = try jsonObject(linked)
+            #expect(
+                problem["code"] as? String == "email-already-in-use" && (problem["email"] as? String)?.lowercased() == "sam.shared@example.com",
+                "\(problem)")
+            #expect(try await NativeAppTests.rows(deployment, "provider_links") == links)
+            let holders = try await openSQLite(deployment.databasePath).read { db in
+                try String.fetchAll(db, sql: "SELECT uid FROM provider_links WHERE verified_email = 'sam.shared@example.com'")
+            }
+            #expect(holders.count == 1 && !holders.contains(otherUID))
+
+            // Olive's provider now reports Sam's address as verified: her link keeps it unverified.
+            var olive = Browser(deployment)
+            #expect(try await olive.complete(login: "olive@oidc.example", provider: "oidc.emulator").status == 200)
+            _ = try await deployment.control(
+                "faults",
+                #"{"endpoint": "GET /oidc/userinfo", "status": 200, "headers": {"Content-Type": "application/json"}, "body": "{\"sub\": \"248289761001\", \"email\": \"sam.shared@example.com\", \"email_verified\": true, \"name\": \"Olive Oidc\"}", "times": 1}"#
+            )
+            let live = try await olive.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile?refresh=true")
+            #expect(live.status == 200, "\(live.bodyText)")
+            let after = try await openSQLite(deployment.databasePath).read { db in
+                try String.fetchAll(db, sql: "SELECT uid FROM provider_links WHERE verified_email = 'sam.shared@example.com'")
+            }
+            #expect(after == holders, "\(after)")
         }
     }
 

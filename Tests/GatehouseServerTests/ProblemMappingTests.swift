@@ -10,7 +10,7 @@ import Testing
 struct ProblemMappingTests {
     /// The wire contract of each code in its usual situation (the OpenAPI document's table).
     static let usualStatuses: [GatehouseError.Code: Int] = [
-        .accountExistsWithDifferentCredential: 409, .credentialAlreadyInUse: 409, .idTokenExpired: 401, .internal: 500,
+        .accountExistsWithDifferentCredential: 409, .credentialAlreadyInUse: 409, .emailAlreadyInUse: 409, .idTokenExpired: 401, .internal: 500,
         .invalidArgument: 400, .invalidCustomParameter: 400, .invalidIDToken: 401, .invalidIdPResponse: 400, .invalidPendingToken: 400,
         .invalidRefreshToken: 400, .invalidResult: 400, .invalidReturnTo: 400, .invalidState: 400, .linkConfirmationRequired: 409,
         .methodNotAllowed: 405,

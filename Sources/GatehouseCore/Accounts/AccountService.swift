@@ -212,6 +212,26 @@ public struct AccountService: Sendable {
         }
     }
 
+    /// `profile` as a link of `uid` may keep it: with one account per verified email, an
+    /// address that another account holds verified stays unverified here, so that it names one
+    /// account (its console rights by email, the ID token's `email_verified`). A returning
+    /// sign-in or a live profile may report such an address; a new link is refused instead
+    /// (`email-already-in-use`). The link's `recorded` verified email was checked when it was
+    /// written, so a profile that reports it again costs no look-up.
+    public func keepingEmailsUnique(_ profile: ProviderProfile, for uid: String, recorded: String?) async throws -> ProviderProfile {
+        guard EmailAddress.verified(of: profile) != recorded, try await emailHeldElsewhere(profile, besides: uid) else { return profile }
+        var kept = profile
+        kept.emailVerified = false
+        return kept
+    }
+
+    /// Whether, with one account per verified email, another account than `uid` holds the
+    /// verified email `profile` reports.
+    private func emailHeldElsewhere(_ profile: ProviderProfile, besides uid: String) async throws -> Bool {
+        guard oneAccountPerEmail, let email = EmailAddress.verified(of: profile) else { return false }
+        return try await storage.uids(verifiedEmail: email, limit: 2).contains { $0 != uid }
+    }
+
     /// `attach`, from one reading of the account.
     private func attachOnce(
         uid: String, profile: ProviderProfile, sealed: String, origin: SignInOrigin, consumingPending: String?,
@@ -224,6 +244,7 @@ public struct AccountService: Sendable {
             let links = try await storage.links(uid: uid)
             if var existing = try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) {
                 guard existing.uid == uid else { throw GatehouseError.credentialAlreadyInUse(pendingToken: try await onElsewhere(existing.uid)) }
+                let profile = try await keepingEmailsUnique(profile, for: uid, recorded: existing.verifiedEmail)
                 let allowance = try await askExisting(account: account, links: links, profile: profile, mode: .link, origin: origin)
                 let replacing = claimsReplacement(allowance, of: &account)
                 let before = existing
@@ -250,6 +271,9 @@ public struct AccountService: Sendable {
             }
             if links.contains(where: { $0.providerId == profile.providerId }) {
                 throw GatehouseError.providerAlreadyLinked(profile.providerId)
+            }
+            if try await emailHeldElsewhere(profile, besides: uid) {
+                throw GatehouseError.emailAlreadyInUse(email: profile.email ?? "")
             }
             let allowance = try await askExisting(account: account, links: links, profile: profile, mode: .link, origin: origin)
             var updated = account
@@ -311,6 +335,7 @@ public struct AccountService: Sendable {
         var link = link
         guard var account = try await storage.account(uid: link.uid) else { throw GatehouseError.userNotFound() }
         if account.disabled { throw GatehouseError.userDisabled() }
+        let profile = try await keepingEmailsUnique(profile, for: link.uid, recorded: link.verifiedEmail)
         let current = try await storage.links(uid: account.uid)
         let allowance = try await askExisting(account: account, links: current, profile: profile, mode: mode, origin: origin)
         let replacing = claimsReplacement(allowance, of: &account)

@@ -14,6 +14,8 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
         case accountExistsWithDifferentCredential = "account-exists-with-different-credential"
         /// `credential-already-in-use`
         case credentialAlreadyInUse = "credential-already-in-use"
+        /// `email-already-in-use`
+        case emailAlreadyInUse = "email-already-in-use"
         /// `hook-unavailable`
         case hookUnavailable = "hook-unavailable"
         /// `id-token-expired`
@@ -327,6 +329,15 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
             code: .accountExistsWithDifferentCredential,
             detail: "An account already uses this email address with another sign-in method: sign in with it, then link this provider.",
             extensions: ["email": email, "pendingToken": pendingToken])
+    }
+
+    /// `email-already-in-use`: the identity to link reports a verified email that another
+    /// account holds (one account per verified email).
+    public static func emailAlreadyInUse(email: String) -> Self {
+        Self(
+            code: .emailAlreadyInUse,
+            detail: "Another account already uses this identity's verified email address: sign in to that account to link it there.",
+            extensions: ["email": email])
     }
 
     /// `credential-already-in-use`: the identity is linked to another account.

@@ -172,6 +172,7 @@ public final class ProfileService: Sendable {
         {
             profile.emailVerified = true
         }
+        profile = try await accounts.keepingEmailsUnique(profile, for: link.uid, recorded: link.verifiedEmail)
         // The snapshot only: tokens are written by refreshes and sign-ins alone, so a refresh or
         // a key rotation that ran during this call is never undone by stale tokens. An unchanged
         // profile writes nothing (nor drops the account from the instances' caches); it is

@@ -65,8 +65,8 @@ extension GatehouseError: HTTPResponseError {
             .forbidden
         case .unknownProvider, .userNotFound, .noPhoto, .providerNotLinked, .notFound, .resultNotFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
-        case .accountExistsWithDifferentCredential, .credentialAlreadyInUse, .providerAlreadyLinked, .providerReauthRequired,
-            .linkConfirmationRequired:
+        case .accountExistsWithDifferentCredential, .credentialAlreadyInUse, .emailAlreadyInUse, .providerAlreadyLinked,
+            .providerReauthRequired, .linkConfirmationRequired:
             .conflict
         case .rateLimited, .upstreamRateLimited: .tooManyRequests
         case .internal: .internalServerError
@@ -80,6 +80,7 @@ extension GatehouseError: HTTPResponseError {
         switch code {
         case .accountExistsWithDifferentCredential: "Account exists with a different credential"
         case .credentialAlreadyInUse: "Credential already in use"
+        case .emailAlreadyInUse: "Email already in use"
         case .hookUnavailable: "Hook unavailable"
         case .idTokenExpired: "ID token expired"
         case .`internal`: "Internal error"
