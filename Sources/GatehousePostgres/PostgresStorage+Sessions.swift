@@ -160,12 +160,6 @@ extension PostgresStorage {
             try await connection.query(
                 "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (\(successor.tokenHash), \(familyId), \(now))",
                 logger: logger)
-            try await connection.query(
-                """
-                DELETE FROM refresh_tokens WHERE family_id = \(familyId) AND used_at IS NOT NULL AND token_hash NOT IN (
-                  SELECT token_hash FROM refresh_tokens WHERE family_id = \(familyId) AND used_at IS NOT NULL
-                  ORDER BY used_at DESC LIMIT \(RefreshSuccessor.spentTokensKept))
-                """, logger: logger)
             if let use = successor.use {
                 try await connection.query(Self.recordingUse(familyId: familyId, use), logger: logger)
             }

@@ -109,12 +109,6 @@ extension SQLiteStorage {
             try db.cachedStatement(sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)").execute(arguments: [
                 successor.tokenHash, familyId, now,
             ])
-            try db.cachedStatement(
-                sql: """
-                    DELETE FROM refresh_tokens WHERE family_id = ? AND used_at IS NOT NULL AND token_hash NOT IN (
-                      SELECT token_hash FROM refresh_tokens WHERE family_id = ? AND used_at IS NOT NULL ORDER BY used_at DESC LIMIT ?)
-                    """
-            ).execute(arguments: [familyId, familyId, RefreshSuccessor.spentTokensKept])
             if let use = successor.use { try Self.upsertSessionUse(familyId: familyId, use, db) }
             return .rotated(session)
         }

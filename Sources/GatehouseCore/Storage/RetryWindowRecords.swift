@@ -3,12 +3,6 @@ import Foundation
 /// The successor a refresh-token rotation stores, and what lets a retry of that same
 /// rotation (its answer lost with the connection) get the same successor back.
 public struct RefreshSuccessor: Sendable, Equatable {
-    /// The spent tokens a family keeps, the newest: a token spent before them and presented
-    /// again is unknown (it refreshes nothing, as a reuse would not), rather than a reuse that
-    /// revokes the family. Without the bound every rotation would add a row for as long as the
-    /// session lives, about 600,000 a week for a client refreshing at the token route's rate limit.
-    public static let spentTokensKept = 64
-
     /// SHA-256 of the successor token.
     public var tokenHash: String
     /// The successor itself, sealed by the token vault, kept beside the spent token until

@@ -23,8 +23,9 @@ public protocol SessionStore: Sendable {
     /// successor beside the spent token (and wiping the one its predecessor kept, so only the
     /// immediately preceding token ever has a retry window). A token spent before returns
     /// its kept successor while the window lasts (`.retried`), and otherwise revokes its
-    /// whole family (reuse means it was stolen or replayed). A family keeps its newest
-    /// `RefreshSuccessor.spentTokensKept` spent tokens; an older one is forgotten (`.unknown`).
+    /// whole family (reuse means it was stolen or replayed). Every spent token is kept while
+    /// its session lives: a thief who rotates a stolen token many times must not be able to
+    /// make the owner's spent one unknown, which would revoke nothing.
     func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation
     /// Ends every session of an account.
     func deleteSessions(uid: String) async throws
