@@ -40,7 +40,9 @@ extension PostgresStorage: SharedStore {
                     try await group.next()
                 }
             } catch {
-                failure = error
+                // A cancelled feed (the gateway stopping) ended as asked, whatever its connection
+                // said while it was closed.
+                if !Task.isCancelled { failure = error }
             }
             await Self.closed(connection)
             if let failure { throw failure }
@@ -56,27 +58,33 @@ extension PostgresStorage: SharedStore {
         try? await connection.closeFuture.get()
     }
 
-    /// Asks `connection` `SELECT 1` every `feedCheckInterval` until cancelled; closes it and
-    /// throws when an answer takes longer than the operation timeout. Closing is what ends the
-    /// query waiting on a dead connection, and the listener with it.
+    /// Asks `connection` `SELECT 1` every `feedCheckInterval`; closes it and throws when no
+    /// answer comes within the operation timeout. Closing is what ends a query waiting on a dead
+    /// connection, and the listener with it. Cancelled, it returns, and closes the connection
+    /// (which the feed's end does anyway): postgres-nio's query does not heed cancellation, so a
+    /// check waiting on a dead connection would otherwise hold the stop until TCP gave up.
     private func check(_ connection: PostgresConnection, logger: Logger) async throws {
-        let timeout = operationTimeout
-        while true {
-            try await Task.sleep(for: feedCheckInterval)
-            let answered = try await withThrowingTaskGroup(of: Bool.self) { group in
-                group.addTask {
-                    try await connection.query("SELECT 1", logger: logger)
-                    return true
+        let (interval, timeout) = (feedCheckInterval, operationTimeout)
+        try await withTaskCancellationHandler {
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: interval) } catch { return }
+                let answered = await withTaskGroup(of: Bool.self) { group in
+                    group.addTask { (try? await connection.query("SELECT 1", logger: logger)) != nil }
+                    group.addTask {
+                        do { try await Task.sleep(for: timeout) } catch { return true }
+                        let _: EventLoopFuture<Void> = connection.close()
+                        return false
+                    }
+                    defer { group.cancelAll() }
+                    return await group.next() ?? true
                 }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    let _: EventLoopFuture<Void> = connection.close()
-                    return false
+                if Task.isCancelled { return }
+                guard answered else {
+                    throw PostgresStorageError("the change feed's connection did not answer SELECT 1 within \(timeout)")
                 }
-                defer { group.cancelAll() }
-                return try await group.next() ?? false
             }
-            guard answered else { throw PostgresStorageError("the change feed's connection did not answer within \(timeout)") }
+        } onCancel: {
+            let _: EventLoopFuture<Void> = connection.close()
         }
     }
 

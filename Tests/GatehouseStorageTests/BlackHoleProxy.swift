@@ -42,6 +42,10 @@ final class BlackHoleProxy: Sendable {
             let client = accept(listener, nil, nil)
             guard client >= 0 else { continue }
             let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard server >= 0 else {
+                Glibc.close(client)
+                continue
+            }
             var address = Self.loopback(port: targetPort)
             let connected = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
@@ -51,7 +55,14 @@ final class BlackHoleProxy: Sendable {
                 Glibc.close(server)
                 continue
             }
-            descriptors.withLock { $0 += [client, server] }
+            descriptors.withLock { open in
+                open += [client, server]
+                // Accepted while `close()` ran: shut down like the others.
+                if closed.load(ordering: .sequentiallyConsistent) {
+                    shutdown(client, Int32(SHUT_RDWR))
+                    shutdown(server, Int32(SHUT_RDWR))
+                }
+            }
             // The second pump to end closes both sockets.
             let ended = Mutex(0)
             let finish = { @Sendable in
@@ -113,7 +124,10 @@ final class BlackHoleProxy: Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
-        guard descriptor >= 0, bound, listen(descriptor, 16) == 0 else { throw POSIXError(.EADDRNOTAVAIL) }
+        guard descriptor >= 0, bound, listen(descriptor, 16) == 0 else {
+            if descriptor >= 0 { Glibc.close(descriptor) }
+            throw POSIXError(.EADDRNOTAVAIL)
+        }
         return descriptor
     }
 }

@@ -22,29 +22,35 @@ import Testing
         let (following, listening) = AsyncStream<Void>.makeStream()
         let (endings, ending) = AsyncStream<Void>.makeStream()
         let feed = Task {
-            defer { ending.finish() }
+            defer {
+                ending.yield()
+                ending.finish()
+            }
             try await store.followChanges { change in
                 if case .following = change { listening.yield() }
             }
         }
         defer { feed.cancel() }
-        var events = following.makeAsyncIterator()
-        _ = await events.next()
+        try #require(await Self.yields(following, within: .seconds(30)), "the feed never listened")
         proxy.blackHole()
         // The feed must end by itself: within 0.2 s + 2 s, bounded here at 30 s. (Waiting on
-        // the stream, not on the task's value, which a hung feed would never give.)
-        let ended = await withTaskGroup(of: Bool.self) { group in
+        // a stream, not on the task's value, which a hung feed would never give.)
+        #expect(await Self.yields(endings, within: .seconds(30)), "the feed went on listening on a dead connection")
+    }
+
+    /// Whether `stream` yields within `limit`.
+    static func yields(_ stream: AsyncStream<Void>, within limit: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
             group.addTask {
-                for await _ in endings {}
-                return !Task.isCancelled
+                for await _ in stream { return true }
+                return false
             }
             group.addTask {
-                try? await Task.sleep(for: .seconds(30))
+                try? await Task.sleep(for: limit)
                 return false
             }
             defer { group.cancelAll() }
             return await group.next() ?? false
         }
-        #expect(ended, "the feed went on listening on a dead connection")
     }
 }
