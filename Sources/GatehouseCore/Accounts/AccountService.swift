@@ -273,6 +273,9 @@ public struct AccountService: Sendable {
                 throw GatehouseError.providerAlreadyLinked(profile.providerId)
             }
             if try await emailHeldElsewhere(profile, besides: uid) {
+                // The address may be this very identity's, linked to another account since the
+                // look-up above: then that is the answer (`credential-already-in-use`).
+                if try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) != nil { continue }
                 throw GatehouseError.emailAlreadyInUse(email: profile.email ?? "")
             }
             let allowance = try await askExisting(account: account, links: links, profile: profile, mode: .link, origin: origin)
