@@ -68,20 +68,26 @@ extension PostgresStorage: SharedStore {
         try await withTaskCancellationHandler {
             while !Task.isCancelled {
                 do { try await Task.sleep(for: interval) } catch { return }
-                let answered = await withTaskGroup(of: Bool.self) { group in
-                    group.addTask { (try? await connection.query("SELECT 1", logger: logger)) != nil }
+                // The query's own failure (a reset connection), or the timeout's; `nil`: answered.
+                let failure: (any Error)? = await withTaskGroup(of: (any Error)?.self) { group in
                     group.addTask {
-                        do { try await Task.sleep(for: timeout) } catch { return true }
+                        do {
+                            try await connection.query("SELECT 1", logger: logger)
+                            return nil
+                        } catch {
+                            return error
+                        }
+                    }
+                    group.addTask {
+                        do { try await Task.sleep(for: timeout) } catch { return nil }
                         let _: EventLoopFuture<Void> = connection.close()
-                        return false
+                        return PostgresStorageError("the change feed's connection did not answer SELECT 1 within \(timeout)")
                     }
                     defer { group.cancelAll() }
-                    return await group.next() ?? true
+                    return await group.next() ?? nil
                 }
                 if Task.isCancelled { return }
-                guard answered else {
-                    throw PostgresStorageError("the change feed's connection did not answer SELECT 1 within \(timeout)")
-                }
+                if let failure { throw failure }
             }
         } onCancel: {
             let _: EventLoopFuture<Void> = connection.close()

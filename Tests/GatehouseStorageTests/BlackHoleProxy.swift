@@ -12,6 +12,8 @@ final class BlackHoleProxy: Sendable {
     private let swallowing = Atomic<Bool>(false)
     private let closed = Atomic<Bool>(false)
     private let descriptors = Mutex<[Int32]>([])
+    /// Whether the accept loop has closed the listener (then `close()` must not touch its number).
+    private let listenerClosed = Mutex(false)
 
     /// Listens on a port of its own and forwards each connection to `targetPort` on 127.0.0.1.
     init(targetPort: Int) throws {
@@ -31,7 +33,7 @@ final class BlackHoleProxy: Sendable {
     /// Stops listening and closes every connection.
     func close() {
         closed.store(true, ordering: .sequentiallyConsistent)
-        shutdown(listener, Int32(SHUT_RDWR))
+        listenerClosed.withLock { if !$0 { shutdown(listener, Int32(SHUT_RDWR)) } }
         descriptors.withLock { open in
             for descriptor in open { shutdown(descriptor, Int32(SHUT_RDWR)) }
         }
@@ -89,7 +91,10 @@ final class BlackHoleProxy: Sendable {
                 finish()
             }.start()
         }
-        Glibc.close(listener)
+        listenerClosed.withLock { done in
+            done = true
+            Glibc.close(listener)
+        }
     }
 
     private func pump(from source: Int32, to target: Int32) {

@@ -23,6 +23,7 @@ import Testing
         let (endings, ending) = AsyncStream<Void>.makeStream()
         let feed = Task {
             defer {
+                listening.finish()
                 ending.yield()
                 ending.finish()
             }
@@ -35,7 +36,45 @@ import Testing
         proxy.blackHole()
         // The feed must end by itself: within 0.2 s + 2 s, bounded here at 30 s. (Waiting on
         // a stream, not on the task's value, which a hung feed would never give.)
-        #expect(await Self.yields(endings, within: .seconds(30)), "the feed went on listening on a dead connection")
+        try #require(await Self.yields(endings, within: .seconds(30)), "the feed went on listening on a dead connection")
+        let ended = await feed.result
+        #expect((try? ended.get()) == nil, "the feed ended without saying its connection was lost")
+    }
+
+    @Test(
+        "a feed cancelled while its check waits on a dead connection stops at once, without waiting for the operation timeout, and reports no loss"
+    )
+    func cancelledFeedStopsAtOnce() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        try await PostgresTestServer.store(url).migrate()
+        var components = try #require(URLComponents(string: url))
+        let proxy = try BlackHoleProxy(targetPort: try #require(components.port))
+        defer { proxy.close() }
+        components.port = proxy.port
+        // Checks every 50 ms, each waiting up to a minute for its answer.
+        let store = try PostgresStorage(
+            url: try #require(components.string), maximumConnections: 2, operationTimeout: .seconds(60), feedCheckInterval: .milliseconds(50),
+            logger: PostgresTestServer.quietLogger)
+        let (following, listening) = AsyncStream<Void>.makeStream()
+        let (endings, ending) = AsyncStream<Void>.makeStream()
+        let feed = Task {
+            defer {
+                listening.finish()
+                ending.yield()
+                ending.finish()
+            }
+            try await store.followChanges { change in
+                if case .following = change { listening.yield() }
+            }
+        }
+        try #require(await Self.yields(following, within: .seconds(30)), "the feed never listened")
+        proxy.blackHole()
+        // A check is sent and never answered; the stop must not wait the minute out.
+        try await Task.sleep(for: .milliseconds(300))
+        feed.cancel()
+        try #require(await Self.yields(endings, within: .seconds(20)), "the cancelled feed waited for its check")
+        let ended = await feed.result
+        #expect((try? ended.get()) != nil, "a cancelled feed reported a lost connection")
     }
 
     /// Whether `stream` yields within `limit`.

@@ -95,8 +95,10 @@ import Testing
             let at = Fixtures.now.addingTimeInterval(Double(index))
             #expect(try await storage.rotateRefreshToken(tokenHash: "t\(index)", successor: .strict("t\(index + 1)"), now: at) == .rotated(session))
         }
-        // The owner's token, spent first, is still a reuse: the family ends.
-        let later = Fixtures.now.addingTimeInterval(3600)
+        // The owner's token, spent first, is still a reuse: the family ends (the session itself
+        // lives an hour).
+        let later = Fixtures.now.addingTimeInterval(Double(rotations) + 60)
+        #expect(try await storage.session(familyId: session.familyId, now: later) == session)
         #expect(try await storage.rotateRefreshToken(tokenHash: "t0", successor: .strict("owner"), now: later) == .reused)
         #expect(try await storage.session(familyId: session.familyId, now: later) == nil)
     }

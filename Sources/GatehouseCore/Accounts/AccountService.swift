@@ -275,7 +275,10 @@ public struct AccountService: Sendable {
             if try await emailHeldElsewhere(profile, besides: uid) {
                 // The address may be this very identity's, linked to another account since the
                 // look-up above: then that is the answer (`credential-already-in-use`).
-                if try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) != nil { continue }
+                if let other = try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) {
+                    guard other.uid != uid else { continue }  // linked here meanwhile: look again
+                    throw GatehouseError.credentialAlreadyInUse(pendingToken: try await onElsewhere(other.uid))
+                }
                 throw GatehouseError.emailAlreadyInUse(email: profile.email ?? "")
             }
             let allowance = try await askExisting(account: account, links: links, profile: profile, mode: .link, origin: origin)
