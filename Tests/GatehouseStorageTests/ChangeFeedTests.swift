@@ -10,29 +10,11 @@ import Testing
         "a change feed whose connection is cut without a reset (packets swallowed, nothing closed) ends within its check interval and the operation timeout (CachedStore then answers nothing from memory until it listens again)"
     )
     func silentConnectionEndsTheFeed() async throws {
-        let url = try await PostgresTestServer.freshDatabase()
-        try await PostgresTestServer.store(url).migrate()
-        var components = try #require(URLComponents(string: url))
-        let proxy = try BlackHoleProxy(targetPort: try #require(components.port))
-        defer { proxy.close() }
-        components.port = proxy.port
-        let store = try PostgresStorage(
-            url: try #require(components.string), maximumConnections: 2, operationTimeout: .seconds(2), feedCheckInterval: .milliseconds(200),
-            logger: PostgresTestServer.quietLogger)
-        let (following, listening) = AsyncStream<Void>.makeStream()
-        let (endings, ending) = AsyncStream<Void>.makeStream()
-        let feed = Task {
-            defer {
-                listening.finish()
-                ending.yield()
-                ending.finish()
-            }
-            try await store.followChanges { change in
-                if case .following = change { listening.yield() }
-            }
+        let (proxy, feed, endings) = try await Self.listeningFeed(operationTimeout: .seconds(2), feedCheckInterval: .milliseconds(200))
+        defer {
+            feed.cancel()
+            proxy.close()
         }
-        defer { feed.cancel() }
-        try #require(await Self.yields(following, within: .seconds(30)), "the feed never listened")
         proxy.blackHole()
         // The feed must end by itself: within 0.2 s + 2 s, bounded here at 30 s. (Waiting on
         // a stream, not on the task's value, which a hung feed would never give.)
@@ -45,16 +27,31 @@ import Testing
         "a feed cancelled while its check waits on a dead connection stops at once, without waiting for the operation timeout, and reports no loss"
     )
     func cancelledFeedStopsAtOnce() async throws {
+        // Checks every 50 ms, each waiting up to a minute for its answer.
+        let (proxy, feed, endings) = try await Self.listeningFeed(operationTimeout: .seconds(60), feedCheckInterval: .milliseconds(50))
+        defer { proxy.close() }
+        proxy.blackHole()
+        // A check is sent and never answered; the stop must not wait the minute out.
+        try await Task.sleep(for: .milliseconds(300))
+        feed.cancel()
+        try #require(await Self.yields(endings, within: .seconds(20)), "the cancelled feed waited for its check")
+        let ended = await feed.result
+        #expect((try? ended.get()) != nil, "a cancelled feed reported a lost connection")
+    }
+
+    /// A store on a fresh, migrated database reached through a `BlackHoleProxy`, and its change
+    /// feed once it listens: the proxy, the feed's task, and a stream that yields when it ends.
+    static func listeningFeed(operationTimeout: Duration, feedCheckInterval: Duration) async throws
+        -> (proxy: BlackHoleProxy, feed: Task<Void, any Error>, endings: AsyncStream<Void>)
+    {
         let url = try await PostgresTestServer.freshDatabase()
         try await PostgresTestServer.store(url).migrate()
         var components = try #require(URLComponents(string: url))
         let proxy = try BlackHoleProxy(targetPort: try #require(components.port))
-        defer { proxy.close() }
         components.port = proxy.port
-        // Checks every 50 ms, each waiting up to a minute for its answer.
         let store = try PostgresStorage(
-            url: try #require(components.string), maximumConnections: 2, operationTimeout: .seconds(60), feedCheckInterval: .milliseconds(50),
-            logger: PostgresTestServer.quietLogger)
+            url: try #require(components.string), maximumConnections: 2, operationTimeout: operationTimeout,
+            feedCheckInterval: feedCheckInterval, logger: PostgresTestServer.quietLogger)
         let (following, listening) = AsyncStream<Void>.makeStream()
         let (endings, ending) = AsyncStream<Void>.makeStream()
         let feed = Task {
@@ -67,14 +64,13 @@ import Testing
                 if case .following = change { listening.yield() }
             }
         }
-        try #require(await Self.yields(following, within: .seconds(30)), "the feed never listened")
-        proxy.blackHole()
-        // A check is sent and never answered; the stop must not wait the minute out.
-        try await Task.sleep(for: .milliseconds(300))
-        feed.cancel()
-        try #require(await Self.yields(endings, within: .seconds(20)), "the cancelled feed waited for its check")
-        let ended = await feed.result
-        #expect((try? ended.get()) != nil, "a cancelled feed reported a lost connection")
+        let listened = await yields(following, within: .seconds(30))
+        if !listened {
+            feed.cancel()
+            proxy.close()
+        }
+        try #require(listened, "the feed never listened")
+        return (proxy, feed, endings)
     }
 
     /// Whether `stream` yields within `limit`.
