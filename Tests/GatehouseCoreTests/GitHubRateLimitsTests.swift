@@ -30,7 +30,7 @@ struct GitHubRateLimitsTests {
     @Test(
         "a primary limit holds back the token's calls to its own resource only (search, code search, GraphQL, the core REST API); a secondary limit, or one naming no resource, holds back every call"
     )
-    func limitsPerResource() async {
+    func limitsPerResource() async throws {
         let limits = GitHubRateLimits()
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         let reset = "\(Int(now.timeIntervalSince1970) + 120)"
@@ -58,12 +58,12 @@ struct GitHubRateLimitsTests {
             #expect(await limits.wait(for: "gho_c", resource: resource, now: now) == 30, "\(resource)")
         }
 
-        #expect(GitHubRateLimits.resource(ofPath: "/search/repositories") == "search")
-        #expect(GitHubRateLimits.resource(ofPath: "/search/code") == "code_search")
-        #expect(GitHubRateLimits.resource(ofPath: "/search/codes") == "search")
-        #expect(GitHubRateLimits.resource(ofPath: "/graphql") == "graphql")
-        #expect(GitHubRateLimits.resource(ofPath: "/graphql/x") == "core")
-        #expect(GitHubRateLimits.resource(ofPath: "/user/repos") == "core")
-        #expect(GitHubRateLimits.resource(ofPath: "/searching") == "core")
+        #expect(GitHubRateLimits.resource(of: try APIPath(raw: "/search/repositories")) == "search")
+        #expect(GitHubRateLimits.resource(of: try APIPath(raw: "/search/code")) == "code_search")
+        #expect(GitHubRateLimits.resource(of: try APIPath(raw: "/search/codes")) == "search")
+        #expect(GitHubRateLimits.resource(of: try APIPath(raw: "/graphql")) == "graphql")
+        #expect(GitHubRateLimits.resource(of: try APIPath(raw: "/graphql/x")) == "core")
+        #expect(GitHubRateLimits.resource(of: try APIPath(raw: "/user/repos")) == "core")
+        #expect(GitHubRateLimits.resource(of: try APIPath(raw: "/searching")) == "core")
     }
 }

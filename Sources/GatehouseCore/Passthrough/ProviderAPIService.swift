@@ -165,7 +165,8 @@ public final class ProviderAPIService: Sendable {
         let breakerCaller = caller.breakerIdentity(uid: uid)
         let hosts = self.hosts
         let githubLimits = (provider as? GitHubProvider)?.rateLimits
-        let rateLimitResource = GitHubRateLimits.resource(of: request.path)
+        // The resource GitHub counts the call against; only GitHub's calls need it.
+        let rateLimitResource = githubLimits.map { _ in GitHubRateLimits.resource(of: request.path) }
         let clock = configuration.clock
         let response: OutboundStreamingResponse
         let tokens: ProviderTokens
@@ -173,7 +174,9 @@ public final class ProviderAPIService: Sendable {
             (response, tokens) = try await profiles.withFreshTokens(link, provider, for: template.description, refreshesThroughBreaker: true) {
                 tokens in
                 // A token GitHub has limited waits out the limit here, without a call.
-                if let limits = githubLimits, let wait = await limits.wait(for: tokens.accessToken, resource: rateLimitResource, now: clock.now()) {
+                if let limits = githubLimits, let resource = rateLimitResource,
+                    let wait = await limits.wait(for: tokens.accessToken, resource: resource, now: clock.now())
+                {
                     throw GatehouseError.upstreamRateLimited(providerId, retryAfter: wait)
                 }
                 var authorized = prepared

@@ -96,10 +96,8 @@ public struct ProviderPhoto: Sendable {
         var hash = SHA256()
         hash.update(data: Array(contentType.utf8) + [0])
         for chunk in chunks { hash.update(data: chunk) }
-        let digits = Array("0123456789abcdef".utf8)
-        var hex: [UInt8] = []
-        for byte in hash.finalize().prefix(16) { hex += [digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]] }
-        return "\"" + String(decoding: hex, as: UTF8.self) + "\""
+        let tag = hash.finalize().withUnsafeBytes { SecureRandom.hex(UnsafeRawBufferPointer(rebasing: $0.prefix(16))) }
+        return "\"" + tag + "\""
     }
 }
 

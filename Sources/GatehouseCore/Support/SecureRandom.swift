@@ -33,15 +33,18 @@ public enum SecureRandom {
     public static func digest(_ text: String) -> String {
         var text = text
         let digest = text.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
-        return digest.withUnsafeBytes { bytes in
-            hexDigits.withUnsafeBufferPointer { digits in
-                String(unsafeUninitializedCapacity: 2 * bytes.count) { out in
-                    for (index, byte) in bytes.enumerated() {
-                        out[2 * index] = digits[Int(byte >> 4)]
-                        out[2 * index + 1] = digits[Int(byte & 0x0f)]
-                    }
-                    return 2 * bytes.count
+        return digest.withUnsafeBytes { hex($0) }
+    }
+
+    /// `bytes` as lower-case hex, written straight into the string.
+    static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
+        hexDigits.withUnsafeBufferPointer { digits in
+            String(unsafeUninitializedCapacity: 2 * bytes.count) { out in
+                for (index, byte) in bytes.enumerated() {
+                    out[2 * index] = digits[Int(byte >> 4)]
+                    out[2 * index + 1] = digits[Int(byte & 0x0f)]
                 }
+                return 2 * bytes.count
             }
         }
     }

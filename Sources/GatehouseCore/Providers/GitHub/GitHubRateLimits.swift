@@ -25,7 +25,7 @@ public actor GitHubRateLimits {
         public var retryAfter: Int
         /// When the token may call again.
         public var until: Date
-        /// The resource whose calls wait (`resource(ofPath:)`), or `nil` for every call.
+        /// The resource whose calls wait (`resource(of:)`), or `nil` for every call.
         public var resource: String?
 
         /// A limit of `resource`'s calls (`nil`: every call) for `retryAfter` seconds, until `until`.
@@ -40,11 +40,6 @@ public actor GitHubRateLimits {
     /// (`/search/…`), `code_search` (`/search/code`), `graphql` (`/graphql`), else `core`. Other
     /// resources GitHub names (such as `integration_manifest`) are not held back by path: their
     /// calls go to GitHub, which answers for them.
-    public static func resource(ofPath path: String) -> String {
-        (try? APIPath(raw: path[...])).map(resource(of:)) ?? "core"
-    }
-
-    /// The rate-limit resource of a passthrough call's API path (`resource(ofPath:)`).
     public static func resource(of path: APIPath) -> String {
         let segments = path.segments
         if segments == ["graphql"] { return "graphql" }
