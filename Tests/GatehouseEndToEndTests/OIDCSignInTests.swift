@@ -60,6 +60,27 @@ struct OIDCSignInTests {
         }
     }
 
+    @Test(
+        "a live profile whose userinfo says the address verified at sign-in is not verified any more unverifies it; the next that vouches for it verifies it again"
+    )
+    func userinfoUnverifiesTheAddress() async throws {
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            let signedIn = try await Self.signIn(&browser, login: Self.olive, provider: "oidc.emulator")
+            #expect((signedIn.json["user"] as? [String: Any])?["emailVerified"] as? Bool == true)
+            let profile = "\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile?refresh=true"
+            #expect(try await deployment.control("oidc/tamper", #"{"issuer": "oidc", "mode": "userinfo-email-unverified"}"#).status == 201)
+            let unverified = try await browser.send(profile)
+            #expect(unverified.status == 200)
+            #expect(try jsonObject(unverified)["email"] as? String == Self.olive)
+            #expect(try jsonObject(unverified)["emailVerified"] as? Bool == false)
+            #expect(try jsonObject(try await browser.send("\(deployment.gatewayURL)/v1/me"))["emailVerified"] as? Bool == false)
+            let verified = try await browser.send(profile)
+            #expect(try jsonObject(verified)["emailVerified"] as? Bool == true)
+            #expect(try jsonObject(try await browser.send("\(deployment.gatewayURL)/v1/me"))["emailVerified"] as? Bool == true)
+        }
+    }
+
     @Test("Yahoo: ES256 ID token, GUID subject, userinfo profile; an unverified email is never marked verified")
     func yahooFlow() async throws {
         try await withDeployment { deployment in

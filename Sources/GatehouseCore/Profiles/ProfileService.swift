@@ -166,9 +166,11 @@ public final class ProfileService: Sendable {
         // not repeat it.
         if profile.tenantId == nil { profile.tenantId = snapshot.tenantId }
         // Some proofs exist only at sign-in (Microsoft's xms_edov is an ID-token claim): an
-        // address verified then stays verified while the provider still reports the same one.
+        // address verified then stays verified while the provider still reports the same one,
+        // unless the provider's answer itself says it is not (userinfo's `email_verified`).
         if !profile.emailVerified, let email = profile.email,
-            snapshot.emailVerified, snapshot.email?.lowercased() == email.lowercased()
+            snapshot.emailVerified, snapshot.email?.lowercased() == email.lowercased(),
+            !provider.statesEmailVerification(in: profile)
         {
             profile.emailVerified = true
         }

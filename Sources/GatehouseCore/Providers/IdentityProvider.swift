@@ -176,6 +176,11 @@ public protocol IdentityProvider: Sendable {
     /// Fetches the profile again, knowing the `previous` one (its validators make the reads
     /// conditional where the provider supports them); `previous` itself when nothing changed.
     func fetchProfile(tokens: ProviderTokens, previous: ProviderProfile) async throws -> ProviderProfile
+    /// Whether a fetched `profile` says for itself whether its email is verified. Where it does
+    /// not (Graph's `/me` has no such flag: the proof was the ID token's `xms_edov` at sign-in),
+    /// an address verified at sign-in stays verified while the provider reports the same one;
+    /// where it does, its answer stands.
+    func statesEmailVerification(in profile: ProviderProfile) -> Bool
     /// Opens the user's photo at about `size` pixels (its body streams), or throws `no-photo`.
     func fetchPhoto(profile: ProviderProfile, tokens: ProviderTokens, size: Int?) async throws -> ProviderPhoto
     /// Revokes the user's grant to the gateway where the provider offers it (GitHub), when
@@ -202,6 +207,9 @@ extension IdentityProvider {
 
     /// Always ready (no discovery to depend on).
     public func readinessProblem() async -> String? { nil }
+
+    /// No: what was verified at sign-in stays so for the same address.
+    public func statesEmailVerification(in profile: ProviderProfile) -> Bool { false }
 }
 
 extension IdentityProvider {

@@ -266,7 +266,7 @@ struct OIDCRoutes {
         }
         if record.scopes.contains("email") {
             info["email"] = user.email
-            info["email_verified"] = user.emailVerified
+            info["email_verified"] = await state.take(.userinfoEmailUnverified, issuer: spec.name) ? false : user.emailVerified
         }
         return Response.json(info)
     }

@@ -42,6 +42,9 @@ enum TamperMode: String, Sendable, CaseIterable {
     case callbackIssuerWrong = "callback-iss-wrong"
     case callbackIssuerMissing = "callback-iss-missing"
     case userinfoSubjectMismatch = "userinfo-sub-mismatch"
+    /// Userinfo says the user's address is not verified (`email_verified: false`), as a
+    /// provider does once it no longer vouches for it.
+    case userinfoEmailUnverified = "userinfo-email-unverified"
 }
 
 /// Codes, tokens and pending tamper modes of the emulated OpenID Providers.

@@ -164,6 +164,12 @@ public struct OIDCProvider: IdentityProvider {
         return OIDCProfileMapper.profile(providerId: id, subject: subject, claims: nil, userInfo: info)
     }
 
+    /// Whether the answer the profile came from carries `email_verified` (userinfo's, or at
+    /// sign-in the ID token's): an explicit `false` unverifies an address verified before.
+    public func statesEmailVerification(in profile: ProviderProfile) -> Bool {
+        profile.rawUserInfo["email_verified"] != nil
+    }
+
     /// The `picture`, fetched without a token, from an allowed place only.
     public func fetchPhoto(profile: ProviderProfile, tokens: ProviderTokens, size: Int?) async throws -> ProviderPhoto {
         guard let source = profile.photoSourceURL, pictureAllowed(source) else { throw GatehouseError.noPhoto() }
