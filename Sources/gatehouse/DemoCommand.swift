@@ -70,6 +70,7 @@ struct DemoCommand: AsyncParsableCommand {
             try ProfileSettings.apply(environment, to: &configuration)
             StartupChecks.warnAboutUploadTimeouts(configuration, idleTimeout: idleTimeout, logger: logger)
             StartupChecks.warnAboutPagingGaps(configuration.api, logger: logger)
+            StartupChecks.warnAboutDispatchers(configuration.api, logger: logger)
             let gatehouse = try Gatehouse(
                 configuration: configuration, storage: storage, vault: vault, http: http, metrics: metrics.core, logger: logger)
             return GatewayAssembly(gatehouse: gatehouse, metrics: metrics, demoPage: true, drain: drain)

@@ -51,6 +51,7 @@ struct ServeCommand: AsyncParsableCommand {
             operationsListener: settings.operations != nil, memoryKept: settings.gateway.memoryKept, logger: logger)
         StartupChecks.warnAboutUploadTimeouts(settings.gateway, idleTimeout: settings.idleTimeout, logger: logger)
         StartupChecks.warnAboutPagingGaps(settings.gateway.api, logger: logger)
+        StartupChecks.warnAboutDispatchers(settings.gateway.api, logger: logger)
         let metrics = ServerMetrics()
         let (storage, pool) = try store.openForServices(environment: environment, metricsFactory: metrics.metricsFactory, logger: logger)
         let http = CurlHTTPClient(

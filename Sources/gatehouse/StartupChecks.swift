@@ -158,6 +158,17 @@ enum StartupChecks {
         }
     }
 
+    /// Warns of each passthrough template that allows a provider endpoint making other calls
+    /// (`APIPolicy.dispatchers`: Graph's `$batch`, GitHub's GraphQL): the calls in its bodies
+    /// are not checked against the policy, so whoever may call it reaches all the grant does.
+    static func warnAboutDispatchers(_ policy: APIPolicy, logger: Logger) {
+        for dispatcher in policy.dispatchers {
+            logger.warning(
+                "a passthrough template allows a provider endpoint that makes other calls: the calls in its bodies are not checked against the policy, so its callers reach everything the users' grants do",
+                metadata: ["provider": "\(dispatcher.providerId)", "route": "\(dispatcher.route)", "endpoint": "\(dispatcher.endpoint)"])
+        }
+    }
+
     /// A duration in seconds, as the settings write it (`2.5`, `75`).
     private static func seconds(_ duration: Duration) -> String {
         let (seconds, attoseconds) = duration.components

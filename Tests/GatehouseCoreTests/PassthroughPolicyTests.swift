@@ -236,6 +236,27 @@ struct PassthroughPolicyTests {
             ])
     }
 
+    @Test("dispatchers: POST templates that reach Graph's $batch or GitHub's GraphQL, through a parameter or in another case")
+    func dispatchers() throws {
+        let policy = try APIPolicy(
+            json: Data(
+                #"""
+                {"microsoft.com": {"allow": [
+                   "GET /v1.0/$batch", "POST /v1.0/me/events", "POST /v1.0/$batch", "POST /{version}/$BATCH", "POST /beta/{endpoint}",
+                   "POST /v1.0/$batch/x"]},
+                 "github.com": {"allow": ["GET /graphql", "POST /GraphQL", "POST /{any}", "POST /user/repos"]},
+                 "yahoo.com": {"allow": ["POST /graphql"]}}
+                """#.utf8))
+        let found = policy.dispatchers.map { "\($0.providerId) \($0.route) → \($0.endpoint)" }
+        #expect(
+            found == [
+                "github.com POST /GraphQL → POST /graphql", "github.com POST /{any} → POST /graphql",
+                "microsoft.com POST /v1.0/$batch → POST /v1.0/$batch", "microsoft.com POST /{version}/$BATCH → POST /v1.0/$batch",
+                "microsoft.com POST /{version}/$BATCH → POST /beta/$batch", "microsoft.com POST /beta/{endpoint} → POST /beta/$batch",
+            ])
+        #expect(APIPolicy.closed.dispatchers.isEmpty)
+    }
+
     @Test("upload timeouts: providers allowing a body, each with the policy's timeout, else its upstream timeout")
     func uploadTimeouts() throws {
         var configuration = GatewayConfiguration(

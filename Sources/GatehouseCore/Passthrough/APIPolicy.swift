@@ -81,6 +81,44 @@ public struct APIPolicy: Sendable, Equatable {
         }
     }
 
+    /// A template allowing a provider endpoint that makes other calls on the caller's behalf:
+    /// Graph's JSON batching (`POST /v1.0/$batch`, `POST /beta/$batch`) and GitHub's GraphQL API
+    /// (`POST /graphql`). The calls inside their bodies reach whatever the grant reaches, and the
+    /// policy checks only the template that carried them.
+    public struct Dispatcher: Sendable, Equatable {
+        /// The provider whose policy holds the template.
+        public var providerId: String
+        /// The template, as written (`POST /v1.0/{endpoint}`).
+        public var route: String
+        /// The provider endpoint it allows (`POST /v1.0/$batch`).
+        public var endpoint: String
+    }
+
+    /// The provider endpoints that carry other calls in their bodies, by provider id.
+    private static let dispatchingEndpoints: [String: [String]] = [
+        "microsoft.com": ["/v1.0/$batch", "/beta/$batch"], "github.com": ["/graphql"],
+    ]
+
+    /// Every template that allows a dispatching endpoint (`Dispatcher`): with a parameter where
+    /// the endpoint has a segment, or its literal in any case (providers that route paths
+    /// without regard to case would take it), in provider and list order.
+    public var dispatchers: [Dispatcher] {
+        providers.sorted { $0.key < $1.key }.flatMap { providerId, provider in
+            provider.allow.flatMap { template -> [Dispatcher] in
+                (Self.dispatchingEndpoints[providerId] ?? []).compactMap { endpoint in
+                    let segments = endpoint.split(separator: "/")
+                    guard template.method == .post, template.segments.count == segments.count,
+                        zip(template.segments, segments).allSatisfy({ segment, endpointSegment in
+                            guard case .literal(let text) = segment else { return true }
+                            return text.lowercased() == endpointSegment.lowercased()
+                        })
+                    else { return nil }
+                    return Dispatcher(providerId: providerId, route: template.description, endpoint: "POST \(endpoint)")
+                }
+            }
+        }
+    }
+
     /// Nothing allowed (the default of `serve`).
     public static let closed = APIPolicy()
 
