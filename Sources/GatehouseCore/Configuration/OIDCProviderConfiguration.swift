@@ -15,7 +15,8 @@ public struct OIDCProviderConfiguration: Sendable {
     public enum NonceComparison: String, Sendable {
         /// The token's `nonce` is the SHA-256 hex digest of `rawNonce` (Firebase, Apple).
         case sha256Hex = "sha256"
-        /// The token's `nonce` is `rawNonce` itself.
+        /// The token's `nonce` is `rawNonce` itself: the token then carries what proves it, so
+        /// it proves nothing about who presents it.
         case raw
     }
 

@@ -95,7 +95,10 @@ enum SettingsCatalog {
         Setting(
             "GATEHOUSE_OIDC_<NAME>_AUTH_METHOD", .choice(["client_secret_basic", "client_secret_post"]),
             "how the client authenticates (default: from discovery, Basic preferred)"),
-        Setting("GATEHOUSE_OIDC_<NAME>_NONCE", .choice(["sha256", "raw"]), default: "sha256", "how `rawNonce` is compared on `/v1/auth/idtoken`"),
+        Setting(
+            "GATEHOUSE_OIDC_<NAME>_NONCE", .choice(["sha256", "raw"]), default: "sha256",
+            "how `rawNonce` is compared on `/v1/auth/idtoken`: `raw` for a provider that puts the app's nonce into its ID tokens as it is; such a token carries its own `rawNonce`, so it proves nothing about who presents it (whoever captures one before its app presents it can sign in, link or re-authenticate with it)"
+        ),
         Setting("GATEHOUSE_OIDC_<NAME>_PICTURE_HOSTS", .list, "hosts or URL prefixes pictures may come from besides the issuer's origin"),
     ]
 
