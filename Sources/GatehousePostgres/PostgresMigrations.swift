@@ -326,6 +326,8 @@ enum PostgresMigrations {
         Migration(version: "v16-verified-emails-normalized", statements: [], step: normalizeVerifiedEmails),
         // The session that started a link or re-authentication: the flow completes only while it lives.
         Migration(version: "v17-flow-sessions", statements: ["ALTER TABLE signin_transactions ADD COLUMN session_family_id text"]),
+        // When the session's user last authenticated at the provider (`NULL`: at its sign-in).
+        Migration(version: "v18-session-authentication-time", statements: ["ALTER TABLE sessions ADD COLUMN authenticated_at timestamptz"]),
     ]
 
     /// Sets every link's `verified_email` to what the gateway writes for its snapshot

@@ -14,9 +14,9 @@ extension PostgresStorage {
         guard let use = session.firstUse else {
             let written = try await changed(
                 """
-                INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims)
+                INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims, authenticated_at)
                 SELECT \(session.idHash), uid, \(session.createdAt), \(session.expiresAt), \(session.familyId),
-                  \(session.signInProvider), \(session.claims)
+                  \(session.signInProvider), \(session.claims), \(session.authenticatedAt)
                 FROM accounts WHERE uid = \(session.uid) AND NOT disabled FOR SHARE
                 RETURNING family_id
                 """)
@@ -27,9 +27,9 @@ extension PostgresStorage {
         let written = try await changed(
             """
             WITH s AS (
-              INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims)
+              INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims, authenticated_at)
               SELECT \(session.idHash), uid, \(session.createdAt), \(session.expiresAt), \(session.familyId),
-                \(session.signInProvider), \(session.claims)
+                \(session.signInProvider), \(session.claims), \(session.authenticatedAt)
               FROM accounts WHERE uid = \(session.uid) AND NOT disabled FOR SHARE
               RETURNING family_id
             ), u AS (
@@ -63,7 +63,7 @@ extension PostgresStorage {
         statement.sql += """
             ) SELECT s.id_hash, s.uid, s.created_at, s.expires_at, s.family_id, s.sign_in_provider, s.claims,
             a.created_at, a.last_sign_in_at, a.disabled, a.custom_claims,
-            l.provider_id, l.federated_id, l.profile_json, l.sealed_tokens, l.linked_at, l.updated_at, l.verified_email
+            l.provider_id, l.federated_id, l.profile_json, l.sealed_tokens, l.linked_at, l.updated_at, l.verified_email, s.authenticated_at
             FROM s LEFT JOIN accounts a ON a.uid = s.uid LEFT JOIN provider_links l ON l.uid = s.uid
             ORDER BY l.linked_at, l.provider_id
             """
@@ -71,7 +71,7 @@ extension PostgresStorage {
         for try await row in try await query(statement, logger: logger).decode(
             (
                 String, String, Date, Date, String, String, Data?, Date?, Date?, Bool?, Data?, String?, String?, Data?, String?, Date?, Date?,
-                String?
+                String?, Date?
             ).self)
         {
             let (id, uid, created, expires, family, provider, sessionClaims, accountCreated, lastSignIn, disabled, customClaims) = (
@@ -86,7 +86,7 @@ extension PostgresStorage {
                 records = SignedInRecords(
                     session: SessionRecord(
                         idHash: id, uid: uid, createdAt: created, expiresAt: expires, familyId: family, signInProvider: provider,
-                        claims: sessionClaims),
+                        claims: sessionClaims, authenticatedAt: row.18),
                     account: account, links: [])
             }
             if let providerId = row.11, let federated = row.12, let profile = row.13, let tokens = row.14, let linked = row.15,
@@ -173,15 +173,16 @@ extension PostgresStorage {
     /// An account's live sessions, newest first, at most `SessionRecord.listLimit`.
     public func sessions(uid: String, now: Date) async throws -> [SessionRecord] {
         var sessions: [SessionRecord] = []
-        for try await (id, owner, created, expires, family, provider, claims) in try await query(
+        for try await (id, owner, created, expires, family, provider, claims, authenticated) in try await query(
             """
             SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE uid = \(uid) AND expires_at > \(now)
             ORDER BY created_at DESC LIMIT \(SessionRecord.listLimit)
             """, logger: logger
-        ).decode((String, String, Date, Date, String, String, Data?).self) {
+        ).decode((String, String, Date, Date, String, String, Data?, Date?).self) {
             sessions.append(
                 SessionRecord(
-                    idHash: id, uid: owner, createdAt: created, expiresAt: expires, familyId: family, signInProvider: provider, claims: claims))
+                    idHash: id, uid: owner, createdAt: created, expiresAt: expires, familyId: family, signInProvider: provider, claims: claims,
+                    authenticatedAt: authenticated))
         }
         return sessions
     }

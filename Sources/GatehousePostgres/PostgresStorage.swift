@@ -223,7 +223,7 @@ public final class PostgresStorage: GatehouseStorage {
     /// The columns a link is read from, in `decodeLinks(_:)`'s order.
     static let linkColumns = "uid, provider_id, federated_id, profile_json, sealed_tokens, linked_at, updated_at, verified_email"
     /// The columns a session is read from, in `firstSession(_:)`'s order.
-    static let sessionColumns = "id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims"
+    static let sessionColumns = "id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims, authenticated_at"
     /// The columns a service key is read from, in `serviceKeys(_:)`'s order.
     static let keyColumns = "id, name, secret_hash, scopes, created_at, revoked_at"
 
@@ -274,11 +274,12 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// The first session of a query's rows.
     static func firstSession(_ rows: PostgresRowSequence) async throws -> SessionRecord? {
-        for try await (id, uid, created, expires, family, provider, claims) in rows.decode(
-            (String, String, Date, Date, String, String, Data?).self)
+        for try await (id, uid, created, expires, family, provider, claims, authenticated) in rows.decode(
+            (String, String, Date, Date, String, String, Data?, Date?).self)
         {
             return SessionRecord(
-                idHash: id, uid: uid, createdAt: created, expiresAt: expires, familyId: family, signInProvider: provider, claims: claims)
+                idHash: id, uid: uid, createdAt: created, expiresAt: expires, familyId: family, signInProvider: provider, claims: claims,
+                authenticatedAt: authenticated)
         }
         return nil
     }

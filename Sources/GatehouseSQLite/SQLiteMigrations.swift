@@ -229,6 +229,10 @@ enum SQLiteMigrations {
         migrator.registerMigration("v14-flow-sessions") { db in
             try db.execute(sql: "ALTER TABLE signin_transactions ADD COLUMN session_family_id TEXT")
         }
+        // When the session's user last authenticated at the provider (`NULL`: at its sign-in).
+        migrator.registerMigration("v15-session-authentication-time") { db in
+            try db.execute(sql: "ALTER TABLE sessions ADD COLUMN authenticated_at DATETIME")
+        }
         return migrator
     }
 }

@@ -12,10 +12,14 @@ extension SQLiteStorage {
             let disabled = try Bool.fetchOne(db.cachedStatement(sql: "SELECT disabled FROM accounts WHERE uid = ?"), arguments: [session.uid])
             guard disabled == false else { throw StorageError.changedMeanwhile }
             try db.cachedStatement(
-                sql: "INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                sql: """
+                    INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims, authenticated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """
             ).execute(
                 arguments: [
                     session.idHash, session.uid, session.createdAt, session.expiresAt, session.familyId, session.signInProvider, session.claims,
+                    session.authenticatedAt,
                 ])
             // In the same transaction: one commit (one fsync) for the sign-in's session.
             if let use = session.firstUse { try Self.upsertSessionUse(familyId: session.familyId, use, db) }

@@ -151,7 +151,7 @@ public final class SQLiteStorage: GatehouseStorage {
     static func session(_ row: Row) -> SessionRecord {
         SessionRecord(
             idHash: row["id_hash"], uid: row["uid"], createdAt: row["created_at"], expiresAt: row["expires_at"], familyId: row["family_id"],
-            signInProvider: row["sign_in_provider"], claims: row["claims"])
+            signInProvider: row["sign_in_provider"], claims: row["claims"], authenticatedAt: row["authenticated_at"])
     }
 
     /// An account from its row.

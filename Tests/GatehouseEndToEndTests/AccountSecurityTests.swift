@@ -195,7 +195,7 @@ struct AccountSecurityTests {
     }
 
     @Test(
-        "a re-authentication asks the provider for the user's credentials again (prompt=login), unless the app chose a prompt; GitHub has no such prompt, and a sign-in asks none"
+        "a re-authentication asks the provider for the user's credentials again (prompt=login, and max_age=0 where ID tokens then carry auth_time); an app's prompt must include login, its max_age be 0; GitHub has no such prompt, and a sign-in asks none"
     )
     func reauthenticationPromptsForLogin() async throws {
         try await withDeployment { deployment in
@@ -203,17 +203,71 @@ struct AccountSecurityTests {
             _ = try await browser.complete(login: Self.olive, provider: "oidc.emulator")
             _ = try await browser.complete(login: "octocat", provider: "github.com", mode: "link")
             let returnTo = FormEncoding.escape(TestDeployment.returnTo)
-            func prompts(_ query: String, provider: String) async throws -> [String] {
+            func asked(_ query: String, provider: String) async throws -> [String] {
                 let start = try await browser.start("return_to=\(returnTo)&\(query)", provider: provider)
                 let location = try #require(start.headers["location"], "\(start.status): \(start.bodyText)")
-                return try #require(URLComponents(string: location)).queryItems?.filter { $0.name == "prompt" }.compactMap(\.value) ?? []
+                return try #require(URLComponents(string: location)).queryItems?.filter { ["prompt", "max_age"].contains($0.name) }
+                    .map { "\($0.name)=\($0.value ?? "")" } ?? []
             }
-            #expect(try await prompts("mode=reauthenticate&login_hint=\(Self.olive)", provider: "oidc.emulator") == ["login"])
-            #expect(try await prompts("mode=reauthenticate&login_hint=\(Self.olive)&prompt=consent", provider: "oidc.emulator") == ["consent"])
-            #expect(try await prompts("login_hint=\(Self.olive)", provider: "oidc.emulator") == [])
-            #expect(try await prompts("mode=reauthenticate&login=octocat", provider: "github.com") == [])
+            let reauthenticate = "mode=reauthenticate&login_hint=\(Self.olive)"
+            #expect(try await asked(reauthenticate, provider: "oidc.emulator") == ["prompt=login", "max_age=0"])
+            #expect(
+                try await asked("\(reauthenticate)&prompt=login%20consent&max_age=0", provider: "oidc.emulator") == [
+                    "prompt=login consent", "max_age=0",
+                ])
+            for weaker in ["prompt=consent", "prompt=none", "max_age=3600", "prompt=login&max_age=86400"] {
+                let refused = try await browser.start("return_to=\(returnTo)&\(reauthenticate)&\(weaker)", provider: "oidc.emulator")
+                #expect(refused.status == 400, "\(weaker)")
+                #expect(try jsonObject(refused)["code"] as? String == "invalid-custom-parameter", "\(weaker)")
+            }
+            #expect(try await asked("login_hint=\(Self.olive)&prompt=consent", provider: "oidc.emulator") == ["prompt=consent"])
+            #expect(try await asked("mode=reauthenticate&login=octocat", provider: "github.com") == [])
             // The provider asked again, the re-authentication completes.
             #expect(try await browser.complete(login: Self.olive, provider: "oidc.emulator", mode: "reauthenticate").status == 200)
+        }
+    }
+
+    @Test(
+        "a sign-in the provider's own session answered (an hour-old auth_time) is no recent login, its ID token says so, and a re-authentication answered so is refused and starts no session; Microsoft's tokens without auth_time are taken at their word"
+    )
+    func recentLoginCountsFromTheProvidersAuthentication() async throws {
+        try await withDeployment { deployment in
+            let stale = #"{"issuer": "oidc", "mode": "stale-auth-time"}"#
+            var browser = Browser(deployment)
+            #expect(try await deployment.control("oidc/tamper", stale).status == 201)
+            let signedIn = try await browser.complete(login: Self.olive, provider: "oidc.emulator")
+            #expect(signedIn.status == 200)
+            let idToken = try #require(try jsonObject(signedIn)["idToken"] as? String)
+            let payload = try #require(Base64URL.decode(String(idToken.split(separator: ".")[1])))
+            let authTime = try #require(try JSONSerialization.jsonObject(with: payload) as? [String: Any])["auth_time"] as? Int
+            let age = deployment.clock.now().timeIntervalSince1970 - Double(try #require(authTime))
+            #expect(age > 3500 && age < 3700, "the provider's authentication, an hour ago: \(age)")
+            let refused = try await browser.send("\(deployment.gatewayURL)/v1/me", method: "DELETE")
+            #expect(refused.status == 401)
+            #expect(try jsonObject(refused)["code"] as? String == "requires-recent-login")
+
+            // A re-authentication starts a new session: its cookie changes only when one succeeds.
+            let session = { (browser: Browser) in browser.jar.cookies.filter { $0.key.hasSuffix("gatehouse-session") } }
+            let before = session(browser)
+            #expect(before.count == 1)
+            #expect(try await deployment.control("oidc/tamper", stale).status == 201)
+            let answeredBySession = try await browser.complete(login: Self.olive, provider: "oidc.emulator", mode: "reauthenticate")
+            #expect(answeredBySession.status == 401)
+            #expect(try jsonObject(answeredBySession)["code"] as? String == "requires-recent-login")
+            #expect(session(browser) == before, "no new session")
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 200)
+
+            #expect(try await browser.complete(login: Self.olive, provider: "oidc.emulator", mode: "reauthenticate").status == 200)
+            #expect(session(browser) != before && session(browser).count == 1)
+            #expect(try await browser.send("\(deployment.gatewayURL)/v1/me", method: "DELETE").status == 204)
+
+            var adele = Browser(deployment)
+            _ = try await adele.complete(login: "AdeleV@contoso.example", provider: "microsoft.com")
+            #expect(try await adele.complete(login: "AdeleV@contoso.example", provider: "microsoft.com", mode: "reauthenticate").status == 200)
+            #expect(try await deployment.control("oidc/tamper", #"{"issuer": "microsoft", "mode": "stale-auth-time"}"#).status == 201)
+            let staleMicrosoft = try await adele.complete(login: "AdeleV@contoso.example", provider: "microsoft.com", mode: "reauthenticate")
+            #expect(staleMicrosoft.status == 401)
+            #expect(try jsonObject(staleMicrosoft)["code"] as? String == "requires-recent-login")
         }
     }
 

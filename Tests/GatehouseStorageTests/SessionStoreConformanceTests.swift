@@ -25,6 +25,26 @@ import Testing
     }
 
     @Test(arguments: StorageBackend.all)
+    func aSessionKeepsWhenItsUserAuthenticated(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        // Signed in through the provider's own session, authenticated there two hours before.
+        var earlier = Fixtures.session("earlier", uid: "u1")
+        earlier.authenticatedAt = earlier.createdAt.addingTimeInterval(-7200)
+        earlier.firstUse = SessionUse(at: Fixtures.now, clientAddress: "192.0.2.1", userAgent: nil)
+        let plain = Fixtures.session("plain", uid: "u1")
+        #expect(plain.authenticatedAt == plain.createdAt)
+        try await storage.insertSession(earlier)
+        try await storage.insertSession(plain)
+        #expect(try await storage.session(idHash: earlier.idHash, now: Fixtures.now)?.authenticatedAt == earlier.authenticatedAt)
+        #expect(try await storage.session(idHash: plain.idHash, now: Fixtures.now) == plain)
+        #expect(try await storage.signedIn(.cookieHash(earlier.idHash), now: Fixtures.now)?.session.authenticatedAt == earlier.authenticatedAt)
+        #expect(try await storage.signedIn(.family(earlier.familyId), now: Fixtures.now)?.session.authenticatedAt == earlier.authenticatedAt)
+        let listed = try await storage.sessions(uid: "u1", now: Fixtures.now)
+        #expect(Set(listed.map(\.authenticatedAt)) == [earlier.authenticatedAt, plain.createdAt])
+    }
+
+    @Test(arguments: StorageBackend.all)
     func noSessionForADisabledOrMissingAccount(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))

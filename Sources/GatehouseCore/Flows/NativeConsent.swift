@@ -46,6 +46,9 @@ struct PendingConsent: Codable {
     var tokens: ProviderTokens
     /// The provider's ID token claims, for the hooks.
     var idTokenClaims: [String: JSONValue]?
+    /// When the user authenticated at the provider (`SignInService.authenticationTime`, at the
+    /// callback); absent from one held by an earlier version.
+    var authenticatedAt: Date?
 }
 
 extension SignInService {
@@ -65,14 +68,16 @@ extension SignInService {
 
     /// Holds a completed provider sign-in for an app's return and describes the page to show.
     /// Nothing of the account, its links or sessions is written yet.
-    func holdForConsent(_ completed: ProviderSignIn, transaction: SignInTransaction, binding: String) async throws -> ConsentRequest {
+    func holdForConsent(
+        _ completed: ProviderSignIn, authenticatedAt: Date, transaction: SignInTransaction, binding: String
+    ) async throws -> ConsentRequest {
         let token = SecureRandom.token()
         let key = Self.consentKey(token: token, binding: binding)
         let pending = PendingConsent(
             providerId: transaction.providerId, mode: transaction.mode, uid: transaction.uid,
             sessionFamilyId: transaction.sessionFamilyId, returnTo: transaction.returnTo,
             resultChallenge: transaction.resultChallenge, profile: completed.profile, tokens: completed.tokens,
-            idTokenClaims: completed.idTokenClaims?.all)
+            idTokenClaims: completed.idTokenClaims?.all, authenticatedAt: authenticatedAt)
         let sealed = try await tokens.vault.seal(try JSONCoding.encoder().encode(pending), context: Self.consentContext(key))
         try await storage.insertResult(
             idHash: key, payload: Data(sealed.utf8), expiresAt: configuration.clock.now().addingTimeInterval(Self.consentLifetime))
@@ -168,7 +173,8 @@ extension SignInService {
                 ProviderSignIn(tokens: pending.tokens, profile: pending.profile), providerId: pending.providerId, mode: pending.mode,
                 uid: pending.uid, startedBy: pending.sessionFamilyId,
                 origin: SignInOrigin(
-                    client: client, flow: .redirect, returnTo: pending.returnTo, native: true, idTokenClaims: pending.idTokenClaims),
+                    client: client, flow: .redirect, returnTo: pending.returnTo, native: true, idTokenClaims: pending.idTokenClaims,
+                    authenticatedAt: pending.authenticatedAt),
                 logger: logger)
             metrics.signIn(providerId: pending.providerId, mode: pending.mode, outcome: "ok")
             return (try established.result.tokenlessAnswer(), established.session?.familyId)

@@ -51,11 +51,7 @@ public struct SignInService: Sendable {
         let resultChallenge = try ResultBinding.challenge(
             parameters["result_challenge"], required: configuration.requireResultBinding || returnKind.isNative)
         var custom = try CustomParameters.forwardable(from: query)
-        // A re-authentication proves the user is there: the provider's own session in the
-        // browser (a machine left signed in) must not answer for them.
-        if mode == .reauthenticate, let prompt = provider.reauthenticationPrompt, !custom.contains(where: { $0.0 == "prompt" }) {
-            custom.append(("prompt", prompt))
-        }
+        if mode == .reauthenticate { custom = try Self.reauthenticationParameters(custom, provider: provider) }
         var scopes = provider.defaultScopes
         for extra in try Self.extraScopes(parameters["scope"]) where !scopes.contains(extra) { scopes.append(extra) }
 
@@ -125,13 +121,18 @@ public struct SignInService: Sendable {
                 CallbackParameters(
                     code: code, codeVerifier: transaction.codeVerifier, redirectURI: transaction.redirectURI, nonce: transaction.nonce,
                     issuer: parameters["iss"], context: transaction.providerContext))
+            let authenticatedAt = Self.authenticationTime(completed.idTokenClaims, receivedAt: configuration.clock.now())
+            if mode == .reauthenticate {
+                try Self.requireFreshAuthentication(authenticatedAt, provider: provider, startedAt: transaction.createdAt)
+            }
             // An app's return: nothing is stored until the user says the app may have it.
             if returnToPolicy.kind(of: transaction.returnTo) != .web {
-                let consent = try await holdForConsent(completed, transaction: transaction, binding: binding)
+                let consent = try await holdForConsent(completed, authenticatedAt: authenticatedAt, transaction: transaction, binding: binding)
                 return Completion(redirectURL: "", sessionValue: nil, consent: consent)
             }
             let origin = SignInOrigin(
-                client: client, flow: .redirect, returnTo: transaction.returnTo, native: false, idTokenClaims: completed.idTokenClaims?.all)
+                client: client, flow: .redirect, returnTo: transaction.returnTo, native: false, idTokenClaims: completed.idTokenClaims?.all,
+                authenticatedAt: authenticatedAt)
             let established = try await establish(
                 completed, providerId: provider.id, mode: mode, uid: transaction.uid, startedBy: transaction.sessionFamilyId, origin: origin,
                 logger: logger)
@@ -149,6 +150,62 @@ public struct SignInService: Sendable {
         let redirect = try await deliver(outcome, returnTo: transaction.returnTo, challenge: transaction.resultChallenge)
         return Completion(redirectURL: redirect, sessionValue: sessionValue)
     }
+
+    /// A re-authentication's parameters: it proves the user is there, so the provider's own
+    /// session in the browser (a machine left signed in) must not answer for them. The
+    /// provider's prompt (`login`) and, where its tokens then say when the user authenticated,
+    /// `max_age=0` are added; a caller's `prompt` must include the provider's, and its
+    /// `max_age` must be `0`.
+    static func reauthenticationParameters(_ custom: [(String, String)], provider: any IdentityProvider) throws -> [(String, String)] {
+        var custom = custom
+        if let prompt = provider.reauthenticationPrompt {
+            if let chosen = custom.first(where: { $0.0 == "prompt" })?.1 {
+                guard chosen.split(separator: " ").contains(Substring(prompt)) else {
+                    throw GatehouseError(
+                        code: .invalidCustomParameter,
+                        detail: "A re-authentication asks the provider for the credentials again: its prompt must include \(prompt).")
+                }
+            } else {
+                custom.append(("prompt", prompt))
+            }
+        }
+        if let maxAge = custom.first(where: { $0.0 == "max_age" })?.1 {
+            guard maxAge == "0" else {
+                throw GatehouseError(
+                    code: .invalidCustomParameter, detail: "A re-authentication asks the provider for the credentials again: its max_age must be 0.")
+            }
+        } else if provider.acceptsMaxAge {
+            custom.append(("max_age", "0"))
+        }
+        return custom
+    }
+
+    /// When the user authenticated at the provider for an ID token the provider has just issued
+    /// (a redirect's code exchange, at `receivedAt` on the gateway's clock): as long before
+    /// `receivedAt` as its `auth_time` is before its `iat`, so that neither clock's error counts.
+    /// `receivedAt` itself for a token without `auth_time` (taken at its word: it was sent the
+    /// prompt), and for a provider without ID tokens (GitHub). A sign-in that the provider's own
+    /// session in the browser answered carries that session's `auth_time`: no recent login.
+    static func authenticationTime(_ claims: IDTokenClaims?, receivedAt: Date) -> Date {
+        guard let claims, let authTime = claims.authTime, authTime.isFinite, claims.issuedAt.isFinite else { return receivedAt }
+        return receivedAt.addingTimeInterval(-max(0, claims.issuedAt - authTime))
+    }
+
+    /// Refuses a re-authentication the provider answered from an earlier sign-in: the
+    /// authentication its ID token reports (`authenticationTime`) is before the flow started,
+    /// `authenticationTimeSkew` allowed.
+    static func requireFreshAuthentication(_ authenticatedAt: Date, provider: any IdentityProvider, startedAt: Date) throws {
+        guard authenticatedAt >= startedAt.addingTimeInterval(-Self.authenticationTimeSkew) else {
+            throw GatehouseError.requiresRecentLogin(
+                detail:
+                    "\(provider.id) answered from an earlier sign-in (its ID token's auth_time is before this re-authentication started) instead of asking for the credentials again; re-authenticate again."
+            )
+        }
+    }
+
+    /// How much older than its flow a re-authentication's authentication may be: the time
+    /// between the provider's authentication and its token's issue that is not the user's.
+    static let authenticationTimeSkew: TimeInterval = 60
 
     /// The `scope` parameter's tokens, each checked (ASCII, no space or quote, at most 128).
     static func extraScopes(_ parameter: String?) throws -> [String] {
@@ -204,7 +261,10 @@ public struct SignInService: Sendable {
         do {
             let completed = try await provider.signIn(idToken: idToken, rawNonce: rawNonce)
             if let claims = completed.idTokenClaims { try await accept(claims, idToken: idToken, mode: mode) }
-            let origin = SignInOrigin(client: client, flow: .idToken, idTokenClaims: completed.idTokenClaims?.all)
+            // A token obtained elsewhere may have waited: its authentication is the time it says.
+            let origin = SignInOrigin(
+                client: client, flow: .idToken, idTokenClaims: completed.idTokenClaims?.all,
+                authenticatedAt: completed.idTokenClaims.map { Date(timeIntervalSince1970: $0.authTime ?? $0.issuedAt) })
             let established: (result: SignInResult, session: NewSession?)
             do {
                 established = try await establish(completed, providerId: provider.id, mode: mode, uid: uid, origin: origin, logger: logger)
@@ -317,7 +377,7 @@ public struct SignInService: Sendable {
             var record = SessionRecord(
                 idHash: SecureRandom.digest(value), uid: signIn.account.uid, createdAt: now,
                 expiresAt: now.addingTimeInterval(configuration.sessionLifetime), signInProvider: providerId,
-                claims: signIn.sessionClaims?.stored)
+                claims: signIn.sessionClaims?.stored, authenticatedAt: min(now, origin.authenticatedAt ?? now))
             // Written with the session, in its transaction: the sign-in costs no second commit.
             record.firstUse = SessionUse(at: now, clientAddress: origin.client.address, userAgent: origin.client.userAgent)
             let signedIn = WebhookEvent.account(

@@ -13,11 +13,16 @@ public struct SignInOrigin: Sendable {
     public var platform: String?
     /// The claims of the provider's ID token, where it sent one.
     public var idTokenClaims: [String: JSONValue]?
+    /// When the user last authenticated at the provider, where its ID token says
+    /// (`SignInService.authenticationTime`); the session's `authenticatedAt`. `nil`: at the sign-in.
+    public var authenticatedAt: Date?
 
     /// An origin; `returnTo` and `native` only for the redirect flow.
     public init(
-        client: SignInClient, flow: SignInFlow, returnTo: String? = nil, native: Bool? = nil, idTokenClaims: [String: JSONValue]? = nil
+        client: SignInClient, flow: SignInFlow, returnTo: String? = nil, native: Bool? = nil, idTokenClaims: [String: JSONValue]? = nil,
+        authenticatedAt: Date? = nil
     ) {
+        self.authenticatedAt = authenticatedAt
         self.client = client
         self.flow = flow
         self.returnToOrigin = returnTo.flatMap(Self.origin)

@@ -159,6 +159,9 @@ public protocol IdentityProvider: Sendable {
     /// session the provider still holds in the browser does not answer for the user; `nil`
     /// where it has no such prompt (GitHub's only prompt picks an account).
     var reauthenticationPrompt: String? { get }
+    /// Whether the provider reads OpenID Connect's `max_age` (Core §3.1.2.1; its ID tokens then
+    /// carry `auth_time`): a re-authentication asks with `max_age=0` as well as the prompt.
+    var acceptsMaxAge: Bool { get }
     /// The authorize URL the browser is sent to (OIDC providers need discovery first).
     func authorizationRedirect(for request: AuthorizationRequest) async throws -> AuthorizationRedirect
     /// Redeems the callback's code, once (a code exchange is never retried), validates what
@@ -191,6 +194,9 @@ public protocol IdentityProvider: Sendable {
 extension IdentityProvider {
     /// None: the provider has no prompt that asks for the credentials again.
     public var reauthenticationPrompt: String? { nil }
+
+    /// No `max_age`: the prompt alone asks for the credentials again.
+    public var acceptsMaxAge: Bool { false }
 
     /// Refused: this provider issues no ID tokens.
     public func signIn(idToken: String, rawNonce: String?) async throws -> ProviderSignIn {

@@ -36,8 +36,11 @@ public final class SessionService: Sendable {
     public struct Caller: Sendable {
         /// The account.
         public var uid: String
-        /// When the session's sign-in happened (`auth_time`).
+        /// When the user last authenticated at the provider (`auth_time`): what the recent-login
+        /// window counts from (`SessionRecord.authenticatedAt`).
         public var authTime: Date
+        /// When the session's sign-in happened.
+        public var signedInAt: Date
         /// The session's refresh-token family (`sid`).
         public var familyId: String
         /// Whether the session cookie (not a bearer token) authenticated the call: such
@@ -52,7 +55,7 @@ public final class SessionService: Sendable {
         let bearer = try await tokens.verify(idToken)
         return Caller(
             uid: bearer.session.uid, authTime: Date(timeIntervalSince1970: TimeInterval(bearer.claims.authTime)),
-            familyId: bearer.session.familyId, viaCookie: false)
+            signedInAt: bearer.session.createdAt, familyId: bearer.session.familyId, viaCookie: false)
     }
 
     /// The caller behind a session cookie's value, or `nil` when it names no live session.
@@ -61,10 +64,11 @@ public final class SessionService: Sendable {
         guard let sessionCookie, !sessionCookie.isEmpty, sessionCookie.utf8.count <= 128,
             let session = try await storage.session(idHash: SecureRandom.digest(sessionCookie), now: clock.now())
         else { return nil }
-        return Caller(uid: session.uid, authTime: session.createdAt, familyId: session.familyId, viaCookie: true)
+        return Caller(
+            uid: session.uid, authTime: session.authenticatedAt, signedInAt: session.createdAt, familyId: session.familyId, viaCookie: true)
     }
 
-    /// Throws `requires-recent-login` unless the caller signed in within the window.
+    /// Throws `requires-recent-login` unless the caller authenticated within the window.
     public func requireRecentLogin(_ caller: Caller) throws {
         guard clock.now().timeIntervalSince(caller.authTime) <= recentLoginWindow else {
             throw GatehouseError.requiresRecentLogin(window: Int(recentLoginWindow))

@@ -125,8 +125,13 @@ public struct SessionRecord: Sendable, Equatable {
     public var idHash: String
     /// The signed-in account.
     public var uid: String
-    /// When the session started: the sign-in, i.e. the ID tokens' `auth_time`.
+    /// When the session started: the sign-in.
     public var createdAt: Date
+    /// When the user last proved who they are to the provider they signed in with: its ID
+    /// token's `auth_time` where it said (a sign-in its own session in the browser answered may
+    /// be hours older than the session), else the sign-in. The gateway's ID tokens carry it as
+    /// `auth_time`, and the recent-login window counts from it.
+    public var authenticatedAt: Date
     /// When the session (and every refresh token of its family) ends.
     public var expiresAt: Date
     /// The refresh-token family's id (random; public in ID tokens as `sid`).
@@ -140,15 +145,17 @@ public struct SessionRecord: Sendable, Equatable {
     /// not read back with the session.
     public var firstUse: SessionUse?
 
-    /// Creates a session record; `familyId` defaults to a random one.
+    /// Creates a session record; `familyId` defaults to a random one, `authenticatedAt` to
+    /// `createdAt`.
     public init(
         idHash: String, uid: String, createdAt: Date, expiresAt: Date, familyId: String = SecureRandom.token(byteCount: 16),
-        signInProvider: String = "", claims: Data? = nil
+        signInProvider: String = "", claims: Data? = nil, authenticatedAt: Date? = nil
     ) {
         self.claims = claims
         self.idHash = idHash
         self.uid = uid
         self.createdAt = createdAt
+        self.authenticatedAt = authenticatedAt ?? createdAt
         self.expiresAt = expiresAt
         self.familyId = familyId
         self.signInProvider = signInProvider

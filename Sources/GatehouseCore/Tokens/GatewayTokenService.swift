@@ -181,7 +181,7 @@ public final class GatewayTokenService: Sendable {
         var claims = GatewayIDTokenClaims(
             iss: configuration.publicURL, aud: configuration.idTokenAudience, sub: account.uid, iat: Int(now.timeIntervalSince1970),
             exp: Int(expires.timeIntervalSince1970),
-            authTime: Int(session.createdAt.timeIntervalSince1970), signInProvider: session.signInProvider, identities: identities,
+            authTime: Int(session.authenticatedAt.timeIntervalSince1970), signInProvider: session.signInProvider, identities: identities,
             email: profile.email, emailVerified: profile.emailVerified, name: profile.displayName, sid: session.familyId)
         // The sign-in's own claims, and the account's as they are now over them (a refresh picks
         // a change up): a service that changes a claim, a demotion say, reaches every session,

@@ -180,7 +180,7 @@ struct AuthRoutes {
             }
             try sessions.requireRecentLogin(signedIn)
             let linked = try await accounts.claimPending(
-                uid: signedIn.uid, pendingToken: pendingToken, signedInAt: signedIn.authTime, client: browser.signInClient(request, context))
+                uid: signedIn.uid, pendingToken: pendingToken, signedInAt: signedIn.signedInAt, client: browser.signInClient(request, context))
             return try Response.json(["user": linked.profile])
         }
 

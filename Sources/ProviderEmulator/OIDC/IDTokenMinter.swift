@@ -27,6 +27,7 @@ struct IDTokenMinter {
             claims["nbf"] = claims["nbf"] == nil ? nil : .number(now - 7200)
             claims["exp"] = .number(now - 3600)
         }
+        if await armed(.staleAuthTime) { claims["auth_time"] = .number(now - 3600) }
         if await armed(.missingSubject) { claims["sub"] = nil }
         if await armed(.wrongNonce) { claims["nonce"] = .string("not-the-nonce") }
         if await armed(.missingNonce) { claims["nonce"] = nil }

@@ -37,6 +37,8 @@ public struct OIDCProvider: IdentityProvider {
     public var defaultScopes: [String] { ["openid"] + configuration.defaultScopes.filter { $0 != "openid" } }
     /// OpenID Connect's `login`: the credentials again, not the provider's own session.
     public var reauthenticationPrompt: String? { "login" }
+    /// Yes: `max_age` is OpenID Connect Core's, and with it `auth_time`.
+    public var acceptsMaxAge: Bool { true }
 
     /// The discovered authorization endpoint with code + PKCE S256 + state + nonce.
     public func authorizationRedirect(for request: AuthorizationRequest) async throws -> AuthorizationRedirect {
