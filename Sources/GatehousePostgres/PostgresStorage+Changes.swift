@@ -58,40 +58,57 @@ extension PostgresStorage: SharedStore {
         try? await connection.closeFuture.get()
     }
 
-    /// Asks `connection` `SELECT 1` every `feedCheckInterval`; closes it and throws when no
-    /// answer comes within the operation timeout. Closing is what ends a query waiting on a dead
-    /// connection, and the listener with it. Cancelled, it returns, and closes the connection
-    /// (which the feed's end does anyway): postgres-nio's query does not heed cancellation, so a
-    /// check waiting on a dead connection would otherwise hold the stop until TCP gave up.
+    /// Asks `connection` `SELECT 1` every `feedCheckInterval` (`probe`); throws when a check
+    /// fails or goes unanswered for the operation timeout (closing the connection, which ends the
+    /// listener too). Cancelled, it closes the connection and returns: that ends a check waiting
+    /// on a dead connection at once.
     private func check(_ connection: PostgresConnection, logger: Logger) async throws {
         let (interval, timeout) = (feedCheckInterval, operationTimeout)
         try await withTaskCancellationHandler {
             while !Task.isCancelled {
                 do { try await Task.sleep(for: interval) } catch { return }
-                // The query's own failure (a reset connection), or the timeout's; `nil`: answered.
-                let failure: (any Error)? = await withTaskGroup(of: (any Error)?.self) { group in
-                    group.addTask {
-                        do {
-                            try await connection.query("SELECT 1", logger: logger)
-                            return nil
-                        } catch {
-                            return error
-                        }
-                    }
-                    group.addTask {
-                        do { try await Task.sleep(for: timeout) } catch { return nil }
-                        let _: EventLoopFuture<Void> = connection.close()
-                        return PostgresStorageError("the change feed's connection did not answer SELECT 1 within \(timeout)")
-                    }
-                    defer { group.cancelAll() }
-                    return await group.next() ?? nil
+                do {
+                    guard !connection.isClosed else { throw PostgresStorageError("the change feed's connection closed") }
+                    try await Self.probe(
+                        within: timeout, close: { let _: EventLoopFuture<Void> = connection.close() },
+                        query: { try await connection.query("SELECT 1", logger: logger) })
+                } catch {
+                    if Task.isCancelled { return }
+                    throw error
                 }
-                if Task.isCancelled { return }
-                if let failure { throw failure }
             }
         } onCancel: {
             let _: EventLoopFuture<Void> = connection.close()
         }
+    }
+
+    /// Returns once `query` answers; throws its error, or, when `timeout` passes without an
+    /// answer, calls `close` and throws; a cancelled wait (the feed ending, its listener failed
+    /// with the connection) throws at once. `query` runs in a task of its own that is not waited
+    /// for: postgres-nio neither heeds cancellation in a query nor ever ends one whose request
+    /// reaches a connection that closed before it (the write is dropped, and nothing fails the
+    /// query), so a check that waited for it could hold a stop forever. Such a query stays
+    /// suspended; it takes the connection closing in the moment between `check`'s look at it
+    /// and the request reaching it.
+    static func probe(
+        within timeout: Duration, close: @escaping @Sendable () -> Void, query: @escaping @Sendable () async throws -> Void
+    ) async throws {
+        let answer = Eventual<Void>()
+        let timer = Task {
+            do { try await Task.sleep(for: timeout) } catch { return }
+            answer.fail(PostgresStorageError("the change feed's connection did not answer SELECT 1 within \(timeout)"))
+            close()
+        }
+        defer { timer.cancel() }
+        Task {
+            do {
+                try await query()
+                answer.set(())
+            } catch {
+                answer.fail(error)
+            }
+        }
+        try await answer.value()
     }
 
     /// Runs the change feed on `connection` until the listener fails or is cancelled.

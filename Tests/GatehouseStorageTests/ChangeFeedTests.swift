@@ -1,8 +1,10 @@
 import Foundation
 import GatehouseCore
-import GatehousePostgres
 import GatehouseTestSupport
+import Synchronization
 import Testing
+
+@testable import GatehousePostgres
 
 /// PostgreSQL's change feed, which tells every instance what another one changed.
 @Suite struct ChangeFeedTests {
@@ -37,6 +39,59 @@ import Testing
         try #require(await Self.yields(endings, within: .seconds(20)), "the cancelled feed waited for its check")
         let ended = await feed.result
         #expect((try? ended.get()) != nil, "a cancelled feed reported a lost connection")
+    }
+
+    @Test(
+        "a check never waits for its query, which postgres-nio never ends once its request reaches a closed connection: it ends at its timeout, closing the connection, and at once when cancelled"
+    )
+    func aCheckNeverWaitsForItsQuery() async throws {
+        // A query that neither answers nor heeds cancellation, as postgres-nio's on a connection
+        // that closed before its request reached it; let go at the end of the test.
+        let never = Eventual<Void>()
+        defer { never.set(()) }
+        let stuck: @Sendable () async throws -> Void = { try await never.value() }
+        let closes = Calls()
+
+        let timedOut = Task { try await PostgresStorage.probe(within: .milliseconds(100), close: closes.note, query: stuck) }
+        let timeoutOutcome = try #require(await Self.outcome(of: timedOut, within: .seconds(30)), "the check waited for its query")
+        #expect((try? timeoutOutcome.get()) == nil, "an unanswered check is an error")
+        #expect(closes.count == 1, "the connection was closed")
+
+        let cancelled = Task { try await PostgresStorage.probe(within: .seconds(3600), close: closes.note, query: stuck) }
+        try await Task.sleep(for: .milliseconds(50))
+        cancelled.cancel()
+        let cancelOutcome = try #require(await Self.outcome(of: cancelled, within: .seconds(30)), "the cancelled check waited for its query")
+        #expect(throws: CancellationError.self) { try cancelOutcome.get() }
+
+        let answered = Task { try await PostgresStorage.probe(within: .seconds(3600), close: {}, query: {}) }
+        let answeredOutcome = try #require(await Self.outcome(of: answered, within: .seconds(30)))
+        #expect(throws: Never.self) { try answeredOutcome.get() }
+        struct Refused: Error {}
+        let failed = Task { try await PostgresStorage.probe(within: .seconds(3600), close: {}, query: { throw Refused() }) }
+        let failedOutcome = try #require(await Self.outcome(of: failed, within: .seconds(30)))
+        #expect(throws: Refused.self) { try failedOutcome.get() }
+        #expect(closes.count == 1, "only the unanswered check closed the connection")
+    }
+
+    /// Counts the calls of `note`.
+    final class Calls: Sendable {
+        private let calls = Mutex(0)
+        /// Counts one call.
+        @Sendable func note() { calls.withLock { $0 += 1 } }
+        /// The calls so far.
+        var count: Int { calls.withLock { $0 } }
+    }
+
+    /// The result of `task`, or `nil` when it has not ended within `limit` (the task is left).
+    static func outcome<T: Sendable>(of task: Task<T, any Error>, within limit: Duration) async -> Result<T, any Error>? {
+        let ended = Eventual<Result<T, any Error>>()
+        Task { ended.set(await task.result) }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            ended.fail(CancellationError())
+        }
+        defer { timer.cancel() }
+        return try? await ended.value()
     }
 
     /// A store on a fresh, migrated database reached through a `BlackHoleProxy`, and its change
