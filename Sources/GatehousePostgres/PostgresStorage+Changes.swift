@@ -96,8 +96,8 @@ extension PostgresStorage: SharedStore {
         let answer = Eventual<Void>()
         let timer = Task {
             do { try await Task.sleep(for: timeout) } catch { return }
-            answer.fail(PostgresStorageError("the change feed's connection did not answer SELECT 1 within \(timeout)"))
             close()
+            answer.fail(PostgresStorageError("the change feed's connection did not answer SELECT 1 within \(timeout)"))
         }
         defer { timer.cancel() }
         Task {

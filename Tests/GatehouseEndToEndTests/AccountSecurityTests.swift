@@ -215,7 +215,9 @@ struct AccountSecurityTests {
                 try await asked("\(reauthenticate)&prompt=login%20consent&max_age=0", provider: "oidc.emulator") == [
                     "prompt=login consent", "max_age=0",
                 ])
-            for weaker in ["prompt=consent", "prompt=none", "max_age=3600", "prompt=login&max_age=86400"] {
+            for weaker in [
+                "prompt=consent", "prompt=none", "max_age=3600", "prompt=login&max_age=86400", "prompt=login&prompt=none", "max_age=0&max_age=60",
+            ] {
                 let refused = try await browser.start("return_to=\(returnTo)&\(reauthenticate)&\(weaker)", provider: "oidc.emulator")
                 #expect(refused.status == 400, "\(weaker)")
                 #expect(try jsonObject(refused)["code"] as? String == "invalid-custom-parameter", "\(weaker)")
@@ -250,10 +252,13 @@ struct AccountSecurityTests {
             let session = { (browser: Browser) in browser.jar.cookies.filter { $0.key.hasSuffix("gatehouse-session") } }
             let before = session(browser)
             #expect(before.count == 1)
-            #expect(try await deployment.control("oidc/tamper", stale).status == 201)
-            let answeredBySession = try await browser.complete(login: Self.olive, provider: "oidc.emulator", mode: "reauthenticate")
-            #expect(answeredBySession.status == 401)
-            #expect(try jsonObject(answeredBySession)["code"] as? String == "requires-recent-login")
+            // The provider's session answered; or the token does not say, though max_age=0 asked it to.
+            for mode in ["stale-auth-time", "missing-auth-time"] {
+                #expect(try await deployment.control("oidc/tamper", #"{"issuer": "oidc", "mode": "\#(mode)"}"#).status == 201)
+                let answeredBySession = try await browser.complete(login: Self.olive, provider: "oidc.emulator", mode: "reauthenticate")
+                #expect(answeredBySession.status == 401, "\(mode)")
+                #expect(try jsonObject(answeredBySession)["code"] as? String == "requires-recent-login", "\(mode)")
+            }
             #expect(session(browser) == before, "no new session")
             #expect(try await browser.send("\(deployment.gatewayURL)/v1/me").status == 200)
 

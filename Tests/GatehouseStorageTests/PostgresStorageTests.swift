@@ -23,6 +23,22 @@ import Testing
         for store in stores { store.shutdown() }
     }
 
+    @Test("a session an older version wrote, without the time its user authenticated, counts from its sign-in")
+    func aSessionWithoutItsAuthenticationTime() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let store = try PostgresTestServer.store(url)
+        defer { store.shutdown() }
+        try await store.migrate()
+        try await store.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        var session = Fixtures.session("s", uid: "u1")
+        session.authenticatedAt = session.createdAt.addingTimeInterval(-600)
+        try await store.insertSession(session)
+        try await PostgresTestServer.execute(url, "UPDATE sessions SET authenticated_at = NULL")
+        let read = try #require(try await store.session(idHash: session.idHash, now: Fixtures.now))
+        #expect(read.authenticatedAt == session.createdAt)
+        #expect(try await store.signedIn(.cookieHash(session.idHash), now: Fixtures.now)?.session.authenticatedAt == session.createdAt)
+    }
+
     @Test(
         "a database of the first schema migrates whole: its links' verified emails come out as new links' would, so one account per email holds for them"
     )

@@ -39,6 +39,20 @@ import Testing
         #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
     }
 
+    @Test("a session an older version wrote, without the time its user authenticated, counts from its sign-in")
+    func aSessionWithoutItsAuthenticationTime() async throws {
+        let path = try StorageBackend.temporaryDatabasePath()
+        let storage = try SQLiteStorage(path: path)
+        try await storage.migrate()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        var session = Fixtures.session("s", uid: "u1")
+        session.authenticatedAt = session.createdAt.addingTimeInterval(-600)
+        try await storage.insertSession(session)
+        try await DatabaseQueue(path: path).write { db in try db.execute(sql: "UPDATE sessions SET authenticated_at = NULL") }
+        let read = try #require(try await storage.session(idHash: session.idHash, now: Fixtures.now))
+        #expect(read.authenticatedAt == session.createdAt)
+    }
+
     @Test func aFileThatIsNotADatabaseIsRefused() async throws {
         let path = try StorageBackend.temporaryDatabasePath()
         try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: path))

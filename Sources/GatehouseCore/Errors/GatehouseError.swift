@@ -377,7 +377,10 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
 
     /// `requires-recent-login`.
     public static func requiresRecentLogin(window: Int) -> Self {
-        requiresRecentLogin(detail: "This operation needs a sign-in within the last \(window) seconds: re-authenticate first.")
+        requiresRecentLogin(
+            detail:
+                "This operation needs a sign-in within the last \(window) seconds, counted from when the provider last asked for the credentials: re-authenticate first."
+        )
     }
 
     /// `requires-recent-login` with its own explanation.

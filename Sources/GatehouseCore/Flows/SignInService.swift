@@ -123,7 +123,8 @@ public struct SignInService: Sendable {
                     issuer: parameters["iss"], context: transaction.providerContext))
             let authenticatedAt = Self.authenticationTime(completed.idTokenClaims, receivedAt: configuration.clock.now())
             if mode == .reauthenticate {
-                try Self.requireFreshAuthentication(authenticatedAt, provider: provider, startedAt: transaction.createdAt)
+                try Self.requireFreshAuthentication(
+                    completed.idTokenClaims, authenticatedAt: authenticatedAt, provider: provider, startedAt: transaction.createdAt)
             }
             // An app's return: nothing is stored until the user says the app may have it.
             if returnToPolicy.kind(of: transaction.returnTo) != .web {
@@ -158,25 +159,22 @@ public struct SignInService: Sendable {
     /// `max_age` must be `0`.
     static func reauthenticationParameters(_ custom: [(String, String)], provider: any IdentityProvider) throws -> [(String, String)] {
         var custom = custom
+        // Every occurrence: a provider may read the last of a repeated parameter.
+        let prompts = custom.filter { $0.0 == "prompt" }.map(\.1)
+        let maxAges = custom.filter { $0.0 == "max_age" }.map(\.1)
         if let prompt = provider.reauthenticationPrompt {
-            if let chosen = custom.first(where: { $0.0 == "prompt" })?.1 {
-                guard chosen.split(separator: " ").contains(Substring(prompt)) else {
-                    throw GatehouseError(
-                        code: .invalidCustomParameter,
-                        detail: "A re-authentication asks the provider for the credentials again: its prompt must include \(prompt).")
-                }
-            } else {
-                custom.append(("prompt", prompt))
-            }
-        }
-        if let maxAge = custom.first(where: { $0.0 == "max_age" })?.1 {
-            guard maxAge == "0" else {
+            guard prompts.allSatisfy({ $0.split(separator: " ").contains(Substring(prompt)) }) else {
                 throw GatehouseError(
-                    code: .invalidCustomParameter, detail: "A re-authentication asks the provider for the credentials again: its max_age must be 0.")
+                    code: .invalidCustomParameter,
+                    detail: "A re-authentication asks the provider for the credentials again: its prompt must include \(prompt).")
             }
-        } else if provider.acceptsMaxAge {
-            custom.append(("max_age", "0"))
+            if prompts.isEmpty { custom.append(("prompt", prompt)) }
         }
+        guard maxAges.allSatisfy({ $0 == "0" }) else {
+            throw GatehouseError(
+                code: .invalidCustomParameter, detail: "A re-authentication asks the provider for the credentials again: its max_age must be 0.")
+        }
+        if maxAges.isEmpty, provider.acceptsMaxAge { custom.append(("max_age", "0")) }
         return custom
     }
 
@@ -192,9 +190,20 @@ public struct SignInService: Sendable {
     }
 
     /// Refuses a re-authentication the provider answered from an earlier sign-in: the
-    /// authentication its ID token reports (`authenticationTime`) is before the flow started,
-    /// `authenticationTimeSkew` allowed.
-    static func requireFreshAuthentication(_ authenticatedAt: Date, provider: any IdentityProvider, startedAt: Date) throws {
+    /// authentication its ID token reports (`authenticationTime`) is before the flow started
+    /// (`authenticationTimeSkew` allowed), or the token does not say when it was, from a provider
+    /// that was asked with `max_age` (`acceptsMaxAge`), whose tokens must then say it (OpenID
+    /// Connect Core §2): the browser carries the provider URL, and whoever holds it can leave
+    /// `max_age` and the prompt out. A provider without ID tokens (GitHub), or one not asked with
+    /// `max_age` whose token does not say (Microsoft's `auth_time` is an optional claim), is taken
+    /// at its word: it was sent the prompt.
+    static func requireFreshAuthentication(
+        _ claims: IDTokenClaims?, authenticatedAt: Date, provider: any IdentityProvider, startedAt: Date
+    ) throws {
+        if let claims, claims.authTime == nil, provider.acceptsMaxAge {
+            throw GatehouseError.requiresRecentLogin(
+                detail: "\(provider.id)'s ID token does not say when the user signed in (auth_time): the re-authentication proves nothing.")
+        }
         guard authenticatedAt >= startedAt.addingTimeInterval(-Self.authenticationTimeSkew) else {
             throw GatehouseError.requiresRecentLogin(
                 detail:
@@ -202,6 +211,18 @@ public struct SignInService: Sendable {
             )
         }
     }
+
+    /// A session's `authenticatedAt` from the one its sign-in reported: never later than `now`,
+    /// nor earlier than `oldestAuthentication` before it (a provider's token may say anything,
+    /// and every store and token must hold the time), else `now`.
+    static func sessionAuthenticationTime(_ reported: Date?, now: Date) -> Date {
+        guard let reported, reported.timeIntervalSince1970.isFinite else { return now }
+        return max(now.addingTimeInterval(-Self.oldestAuthentication), min(now, reported))
+    }
+
+    /// How long before a sign-in its authentication may be recorded: older is recorded as this
+    /// old, which is no recent login either.
+    static let oldestAuthentication: TimeInterval = 366 * 86_400
 
     /// How much older than its flow a re-authentication's authentication may be: the time
     /// between the provider's authentication and its token's issue that is not the user's.
@@ -377,7 +398,7 @@ public struct SignInService: Sendable {
             var record = SessionRecord(
                 idHash: SecureRandom.digest(value), uid: signIn.account.uid, createdAt: now,
                 expiresAt: now.addingTimeInterval(configuration.sessionLifetime), signInProvider: providerId,
-                claims: signIn.sessionClaims?.stored, authenticatedAt: min(now, origin.authenticatedAt ?? now))
+                claims: signIn.sessionClaims?.stored, authenticatedAt: Self.sessionAuthenticationTime(origin.authenticatedAt, now: now))
             // Written with the session, in its transaction: the sign-in costs no second commit.
             record.firstUse = SessionUse(at: now, clientAddress: origin.client.address, userAgent: origin.client.userAgent)
             let signedIn = WebhookEvent.account(

@@ -28,6 +28,7 @@ struct IDTokenMinter {
             claims["exp"] = .number(now - 3600)
         }
         if await armed(.staleAuthTime) { claims["auth_time"] = .number(now - 3600) }
+        if await armed(.missingAuthTime) { claims["auth_time"] = nil }
         if await armed(.missingSubject) { claims["sub"] = nil }
         if await armed(.wrongNonce) { claims["nonce"] = .string("not-the-nonce") }
         if await armed(.missingNonce) { claims["nonce"] = nil }

@@ -45,6 +45,8 @@ enum TamperMode: String, Sendable, CaseIterable {
     /// The ID token's `auth_time` is an hour old, as when a provider answers from its own
     /// session in the browser instead of asking for the credentials again.
     case staleAuthTime = "stale-auth-time"
+    /// The ID token has no `auth_time`.
+    case missingAuthTime = "missing-auth-time"
     /// Userinfo says the user's address is not verified (`email_verified: false`), as a
     /// provider does once it no longer vouches for it.
     case userinfoEmailUnverified = "userinfo-email-unverified"

@@ -15,7 +15,7 @@ enum OIDCProfileMapper {
         // The verified flag belongs to the source the email came from.
         let verified: Bool
         if let infoEmail = userInfo?["email"]?.stringValue, infoEmail == email {
-            verified = userInfo?["email_verified"]?.boolValue ?? (userInfo?["email_verified"]?.stringValue == "true")
+            verified = userInfo?["email_verified"]?.boolValue ?? (userInfo?["email_verified"]?.stringValue?.lowercased() == "true")
         } else {
             verified = email != nil && claims?.email == email && claims?.emailVerified == true
         }

@@ -169,7 +169,10 @@ public struct OIDCProvider: IdentityProvider {
     /// Whether the answer the profile came from carries `email_verified` (userinfo's, or at
     /// sign-in the ID token's): an explicit `false` unverifies an address verified before.
     public func statesEmailVerification(in profile: ProviderProfile) -> Bool {
-        profile.rawUserInfo["email_verified"] != nil
+        switch profile.rawUserInfo["email_verified"] {
+        case .bool?, .string?: true
+        default: false  // absent, or `null`: says nothing
+        }
     }
 
     /// The `picture`, fetched without a token, from an allowed place only.
