@@ -215,8 +215,12 @@ struct AccountSecurityTests {
                 try await asked("\(reauthenticate)&prompt=login%20consent&max_age=0", provider: "oidc.emulator") == [
                     "prompt=login consent", "max_age=0",
                 ])
+            // Named in another case (a provider may read names without it): checked, and the
+            // exact name added.
+            #expect(try await asked("\(reauthenticate)&Prompt=login&MAX_AGE=0", provider: "oidc.emulator") == ["prompt=login", "max_age=0"])
             for weaker in [
                 "prompt=consent", "prompt=none", "max_age=3600", "prompt=login&max_age=86400", "prompt=login&prompt=none", "max_age=0&max_age=60",
+                "Prompt=none", "MAX_AGE=3600",
             ] {
                 let refused = try await browser.start("return_to=\(returnTo)&\(reauthenticate)&\(weaker)", provider: "oidc.emulator")
                 #expect(refused.status == 400, "\(weaker)")

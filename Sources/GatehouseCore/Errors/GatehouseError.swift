@@ -379,7 +379,7 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
     public static func requiresRecentLogin(window: Int) -> Self {
         requiresRecentLogin(
             detail:
-                "This operation needs a sign-in within the last \(window) seconds, counted from when the provider last asked for the credentials: re-authenticate first."
+                "This operation needs a sign-in within the last \(window) seconds (counted from the authentication at the provider, where its ID token says when that was): re-authenticate first."
         )
     }
 

@@ -121,7 +121,9 @@ public struct SignInService: Sendable {
                 CallbackParameters(
                     code: code, codeVerifier: transaction.codeVerifier, redirectURI: transaction.redirectURI, nonce: transaction.nonce,
                     issuer: parameters["iss"], context: transaction.providerContext))
-            let authenticatedAt = Self.authenticationTime(completed.idTokenClaims, receivedAt: configuration.clock.now())
+            let received = configuration.clock.now()
+            let authenticatedAt = Self.sessionAuthenticationTime(
+                Self.authenticationTime(completed.idTokenClaims, receivedAt: received), now: received)
             if mode == .reauthenticate {
                 try Self.requireFreshAuthentication(
                     completed.idTokenClaims, authenticatedAt: authenticatedAt, provider: provider, startedAt: transaction.createdAt)
@@ -159,22 +161,24 @@ public struct SignInService: Sendable {
     /// `max_age` must be `0`.
     static func reauthenticationParameters(_ custom: [(String, String)], provider: any IdentityProvider) throws -> [(String, String)] {
         var custom = custom
-        // Every occurrence: a provider may read the last of a repeated parameter.
-        let prompts = custom.filter { $0.0 == "prompt" }.map(\.1)
-        let maxAges = custom.filter { $0.0 == "max_age" }.map(\.1)
+        // Every occurrence, in any case: a provider may read the last of a repeated parameter,
+        // or read names without regard to case. The gateway's own is added unless the start
+        // named the parameter exactly.
+        let prompts = custom.filter { $0.0.lowercased() == "prompt" }.map(\.1)
+        let maxAges = custom.filter { $0.0.lowercased() == "max_age" }.map(\.1)
         if let prompt = provider.reauthenticationPrompt {
             guard prompts.allSatisfy({ $0.split(separator: " ").contains(Substring(prompt)) }) else {
                 throw GatehouseError(
                     code: .invalidCustomParameter,
                     detail: "A re-authentication asks the provider for the credentials again: its prompt must include \(prompt).")
             }
-            if prompts.isEmpty { custom.append(("prompt", prompt)) }
+            if !custom.contains(where: { $0.0 == "prompt" }) { custom.append(("prompt", prompt)) }
         }
         guard maxAges.allSatisfy({ $0 == "0" }) else {
             throw GatehouseError(
                 code: .invalidCustomParameter, detail: "A re-authentication asks the provider for the credentials again: its max_age must be 0.")
         }
-        if maxAges.isEmpty, provider.acceptsMaxAge { custom.append(("max_age", "0")) }
+        if provider.acceptsMaxAge, !custom.contains(where: { $0.0 == "max_age" }) { custom.append(("max_age", "0")) }
         return custom
     }
 
@@ -285,7 +289,9 @@ public struct SignInService: Sendable {
             // A token obtained elsewhere may have waited: its authentication is the time it says.
             let origin = SignInOrigin(
                 client: client, flow: .idToken, idTokenClaims: completed.idTokenClaims?.all,
-                authenticatedAt: completed.idTokenClaims.map { Date(timeIntervalSince1970: $0.authTime ?? $0.issuedAt) })
+                authenticatedAt: completed.idTokenClaims.map {
+                    Self.sessionAuthenticationTime(Date(timeIntervalSince1970: $0.authTime ?? $0.issuedAt), now: configuration.clock.now())
+                })
             let established: (result: SignInResult, session: NewSession?)
             do {
                 established = try await establish(completed, providerId: provider.id, mode: mode, uid: uid, origin: origin, logger: logger)
