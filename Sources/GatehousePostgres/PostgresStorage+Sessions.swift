@@ -123,8 +123,9 @@ extension PostgresStorage {
     public func insertRefreshToken(tokenHash: String, familyId: String, at date: Date) async throws {
         try await execute("INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (\(tokenHash), \(familyId), \(date))")
     }
-    /// Spends a refresh token, or revokes its family when it was spent already. The token
-    /// row is locked, so two instances presenting the same token cannot both rotate it.
+    /// Spends a refresh token, or revokes its family when it was spent already or holds its
+    /// limit of tokens. The token row is locked, so two instances presenting the same token
+    /// cannot both rotate it.
     public func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation {
         try await transaction { connection, logger in
             var found: (String, Date?, String?, Date?)?
@@ -147,6 +148,18 @@ extension PostgresStorage {
                 return .reused
             }
             guard let session else { return .unknown }
+            // Counted up to the limit: a family's rows cost no more to count than the limit.
+            var held = 0
+            for try await count in try await connection.query(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM refresh_tokens WHERE family_id = \(familyId) LIMIT \(successor.familyLimit)) AS held",
+                logger: logger
+            ).decode(Int.self) {
+                held = count
+            }
+            if held >= successor.familyLimit {
+                try await connection.query("DELETE FROM sessions WHERE family_id = \(familyId)", logger: logger)
+                return .exhausted(session)
+            }
             // Only the token spent last keeps its successor: the predecessor's window ends here.
             try await connection.query(
                 "UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL WHERE family_id = \(familyId) AND sealed_successor IS NOT NULL",

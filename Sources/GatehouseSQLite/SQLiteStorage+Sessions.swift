@@ -83,7 +83,8 @@ extension SQLiteStorage {
             ])
         }
     }
-    /// Spends a refresh token, or revokes its family when it was spent already.
+    /// Spends a refresh token, or revokes its family when it was spent already or holds its
+    /// limit of tokens.
     public func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation {
         try await write { db in
             guard
@@ -104,6 +105,15 @@ extension SQLiteStorage {
                 return .reused
             }
             guard let session else { return .unknown }
+            // Counted up to the limit: a family's rows cost no more to count than the limit.
+            let held =
+                try Int.fetchOne(
+                    db.cachedStatement(sql: "SELECT COUNT(*) FROM (SELECT 1 FROM refresh_tokens WHERE family_id = ? LIMIT ?)"),
+                    arguments: [familyId, successor.familyLimit]) ?? 0
+            if held >= successor.familyLimit {
+                try db.cachedStatement(sql: "DELETE FROM sessions WHERE family_id = ?").execute(arguments: [familyId])
+                return .exhausted(session)
+            }
             // Only the token spent last keeps its successor: the predecessor's window ends here.
             try db.cachedStatement(
                 sql: "UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL WHERE family_id = ? AND sealed_successor IS NOT NULL"

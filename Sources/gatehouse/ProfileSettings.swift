@@ -52,6 +52,7 @@ enum ProfileSettings {
         if let value = try count("GATEHOUSE_USER_RATE_LIMIT") { gateway.userRateLimitPerMinute = value }
         if let value = try count("GATEHOUSE_SERVICE_RATE_LIMIT") { gateway.serviceRateLimitPerMinute = value }
         if let value = try flag("GATEHOUSE_REQUIRE_RESULT_BINDING") { gateway.requireResultBinding = value }
+        if let value = try count("GATEHOUSE_SESSION_REFRESH_LIMIT") { gateway.sessionRefreshLimit = value }
         try applyRetryWindow(environment, to: &gateway)
         if let value = try flag("GATEHOUSE_PRIVATE_PHOTO_ADDRESSES") { gateway.allowPrivatePhotoAddresses = value }
         if let value = try settings.text("GATEHOUSE_API_POLICY") { gateway.api = try apiPolicy(value) }

@@ -71,6 +71,34 @@ struct GatewayTokenTests {
     }
 
     @Test(
+        "a session makes GATEHOUSE_SESSION_REFRESH_LIMIT refreshes: the next answers invalid-refresh-token and ends the session, its ID tokens with it; another session of the user keeps its own count"
+    )
+    func aSessionRefreshesUpToItsLimit() async throws {
+        try await withDeployment(gateway: { $0.sessionRefreshLimit = 3 }) { deployment in
+            let (_, _, first) = try await Self.signedIn(deployment)
+            let (_, _, other) = try await Self.signedIn(deployment)
+            var token = first
+            var idToken = ""
+            for _ in 0..<3 {
+                let rotated = try await Self.refresh(deployment, token)
+                #expect(rotated.status == 200, "\(rotated.bodyText)")
+                token = try #require(try jsonObject(rotated)["refreshToken"] as? String)
+                idToken = try #require(try jsonObject(rotated)["idToken"] as? String)
+            }
+            #expect(try await Self.bearer(deployment, idToken).status == 200)
+            let fourth = try await Self.refresh(deployment, token)
+            #expect(fourth.status == 400, "\(fourth.bodyText)")
+            #expect(try jsonObject(fourth)["code"] as? String == "invalid-refresh-token")
+            #expect(try jsonObject(fourth)["error"] as? String == "invalid_grant")
+            #expect(try await Self.bearer(deployment, idToken).status == 401, "the session ended")
+            #expect(try await Self.refresh(deployment, token).status == 400)
+            let holds = deployment.logs.lines.contains { $0.contains("session ended: it made its 3 refreshes") }
+            #expect(holds)
+            #expect(try await Self.refresh(deployment, other).status == 200)
+        }
+    }
+
+    @Test(
         "retry window: every retry of the last rotation gets the same successor; once the successor is spent, the predecessor revokes the family, an older token too; 0 is strict"
     )
     func refreshRetryWindow() async throws {

@@ -123,6 +123,34 @@ import Testing
         #expect(try await storage.session(familyId: session.familyId, now: later) == nil)
     }
 
+    @Test(arguments: StorageBackend.all)
+    func aFamilyEndsAtItsLimitOfTokens(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let session = Fixtures.session("s1", uid: "u1")
+        try await storage.insertSession(session)
+        try await storage.insertRefreshToken(tokenHash: "t0", familyId: session.familyId, at: Fixtures.now)
+        let other = Fixtures.session("s2", uid: "u1")
+        try await storage.insertSession(other)
+        try await storage.insertRefreshToken(tokenHash: "o0", familyId: other.familyId, at: Fixtures.now)
+        func successor(_ hash: String) -> RefreshSuccessor {
+            var successor = RefreshSuccessor.strict(hash)
+            successor.familyLimit = 3
+            return successor
+        }
+        // Three tokens: the first and two successors.
+        #expect(try await storage.rotateRefreshToken(tokenHash: "t0", successor: successor("t1"), now: Fixtures.now) == .rotated(session))
+        #expect(try await storage.rotateRefreshToken(tokenHash: "t1", successor: successor("t2"), now: Fixtures.now) == .rotated(session))
+        // The family holds its three: the live token rotates nothing and the session ends.
+        #expect(try await storage.rotateRefreshToken(tokenHash: "t2", successor: successor("t3"), now: Fixtures.now) == .exhausted(session))
+        #expect(try await storage.session(familyId: session.familyId, now: Fixtures.now) == nil)
+        #expect(try await storage.session(refreshTokenHash: "t3", now: Fixtures.now) == nil, "nothing stored")
+        #expect(try await storage.rotateRefreshToken(tokenHash: "t2", successor: successor("t4"), now: Fixtures.now) == .unknown)
+        // Another family of the same account counts its own tokens.
+        #expect(try await storage.rotateRefreshToken(tokenHash: "o0", successor: successor("o1"), now: Fixtures.now) == .rotated(other))
+        #expect(try await storage.session(familyId: other.familyId, now: Fixtures.now) == other)
+    }
+
     /// A session with refresh token `r1`, rotated ten times at once with `successor(i)`.
     static func tenConcurrentRotations(
         _ backend: StorageBackend, successor: @escaping @Sendable (Int) -> RefreshSuccessor

@@ -103,6 +103,12 @@ public struct GatewayConfiguration: Sendable {
     /// immediately preceding token ever gets the window. The trade-off: a thief replaying a
     /// token inside the window gets the successor instead of revoking the family.
     public var refreshRetryWindow: TimeInterval = 10
+    /// How many refreshes one session may make; the one after ends the session and its user
+    /// signs in again. Every spent refresh token is kept while its session lives (so that a
+    /// reuse of any of them revokes the family): this bounds what a client refreshing as
+    /// fast as its rate limit allows can make one session keep. 10,000 is a refresh every
+    /// minute for the whole of a seven-day session.
+    public var sessionRefreshLimit = 10_000
     /// The configured GitHub provider, if any.
     public var github: GitHubConfiguration?
     /// The configured Microsoft provider, if any.

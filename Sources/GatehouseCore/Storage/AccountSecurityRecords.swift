@@ -46,6 +46,9 @@ public enum RefreshRotation: Sendable, Equatable {
     case retried(SessionRecord, sealedSuccessor: String)
     /// The token had already been spent (outside the retry window): its whole family (the session) was revoked.
     case reused
+    /// The token was live, but its family already holds `RefreshSuccessor.familyLimit`
+    /// tokens: nothing was rotated and the family's session (returned) was ended.
+    case exhausted(SessionRecord)
     /// No live family knows this token (never issued, expired, or revoked).
     case unknown
 }

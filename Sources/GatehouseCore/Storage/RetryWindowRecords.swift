@@ -13,13 +13,19 @@ public struct RefreshSuccessor: Sendable, Equatable {
     public var retryUntil: Date
     /// The refresh as the session's last use, recorded in the rotation's transaction.
     public var use: SessionUse?
+    /// The most refresh tokens the family may hold, spent ones included: a rotation of a
+    /// family that holds as many stores nothing and ends its session
+    /// (`RefreshRotation.exhausted`). Spent tokens stay while their session lives (a reuse
+    /// of any of them revokes the family), so this bounds what one session keeps.
+    public var familyLimit: Int
 
     /// Describes the successor.
-    public init(tokenHash: String, sealedToken: String?, retryUntil: Date, use: SessionUse? = nil) {
+    public init(tokenHash: String, sealedToken: String?, retryUntil: Date, use: SessionUse? = nil, familyLimit: Int = .max) {
         self.tokenHash = tokenHash
         self.sealedToken = sealedToken
         self.retryUntil = retryUntil
         self.use = use
+        self.familyLimit = familyLimit
     }
 }
 

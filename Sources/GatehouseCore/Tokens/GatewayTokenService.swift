@@ -100,7 +100,9 @@ public final class GatewayTokenService: Sendable {
             tokenHash: tokenHash,
             successor: RefreshSuccessor(
                 tokenHash: SecureRandom.digest(successor), sealedToken: sealedSuccessor, retryUntil: now.addingTimeInterval(window),
-                use: client.map { SessionUse(at: now, clientAddress: $0.address, userAgent: $0.userAgent) }),
+                use: client.map { SessionUse(at: now, clientAddress: $0.address, userAgent: $0.userAgent) },
+                // The sign-in's token and one per refresh.
+                familyLimit: configuration.sessionRefreshLimit + 1),
             now: now)
         switch rotation {
         case .rotated(let session):
@@ -116,6 +118,11 @@ public final class GatewayTokenService: Sendable {
             logger.warning(
                 "refresh token reused: its session was revoked",
                 metadata: ["user.id": "\(prepared?.uid ?? "unknown")"])
+            throw GatehouseError.invalidRefreshToken()
+        case .exhausted(let session):
+            logger.notice(
+                "session ended: it made its \(configuration.sessionRefreshLimit) refreshes (GATEHOUSE_SESSION_REFRESH_LIMIT)",
+                metadata: ["user.id": "\(session.uid)"])
             throw GatehouseError.invalidRefreshToken()
         case .unknown:
             throw GatehouseError.invalidRefreshToken()

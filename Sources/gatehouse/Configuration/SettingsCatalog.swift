@@ -151,6 +151,9 @@ enum SettingsCatalog {
         Setting(
             "GATEHOUSE_REFRESH_RETRY_WINDOW", .seconds(0...60), default: "10",
             "seconds the refresh token spent last still returns the same successor (`0`: strict)"),
+        Setting(
+            "GATEHOUSE_SESSION_REFRESH_LIMIT", .count(minimum: 1), default: "10000",
+            "refreshes one session may make; the next ends it and its user signs in again"),
         Setting("GATEHOUSE_AUTH_RATE_LIMIT", .count(minimum: 0), default: "60", "requests per minute per client on sign-in routes (`0`: off)"),
         Setting("GATEHOUSE_USER_RATE_LIMIT", .count(minimum: 0), default: "600", "requests per minute per signed-in user on `/v1/me…`"),
         Setting("GATEHOUSE_SERVICE_RATE_LIMIT", .count(minimum: 0), default: "6000", "requests per minute per service key on `/v1/users…`"),

@@ -303,7 +303,8 @@ public final class CachedStore: GatehouseStorage {
     }
 
     /// Rotates a refresh token; a reuse revokes its family, whose account this store does
-    /// not learn: everything is dropped then (rare: a stolen or replayed token).
+    /// not learn: everything is dropped then (rare: a stolen or replayed token). A family
+    /// that used up its tokens ends its own session.
     public func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation {
         let rotation: RefreshRotation
         do {
@@ -312,7 +313,11 @@ public final class CachedStore: GatehouseStorage {
             cache.invalidateAll()
             throw error
         }
-        if rotation == .reused { cache.invalidateAll() }
+        switch rotation {
+        case .reused: cache.invalidateAll()
+        case .exhausted(let session): cache.invalidate(familyId: session.familyId)
+        case .rotated, .retried, .unknown: break
+        }
         return rotation
     }
 }

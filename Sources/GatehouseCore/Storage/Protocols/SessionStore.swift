@@ -25,7 +25,9 @@ public protocol SessionStore: Sendable {
     /// its kept successor while the window lasts (`.retried`), and otherwise revokes its
     /// whole family (reuse means it was stolen or replayed). Every spent token is kept while
     /// its session lives: a thief who rotates a stolen token many times must not be able to
-    /// make the owner's spent one unknown, which would revoke nothing.
+    /// make the owner's spent one unknown, which would revoke nothing. What bounds them is
+    /// the family's limit: a live token of a family holding `successor.familyLimit` tokens
+    /// rotates nothing and ends the session (`.exhausted`).
     func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation
     /// Ends every session of an account.
     func deleteSessions(uid: String) async throws
