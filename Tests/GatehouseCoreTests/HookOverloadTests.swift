@@ -4,9 +4,10 @@ import Testing
 
 @testable import GatehouseCore
 
-/// A hook call the gateway cannot make because its calls out are all taken: over real libcurl,
-/// with the one slot held by a call to a loopback listener that never answers.
-@Suite("Hooks when the gateway's calls out are taken")
+/// Hook calls libcurl does not complete — refused because the gateway's calls out are all
+/// taken, cancelled with their sign-in, cut by the client's shutdown — over real libcurl, to a
+/// loopback listener that never answers.
+@Suite("Hooks when their call is not completed")
 struct HookOverloadTests {
     /// A sign-in's hook payload for a new GitHub account of id `federatedId`.
     static func payload(_ federatedId: String) -> HookRequest.Payload {
@@ -84,5 +85,37 @@ struct HookOverloadTests {
         let allowedUnasked = (try? outcome.get()) != nil
         #expect(!allowedUnasked, "\(outcome)")
         #expect(throws: CancellationError.self) { try outcome.get() }
+    }
+
+    @Test(
+        "a hook call whose libcurl client shuts down under a sign-in that goes on is a failure like any other: the failure policy decides (allow: on unasked; deny: hook-unavailable), not a cancellation"
+    )
+    func clientShutDownIsAFailure() async throws {
+        for policy in [HookFailurePolicy.allow, .deny] {
+            let listener = try SilentListener()
+            defer { listener.close() }
+            let http = CurlHTTPClient(configuration: .init(timeout: SilentListener.held))
+            defer { http.shutdown() }
+            let hooks = HookClient(
+                configuration: HookConfiguration(
+                    urls: [.beforeCreate: "http://127.0.0.1:\(listener.port)/hook"], secrets: [Self.secret], timeout: 3600, onFailure: policy),
+                http: http)
+            let asking = Task { try await hooks.ask(.beforeCreate, Self.payload("1")) }
+            var inFlight = false
+            for _ in 0..<500 where !inFlight {
+                inFlight = http.load.inFlight == 1
+                if !inFlight { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            try #require(inFlight, "the hook call started")
+            http.shutdown()
+            let outcome = await asking.result
+            switch policy {
+            case .allow:
+                #expect(try outcome.get() == .nothing, "\(outcome)")
+            case .deny:
+                let error = #expect(throws: GatehouseError.self) { try outcome.get() }
+                #expect(error?.code == .hookUnavailable, "\(String(describing: error))")
+            }
+        }
     }
 }
