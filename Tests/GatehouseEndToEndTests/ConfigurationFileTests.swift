@@ -122,6 +122,11 @@ struct ConfigurationFileTests {
         // A breaker open for longer than a day is a provider switched off, not a pause.
         let (openStatus, openOutput) = try await Self.run(["config", "show"], environment: ["GATEHOUSE_BREAKER_OPEN_SECONDS": "1e30"])
         #expect(openStatus != 0 && openOutput.contains("GATEHOUSE_BREAKER_OPEN_SECONDS must be a number of seconds 1–86400"), "\(openOutput)")
+        // Every refresh counts a session's spent tokens up to the limit: it has a ceiling.
+        for limit in ["9223372036854775807", "1000001"] {
+            let (status, output) = try await Self.run(["config", "show"], environment: ["GATEHOUSE_SESSION_REFRESH_LIMIT": limit])
+            #expect(status != 0 && output.contains("GATEHOUSE_SESSION_REFRESH_LIMIT must be a whole number 1–1000000"), "\(limit): \(output)")
+        }
     }
 
     @Test(

@@ -138,9 +138,15 @@ import Testing
             successor.familyLimit = 3
             return successor
         }
-        // Three tokens: the first and two successors.
+        // Three tokens: the first and two successors, the last kept for the retry window.
         #expect(try await storage.rotateRefreshToken(tokenHash: "t0", successor: successor("t1"), now: Fixtures.now) == .rotated(session))
-        #expect(try await storage.rotateRefreshToken(tokenHash: "t1", successor: successor("t2"), now: Fixtures.now) == .rotated(session))
+        var kept = RefreshSuccessor.kept("t2")
+        kept.familyLimit = 3
+        #expect(try await storage.rotateRefreshToken(tokenHash: "t1", successor: kept, now: Fixtures.now) == .rotated(session))
+        // A retry at the limit still gets its successor back: it stores nothing.
+        #expect(
+            try await storage.rotateRefreshToken(tokenHash: "t1", successor: successor("x"), now: Fixtures.now)
+                == .retried(session, sealedSuccessor: "sealed-t2"))
         // The family holds its three: the live token rotates nothing and the session ends.
         #expect(try await storage.rotateRefreshToken(tokenHash: "t2", successor: successor("t3"), now: Fixtures.now) == .exhausted(session))
         #expect(try await storage.session(familyId: session.familyId, now: Fixtures.now) == nil)

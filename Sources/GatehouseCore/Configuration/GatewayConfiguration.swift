@@ -106,9 +106,12 @@ public struct GatewayConfiguration: Sendable {
     /// How many refreshes one session may make; the one after ends the session and its user
     /// signs in again. Every spent refresh token is kept while its session lives (so that a
     /// reuse of any of them revokes the family): this bounds what a client refreshing as
-    /// fast as its rate limit allows can make one session keep. 10,000 is a refresh every
-    /// minute for the whole of a seven-day session.
-    public var sessionRefreshLimit = 10_000
+    /// fast as its rate limit allows can make one session keep. 10,080 is a refresh every
+    /// minute for the whole of a seven-day session. From 1 to `maximumSessionRefreshLimit`.
+    public var sessionRefreshLimit = 10_080
+    /// The largest `sessionRefreshLimit`: each refresh counts the session's spent tokens up to
+    /// the limit, so it bounds that count's cost too.
+    public static let maximumSessionRefreshLimit = 1_000_000
     /// The configured GitHub provider, if any.
     public var github: GitHubConfiguration?
     /// The configured Microsoft provider, if any.
@@ -288,6 +291,10 @@ public struct GatewayConfiguration: Sendable {
                 "GATEHOUSE_ADMIN_CLAIM: \(claim.debugDescription) is a reserved claim, which no account can carry: name a claim of its own")
         }
         if let problem = webhooks?.problem() { throw GatehouseError.invalidArgument(problem) }
+        guard (1...Self.maximumSessionRefreshLimit).contains(sessionRefreshLimit) else {
+            throw GatehouseError.invalidArgument(
+                "GATEHOUSE_SESSION_REFRESH_LIMIT is a whole number from 1 to \(Self.maximumSessionRefreshLimit)")
+        }
         // The console signs operators in with `return_to=<public URL>/admin/`: an allow-list that
         // does not admit it would refuse each of the console's sign-in links.
         let consoleReturn = publicURL + "/admin/"

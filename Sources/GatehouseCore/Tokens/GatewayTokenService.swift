@@ -101,8 +101,8 @@ public final class GatewayTokenService: Sendable {
             successor: RefreshSuccessor(
                 tokenHash: SecureRandom.digest(successor), sealedToken: sealedSuccessor, retryUntil: now.addingTimeInterval(window),
                 use: client.map { SessionUse(at: now, clientAddress: $0.address, userAgent: $0.userAgent) },
-                // The sign-in's token and one per refresh.
-                familyLimit: configuration.sessionRefreshLimit + 1),
+                // The sign-in's token and one per refresh (`validate()` bounds the limit).
+                familyLimit: min(configuration.sessionRefreshLimit, GatewayConfiguration.maximumSessionRefreshLimit) + 1),
             now: now)
         switch rotation {
         case .rotated(let session):

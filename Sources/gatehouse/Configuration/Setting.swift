@@ -93,8 +93,8 @@ enum SettingKind: Sendable {
     case flag
     /// A number of seconds in a range.
     case seconds(ClosedRange<Double>)
-    /// A whole number at least this large.
-    case count(minimum: Int)
+    /// A whole number at least `minimum`, at most `maximum`.
+    case count(minimum: Int, maximum: Int = .max)
     /// Comma-separated entries (a list in a file).
     case list
     /// One of these words.
@@ -126,7 +126,7 @@ enum SettingKind: Sendable {
         case .seconds(let range):
             range.upperBound == .greatestFiniteMagnitude
                 ? "seconds ≥ \(Self.number(range.lowerBound))" : "seconds \(Self.number(range.lowerBound))–\(Self.number(range.upperBound))"
-        case .count(let minimum): "whole number ≥ \(minimum)"
+        case .count(let minimum, let maximum): maximum == .max ? "whole number ≥ \(minimum)" : "whole number \(minimum)–\(maximum)"
         case .list: "comma-separated list"
         case .choice(let words): words.map { "`\($0)`" }.joined(separator: " / ")
         case .key: "base64 of 32 bytes (secret)"
@@ -154,8 +154,8 @@ enum SettingKind: Sendable {
         case .seconds(let range):
             guard let seconds = Double(value), seconds.isFinite, range.contains(seconds) else { return "a number of \(accepted)" }
             return nil
-        case .count(let minimum):
-            guard let number = Int(value), number >= minimum else { return "a \(accepted)" }
+        case .count(let minimum, let maximum):
+            guard let number = Int(value), (minimum...maximum).contains(number) else { return "a \(accepted)" }
             return nil
         case .choice(let words):
             return words.contains(value) ? nil : "one of \(words.joined(separator: ", "))"

@@ -1,3 +1,4 @@
+import GatehouseCore
 import GatehouseServer
 
 /// Every setting Gatehouse reads, in the order the Configuration article's table lists them:
@@ -152,7 +153,7 @@ enum SettingsCatalog {
             "GATEHOUSE_REFRESH_RETRY_WINDOW", .seconds(0...60), default: "10",
             "seconds the refresh token spent last still returns the same successor (`0`: strict)"),
         Setting(
-            "GATEHOUSE_SESSION_REFRESH_LIMIT", .count(minimum: 1), default: "10000",
+            "GATEHOUSE_SESSION_REFRESH_LIMIT", .count(minimum: 1, maximum: GatewayConfiguration.maximumSessionRefreshLimit), default: "10080",
             "refreshes one session may make; the next ends it and its user signs in again"),
         Setting("GATEHOUSE_AUTH_RATE_LIMIT", .count(minimum: 0), default: "60", "requests per minute per client on sign-in routes (`0`: off)"),
         Setting("GATEHOUSE_USER_RATE_LIMIT", .count(minimum: 0), default: "600", "requests per minute per signed-in user on `/v1/me…`"),
