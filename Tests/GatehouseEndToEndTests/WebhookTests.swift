@@ -348,7 +348,8 @@ struct WebhookTests {
             deployment.clock.advance(by: 121)
             let tried = try await Self.eventually(deployment) { $0.count == 2 }.count
             #expect(tried == 2)
-            deployment.clock.advance(by: 6)  // the other waited for that try's answer
+            // The other waited for that try's answer: up to the delivery timeout (10 s) and a second.
+            deployment.clock.advance(by: 12)
             let resumed = try await Self.eventually(deployment) { $0.count == 3 }
             #expect(Self.types(resumed) == ["account.created", "account.created", "account.created"])
             let resumedLine = deployment.logs.lines.contains { $0.contains("deliveries to it resume") }
@@ -359,6 +360,65 @@ struct WebhookTests {
             let adminKey = try await ProviderAPITests.key(deployment, ["admin"])
             #expect(try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=failed", key: adminKey).status == 200)
             #expect(try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=lost", key: adminKey).status == 400)
+        }
+    }
+
+    @Test(
+        "while one event of a paused endpoint tries it again, the others wait for that try's answer, up to the delivery timeout: one try at a time; then the endpoint resumes"
+    )
+    func aPausedEndpointIsTriedOnceAtATime() async throws {
+        let webhooks: @Sendable (String) -> WebhookConfiguration = { url in
+            var configuration = Self.sampleApp(events: [.accountCreated])(url)
+            configuration.backoff = [3600, 3600]
+            configuration.goneProbeInterval = 120
+            configuration.timeout = 30
+            return configuration
+        }
+        try await withDeployment(webhooks: webhooks) { deployment in
+            let key = try await ProviderAPITests.key(deployment, ["admin:webhooks"])
+            // 410: the endpoint pauses; two events wait for it.
+            try await deployment.control("faults", #"{"endpoint":"POST /sample-app/webhooks","status":410,"times":1}"#)
+            for login in ["octocat", "private-pat"] {
+                var browser = Browser(deployment)
+                #expect(try await browser.complete(login: login).status == 200)
+            }
+            var paused: [[String: Any]] = []
+            for _ in 0..<500 where paused.count < 2 || paused.contains(where: { $0["lastError"] == nil }) {
+                try await Task.sleep(for: .milliseconds(20))
+                paused =
+                    try jsonObject(
+                        try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=pending", key: key))["deliveries"]
+                    as? [[String: Any]] ?? []
+            }
+            try #require(paused.count == 2, "\(paused)")
+            let before = try await deployment.emulatorStats()["POST /sample-app/webhooks"] ?? 0
+            // The interval passes: one event tries the endpoint, whose answer the receiver holds.
+            try await deployment.control("faults", #"{"endpoint":"POST /sample-app/webhooks","holdMs":25000,"times":1}"#)
+            deployment.clock.advance(by: 121)
+            var calls = before
+            for _ in 0..<1000 where calls == before {
+                try await Task.sleep(for: .milliseconds(20))
+                calls = try await deployment.emulatorStats()["POST /sample-app/webhooks"] ?? 0
+            }
+            try #require(calls == before + 1, "the try reached the receiver")
+            // Longer than a few seconds, shorter than the try's 30 s timeout: the other event still
+            // waits for that answer, however often the dispatcher looks (every 20 ms here). On one
+            // instance a round ends with its slowest attempt; the other event's stored wait (the
+            // try's timeout) keeps other instances from claiming it meanwhile.
+            deployment.clock.advance(by: 6)
+            try await Task.sleep(for: .seconds(1))
+            deployment.clock.advance(by: 9)
+            try await Task.sleep(for: .seconds(1))
+            #expect(try await deployment.emulatorStats()["POST /sample-app/webhooks"] == before + 1, "one try at a time")
+            #expect(try await Self.received(deployment).isEmpty)
+            // The answer comes: the endpoint resumes, and the other event goes once its wait ends.
+            let release = OutboundRequest(method: "POST", url: "\(deployment.emulatorURL)/_emulator/faults/release")
+            #expect(try await deployment.client.execute(release).status == 204)
+            let first = try await Self.eventually(deployment) { $0.count == 1 }.count
+            #expect(first == 1)
+            deployment.clock.advance(by: 20)
+            let both = try await Self.eventually(deployment) { $0.count == 2 }
+            #expect(Self.types(both) == ["account.created", "account.created"])
         }
     }
 
