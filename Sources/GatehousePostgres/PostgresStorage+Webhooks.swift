@@ -50,8 +50,8 @@ extension PostgresStorage {
         }
     }
 
-    /// Records an attempt.
-    public func completeOutbox(id: String, outcome: DeliveryOutcome) async throws {
+    /// Records an attempt by the holder of `lease`; a delivery by anyone.
+    public func completeOutbox(id: String, lease: Date, outcome: DeliveryOutcome) async throws {
         switch outcome {
         case .delivered:
             try await execute("DELETE FROM webhook_outbox WHERE id = \(id)")
@@ -59,16 +59,20 @@ extension PostgresStorage {
             try await execute(
                 """
                 UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = \(at), lease_until = NULL, last_status = \(status),
-                  last_error = \(error) WHERE id = \(id)
+                  last_error = \(error) WHERE id = \(id) AND lease_until = \(lease)
                 """)
         case .failed(let status, let error):
             try await execute(
                 """
                 UPDATE webhook_outbox SET attempts = attempts + 1, status = 'failed', lease_until = NULL, last_status = \(status),
-                  last_error = \(error) WHERE id = \(id)
+                  last_error = \(error) WHERE id = \(id) AND lease_until = \(lease)
                 """)
         case .postponed(let until, let error):
-            try await execute("UPDATE webhook_outbox SET next_attempt_at = \(until), lease_until = NULL, last_error = \(error) WHERE id = \(id)")
+            try await execute(
+                """
+                UPDATE webhook_outbox SET next_attempt_at = \(until), lease_until = NULL, last_error = \(error)
+                WHERE id = \(id) AND lease_until = \(lease)
+                """)
         }
     }
 

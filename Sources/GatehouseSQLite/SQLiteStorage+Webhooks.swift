@@ -44,8 +44,8 @@ extension SQLiteStorage {
         }
     }
 
-    /// Records an attempt.
-    public func completeOutbox(id: String, outcome: DeliveryOutcome) async throws {
+    /// Records an attempt by the holder of `lease`; a delivery by anyone.
+    public func completeOutbox(id: String, lease: Date, outcome: DeliveryOutcome) async throws {
         try await write { db in
             switch outcome {
             case .delivered:
@@ -54,20 +54,20 @@ extension SQLiteStorage {
                 try db.cachedStatement(
                     sql: """
                         UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = ?, lease_until = NULL, last_status = ?,
-                          last_error = ? WHERE id = ?
+                          last_error = ? WHERE id = ? AND lease_until = ?
                         """
-                ).execute(arguments: [at, status, error, id])
+                ).execute(arguments: [at, status, error, id, lease])
             case .failed(let status, let error):
                 try db.cachedStatement(
                     sql: """
                         UPDATE webhook_outbox SET attempts = attempts + 1, status = 'failed', lease_until = NULL, last_status = ?,
-                          last_error = ? WHERE id = ?
+                          last_error = ? WHERE id = ? AND lease_until = ?
                         """
-                ).execute(arguments: [status, error, id])
+                ).execute(arguments: [status, error, id, lease])
             case .postponed(let until, let error):
                 try db.cachedStatement(
-                    sql: "UPDATE webhook_outbox SET next_attempt_at = ?, lease_until = NULL, last_error = ? WHERE id = ?"
-                ).execute(arguments: [until, error, id])
+                    sql: "UPDATE webhook_outbox SET next_attempt_at = ?, lease_until = NULL, last_error = ? WHERE id = ? AND lease_until = ?"
+                ).execute(arguments: [until, error, id, lease])
             }
         }
     }

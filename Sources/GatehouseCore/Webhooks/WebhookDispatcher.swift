@@ -193,16 +193,16 @@ public final class WebhookDispatcher: Sendable {
             endpoint: endpoint, now: now, leaseUntil: lease, limit: configuration.concurrencyPerEndpoint)
         let postponed = await withTaskGroup(of: Bool.self) { group in
             for entry in claimed {
-                group.addTask { await self.attempt(entry) }
+                group.addTask { await self.attempt(entry, lease: lease) }
             }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
         return (claimed.count, postponed)
     }
 
-    /// One attempt and its record; whether it was postponed unsent.
+    /// One attempt and its record under the claim's `lease`; whether it was postponed unsent.
     @discardableResult
-    private func attempt(_ entry: OutboxEntry) async -> Bool {
+    private func attempt(_ entry: OutboxEntry, lease: Date) async -> Bool {
         let started = ContinuousClock.now
         let outcome: DeliveryOutcome
         let label: String
@@ -241,7 +241,7 @@ public final class WebhookDispatcher: Sendable {
         if outcome == .delivered { metrics.webhookDelay(endpoint: entry.endpoint, seconds: clock.now().timeIntervalSince(entry.createdAt)) }
         lastOutcomes.withLock { $0[entry.endpoint] = Self.describe(outcome) }
         do {
-            try await storage.completeOutbox(id: entry.id, outcome: outcome)
+            try await storage.completeOutbox(id: entry.id, lease: lease, outcome: outcome)
         } catch {
             // The lease runs out and another round tries again: at least once.
             logger.warning("webhook delivery outcome not recorded", metadata: ["webhook.endpoint": "\(entry.endpoint)", "error": "\(error)"])

@@ -158,7 +158,9 @@ extension CachedStore {
     }
 
     /// Records a delivery attempt.
-    public func completeOutbox(id: String, outcome: DeliveryOutcome) async throws { try await base.completeOutbox(id: id, outcome: outcome) }
+    public func completeOutbox(id: String, lease: Date, outcome: DeliveryOutcome) async throws {
+        try await base.completeOutbox(id: id, lease: lease, outcome: outcome)
+    }
 
     /// Lists outbox entries.
     public func outboxEntries(status: OutboxEntry.Status, after: String?, limit: Int) async throws -> [OutboxEntry] {

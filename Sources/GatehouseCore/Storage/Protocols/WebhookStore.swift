@@ -8,8 +8,12 @@ public protocol WebhookStore: Sendable {
     /// leased to the caller until `leaseUntil`: another instance does not get them while the
     /// lease runs.
     func claimOutbox(endpoint: String, now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry]
-    /// Records an attempt's outcome: delivered entries are removed.
-    func completeOutbox(id: String, outcome: DeliveryOutcome) async throws
+    /// Records an attempt's outcome by the holder of the claim's lease (`leaseUntil` of that
+    /// claim): delivered entries are removed whoever delivered them, since the receiver has the
+    /// event; any other outcome is recorded only while the entry still carries that lease, so
+    /// an instance whose lease ran out before its outcome arrived does not release or reschedule
+    /// an entry another instance claimed since (or count its attempt twice).
+    func completeOutbox(id: String, lease: Date, outcome: DeliveryOutcome) async throws
     /// Entries with `status` in the order of their ids, after the entry `after` (a cursor), at
     /// most `limit`. Ids begin with the event's random id: the order is stable for paging, not
     /// the entries' age.

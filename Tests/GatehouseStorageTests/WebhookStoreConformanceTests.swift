@@ -1,0 +1,45 @@
+import Foundation
+import GatehouseCore
+import Testing
+
+/// The `WebhookStore` part of the storage contract, run against every backend in
+/// `StorageBackend.all`: entries claimed under a lease and completed by whoever holds it.
+@Suite struct WebhookStoreConformanceTests {
+    /// A store holding one pending entry for endpoint `app`, recorded with an account's change.
+    static func storeWithOneEntry(_ backend: StorageBackend) async throws -> (any GatehouseStorage, OutboxEntry) {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let entry = OutboxEntry(eventId: "e1", endpoint: "app", type: "account.disabled", payload: Data("{}".utf8), createdAt: Fixtures.now)
+        _ = try await Outbox.$entries.withValue([entry]) { try await storage.setDisabled(uid: "u1", disabled: true) }
+        return (storage, entry)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func onlyTheLeaseHolderRecordsAnOutcome(_ backend: StorageBackend) async throws {
+        let (storage, entry) = try await Self.storeWithOneEntry(backend)
+        let at = Fixtures.now
+        let firstLease = at.addingTimeInterval(15)
+        #expect(try await storage.claimOutbox(endpoint: "app", now: at, leaseUntil: firstLease, limit: 8).map(\.id) == [entry.id])
+        // The first holder's lease runs out (its store write was slow): another instance claims.
+        let secondLease = at.addingTimeInterval(31)
+        let again = try await storage.claimOutbox(endpoint: "app", now: at.addingTimeInterval(16), leaseUntil: secondLease, limit: 8)
+        #expect(again.map(\.id) == [entry.id])
+        // The first holder's outcomes arrive late: none is recorded, the second lease holds.
+        try await storage.completeOutbox(id: entry.id, lease: firstLease, outcome: .retry(at: at.addingTimeInterval(100), status: 503, error: "late"))
+        try await storage.completeOutbox(id: entry.id, lease: firstLease, outcome: .failed(status: 500, error: "late"))
+        try await storage.completeOutbox(id: entry.id, lease: firstLease, outcome: .postponed(until: at.addingTimeInterval(100), error: "late"))
+        var listed = try await storage.outboxEntries(status: .pending, after: nil, limit: 10)
+        #expect(listed.map(\.attempts) == [0] && listed.map(\.lastError) == [nil], "\(listed)")
+        #expect(
+            try await storage.claimOutbox(endpoint: "app", now: at.addingTimeInterval(20), leaseUntil: at.addingTimeInterval(35), limit: 8).isEmpty)
+        // The holder's outcome is recorded.
+        try await storage.completeOutbox(id: entry.id, lease: secondLease, outcome: .retry(at: at.addingTimeInterval(50), status: 502, error: "held"))
+        listed = try await storage.outboxEntries(status: .pending, after: nil, limit: 10)
+        #expect(listed.map(\.attempts) == [1] && listed.map(\.lastError) == ["held"], "\(listed)")
+        // A delivery is recorded whoever made it: the receiver has the event.
+        let third = try await storage.claimOutbox(endpoint: "app", now: at.addingTimeInterval(50), leaseUntil: at.addingTimeInterval(65), limit: 8)
+        #expect(third.map(\.id) == [entry.id])
+        try await storage.completeOutbox(id: entry.id, lease: secondLease, outcome: .delivered)
+        #expect(try await storage.outboxEntries(status: .pending, after: nil, limit: 10).isEmpty)
+    }
+}
