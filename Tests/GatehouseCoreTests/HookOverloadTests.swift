@@ -61,17 +61,15 @@ struct HookOverloadTests {
         #expect(http.load.refused == 6)
     }
 
-    @Test(
-        "a hook call cancelled with its sign-in (a client gone, a shutdown) ends the sign-in under the allow policy too: it never lets it through unasked"
-    )
-    func cancelledCallDoesNotSkipTheHook() async throws {
-        let listener = try SilentListener()
-        defer { listener.close() }
-        let http = CurlHTTPClient(configuration: .init(timeout: SilentListener.held))
-        defer { http.shutdown() }
+    /// A sign-in's hook call in a task of its own.
+    typealias Asking = Task<HookAllowance, any Error>
+
+    /// A sign-in asking the `before-create` hook under `policy`, at `listener` (which never
+    /// answers), once libcurl has the call in flight.
+    static func askInFlight(_ policy: HookFailurePolicy, listener: SilentListener, http: CurlHTTPClient) async throws -> Asking {
         let hooks = HookClient(
             configuration: HookConfiguration(
-                urls: [.beforeCreate: "http://127.0.0.1:\(listener.port)/hook"], secrets: [Self.secret], timeout: 3600, onFailure: .allow),
+                urls: [.beforeCreate: "http://127.0.0.1:\(listener.port)/hook"], secrets: [Self.secret], timeout: 3600, onFailure: policy),
             http: http)
         let asking = Task { try await hooks.ask(.beforeCreate, Self.payload("1")) }
         var inFlight = false
@@ -80,6 +78,18 @@ struct HookOverloadTests {
             if !inFlight { try await Task.sleep(for: .milliseconds(20)) }
         }
         try #require(inFlight, "the hook call started")
+        return asking
+    }
+
+    @Test(
+        "a hook call cancelled with its sign-in (a client gone, a shutdown) ends the sign-in under the allow policy too: it never lets it through unasked"
+    )
+    func cancelledCallDoesNotSkipTheHook() async throws {
+        let listener = try SilentListener()
+        defer { listener.close() }
+        let http = CurlHTTPClient(configuration: .init(timeout: SilentListener.held))
+        defer { http.shutdown() }
+        let asking = try await Self.askInFlight(.allow, listener: listener, http: http)
         asking.cancel()
         let outcome = await asking.result
         let allowedUnasked = (try? outcome.get()) != nil
@@ -96,17 +106,7 @@ struct HookOverloadTests {
             defer { listener.close() }
             let http = CurlHTTPClient(configuration: .init(timeout: SilentListener.held))
             defer { http.shutdown() }
-            let hooks = HookClient(
-                configuration: HookConfiguration(
-                    urls: [.beforeCreate: "http://127.0.0.1:\(listener.port)/hook"], secrets: [Self.secret], timeout: 3600, onFailure: policy),
-                http: http)
-            let asking = Task { try await hooks.ask(.beforeCreate, Self.payload("1")) }
-            var inFlight = false
-            for _ in 0..<500 where !inFlight {
-                inFlight = http.load.inFlight == 1
-                if !inFlight { try await Task.sleep(for: .milliseconds(20)) }
-            }
-            try #require(inFlight, "the hook call started")
+            let asking = try await Self.askInFlight(policy, listener: listener, http: http)
             http.shutdown()
             let outcome = await asking.result
             switch policy {

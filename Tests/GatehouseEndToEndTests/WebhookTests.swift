@@ -256,36 +256,48 @@ struct WebhookTests {
         }
     }
 
+    /// The sample app taking `account.created`, for the tests of a `410 Gone`: the first retry an
+    /// hour away, so that only a redelivery or the end of a pause sends a waiting event, however
+    /// long a loaded machine takes between two steps; the pause 120 s, shorter than the default
+    /// 5 minutes (the sample app refuses signatures more than 5 minutes off its own clock, which
+    /// the test clock leaves behind when it advances) and long enough that the real time the
+    /// test clock also follows (sign-ins, a `check` process on a loaded machine) cannot end it
+    /// before the test advances it.
+    static func pausableSampleApp(timeout: TimeInterval = 10) -> @Sendable (String) -> WebhookConfiguration {
+        { url in
+            var configuration = Self.sampleApp(events: [.accountCreated])(url)
+            configuration.backoff = [3600, 3600]
+            configuration.goneProbeInterval = 120
+            configuration.timeout = timeout
+            return configuration
+        }
+    }
+
+    /// The pending deliveries the admin listing shows once `done` holds of them (polled every
+    /// 20 ms, at most 10 s).
+    static func pending(_ deployment: TestDeployment, key: String, until done: ([[String: Any]]) -> Bool) async throws -> [[String: Any]] {
+        var pending: [[String: Any]] = []
+        for _ in 0..<500 {
+            pending =
+                try jsonObject(try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=pending", key: key))["deliveries"]
+                as? [[String: Any]] ?? []
+            if done(pending) { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return pending
+    }
+
     @Test(
         "410 Gone pauses the endpoint: its events wait unsent, one tries again at each interval, an answer resumes it; the admin listing shows them; redelivery sends one again"
     )
     func goneAndAdministration() async throws {
-        // The first retry an hour away, so that only the redelivery can send the waiting event,
-        // however long a loaded machine takes between the listing and the redelivery.
-        let webhooks: @Sendable (String) -> WebhookConfiguration = { url in
-            var configuration = Self.sampleApp(events: [.accountCreated])(url)
-            configuration.backoff = [3600, 3600]
-            // Shorter than the default 5 minutes: the sample app refuses signatures more than 5
-            // minutes off its own clock, which the test clock leaves behind when it advances.
-            // Long enough that the real time the test clock also follows (sign-ins, a `check`
-            // process on a loaded machine) cannot end the pause before the test advances it.
-            configuration.goneProbeInterval = 120
-            return configuration
-        }
-        try await withDeployment(webhooks: webhooks) { deployment in
+        try await withDeployment(webhooks: Self.pausableSampleApp()) { deployment in
             let key = try await ProviderAPITests.key(deployment, ["admin:webhooks"])
             // A receiver that is down: the delivery waits, listed as pending with its last status.
             try await deployment.control("faults", #"{"endpoint":"POST /sample-app/webhooks","status":503,"times":1}"#)
             var browser = Browser(deployment)
             #expect(try await browser.complete(login: "octocat").status == 200)
-            var pending: [[String: Any]] = []
-            for _ in 0..<500 where pending.first?["lastStatus"] as? Int != 503 {
-                try await Task.sleep(for: .milliseconds(20))
-                pending =
-                    try jsonObject(
-                        try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=pending", key: key))["deliveries"]
-                    as? [[String: Any]] ?? []
-            }
+            let pending = try await Self.pending(deployment, key: key) { $0.first?["lastStatus"] as? Int == 503 }
             #expect(pending.count == 1)
             #expect(pending.first?["type"] as? String == "account.created")
             #expect(pending.first?["attempts"] as? Int == 1)
@@ -314,14 +326,7 @@ struct WebhookTests {
             try await deployment.control("faults", #"{"endpoint":"POST /sample-app/webhooks","status":410,"times":1}"#)
             var second = Browser(deployment)
             #expect(try await second.complete(login: "private-pat").status == 200)
-            var paused: [[String: Any]] = []
-            for _ in 0..<500 where paused.first?["lastError"] == nil {
-                try await Task.sleep(for: .milliseconds(20))
-                paused =
-                    try jsonObject(
-                        try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=pending", key: key))["deliveries"]
-                    as? [[String: Any]] ?? []
-            }
+            let paused = try await Self.pending(deployment, key: key) { $0.first?["lastError"] != nil }
             #expect((paused.first?["lastError"] as? String)?.contains("410 Gone") == true, "\(paused)")
             #expect(paused.first?["attempts"] as? Int == 0)
             let calls = try await deployment.emulatorStats()["POST /sample-app/webhooks"]
@@ -367,14 +372,7 @@ struct WebhookTests {
         "while one event of a paused endpoint tries it again, the others wait for that try's answer, up to the delivery timeout: one try at a time; then the endpoint resumes"
     )
     func aPausedEndpointIsTriedOnceAtATime() async throws {
-        let webhooks: @Sendable (String) -> WebhookConfiguration = { url in
-            var configuration = Self.sampleApp(events: [.accountCreated])(url)
-            configuration.backoff = [3600, 3600]
-            configuration.goneProbeInterval = 120
-            configuration.timeout = 30
-            return configuration
-        }
-        try await withDeployment(webhooks: webhooks) { deployment in
+        try await withDeployment(webhooks: Self.pausableSampleApp(timeout: 30)) { deployment in
             let key = try await ProviderAPITests.key(deployment, ["admin:webhooks"])
             // 410: the endpoint pauses; two events wait for it.
             try await deployment.control("faults", #"{"endpoint":"POST /sample-app/webhooks","status":410,"times":1}"#)
@@ -382,14 +380,7 @@ struct WebhookTests {
                 var browser = Browser(deployment)
                 #expect(try await browser.complete(login: login).status == 200)
             }
-            var paused: [[String: Any]] = []
-            for _ in 0..<500 where paused.count < 2 || paused.contains(where: { $0["lastError"] == nil }) {
-                try await Task.sleep(for: .milliseconds(20))
-                paused =
-                    try jsonObject(
-                        try await ProviderAPITests.call(deployment, "/v1/admin/webhooks/deliveries?status=pending", key: key))["deliveries"]
-                    as? [[String: Any]] ?? []
-            }
+            let paused = try await Self.pending(deployment, key: key) { $0.count == 2 && $0.allSatisfy { $0["lastError"] != nil } }
             try #require(paused.count == 2, "\(paused)")
             let before = try await deployment.emulatorStats()["POST /sample-app/webhooks"] ?? 0
             // The interval passes: one event tries the endpoint, whose answer the receiver holds.
