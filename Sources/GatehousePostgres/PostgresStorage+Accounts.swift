@@ -31,8 +31,9 @@ extension PostgresStorage {
         try await links("SELECT \(unescaped: Self.linkColumns) FROM provider_links WHERE uid = \(uid) ORDER BY linked_at, provider_id")
     }
     /// Creates the account and its first link in one transaction; a taken identity is `StorageError.conflict`.
-    public func createAccount(_ account: AccountRecord, firstLink link: ProviderLinkRecord) async throws {
+    public func createAccount(_ account: AccountRecord, firstLink link: ProviderLinkRecord, exclusiveEmail: Bool) async throws {
         try await transaction { connection, logger in
+            if exclusiveEmail { try await Self.requireEmailFree(link, connection: connection, logger: logger) }
             try await connection.query(
                 """
                 INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled, custom_claims)
@@ -42,8 +43,27 @@ extension PostgresStorage {
         }
     }
     /// Adds a link; a taken identity or provider slot is `StorageError.conflict`.
-    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
-        try await withPendingConsumed(consumingPending, try Self.insertQuery(link), replacingClaims: replacingClaims, uid: link.uid)
+    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool)
+        async throws
+    {
+        var check: (@Sendable (PostgresConnection, Logger) async throws -> Void)?
+        if exclusiveEmail, link.verifiedEmail != nil {
+            check = { connection, logger in try await Self.requireEmailFree(link, connection: connection, logger: logger) }
+        }
+        try await withPendingConsumed(consumingPending, try Self.insertQuery(link), replacingClaims: replacingClaims, uid: link.uid, first: check)
+    }
+    /// Throws `StorageError.conflict` when another account than the link's holds its verified
+    /// email. It first takes a transaction-scoped advisory lock on the address, which every
+    /// writer of a new link with that address takes first: of two transactions adding it at
+    /// once, the second waits for the first to commit and then sees its link.
+    static func requireEmailFree(_ link: ProviderLinkRecord, connection: PostgresConnection, logger: Logger) async throws {
+        guard let email = link.verifiedEmail else { return }
+        // Keys hashed from the text, in a space the migrations' one fixed key does not share
+        // by any likelihood that matters (a 64-bit hash).
+        try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("verified-email:" + email), 0))", logger: logger)
+        let rows = try await connection.query(
+            "SELECT 1 FROM provider_links WHERE verified_email = \(email) AND uid <> \(link.uid) LIMIT 1", logger: logger)
+        if try await answersRow(rows) { throw StorageError.conflict }
     }
     /// Removes a link unless it is the account's last: the account row is locked first, so
     /// two concurrent unlinks of one account run one after the other.

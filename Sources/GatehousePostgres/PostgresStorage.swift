@@ -143,16 +143,19 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// `statement`, then (in the same transaction) the deletion of the pending credential a
     /// claim consumes; the statement alone when there is none. With `unlessNoRow`, a
-    /// statement that answers no row commits nothing and throws that error.
+    /// statement that answers no row commits nothing and throws that error. `first` runs in
+    /// the same transaction before the statement (a check that may throw).
     func withPendingConsumed(
-        _ tokenHash: String?, _ statement: PostgresQuery, replacingClaims: ClaimsReplacement?, uid: String, unlessNoRow: StorageError? = nil
+        _ tokenHash: String?, _ statement: PostgresQuery, replacingClaims: ClaimsReplacement?, uid: String, unlessNoRow: StorageError? = nil,
+        first: (@Sendable (PostgresConnection, Logger) async throws -> Void)? = nil
     ) async throws {
-        guard tokenHash != nil || replacingClaims != nil else {
+        guard tokenHash != nil || replacingClaims != nil || first != nil else {
             guard let unlessNoRow else { return try await execute(statement) }
             guard try await changed(statement) else { throw unlessNoRow }
             return
         }
         try await transaction { connection, logger in
+            try await first?(connection, logger)
             let rows = try await connection.query(statement, logger: logger)
             if let unlessNoRow, try await !Self.answersRow(rows) { throw unlessNoRow }
             if let tokenHash {

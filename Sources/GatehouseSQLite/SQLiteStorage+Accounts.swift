@@ -26,10 +26,12 @@ extension SQLiteStorage {
                 .map(Self.link)
         }
     }
-    /// Creates the account and its first link in one transaction; a uniqueness violation is `StorageError.conflict`.
-    public func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws {
+    /// Creates the account and its first link in one transaction; a uniqueness violation is
+    /// `StorageError.conflict`, as is, with `exclusiveEmail`, an address another account holds.
+    public func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord, exclusiveEmail: Bool) async throws {
         try await conflicting {
             try await write { db in
+                if exclusiveEmail { try Self.requireEmailFree(firstLink, db) }
                 try db.cachedStatement(
                     sql: "INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled, custom_claims) VALUES (?, ?, ?, ?, ?)"
                 ).execute(arguments: [account.uid, account.createdAt, account.lastSignInAt, account.disabled, account.customClaims])
@@ -78,14 +80,27 @@ extension SQLiteStorage {
         }
     }
     /// Adds a link; a taken identity or provider slot is `StorageError.conflict`.
-    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
+    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool)
+        async throws
+    {
         try await conflicting {
             try await write { db in
+                if exclusiveEmail { try Self.requireEmailFree(link, db) }
                 try Self.insert(link, db)
                 try Self.deletePending(consumingPending, db)
                 try Self.replaceClaims(replacingClaims, uid: link.uid, db)
             }
         }
+    }
+    /// Throws `StorageError.conflict` when another account than the link's holds its verified
+    /// email. Inside a write transaction, which SQLite runs one at a time: nothing can add the
+    /// address between this look and the caller's insert.
+    static func requireEmailFree(_ link: ProviderLinkRecord, _ db: Database) throws {
+        guard let email = link.verifiedEmail else { return }
+        let taken = try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM provider_links WHERE verified_email = ? AND uid <> ?)"),
+            arguments: [email, link.uid])
+        if taken == true { throw StorageError.conflict }
     }
     /// Removes a link unless it is the account's last (one write transaction: SQLite has one writer).
     public func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome {

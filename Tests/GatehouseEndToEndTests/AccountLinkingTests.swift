@@ -140,6 +140,41 @@ struct AccountLinkingTests {
         }
     }
 
+    @Test(
+        "two first sign-ins with one verified address at once: the one held at its before-create hook while the other creates its account is 409 account-exists-with-different-credential, and one account exists"
+    )
+    func oneAddressTwoFirstSignInsAtOnce() async throws {
+        try await withDeployment(hooks: HookTests.sampleApp(timeout: 10)) { deployment in
+            // GitHub's sign-in passed every check (no account holds the address yet) and waits for
+            // its hook, held until released (at most 9.5 s, within the hook's 10 s timeout).
+            let endpoint = "POST /sample-app/hooks/before-create"
+            let hold: [String: Any] = ["endpoint": endpoint, "status": 200, "holdMs": 9500, "times": 1, "body": #"{"decision":"allow"}"#]
+            _ = try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: hold), as: UTF8.self))
+            let github = Task {
+                var browser = Browser(deployment)
+                return try await browser.complete(login: "sam-shared")
+            }
+            defer { github.cancel() }
+            let deadline = ContinuousClock.now + .seconds(20)
+            while try await deployment.emulatorStats()[endpoint] ?? 0 == 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            try #require(try await deployment.emulatorStats()[endpoint] ?? 0 == 1, "GitHub's sign-in reached its hook")
+            // Meanwhile the OpenID identity with the same verified address creates its account.
+            var openID = Browser(deployment)
+            let created = try await openID.complete(login: "sam@oidc.example", provider: "oidc.emulator")
+            _ = try await deployment.control("faults/release", "{}")
+            let held = try await github.value
+            // Had the hold run out first (a machine too loaded to finish the other sign-in in
+            // 9.5 s), the held one would have won: either way one is created and one refused.
+            let (winner, loser) = created.status == 200 ? (created, held) : (held, created)
+            #expect(winner.status == 200, "\(winner.bodyText)")
+            #expect(loser.status == 409, "\(loser.bodyText)")
+            #expect(try jsonObject(loser)["code"] as? String == "account-exists-with-different-credential")
+            #expect(try await deployment.accountCount() == 1)
+        }
+    }
+
     @Test("an unverified email never matches an account nor triggers the 409; with the setting off a second account is created")
     func unverifiedAndSettingOff() async throws {
         try await withDeployment { deployment in

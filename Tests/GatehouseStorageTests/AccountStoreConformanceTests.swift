@@ -381,4 +381,60 @@ import Testing
         #expect(try await storage.pendingCredential(tokenHash: "p1", now: Fixtures.now) != nil)
         #expect(try await storage.outboxEntries(status: .pending, after: nil, limit: 10).isEmpty)
     }
+
+    /// A link of `uid` to `provider` whose verified email is `email`.
+    static func link(_ uid: String, provider: String = "github.com", federatedId: String, email: String) -> ProviderLinkRecord {
+        var link = Fixtures.link(uid, provider: provider, federatedId: federatedId)
+        link.verifiedEmail = email
+        return link
+    }
+
+    @Test(
+        "asked to keep verified emails exclusive, creating an account or adding a link with an address another account holds is a conflict, decided in the write's transaction: of eight accounts created at once with one address, one is written",
+        arguments: StorageBackend.all)
+    func exclusiveEmailIsDecidedInTheWrite(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(
+            Fixtures.account("u1"), firstLink: Self.link("u1", federatedId: "1", email: "sam@example.com"), exclusiveEmail: true)
+        await #expect(throws: StorageError.conflict) {
+            try await storage.createAccount(
+                Fixtures.account("u2"), firstLink: Self.link("u2", provider: "oidc.example", federatedId: "2", email: "sam@example.com"),
+                exclusiveEmail: true)
+        }
+        #expect(try await storage.account(uid: "u2") == nil, "nothing of the account was written")
+        // The account's own address, on another of its links, is no conflict.
+        try await storage.addLink(
+            Self.link("u1", provider: "oidc.example", federatedId: "1", email: "sam@example.com"), consumingPending: nil, replacingClaims: nil,
+            exclusiveEmail: true)
+        try await storage.createAccount(Fixtures.account("u3"), firstLink: Fixtures.link("u3", federatedId: "3"), exclusiveEmail: true)
+        await #expect(throws: StorageError.conflict) {
+            try await storage.addLink(
+                Self.link("u3", provider: "yahoo.com", federatedId: "3", email: "sam@example.com"), consumingPending: nil, replacingClaims: nil,
+                exclusiveEmail: true)
+        }
+        #expect(try await storage.links(uid: "u3").count == 1)
+        // Without the rule (GATEHOUSE_ONE_ACCOUNT_PER_EMAIL=false), both write.
+        try await storage.createAccount(
+            Fixtures.account("u4"), firstLink: Self.link("u4", provider: "oidc.example", federatedId: "4", email: "sam@example.com"))
+        try await storage.addLink(Self.link("u3", provider: "yahoo.com", federatedId: "3", email: "sam@example.com"))
+        #expect(try await storage.uids(verifiedEmail: "sam@example.com", limit: 10).sorted() == ["u1", "u3", "u4"])
+
+        let written = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    do {
+                        try await storage.createAccount(
+                            Fixtures.account("r\(index)"), firstLink: Self.link("r\(index)", federatedId: "r\(index)", email: "race@example.com"),
+                            exclusiveEmail: true)
+                        return true
+                    } catch StorageError.conflict {
+                        return false
+                    }
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(written == 1)
+        #expect(try await storage.uids(verifiedEmail: "race@example.com", limit: 10).count == 1)
+    }
 }

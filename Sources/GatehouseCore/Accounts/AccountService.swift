@@ -42,7 +42,8 @@ public struct AccountService: Sendable {
     /// sign-ins of one identity cannot create two accounts: the database's uniqueness rule
     /// decides, and the loser retries as a returning user. A new identity whose verified
     /// email belongs to an existing account is parked as a pending credential instead
-    /// (`account-exists-with-different-credential`).
+    /// (`account-exists-with-different-credential`); the store checks the address again in the
+    /// account's transaction, so of two such sign-ins at once the second is parked too.
     ///
     /// A new account is asked of the `before-create` hook, then of `before-sign-in`; a returning
     /// one of `before-sign-in`: both after every read and check, before anything is written.
@@ -77,7 +78,7 @@ public struct AccountService: Sendable {
                 var answer = try await SignIn(account: account, profile: unifiedProfile(for: account, links: [first]), isNewUser: true)
                 answer.sessionClaims = allowance.sessionClaims
                 try await events.recording([.account(.accountCreated, uid: account.uid, at: now, ["providerId": .string(profile.providerId)])]) {
-                    try await storage.createAccount(account, firstLink: first)
+                    try await storage.createAccount(account, firstLink: first, exclusiveEmail: oneAccountPerEmail)
                 }
                 audit.record(.accountCreated, by: .user(account.uid), uid: account.uid, provider: profile.providerId)
                 if !(allowance.customClaims?.isEmpty ?? true) {
@@ -294,7 +295,8 @@ public struct AccountService: Sendable {
             if replacing != nil { recorded.append(.account(.accountUpdated, uid: uid, at: now, ["changes": .array([.string("customClaims")])])) }
             do {
                 try await events.recording(recorded) {
-                    try await storage.addLink(link, consumingPending: consumingPending, replacingClaims: replacing)
+                    try await storage.addLink(
+                        link, consumingPending: consumingPending, replacingClaims: replacing, exclusiveEmail: oneAccountPerEmail)
                 }
                 audit.record(.providerLinked, by: .user(uid), uid: uid, provider: profile.providerId)
                 if replacing != nil { audit.record(.claimsUpdated, by: .hook, uid: uid) }

@@ -183,9 +183,9 @@ public final class CachedStore: GatehouseStorage {
     }
 
     /// Creates an account with its first link.
-    public func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws {
+    public func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord, exclusiveEmail: Bool) async throws {
         try await writing {
-            try await base.createAccount(account, firstLink: firstLink)
+            try await base.createAccount(account, firstLink: firstLink, exclusiveEmail: exclusiveEmail)
         } then: {
             cache.invalidate(uid: account.uid)
         }
@@ -222,9 +222,11 @@ public final class CachedStore: GatehouseStorage {
     }
 
     /// Adds a link (and consumes a pending credential).
-    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
+    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool)
+        async throws
+    {
         try await writing {
-            try await base.addLink(link, consumingPending: consumingPending, replacingClaims: replacingClaims)
+            try await base.addLink(link, consumingPending: consumingPending, replacingClaims: replacingClaims, exclusiveEmail: exclusiveEmail)
         } then: {
             cache.invalidate(uid: link.uid)
         }

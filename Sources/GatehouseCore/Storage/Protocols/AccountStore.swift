@@ -10,8 +10,10 @@ public protocol AccountStore: Sendable {
     /// The links of an account, oldest first.
     func links(uid: String) async throws -> [ProviderLinkRecord]
     /// Creates an account with its first link in one transaction; throws
-    /// `StorageError.conflict` when the identity is already linked.
-    func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws
+    /// `StorageError.conflict` when the identity is already linked, and with `exclusiveEmail`
+    /// when another account's link holds the link's verified email — decided inside the
+    /// transaction, so two accounts created at once with one address cannot both be written.
+    func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord, exclusiveEmail: Bool) async throws
     /// Replaces a link's profile and tokens and sets the account's last sign-in (and its custom
     /// claims, when `replacingClaims` is given), in one transaction; `StorageError.linkGone`
     /// when `link.uid` no longer holds the identity.
@@ -28,9 +30,11 @@ public protocol AccountStore: Sendable {
     ) async throws
     /// Adds a link to an existing account and, in the same transaction, deletes the pending
     /// credential with hash `consumingPending` and replaces the account's custom claims, each
-    /// when given; `StorageError.conflict` when the identity is linked anywhere already or the
-    /// account already has a link to that provider.
-    func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws
+    /// when given; `StorageError.conflict` when the identity is linked anywhere already, the
+    /// account already has a link to that provider or, with `exclusiveEmail`, another account's
+    /// link holds the link's verified email (decided inside the transaction, as for
+    /// `createAccount`).
+    func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws
     /// Removes the account's link to a provider unless it is the last one (decided inside
     /// the transaction, so two concurrent unlinks cannot leave an account with none).
     func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome
@@ -108,14 +112,26 @@ extension AccountStore {
         try await updateLink(link, consumingPending: consumingPending, replacingClaims: nil)
     }
 
-    /// Adds a link to an existing account (see `addLink(_:consumingPending:replacingClaims:)`).
+    /// Creates an account with its first link, whatever other accounts' addresses.
+    public func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord) async throws {
+        try await createAccount(account, firstLink: firstLink, exclusiveEmail: false)
+    }
+
+    /// Adds a link to an existing account, whatever other accounts' addresses (see
+    /// `addLink(_:consumingPending:replacingClaims:exclusiveEmail:)`).
     public func addLink(_ link: ProviderLinkRecord) async throws {
-        try await addLink(link, consumingPending: nil, replacingClaims: nil)
+        try await addLink(link, consumingPending: nil, replacingClaims: nil, exclusiveEmail: false)
     }
 
     /// Adds a link to an existing account, consuming a pending credential.
     public func addLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
-        try await addLink(link, consumingPending: consumingPending, replacingClaims: nil)
+        try await addLink(link, consumingPending: consumingPending, replacingClaims: nil, exclusiveEmail: false)
+    }
+
+    /// Adds a link to an existing account, consuming a pending credential and replacing the
+    /// account's claims, whatever other accounts' addresses.
+    public func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
+        try await addLink(link, consumingPending: consumingPending, replacingClaims: replacingClaims, exclusiveEmail: false)
     }
 
     /// Records a sign-in without touching the custom claims.
