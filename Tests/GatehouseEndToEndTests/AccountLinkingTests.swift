@@ -165,12 +165,14 @@ struct AccountLinkingTests {
             let created = try await openID.complete(login: "sam@oidc.example", provider: "oidc.emulator")
             _ = try await deployment.control("faults/release", "{}")
             let held = try await github.value
-            // Had the hold run out first (a machine too loaded to finish the other sign-in in
-            // 9.5 s), the held one would have won: either way one is created and one refused.
+            // One is created and one refused, told the address has an account. On a machine too
+            // loaded to finish the other sign-in within the hold, the held one may have won, or
+            // its hook call may have timed out (503 hook-unavailable, nothing stored): never two
+            // accounts.
             let (winner, loser) = created.status == 200 ? (created, held) : (held, created)
             #expect(winner.status == 200, "\(winner.bodyText)")
-            #expect(loser.status == 409, "\(loser.bodyText)")
-            #expect(try jsonObject(loser)["code"] as? String == "account-exists-with-different-credential")
+            let refusal = try jsonObject(loser)["code"] as? String
+            #expect(refusal == "account-exists-with-different-credential" || refusal == "hook-unavailable", "\(loser.bodyText)")
             #expect(try await deployment.accountCount() == 1)
         }
     }
