@@ -33,7 +33,7 @@ extension PostgresStorage {
     /// Creates the account and its first link in one transaction; a taken identity is `StorageError.conflict`.
     public func createAccount(_ account: AccountRecord, firstLink link: ProviderLinkRecord, exclusiveEmail: Bool) async throws {
         try await transaction { connection, logger in
-            if exclusiveEmail { try await Self.requireEmailFree(link, connection: connection, logger: logger) }
+            if exclusiveEmail { try await Self.requireEmailFree(link.verifiedEmail, besides: link.uid, else: .conflict, connection, logger) }
             try await connection.query(
                 """
                 INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled, custom_claims)
@@ -46,24 +46,35 @@ extension PostgresStorage {
     public func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool)
         async throws
     {
-        var check: (@Sendable (PostgresConnection, Logger) async throws -> Void)?
-        if exclusiveEmail, link.verifiedEmail != nil {
-            check = { connection, logger in try await Self.requireEmailFree(link, connection: connection, logger: logger) }
-        }
-        try await withPendingConsumed(consumingPending, try Self.insertQuery(link), replacingClaims: replacingClaims, uid: link.uid, first: check)
+        try await withPendingConsumed(
+            consumingPending, try Self.insertQuery(link), replacingClaims: replacingClaims, uid: link.uid,
+            first: Self.emailCheck(exclusiveEmail ? link.verifiedEmail : nil, besides: link.uid, else: .conflict))
     }
-    /// Throws `StorageError.conflict` when another account than the link's holds its verified
-    /// email. It first takes a transaction-scoped advisory lock on the address, which every
-    /// writer of a new link with that address takes first: of two transactions adding it at
-    /// once, the second waits for the first to commit and then sees its link.
-    static func requireEmailFree(_ link: ProviderLinkRecord, connection: PostgresConnection, logger: Logger) async throws {
-        guard let email = link.verifiedEmail else { return }
+    /// Throws `error` when another account than `uid` holds the verified `email`; the
+    /// transaction's first statements. It takes a transaction-scoped advisory lock on the
+    /// address, which every writer of that address with the check takes first: of two
+    /// transactions writing it at once, the second waits for the first to commit, then sees its
+    /// link. That look needs a snapshot taken after the wait, so the transaction is set to READ
+    /// COMMITTED whatever the server's default isolation.
+    static func requireEmailFree(
+        _ email: String?, besides uid: String, else error: StorageError, _ connection: PostgresConnection, _ logger: Logger
+    ) async throws {
+        guard let email else { return }
+        try await connection.query("SET TRANSACTION ISOLATION LEVEL READ COMMITTED", logger: logger)
         // Keys hashed from the text, in a space the migrations' one fixed key does not share
         // by any likelihood that matters (a 64-bit hash).
         try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("verified-email:" + email), 0))", logger: logger)
         let rows = try await connection.query(
-            "SELECT 1 FROM provider_links WHERE verified_email = \(email) AND uid <> \(link.uid) LIMIT 1", logger: logger)
-        if try await answersRow(rows) { throw StorageError.conflict }
+            "SELECT 1 FROM provider_links WHERE verified_email = \(email) AND uid <> \(uid) LIMIT 1", logger: logger)
+        if try await answersRow(rows) { throw error }
+    }
+
+    /// `requireEmailFree` as `withPendingConsumed`'s first step, or `nil` without an address.
+    static func emailCheck(_ email: String?, besides uid: String, else error: StorageError) -> (
+        @Sendable (PostgresConnection, Logger) async throws -> Void
+    )? {
+        guard let email else { return nil }
+        return { connection, logger in try await requireEmailFree(email, besides: uid, else: error, connection, logger) }
     }
     /// Removes a link unless it is the account's last: the account row is locked first, so
     /// two concurrent unlinks of one account run one after the other.
@@ -101,8 +112,11 @@ extension PostgresStorage {
         return uids
     }
     /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
-    public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?) async throws {
+    public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws {
         try await transaction { connection, logger in
+            if exclusiveEmail {
+                try await Self.requireEmailFree(link.verifiedEmail, besides: link.uid, else: .changedMeanwhile, connection, logger)
+            }
             guard try await Self.answersRow(try await connection.query(try Self.updateQuery(link), logger: logger)) else {
                 throw StorageError.linkGone
             }
@@ -113,9 +127,12 @@ extension PostgresStorage {
         }
     }
     /// Replaces a link's profile and tokens (never its owner).
-    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
+    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool)
+        async throws
+    {
         try await withPendingConsumed(
-            consumingPending, try Self.updateQuery(link), replacingClaims: replacingClaims, uid: link.uid, unlessNoRow: .linkGone)
+            consumingPending, try Self.updateQuery(link), replacingClaims: replacingClaims, uid: link.uid, unlessNoRow: .linkGone,
+            first: Self.emailCheck(exclusiveEmail ? link.verifiedEmail : nil, besides: link.uid, else: .changedMeanwhile))
     }
     /// Replaces an account's custom claims.
     public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool {
@@ -132,15 +149,15 @@ extension PostgresStorage {
     }
     /// Replaces a link's profile snapshot and verified email only.
     public func updateLinkProfile(
-        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
+        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date, exclusiveEmail: Bool
     ) async throws {
-        guard
-            try await changed(
-                """
-                UPDATE provider_links SET profile_json = \(profileJSON), verified_email = \(verifiedEmail), updated_at = \(date)
-                WHERE provider_id = \(providerId) AND federated_id = \(federatedId) AND uid = \(uid) RETURNING 1
-                """)
-        else { throw StorageError.linkGone }
+        let update: PostgresQuery = try """
+        UPDATE provider_links SET profile_json = \(profileJSON), verified_email = \(verifiedEmail), updated_at = \(date)
+        WHERE provider_id = \(providerId) AND federated_id = \(federatedId) AND uid = \(uid) RETURNING 1
+        """
+        try await withPendingConsumed(
+            nil, update, replacingClaims: nil, uid: uid, unlessNoRow: .linkGone,
+            first: Self.emailCheck(exclusiveEmail ? verifiedEmail : nil, besides: uid, else: .changedMeanwhile))
     }
     /// A page of all links in (provider, federated id) byte order (collation "C", as SQLite's
     /// BINARY: the cursor must not depend on the server's locale), after the cursor.

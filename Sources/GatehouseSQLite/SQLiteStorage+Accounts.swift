@@ -31,7 +31,7 @@ extension SQLiteStorage {
     public func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord, exclusiveEmail: Bool) async throws {
         try await conflicting {
             try await write { db in
-                if exclusiveEmail { try Self.requireEmailFree(firstLink, db) }
+                if exclusiveEmail { try Self.requireEmailFree(firstLink.verifiedEmail, besides: firstLink.uid, else: .conflict, db) }
                 try db.cachedStatement(
                     sql: "INSERT INTO accounts (uid, created_at, last_sign_in_at, disabled, custom_claims) VALUES (?, ?, ?, ?, ?)"
                 ).execute(arguments: [account.uid, account.createdAt, account.lastSignInAt, account.disabled, account.customClaims])
@@ -40,16 +40,20 @@ extension SQLiteStorage {
         }
     }
     /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
-    public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?) async throws {
+    public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws {
         try await write { db in
+            if exclusiveEmail { try Self.requireEmailFree(link.verifiedEmail, besides: link.uid, else: .changedMeanwhile, db) }
             try Self.update(link, db)
             try db.cachedStatement(sql: "UPDATE accounts SET last_sign_in_at = ? WHERE uid = ?").execute(arguments: [date, link.uid])
             try Self.replaceClaims(replacingClaims, uid: link.uid, db)
         }
     }
     /// Replaces a link's profile and tokens (never its owner).
-    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
+    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool)
+        async throws
+    {
         try await write { db in
+            if exclusiveEmail { try Self.requireEmailFree(link.verifiedEmail, besides: link.uid, else: .changedMeanwhile, db) }
             try Self.update(link, db)
             try Self.deletePending(consumingPending, db)
             try Self.replaceClaims(replacingClaims, uid: link.uid, db)
@@ -67,9 +71,10 @@ extension SQLiteStorage {
     }
     /// Replaces a link's profile snapshot and verified email only.
     public func updateLinkProfile(
-        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
+        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date, exclusiveEmail: Bool
     ) async throws {
         try await write { db in
+            if exclusiveEmail { try Self.requireEmailFree(verifiedEmail, besides: uid, else: .changedMeanwhile, db) }
             try db.cachedStatement(
                 sql: """
                     UPDATE provider_links SET profile_json = ?, verified_email = ?, updated_at = ?
@@ -85,22 +90,22 @@ extension SQLiteStorage {
     {
         try await conflicting {
             try await write { db in
-                if exclusiveEmail { try Self.requireEmailFree(link, db) }
+                if exclusiveEmail { try Self.requireEmailFree(link.verifiedEmail, besides: link.uid, else: .conflict, db) }
                 try Self.insert(link, db)
                 try Self.deletePending(consumingPending, db)
                 try Self.replaceClaims(replacingClaims, uid: link.uid, db)
             }
         }
     }
-    /// Throws `StorageError.conflict` when another account than the link's holds its verified
-    /// email. Inside a write transaction, which SQLite runs one at a time: nothing can add the
-    /// address between this look and the caller's insert.
-    static func requireEmailFree(_ link: ProviderLinkRecord, _ db: Database) throws {
-        guard let email = link.verifiedEmail else { return }
+    /// Throws `error` when another account than `uid` holds the verified `email`. Inside a
+    /// write transaction, which SQLite runs one at a time: nothing can add the address between
+    /// this look and the caller's write.
+    static func requireEmailFree(_ email: String?, besides uid: String, else error: StorageError, _ db: Database) throws {
+        guard let email else { return }
         let taken = try Bool.fetchOne(
             db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM provider_links WHERE verified_email = ? AND uid <> ?)"),
-            arguments: [email, link.uid])
-        if taken == true { throw StorageError.conflict }
+            arguments: [email, uid])
+        if taken == true { throw error }
     }
     /// Removes a link unless it is the account's last (one write transaction: SQLite has one writer).
     public func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome {

@@ -177,6 +177,50 @@ struct AccountLinkingTests {
         }
     }
 
+    @Test(
+        "a returning sign-in whose provider now reports a verified address, held at its before-sign-in hook while another identity creates an account with that address, keeps it unverified: one account holds it"
+    )
+    func returningSignInRacingAnAccountForItsAddress() async throws {
+        try await withDeployment(hooks: HookTests.sampleApp(timeout: 10)) { deployment in
+            var olive = Browser(deployment)
+            #expect(try await olive.complete(login: "olive@oidc.example", provider: "oidc.emulator").status == 200)
+            // Olive's provider now reports Sam's address as verified; her next sign-in reads that
+            // no account holds it and waits for its hook, held until released (at most 9.5 s).
+            _ = try await deployment.control(
+                "faults",
+                #"{"endpoint": "GET /oidc/userinfo", "status": 200, "headers": {"Content-Type": "application/json"}, "body": "{\"sub\": \"248289761001\", \"email\": \"sam.shared@example.com\", \"email_verified\": true, \"name\": \"Olive Oidc\"}", "times": 1}"#
+            )
+            let endpoint = "POST /sample-app/hooks/before-sign-in"
+            let asked = try await deployment.emulatorStats()[endpoint] ?? 0
+            let hold: [String: Any] = ["endpoint": endpoint, "status": 200, "holdMs": 9500, "times": 1, "body": #"{"decision":"allow"}"#]
+            _ = try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: hold), as: UTF8.self))
+            let returning = Task {
+                var browser = Browser(deployment)
+                return try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator")
+            }
+            defer { returning.cancel() }
+            let deadline = ContinuousClock.now + .seconds(20)
+            while try await deployment.emulatorStats()[endpoint] ?? 0 == asked, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            try #require(try await deployment.emulatorStats()[endpoint] ?? 0 > asked, "Olive's sign-in reached its hook")
+            // Meanwhile Sam's GitHub identity, with that address verified, creates its account.
+            var sam = Browser(deployment)
+            let created = try await sam.complete(login: "sam-shared")
+            _ = try await deployment.control("faults/release", "{}")
+            let signedIn = try await returning.value
+            // On a machine too loaded to finish Sam's sign-in within the hold, Olive's may have
+            // written first (Sam's is then refused, 409) or timed out at its hook (503, nothing
+            // stored): whichever way, one account holds the address verified.
+            #expect([200, 409].contains(created.status), "\(created.bodyText)")
+            #expect([200, 503].contains(signedIn.status), "\(signedIn.bodyText)")
+            let holders = try await openSQLite(deployment.databasePath).read { db in
+                try String.fetchAll(db, sql: "SELECT DISTINCT uid FROM provider_links WHERE verified_email = 'sam.shared@example.com'")
+            }
+            #expect(holders.count == 1, "\(holders)")
+        }
+    }
+
     @Test("an unverified email never matches an account nor triggers the 409; with the setting off a second account is created")
     func unverifiedAndSettingOff() async throws {
         try await withDeployment { deployment in

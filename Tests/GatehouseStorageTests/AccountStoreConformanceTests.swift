@@ -437,4 +437,36 @@ import Testing
         #expect(written == 1)
         #expect(try await storage.uids(verifiedEmail: "race@example.com", limit: 10).count == 1)
     }
+
+    @Test(
+        "asked to keep verified emails exclusive, a sign-in, a link's update or a live profile writing an address another account holds is changedMeanwhile and writes nothing; the account's own address is written",
+        arguments: StorageBackend.all)
+    func exclusiveEmailOnUpdates(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(
+            Fixtures.account("u1"), firstLink: Self.link("u1", federatedId: "1", email: "sam@example.com"), exclusiveEmail: true)
+        try await storage.createAccount(Fixtures.account("u3"), firstLink: Fixtures.link("u3", federatedId: "3"), exclusiveEmail: true)
+        let taking = Self.link("u3", federatedId: "3", email: "sam@example.com")
+        await #expect(throws: StorageError.changedMeanwhile) {
+            try await storage.recordSignIn(link: taking, at: Fixtures.now, replacingClaims: nil, exclusiveEmail: true)
+        }
+        await #expect(throws: StorageError.changedMeanwhile) {
+            try await storage.updateLink(taking, consumingPending: nil, replacingClaims: nil, exclusiveEmail: true)
+        }
+        await #expect(throws: StorageError.changedMeanwhile) {
+            try await storage.updateLinkProfile(
+                providerId: "github.com", federatedId: "3", uid: "u3", profileJSON: taking.profileJSON, verifiedEmail: "sam@example.com",
+                at: Fixtures.now, exclusiveEmail: true)
+        }
+        #expect(try await storage.link(providerId: "github.com", federatedId: "3")?.verifiedEmail == nil, "nothing was written")
+        // The account's own address.
+        try await storage.recordSignIn(
+            link: Self.link("u1", federatedId: "1", email: "sam@example.com"), at: Fixtures.now, replacingClaims: nil, exclusiveEmail: true)
+        try await storage.updateLinkProfile(
+            providerId: "github.com", federatedId: "1", uid: "u1", profileJSON: taking.profileJSON, verifiedEmail: "sam@example.com",
+            at: Fixtures.now, exclusiveEmail: true)
+        // Without the rule, written.
+        try await storage.recordSignIn(link: taking, at: Fixtures.now)
+        #expect(try await storage.uids(verifiedEmail: "sam@example.com", limit: 10).sorted() == ["u1", "u3"])
+    }
 }

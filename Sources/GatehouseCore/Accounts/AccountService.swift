@@ -226,6 +226,14 @@ public struct AccountService: Sendable {
         return kept
     }
 
+    /// Whether writing `verified` to a link that recorded `recorded` needs the store's check of
+    /// one account per verified email in the write's transaction: a new verified address (a
+    /// recorded one was checked when it was written). A store that finds it taken meanwhile
+    /// answers `StorageError.changedMeanwhile`, and the write is decided again.
+    func checksEmail(_ verified: String?, recorded: String?) -> Bool {
+        oneAccountPerEmail && verified != nil && verified != recorded
+    }
+
     /// Whether, with one account per verified email, another account than `uid` holds the
     /// verified email `profile` reports.
     private func emailHeldElsewhere(_ profile: ProviderProfile, besides uid: String) async throws -> Bool {
@@ -262,7 +270,9 @@ public struct AccountService: Sendable {
                     at: now)
                 do {
                     try await events.recording(recorded) {
-                        try await storage.updateLink(existing, consumingPending: consumingPending, replacingClaims: replacing)
+                        try await storage.updateLink(
+                            existing, consumingPending: consumingPending, replacingClaims: replacing,
+                            exclusiveEmail: checksEmail(existing.verifiedEmail, recorded: before.verifiedEmail))
                     }
                 } catch StorageError.linkGone {
                     continue  // unlinked while the hook was asked: look again, it may be linked anew
@@ -320,8 +330,10 @@ public struct AccountService: Sendable {
     /// Runs a sign-in's write (`body`: read the account, ask the hook, write) a second time
     /// when the account's claims changed while the hook was asked: the hook's claims are
     /// stored only over the claims it was sent (`ClaimsReplacement.basis`), so a change a
-    /// service made meanwhile is not undone; asked again, the hook sees it. A second change
-    /// in that time is `storage-unavailable` (retryable, nothing stored).
+    /// service made meanwhile is not undone; asked again, the hook sees it. The same holds
+    /// when another account took the verified address the write would record (read again, it
+    /// is kept unverified). A second change in that time is `storage-unavailable` (retryable,
+    /// nothing stored).
     private func redoingIfClaimsChanged(_ body: () async throws -> SignIn) async throws -> SignIn {
         do {
             return try await body()
@@ -331,7 +343,7 @@ public struct AccountService: Sendable {
         } catch StorageError.changedMeanwhile {
             throw GatehouseError(
                 code: .storageUnavailable,
-                detail: "The account's claims changed twice while the app's hook was asked; nothing was stored: try again.",
+                detail: "The account's claims or a linked address changed twice while it was written; nothing was stored: try again.",
                 retryAfter: 1)
         }
     }
@@ -364,7 +376,8 @@ public struct AccountService: Sendable {
             uid: account.uid, providerId: profile.providerId, claimsChanged: replacing != nil, profileChanged: profileChanged,
             restoring: tokens.accessToken.isEmpty ? nil : previous, at: now)
         try await events.recording(recorded) {
-            try await storage.recordSignIn(link: link, at: now, replacingClaims: replacing)
+            try await storage.recordSignIn(
+                link: link, at: now, replacingClaims: replacing, exclusiveEmail: checksEmail(link.verifiedEmail, recorded: previous.verifiedEmail))
         }
         if replacing != nil { audit.record(.claimsUpdated, by: .hook, uid: account.uid) }
         return answer

@@ -174,26 +174,33 @@ public final class ProfileService: Sendable {
         {
             profile.emailVerified = true
         }
-        profile = try await accounts.keepingEmailsUnique(profile, for: link.uid, recorded: link.verifiedEmail)
-        // The snapshot only: tokens are written by refreshes and sign-ins alone, so a refresh or
-        // a key rotation that ran during this call is never undone by stale tokens. An unchanged
-        // profile writes nothing (nor drops the account from the instances' caches); it is
-        // compared typed with the stored one (decoded once), since encoding it on every live
-        // fetch was a tenth of that route's CPU (perf, release build).
-        let verifiedEmail = EmailAddress.verified(of: profile)
-        if profile != snapshot || verifiedEmail != link.verifiedEmail {
+        // Twice at most: a verified address another account took since it was read is found
+        // taken by the write, read again and kept unverified.
+        for attempt in 0..<2 {
+            profile = try await accounts.keepingEmailsUnique(profile, for: link.uid, recorded: link.verifiedEmail)
+            // The snapshot only: tokens are written by refreshes and sign-ins alone, so a refresh or
+            // a key rotation that ran during this call is never undone by stale tokens. An unchanged
+            // profile writes nothing (nor drops the account from the instances' caches); it is
+            // compared typed with the stored one (decoded once), since encoding it on every live
+            // fetch was a tenth of that route's CPU (perf, release build).
+            let verifiedEmail = EmailAddress.verified(of: profile)
+            guard profile != snapshot || verifiedEmail != link.verifiedEmail else { break }
             let updated = WebhookEvent.account(
                 .accountUpdated, uid: link.uid, at: clock.now(), ["changes": .array([.string("profile")]), "providerId": .string(link.providerId)])
             do {
                 try await accounts.events.recording([updated]) {
                     try await storage.updateLinkProfile(
                         providerId: link.providerId, federatedId: link.federatedId, uid: link.uid,
-                        profileJSON: try ProfileSnapshot.encode(profile), verifiedEmail: verifiedEmail, at: clock.now())
+                        profileJSON: try ProfileSnapshot.encode(profile), verifiedEmail: verifiedEmail, at: clock.now(),
+                        exclusiveEmail: accounts.checksEmail(verifiedEmail, recorded: link.verifiedEmail))
                 }
             } catch StorageError.linkGone {
                 // Unlinked during the call: nothing stored, no event; the answer is what the
                 // provider said while the identity was still linked.
+            } catch StorageError.changedMeanwhile where attempt == 0 {
+                continue
             }
+            break
         }
         return profile
     }

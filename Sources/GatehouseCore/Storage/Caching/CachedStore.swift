@@ -192,18 +192,20 @@ public final class CachedStore: GatehouseStorage {
     }
 
     /// Records a sign-in.
-    public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?) async throws {
+    public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws {
         try await writing {
-            try await base.recordSignIn(link: link, at: date, replacingClaims: replacingClaims)
+            try await base.recordSignIn(link: link, at: date, replacingClaims: replacingClaims, exclusiveEmail: exclusiveEmail)
         } then: {
             cache.invalidate(uid: link.uid)
         }
     }
 
     /// Replaces a link (and consumes a pending credential).
-    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
+    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool)
+        async throws
+    {
         try await writing {
-            try await base.updateLink(link, consumingPending: consumingPending, replacingClaims: replacingClaims)
+            try await base.updateLink(link, consumingPending: consumingPending, replacingClaims: replacingClaims, exclusiveEmail: exclusiveEmail)
         } then: {
             cache.invalidate(uid: link.uid)
         }
@@ -211,11 +213,12 @@ public final class CachedStore: GatehouseStorage {
 
     /// Replaces a link's profile snapshot.
     public func updateLinkProfile(
-        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
+        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date, exclusiveEmail: Bool
     ) async throws {
         try await writing {
             try await base.updateLinkProfile(
-                providerId: providerId, federatedId: federatedId, uid: uid, profileJSON: profileJSON, verifiedEmail: verifiedEmail, at: date)
+                providerId: providerId, federatedId: federatedId, uid: uid, profileJSON: profileJSON, verifiedEmail: verifiedEmail, at: date,
+                exclusiveEmail: exclusiveEmail)
         } then: {
             cache.invalidate(uid: uid)
         }

@@ -16,17 +16,21 @@ public protocol AccountStore: Sendable {
     func createAccount(_ account: AccountRecord, firstLink: ProviderLinkRecord, exclusiveEmail: Bool) async throws
     /// Replaces a link's profile and tokens and sets the account's last sign-in (and its custom
     /// claims, when `replacingClaims` is given), in one transaction; `StorageError.linkGone`
-    /// when `link.uid` no longer holds the identity.
-    func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?) async throws
+    /// when `link.uid` no longer holds the identity. With `exclusiveEmail`, a verified email
+    /// that another account's link holds is `StorageError.changedMeanwhile` (taken since it was
+    /// read; decided in the transaction, as for `createAccount`) and nothing is written.
+    func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws
     /// Replaces a link's profile snapshot and tokens and, in the same transaction, deletes the
     /// pending credential with hash `consumingPending` and replaces the account's custom
     /// claims, each when given; `StorageError.linkGone` when `link.uid` no longer holds the
-    /// identity.
-    func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws
+    /// identity; with `exclusiveEmail`, `StorageError.changedMeanwhile` as for `recordSignIn`.
+    func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool)
+        async throws
     /// Replaces a link's profile snapshot and verified email only (its tokens stay as
-    /// stored); `StorageError.linkGone` when `uid` no longer holds the identity.
+    /// stored); `StorageError.linkGone` when `uid` no longer holds the identity; with
+    /// `exclusiveEmail`, `StorageError.changedMeanwhile` as for `recordSignIn`.
     func updateLinkProfile(
-        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
+        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date, exclusiveEmail: Bool
     ) async throws
     /// Adds a link to an existing account and, in the same transaction, deletes the pending
     /// credential with hash `consumingPending` and replaces the account's custom claims, each
@@ -101,15 +105,37 @@ public struct ClaimsReplacement: Sendable, Equatable {
     }
 }
 
+/// The writes without the one-account-per-email check, as a store's own tests and tools use
+/// them; the gateway's services pass `exclusiveEmail` from their setting.
 extension AccountStore {
     /// Replaces a link's profile snapshot and tokens.
     public func updateLink(_ link: ProviderLinkRecord) async throws {
-        try await updateLink(link, consumingPending: nil, replacingClaims: nil)
+        try await updateLink(link, consumingPending: nil, replacingClaims: nil, exclusiveEmail: false)
     }
 
     /// Replaces a link's profile snapshot and tokens, consuming a pending credential.
     public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
-        try await updateLink(link, consumingPending: consumingPending, replacingClaims: nil)
+        try await updateLink(link, consumingPending: consumingPending, replacingClaims: nil, exclusiveEmail: false)
+    }
+
+    /// Replaces a link's profile snapshot and tokens, consuming a pending credential and
+    /// replacing the account's claims.
+    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
+        try await updateLink(link, consumingPending: consumingPending, replacingClaims: replacingClaims, exclusiveEmail: false)
+    }
+
+    /// Replaces a link's profile snapshot and verified email only.
+    public func updateLinkProfile(
+        providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date
+    ) async throws {
+        try await updateLinkProfile(
+            providerId: providerId, federatedId: federatedId, uid: uid, profileJSON: profileJSON, verifiedEmail: verifiedEmail, at: date,
+            exclusiveEmail: false)
+    }
+
+    /// Records a sign-in, replacing the account's claims when given.
+    public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?) async throws {
+        try await recordSignIn(link: link, at: date, replacingClaims: replacingClaims, exclusiveEmail: false)
     }
 
     /// Creates an account with its first link, whatever other accounts' addresses.
@@ -136,6 +162,6 @@ extension AccountStore {
 
     /// Records a sign-in without touching the custom claims.
     public func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws {
-        try await recordSignIn(link: link, at: date, replacingClaims: nil)
+        try await recordSignIn(link: link, at: date, replacingClaims: nil, exclusiveEmail: false)
     }
 }
