@@ -66,10 +66,7 @@ import Testing
         // session is held, its links never are, so each of its reads goes to the store.
         try await base.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", federatedId: "2"))
         try await base.insertSession(Fixtures.session("s2", uid: "u2"))
-        // Waiting for the store's own writes, as another process would (busy timeout).
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
-        try await DatabaseQueue(path: path, configuration: configuration).write {
+        try await StorageBackend.otherConnection(path).write {
             try $0.execute(sql: "DELETE FROM provider_links WHERE uid = 'u2'")
         }
         let recorded = TestMetrics()

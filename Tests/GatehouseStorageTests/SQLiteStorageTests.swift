@@ -48,7 +48,7 @@ import Testing
         var session = Fixtures.session("s", uid: "u1")
         session.authenticatedAt = session.createdAt.addingTimeInterval(-600)
         try await storage.insertSession(session)
-        try await DatabaseQueue(path: path).write { db in try db.execute(sql: "UPDATE sessions SET authenticated_at = NULL") }
+        try await StorageBackend.otherConnection(path).write { db in try db.execute(sql: "UPDATE sessions SET authenticated_at = NULL") }
         let read = try #require(try await storage.session(idHash: session.idHash, now: Fixtures.now))
         #expect(read.authenticatedAt == session.createdAt)
     }

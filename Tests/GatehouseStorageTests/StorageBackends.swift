@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import GatehouseCore
 import GatehousePostgres
 import GatehouseSQLite
@@ -41,6 +42,14 @@ struct StorageBackend: CustomTestStringConvertible, Sendable {
     /// A new path under a fresh temporary folder (removed when the test process exits).
     static func temporaryDatabasePath() throws -> String {
         try TestScratch.folder("storage") + "/gatehouse.sqlite"
+    }
+
+    /// A connection of its own to the SQLite file at `path`, as another process would open it:
+    /// it waits for the store's writes (a busy timeout) rather than failing at once.
+    static func otherConnection(_ path: String) throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        return try DatabaseQueue(path: path, configuration: configuration)
     }
 }
 
