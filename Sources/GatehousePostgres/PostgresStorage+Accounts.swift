@@ -50,17 +50,29 @@ extension PostgresStorage {
             consumingPending, try Self.insertQuery(link), replacingClaims: replacingClaims, uid: link.uid,
             first: Self.emailCheck(exclusiveEmail ? link.verifiedEmail : nil, besides: link.uid, else: .conflict))
     }
-    /// Throws `error` when another account than `uid` holds the verified `email`; the
-    /// transaction's first statements. It takes a transaction-scoped advisory lock on the
-    /// address, which every writer of that address with the check takes first: of two
-    /// transactions writing it at once, the second waits for the first to commit, then sees its
-    /// link. That look needs a snapshot taken after the wait, so the transaction is set to READ
-    /// COMMITTED whatever the server's default isolation.
+    /// Throws `error` when another account than `uid` holds the verified `email`, unless the
+    /// link `unlessHeldBy` holds it already (it was checked when written; an address two
+    /// accounts shared before the rule held stays theirs); the transaction's first statements.
+    /// It takes a transaction-scoped advisory lock on the address, which every writer of that
+    /// address with the check takes first: of two transactions writing it at once, the second
+    /// waits for the first to commit, then sees its link. That look needs a snapshot taken after
+    /// the wait, so the transaction is set to READ COMMITTED whatever the server's default
+    /// isolation. The link's row is read locked (`FOR UPDATE`): the address it holds cannot
+    /// change before the transaction's own update.
     static func requireEmailFree(
-        _ email: String?, besides uid: String, else error: StorageError, _ connection: PostgresConnection, _ logger: Logger
+        _ email: String?, besides uid: String, else error: StorageError, unlessHeldBy link: (providerId: String, federatedId: String)? = nil,
+        _ connection: PostgresConnection, _ logger: Logger
     ) async throws {
         guard let email else { return }
         try await connection.query("SET TRANSACTION ISOLATION LEVEL READ COMMITTED", logger: logger)
+        if let link {
+            let held = try await connection.query(
+                """
+                SELECT verified_email FROM provider_links
+                WHERE provider_id = \(link.providerId) AND federated_id = \(link.federatedId) AND uid = \(uid) FOR UPDATE
+                """, logger: logger)
+            for try await address in held.decode(String?.self) where address == email { return }
+        }
         // Keys hashed from the text, in a space the migrations' one fixed key does not share
         // by any likelihood that matters (a 64-bit hash).
         try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("verified-email:" + email), 0))", logger: logger)
@@ -70,11 +82,11 @@ extension PostgresStorage {
     }
 
     /// `requireEmailFree` as `withPendingConsumed`'s first step, or `nil` without an address.
-    static func emailCheck(_ email: String?, besides uid: String, else error: StorageError) -> (
-        @Sendable (PostgresConnection, Logger) async throws -> Void
-    )? {
+    static func emailCheck(
+        _ email: String?, besides uid: String, else error: StorageError, unlessHeldBy link: (providerId: String, federatedId: String)? = nil
+    ) -> (@Sendable (PostgresConnection, Logger) async throws -> Void)? {
         guard let email else { return nil }
-        return { connection, logger in try await requireEmailFree(email, besides: uid, else: error, connection, logger) }
+        return { connection, logger in try await requireEmailFree(email, besides: uid, else: error, unlessHeldBy: link, connection, logger) }
     }
     /// Removes a link unless it is the account's last: the account row is locked first, so
     /// two concurrent unlinks of one account run one after the other.
@@ -115,7 +127,9 @@ extension PostgresStorage {
     public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws {
         try await transaction { connection, logger in
             if exclusiveEmail {
-                try await Self.requireEmailFree(link.verifiedEmail, besides: link.uid, else: .changedMeanwhile, connection, logger)
+                try await Self.requireEmailFree(
+                    link.verifiedEmail, besides: link.uid, else: .changedMeanwhile,
+                    unlessHeldBy: (providerId: link.providerId, federatedId: link.federatedId), connection, logger)
             }
             guard try await Self.answersRow(try await connection.query(try Self.updateQuery(link), logger: logger)) else {
                 throw StorageError.linkGone
@@ -132,7 +146,9 @@ extension PostgresStorage {
     {
         try await withPendingConsumed(
             consumingPending, try Self.updateQuery(link), replacingClaims: replacingClaims, uid: link.uid, unlessNoRow: .linkGone,
-            first: Self.emailCheck(exclusiveEmail ? link.verifiedEmail : nil, besides: link.uid, else: .changedMeanwhile))
+            first: Self.emailCheck(
+                exclusiveEmail ? link.verifiedEmail : nil, besides: link.uid, else: .changedMeanwhile,
+                unlessHeldBy: (providerId: link.providerId, federatedId: link.federatedId)))
     }
     /// Replaces an account's custom claims.
     public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool {
@@ -157,7 +173,9 @@ extension PostgresStorage {
         """
         try await withPendingConsumed(
             nil, update, replacingClaims: nil, uid: uid, unlessNoRow: .linkGone,
-            first: Self.emailCheck(exclusiveEmail ? verifiedEmail : nil, besides: uid, else: .changedMeanwhile))
+            first: Self.emailCheck(
+                exclusiveEmail ? verifiedEmail : nil, besides: uid, else: .changedMeanwhile,
+                unlessHeldBy: (providerId: providerId, federatedId: federatedId)))
     }
     /// A page of all links in (provider, federated id) byte order (collation "C", as SQLite's
     /// BINARY: the cursor must not depend on the server's locale), after the cursor.

@@ -42,7 +42,7 @@ extension SQLiteStorage {
     /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
     public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws {
         try await write { db in
-            if exclusiveEmail { try Self.requireEmailFree(link.verifiedEmail, besides: link.uid, else: .changedMeanwhile, db) }
+            if exclusiveEmail { try Self.requireEmailFree(link.verifiedEmail, newTo: link, db) }
             try Self.update(link, db)
             try db.cachedStatement(sql: "UPDATE accounts SET last_sign_in_at = ? WHERE uid = ?").execute(arguments: [date, link.uid])
             try Self.replaceClaims(replacingClaims, uid: link.uid, db)
@@ -53,7 +53,7 @@ extension SQLiteStorage {
         async throws
     {
         try await write { db in
-            if exclusiveEmail { try Self.requireEmailFree(link.verifiedEmail, besides: link.uid, else: .changedMeanwhile, db) }
+            if exclusiveEmail { try Self.requireEmailFree(link.verifiedEmail, newTo: link, db) }
             try Self.update(link, db)
             try Self.deletePending(consumingPending, db)
             try Self.replaceClaims(replacingClaims, uid: link.uid, db)
@@ -74,7 +74,10 @@ extension SQLiteStorage {
         providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date, exclusiveEmail: Bool
     ) async throws {
         try await write { db in
-            if exclusiveEmail { try Self.requireEmailFree(verifiedEmail, besides: uid, else: .changedMeanwhile, db) }
+            if exclusiveEmail {
+                try Self.requireEmailFree(
+                    verifiedEmail, besides: uid, else: .changedMeanwhile, unlessHeldBy: (providerId: providerId, federatedId: federatedId), db)
+            }
             try db.cachedStatement(
                 sql: """
                     UPDATE provider_links SET profile_json = ?, verified_email = ?, updated_at = ?
@@ -97,11 +100,28 @@ extension SQLiteStorage {
             }
         }
     }
-    /// Throws `error` when another account than `uid` holds the verified `email`. Inside a
-    /// write transaction, which SQLite runs one at a time: nothing can add the address between
-    /// this look and the caller's write.
-    static func requireEmailFree(_ email: String?, besides uid: String, else error: StorageError, _ db: Database) throws {
+    /// `requireEmailFree` for an update of `link`: `StorageError.changedMeanwhile`.
+    static func requireEmailFree(_ email: String?, newTo link: ProviderLinkRecord, _ db: Database) throws {
+        try requireEmailFree(
+            email, besides: link.uid, else: .changedMeanwhile, unlessHeldBy: (providerId: link.providerId, federatedId: link.federatedId), db)
+    }
+    /// Throws `error` when another account than `uid` holds the verified `email`, unless the
+    /// link `unlessHeldBy` holds it already (it was checked when written; an address two
+    /// accounts shared before the rule held stays theirs). Inside a write transaction, which
+    /// SQLite runs one at a time: nothing can add the address between this look and the
+    /// caller's write.
+    static func requireEmailFree(
+        _ email: String?, besides uid: String, else error: StorageError, unlessHeldBy link: (providerId: String, federatedId: String)? = nil,
+        _ db: Database
+    ) throws {
         guard let email else { return }
+        if let link,
+            try String.fetchOne(
+                db.cachedStatement(sql: "SELECT verified_email FROM provider_links WHERE provider_id = ? AND federated_id = ? AND uid = ?"),
+                arguments: [link.providerId, link.federatedId, uid]) == email
+        {
+            return
+        }
         let taken = try Bool.fetchOne(
             db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM provider_links WHERE verified_email = ? AND uid <> ?)"),
             arguments: [email, uid])

@@ -468,5 +468,17 @@ import Testing
         // Without the rule, written.
         try await storage.recordSignIn(link: taking, at: Fixtures.now)
         #expect(try await storage.uids(verifiedEmail: "sam@example.com", limit: 10).sorted() == ["u1", "u3"])
+        // A link that holds the address already keeps it, shared or not: it was decided when written.
+        try await storage.recordSignIn(link: taking, at: Fixtures.now, replacingClaims: nil, exclusiveEmail: true)
+        try await storage.updateLinkProfile(
+            providerId: "github.com", federatedId: "3", uid: "u3", profileJSON: taking.profileJSON, verifiedEmail: "sam@example.com",
+            at: Fixtures.now, exclusiveEmail: true)
+        // Once it no longer holds it, writing it again is checked.
+        try await storage.updateLinkProfile(
+            providerId: "github.com", federatedId: "3", uid: "u3", profileJSON: taking.profileJSON, verifiedEmail: nil, at: Fixtures.now,
+            exclusiveEmail: true)
+        await #expect(throws: StorageError.changedMeanwhile) {
+            try await storage.updateLink(taking, consumingPending: nil, replacingClaims: nil, exclusiveEmail: true)
+        }
     }
 }

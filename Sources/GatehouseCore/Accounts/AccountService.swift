@@ -226,14 +226,6 @@ public struct AccountService: Sendable {
         return kept
     }
 
-    /// Whether writing `verified` to a link that recorded `recorded` needs the store's check of
-    /// one account per verified email in the write's transaction: a new verified address (a
-    /// recorded one was checked when it was written). A store that finds it taken meanwhile
-    /// answers `StorageError.changedMeanwhile`, and the write is decided again.
-    func checksEmail(_ verified: String?, recorded: String?) -> Bool {
-        oneAccountPerEmail && verified != nil && verified != recorded
-    }
-
     /// Whether, with one account per verified email, another account than `uid` holds the
     /// verified email `profile` reports.
     private func emailHeldElsewhere(_ profile: ProviderProfile, besides uid: String) async throws -> Bool {
@@ -271,8 +263,7 @@ public struct AccountService: Sendable {
                 do {
                     try await events.recording(recorded) {
                         try await storage.updateLink(
-                            existing, consumingPending: consumingPending, replacingClaims: replacing,
-                            exclusiveEmail: checksEmail(existing.verifiedEmail, recorded: before.verifiedEmail))
+                            existing, consumingPending: consumingPending, replacingClaims: replacing, exclusiveEmail: oneAccountPerEmail)
                     }
                 } catch StorageError.linkGone {
                     continue  // unlinked while the hook was asked: look again, it may be linked anew
@@ -322,8 +313,18 @@ public struct AccountService: Sendable {
     private func refreshLink(
         _ link: ProviderLinkRecord, profile: ProviderProfile, tokens: ProviderTokens, at now: Date, mode: SignInMode, origin: SignInOrigin
     ) async throws -> SignIn {
-        try await redoingIfClaimsChanged {
-            try await refreshLinkOnce(link, profile: profile, tokens: tokens, at: now, mode: mode, origin: origin)
+        var current = link
+        var again = false
+        return try await redoingIfClaimsChanged {
+            // Decided again from the link as the store holds it: the write may have failed on
+            // the link itself (an address another account took while it was read elsewhere).
+            if again {
+                guard let fresh = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), fresh.uid == link.uid
+                else { throw StorageError.linkGone }
+                current = fresh
+            }
+            again = true
+            return try await refreshLinkOnce(current, profile: profile, tokens: tokens, at: now, mode: mode, origin: origin)
         }
     }
 
@@ -376,8 +377,7 @@ public struct AccountService: Sendable {
             uid: account.uid, providerId: profile.providerId, claimsChanged: replacing != nil, profileChanged: profileChanged,
             restoring: tokens.accessToken.isEmpty ? nil : previous, at: now)
         try await events.recording(recorded) {
-            try await storage.recordSignIn(
-                link: link, at: now, replacingClaims: replacing, exclusiveEmail: checksEmail(link.verifiedEmail, recorded: previous.verifiedEmail))
+            try await storage.recordSignIn(link: link, at: now, replacingClaims: replacing, exclusiveEmail: oneAccountPerEmail)
         }
         if replacing != nil { audit.record(.claimsUpdated, by: .hook, uid: account.uid) }
         return answer

@@ -153,7 +153,7 @@ public final class ProfileService: Sendable {
     }
 
     private func fetchProviderProfile(uid: String, providerId: String) async throws -> ProviderProfile {
-        let link = try await link(uid: uid, providerId: providerId)
+        var link = try await link(uid: uid, providerId: providerId)
         let snapshot = try link.profile()
         let provider = try providers.provider(providerId)
         var profile = try await circuits.run(providerId, caller: uid) {
@@ -175,7 +175,8 @@ public final class ProfileService: Sendable {
             profile.emailVerified = true
         }
         // Twice at most: a verified address another account took since it was read is found
-        // taken by the write, read again and kept unverified.
+        // taken by the write; the link is then read again from the store (the one above may
+        // come from the account cache) and the address kept unverified.
         for attempt in 0..<2 {
             profile = try await accounts.keepingEmailsUnique(profile, for: link.uid, recorded: link.verifiedEmail)
             // The snapshot only: tokens are written by refreshes and sign-ins alone, so a refresh or
@@ -192,12 +193,20 @@ public final class ProfileService: Sendable {
                     try await storage.updateLinkProfile(
                         providerId: link.providerId, federatedId: link.federatedId, uid: link.uid,
                         profileJSON: try ProfileSnapshot.encode(profile), verifiedEmail: verifiedEmail, at: clock.now(),
-                        exclusiveEmail: accounts.checksEmail(verifiedEmail, recorded: link.verifiedEmail))
+                        exclusiveEmail: accounts.oneAccountPerEmail)
                 }
             } catch StorageError.linkGone {
                 // Unlinked during the call: nothing stored, no event; the answer is what the
                 // provider said while the identity was still linked.
-            } catch StorageError.changedMeanwhile where attempt == 0 {
+            } catch StorageError.changedMeanwhile {
+                guard attempt == 0 else {
+                    throw GatehouseError(
+                        code: .storageUnavailable, detail: "The linked address changed twice while the profile was written; try again.",
+                        retryAfter: 1)
+                }
+                guard let fresh = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), fresh.uid == link.uid
+                else { break }
+                link = fresh
                 continue
             }
             break
