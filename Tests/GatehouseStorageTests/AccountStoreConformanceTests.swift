@@ -389,13 +389,19 @@ import Testing
         return link
     }
 
+    /// A store where account `u1` holds `sam@example.com` verified.
+    static func storeWithSam(_ backend: StorageBackend) async throws -> any GatehouseStorage {
+        let storage = try await backend.make()
+        try await storage.createAccount(
+            Fixtures.account("u1"), firstLink: Self.link("u1", federatedId: "1", email: "sam@example.com"), exclusiveEmail: true)
+        return storage
+    }
+
     @Test(
         "asked to keep verified emails exclusive, creating an account or adding a link with an address another account holds is a conflict, decided in the write's transaction: of eight accounts created at once with one address, one is written",
         arguments: StorageBackend.all)
     func exclusiveEmailIsDecidedInTheWrite(_ backend: StorageBackend) async throws {
-        let storage = try await backend.make()
-        try await storage.createAccount(
-            Fixtures.account("u1"), firstLink: Self.link("u1", federatedId: "1", email: "sam@example.com"), exclusiveEmail: true)
+        let storage = try await Self.storeWithSam(backend)
         await #expect(throws: StorageError.conflict) {
             try await storage.createAccount(
                 Fixtures.account("u2"), firstLink: Self.link("u2", provider: "oidc.example", federatedId: "2", email: "sam@example.com"),
@@ -442,9 +448,7 @@ import Testing
         "asked to keep verified emails exclusive, a sign-in, a link's update or a live profile writing an address another account holds is changedMeanwhile and writes nothing; the account's own address is written",
         arguments: StorageBackend.all)
     func exclusiveEmailOnUpdates(_ backend: StorageBackend) async throws {
-        let storage = try await backend.make()
-        try await storage.createAccount(
-            Fixtures.account("u1"), firstLink: Self.link("u1", federatedId: "1", email: "sam@example.com"), exclusiveEmail: true)
+        let storage = try await Self.storeWithSam(backend)
         try await storage.createAccount(Fixtures.account("u3"), firstLink: Fixtures.link("u3", federatedId: "3"), exclusiveEmail: true)
         let taking = Self.link("u3", federatedId: "3", email: "sam@example.com")
         await #expect(throws: StorageError.changedMeanwhile) {
