@@ -46,33 +46,31 @@ extension PostgresStorage {
     public func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool)
         async throws
     {
-        try await withPendingConsumed(
-            consumingPending, try Self.insertQuery(link), replacingClaims: replacingClaims, uid: link.uid,
-            first: Self.emailCheck(exclusiveEmail ? link.verifiedEmail : nil, besides: link.uid, else: .conflict))
+        var check: (@Sendable (PostgresConnection, Logger) async throws -> Void)?
+        if exclusiveEmail, let email = link.verifiedEmail {
+            check = { connection, logger in try await Self.requireEmailFree(email, besides: link.uid, else: .conflict, connection, logger) }
+        }
+        try await withPendingConsumed(consumingPending, try Self.insertQuery(link), replacingClaims: replacingClaims, uid: link.uid, first: check)
     }
-    /// Throws `error` when another account than `uid` holds the verified `email`, unless the
-    /// link `unlessHeldBy` holds it already (it was checked when written; an address two
-    /// accounts shared before the rule held stays theirs); the transaction's first statements.
-    /// It takes a transaction-scoped advisory lock on the address, which every writer of that
-    /// address with the check takes first: of two transactions writing it at once, the second
-    /// waits for the first to commit, then sees its link. That look needs a snapshot taken after
-    /// the wait, so the transaction is set to READ COMMITTED whatever the server's default
-    /// isolation. The link's row is read locked (`FOR UPDATE`): the address it holds cannot
-    /// change before the transaction's own update.
+    /// Throws `error` when another account than `uid` holds the verified `email`; the
+    /// transaction's first statements (a new account or link). The transaction is set to READ
+    /// COMMITTED whatever the server's default isolation: `lockingEmail`'s look needs a
+    /// snapshot taken after its wait.
     static func requireEmailFree(
-        _ email: String?, besides uid: String, else error: StorageError, unlessHeldBy link: (providerId: String, federatedId: String)? = nil,
-        _ connection: PostgresConnection, _ logger: Logger
+        _ email: String?, besides uid: String, else error: StorageError, _ connection: PostgresConnection, _ logger: Logger
     ) async throws {
         guard let email else { return }
         try await connection.query("SET TRANSACTION ISOLATION LEVEL READ COMMITTED", logger: logger)
-        if let link {
-            let held = try await connection.query(
-                """
-                SELECT verified_email FROM provider_links
-                WHERE provider_id = \(link.providerId) AND federated_id = \(link.federatedId) AND uid = \(uid) FOR UPDATE
-                """, logger: logger)
-            for try await address in held.decode(String?.self) where address == email { return }
-        }
+        try await lockingEmail(email, besides: uid, else: error, connection, logger)
+    }
+
+    /// Takes a transaction-scoped advisory lock on the address, which every writer of that
+    /// address with the rule takes before its look, then throws `error` when another account
+    /// than `uid` holds it: of two transactions writing it at once, the second waits for the
+    /// first to commit, then sees its link (under READ COMMITTED, each statement's snapshot).
+    static func lockingEmail(
+        _ email: String, besides uid: String, else error: StorageError, _ connection: PostgresConnection, _ logger: Logger
+    ) async throws {
         // Keys hashed from the text, in a space the migrations' one fixed key does not share
         // by any likelihood that matters (a 64-bit hash).
         try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("verified-email:" + email), 0))", logger: logger)
@@ -81,13 +79,39 @@ extension PostgresStorage {
         if try await answersRow(rows) { throw error }
     }
 
-    /// `requireEmailFree` as `withPendingConsumed`'s first step, or `nil` without an address.
-    static func emailCheck(
-        _ email: String?, besides uid: String, else error: StorageError, unlessHeldBy link: (providerId: String, federatedId: String)? = nil
-    ) -> (@Sendable (PostgresConnection, Logger) async throws -> Void)? {
-        guard let email else { return nil }
-        return { connection, logger in try await requireEmailFree(email, besides: uid, else: error, unlessHeldBy: link, connection, logger) }
+    /// An update of a link's verified address under one account per verified email.
+    struct EmailRule: Sendable {
+        /// The address the update records.
+        var email: String
+        /// The link's account.
+        var uid: String
+        /// The same update, only where the link holds the address already (answering a row
+        /// when it wrote): tried first, so that a link keeping its address costs no more. The
+        /// address was decided when it was written; accounts that shared it before the rule
+        /// keep sharing it.
+        var held: PostgresQuery
     }
+
+    /// Runs `statement` (answering a row when it wrote) under `rule`: when the link does not
+    /// hold the address, after `lockingEmail` (a taken address is
+    /// `StorageError.changedMeanwhile`). Whether a row was written. Checks made after the
+    /// transaction's first statement rely on READ COMMITTED, PostgreSQL's default (Scaling).
+    static func updating(_ statement: PostgresQuery, under rule: EmailRule?, _ connection: PostgresConnection, _ logger: Logger) async throws
+        -> Bool
+    {
+        if let rule {
+            if try await answersRow(try await connection.query(rule.held, logger: logger)) { return true }
+            try await lockingEmail(rule.email, besides: rule.uid, else: .changedMeanwhile, connection, logger)
+        }
+        return try await answersRow(try await connection.query(statement, logger: logger))
+    }
+
+    /// The rule for an update of `link` when `exclusive`, or `nil`.
+    static func emailRule(_ link: ProviderLinkRecord, exclusive: Bool) throws -> EmailRule? {
+        guard exclusive, let email = link.verifiedEmail else { return nil }
+        return EmailRule(email: email, uid: link.uid, held: try updateQuery(link, holdingItsEmail: true))
+    }
+
     /// Removes a link unless it is the account's last: the account row is locked first, so
     /// two concurrent unlinks of one account run one after the other.
     public func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome {
@@ -126,14 +150,8 @@ extension PostgresStorage {
     /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
     public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws {
         try await transaction { connection, logger in
-            if exclusiveEmail {
-                try await Self.requireEmailFree(
-                    link.verifiedEmail, besides: link.uid, else: .changedMeanwhile,
-                    unlessHeldBy: (providerId: link.providerId, federatedId: link.federatedId), connection, logger)
-            }
-            guard try await Self.answersRow(try await connection.query(try Self.updateQuery(link), logger: logger)) else {
-                throw StorageError.linkGone
-            }
+            let rule = try Self.emailRule(link, exclusive: exclusiveEmail)
+            guard try await Self.updating(try Self.updateQuery(link), under: rule, connection, logger) else { throw StorageError.linkGone }
             try await connection.query("UPDATE accounts SET last_sign_in_at = \(date) WHERE uid = \(link.uid)", logger: logger)
             if let replacingClaims {
                 try await Self.replaceClaims(replacingClaims, uid: link.uid, connection: connection, logger: logger)
@@ -146,9 +164,7 @@ extension PostgresStorage {
     {
         try await withPendingConsumed(
             consumingPending, try Self.updateQuery(link), replacingClaims: replacingClaims, uid: link.uid, unlessNoRow: .linkGone,
-            first: Self.emailCheck(
-                exclusiveEmail ? link.verifiedEmail : nil, besides: link.uid, else: .changedMeanwhile,
-                unlessHeldBy: (providerId: link.providerId, federatedId: link.federatedId)))
+            rule: try Self.emailRule(link, exclusive: exclusiveEmail))
     }
     /// Replaces an account's custom claims.
     public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool {
@@ -167,15 +183,17 @@ extension PostgresStorage {
     public func updateLinkProfile(
         providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date, exclusiveEmail: Bool
     ) async throws {
-        let update: PostgresQuery = try """
-        UPDATE provider_links SET profile_json = \(profileJSON), verified_email = \(verifiedEmail), updated_at = \(date)
-        WHERE provider_id = \(providerId) AND federated_id = \(federatedId) AND uid = \(uid) RETURNING 1
-        """
-        try await withPendingConsumed(
-            nil, update, replacingClaims: nil, uid: uid, unlessNoRow: .linkGone,
-            first: Self.emailCheck(
-                exclusiveEmail ? verifiedEmail : nil, besides: uid, else: .changedMeanwhile,
-                unlessHeldBy: (providerId: providerId, federatedId: federatedId)))
+        @Sendable func update(holdingItsEmail: Bool) throws -> PostgresQuery {
+            try """
+            UPDATE provider_links SET profile_json = \(profileJSON), verified_email = \(verifiedEmail), updated_at = \(date)
+            WHERE provider_id = \(providerId) AND federated_id = \(federatedId) AND uid = \(uid)
+              AND (\(!holdingItsEmail) OR verified_email = \(verifiedEmail))
+            RETURNING 1
+            """
+        }
+        var rule: EmailRule?
+        if exclusiveEmail, let verifiedEmail { rule = EmailRule(email: verifiedEmail, uid: uid, held: try update(holdingItsEmail: true)) }
+        try await withPendingConsumed(nil, try update(holdingItsEmail: false), replacingClaims: nil, uid: uid, unlessNoRow: .linkGone, rule: rule)
     }
     /// A page of all links in (provider, federated id) byte order (collation "C", as SQLite's
     /// BINARY: the cursor must not depend on the server's locale), after the cursor.

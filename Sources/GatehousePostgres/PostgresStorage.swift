@@ -144,20 +144,21 @@ public final class PostgresStorage: GatehouseStorage {
     /// `statement`, then (in the same transaction) the deletion of the pending credential a
     /// claim consumes; the statement alone when there is none. With `unlessNoRow`, a
     /// statement that answers no row commits nothing and throws that error. `first` runs in
-    /// the same transaction before the statement (a check that may throw).
+    /// the same transaction before the statement (a check that may throw); under `rule`, the
+    /// statement runs as `updating` runs it.
     func withPendingConsumed(
         _ tokenHash: String?, _ statement: PostgresQuery, replacingClaims: ClaimsReplacement?, uid: String, unlessNoRow: StorageError? = nil,
-        first: (@Sendable (PostgresConnection, Logger) async throws -> Void)? = nil
+        first: (@Sendable (PostgresConnection, Logger) async throws -> Void)? = nil, rule: EmailRule? = nil
     ) async throws {
-        guard tokenHash != nil || replacingClaims != nil || first != nil else {
+        guard tokenHash != nil || replacingClaims != nil || first != nil || rule != nil else {
             guard let unlessNoRow else { return try await execute(statement) }
             guard try await changed(statement) else { throw unlessNoRow }
             return
         }
         try await transaction { connection, logger in
             try await first?(connection, logger)
-            let rows = try await connection.query(statement, logger: logger)
-            if let unlessNoRow, try await !Self.answersRow(rows) { throw unlessNoRow }
+            let wrote = try await Self.updating(statement, under: rule, connection, logger)
+            if let unlessNoRow, !wrote { throw unlessNoRow }
             if let tokenHash {
                 try await connection.query("DELETE FROM pending_credentials WHERE token_hash = \(tokenHash)", logger: logger)
             }
@@ -230,12 +231,14 @@ public final class PostgresStorage: GatehouseStorage {
     /// The columns a service key is read from, in `serviceKeys(_:)`'s order.
     static let keyColumns = "id, name, secret_hash, scopes, created_at, revoked_at"
 
-    /// The statement that replaces a link's snapshot and tokens, answering a row when it did.
-    static func updateQuery(_ link: ProviderLinkRecord) throws -> PostgresQuery {
+    /// The statement that replaces a link's snapshot and tokens, answering a row when it did;
+    /// `holdingItsEmail`: only where the link holds `link.verifiedEmail` already.
+    static func updateQuery(_ link: ProviderLinkRecord, holdingItsEmail: Bool = false) throws -> PostgresQuery {
         try """
         UPDATE provider_links SET profile_json = \(link.profileJSON), sealed_tokens = \(link.sealedTokens), updated_at = \(link.updatedAt),
           verified_email = \(link.verifiedEmail)
         WHERE provider_id = \(link.providerId) AND federated_id = \(link.federatedId) AND uid = \(link.uid)
+          AND (\(!holdingItsEmail) OR verified_email = \(link.verifiedEmail))
         RETURNING 1
         """
     }

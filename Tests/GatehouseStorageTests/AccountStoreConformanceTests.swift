@@ -484,5 +484,27 @@ import Testing
         await #expect(throws: StorageError.changedMeanwhile) {
             try await storage.updateLink(taking, consumingPending: nil, replacingClaims: nil, exclusiveEmail: true)
         }
+
+        // Eight accounts' sign-ins recording one new address at once: one is written.
+        for index in 0..<8 {
+            try await storage.createAccount(Fixtures.account("r\(index)"), firstLink: Fixtures.link("r\(index)", federatedId: "r\(index)"))
+        }
+        let written = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    do {
+                        try await storage.recordSignIn(
+                            link: Self.link("r\(index)", federatedId: "r\(index)", email: "race@example.com"), at: Fixtures.now, replacingClaims: nil,
+                            exclusiveEmail: true)
+                        return true
+                    } catch StorageError.changedMeanwhile {
+                        return false
+                    }
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(written == 1)
+        #expect(try await storage.uids(verifiedEmail: "race@example.com", limit: 10).count == 1)
     }
 }

@@ -177,6 +177,7 @@ public final class ProfileService: Sendable {
         // Twice at most: a verified address another account took since it was read is found
         // taken by the write; the link is then read again from the store (the one above may
         // come from the account cache) and the address kept unverified.
+        var stored = snapshot
         for attempt in 0..<2 {
             profile = try await accounts.keepingEmailsUnique(profile, for: link.uid, recorded: link.verifiedEmail)
             // The snapshot only: tokens are written by refreshes and sign-ins alone, so a refresh or
@@ -185,7 +186,7 @@ public final class ProfileService: Sendable {
             // compared typed with the stored one (decoded once), since encoding it on every live
             // fetch was a tenth of that route's CPU (perf, release build).
             let verifiedEmail = EmailAddress.verified(of: profile)
-            guard profile != snapshot || verifiedEmail != link.verifiedEmail else { break }
+            guard profile != stored || verifiedEmail != link.verifiedEmail else { break }
             let updated = WebhookEvent.account(
                 .accountUpdated, uid: link.uid, at: clock.now(), ["changes": .array([.string("profile")]), "providerId": .string(link.providerId)])
             do {
@@ -207,6 +208,7 @@ public final class ProfileService: Sendable {
                 guard let fresh = try await storage.link(providerId: link.providerId, federatedId: link.federatedId), fresh.uid == link.uid
                 else { break }
                 link = fresh
+                stored = try fresh.profile()
                 continue
             }
             break

@@ -18,7 +18,9 @@ public protocol AccountStore: Sendable {
     /// claims, when `replacingClaims` is given), in one transaction; `StorageError.linkGone`
     /// when `link.uid` no longer holds the identity. With `exclusiveEmail`, a verified email
     /// that another account's link holds is `StorageError.changedMeanwhile` (taken since it was
-    /// read; decided in the transaction, as for `createAccount`) and nothing is written.
+    /// read; decided in the transaction, as for `createAccount`) and nothing is written —
+    /// unless the link holds that address already as the transaction reads it (decided when it
+    /// was written: accounts that shared an address before the rule keep sharing it).
     func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws
     /// Replaces a link's profile snapshot and tokens and, in the same transaction, deletes the
     /// pending credential with hash `consumingPending` and replaces the account's custom
