@@ -373,6 +373,7 @@ enum PostgresMigrations {
         try await client.withTransaction(logger: logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
             try await requireTextFolding(connection, logger: logger)
+            try await requireReadCommitted(connection, logger: logger)
             try await connection.query(
                 "CREATE TABLE IF NOT EXISTS gatehouse_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
                 logger: logger)
@@ -398,6 +399,21 @@ enum PostgresMigrations {
 }
 
 extension PostgresMigrations {
+    /// Refuses a database whose transactions do not default to READ COMMITTED, PostgreSQL's
+    /// default: the one-account-per-email check of a link's update looks for other holders of
+    /// an address after waiting for its lock, and sees them only with each statement's own
+    /// snapshot (a new account or link sets the level itself; an update would need one more
+    /// statement on every sign-in). A role's or database's `default_transaction_isolation`
+    /// counts as the connections see it.
+    static func requireReadCommitted(_ connection: PostgresConnection, logger: Logger) async throws {
+        for try await level in try await connection.query("SHOW default_transaction_isolation", logger: logger).decode(String.self)
+        where level != "read committed" {
+            throw PostgresStorageError(
+                "the PostgreSQL connections' default_transaction_isolation is '\(level)': Gatehouse needs 'read committed', PostgreSQL's default (ALTER DATABASE … SET default_transaction_isolation = 'read committed', and the same for the role if it sets one)"
+            )
+        }
+    }
+
     /// Refuses a database in which `PostgresStorage.folded` cannot run, before any migration:
     /// otherwise every email lookup and account search would fail, at the first sign-in that
     /// makes one, with an SQL error. It needs a UTF-8 database (`normalize` and the `ς` in the

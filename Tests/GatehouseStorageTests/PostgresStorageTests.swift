@@ -270,6 +270,22 @@ import Testing
         #expect(try await PostgresTestServer.count(url, table: "pg_tables", where: "tablename = 'accounts'") == 0)
     }
 
+    @Test(
+        "a database whose transactions default to another isolation than READ COMMITTED is refused at migration with a clear error; nothing is created"
+    )
+    func otherDefaultIsolationIsRefused() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let name = try #require(URLComponents(string: url)?.path.dropFirst())
+        try await PostgresTestServer.execute(url, "ALTER DATABASE \(name) SET default_transaction_isolation = 'repeatable read'")
+        let store = try PostgresTestServer.store(url)
+        defer { store.shutdown() }
+        let error = await #expect(throws: PostgresStorageError.self) { try await store.migrate() }
+        #expect(
+            error?.description.hasPrefix("the PostgreSQL connections' default_transaction_isolation is 'repeatable read'") == true,
+            "\(String(describing: error))")
+        #expect(try await PostgresTestServer.count(url, table: "pg_tables", where: "tablename = 'accounts'") == 0)
+    }
+
     @Test("a server without ICU's root collation is refused at migration with a clear error; nothing is created")
     func serverWithoutICUIsRefused() async throws {
         let url = try await PostgresTestServer.freshDatabase()
