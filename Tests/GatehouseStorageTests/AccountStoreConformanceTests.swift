@@ -389,6 +389,24 @@ import Testing
         return link
     }
 
+    /// Runs `write(0)` … `write(7)` at once: how many were written, the others refused with
+    /// `refusal` (any other error fails the test).
+    static func eightAtOnce(refusedWith refusal: StorageError, _ write: @escaping @Sendable (Int) async throws -> Void) async throws -> Int {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    do {
+                        try await write(index)
+                        return true
+                    } catch let error as StorageError where error == refusal {
+                        return false
+                    }
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+    }
+
     /// A store where account `u1` holds `sam@example.com` verified.
     static func storeWithSam(_ backend: StorageBackend) async throws -> any GatehouseStorage {
         let storage = try await backend.make()
@@ -425,20 +443,10 @@ import Testing
         try await storage.addLink(Self.link("u3", provider: "yahoo.com", federatedId: "3", email: "sam@example.com"))
         #expect(try await storage.uids(verifiedEmail: "sam@example.com", limit: 10).sorted() == ["u1", "u3", "u4"])
 
-        let written = try await withThrowingTaskGroup(of: Bool.self) { group in
-            for index in 0..<8 {
-                group.addTask {
-                    do {
-                        try await storage.createAccount(
-                            Fixtures.account("r\(index)"), firstLink: Self.link("r\(index)", federatedId: "r\(index)", email: "race@example.com"),
-                            exclusiveEmail: true)
-                        return true
-                    } catch StorageError.conflict {
-                        return false
-                    }
-                }
-            }
-            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        let written = try await Self.eightAtOnce(refusedWith: .conflict) { index in
+            try await storage.createAccount(
+                Fixtures.account("r\(index)"), firstLink: Self.link("r\(index)", federatedId: "r\(index)", email: "race@example.com"),
+                exclusiveEmail: true)
         }
         #expect(written == 1)
         #expect(try await storage.uids(verifiedEmail: "race@example.com", limit: 10).count == 1)
@@ -489,20 +497,10 @@ import Testing
         for index in 0..<8 {
             try await storage.createAccount(Fixtures.account("r\(index)"), firstLink: Fixtures.link("r\(index)", federatedId: "r\(index)"))
         }
-        let written = try await withThrowingTaskGroup(of: Bool.self) { group in
-            for index in 0..<8 {
-                group.addTask {
-                    do {
-                        try await storage.recordSignIn(
-                            link: Self.link("r\(index)", federatedId: "r\(index)", email: "race@example.com"), at: Fixtures.now, replacingClaims: nil,
-                            exclusiveEmail: true)
-                        return true
-                    } catch StorageError.changedMeanwhile {
-                        return false
-                    }
-                }
-            }
-            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        let written = try await Self.eightAtOnce(refusedWith: .changedMeanwhile) { index in
+            try await storage.recordSignIn(
+                link: Self.link("r\(index)", federatedId: "r\(index)", email: "race@example.com"), at: Fixtures.now, replacingClaims: nil,
+                exclusiveEmail: true)
         }
         #expect(written == 1)
         #expect(try await storage.uids(verifiedEmail: "race@example.com", limit: 10).count == 1)
