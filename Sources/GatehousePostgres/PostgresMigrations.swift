@@ -402,9 +402,9 @@ extension PostgresMigrations {
     /// Refuses a database whose transactions do not default to READ COMMITTED, PostgreSQL's
     /// default: the one-account-per-email check of a link's update looks for other holders of
     /// an address after waiting for its lock, and sees them only with each statement's own
-    /// snapshot (a new account or link sets the level itself; an update would need one more
-    /// statement on every sign-in). A role's or database's `default_transaction_isolation`
-    /// counts as the connections see it.
+    /// snapshot (setting the level in each transaction would cost one more statement on every
+    /// sign-in). A role's or database's `default_transaction_isolation` counts as the
+    /// connections see it.
     static func requireReadCommitted(_ connection: PostgresConnection, logger: Logger) async throws {
         for try await level in try await connection.query("SHOW default_transaction_isolation", logger: logger).decode(String.self)
         where level != "read committed" {

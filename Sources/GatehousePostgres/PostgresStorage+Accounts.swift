@@ -52,22 +52,19 @@ extension PostgresStorage {
         }
         try await withPendingConsumed(consumingPending, try Self.insertQuery(link), replacingClaims: replacingClaims, uid: link.uid, first: check)
     }
-    /// Throws `error` when another account than `uid` holds the verified `email`; the
-    /// transaction's first statements (a new account or link). The transaction is set to READ
-    /// COMMITTED whatever the server's default isolation: `lockingEmail`'s look needs a
-    /// snapshot taken after its wait.
+    /// `lockingEmail` for a new account or link with `email`, if any.
     static func requireEmailFree(
         _ email: String?, besides uid: String, else error: StorageError, _ connection: PostgresConnection, _ logger: Logger
     ) async throws {
         guard let email else { return }
-        try await connection.query("SET TRANSACTION ISOLATION LEVEL READ COMMITTED", logger: logger)
         try await lockingEmail(email, besides: uid, else: error, connection, logger)
     }
 
     /// Takes a transaction-scoped advisory lock on the address, which every writer of that
     /// address with the rule takes before its look, then throws `error` when another account
     /// than `uid` holds it: of two transactions writing it at once, the second waits for the
-    /// first to commit, then sees its link (under READ COMMITTED, each statement's snapshot).
+    /// first to commit, then sees its link. That look needs each statement's own snapshot, READ
+    /// COMMITTED, which migration requires of the database (`requireReadCommitted`).
     static func lockingEmail(
         _ email: String, besides uid: String, else error: StorageError, _ connection: PostgresConnection, _ logger: Logger
     ) async throws {
@@ -94,8 +91,7 @@ extension PostgresStorage {
 
     /// Runs `statement` (answering a row when it wrote) under `rule`: when the link does not
     /// hold the address, after `lockingEmail` (a taken address is
-    /// `StorageError.changedMeanwhile`). Whether a row was written. Checks made after the
-    /// transaction's first statement rely on READ COMMITTED, PostgreSQL's default (Scaling).
+    /// `StorageError.changedMeanwhile`). Whether a row was written.
     static func updating(_ statement: PostgresQuery, under rule: EmailRule?, _ connection: PostgresConnection, _ logger: Logger) async throws
         -> Bool
     {
