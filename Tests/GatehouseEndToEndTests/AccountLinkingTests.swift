@@ -147,19 +147,11 @@ struct AccountLinkingTests {
         try await withDeployment(hooks: HookTests.sampleApp(timeout: 10)) { deployment in
             // GitHub's sign-in passed every check (no account holds the address yet) and waits for
             // its hook, held until released (at most 9.5 s, within the hook's 10 s timeout).
-            let endpoint = "POST /sample-app/hooks/before-create"
-            let hold: [String: Any] = ["endpoint": endpoint, "status": 200, "holdMs": 9500, "times": 1, "body": #"{"decision":"allow"}"#]
-            _ = try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: hold), as: UTF8.self))
-            let github = Task {
+            let github = try await deployment.holdingHook("POST /sample-app/hooks/before-create", milliseconds: 9500) {
                 var browser = Browser(deployment)
                 return try await browser.complete(login: "sam-shared")
             }
             defer { github.cancel() }
-            let deadline = ContinuousClock.now + .seconds(20)
-            while try await deployment.emulatorStats()[endpoint] ?? 0 == 0, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            try #require(try await deployment.emulatorStats()[endpoint] ?? 0 == 1, "GitHub's sign-in reached its hook")
             // Meanwhile the OpenID identity with the same verified address creates its account.
             var openID = Browser(deployment)
             let created = try await openID.complete(login: "sam@oidc.example", provider: "oidc.emulator")
@@ -190,20 +182,11 @@ struct AccountLinkingTests {
                 "faults",
                 #"{"endpoint": "GET /oidc/userinfo", "status": 200, "headers": {"Content-Type": "application/json"}, "body": "{\"sub\": \"248289761001\", \"email\": \"sam.shared@example.com\", \"email_verified\": true, \"name\": \"Olive Oidc\"}", "times": 1}"#
             )
-            let endpoint = "POST /sample-app/hooks/before-sign-in"
-            let asked = try await deployment.emulatorStats()[endpoint] ?? 0
-            let hold: [String: Any] = ["endpoint": endpoint, "status": 200, "holdMs": 9500, "times": 1, "body": #"{"decision":"allow"}"#]
-            _ = try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: hold), as: UTF8.self))
-            let returning = Task {
+            let returning = try await deployment.holdingHook("POST /sample-app/hooks/before-sign-in", milliseconds: 9500) {
                 var browser = Browser(deployment)
                 return try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator")
             }
             defer { returning.cancel() }
-            let deadline = ContinuousClock.now + .seconds(20)
-            while try await deployment.emulatorStats()[endpoint] ?? 0 == asked, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            try #require(try await deployment.emulatorStats()[endpoint] ?? 0 > asked, "Olive's sign-in reached its hook")
             // Meanwhile Sam's GitHub identity, with that address verified, creates its account.
             var sam = Browser(deployment)
             let created = try await sam.complete(login: "sam-shared")

@@ -56,20 +56,10 @@ struct HookTests {
     static func signInHeldAtHook(
         _ deployment: TestDeployment, login: String, provider: String = "github.com", answer: String
     ) async throws -> Task<OutboundResponse, any Error> {
-        let endpoint = "POST /sample-app/hooks/before-sign-in"
-        let asked = try await deployment.emulatorStats()[endpoint] ?? 0
-        let fault: [String: Any] = ["endpoint": endpoint, "status": 200, "holdMs": 9000, "times": 1, "body": answer]
-        let held = try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: fault), as: UTF8.self))
-        #expect(held.status == 201)
-        let signIn = Task {
+        try await deployment.holdingHook("POST /sample-app/hooks/before-sign-in", milliseconds: 9000, answer: answer) {
             var browser = Browser(deployment)
             return try await browser.complete(login: login, provider: provider)
         }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try await deployment.emulatorStats()[endpoint] ?? 0 == asked, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        return signIn
     }
 
     /// The sample app answers `body` (status 200) to the next call of `event`.

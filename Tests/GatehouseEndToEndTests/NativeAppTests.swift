@@ -326,16 +326,9 @@ struct NativeAppTests {
                     deployment, #"{"result":"\#(resultID)","result_verifier":"\#(key.verifier)","confirm_link":\#(confirm)}"#)
             }
             // The confirmed link's hook call is held (at most 9 s) while the app's cancel arrives.
-            let endpoint = "POST /sample-app/hooks/before-sign-in"
-            let asked = try await deployment.emulatorStats()[endpoint] ?? 0
-            let hold: [String: Any] = ["endpoint": endpoint, "status": 200, "holdMs": 9000, "times": 1, "body": #"{"decision":"allow"}"#]
-            _ = try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: hold), as: UTF8.self))
-            let confirmed = Task { try await redeem(true) }
-            let deadline = ContinuousClock.now + .seconds(20)
-            while try await deployment.emulatorStats()[endpoint] ?? 0 == asked, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
+            let confirmed = try await deployment.holdingHook("POST /sample-app/hooks/before-sign-in", milliseconds: 9000) {
+                try await redeem(true)
             }
-            try #require(try await deployment.emulatorStats()[endpoint] ?? 0 > asked, "the confirm reached the hook")
             let cancelAnswered = Mutex(false)
             let cancelled = Task {
                 defer { cancelAnswered.withLock { $0 = true } }

@@ -274,6 +274,29 @@ final class TestDeployment: Sendable {
         let response = try await client.execute(OutboundRequest(url: "\(emulatorURL)/_emulator/stats"))
         return try JSONDecoder().decode([String: Int].self, from: Data(response.body))
     }
+
+    /// Holds the sample app's next answer at `endpoint` (a hook's `POST /sample-app/hooks/…`)
+    /// for at most `milliseconds`, then answers it `answer` (status 200); `faults/release`
+    /// answers it at once. Runs `call` and returns its task once the call has reached the
+    /// held endpoint (so the gateway is waiting for the answer).
+    func holdingHook<Answer: Sendable>(
+        _ endpoint: String, milliseconds: Int, answer: String = #"{"decision":"allow"}"#, _ call: @escaping @Sendable () async throws -> Answer
+    ) async throws -> Task<Answer, any Error> {
+        let asked = try await emulatorStats()[endpoint] ?? 0
+        let hold: [String: Any] = ["endpoint": endpoint, "status": 200, "holdMs": milliseconds, "times": 1, "body": answer]
+        let armed = try await control("faults", String(decoding: try JSONSerialization.data(withJSONObject: hold), as: UTF8.self))
+        guard armed.status == 201 else { throw FlowError("the emulator refused the hold: \(armed.status) \(armed.bodyText)") }
+        let task = Task { try await call() }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await emulatorStats()[endpoint] ?? 0 == asked, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        guard try await emulatorStats()[endpoint] ?? 0 > asked else {
+            task.cancel()
+            throw FlowError("the call did not reach \(endpoint) within 20 s")
+        }
+        return task
+    }
 }
 
 /// A browser's cookie jar, as curl's `-b/-c` would keep it.
