@@ -103,9 +103,9 @@ extension PostgresStorage {
     }
 
     /// The rule for an update of `link` when `exclusive`, or `nil`.
-    static func emailRule(_ link: ProviderLinkRecord, exclusive: Bool) throws -> EmailRule? {
+    static func emailRule(_ link: ProviderLinkRecord, exclusive: Bool, keepingTokens: Bool) throws -> EmailRule? {
         guard exclusive, let email = link.verifiedEmail else { return nil }
-        return EmailRule(email: email, uid: link.uid, held: try updateQuery(link, holdingItsEmail: true))
+        return EmailRule(email: email, uid: link.uid, held: try updateQuery(link, keepingTokens: keepingTokens, holdingItsEmail: true))
     }
 
     /// Removes a link unless it is the account's last: the account row is locked first, so
@@ -144,10 +144,13 @@ extension PostgresStorage {
         return uids
     }
     /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
-    public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws {
+    public func recordSignIn(
+        link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool, keepingTokens: Bool
+    ) async throws {
         try await transaction { connection, logger in
-            let rule = try Self.emailRule(link, exclusive: exclusiveEmail)
-            guard try await Self.updating(try Self.updateQuery(link), under: rule, connection, logger) else { throw StorageError.linkGone }
+            let rule = try Self.emailRule(link, exclusive: exclusiveEmail, keepingTokens: keepingTokens)
+            let update = try Self.updateQuery(link, keepingTokens: keepingTokens)
+            guard try await Self.updating(update, under: rule, connection, logger) else { throw StorageError.linkGone }
             try await connection.query("UPDATE accounts SET last_sign_in_at = \(date) WHERE uid = \(link.uid)", logger: logger)
             if let replacingClaims {
                 try await Self.replaceClaims(replacingClaims, uid: link.uid, connection: connection, logger: logger)
@@ -155,12 +158,12 @@ extension PostgresStorage {
         }
     }
     /// Replaces a link's profile and tokens (never its owner).
-    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool)
-        async throws
-    {
+    public func updateLink(
+        _ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool, keepingTokens: Bool
+    ) async throws {
         try await withPendingConsumed(
-            consumingPending, try Self.updateQuery(link), replacingClaims: replacingClaims, uid: link.uid, unlessNoRow: .linkGone,
-            rule: try Self.emailRule(link, exclusive: exclusiveEmail))
+            consumingPending, try Self.updateQuery(link, keepingTokens: keepingTokens), replacingClaims: replacingClaims, uid: link.uid,
+            unlessNoRow: .linkGone, rule: try Self.emailRule(link, exclusive: exclusiveEmail, keepingTokens: keepingTokens))
     }
     /// Replaces an account's custom claims.
     public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool {

@@ -231,12 +231,14 @@ public final class PostgresStorage: GatehouseStorage {
     /// The columns a service key is read from, in `serviceKeys(_:)`'s order.
     static let keyColumns = "id, name, secret_hash, scopes, created_at, revoked_at"
 
-    /// The statement that replaces a link's snapshot and tokens, answering a row when it did;
-    /// `holdingItsEmail`: only where the link holds `link.verifiedEmail` already.
-    static func updateQuery(_ link: ProviderLinkRecord, holdingItsEmail: Bool = false) throws -> PostgresQuery {
-        try """
-        UPDATE provider_links SET profile_json = \(link.profileJSON), sealed_tokens = \(link.sealedTokens), updated_at = \(link.updatedAt),
-          verified_email = \(link.verifiedEmail)
+    /// The statement that replaces a link's snapshot and tokens (its snapshot only,
+    /// `keepingTokens`), answering a row when it did; `holdingItsEmail`: only where the link
+    /// holds `link.verifiedEmail` already.
+    static func updateQuery(_ link: ProviderLinkRecord, keepingTokens: Bool, holdingItsEmail: Bool = false) throws -> PostgresQuery {
+        let sealed = keepingTokens ? nil : link.sealedTokens
+        return try """
+        UPDATE provider_links SET profile_json = \(link.profileJSON), sealed_tokens = coalesce(\(sealed), sealed_tokens),
+          updated_at = \(link.updatedAt), verified_email = \(link.verifiedEmail)
         WHERE provider_id = \(link.providerId) AND federated_id = \(link.federatedId) AND uid = \(link.uid)
           AND (\(!holdingItsEmail) OR verified_email = \(link.verifiedEmail))
         RETURNING 1

@@ -40,21 +40,23 @@ extension SQLiteStorage {
         }
     }
     /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
-    public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws {
+    public func recordSignIn(
+        link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool, keepingTokens: Bool
+    ) async throws {
         try await write { db in
             if exclusiveEmail { try Self.requireEmailFree(link.verifiedEmail, newTo: link, db) }
-            try Self.update(link, db)
+            try Self.update(link, keepingTokens: keepingTokens, db)
             try db.cachedStatement(sql: "UPDATE accounts SET last_sign_in_at = ? WHERE uid = ?").execute(arguments: [date, link.uid])
             try Self.replaceClaims(replacingClaims, uid: link.uid, db)
         }
     }
     /// Replaces a link's profile and tokens (never its owner).
-    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool)
-        async throws
-    {
+    public func updateLink(
+        _ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool, keepingTokens: Bool
+    ) async throws {
         try await write { db in
             if exclusiveEmail { try Self.requireEmailFree(link.verifiedEmail, newTo: link, db) }
-            try Self.update(link, db)
+            try Self.update(link, keepingTokens: keepingTokens, db)
             try Self.deletePending(consumingPending, db)
             try Self.replaceClaims(replacingClaims, uid: link.uid, db)
         }

@@ -181,16 +181,20 @@ public final class SQLiteStorage: GatehouseStorage {
             ])
     }
 
-    /// Replaces a link's snapshot and tokens inside the caller's transaction;
-    /// `StorageError.linkGone` (rolling it back) when the link is no longer there.
-    static func update(_ link: ProviderLinkRecord, _ db: Database) throws {
+    /// Replaces a link's snapshot and tokens (its snapshot only, `keepingTokens`) inside the
+    /// caller's transaction; `StorageError.linkGone` (rolling it back) when the link is no
+    /// longer there.
+    static func update(_ link: ProviderLinkRecord, keepingTokens: Bool, _ db: Database) throws {
         try db.cachedStatement(
             sql: """
-                UPDATE provider_links SET profile_json = ?, sealed_tokens = ?, updated_at = ?, verified_email = ?
+                UPDATE provider_links SET profile_json = ?, sealed_tokens = coalesce(?, sealed_tokens), updated_at = ?, verified_email = ?
                 WHERE provider_id = ? AND federated_id = ? AND uid = ?
                 """
         ).execute(
-            arguments: [link.profileJSON, link.sealedTokens, link.updatedAt, link.verifiedEmail, link.providerId, link.federatedId, link.uid])
+            arguments: [
+                link.profileJSON, keepingTokens ? nil : link.sealedTokens, link.updatedAt, link.verifiedEmail, link.providerId, link.federatedId,
+                link.uid,
+            ])
         guard db.changesCount > 0 else { throw StorageError.linkGone }
     }
 }

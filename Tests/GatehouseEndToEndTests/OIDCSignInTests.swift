@@ -1,5 +1,6 @@
 import CurlClient
 import Foundation
+import GRDB
 import GatehouseCore
 import JWTKit
 import ProviderEmulator
@@ -298,6 +299,90 @@ struct OIDCSignInTests {
             let holds2 = other.jar.cookies.keys.allSatisfy { !$0.contains("session") }
             #expect(holds2)
             #expect(try await deployment.accountCount() == 1)
+        }
+    }
+
+    @Test(
+        "an ID token brings no grant: linking the identity already linked keeps its code flow's grant, and a sign-in held at its hook while that grant is refreshed does not write the old one back"
+    )
+    func idTokenKeepsTheGrant() async throws {
+        try await withDeployment(hooks: HookTests.sampleApp(timeout: 10)) { deployment in
+            @Sendable func body(mode: String) async throws -> String { try await Self.idTokenBody(deployment, hint: Self.olive, mode: mode) }
+            @Sendable func tokenCalls() async throws -> Int { try await deployment.emulatorStats()["POST /oidc/token"] ?? 0 }
+            var browser = Browser(deployment)
+            #expect(try await Self.signIn(&browser, login: Self.olive, provider: "oidc.emulator").status == 200)
+            let live = "\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile"
+
+            // Linking by ID token the identity already linked.
+            let linkedGrant = try await Self.sealedTokens(deployment)
+            let linked = try await Self.idTokenSignIn(&browser, try await body(mode: "link"))
+            #expect(linked.status == 200, "\(linked.bodyText)")
+            #expect(try await Self.sealedTokens(deployment) == linkedGrant, "the link kept its grant")
+            #expect(try await browser.send(live).status == 200)
+
+            // A code flow's new grant; then an app's sign-in by ID token waits for its hook
+            // (held, at most 9.5 s) while the access token expires and the live profile
+            // refreshes that grant.
+            var again = Browser(deployment)
+            #expect(try await Self.signIn(&again, login: Self.olive, provider: "oidc.emulator").status == 200)
+            let granted = try await Self.sealedTokens(deployment)
+            let calls = try await tokenCalls()
+            let signIn = try await body(mode: "signin")
+            let held = try await deployment.holdingHook("POST /sample-app/hooks/before-sign-in", milliseconds: 9500) {
+                var app = Browser(deployment)
+                return try await Self.idTokenSignIn(&app, signIn)
+            }
+            defer { held.cancel() }
+            deployment.clock.advance(by: 3600)
+            #expect(try await browser.send(live).status == 200)
+            #expect(try await tokenCalls() == calls + 1, "the grant was refreshed")
+            let refreshed = try await Self.sealedTokens(deployment)
+            #expect(refreshed != granted)
+            _ = try await deployment.control("faults/release", "{}")
+            let answered = try await held.value
+            #expect(answered.status == 200, "\(answered.bodyText)")
+            #expect(try await Self.sealedTokens(deployment) == refreshed, "the refreshed grant was kept")
+            // Past the profile cache, the kept access token serves the live profile unrefreshed.
+            deployment.clock.advance(by: 61)
+            #expect(try await browser.send(live).status == 200)
+            #expect(try await tokenCalls() == calls + 1)
+        }
+    }
+
+    @Test(
+        "a credential parked by an ID-token sign-in holds no grant: claimed after its identity was linked by a code flow, the link keeps that flow's grant"
+    )
+    func parkedIDTokenKeepsTheGrant() async throws {
+        try await withDeployment { deployment in
+            var owner = Browser(deployment)
+            #expect(try await owner.complete(login: "sam-shared").status == 200)
+            var app = Browser(deployment)
+            let refused = try await Self.idTokenSignIn(&app, try await Self.idTokenBody(deployment, hint: "sam@oidc.example", mode: "signin"))
+            #expect(refused.status == 409, "\(refused.bodyText)")
+            let pendingToken = try #require(try jsonObject(refused)["pendingToken"] as? String)
+            let linked = try await owner.complete(login: "sam@oidc.example", provider: "oidc.emulator", mode: "link")
+            #expect(linked.status == 200, "\(linked.bodyText)")
+            let granted = try await Self.sealedTokens(deployment)
+            #expect(try await owner.complete(login: "sam-shared").status == 200, "a sign-in after the credential was parked")
+            let claimed = try await owner.json("/v1/auth/link", #"{"pendingToken":"\#(pendingToken)"}"#)
+            #expect(claimed.status == 200, "\(claimed.bodyText)")
+            #expect(try await Self.sealedTokens(deployment) == granted, "the link kept its grant")
+            deployment.clock.advance(by: 61)
+            #expect(try await owner.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator/profile").status == 200)
+        }
+    }
+
+    /// A `POST /v1/auth/idtoken` body for the emulator's user `hint`, with a fresh nonce.
+    static func idTokenBody(_ deployment: TestDeployment, hint: String, mode: String) async throws -> String {
+        let nonce = SecureRandom.token()
+        let idToken = try await mint(deployment, issuer: "oidc", hint: hint, extra: #", "nonce": "\#(SecureRandom.digest(nonce))""#)
+        return #"{"providerId": "oidc.emulator", "idToken": "\#(idToken)", "rawNonce": "\#(nonce)", "mode": "\#(mode)"}"#
+    }
+
+    /// The sealed provider tokens of the (one) `oidc.emulator` link, as stored.
+    static func sealedTokens(_ deployment: TestDeployment) async throws -> String? {
+        try await openSQLite(deployment.databasePath).read { db in
+            try String.fetchOne(db, sql: "SELECT sealed_tokens FROM provider_links WHERE provider_id = 'oidc.emulator'")
         }
     }
 

@@ -453,6 +453,40 @@ import Testing
     }
 
     @Test(
+        "a sign-in or a link's update keeping its tokens writes the profile and leaves the stored tokens, with the email rule on or off, for an address held or new",
+        arguments: StorageBackend.all)
+    func keepingTokens(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1", tokens: "v1.refreshed.x"))
+        @Sendable func stored() async throws -> ProviderLinkRecord? { try await storage.link(providerId: "github.com", federatedId: "1") }
+        for (index, (exclusive, email)) in [(false, "a@example.com"), (true, "a@example.com"), (true, "b@example.com")].enumerated() {
+            // Read before the refresh: its tokens are the ones an ID-token sign-in must not write back.
+            var read = Self.link("u1", federatedId: "1", email: email)
+            read.sealedTokens = "v1.read.y"
+            read.updatedAt = Fixtures.now.addingTimeInterval(Double(index))
+            if index % 2 == 0 {
+                try await storage.recordSignIn(link: read, at: read.updatedAt, replacingClaims: nil, exclusiveEmail: exclusive, keepingTokens: true)
+            } else {
+                try await storage.updateLink(read, consumingPending: nil, replacingClaims: nil, exclusiveEmail: exclusive, keepingTokens: true)
+            }
+            let link = try #require(try await stored())
+            #expect(link.sealedTokens == "v1.refreshed.x", "\(index)")
+            #expect(link.verifiedEmail == email)
+            #expect(link.updatedAt == read.updatedAt)
+        }
+        // Without keepingTokens, the tokens are replaced.
+        var replacing = Self.link("u1", federatedId: "1", email: "b@example.com")
+        replacing.sealedTokens = "v1.new.z"
+        try await storage.recordSignIn(link: replacing, at: Fixtures.now, replacingClaims: nil, exclusiveEmail: true, keepingTokens: false)
+        #expect(try await stored()?.sealedTokens == "v1.new.z")
+        await #expect(throws: StorageError.linkGone) {
+            var gone = replacing
+            gone.uid = "someone-else"
+            try await storage.recordSignIn(link: gone, at: Fixtures.now, replacingClaims: nil, exclusiveEmail: false, keepingTokens: true)
+        }
+    }
+
+    @Test(
         "asked to keep verified emails exclusive, a sign-in, a link's update or a live profile writing an address another account holds is changedMeanwhile and writes nothing; the account's own address is written",
         arguments: StorageBackend.all)
     func exclusiveEmailOnUpdates(_ backend: StorageBackend) async throws {
@@ -460,10 +494,10 @@ import Testing
         try await storage.createAccount(Fixtures.account("u3"), firstLink: Fixtures.link("u3", federatedId: "3"), exclusiveEmail: true)
         let taking = Self.link("u3", federatedId: "3", email: "sam@example.com")
         await #expect(throws: StorageError.changedMeanwhile) {
-            try await storage.recordSignIn(link: taking, at: Fixtures.now, replacingClaims: nil, exclusiveEmail: true)
+            try await storage.recordSignIn(link: taking, at: Fixtures.now, replacingClaims: nil, exclusiveEmail: true, keepingTokens: false)
         }
         await #expect(throws: StorageError.changedMeanwhile) {
-            try await storage.updateLink(taking, consumingPending: nil, replacingClaims: nil, exclusiveEmail: true)
+            try await storage.updateLink(taking, consumingPending: nil, replacingClaims: nil, exclusiveEmail: true, keepingTokens: false)
         }
         await #expect(throws: StorageError.changedMeanwhile) {
             try await storage.updateLinkProfile(
@@ -473,7 +507,8 @@ import Testing
         #expect(try await storage.link(providerId: "github.com", federatedId: "3")?.verifiedEmail == nil, "nothing was written")
         // The account's own address.
         try await storage.recordSignIn(
-            link: Self.link("u1", federatedId: "1", email: "sam@example.com"), at: Fixtures.now, replacingClaims: nil, exclusiveEmail: true)
+            link: Self.link("u1", federatedId: "1", email: "sam@example.com"), at: Fixtures.now, replacingClaims: nil, exclusiveEmail: true,
+            keepingTokens: false)
         try await storage.updateLinkProfile(
             providerId: "github.com", federatedId: "1", uid: "u1", profileJSON: taking.profileJSON, verifiedEmail: "sam@example.com",
             at: Fixtures.now, exclusiveEmail: true)
@@ -481,7 +516,7 @@ import Testing
         try await storage.recordSignIn(link: taking, at: Fixtures.now)
         #expect(try await storage.uids(verifiedEmail: "sam@example.com", limit: 10).sorted() == ["u1", "u3"])
         // A link that holds the address already keeps it, shared or not: it was decided when written.
-        try await storage.recordSignIn(link: taking, at: Fixtures.now, replacingClaims: nil, exclusiveEmail: true)
+        try await storage.recordSignIn(link: taking, at: Fixtures.now, replacingClaims: nil, exclusiveEmail: true, keepingTokens: false)
         try await storage.updateLinkProfile(
             providerId: "github.com", federatedId: "3", uid: "u3", profileJSON: taking.profileJSON, verifiedEmail: "sam@example.com",
             at: Fixtures.now, exclusiveEmail: true)
@@ -490,7 +525,7 @@ import Testing
             providerId: "github.com", federatedId: "3", uid: "u3", profileJSON: taking.profileJSON, verifiedEmail: nil, at: Fixtures.now,
             exclusiveEmail: true)
         await #expect(throws: StorageError.changedMeanwhile) {
-            try await storage.updateLink(taking, consumingPending: nil, replacingClaims: nil, exclusiveEmail: true)
+            try await storage.updateLink(taking, consumingPending: nil, replacingClaims: nil, exclusiveEmail: true, keepingTokens: false)
         }
 
         // Eight accounts' sign-ins recording one new address at once: one is written.
@@ -500,7 +535,7 @@ import Testing
         let written = try await Self.eightAtOnce(refusedWith: .changedMeanwhile) { index in
             try await storage.recordSignIn(
                 link: Self.link("r\(index)", federatedId: "r\(index)", email: "race@example.com"), at: Fixtures.now, replacingClaims: nil,
-                exclusiveEmail: true)
+                exclusiveEmail: true, keepingTokens: false)
         }
         #expect(written == 1)
         #expect(try await storage.uids(verifiedEmail: "race@example.com", limit: 10).count == 1)

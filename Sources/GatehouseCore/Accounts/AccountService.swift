@@ -97,7 +97,8 @@ public struct AccountService: Sendable {
     /// token for that account's owner. Another identity of the same provider here:
     /// `provider-already-linked`.
     public func link(uid: String, profile: ProviderProfile, tokens: ProviderTokens, origin: SignInOrigin) async throws -> SignIn {
-        try await attach(uid: uid, profile: profile, sealed: try await seal(tokens, for: profile), origin: origin) { owner in
+        let grant = SealedGrant(sealed: try await seal(tokens, for: profile), isEmpty: tokens.accessToken.isEmpty)
+        return try await attach(uid: uid, profile: profile, grant: grant, origin: origin) { owner in
             try await park(profile: profile, tokens: tokens, for: owner)
         }
     }
@@ -141,9 +142,12 @@ public struct AccountService: Sendable {
                 detail: "Sign in again with a method of this account: a pending credential is claimed only by a sign-in made after it was issued.")
         }
         let profile = try pending.profile()
+        // Parked by an ID-token sign-in (or sealed under a key since removed), it holds no
+        // grant: one the link holds meanwhile stays.
+        let parked = try? await vault.tokens(sealed: pending.sealedTokens, providerId: pending.providerId, federatedId: pending.federatedId)
+        let grant = SealedGrant(sealed: pending.sealedTokens, isEmpty: parked?.accessToken.isEmpty ?? true)
         return try await attach(
-            uid: uid, profile: profile, sealed: pending.sealedTokens, origin: SignInOrigin(client: client, flow: .pendingCredential),
-            consumingPending: tokenHash
+            uid: uid, profile: profile, grant: grant, origin: SignInOrigin(client: client, flow: .pendingCredential), consumingPending: tokenHash
         ) { _ in nil }
     }
 
@@ -204,12 +208,12 @@ public struct AccountService: Sendable {
     /// The answer is built from what was read before the commit, so a store error means
     /// nothing was written.
     private func attach(
-        uid: String, profile: ProviderProfile, sealed: String, origin: SignInOrigin, consumingPending: String? = nil,
+        uid: String, profile: ProviderProfile, grant: SealedGrant, origin: SignInOrigin, consumingPending: String? = nil,
         onElsewhere: (String) async throws -> String?
     ) async throws -> SignIn {
         try await redoingIfClaimsChanged {
             try await attachOnce(
-                uid: uid, profile: profile, sealed: sealed, origin: origin, consumingPending: consumingPending, onElsewhere: onElsewhere)
+                uid: uid, profile: profile, grant: grant, origin: origin, consumingPending: consumingPending, onElsewhere: onElsewhere)
         }
     }
 
@@ -235,7 +239,7 @@ public struct AccountService: Sendable {
 
     /// `attach`, from one reading of the account.
     private func attachOnce(
-        uid: String, profile: ProviderProfile, sealed: String, origin: SignInOrigin, consumingPending: String?,
+        uid: String, profile: ProviderProfile, grant: SealedGrant, origin: SignInOrigin, consumingPending: String?,
         onElsewhere: (String) async throws -> String?
     ) async throws -> SignIn {
         guard var account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
@@ -251,19 +255,21 @@ public struct AccountService: Sendable {
                 let before = existing
                 let profileChanged = (try? existing.profile()) != profile
                 existing.profileJSON = try ProfileSnapshot.encode(profile)
-                existing.sealedTokens = sealed
+                // No grant brought (an ID token): the link keeps the one it holds.
+                if !grant.isEmpty { existing.sealedTokens = grant.sealed }
                 existing.verifiedEmail = EmailAddress.verified(of: profile)
                 existing.updatedAt = now
                 var answer = try await SignIn(
                     account: account, profile: unifiedProfile(for: account, links: Self.replacing(existing, in: links)), isNewUser: false)
                 answer.sessionClaims = allowance.sessionClaims
                 let recorded = await updateEvents(
-                    uid: uid, providerId: profile.providerId, claimsChanged: replacing != nil, profileChanged: profileChanged, restoring: before,
-                    at: now)
+                    uid: uid, providerId: profile.providerId, claimsChanged: replacing != nil, profileChanged: profileChanged,
+                    restoring: grant.isEmpty ? nil : before, at: now)
                 do {
                     try await events.recording(recorded) {
                         try await storage.updateLink(
-                            existing, consumingPending: consumingPending, replacingClaims: replacing, exclusiveEmail: oneAccountPerEmail)
+                            existing, consumingPending: consumingPending, replacingClaims: replacing, exclusiveEmail: oneAccountPerEmail,
+                            keepingTokens: grant.isEmpty)
                     }
                 } catch StorageError.linkGone {
                     continue  // unlinked while the hook was asked: look again, it may be linked anew
@@ -288,7 +294,7 @@ public struct AccountService: Sendable {
             let replacing = claimsReplacement(allowance, of: &updated)
             let link = ProviderLinkRecord(
                 uid: uid, providerId: profile.providerId, federatedId: profile.federatedId,
-                profileJSON: try ProfileSnapshot.encode(profile), sealedTokens: sealed, linkedAt: now, updatedAt: now,
+                profileJSON: try ProfileSnapshot.encode(profile), sealedTokens: grant.sealed, linkedAt: now, updatedAt: now,
                 verifiedEmail: EmailAddress.verified(of: profile))
             var answer = try await SignIn(account: updated, profile: unifiedProfile(for: updated, links: links + [link]), isNewUser: false)
             answer.sessionClaims = allowance.sessionClaims
@@ -366,8 +372,10 @@ public struct AccountService: Sendable {
         let profileChanged = (try? link.profile()) != profile
         if profileChanged { link.profileJSON = try ProfileSnapshot.encode(profile) }
         link.verifiedEmail = EmailAddress.verified(of: profile)
-        // An ID-token sign-in brings no access token: keep the grant of an earlier code flow.
-        if !tokens.accessToken.isEmpty { link.sealedTokens = try await seal(tokens, for: profile) }
+        // An ID-token sign-in brings no access token: the grant of an earlier code flow stays
+        // as the store holds it (a refresh may have replaced the one read above).
+        let keepingTokens = tokens.accessToken.isEmpty
+        if !keepingTokens { link.sealedTokens = try await seal(tokens, for: profile) }
         link.updatedAt = now
         account.lastSignInAt = now
         let links = Self.replacing(link, in: current)
@@ -375,9 +383,10 @@ public struct AccountService: Sendable {
         answer.sessionClaims = allowance.sessionClaims
         let recorded = await updateEvents(
             uid: account.uid, providerId: profile.providerId, claimsChanged: replacing != nil, profileChanged: profileChanged,
-            restoring: tokens.accessToken.isEmpty ? nil : previous, at: now)
+            restoring: keepingTokens ? nil : previous, at: now)
         try await events.recording(recorded) {
-            try await storage.recordSignIn(link: link, at: now, replacingClaims: replacing, exclusiveEmail: oneAccountPerEmail)
+            try await storage.recordSignIn(
+                link: link, at: now, replacingClaims: replacing, exclusiveEmail: oneAccountPerEmail, keepingTokens: keepingTokens)
         }
         if replacing != nil { audit.record(.claimsUpdated, by: .hook, uid: account.uid) }
         return answer
@@ -552,6 +561,15 @@ public struct AccountService: Sendable {
         let scopes = (try? await vault.tokens(of: link))?.scopes ?? []
         grantedScopes.insert(scopes, for: link.sealedTokens)
         return scopes
+    }
+
+    /// Provider tokens sealed for a link, and whether they hold no grant (an ID-token sign-in
+    /// brings no access token): such tokens never replace a link's stored ones.
+    struct SealedGrant {
+        /// The sealed tokens.
+        var sealed: String
+        /// No access token in them.
+        var isEmpty: Bool
     }
 
     /// Seals tokens for the link of `profile`'s identity.

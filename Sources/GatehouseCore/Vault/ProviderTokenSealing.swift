@@ -9,7 +9,12 @@ extension TokenVault {
 
     /// The provider tokens of a link.
     func tokens(of link: ProviderLinkRecord) async throws -> ProviderTokens {
-        let data = try await open(link.sealedTokens, context: Self.providerTokensContext(link.providerId, link.federatedId))
+        try await tokens(sealed: link.sealedTokens, providerId: link.providerId, federatedId: link.federatedId)
+    }
+
+    /// Provider tokens sealed for the identity (`providerId`, `federatedId`).
+    func tokens(sealed: String, providerId: String, federatedId: String) async throws -> ProviderTokens {
+        let data = try await open(sealed, context: Self.providerTokensContext(providerId, federatedId))
         return try JSONCoding.decoder().decode(ProviderTokens.self, from: data)
     }
 

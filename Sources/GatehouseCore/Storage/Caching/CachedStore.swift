@@ -192,20 +192,25 @@ public final class CachedStore: GatehouseStorage {
     }
 
     /// Records a sign-in.
-    public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws {
+    public func recordSignIn(
+        link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool, keepingTokens: Bool
+    ) async throws {
         try await writing {
-            try await base.recordSignIn(link: link, at: date, replacingClaims: replacingClaims, exclusiveEmail: exclusiveEmail)
+            try await base.recordSignIn(
+                link: link, at: date, replacingClaims: replacingClaims, exclusiveEmail: exclusiveEmail, keepingTokens: keepingTokens)
         } then: {
             cache.invalidate(uid: link.uid)
         }
     }
 
     /// Replaces a link (and consumes a pending credential).
-    public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool)
-        async throws
-    {
+    public func updateLink(
+        _ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool, keepingTokens: Bool
+    ) async throws {
         try await writing {
-            try await base.updateLink(link, consumingPending: consumingPending, replacingClaims: replacingClaims, exclusiveEmail: exclusiveEmail)
+            try await base.updateLink(
+                link, consumingPending: consumingPending, replacingClaims: replacingClaims, exclusiveEmail: exclusiveEmail,
+                keepingTokens: keepingTokens)
         } then: {
             cache.invalidate(uid: link.uid)
         }

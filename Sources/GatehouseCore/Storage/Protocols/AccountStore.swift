@@ -21,13 +21,19 @@ public protocol AccountStore: Sendable {
     /// read; decided in the transaction, as for `createAccount`) and nothing is written —
     /// unless the link holds that address already as the transaction reads it (decided when it
     /// was written: accounts that shared an address before the rule keep sharing it).
-    func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws
-    /// Replaces a link's profile snapshot and tokens and, in the same transaction, deletes the
-    /// pending credential with hash `consumingPending` and replaces the account's custom
-    /// claims, each when given; `StorageError.linkGone` when `link.uid` no longer holds the
-    /// identity; with `exclusiveEmail`, `StorageError.changedMeanwhile` as for `recordSignIn`.
-    func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool)
+    /// With `keepingTokens`, the link's stored tokens stay as they are and `link.sealedTokens`
+    /// is not written: a sign-in that brings no grant (an ID token) must not write back the
+    /// grant it read, which a token refresh or an encryption rotation may have replaced since.
+    func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool, keepingTokens: Bool)
         async throws
+    /// Replaces a link's profile snapshot and tokens (its profile only, with `keepingTokens`,
+    /// as for `recordSignIn`) and, in the same transaction, deletes the pending credential with
+    /// hash `consumingPending` and replaces the account's custom claims, each when given;
+    /// `StorageError.linkGone` when `link.uid` no longer holds the identity; with
+    /// `exclusiveEmail`, `StorageError.changedMeanwhile` as for `recordSignIn`.
+    func updateLink(
+        _ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool, keepingTokens: Bool
+    ) async throws
     /// Replaces a link's profile snapshot and verified email only (its tokens stay as
     /// stored); `StorageError.linkGone` when `uid` no longer holds the identity; with
     /// `exclusiveEmail`, `StorageError.changedMeanwhile` as for `recordSignIn`.
@@ -112,18 +118,18 @@ public struct ClaimsReplacement: Sendable, Equatable {
 extension AccountStore {
     /// Replaces a link's profile snapshot and tokens.
     public func updateLink(_ link: ProviderLinkRecord) async throws {
-        try await updateLink(link, consumingPending: nil, replacingClaims: nil, exclusiveEmail: false)
+        try await updateLink(link, consumingPending: nil, replacingClaims: nil, exclusiveEmail: false, keepingTokens: false)
     }
 
     /// Replaces a link's profile snapshot and tokens, consuming a pending credential.
     public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?) async throws {
-        try await updateLink(link, consumingPending: consumingPending, replacingClaims: nil, exclusiveEmail: false)
+        try await updateLink(link, consumingPending: consumingPending, replacingClaims: nil, exclusiveEmail: false, keepingTokens: false)
     }
 
     /// Replaces a link's profile snapshot and tokens, consuming a pending credential and
     /// replacing the account's claims.
     public func updateLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?) async throws {
-        try await updateLink(link, consumingPending: consumingPending, replacingClaims: replacingClaims, exclusiveEmail: false)
+        try await updateLink(link, consumingPending: consumingPending, replacingClaims: replacingClaims, exclusiveEmail: false, keepingTokens: false)
     }
 
     /// Replaces a link's profile snapshot and verified email only.
@@ -137,7 +143,7 @@ extension AccountStore {
 
     /// Records a sign-in, replacing the account's claims when given.
     public func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?) async throws {
-        try await recordSignIn(link: link, at: date, replacingClaims: replacingClaims, exclusiveEmail: false)
+        try await recordSignIn(link: link, at: date, replacingClaims: replacingClaims, exclusiveEmail: false, keepingTokens: false)
     }
 
     /// Creates an account with its first link, whatever other accounts' addresses.
@@ -164,6 +170,6 @@ extension AccountStore {
 
     /// Records a sign-in without touching the custom claims.
     public func recordSignIn(link: ProviderLinkRecord, at date: Date) async throws {
-        try await recordSignIn(link: link, at: date, replacingClaims: nil, exclusiveEmail: false)
+        try await recordSignIn(link: link, at: date, replacingClaims: nil, exclusiveEmail: false, keepingTokens: false)
     }
 }
