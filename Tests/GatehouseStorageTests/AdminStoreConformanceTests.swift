@@ -1,5 +1,5 @@
 import Foundation
-import GatehouseCore
+@_spi(Testing) import GatehouseCore
 import Testing
 
 /// Operators' lookups, run against every backend: account search (uid, identity, email and

@@ -1,5 +1,5 @@
 import Foundation
-import GatehouseCore
+@_spi(Testing) import GatehouseCore
 import Testing
 
 /// Custom claims (per account) and session claims (per sign-in), run against every backend:

@@ -1,5 +1,5 @@
 import Foundation
-import GatehouseCore
+@_spi(Testing) import GatehouseCore
 import Testing
 
 /// The token vault's envelope layer against real stores: data keys made, shared between

@@ -55,11 +55,11 @@ extension ResultRedemption {
 extension RefreshSuccessor {
     /// A successor kept (as `sealed-<hash>`) for a 10-second retry window from `Fixtures.now`.
     static func kept(_ hash: String) -> RefreshSuccessor {
-        RefreshSuccessor(tokenHash: hash, sealedToken: "sealed-\(hash)", retryUntil: Fixtures.now.addingTimeInterval(10))
+        RefreshSuccessor(tokenHash: hash, sealedToken: "sealed-\(hash)", retryUntil: Fixtures.now.addingTimeInterval(10), familyLimit: .max)
     }
 
     /// A successor with no retry window.
     static func strict(_ hash: String) -> RefreshSuccessor {
-        RefreshSuccessor(tokenHash: hash, sealedToken: nil, retryUntil: Fixtures.now)
+        RefreshSuccessor(tokenHash: hash, sealedToken: nil, retryUntil: Fixtures.now, familyLimit: .max)
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import GatehouseCore
+@_spi(Testing) import GatehouseCore
 import Testing
 
 /// The `FlowStore` part of the storage contract, run against every backend in

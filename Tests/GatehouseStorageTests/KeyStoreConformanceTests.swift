@@ -1,5 +1,5 @@
 import Foundation
-import GatehouseCore
+@_spi(Testing) import GatehouseCore
 import Testing
 
 /// The `KeyStore` part of the storage contract, run against every backend in
@@ -63,7 +63,8 @@ import Testing
         let session = Fixtures.session("s1", uid: "u1")
         try await storage.insertSession(session)
         try await storage.insertRefreshToken(tokenHash: "r1", familyId: session.familyId, at: Fixtures.now)
-        let successor = RefreshSuccessor(tokenHash: "r2", sealedToken: "v2.d4.fff", retryUntil: Fixtures.now.addingTimeInterval(10))
+        let successor = RefreshSuccessor(
+            tokenHash: "r2", sealedToken: "v2.d4.fff", retryUntil: Fixtures.now.addingTimeInterval(10), familyLimit: .max)
         _ = try await storage.rotateRefreshToken(tokenHash: "r1", successor: successor, now: Fixtures.now)
         try await storage.insertResult(idHash: "res", payload: Data("x".utf8), expiresAt: Fixtures.now.addingTimeInterval(60))
         let redemption = ResultRedemption(refreshToken: nil, sealedAnswer: "v2.d4.ggg", retryUntil: Fixtures.now.addingTimeInterval(10))

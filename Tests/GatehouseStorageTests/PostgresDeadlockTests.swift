@@ -1,5 +1,5 @@
 import Foundation
-import GatehouseCore
+@_spi(Testing) import GatehouseCore
 import GatehousePostgres
 import GatehouseTestSupport
 import Logging

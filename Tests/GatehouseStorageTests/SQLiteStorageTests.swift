@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import GatehouseCore
+@_spi(Testing) import GatehouseCore
 import GatehouseSQLite
 import Testing
 

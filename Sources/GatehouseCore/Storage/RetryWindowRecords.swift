@@ -20,7 +20,7 @@ public struct RefreshSuccessor: Sendable, Equatable {
     public var familyLimit: Int
 
     /// Describes the successor.
-    public init(tokenHash: String, sealedToken: String?, retryUntil: Date, use: SessionUse? = nil, familyLimit: Int = .max) {
+    public init(tokenHash: String, sealedToken: String?, retryUntil: Date, use: SessionUse? = nil, familyLimit: Int) {
         self.tokenHash = tokenHash
         self.sealedToken = sealedToken
         self.retryUntil = retryUntil

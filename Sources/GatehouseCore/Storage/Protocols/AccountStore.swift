@@ -113,8 +113,10 @@ public struct ClaimsReplacement: Sendable, Equatable {
     }
 }
 
-/// The writes without the one-account-per-email check, as a store's own tests and tools use
-/// them; the gateway's services pass `exclusiveEmail` from their setting.
+/// The writes without the one-account-per-email check, as the stores' tests use them (behind
+/// `@_spi(Testing)`, so no other caller can skip the check by leaving the argument out); the
+/// gateway's services pass `exclusiveEmail` from their setting.
+@_spi(Testing)
 extension AccountStore {
     /// Replaces a link's profile snapshot and tokens.
     public func updateLink(_ link: ProviderLinkRecord) async throws {
