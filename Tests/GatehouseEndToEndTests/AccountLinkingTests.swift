@@ -242,7 +242,8 @@ struct AccountLinkingTests {
             #expect(try jsonObject(taken)["code"] as? String == "credential-already-in-use")
             let pending = try #require(try jsonObject(taken)["pendingToken"] as? String)
             // The pending token belongs to the account holding the identity: refused elsewhere
-            // (without being used up), accepted there, where it refreshes the link's tokens.
+            // (without being used up), accepted there, where the link keeps the newer of its
+            // grant and the parked one.
             let elsewhere = try await pat.json("/v1/auth/link", #"{"pendingToken":"\#(pending)"}"#)
             #expect(try jsonObject(elsewhere)["code"] as? String == "user-mismatch")
             // A session older than the pending credential cannot claim it (a stolen session

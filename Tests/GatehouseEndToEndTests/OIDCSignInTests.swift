@@ -326,6 +326,7 @@ struct OIDCSignInTests {
             var again = Browser(deployment)
             #expect(try await Self.signIn(&again, login: Self.olive, provider: "oidc.emulator").status == 200)
             let granted = try await Self.sealedTokens(deployment)
+            let lastSignIn = try await Self.lastSignIn(deployment)
             let calls = try await tokenCalls()
             let signIn = try await body(mode: "signin")
             let held = try await deployment.holdingHook("POST /sample-app/hooks/before-sign-in", milliseconds: 9500) {
@@ -338,6 +339,7 @@ struct OIDCSignInTests {
             #expect(try await tokenCalls() == calls + 1, "the grant was refreshed")
             let refreshed = try await Self.sealedTokens(deployment)
             #expect(refreshed != granted)
+            try #require(try await Self.lastSignIn(deployment) == lastSignIn, "the sign-in still waits at its hook")
             _ = try await deployment.control("faults/release", "{}")
             let answered = try await held.value
             #expect(answered.status == 200, "\(answered.bodyText)")
@@ -350,16 +352,20 @@ struct OIDCSignInTests {
     }
 
     @Test(
-        "a credential parked by an ID-token sign-in holds no grant: claimed after its identity was linked by a code flow, the link keeps that flow's grant"
-    )
-    func parkedIDTokenKeepsTheGrant() async throws {
+        "a pending credential claimed after its identity was linked anew leaves the link's newer grant: parked by an ID-token sign-in (no grant) or by a code flow (an older one)",
+        arguments: ["idtoken", "code"])
+    func claimedAfterALinkKeepsTheNewerGrant(parkedBy flow: String) async throws {
         try await withDeployment { deployment in
             var owner = Browser(deployment)
             #expect(try await owner.complete(login: "sam-shared").status == 200)
-            var app = Browser(deployment)
-            let refused = try await Self.idTokenSignIn(&app, try await Self.idTokenBody(deployment, hint: "sam@oidc.example", mode: "signin"))
+            var newcomer = Browser(deployment)
+            let refused =
+                flow == "idtoken"
+                ? try await Self.idTokenSignIn(&newcomer, try await Self.idTokenBody(deployment, hint: "sam@oidc.example", mode: "signin"))
+                : try await newcomer.complete(login: "sam@oidc.example", provider: "oidc.emulator")
             #expect(refused.status == 409, "\(refused.bodyText)")
             let pendingToken = try #require(try jsonObject(refused)["pendingToken"] as? String)
+            deployment.clock.advance(by: 1)
             let linked = try await owner.complete(login: "sam@oidc.example", provider: "oidc.emulator", mode: "link")
             #expect(linked.status == 200, "\(linked.bodyText)")
             let granted = try await Self.sealedTokens(deployment)
@@ -377,6 +383,14 @@ struct OIDCSignInTests {
         let nonce = SecureRandom.token()
         let idToken = try await mint(deployment, issuer: "oidc", hint: hint, extra: #", "nonce": "\#(SecureRandom.digest(nonce))""#)
         return #"{"providerId": "oidc.emulator", "idToken": "\#(idToken)", "rawNonce": "\#(nonce)", "mode": "\#(mode)"}"#
+    }
+
+    /// When the (one) account of the `oidc.emulator` link last signed in, as stored.
+    static func lastSignIn(_ deployment: TestDeployment) async throws -> String? {
+        try await openSQLite(deployment.databasePath).read { db in
+            try String.fetchOne(
+                db, sql: "SELECT a.last_sign_in_at FROM accounts a JOIN provider_links l ON l.uid = a.uid WHERE l.provider_id = 'oidc.emulator'")
+        }
     }
 
     /// The sealed provider tokens of the (one) `oidc.emulator` link, as stored.

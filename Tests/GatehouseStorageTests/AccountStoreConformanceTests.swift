@@ -463,14 +463,20 @@ import Testing
             // Read before the refresh: its tokens are the ones an ID-token sign-in must not write back.
             var read = Self.link("u1", federatedId: "1", email: email)
             read.sealedTokens = "v1.read.y"
-            read.updatedAt = Fixtures.now.addingTimeInterval(Double(index))
+            read.profileJSON = Data(#"{"federatedId":"1","displayName":"Version \#(index)"}"#.utf8)
+            read.updatedAt = Fixtures.now.addingTimeInterval(Double(index + 1))
             if index % 2 == 0 {
                 try await storage.recordSignIn(link: read, at: read.updatedAt, replacingClaims: nil, exclusiveEmail: exclusive, keepingTokens: true)
+                #expect(try await storage.account(uid: "u1")?.lastSignInAt == read.updatedAt)
             } else {
-                try await storage.updateLink(read, consumingPending: nil, replacingClaims: nil, exclusiveEmail: exclusive, keepingTokens: true)
+                try await storage.insertPendingCredential(Fixtures.pending("p\(index)", target: "u1"))
+                try await storage.updateLink(
+                    read, consumingPending: "p\(index)", replacingClaims: nil, exclusiveEmail: exclusive, keepingTokens: true)
+                #expect(try await storage.pendingCredential(tokenHash: "p\(index)", now: Fixtures.now) == nil, "consumed")
             }
             let link = try #require(try await stored())
             #expect(link.sealedTokens == "v1.refreshed.x", "\(index)")
+            #expect(link.profileJSON == read.profileJSON)
             #expect(link.verifiedEmail == email)
             #expect(link.updatedAt == read.updatedAt)
         }

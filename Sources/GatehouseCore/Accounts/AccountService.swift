@@ -97,7 +97,7 @@ public struct AccountService: Sendable {
     /// token for that account's owner. Another identity of the same provider here:
     /// `provider-already-linked`.
     public func link(uid: String, profile: ProviderProfile, tokens: ProviderTokens, origin: SignInOrigin) async throws -> SignIn {
-        let grant = SealedGrant(sealed: try await seal(tokens, for: profile), isEmpty: tokens.accessToken.isEmpty)
+        let grant = SealedGrant(sealed: try await seal(tokens, for: profile), isEmpty: tokens.accessToken.isEmpty, obtainedAt: clock.now())
         return try await attach(uid: uid, profile: profile, grant: grant, origin: origin) { owner in
             try await park(profile: profile, tokens: tokens, for: owner)
         }
@@ -142,10 +142,9 @@ public struct AccountService: Sendable {
                 detail: "Sign in again with a method of this account: a pending credential is claimed only by a sign-in made after it was issued.")
         }
         let profile = try pending.profile()
-        // Parked by an ID-token sign-in (or sealed under a key since removed), it holds no
-        // grant: one the link holds meanwhile stays.
-        let parked = try? await vault.tokens(sealed: pending.sealedTokens, providerId: pending.providerId, federatedId: pending.federatedId)
-        let grant = SealedGrant(sealed: pending.sealedTokens, isEmpty: parked?.accessToken.isEmpty ?? true)
+        let grant = SealedGrant(
+            sealed: pending.sealedTokens, isEmpty: try await holdsNoGrant(pending),
+            obtainedAt: pending.expiresAt.addingTimeInterval(-pendingLifetime))
         return try await attach(
             uid: uid, profile: profile, grant: grant, origin: SignInOrigin(client: client, flow: .pendingCredential), consumingPending: tokenHash
         ) { _ in nil }
@@ -255,8 +254,8 @@ public struct AccountService: Sendable {
                 let before = existing
                 let profileChanged = (try? existing.profile()) != profile
                 existing.profileJSON = try ProfileSnapshot.encode(profile)
-                // No grant brought (an ID token): the link keeps the one it holds.
-                if !grant.isEmpty { existing.sealedTokens = grant.sealed }
+                let replacesGrant = grant.replaces(existing)
+                if replacesGrant { existing.sealedTokens = grant.sealed }
                 existing.verifiedEmail = EmailAddress.verified(of: profile)
                 existing.updatedAt = now
                 var answer = try await SignIn(
@@ -264,12 +263,12 @@ public struct AccountService: Sendable {
                 answer.sessionClaims = allowance.sessionClaims
                 let recorded = await updateEvents(
                     uid: uid, providerId: profile.providerId, claimsChanged: replacing != nil, profileChanged: profileChanged,
-                    restoring: grant.isEmpty ? nil : before, at: now)
+                    restoring: replacesGrant ? before : nil, at: now)
                 do {
                     try await events.recording(recorded) {
                         try await storage.updateLink(
                             existing, consumingPending: consumingPending, replacingClaims: replacing, exclusiveEmail: oneAccountPerEmail,
-                            keepingTokens: grant.isEmpty)
+                            keepingTokens: !replacesGrant)
                     }
                 } catch StorageError.linkGone {
                     continue  // unlinked while the hook was asked: look again, it may be linked anew
@@ -563,13 +562,37 @@ public struct AccountService: Sendable {
         return scopes
     }
 
-    /// Provider tokens sealed for a link, and whether they hold no grant (an ID-token sign-in
-    /// brings no access token): such tokens never replace a link's stored ones.
+    /// Provider tokens sealed for a link, whether they hold no grant (an ID-token sign-in
+    /// brings no access token), and when the provider issued them.
     struct SealedGrant {
         /// The sealed tokens.
         var sealed: String
         /// No access token in them.
         var isEmpty: Bool
+        /// When they were obtained: now, for a flow's own; when it was parked, for a pending
+        /// credential's.
+        var obtainedAt: Date
+
+        /// Whether these tokens are to replace the ones `link` holds: never when they hold no
+        /// grant, nor when the link was written after they were obtained (a pending credential
+        /// claimed after its identity was linked anew: the link's grant is the newer one).
+        func replaces(_ link: ProviderLinkRecord) -> Bool {
+            !isEmpty && link.updatedAt <= obtainedAt
+        }
+    }
+
+    /// Whether a pending credential holds no grant: parked by an ID-token sign-in (no access
+    /// token), or sealed under a key since removed (its tokens no longer open). A store
+    /// failure while the key ring is read is thrown, not taken for either.
+    private func holdsNoGrant(_ pending: PendingCredentialRecord) async throws -> Bool {
+        do {
+            return try await vault.tokens(sealed: pending.sealedTokens, providerId: pending.providerId, federatedId: pending.federatedId)
+                .accessToken.isEmpty
+        } catch TokenVault.VaultError.unreadable {
+            return true
+        } catch is DecodingError {
+            return true
+        }
     }
 
     /// Seals tokens for the link of `profile`'s identity.
