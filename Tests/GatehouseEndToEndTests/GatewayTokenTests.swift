@@ -71,6 +71,34 @@ struct GatewayTokenTests {
     }
 
     @Test(
+        "every token error carries RFC 6749's error beside the problem's code: an unsupported grant, a missing token, an unknown one, a body past 8 KiB"
+    )
+    func tokenErrorsNameTheirOAuthError() async throws {
+        try await withDeployment { deployment in
+            @Sendable func post(_ body: String) async throws -> OutboundResponse {
+                try await deployment.client.execute(
+                    OutboundRequest(
+                        method: "POST", url: "\(deployment.gatewayURL)/v1/token", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                        body: Array(body.utf8)))
+            }
+            let cases: [(body: String, status: Int, error: String)] = [
+                ("grant_type=password&username=a&password=b", 400, "unsupported_grant_type"),
+                ("grant_type=refresh_token", 400, "invalid_request"),
+                ("grant_type=refresh_token&refresh_token=unknown", 400, "invalid_grant"),
+                ("grant_type=refresh_token&refresh_token=" + String(repeating: "a", count: 9000), 413, "invalid_request"),
+            ]
+            for (body, status, error) in cases {
+                let answer = try await post(body)
+                #expect(answer.status == status, "\(body.prefix(40)): \(answer.bodyText)")
+                let problem = try jsonObject(answer)
+                #expect(problem["error"] as? String == error, "\(body.prefix(40)): \(answer.bodyText)")
+                #expect(problem["error_description"] as? String == problem["detail"] as? String)
+                #expect(problem["code"] != nil)
+            }
+        }
+    }
+
+    @Test(
         "a session makes GATEHOUSE_SESSION_REFRESH_LIMIT refreshes: the next answers invalid-refresh-token and ends the session, its ID tokens with it; another session of the user keeps its own count"
     )
     func aSessionRefreshesUpToItsLimit() async throws {

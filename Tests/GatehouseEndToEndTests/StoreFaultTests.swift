@@ -20,7 +20,9 @@ struct StoreFaultTests {
             let database = try openSQLite(deployment.databasePath)
             try await database.write { try $0.execute(sql: "ALTER TABLE provider_links RENAME TO provider_links_away") }
             let failed = try await GatewayTokenTests.refresh(deployment, refreshToken)
-            #expect(failed.status >= 500, "\(failed.status): \(failed.bodyText)")
+            #expect(failed.status == 500, "\(failed.status): \(failed.bodyText)")
+            // Worded for an OAuth client too, which reads RFC 6749's `error`.
+            #expect(try jsonObject(failed)["error"] as? String == "server_error", "\(failed.bodyText)")
             // The log says which store failure it was, not just a type name.
             let holds = deployment.logs.lines.contains { $0.contains("request failed") && $0.contains("no such table: provider_links") }
             #expect(holds)
@@ -206,7 +208,9 @@ extension StoreFaultTests {
         }
         try await withDeployment(dataFolder: folder) { deployment in
             var first = Browser(deployment)
-            #expect(try await first.complete(login: "octocat").status == 200)
+            let signedIn = try await first.complete(login: "octocat")
+            #expect(signedIn.status == 200)
+            var refreshToken = try #require(try jsonObject(signedIn)["refreshToken"] as? String)
             // Fill the disk, 64 KiB at a time, until it refuses.
             let filler = folder + "/filler"
             #expect(FileManager.default.createFile(atPath: filler, contents: nil))
@@ -230,6 +234,17 @@ extension StoreFaultTests {
                 }
             }
             #expect(unavailable > 0, "a full disk refused no write")
+            // A refresh's rotation writes too: its 503 says, for an OAuth client, that a retry
+            // may succeed (RFC 6749's `error`), so the client keeps its refresh token.
+            var refused: OutboundResponse?
+            for _ in 0..<4 where refused == nil {
+                let answer = try await GatewayTokenTests.refresh(deployment, refreshToken)
+                #expect([200, 503].contains(answer.status), "\(answer.status) \(answer.bodyText)")
+                if answer.status == 503 { refused = answer } else { refreshToken = try #require(try jsonObject(answer)["refreshToken"] as? String) }
+            }
+            let unrotated = try #require(refused, "a full disk refused no rotation")
+            #expect(try jsonObject(unrotated)["code"] as? String == "storage-unavailable")
+            #expect(try jsonObject(unrotated)["error"] as? String == "temporarily_unavailable", "\(unrotated.bodyText)")
             let holds = deployment.logs.lines.contains { $0.contains("storage unavailable") && $0.contains("disk full") && $0.contains(folder) }
             #expect(holds)
             // Readiness says so (reads still work, so the instance stays in rotation).

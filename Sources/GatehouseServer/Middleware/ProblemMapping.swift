@@ -31,6 +31,19 @@ struct ProblemMapping: Sendable {
 
     /// What a route threw, as a problem document.
     func response(for error: any Error, to request: Request) -> Response {
+        if let error = error as? any HTTPResponseError, !(error is GatehouseError) { return rewrite(error.status, request: request) }
+        return answer(problem(for: error), to: request)
+    }
+
+    /// The problem document of `problem`. The token endpoint's problems also carry RFC 6749
+    /// §5.2's `error` (`TokenRoutes.oauthError`), whatever failed: an OAuth client reads that
+    /// member, and one missing may make it drop a refresh token a retry would have used.
+    private func answer(_ problem: GatehouseError, to request: Request) -> Response {
+        request.uri.path == TokenRoutes.path ? TokenRoutes.oauthError(problem).problemResponse() : problem.problemResponse()
+    }
+
+    /// What a route threw, as a problem.
+    private func problem(for error: any Error) -> GatehouseError {
         // Rethrown to match it with `catch` patterns (enum cases of `StorageError` among them).
         do {
             throw error
@@ -38,52 +51,50 @@ struct ProblemMapping: Sendable {
             if let cause = error.logDetail {
                 logger.notice("upstream failure", metadata: ["error.code": "\(error.code)", "cause": "\(cause)"])
             }
-            return error.problemResponse()
+            return error
         } catch StorageError.unavailable {
             logger.warning("storage unavailable")
-            return GatehouseError.storageUnavailable().problemResponse()
+            return GatehouseError.storageUnavailable()
         } catch StorageError.exhausted(let condition) {
             // An operator's problem (a full disk, no connection slots): loud, and named.
             logger.error("storage unavailable", metadata: ["condition": "\(condition)"])
             storageHealth.recordExhausted(condition)
-            return GatehouseError.storageUnavailable().problemResponse()
-        } catch let error as any HTTPResponseError {
-            return rewrite(error.status, request: request)
+            return GatehouseError.storageUnavailable()
         } catch let error as HTTPParserError {
             // The request body's bytes broke off: the client's doing, or the listener closing a
             // body that stalled or trickled. Only that request is lost; nothing to alert on.
             logger.info("request body broke off", metadata: ["error.type": "\(error)"])
-            if error == .invalidEOFState { return GatehouseError.requestBodyTimedOut().problemResponse() }
-            return GatehouseError(code: .invalidArgument, detail: "The request body is not well-formed HTTP.").problemResponse()
+            if error == .invalidEOFState { return GatehouseError.requestBodyTimedOut() }
+            return GatehouseError(code: .invalidArgument, detail: "The request body is not well-formed HTTP.")
         } catch {
             var metadata: Logger.Metadata = ["error.type": "\(String(reflecting: type(of: error)))"]
             if let store = error as? any StoreFailureSummary { metadata["store.error"] = "\(store.storeFailureSummary)" }
             logger.error("request failed", metadata: metadata)
-            return GatehouseError.internalError().problemResponse()
+            return GatehouseError.internalError()
         }
     }
 
-    /// A framework's bare status as a problem document.
+    /// A framework's bare status as a problem document; a `404` of a path with other methods is
+    /// `405 method-not-allowed`, with `Allow`.
     private func rewrite(_ status: HTTPResponse.Status, request: Request) -> Response {
+        let allowed = status.code == 404 ? routes.methods(matching: request.uri.path) : []
+        if !allowed.isEmpty, !allowed.contains(request.method.rawValue) {
+            var problem = GatehouseError(
+                code: .methodNotAllowed, detail: "\(request.method.rawValue) is not supported here; use \(allowed.joined(separator: ", "))."
+            ).problemResponse()
+            problem.headers[.allow] = allowed.joined(separator: ", ")
+            return problem
+        }
+        return answer(Self.problem(status: status), to: request)
+    }
+
+    /// A framework's bare status as a problem.
+    private static func problem(status: HTTPResponse.Status) -> GatehouseError {
         switch status.code {
-        case 404:
-            let allowed = routes.methods(matching: request.uri.path)
-            if !allowed.isEmpty, !allowed.contains(request.method.rawValue) {
-                var problem = GatehouseError(
-                    code: .methodNotAllowed,
-                    detail: "\(request.method.rawValue) is not supported here; use \(allowed.joined(separator: ", "))."
-                ).problemResponse()
-                problem.headers[.allow] = allowed.joined(separator: ", ")
-                return problem
-            }
-            return GatehouseError.notFound().problemResponse()
-        case 413:
-            return GatehouseError(code: .invalidArgument, situation: .tooLarge, detail: "The request body is too large.")
-                .problemResponse()
-        case 500...:
-            return GatehouseError.internalError().problemResponse()
-        default:
-            return GatehouseError.invalidArgument("The request could not be processed (HTTP \(status.code)).").problemResponse()
+        case 404: GatehouseError.notFound()
+        case 413: GatehouseError(code: .invalidArgument, situation: .tooLarge, detail: "The request body is too large.")
+        case 500...: GatehouseError.internalError()
+        default: GatehouseError.invalidArgument("The request could not be processed (HTTP \(status.code)).")
         }
     }
 }

@@ -6,6 +6,9 @@ import Hummingbird
 /// The gateway as a token issuer: `POST /v1/token` (refresh-token grant), the JWK Set and
 /// the OpenID configuration that let anyone verify gateway ID tokens.
 struct TokenRoutes {
+    /// The token endpoint's path: its problems carry RFC 6749's `error` (`oauthError`, applied
+    /// by `ProblemMapping` to whatever failed).
+    static let path = "/v1/token"
     let gatehouse: Gatehouse
     let browser: BrowserPolicy
 
@@ -14,13 +17,7 @@ struct TokenRoutes {
         let browser = self.browser
         let configuration = gatehouse.configuration
 
-        table.add(.post, "/v1/token") { request, context in
-            do {
-                return try await refresh(request, context)
-            } catch let error as GatehouseError {
-                throw Self.oauthError(error)
-            }
-        }
+        table.add(.post, Self.path) { request, context in try await refresh(request, context) }
 
         /// `POST /v1/token` (RFC 6749 §6): the refresh-token grant.
         @Sendable func refresh(_ request: Request, _ context: GatehouseRequestContext) async throws -> Response {
@@ -77,13 +74,16 @@ struct TokenRoutes {
     /// A refresh error as RFC 6749 §5.2 words it, in the problem document: `error`
     /// (`invalid_grant` for a refresh token that is unknown, spent, expired or revoked;
     /// `unsupported_grant_type`; `invalid_request`; `temporarily_unavailable` when nothing could
-    /// be rotated and a retry may succeed) and `error_description`, beside `code` and `detail`.
+    /// be rotated and a retry may succeed; `server_error` for the gateway's own failure, whose
+    /// retry may succeed too: RFC 6749 §4.1.2.1's names, which OAuth clients also read here)
+    /// and `error_description`, beside `code` and `detail`.
     static func oauthError(_ error: GatehouseError) -> GatehouseError {
         var error = error
         if error.extensions["error"] == nil {
             switch error.code {
             case .invalidRefreshToken, .userDisabled: error.extensions["error"] = "invalid_grant"
             case .storageUnavailable, .rateLimited: error.extensions["error"] = "temporarily_unavailable"
+            case .internal: error.extensions["error"] = "server_error"
             default: error.extensions["error"] = "invalid_request"
             }
         }
