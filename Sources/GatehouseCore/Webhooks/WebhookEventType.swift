@@ -28,4 +28,21 @@ public enum WebhookEventType: String, Sendable, CaseIterable, Codable {
     case serviceKeyCreated = "service-key.created"
     /// A service key was revoked.
     case serviceKeyRevoked = "service-key.revoked"
+
+    /// The admin scope a service key needs to read the event's payload in the delivery listing
+    /// (`GET /v1/admin/webhooks/deliveries`), as for the same administration in the activity
+    /// listing (`AuditEvent.listingScope`): key administration `admin:keys`, accounts
+    /// `admin:users`. `admin` covers them all.
+    public var readingScope: String {
+        switch self {
+        case .serviceKeyCreated, .serviceKeyRevoked: "admin:keys"
+        default: "admin:users"
+        }
+    }
+
+    /// Whether a key holding `scopes` may read the payload of an event of type `type` (a type
+    /// this version does not know as an account event: `admin:users`).
+    public static func readable(_ type: String, by scopes: [String]) -> Bool {
+        scopes.contains("admin") || scopes.contains(WebhookEventType(rawValue: type)?.readingScope ?? "admin:users")
+    }
 }

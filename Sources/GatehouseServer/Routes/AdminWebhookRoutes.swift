@@ -22,7 +22,8 @@ struct AdminWebhookRoutes {
             .serviceKey(try await browser.serviceKey(context, scope: "admin:webhooks").id)
         }
         table.add(.get, "/v1/admin/webhooks/deliveries") { request, context in
-            _ = try await authorize(context)
+            // The events' payloads are shown to keys that may read that administration.
+            let scopes = try await browser.serviceKey(context, scope: "admin:webhooks").scopes
             let query = request.queryDictionary
             guard let status = OutboxEntry.Status(rawValue: query["status"] ?? "pending") else {
                 throw GatehouseError.invalidArgument("status must be pending or failed.")
@@ -32,7 +33,8 @@ struct AdminWebhookRoutes {
             let entries = try await storage.outboxEntries(status: status, after: cursor, limit: Self.pageSize)
             return try Response.json(
                 DeliveryPage(
-                    deliveries: entries.map(Delivery.init), nextCursor: entries.count == Self.pageSize ? entries.last?.id : nil,
+                    deliveries: entries.map { Delivery($0, showingEvent: WebhookEventType.readable($0.type, by: scopes)) },
+                    nextCursor: entries.count == Self.pageSize ? entries.last?.id : nil,
                     endpoints: webhooks?.outcomes() ?? [:]))
         }
         table.add(.post, "/v1/admin/webhooks/deliveries/{id}/redeliver") { request, context in
@@ -71,10 +73,11 @@ struct AdminWebhookRoutes {
         let nextAttemptAt: Date
         let lastStatus: Int?
         let lastError: String?
-        /// The event as it is delivered.
+        /// The event as it is delivered; `null` to a key without the scope that reads it
+        /// (`WebhookEventType.readingScope`).
         let event: JSONValue
 
-        init(_ entry: OutboxEntry) {
+        init(_ entry: OutboxEntry, showingEvent: Bool) {
             id = entry.id
             eventId = entry.eventId
             endpoint = entry.endpoint
@@ -85,7 +88,7 @@ struct AdminWebhookRoutes {
             nextAttemptAt = entry.nextAttemptAt
             lastStatus = entry.lastStatus
             lastError = entry.lastError
-            event = (try? JSONValue.parse(entry.payload)) ?? .null
+            event = showingEvent ? (try? JSONValue.parse(entry.payload)) ?? .null : .null
         }
 
         enum CodingKeys: String, CodingKey {
