@@ -582,7 +582,7 @@ struct HookTests {
     }
 
     @Test(
-        "a receiver that is down for two identities five times in a row is not called for the breaker's open time: sign-ins get 503 with Retry-After at once, then one call probes it; one identity's failures alone, and unusable answers, never open it"
+        "a receiver that is down for two identities five times in a row is not called for the breaker's open time: sign-ins get 503 with Retry-After at once, then one call probes it; one identity's failures alone, unusable answers and 500s never open it"
     )
     func breakerSparesADownReceiver() async throws {
         try await withDeployment(hooks: Self.sampleApp()) { deployment in
@@ -608,10 +608,17 @@ struct HookTests {
                 try await deployment.control("faults", #"{"endpoint": "\#(endpoint)", "status": 200, "bodyBytes": 20000, "times": 1}"#).status == 201)
             for login in ["octocat", "private-pat", "octocat"] { try expectRefused(try await signIn(login)) }
             #expect(try await calls() == 9)
-            // Five 5xx in a row met by two identities open it.
+            // Nor does a 500, however many identities meet it: the receiver answered, failing on
+            // the call (two accounts whose data it errs on must not open it for everyone).
+            try await Self.answer(deployment, "before-create", "", status: 500, times: 6)
+            for login in ["octocat", "private-pat", "octocat", "private-pat", "octocat", "private-pat"] {
+                try expectRefused(try await signIn(login))
+            }
+            #expect(try await calls() == 15)
+            // Five failures in a row that say it is down (503), met by two identities, open it.
             try await Self.answer(deployment, "before-create", "", status: 503, times: 5)
             for login in ["octocat", "private-pat", "octocat", "private-pat", "octocat"] { try expectRefused(try await signIn(login)) }
-            #expect(try await calls() == 14)
+            #expect(try await calls() == 20)
 
             // Open: refused at once with the rest of the open time, the receiver not called.
             let refused = try await signIn("private-pat")
@@ -619,7 +626,7 @@ struct HookTests {
             // The rest of the 30 s (the clock runs on while the sign-in is made), not the 1 s of a failed call.
             let retryAfter = try #require(Int(refused.headers["retry-after"] ?? ""))
             #expect((2...30).contains(retryAfter))
-            #expect(try await calls() == 14)
+            #expect(try await calls() == 20)
             let metrics = try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/metrics")).bodyText
             #expect(metrics.contains(#"gatehouse_hook_calls_total{hook="before-create",outcome="circuit-open"} 1"#))
             #expect(metrics.contains(#"gatehouse_circuit_state{provider="hook:before-create"} 2"#))
@@ -630,7 +637,7 @@ struct HookTests {
             // After the open time one call probes the receiver, which answers again.
             deployment.clock.advance(by: 30)
             #expect(try await signIn("octocat").status == 200)
-            #expect(try await calls() == 15)
+            #expect(try await calls() == 21)
             #expect(try await deployment.accountCount() == 1)
         }
     }

@@ -85,12 +85,15 @@ enum HookFailure: Error, Equatable {
     case overloaded
 
     /// Whether the failure says the receiver is down or overloaded (no connection, no answer
-    /// in time, a 5xx), which is what the hook's breaker counts. A receiver that answers
-    /// something unusable is up: calling it again costs no wait.
+    /// in time, `502`, `503` or `504`: a proxy without its backend, or the receiver saying it
+    /// cannot serve), which is what the hook's breaker counts. A receiver that answers anything
+    /// else is up, a `500` included: that is the receiver failing on this call, often on the
+    /// signing-in user's own data, and calling it again costs no wait. Counted, it would let
+    /// anyone with two accounts whose data the receiver errs on open the breaker for everyone.
     var receiverDown: Bool {
         switch self {
         case .timeout, .unreachable: true
-        case .status(let status): status >= 500
+        case .status(let status): [502, 503, 504].contains(status)
         case .tooLarge, .invalidAnswer, .circuitOpen, .overloaded: false
         }
     }
