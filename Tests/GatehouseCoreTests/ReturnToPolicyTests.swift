@@ -119,6 +119,20 @@ import Testing
         #expect(error?.code == .invalidReturnTo)
     }
 
+    @Test(
+        "a page served over plain http on this machine (a loopback address with its port, localhost) is an allow-list entry only in development mode: whatever listens there would get results without a consent page"
+    )
+    func plainHTTPPagesNeedDevelopmentMode() throws {
+        for page in ["http://127.0.0.1:3000/", "http://[::1]:8080/app", "http://localhost:3000/", "http://localhost/signed-in"] {
+            var configuration = GatewayConfiguration(publicURL: "https://gw.example", returnToAllowList: [page])
+            let error = #expect(throws: GatehouseError.self, "\(page)") { try configuration.validate() }
+            #expect(error?.detail.contains("GATEHOUSE_DEVELOPMENT") == true, "\(String(describing: error))")
+            configuration.developmentMode = true
+            #expect(throws: Never.self, "\(page)") { try configuration.validate() }
+            #expect(ReturnToPolicy(allowList: [page]).kind(of: page) == .web)
+        }
+    }
+
     @Test("allow-list entries: private-use schemes need a dot and must not be a browser scheme; plain http only to loopback")
     func entries() throws {
         for good in ["com.example.app:/oauth2redirect", "http://127.0.0.1/callback", "http://[::1]/cb", "https://app.example/"] {

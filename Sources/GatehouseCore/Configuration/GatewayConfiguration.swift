@@ -339,9 +339,18 @@ public struct GatewayConfiguration: Sendable {
         }
         try validateAPIPolicy(configured: seen)
         for entry in returnToAllowList {
-            guard ReturnToPolicy.entryKind(entry) != nil else {
+            guard let kind = ReturnToPolicy.entryKind(entry) else {
                 throw GatehouseError.invalidArgument(
                     "return_to allow-list entry \(entry.debugDescription) is not an https URL, a loopback http URL or an app's reverse-domain scheme (com.example.app:/path)"
+                )
+            }
+            // A page over plain http on the user's machine (a loopback port, localhost) is served
+            // by whatever listens there: sign-ins returning to it as a web page would hand their
+            // results to any program that took the port, without the consent page native
+            // returns get (RFC 8252 §8.6). A development convenience only.
+            if kind == .web, !developmentMode, URLAllowList.parse(entry)?.scheme == "http" {
+                throw GatehouseError.invalidArgument(
+                    "return_to allow-list entry \(entry.debugDescription) is a page over plain http on the user's machine, which any program listening on that port would receive sign-ins for: allowed only in development mode (GATEHOUSE_DEVELOPMENT); a desktop app's loopback entry names no port (http://127.0.0.1/callback)"
                 )
             }
         }

@@ -132,7 +132,8 @@ enum SettingsCatalog {
     private static let behaviour: [Setting] = [
         Setting(
             "GATEHOUSE_RETURN_TO_ALLOWLIST", .list,
-            "`return_to` entries: https origins + path prefixes, loopback `http`, native apps' schemes, desktop loopback addresses"),
+            "`return_to` entries: https origins + path prefixes, native apps' schemes, desktop loopback addresses (no port); a plain `http` page on this machine (a loopback port, `localhost`) only in development mode"
+        ),
         Setting("GATEHOUSE_ALLOWED_ORIGINS", .list, "exact browser origins for CORS and cookie writes (default: the `return_to` origins)"),
         Setting(
             "GATEHOUSE_TRUSTED_PROXIES", .list,
