@@ -249,6 +249,40 @@ struct MicrosoftSignInTests {
         }
     }
 
+    @Test(
+        "a tenant that disabled or removed the gateway's app (unauthorized_client) refuses its own users' refresh and sign-in only: Microsoft is never marked misconfigured for everyone, and the grant is kept"
+    )
+    func aTenantRefusingTheAppIsItsOwnRefusal() async throws {
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            #expect(try await Self.signIn(&browser, Self.adele).status == 200)
+            let live = "\(deployment.gatewayURL)/v1/me/providers/microsoft.com/profile"
+            let refusal =
+                #"{"endpoint": "POST /microsoft/common/oauth2/v2.0/token", "status": 400, "headers": {"Content-Type": "application/json"}, "body": "{\"error\":\"unauthorized_client\",\"error_description\":\"AADSTS7000112: Application is disabled.\"}", "times": 1}"#
+            @Sendable func microsoftReady() async throws -> Bool {
+                let ready = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/readyz")))
+                return (ready["disabledProviders"] as? [String: String])?["microsoft.com"] == nil
+            }
+            // The access token has expired: the refresh meets the tenant's refusal.
+            deployment.clock.advance(by: 3660)
+            #expect(try await deployment.control("faults", refusal).status == 201)
+            let refused = try await browser.send(live)
+            #expect(refused.status >= 500, "\(refused.bodyText)")
+            #expect(try jsonObject(refused)["code"] as? String == "upstream-unavailable", "\(refused.bodyText)")
+            #expect(try await microsoftReady(), "one tenant's refusal is not the provider's")
+            // A sign-in whose code exchange meets it fails alone.
+            #expect(try await deployment.control("faults", refusal).status == 201)
+            var other = Browser(deployment)
+            let failed = try await Self.signIn(&other, Self.bob)
+            #expect(failed.json["code"] as? String == "invalid-idp-response", "\(failed.json)")
+            #expect(try await microsoftReady())
+            let holds = deployment.logs.lines.contains { $0.contains("provider misconfigured") }
+            #expect(!holds)
+            // The grant was kept: the next refresh works.
+            #expect(try await browser.send(live).status == 200)
+        }
+    }
+
     @Test("revoked refresh token → 409 provider-reauth-required, and the dead link is not retried")
     func revokedRefreshToken() async throws {
         try await withDeployment { deployment in

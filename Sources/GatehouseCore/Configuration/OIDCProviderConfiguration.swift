@@ -74,6 +74,12 @@ public struct OIDCProviderConfiguration: Sendable {
     public var issuerRule: IssuerRule = .exact
     /// Whether the userinfo endpoint is called (Microsoft's profile comes from Graph instead).
     public var usesUserInfo = true
+    /// Whether `unauthorized_client` may be one tenant refusing the gateway's app rather than
+    /// the app's registration being wrong: Microsoft's multi-tenant endpoints answer it to the
+    /// users of a tenant that disabled or removed the app (AADSTS7000112, AADSTS700016), which
+    /// anyone can arrange in a tenant of their own. Then it refuses that grant or sign-in alone
+    /// and never marks the provider misconfigured (`/readyz`) for everyone.
+    public var tenantsRefuseClients = false
 
     /// Creates a configuration with the defaults of a well-behaved provider.
     public init(

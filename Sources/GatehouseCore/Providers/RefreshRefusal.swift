@@ -14,6 +14,10 @@ enum RefreshRefusal {
     /// The codes that mean the gateway's own client registration is wrong: RFC 6749's, and
     /// GitHub's `incorrect_client_credentials` (providers.md §4.2).
     static let misconfigurationCodes: Set<String> = ["invalid_client", "unauthorized_client", "incorrect_client_credentials"]
+    /// Whether a token endpoint's `code` says the gateway's client registration is wrong.
+    static func misconfigures(_ code: String, tenantsRefuseClients: Bool) -> Bool {
+        misconfigurationCodes.contains(code.lowercased()) && !(tenantsRefuseClients && code.lowercased() == "unauthorized_client")
+    }
     /// The codes that mean the provider itself is failing (RFC 6749 §4.1.2.1's, which token
     /// endpoints use too): counted by the provider's breaker, like a 5xx.
     static let failureCodes: Set<String> = ["temporarily_unavailable", "server_error"]
@@ -23,14 +27,18 @@ enum RefreshRefusal {
     /// (recorded in `health`), `upstream-unavailable` for everything else, which leaves the grant
     /// for a later retry: the provider failing (a proxy's HTML page, `temporarily_unavailable`,
     /// a 5xx) counts against its breaker, another OAuth error refusing this grant does not.
-    static func error(status: Int, body: [UInt8], headers: OutboundHeaders, providerId: String, health: ProviderHealth) -> GatehouseError {
+    /// With `tenantsRefuseClients` (`OIDCProviderConfiguration`), `unauthorized_client` is the
+    /// grant's tenant refusing the app: that grant's refusal, not the provider's.
+    static func error(
+        status: Int, body: [UInt8], headers: OutboundHeaders, providerId: String, health: ProviderHealth, tenantsRefuseClients: Bool = false
+    ) -> GatehouseError {
         // A rate limit is one, whatever its body says: the caller waits for `Retry-After`.
         if status == 429 { return .upstreamRateLimited(providerId, retryAfter: headers["retry-after"].flatMap { Int($0) }) }
         let json = try? JSONValue.parse(Data(body))
         // Yahoo writes its codes in upper case.
         if let code = json?["error"]?.stringValue?.lowercased() {
             if deadGrantCodes.contains(code) { return .providerReauthRequired(providerId) }
-            if misconfigurationCodes.contains(code) {
+            if misconfigures(code, tenantsRefuseClients: tenantsRefuseClients) {
                 return health.misconfigured(
                     providerId, reason: "its token endpoint refused the gateway's client credentials (\(code.prefix(32)))")
             }

@@ -263,6 +263,10 @@ public struct MicrosoftProvider: IdentityProvider {
                 allowedTenants: MicrosoftTenants.isDomain(key) && permitted.contains(key) ? [] : permitted.filter(MicrosoftTenants.isGUID))
             oidc.usesUserInfo = false
             oidc.endpointOverrides = [:]
+            // Only the configured tenant, when it is one organization, refusing the app is the
+            // operator's registration gone wrong; any other tenant's refusal (the users of
+            // `common`, another tenant named by `tenant=`) is that tenant's own.
+            oidc.tenantsRefuseClients = !configuration.restrictsTenant || key != configuration.tenant.lowercased()
             return OIDCProvider(
                 configuration: oidc, http: http, developmentMode: developmentMode, clock: clock, health: health, logger: logger)
         }

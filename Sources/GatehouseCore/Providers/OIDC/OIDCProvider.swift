@@ -113,7 +113,9 @@ public struct OIDCProvider: IdentityProvider {
             !accessToken.isEmpty
         else {
             // Only the grant's own death ends the link (RefreshRefusal).
-            throw RefreshRefusal.error(status: response.status, body: response.body, headers: response.headers, providerId: id, health: health)
+            throw RefreshRefusal.error(
+                status: response.status, body: response.body, headers: response.headers, providerId: id, health: health,
+                tenantsRefuseClients: configuration.tenantsRefuseClients)
         }
         health.recovered()
         return self.tokens(from: answer, accessToken: accessToken, previous: tokens)
@@ -197,7 +199,7 @@ public struct OIDCProvider: IdentityProvider {
         let response = try await tokenResponse(parameters, endpoint: endpoint, authMethods: authMethods)
         let body = try? JSONValue.parse(Data(response.body))
         if let error = body?["error"]?.stringValue {
-            if RefreshRefusal.misconfigurationCodes.contains(error.lowercased()) {
+            if RefreshRefusal.misconfigures(error, tenantsRefuseClients: configuration.tenantsRefuseClients) {
                 throw health.misconfigured(id, reason: "its token endpoint refused the gateway's client credentials (\(error.prefix(32)))")
             }
             throw GatehouseError.invalidIdPResponse("\(id) refused the token request (\(error.truncated(toBytes: 64).debugDescription)).")
