@@ -33,4 +33,23 @@ struct DeclaredLengthTests {
             #expect(error.code == .upstreamUnavailable && error.situation == .tooLarge, "\(error)")
         }
     }
+
+    @Test(
+        "a provider's final answer must be a final status: an unsolicited 101 and the raw bytes after it are upstream-unavailable, never passed on",
+        arguments: [
+            "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nraw bytes that are no HTTP body",
+            "HTTP/1.1 101 Switching Protocols\r\nConnection: close\r\n\r\n",
+        ])
+    func informationalFinalAnswerIsRefused(_ answer: String) async throws {
+        let listener = try SilentListener()
+        defer { listener.close() }
+        let http = CurlHTTPClient()
+        defer { http.shutdown() }
+        listener.answerOnce(Array(answer.utf8))
+        let upstream = UpstreamHTTP(client: http, providerId: "oidc.test", timeout: .seconds(30))
+        let error = await #expect(throws: GatehouseError.self) {
+            _ = try await upstream.stream(OutboundRequest(url: "http://127.0.0.1:\(listener.port)/api"))
+        }
+        #expect(error?.code == .upstreamUnavailable, "\(String(describing: error))")
+    }
 }

@@ -74,6 +74,15 @@ public struct UpstreamHTTP: Sendable {
             record(request, endpoint: endpoint, outcome: timedOut ? "timeout" : "transport-error", status: nil, since: started)
             throw UpstreamErrors.transport(error, providerId: providerId)
         }
+        // An interim status as the final answer (an unsolicited `101 Switching Protocols`,
+        // which libcurl ends the head with): what follows is no HTTP body, and relayed, a proxy
+        // in front of the gateway could take those bytes for a response of its own. Dropped,
+        // the transfer ends.
+        guard response.head.status >= 200 else {
+            record(request, endpoint: endpoint, outcome: "transport-error", status: response.head.status, since: started)
+            throw GatehouseError.upstreamUnavailable(
+                providerId, detail: "\(providerId) answered HTTP \(response.head.status), which is no final answer.")
+        }
         record(request, endpoint: endpoint, outcome: Self.outcome(status: response.head.status), status: response.head.status, since: started)
         return response
     }
