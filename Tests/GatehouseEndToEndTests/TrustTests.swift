@@ -115,6 +115,10 @@ struct TrustTests {
             let refused = try await bob.send(bobsEvents)
             #expect(refused.status == 503)
             #expect(Self.code(refused) == "upstream-unavailable" && refused.bodyText.contains("has been failing"), "\(refused.bodyText)")
+            // The host's address is the operator's: in the log, not in the answer.
+            #expect(!refused.bodyText.contains(deployment.emulatorURL), "\(refused.bodyText)")
+            let logged = deployment.logs.lines.contains { $0.contains("refused by its breaker") && $0.contains(deployment.emulatorURL) }
+            #expect(logged)
             // Told when the breaker lets a probe through: within its open period of 30 s.
             let retryAfter = refused.headers["retry-after"].flatMap { Int($0) } ?? 0
             #expect((1...30).contains(retryAfter), "\(refused.headers)")

@@ -154,9 +154,11 @@ public final class ProviderAPIService: Sendable {
         let writeHold = try admitWrite(request.method, providerId: providerId, caller: caller, uid: uid, limits: limits)
         let prepared = Self.outbound(request, base: base, limits: limits, uid: uid)
         let refused = { @Sendable (origin: String, retryAfter: Int?) in
+            // The host's address is the operator's (an OpenID provider's API may be an internal
+            // name): logged, never shown to the caller.
             var refusal = GatehouseError.upstreamUnavailable(
-                providerId, situation: .temporarilyUnavailable,
-                detail: "The \(providerId) API host \(origin) has been failing; not calling it for now.")
+                providerId, situation: .temporarilyUnavailable, detail: "The \(providerId) API host has been failing; not calling it for now.")
+            refusal.logDetail = "API host \(origin) refused by its breaker"
             // 503 with the seconds until the host's breaker lets a probe through.
             refusal.retryAfter = retryAfter
             return refusal
