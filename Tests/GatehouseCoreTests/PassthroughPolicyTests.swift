@@ -52,7 +52,7 @@ struct PassthroughPolicyTests {
         #expect(throws: GatehouseError.self) { try APIPath(raw: "/a//\u{301}") }
     }
 
-    @Test("templates match decoded segments by method; parameters match one segment")
+    @Test("templates match decoded segments by method; parameters match one segment without matrix parameters")
     func templates() throws {
         let template = try APITemplate("GET /v1.0/me/messages/{id}", scopes: ["Mail.Read"])
         #expect(template.description == "GET /v1.0/me/messages/{id}")
@@ -65,6 +65,13 @@ struct PassthroughPolicyTests {
         let yahoo = try APITemplate("GET /fantasy/v2/users;use_login=1/games")
         #expect(yahoo.matches(.get, try APIPath(raw: "/fantasy/v2/users;use_login=1/games")))
         #expect(!yahoo.matches(.get, try APIPath(raw: "/fantasy/v2/users%CD%BEuse_login=1/games")))
+        // A parameter stands for one value: a `;` in it (raw or `%3B`, decoded alike) would add
+        // matrix parameters, Yahoo's `;out=` expansions among them, that the template does not list.
+        let league = try APITemplate("GET /fantasy/v2/league/{league_key}/standings")
+        #expect(league.matches(.get, try APIPath(raw: "/fantasy/v2/league/nfl.l.12345/standings")))
+        for expanded in ["nfl.l.1;out=transactions,draftresults", "nfl.l.1%3Bout=transactions", "nfl.l.1;"] {
+            #expect(!league.matches(.get, try APIPath(raw: "/fantasy/v2/league/\(expanded)/standings")), "\(expanded)")
+        }
         let accented = try APITemplate("GET /caf\u{E9}")
         #expect(!accented.matches(.get, try APIPath(raw: "/cafe%CC%81")))
         for bad in ["GET", "FETCH /x", "GET x", "GET /a//b", "GET /a/../b", "GET /a/%2F"] {

@@ -96,7 +96,9 @@ public struct APITemplate: Sendable, Equatable, CustomStringConvertible {
             // Bytes, not `==`: Swift's string equality is canonical equivalence (U+037E is `;`,
             // `e` and U+0301 are `é`), while the provider routes the bytes it is sent.
             case .literal(let text): text.utf8.elementsEqual(segment.utf8)
-            case .parameter: true
+            // One value: a `;` (sent upstream as it is) would add matrix parameters the template
+            // does not list, such as Yahoo's `;out=` expansions of a resource.
+            case .parameter: !segment.utf8.contains(UInt8(ascii: ";"))
             }
         }
     }
