@@ -165,7 +165,7 @@ struct AdminRoutesTests {
     }
 
     @Test(
-        "sessions: listed, one revoked (its ID token stops working, the other's does not), all revoked; unlink and delete by an operator, audited with the key"
+        "sessions: listed, one revoked (its ID token stops working, the other's does not), all revoked; unlink (of a disabled account too) and delete by an operator, audited with the key"
     )
     func sessionsUnlinkDelete() async throws {
         try await withDeployment { deployment in
@@ -201,8 +201,11 @@ struct AdminRoutesTests {
             var linker = Browser(deployment)
             #expect(try await linker.complete(login: "octocat").status == 200)
             #expect(try await linker.complete(login: "AdeleV@contoso.example", provider: "microsoft.com", mode: "link").status == 200)
+            // An operator removes an identity from a disabled account (one an attacker linked,
+            // say) without enabling it first, which would let that identity sign in meanwhile.
+            #expect(try await Self.call(deployment, "/v1/users/\(uid)/disable", key: key, method: "POST").status == 204)
             let unlinked = try await Self.call(deployment, "/v1/admin/users/\(uid)/providers/microsoft.com", key: key, method: "DELETE")
-            #expect(unlinked.status == 200)
+            #expect(unlinked.status == 200, "\(unlinked.bodyText)")
             #expect(try account(unlinked).providers == ["github.com"])
             #expect(try await Self.call(deployment, "/v1/admin/users/\(uid)/providers/github.com", key: key, method: "DELETE").status == 400)
             #expect(try await Self.call(deployment, "/v1/admin/users/\(uid)", key: key, method: "DELETE").status == 204)

@@ -156,7 +156,9 @@ public struct AccountService: Sendable {
     /// `actor` is the audit's (the user by default; an operator's key for the admin route).
     public func unlink(uid: String, providerId: String, providers: ProviderRegistry, by actor: AuditActor? = nil) async throws -> UnifiedProfile {
         guard let account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
-        if account.disabled { throw GatehouseError.userDisabled() }
+        // An operator (`actor`) unlinks from a disabled account too: removing an identity an
+        // attacker linked must not need the account enabled, which would let it sign in.
+        if account.disabled, actor == nil { throw GatehouseError.userDisabled() }
         let remaining = try await storage.links(uid: uid).filter { $0.providerId != providerId }
         let answer = try await unifiedProfile(for: account, links: remaining)
         let unlinked = WebhookEvent.account(.providerUnlinked, uid: uid, at: clock.now(), ["providerId": .string(providerId)])
