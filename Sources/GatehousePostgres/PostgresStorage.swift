@@ -189,9 +189,13 @@ public final class PostgresStorage: GatehouseStorage {
         return nil
     }
 
+    /// The longest a purge runs before it is given up (rolled back; the next one starts over):
+    /// a backlog of expired rows may take longer than a request's operation timeout.
+    static let purgeLimit: Duration = .seconds(600)
+
     /// Deletes expired transactions, results and sessions.
     public func purgeExpired(now: Date) async throws {
-        try await transaction { connection, logger in
+        try await transaction(limit: Self.purgeLimit) { connection, logger in
             try await connection.query("DELETE FROM signin_transactions WHERE expires_at <= \(now)", logger: logger)
             try await connection.query("DELETE FROM signin_results WHERE expires_at <= \(now) OR retry_until <= \(now)", logger: logger)
             try await connection.query(
@@ -337,20 +341,27 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// A transaction, retried whole on a serialization failure or deadlock. The webhook events
     /// recorded with the write (`Outbox.entries`) are inserted in it, unless the write reports
-    /// it changed nothing.
-    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws -> T {
+    /// it changed nothing. Within `limit` (default the operation timeout): a transaction still
+    /// running then is answered `StorageError.unavailable` and never commits afterwards
+    /// (`CommitGate`), so a `503` means nothing was written.
+    func transaction<T: Sendable>(
+        limit: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T
+    ) async throws -> T {
         let logger = self.logger
         let client = self.client
         let usage = self.usage
         let recorded = Outbox.entries
         return try await retrying {
-            try await withinTimeout {
+            let gate = CommitGate()
+            return try await withinTimeout(limit, gate: gate) {
                 try await usage.counting {
                     try await client.withTransaction(logger: logger) { connection in
                         let result = try await body(connection, logger)
                         for entry in Outbox.keep(recorded, after: result) {
                             try await connection.query(try Self.insertOutboxQuery(entry), logger: logger)
                         }
+                        // Rolled back instead when the caller was answered meanwhile.
+                        guard gate.mayCommit() else { throw StorageError.unavailable }
                         return result
                     }
                 }
@@ -358,11 +369,16 @@ public final class PostgresStorage: GatehouseStorage {
         }
     }
 
-    /// `operation`, or `StorageError.unavailable` once `operationTimeout` has passed. The
-    /// operation is then cancelled (a statement cut short is rolled back by the server) but not
-    /// waited for: a connection broken mid-query may not notice cancellation for a long time,
-    /// and neither the request nor a shutdown may hang on it.
-    func withinTimeout<T: Sendable>(_ limit: Duration? = nil, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    /// `operation`, or `StorageError.unavailable` once `limit` (default the operation timeout)
+    /// has passed. The operation is then cancelled but not waited for: a connection broken
+    /// mid-query may not notice cancellation for a long time, and neither the request nor a
+    /// shutdown may hang on it. postgres-nio does not stop a statement under way when its
+    /// task is cancelled: a transaction's `gate` keeps it from committing after the answer,
+    /// and when its commit is already under way at the limit, the answer waits for the commit
+    /// one limit more (then it is `unavailable`, as a connection lost at commit is).
+    func withinTimeout<T: Sendable>(
+        _ limit: Duration? = nil, gate: CommitGate? = nil, _ operation: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
         let timeout = limit ?? operationTimeout
         let outcome = Eventual<T>()
         let work = Task {
@@ -370,6 +386,9 @@ public final class PostgresStorage: GatehouseStorage {
         }
         let timer = Task {
             try? await Task.sleep(for: timeout)
+            if let gate, !gate.expire() {
+                try? await Task.sleep(for: timeout)
+            }
             outcome.fail(StorageError.unavailable)
         }
         defer { timer.cancel() }

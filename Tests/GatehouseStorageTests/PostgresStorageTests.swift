@@ -111,6 +111,30 @@ import Testing
         #expect(ContinuousClock.now - waited >= .seconds(1), "the lock was taken while its lease lasted")
     }
 
+    @Test("a write still waiting at the operation timeout answers unavailable and never commits afterwards: a 503 means nothing was written")
+    func timedOutWriteNeverCommits() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let other = PostgresClient(
+            configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: PostgresTestServer.quietLogger)
+        let runner = Task { await other.run() }
+        defer { runner.cancel() }
+        // A pool of one: a read after the abandoned write runs once that write's transaction ended.
+        let store = try PostgresStorage(url: url, maximumConnections: 1, operationTimeout: .seconds(2), logger: PostgresTestServer.quietLogger)
+        defer { store.shutdown() }
+        try await store.migrate()
+        try await store.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await other.withConnection { connection in
+            // Another session holds the account's row (a slow migration, a long transaction):
+            // the delete waits for it past the store's timeout.
+            try await connection.query("BEGIN", logger: PostgresTestServer.quietLogger)
+            try await connection.query("SELECT uid FROM accounts WHERE uid = 'u1' FOR UPDATE", logger: PostgresTestServer.quietLogger)
+            await #expect(throws: StorageError.unavailable) { _ = try await store.deleteAccount(uid: "u1") }
+            try await connection.query("COMMIT", logger: PostgresTestServer.quietLogger)
+        }
+        #expect(try await store.account(uid: "u1") != nil, "the delete answered unavailable, then committed")
+        #expect(try await store.links(uid: "u1").count == 1)
+    }
+
     @Test("a live holder keeps its lock past the lease: the lease is renewed while the body runs, and freed when it ends")
     func liveHolderRenewsItsLease() async throws {
         let url = try await PostgresTestServer.freshDatabase()
