@@ -122,14 +122,19 @@ extension PostgresStorage {
         }
     }
     /// Deletes the account; links, sessions, refresh tokens and pending credentials cascade.
+    /// The links returned are the ones deleted, as they were then: the account row is locked
+    /// first (a link added meanwhile waits, then finds no account) and the links are deleted
+    /// with `RETURNING` (tokens a refresh stored meanwhile are the ones returned, for their
+    /// grants to be revoked), as SQLite's one writer gives.
     public func deleteAccount(uid: String) async throws -> [ProviderLinkRecord]? {
         try await transaction { connection, logger in
+            var exists = false
+            for try await _ in try await connection.query("SELECT uid FROM accounts WHERE uid = \(uid) FOR UPDATE", logger: logger) { exists = true }
+            guard exists else { return nil }
             let links = try await Self.links(
-                "SELECT \(unescaped: Self.linkColumns) FROM provider_links WHERE uid = \(uid) ORDER BY linked_at", on: connection, logger: logger)
-            for try await _ in try await connection.query("DELETE FROM accounts WHERE uid = \(uid) RETURNING uid", logger: logger) {
-                return links
-            }
-            return nil
+                "DELETE FROM provider_links WHERE uid = \(uid) RETURNING \(unescaped: Self.linkColumns)", on: connection, logger: logger)
+            try await connection.query("DELETE FROM accounts WHERE uid = \(uid)", logger: logger)
+            return links.sorted { ($0.linkedAt, $0.providerId) < ($1.linkedAt, $1.providerId) }
         }
     }
     /// Accounts holding a link with this normalized verified email.
