@@ -243,10 +243,12 @@ public struct AccountService: Sendable {
         uid: String, profile: ProviderProfile, grant: SealedGrant, origin: SignInOrigin, consumingPending: String?,
         onElsewhere: (String) async throws -> String?
     ) async throws -> SignIn {
-        guard var account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
-        if account.disabled { throw GatehouseError.userDisabled() }
         let now = clock.now()
         for _ in 0..<2 {
+            // Read on each pass: the one before may have taken a hook's claims into it that
+            // were never stored (its write found the link gone).
+            guard var account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
+            if account.disabled { throw GatehouseError.userDisabled() }
             let links = try await storage.links(uid: uid)
             if var existing = try await storage.link(providerId: profile.providerId, federatedId: profile.federatedId) {
                 guard existing.uid == uid else { throw GatehouseError.credentialAlreadyInUse(pendingToken: try await onElsewhere(existing.uid)) }
