@@ -38,7 +38,8 @@ public actor GatehouseClient {
 
     /// A sign-in with `providerId` returning to `returnTo` — the app's own scheme
     /// (`com.example.app:/oauth2redirect`) or a loopback address it listens on
-    /// (`http://127.0.0.1:53124/callback`), as the gateway's allow-list has it. Open
+    /// (`http://127.0.0.1:53124/callback`, which the allow-list entry `http://127.0.0.1/callback`
+    /// admits on any port). Open
     /// `request.url`, then hand the URL the app is called back with to `completeSignIn`.
     public nonisolated func signInRequest(
         providerId: String, returnTo: String, scopes: [String] = [], customParameters: [String: String] = [:]

@@ -87,6 +87,10 @@ struct GatewayTokenTests {
                 ("grant_type=refresh_token&refresh_token=unknown", 400, "invalid_grant"),
                 ("grant_type=refresh_token&refresh_token=" + String(repeating: "a", count: 9000), 413, "invalid_request"),
             ]
+            // Another method, too (405 with Allow).
+            let get = try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/v1/token"))
+            #expect(get.status == 405 && get.headers["allow"] == "POST", "\(get.bodyText)")
+            #expect(try jsonObject(get)["error"] as? String == "invalid_request", "\(get.bodyText)")
             for (body, status, error) in cases {
                 let answer = try await post(body)
                 #expect(answer.status == status, "\(body.prefix(40)): \(answer.bodyText)")

@@ -97,7 +97,8 @@ public struct AccountService: Sendable {
     /// token for that account's owner. Another identity of the same provider here:
     /// `provider-already-linked`.
     public func link(uid: String, profile: ProviderProfile, tokens: ProviderTokens, origin: SignInOrigin) async throws -> SignIn {
-        let grant = SealedGrant(sealed: try await seal(tokens, for: profile), isEmpty: tokens.accessToken.isEmpty, obtainedAt: clock.now())
+        // The flow's own tokens are the newest there are: they replace any the link holds.
+        let grant = SealedGrant(sealed: try await seal(tokens, for: profile), isEmpty: tokens.accessToken.isEmpty, obtainedAt: .distantFuture)
         return try await attach(uid: uid, profile: profile, grant: grant, origin: origin) { owner in
             try await park(profile: profile, tokens: tokens, for: owner)
         }
@@ -573,15 +574,18 @@ public struct AccountService: Sendable {
         var sealed: String
         /// No access token in them.
         var isEmpty: Bool
-        /// When they were obtained: now, for a flow's own; when it was parked, for a pending
-        /// credential's.
+        /// When they were obtained: for a pending credential's, when it was parked; a flow's
+        /// own are newer than anything stored (`distantFuture`).
         var obtainedAt: Date
 
         /// Whether these tokens are to replace the ones `link` holds: never when they hold no
         /// grant, nor when the link was written after they were obtained (a pending credential
-        /// claimed after its identity was linked anew: the link's grant is the newer one).
+        /// claimed after its identity was linked anew: the link's grant is the newer one; at the
+        /// same instant, the link's). The link's `updatedAt` also moves on a write that keeps
+        /// its tokens (a live profile, an ID-token sign-in), which then counts as newer too: a
+        /// grant the link already holds is never given up for an older one.
         func replaces(_ link: ProviderLinkRecord) -> Bool {
-            !isEmpty && link.updatedAt <= obtainedAt
+            !isEmpty && link.updatedAt < obtainedAt
         }
     }
 

@@ -350,7 +350,7 @@ public struct GatewayConfiguration: Sendable {
             // returns get (RFC 8252 §8.6). A development convenience only.
             if kind == .web, !developmentMode, URLAllowList.parse(entry)?.scheme == "http" {
                 throw GatehouseError.invalidArgument(
-                    "return_to allow-list entry \(entry.debugDescription) is a page over plain http on the user's machine, which any program listening on that port would receive sign-ins for: allowed only in development mode (GATEHOUSE_DEVELOPMENT); a desktop app's loopback entry names no port (http://127.0.0.1/callback)"
+                    "return_to allow-list entry \(entry.debugDescription) is a page over plain http on the user's machine, which any program listening on that port would receive sign-ins for: allowed only in development mode (GATEHOUSE_DEVELOPMENT); a desktop app's loopback entry is a loopback IP without a port (http://127.0.0.1/callback)"
                 )
             }
         }

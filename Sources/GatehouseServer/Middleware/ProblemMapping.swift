@@ -79,9 +79,10 @@ struct ProblemMapping: Sendable {
     private func rewrite(_ status: HTTPResponse.Status, request: Request) -> Response {
         let allowed = status.code == 404 ? routes.methods(matching: request.uri.path) : []
         if !allowed.isEmpty, !allowed.contains(request.method.rawValue) {
-            var problem = GatehouseError(
-                code: .methodNotAllowed, detail: "\(request.method.rawValue) is not supported here; use \(allowed.joined(separator: ", "))."
-            ).problemResponse()
+            var problem = answer(
+                GatehouseError(
+                    code: .methodNotAllowed, detail: "\(request.method.rawValue) is not supported here; use \(allowed.joined(separator: ", "))."),
+                to: request)
             problem.headers[.allow] = allowed.joined(separator: ", ")
             return problem
         }
