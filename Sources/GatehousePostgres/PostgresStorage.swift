@@ -36,6 +36,8 @@ public final class PostgresStorage: GatehouseStorage {
     }
     /// How long `withLock` waits for a lock another holder has.
     let lockWait: Duration
+    /// The most rows one transaction of the purge deletes (`purgeExpired`).
+    let purgeBatch: Int
     /// How often the change feed's connection is asked `SELECT 1`: a connection that does not
     /// answer within the operation timeout ends the feed (`followChanges`).
     let feedCheckInterval: Duration
@@ -50,9 +52,10 @@ public final class PostgresStorage: GatehouseStorage {
         configuration: PostgresClient.Configuration, operationTimeout: Duration = .seconds(5), lockLease: Duration = .seconds(120),
         lockWait: Duration = .seconds(60), feedCheckInterval: Duration = .seconds(10), runsPool: Bool = true,
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger,
-        probe: Result<PostgresConnection.Configuration, any Error>? = nil
+        probe: Result<PostgresConnection.Configuration, any Error>? = nil, purgeBatch: Int = 5000
     ) {
         self.probe = probe
+        self.purgeBatch = max(1, purgeBatch)
         self.feedCheckInterval = feedCheckInterval
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
@@ -189,25 +192,52 @@ public final class PostgresStorage: GatehouseStorage {
         return nil
     }
 
-    /// The longest a purge runs before it is given up (rolled back; the next one starts over):
-    /// a backlog of expired rows may take longer than a request's operation timeout.
-    static let purgeLimit: Duration = .seconds(600)
-
-    /// Deletes expired transactions, results and sessions.
+    /// Deletes expired transactions, results and sessions, in batches of at most `purgeBatch`
+    /// rows, each its own short transaction within the operation timeout: a backlog of any
+    /// size is worked through, a batch that fails is rolled back alone (the next purge goes on
+    /// from there), and no batch holds rows long enough to make a refresh wait past its retry
+    /// window.
     public func purgeExpired(now: Date) async throws {
-        try await transaction(limit: Self.purgeLimit) { connection, logger in
-            try await connection.query("DELETE FROM signin_transactions WHERE expires_at <= \(now)", logger: logger)
-            try await connection.query("DELETE FROM signin_results WHERE expires_at <= \(now) OR retry_until <= \(now)", logger: logger)
-            try await connection.query(
-                "UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL WHERE retry_until <= \(now)", logger: logger)
-            try await connection.query("DELETE FROM sessions WHERE expires_at <= \(now)", logger: logger)
-            try await connection.query("DELETE FROM pending_credentials WHERE expires_at <= \(now)", logger: logger)
-            try await connection.query("DELETE FROM spent_tokens WHERE expires_at <= \(now)", logger: logger)
+        let batch = purgeBatch
+        let statements: [PostgresQuery] = [
+            """
+            DELETE FROM signin_transactions WHERE ctid IN (SELECT ctid FROM signin_transactions WHERE expires_at <= \(now) LIMIT \(batch))
+            RETURNING 1
+            """,
+            """
+            DELETE FROM signin_results WHERE ctid IN (
+              SELECT ctid FROM signin_results WHERE expires_at <= \(now) OR retry_until <= \(now) LIMIT \(batch))
+            RETURNING 1
+            """,
+            """
+            UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL
+            WHERE ctid IN (SELECT ctid FROM refresh_tokens WHERE retry_until <= \(now) LIMIT \(batch) FOR UPDATE SKIP LOCKED)
+            RETURNING 1
+            """,
+            "DELETE FROM sessions WHERE ctid IN (SELECT ctid FROM sessions WHERE expires_at <= \(now) LIMIT \(batch)) RETURNING 1",
+            """
+            DELETE FROM pending_credentials WHERE ctid IN (SELECT ctid FROM pending_credentials WHERE expires_at <= \(now) LIMIT \(batch))
+            RETURNING 1
+            """,
+            "DELETE FROM spent_tokens WHERE ctid IN (SELECT ctid FROM spent_tokens WHERE expires_at <= \(now) LIMIT \(batch)) RETURNING 1",
             // The uses of sessions that ended (expired, signed out, revoked).
-            try await connection.query(
-                "DELETE FROM session_uses u WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.family_id = u.family_id)", logger: logger)
+            """
+            DELETE FROM session_uses WHERE family_id IN (
+              SELECT u.family_id FROM session_uses u WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.family_id = u.family_id) LIMIT \(batch))
+            RETURNING 1
+            """,
             // Leases whose holder died (the server's clock, like the leases themselves).
-            try await connection.query("DELETE FROM gatehouse_locks WHERE expires_at < now()", logger: logger)
+            "DELETE FROM gatehouse_locks WHERE expires_at < now() RETURNING 1",
+        ]
+        for statement in statements {
+            while true {
+                let purged = try await transaction { connection, logger in
+                    var rows = 0
+                    for try await _ in try await connection.query(statement, logger: logger) { rows += 1 }
+                    return rows
+                }
+                if purged < batch { break }
+            }
         }
     }
 
@@ -341,19 +371,17 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// A transaction, retried whole on a serialization failure or deadlock. The webhook events
     /// recorded with the write (`Outbox.entries`) are inserted in it, unless the write reports
-    /// it changed nothing. Within `limit` (default the operation timeout): a transaction still
-    /// running then is answered `StorageError.unavailable` and never commits afterwards
-    /// (`CommitGate`), so a `503` means nothing was written.
-    func transaction<T: Sendable>(
-        limit: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T
-    ) async throws -> T {
+    /// it changed nothing. A transaction still running at the operation timeout is answered
+    /// `StorageError.unavailable` and never commits afterwards (`CommitGate`), so a `503`
+    /// means nothing was written.
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws -> T {
         let logger = self.logger
         let client = self.client
         let usage = self.usage
         let recorded = Outbox.entries
         return try await retrying {
             let gate = CommitGate()
-            return try await withinTimeout(limit, gate: gate) {
+            return try await withinTimeout(gate: gate) {
                 try await usage.counting {
                     try await client.withTransaction(logger: logger) { connection in
                         let result = try await body(connection, logger)

@@ -135,6 +135,28 @@ import Testing
         #expect(try await store.links(uid: "u1").count == 1)
     }
 
+    @Test("the purge works through a backlog larger than its batch, one short transaction a batch, and leaves what has not expired")
+    func purgeWorksInBatches() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let store = PostgresStorage(
+            configuration: try DatabaseURL.configuration(url, maximumConnections: 2), logger: PostgresTestServer.quietLogger, purgeBatch: 2)
+        defer { store.shutdown() }
+        try await store.migrate()
+        try await store.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let stale = (0..<5).map { Fixtures.transaction(state: "stale-\($0)", expiresIn: -1) }
+        for transaction in stale { try await store.insertTransaction(transaction) }
+        let live = Fixtures.transaction(state: "live")
+        try await store.insertTransaction(live)
+        for index in 0..<5 { try await store.insertSession(Fixtures.session("stale-\(index)", uid: "u1", expiresIn: -1)) }
+        try await store.insertSession(Fixtures.session("live", uid: "u1"))
+        try await store.purgeExpired(now: Fixtures.now)
+        for transaction in stale {
+            #expect(try await store.takeTransaction(stateHash: transaction.stateHash, bindingHash: transaction.bindingHash) == nil)
+        }
+        #expect(try await store.takeTransaction(stateHash: live.stateHash, bindingHash: live.bindingHash) == live)
+        #expect(try await store.sessionCount(uid: "u1", now: Fixtures.now.addingTimeInterval(-3600)) == 1, "only the live session is left")
+    }
+
     @Test("a live holder keeps its lock past the lease: the lease is renewed while the body runs, and freed when it ends")
     func liveHolderRenewsItsLease() async throws {
         let url = try await PostgresTestServer.freshDatabase()
