@@ -52,7 +52,7 @@ public final class PostgresStorage: GatehouseStorage {
         configuration: PostgresClient.Configuration, operationTimeout: Duration = .seconds(5), lockLease: Duration = .seconds(120),
         lockWait: Duration = .seconds(60), feedCheckInterval: Duration = .seconds(10), runsPool: Bool = true,
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger,
-        probe: Result<PostgresConnection.Configuration, any Error>? = nil, purgeBatch: Int = 5000
+        probe: Result<PostgresConnection.Configuration, any Error>? = nil, purgeBatch: Int = 1000
     ) {
         self.probe = probe
         self.purgeBatch = max(1, purgeBatch)
@@ -194,52 +194,92 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// Deletes expired transactions, results and sessions, in batches of at most `purgeBatch`
     /// rows, each its own short transaction within the operation timeout: a backlog of any
-    /// size is worked through, a batch that fails is rolled back alone (the next purge goes on
-    /// from there), and no batch holds rows long enough to make a refresh wait past its retry
-    /// window.
+    /// size is worked through, and no batch holds rows long enough to make a refresh wait past
+    /// its retry window. A batch slower than the timeout (a busy database, a session batch
+    /// with many cascades) is tried again a quarter the size; a table that still fails is left
+    /// for the next purge, the others purged meanwhile, and the first failure thrown at the end.
     public func purgeExpired(now: Date) async throws {
-        let batch = purgeBatch
-        let statements: [PostgresQuery] = [
-            """
-            DELETE FROM signin_transactions WHERE ctid IN (SELECT ctid FROM signin_transactions WHERE expires_at <= \(now) LIMIT \(batch))
-            RETURNING 1
-            """,
-            """
-            DELETE FROM signin_results WHERE ctid IN (
-              SELECT ctid FROM signin_results WHERE expires_at <= \(now) OR retry_until <= \(now) LIMIT \(batch))
-            RETURNING 1
-            """,
-            """
-            UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL
-            WHERE ctid IN (SELECT ctid FROM refresh_tokens WHERE retry_until <= \(now) LIMIT \(batch) FOR UPDATE SKIP LOCKED)
-            RETURNING 1
-            """,
-            "DELETE FROM sessions WHERE ctid IN (SELECT ctid FROM sessions WHERE expires_at <= \(now) LIMIT \(batch)) RETURNING 1",
-            """
-            DELETE FROM pending_credentials WHERE ctid IN (SELECT ctid FROM pending_credentials WHERE expires_at <= \(now) LIMIT \(batch))
-            RETURNING 1
-            """,
-            "DELETE FROM spent_tokens WHERE ctid IN (SELECT ctid FROM spent_tokens WHERE expires_at <= \(now) LIMIT \(batch)) RETURNING 1",
-            // The uses of sessions that ended (expired, signed out, revoked).
-            """
-            DELETE FROM session_uses WHERE family_id IN (
-              SELECT u.family_id FROM session_uses u WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.family_id = u.family_id) LIMIT \(batch))
-            RETURNING 1
-            """,
-            // Leases whose holder died (the server's clock, like the leases themselves).
-            "DELETE FROM gatehouse_locks WHERE expires_at < now() RETURNING 1",
-        ]
-        for statement in statements {
+        var failure: (any Error)?
+        for index in Self.purgeStatements.indices {
+            var size = purgeBatch
             while true {
-                let purged = try await transaction { connection, logger in
-                    var rows = 0
-                    for try await _ in try await connection.query(statement, logger: logger) { rows += 1 }
-                    return rows
+                do {
+                    let statement = Self.purgeStatements[index](now, size)
+                    let purged = try await transaction { connection, logger in
+                        var rows = 0
+                        for try await _ in try await connection.query(statement, logger: logger) { rows += 1 }
+                        return rows
+                    }
+                    if purged < size { break }
+                } catch StorageError.unavailable where size > 1 && !Task.isCancelled {
+                    size = max(1, size / 4)
+                } catch {
+                    failure = failure ?? error
+                    break
                 }
-                if purged < batch { break }
             }
         }
+        if let failure { throw failure }
     }
+
+    /// The purge's statements, each deleting (or clearing) at most `limit` rows expired at
+    /// `now` and answering a row for each. The outer condition repeats the subquery's, so a
+    /// row changed between the two is judged as it is now.
+    static let purgeStatements: [@Sendable (Date, Int) -> PostgresQuery] = [
+        { now, limit in
+            """
+            DELETE FROM signin_transactions
+            WHERE ctid IN (SELECT ctid FROM signin_transactions WHERE expires_at <= \(now) LIMIT \(limit)) AND expires_at <= \(now)
+            RETURNING 1
+            """
+        },
+        { now, limit in
+            """
+            DELETE FROM signin_results
+            WHERE ctid IN (SELECT ctid FROM signin_results WHERE expires_at <= \(now) OR retry_until <= \(now) LIMIT \(limit))
+              AND (expires_at <= \(now) OR retry_until <= \(now))
+            RETURNING 1
+            """
+        },
+        { now, limit in
+            """
+            UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL
+            WHERE ctid IN (SELECT ctid FROM refresh_tokens WHERE retry_until <= \(now) LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+              AND retry_until <= \(now)
+            RETURNING 1
+            """
+        },
+        { now, limit in
+            """
+            DELETE FROM sessions WHERE ctid IN (SELECT ctid FROM sessions WHERE expires_at <= \(now) LIMIT \(limit)) AND expires_at <= \(now)
+            RETURNING 1
+            """
+        },
+        { now, limit in
+            """
+            DELETE FROM pending_credentials
+            WHERE ctid IN (SELECT ctid FROM pending_credentials WHERE expires_at <= \(now) LIMIT \(limit)) AND expires_at <= \(now)
+            RETURNING 1
+            """
+        },
+        { now, limit in
+            """
+            DELETE FROM spent_tokens WHERE ctid IN (SELECT ctid FROM spent_tokens WHERE expires_at <= \(now) LIMIT \(limit)) AND expires_at <= \(now)
+            RETURNING 1
+            """
+        },
+        // The uses of sessions that ended (expired, signed out, revoked).
+        { _, limit in
+            """
+            DELETE FROM session_uses u WHERE u.family_id IN (
+              SELECT v.family_id FROM session_uses v WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.family_id = v.family_id) LIMIT \(limit))
+              AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.family_id = u.family_id)
+            RETURNING 1
+            """
+        },
+        // Leases whose holder died (the server's clock, like the leases themselves).
+        { _, _ in "DELETE FROM gatehouse_locks WHERE expires_at < now() RETURNING 1" },
+    ]
 
     /// Takes the lease when nobody holds it or its holder's lease has ended (the server's
     /// clock decides, so instances' clocks need not agree).

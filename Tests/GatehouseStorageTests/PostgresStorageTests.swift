@@ -135,7 +135,9 @@ import Testing
         #expect(try await store.links(uid: "u1").count == 1)
     }
 
-    @Test("the purge works through a backlog larger than its batch, one short transaction a batch, and leaves what has not expired")
+    @Test(
+        "the purge works through a backlog larger than its batch, one short transaction a batch (transactions, sessions, their uses, ended retry windows), and leaves what has not expired"
+    )
     func purgeWorksInBatches() async throws {
         let url = try await PostgresTestServer.freshDatabase()
         let store = PostgresStorage(
@@ -147,14 +149,39 @@ import Testing
         for transaction in stale { try await store.insertTransaction(transaction) }
         let live = Fixtures.transaction(state: "live")
         try await store.insertTransaction(live)
-        for index in 0..<5 { try await store.insertSession(Fixtures.session("stale-\(index)", uid: "u1", expiresIn: -1)) }
+        for index in 0..<5 {
+            try await store.insertSession(Fixtures.session("stale-\(index)", uid: "u1", expiresIn: -1))
+            try await store.recordSessionUse(
+                familyId: "family-stale-\(index)", SessionUse(at: Fixtures.now, clientAddress: "127.0.0.1", userAgent: nil))
+        }
+        // Live sessions whose last rotation's retry window has ended: the windows are cleared.
+        for index in 0..<5 {
+            try await store.insertSession(Fixtures.session("rotated-\(index)", uid: "u1"))
+            try await store.insertRefreshToken(tokenHash: "r\(index)", familyId: "family-rotated-\(index)", at: Fixtures.now)
+            _ = try await store.rotateRefreshToken(
+                tokenHash: "r\(index)",
+                successor: RefreshSuccessor(
+                    tokenHash: "s\(index)", sealedToken: "sealed", retryUntil: Fixtures.now.addingTimeInterval(-1), familyLimit: .max),
+                now: Fixtures.now)
+        }
         try await store.insertSession(Fixtures.session("live", uid: "u1"))
+        try await store.recordSessionUse(familyId: "family-live", SessionUse(at: Fixtures.now, clientAddress: "127.0.0.1", userAgent: nil))
         try await store.purgeExpired(now: Fixtures.now)
+        @Sendable func count(_ sql: String) async throws -> Int {
+            var total = -1
+            for try await value in try await store.query(PostgresQuery(unsafeSQL: sql), logger: PostgresTestServer.quietLogger).decode(Int.self) {
+                total = value
+            }
+            return total
+        }
+        #expect(try await count("SELECT count(*)::int FROM refresh_tokens WHERE retry_until IS NOT NULL") == 0, "every ended window cleared")
+        #expect(try await count("SELECT count(*)::int FROM refresh_tokens") == 10, "the tokens stay")
+        #expect(try await count("SELECT count(*)::int FROM session_uses") == 1, "only the live session's use is left")
         for transaction in stale {
             #expect(try await store.takeTransaction(stateHash: transaction.stateHash, bindingHash: transaction.bindingHash) == nil)
         }
         #expect(try await store.takeTransaction(stateHash: live.stateHash, bindingHash: live.bindingHash) == live)
-        #expect(try await store.sessionCount(uid: "u1", now: Fixtures.now.addingTimeInterval(-3600)) == 1, "only the live session is left")
+        #expect(try await store.sessionCount(uid: "u1", now: Fixtures.now.addingTimeInterval(-3600)) == 6, "only the live sessions are left")
     }
 
     @Test("a live holder keeps its lock past the lease: the lease is renewed while the body runs, and freed when it ends")
