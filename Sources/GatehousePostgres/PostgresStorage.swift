@@ -163,7 +163,9 @@ public final class PostgresStorage: GatehouseStorage {
             let wrote = try await Self.updating(statement, under: rule, connection, logger)
             if let unlessNoRow, !wrote { throw unlessNoRow }
             if let tokenHash {
-                try await connection.query("DELETE FROM pending_credentials WHERE token_hash = \(tokenHash)", logger: logger)
+                // Taken by another claim since it was read: this one writes nothing.
+                let taken = try await connection.query("DELETE FROM pending_credentials WHERE token_hash = \(tokenHash) RETURNING 1", logger: logger)
+                guard try await Self.answersRow(taken) else { throw StorageError.pendingGone }
             }
             if let replacingClaims {
                 try await Self.replaceClaims(replacingClaims, uid: uid, connection: connection, logger: logger)

@@ -105,6 +105,8 @@ public final class SQLiteStorage: GatehouseStorage {
     static func deletePending(_ tokenHash: String?, _ db: Database) throws {
         guard let tokenHash else { return }
         try db.cachedStatement(sql: "DELETE FROM pending_credentials WHERE token_hash = ?").execute(arguments: [tokenHash])
+        // Taken by another claim since it was read: this one writes nothing.
+        guard db.changesCount > 0 else { throw StorageError.pendingGone }
     }
 
     /// A pending credential from its row.

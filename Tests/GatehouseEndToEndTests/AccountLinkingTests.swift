@@ -140,6 +140,36 @@ struct AccountLinkingTests {
         }
     }
 
+    @Test("a pending credential claimed twice at once links once: the claim held at its hook while the other links is 400 invalid-pending-token")
+    func pendingCredentialClaimedTwiceAtOnce() async throws {
+        try await withDeployment(hooks: HookTests.sampleApp(timeout: 10)) { deployment in
+            var owner = Browser(deployment)
+            #expect(try await owner.complete(login: "sam-shared").status == 200)
+            var newcomer = Browser(deployment)
+            let refused = try await newcomer.complete(login: "sam@oidc.example", provider: "oidc.emulator")
+            let pendingToken = try #require(try jsonObject(refused)["pendingToken"] as? String)
+            #expect(try await owner.complete(login: "sam-shared").status == 200, "a sign-in after the credential was parked")
+            let claimer = owner
+            @Sendable func claim() async throws -> OutboundResponse {
+                var browser = claimer
+                return try await browser.json("/v1/auth/link", #"{"pendingToken":"\#(pendingToken)"}"#)
+            }
+            // The first claim waits at its hook (at most 9.5 s) while the second links.
+            let held = try await deployment.holdingHook("POST /sample-app/hooks/before-sign-in", milliseconds: 9500) { try await claim() }
+            defer { held.cancel() }
+            let second = try await claim()
+            #expect(second.status == 200, "\(second.bodyText)")
+            _ = try await deployment.control("faults/release", "{}")
+            let first = try await held.value
+            #expect(first.status == 400, "\(first.bodyText)")
+            #expect(try jsonObject(first)["code"] as? String == "invalid-pending-token")
+            let links = try await openSQLite(deployment.databasePath).read { db in
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM provider_links WHERE provider_id = 'oidc.emulator'") ?? -1
+            }
+            #expect(links == 1)
+        }
+    }
+
     @Test(
         "two first sign-ins with one verified address at once: the one held at its before-create hook while the other creates its account is 409 account-exists-with-different-credential, and one account exists"
     )

@@ -199,6 +199,15 @@ import Testing
         try await storage.insertPendingCredential(Fixtures.pending("p3", target: "u1"))
         try await storage.updateLink(Fixtures.link("u1", provider: "oidc.x", federatedId: "f-p1"), consumingPending: "p3")
         #expect(try await storage.pendingCredential(tokenHash: "p3", now: Fixtures.now) == nil)
+        // Consumed already (a second claim at once): nothing is written.
+        var again = Fixtures.link("u1", provider: "oidc.x", federatedId: "f-p1", tokens: "v1.k.again")
+        again.updatedAt = Fixtures.now.addingTimeInterval(5)
+        await #expect(throws: StorageError.pendingGone) { try await storage.updateLink(again, consumingPending: "p3") }
+        await #expect(throws: StorageError.pendingGone) {
+            try await storage.addLink(Fixtures.link("u1", provider: "yahoo.com", federatedId: "y"), consumingPending: "p1")
+        }
+        #expect(try await storage.link(providerId: "oidc.x", federatedId: "f-p1")?.sealedTokens == "v1.k.sealed")
+        #expect(try await storage.links(uid: "u1").count == 2)
     }
 
     @Test(arguments: StorageBackend.all)

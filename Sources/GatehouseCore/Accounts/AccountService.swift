@@ -146,9 +146,15 @@ public struct AccountService: Sendable {
         let grant = SealedGrant(
             sealed: pending.sealedTokens, isEmpty: try await holdsNoGrant(pending),
             obtainedAt: pending.expiresAt.addingTimeInterval(-pendingLifetime))
-        return try await attach(
-            uid: uid, profile: profile, grant: grant, origin: SignInOrigin(client: client, flow: .pendingCredential), consumingPending: tokenHash
-        ) { _ in nil }
+        do {
+            return try await attach(
+                uid: uid, profile: profile, grant: grant, origin: SignInOrigin(client: client, flow: .pendingCredential),
+                consumingPending: tokenHash
+            ) { _ in nil }
+        } catch StorageError.pendingGone {
+            // Two claims at once: the one that consumed it linked; this one wrote nothing.
+            throw GatehouseError.invalidPendingToken()
+        }
     }
 
     /// Removes a provider from the account (never the last one); its stored tokens are

@@ -234,6 +234,9 @@ public enum StorageError: Error, Sendable, Equatable {
     /// A write to a link found no such link: it was unlinked, or its account deleted, since
     /// it was read. Nothing was committed.
     case linkGone
+    /// A write that consumes a pending credential found it gone: another claim took it (or
+    /// the purge did, once expired). Nothing was committed.
+    case pendingGone
     /// The store cannot be reached right now (a database restart, a network failure).
     case unavailable
     /// The store refuses work for lack of a resource (a full disk, no memory, no connection

@@ -28,7 +28,8 @@ public protocol AccountStore: Sendable {
         async throws
     /// Replaces a link's profile snapshot and tokens (its profile only, with `keepingTokens`,
     /// as for `recordSignIn`) and, in the same transaction, deletes the pending credential with
-    /// hash `consumingPending` and replaces the account's custom claims, each when given;
+    /// hash `consumingPending` (`StorageError.pendingGone`, nothing written, when it is not
+    /// there: another claim took it) and replaces the account's custom claims, each when given;
     /// `StorageError.linkGone` when `link.uid` no longer holds the identity; with
     /// `exclusiveEmail`, `StorageError.changedMeanwhile` as for `recordSignIn`.
     func updateLink(
@@ -41,8 +42,8 @@ public protocol AccountStore: Sendable {
         providerId: String, federatedId: String, uid: String, profileJSON: Data, verifiedEmail: String?, at date: Date, exclusiveEmail: Bool
     ) async throws
     /// Adds a link to an existing account and, in the same transaction, deletes the pending
-    /// credential with hash `consumingPending` and replaces the account's custom claims, each
-    /// when given; `StorageError.conflict` when the identity is linked anywhere already, the
+    /// credential with hash `consumingPending` (`StorageError.pendingGone` when it is not there,
+    /// as for `updateLink`) and replaces the account's custom claims, each when given; `StorageError.conflict` when the identity is linked anywhere already, the
     /// account already has a link to that provider or, with `exclusiveEmail`, another account's
     /// link holds the link's verified email (decided inside the transaction, as for
     /// `createAccount`).
