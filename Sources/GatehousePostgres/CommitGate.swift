@@ -1,9 +1,9 @@
 import Synchronization
 
-/// Whether a transaction may still commit: it may until its caller has been answered
-/// (`expire`, by the timeout), and once it has begun to commit the answer waits for it. The
-/// two decide under one lock, so a transaction never commits after its caller was told
-/// `unavailable`.
+/// Whether a write may still commit (a transaction) or be sent (a single statement): it may
+/// until its caller has been answered (`expire`, by the timeout), and once it has begun the
+/// answer waits for it (`PostgresStorage.withinTimeout`). The two decide under one lock, so a
+/// write the caller was told `unavailable` for is never begun after.
 final class CommitGate: Sendable {
     private enum State {
         case open
@@ -13,7 +13,8 @@ final class CommitGate: Sendable {
 
     private let state = Mutex(State.open)
 
-    /// Called before `COMMIT`: `false` when the caller was answered already (roll back).
+    /// Called before `COMMIT` or before a single statement is sent: `false` when the caller was
+    /// answered already (roll back, or send nothing).
     func mayCommit() -> Bool {
         state.withLock { state in
             guard case .open = state else { return false }
@@ -23,7 +24,7 @@ final class CommitGate: Sendable {
     }
 
     /// Called at the time limit: `true` when nothing can commit any more, `false` when the
-    /// commit is under way (its outcome is the answer).
+    /// commit or statement is under way (its outcome is the answer).
     func expire() -> Bool {
         state.withLock { state in
             guard case .open = state else { return false }

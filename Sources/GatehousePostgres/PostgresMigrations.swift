@@ -371,6 +371,9 @@ enum PostgresMigrations {
 
     private static func migrateInTransaction(_ client: PostgresClient, logger: Logger) async throws {
         try await client.withTransaction(logger: logger) { connection in
+            // Waiting for another instance's migration, and a migration's own statements
+            // (building an index on a large table), may take longer than any request may.
+            try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
             try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
             try await requireTextFolding(connection, logger: logger)
             try await requireReadCommitted(connection, logger: logger)

@@ -230,17 +230,17 @@ extension PostgresStorage {
     }
     /// Deletes and returns a pending credential that has not expired.
     public func takePendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
-        let credential = try await Self.pending(
-            try await query(
-                "DELETE FROM pending_credentials WHERE token_hash = \(tokenHash) RETURNING \(unescaped: Self.pendingColumns)", logger: logger))
+        let credential = try Self.pending(
+            try await write("DELETE FROM pending_credentials WHERE token_hash = \(tokenHash) RETURNING \(unescaped: Self.pendingColumns)"))
         return credential.flatMap { $0.expiresAt > now ? $0 : nil }
     }
     /// The pending credential if it has not expired, left in place.
     public func pendingCredential(tokenHash: String, now: Date) async throws -> PendingCredentialRecord? {
-        try await Self.pending(
+        try Self.pending(
             try await query(
                 "SELECT \(unescaped: Self.pendingColumns) FROM pending_credentials WHERE token_hash = \(tokenHash) AND expires_at > \(now)",
-                logger: logger))
+                logger: logger
+            ).collect())
     }
     /// Accounts by the email of any linked profile snapshot (folded both sides, `TextFolding`).
     public func uids(email: String, limit: Int) async throws -> [String] {

@@ -33,12 +33,13 @@ extension PostgresStorage {
         return records
     }
 
-    /// Deletes events older than `cutoff`.
+    /// Deletes events older than `cutoff`, oldest first in batches (`inBatches`): a backlog of
+    /// any size is worked through within the operation timeout of each.
     public func dropAudit(before cutoff: Date) async throws -> Int {
-        var count = 0
-        for try await _ in try await query("DELETE FROM audit_events WHERE at < \(cutoff) RETURNING id", logger: logger).decode(Int64.self) {
-            count += 1
+        try await inBatches { size in
+            """
+            DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE at < \(cutoff) ORDER BY id LIMIT \(size)) RETURNING 1
+            """
         }
-        return count
     }
 }

@@ -18,14 +18,14 @@ extension PostgresStorage {
     }
     /// Deletes and returns the transaction with this state and binding (one winner across instances).
     public func takeTransaction(stateHash: String, bindingHash: String) async throws -> SignInTransaction? {
-        let rows = try await query(
+        let rows = try await write(
             """
             DELETE FROM signin_transactions WHERE state_hash = \(stateHash) AND binding_hash = \(bindingHash)
             RETURNING state_hash, binding_hash, provider_id, code_verifier, nonce, return_to, mode, redirect_uri, provider_context,
               uid, session_family_id, created_at, expires_at, result_challenge
-            """, logger: logger)
-        for try await (state, binding, provider, verifier, nonce, returnTo, mode, redirect, context, uid, family, created, expires, challenge)
-            in rows.decode((String, String, String, String, String, String, String, String, String, String?, String?, Date, Date, String?).self)
+            """)
+        for (state, binding, provider, verifier, nonce, returnTo, mode, redirect, context, uid, family, created, expires, challenge)
+            in try rows.decode((String, String, String, String, String, String, String, String, String, String?, String?, Date, Date, String?).self)
         {
             // A mode this version does not know cannot be continued: as good as no transaction.
             guard let mode = SignInMode(rawValue: mode) else { return nil }
@@ -38,11 +38,9 @@ extension PostgresStorage {
     }
     /// Records a single-use credential; `false` when it was recorded already (by any instance).
     public func spendToken(hash: String, expiresAt: Date) async throws -> Bool {
-        let rows = try await query(
-            "INSERT INTO spent_tokens (token_hash, expires_at) VALUES (\(hash), \(expiresAt)) ON CONFLICT (token_hash) DO NOTHING RETURNING 1",
-            logger: logger)
-        for try await _ in rows.decode(Int.self) { return true }
-        return false
+        try await !write(
+            "INSERT INTO spent_tokens (token_hash, expires_at) VALUES (\(hash), \(expiresAt)) ON CONFLICT (token_hash) DO NOTHING RETURNING 1"
+        ).isEmpty
     }
     /// Forgets a spent credential.
     public func releaseToken(hash: String) async throws {

@@ -31,8 +31,11 @@ public final class PostgresStorage: GatehouseStorage {
     /// How long a `withLock` lease lasts unless its holder renews it (it renews while alive).
     let lockLease: Duration
     /// `lockLease` in whole milliseconds, as the lease statements give it.
-    var lockLeaseMilliseconds: Int {
-        Int(lockLease.components.seconds * 1000 + lockLease.components.attoseconds / 1_000_000_000_000_000)
+    var lockLeaseMilliseconds: Int { Self.milliseconds(lockLease) }
+
+    /// `duration` in whole milliseconds (at least one).
+    static func milliseconds(_ duration: Duration) -> Int {
+        max(1, Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000))
     }
     /// How long `withLock` waits for a lock another holder has.
     let lockWait: Duration
@@ -57,6 +60,10 @@ public final class PostgresStorage: GatehouseStorage {
         self.probe = probe
         self.purgeBatch = max(1, purgeBatch)
         self.feedCheckInterval = feedCheckInterval
+        var configuration = configuration
+        // The server ends a statement still running after the operation timeout: one the
+        // caller was answered `unavailable` for cannot complete long after (`write`).
+        configuration.options.additionalStartupParameters.append(("statement_timeout", "\(Self.milliseconds(operationTimeout))"))
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.logger = logger
@@ -183,8 +190,8 @@ public final class PostgresStorage: GatehouseStorage {
     static let pendingColumns = "token_hash, target_uid, provider_id, federated_id, profile_json, sealed_tokens, verified_email, expires_at"
 
     /// The first pending credential of a result, if any.
-    static func pending(_ rows: PostgresRowSequence) async throws -> PendingCredentialRecord? {
-        for try await (hash, target, provider, federated, profile, tokens, email, expires) in rows.decode(
+    static func pending(_ rows: [PostgresRow]) throws -> PendingCredentialRecord? {
+        for (hash, target, provider, federated, profile, tokens, email, expires) in try rows.decode(
             (String, String, String, String, Data, String, String?, Date).self)
         {
             return PendingCredentialRecord(
@@ -195,33 +202,39 @@ public final class PostgresStorage: GatehouseStorage {
     }
 
     /// Deletes expired transactions, results and sessions, in batches of at most `purgeBatch`
-    /// rows, each its own short transaction within the operation timeout: a backlog of any
+    /// rows, each its own short statement within the operation timeout: a backlog of any
     /// size is worked through, and no batch holds rows long enough to make a refresh wait past
     /// its retry window. A batch slower than the timeout (a busy database, a session batch
     /// with many cascades) is tried again a quarter the size; a table that still fails is left
     /// for the next purge, the others purged meanwhile, and the first failure thrown at the end.
     public func purgeExpired(now: Date) async throws {
         var failure: (any Error)?
-        for index in Self.purgeStatements.indices {
-            var size = purgeBatch
-            while true {
-                do {
-                    let statement = Self.purgeStatements[index](now, size)
-                    let purged = try await transaction { connection, logger in
-                        var rows = 0
-                        for try await _ in try await connection.query(statement, logger: logger) { rows += 1 }
-                        return rows
-                    }
-                    if purged < size { break }
-                } catch StorageError.unavailable where size > 1 && !Task.isCancelled {
-                    size = max(1, size / 4)
-                } catch {
-                    failure = failure ?? error
-                    break
-                }
+        for statement in Self.purgeStatements {
+            do {
+                _ = try await inBatches { size in statement(now, size) }
+            } catch {
+                failure = failure ?? error
             }
         }
         if let failure { throw failure }
+    }
+
+    /// Runs `batch` (a statement answering a row for each row it deleted or changed, at most
+    /// the size it is given) until it answers fewer rows than its size, and answers how many
+    /// rows it did. Each batch is one statement within the operation timeout; one slower than
+    /// that is tried again a quarter the size.
+    func inBatches(_ batch: (Int) -> PostgresQuery) async throws -> Int {
+        var size = purgeBatch
+        var total = 0
+        while true {
+            do {
+                let done = try await write(batch(size)).count
+                total += done
+                if done < size { return total }
+            } catch StorageError.unavailable where size > 1 && !Task.isCancelled {
+                size = max(1, size / 4)
+            }
+        }
     }
 
     /// The purge's statements, each deleting (or clearing) at most `limit` rows expired at
@@ -287,15 +300,14 @@ public final class PostgresStorage: GatehouseStorage {
     /// clock decides, so instances' clocks need not agree).
     func lease(_ name: String, holder: String) async throws -> Bool {
         let milliseconds = lockLeaseMilliseconds
-        let rows = try await query(
+        let rows = try await write(
             """
             INSERT INTO gatehouse_locks (name, holder, expires_at) VALUES (\(name), \(holder), now() + \(milliseconds) * interval '1 millisecond')
             ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
             WHERE gatehouse_locks.expires_at < now()
             RETURNING holder
-            """, logger: logger)
-        for try await _ in rows.decode(String.self) { return true }
-        return false
+            """)
+        return !rows.isEmpty
     }
 
     // MARK: Helpers
@@ -389,13 +401,35 @@ public final class PostgresStorage: GatehouseStorage {
         return try await retrying { try await withinTimeout { try await usage.counting { try await client.query(statement, logger: logger) } } }
     }
 
+    /// One statement that writes, its rows collected: like a transaction, one still waiting at
+    /// the operation timeout is answered `StorageError.unavailable` and never completes
+    /// afterwards. One not sent yet at the limit is not sent; one under way is ended by the
+    /// server's `statement_timeout` (the operation timeout, set on every pooled connection), and
+    /// its answer waits for it (`withinTimeout`'s gate).
+    func write(_ statement: PostgresQuery) async throws -> [PostgresRow] {
+        let logger = self.logger
+        let client = self.client
+        let usage = self.usage
+        return try await retrying {
+            let gate = CommitGate()
+            return try await withinTimeout(gate: gate) {
+                try await usage.counting {
+                    try await client.withConnection { connection in
+                        guard gate.mayCommit() else { throw StorageError.unavailable }
+                        return try await connection.query(statement, logger: logger).collect()
+                    }
+                }
+            }
+        }
+    }
+
     /// One statement whose rows are not needed (in a transaction with the webhook events
     /// recorded with it, if any).
     func execute(_ statement: PostgresQuery) async throws {
         guard Outbox.entries.isEmpty else {
             return try await transaction { connection, logger in _ = try await connection.query(statement, logger: logger) }
         }
-        _ = try await query(statement, logger: logger)
+        _ = try await write(statement)
     }
 
     /// Whether an `UPDATE … RETURNING` touched a row (in a transaction with the webhook events
@@ -407,8 +441,7 @@ public final class PostgresStorage: GatehouseStorage {
                 return false
             }
         }
-        for try await _ in try await query(statement, logger: logger) { return true }
-        return false
+        return try await !write(statement).isEmpty
     }
 
     /// A transaction, retried whole on a serialization failure or deadlock. The webhook events
@@ -443,9 +476,12 @@ public final class PostgresStorage: GatehouseStorage {
     /// has passed. The operation is then cancelled but not waited for: a connection broken
     /// mid-query may not notice cancellation for a long time, and neither the request nor a
     /// shutdown may hang on it. postgres-nio does not stop a statement under way when its
-    /// task is cancelled: a transaction's `gate` keeps it from committing after the answer,
-    /// and when its commit is already under way at the limit, the answer waits for the commit
-    /// one limit more (then it is `unavailable`, as a connection lost at commit is).
+    /// task is cancelled: a write's `gate` keeps a transaction from committing, and a single
+    /// statement from being sent, after the answer. When the commit or the statement is
+    /// already under way at the limit, the answer waits for it one limit and a quarter more:
+    /// the server's `statement_timeout` ends it within one limit of its start. Only a commit
+    /// whose answer is lost or late past that wait (a broken connection, a server stalled at
+    /// commit) may still have completed, as with any connection lost at commit.
     func withinTimeout<T: Sendable>(
         _ limit: Duration? = nil, gate: CommitGate? = nil, _ operation: @escaping @Sendable () async throws -> T
     ) async throws -> T {
@@ -457,7 +493,7 @@ public final class PostgresStorage: GatehouseStorage {
         let timer = Task {
             try? await Task.sleep(for: timeout)
             if let gate, !gate.expire() {
-                try? await Task.sleep(for: timeout)
+                try? await Task.sleep(for: timeout + timeout / 4)
             }
             outcome.fail(StorageError.unavailable)
         }
@@ -536,5 +572,12 @@ public final class PostgresStorage: GatehouseStorage {
             }
         }
         return nil
+    }
+}
+
+extension [PostgresRow] {
+    /// Each row decoded, as `PostgresRowSequence.decode(_:)` decodes a sequence's.
+    func decode<each Column: PostgresDecodable>(_ columns: (repeat each Column).Type) throws -> [(repeat each Column)] {
+        try map { try $0.decode(columns) }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import GatehouseTestSupport
 import Logging
 import PostgresNIO
+import Synchronization
 import Testing
 
 @testable import GatehousePostgres
@@ -135,8 +136,96 @@ import Testing
         #expect(try await store.links(uid: "u1").count == 1)
     }
 
+    /// A write of one statement, the row it waits for, and whether it was written.
+    struct SingleWrite: Sendable, CustomTestStringConvertible {
+        let name: String
+        /// The statement another session holds the row with.
+        let lock: String
+        let write: @Sendable (PostgresStorage) async throws -> Void
+        let written: @Sendable (PostgresStorage) async throws -> Bool
+        var testDescription: String { name }
+
+        static let all = [
+            SingleWrite(
+                name: "a service key's revocation (UPDATE … RETURNING)", lock: "SELECT id FROM service_keys FOR UPDATE",
+                write: { _ = try await $0.revokeServiceKey(id: "sk_1", at: Fixtures.now) },
+                written: { try await $0.serviceKeys().first?.revokedAt != nil }),
+            SingleWrite(
+                name: "ending an account's sessions (DELETE)", lock: "SELECT id_hash FROM sessions FOR UPDATE",
+                write: { try await $0.deleteSessions(uid: "u1") },
+                written: { try await $0.sessionCount(uid: "u1", now: Fixtures.now) == 0 }),
+            SingleWrite(
+                name: "taking a sign-in's state (DELETE … RETURNING)", lock: "SELECT state_hash FROM signin_transactions FOR UPDATE",
+                write: { store in
+                    let transaction = Fixtures.transaction()
+                    _ = try await store.takeTransaction(stateHash: transaction.stateHash, bindingHash: transaction.bindingHash)
+                },
+                written: { store in
+                    let transaction = Fixtures.transaction()
+                    return try await store.takeTransaction(stateHash: transaction.stateHash, bindingHash: transaction.bindingHash) == nil
+                }),
+        ]
+    }
+
     @Test(
-        "the purge works through a backlog larger than its batch, one short transaction a batch (transactions, sessions, their uses, ended retry windows), and leaves what has not expired"
+        "a single statement waiting for a row past the timeout is answered unavailable in bounded time and never completes afterwards",
+        arguments: SingleWrite.all)
+    func timedOutStatementNeverCompletes(_ write: SingleWrite) async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let other = PostgresClient(
+            configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: PostgresTestServer.quietLogger)
+        let runner = Task { await other.run() }
+        defer { runner.cancel() }
+        let store = try PostgresStorage(url: url, maximumConnections: 2, operationTimeout: .seconds(2), logger: PostgresTestServer.quietLogger)
+        defer { store.shutdown() }
+        try await store.migrate()
+        try await store.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await store.insertServiceKey(ServiceKeyRecord(id: "sk_1", name: "n", secretHash: "h", scopes: ["admin"], createdAt: Fixtures.now))
+        try await store.insertSession(Fixtures.session("s", uid: "u1"))
+        try await store.insertTransaction(Fixtures.transaction())
+        let answer = try await other.withConnection { connection in
+            try await connection.query("BEGIN", logger: PostgresTestServer.quietLogger)
+            try await connection.query(PostgresQuery(unsafeSQL: write.lock), logger: PostgresTestServer.quietLogger)
+            // The row stays held until the write was answered, or for 20 s (a write that waits
+            // for the row is answered only once it is released).
+            let answer = await Self.firstOf({ try await write.write(store) }, orAfter: .seconds(20))
+            try await connection.query("COMMIT", logger: PostgresTestServer.quietLogger)
+            return answer
+        }
+        #expect(answer == "unavailable", "answered before the row was released")
+        // The write's connection has its answer from the server once the pool hands it out again.
+        try await store.ping(within: nil)
+        try await store.ping(within: nil)
+        #expect(try await !write.written(store), "answered unavailable, then written")
+    }
+
+    /// How `operation` ended (`"done"`, `"unavailable"`, another error's description), or
+    /// `"no answer"` when it had not after `limit` (it is left running: the caller may have to
+    /// release what it waits for).
+    static func firstOf(_ operation: @escaping @Sendable () async throws -> Void, orAfter limit: Duration) async -> String {
+        let ended = Mutex<String?>(nil)
+        Task {
+            let outcome: String
+            do {
+                try await operation()
+                outcome = "done"
+            } catch StorageError.unavailable {
+                outcome = "unavailable"
+            } catch {
+                outcome = "\(error)"
+            }
+            ended.withLock { $0 = outcome }
+        }
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            if let outcome = ended.withLock({ $0 }) { return outcome }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return ended.withLock { $0 } ?? "no answer"
+    }
+
+    @Test(
+        "the purge and the audit retention work through a backlog larger than their batch, one short statement a batch (transactions, sessions, their uses, ended retry windows, audit events), and leave what has not expired"
     )
     func purgeWorksInBatches() async throws {
         let url = try await PostgresTestServer.freshDatabase()
@@ -182,6 +271,9 @@ import Testing
         }
         #expect(try await store.takeTransaction(stateHash: live.stateHash, bindingHash: live.bindingHash) == live)
         #expect(try await store.sessionCount(uid: "u1", now: Fixtures.now.addingTimeInterval(-3600)) == 6, "only the live sessions are left")
+        try await store.appendAudit((0..<6).map { AuditRecord(at: Fixtures.now.addingTimeInterval(Double($0)), event: "e\($0)", actor: "a") })
+        #expect(try await store.dropAudit(before: Fixtures.now.addingTimeInterval(5)) == 5)
+        #expect(try await store.auditRecords(uid: nil, event: nil, before: nil, limit: 10).map(\.event) == ["e5"])
     }
 
     @Test("a live holder keeps its lock past the lease: the lease is renewed while the body runs, and freed when it ends")
