@@ -2,6 +2,7 @@ import CurlClient
 import Foundation
 import GRDB
 import GatehouseCore
+import GatehouseTestSupport
 import Synchronization
 import Testing
 
@@ -434,6 +435,47 @@ struct NativeAppTests {
             let page = try await browser.follow(try #require(start.headers["location"]))
             #expect(page.status == 200 && page.bodyText.contains("add this sign-in to the account <strong>\(uid)</strong>"), "\(page.bodyText)")
             #expect(!page.bodyText.contains("uma@example.org") && !page.bodyText.contains("<strong>unverified-uma</strong>"))
+        }
+    }
+
+    @Test(
+        "an address taken off the allow-list (a restart with new settings) gets nothing more: a sign-in started for it answers 400 invalid-return-to at its callback, before the provider is asked, and its consent page's Continue stores nothing"
+    )
+    func removedReturnGetsNothing() async throws {
+        let folder = try TestScratch.folder("allow-list-change")
+        let key = TokenVault.generateKey()
+        let removedWeb = "https://old.example.com/signed-in"
+        // Started while both addresses were allowed: a web sign-in at the provider's callback,
+        // an app's sign-in at its consent page.
+        let (webJar, callback, gatewayBefore, appJar, page) = try await withDeployment(
+            gateway: {
+                $0.returnToAllowList += [removedWeb, Self.scheme]
+                $0.requireResultBinding = false
+            }, vaultKeys: { _ in [key] }, dataFolder: folder
+        ) { deployment in
+            var web = Browser(deployment)
+            let start = try await web.start("return_to=\(FormEncoding.escape(removedWeb))&login=octocat")
+            let approved = try await deployment.client.execute(OutboundRequest(url: try #require(start.headers["location"])))
+            let callback = try #require(approved.headers["location"])
+            var app = Browser(deployment)
+            let page = try await Self.consentPage(&app, returnTo: Self.scheme)
+            #expect(Self.consentToken(page) != nil, "\(page.status): \(page.bodyText)")
+            return (web.jar, callback, deployment.gatewayURL, app.jar, page)
+        }
+        try await withDeployment(gateway: { $0.requireResultBinding = false }, vaultKeys: { _ in [key] }, dataFolder: folder) { deployment in
+            var web = Browser(deployment)
+            web.jar = webJar
+            let returned = try await web.send(deployment.gatewayURL + callback.dropFirst(gatewayBefore.count))
+            #expect(returned.status == 400 && returned.headers["location"] == nil, "\(returned.status) to \(returned.headers["location"] ?? "-")")
+            #expect((try? jsonObject(returned))?["code"] as? String == "invalid-return-to")
+            #expect(try await AccountSecurityTests.tokenRequests(deployment) == 0, "the provider was not asked")
+            var app = Browser(deployment)
+            app.jar = appJar
+            let answered = try await app.answerConsent(page, decision: "continue")
+            #expect(answered.status == 400 && answered.headers["location"] == nil, "\(answered.status) to \(answered.headers["location"] ?? "-")")
+            #expect((try? jsonObject(answered))?["code"] as? String == "invalid-return-to")
+            #expect(try await Self.rows(deployment, "accounts") == 0, "no account was made")
+            #expect(try await Self.rows(deployment, "sessions") == 0)
         }
     }
 

@@ -103,6 +103,9 @@ public struct SignInService: Sendable {
             // Mix-up defence: a state issued for one provider never completes at another's callback.
             throw GatehouseError.invalidState("The state belongs to another provider's sign-in.")
         }
+        // The allow-list may have changed since the start (a restart with new settings): an
+        // address taken off it gets no result, not even a failure.
+        guard let returnKind = returnToPolicy.kind(of: transaction.returnTo) else { throw Self.returnRemoved }
 
         let outcome: StoredResult
         var sessionValue: String?
@@ -129,7 +132,7 @@ public struct SignInService: Sendable {
                     completed.idTokenClaims, authenticatedAt: authenticatedAt, provider: provider, startedAt: transaction.createdAt)
             }
             // An app's return: nothing is stored until the user says the app may have it.
-            if returnToPolicy.kind(of: transaction.returnTo) != .web {
+            if returnKind != .web {
                 let consent = try await holdForConsent(completed, authenticatedAt: authenticatedAt, transaction: transaction, binding: binding)
                 return Completion(redirectURL: "", sessionValue: nil, consent: consent)
             }
@@ -141,7 +144,7 @@ public struct SignInService: Sendable {
                 logger: logger)
             // A native app holds the gateway's tokens from the result; a cookie would land in
             // the system browser, where nothing uses it.
-            if returnToPolicy.kind(of: transaction.returnTo) == .web { sessionValue = established.session?.value }
+            if returnKind == .web { sessionValue = established.session?.value }
             outcome = .answer(try established.result.tokenlessAnswer(), familyId: established.session?.familyId)
             metrics.signIn(providerId: provider.id, mode: mode, outcome: "ok")
         } catch let error as GatehouseError {
@@ -153,6 +156,10 @@ public struct SignInService: Sendable {
         let redirect = try await deliver(outcome, returnTo: transaction.returnTo, challenge: transaction.resultChallenge)
         return Completion(redirectURL: redirect, sessionValue: sessionValue)
     }
+
+    /// A sign-in whose `return_to` is no longer on the allow-list.
+    static let returnRemoved = GatehouseError.invalidReturnTo(
+        "This sign-in's return_to is no longer on the gateway's allow-list; start again from the app.")
 
     /// The `scope` parameter's tokens, each checked (ASCII, no space or quote, at most 128).
     static func extraScopes(_ parameter: String?) throws -> [String] {
