@@ -71,10 +71,11 @@ struct GatewayTokenTests {
     }
 
     @Test(
-        "every token error carries RFC 6749's error beside the problem's code: an unsupported grant, a missing token, an unknown one, a body past 8 KiB"
+        "every token error carries RFC 6749's error beside the problem's code: an unsupported grant, a missing token, an unknown one, a body past 8 KiB; a disabled account's grant is invalid_grant with 400, as RFC 6749 §5.2 has it"
     )
     func tokenErrorsNameTheirOAuthError() async throws {
-        try await withDeployment { deployment in
+        // No account cache: the disable written to the file beside the gateway is seen at once.
+        try await withDeployment(gateway: { $0.accountCacheLifetime = 0 }) { deployment in
             @Sendable func post(_ body: String) async throws -> OutboundResponse {
                 try await deployment.client.execute(
                     OutboundRequest(
@@ -91,6 +92,15 @@ struct GatewayTokenTests {
             let get = try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/v1/token"))
             #expect(get.status == 405 && get.headers["allow"] == "POST", "\(get.bodyText)")
             #expect(try jsonObject(get)["error"] as? String == "invalid_request", "\(get.bodyText)")
+            // An account disabled while its session still stands (a disable landing between a
+            // refresh's reads): RFC 6749 §5.2's invalid_grant is a 400.
+            let (_, _, refreshToken) = try await Self.signedIn(deployment)
+            try await openSQLite(deployment.databasePath).write { db in try db.execute(sql: "UPDATE accounts SET disabled = 1") }
+            let disabled = try await post("grant_type=refresh_token&refresh_token=\(FormEncoding.escape(refreshToken))")
+            #expect(disabled.status == 400, "\(disabled.bodyText)")
+            let problem = try jsonObject(disabled)
+            #expect(problem["code"] as? String == "user-disabled" && problem["status"] as? Int == 400, "\(disabled.bodyText)")
+            #expect(problem["error"] as? String == "invalid_grant")
             for (body, status, error) in cases {
                 let answer = try await post(body)
                 #expect(answer.status == status, "\(body.prefix(40)): \(answer.bodyText)")

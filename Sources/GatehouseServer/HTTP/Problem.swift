@@ -34,17 +34,19 @@ extension GatehouseError: HTTPResponseError {
 
     /// The RFC 9457 problem document (`type`, `title`, `status`, `detail`, `code`, extensions)
     /// as a response, with `Retry-After` when set.
-    func problemResponse() -> Response {
-        let data = problemDocument(requestID: RequestScope.current?.id)
+    func problemResponse(status: HTTPResponse.Status? = nil) -> Response {
+        let status = status ?? self.status
+        let data = problemDocument(requestID: RequestScope.current?.id, status: status)
         var headers: HTTPFields = [.contentType: "application/problem+json", .cacheControl: "no-store"]
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(data: data)))
     }
 
-    /// The problem document's JSON, carrying `requestID` when there is one.
-    func problemDocument(requestID: String?) -> Data {
+    /// The problem document's JSON, carrying `requestID` when there is one (and `status` when
+    /// the answer's is not the code's usual one).
+    func problemDocument(requestID: String?, status: HTTPResponse.Status? = nil) -> Data {
         var object: [String: Any] = [
-            "type": "urn:gatehouse:problem:\(code)", "title": title, "status": status.code, "detail": detail, "code": code.rawValue,
+            "type": "urn:gatehouse:problem:\(code)", "title": title, "status": (status ?? self.status).code, "detail": detail, "code": code.rawValue,
         ]
         for (key, value) in extensions { object[key] = value }
         if let requestID { object["requestId"] = requestID }

@@ -91,6 +91,12 @@ struct TokenRoutes {
         return error
     }
 
+    /// The status of a token endpoint's error: RFC 6749 §5.2 answers `invalid_grant` with 400,
+    /// whatever made the grant unusable (a disabled account among them, elsewhere a 403).
+    static func oauthStatus(_ error: GatehouseError) -> HTTPResponse.Status {
+        error.extensions["error"] == "invalid_grant" ? .badRequest : error.status
+    }
+
     /// `POST /v1/token`'s answer (RFC 6749 §5.1 plus OpenID Connect's `id_token`): the ID token
     /// is also the access token of this API. The camel-case members of earlier versions stay
     /// beside them (`idToken`, `refreshToken`, `expiresIn`, `tokenType`).
