@@ -50,7 +50,13 @@ extension PostgresStorage {
         if exclusiveEmail, let email = link.verifiedEmail {
             check = { connection, logger in try await Self.requireEmailFree(email, besides: link.uid, else: .conflict, connection, logger) }
         }
-        try await withPendingConsumed(consumingPending, try Self.insertQuery(link), replacingClaims: replacingClaims, uid: link.uid, first: check)
+        do {
+            try await withPendingConsumed(consumingPending, try Self.insertQuery(link), replacingClaims: replacingClaims, uid: link.uid, first: check)
+        } catch let error where Self.sqlState(of: error) == PostgresError.Code.foreignKeyViolation.raw {
+            // The account was deleted since the caller read it: a conflict, as SQLite's
+            // constraint reports it (the caller reads again and finds the account gone).
+            throw StorageError.conflict
+        }
     }
     /// `lockingEmail` for a new account or link with `email`, if any.
     static func requireEmailFree(

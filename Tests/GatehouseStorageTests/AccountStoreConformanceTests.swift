@@ -102,6 +102,10 @@ import Testing
         await #expect(throws: StorageError.conflict) { try await storage.addLink(Fixtures.link("u2", federatedId: "1")) }
         // u1 already has a GitHub identity.
         await #expect(throws: StorageError.conflict) { try await storage.addLink(Fixtures.link("u1", federatedId: "other")) }
+        // An account deleted since it was read (the caller reads again and finds it gone).
+        try await storage.createAccount(Fixtures.account("u3"), firstLink: Fixtures.link("u3", provider: "oidc.x", federatedId: "x3"))
+        _ = try await storage.deleteAccount(uid: "u3")
+        await #expect(throws: StorageError.conflict) { try await storage.addLink(Fixtures.link("u3", federatedId: "3")) }
         var linked = Fixtures.link("u1", provider: "microsoft.com", federatedId: "m1")
         linked.verifiedEmail = "pat@example.com"
         try await storage.addLink(linked)

@@ -44,9 +44,9 @@ public protocol AccountStore: Sendable {
     /// Adds a link to an existing account and, in the same transaction, deletes the pending
     /// credential with hash `consumingPending` (`StorageError.pendingGone` when it is not there,
     /// as for `updateLink`) and replaces the account's custom claims, each when given; `StorageError.conflict` when the identity is linked anywhere already, the
-    /// account already has a link to that provider or, with `exclusiveEmail`, another account's
-    /// link holds the link's verified email (decided inside the transaction, as for
-    /// `createAccount`).
+    /// account already has a link to that provider, the account is gone (deleted since it was
+    /// read) or, with `exclusiveEmail`, another account's link holds the link's verified email
+    /// (decided inside the transaction, as for `createAccount`).
     func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws
     /// Removes the account's link to a provider unless it is the last one (decided inside
     /// the transaction, so two concurrent unlinks cannot leave an account with none).
