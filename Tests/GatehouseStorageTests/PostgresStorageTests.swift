@@ -115,16 +115,12 @@ import Testing
     @Test("a write still waiting at the operation timeout answers unavailable and never commits afterwards: a 503 means nothing was written")
     func timedOutWriteNeverCommits() async throws {
         let url = try await PostgresTestServer.freshDatabase()
-        let other = PostgresClient(
-            configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: PostgresTestServer.quietLogger)
-        let runner = Task { await other.run() }
-        defer { runner.cancel() }
         // A pool of one: a read after the abandoned write runs once that write's transaction ended.
         let store = try PostgresStorage(url: url, maximumConnections: 1, operationTimeout: .seconds(2), logger: PostgresTestServer.quietLogger)
         defer { store.shutdown() }
         try await store.migrate()
         try await store.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
-        try await other.withConnection { connection in
+        try await PostgresTestServer.withSession(url) { connection in
             // Another session holds the account's row (a slow migration, a long transaction):
             // the delete waits for it past the store's timeout.
             try await connection.query("BEGIN", logger: PostgresTestServer.quietLogger)
@@ -172,10 +168,6 @@ import Testing
         arguments: SingleWrite.all)
     func timedOutStatementNeverCompletes(_ write: SingleWrite) async throws {
         let url = try await PostgresTestServer.freshDatabase()
-        let other = PostgresClient(
-            configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: PostgresTestServer.quietLogger)
-        let runner = Task { await other.run() }
-        defer { runner.cancel() }
         let store = try PostgresStorage(url: url, maximumConnections: 2, operationTimeout: .seconds(2), logger: PostgresTestServer.quietLogger)
         defer { store.shutdown() }
         try await store.migrate()
@@ -183,7 +175,7 @@ import Testing
         try await store.insertServiceKey(ServiceKeyRecord(id: "sk_1", name: "n", secretHash: "h", scopes: ["admin"], createdAt: Fixtures.now))
         try await store.insertSession(Fixtures.session("s", uid: "u1"))
         try await store.insertTransaction(Fixtures.transaction())
-        let answer = try await other.withConnection { connection in
+        let answer = try await PostgresTestServer.withSession(url) { connection in
             try await connection.query("BEGIN", logger: PostgresTestServer.quietLogger)
             try await connection.query(PostgresQuery(unsafeSQL: write.lock), logger: PostgresTestServer.quietLogger)
             // The row stays held until the write was answered, or for 20 s (a write that waits

@@ -53,10 +53,16 @@ public struct PostgresStorageTestError: Error, CustomStringConvertible {
 extension PostgresTestServer {
     /// Runs one SQL statement on the database at `url` (tests that tamper with a schema).
     public static func execute(_ url: String, _ sql: String) async throws {
+        try await withSession(url) { connection in _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: quietLogger) }
+    }
+
+    /// `body` with a connection of its own to the database at `url`, outside any store (a test
+    /// holding rows that a store's write then waits for).
+    public static func withSession<T: Sendable>(_ url: String, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         let client = PostgresClient(configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: quietLogger)
         let runner = Task { await client.run() }
         defer { runner.cancel() }
-        try await client.query(PostgresQuery(unsafeSQL: sql))
+        return try await client.withConnection { try await body($0) }
     }
 
     /// The plan PostgreSQL chooses for `sql` on the database at `url` (`EXPLAIN (COSTS OFF)`),
