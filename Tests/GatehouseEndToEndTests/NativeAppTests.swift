@@ -439,43 +439,63 @@ struct NativeAppTests {
     }
 
     @Test(
-        "an address taken off the allow-list (a restart with new settings) gets nothing more: a sign-in started for it answers 400 invalid-return-to at its callback, before the provider is asked, and its consent page's Continue stores nothing"
+        "an address taken off the allow-list (a restart with new settings) gets nothing more: a sign-in started for it answers 400 invalid-return-to at its callback, before the provider is asked; its consent page's Continue and a link held for it store nothing"
     )
     func removedReturnGetsNothing() async throws {
         let folder = try TestScratch.folder("allow-list-change")
         let key = TokenVault.generateKey()
         let removedWeb = "https://old.example.com/signed-in"
         // Started while both addresses were allowed: a web sign-in at the provider's callback,
-        // an app's sign-in at its consent page.
-        let (webJar, callback, gatewayBefore, appJar, page) = try await withDeployment(
+        // an app's sign-in at its consent page, and a link the app holds for its user to confirm.
+        struct Begun {
+            var webJar: CookieJar
+            var callback: String
+            var gatewayURL: String
+            var appJar: CookieJar
+            var page: OutboundResponse
+            var held: String
+            var rows: [Int]
+        }
+        let tables = ["accounts", "sessions", "provider_links"]
+        let begun = try await withDeployment(
             gateway: {
                 $0.returnToAllowList += [removedWeb, Self.scheme]
                 $0.requireResultBinding = false
             }, vaultKeys: { _ in [key] }, dataFolder: folder
         ) { deployment in
+            let idToken = try #require(try await Self.appSignIn(deployment)["idToken"] as? String)
+            let holding = ResultKey()
+            let heldID = try await Self.continueInBrowser(
+                deployment, startURL: try await Self.oliveLinkStart(deployment, idToken: idToken, challenge: holding.challenge))
             var web = Browser(deployment)
             let start = try await web.start("return_to=\(FormEncoding.escape(removedWeb))&login=octocat")
             let approved = try await deployment.client.execute(OutboundRequest(url: try #require(start.headers["location"])))
-            let callback = try #require(approved.headers["location"])
             var app = Browser(deployment)
             let page = try await Self.consentPage(&app, returnTo: Self.scheme)
             #expect(Self.consentToken(page) != nil, "\(page.status): \(page.bodyText)")
-            return (web.jar, callback, deployment.gatewayURL, app.jar, page)
+            var rows: [Int] = []
+            for table in tables { rows.append(try await Self.rows(deployment, table)) }
+            return Begun(
+                webJar: web.jar, callback: try #require(approved.headers["location"]), gatewayURL: deployment.gatewayURL, appJar: app.jar,
+                page: page, held: #"{"result":"\#(heldID)","result_verifier":"\#(holding.verifier)","confirm_link":true}"#, rows: rows)
         }
         try await withDeployment(gateway: { $0.requireResultBinding = false }, vaultKeys: { _ in [key] }, dataFolder: folder) { deployment in
             var web = Browser(deployment)
-            web.jar = webJar
-            let returned = try await web.send(deployment.gatewayURL + callback.dropFirst(gatewayBefore.count))
+            web.jar = begun.webJar
+            let returned = try await web.send(deployment.gatewayURL + begun.callback.dropFirst(begun.gatewayURL.count))
             #expect(returned.status == 400 && returned.headers["location"] == nil, "\(returned.status) to \(returned.headers["location"] ?? "-")")
             #expect((try? jsonObject(returned))?["code"] as? String == "invalid-return-to")
             #expect(try await AccountSecurityTests.tokenRequests(deployment) == 0, "the provider was not asked")
             var app = Browser(deployment)
-            app.jar = appJar
-            let answered = try await app.answerConsent(page, decision: "continue")
+            app.jar = begun.appJar
+            let answered = try await app.answerConsent(begun.page, decision: "continue")
             #expect(answered.status == 400 && answered.headers["location"] == nil, "\(answered.status) to \(answered.headers["location"] ?? "-")")
             #expect((try? jsonObject(answered))?["code"] as? String == "invalid-return-to")
-            #expect(try await Self.rows(deployment, "accounts") == 0, "no account was made")
-            #expect(try await Self.rows(deployment, "sessions") == 0)
+            let redeemed = try await Self.redeem(deployment, begun.held)
+            #expect(redeemed.status == 400 && (try? jsonObject(redeemed))?["code"] as? String == "invalid-return-to", "\(redeemed.bodyText)")
+            var rows: [Int] = []
+            for table in tables { rows.append(try await Self.rows(deployment, table)) }
+            #expect(rows == begun.rows, "nothing was written (\(tables))")
         }
     }
 

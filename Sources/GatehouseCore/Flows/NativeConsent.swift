@@ -117,7 +117,9 @@ extension SignInService {
         }
         let pending = try JSONCoding.decoder().decode(
             PendingConsent.self, from: try await tokens.vault.open(String(decoding: payload, as: UTF8.self), context: Self.consentContext(key)))
-        guard returnToPolicy.kind(of: pending.returnTo) != nil else { throw Self.returnRemoved }
+        guard returnToPolicy.kind(of: pending.returnTo) != nil else {
+            throw refusedReturn(providerId: pending.providerId, mode: pending.mode, logger: logger)
+        }
         let outcome: StoredResult
         let resultID = SecureRandom.token()
         if proceed, pending.mode == .link {

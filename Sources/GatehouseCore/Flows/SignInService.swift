@@ -105,7 +105,9 @@ public struct SignInService: Sendable {
         }
         // The allow-list may have changed since the start (a restart with new settings): an
         // address taken off it gets no result, not even a failure.
-        guard let returnKind = returnToPolicy.kind(of: transaction.returnTo) else { throw Self.returnRemoved }
+        guard let returnKind = returnToPolicy.kind(of: transaction.returnTo) else {
+            throw refusedReturn(providerId: provider.id, mode: transaction.mode, logger: logger)
+        }
 
         let outcome: StoredResult
         var sessionValue: String?
@@ -160,6 +162,17 @@ public struct SignInService: Sendable {
     /// A sign-in whose `return_to` is no longer on the allow-list.
     static let returnRemoved = GatehouseError.invalidReturnTo(
         "This sign-in's return_to is no longer on the gateway's allow-list; start again from the app.")
+
+    /// `returnRemoved`, counted and logged as a failed sign-in: an operator sees how many
+    /// sign-ins under way a change of the allow-list ended (instances whose lists differ
+    /// during a rolling restart among them).
+    func refusedReturn(providerId: String, mode: SignInMode, logger: Logger) -> GatehouseError {
+        let error = Self.returnRemoved
+        logger.notice(
+            "sign-in failed", metadata: ["provider.id": "\(providerId)", "signin.mode": "\(mode)", "error.code": "\(error.code)"])
+        metrics.signIn(providerId: providerId, mode: mode, outcome: error.code.rawValue)
+        return error
+    }
 
     /// The `scope` parameter's tokens, each checked (ASCII, no space or quote, at most 128).
     static func extraScopes(_ parameter: String?) throws -> [String] {
@@ -444,8 +457,10 @@ public struct SignInService: Sendable {
             guard challenge != nil else { throw GatehouseError.resultNotFound() }
             do {
                 let held = try await openHeldLink(sealed, key: key)
-                // A link whose session has ended is not put to the user.
+                // A link whose session has ended is not put to the user, nor one for an
+                // address taken off the allow-list since.
                 try await requireLiveSession(held.sessionFamilyId)
+                guard returnToPolicy.kind(of: held.returnTo) != nil else { throw Self.returnRemoved }
                 if confirmLink == false { throw cancelled(held, by: "the app", logger: logger) }
                 // The result may carry the identity of whoever opened the start URL first: any
                 // local user reaches a loopback page, and any page can hand a scheme's callback
