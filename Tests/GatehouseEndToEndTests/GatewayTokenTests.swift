@@ -76,10 +76,10 @@ struct GatewayTokenTests {
     func tokenErrorsNameTheirOAuthError() async throws {
         // No account cache: the disable written to the file beside the gateway is seen at once.
         try await withDeployment(gateway: { $0.accountCacheLifetime = 0 }) { deployment in
-            @Sendable func post(_ body: String) async throws -> OutboundResponse {
+            @Sendable func post(_ body: String, path: String = "/v1/token") async throws -> OutboundResponse {
                 try await deployment.client.execute(
                     OutboundRequest(
-                        method: "POST", url: "\(deployment.gatewayURL)/v1/token", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                        method: "POST", url: "\(deployment.gatewayURL)\(path)", headers: ["Content-Type": "application/x-www-form-urlencoded"],
                         body: Array(body.utf8)))
             }
             let cases: [(body: String, status: Int, error: String)] = [
@@ -96,11 +96,14 @@ struct GatewayTokenTests {
             // refresh's reads): RFC 6749 §5.2's invalid_grant is a 400.
             let (_, _, refreshToken) = try await Self.signedIn(deployment)
             try await openSQLite(deployment.databasePath).write { db in try db.execute(sql: "UPDATE accounts SET disabled = 1") }
-            let disabled = try await post("grant_type=refresh_token&refresh_token=\(FormEncoding.escape(refreshToken))")
-            #expect(disabled.status == 400, "\(disabled.bodyText)")
-            let problem = try jsonObject(disabled)
-            #expect(problem["code"] as? String == "user-disabled" && problem["status"] as? Int == 400, "\(disabled.bodyText)")
-            #expect(problem["error"] as? String == "invalid_grant")
+            // The router reaches the endpoint through empty path segments too.
+            for path in ["/v1/token", "/v1/token/", "//v1//token"] {
+                let disabled = try await post("grant_type=refresh_token&refresh_token=\(FormEncoding.escape(refreshToken))", path: path)
+                #expect(disabled.status == 400, "\(path): \(disabled.bodyText)")
+                let problem = try jsonObject(disabled)
+                #expect(problem["code"] as? String == "user-disabled" && problem["status"] as? Int == 400, "\(path): \(disabled.bodyText)")
+                #expect(problem["error"] as? String == "invalid_grant", "\(path)")
+            }
             for (body, status, error) in cases {
                 let answer = try await post(body)
                 #expect(answer.status == status, "\(body.prefix(40)): \(answer.bodyText)")

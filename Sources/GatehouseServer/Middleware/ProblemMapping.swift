@@ -39,7 +39,7 @@ struct ProblemMapping: Sendable {
     /// §5.2's `error` (`TokenRoutes.oauthError`), whatever failed: an OAuth client reads that
     /// member, and one missing may make it drop a refresh token a retry would have used.
     private func answer(_ problem: GatehouseError, to request: Request) -> Response {
-        guard request.uri.path == TokenRoutes.path else { return problem.problemResponse() }
+        guard TokenRoutes.isTokenPath(request.uri.path) else { return problem.problemResponse() }
         let oauth = TokenRoutes.oauthError(problem)
         return oauth.problemResponse(status: TokenRoutes.oauthStatus(oauth))
     }

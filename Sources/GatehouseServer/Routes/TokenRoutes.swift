@@ -91,6 +91,12 @@ struct TokenRoutes {
         return error
     }
 
+    /// Whether a request's path is the token endpoint's as the router matches it: empty
+    /// segments (`/v1/token/`, `//v1/token`) reach the same route.
+    static func isTokenPath(_ path: String) -> Bool {
+        path.split(separator: "/").elementsEqual(["v1", "token"])
+    }
+
     /// The status of a token endpoint's error: RFC 6749 §5.2 answers `invalid_grant` with 400,
     /// whatever made the grant unusable (a disabled account among them, elsewhere a 403).
     static func oauthStatus(_ error: GatehouseError) -> HTTPResponse.Status {
