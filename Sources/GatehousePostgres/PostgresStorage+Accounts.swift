@@ -15,7 +15,7 @@ extension PostgresStorage {
     public func account(uid: String) async throws -> AccountRecord? {
         let rows = try await query(
             "SELECT uid, created_at, last_sign_in_at, disabled, custom_claims FROM accounts WHERE uid = \(uid)", logger: logger)
-        for try await (uid, created, lastSignIn, disabled, claims) in rows.decode((String, Date, Date, Bool, Data?).self) {
+        for (uid, created, lastSignIn, disabled, claims) in try rows.decode((String, Date, Date, Bool, Data?).self) {
             return AccountRecord(uid: uid, createdAt: created, lastSignInAt: lastSignIn, disabled: disabled, customClaims: claims)
         }
         return nil
@@ -151,7 +151,7 @@ extension PostgresStorage {
             GROUP BY uid ORDER BY min(linked_at), uid LIMIT \(limit)
             """, logger: logger)
         var uids: [String] = []
-        for try await uid in rows.decode(String.self) { uids.append(uid) }
+        for uid in try rows.decode(String.self) { uids.append(uid) }
         return uids
     }
     /// Replaces the link's profile and tokens and moves the account's last sign-in, in one transaction.
@@ -245,19 +245,19 @@ extension PostgresStorage {
         try Self.pending(
             try await query(
                 "SELECT \(unescaped: Self.pendingColumns) FROM pending_credentials WHERE token_hash = \(tokenHash) AND expires_at > \(now)",
-                logger: logger
-            ).collect())
+                logger: logger))
     }
     /// Accounts by the email of any linked profile snapshot (folded both sides, `TextFolding`).
     public func uids(email: String, limit: Int) async throws -> [String] {
-        let rows = try await query(
+        // No index serves the folded snapshot field: a scan.
+        let rows = try await scan(
             """
             SELECT uid FROM provider_links
             WHERE \(unescaped: Self.folded(Self.snapshotField("profile_json", "email"))) = \(TextFolding.folded(email))
             GROUP BY uid ORDER BY min(linked_at), uid LIMIT \(limit)
-            """, logger: logger)
+            """)
         var uids: [String] = []
-        for try await uid in rows.decode(String.self) { uids.append(uid) }
+        for uid in try rows.decode(String.self) { uids.append(uid) }
         return uids
     }
     /// Accounts an operator's search finds, in byte order (collation "C", as SQLite's) after
@@ -278,7 +278,8 @@ extension PostgresStorage {
                 """
         }
         var uids: [String] = []
-        for try await uid in try await query(statement, logger: logger).decode(String.self) { uids.append(uid) }
+        // A text search folds every link's snapshot fields: a scan.
+        for uid in try await scan(statement).decode(String.self) { uids.append(uid) }
         return uids
     }
     /// Sets the account's `disabled` flag.

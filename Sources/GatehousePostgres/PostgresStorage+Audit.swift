@@ -27,7 +27,7 @@ extension PostgresStorage {
             WHERE (\(uid)::text IS NULL OR uid = \(uid)) AND (\(event)::text IS NULL OR event = \(event)) AND id < \(before ?? Int64.max)
             ORDER BY id DESC LIMIT \(limit)
             """, logger: logger)
-        for try await (id, at, event, actor, uid, provider, keyId) in rows.decode((Int64, Date, String, String, String?, String?, String?).self) {
+        for (id, at, event, actor, uid, provider, keyId) in try rows.decode((Int64, Date, String, String, String?, String?, String?).self) {
             records.append(AuditRecord(id: id, at: at, event: event, actor: actor, uid: uid, provider: provider, keyId: keyId))
         }
         return records
@@ -38,7 +38,7 @@ extension PostgresStorage {
     public func dropAudit(before cutoff: Date) async throws -> Int {
         try await inBatches { size in
             """
-            DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE at < \(cutoff) ORDER BY id LIMIT \(size)) RETURNING 1
+            DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE at < \(cutoff) LIMIT \(size)) RETURNING 1
             """
         }
     }

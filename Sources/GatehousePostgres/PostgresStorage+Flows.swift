@@ -59,7 +59,7 @@ extension PostgresStorage {
               AND (answer_token_hash IS NULL OR EXISTS (SELECT 1 FROM refresh_tokens WHERE token_hash = answer_token_hash AND used_at IS NULL))
             FROM signin_results WHERE id_hash = \(idHash) AND expires_at > \(now)
             """, logger: logger)
-        for try await (payload, answer, retryable) in rows.decode((Data, String?, Bool?).self) {
+        for (payload, answer, retryable) in try rows.decode((Data, String?, Bool?).self) {
             guard let answer else { return .pending(payload) }
             return retryable == true ? .redeemed(sealedAnswer: answer) : nil
         }

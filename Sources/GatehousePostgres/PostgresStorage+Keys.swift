@@ -14,7 +14,7 @@ extension PostgresStorage {
     /// Every signing key, newest first.
     public func signingKeys() async throws -> [SigningKeyRecord] {
         var keys: [SigningKeyRecord] = []
-        for try await (kid, sealed, created) in try await query(
+        for (kid, sealed, created) in try await query(
             "SELECT kid, sealed_private_key, created_at FROM signing_keys ORDER BY created_at DESC, kid", logger: logger
         ).decode((String, String, Date).self) {
             keys.append(SigningKeyRecord(kid: kid, sealedPrivateKey: sealed, createdAt: created))
@@ -33,7 +33,7 @@ extension PostgresStorage {
     /// Every data key, newest first.
     public func dataKeys() async throws -> [DataKeyRecord] {
         var keys: [DataKeyRecord] = []
-        for try await (id, wrapped, created) in try await query(
+        for (id, wrapped, created) in try await query(
             "SELECT id, wrapped_key, created_at FROM data_keys ORDER BY created_at DESC, id", logger: logger
         ).decode((String, String, Date).self) {
             keys.append(DataKeyRecord(id: id, wrappedKey: wrapped, createdAt: created))
@@ -51,7 +51,7 @@ extension PostgresStorage {
     /// Sealed values per key label (`v2.<id>`), over links, signing keys and live pending credentials.
     public func sealingKeyUsage(now: Date) async throws -> [String: Int] {
         var usage: [String: Int] = [:]
-        for try await (label, uses) in try await query(
+        for (label, uses) in try await scan(
             """
             SELECT split_part(value, '.', 1) || '.' || split_part(value, '.', 2), count(*) FROM (
               SELECT sealed_tokens AS value FROM provider_links
@@ -60,7 +60,7 @@ extension PostgresStorage {
               UNION ALL SELECT sealed_successor FROM refresh_tokens WHERE sealed_successor IS NOT NULL AND retry_until > \(now)
               UNION ALL SELECT sealed_answer FROM signin_results WHERE sealed_answer IS NOT NULL AND retry_until > \(now)
             ) sealed GROUP BY 1
-            """, logger: logger
+            """
         ).decode((String, Int).self) {
             usage[label] = uses
         }

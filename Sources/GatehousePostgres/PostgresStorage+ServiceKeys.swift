@@ -39,7 +39,7 @@ extension PostgresStorage {
     /// Keys' last uses.
     public func serviceKeyUses() async throws -> [String: Date] {
         var uses: [String: Date] = [:]
-        for try await (id, at) in try await query("SELECT key_id, used_at FROM service_key_uses", logger: logger).decode((String, Date).self) {
+        for (id, at) in try await query("SELECT key_id, used_at FROM service_key_uses", logger: logger).decode((String, Date).self) {
             uses[id] = at
         }
         return uses

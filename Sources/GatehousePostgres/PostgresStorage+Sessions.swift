@@ -43,7 +43,7 @@ extension PostgresStorage {
     }
     /// The session with this hash, if it has not expired.
     public func session(idHash: String, now: Date) async throws -> SessionRecord? {
-        try await Self.firstSession(
+        try Self.firstSession(
             try await query(
                 "SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE id_hash = \(idHash) AND expires_at > \(now)", logger: logger))
     }
@@ -68,7 +68,7 @@ extension PostgresStorage {
             ORDER BY l.linked_at, l.provider_id
             """
         var records: SignedInRecords?
-        for try await row in try await query(statement, logger: logger).decode(
+        for row in try await query(statement, logger: logger).decode(
             (
                 String, String, Date, Date, String, String, Data?, Date?, Date?, Bool?, Data?, String?, String?, Data?, String?, Date?, Date?,
                 String?, Date?
@@ -102,13 +102,13 @@ extension PostgresStorage {
     }
     /// The session of a refresh-token family, if it has not expired.
     public func session(familyId: String, now: Date) async throws -> SessionRecord? {
-        try await Self.firstSession(
+        try Self.firstSession(
             try await query(
                 "SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE family_id = \(familyId) AND expires_at > \(now)", logger: logger))
     }
     /// The unexpired session of a refresh token's family.
     public func session(refreshTokenHash: String, now: Date) async throws -> SessionRecord? {
-        try await Self.firstSession(
+        try Self.firstSession(
             try await query(
                 """
                 SELECT \(unescaped: Self.sessionColumns) FROM sessions
@@ -138,10 +138,11 @@ extension PostgresStorage {
                 found = row
             }
             guard let (familyId, usedAt, kept, retryUntil) = found else { return .unknown }
-            let session = try await Self.firstSession(
+            let session = try Self.firstSession(
                 try await connection.query(
                     "SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE family_id = \(familyId) AND expires_at > \(now)",
-                    logger: logger))
+                    logger: logger
+                ).collect())
             if usedAt != nil {
                 if let session, let kept, let retryUntil, retryUntil > now { return .retried(session, sealedSuccessor: kept) }
                 try await connection.query("DELETE FROM sessions WHERE family_id = \(familyId)", logger: logger)
@@ -186,7 +187,7 @@ extension PostgresStorage {
     /// An account's live sessions, newest first, at most `SessionRecord.listLimit`.
     public func sessions(uid: String, now: Date) async throws -> [SessionRecord] {
         var sessions: [SessionRecord] = []
-        for try await (id, owner, created, expires, family, provider, claims, authenticated) in try await query(
+        for (id, owner, created, expires, family, provider, claims, authenticated) in try await query(
             """
             SELECT \(unescaped: Self.sessionColumns) FROM sessions WHERE uid = \(uid) AND expires_at > \(now)
             ORDER BY created_at DESC LIMIT \(SessionRecord.listLimit)
@@ -202,7 +203,7 @@ extension PostgresStorage {
     /// How many live sessions an account has.
     public func sessionCount(uid: String, now: Date) async throws -> Int {
         var count = 0
-        for try await value in try await query("SELECT COUNT(*) FROM sessions WHERE uid = \(uid) AND expires_at > \(now)", logger: logger)
+        for value in try await query("SELECT COUNT(*) FROM sessions WHERE uid = \(uid) AND expires_at > \(now)", logger: logger)
             .decode(Int.self)
         {
             count = value
@@ -212,7 +213,7 @@ extension PostgresStorage {
     /// The distinct own claims of an account's live sessions.
     public func sessionClaims(uid: String, now: Date, limit: Int) async throws -> [Data] {
         var claims: [Data] = []
-        for try await value in try await query(
+        for value in try await query(
             "SELECT DISTINCT claims FROM sessions WHERE uid = \(uid) AND expires_at > \(now) AND claims IS NOT NULL LIMIT \(limit)", logger: logger
         ).decode(Data.self) {
             claims.append(value)
@@ -248,7 +249,7 @@ extension PostgresStorage {
     public func sessionUses(familyIds: [String]) async throws -> [String: SessionUse] {
         guard !familyIds.isEmpty else { return [:] }
         var uses: [String: SessionUse] = [:]
-        for try await (family, at, address, agent) in try await query(
+        for (family, at, address, agent) in try await query(
             "SELECT family_id, used_at, client_address, user_agent FROM session_uses WHERE family_id = ANY(\(familyIds))", logger: logger
         ).decode((String, Date, String, String?).self) {
             uses[family] = SessionUse(at: at, clientAddress: address, userAgent: agent)

@@ -20,9 +20,9 @@ extension PostgresStorage {
     static let outboxColumns = "event_id, endpoint, type, payload, created_at, next_attempt_at, attempts, status, last_status, last_error"
 
     /// The entries of a query's rows.
-    static func outbox(_ rows: PostgresRowSequence) async throws -> [OutboxEntry] {
+    static func outbox(_ rows: [PostgresRow]) throws -> [OutboxEntry] {
         var entries: [OutboxEntry] = []
-        for try await (event, endpoint, type, payload, created, next, attempts, status, lastStatus, lastError) in rows.decode(
+        for (event, endpoint, type, payload, created, next, attempts, status, lastStatus, lastError) in try rows.decode(
             (String, String, String, Data, Date, Date, Int, String, Int?, String?).self)
         {
             entries.append(
@@ -36,7 +36,7 @@ extension PostgresStorage {
     /// Leases up to `limit` due entries.
     public func claimOutbox(endpoint: String, now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry] {
         try await transaction { connection, logger in
-            try await Self.outbox(
+            try Self.outbox(
                 try await connection.query(
                     """
                     UPDATE webhook_outbox SET lease_until = \(leaseUntil)
@@ -46,7 +46,8 @@ extension PostgresStorage {
                         AND (lease_until IS NULL OR lease_until <= \(now))
                       ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                     RETURNING \(unescaped: Self.outboxColumns)
-                    """, logger: logger))
+                    """, logger: logger
+                ).collect())
         }
     }
 
@@ -78,7 +79,7 @@ extension PostgresStorage {
 
     /// Entries with `status`, by id, after the cursor.
     public func outboxEntries(status: OutboxEntry.Status, after: String?, limit: Int) async throws -> [OutboxEntry] {
-        try await Self.outbox(
+        try Self.outbox(
             try await query(
                 """
                 SELECT \(unescaped: Self.outboxColumns) FROM webhook_outbox WHERE status = \(status.rawValue) AND id COLLATE "C" > \(after ?? "")
@@ -98,19 +99,24 @@ extension PostgresStorage {
     /// Drops entries written before `cutoff`.
     public func dropOutbox(writtenBefore cutoff: Date, now: Date) async throws -> [String: Int] {
         var counts: [String: Int] = [:]
-        for try await endpoint in try await query(
+        // In batches (`inBatches`): a backlog of any size is worked through within the
+        // operation timeout of each.
+        _ = try await inBatches { size in
             """
-            DELETE FROM webhook_outbox WHERE created_at < \(cutoff) AND (lease_until IS NULL OR lease_until <= \(now)) RETURNING endpoint
-            """, logger: logger
-        ).decode(String.self) {
-            counts[endpoint, default: 0] += 1
+            DELETE FROM webhook_outbox WHERE id IN (
+              SELECT id FROM webhook_outbox WHERE created_at < \(cutoff) AND (lease_until IS NULL OR lease_until <= \(now)) LIMIT \(size))
+              AND created_at < \(cutoff) AND (lease_until IS NULL OR lease_until <= \(now))
+            RETURNING endpoint
+            """
+        } each: { rows in
+            for endpoint in try rows.decode(String.self) { counts[endpoint, default: 0] += 1 }
         }
         return counts
     }
 
     /// Pending entries and the oldest one's creation.
     public func outboxBacklog() async throws -> (count: Int, oldest: Date?) {
-        for try await (count, oldest) in try await query(
+        for (count, oldest) in try await query(
             "SELECT count(*)::int, min(created_at) FROM webhook_outbox WHERE status = 'pending'", logger: logger
         ).decode((Int, Date?).self) {
             return (count, oldest)

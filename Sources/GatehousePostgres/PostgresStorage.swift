@@ -39,7 +39,7 @@ public final class PostgresStorage: GatehouseStorage {
     }
     /// How long `withLock` waits for a lock another holder has.
     let lockWait: Duration
-    /// The most rows one transaction of the purge deletes (`purgeExpired`).
+    /// The most rows one statement of the purge and the retention jobs deletes (`inBatches`).
     let purgeBatch: Int
     /// How often the change feed's connection is asked `SELECT 1`: a connection that does not
     /// answer within the operation timeout ends the feed (`followChanges`).
@@ -57,13 +57,19 @@ public final class PostgresStorage: GatehouseStorage {
         metricsFactory: any MetricsFactory = NOOPMetricsHandler.instance, logger: Logger,
         probe: Result<PostgresConnection.Configuration, any Error>? = nil, purgeBatch: Int = 1000
     ) {
-        self.probe = probe
+        // The server ends a statement still running after the operation timeout: one the
+        // caller was answered `unavailable` for cannot complete long after (`write`). The
+        // probe asks with the same parameter, so a pooler that refuses it is named as such.
+        let statementTimeout = ("statement_timeout", "\(Self.milliseconds(operationTimeout))")
+        self.probe = probe?.map { probe in
+            var probe = probe
+            probe.options.additionalStartupParameters.append(statementTimeout)
+            return probe
+        }
         self.purgeBatch = max(1, purgeBatch)
         self.feedCheckInterval = feedCheckInterval
         var configuration = configuration
-        // The server ends a statement still running after the operation timeout: one the
-        // caller was answered `unavailable` for cannot complete long after (`write`).
-        configuration.options.additionalStartupParameters.append(("statement_timeout", "\(Self.milliseconds(operationTimeout))"))
+        configuration.options.additionalStartupParameters.append(statementTimeout)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.logger = logger
@@ -220,17 +226,20 @@ public final class PostgresStorage: GatehouseStorage {
     }
 
     /// Runs `batch` (a statement answering a row for each row it deleted or changed, at most
-    /// the size it is given) until it answers fewer rows than its size, and answers how many
-    /// rows it did. Each batch is one statement within the operation timeout; one slower than
-    /// that is tried again a quarter the size.
-    func inBatches(_ batch: (Int) -> PostgresQuery) async throws -> Int {
+    /// the size it is given) until it answers fewer rows than its size, hands each batch's
+    /// rows to `each`, and answers how many rows it did. Each batch is one statement within
+    /// the operation timeout; one slower than that is tried again a quarter the size, and the
+    /// size grows back by half again after each batch that succeeded.
+    func inBatches(_ batch: (Int) -> PostgresQuery, each: ([PostgresRow]) throws -> Void = { _ in }) async throws -> Int {
         var size = purgeBatch
         var total = 0
         while true {
             do {
-                let done = try await write(batch(size)).count
-                total += done
-                if done < size { return total }
+                let rows = try await write(batch(size))
+                try each(rows)
+                total += rows.count
+                if rows.count < size { return total }
+                size = min(purgeBatch, size + max(1, size / 2))
             } catch StorageError.unavailable where size > 1 && !Task.isCancelled {
                 size = max(1, size / 4)
             }
@@ -344,20 +353,20 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// The links a query returns.
     func links(_ statement: PostgresQuery) async throws -> [ProviderLinkRecord] {
-        try await Self.decodeLinks(try await query(statement, logger: logger))
+        try Self.decodeLinks(try await query(statement, logger: logger))
     }
 
     /// The links a query returns, on a transaction's connection.
     static func links(_ statement: PostgresQuery, on connection: PostgresConnection, logger: Logger) async throws
         -> [ProviderLinkRecord]
     {
-        try await decodeLinks(try await connection.query(statement, logger: logger))
+        try decodeLinks(try await connection.query(statement, logger: logger).collect())
     }
 
     /// Links from rows of `linkColumns`.
-    static func decodeLinks(_ rows: PostgresRowSequence) async throws -> [ProviderLinkRecord] {
+    static func decodeLinks(_ rows: [PostgresRow]) throws -> [ProviderLinkRecord] {
         var links: [ProviderLinkRecord] = []
-        for try await (uid, provider, federated, profile, tokens, linked, updated, email) in rows.decode(
+        for (uid, provider, federated, profile, tokens, linked, updated, email) in try rows.decode(
             (String, String, String, Data, String, Date, Date, String?).self)
         {
             links.append(
@@ -369,8 +378,8 @@ public final class PostgresStorage: GatehouseStorage {
     }
 
     /// The first session of a query's rows.
-    static func firstSession(_ rows: PostgresRowSequence) async throws -> SessionRecord? {
-        for try await (id, uid, created, expires, family, provider, claims, authenticated) in rows.decode(
+    static func firstSession(_ rows: [PostgresRow]) throws -> SessionRecord? {
+        for (id, uid, created, expires, family, provider, claims, authenticated) in try rows.decode(
             (String, String, Date, Date, String, String, Data?, Date?).self)
         {
             return SessionRecord(
@@ -383,7 +392,7 @@ public final class PostgresStorage: GatehouseStorage {
     /// The service keys a query returns.
     func serviceKeys(_ statement: PostgresQuery) async throws -> [ServiceKeyRecord] {
         var keys: [ServiceKeyRecord] = []
-        for try await (id, name, hash, scopes, created, revoked) in try await query(statement, logger: logger).decode(
+        for (id, name, hash, scopes, created, revoked) in try await query(statement, logger: logger).decode(
             (String, String, String, String, Date, Date?).self)
         {
             keys.append(
@@ -394,11 +403,29 @@ public final class PostgresStorage: GatehouseStorage {
         return keys
     }
 
-    /// One statement through the pool, with `retrying`'s error handling.
-    func query(_ statement: PostgresQuery, logger: Logger) async throws -> PostgresRowSequence {
+    /// One statement that only reads, through the pool with `retrying`'s error handling, its
+    /// rows read in full within the operation timeout (a read past it is `unavailable`; the
+    /// server's `statement_timeout` ends it too). Reads that scan whole tables use `scan`.
+    func query(_ statement: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
         let client = self.client
         let usage = self.usage
-        return try await retrying { try await withinTimeout { try await usage.counting { try await client.query(statement, logger: logger) } } }
+        return try await retrying {
+            try await withinTimeout { try await usage.counting { try await client.query(statement, logger: logger).collect() } }
+        }
+    }
+
+    /// A read that may scan whole tables (an operator's search, the key rotation's census):
+    /// exempt from `statement_timeout` and from the operation timeout, as a large store may
+    /// take longer than a request's read may; its rows are read in full.
+    func scan(_ statement: PostgresQuery) async throws -> [PostgresRow] {
+        let client = self.client
+        let logger = self.logger
+        return try await retrying {
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
+                return try await connection.query(statement, logger: logger).collect()
+            }
+        }
     }
 
     /// One statement that writes, its rows collected: like a transaction, one still waiting at

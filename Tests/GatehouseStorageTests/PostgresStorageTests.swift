@@ -217,7 +217,7 @@ import Testing
     }
 
     @Test(
-        "the purge and the audit retention work through a backlog larger than their batch, one short statement a batch (transactions, sessions, their uses, ended retry windows, audit events), and leave what has not expired"
+        "the purge and the retention jobs work through a backlog larger than their batch, one short statement a batch (transactions, sessions, their uses, ended retry windows, audit events, webhook entries), and leave what has not expired"
     )
     func purgeWorksInBatches() async throws {
         let url = try await PostgresTestServer.freshDatabase()
@@ -250,7 +250,7 @@ import Testing
         try await store.purgeExpired(now: Fixtures.now)
         @Sendable func count(_ sql: String) async throws -> Int {
             var total = -1
-            for try await value in try await store.query(PostgresQuery(unsafeSQL: sql), logger: PostgresTestServer.quietLogger).decode(Int.self) {
+            for value in try await store.query(PostgresQuery(unsafeSQL: sql), logger: PostgresTestServer.quietLogger).decode(Int.self) {
                 total = value
             }
             return total
@@ -266,6 +266,13 @@ import Testing
         try await store.appendAudit((0..<6).map { AuditRecord(at: Fixtures.now.addingTimeInterval(Double($0)), event: "e\($0)", actor: "a") })
         #expect(try await store.dropAudit(before: Fixtures.now.addingTimeInterval(5)) == 5)
         #expect(try await store.auditRecords(uid: nil, event: nil, before: nil, limit: 10).map(\.event) == ["e5"])
+        let outbox = (0..<5).map {
+            OutboxEntry(
+                eventId: "e\($0)", endpoint: "app", type: "account.disabled", payload: Data("{}".utf8),
+                createdAt: Fixtures.now.addingTimeInterval(-60))
+        }
+        _ = try await Outbox.$entries.withValue(outbox) { try await store.setDisabled(uid: "u1", disabled: true) }
+        #expect(try await store.dropOutbox(writtenBefore: Fixtures.now, now: Fixtures.now) == ["app": 5])
     }
 
     @Test("a live holder keeps its lock past the lease: the lease is renewed while the body runs, and freed when it ends")

@@ -42,4 +42,22 @@ import Testing
         try await storage.completeOutbox(id: entry.id, lease: secondLease, outcome: .delivered)
         #expect(try await storage.outboxEntries(status: .pending, after: nil, limit: 10).isEmpty)
     }
+
+    @Test(arguments: StorageBackend.all)
+    func dropsOldEntriesNoDeliveryHolds(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        func entry(_ id: String, _ endpoint: String, age: TimeInterval) -> OutboxEntry {
+            OutboxEntry(
+                eventId: id, endpoint: endpoint, type: "account.disabled", payload: Data("{}".utf8), createdAt: Fixtures.now.addingTimeInterval(-age))
+        }
+        let entries = [entry("e1", "app", age: 100), entry("e2", "app", age: 50), entry("e3", "other", age: 60), entry("e4", "app", age: 0)]
+        _ = try await Outbox.$entries.withValue(entries) { try await storage.setDisabled(uid: "u1", disabled: true) }
+        // The oldest is being delivered: its lease runs past now.
+        let leased = try await storage.claimOutbox(endpoint: "app", now: Fixtures.now, leaseUntil: Fixtures.now.addingTimeInterval(15), limit: 1)
+        #expect(leased.map(\.eventId) == ["e1"])
+        #expect(try await storage.dropOutbox(writtenBefore: Fixtures.now.addingTimeInterval(-10), now: Fixtures.now) == ["app": 1, "other": 1])
+        let left = try await storage.outboxEntries(status: .pending, after: nil, limit: 10).map(\.eventId).sorted()
+        #expect(left == ["e1", "e4"])
+    }
 }
