@@ -263,23 +263,26 @@ extension PostgresStorage {
     /// Accounts an operator's search finds, in byte order (collation "C", as SQLite's) after
     /// the cursor.
     public func searchAccounts(_ search: AccountSearch, after: String?, limit: Int) async throws -> [String] {
-        let statement: PostgresQuery
+        let rows: [PostgresRow]
         switch search {
         case .all:
-            statement = "SELECT uid FROM accounts WHERE uid COLLATE \"C\" > \(after ?? "") ORDER BY uid COLLATE \"C\" LIMIT \(limit)"
+            // The `accounts_uid_bytes` index serves it.
+            rows = try await query(
+                "SELECT uid FROM accounts WHERE uid COLLATE \"C\" > \(after ?? "") ORDER BY uid COLLATE \"C\" LIMIT \(limit)", logger: logger)
         case .text(let text):
             let pattern = search.pattern
-            statement = """
+            // It folds every link's snapshot fields: a scan.
+            rows = try await scan(
+                """
                 SELECT a.uid FROM accounts a WHERE a.uid COLLATE "C" > \(after ?? "") AND (a.uid = \(text) OR EXISTS (
                   SELECT 1 FROM provider_links l WHERE l.uid = a.uid AND (l.federated_id = \(text) OR l.provider_id || ':' || l.federated_id = \(text)
                     OR \(unescaped: Self.folded(Self.snapshotField("l.profile_json", "email"))) LIKE \(pattern) ESCAPE '\\'
                     OR \(unescaped: Self.folded(Self.snapshotField("l.profile_json", "displayName"))) LIKE \(pattern) ESCAPE '\\')))
                 ORDER BY a.uid COLLATE "C" LIMIT \(limit)
-                """
+                """)
         }
         var uids: [String] = []
-        // A text search folds every link's snapshot fields: a scan.
-        for uid in try await scan(statement).decode(String.self) { uids.append(uid) }
+        for uid in try await rows.decode(String.self) { uids.append(uid) }
         return uids
     }
     /// Sets the account's `disabled` flag.

@@ -34,12 +34,21 @@ extension PostgresStorage {
     }
 
     /// Deletes events older than `cutoff`, oldest first in batches (`inBatches`): a backlog of
-    /// any size is worked through within the operation timeout of each.
+    /// any size is worked through within the operation timeout of each. A failure after some
+    /// batches is logged, and what they deleted answered (the next round goes on).
     public func dropAudit(before cutoff: Date) async throws -> Int {
-        try await inBatches { size in
-            """
-            DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE at < \(cutoff) LIMIT \(size)) RETURNING 1
-            """
+        var dropped = 0
+        do {
+            _ = try await inBatches { size in
+                """
+                DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE at < \(cutoff) ORDER BY at LIMIT \(size)) RETURNING 1
+                """
+            } each: {
+                dropped += $0.count
+            }
+        } catch let error where dropped > 0 {
+            logger.warning("audit retention stopped part-way", metadata: ["dropped": "\(dropped)", "error": "\(Self.summary(of: error))"])
         }
+        return dropped
     }
 }

@@ -99,17 +99,23 @@ extension PostgresStorage {
     /// Drops entries written before `cutoff`.
     public func dropOutbox(writtenBefore cutoff: Date, now: Date) async throws -> [String: Int] {
         var counts: [String: Int] = [:]
-        // In batches (`inBatches`): a backlog of any size is worked through within the
-        // operation timeout of each.
-        _ = try await inBatches { size in
-            """
-            DELETE FROM webhook_outbox WHERE id IN (
-              SELECT id FROM webhook_outbox WHERE created_at < \(cutoff) AND (lease_until IS NULL OR lease_until <= \(now)) LIMIT \(size))
-              AND created_at < \(cutoff) AND (lease_until IS NULL OR lease_until <= \(now))
-            RETURNING endpoint
-            """
-        } each: { rows in
-            for endpoint in try rows.decode(String.self) { counts[endpoint, default: 0] += 1 }
+        // Oldest first in batches (`inBatches`): a backlog of any size is worked through within
+        // the operation timeout of each. A failure after some batches is logged, and what they
+        // dropped answered, so that it is reported (the next round goes on).
+        do {
+            _ = try await inBatches { size in
+                """
+                DELETE FROM webhook_outbox WHERE id IN (
+                  SELECT id FROM webhook_outbox WHERE created_at < \(cutoff) AND (lease_until IS NULL OR lease_until <= \(now))
+                  ORDER BY created_at LIMIT \(size))
+                  AND created_at < \(cutoff) AND (lease_until IS NULL OR lease_until <= \(now))
+                RETURNING endpoint
+                """
+            } each: { rows in
+                for endpoint in try rows.decode(String.self) { counts[endpoint, default: 0] += 1 }
+            }
+        } catch let error where !counts.isEmpty {
+            logger.warning("webhook entry retention stopped part-way", metadata: ["error": "\(Self.summary(of: error))"])
         }
         return counts
     }

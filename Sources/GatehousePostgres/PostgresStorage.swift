@@ -3,6 +3,7 @@ import Foundation
 import GatehouseCore
 import Logging
 import PostgresNIO
+import Synchronization
 import _ConnectionPoolModule
 
 /// The store for several gateway instances: PostgreSQL through postgres-nio's pooled client.
@@ -41,6 +42,8 @@ public final class PostgresStorage: GatehouseStorage {
     let lockWait: Duration
     /// The most rows one statement of the purge and the retention jobs deletes (`inBatches`).
     let purgeBatch: Int
+    /// Whole-table reads under way (`scan`).
+    let scans = Mutex(0)
     /// How often the change feed's connection is asked `SELECT 1`: a connection that does not
     /// answer within the operation timeout ends the feed (`followChanges`).
     let feedCheckInterval: Duration
@@ -229,9 +232,12 @@ public final class PostgresStorage: GatehouseStorage {
     /// the size it is given) until it answers fewer rows than its size, hands each batch's
     /// rows to `each`, and answers how many rows it did. Each batch is one statement within
     /// the operation timeout; one slower than that is tried again a quarter the size, and the
-    /// size grows back by half again after each batch that succeeded.
+    /// size grows back by half again after each batch that succeeded, never again to one that
+    /// failed.
     func inBatches(_ batch: (Int) -> PostgresQuery, each: ([PostgresRow]) throws -> Void = { _ in }) async throws -> Int {
         var size = purgeBatch
+        // Below the smallest size that failed in this run: growing back stops short of it.
+        var ceiling = purgeBatch
         var total = 0
         while true {
             do {
@@ -239,8 +245,9 @@ public final class PostgresStorage: GatehouseStorage {
                 try each(rows)
                 total += rows.count
                 if rows.count < size { return total }
-                size = min(purgeBatch, size + max(1, size / 2))
+                size = min(ceiling, size + max(1, size / 2))
             } catch StorageError.unavailable where size > 1 && !Task.isCancelled {
+                ceiling = size - 1
                 size = max(1, size / 4)
             }
         }
@@ -414,19 +421,40 @@ public final class PostgresStorage: GatehouseStorage {
         }
     }
 
-    /// A read that may scan whole tables (an operator's search, the key rotation's census):
-    /// exempt from `statement_timeout` and from the operation timeout, as a large store may
-    /// take longer than a request's read may; its rows are read in full.
+    /// A read that may scan whole tables (an operator's search, a search by a snapshot's
+    /// address, the key rotation's census), its rows read in full: it may take `scanTimeout`
+    /// (on the server too), since a large store takes longer than a request's read may, and at
+    /// most `scanLimit` run at once (another is `unavailable` at once), so that such reads,
+    /// which a service key can ask for again and again, never hold more of the pool.
     func scan(_ statement: PostgresQuery) async throws -> [PostgresRow] {
+        let admitted = scans.withLock { running in
+            guard running < Self.scanLimit else { return false }
+            running += 1
+            return true
+        }
+        guard admitted else { throw StorageError.unavailable }
+        defer { scans.withLock { $0 -= 1 } }
         let client = self.client
         let logger = self.logger
+        let usage = self.usage
+        let limit = scanTimeout
         return try await retrying {
-            try await client.withTransaction(logger: logger) { connection in
-                try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
-                return try await connection.query(statement, logger: logger).collect()
+            try await withinTimeout(limit) {
+                try await usage.counting {
+                    try await client.withTransaction(logger: logger) { connection in
+                        try await connection.query("SET LOCAL statement_timeout = \(unescaped: "\(Self.milliseconds(limit))")", logger: logger)
+                        return try await connection.query(statement, logger: logger).collect()
+                    }
+                }
             }
         }
     }
+
+    /// How long a whole-table read may take: six operation timeouts.
+    var scanTimeout: Duration { operationTimeout * 6 }
+
+    /// How many whole-table reads may run at once (`scan`).
+    static let scanLimit = 2
 
     /// One statement that writes, its rows collected: like a transaction, one still waiting at
     /// the operation timeout is answered `StorageError.unavailable` and never completes

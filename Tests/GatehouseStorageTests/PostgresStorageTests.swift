@@ -191,6 +191,36 @@ import Testing
         #expect(try await !write.written(store), "answered unavailable, then written")
     }
 
+    @Test(
+        "whole-table reads are bounded: two at a time (a third is unavailable at once), each within six operation timeouts, on the server too"
+    )
+    func scansAreBounded() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let store = try PostgresStorage(url: url, maximumConnections: 4, operationTimeout: .milliseconds(500), logger: PostgresTestServer.quietLogger)
+        defer { store.shutdown() }
+        try await store.migrate()
+        try await store.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let ended = try await PostgresTestServer.withSession(url) { connection in
+            // Another session holds the links table (a migration rewriting it, say): an
+            // operator's search waits for it.
+            try await connection.query("BEGIN", logger: PostgresTestServer.quietLogger)
+            try await connection.query("LOCK TABLE provider_links IN ACCESS EXCLUSIVE MODE", logger: PostgresTestServer.quietLogger)
+            let searches = (0..<2).map { _ in
+                Task { await Self.firstOf({ _ = try await store.searchAccounts(.text("pat"), after: nil, limit: 5) }, orAfter: .seconds(20)) }
+            }
+            for _ in 0..<400 where store.scans.withLock({ $0 }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
+            let running = store.scans.withLock { $0 }
+            #expect(running == 2)
+            await #expect(throws: StorageError.unavailable) { _ = try await store.uids(email: "pat@example.com", limit: 5) }
+            var ended: [String] = []
+            for search in searches { ended.append(await search.value) }
+            try await connection.query("COMMIT", logger: PostgresTestServer.quietLogger)
+            return ended
+        }
+        #expect(ended == ["unavailable", "unavailable"], "the searches ended within their limit, before the table was released")
+        #expect(try await store.searchAccounts(.text("1"), after: nil, limit: 5) == ["u1"])
+    }
+
     /// How `operation` ended (`"done"`, `"unavailable"`, another error's description), or
     /// `"no answer"` when it had not after `limit` (it is left running: the caller may have to
     /// release what it waits for).
