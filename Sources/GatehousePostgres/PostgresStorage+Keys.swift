@@ -60,7 +60,7 @@ extension PostgresStorage {
               UNION ALL SELECT sealed_successor FROM refresh_tokens WHERE sealed_successor IS NOT NULL AND retry_until > \(now)
               UNION ALL SELECT sealed_answer FROM signin_results WHERE sealed_answer IS NOT NULL AND retry_until > \(now)
             ) sealed GROUP BY 1
-            """
+            """, limited: false
         ).decode((String, Int).self) {
             usage[label] = uses
         }

@@ -134,13 +134,18 @@ import Testing
 
     /// A write of one statement, the row it waits for, and whether it was written.
     struct SingleWrite: Sendable, CustomTestStringConvertible {
+        /// What it writes, as the test's argument reads.
         let name: String
         /// The statement another session holds the row with.
         let lock: String
+        /// The write, through the store.
         let write: @Sendable (PostgresStorage) async throws -> Void
+        /// Whether the store holds what the write wrote.
         let written: @Sendable (PostgresStorage) async throws -> Bool
+        /// `name`.
         var testDescription: String { name }
 
+        /// The writes the test tries: an update, a delete and a take.
         static let all = [
             SingleWrite(
                 name: "a service key's revocation (UPDATE … RETURNING)", lock: "SELECT id FROM service_keys FOR UPDATE",
@@ -192,32 +197,41 @@ import Testing
     }
 
     @Test(
-        "whole-table reads are bounded: two at a time (a third is unavailable at once), each within six operation timeouts, on the server too"
+        "whole-table reads are bounded: two a caller can ask for run at a time (a third is unavailable at once), the census of sealed values besides them; each ends within six operation timeouts"
     )
     func scansAreBounded() async throws {
         let url = try await PostgresTestServer.freshDatabase()
-        let store = try PostgresStorage(url: url, maximumConnections: 4, operationTimeout: .milliseconds(500), logger: PostgresTestServer.quietLogger)
+        let store = try PostgresStorage(url: url, maximumConnections: 4, operationTimeout: .seconds(1), logger: PostgresTestServer.quietLogger)
         defer { store.shutdown() }
         try await store.migrate()
         try await store.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
-        let ended = try await PostgresTestServer.withSession(url) { connection in
-            // Another session holds the links table (a migration rewriting it, say): an
-            // operator's search waits for it.
+        @Sendable func running(_ count: Int) async throws -> Int {
+            for _ in 0..<400 where store.scans.withLock({ $0 }) < count { try await Task.sleep(for: .milliseconds(10)) }
+            return store.scans.withLock { $0 }
+        }
+        let (ended, besides, withCensus) = try await PostgresTestServer.withSession(url) { connection in
+            // Another session holds the links table (a migration rewriting it, say): every
+            // scan of it waits, each until its limit (6 s).
             try await connection.query("BEGIN", logger: PostgresTestServer.quietLogger)
             try await connection.query("LOCK TABLE provider_links IN ACCESS EXCLUSIVE MODE", logger: PostgresTestServer.quietLogger)
             let searches = (0..<2).map { _ in
-                Task { await Self.firstOf({ _ = try await store.searchAccounts(.text("pat"), after: nil, limit: 5) }, orAfter: .seconds(20)) }
+                Task { await Self.firstOf({ _ = try await store.searchAccounts(.text("pat"), after: nil, limit: 5) }, orAfter: .seconds(30)) }
             }
-            for _ in 0..<400 where store.scans.withLock({ $0 }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
-            let running = store.scans.withLock { $0 }
-            #expect(running == 2)
+            #expect(try await running(2) == 2)
             await #expect(throws: StorageError.unavailable) { _ = try await store.uids(email: "pat@example.com", limit: 5) }
+            // Refused at once: the two still wait for the table (an admitted third would have
+            // waited as long as they do).
+            let besides = store.scans.withLock { $0 }
+            let census = Task { await Self.firstOf({ _ = try await store.sealingKeyUsage(now: Fixtures.now) }, orAfter: .seconds(30)) }
+            let withCensus = try await running(3)
             var ended: [String] = []
-            for search in searches { ended.append(await search.value) }
+            for search in searches + [census] { ended.append(await search.value) }
             try await connection.query("COMMIT", logger: PostgresTestServer.quietLogger)
-            return ended
+            return (ended, besides, withCensus)
         }
-        #expect(ended == ["unavailable", "unavailable"], "the searches ended within their limit, before the table was released")
+        #expect(besides == 2, "the third was refused while the two still ran")
+        #expect(withCensus == 3, "the census is not held back by them")
+        #expect(ended == ["unavailable", "unavailable", "unavailable"], "each ended within its limit, before the table was released")
         #expect(try await store.searchAccounts(.text("1"), after: nil, limit: 5) == ["u1"])
     }
 

@@ -159,15 +159,12 @@ public struct SignInService: Sendable {
         return Completion(redirectURL: redirect, sessionValue: sessionValue)
     }
 
-    /// A sign-in whose `return_to` is no longer on the allow-list.
-    static let returnRemoved = GatehouseError.invalidReturnTo(
-        "This sign-in's return_to is no longer on the gateway's allow-list; start again from the app.")
-
-    /// `returnRemoved`, counted and logged as a failed sign-in: an operator sees how many
-    /// sign-ins under way a change of the allow-list ended (instances whose lists differ
-    /// during a rolling restart among them).
+    /// The refusal of a sign-in whose `return_to` is no longer on the allow-list, counted and
+    /// logged as a failed sign-in: an operator sees how many sign-ins under way a change of
+    /// the allow-list ended (instances whose lists differ during a rolling restart among them).
     func refusedReturn(providerId: String, mode: SignInMode, logger: Logger) -> GatehouseError {
-        let error = Self.returnRemoved
+        let error = GatehouseError.invalidReturnTo(
+            "This sign-in's return_to is no longer on the gateway's allow-list; start again from the app.")
         logger.notice(
             "sign-in failed", metadata: ["provider.id": "\(providerId)", "signin.mode": "\(mode)", "error.code": "\(error.code)"])
         metrics.signIn(providerId: providerId, mode: mode, outcome: error.code.rawValue)
@@ -460,7 +457,9 @@ public struct SignInService: Sendable {
                 // A link whose session has ended is not put to the user, nor one for an
                 // address taken off the allow-list since.
                 try await requireLiveSession(held.sessionFamilyId)
-                guard returnToPolicy.kind(of: held.returnTo) != nil else { throw Self.returnRemoved }
+                guard returnToPolicy.kind(of: held.returnTo) != nil else {
+                    throw refusedReturn(providerId: held.providerId, mode: held.mode, logger: logger)
+                }
                 if confirmLink == false { throw cancelled(held, by: "the app", logger: logger) }
                 // The result may carry the identity of whoever opened the start URL first: any
                 // local user reaches a loopback page, and any page can hand a scheme's callback

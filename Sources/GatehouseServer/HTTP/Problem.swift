@@ -33,7 +33,9 @@ extension GatehouseError: HTTPResponseError {
     public func response(from request: Request, context: some RequestContext) throws -> Response { problemResponse() }
 
     /// The RFC 9457 problem document (`type`, `title`, `status`, `detail`, `code`, extensions)
-    /// as a response, with `Retry-After` when set.
+    /// as a response, with `Retry-After` when set; `status` replaces the code's usual one (the
+    /// token endpoint's `invalid_grant` is a 400 whatever the code), in the status line and the
+    /// document alike.
     func problemResponse(status: HTTPResponse.Status? = nil) -> Response {
         let status = status ?? self.status
         let data = problemDocument(requestID: RequestScope.current?.id, status: status)

@@ -22,7 +22,9 @@ public protocol WebhookStore: Sendable {
     /// when it is being delivered (its lease runs).
     func redeliverOutbox(id: String, now: Date) async throws -> Bool
     /// Deletes entries written before `cutoff` (pending or failed) that no delivery holds (no
-    /// lease running at `now`): their count by endpoint.
+    /// lease running at `now`): their count by endpoint. A store that deletes in batches may
+    /// stop part-way on a failure: it then answers what it deleted (and logs the failure), so
+    /// that what was dropped is reported, and the next call goes on.
     func dropOutbox(writtenBefore cutoff: Date, now: Date) async throws -> [String: Int]
     /// Pending entries and the creation time of the oldest one.
     func outboxBacklog() async throws -> (count: Int, oldest: Date?)
