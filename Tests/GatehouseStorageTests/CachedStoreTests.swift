@@ -258,8 +258,13 @@ struct TwoInstances {
     init() async throws {
         let url = try await PostgresTestServer.freshDatabase()
         let logger = PostgresTestServer.quietLogger
+        // No periodic `SELECT 1` on the feeds' connections (ChangeFeedTests covers it): it
+        // would replace LISTEN as their backends' last query, by which `listeningBackends` and
+        // `killListeners` find them, so a feed up for longer than the check's interval (a round
+        // that waits for the other feed) would no longer count as listening.
         (a, b) = (
-            try PostgresStorage(url: url, maximumConnections: 3, logger: logger), try PostgresStorage(url: url, maximumConnections: 3, logger: logger)
+            try PostgresStorage(url: url, maximumConnections: 3, feedCheckInterval: .seconds(3600), logger: logger),
+            try PostgresStorage(url: url, maximumConnections: 3, feedCheckInterval: .seconds(3600), logger: logger)
         )
         let clock = OffsetClock()
         (cachedA, cachedB) = (
