@@ -24,6 +24,32 @@ extension PostgresStorage {
         } catch {
             throw unreachable
         }
+        await checkStatementTimeout()
+    }
+
+    /// Warns when the pool's connections do not carry the `statement_timeout` every connection
+    /// asks for at its start: a pooler between Gatehouse and the server that drops startup
+    /// parameters (PgBouncer's `ignore_startup_parameters`) leaves the role's setting, and the
+    /// server then no longer ends a statement whose caller was answered `503` (`write`). Nothing
+    /// is refused: the warning names the setting each connection has and the one to give the
+    /// role. A connection that cannot answer says nothing here (the requests will).
+    func checkStatementTimeout() async {
+        let expected = Self.milliseconds(operationTimeout)
+        guard let rows = try? await query("SHOW statement_timeout", logger: logger),
+            let shown = try? rows.first?.decode(String.self), Self.settingMilliseconds(shown) != expected
+        else { return }
+        logger.warning(
+            "the database's connections do not run with Gatehouse's statement_timeout (a pooler between may drop startup parameters): set it for Gatehouse's role (ALTER ROLE … SET statement_timeout = '\(expected)ms')",
+            metadata: ["db.statement_timeout": "\(shown)", "db.statement_timeout.expected": "\(expected)ms"])
+    }
+
+    /// A time setting as `SHOW` gives it (`0`, `250ms`, `5s`, `1min`, `2h`, `1d`), in
+    /// milliseconds; `nil` for any other form.
+    static func settingMilliseconds(_ shown: String) -> Int? {
+        let digits = shown.prefix { $0.isASCII && $0.isNumber }
+        guard let value = Int(digits) else { return nil }
+        let units = ["": 1, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000]
+        return units[String(shown.dropFirst(digits.count))].map { value * $0 }
     }
 
     /// The pause between two connection attempts while the database does not answer.

@@ -4,10 +4,14 @@ import Synchronization
 
 /// A TCP proxy on 127.0.0.1 in front of a server, which can turn every connection through it
 /// into a black hole: from `blackHole()` on, what either side sends is swallowed and nothing
-/// is closed, as when a network drops packets without a reset (a half-open connection).
+/// is closed, as when a network drops packets without a reset (a half-open connection). In
+/// front of PostgreSQL it can also drop one parameter of each connection's startup message,
+/// as a pooler that ignores startup parameters does (PgBouncer's `ignore_startup_parameters`).
 final class BlackHoleProxy: Sendable {
     /// The proxy's port.
     let port: Int
+    /// The startup parameter left out of each connection's first message (`nil`: none).
+    private let droppedParameter: String?
     private let listener: Int32
     private let swallowing = Atomic<Bool>(false)
     private let closed = Atomic<Bool>(false)
@@ -15,8 +19,11 @@ final class BlackHoleProxy: Sendable {
     /// Whether the accept loop has closed the listener (then `close()` must not touch its number).
     private let listenerClosed = Mutex(false)
 
-    /// Listens on a port of its own and forwards each connection to `targetPort` on 127.0.0.1.
-    init(targetPort: Int) throws {
+    /// Listens on a port of its own and forwards each connection to `targetPort` on 127.0.0.1,
+    /// without `droppingStartupParameter` in its PostgreSQL startup message when one is named
+    /// (the client must not ask for TLS then).
+    init(targetPort: Int, droppingStartupParameter: String? = nil) throws {
+        droppedParameter = droppingStartupParameter
         let descriptor = try Self.socketBound(port: 0)
         var address = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -83,7 +90,7 @@ final class BlackHoleProxy: Sendable {
                 }
             }
             Thread { [self] in
-                pump(from: client, to: server)
+                if droppedParameter == nil || forwardStartup(from: client, to: server) { pump(from: client, to: server) }
                 finish()
             }.start()
             Thread { [self] in
@@ -112,6 +119,38 @@ final class BlackHoleProxy: Sendable {
             }
         }
         shutdown(target, Int32(SHUT_WR))
+    }
+
+    /// Reads the client's PostgreSQL startup message (a length, the protocol version, then
+    /// `name\0value\0` pairs and a closing `\0`) and sends it on without the dropped
+    /// parameter; `false` when the message could not be read or sent.
+    private func forwardStartup(from source: Int32, to target: Int32) -> Bool {
+        guard let head = readExactly(source, count: 4) else { return false }
+        let length = head.reduce(0) { $0 << 8 | Int($1) }
+        guard length >= 8, length <= 10_000, let rest = readExactly(source, count: length - 4) else { return false }
+        var fields = rest.dropFirst(4).split(separator: 0, omittingEmptySubsequences: false).map(Array.init)
+        guard fields.count >= 2 else { return false }
+        fields.removeLast(2)  // the closing zero byte makes two empty fields
+        var kept: [UInt8] = Array(rest.prefix(4))
+        for index in stride(from: 0, to: fields.count - 1, by: 2) where fields[index] != Array((droppedParameter ?? "").utf8) {
+            kept += fields[index] + [0] + fields[index + 1] + [0]
+        }
+        kept.append(0)
+        let total = kept.count + 4
+        let message = [UInt8(total >> 24 & 0xFF), UInt8(total >> 16 & 0xFF), UInt8(total >> 8 & 0xFF), UInt8(total & 0xFF)] + kept
+        return message.withUnsafeBytes { write(target, $0.baseAddress, $0.count) } == message.count
+    }
+
+    /// Exactly `count` bytes from `source`, or `nil` when it ends before.
+    private func readExactly(_ source: Int32, count: Int) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let got = bytes.withUnsafeMutableBytes { read(source, $0.baseAddress! + filled, count - filled) }
+            guard got > 0 else { return nil }
+            filled += got
+        }
+        return bytes
     }
 
     /// `127.0.0.1:port`.

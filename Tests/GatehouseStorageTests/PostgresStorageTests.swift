@@ -584,6 +584,43 @@ import Testing
         }
     }
 
+    @Test(
+        "a pooler that drops the statement_timeout startup parameter is named at start, with the setting the connections have and the one the role needs; a direct connection is not"
+    )
+    func droppedStatementTimeoutIsNamed() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        var components = try #require(URLComponents(string: url))
+        let proxy = try BlackHoleProxy(targetPort: try #require(components.port), droppingStartupParameter: "statement_timeout")
+        defer { proxy.close() }
+        components.port = proxy.port
+        for (target, throughPooler) in [(url, false), (try #require(components.string), true)] {
+            let records = LogRecords()
+            let store = try PostgresStorage(
+                url: target, maximumConnections: 1, operationTimeout: .seconds(20), logger: Logger(label: "probe") { _ in records.handler })
+            try await store.awaitReachable()
+            store.shutdown()
+            let warnings = records.messages.filter { $0.contains("statement_timeout") }
+            if throughPooler {
+                #expect(warnings.count == 1, "\(records.messages)")
+                #expect(warnings.first?.contains("db.statement_timeout=0 db.statement_timeout.expected=20000ms") == true, "\(warnings)")
+                #expect(warnings.first?.contains("ALTER ROLE … SET statement_timeout = '20000ms'") == true, "\(warnings)")
+            } else {
+                #expect(warnings.isEmpty, "\(warnings)")
+            }
+        }
+    }
+
+    @Test("time settings as SHOW gives them, in milliseconds; other forms are not read")
+    func shownTimeSettings() {
+        let cases: [(String, Int?)] = [
+            ("0", 0), ("250ms", 250), ("5s", 5000), ("1min", 60_000), ("2h", 7_200_000), ("1d", 86_400_000), ("5 s", nil), ("s", nil),
+            ("5x", nil), ("", nil), ("٥s", nil),
+        ]
+        for (shown, milliseconds) in cases {
+            #expect(PostgresStorage.settingMilliseconds(shown) == milliseconds, "\(shown)")
+        }
+    }
+
     @Test("TLS: verify-full with the server's CA connects over TLS; another CA, or a host name the certificate does not name, is refused")
     func tlsConnections() async throws {
         let cluster = try await PostgresCluster(tls: true)
