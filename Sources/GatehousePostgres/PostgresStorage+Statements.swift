@@ -61,18 +61,10 @@ extension PostgresStorage {
     /// server's `statement_timeout` (the operation timeout, set on every pooled connection), and
     /// its answer waits for it (`withinTimeout`'s gate).
     func write(_ statement: PostgresQuery) async throws -> [PostgresRow] {
-        let logger = self.logger
-        let client = self.client
-        let usage = self.usage
-        return try await retrying {
-            let gate = CommitGate()
-            return try await withinTimeout(gate: gate) {
-                try await usage.counting {
-                    try await client.withConnection { connection in
-                        guard gate.mayCommit() else { throw StorageError.unavailable }
-                        return try await connection.query(statement, logger: logger).collect()
-                    }
-                }
+        try await gated { client, gate, logger in
+            try await client.withConnection { connection in
+                guard gate.mayCommit() else { throw StorageError.unavailable }
+                return try await connection.query(statement, logger: logger).collect()
             }
         }
     }
@@ -104,25 +96,32 @@ extension PostgresStorage {
     /// `StorageError.unavailable` and never commits afterwards (`CommitGate`), so a `503`
     /// means nothing was written.
     func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws -> T {
+        let recorded = Outbox.entries
+        return try await gated { client, gate, logger in
+            try await client.withTransaction(logger: logger) { connection in
+                let result = try await body(connection, logger)
+                for entry in Outbox.keep(recorded, after: result) {
+                    try await connection.query(try Self.insertOutboxQuery(entry), logger: logger)
+                }
+                // Rolled back instead when the caller was answered meanwhile.
+                guard gate.mayCommit() else { throw StorageError.unavailable }
+                return result
+            }
+        }
+    }
+
+    /// What writes share: `body` given the pool, a fresh `CommitGate` for each attempt and the
+    /// store's logger, retried by `retrying`, within the operation timeout behind that gate,
+    /// counted in the pool's gauges.
+    private func gated<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresClient, CommitGate, Logger) async throws -> T
+    ) async throws -> T {
         let logger = self.logger
         let client = self.client
         let usage = self.usage
-        let recorded = Outbox.entries
         return try await retrying {
             let gate = CommitGate()
-            return try await withinTimeout(gate: gate) {
-                try await usage.counting {
-                    try await client.withTransaction(logger: logger) { connection in
-                        let result = try await body(connection, logger)
-                        for entry in Outbox.keep(recorded, after: result) {
-                            try await connection.query(try Self.insertOutboxQuery(entry), logger: logger)
-                        }
-                        // Rolled back instead when the caller was answered meanwhile.
-                        guard gate.mayCommit() else { throw StorageError.unavailable }
-                        return result
-                    }
-                }
-            }
+            return try await withinTimeout(gate: gate) { try await usage.counting { try await body(client, gate, logger) } }
         }
     }
 

@@ -197,6 +197,45 @@ import Testing
     }
 
     @Test(
+        "a single statement still waiting for a connection at the timeout is answered unavailable and never sent once one is free",
+        arguments: SingleWrite.all)
+    func timedOutStatementIsNeverSent(_ write: SingleWrite) async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let store = try PostgresStorage(url: url, maximumConnections: 1, operationTimeout: .seconds(2), logger: PostgresTestServer.quietLogger)
+        defer { store.shutdown() }
+        try await store.migrate()
+        try await store.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await store.insertServiceKey(ServiceKeyRecord(id: "sk_1", name: "n", secretHash: "h", scopes: ["admin"], createdAt: Fixtures.now))
+        try await store.insertSession(Fixtures.session("s", uid: "u1"))
+        try await store.insertTransaction(Fixtures.transaction())
+        let (answer, census) = try await PostgresTestServer.withSession(url) { connection in
+            // The census of sealed values (six timeouts: 12 s) holds the pool's one connection
+            // while it waits for the links table another session holds.
+            try await connection.query("BEGIN", logger: PostgresTestServer.quietLogger)
+            try await connection.query("LOCK TABLE provider_links IN ACCESS EXCLUSIVE MODE", logger: PostgresTestServer.quietLogger)
+            let census = Task { await Self.firstOf({ _ = try await store.sealingKeyUsage(now: Fixtures.now) }, orAfter: .seconds(30)) }
+            var waiting = 0
+            for _ in 0..<400 where waiting == 0 {
+                let rows = try await connection.query(
+                    "SELECT count(*)::int FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+                    logger: PostgresTestServer.quietLogger)
+                for try await count in rows.decode(Int.self) { waiting = count }
+                if waiting == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            #expect(waiting == 1, "the census holds the connection")
+            let answer = await Self.firstOf({ try await write.write(store) }, orAfter: .seconds(20))
+            // The connection is free again once the census has the table.
+            try await connection.query("COMMIT", logger: PostgresTestServer.quietLogger)
+            return (answer, await census.value)
+        }
+        #expect(answer == "unavailable", "answered before a connection was free")
+        #expect(census == "done")
+        try await store.ping(within: nil)
+        try await store.ping(within: nil)
+        #expect(try await !write.written(store), "answered unavailable, then sent once a connection was free")
+    }
+
+    @Test(
         "whole-table reads are bounded: two a caller can ask for run at a time (a third is unavailable at once), the census of sealed values besides them; each ends within six operation timeouts"
     )
     func scansAreBounded() async throws {
