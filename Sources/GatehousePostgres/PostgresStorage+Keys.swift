@@ -66,4 +66,15 @@ extension PostgresStorage {
         }
         return usage
     }
+    /// Whether any value `sealingKeyUsage` counts is stored (one row of each kind at most).
+    public func holdsSealedValues(now: Date) async throws -> Bool {
+        try await query(
+            """
+            SELECT EXISTS (SELECT 1 FROM provider_links) OR EXISTS (SELECT 1 FROM signing_keys)
+              OR EXISTS (SELECT 1 FROM pending_credentials WHERE expires_at > \(now))
+              OR EXISTS (SELECT 1 FROM refresh_tokens WHERE sealed_successor IS NOT NULL AND retry_until > \(now))
+              OR EXISTS (SELECT 1 FROM signin_results WHERE sealed_answer IS NOT NULL AND retry_until > \(now))
+            """, logger: logger
+        ).decode(Bool.self).first ?? false
+    }
 }

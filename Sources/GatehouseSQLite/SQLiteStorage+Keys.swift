@@ -82,4 +82,17 @@ extension SQLiteStorage {
             return usage
         }
     }
+    /// Whether any value `sealingKeyUsage` counts is stored (one row of each kind at most).
+    public func holdsSealedValues(now: Date) async throws -> Bool {
+        try await read { db in
+            try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM provider_links) OR EXISTS (SELECT 1 FROM signing_keys)
+                      OR EXISTS (SELECT 1 FROM pending_credentials WHERE expires_at > ?1)
+                      OR EXISTS (SELECT 1 FROM refresh_tokens WHERE sealed_successor IS NOT NULL AND retry_until > ?1)
+                      OR EXISTS (SELECT 1 FROM signin_results WHERE sealed_answer IS NOT NULL AND retry_until > ?1)
+                    """, arguments: [now]) ?? false
+        }
+    }
 }

@@ -31,9 +31,13 @@ import Testing
         let storage = try await backend.make()
         let legacy = try await TokenVault(keys: [configured]).seal(Data("t".utf8), context: "provider-tokens|github.com|1")
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1", tokens: legacy))
-        let vault = try TokenVault(keys: [configured], store: storage, reloadInterval: 0.1)
+        let counting = CountingKeyStore(storage)
+        let vault = try TokenVault(keys: [configured], store: counting, reloadInterval: 0.1)
+        try await vault.reload()
         try await vault.reload()
         #expect(try await storage.dataKeys().isEmpty)
+        // Each reread asks whether any sealed value is stored, not for the census of them all.
+        #expect(counting.censuses == 0)
         #expect(try await vault.seal(Data("x".utf8), context: "c").hasPrefix("v1.\(vault.currentKeyID)."))
 
         let report = try await EncryptionRotation(storage: storage, vault: vault, retryWindow: 0).run()
@@ -127,11 +131,14 @@ final class CountingKeyStore: DataKeyStore, @unchecked Sendable {
     private let base: any GatehouseStorage
     private let lock = NSLock()
     private var readCount = 0
+    private var censusCount = 0
     private var fail = false
 
     init(_ base: any GatehouseStorage) { self.base = base }
 
     var reads: Int { lock.withLock { readCount } }
+    /// How many times the census of sealed values (`sealingKeyUsage`) was read.
+    var censuses: Int { lock.withLock { censusCount } }
     var failing: Bool {
         get { lock.withLock { fail } }
         set { lock.withLock { fail = newValue } }
@@ -155,7 +162,11 @@ final class CountingKeyStore: DataKeyStore, @unchecked Sendable {
         try await base.replaceWrappedDataKey(id: id, expected: expected, with: wrapped)
     }
     func deleteDataKey(id: String) async throws -> Bool { try await base.deleteDataKey(id: id) }
-    func sealingKeyUsage(now: Date) async throws -> [String: Int] { try await base.sealingKeyUsage(now: now) }
+    func sealingKeyUsage(now: Date) async throws -> [String: Int] {
+        lock.withLock { censusCount += 1 }
+        return try await base.sealingKeyUsage(now: now)
+    }
+    func holdsSealedValues(now: Date) async throws -> Bool { try await base.holdsSealedValues(now: now) }
     func withLock<T: Sendable>(_ name: String, _ body: @Sendable () async throws -> T) async throws -> T {
         try await base.withLock(name, body)
     }

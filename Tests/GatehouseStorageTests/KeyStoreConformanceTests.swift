@@ -72,4 +72,31 @@ import Testing
         #expect(try await storage.sealingKeyUsage(now: Fixtures.now) == ["v2.d1": 2, "v1.k9": 1, "v2.d2": 1, "v2.d4": 2])
         #expect(try await storage.sealingKeyUsage(now: Fixtures.now.addingTimeInterval(10)) == ["v2.d1": 2, "v1.k9": 1, "v2.d2": 1])
     }
+
+    @Test(arguments: StorageBackend.all)
+    func holdsSealedValuesAnswersWhetherTheCensusCountsAny(_ backend: StorageBackend) async throws {
+        // The kinds that exist without an account (a pending credential or a refresh token
+        // belongs to an account, which has a link): each alone.
+        let empty = try await backend.make()
+        #expect(try await !empty.holdsSealedValues(now: Fixtures.now))
+        let linked = try await backend.make()
+        try await linked.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1", tokens: "v1.k.a"))
+        #expect(try await linked.holdsSealedValues(now: Fixtures.now))
+        let signing = try await backend.make()
+        try await signing.insertSigningKey(SigningKeyRecord(kid: "s", sealedPrivateKey: "v1.k.b", createdAt: Fixtures.now))
+        #expect(try await signing.holdsSealedValues(now: Fixtures.now))
+        // A result's answer kept for its retry window counts while the window lasts.
+        let results = try await backend.make()
+        try await results.insertResult(idHash: "res", payload: Data("x".utf8), expiresAt: Fixtures.now.addingTimeInterval(60))
+        #expect(try await !results.holdsSealedValues(now: Fixtures.now))
+        let redemption = ResultRedemption(refreshToken: nil, sealedAnswer: "v2.d.f", retryUntil: Fixtures.now.addingTimeInterval(10))
+        #expect(try await results.takeResult(idHash: "res", now: Fixtures.now, redemption: redemption))
+        #expect(try await results.holdsSealedValues(now: Fixtures.now))
+        #expect(try await !results.holdsSealedValues(now: Fixtures.now.addingTimeInterval(10)))
+        for storage in [empty, linked, signing, results] {
+            for now in [Fixtures.now, Fixtures.now.addingTimeInterval(10)] {
+                #expect(try await storage.holdsSealedValues(now: now) == !storage.sealingKeyUsage(now: now).isEmpty)
+            }
+        }
+    }
 }

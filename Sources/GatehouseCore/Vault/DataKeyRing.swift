@@ -88,7 +88,7 @@ final class DataKeyRing: Sendable {
         if records.isEmpty {
             let (configured, now) = (self.configured, clock.now())
             records = try await store.withLock("data-key-bootstrap") {
-                guard try await store.dataKeys().isEmpty, try await store.sealingKeyUsage(now: now).isEmpty else {
+                guard try await store.dataKeys().isEmpty, try await !store.holdsSealedValues(now: now) else {
                     return try await store.dataKeys()
                 }
                 try await store.insertDataKey(try configured.newDataKey(at: now))

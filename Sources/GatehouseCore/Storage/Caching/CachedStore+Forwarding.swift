@@ -105,6 +105,7 @@ extension CachedStore {
 
     /// What each key seals.
     public func sealingKeyUsage(now: Date) async throws -> [String: Int] { try await base.sealingKeyUsage(now: now) }
+    public func holdsSealedValues(now: Date) async throws -> Bool { try await base.holdsSealedValues(now: now) }
 
     /// Runs `body` under a lock of the store.
     public func withLock<T: Sendable>(_ name: String, _ body: @Sendable () async throws -> T) async throws -> T {

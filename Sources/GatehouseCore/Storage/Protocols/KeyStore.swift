@@ -20,4 +20,8 @@ public protocol KeyStore: Sendable {
     /// unexpired pending credentials and what retry windows keep — by label: the sealed value's first two dot-separated
     /// parts (`v1.<configured key id>` or `v2.<data key id>`).
     func sealingKeyUsage(now: Date) async throws -> [String: Int]
+    /// Whether any sealed value `sealingKeyUsage` counts is stored: at most a row of each
+    /// kind read, where the census reads them all (the data-key bootstrap asks on every
+    /// reread of a ring that has no data key).
+    func holdsSealedValues(now: Date) async throws -> Bool
 }
