@@ -46,9 +46,10 @@ extension PostgresStorage {
     public func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool)
         async throws
     {
-        var check: (@Sendable (PostgresConnection, Logger) async throws -> Void)?
-        if exclusiveEmail, let email = link.verifiedEmail {
-            check = { connection, logger in try await Self.requireEmailFree(email, besides: link.uid, else: .conflict, connection, logger) }
+        let email = exclusiveEmail ? link.verifiedEmail : nil
+        let check: @Sendable (PostgresConnection, Logger) async throws -> Void = { connection, logger in
+            try await Self.requireEnabled(link.uid, connection, logger)
+            try await Self.requireEmailFree(email, besides: link.uid, else: .conflict, connection, logger)
         }
         do {
             try await withPendingConsumed(consumingPending, try Self.insertQuery(link), replacingClaims: replacingClaims, uid: link.uid, first: check)
@@ -159,6 +160,7 @@ extension PostgresStorage {
         link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool, keepingTokens: Bool
     ) async throws {
         try await transaction { connection, logger in
+            try await Self.requireEnabled(link.uid, connection, logger)
             let rule = try Self.emailRule(link, exclusive: exclusiveEmail, keepingTokens: keepingTokens)
             let update = try Self.updateQuery(link, keepingTokens: keepingTokens)
             guard try await Self.updating(update, under: rule, connection, logger) else { throw StorageError.linkGone }
@@ -174,7 +176,16 @@ extension PostgresStorage {
     ) async throws {
         try await withPendingConsumed(
             consumingPending, try Self.updateQuery(link, keepingTokens: keepingTokens), replacingClaims: replacingClaims, uid: link.uid,
-            unlessNoRow: .linkGone, rule: try Self.emailRule(link, exclusive: exclusiveEmail, keepingTokens: keepingTokens))
+            unlessNoRow: .linkGone, first: { connection, logger in try await Self.requireEnabled(link.uid, connection, logger) },
+            rule: try Self.emailRule(link, exclusive: exclusiveEmail, keepingTokens: keepingTokens))
+    }
+    /// Throws `StorageError.accountDisabled` when the account `uid` is disabled (a missing
+    /// account is left to the write's own check). The row is locked as for an update, which
+    /// the sign-in's write may make of it (its last sign-in, its claims): a disable waits for
+    /// the write, or the write sees it; no lock is taken that the write would have to upgrade.
+    static func requireEnabled(_ uid: String, _ connection: PostgresConnection, _ logger: Logger) async throws {
+        let rows = try await connection.query("SELECT disabled FROM accounts WHERE uid = \(uid) FOR NO KEY UPDATE", logger: logger)
+        for try await disabled in rows.decode(Bool.self) where disabled { throw StorageError.accountDisabled }
     }
     /// Replaces an account's custom claims.
     public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool {

@@ -44,6 +44,7 @@ extension SQLiteStorage {
         link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool, keepingTokens: Bool
     ) async throws {
         try await write { db in
+            try Self.requireEnabled(link.uid, db)
             if exclusiveEmail { try Self.requireEmailFree(link.verifiedEmail, newTo: link, db) }
             try Self.update(link, keepingTokens: keepingTokens, db)
             try db.cachedStatement(sql: "UPDATE accounts SET last_sign_in_at = ? WHERE uid = ?").execute(arguments: [date, link.uid])
@@ -55,6 +56,7 @@ extension SQLiteStorage {
         _ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool, keepingTokens: Bool
     ) async throws {
         try await write { db in
+            try Self.requireEnabled(link.uid, db)
             if exclusiveEmail { try Self.requireEmailFree(link.verifiedEmail, newTo: link, db) }
             try Self.update(link, keepingTokens: keepingTokens, db)
             try Self.deletePending(consumingPending, db)
@@ -95,12 +97,19 @@ extension SQLiteStorage {
     {
         try await conflicting {
             try await write { db in
+                try Self.requireEnabled(link.uid, db)
                 if exclusiveEmail { try Self.requireEmailFree(link.verifiedEmail, besides: link.uid, else: .conflict, db) }
                 try Self.insert(link, db)
                 try Self.deletePending(consumingPending, db)
                 try Self.replaceClaims(replacingClaims, uid: link.uid, db)
             }
         }
+    }
+    /// Throws `StorageError.accountDisabled` when the account `uid` is disabled (a missing
+    /// account is left to the write's own check).
+    static func requireEnabled(_ uid: String, _ db: Database) throws {
+        let disabled = try Bool.fetchOne(db.cachedStatement(sql: "SELECT disabled FROM accounts WHERE uid = ?"), arguments: [uid])
+        if disabled == true { throw StorageError.accountDisabled }
     }
     /// `requireEmailFree` for an update of `link`: `StorageError.changedMeanwhile`.
     static func requireEmailFree(_ email: String?, newTo link: ProviderLinkRecord, _ db: Database) throws {

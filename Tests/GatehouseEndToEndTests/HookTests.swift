@@ -472,17 +472,18 @@ struct HookTests {
     }
 
     @Test(
-        "an account disabled while its before-sign-in hook is asked gets no session: the sign-in answers 403 user-disabled, and enabling it brings none back"
+        "an account disabled while its before-sign-in hook is asked gets nothing of the sign-in or a link: 403 user-disabled, the hook's claims and the new identity not stored, and enabling it brings no session back"
     )
     func disabledDuringTheHook() async throws {
         try await withDeployment(hooks: Self.sampleApp(timeout: 10)) { deployment in
             var first = Browser(deployment)
             let signedIn = try jsonObject(try await first.complete(login: "private-pat"))
             let uid = try #require((signedIn["user"] as? [String: Any])?["uid"] as? String)
-            let key = try await ProviderAPITests.key(deployment, ["admin", "admin:users"])
-            // The hook allows, when the test releases it; once it has the call, an operator
-            // disables the account.
-            let signingIn = try await Self.signInHeldAtHook(deployment, login: "private-pat", answer: #"{"decision":"allow"}"#)
+            let key = try await ProviderAPITests.key(deployment, ["admin", "admin:users", "profile:read"])
+            // The hook allows with claims, when the test releases it; once it has the call, an
+            // operator disables the account.
+            let signingIn = try await Self.signInHeldAtHook(
+                deployment, login: "private-pat", answer: #"{"decision":"allow","customClaims":{"plan":"from-hook"}}"#)
             let disabled = try await AdminRoutesTests.call(deployment, "/v1/users/\(uid)/disable", key: key, method: "POST")
             #expect(disabled.status == 200 || disabled.status == 204, "\(disabled.bodyText)")
             _ = try await deployment.control("faults/release", "{}")
@@ -493,6 +494,24 @@ struct HookTests {
             #expect(enabled.status == 200 || enabled.status == 204)
             let sessions = try jsonObject(try await AdminRoutesTests.call(deployment, "/v1/admin/users/\(uid)/sessions", key: key))["sessions"]
             #expect((sessions as? [Any])?.count == 0, "no session from before the disable, none from during it: \(String(describing: sessions))")
+            let afterSignIn = try jsonObject(try await ProviderAPITests.call(deployment, "/v1/users/\(uid)", key: key))
+            #expect((afterSignIn["customClaims"] as? [String: Any])?["plan"] == nil, "the hook's claims were stored: \(afterSignIn)")
+
+            // A link the account's session asks for, disabled the same way while its hook waits.
+            var owner = Browser(deployment)
+            #expect(try await owner.complete(login: "private-pat").status == 200)
+            let linking = owner
+            let link = try await deployment.holdingHook("POST /sample-app/hooks/before-sign-in", milliseconds: 9000) {
+                var browser = linking
+                return try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link")
+            }
+            let disabledAgain = try await AdminRoutesTests.call(deployment, "/v1/users/\(uid)/disable", key: key, method: "POST")
+            #expect(disabledAgain.status == 200 || disabledAgain.status == 204, "\(disabledAgain.bodyText)")
+            _ = try await deployment.control("faults/release", "{}")
+            let linked = try await link.value
+            #expect(linked.status == 403, "\(linked.bodyText)")
+            #expect(try jsonObject(linked)["code"] as? String == "user-disabled")
+            #expect(try account(try await ProviderAPITests.call(deployment, "/v1/users/\(uid)", key: key)) == (uid, ["github.com"]))
         }
     }
 

@@ -279,6 +279,41 @@ import Testing
         #expect(try await storage.setDisabled(uid: "nobody", disabled: true) == .notFound)
     }
 
+    @Test(
+        "a sign-in's writes to a disabled account (a returning identity, a link renewed, a link added) are accountDisabled and write nothing",
+        arguments: StorageBackend.all)
+    func signInWritesRefuseADisabledAccount(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await storage.insertPendingCredential(Fixtures.pending("p1", target: "u1"))
+        #expect(try await storage.setDisabled(uid: "u1", disabled: true) == .changed)
+        let claims = ClaimsReplacement(stored: Data(#"{"plan":"from-hook"}"#.utf8))
+        var renewed = Fixtures.link("u1", federatedId: "1", at: Fixtures.now.addingTimeInterval(60), tokens: "v1.k.renewed")
+        renewed.profileJSON = Data(#"{"renewed":true}"#.utf8)
+        await #expect(throws: StorageError.accountDisabled) {
+            try await storage.recordSignIn(
+                link: renewed, at: Fixtures.now.addingTimeInterval(60), replacingClaims: claims, exclusiveEmail: true, keepingTokens: false)
+        }
+        await #expect(throws: StorageError.accountDisabled) {
+            try await storage.updateLink(renewed, consumingPending: "p1", replacingClaims: claims, exclusiveEmail: true, keepingTokens: false)
+        }
+        await #expect(throws: StorageError.accountDisabled) {
+            try await storage.addLink(
+                Fixtures.link("u1", provider: "oidc.x", federatedId: "2"), consumingPending: nil, replacingClaims: nil, exclusiveEmail: false)
+        }
+        let account = try #require(try await storage.account(uid: "u1"))
+        #expect(account.customClaims == nil && account.lastSignInAt == Fixtures.now)
+        #expect(try await storage.links(uid: "u1").map(\.sealedTokens) == ["v1.k.sealed"])
+        #expect(try await storage.pendingCredential(tokenHash: "p1", now: Fixtures.now) != nil)
+        // Enabled again, the same writes go through.
+        #expect(try await storage.setDisabled(uid: "u1", disabled: false) == .changed)
+        try await storage.recordSignIn(
+            link: renewed, at: Fixtures.now.addingTimeInterval(60), replacingClaims: claims, exclusiveEmail: true, keepingTokens: false)
+        try await storage.addLink(
+            Fixtures.link("u1", provider: "oidc.x", federatedId: "2"), consumingPending: "p1", replacingClaims: nil, exclusiveEmail: false)
+        #expect(try await storage.links(uid: "u1").map(\.sealedTokens) == ["v1.k.renewed", "v1.k.sealed"])
+    }
+
     @Test("a flag set to the value it has records none of the write's webhook events", arguments: StorageBackend.all)
     func unchangedFlagRecordsNoEvent(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()

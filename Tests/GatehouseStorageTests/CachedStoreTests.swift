@@ -45,8 +45,8 @@ import Testing
             case .family(let family): #expect(try await cached.session(familyId: family, now: Fixtures.now) != nil)
             }
             // Behind its back: had account and links not come with the session, these reads would see it.
-            #expect(try await base.setDisabled(uid: "u1", disabled: true) == .changed)
             try await base.addLink(Fixtures.link("u1", provider: "oidc.y", federatedId: "y1"))
+            #expect(try await base.setDisabled(uid: "u1", disabled: true) == .changed)
             #expect(try await cached.account(uid: "u1")?.disabled == false, "\(key)")
             #expect(try await cached.links(uid: "u1").map(\.providerId) == ["github.com", "oidc.x"], "\(key)")
             let together = try #require(try await cached.signedIn(key, now: Fixtures.now))

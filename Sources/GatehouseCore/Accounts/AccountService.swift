@@ -276,7 +276,7 @@ public struct AccountService: Sendable {
                     uid: uid, providerId: profile.providerId, claimsChanged: replacing != nil, profileChanged: profileChanged,
                     restoring: replacesGrant ? before : nil, at: now)
                 do {
-                    try await events.recording(recorded) {
+                    try await refusingDisabled(recorded) {
                         try await storage.updateLink(
                             existing, consumingPending: consumingPending, replacingClaims: replacing, exclusiveEmail: oneAccountPerEmail,
                             keepingTokens: !replacesGrant)
@@ -311,7 +311,7 @@ public struct AccountService: Sendable {
             var recorded = [WebhookEvent.account(.providerLinked, uid: uid, at: now, ["providerId": .string(profile.providerId)])]
             if replacing != nil { recorded.append(.account(.accountUpdated, uid: uid, at: now, ["changes": .array([.string("customClaims")])])) }
             do {
-                try await events.recording(recorded) {
+                try await refusingDisabled(recorded) {
                     try await storage.addLink(
                         link, consumingPending: consumingPending, replacingClaims: replacing, exclusiveEmail: oneAccountPerEmail)
                 }
@@ -365,6 +365,16 @@ public struct AccountService: Sendable {
         }
     }
 
+    /// A sign-in's write with its events: an account disabled since it was read (while the
+    /// hook was asked) is `user-disabled`, and the store wrote nothing.
+    private func refusingDisabled(_ recorded: [WebhookEvent], _ write: () async throws -> Void) async throws {
+        do {
+            try await events.recording(recorded, write)
+        } catch StorageError.accountDisabled {
+            throw GatehouseError.userDisabled()
+        }
+    }
+
     /// `refreshLink`, from one reading of the account.
     private func refreshLinkOnce(
         _ link: ProviderLinkRecord, profile: ProviderProfile, tokens: ProviderTokens, at now: Date, mode: SignInMode, origin: SignInOrigin
@@ -394,7 +404,7 @@ public struct AccountService: Sendable {
         let recorded = await updateEvents(
             uid: account.uid, providerId: profile.providerId, claimsChanged: replacing != nil, profileChanged: profileChanged,
             restoring: keepingTokens ? nil : previous, at: now)
-        try await events.recording(recorded) {
+        try await refusingDisabled(recorded) {
             try await storage.recordSignIn(
                 link: link, at: now, replacingClaims: replacing, exclusiveEmail: oneAccountPerEmail, keepingTokens: keepingTokens)
         }

@@ -234,6 +234,10 @@ public enum StorageError: Error, Sendable, Equatable {
     /// A write to a link found no such link: it was unlinked, or its account deleted, since
     /// it was read. Nothing was committed.
     case linkGone
+    /// A sign-in's write (a returning identity's sign-in, a link added or renewed) found its
+    /// account disabled since it was read (an operator disabled it while a hook was asked).
+    /// Nothing was committed.
+    case accountDisabled
     /// A write that consumes a pending credential found it gone: another claim took it (or
     /// the purge did, once expired). Nothing was committed.
     case pendingGone

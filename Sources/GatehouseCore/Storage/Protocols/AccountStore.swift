@@ -24,6 +24,8 @@ public protocol AccountStore: Sendable {
     /// With `keepingTokens`, the link's stored tokens stay as they are and `link.sealedTokens`
     /// is not written: a sign-in that brings no grant (an ID token) must not write back the
     /// grant it read, which a token refresh or an encryption rotation may have replaced since.
+    /// A disabled account is `StorageError.accountDisabled`, nothing written (decided in the
+    /// transaction: an account disabled while the sign-in's hook was asked gets nothing of it).
     func recordSignIn(link: ProviderLinkRecord, at date: Date, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool, keepingTokens: Bool)
         async throws
     /// Replaces a link's profile snapshot and tokens (its profile only, with `keepingTokens`,
@@ -31,7 +33,8 @@ public protocol AccountStore: Sendable {
     /// hash `consumingPending` (`StorageError.pendingGone`, nothing written, when it is not
     /// there: another claim took it) and replaces the account's custom claims, each when given;
     /// `StorageError.linkGone` when `link.uid` no longer holds the identity; with
-    /// `exclusiveEmail`, `StorageError.changedMeanwhile` as for `recordSignIn`.
+    /// `exclusiveEmail`, `StorageError.changedMeanwhile`, and for a disabled account
+    /// `StorageError.accountDisabled`, as for `recordSignIn`.
     func updateLink(
         _ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool, keepingTokens: Bool
     ) async throws
@@ -46,7 +49,8 @@ public protocol AccountStore: Sendable {
     /// as for `updateLink`) and replaces the account's custom claims, each when given; `StorageError.conflict` when the identity is linked anywhere already, the
     /// account already has a link to that provider, the account is gone (deleted since it was
     /// read) or, with `exclusiveEmail`, another account's link holds the link's verified email
-    /// (decided inside the transaction, as for `createAccount`).
+    /// (decided inside the transaction, as for `createAccount`); a disabled account is
+    /// `StorageError.accountDisabled`, as for `recordSignIn`.
     func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws
     /// Removes the account's link to a provider unless it is the last one (decided inside
     /// the transaction, so two concurrent unlinks cannot leave an account with none).
