@@ -342,6 +342,9 @@ struct HookTests {
                 "given_name", "family_name", "middle_name", "nickname", "preferred_username", "profile", "website", "gender", "birthdate",
                 "zoneinfo", "locale", "phone_number", "phone_number_verified", "address", "updated_at", "act", "may_act", "scope", "client_id",
                 "Preferred_Username",
+                // OpenID Connect's aggregated and distributed claims: a relying party fetches
+                // claims from their sources and trusts them as the issuer's.
+                "_claim_names", "_claim_sources", "_Claim_Sources",
             ]
             // Every claim the gateway mints is among them.
             #expect(Set(try Self.claims(idToken).keys).isSubset(of: Set(reserved)))

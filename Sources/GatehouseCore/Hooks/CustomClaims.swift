@@ -13,7 +13,9 @@ public struct CustomClaims: Sendable, Equatable {
     public static let maximumDepth = 8
 
     /// Names no custom claim may have: the registered JWT claims (RFC 7519), the OpenID Connect
-    /// ID token's and standard claims (Core §2, §5.1), RFC 8693's delegation and scope claims,
+    /// ID token's and standard claims (Core §2, §5.1), the names of its aggregated and
+    /// distributed claims (§5.6.2: `_claim_names`, `_claim_sources`, whose sources a relying party
+    /// may fetch claims from and trust as the issuer's), RFC 8693's delegation and scope claims,
     /// every claim the gateway mints itself (names beginning with `gatehouse` are refused as
     /// well), and the names Firebase's ID tokens and SDKs give the issuer's word (`firebase`,
     /// `user_id`, and `uid`, which its Admin SDK sets from `sub`): code ported from Firebase reads
@@ -24,8 +26,8 @@ public struct CustomClaims: Sendable, Equatable {
         "iss", "sub", "aud", "exp", "iat", "nbf", "jti", "auth_time", "nonce", "acr", "amr", "azp", "at_hash", "c_hash", "sid", "cnf",
         "email", "email_verified", "name", "picture", "identities", "sign_in_provider",
         "given_name", "family_name", "middle_name", "nickname", "preferred_username", "profile", "website", "gender", "birthdate",
-        "zoneinfo", "locale", "phone_number", "phone_number_verified", "address", "updated_at", "act", "may_act", "scope", "client_id",
-        "firebase", "user_id", "uid",
+        "zoneinfo", "locale", "phone_number", "phone_number_verified", "address", "updated_at", "_claim_names", "_claim_sources", "act",
+        "may_act", "scope", "client_id", "firebase", "user_id", "uid",
     ]
 
     /// The largest integer a JSON number is sure to keep (2^53 - 1, JavaScript's
