@@ -122,6 +122,13 @@ struct ConfigurationFileTests {
         // A breaker open for longer than a day is a provider switched off, not a pause.
         let (openStatus, openOutput) = try await Self.run(["config", "show"], environment: ["GATEHOUSE_BREAKER_OPEN_SECONDS": "1e30"])
         #expect(openStatus != 0 && openOutput.contains("GATEHOUSE_BREAKER_OPEN_SECONDS must be a number of seconds 1–86400"), "\(openOutput)")
+        // Durations without a natural ceiling stop at a century: longer ones overflowed the
+        // dates the retention jobs hand PostgreSQL and stopped the process.
+        for name in ["GATEHOUSE_WEBHOOK_RETENTION", "GATEHOUSE_AUDIT_RETENTION", "GATEHOUSE_STALE_IF_ERROR", "GATEHOUSE_PROFILE_CACHE_TTL"] {
+            let (status, output) = try await Self.run(["config", "show"], environment: [name: "1e13"])
+            #expect(status != 0 && output.contains("\(name) must be a number of seconds ≥ "), "\(name): \(output)")
+            #expect(output.contains("(up to 100 years)"), "\(name): \(output)")
+        }
         // Every refresh counts a session's spent tokens up to the limit: it has a ceiling.
         for limit in ["9223372036854775807", "1000001"] {
             let (status, output) = try await Self.run(["config", "show"], environment: ["GATEHOUSE_SESSION_REFRESH_LIMIT": limit])

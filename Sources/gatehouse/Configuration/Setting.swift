@@ -104,6 +104,11 @@ enum SettingKind: Sendable {
     /// Comma-separated base64 keys; never printed.
     case keys
 
+    /// The longest duration a setting of seconds accepts: a hundred years of 365 days, "never"
+    /// for each. Longer ones would overflow where the gateway turns them into dates and
+    /// durations (PostgreSQL's microseconds, Swift's `Duration`) and stop the process.
+    static let longestSeconds = 3_153_600_000.0
+
     /// Whether values of this kind are redacted.
     var isSecret: Bool {
         switch self {
@@ -124,8 +129,9 @@ enum SettingKind: Sendable {
         case .address: "`host:port` or `off`"
         case .flag: "`true` / `false`"
         case .seconds(let range):
-            range.upperBound == .greatestFiniteMagnitude
-                ? "seconds ≥ \(Self.number(range.lowerBound))" : "seconds \(Self.number(range.lowerBound))–\(Self.number(range.upperBound))"
+            range.upperBound == Self.longestSeconds
+                ? "seconds ≥ \(Self.number(range.lowerBound)) (up to 100 years)"
+                : "seconds \(Self.number(range.lowerBound))–\(Self.number(range.upperBound))"
         case .count(let minimum, let maximum): maximum == .max ? "whole number ≥ \(minimum)" : "whole number \(minimum)–\(maximum)"
         case .list: "comma-separated list"
         case .choice(let words): words.map { "`\($0)`" }.joined(separator: " / ")

@@ -106,27 +106,27 @@ enum SettingsCatalog {
 
     private static let caches: [Setting] = [
         Setting(
-            "GATEHOUSE_PROFILE_CACHE_TTL", .seconds(0 ... .greatestFiniteMagnitude), default: "60",
+            "GATEHOUSE_PROFILE_CACHE_TTL", .seconds(0...SettingKind.longestSeconds), default: "60",
             "seconds live profiles and photos are reused (`0`: off)"),
         Setting(
-            "GATEHOUSE_ACCOUNT_CACHE_TTL", .seconds(0 ... .greatestFiniteMagnitude), default: "60",
+            "GATEHOUSE_ACCOUNT_CACHE_TTL", .seconds(0...SettingKind.longestSeconds), default: "60",
             "seconds an account, its links and sessions may be answered from memory (`0`: off); writes drop them everywhere"),
         Setting("GATEHOUSE_ACCOUNT_CACHE_SIZE", .count(minimum: 0), default: "10000", "accounts held in memory at most"),
         Setting(
-            "GATEHOUSE_SERVICE_KEY_CACHE_TTL", .seconds(0 ... .greatestFiniteMagnitude), default: "5",
+            "GATEHOUSE_SERVICE_KEY_CACHE_TTL", .seconds(0...SettingKind.longestSeconds), default: "5",
             "seconds a service key read from the store is trusted (a revocation's delay where no change feed tells it: SQLite, or PostgreSQL's feed down)"
         ),
         Setting(
-            "GATEHOUSE_TOKEN_CACHE_TTL", .seconds(0 ... .greatestFiniteMagnitude), default: "30",
+            "GATEHOUSE_TOKEN_CACHE_TTL", .seconds(0...SettingKind.longestSeconds), default: "30",
             "seconds a provider token set stays decrypted in memory after use"),
         Setting(
             "GATEHOUSE_PHOTO_CACHE_BYTES", .count(minimum: 0), default: "33554432",
             "the photo cache's budget in bytes (a photo counts the buffer holding it: its size rounded up to a power of two)"),
         Setting(
-            "GATEHOUSE_PHOTO_FAILURE_SECONDS", .seconds(0 ... .greatestFiniteMagnitude), default: "60",
+            "GATEHOUSE_PHOTO_FAILURE_SECONDS", .seconds(0...SettingKind.longestSeconds), default: "60",
             "how long a failed photo source is answered `502 photo-unavailable` without a call"),
         Setting(
-            "GATEHOUSE_STALE_IF_ERROR", .seconds(0 ... .greatestFiniteMagnitude), default: "3600",
+            "GATEHOUSE_STALE_IF_ERROR", .seconds(0...SettingKind.longestSeconds), default: "3600",
             "seconds past its lifetime a cached profile or photo may be served, marked stale, while its provider fails"),
     ]
 
@@ -146,7 +146,7 @@ enum SettingsCatalog {
         Setting("GATEHOUSE_ONE_ACCOUNT_PER_EMAIL", .flag, default: "true", "one account per verified email"),
         Setting("GATEHOUSE_SIGN_IN_METHODS_LOOKUP", .flag, default: "false", "enables `GET /v1/auth/methods`"),
         Setting(
-            "GATEHOUSE_RECENT_LOGIN_SECONDS", .seconds(1 ... .greatestFiniteMagnitude), default: "300",
+            "GATEHOUSE_RECENT_LOGIN_SECONDS", .seconds(1...SettingKind.longestSeconds), default: "300",
             "how recent a sign-in link, unlink, delete, opening the console and its changes need"),
         Setting(
             "GATEHOUSE_REQUIRE_RESULT_BINDING", .flag, default: "true",
@@ -228,7 +228,7 @@ enum SettingsCatalog {
             "GATEHOUSE_WEBHOOK_TIMEOUT", .seconds(1...60), default: "10",
             "seconds one delivery may take; an instance's claim on an event lasts 5 s longer, then another instance may deliver it"),
         Setting(
-            "GATEHOUSE_WEBHOOK_RETENTION", .seconds(60 ... .greatestFiniteMagnitude), default: "259200",
+            "GATEHOUSE_WEBHOOK_RETENTION", .seconds(60...SettingKind.longestSeconds), default: "259200",
             "seconds an undelivered event is kept (then dropped, counted and logged)"),
     ]
 
@@ -246,7 +246,7 @@ enum SettingsCatalog {
             "GATEHOUSE_API_DOCS_FILE", .path,
             "an HTML page served at `/docs`: the API reference `scripts/api-docs` renders from `OpenAPI/openapi.yaml`; unset: `/docs` is not served"),
         Setting(
-            "GATEHOUSE_AUDIT_RETENTION", .seconds(3600 ... .greatestFiniteMagnitude), default: "7776000",
+            "GATEHOUSE_AUDIT_RETENTION", .seconds(3600...SettingKind.longestSeconds), default: "7776000",
             "seconds stored audit events (the activity listing) are kept; the log lines are the operator's to keep"),
     ]
 
