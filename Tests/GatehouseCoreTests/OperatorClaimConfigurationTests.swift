@@ -34,6 +34,19 @@ import Testing
         #expect(refused?.detail.contains("add https://gw.example/admin/") == true, "\(String(describing: refused))")
     }
 
+    @Test("operators named by email need one account per verified email: without it the start stops; operators named by uid do not")
+    func emailOperatorsNeedOneAccountPerEmail() throws {
+        var shared = configuration(operatorClaim: nil, console: ConsoleConfiguration(operators: ["u1", "ops@example.com"]))
+        shared.oneAccountPerEmail = false
+        let refused = #expect(throws: GatehouseError.self) { try shared.validate() }
+        #expect(refused?.detail.contains("ops@example.com") == true && refused?.detail.contains("GATEHOUSE_ONE_ACCOUNT_PER_EMAIL") == true)
+        shared.console = ConsoleConfiguration(operators: ["u1"], operatorClaim: "staff")
+        try shared.validate()
+        shared.oneAccountPerEmail = true
+        shared.console = ConsoleConfiguration(operators: ["u1", "ops@example.com"])
+        try shared.validate()
+    }
+
     @Test("a reserved claim name, which no account can carry, stops the start")
     func reservedNameRefused() throws {
         for name in ["email", "sub", "Gatehouse_admin", "scope"] {

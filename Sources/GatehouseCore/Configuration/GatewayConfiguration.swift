@@ -295,6 +295,13 @@ public struct GatewayConfiguration: Sendable {
             throw GatehouseError.invalidArgument(
                 "GATEHOUSE_SESSION_REFRESH_LIMIT is a whole number from 1 to \(Self.maximumSessionRefreshLimit)")
         }
+        // An operator named by address is whichever account a provider vouches for it: only
+        // the rule of one account per verified address makes that one account.
+        if let console, !oneAccountPerEmail, let named = console.operators.first(where: { $0.contains("@") }) {
+            throw GatehouseError.invalidArgument(
+                "GATEHOUSE_ADMINS names an operator by email (\(named)), which needs GATEHOUSE_ONE_ACCOUNT_PER_EMAIL=true: without it every account a provider verifies that address for would be an operator; name operators by uid"
+            )
+        }
         // The console signs operators in with `return_to=<public URL>/admin/`: an allow-list that
         // does not admit it would refuse each of the console's sign-in links.
         let consoleReturn = publicURL + "/admin/"
