@@ -150,6 +150,46 @@ import Testing
             ProfileService.photoCandidates(links, order: ["microsoft.com", "oidc.a", "apple.com"]).map(\.providerId)
                 == ["microsoft.com", "oidc.a", "github.com", "yahoo.com"])
     }
+
+    @Test(
+        "a host's breaker learns nothing from a caller's stalled upload (its 408): it neither clears the count of failures nor closes after a probe"
+    )
+    func stalledUploadsSayNothingOfTheHost() async throws {
+        let clock = StoppedClock(at: start)
+        let hosts = HostBreakers(settings: CircuitBreakerSettings(failureThreshold: 2, openDuration: 30), clock: clock)
+        let url = "https://api.example"
+        func call(_ error: GatehouseError?) async throws {
+            let refused = { (_: String, _: Int?) in
+                GatehouseError.upstreamUnavailable("api.example", situation: .temporarilyUnavailable, detail: "open")
+            }
+            _ = try await hosts.run(url, refused: refused) {
+                if let error { throw error }
+                return 200
+            }
+        }
+        func outcome(_ error: GatehouseError?) async -> String {
+            do {
+                try await call(error)
+                return "answered"
+            } catch let thrown as GatehouseError where thrown.situation == .temporarilyUnavailable {
+                return "refused"
+            } catch {
+                return "failed"
+            }
+        }
+        let down = GatehouseError.upstreamUnavailable("api.example", detail: "down")
+        // A failure, a stalled upload, a failure: two in a row, the breaker opens.
+        #expect(await outcome(down) == "failed")
+        #expect(await outcome(.requestBodyTimedOut()) == "failed")
+        #expect(await outcome(down) == "failed")
+        #expect(await outcome(nil) == "refused")
+        // After the open period the probe is a stalled upload: the breaker stays open for the
+        // next probe, whose failure opens it for a full period again.
+        clock.advance(by: 31)
+        #expect(await outcome(.requestBodyTimedOut()) == "failed")
+        #expect(await outcome(down) == "failed")
+        #expect(await outcome(nil) == "refused")
+    }
 }
 
 /// Which of a provider's unexpected answers its breaker counts.

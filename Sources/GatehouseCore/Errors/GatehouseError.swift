@@ -269,6 +269,10 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
             detail: "The request body did not arrive in time: the gateway stopped waiting for the rest of it.")
     }
 
+    /// Whether this is `requestBodyTimedOut()`: the caller's fault, with nothing heard from
+    /// the provider.
+    public var isRequestBodyTimeout: Bool { code == .invalidArgument && situation == .timedOut }
+
     /// `sign-in-cancelled`: the user chose Cancel on the gateway's page that asks whether an
     /// app may have the sign-in.
     public static func signInCancelled() -> Self {

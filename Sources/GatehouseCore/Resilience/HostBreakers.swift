@@ -61,9 +61,11 @@ public final class HostBreakers: Sendable {
             return value
         } catch let error as GatehouseError where !Task.isCancelled && error.situation != .overloaded {
             // An answer over the cap is what the caller asked for (a large page), not a failure
-            // of the host.
+            // of the host. A caller's own body that stalled (its `408`) was never answered:
+            // it says nothing of the host, and must not close a breaker or clear its count.
             let failed = error.countsAgainstUpstream && error.situation != .tooLarge
-            await breaker.record(failed ? .failed : .answered, probe: probe, caller: caller, now: clock.now())
+            let outcome: CircuitBreaker.Outcome = error.isRequestBodyTimeout ? .unknown : failed ? .failed : .answered
+            await breaker.record(outcome, probe: probe, caller: caller, now: clock.now())
             throw error
         } catch {
             await breaker.record(.unknown, probe: probe, now: clock.now())
