@@ -308,8 +308,13 @@ struct PassthroughPolicyTests {
         #expect(links.rewrite("https://graph.microsoft.com/v1.0/caf\u{E9}") == nil)
         // A link carrying a credential in its query (a provider that signs its paging links)
         // would hand it to whoever reads the answer, browsers included: dropped, in any case
-        // or encoding of the name; a name that only contains one of them stays.
-        for query in ["access_token=s", "page=2&ACCESS_TOKEN=s", "sig=s", "X-Amz-Signature=s", "access%5Ftoken=s", "api_key=s", "code=s"] {
+        // or encoding of the name, behind a `;` (which some servers read as `&`), with a `$` or
+        // `[]` as the policy reads names, or a name no parameter has once decoded; a name that
+        // only contains one of them stays.
+        for query in [
+            "access_token=s", "page=2&ACCESS_TOKEN=s", "sig=s", "X-Amz-Signature=s", "access%5Ftoken=s", "api_key=s", "code=s",
+            "page=2;access_token=s", "access_token[]=s", "$access_token=s", "page=2&%3Baccess_token=s",
+        ] {
             #expect(links.rewrite("https://graph.microsoft.com/v1.0/me/events?\(query)") == nil, "\(query)")
         }
         #expect(

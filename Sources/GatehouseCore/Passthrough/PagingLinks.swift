@@ -71,11 +71,16 @@ public struct PagingLinks: Sendable {
         "signature", "tempauth", "x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-goog-signature", "x-goog-credential",
     ]
 
-    /// Whether a raw query names one of `credentialParameters`.
+    /// Whether a raw query names one of `credentialParameters`, its parameters split and their
+    /// names read as the policy reads a caller's (`APITemplate.refusedParameter`: at `&` and
+    /// `;`, decoded, without case, a leading `$` or a `[…]` suffix); a name that reads as none
+    /// counts as one, since a server reading it otherwise might find a credential in it.
     static func carriesCredential(_ query: Substring) -> Bool {
-        query.split(separator: "&").contains { pair in
-            let name = pair.prefix { $0 != "=" }
-            return credentialParameters.contains((FormEncoding.percentDecoded(name) ?? String(name)).lowercased())
+        query.split(whereSeparator: { $0 == "&" || $0 == ";" }).contains { pair in
+            let raw = pair.prefix { $0 != "=" }
+            guard !raw.isEmpty else { return false }
+            guard let name = APITemplate.parameterName(raw) else { return true }
+            return credentialParameters.contains(name)
         }
     }
 
