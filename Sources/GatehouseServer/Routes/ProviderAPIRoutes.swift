@@ -136,14 +136,24 @@ struct ProviderAPIRoutes {
         let status = HTTPResponse.Status(code: answer.status)
         switch answer.body {
         case .whole(let bytes):
-            let buffer = ByteBuffer(bytes: bytes)
-            guard let hold = answer.hold else { return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: buffer)) }
-            // A body the answer budget holds: its bytes are given back once written (or when
-            // the write is abandoned and the body dropped).
+            guard let hold = answer.hold else {
+                return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+            }
+            // A body the answer budget holds goes out a piece at a time, the next once the
+            // connection took the last (as streamed answers do), and its bytes are given back once
+            // the last piece is handed over (or when the write is abandoned and the body
+            // dropped): a caller that stops reading keeps its hold on the budget, not a copy of
+            // the whole answer in its connection's buffers that the budget no longer counts.
             return Response(
                 status: status, headers: headers,
-                body: ResponseBody(contentLength: buffer.readableBytes) { writer in
-                    try await writer.write(buffer)
+                body: ResponseBody(contentLength: bytes.count) { writer in
+                    var start = 0
+                    repeat {
+                        let end = min(bytes.count, start + Self.heldAnswerPiece)
+                        let piece = ByteBuffer(bytes: bytes[start..<end])
+                        if end < bytes.count { try await writer.write(piece, pacedBy: eventLoop) } else { try await writer.write(piece) }
+                        start = end
+                    } while start < bytes.count
                     try await writer.finish(nil)
                     withExtendedLifetime(hold) {}
                 })
@@ -158,6 +168,9 @@ struct ProviderAPIRoutes {
                 })
         }
     }
+
+    /// The largest piece of a held answer written at a time (`response`).
+    static let heldAnswerPiece = 64 << 10
 
     /// The status a non-`GatehouseError` failure is answered with (a body over the cap: 413).
     private static func status(of error: any Error) -> Int {
