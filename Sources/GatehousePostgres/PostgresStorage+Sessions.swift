@@ -220,9 +220,9 @@ extension PostgresStorage {
         }
         return claims
     }
-    /// Ends every session of an account.
-    public func deleteSessions(uid: String) async throws {
-        try await execute("DELETE FROM sessions WHERE uid = \(uid)")
+    /// Ends every session of an account: whether it had any (one row answered at most).
+    @discardableResult public func deleteSessions(uid: String) async throws -> Bool {
+        try await changed("WITH ended AS (DELETE FROM sessions WHERE uid = \(uid) RETURNING 1) SELECT 1 FROM ended LIMIT 1")
     }
 
     /// Records a session's last use.

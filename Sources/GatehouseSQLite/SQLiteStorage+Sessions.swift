@@ -156,9 +156,12 @@ extension SQLiteStorage {
                 arguments: [uid, now, limit])
         }
     }
-    /// Ends every session of an account.
-    public func deleteSessions(uid: String) async throws {
-        try await write { db in try db.cachedStatement(sql: "DELETE FROM sessions WHERE uid = ?").execute(arguments: [uid]) }
+    /// Ends every session of an account: whether it had any.
+    @discardableResult public func deleteSessions(uid: String) async throws -> Bool {
+        try await write { db in
+            try db.cachedStatement(sql: "DELETE FROM sessions WHERE uid = ?").execute(arguments: [uid])
+            return db.changesCount > 0
+        }
     }
 
     /// Records a session's last use.

@@ -98,8 +98,9 @@ struct WebhookTests {
                 body: Array(#"{"plan":"pro"}"#.utf8))
             #expect(claims.status == 200)
             #expect(try await browser.send("\(deployment.gatewayURL)/v1/me/providers/microsoft.com", method: "DELETE").status == 200)
-            // Disabling a disabled account (enabling an enabled one) succeeds and tells nobody.
-            for action in ["disable", "disable", "enable", "enable", "revoke-sessions"] {
+            // Disabling a disabled account (enabling an enabled one, revoking the sessions of one
+            // that has none left) succeeds and tells nobody.
+            for action in ["revoke-sessions", "revoke-sessions", "disable", "disable", "enable", "enable"] {
                 #expect(try await ProviderAPITests.call(deployment, "/v1/users/\(uid)/\(action)", key: key, method: "POST").status == 204)
             }
             // An unknown account changes nothing and tells nothing.

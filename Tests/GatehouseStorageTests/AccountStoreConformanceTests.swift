@@ -327,6 +327,24 @@ import Testing
         #expect(try await storage.outboxEntries(status: .pending, after: nil, limit: 10).map(\.eventId) == ["e1"])
     }
 
+    @Test(
+        "ending every session of an account says whether it had any, and records the write's webhook events only then", arguments: StorageBackend.all)
+    func endingNoSessionRecordsNoEvent(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await storage.insertSession(Fixtures.session("s1", uid: "u1"))
+        try await storage.insertSession(Fixtures.session("s2", uid: "u1"))
+        func revoke(_ eventId: String) async throws -> Bool {
+            let entry = OutboxEntry(
+                eventId: eventId, endpoint: "app", type: "account.sessions-revoked", payload: Data("{}".utf8), createdAt: Fixtures.now)
+            return try await Outbox.$entries.withValue([entry]) { try await storage.deleteSessions(uid: "u1") }
+        }
+        #expect(try await revoke("e1"))
+        #expect(try await storage.sessionCount(uid: "u1", now: Fixtures.now) == 0)
+        #expect(try await !revoke("e2"))
+        #expect(try await storage.outboxEntries(status: .pending, after: nil, limit: 10).map(\.eventId) == ["e1"])
+    }
+
     @Test("the outbox lists deliveries oldest first, page by page: event ids sort by the time of their change", arguments: StorageBackend.all)
     func outboxListsOldestFirst(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()

@@ -131,7 +131,8 @@ public struct AdminService: Sendable {
     /// Ends every session of an account.
     public func revokeSessions(uid: String, by actor: AuditActor) async throws {
         guard try await storage.account(uid: uid) != nil else { throw GatehouseError.userNotFound() }
-        try await events.recording([.account(.sessionsRevoked, uid: uid, at: clock.now())]) { try await storage.deleteSessions(uid: uid) }
+        // The event only when a session ended: revoking none changes nothing a receiver tracks.
+        _ = try await events.recording([.account(.sessionsRevoked, uid: uid, at: clock.now())]) { try await storage.deleteSessions(uid: uid) }
         audit.record(.sessionsRevoked, by: actor, uid: uid)
     }
 }

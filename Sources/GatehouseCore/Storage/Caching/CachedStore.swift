@@ -303,8 +303,8 @@ public final class CachedStore: GatehouseStorage {
         }
     }
 
-    /// Ends every session of an account.
-    public func deleteSessions(uid: String) async throws {
+    /// Ends every session of an account: whether it had any.
+    @discardableResult public func deleteSessions(uid: String) async throws -> Bool {
         try await writing {
             try await base.deleteSessions(uid: uid)
         } then: {
