@@ -9,6 +9,34 @@ import Testing
         try HookAnswer(body: Array(json.utf8))
     }
 
+    @Test(
+        "customClaims may echo the account's stored claims as they are, a name reserved since or a value the rules refuse now included; anything changed or new is checked"
+    )
+    func storedClaimsEchoBack() throws {
+        let deep = #"{"a":{"b":{"c":{"d":{"e":{"f":{"g":{"h":{"i":1}}}}}}}}}"#
+        let stored: [String: JSONValue] = [
+            "Sub": .string("x"), "big": .number(9_007_199_254_740_994), "deep": try JSONValue.parse(Data(deep.utf8)), "role": .string("a"),
+        ]
+        let echo = #"{"decision":"allow","customClaims":{"Sub":"x","big":9007199254740994,"deep":\#(deep),"role":"b"}}"#
+        guard case .allow(let allowance) = try HookAnswer(body: Array(echo.utf8), accountClaims: stored) else {
+            Issue.record("not an allow")
+            return
+        }
+        #expect(allowance.customClaims?.members["Sub"] == .string("x") && allowance.customClaims?.members["role"] == .string("b"))
+        // Without them, or changed, each is refused as before.
+        #expect(throws: HookFailure.self) { try HookAnswer(body: Array(echo.utf8)) }
+        for changed in [
+            #"{"Sub":"y"}"#, #"{"big":9007199254740996}"#, #"{"deep":{"a":{"b":{"c":{"d":{"e":{"f":{"g":{"h":{"i":2}}}}}}}}}}"#, #"{"Iss":"x"}"#,
+        ] {
+            let body = #"{"decision":"allow","customClaims":\#(changed)}"#
+            #expect(throws: HookFailure.self, "\(changed)") { try HookAnswer(body: Array(body.utf8), accountClaims: stored) }
+        }
+        // They still count in the size.
+        let large: [String: JSONValue] = ["Sub": .string(String(repeating: "x", count: 990))]
+        let grown = #"{"decision":"allow","customClaims":{"Sub":"\#(String(repeating: "x", count: 990))","role":"abcdefghij"}}"#
+        #expect(throws: HookFailure.self) { try HookAnswer(body: Array(grown.utf8), accountClaims: large) }
+    }
+
     @Test("allow and deny answers are read; any other shape is a malformed answer naming what is wrong")
     func strictSchema() throws {
         #expect(try Self.answer(#"{"decision":"allow"}"#) == .allow(.nothing))

@@ -44,9 +44,12 @@ public struct CustomClaims: Sendable, Equatable {
 
     /// Checks `members`: no reserved name, nesting at most 8 levels, at most 1,000 bytes
     /// serialized. Throws `invalid-argument` naming the first offending claim; `source` names
-    /// where they came from in the message (`customClaims`, the body).
-    public init(_ members: [String: JSONValue], source: String = "claims") throws {
-        for name in members.keys.sorted() {
+    /// where they came from in the message (`customClaims`, the body). A member exactly as
+    /// `unchangedFrom` holds it (the claims stored on the account, which may predate a rule:
+    /// a name reserved since, a number or a nesting refused since) is kept without the name and
+    /// value checks, so that what was sent to be echoed back can be; it still counts in the size.
+    public init(_ members: [String: JSONValue], source: String = "claims", unchangedFrom stored: [String: JSONValue] = [:]) throws {
+        for name in members.keys.sorted() where stored[name] == nil || stored[name] != members[name] {
             if Self.isReserved(name) {
                 throw GatehouseError.invalidArgument(
                     "\(source): the claim \(name.truncated(toBytes: 64).debugDescription) is reserved (registered JWT/OIDC claims, the gateway's own claims, gatehouse…)."

@@ -17,8 +17,10 @@ enum HookAnswer: Equatable {
     /// The longest message kept, in bytes of UTF-8.
     static let maximumMessageBytes = 1_024
 
-    /// Parses `body`; throws `HookFailure.invalidAnswer` naming what is wrong.
-    init(body: [UInt8]) throws {
+    /// Parses `body`; throws `HookFailure.invalidAnswer` naming what is wrong. `accountClaims`
+    /// are the claims the request carried: `customClaims` may echo them as they are (see
+    /// `CustomClaims.init(_:source:unchangedFrom:)`).
+    init(body: [UInt8], accountClaims: [String: JSONValue] = [:]) throws {
         guard let value = try? JSONValue.parse(Data(body)), case .object(let object) = value else {
             throw HookFailure.invalidAnswer("the body is not a JSON object")
         }
@@ -38,7 +40,7 @@ enum HookAnswer: Equatable {
             }
             self = .allow(
                 HookAllowance(
-                    customClaims: try Self.claims(object["customClaims"], name: "customClaims"),
+                    customClaims: try Self.claims(object["customClaims"], name: "customClaims", unchangedFrom: accountClaims),
                     sessionClaims: try Self.claims(object["sessionClaims"], name: "sessionClaims")))
         default:
             throw HookFailure.invalidAnswer("decision must be allow or deny")
@@ -46,12 +48,12 @@ enum HookAnswer: Equatable {
     }
 
     /// A claims member: absent, or an object of valid claims.
-    private static func claims(_ value: JSONValue?, name: String) throws -> CustomClaims? {
+    private static func claims(_ value: JSONValue?, name: String, unchangedFrom stored: [String: JSONValue] = [:]) throws -> CustomClaims? {
         switch value {
         case nil: return nil
         case .object(let members)?:
             do {
-                return try CustomClaims(members, source: name)
+                return try CustomClaims(members, source: name, unchangedFrom: stored)
             } catch let error as GatehouseError {
                 throw HookFailure.invalidAnswer(error.detail)
             }

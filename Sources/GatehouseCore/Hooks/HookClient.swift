@@ -161,7 +161,7 @@ public final class HookClient: SignInHooks {
             }
             if members != claims.members {
                 do {
-                    allowance.customClaims = try CustomClaims(members, source: "customClaims")
+                    allowance.customClaims = try CustomClaims(members, source: "customClaims", unchangedFrom: account.customClaims)
                 } catch let error as GatehouseError {
                     throw HookFailure.invalidAnswer(error.detail)
                 }
@@ -224,7 +224,7 @@ public final class HookClient: SignInHooks {
             if let answer = try? HookAnswer(body: response.body), case .deny = answer { return answer }
             throw HookFailure.status(response.status)
         }
-        return try HookAnswer(body: response.body)
+        return try HookAnswer(body: response.body, accountClaims: request.data.account.customClaims)
     }
 
     /// Logs a failure: at warning level once a minute per hook, at debug level otherwise (a
