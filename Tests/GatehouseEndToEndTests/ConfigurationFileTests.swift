@@ -122,6 +122,10 @@ struct ConfigurationFileTests {
         // A breaker open for longer than a day is a provider switched off, not a pause.
         let (openStatus, openOutput) = try await Self.run(["config", "show"], environment: ["GATEHOUSE_BREAKER_OPEN_SECONDS": "1e30"])
         #expect(openStatus != 0 && openOutput.contains("GATEHOUSE_BREAKER_OPEN_SECONDS must be a number of seconds 1–86400"), "\(openOutput)")
+        // A receiver's URL that is no URL is not repeated in the error.
+        let (urlStatus, urlOutput) = try await Self.run(["config", "show"], environment: ["GATEHOUSE_WEBHOOK_SLACK_URL": "hooks/url-token-value"])
+        #expect(urlStatus != 0 && urlOutput.contains("GATEHOUSE_WEBHOOK_SLACK_URL must be an absolute http(s) URL"), "\(urlOutput)")
+        #expect(!urlOutput.contains("url-token-value"), "\(urlOutput)")
         // Durations without a natural ceiling stop at a century: longer ones overflowed the
         // dates the retention jobs hand PostgreSQL and stopped the process.
         for name in ["GATEHOUSE_WEBHOOK_RETENTION", "GATEHOUSE_AUDIT_RETENTION", "GATEHOUSE_STALE_IF_ERROR", "GATEHOUSE_PROFILE_CACHE_TTL"] {
@@ -152,6 +156,9 @@ struct ConfigurationFileTests {
             environment: [
                 "GATEHOUSE_SECRETS_DIR": "\(folder)/secrets", "GATEHOUSE_LOG_LEVEL": "debug",
                 "GATEHOUSE_MICROSOFT_CLIENT_SECRET": "env-secret-value", "GATEHOUSE_PROT": "1",
+                // A receiver's URL may carry its token: only its origin is shown.
+                "GATEHOUSE_WEBHOOK_SLACK_URL": "https://hooks.example.com/services/T0/B0/url-token-value",
+                "GATEHOUSE_HOOK_BEFORE_SIGN_IN_URL": "http://[::1]:8099/hooks/before?key=url-token-value",
             ],
             removing: ["GATEHOUSE_PORT", "GATEHOUSE_DEVELOPMENT"])
         #expect(status == 0, "\(output)")
@@ -168,7 +175,9 @@ struct ConfigurationFileTests {
         #expect(line("GATEHOUSE_GITHUB_CLIENT_SECRET").contains("<redacted>"))
         #expect(line("GATEHOUSE_MICROSOFT_CLIENT_SECRET").contains("<redacted>"))
         #expect(line("GATEHOUSE_SHUTDOWN_TIMEOUT").contains("20") && line("GATEHOUSE_SHUTDOWN_TIMEOUT").hasSuffix("default"))
-        for secret in ["folder-secret-value", "file-secret-value", "env-secret-value"] { #expect(!output.contains(secret)) }
+        #expect(line("GATEHOUSE_WEBHOOK_SLACK_URL").contains("https://hooks.example.com/…"), "\(output)")
+        #expect(line("GATEHOUSE_HOOK_BEFORE_SIGN_IN_URL").contains("http://[::1]:8099/…"), "\(output)")
+        for secret in ["folder-secret-value", "file-secret-value", "env-secret-value", "url-token-value"] { #expect(!output.contains(secret)) }
         #expect(output.contains("ignored: GATEHOUSE_PROT is not a setting (did you mean GATEHOUSE_PORT?)"), "\(output)")
     }
 

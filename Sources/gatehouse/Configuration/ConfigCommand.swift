@@ -31,7 +31,7 @@ struct ConfigCommand: AsyncParsableCommand {
             var shown = Set<String>()
             for (name, origin) in loaded.origins.sorted(by: { $0.key < $1.key }) {
                 guard let setting = SettingsCatalog.setting(named: name), let value = loaded.values[name] else { continue }
-                rows.append((name, setting.isSecret ? "<redacted>" : value, origin.label))
+                rows.append((name, setting.shown(value), origin.label))
                 shown.insert(name)
             }
             for setting in SettingsCatalog.all where !shown.contains(setting.name) {

@@ -35,6 +35,16 @@ struct Setting: Sendable {
     /// Whether the value is redacted wherever configuration is printed or logged.
     var isSecret: Bool { kind.isSecret }
 
+    /// `value` as configuration is printed: `<redacted>` for a secret, a receiver's URL as
+    /// its origin only.
+    func shown(_ value: String) -> String {
+        guard isSecret else { return value }
+        guard case .receiverURL = kind, let parts = URLComponents(string: value), let scheme = parts.scheme, let host = parts.host, !host.isEmpty
+        else { return "<redacted>" }
+        let named = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return "\(scheme.lowercased())://\(named)\(parts.port.map { ":\($0)" } ?? "")/…"
+    }
+
     /// The file key of a variable name.
     static func fileKey(for name: String) -> String {
         String(name.dropFirst(prefix.count)).lowercased()
@@ -81,6 +91,10 @@ enum SettingKind: Sendable {
     case secret
     /// An absolute `http(s)` URL.
     case url
+    /// The URL of a receiver of the gateway's calls (a hook, a webhook endpoint): its path and
+    /// query may carry the receiver's token (Slack's and many others' URLs do), so only its
+    /// origin is ever printed.
+    case receiverURL
     /// A database URL, which may hold a password: never printed.
     case databaseURL
     /// A file or folder path.
@@ -112,7 +126,7 @@ enum SettingKind: Sendable {
     /// Whether values of this kind are redacted.
     var isSecret: Bool {
         switch self {
-        case .secret, .databaseURL, .key, .keys: true
+        case .secret, .databaseURL, .key, .keys, .receiverURL: true
         default: false
         }
     }
@@ -123,6 +137,7 @@ enum SettingKind: Sendable {
         case .text: "text"
         case .secret: "text (secret)"
         case .url: "URL"
+        case .receiverURL: "URL (only its origin is shown)"
         case .databaseURL: "`postgres://` URL (secret)"
         case .path: "path"
         case .port: "port"
@@ -144,7 +159,7 @@ enum SettingKind: Sendable {
     func problem(with value: String) -> String? {
         switch self {
         case .text, .secret, .path, .list: return nil
-        case .url:
+        case .url, .receiverURL:
             guard let url = URL(string: value), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http", url.host != nil
             else { return "an absolute http(s) URL" }
             return nil

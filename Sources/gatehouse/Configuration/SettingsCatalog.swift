@@ -202,10 +202,10 @@ enum SettingsCatalog {
 
     private static let hooks: [Setting] = [
         Setting(
-            "GATEHOUSE_HOOK_BEFORE_CREATE_URL", .url,
+            "GATEHOUSE_HOOK_BEFORE_CREATE_URL", .receiverURL,
             "the app's hook asked before a sign-in creates an account (https; plain http to a loopback address only)"),
         Setting(
-            "GATEHOUSE_HOOK_BEFORE_SIGN_IN_URL", .url,
+            "GATEHOUSE_HOOK_BEFORE_SIGN_IN_URL", .receiverURL,
             "the app's hook asked before every sign-in, re-authentication and link is written (https; plain http to loopback only)"),
         Setting(
             "GATEHOUSE_HOOK_SECRETS", .secret,
@@ -218,7 +218,7 @@ enum SettingsCatalog {
 
     private static let webhooks: [Setting] = [
         Setting(
-            "GATEHOUSE_WEBHOOK_<NAME>_URL", .url,
+            "GATEHOUSE_WEBHOOK_<NAME>_URL", .receiverURL,
             "a receiver of the webhook events (several at once; https, plain http to a loopback address only)"),
         Setting("GATEHOUSE_WEBHOOK_<NAME>_EVENTS", .list, default: "*", "the event types it receives, comma-separated, or `*`"),
         Setting(
