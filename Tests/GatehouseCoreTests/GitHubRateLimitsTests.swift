@@ -28,6 +28,26 @@ struct GitHubRateLimitsTests {
     }
 
     @Test(
+        "an answer naming a time too far off, or one that is no finite number, holds the token back an hour at most, and never stops the process"
+    )
+    func absurdTimesAreBounded() async {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let cases: [OutboundHeaders] = [
+            ["x-ratelimit-remaining": "0", "x-ratelimit-reset": "1e300"], ["x-ratelimit-remaining": "0", "x-ratelimit-reset": "inf"],
+            ["x-ratelimit-remaining": "0", "x-ratelimit-reset": "nan"], ["x-ratelimit-remaining": "0", "x-ratelimit-reset": "-1e300"],
+            ["retry-after": "9223372036854775807"], ["x-ratelimit-remaining": "0", "retry-after": "9223372036854775807"],
+        ]
+        for (index, headers) in cases.enumerated() {
+            let limit = GitHubRateLimits.limit(status: 403, headers: headers, now: now)
+            #expect(limit.map { (1...3600).contains($0.retryAfter) } == true, "\(headers)")
+            let limits = GitHubRateLimits()
+            if let limit { await limits.hold(token: "gho_\(index)", limit, now: now) }
+            let wait = await limits.wait(for: "gho_\(index)", now: now)
+            #expect(wait.map { (1...3600).contains($0) } == true, "\(headers): \(String(describing: wait))")
+        }
+    }
+
+    @Test(
         "a primary limit holds back the token's calls to its own resource only (search, code search, GraphQL, the core REST API); a secondary limit, or one naming no resource, holds back every call"
     )
     func limitsPerResource() async throws {

@@ -134,7 +134,7 @@ struct OIDCSignInTests {
     /// Each tamper mode and the error code the gateway must answer with.
     static let rejections: [(mode: String, code: String)] = [
         ("wrong-iss", "invalid-id-token"), ("wrong-aud", "invalid-id-token"), ("extra-aud", "invalid-id-token"),
-        ("expired", "id-token-expired"), ("bad-signature", "invalid-id-token"), ("alg-none", "invalid-id-token"),
+        ("expired", "id-token-expired"), ("far-expiry", "invalid-id-token"), ("bad-signature", "invalid-id-token"), ("alg-none", "invalid-id-token"),
         ("hs256-public-key", "invalid-id-token"), ("missing-sub", "invalid-id-token"), ("wrong-nonce", "missing-or-invalid-nonce"),
         ("missing-nonce", "missing-or-invalid-nonce"), ("jku-header", "invalid-id-token"), ("jwk-header", "invalid-id-token"),
         ("callback-iss-wrong", "invalid-idp-response"), ("callback-iss-missing", "invalid-idp-response"),

@@ -18,6 +18,10 @@ public struct IDTokenValidator: Sendable {
     let configuration: OIDCProviderConfiguration
     let metadata: IssuerMetadataCache
 
+    /// The longest an ID token may claim to live: a year (providers issue them for minutes or
+    /// hours; the replay guard remembers each until it expires).
+    static let longestLifetime: TimeInterval = 366 * 86_400
+
     /// Validates `token` and returns its claims, or throws `invalid-id-token`,
     /// `id-token-expired`, `missing-or-invalid-nonce` or `invalid-idp-response`. With
     /// `acceptsPlatformClients` (an ID token an app obtained itself), the apps' client ids
@@ -104,6 +108,11 @@ public struct IDTokenValidator: Sendable {
         let t = now.timeIntervalSince1970
         let skew = configuration.clockSkew
         guard claims.expiresAt + skew > t else { throw GatehouseError.idTokenExpired() }
+        // A token is remembered until it expires (the replay guard): one that claims to live
+        // for more than a year, or whose expiry is no finite number, is refused.
+        guard claims.expiresAt - t <= Self.longestLifetime else {
+            throw GatehouseError.invalidIdToken("The ID token expires more than a year from now.")
+        }
         guard claims.issuedAt - skew <= t else {
             throw GatehouseError.invalidIdToken("The ID token was issued in the future.")
         }

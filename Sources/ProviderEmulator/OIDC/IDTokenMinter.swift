@@ -27,6 +27,7 @@ struct IDTokenMinter {
             claims["nbf"] = claims["nbf"] == nil ? nil : .number(now - 7200)
             claims["exp"] = .number(now - 3600)
         }
+        if await armed(.farExpiry) { claims["exp"] = .number(Int.max) }
         if await armed(.staleAuthTime) { claims["auth_time"] = .number(now - 3600) }
         if await armed(.missingAuthTime) { claims["auth_time"] = nil }
         if await armed(.missingSubject) { claims["sub"] = nil }

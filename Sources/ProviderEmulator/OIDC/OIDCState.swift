@@ -29,6 +29,8 @@ enum TamperMode: String, Sendable, CaseIterable {
     case wrongAudience = "wrong-aud"
     case extraAudience = "extra-aud"
     case expired
+    /// The ID token claims to expire at the end of `Int`'s range, as no provider's does.
+    case farExpiry = "far-expiry"
     case badSignature = "bad-signature"
     case algNone = "alg-none"
     case hmacWithPublicKey = "hs256-public-key"

@@ -50,16 +50,18 @@ public actor GitHubRateLimits {
     /// The limit an answer announces, or `nil` when it is not a rate limit: `403`/`429` with
     /// `x-ratelimit-remaining: 0` (primary), or with `retry-after`, or a `429`, or a `403` whose
     /// message names a secondary rate limit (`body`, when it was read). GitHub asks for at
-    /// least a minute when it names no time.
+    /// least a minute when it names no time. A hold lasts at most `longestHold`, whatever the
+    /// answer names (GitHub's own limits reset within the hour; a time too far off, or one that
+    /// is no finite number, from a broken or hostile upstream is read as that).
     public static func limit(status: Int, headers: OutboundHeaders, body: [UInt8]? = nil, now: Date = Date()) -> Limit? {
         guard status == 403 || status == 429 else { return nil }
-        let retryAfter = headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { max(0, $0) }
+        let retryAfter = headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { min(max(0, $0), longestHold) }
         if headers["x-ratelimit-remaining"] == "0" {
-            let reset = headers["x-ratelimit-reset"].flatMap(Double.init).map(Date.init(timeIntervalSince1970:))
-            let seconds = retryAfter ?? reset.map { max(1, Int($0.timeIntervalSince(now).rounded(.up))) } ?? 60
+            let reset = headers["x-ratelimit-reset"].flatMap(Double.init).map { $0.isFinite ? $0 - now.timeIntervalSince1970 : Double(longestHold) }
+            let seconds = retryAfter ?? reset.map { Int(min(max(1, $0.rounded(.up)), Double(longestHold))) } ?? 60
             let resource = headers["x-ratelimit-resource"].map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             return Limit(
-                retryAfter: seconds, until: reset ?? now.addingTimeInterval(TimeInterval(seconds)),
+                retryAfter: seconds, until: now.addingTimeInterval(TimeInterval(seconds)),
                 resource: resource.flatMap { $0.isEmpty ? nil : $0 } ?? "core")
         }
         let secondary =
@@ -69,6 +71,9 @@ public actor GitHubRateLimits {
         let seconds = retryAfter ?? 60
         return Limit(retryAfter: seconds, until: now.addingTimeInterval(TimeInterval(seconds)))
     }
+
+    /// The longest a token is held back: an hour.
+    public static let longestHold = 3600
 
     /// Seconds until the token may call `resource` again, or `nil` when it may call now.
     public func wait(for token: String, resource: String = "core", now: Date = Date()) -> Int? {
