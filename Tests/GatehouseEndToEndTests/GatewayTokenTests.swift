@@ -355,7 +355,9 @@ struct GatewayTokenTests {
         }
     }
 
-    @Test("signing-key rotation: the new key is published first and signs two reload intervals later; tokens from before and after both verify")
+    @Test(
+        "signing-key rotation: the new key is published first and signs three reload intervals later, the JWKS cached for at most one; tokens from before and after both verify"
+    )
     func signingKeyRotation() async throws {
         try await withDeployment(gateway: { $0.signingKeyReloadInterval = 1 }) { deployment in
             let (_, before, refreshToken) = try await Self.signedIn(deployment)
@@ -368,21 +370,22 @@ struct GatewayTokenTests {
                 ["keys", "rotate-signing", "--data-dir", (deployment.databasePath as NSString).deletingLastPathComponent],
                 environment: ["GATEHOUSE_ENCRYPTION_KEY": deployment.vaultKey.base64EncodedString()])
             #expect(rotated.status == 0)
-            // Published within a reload interval (1 s here), signing after two (the gateway's
-            // clock runs 1.2 s ahead of the machine's from here on).
+            // Published within a reload interval (1 s here), signing after three (the gateway's
+            // clock runs 1.2 s ahead of the machine's from here on); a cached JWKS lives one.
             deployment.clock.advance(by: 1.2)
-            let published = try jsonObject(
-                try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/.well-known/jwks.json")))
+            let jwksAnswer = try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)/.well-known/jwks.json"))
+            #expect(jwksAnswer.headers["cache-control"] == "public, max-age=1")
+            let published = try jsonObject(jwksAnswer)
             #expect((published["keys"] as? [Any])?.count == 2)
             let earlyAnswer = try jsonObject(try await Self.refresh(deployment, refreshToken))
             let early = try #require(earlyAnswer["refreshToken"] as? String)
-            if ContinuousClock.now - rotation + .milliseconds(1200) < .seconds(2) {
-                // Less than two reload intervals since the key was stored: the old key still signs.
+            if ContinuousClock.now - rotation + .milliseconds(1200) < .seconds(3) {
+                // Less than three reload intervals since the key was stored: the old key still signs.
                 #expect(try kid(try #require(earlyAnswer["idToken"] as? String)) == kid(before))
             }
-            // A second later (more than two reload intervals after the key was stored, the
+            // Two seconds later (more than three reload intervals after the key was stored, the
             // next reload due) the new key takes over.
-            deployment.clock.advance(by: 1)
+            deployment.clock.advance(by: 2)
             let answer = try jsonObject(try await Self.refresh(deployment, early))
             let after = try #require(answer["idToken"] as? String)
             #expect(try kid(before) != kid(after))

@@ -7,8 +7,10 @@ import Logging
 /// vault) so that every instance signs with the same newest key and verifies every key still
 /// published. `gatehouse keys rotate-signing` adds a key; instances load it within
 /// `reloadInterval` (or at once when they meet a token with its `kid`) and publish it, and
-/// start signing with it only two reload intervals after it was stored: by then every
-/// instance knows it, so no instance ever meets a token whose key it has not loaded yet.
+/// start signing with it only three reload intervals after it was stored: by then every
+/// instance knows it, so no instance ever meets a token whose key it has not loaded yet, and
+/// a copy of the JWKS that lacks it has expired from every HTTP cache (the JWKS may be cached
+/// for one reload interval, `jwksMaxAge`, and every instance publishes the key within one).
 public actor SigningKeyRing {
     /// A usable key.
     struct Key {
@@ -76,11 +78,16 @@ public actor SigningKeyRing {
         return try await collection.sign(claims, kid: JWKIdentifier(string: signer.kid), header: header)
     }
 
-    /// When a key starts signing: two reload intervals after it was stored (the second one
-    /// covers clock differences between instances), so every instance has loaded it first.
+    /// When a key starts signing: three reload intervals after it was stored. Every instance
+    /// publishes it within the first; a JWKS fetched just before lives one more
+    /// (`jwksMaxAge`); the third covers clock differences between instances.
     private func activeFrom(_ key: Key) -> Date {
-        key.createdAt.addingTimeInterval(2 * reloadInterval)
+        key.createdAt.addingTimeInterval(3 * reloadInterval)
     }
+
+    /// How long the published JWKS may be cached, in whole seconds (at least one): one reload
+    /// interval, so that no cached copy lacks a key that signs (`activeFrom`).
+    public nonisolated var jwksMaxAge: Int { max(1, Int(reloadInterval)) }
 
     /// Verifies the signature of a token signed by a published key (rereading storage once
     /// when the kid is unknown: another instance may have rotated).

@@ -51,8 +51,9 @@ struct TokenRoutes {
 
         table.add(.get, "/.well-known/jwks.json") { _, _ in
             var response = try Response.json(["keys": try await tokens.keys.jwks()])
-            // Short: a rotated key must reach verifiers well within a token's lifetime.
-            response.headers[.cacheControl] = "public, max-age=300"
+            // No longer than a new key waits before it signs (`SigningKeyRing.jwksMaxAge`): a
+            // verifier's cached copy never lacks the key of a token it is shown.
+            response.headers[.cacheControl] = "public, max-age=\(tokens.keys.jwksMaxAge)"
             return response
         }
 
