@@ -204,8 +204,8 @@ struct MicrosoftSignInTests {
     }
 
     @Test(
-        "issuer/tid mismatch, wrong aud, expired, bad signature, wrong nonce → rejected, no session, no account",
-        arguments: ["wrong-iss", "wrong-aud", "expired", "bad-signature", "wrong-nonce"])
+        "issuer/tid mismatch, wrong aud, expired, bad signature, wrong nonce, a key of another tenant's issuer → rejected, no session, no account",
+        arguments: ["wrong-iss", "wrong-aud", "expired", "bad-signature", "wrong-nonce", "other-tenant-key"])
     func rejection(mode: String) async throws {
         try await withDeployment { deployment in
             #expect(try await deployment.control("oidc/tamper", #"{"issuer": "microsoft", "mode": "\#(mode)"}"#).status == 201)

@@ -44,6 +44,12 @@ public struct IDTokenValidator: Sendable {
         } catch {
             throw GatehouseError.invalidIdToken("The ID token could not be verified (signature or required claims).")
         }
+        // A key that says which issuer it signs for (Microsoft's common JWKS holds keys of every
+        // tenant and keys of one tenant alone) verifies only that issuer's tokens: a key of one
+        // issuer must not vouch for another's (`{tenantid}` is the token's own tenant).
+        if let keyIssuer = keys.issuer, keyIssuer.replacingOccurrences(of: "{tenantid}", with: claims.tenantId ?? "") != claims.issuer {
+            throw GatehouseError.invalidIdToken("The ID token is signed with a key of another issuer.")
+        }
         try check(
             claims, nonce: nonce, now: now,
             audiences: Set([configuration.clientID] + (acceptsPlatformClients ? configuration.platformAudiences : [])),

@@ -18,6 +18,8 @@ public actor IssuerMetadataCache {
         let keyIDs: Set<String>
         /// The algorithm each key verifies, by `kid` (`anonymousKeyID` for a lone key without one).
         let algorithms: [String: String]
+        /// The issuer a key says it signs for (Microsoft's `issuer` member), by `kid`.
+        let issuers: [String: String]
         let count: Int
         let fetchedAt: Date
     }
@@ -28,6 +30,9 @@ public actor IssuerMetadataCache {
         let collection: JWTKeyCollection
         /// The algorithm of the token's key: its `alg`, or the one fixed when it had none.
         let algorithm: String?
+        /// The issuer the token's key says it signs for, if it says (Microsoft's keys do:
+        /// `{tenantid}` for a key of every tenant, one tenant's issuer for a key of its own).
+        let issuer: String?
     }
 
     private let configuration: OIDCProviderConfiguration
@@ -248,7 +253,9 @@ public actor IssuerMetadataCache {
         }
         // RFC 7517 §5: each key on its own; what cannot verify a signature is skipped.
         var usable: [JWK] = []
+        var issuers: [String: String] = [:]
         for member in members {
+            if let kid = member["kid"]?.stringValue, let issuer = member["issuer"]?.stringValue { issuers[kid] = issuer }
             switch JWKSMember.signingKey(member) {
             case .usable(var key):
                 if key.algorithm == nil {
@@ -290,7 +297,9 @@ public actor IssuerMetadataCache {
                 skip(nil, "a key without kid among several cannot be chosen")
             }
         }
-        return KeySet(collection: collection, keyIDs: ids, algorithms: algorithms, count: count, fetchedAt: clock.now())
+        return KeySet(
+            collection: collection, keyIDs: ids, algorithms: algorithms, issuers: issuers.filter { ids.contains($0.key) }, count: count,
+            fetchedAt: clock.now())
     }
 
     /// The id under which a lone key without `kid` is kept (never matched by a token's `kid`:
@@ -322,7 +331,7 @@ extension IssuerMetadataCache.KeySet {
     /// the set's only key, with or without its own `kid` (jwt-kit's default key).
     func verifying(_ kid: String?) -> IssuerMetadataCache.VerificationKeys {
         let algorithm = kid.map { algorithms[$0] } ?? (algorithms.count == 1 ? algorithms.values.first : nil)
-        return .init(collection: collection, algorithm: algorithm)
+        return .init(collection: collection, algorithm: algorithm, issuer: kid.flatMap { issuers[$0] })
     }
 }
 

@@ -17,6 +17,15 @@ struct MicrosoftIdentityRoutes {
         name: "microsoft", providerId: "microsoft.com", prefix: "/microsoft", authorizePath: "", tokenPath: "", userinfoPath: "",
         jwksPath: "", algorithm: "RS256", issParameter: false, yahooErrors: false)
 
+    /// The slot of the key Microsoft's common JWKS publishes for the personal-accounts tenant
+    /// only (its `issuer` names that tenant, not `{tenantid}`).
+    static let consumerKeySpec = OIDCIssuerSpec(
+        name: "microsoft-consumers", providerId: "microsoft.com", prefix: "/microsoft", authorizePath: "", tokenPath: "", userinfoPath: "",
+        jwksPath: "", algorithm: "RS256", issParameter: false, yahooErrors: false)
+
+    /// The personal-accounts tenant's id (Microsoft's, for consumer accounts).
+    static let consumerTenantID = "9188040d-6c67-4c5b-b112-36a304b66dad"
+
     func register(on router: Router<BasicRequestContext>) {
         router.get("/microsoft/:tenant/v2.0/.well-known/openid-configuration") { request, context in
             guard let tenant = context.parameters.get("tenant"), let audience = MicrosoftDirectory.audience(tenant) else {
@@ -25,10 +34,12 @@ struct MicrosoftIdentityRoutes {
             return discovery(tenant: tenant, audience: audience, base: request.baseURL)
         }
         router.get("/microsoft/:tenant/discovery/v2.0/keys") { request, context in
-            var jwks = try await keys.jwks(Self.keySpec)
+            // As Microsoft's: every key says which issuer it signs for, most for any tenant's.
             let issuer = "\(request.baseURL)/microsoft/{tenantid}/v2.0"
-            jwks["keys"] = jwks["keys"]?.map { key in key.merging(["issuer": issuer]) { first, _ in first } }
-            return Response.json(jwks)
+            let shared = try await keys.jwks(Self.keySpec)["keys"]?.map { key in key.merging(["issuer": issuer]) { first, _ in first } } ?? []
+            let consumers = "\(request.baseURL)/microsoft/\(Self.consumerTenantID)/v2.0"
+            let own = try await keys.jwks(Self.consumerKeySpec)["keys"]?.map { key in key.merging(["issuer": consumers]) { first, _ in first } } ?? []
+            return Response.json(["keys": shared + own])
         }
         let authorize: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, context in
             var request = request
@@ -241,7 +252,7 @@ struct MicrosoftIdentityRoutes {
                 claims["email"] = .string(email)
                 if user.emailDomainVerified { claims["xms_edov"] = .bool(true) }
             }
-            let minter = IDTokenMinter(spec: Self.keySpec, state: tamper, keys: keys)
+            let minter = IDTokenMinter(spec: Self.keySpec, state: tamper, keys: keys, otherTenantSpec: Self.consumerKeySpec)
             guard let idToken = try? await minter.mint(claims, audience: clientID, base: base) else {
                 return MicrosoftErrors.token(
                     "temporarily_unavailable", 90033, "A transient error has occurred. Please try again.", status: .serviceUnavailable)

@@ -7,6 +7,9 @@ struct IDTokenMinter {
     let spec: OIDCIssuerSpec
     let state: OIDCState
     let keys: SigningKeys
+    /// Another key slot the issuer's JWKS publishes, bound to one issuer of its own (Microsoft's
+    /// personal-accounts key), which `other-tenant-key` signs with.
+    var otherTenantSpec: OIDCIssuerSpec? = nil
 
     /// The signed (or deliberately broken) token for `claims`.
     func mint(_ claims: [String: EmulatorClaims.ClaimValue], audience: String, base: String) async throws -> String {
@@ -43,7 +46,9 @@ struct IDTokenMinter {
         var extraHeader: [String: JWTHeaderField] = [:]
         if await armed(.jkuHeader) { extraHeader["jku"] = .string(base + "/evil/jwks") }
         if await armed(.jwkHeader) { extraHeader["jwk"] = .object(["kty": .string("oct"), "k": .string("ZXZpbA")]) }
-        let signed = try await keys.sign(payload, issuer: spec, extraHeader: extraHeader, withKeyID: !(await armed(.noKeyID)))
+        var signer = spec
+        if let otherTenantSpec, await armed(.otherTenantKey) { signer = otherTenantSpec }
+        let signed = try await keys.sign(payload, issuer: signer, extraHeader: extraHeader, withKeyID: !(await armed(.noKeyID)))
         if await armed(.badSignature) {
             // Change one character in the middle of the signature: still base64url, no longer
             // valid. (The last character may carry only padding bits, so it is not used.)

@@ -31,6 +31,10 @@ enum TamperMode: String, Sendable, CaseIterable {
     case expired
     /// The ID token claims to expire at the end of `Int`'s range, as no provider's does.
     case farExpiry = "far-expiry"
+    /// Microsoft: the ID token (a work account's) is signed with the key Microsoft's common
+    /// JWKS publishes for the personal-accounts tenant alone (its `issuer` names that tenant),
+    /// as a key stolen from one issuer would sign for another.
+    case otherTenantKey = "other-tenant-key"
     case badSignature = "bad-signature"
     case algNone = "alg-none"
     case hmacWithPublicKey = "hs256-public-key"
