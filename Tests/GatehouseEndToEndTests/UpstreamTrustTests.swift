@@ -325,6 +325,32 @@ struct UpstreamTrustTests {
         }
     }
 
+    @Test(
+        "a JWKS refetched with no usable key (empty, or only keys the gateway skips) keeps the cached keys: sign-ins go on; the refetch still counts for the cooldown"
+    )
+    func uselessKeySetKeepsTheCachedKeys() async throws {
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            #expect(try await browser.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
+            let fetched = try await deployment.emulatorStats()["GET /oidc/jwks"] ?? 0
+            for useless in [[], [["kty": "oct", "k": "c2VjcmV0", "kid": "hmac-1"]]] as [[[String: Any]]] {
+                try await Self.serveJWKS(deployment, useless)
+                // A token naming a key the cache does not hold makes it refetch, past the cooldown.
+                deployment.clock.advance(by: 31)
+                let header = Base64URL.encode(Data(#"{"alg":"RS256","kid":"unknown-key","typ":"JWT"}"#.utf8))
+                let forged = "\(header).\(Base64URL.encode(Data("{}".utf8))).AAAA"
+                let refused = try await browser.json("/v1/auth/idtoken", #"{"providerId": "oidc.emulator", "idToken": "\#(forged)"}"#)
+                #expect(refused.status == 400, "\(refused.bodyText)")
+                _ = try await deployment.client.execute(OutboundRequest(method: "DELETE", url: "\(deployment.emulatorURL)/_emulator/faults"))
+                // Within the cooldown of that refetch, a genuine token verifies with the cached keys.
+                var again = Browser(deployment)
+                let signedIn = try await again.complete(login: Self.olive, provider: "oidc.emulator")
+                #expect(signedIn.status == 200, "\(signedIn.bodyText)")
+            }
+            #expect(try await deployment.emulatorStats()["GET /oidc/jwks"] == fetched + 2)
+        }
+    }
+
     @Test("a cold cache whose JWKS endpoint fails is refetched at most once per cooldown, and fails closed")
     func coldCacheRespectsTheCooldown() async throws {
         // Ten minutes: the three attempts fall inside it however slowly they run.

@@ -297,6 +297,12 @@ public actor IssuerMetadataCache {
                 skip(nil, "a key without kid among several cannot be chosen")
             }
         }
+        // A set with no key to use (empty, or only keys skipped above) verifies nothing: a
+        // failed fetch, which leaves a warm cache's keys in place, not a set to replace them.
+        guard count > 0 else {
+            throw GatehouseError.upstreamUnavailable(
+                configuration.providerId, detail: "\(configuration.providerId)'s JWKS holds no key to verify with.")
+        }
         return KeySet(
             collection: collection, keyIDs: ids, algorithms: algorithms, issuers: issuers.filter { ids.contains($0.key) }, count: count,
             fetchedAt: clock.now())
