@@ -116,6 +116,31 @@ struct GatewayTokenTests {
     }
 
     @Test(
+        "a provider's name of any size reaches the tokens as at most 256 characters without controls or bidirectional overrides; an address too long to be one is left out"
+    )
+    func tokensCarryBoundedProfileText() async throws {
+        try await withDeployment { deployment in
+            let name = "\u{202E}Olive\u{0007} " + String(repeating: "x", count: 100_000)
+            let email = String(repeating: "o", count: 400) + "@oidc.example"
+            let userinfo: [String: Any] = ["sub": "248289761001", "name": name, "email": email, "email_verified": true]
+            let body = String(decoding: try JSONSerialization.data(withJSONObject: userinfo), as: UTF8.self)
+            let fault: [String: Any] = ["endpoint": "GET /oidc/userinfo", "status": 200, "body": body, "times": 1]
+            _ = try await deployment.control("faults", String(decoding: try JSONSerialization.data(withJSONObject: fault), as: UTF8.self))
+            var browser = Browser(deployment)
+            let result = try jsonObject(try await browser.complete(login: "olive@oidc.example", provider: "oidc.emulator"))
+            let refreshed = try jsonObject(try await Self.refresh(deployment, try #require(result["refreshToken"] as? String)))
+            for token in [result["idToken"] as? String, refreshed["idToken"] as? String] {
+                let payload = try #require(token?.split(separator: ".").dropFirst().first)
+                let claims = try #require(try JSONSerialization.jsonObject(with: Base64URL.decode(String(payload)) ?? Data()) as? [String: Any])
+                let carried = try #require(claims["name"] as? String)
+                #expect(carried.count == 256 && carried.hasPrefix("Olive xxx"), "\(carried.prefix(20))")
+                #expect(claims["email"] == nil)
+                #expect((token?.utf8.count ?? .max) < 4_000)
+            }
+        }
+    }
+
+    @Test(
         "a session makes GATEHOUSE_SESSION_REFRESH_LIMIT refreshes: the next answers invalid-refresh-token and ends the session, its ID tokens with it; another session of the user keeps its own count"
     )
     func aSessionRefreshesUpToItsLimit() async throws {

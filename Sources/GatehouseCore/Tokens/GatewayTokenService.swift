@@ -41,6 +41,13 @@ public final class GatewayTokenService: Sendable {
     public static let refreshTokenPrefix = "ghrt_"
     /// Accepted clock difference for `iat`/`exp`.
     static let skew: TimeInterval = 60
+    /// The longest `name` a token carries, in characters (shown as `displayable` text: no
+    /// controls or bidirectional overrides): a provider's profile may hold a name of any size,
+    /// and every token of the session, each refresh's too, would carry it whole.
+    static let longestName = 256
+    /// The longest `email` a token carries, in bytes (RFC 5321's path limit, 254, with room):
+    /// a longer one is no address, and is left out.
+    static let longestEmail = 320
 
     /// Tokens for one session.
     public struct Issued: Sendable, Codable, Equatable {
@@ -189,7 +196,8 @@ public final class GatewayTokenService: Sendable {
             iss: configuration.publicURL, aud: configuration.idTokenAudience, sub: account.uid, iat: Int(now.timeIntervalSince1970),
             exp: Int(expires.timeIntervalSince1970),
             authTime: Int(session.authenticatedAt.timeIntervalSince1970), signInProvider: session.signInProvider, identities: identities,
-            email: profile.email, emailVerified: profile.emailVerified, name: profile.displayName, sid: session.familyId)
+            email: profile.email.flatMap { $0.utf8.count <= Self.longestEmail ? $0 : nil }, emailVerified: profile.emailVerified,
+            name: profile.displayName.map { $0.displayable(characters: Self.longestName, bytes: 4 * Self.longestName) }, sid: session.familyId)
         // The sign-in's own claims, and the account's as they are now over them (a refresh picks
         // a change up): a service that changes a claim, a demotion say, reaches every session,
         // even one whose hook answered the same name for itself. A session's own claims may be
