@@ -39,11 +39,13 @@ struct GitHubRateLimitsTests {
         ]
         for (index, headers) in cases.enumerated() {
             let limit = GitHubRateLimits.limit(status: 403, headers: headers, now: now)
-            #expect(limit.map { (1...3600).contains($0.retryAfter) } == true, "\(headers)")
+            let held = limit.map { (1...3600).contains($0.retryAfter) }
+            #expect(held == true, "\(headers)")
             let limits = GitHubRateLimits()
             if let limit { await limits.hold(token: "gho_\(index)", limit, now: now) }
             let wait = await limits.wait(for: "gho_\(index)", now: now)
-            #expect(wait.map { (1...3600).contains($0) } == true, "\(headers): \(String(describing: wait))")
+            let bounded = wait.map { (1...3600).contains($0) }
+            #expect(bounded == true, "\(headers): \(String(describing: wait))")
         }
     }
 

@@ -54,8 +54,10 @@ struct HeldAnswerTests {
         try await respond()
         let pieces = handed.pieces.withLock { $0 }
         #expect(pieces.map(\.bytes) == [65_536, 65_536, 65_536, 65_536, 37_856])
-        #expect(pieces.allSatisfy { $0.held == size }, "\(pieces)")
-        #expect(handed.finished.withLock { $0 } == size)
+        let heldThroughout = pieces.allSatisfy { $0.held == size }
+        #expect(heldThroughout, "\(pieces)")
+        let heldAtFinish = handed.finished.withLock { $0 }
+        #expect(heldAtFinish == size)
         #expect(budget.inUse == 0, "given back once the response is gone")
     }
 }

@@ -168,18 +168,31 @@ import Testing
         ]
     }
 
+    /// A migrated store on `url` whose operations time out after 2 s, holding a row of each
+    /// kind `SingleWrite.all` writes: an account with a session, a service key, a sign-in's state.
+    static func storeForSingleWrites(_ url: String, maximumConnections: Int) async throws -> PostgresStorage {
+        let store = try PostgresStorage(
+            url: url, maximumConnections: maximumConnections, operationTimeout: .seconds(2), logger: PostgresTestServer.quietLogger)
+        do {
+            try await store.migrate()
+            try await store.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+            try await store.insertServiceKey(ServiceKeyRecord(id: "sk_1", name: "n", secretHash: "h", scopes: ["admin"], createdAt: Fixtures.now))
+            try await store.insertSession(Fixtures.session("s", uid: "u1"))
+            try await store.insertTransaction(Fixtures.transaction())
+        } catch {
+            store.shutdown()
+            throw error
+        }
+        return store
+    }
+
     @Test(
         "a single statement waiting for a row past the timeout is answered unavailable in bounded time and never completes afterwards",
         arguments: SingleWrite.all)
     func timedOutStatementNeverCompletes(_ write: SingleWrite) async throws {
         let url = try await PostgresTestServer.freshDatabase()
-        let store = try PostgresStorage(url: url, maximumConnections: 2, operationTimeout: .seconds(2), logger: PostgresTestServer.quietLogger)
+        let store = try await Self.storeForSingleWrites(url, maximumConnections: 2)
         defer { store.shutdown() }
-        try await store.migrate()
-        try await store.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
-        try await store.insertServiceKey(ServiceKeyRecord(id: "sk_1", name: "n", secretHash: "h", scopes: ["admin"], createdAt: Fixtures.now))
-        try await store.insertSession(Fixtures.session("s", uid: "u1"))
-        try await store.insertTransaction(Fixtures.transaction())
         let answer = try await PostgresTestServer.withSession(url) { connection in
             try await connection.query("BEGIN", logger: PostgresTestServer.quietLogger)
             try await connection.query(PostgresQuery(unsafeSQL: write.lock), logger: PostgresTestServer.quietLogger)
@@ -201,13 +214,8 @@ import Testing
         arguments: SingleWrite.all)
     func timedOutStatementIsNeverSent(_ write: SingleWrite) async throws {
         let url = try await PostgresTestServer.freshDatabase()
-        let store = try PostgresStorage(url: url, maximumConnections: 1, operationTimeout: .seconds(2), logger: PostgresTestServer.quietLogger)
+        let store = try await Self.storeForSingleWrites(url, maximumConnections: 1)
         defer { store.shutdown() }
-        try await store.migrate()
-        try await store.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
-        try await store.insertServiceKey(ServiceKeyRecord(id: "sk_1", name: "n", secretHash: "h", scopes: ["admin"], createdAt: Fixtures.now))
-        try await store.insertSession(Fixtures.session("s", uid: "u1"))
-        try await store.insertTransaction(Fixtures.transaction())
         let (answer, census) = try await PostgresTestServer.withSession(url) { connection in
             // The census of sealed values (six timeouts: 12 s) holds the pool's one connection
             // while it waits for the links table another session holds.
