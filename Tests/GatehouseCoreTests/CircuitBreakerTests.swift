@@ -156,20 +156,20 @@ import Testing
     )
     func stalledUploadsSayNothingOfTheHost() async throws {
         let clock = StoppedClock(at: start)
-        let hosts = HostBreakers(settings: CircuitBreakerSettings(failureThreshold: 2, openDuration: 30), clock: clock)
+        let hosts = HostBreakers(settings: CircuitBreakerSettings(failureThreshold: 2, openDuration: 30), clock: clock, distinctCallers: 2)
         let url = "https://api.example"
-        func call(_ error: GatehouseError?) async throws {
+        func call(_ error: GatehouseError?, by caller: String) async throws {
             let refused = { (_: String, _: Int?) in
                 GatehouseError.upstreamUnavailable("api.example", situation: .temporarilyUnavailable, detail: "open")
             }
-            _ = try await hosts.run(url, refused: refused) {
+            _ = try await hosts.run(url, caller: caller, refused: refused) {
                 if let error { throw error }
                 return 200
             }
         }
-        func outcome(_ error: GatehouseError?) async -> String {
+        func outcome(_ error: GatehouseError?, by caller: String) async -> String {
             do {
-                try await call(error)
+                try await call(error, by: caller)
                 return "answered"
             } catch let thrown as GatehouseError where thrown.situation == .temporarilyUnavailable {
                 return "refused"
@@ -178,17 +178,30 @@ import Testing
             }
         }
         let down = GatehouseError.upstreamUnavailable("api.example", detail: "down")
-        // A failure, a stalled upload, a failure: two in a row, the breaker opens.
-        #expect(await outcome(down) == "failed")
-        #expect(await outcome(.requestBodyTimedOut()) == "failed")
-        #expect(await outcome(down) == "failed")
-        #expect(await outcome(nil) == "refused")
-        // After the open period the probe is a stalled upload: the breaker stays open for the
-        // next probe, whose failure opens it for a full period again.
+        let stalled = GatehouseError.requestBodyTimedOut()
+        // A failure, a stalled upload, a failure (two callers'): two in a row, the breaker opens.
+        #expect(await outcome(down, by: "a") == "failed")
+        #expect(await outcome(stalled, by: "a") == "failed")
+        #expect(await outcome(down, by: "b") == "failed")
+        #expect(await outcome(nil, by: "c") == "refused")
+        // After the open period a's probe is a stalled upload: the breaker is not closed, and a
+        // may not probe again for an open period; b's probe goes through, and its answer closes it.
         clock.advance(by: 31)
-        #expect(await outcome(.requestBodyTimedOut()) == "failed")
-        #expect(await outcome(down) == "failed")
-        #expect(await outcome(nil) == "refused")
+        #expect(await outcome(stalled, by: "a") == "failed")
+        #expect(await outcome(nil, by: "a") == "refused")
+        #expect(await outcome(nil, by: "b") == "answered")
+        #expect(await outcome(nil, by: "a") == "answered")
+        // Opened again, a probe that stalls leaves the breaker half-open: b's failing probe
+        // counts as a failed probe, and a second prober's failure reopens it for a full period.
+        #expect(await outcome(down, by: "a") == "failed")
+        #expect(await outcome(down, by: "b") == "failed")
+        clock.advance(by: 31)
+        #expect(await outcome(stalled, by: "a") == "failed")
+        #expect(await outcome(down, by: "b") == "failed")
+        #expect(await outcome(down, by: "c") == "failed")
+        #expect(await outcome(nil, by: "d") == "refused")
+        clock.advance(by: 29)
+        #expect(await outcome(nil, by: "d") == "refused")
     }
 }
 

@@ -36,6 +36,10 @@ actor CircuitBreaker {
         case failed
         /// The call tells nothing about the provider (the caller went away).
         case unknown
+        /// The caller's own request failed before the provider could answer (its body stalled):
+        /// nothing is learned of the provider, and a probe made so is spent for its caller, who
+        /// probes again only after an open period (the next probe is another caller's).
+        case callerFailed
     }
 
     private let providerId: String
@@ -58,6 +62,13 @@ actor CircuitBreaker {
     /// When the last probe failed: a caller whose probe failed may probe again one open period
     /// later (on a quiet deployment nobody else may come).
     private var lastProbeFailedAt = Date.distantPast
+    /// The callers whose probes failed by their own fault (`callerFailed`) since the breaker
+    /// last opened, and when the last did: barred from probing as `failedProbers` are, without
+    /// counting toward reopening it (at most `maximumStalledProbers`; past that, any caller may).
+    private var stalledProbers: Set<String> = []
+    private var lastProbeStalledAt = Date.distantPast
+    /// The most callers `stalledProbers` keeps.
+    private let maximumStalledProbers = 1000
 
     /// A closed breaker for `providerId`; with `distinctCallers` above 1, failures open it only
     /// once that many different callers met them (see `record(_:probe:caller:now:)`).
@@ -79,9 +90,7 @@ actor CircuitBreaker {
             move(to: .halfOpen)
             probing = true
             return true
-        case .halfOpen
-        where !probing
-            && (!(caller.map(failedProbers.contains) ?? false) || now.timeIntervalSince(lastProbeFailedAt) >= settings.openDuration):
+        case .halfOpen where !probing && !isBarred(caller, now: now):
             // The last probe failed for its caller alone: the next other caller probes, or the
             // same one after an open period.
             probing = true
@@ -89,7 +98,7 @@ actor CircuitBreaker {
         case .open, .halfOpen:
             // Open: until the open period ends. Half-open: a moment, for the probe under way,
             // or, to a caller whose own probe failed, until it may probe again.
-            let waitsFrom = state == .open ? openedAt : (caller.map(failedProbers.contains) ?? false) ? lastProbeFailedAt : nil
+            let waitsFrom = state == .open ? openedAt : barredSince(caller, now: now)
             // At least a second, at most a day (an open period set longer, or a clock that
             // stepped back, must not trap the conversion or promise more).
             let retryAfter = waitsFrom.map { Int(min(max(1, (settings.openDuration - now.timeIntervalSince($0)).rounded(.up)), 86_400)) } ?? 1
@@ -99,6 +108,17 @@ actor CircuitBreaker {
                 extensions: ["providerId": providerId], retryAfter: retryAfter)
         }
     }
+
+    /// When the probe of `caller` that bars it from probing now ended (a failed probe, or one
+    /// that failed by its own fault), or `nil` when it may probe.
+    private func barredSince(_ caller: String?, now: Date) -> Date? {
+        guard let caller else { return nil }
+        let bars = [failedProbers.contains(caller) ? lastProbeFailedAt : nil, stalledProbers.contains(caller) ? lastProbeStalledAt : nil]
+        return bars.compactMap { $0 }.filter { now.timeIntervalSince($0) < settings.openDuration }.max()
+    }
+
+    /// Whether `caller` may not probe now (`barredSince`).
+    private func isBarred(_ caller: String?, now: Date) -> Bool { barredSince(caller, now: now) != nil }
 
     /// Records how an admitted call ended. `caller` names who made the call (a user or a
     /// service key): a breaker shared by many callers must not be opened by one of them alone,
@@ -111,6 +131,7 @@ actor CircuitBreaker {
             consecutiveFailures = 0
             failingCallers.removeAll()
             failedProbers.removeAll()
+            stalledProbers.removeAll()
             if state != .closed { move(to: .closed) }
         case .failed:
             consecutiveFailures += 1
@@ -125,6 +146,7 @@ actor CircuitBreaker {
             if state == .halfOpen || (state == .closed && tripped) {
                 openedAt = now
                 failedProbers.removeAll()
+                stalledProbers.removeAll()
                 move(to: .open)
             }
         case .unknown:
@@ -133,6 +155,13 @@ actor CircuitBreaker {
                 openedAt = now.addingTimeInterval(-settings.openDuration)
                 move(to: .open)
             }
+        case .callerFailed:
+            // Half-open still: the next other caller probes; this one waits an open period, so
+            // that a caller stalling its uploads cannot hold every probe.
+            guard probe, state == .halfOpen, let caller else { return }
+            if stalledProbers.count >= maximumStalledProbers { stalledProbers.removeAll() }
+            stalledProbers.insert(caller)
+            lastProbeStalledAt = now
         }
     }
 

@@ -62,9 +62,10 @@ public final class HostBreakers: Sendable {
         } catch let error as GatehouseError where !Task.isCancelled && error.situation != .overloaded {
             // An answer over the cap is what the caller asked for (a large page), not a failure
             // of the host. A caller's own body that stalled (its `408`) was never answered:
-            // it says nothing of the host, and must not close a breaker or clear its count.
+            // it says nothing of the host, and must not close a breaker or clear its count; a
+            // probe so spent is its caller's last for an open period.
             let failed = error.countsAgainstUpstream && error.situation != .tooLarge
-            let outcome: CircuitBreaker.Outcome = error.isRequestBodyTimeout ? .unknown : failed ? .failed : .answered
+            let outcome: CircuitBreaker.Outcome = error.isRequestBodyTimeout ? .callerFailed : failed ? .failed : .answered
             await breaker.record(outcome, probe: probe, caller: caller, now: clock.now())
             throw error
         } catch {
