@@ -23,17 +23,31 @@ public struct ConsoleConfiguration: Sendable, Equatable {
         return nil
     }
 
-    /// Whether the account is an operator. An email counts only where a linked provider
-    /// vouches for it (`emailVerified`): anybody can type an address into a profile.
-    public func admits(_ profile: UnifiedProfile) -> Bool {
-        if operators.contains(profile.uid) { return true }
+    /// What makes an account an operator.
+    public enum Admission: Sendable, Equatable {
+        /// Its uid is listed.
+        case uid
+        /// Its custom claims carry the operator claim set to `true`.
+        case claim
+        /// A linked provider verifies a listed address (normalized): the account is an operator
+        /// only while that address names no other account (`GatehouseStorage.uids(verifiedEmail:limit:)`
+        /// answers it alone), which the caller checks.
+        case email(String)
+    }
+
+    /// Why the account is an operator, or `nil` when it is not one. An email counts only where a
+    /// linked provider vouches for it (`emailVerified`): anybody can type an address into a
+    /// profile; and it names one account only while no other holds it verified, which accounts
+    /// that shared it before one account per verified email was the rule may (the caller asks
+    /// the store).
+    public func admission(_ profile: UnifiedProfile) -> Admission? {
+        if operators.contains(profile.uid) { return .uid }
+        if let claim = operatorClaim, !claim.isEmpty, profile.customClaims[claim] == .bool(true) { return .claim }
         let emails = Set(operators.filter { $0.contains("@") }.compactMap(EmailAddress.normalized))
-        if !emails.isEmpty,
-            profile.providers.contains(where: { $0.emailVerified && $0.email.flatMap(EmailAddress.normalized).map(emails.contains) == true })
-        {
-            return true
+        guard !emails.isEmpty else { return nil }
+        for provider in profile.providers where provider.emailVerified {
+            if let address = provider.email.flatMap(EmailAddress.normalized), emails.contains(address) { return .email(address) }
         }
-        if let claim = operatorClaim, !claim.isEmpty, profile.customClaims[claim] == .bool(true) { return true }
-        return false
+        return nil
     }
 }

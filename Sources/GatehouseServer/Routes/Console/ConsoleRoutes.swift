@@ -209,7 +209,12 @@ struct ConsoleRoutes {
             let account = try await gatehouse.storage.account(uid: caller.uid)
         else { return nil }
         let profile = try await gatehouse.accounts.unifiedProfile(for: account)
-        guard !profile.disabled, console.admits(profile) else { return .some(nil) }
+        guard !profile.disabled, let admission = console.admission(profile) else { return .some(nil) }
+        // An address names an operator only while it names one account: accounts that shared
+        // it before the rule of one account per verified email are none of them operators.
+        if case .email(let address) = admission, try await gatehouse.storage.uids(verifiedEmail: address, limit: 2) != [profile.uid] {
+            return .some(nil)
+        }
         return .some(Operator(caller: caller, profile: profile))
     }
 
