@@ -326,10 +326,12 @@ struct UpstreamTrustTests {
     }
 
     @Test(
-        "a JWKS refetched with no usable key (empty, or only keys the gateway skips) keeps the cached keys: sign-ins go on; the refetch still counts for the cooldown"
+        "a JWKS refetched with no usable key (empty, or only keys the gateway skips) keeps the cached keys while they are within their lifetime: sign-ins go on; past it, the keys withdrawn stop verifying"
     )
     func uselessKeySetKeepsTheCachedKeys() async throws {
-        try await withDeployment { deployment in
+        // Keys cached for two minutes: the clock passes that without the emulator's ID tokens
+        // (an hour) expiring.
+        try await withDeployment(openID: { $0.metadataLifetime = 120 }) { deployment in
             var browser = Browser(deployment)
             #expect(try await browser.complete(login: Self.olive, provider: "oidc.emulator").status == 200)
             let fetched = try await deployment.emulatorStats()["GET /oidc/jwks"] ?? 0
@@ -348,6 +350,17 @@ struct UpstreamTrustTests {
                 #expect(signedIn.status == 200, "\(signedIn.bodyText)")
             }
             #expect(try await deployment.emulatorStats()["GET /oidc/jwks"] == fetched + 2)
+            // Past the cached keys' lifetime, a set with no usable key replaces them.
+            try await Self.serveJWKS(deployment, [])
+            deployment.clock.advance(by: 121)
+            var late = Browser(deployment)
+            let refused = try await late.complete(login: Self.olive, provider: "oidc.emulator")
+            #expect(refused.status >= 400 && (try? jsonObject(refused)["code"] as? String) == "invalid-id-token", "\(refused.bodyText)")
+            _ = try await deployment.client.execute(OutboundRequest(method: "DELETE", url: "\(deployment.emulatorURL)/_emulator/faults"))
+            deployment.clock.advance(by: 31)
+            var back = Browser(deployment)
+            let backAgain = try await back.complete(login: Self.olive, provider: "oidc.emulator")
+            #expect(backAgain.status == 200, "\(backAgain.bodyText)")
         }
     }
 

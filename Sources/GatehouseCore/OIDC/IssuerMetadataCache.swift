@@ -216,9 +216,7 @@ public actor IssuerMetadataCache {
         // going on finds the keys it brought.
         let fetch = keyFetches.task(for: Self.jwks) {
             do {
-                let fetched = try await self.fetchKeys()
-                await self.store(fetched)
-                return fetched
+                return await self.keep(try await self.fetchKeys())
             } catch let error as GatehouseError where error.situation == .overloaded {
                 // Refused by the gateway's own limit on calls out: nothing was fetched, so
                 // this fetch's cooldown is taken back (once, by the fetch itself, and only
@@ -235,9 +233,18 @@ public actor IssuerMetadataCache {
         if jwksFetchGeneration == generation { lastJWKSFetch = nil }
     }
 
-    /// Keeps a fetched key set.
-    private func store(_ fetched: KeySet) {
+    /// Keeps a fetched key set and answers the set now kept. A set with no usable key (empty,
+    /// or only keys skipped) leaves a cached set within its lifetime in place: a provider's
+    /// passing glitch, which anyone can make the gateway refetch into with an unknown `kid`, must
+    /// not stop sign-ins. It replaces an older one, so keys a provider withdrew stop verifying
+    /// within a lifetime.
+    private func keep(_ fetched: KeySet) -> KeySet {
+        if fetched.count == 0, let keySet, clock.now().timeIntervalSince(keySet.fetchedAt) < configuration.metadataLifetime {
+            logger.warning("JWKS holds no usable key; using cached keys", metadata: ["provider.id": "\(configuration.providerId)"])
+            return keySet
+        }
         keySet = fetched
+        return fetched
     }
 
     /// The single-flight key of the JWKS fetch (one per issuer: this cache is per issuer).
@@ -296,12 +303,6 @@ public actor IssuerMetadataCache {
             } else {
                 skip(nil, "a key without kid among several cannot be chosen")
             }
-        }
-        // A set with no key to use (empty, or only keys skipped above) verifies nothing: a
-        // failed fetch, which leaves a warm cache's keys in place, not a set to replace them.
-        guard count > 0 else {
-            throw GatehouseError.upstreamUnavailable(
-                configuration.providerId, detail: "\(configuration.providerId)'s JWKS holds no key to verify with.")
         }
         return KeySet(
             collection: collection, keyIDs: ids, algorithms: algorithms, issuers: issuers.filter { ids.contains($0.key) }, count: count,
