@@ -220,9 +220,10 @@ extension PostgresStorage {
         }
         return claims
     }
-    /// Ends every session of an account: whether it had any (one row answered at most).
-    @discardableResult public func deleteSessions(uid: String) async throws -> Bool {
-        try await changed("WITH ended AS (DELETE FROM sessions WHERE uid = \(uid) RETURNING 1) SELECT 1 FROM ended LIMIT 1")
+    /// Ends every session of an account: whether a live one ended (one row answered at most).
+    @discardableResult public func deleteSessions(uid: String, now: Date) async throws -> Bool {
+        try await changed(
+            "WITH ended AS (DELETE FROM sessions WHERE uid = \(uid) RETURNING expires_at) SELECT 1 FROM ended WHERE expires_at > \(now) LIMIT 1")
     }
 
     /// Records a session's last use.

@@ -156,11 +156,13 @@ extension SQLiteStorage {
                 arguments: [uid, now, limit])
         }
     }
-    /// Ends every session of an account: whether it had any.
-    @discardableResult public func deleteSessions(uid: String) async throws -> Bool {
+    /// Ends every session of an account: whether a live one ended.
+    @discardableResult public func deleteSessions(uid: String, now: Date) async throws -> Bool {
         try await write { db in
+            let live = try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM sessions WHERE uid = ? AND expires_at > ?)"), arguments: [uid, now])
             try db.cachedStatement(sql: "DELETE FROM sessions WHERE uid = ?").execute(arguments: [uid])
-            return db.changesCount > 0
+            return live == true
         }
     }
 

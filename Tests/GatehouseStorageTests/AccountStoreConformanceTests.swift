@@ -328,16 +328,22 @@ import Testing
     }
 
     @Test(
-        "ending every session of an account says whether it had any, and records the write's webhook events only then", arguments: StorageBackend.all)
+        "ending every session of an account says whether a live one ended, and records the write's webhook events only then; expired ones go too, and count for nothing",
+        arguments: StorageBackend.all)
     func endingNoSessionRecordsNoEvent(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
         try await storage.insertSession(Fixtures.session("s1", uid: "u1"))
         try await storage.insertSession(Fixtures.session("s2", uid: "u1"))
+        var expired = Fixtures.session("s3", uid: "u2")
+        try await storage.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", federatedId: "2"))
+        expired.expiresAt = Fixtures.now.addingTimeInterval(-1)
+        try await storage.insertSession(expired)
+        #expect(try await !storage.deleteSessions(uid: "u2", now: Fixtures.now), "only an expired session ended")
         func revoke(_ eventId: String) async throws -> Bool {
             let entry = OutboxEntry(
                 eventId: eventId, endpoint: "app", type: "account.sessions-revoked", payload: Data("{}".utf8), createdAt: Fixtures.now)
-            return try await Outbox.$entries.withValue([entry]) { try await storage.deleteSessions(uid: "u1") }
+            return try await Outbox.$entries.withValue([entry]) { try await storage.deleteSessions(uid: "u1", now: Fixtures.now) }
         }
         #expect(try await revoke("e1"))
         #expect(try await storage.sessionCount(uid: "u1", now: Fixtures.now) == 0)

@@ -153,7 +153,7 @@ import Testing
                 written: { try await $0.serviceKeys().first?.revokedAt != nil }),
             SingleWrite(
                 name: "ending an account's sessions (DELETE)", lock: "SELECT id_hash FROM sessions FOR UPDATE",
-                write: { _ = try await $0.deleteSessions(uid: "u1") },
+                write: { _ = try await $0.deleteSessions(uid: "u1", now: Fixtures.now) },
                 written: { try await $0.sessionCount(uid: "u1", now: Fixtures.now) == 0 }),
             SingleWrite(
                 name: "taking a sign-in's state (DELETE … RETURNING)", lock: "SELECT state_hash FROM signin_transactions FOR UPDATE",

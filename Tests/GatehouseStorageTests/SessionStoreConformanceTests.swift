@@ -20,7 +20,7 @@ import Testing
         try await storage.deleteSession(idHash: a.idHash)
         #expect(try await storage.session(idHash: a.idHash, now: Fixtures.now) == nil)
         #expect(try await storage.session(idHash: b.idHash, now: Fixtures.now) == b)
-        try await storage.deleteSessions(uid: "u1")
+        try await storage.deleteSessions(uid: "u1", now: Fixtures.now)
         #expect(try await storage.session(idHash: b.idHash, now: Fixtures.now) == nil)
     }
 

@@ -132,7 +132,9 @@ public struct AdminService: Sendable {
     public func revokeSessions(uid: String, by actor: AuditActor) async throws {
         guard try await storage.account(uid: uid) != nil else { throw GatehouseError.userNotFound() }
         // The event only when a session ended: revoking none changes nothing a receiver tracks.
-        _ = try await events.recording([.account(.sessionsRevoked, uid: uid, at: clock.now())]) { try await storage.deleteSessions(uid: uid) }
+        _ = try await events.recording([.account(.sessionsRevoked, uid: uid, at: clock.now())]) {
+            try await storage.deleteSessions(uid: uid, now: clock.now())
+        }
         audit.record(.sessionsRevoked, by: actor, uid: uid)
     }
 }

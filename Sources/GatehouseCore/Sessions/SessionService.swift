@@ -81,7 +81,7 @@ public final class SessionService: Sendable {
         guard let caller else { return }
         if all {
             let event = WebhookEvent.account(.signedOutEverywhere, uid: caller.uid, at: clock.now())
-            _ = try await events.recording([event]) { try await storage.deleteSessions(uid: caller.uid) }
+            _ = try await events.recording([event]) { try await storage.deleteSessions(uid: caller.uid, now: clock.now()) }
         } else {
             try await storage.deleteSession(familyId: caller.familyId)
         }

@@ -303,10 +303,10 @@ public final class CachedStore: GatehouseStorage {
         }
     }
 
-    /// Ends every session of an account: whether it had any.
-    @discardableResult public func deleteSessions(uid: String) async throws -> Bool {
+    /// Ends every session of an account: whether a live one ended.
+    @discardableResult public func deleteSessions(uid: String, now: Date) async throws -> Bool {
         try await writing {
-            try await base.deleteSessions(uid: uid)
+            try await base.deleteSessions(uid: uid, now: now)
         } then: {
             cache.invalidate(uid: uid)
         }

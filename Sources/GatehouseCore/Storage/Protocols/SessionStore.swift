@@ -29,9 +29,10 @@ public protocol SessionStore: Sendable {
     /// the family's limit: a live token of a family holding `successor.familyLimit` tokens
     /// rotates nothing and ends the session (`.exhausted`).
     func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation
-    /// Ends every session of an account: whether it had any (the events recorded with the
-    /// write are kept only then).
-    @discardableResult func deleteSessions(uid: String) async throws -> Bool
+    /// Ends every session of an account: whether a live one (expiring after `now`) ended; the
+    /// events recorded with the write are kept only then (expired sessions the purge has not
+    /// removed yet go too, and count for nothing).
+    @discardableResult func deleteSessions(uid: String, now: Date) async throws -> Bool
     /// An account's live sessions (expiring after `now`), newest first, at most `SessionRecord.listLimit`.
     func sessions(uid: String, now: Date) async throws -> [SessionRecord]
     /// How many live sessions an account has (`sessions(uid:now:)` lists at most `SessionRecord.listLimit`).
