@@ -134,7 +134,7 @@ struct GatewayTokenTests {
                 let claims = try #require(try JSONSerialization.jsonObject(with: Base64URL.decode(String(payload)) ?? Data()) as? [String: Any])
                 let carried = try #require(claims["name"] as? String)
                 #expect(carried.count == 256 && carried.hasPrefix("Olive xxx"), "\(carried.prefix(20))")
-                #expect(claims["email"] == nil)
+                #expect(claims["email"] == nil && claims["email_verified"] as? Bool == false)
                 #expect((token?.utf8.count ?? .max) < 4_000)
             }
         }

@@ -192,12 +192,14 @@ public final class GatewayTokenService: Sendable {
         for link in links { identities[link.providerId, default: []].append(link.federatedId) }
         let now = configuration.clock.now()
         let expires = min(now.addingTimeInterval(configuration.idTokenLifetime), session.expiresAt)
+        let email = profile.email.flatMap { $0.utf8.count <= Self.longestEmail ? $0 : nil }
+        let name = profile.displayName.map { $0.displayable(characters: Self.longestName, bytes: 4 * Self.longestName) }
         var claims = GatewayIDTokenClaims(
             iss: configuration.publicURL, aud: configuration.idTokenAudience, sub: account.uid, iat: Int(now.timeIntervalSince1970),
             exp: Int(expires.timeIntervalSince1970),
             authTime: Int(session.authenticatedAt.timeIntervalSince1970), signInProvider: session.signInProvider, identities: identities,
-            email: profile.email.flatMap { $0.utf8.count <= Self.longestEmail ? $0 : nil }, emailVerified: profile.emailVerified,
-            name: profile.displayName.map { $0.displayable(characters: Self.longestName, bytes: 4 * Self.longestName) }, sid: session.familyId)
+            email: email, emailVerified: email != nil && profile.emailVerified, name: name.flatMap { $0.isEmpty ? nil : $0 },
+            sid: session.familyId)
         // The sign-in's own claims, and the account's as they are now over them (a refresh picks
         // a change up): a service that changes a claim, a demotion say, reaches every session,
         // even one whose hook answered the same name for itself. A session's own claims may be
