@@ -286,6 +286,31 @@ struct UpstreamTrustTests {
     }
 
     @Test(
+        "a JWKS member naming the issuer it signs for binds its key to that issuer; a skipped member of the same kid (an encryption key) binds nothing"
+    )
+    func keyIssuerComesFromTheUsableMember() async throws {
+        try await withDeployment { deployment in
+            var real = try await Self.realKey(deployment)
+            real["issuer"] = "\(deployment.emulatorURL)/oidc"
+            var encryption = real
+            encryption["use"] = "enc"
+            encryption["issuer"] = "https://elsewhere.example"
+            try await Self.serveJWKS(deployment, [real, encryption])
+            var browser = Browser(deployment)
+            let signedIn = try await browser.complete(login: Self.olive, provider: "oidc.emulator")
+            #expect(signedIn.status == 200, "\(signedIn.bodyText)")
+        }
+        try await withDeployment { deployment in
+            var bound = try await Self.realKey(deployment)
+            bound["issuer"] = "https://elsewhere.example"
+            try await Self.serveJWKS(deployment, [bound])
+            var browser = Browser(deployment)
+            let refused = try await browser.complete(login: Self.olive, provider: "oidc.emulator")
+            #expect(refused.status >= 400 && (try? jsonObject(refused)["code"] as? String) == "invalid-id-token", "\(refused.bodyText)")
+        }
+    }
+
+    @Test(
         "a lone JWKS key verifies tokens that name no kid, whether it has one or not, with alg or without",
         arguments: [(true, true), (true, false), (false, true), (false, false)])
     func loneKeyVerifiesTokensWithoutKeyID(_ keyHasID: Bool, _ withAlgorithm: Bool) async throws {

@@ -262,7 +262,6 @@ public actor IssuerMetadataCache {
         var usable: [JWK] = []
         var issuers: [String: String] = [:]
         for member in members {
-            if let kid = member["kid"]?.stringValue, let issuer = member["issuer"]?.stringValue { issuers[kid] = issuer }
             switch JWKSMember.signingKey(member) {
             case .usable(var key):
                 if key.algorithm == nil {
@@ -275,6 +274,9 @@ public actor IssuerMetadataCache {
                     }
                     key.algorithm = algorithm
                 }
+                // The issuer a usable key says it signs for (a skipped member of the same `kid`,
+                // an encryption key say, names none of it).
+                if let kid = member["kid"]?.stringValue, let issuer = member["issuer"]?.stringValue { issuers[kid] = issuer }
                 usable.append(key)
             case .skipped(let reason): skip(member, reason)
             }
