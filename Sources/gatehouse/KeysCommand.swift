@@ -130,7 +130,7 @@ struct KeysCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "rotate-signing",
             abstract:
-                "Add a new ES256 signing key: published at once, signing after 60 s (when every instance has loaded it); the JWKS keeps the old key while its tokens live."
+                "Add a new ES256 signing key: published at once, signing after 90 s (when every instance has loaded it and no cached JWKS lacks it); the JWKS keeps the old key while its tokens live."
         )
 
         /// Which store.
