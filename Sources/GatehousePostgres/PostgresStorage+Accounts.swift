@@ -293,7 +293,7 @@ extension PostgresStorage {
                 """)
         }
         var uids: [String] = []
-        for uid in try await rows.decode(String.self) { uids.append(uid) }
+        for uid in try rows.decode(String.self) { uids.append(uid) }
         return uids
     }
     /// Sets the account's `disabled` flag.
