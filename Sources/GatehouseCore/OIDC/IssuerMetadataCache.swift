@@ -197,7 +197,12 @@ public actor IssuerMetadataCache {
                 logger.warning("JWKS refresh failed; using cached keys", metadata: ["provider.id": "\(configuration.providerId)"])
             }
         }
-        guard let keySet, keySet.matches(kid) else {
+        guard let keySet else {
+            // Cold, and the cooldown holds the next fetch back: no key is known, so nothing says
+            // the token's key is not published. Its caller hears what the fetch's caller heard.
+            throw jwksUnreadable
+        }
+        guard keySet.matches(kid) else {
             throw GatehouseError.invalidIdToken("The ID token is signed with a key the issuer does not publish.")
         }
         return keySet.verifying(kid)
@@ -247,6 +252,11 @@ public actor IssuerMetadataCache {
         return fetched
     }
 
+    /// `upstream-unavailable`: the issuer's JWKS did not answer with a key set.
+    private var jwksUnreadable: GatehouseError {
+        GatehouseError.upstreamUnavailable(configuration.providerId, detail: "\(configuration.providerId)'s JWKS could not be read.")
+    }
+
     /// The single-flight key of the JWKS fetch (one per issuer: this cache is per issuer).
     private static let jwks = "jwks"
 
@@ -256,7 +266,7 @@ public actor IssuerMetadataCache {
         guard response.status == 200, let document = try? JSONValue.parse(Data(response.body)),
             case .array(let members)? = document["keys"]
         else {
-            throw GatehouseError.upstreamUnavailable(configuration.providerId, detail: "\(configuration.providerId)'s JWKS could not be read.")
+            throw jwksUnreadable
         }
         // RFC 7517 §5: each key on its own; what cannot verify a signature is skipped.
         var usable: [JWK] = []
