@@ -1,6 +1,7 @@
 import CurlClient
 import Foundation
 import GatehouseCore
+import GatehouseSQLite
 import GatehouseTestSupport
 import Testing
 
@@ -389,6 +390,54 @@ struct ConsoleTests {
             // The receiver's origin only: a receiver's path or query may hold its token.
             #expect(webhooks.bodyText.contains("<code>\(deployment.emulatorURL)/…</code>"), "\(webhooks.bodyText)")
             #expect(!webhooks.bodyText.contains("/sample-app/webhooks"), "\(webhooks.bodyText)")
+        }
+    }
+
+    @Test("the webhooks page pages each list of deliveries: past the first hundred, a link leads to the rest, keeping the other list's place")
+    func deliveryListsPage() async throws {
+        try await withDeployment(
+            gateway: { $0.console = ConsoleConfiguration(operators: ["octocat@github.com"]) }, webhooks: WebhookTests.sampleApp()
+        ) { deployment in
+            var (browser, _) = try await Self.operatorBrowser(deployment)
+            var other = Browser(deployment)
+            let uid = try account(try await other.complete(login: "private-pat")).uid
+            // 130 deliveries for an endpoint no instance is configured with any more: they stay
+            // pending, written with the change they describe.
+            let storage = try SQLiteStorage(path: deployment.databasePath)
+            let entries = (0..<130).map { index in
+                OutboxEntry(
+                    eventId: "evt_paged\(1000 + index)", endpoint: "retired-app", type: "account.disabled",
+                    payload: Data(#"{"type":"account.disabled","id":"evt_paged\#(1000 + index)","data":{}}"#.utf8),
+                    createdAt: deployment.clock.now())
+            }
+            let disabled = try await Outbox.$entries.withValue(entries) { try await storage.setDisabled(uid: uid, disabled: true) }
+            #expect(disabled == .changed)
+            func shown(_ page: String) -> Set<String> {
+                Set(page.matches(of: /evt_paged\d+/).map { String($0.output) })
+            }
+            let first = try await browser.send("\(deployment.gatewayURL)/admin/webhooks")
+            #expect(first.status == 200)
+            let firstShown = shown(first.bodyText)
+            #expect(firstShown.count == 100, "\(first.bodyText)")
+            let foundLink = first.bodyText.firstMatch(of: /<a id="next-pending" href="([^"]+)"/).map { String($0.output.1) }
+            let link = try #require(foundLink, "\(first.bodyText)")
+            #expect(link.hasPrefix("/admin/webhooks?pending=evt_paged") && !link.contains("failed"), "\(link)")
+            let second = try await browser.send("\(deployment.gatewayURL)\(link.replacingOccurrences(of: "&amp;", with: "&"))")
+            #expect(second.status == 200)
+            let secondShown = shown(second.bodyText)
+            #expect(secondShown.count == 30 && secondShown.isDisjoint(with: firstShown), "\(second.bodyText)")
+            #expect(!second.bodyText.contains("id=\"next-pending\""), "\(second.bodyText)")
+            #expect(second.bodyText.contains(#"<a id="first-pending" href="/admin/webhooks">"#), "a way back to the first page: \(second.bodyText)")
+            // The failed list's place (past every failed delivery here) is kept in the pending
+            // list's links, and the other way round.
+            let placed = try await browser.send("\(deployment.gatewayURL)/admin/webhooks?failed=zzz")
+            #expect(shown(placed.bodyText) == firstShown)
+            #expect(placed.bodyText.contains(#"id="first-failed" href="/admin/webhooks">"#), "\(placed.bodyText)")
+            let placedLink = placed.bodyText.firstMatch(of: /<a id="next-pending" href="([^"]+)"/).map { String($0.output.1) }
+            #expect(placedLink?.hasSuffix("&amp;failed=zzz") == true, "\(String(describing: placedLink))")
+            // A cursor is checked like the API's.
+            let long = try await browser.send("\(deployment.gatewayURL)/admin/webhooks?pending=\(String(repeating: "a", count: 300))")
+            #expect(long.status == 400, "\(long.bodyText)")
         }
     }
 

@@ -12,6 +12,24 @@ struct AdminWebhookRoutes {
     /// Deliveries per page.
     static let pageSize = 100
 
+    /// A page of the deliveries with `status` after `cursor`, and the cursor of the next page
+    /// when more follow (`nil` on the last page, also when it is full).
+    static func page(of storage: any GatehouseStorage, status: OutboxEntry.Status, after cursor: String?) async throws -> (
+        entries: [OutboxEntry], next: String?
+    ) {
+        let entries = try await storage.outboxEntries(status: status, after: cursor, limit: pageSize + 1)
+        guard entries.count > pageSize else { return (entries, nil) }
+        return (Array(entries.prefix(pageSize)), entries[pageSize - 1].id)
+    }
+
+    /// A cursor as a query carries it: `nil` when absent or empty; at most 256 bytes (an entry's id
+    /// is far shorter).
+    static func cursor(_ value: String?) throws -> String? {
+        guard let value, !value.isEmpty else { return nil }
+        guard value.utf8.count <= 256 else { throw GatehouseError.invalidArgument("cursor is too long.") }
+        return value
+    }
+
     func register(into table: inout RouteTable) {
         let storage = gatehouse.storage
         let webhooks = gatehouse.webhooks
@@ -28,13 +46,11 @@ struct AdminWebhookRoutes {
             guard let status = OutboxEntry.Status(rawValue: query["status"] ?? "pending") else {
                 throw GatehouseError.invalidArgument("status must be pending or failed.")
             }
-            let cursor = query["cursor"]
-            guard (cursor?.utf8.count ?? 0) <= 256 else { throw GatehouseError.invalidArgument("cursor is too long.") }
-            let entries = try await storage.outboxEntries(status: status, after: cursor, limit: Self.pageSize)
+            let page = try await Self.page(of: storage, status: status, after: try Self.cursor(query["cursor"]))
             return try Response.json(
                 DeliveryPage(
-                    deliveries: entries.map { Delivery($0, showingEvent: WebhookEventType.readable($0.type, by: scopes)) },
-                    nextCursor: entries.count == Self.pageSize ? entries.last?.id : nil,
+                    deliveries: page.entries.map { Delivery($0, showingEvent: WebhookEventType.readable($0.type, by: scopes)) },
+                    nextCursor: page.next,
                     endpoints: webhooks?.outcomes() ?? [:]))
         }
         table.add(.post, "/v1/admin/webhooks/deliveries/{id}/redeliver") { request, context in
