@@ -128,8 +128,30 @@ import Testing
             let error = #expect(throws: GatehouseError.self, "\(page)") { try configuration.validate() }
             #expect(error?.detail.contains("GATEHOUSE_DEVELOPMENT") == true, "\(String(describing: error))")
             configuration.developmentMode = true
+            configuration.publicURL = "http://127.0.0.1:8080"
             #expect(throws: Never.self, "\(page)") { try configuration.validate() }
             #expect(ReturnToPolicy(allowList: [page]).kind(of: page) == .web)
+        }
+    }
+
+    @Test(
+        "development mode is for a gateway on this machine alone: with a public URL other than plain http to loopback the configuration is refused, since it would drop the cookies' Secure and __Host- and admit photos at private addresses"
+    )
+    func developmentModeNeedsALoopbackPublicURL() throws {
+        for publicURL in ["https://auth.example.com", "https://127.0.0.1:8443", "http://auth.example.com", "http://10.0.0.7:8080"] {
+            var configuration = GatewayConfiguration(publicURL: publicURL, returnToAllowList: [], developmentMode: true)
+            let error = #expect(throws: GatehouseError.self, "\(publicURL)") { try configuration.validate() }
+            // Plain http elsewhere than loopback was refused before, as any provider URL is.
+            let said =
+                publicURL.hasPrefix("https")
+                ? "GATEHOUSE_DEVELOPMENT=true is for a gateway on this machine" : "plain http is allowed only to loopback"
+            #expect(error?.detail.contains(said) == true, "\(String(describing: error))")
+            configuration.developmentMode = false
+            if publicURL.hasPrefix("https") { #expect(throws: Never.self, "\(publicURL)") { try configuration.validate() } }
+        }
+        for publicURL in ["http://127.0.0.1:8080", "http://[::1]:8080", "http://localhost:8080"] {
+            let configuration = GatewayConfiguration(publicURL: publicURL, returnToAllowList: [], developmentMode: true)
+            #expect(throws: Never.self, "\(publicURL)") { try configuration.validate() }
         }
     }
 

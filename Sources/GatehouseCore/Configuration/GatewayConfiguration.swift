@@ -319,6 +319,14 @@ public struct GatewayConfiguration: Sendable {
         for url in [publicURL] + (github.map { [$0.authorizeURL, $0.tokenURL, $0.apiBaseURL] } ?? []) {
             try EndpointPolicy.check(url, developmentMode: developmentMode)
         }
+        // Development mode drops the cookies' `Secure` and `__Host-`, admits plain-http pages
+        // and photos at private addresses: conveniences for a gateway its own machine alone
+        // reaches, which a deployment reached over https must never have.
+        if developmentMode, !EndpointPolicy.isLoopbackHTTP(publicURL) {
+            throw GatehouseError.invalidArgument(
+                "GATEHOUSE_DEVELOPMENT=true is for a gateway on this machine: GATEHOUSE_PUBLIC_URL must then be plain http to a loopback address (127.0.0.1, ::1 or localhost), not \(publicURL.debugDescription)"
+            )
+        }
         var seen: Set<String> = github == nil ? [] : ["github.com"]
         if let microsoft {
             seen.insert("microsoft.com")
@@ -372,14 +380,22 @@ public struct GatewayConfiguration: Sendable {
 public enum EndpointPolicy {
     /// Throws unless the URL is `https`, or `http` to loopback in development mode.
     public static func check(_ url: String, developmentMode: Bool) throws {
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(), let host = components.host else {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(), components.host != nil else {
             throw GatehouseError.invalidArgument("\(url.debugDescription) is not an absolute URL")
         }
         if scheme == "https" { return }
-        let loopback = ["127.0.0.1", "localhost", "::1"].contains(host.lowercased())
-        guard scheme == "http", loopback, developmentMode else {
+        guard isLoopbackHTTP(url), developmentMode else {
             throw GatehouseError.invalidArgument(
                 "\(url.debugDescription): plain http is allowed only to loopback in development mode (GATEHOUSE_DEVELOPMENT=true)")
         }
+    }
+
+    /// Whether `url` is plain http to a loopback address (`127.0.0.1`, `::1`, `localhost`).
+    public static func isLoopbackHTTP(_ url: String) -> Bool {
+        guard let components = URLComponents(string: url), components.scheme?.lowercased() == "http", let host = components.host else {
+            return false
+        }
+        // An IPv6 host keeps its brackets here (`[::1]`).
+        return ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased())
     }
 }
