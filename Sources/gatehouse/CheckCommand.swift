@@ -37,6 +37,13 @@ struct CheckCommand: AsyncParsableCommand {
     /// Which store `--offline` opens.
     @OptionGroup var store: StoreOptions
 
+    /// Refuses a timeout that is no number of seconds up to an hour (it becomes milliseconds).
+    func validate() throws {
+        guard timeout.isFinite, (0...3600).contains(timeout) else {
+            throw ValidationError("--timeout must be a number of seconds from 0 to 3600, not \(timeout)")
+        }
+    }
+
     /// Runs the checks; exit status 1 when any fails.
     func run() async throws {
         let environment = try await store.settings()

@@ -23,6 +23,12 @@ struct DemoCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Store (a fresh data folder is a fresh demo; it also keeps the demo's encryption key)") var store: StoreOptions
 
+    /// Refuses ports out of range (a listener would take them modulo 65,536).
+    func validate() throws {
+        try ListenPort.check(port, option: "--port")
+        try ListenPort.check(emulatorPort, option: "--emulator-port")
+    }
+
     func run() async throws {
         let environment = try await store.settings()
         let logger = Logging.bootstrapJSON(level: try Logging.level(environment))

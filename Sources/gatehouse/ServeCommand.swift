@@ -25,6 +25,11 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var store: StoreOptions
 
+    /// Refuses a port out of range (the listener would take it modulo 65,536).
+    func validate() throws {
+        try ListenPort.check(port, option: "--port")
+    }
+
     func run() async throws {
         let loaded = try await SettingsEnvironment.load(ProcessInfo.processInfo.environment, configFile: store.config)
         let environment = loaded.values
@@ -120,6 +125,23 @@ struct ServeCommand: AsyncParsableCommand {
 
 /// The settings of `serve`, read from `GATEHOUSE_*` environment variables.
 struct ServeSettings {
+    /// `path`, once it is found to be a readable file holding a PEM certificate: libcurl
+    /// would otherwise fail every https call, while the gateway reported itself ready.
+    static func caBundle(_ path: String) throws -> String {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw ValidationError("GATEHOUSE_CA_BUNDLE (\(path)) cannot be read")
+        }
+        defer { try? handle.close() }
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), !isFolder.boolValue,
+            let head = try? handle.read(upToCount: SettingsEnvironment.maximumFileBytes * 16),
+            String(decoding: head, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----")
+        else {
+            throw ValidationError("GATEHOUSE_CA_BUNDLE (\(path)) holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+        }
+        return path
+    }
+
     var host: String
     var port: Int
     var caBundlePath: String?
@@ -165,7 +187,7 @@ struct ServeSettings {
         self.host = host ?? environment["GATEHOUSE_HOST"] ?? "127.0.0.1"
         self.port = try port ?? settings.numberOrDefault("GATEHOUSE_PORT")
         self.operations = try Self.operationsAddress(environment, default: "127.0.0.1:9090")
-        self.caBundlePath = environment["GATEHOUSE_CA_BUNDLE"]
+        self.caBundlePath = try environment["GATEHOUSE_CA_BUNDLE"].map(Self.caBundle)
         self.upstreamConnections = try settings.numberOrDefault("GATEHOUSE_UPSTREAM_CONNECTIONS")
         self.upstreamCalls = try settings.number("GATEHOUSE_UPSTREAM_CALLS")
         self.upstreamCallsPerUser = try settings.number("GATEHOUSE_UPSTREAM_CALLS_PER_USER")

@@ -20,8 +20,17 @@ struct StoreOptions: ParsableArguments {
     var dataDir: String?
 
     /// `--database-url`: PostgreSQL instead.
-    @Option(help: "A postgres:// URL; PostgreSQL instead of SQLite (GATEHOUSE_DATABASE_URL).")
+    @Option(help: "A postgres:// URL without a password; PostgreSQL instead of SQLite (GATEHOUSE_DATABASE_URL, which may carry one).")
     var databaseURL: String?
+
+    /// Refuses a password in `--database-url`: a process's arguments are readable by every
+    /// local user (`/proc/PID/cmdline`) and stay in shell histories.
+    func validate() throws {
+        guard let databaseURL, let password = URLComponents(string: databaseURL)?.password, !password.isEmpty else { return }
+        throw ValidationError(
+            "--database-url must not carry a password: every local user can read a command's arguments. Set GATEHOUSE_DATABASE_URL in the environment or in the secrets folder (GATEHOUSE_SECRETS_DIR) instead"
+        )
+    }
 
     /// The data folder (SQLite file, the demo's key), created when missing; private to the
     /// user running Gatehouse (0700), an existing one included: it holds emails, profiles,

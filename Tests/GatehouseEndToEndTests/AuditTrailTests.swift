@@ -75,7 +75,10 @@ struct AuditTrailTests {
         let id = try #require(foundId)
         let revoked = try await KeysCommandTests.run(["keys", "revoke", id, "--data-dir", folder])
         #expect(revoked.status == 0, "\(revoked.output)")
-        let rotated = try await KeysCommandTests.run(["keys", "rotate-signing", "--data-dir", folder])
+        // A store the demo did not make takes its encryption key from the configuration.
+        let rotated = try await KeysCommandTests.run(
+            ["keys", "rotate-signing", "--data-dir", folder],
+            environment: ["GATEHOUSE_ENCRYPTION_KEY": TokenVault.generateKey().base64EncodedString()])
         #expect(rotated.status == 0, "\(rotated.output)")
         let events = [created, revoked, rotated].map { run in
             Self.auditLines(run.output.split(separator: "\n").map(String.init)).map {

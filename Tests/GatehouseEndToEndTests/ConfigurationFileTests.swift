@@ -118,7 +118,7 @@ struct ConfigurationFileTests {
         #expect(status != 0 && output.contains("GATEHOUSE_PORT must be a port number from 0 to 65535, not \"99999\""), "\(output)")
         // Heap trims are whole seconds apart (or never): a fraction would trim without pause.
         let (trimStatus, trimOutput) = try await Self.run(["config", "show"], environment: ["GATEHOUSE_HEAP_TRIM_INTERVAL": "0.001"])
-        #expect(trimStatus != 0 && trimOutput.contains("GATEHOUSE_HEAP_TRIM_INTERVAL must be a whole number ≥ 0"), "\(trimOutput)")
+        #expect(trimStatus != 0 && trimOutput.contains("GATEHOUSE_HEAP_TRIM_INTERVAL must be a whole number 0–3153600000"), "\(trimOutput)")
         // A breaker open for longer than a day is a provider switched off, not a pause.
         let (openStatus, openOutput) = try await Self.run(["config", "show"], environment: ["GATEHOUSE_BREAKER_OPEN_SECONDS": "1e30"])
         #expect(openStatus != 0 && openOutput.contains("GATEHOUSE_BREAKER_OPEN_SECONDS must be a number of seconds 1–86400"), "\(openOutput)")
@@ -132,6 +132,21 @@ struct ConfigurationFileTests {
             let (status, output) = try await Self.run(["config", "show"], environment: [name: "1e13"])
             #expect(status != 0 && output.contains("\(name) must be a number of seconds ≥ "), "\(name): \(output)")
             #expect(output.contains("(up to 100 years)"), "\(name): \(output)")
+        }
+        // Intervals of whole seconds stop there too: longer ones stopped the process at start.
+        for (name, minimum) in [("GATEHOUSE_PURGE_INTERVAL", 1), ("GATEHOUSE_HEAP_TRIM_INTERVAL", 0)] {
+            let (status, output) = try await Self.run(["config", "show"], environment: [name: "9223372036854775807"])
+            #expect(status != 0 && output.contains("\(name) must be a whole number \(minimum)–3153600000"), "\(name): \(output)")
+        }
+        // A port or a timeout given as an option is checked as the settings are: a port past
+        // 65535 was taken modulo 65,536, a huge timeout stopped the process.
+        for arguments in [["serve", "--port", "70000"], ["demo", "--port", "99999999999"], ["demo", "--emulator-port=-1"]] {
+            let (status, output) = try await Self.run(arguments, environment: [:])
+            #expect(status != 0 && output.contains("must be a port number from 0 to 65535"), "\(arguments): \(output)")
+        }
+        for timeout in ["1e300", "nan", "-1"] {
+            let (status, output) = try await Self.run(["check", "--timeout=\(timeout)"], environment: [:])
+            #expect(status != 0 && output.contains("--timeout must be a number of seconds from 0 to 3600"), "\(timeout): \(output)")
         }
         // Every refresh counts a session's spent tokens up to the limit: it has a ceiling.
         for limit in ["9223372036854775807", "1000001"] {
@@ -181,6 +196,47 @@ struct ConfigurationFileTests {
         #expect(output.contains("ignored: GATEHOUSE_PROT is not a setting (did you mean GATEHOUSE_PORT?)"), "\(output)")
     }
 
+    @Test(
+        "a variable reported as no setting is ignored indeed: an OpenID provider named in lower case is not configured (its settings' checks would not apply)"
+    )
+    func ignoredVariablesConfigureNothing() async throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (_, output) = try await Self.run(
+            ["check", "--offline"],
+            environment: [
+                "GATEHOUSE_PUBLIC_URL": "https://auth.example.com", "GATEHOUSE_DATA_DIR": "\(folder)/data",
+                "GATEHOUSE_ENCRYPTION_KEY": Data(repeating: 7, count: 32).base64EncodedString(),
+                "GATEHOUSE_GITHUB_CLIENT_ID": "gh-client", "GATEHOUSE_GITHUB_CLIENT_SECRET": "gh-secret",
+                "GATEHOUSE_OIDC_corp_ISSUER": "https://login.example.net", "GATEHOUSE_OIDC_corp_CLIENT_ID": "corp-client",
+                "GATEHOUSE_OIDC_corp_NONCE": "raw",
+            ])
+        #expect(output.contains("configuration: ok (providers github.com)"), "\(output)")
+        #expect(!output.contains("oidc.corp"), "\(output)")
+    }
+
+    @Test("a CA bundle that cannot be read or holds no PEM certificate stops the start: every https call would fail while the gateway said ready")
+    func unusableCABundleIsRefused() async throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try Self.write("not a certificate\n", to: "\(folder)/notes.pem")
+        let environment = [
+            "GATEHOUSE_PUBLIC_URL": "https://auth.example.com", "GATEHOUSE_DATA_DIR": "\(folder)/data",
+            "GATEHOUSE_ENCRYPTION_KEY": Data(repeating: 7, count: 32).base64EncodedString(),
+            "GATEHOUSE_GITHUB_CLIENT_ID": "gh-client", "GATEHOUSE_GITHUB_CLIENT_SECRET": "gh-secret",
+        ]
+        for (bundle, problem) in [
+            ("\(folder)/absent.pem", "cannot be read"), ("\(folder)/notes.pem", "holds no PEM certificate"), (folder, "holds no PEM"),
+        ] {
+            let (status, output) = try await Self.run(
+                ["check", "--offline"], environment: environment.merging(["GATEHOUSE_CA_BUNDLE": bundle]) { $1 })
+            #expect(status != 0 && output.contains("GATEHOUSE_CA_BUNDLE (\(bundle)) \(problem)"), "\(bundle): \(output)")
+        }
+        let (status, output) = try await Self.run(
+            ["check", "--offline"], environment: environment.merging(["GATEHOUSE_CA_BUNDLE": "/etc/ssl/certs/ca-certificates.crt"]) { $1 })
+        #expect(output.contains("configuration: ok"), "\(status): \(output)")
+    }
+
     /// An article of the documentation catalog (`Docs/Gatehouse.docc`).
     static func article(_ name: String) throws -> String {
         try String(
@@ -226,6 +282,10 @@ struct ConfigurationFileTests {
             environment: ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("GATEHOUSE_") || $0.key.hasPrefix("GATEHOUSE_TEST") }
                 .merging(environment) { $1 }.filter { !removing.contains($0.key) },
             output: .pipe)
+        // Every command here answers at once: one that serves instead (a regression that lets
+        // a refused setting through) fails its test instead of holding the run.
+        let watchdog = child.watchdog(after: .seconds(120))
+        defer { watchdog.cancel() }
         let output = await child.output()
         return (SpawnedProcess.exitCode(await child.exited()) ?? -1, output)
     }

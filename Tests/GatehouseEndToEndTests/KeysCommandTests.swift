@@ -26,6 +26,10 @@ struct KeysCommandTests {
                 !removing.contains($0.key)
             },
             output: .pipe)
+        // Far past any command's own run (rotate-encryption waits 70 s): a command that should
+        // have stopped but serves fails its test instead of holding the run.
+        let watchdog = child.watchdog(after: .seconds(300))
+        defer { watchdog.cancel() }
         let output = await child.output()
         return (SpawnedProcess.exitCode(await child.exited()) ?? -1, output)
     }
@@ -163,6 +167,32 @@ struct KeysCommandTests {
             #expect(try Self.mode(path) == 0o600, "\(name)")
         }
         #expect(try Self.mode((folder as NSString).appendingPathComponent("gatehouse.sqlite")) == 0o600)
+    }
+
+    @Test(
+        "without a configured key, a store that the demo did not make gets no key made up: rotate-signing stops and writes no encryption.key"
+    )
+    func deploymentStoreNeedsItsKey() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build the gatehouse product first (swift build)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gatehouse-deployed-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // A deployment's folder: migrated by its service, whose key is configured elsewhere.
+        let migrated = try await Self.run(["migrate", "--data-dir", folder], removing: Self.keyVariables)
+        #expect(migrated.status == 0, "\(migrated.output)")
+        let rotated = try await Self.run(["keys", "rotate-signing", "--data-dir", folder], removing: Self.keyVariables)
+        #expect(rotated.status != 0 && rotated.output.contains("GATEHOUSE_ENCRYPTION_KEY is required"), "\(rotated.output)")
+        #expect(!FileManager.default.fileExists(atPath: (folder as NSString).appendingPathComponent("encryption.key")))
+        #expect(try await SQLiteStorage(path: folder + "/gatehouse.sqlite").signingKeys().isEmpty)
+    }
+
+    @Test("a database URL with a password is refused on the command line, where every local user can read it, and not repeated")
+    func noPasswordInArguments() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build the gatehouse product first (swift build)")
+        for command in [["keys", "list"], ["migrate"], ["serve"]] {
+            let refused = try await Self.run(command + ["--database-url", "postgres://gh:S3CRET-pw@127.0.0.1:9/gatehouse"])
+            #expect(refused.status != 0 && refused.output.contains("--database-url must not carry a password"), "\(command): \(refused.output)")
+            #expect(!refused.output.contains("S3CRET-pw"), "\(command): \(refused.output)")
+        }
     }
 
     @Test("an existing key file that does not parse is never replaced: the command stops and the file is unchanged")

@@ -153,6 +153,17 @@ public final class SpawnedProcess: Sendable {
         return result == 0
     }
 
+    /// Kills the process if it still runs after `limit`, so that a command a regression keeps
+    /// running (a server that should have refused to start) fails its test instead of holding
+    /// the run; whoever awaits `exited()` sees it killed. Cancel the task once the process
+    /// is known to have ended.
+    public func watchdog(after limit: Duration) -> Task<Void, Never> {
+        Task { [self] in
+            guard (try? await Task.sleep(for: limit)) != nil else { return }
+            if isRunning { kill(pid, SIGKILL) }
+        }
+    }
+
     /// Sends `signal` (SIGKILL by default) if the child still runs, then waits for it.
     public func stop(signal: Int32 = SIGKILL) {
         if isRunning { kill(pid, signal) }

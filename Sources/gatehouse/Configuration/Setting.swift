@@ -122,6 +122,8 @@ enum SettingKind: Sendable {
     /// for each. Longer ones would overflow where the gateway turns them into dates and
     /// durations (PostgreSQL's microseconds, Swift's `Duration`) and stop the process.
     static let longestSeconds = 3_153_600_000.0
+    /// `longestSeconds` for settings of whole seconds.
+    static let longestWholeSeconds = Int(longestSeconds)
 
     /// Whether values of this kind are redacted.
     var isSecret: Bool {

@@ -47,9 +47,11 @@ enum SettingsCatalog {
             "GATEHOUSE_MAX_CONNECTIONS", .count(minimum: 1),
             "connections the public listener holds open at most; more wait in the listen backlog (default: what the open-file limit leaves after the process's own descriptors, the operations listener's 64, the database pool and a quarter for provider calls, and under a cgroup memory limit 48 KiB each in three quarters of what 64 MiB for the process and the photo cache leave)"
         ),
-        Setting("GATEHOUSE_PURGE_INTERVAL", .count(minimum: 1), default: "300", "seconds between purges of expired flows, results and sessions"),
         Setting(
-            "GATEHOUSE_HEAP_TRIM_INTERVAL", .count(minimum: 0), default: "30",
+            "GATEHOUSE_PURGE_INTERVAL", .count(minimum: 1, maximum: SettingKind.longestWholeSeconds), default: "300",
+            "seconds between purges of expired flows, results and sessions"),
+        Setting(
+            "GATEHOUSE_HEAP_TRIM_INTERVAL", .count(minimum: 0, maximum: SettingKind.longestWholeSeconds), default: "30",
             "seconds between returns of the memory the allocator holds free to the system (what a spike of connections leaves); `0`: never"),
     ]
 
@@ -57,7 +59,9 @@ enum SettingsCatalog {
         Setting(
             "GATEHOUSE_DATA_DIR", .path, default: "gatehouse-data",
             "folder of the SQLite database, made private (0700); also `--data-dir`"),
-        Setting("GATEHOUSE_DATABASE_URL", .databaseURL, "PostgreSQL instead of SQLite; also `--database-url`"),
+        Setting(
+            "GATEHOUSE_DATABASE_URL", .databaseURL,
+            "PostgreSQL instead of SQLite; also `--database-url`, without a password (a command's arguments are readable by every local user)"),
         Setting("GATEHOUSE_DATABASE_POOL_SIZE", .count(minimum: 1), default: "20", "PostgreSQL connections at most"),
         Setting(
             "GATEHOUSE_DATABASE_TIMEOUT", .seconds(0.1...3600), default: "5",

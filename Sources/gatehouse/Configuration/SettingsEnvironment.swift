@@ -88,7 +88,10 @@ enum SettingsEnvironment {
         let plainNames = SettingsCatalog.all.map(\.name).filter { !$0.contains(Setting.placeholder) }
         for name in candidates.union(plainNames).sorted() {
             guard let setting = SettingsCatalog.setting(named: name) else {
+                // Reported as ignored, and so it is: nothing reads it (a provider's lower-case
+                // name, `GATEHOUSE_OIDC_corp_ISSUER`, would otherwise switch it on unchecked).
                 loaded.unknown.append(name)
+                loaded.values[name] = nil
                 continue
             }
             loaded.values[name] = nil
