@@ -33,6 +33,23 @@ def test_network_policy_lets_labelled_callers_and_providers_through():
     assert len(ops) == 1
 
 
+def test_pods_carry_no_service_account_token():
+    """Gatehouse never calls the Kubernetes API: neither its pods nor the migrate Job's hold a token for it."""
+    for name in ["deployment.yaml", "migrate-job.yaml"]:
+        assert load(name)["spec"]["template"]["spec"]["automountServiceAccountToken"] is False, name
+
+
+def test_operator_secrets_stay_out_of_git_and_images():
+    """Compose's ./secrets and .env and a demo's encryption.key, created beside the deployment files, are
+    ignored by git and left out of the Docker build context."""
+    import subprocess
+    paths = ["Deploy/compose/secrets/gatehouse_encryption_key", "Deploy/compose/.env", "gatehouse-data/encryption.key"]
+    ignored = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "--no-index", *paths], capture_output=True, text=True).stdout.split()
+    assert sorted(ignored) == sorted(paths)
+    patterns = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines() if line.strip() and not line.startswith("#")}
+    assert {"Deploy/compose/secrets", "Deploy/compose/.env", "**/encryption.key"} <= patterns
+
+
 def test_migrate_job_is_per_release_and_bounded():
     job = load("migrate-job.yaml")
     assert "${GATEHOUSE_VERSION}" in job["metadata"]["name"]
