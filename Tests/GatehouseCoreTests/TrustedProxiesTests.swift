@@ -46,4 +46,15 @@ import Testing
         #expect(proxies.client(peer: "10.0.0.2", forwardedFor: ["[2001:db8::2]"]) == "2001:db8::2")
         #expect(proxies.client(peer: "10.0.0.2", forwardedFor: ["198.51.100.7:http"]) == "10.0.0.2", "a port is digits")
     }
+
+    @Test("per-client limits count an IPv4 address itself and an IPv6 address by its /64; an IPv4-mapped address is its IPv4 address")
+    func networks() {
+        #expect(TrustedProxies.network(of: "198.51.100.7") == "198.51.100.7")
+        #expect(TrustedProxies.network(of: "::ffff:198.51.100.7") == "198.51.100.7")
+        #expect(TrustedProxies.network(of: "2001:db8:7:1::1") == "2001:db8:7:1::/64")
+        #expect(TrustedProxies.network(of: "2001:0DB8:0007:0001:ffff:1:2:3") == "2001:db8:7:1::/64")
+        #expect(TrustedProxies.network(of: "2001:db8:7:2::1") == "2001:db8:7:2::/64")
+        #expect(TrustedProxies.network(of: "::1") == "0:0:0:0::/64")
+        #expect(TrustedProxies.network(of: "unknown") == "unknown")
+    }
 }

@@ -423,6 +423,14 @@ extension AccountSecurityTests {
             #expect(try await redeem(forwardedFor: "198.51.100.1, 198.51.100.2") == 400)
             #expect(try await redeem(forwardedFor: "203.0.113.9, 198.51.100.2, 10.1.2.3") == 400)
             #expect(try await redeem(forwardedFor: "198.51.100.2") == 429)
+            // An IPv6 client is counted by its /64, one host's or subscriber's allocation: a new
+            // address from it for each request (privacy addresses, or chosen) gets no new budget.
+            #expect(try await redeem(forwardedFor: "2001:db8:7:1::1") == 400)
+            #expect(try await redeem(forwardedFor: "[2001:db8:7:1:ffff:1:2:3]:4711") == 400)
+            #expect(try await redeem(forwardedFor: "2001:db8:7:1:abcd::9") == 429)
+            #expect(try await redeem(forwardedFor: "2001:db8:7:2::1") == 400)
+            // An IPv4-mapped address is the IPv4 client it maps.
+            #expect(try await redeem(forwardedFor: "::ffff:198.51.100.1") == 429)
         }
     }
 }

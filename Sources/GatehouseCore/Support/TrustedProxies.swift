@@ -94,6 +94,18 @@ public struct TrustedProxies: Sendable {
         return IPRange.bytes(of: client) == nil ? peer : client
     }
 
+    /// The network per-client limits count `client` (an address) under: an IPv4 address is
+    /// itself, an IPv6 address its /64 (`2001:db8:7:1::/64`), the least a host or a subscriber
+    /// is given (RFC 6177): whoever has one has all its addresses, and temporary addresses
+    /// (RFC 8981) change within it, so counting addresses would give each request a new budget.
+    /// An IPv4-mapped address is its IPv4 address; what is no address stays as it is.
+    public static func network(of client: String) -> String {
+        guard let bytes = IPRange.bytes(of: client) else { return client }
+        guard bytes.count == 16 else { return bytes.map(String.init).joined(separator: ".") }
+        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        return groups.joined(separator: ":") + "::/64"
+    }
+
     /// A hop as an address: proxies that write the client's port too (`203.0.113.5:4711`,
     /// `[2001:db8::1]:4711`, Azure's application gateway among them) lose it, and brackets
     /// around an IPv6 address go; anything else stays as it is.

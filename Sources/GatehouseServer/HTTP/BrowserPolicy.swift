@@ -146,9 +146,10 @@ final class BrowserPolicy: Sendable {
         return key
     }
 
-    /// Throws `rate-limited` (with `Retry-After`) when this client used up `group`'s budget.
+    /// Throws `rate-limited` (with `Retry-After`) when this client (an IPv6 client's /64) used
+    /// up `group`'s budget.
     func limit(_ group: String, _ request: Request, _ context: GatehouseRequestContext) async throws {
-        if let wait = await limiter.acquire("\(group)|\(client(request, context))", now: clock.now()) {
+        if let wait = await limiter.acquire("\(group)|\(TrustedProxies.network(of: client(request, context)))", now: clock.now()) {
             throw GatehouseError.rateLimited(retryAfter: wait)
         }
     }
