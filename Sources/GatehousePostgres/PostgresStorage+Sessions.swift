@@ -146,7 +146,7 @@ extension PostgresStorage {
             if usedAt != nil {
                 if let session, let kept, let retryUntil, retryUntil > now { return .retried(session, sealedSuccessor: kept) }
                 try await connection.query("DELETE FROM sessions WHERE family_id = \(familyId)", logger: logger)
-                return .reused
+                return .reused(familyId: familyId)
             }
             guard let session else { return .unknown }
             // Counted up to the limit: a family's rows cost no more to count than the limit.

@@ -102,7 +102,7 @@ extension SQLiteStorage {
                     return .retried(session, sealedSuccessor: kept)
                 }
                 try db.cachedStatement(sql: "DELETE FROM sessions WHERE family_id = ?").execute(arguments: [familyId])
-                return .reused
+                return .reused(familyId: familyId)
             }
             guard let session else { return .unknown }
             // Counted up to the limit: a family's rows cost no more to count than the limit.

@@ -84,6 +84,29 @@ import Testing
         #expect(lookups("miss") == 3 && lookups("hit") == 1)
     }
 
+    @Test(
+        "a refresh token's reuse drops its own family from memory, no other account's: anyone holding a spent token can make one, and it must not send every signed-in read to the store"
+    )
+    func reuseDropsOnlyItsFamily() async throws {
+        let (base, cached, _) = try await Self.seeded()
+        _ = try await Self.reads(cached)
+        try await base.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", federatedId: "2"))
+        let other = Fixtures.session("s2", uid: "u2")
+        try await base.insertSession(other)
+        try await base.insertRefreshToken(tokenHash: "r2-1", familyId: other.familyId, at: Fixtures.now)
+        #expect(try await cached.session(familyId: other.familyId, now: Fixtures.now) == other)
+        #expect(try await cached.rotateRefreshToken(tokenHash: "r2-1", successor: .strict("r2-2"), now: Fixtures.now) == .rotated(other))
+        // Behind the cache's back: u1's account as the store now has it, which a read that went
+        // to the store would see.
+        #expect(try await base.setDisabled(uid: "u1", disabled: true) == .changed)
+        #expect(
+            try await cached.rotateRefreshToken(tokenHash: "r2-1", successor: .strict("r2-3"), now: Fixtures.now)
+                == .reused(familyId: other.familyId))
+        #expect(try await cached.session(familyId: other.familyId, now: Fixtures.now) == nil, "the revoked family is read again")
+        let kept = try await Self.reads(cached)
+        #expect(kept.session != nil && kept.account?.disabled == false, "u1's entries are still answered from memory")
+    }
+
     @Test("what was read is answered from memory: a change made behind the cache's back shows only once the lifetime has passed")
     func answersFromMemoryWithinItsLifetime() async throws {
         let (base, cached, clock) = try await Self.seeded()

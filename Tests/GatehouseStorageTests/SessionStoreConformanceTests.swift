@@ -94,7 +94,8 @@ import Testing
         #expect(try await storage.session(refreshTokenHash: "r2", now: Fixtures.now) == session)
         #expect(try await storage.rotateRefreshToken(tokenHash: "r2", successor: .strict("r3"), now: Fixtures.now) == .rotated(session))
         // r1 again: stolen or replayed. The family ends, r3 with it.
-        #expect(try await storage.rotateRefreshToken(tokenHash: "r1", successor: .strict("r4"), now: Fixtures.now) == .reused)
+        #expect(
+            try await storage.rotateRefreshToken(tokenHash: "r1", successor: .strict("r4"), now: Fixtures.now) == .reused(familyId: session.familyId))
         #expect(try await storage.session(familyId: session.familyId, now: Fixtures.now) == nil)
         #expect(try await storage.session(idHash: session.idHash, now: Fixtures.now) == nil)
         #expect(try await storage.session(refreshTokenHash: "r3", now: Fixtures.now) == nil)
@@ -119,7 +120,7 @@ import Testing
         // lives an hour).
         let later = Fixtures.now.addingTimeInterval(Double(rotations) + 60)
         #expect(try await storage.session(familyId: session.familyId, now: later) == session)
-        #expect(try await storage.rotateRefreshToken(tokenHash: "t0", successor: .strict("owner"), now: later) == .reused)
+        #expect(try await storage.rotateRefreshToken(tokenHash: "t0", successor: .strict("owner"), now: later) == .reused(familyId: session.familyId))
         #expect(try await storage.session(familyId: session.familyId, now: later) == nil)
     }
 
@@ -180,7 +181,9 @@ import Testing
         let (_, session, outcomes) = try await Self.tenConcurrentRotations(backend) { .strict("next-\($0)") }
         let holds = outcomes.filter { $0 == .rotated(session) }.count == 1
         #expect(holds)
-        let holds2 = outcomes.filter { $0 == .rotated(session) }.count + outcomes.filter { $0 == .reused || $0 == .unknown }.count == 10
+        let holds2 =
+            outcomes.filter { $0 == .rotated(session) }.count + outcomes.filter { $0 == .reused(familyId: session.familyId) || $0 == .unknown }.count
+            == 10
         #expect(holds2)
     }
 
@@ -222,7 +225,9 @@ import Testing
             try await storage.rotateRefreshToken(tokenHash: "a-r1", successor: .kept("y"), now: later) == .retried(a, sealedSuccessor: "sealed-a-r2"))
         #expect(try await storage.session(refreshTokenHash: "x", now: later) == nil, "a retry stores no successor")
         // At the window's end the same use is a reuse: the family is revoked.
-        #expect(try await storage.rotateRefreshToken(tokenHash: "a-r1", successor: .kept("z"), now: Fixtures.now.addingTimeInterval(10)) == .reused)
+        #expect(
+            try await storage.rotateRefreshToken(tokenHash: "a-r1", successor: .kept("z"), now: Fixtures.now.addingTimeInterval(10))
+                == .reused(familyId: a.familyId))
         #expect(try await storage.session(familyId: a.familyId, now: later) == nil)
         // Once the successor was spent, the predecessor has no window left (nor any older one).
         let b = try await family("b")
@@ -230,18 +235,18 @@ import Testing
         #expect(
             try await storage.rotateRefreshToken(tokenHash: "b-r2", successor: .kept("w"), now: Fixtures.now)
                 == .retried(b, sealedSuccessor: "sealed-b-r3"))
-        #expect(try await storage.rotateRefreshToken(tokenHash: "b-r1", successor: .kept("v"), now: Fixtures.now) == .reused)
+        #expect(try await storage.rotateRefreshToken(tokenHash: "b-r1", successor: .kept("v"), now: Fixtures.now) == .reused(familyId: b.familyId))
         #expect(try await storage.session(familyId: b.familyId, now: Fixtures.now) == nil)
         // Strict (no sealed successor): the first reuse revokes.
         let c = Fixtures.session("c", uid: "u1")
         try await storage.insertSession(c)
         try await storage.insertRefreshToken(tokenHash: "c-r1", familyId: c.familyId, at: Fixtures.now)
         #expect(try await storage.rotateRefreshToken(tokenHash: "c-r1", successor: .strict("c-r2"), now: Fixtures.now) == .rotated(c))
-        #expect(try await storage.rotateRefreshToken(tokenHash: "c-r1", successor: .strict("u"), now: Fixtures.now) == .reused)
+        #expect(try await storage.rotateRefreshToken(tokenHash: "c-r1", successor: .strict("u"), now: Fixtures.now) == .reused(familyId: c.familyId))
         // The purger wipes a kept successor whose window ended: even a clock set back finds none.
         let d = try await family("d")
         try await storage.purgeExpired(now: Fixtures.now.addingTimeInterval(11))
-        #expect(try await storage.rotateRefreshToken(tokenHash: "d-r1", successor: .kept("t"), now: Fixtures.now) == .reused)
+        #expect(try await storage.rotateRefreshToken(tokenHash: "d-r1", successor: .kept("t"), now: Fixtures.now) == .reused(familyId: d.familyId))
         #expect(try await storage.session(familyId: d.familyId, now: Fixtures.now) == nil)
     }
 

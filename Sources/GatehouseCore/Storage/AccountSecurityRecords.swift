@@ -44,8 +44,9 @@ public enum RefreshRotation: Sendable, Equatable {
     /// The token was spent moments ago and its successor is still unused and inside the
     /// retry window: the rotation is not repeated; the same successor, sealed as it was stored.
     case retried(SessionRecord, sealedSuccessor: String)
-    /// The token had already been spent (outside the retry window): its whole family (the session) was revoked.
-    case reused
+    /// The token had already been spent (outside the retry window): its whole family (the
+    /// session), `familyId`, was revoked.
+    case reused(familyId: String)
     /// The token was live, but its family already holds `RefreshSuccessor.familyLimit`
     /// tokens: nothing was rotated and the family's session (returned) was ended.
     case exhausted(SessionRecord)

@@ -312,9 +312,9 @@ public final class CachedStore: GatehouseStorage {
         }
     }
 
-    /// Rotates a refresh token; a reuse revokes its family, whose account this store does
-    /// not learn: everything is dropped then (rare: a stolen or replayed token). A family
-    /// that used up its tokens ends its own session.
+    /// Rotates a refresh token; a reuse revokes its family, and a family that used up its
+    /// tokens ends its own session: that family's entries are dropped, no other account's
+    /// (anyone holding a spent token can make a reuse).
     public func rotateRefreshToken(tokenHash: String, successor: RefreshSuccessor, now: Date) async throws -> RefreshRotation {
         let rotation: RefreshRotation
         do {
@@ -324,7 +324,7 @@ public final class CachedStore: GatehouseStorage {
             throw error
         }
         switch rotation {
-        case .reused: cache.invalidateAll()
+        case .reused(let familyId): cache.invalidate(familyId: familyId)
         case .exhausted(let session): cache.invalidate(familyId: session.familyId)
         case .rotated, .retried, .unknown: break
         }
