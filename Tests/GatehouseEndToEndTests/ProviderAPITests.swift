@@ -251,12 +251,19 @@ struct ProviderAPITests {
             let unknown = try await Self.call(
                 deployment, "/v1/users/\(uid)/providers/oidc.emulator/api/userinfo", key: try await Self.key(deployment, ["api:oidc.emulator"]))
             #expect(unknown.status == 403, "\(unknown.bodyText)")
+            // A provider id no provider has, as long as a request head allows.
+            let nowhere = try await browser.send("\(deployment.gatewayURL)/v1/me/providers/\(String(repeating: "x", count: 20_000))/api/user")
+            #expect(nowhere.status == 404, "\(nowhere.bodyText.prefix(300))")
             #expect(try await deployment.emulatorStats() == before)
-            // Each refusal is audited once, as not allowed (never the raw path).
+            // Each refusal is audited once, as not allowed (never the raw path), and a provider
+            // id none is configured with cut to 64 bytes.
             let audited = Self.apiAuditLines(deployment)
-            #expect(audited.count == 10, "\(audited)")
-            let holds = audited.allSatisfy { $0["api.template"] as? String == "not-allowed" && $0["api.status"] as? Int == 403 }
+            #expect(audited.count == 11, "\(audited.count)")
+            let holds = audited.allSatisfy { $0["api.template"] as? String == "not-allowed" && ($0["api.status"] as? Int ?? 0) >= 403 }
             #expect(holds)
+            let providerIds = audited.compactMap { $0["provider.id"] as? String }
+            let bounded = providerIds.allSatisfy { $0.utf8.count <= 64 }
+            #expect(providerIds.count == 11 && bounded, "\(providerIds.map(\.utf8.count))")
         }
     }
 

@@ -133,10 +133,13 @@ public final class ProviderAPIService: Sendable {
         uid: String, providerId: String, caller: Caller, method: APIMethod, template: APITemplate?, status: Int, insufficientScope: Bool = false
     ) {
         let label = template?.description ?? "not-allowed"
+        // A provider id none is configured with is the caller's text, as long as a request
+        // head allows: the audit line keeps its start, the metric none of it.
+        let known = (try? providers.provider(providerId)) != nil
         audit.record(
-            .providerAPICalled, by: caller.actor(uid: uid), uid: uid, provider: providerId,
+            .providerAPICalled, by: caller.actor(uid: uid), uid: uid, provider: known ? providerId : providerId.truncated(toBytes: 64),
             call: AuditedCall(method: method.rawValue, template: label, status: status))
-        guard (try? providers.provider(providerId)) != nil else { return }  // labels stay a bounded set
+        guard known else { return }  // labels stay a bounded set
         metrics.providerAPICall(
             providerId: providerId, template: label, outcome: insufficientScope ? "insufficient-scope" : UpstreamHTTP.outcome(status: status))
     }
