@@ -66,17 +66,22 @@ public final class AuditTrail: Sendable {
             do {
                 try await storage.appendAudit(batch)
             } catch {
-                let dropped = waiting.withLock { queue -> Int in
-                    queue.insert(contentsOf: batch, at: 0)
-                    let over = max(0, queue.count - Self.capacity)
-                    queue.removeLast(over)
-                    return over
-                }
+                let dropped = waiting.withLock { Self.requeue(batch, into: &$0) }
                 if dropped > 0 { metrics.auditDropped(count: dropped) }
                 logger.warning("audit events not stored yet (the log has them)", metadata: ["error.type": "\(type(of: error))"])
                 return false
             }
         }
+    }
+
+    /// Puts a batch the store refused back before what queued meanwhile, and drops what is
+    /// past `capacity` from the oldest end, as `append` does: the newest events are the ones an
+    /// operator looks for first. Answers how many were dropped.
+    static func requeue(_ batch: [AuditRecord], into queue: inout [AuditRecord]) -> Int {
+        queue.insert(contentsOf: batch, at: 0)
+        let over = max(0, queue.count - capacity)
+        queue.removeFirst(over)
+        return over
     }
 
     /// Stores waiting events every `flushInterval` and drops those past the retention every
