@@ -25,6 +25,21 @@ extension PostgresStorage {
             throw unreachable
         }
         await checkStatementTimeout()
+        await checkDurability()
+    }
+
+    /// Warns when the server acknowledges commits it may lose: `synchronous_commit = off`
+    /// (for the role, the database or the server) answers a commit before its WAL is on disk,
+    /// and a database crash then loses writes Gatehouse answered `2xx`. Nothing is refused (a
+    /// test cluster may run so on purpose); the warning says what to set. (`fsync = off`, the
+    /// server's own choice to risk corruption, is the server operator's to see.)
+    func checkDurability() async {
+        guard let rows = try? await query("SHOW synchronous_commit", logger: logger),
+            let shown = try? rows.first?.decode(String.self), shown == "off"
+        else { return }
+        logger.warning(
+            "the database acknowledges commits before they are on disk: a database crash loses writes Gatehouse answered as done (ALTER ROLE … SET synchronous_commit = on)",
+            metadata: ["db.setting": "synchronous_commit", "db.setting.value": "\(shown)"])
     }
 
     /// Warns when the pool's connections do not carry the `statement_timeout` every connection

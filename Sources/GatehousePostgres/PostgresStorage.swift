@@ -419,9 +419,13 @@ public final class PostgresStorage: GatehouseStorage {
         }
     }
 
-    /// The server lacks a resource: nothing was committed, and the answer is 503.
+    /// The server lacks a resource, or cannot write: nothing was committed, and the answer is
+    /// 503. A read-only transaction is what a connection to a primary demoted by a failover
+    /// (or a standby) meets; class 58 is the server's I/O failing.
     static let exhaustedStates: [String: String] = [
         "53100": "disk full", "53200": "out of memory", "53300": "too many connections", "53400": "configuration limit exceeded",
+        "25006": "the database is read-only", "58000": "a system error", "58030": "an I/O error", "58P01": "a file is missing",
+        "58P02": "a file exists already",
     ]
 
     /// Serialization failure and deadlock: the transaction lost a race and may simply run again.

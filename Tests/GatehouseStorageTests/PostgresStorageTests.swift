@@ -541,6 +541,25 @@ import Testing
         #expect(try await PostgresTestServer.count(url, table: "pg_tables", where: "tablename = 'accounts'") == 0)
     }
 
+    @Test(
+        "a database that turned read-only (a connection left on a demoted primary after a failover) refuses writes as a store out of a resource, the API's 503, as SQLite's read-only file does: never a 500"
+    )
+    func readOnlyDatabaseIsUnavailable() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let name = try #require(URLComponents(string: url)?.path.dropFirst())
+        let migrating = try PostgresTestServer.store(url)
+        try await migrating.migrate()
+        migrating.shutdown()
+        try await PostgresTestServer.execute(url, "ALTER DATABASE \(name) SET default_transaction_read_only = on")
+        let store = try PostgresTestServer.store(url)
+        defer { store.shutdown() }
+        let error = await #expect(throws: StorageError.self) {
+            try await store.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        }
+        #expect(error == .exhausted(condition: "the database is read-only (SQLSTATE 25006)"), "\(String(describing: error))")
+        #expect(try await store.account(uid: "u1") == nil)
+    }
+
     @Test("a server without ICU's root collation is refused at migration with a clear error; nothing is created")
     func serverWithoutICUIsRefused() async throws {
         let url = try await PostgresTestServer.freshDatabase()
@@ -651,6 +670,28 @@ import Testing
                 #expect(warnings.count == 1, "\(records.messages)")
                 #expect(warnings.first?.contains("db.statement_timeout=0 db.statement_timeout.expected=20000ms") == true, "\(warnings)")
                 #expect(warnings.first?.contains("ALTER ROLE … SET statement_timeout = '20000ms'") == true, "\(warnings)")
+            } else {
+                #expect(warnings.isEmpty, "\(warnings)")
+            }
+        }
+    }
+
+    @Test("a role whose commits are acknowledged before they are on disk (synchronous_commit = off) is named at start, with what to set")
+    func asynchronousCommitIsNamed() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let name = try #require(URLComponents(string: url)?.path.dropFirst())
+        // The test cluster itself runs with synchronous_commit off (scripts/postgres): the
+        // database's own setting decides.
+        for asynchronous in [false, true] {
+            try await PostgresTestServer.execute(url, "ALTER DATABASE \(name) SET synchronous_commit = \(asynchronous ? "off" : "on")")
+            let records = LogRecords()
+            let store = try PostgresStorage(url: url, maximumConnections: 1, logger: Logger(label: "probe") { _ in records.handler })
+            try await store.awaitReachable()
+            store.shutdown()
+            let warnings = records.messages.filter { $0.contains("acknowledges commits before they are on disk") }
+            if asynchronous {
+                #expect(warnings.count == 1 && warnings.first?.contains("db.setting=synchronous_commit db.setting.value=off") == true, "\(warnings)")
+                #expect(warnings.first?.contains("ALTER ROLE … SET synchronous_commit = on") == true, "\(warnings)")
             } else {
                 #expect(warnings.isEmpty, "\(warnings)")
             }
