@@ -36,6 +36,32 @@ struct StoreFaultTests {
         }
     }
 
+    @Test(
+        "a store error part-way through an ID-token sign-in leaves the token presentable again: the app's retry signs in instead of being told the token was used"
+    )
+    func idTokenSignInFailingLeavesTheTokenUnspent() async throws {
+        try await withDeployment { deployment in
+            let rawNonce = "retried-after-a-store-error"
+            let token = try await OIDCSignInTests.mint(
+                deployment, issuer: "oidc", hint: OIDCSignInTests.olive, extra: #", "nonce": "\#(SecureRandom.digest(rawNonce))""#)
+            let body = #"{"providerId": "oidc.emulator", "idToken": "\#(token)", "rawNonce": "\#(rawNonce)"}"#
+            // The session is written, then its first refresh token fails to be.
+            let database = try openSQLite(deployment.databasePath)
+            try await database.write { try $0.execute(sql: "ALTER TABLE refresh_tokens RENAME TO refresh_tokens_away") }
+            var browser = Browser(deployment)
+            let failed = try await browser.json("/v1/auth/idtoken", body)
+            #expect(failed.status >= 500, "\(failed.status): \(failed.bodyText)")
+            try await database.write { try $0.execute(sql: "ALTER TABLE refresh_tokens_away RENAME TO refresh_tokens") }
+
+            let retried = try await browser.json("/v1/auth/idtoken", body)
+            #expect(retried.status == 200, "\(retried.bodyText)")
+            let refreshToken = try #require(try jsonObject(retried)["refreshToken"] as? String)
+            #expect(try await GatewayTokenTests.refresh(deployment, refreshToken).status == 200)
+            // Signed in, the token is spent as ever.
+            #expect(try await browser.json("/v1/auth/idtoken", body).status == 400)
+        }
+    }
+
     @Test("a store error while the one-time result is redeemed leaves it redeemable: its tokens and its removal commit together")
     func resultRedemptionFailingLeavesTheResult() async throws {
         try await withDeployment { deployment in

@@ -232,17 +232,24 @@ public struct SignInService: Sendable {
                     Self.sessionAuthenticationTime(Date(timeIntervalSince1970: $0.authTime ?? $0.issuedAt), now: configuration.clock.now())
                 })
             let established: (result: SignInResult, session: NewSession?)
+            var issued: GatewayTokenService.Issued?
             do {
                 established = try await establish(completed, providerId: provider.id, mode: mode, uid: uid, origin: origin, logger: logger)
+                if let session = established.session { issued = try await tokens.issue(for: session.record) }
             } catch let error as GatehouseError where [.hookUnavailable, .signInDenied].contains(error.code) && completed.idTokenClaims != nil {
                 // The hooks are asked before anything is written: the token signed nobody in,
                 // and the app may present it again (once the hook answers, say) instead of
                 // asking its user to sign in at the provider anew.
                 try? await storage.releaseToken(hash: Self.replayKey(idToken))
                 throw error
+            } catch let error where !(error is GatehouseError) && completed.idTokenClaims != nil {
+                // The store failed part-way (a 503, or a 500): the app got no session and will
+                // present the token again, which spent would be refused for good. What was
+                // written meanwhile (an account, a session nobody holds) is what the retry's
+                // sign-in finds or leaves to expire.
+                try? await storage.releaseToken(hash: Self.replayKey(idToken))
+                throw error
             }
-            var issued: GatewayTokenService.Issued?
-            if let session = established.session { issued = try await tokens.issue(for: session.record) }
             metrics.signIn(providerId: provider.id, mode: mode, outcome: "ok")
             return (established.result.with(issued), established.session?.value)
         } catch let error as GatehouseError where error.code == .invalidIDToken {
