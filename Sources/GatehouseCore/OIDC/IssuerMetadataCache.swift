@@ -45,6 +45,9 @@ public actor IssuerMetadataCache {
     private var lastJWKSFetch: Date?
     /// Counts the JWKS fetches started, so that a fetch takes back only its own cooldown.
     private var jwksFetchGeneration = 0
+    /// Why the last JWKS fetch of a cold cache failed: the callers the cooldown then holds
+    /// back are told the same.
+    private var lastKeyFetchFailure: GatehouseError?
     /// When a refresh of the expired discovery document last failed (`nil` once one succeeds).
     private var lastDiscoveryFailure: Date?
     /// Reasons already logged for skipped JWKS members (bounded).
@@ -193,14 +196,17 @@ public actor IssuerMetadataCache {
                 throw CancellationError()
             } catch {
                 // Warm cache: keep verifying with the keys we have; cold cache: fail closed.
-                guard keySet != nil else { throw error }
+                guard keySet != nil else {
+                    lastKeyFetchFailure = error as? GatehouseError
+                    throw error
+                }
                 logger.warning("JWKS refresh failed; using cached keys", metadata: ["provider.id": "\(configuration.providerId)"])
             }
         }
         guard let keySet else {
             // Cold, and the cooldown holds the next fetch back: no key is known, so nothing says
             // the token's key is not published. Its caller hears what the fetch's caller heard.
-            throw jwksUnreadable
+            throw lastKeyFetchFailure ?? jwksUnreadable
         }
         guard keySet.matches(kid) else {
             throw GatehouseError.invalidIdToken("The ID token is signed with a key the issuer does not publish.")
