@@ -135,10 +135,10 @@ import Testing
     }
 
     @Test(
-        "development mode is for a gateway on this machine alone: with a public URL other than plain http to loopback the configuration is refused, since it would drop the cookies' Secure and __Host- and admit photos at private addresses"
+        "development mode is for a gateway on this machine alone: with a public URL that names no loopback address the configuration is refused, since it would drop the cookies' Secure and __Host- and admit photos at private addresses"
     )
     func developmentModeNeedsALoopbackPublicURL() throws {
-        for publicURL in ["https://auth.example.com", "https://127.0.0.1:8443", "http://auth.example.com", "http://10.0.0.7:8080"] {
+        for publicURL in ["https://auth.example.com", "https://10.0.0.7:8443", "http://auth.example.com", "http://10.0.0.7:8080"] {
             var configuration = GatewayConfiguration(publicURL: publicURL, returnToAllowList: [], developmentMode: true)
             let error = #expect(throws: GatehouseError.self, "\(publicURL)") { try configuration.validate() }
             // Plain http elsewhere than loopback was refused before, as any provider URL is.
@@ -149,7 +149,8 @@ import Testing
             configuration.developmentMode = false
             if publicURL.hasPrefix("https") { #expect(throws: Never.self, "\(publicURL)") { try configuration.validate() } }
         }
-        for publicURL in ["http://127.0.0.1:8080", "http://[::1]:8080", "http://localhost:8080"] {
+        // A local TLS proxy in front (https to loopback) is this machine's too.
+        for publicURL in ["http://127.0.0.1:8080", "http://[::1]:8080", "http://localhost:8080", "https://127.0.0.1:8443", "https://localhost"] {
             let configuration = GatewayConfiguration(publicURL: publicURL, returnToAllowList: [], developmentMode: true)
             #expect(throws: Never.self, "\(publicURL)") { try configuration.validate() }
         }

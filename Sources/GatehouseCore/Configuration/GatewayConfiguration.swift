@@ -322,9 +322,9 @@ public struct GatewayConfiguration: Sendable {
         // Development mode drops the cookies' `Secure` and `__Host-`, admits plain-http pages
         // and photos at private addresses: conveniences for a gateway its own machine alone
         // reaches, which a deployment reached over https must never have.
-        if developmentMode, !EndpointPolicy.isLoopbackHTTP(publicURL) {
+        if developmentMode, !EndpointPolicy.isLoopback(publicURL) {
             throw GatehouseError.invalidArgument(
-                "GATEHOUSE_DEVELOPMENT=true is for a gateway on this machine: GATEHOUSE_PUBLIC_URL must then be plain http to a loopback address (127.0.0.1, ::1 or localhost), not \(publicURL.debugDescription)"
+                "GATEHOUSE_DEVELOPMENT=true is for a gateway on this machine: GATEHOUSE_PUBLIC_URL must then name a loopback address (127.0.0.1, ::1 or localhost), not \(publicURL.debugDescription)"
             )
         }
         var seen: Set<String> = github == nil ? [] : ["github.com"]
@@ -392,9 +392,14 @@ public enum EndpointPolicy {
 
     /// Whether `url` is plain http to a loopback address (`127.0.0.1`, `::1`, `localhost`).
     public static func isLoopbackHTTP(_ url: String) -> Bool {
-        guard let components = URLComponents(string: url), components.scheme?.lowercased() == "http", let host = components.host else {
-            return false
-        }
+        URLComponents(string: url)?.scheme?.lowercased() == "http" && isLoopback(url)
+    }
+
+    /// Whether `url` (http or https) names a loopback address (`127.0.0.1`, `::1`, `localhost`).
+    public static func isLoopback(_ url: String) -> Bool {
+        guard let components = URLComponents(string: url), ["http", "https"].contains(components.scheme?.lowercased()),
+            let host = components.host
+        else { return false }
         // An IPv6 host keeps its brackets here (`[::1]`).
         return ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased())
     }

@@ -26,7 +26,7 @@ enum SettingsCatalog {
             "the operations listener (`/metrics`, detailed `/readyz`, `/healthz`); `[::1]:9090` for IPv6; `demo`: a free loopback port"),
         Setting(
             "GATEHOUSE_DEVELOPMENT", .flag, default: "false",
-            "`true` allows plain-http loopback provider URLs and pages, photos at private addresses, and drops `Secure`/`__Host-` from cookies; only with a plain-http loopback `GATEHOUSE_PUBLIC_URL` (`demo`: `true`)"
+            "`true` allows plain-http loopback provider URLs and pages, photos at private addresses, and drops `Secure`/`__Host-` from cookies; only with a `GATEHOUSE_PUBLIC_URL` on a loopback address (`demo`: `true`)"
         ),
         Setting(
             "GATEHOUSE_LOG_LEVEL", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"]), default: "info",
