@@ -33,10 +33,15 @@ struct DemoCommand: AsyncParsableCommand {
         let environment = try await store.settings()
         let logger = Logging.bootstrapJSON(level: try Logging.level(environment))
         let dataDir = try store.folder(environment: environment)
+        // Before the store is opened, which creates its file: whether the folder is a demo's.
+        let keys = try VaultSettings.keys(environment: environment) {
+            try Self.requireDemoFolder(dataDir)
+            return try Self.demoKey(dataDir: dataDir)
+        }
         let descriptors = StartupChecks.raiseDescriptorLimit(logger: logger)
         let metrics = ServerMetrics()
         let (storage, pool) = try store.openForServices(environment: environment, metricsFactory: metrics.metricsFactory, logger: logger)
-        let vault = try TokenVault(keys: try VaultSettings.keys(environment: environment) { try Self.demoKey(dataDir: dataDir) }, store: storage)
+        let vault = try TokenVault(keys: keys, store: storage)
         // Both listeners bind first (0: the kernel picks) and report their ports; the gateway's
         // configuration, which names both URLs, is assembled from what they got.
         let emulatorBase = Eventual<String>()
@@ -160,6 +165,18 @@ struct DemoCommand: AsyncParsableCommand {
         configuration.console = ConsoleConfiguration(operators: ["octocat@github.com"])
         configuration.photoBytes = PhotoBuffer.joining
         return configuration
+    }
+
+    /// Throws unless `dataDir` may keep the demo's own key: a store without `encryption.key`
+    /// beside it is a deployment's, whose key is configured elsewhere (a systemd credential, a
+    /// secret), and a key made up here would seal its data under a key `serve` does not have.
+    static func requireDemoFolder(_ dataDir: String) throws {
+        let files = FileManager.default
+        guard files.fileExists(atPath: (dataDir as NSString).appendingPathComponent("gatehouse.sqlite")),
+            !files.fileExists(atPath: (dataDir as NSString).appendingPathComponent("encryption.key"))
+        else { return }
+        throw ValidationError(
+            "GATEHOUSE_ENCRYPTION_KEY is required: the store in \(dataDir) was not made by gatehouse demo (it has no encryption.key beside it)")
     }
 
     /// The key generated once and kept (mode 0600) in the data folder, so that a demo's

@@ -145,17 +145,7 @@ struct KeysCommand: AsyncParsableCommand {
                     throw ValidationError("GATEHOUSE_ENCRYPTION_KEY is required with a database URL")
                 }
                 let folder = try store.folder(environment: environment)
-                // A store without the demo's key file beside it is a deployment's, whose key is
-                // configured elsewhere (a systemd credential, a secret): a key made up here would
-                // seal the store's first data key under a key `serve` does not have.
-                let files = FileManager.default
-                if files.fileExists(atPath: (folder as NSString).appendingPathComponent("gatehouse.sqlite")),
-                    !files.fileExists(atPath: (folder as NSString).appendingPathComponent("encryption.key"))
-                {
-                    throw ValidationError(
-                        "GATEHOUSE_ENCRYPTION_KEY is required: the store in \(folder) was not made by gatehouse demo (it has no encryption.key beside it)"
-                    )
-                }
+                try DemoCommand.requireDemoFolder(folder)
                 return try DemoCommand.demoKey(dataDir: folder)
             }
             let kid = try await store.withStore(environment: environment, logger: KeysCommand.quiet) { storage in

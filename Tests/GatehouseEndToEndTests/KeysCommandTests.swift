@@ -40,6 +40,7 @@ struct KeysCommandTests {
     func lifecycle(store: String) async throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build the gatehouse product first (swift build)")
         let location: [String]
+        var environment: [String: String] = [:]
         let storage: any GatehouseStorage
         if store == "SQLite" {
             let folder = try TestScratch.folder("keys")
@@ -47,15 +48,18 @@ struct KeysCommandTests {
             storage = try SQLiteStorage(path: folder + "/gatehouse.sqlite")
         } else {
             let url = try await PostgresTestServer.freshDatabase()
-            location = ["--database-url", url]
+            // In the environment, as a URL that may carry a password must be given.
+            location = []
+            environment = ["GATEHOUSE_DATABASE_URL": url]
             storage = try PostgresTestServer.store(url)
         }
-        let created = try await Self.run(["keys", "create-service", "billing", "--scopes", "profile:read,photo:read"] + location)
+        let created = try await Self.run(
+            ["keys", "create-service", "billing", "--scopes", "profile:read,photo:read"] + location, environment: environment)
         #expect(created.status == 0)
         let secret = try #require(created.output.split(separator: "\n").last.map(String.init))
         #expect(secret.hasPrefix("ghsk_") && !secret.contains(" "))
 
-        let listed = try await Self.run(["keys", "list"] + location)
+        let listed = try await Self.run(["keys", "list"] + location, environment: environment)
         #expect(listed.output.contains("billing") && listed.output.contains("active"))
         #expect(!listed.output.contains(secret))
         let id = try #require(listed.output.split(separator: "\t").first.map(String.init))
@@ -64,10 +68,10 @@ struct KeysCommandTests {
         let key = try await service.authorize(secret: secret, scope: "photo:read")
         #expect(key.id == id)
 
-        #expect(try await Self.run(["keys", "revoke", id] + location).status == 0)
-        #expect(try await Self.run(["keys", "revoke", id] + location).status != 0)
+        #expect(try await Self.run(["keys", "revoke", id] + location, environment: environment).status == 0)
+        #expect(try await Self.run(["keys", "revoke", id] + location, environment: environment).status != 0)
         await #expect(throws: GatehouseError.self) { try await service.authorize(secret: secret, scope: "photo:read") }
-        #expect(try await Self.run(["keys", "create-service", "x", "--scopes", "profile:write"] + location).status != 0)
+        #expect(try await Self.run(["keys", "create-service", "x", "--scopes", "profile:write"] + location, environment: environment).status != 0)
         // The command's changes are in the stored trail the activity listing reads, once each.
         let trail = try await storage.auditRecords(uid: nil, event: nil, before: nil, limit: 10)
         #expect(trail.map(\.event) == ["service-key.revoked", "service-key.created"], "\(trail)")
@@ -170,7 +174,7 @@ struct KeysCommandTests {
     }
 
     @Test(
-        "without a configured key, a store that the demo did not make gets no key made up: rotate-signing stops and writes no encryption.key"
+        "without a configured key, a store that the demo did not make gets no key made up: rotate-signing and demo stop and write no encryption.key"
     )
     func deploymentStoreNeedsItsKey() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build the gatehouse product first (swift build)")
@@ -181,6 +185,9 @@ struct KeysCommandTests {
         #expect(migrated.status == 0, "\(migrated.output)")
         let rotated = try await Self.run(["keys", "rotate-signing", "--data-dir", folder], removing: Self.keyVariables)
         #expect(rotated.status != 0 && rotated.output.contains("GATEHOUSE_ENCRYPTION_KEY is required"), "\(rotated.output)")
+        // Nor does the demo, which would leave the key file the next command trusts.
+        let demo = try await Self.run(["demo", "--data-dir", folder, "--port", "0", "--emulator-port", "0"], removing: Self.keyVariables)
+        #expect(demo.status != 0 && demo.output.contains("GATEHOUSE_ENCRYPTION_KEY is required"), "\(demo.output.suffix(600))")
         #expect(!FileManager.default.fileExists(atPath: (folder as NSString).appendingPathComponent("encryption.key")))
         #expect(try await SQLiteStorage(path: folder + "/gatehouse.sqlite").signingKeys().isEmpty)
     }

@@ -69,7 +69,8 @@ enum SettingsCatalog {
         ),
         Setting(
             "GATEHOUSE_ENCRYPTION_KEY", .key,
-            "the key that wraps the data keys (required for `serve`; the demo and `keys` on a data folder keep one in `encryption.key`)"),
+            "the key that wraps the data keys (required for `serve`; the demo and `keys` keep one in `encryption.key` of a data folder without a store yet or with that file)"
+        ),
         Setting("GATEHOUSE_ENCRYPTION_KEY_FILE", .path, "a file holding `GATEHOUSE_ENCRYPTION_KEY` (not both)"),
         Setting("GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS", .keys, "older keys that still open stored tokens during a rotation"),
         Setting("GATEHOUSE_PREVIOUS_ENCRYPTION_KEYS_FILE", .path, "a file holding them (commas or one per line)"),
