@@ -55,6 +55,10 @@ import Testing
         #expect(TrustedProxies.network(of: "2001:0DB8:0007:0001:ffff:1:2:3") == "2001:db8:7:1::/64")
         #expect(TrustedProxies.network(of: "2001:db8:7:2::1") == "2001:db8:7:2::/64")
         #expect(TrustedProxies.network(of: "::1") == "0:0:0:0::/64")
+        // NAT64's well-known prefix carries an IPv4 client: each is its own.
+        #expect(TrustedProxies.network(of: "64:ff9b::198.51.100.7") == "198.51.100.7")
+        #expect(TrustedProxies.network(of: "64:ff9b::c633:6408") == "198.51.100.8")
+        #expect(TrustedProxies.network(of: "64:ff9b:1::1") == "64:ff9b:1:0::/64")
         #expect(TrustedProxies.network(of: "unknown") == "unknown")
     }
 }

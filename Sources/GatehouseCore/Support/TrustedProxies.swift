@@ -98,9 +98,12 @@ public struct TrustedProxies: Sendable {
     /// itself, an IPv6 address its /64 (`2001:db8:7:1::/64`), the least a host or a subscriber
     /// is given (RFC 6177): whoever has one has all its addresses, and temporary addresses
     /// (RFC 8981) change within it, so counting addresses would give each request a new budget.
-    /// An IPv4-mapped address is its IPv4 address; what is no address stays as it is.
+    /// An IPv4-mapped address is its IPv4 address, and so is one of NAT64's well-known prefix
+    /// (`64:ff9b::/96`, RFC 6052), which carries each IPv4 client of a translator in its last
+    /// four bytes; what is no address stays as it is.
     public static func network(of client: String) -> String {
-        guard let bytes = IPRange.bytes(of: client) else { return client }
+        guard var bytes = IPRange.bytes(of: client) else { return client }
+        if bytes.count == 16, bytes[0..<12].elementsEqual([0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0]) { bytes = Array(bytes[12...]) }
         guard bytes.count == 16 else { return bytes.map(String.init).joined(separator: ".") }
         let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
         return groups.joined(separator: ":") + "::/64"

@@ -163,7 +163,9 @@ enum SettingsCatalog {
         Setting(
             "GATEHOUSE_SESSION_REFRESH_LIMIT", .count(minimum: 1, maximum: GatewayConfiguration.maximumSessionRefreshLimit), default: "10080",
             "refreshes one session may make; the next ends it and its user signs in again"),
-        Setting("GATEHOUSE_AUTH_RATE_LIMIT", .count(minimum: 0), default: "60", "requests per minute per client on sign-in routes (`0`: off)"),
+        Setting(
+            "GATEHOUSE_AUTH_RATE_LIMIT", .count(minimum: 0), default: "60",
+            "requests per minute per client (an IPv6 client's /64) on sign-in routes (`0`: off)"),
         Setting("GATEHOUSE_USER_RATE_LIMIT", .count(minimum: 0), default: "600", "requests per minute per signed-in user on `/v1/me…`"),
         Setting("GATEHOUSE_SERVICE_RATE_LIMIT", .count(minimum: 0), default: "6000", "requests per minute per service key on `/v1/users…`"),
         Setting(
