@@ -254,16 +254,27 @@ struct ProviderAPITests {
             // A provider id no provider has, as long as a request head allows.
             let nowhere = try await browser.send("\(deployment.gatewayURL)/v1/me/providers/\(String(repeating: "x", count: 20_000))/api/user")
             #expect(nowhere.status == 404, "\(nowhere.bodyText.prefix(300))")
+            // A uid no account has, as long, through a key's path.
+            let nobody = try await Self.call(
+                deployment, "/v1/users/\(String(repeating: "u", count: 20_000))/providers/github.com/api/user/repos", key: key)
+            #expect(nobody.status == 404, "\(nobody.bodyText.prefix(300))")
             #expect(try await deployment.emulatorStats() == before)
             // Each refusal is audited once, as not allowed (never the raw path), and a provider
             // id none is configured with cut to 64 bytes.
             let audited = Self.apiAuditLines(deployment)
-            #expect(audited.count == 11, "\(audited.count)")
-            let holds = audited.allSatisfy { $0["api.template"] as? String == "not-allowed" && ($0["api.status"] as? Int ?? 0) >= 403 }
-            #expect(holds)
+            #expect(audited.count == 12, "\(audited.count)")
+            // The account's calls were not allowed; the call for no account was, and found none.
+            let ownLines = audited.filter { $0["user.id"] as? String == uid }
+            let holds = ownLines.allSatisfy { $0["api.template"] as? String == "not-allowed" && ($0["api.status"] as? Int ?? 0) >= 403 }
+            #expect(ownLines.count == 11 && holds)
+            let stranger = audited.filter { $0["user.id"] as? String != uid }.map { ($0["api.template"] as? String, $0["api.status"] as? Int) }
+            #expect(stranger.count == 1 && stranger.first?.0 == "GET /user/repos" && stranger.first?.1 == 404, "\(stranger)")
             let providerIds = audited.compactMap { $0["provider.id"] as? String }
             let bounded = providerIds.allSatisfy { $0.utf8.count <= 64 }
-            #expect(providerIds.count == 11 && bounded, "\(providerIds.map(\.utf8.count))")
+            #expect(providerIds.count == 12 && bounded, "\(providerIds.map(\.utf8.count))")
+            let uids = audited.compactMap { $0["user.id"] as? String }
+            let boundedUIDs = uids.allSatisfy { $0.utf8.count <= 128 }
+            #expect(uids.count == 12 && boundedUIDs, "\(uids.map(\.utf8.count))")
         }
     }
 

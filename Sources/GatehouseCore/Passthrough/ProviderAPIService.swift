@@ -136,6 +136,9 @@ public final class ProviderAPIService: Sendable {
         // A provider id none is configured with is the caller's text, as long as a request
         // head allows: the audit line keeps its start, the metric none of it.
         let known = (try? providers.provider(providerId)) != nil
+        // A service key's path names any uid: one no account has is as long as the caller
+        // made it (an account's is far shorter).
+        let uid = uid.truncated(toBytes: 128)
         audit.record(
             .providerAPICalled, by: caller.actor(uid: uid), uid: uid, provider: known ? providerId : providerId.truncated(toBytes: 64),
             call: AuditedCall(method: method.rawValue, template: label, status: status))
