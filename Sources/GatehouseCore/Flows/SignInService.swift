@@ -236,10 +236,13 @@ public struct SignInService: Sendable {
             do {
                 established = try await establish(completed, providerId: provider.id, mode: mode, uid: uid, origin: origin, logger: logger)
                 if let session = established.session { issued = try await tokens.issue(for: session.record) }
-            } catch let error as GatehouseError where [.hookUnavailable, .signInDenied].contains(error.code) && completed.idTokenClaims != nil {
+            } catch let error as GatehouseError
+                where [.hookUnavailable, .signInDenied, .storageUnavailable].contains(error.code) && completed.idTokenClaims != nil
+            {
                 // The hooks are asked before anything is written: the token signed nobody in,
                 // and the app may present it again (once the hook answers, say) instead of
-                // asking its user to sign in at the provider anew.
+                // asking its user to sign in at the provider anew. A write that found what it
+                // read changed twice answers "retry" too (storage-unavailable).
                 try? await storage.releaseToken(hash: Self.replayKey(idToken))
                 throw error
             } catch let error where !(error is GatehouseError) && completed.idTokenClaims != nil {
