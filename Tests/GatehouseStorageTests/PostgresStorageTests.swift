@@ -685,7 +685,10 @@ import Testing
         for asynchronous in [false, true] {
             try await PostgresTestServer.execute(url, "ALTER DATABASE \(name) SET synchronous_commit = \(asynchronous ? "off" : "on")")
             let records = LogRecords()
-            let store = try PostgresStorage(url: url, maximumConnections: 1, logger: Logger(label: "probe") { _ in records.handler })
+            // A loaded machine may take seconds to open the connection: the wait is the test
+            // server's, not the 5 s default.
+            let store = try PostgresStorage(
+                url: url, maximumConnections: 1, operationTimeout: .seconds(60), logger: Logger(label: "probe") { _ in records.handler })
             try await store.awaitReachable()
             store.shutdown()
             let warnings = records.messages.filter { $0.contains("acknowledges commits before they are on disk") }
