@@ -70,6 +70,14 @@ struct ServiceKeyRoutesTests {
             let profile = try await Self.call(deployment, "/v1/users/\(uid)", key: reader.secret)
             #expect(profile.status == 200)
             #expect(try jsonObject(profile)["uid"] as? String == uid)
+            // A service's profile names the account's photo, which its key fetches; the user's
+            // own profile names /v1/me/photo, which answers for whoever's cookie comes with it.
+            let servicePhoto = "\(deployment.gatewayURL)/v1/users/\(uid)/photo"
+            #expect(try jsonObject(profile)["photoURL"] as? String == servicePhoto, "\(profile.bodyText)")
+            let entries = try jsonObject(profile)["providers"] as? [[String: Any]]
+            #expect(entries?.first?["photoURL"] as? String == servicePhoto + "?provider=github.com", "\(profile.bodyText)")
+            let own = try jsonObject(try await browser.send("\(deployment.gatewayURL)/v1/me"))
+            #expect(own["photoURL"] as? String == "\(deployment.gatewayURL)/v1/me/photo", "\(own)")
             #expect(try await Self.call(deployment, "/v1/users/nobody", key: reader.secret).status == 404)
             let live = try await Self.call(deployment, "/v1/users/\(uid)/providers/github.com/profile", key: reader.secret)
             #expect(try jsonObject(live)["username"] as? String == "octocat")
@@ -86,6 +94,11 @@ struct ServiceKeyRoutesTests {
             let found = try jsonObject(try await Self.call(deployment, "/v1/users?email=OCTOCAT@github.com", key: admin.secret))
             let holds2 = (found["users"] as? [[String: Any]])?.map { $0["uid"] as? String } == [uid]
             #expect(holds2)
+            let foundPhotos = (found["users"] as? [[String: Any]])?.map { ($0["profile"] as? [String: Any] ?? $0)["photoURL"] as? String }
+            #expect(foundPhotos == [servicePhoto], "\(found)")
+            let listed = try jsonObject(try await Self.call(deployment, "/v1/admin/users?query=octocat@github", key: admin.secret))
+            let listedPhotos = (listed["users"] as? [[String: Any]])?.map { $0["photoURL"] as? String }
+            #expect(listedPhotos == [servicePhoto], "\(listed)")
             #expect(try await Self.call(deployment, "/v1/users?email=octocat@github.com", key: reader.secret).status == 403)
             #expect(try await Self.call(deployment, "/v1/users?email=not-an-email", key: admin.secret).status == 400)
             #expect(try await Self.call(deployment, "/v1/users/\(uid)/disable", key: reader.secret, method: "POST").status == 403)

@@ -6,7 +6,8 @@ import Foundation
 public struct AccountService: Sendable {
     let storage: any GatehouseStorage
     let vault: TokenVault
-    let photoBaseURL: String
+    /// The gateway's public URL, which the profiles' photo URLs start with.
+    let publicURL: String
     /// Firebase's "one account per email address".
     var oneAccountPerEmail = true
     /// How long a pending credential can be claimed.
@@ -509,7 +510,8 @@ public struct AccountService: Sendable {
         account: AccountRecord, links: [ProviderLinkRecord], profile: ProviderProfile, mode: SignInMode, origin: SignInOrigin
     ) async throws -> HookAllowance {
         guard hooks.asks(.beforeSignIn) else { return .nothing }
-        let unified = UnifiedProfile.build(account: account, profiles: try links.map { try $0.profile() }, photoBaseURL: photoBaseURL)
+        let unified = UnifiedProfile.build(
+            account: account, profiles: try links.map { try $0.profile() }, photoBaseURL: photoBaseURL(uid: account.uid, for: .signedInUser))
         let subject = HookRequest.Account(
             uid: account.uid, email: unified.email, emailVerified: unified.emailVerified, displayName: unified.displayName,
             providers: links.map(\.providerId), customClaims: unified.customClaims, isNew: false)
@@ -560,14 +562,36 @@ public struct AccountService: Sendable {
             sealedTokens: try await seal(tokens, for: profile), linkedAt: now, updatedAt: now, verifiedEmail: EmailAddress.verified(of: profile))
     }
 
-    /// The unified profile of an account from its links' stored snapshots.
-    public func unifiedProfile(for account: AccountRecord) async throws -> UnifiedProfile {
-        try await unifiedProfile(for: account, links: try await storage.links(uid: account.uid))
+    /// Who reads a unified profile, which decides where its photo URLs point.
+    public enum ProfileReader: Sendable {
+        /// The signed-in user (`/v1/me`, the ID token's `picture`): `/v1/me/photo`, which
+        /// answers for whoever's credential comes with the request.
+        case signedInUser
+        /// A service or an operator (`/v1/users…`, `/v1/admin/users`): `/v1/users/{uid}/photo`,
+        /// which names the account. `/v1/me/photo` in a list of users would show a browser
+        /// its own user's photo for each of them.
+        case service
+    }
+
+    /// Where the photo of `uid`'s profile is fetched by `reader`.
+    func photoBaseURL(uid: String, for reader: ProfileReader) -> String {
+        switch reader {
+        case .signedInUser: "\(publicURL)/v1/me/photo"
+        case .service: "\(publicURL)/v1/users/\(FormEncoding.escape(uid))/photo"
+        }
+    }
+
+    /// The unified profile of an account from its links' stored snapshots, as `reader` reads it.
+    public func unifiedProfile(for account: AccountRecord, reader: ProfileReader = .signedInUser) async throws -> UnifiedProfile {
+        try await unifiedProfile(for: account, links: try await storage.links(uid: account.uid), reader: reader)
     }
 
     /// The unified profile from links already read, with each link's granted scopes.
-    func unifiedProfile(for account: AccountRecord, links: [ProviderLinkRecord]) async throws -> UnifiedProfile {
-        var profile = UnifiedProfile.build(account: account, profiles: try links.map { try $0.profile() }, photoBaseURL: photoBaseURL)
+    func unifiedProfile(for account: AccountRecord, links: [ProviderLinkRecord], reader: ProfileReader = .signedInUser) async throws
+        -> UnifiedProfile
+    {
+        var profile = UnifiedProfile.build(
+            account: account, profiles: try links.map { try $0.profile() }, photoBaseURL: photoBaseURL(uid: account.uid, for: reader))
         for (index, link) in links.enumerated() where index < profile.providers.count {
             profile.providers[index].scopes = await scopes(of: link)
         }

@@ -27,7 +27,8 @@ public struct AdminService: Sendable {
         var result: [EmailMatch] = []
         for uid in includeUnverified ? try await storage.uids(email: trimmed, limit: 100) : verifiedUIDs {
             if let account = try await storage.account(uid: uid) {
-                result.append(EmailMatch(profile: try await accounts.unifiedProfile(for: account), verified: verified.contains(uid)))
+                result.append(
+                    EmailMatch(profile: try await accounts.unifiedProfile(for: account, reader: .service), verified: verified.contains(uid)))
             }
         }
         return result
@@ -68,7 +69,7 @@ public struct AdminService: Sendable {
         let uids = try await storage.searchAccounts(search, after: cursor, limit: limit)
         var users: [UnifiedProfile] = []
         for uid in uids {
-            if let account = try await storage.account(uid: uid) { users.append(try await accounts.unifiedProfile(for: account)) }
+            if let account = try await storage.account(uid: uid) { users.append(try await accounts.unifiedProfile(for: account, reader: .service)) }
         }
         return (users, uids.count == limit ? uids.last : nil)
     }

@@ -127,10 +127,11 @@ public final class ProfileService: Sendable {
         try await accounts.unifiedProfile(for: try await enabledAccount(uid))
     }
 
-    /// Any account's unified profile, disabled ones included (internal services and admins).
+    /// Any account's unified profile, disabled ones included (internal services and admins),
+    /// its photo URLs naming the account.
     public func profile(uid: String) async throws -> UnifiedProfile {
         guard let account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
-        return try await accounts.unifiedProfile(for: account)
+        return try await accounts.unifiedProfile(for: account, reader: .service)
     }
 
     /// The provider's profile fetched live with the stored token (cached for the configured
