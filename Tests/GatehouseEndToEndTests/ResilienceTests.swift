@@ -82,6 +82,34 @@ struct ResilienceTests {
     }
 
     @Test(
+        "a Graph photo larger than the gateway takes is its user's photo failing, not Microsoft: photo-unavailable, counted by no breaker"
+    )
+    func oversizePhotoIsNoProviderFailure() async throws {
+        try await withDeployment(gateway: {
+            $0.circuitBreaker = CircuitBreakerSettings(failureThreshold: 3, openDuration: 30)
+            $0.maxPhotoBytes = 64
+        }) { deployment in
+            var adele = Browser(deployment)
+            _ = try await adele.signIn(login: "AdeleV@contoso.example", provider: "microsoft.com")
+            var bob = Browser(deployment)
+            _ = try await bob.signIn(login: "BobK@fabrikam.example", provider: "microsoft.com")
+            for _ in 0..<3 {
+                let photo = try await adele.send("\(deployment.gatewayURL)/v1/me/photo?refresh=true")
+                #expect(photo.status == 502, "\(photo.bodyText)")
+                #expect(try jsonObject(photo)["code"] as? String == "photo-unavailable", "\(photo.bodyText)")
+            }
+            // Another user meets Microsoft failing once: had Adele's three counted, two callers'
+            // failures would have reached the threshold and opened the breaker for everyone.
+            _ = try await deployment.control("faults", #"{"endpoint": "GET /graph/v1.0/me", "status": 503, "body": "{}", "times": 1}"#)
+            let failed = try await bob.send("\(deployment.gatewayURL)/v1/me/providers/microsoft.com/profile?refresh=true")
+            #expect(failed.status == 503, "\(failed.bodyText)")
+            #expect(try await Self.metric(deployment, "gatehouse_circuit_state", ["provider": "microsoft.com"]) == 0)
+            let live = try await adele.send("\(deployment.gatewayURL)/v1/me/providers/microsoft.com/profile?refresh=true")
+            #expect(live.status == 200, "\(live.bodyText)")
+        }
+    }
+
+    @Test(
         "no single user opens a provider's breaker for everyone: one user's five 403s (a token the provider refuses for this resource, 502 to that user) or 503s leave it closed and another user's profile answered; two users' 503s open it",
         arguments: [(fault: 403, answer: 502), (fault: 503, answer: 503)])
     func oneUserCannotOpenTheBreaker(_ fault: Int, _ answer: Int) async throws {

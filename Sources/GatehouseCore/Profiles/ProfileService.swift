@@ -316,11 +316,18 @@ public final class ProfileService: Sendable {
             guard profile.photoSourceURL != nil else { continue }
             let provider = try providers.provider(link.providerId)
             let opened = try await circuits.run(link.providerId, caller: uid) { () -> OpenedPhoto in
-                let source = try await withFreshTokens(link, provider, for: "photo") {
-                    try await provider.fetchPhoto(profile: profile, tokens: $0, size: size)
+                do {
+                    let source = try await withFreshTokens(link, provider, for: "photo") {
+                        try await provider.fetchPhoto(profile: profile, tokens: $0, size: size)
+                    }
+                    if source.fromPublicURL { return .publicSource(source) }
+                    return .received(try await download.receive(source, providerId: link.providerId, whole: whole))
+                } catch let error as GatehouseError where error.situation == .tooLarge {
+                    // A user's own photo (Graph's, which users upload) larger than the gateway
+                    // takes says nothing of the provider: no breaker counts it, and the failure
+                    // is remembered for this photo like any other.
+                    throw GatehouseError.photoUnavailable(link.providerId, cause: "the photo is larger than GATEHOUSE_MAX_PHOTO_BYTES")
                 }
-                if source.fromPublicURL { return .publicSource(source) }
-                return .received(try await download.receive(source, providerId: link.providerId, whole: whole))
             }
             switch opened {
             case .received(let photo): return photo
