@@ -660,14 +660,10 @@ import Testing
         defer { proxy.close() }
         components.port = proxy.port
         for (target, throughPooler) in [(url, false), (try #require(components.string), true)] {
-            let records = LogRecords()
-            let store = try PostgresStorage(
-                url: target, maximumConnections: 1, operationTimeout: .seconds(20), logger: Logger(label: "probe") { _ in records.handler })
-            try await store.awaitReachable()
-            store.shutdown()
-            let warnings = records.messages.filter { $0.contains("statement_timeout") }
+            let messages = try await Self.startupLog(target, operationTimeout: .seconds(20))
+            let warnings = messages.filter { $0.contains("statement_timeout") }
             if throughPooler {
-                #expect(warnings.count == 1, "\(records.messages)")
+                #expect(warnings.count == 1, "\(messages)")
                 #expect(warnings.first?.contains("db.statement_timeout=0 db.statement_timeout.expected=20000ms") == true, "\(warnings)")
                 #expect(warnings.first?.contains("ALTER ROLE … SET statement_timeout = '20000ms'") == true, "\(warnings)")
             } else {
@@ -684,14 +680,10 @@ import Testing
         // database's own setting decides.
         for asynchronous in [false, true] {
             try await PostgresTestServer.execute(url, "ALTER DATABASE \(name) SET synchronous_commit = \(asynchronous ? "off" : "on")")
-            let records = LogRecords()
             // A loaded machine may take seconds to open the connection: the wait is the test
             // server's, not the 5 s default.
-            let store = try PostgresStorage(
-                url: url, maximumConnections: 1, operationTimeout: .seconds(60), logger: Logger(label: "probe") { _ in records.handler })
-            try await store.awaitReachable()
-            store.shutdown()
-            let warnings = records.messages.filter { $0.contains("acknowledges commits before they are on disk") }
+            let messages = try await Self.startupLog(url, operationTimeout: .seconds(60))
+            let warnings = messages.filter { $0.contains("acknowledges commits before they are on disk") }
             if asynchronous {
                 #expect(warnings.count == 1 && warnings.first?.contains("db.setting=synchronous_commit db.setting.value=off") == true, "\(warnings)")
                 #expect(warnings.first?.contains("ALTER ROLE … SET synchronous_commit = on") == true, "\(warnings)")
@@ -699,6 +691,16 @@ import Testing
                 #expect(warnings.isEmpty, "\(warnings)")
             }
         }
+    }
+
+    /// What a store logs while it waits for `url` to be reachable at start (one connection).
+    static func startupLog(_ url: String, operationTimeout: Duration) async throws -> [String] {
+        let records = LogRecords()
+        let store = try PostgresStorage(
+            url: url, maximumConnections: 1, operationTimeout: operationTimeout, logger: Logger(label: "probe") { _ in records.handler })
+        try await store.awaitReachable()
+        store.shutdown()
+        return records.messages
     }
 
     @Test("time settings as SHOW gives them, in milliseconds; other forms are not read")
