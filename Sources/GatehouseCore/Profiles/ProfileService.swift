@@ -316,18 +316,12 @@ public final class ProfileService: Sendable {
             guard profile.photoSourceURL != nil else { continue }
             let provider = try providers.provider(link.providerId)
             let opened = try await circuits.run(link.providerId, caller: uid) { () -> OpenedPhoto in
-                do {
-                    let source = try await withFreshTokens(link, provider, for: "photo") {
-                        try await provider.fetchPhoto(profile: profile, tokens: $0, size: size)
-                    }
-                    if source.fromPublicURL { return .publicSource(source) }
-                    return .received(try await download.receive(source, providerId: link.providerId, whole: whole))
-                } catch let error as GatehouseError where error.situation == .tooLarge {
-                    // A user's own photo (Graph's, which users upload) larger than the gateway
-                    // takes says nothing of the provider: no breaker counts it, and the failure
-                    // is remembered for this photo like any other.
-                    throw GatehouseError.photoUnavailable(link.providerId, cause: "the photo is larger than GATEHOUSE_MAX_PHOTO_BYTES")
+                let source = try await withFreshTokens(link, provider, for: "photo") { tokens in
+                    try await Self.userPhoto(link.providerId) { try await provider.fetchPhoto(profile: profile, tokens: tokens, size: size) }
                 }
+                if source.fromPublicURL { return .publicSource(source) }
+                return .received(
+                    try await Self.userPhoto(link.providerId) { try await download.receive(source, providerId: link.providerId, whole: whole) })
             }
             switch opened {
             case .received(let photo): return photo
@@ -335,6 +329,18 @@ public final class ProfileService: Sendable {
             }
         }
         throw GatehouseError.noPhoto()
+    }
+
+    /// Runs a step of opening or receiving a provider's photo. A photo larger than the gateway
+    /// takes (Graph's, which users upload themselves) says nothing of the provider: it is
+    /// `photo-unavailable`, which no breaker counts and which is remembered for this photo like
+    /// any photo failure. A token refresh around it keeps its own errors.
+    private static func userPhoto<T>(_ providerId: String, _ step: () async throws -> T) async throws -> T {
+        do {
+            return try await step()
+        } catch let error as GatehouseError where error.situation == .tooLarge {
+            throw GatehouseError.photoUnavailable(providerId, cause: "the photo is larger than GATEHOUSE_MAX_PHOTO_BYTES")
+        }
     }
 
     /// A photo the provider's breaker has settled: received whole from the provider, or a
