@@ -84,11 +84,7 @@ extension PostgresStorage {
             var found = false
             for try await _ in try await connection.query(taken, logger: logger) { found = true }
             guard found else { return false }
-            if let token = redemption.refreshToken {
-                try await connection.query(
-                    "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (\(token.tokenHash), \(token.familyId), \(token.issuedAt))",
-                    logger: logger)
-            }
+            if let token = redemption.refreshToken { try await Self.insertRefreshToken(token, connection, logger) }
             return true
         }
     }

@@ -119,9 +119,24 @@ extension PostgresStorage {
     public func deleteSession(familyId: String) async throws {
         try await execute("DELETE FROM sessions WHERE family_id = \(familyId)")
     }
-    /// Stores a refresh token's hash in its family.
+    /// Stores a refresh token's hash in its family, if its session lives.
     public func insertRefreshToken(tokenHash: String, familyId: String, at date: Date) async throws {
-        try await execute("INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (\(tokenHash), \(familyId), \(date))")
+        try await transaction { connection, logger in
+            try await Self.insertRefreshToken(NewRefreshToken(tokenHash: tokenHash, familyId: familyId, issuedAt: date), connection, logger)
+        }
+    }
+    /// Inserts a refresh token inside the caller's transaction; `StorageError.sessionGone`
+    /// when its session has ended. The session's row is locked (`FOR KEY SHARE`, what the
+    /// foreign key's own check takes): a sign-out committing first is seen here, one
+    /// committing after waits for this transaction and removes the token with its session.
+    static func insertRefreshToken(_ token: NewRefreshToken, _ connection: PostgresConnection, _ logger: Logger) async throws {
+        guard
+            try await answersRow(
+                connection.query("SELECT 1 FROM sessions WHERE family_id = \(token.familyId) FOR KEY SHARE", logger: logger))
+        else { throw StorageError.sessionGone }
+        try await connection.query(
+            "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (\(token.tokenHash), \(token.familyId), \(token.issuedAt))",
+            logger: logger)
     }
     /// Spends a refresh token, or revokes its family when it was spent already or holds its
     /// limit of tokens. The token row is locked, so two instances presenting the same token

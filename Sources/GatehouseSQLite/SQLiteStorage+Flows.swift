@@ -98,11 +98,7 @@ extension SQLiteStorage {
             } else {
                 try db.cachedStatement(sql: "DELETE FROM signin_results WHERE id_hash = ?").execute(arguments: [idHash])
             }
-            if let token = redemption.refreshToken {
-                try db.cachedStatement(sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)").execute(arguments: [
-                    token.tokenHash, token.familyId, token.issuedAt,
-                ])
-            }
+            if let token = redemption.refreshToken { try Self.insertRefreshToken(token, db) }
             return true
         }
     }

@@ -75,13 +75,20 @@ extension SQLiteStorage {
     public func deleteSession(familyId: String) async throws {
         try await write { db in try db.cachedStatement(sql: "DELETE FROM sessions WHERE family_id = ?").execute(arguments: [familyId]) }
     }
-    /// Stores a refresh token's hash in its family.
+    /// Stores a refresh token's hash in its family, if its session lives.
     public func insertRefreshToken(tokenHash: String, familyId: String, at date: Date) async throws {
-        try await write { db in
-            try db.cachedStatement(sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)").execute(arguments: [
-                tokenHash, familyId, date,
-            ])
-        }
+        try await write { db in try Self.insertRefreshToken(NewRefreshToken(tokenHash: tokenHash, familyId: familyId, issuedAt: date), db) }
+    }
+    /// Inserts a refresh token inside the caller's transaction; `StorageError.sessionGone`
+    /// when its session has ended (the foreign key would refuse it as a constraint error).
+    static func insertRefreshToken(_ token: NewRefreshToken, _ db: Database) throws {
+        guard
+            try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM sessions WHERE family_id = ?)"), arguments: [token.familyId]) == true
+        else { throw StorageError.sessionGone }
+        try db.cachedStatement(sql: "INSERT INTO refresh_tokens (token_hash, family_id, created_at) VALUES (?, ?, ?)").execute(arguments: [
+            token.tokenHash, token.familyId, token.issuedAt,
+        ])
     }
     /// Spends a refresh token, or revokes its family when it was spent already or holds its
     /// limit of tokens.

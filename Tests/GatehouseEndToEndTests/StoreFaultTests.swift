@@ -83,6 +83,55 @@ struct StoreFaultTests {
 }
 
 extension StoreFaultTests {
+    @Test("a session ended while its one-time result is redeemed answers as an ended session, not 500, and consumes nothing")
+    func sessionEndedDuringRedemption() async throws {
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            let resultID = try await browser.signIn(login: "octocat")
+            // The session ends (a sign-out everywhere on another instance) between the
+            // redemption's read of it and the write that takes the result.
+            let database = try openSQLite(deployment.databasePath)
+            try await database.write {
+                try $0.execute(sql: "CREATE TRIGGER end_u BEFORE UPDATE ON signin_results BEGIN DELETE FROM sessions; END")
+                try $0.execute(sql: "CREATE TRIGGER end_d BEFORE DELETE ON signin_results BEGIN DELETE FROM sessions; END")
+            }
+            let ended = try await browser.result(resultID)
+            #expect(ended.status == 400, "\(ended.status): \(ended.bodyText)")
+            #expect(try jsonObject(ended)["code"] as? String == "invalid-refresh-token", "\(ended.bodyText)")
+            try await database.write {
+                try $0.execute(sql: "DROP TRIGGER end_u")
+                try $0.execute(sql: "DROP TRIGGER end_d")
+            }
+            // Nothing was taken: the write rolled back whole (the trigger's end of the session
+            // with it), so the result is still there.
+            let retried = try await browser.result(resultID)
+            #expect(retried.status == 200, "\(retried.bodyText)")
+        }
+    }
+
+    @Test("a session ended before an ID-token sign-in stores its first refresh token answers retry, not 500, and the token stays presentable")
+    func sessionEndedDuringIDTokenSignIn() async throws {
+        try await withDeployment { deployment in
+            let rawNonce = "ended-as-it-was-written"
+            let token = try await OIDCSignInTests.mint(
+                deployment, issuer: "oidc", hint: OIDCSignInTests.olive, extra: #", "nonce": "\#(SecureRandom.digest(rawNonce))""#)
+            let body = #"{"providerId": "oidc.emulator", "idToken": "\#(token)", "rawNonce": "\#(rawNonce)"}"#
+            // Every new session ends as it is written (signed out everywhere at once).
+            let database = try openSQLite(deployment.databasePath)
+            try await database.write {
+                try $0.execute(sql: "CREATE TRIGGER end_new AFTER INSERT ON sessions BEGIN DELETE FROM sessions WHERE family_id = NEW.family_id; END")
+            }
+            var browser = Browser(deployment)
+            let ended = try await browser.json("/v1/auth/idtoken", body)
+            #expect(ended.status == 503, "\(ended.status): \(ended.bodyText)")
+            #expect(try jsonObject(ended)["code"] as? String == "storage-unavailable", "\(ended.bodyText)")
+            #expect(ended.headers["retry-after"] == "1")
+            try await database.write { try $0.execute(sql: "DROP TRIGGER end_new") }
+            let retried = try await browser.json("/v1/auth/idtoken", body)
+            #expect(retried.status == 200, "\(retried.bodyText)")
+        }
+    }
+
     @Test(
         "a provider's rotated tokens whose write fails are used, and written, by the next call: the spent refresh token is never sent again (GitHub App)"
     )

@@ -91,11 +91,18 @@ import Testing
         let second = NewRefreshToken(tokenHash: "t2", familyId: session.familyId, issuedAt: Fixtures.now)
         #expect(try await storage.takeResult(idHash: "r", now: Fixtures.now, redemption: .deleting(second)) == false)
         #expect(try await storage.session(refreshTokenHash: "t2", now: Fixtures.now) == nil)
-        // A token that cannot be stored (a family that does not exist) leaves the result in place.
+        // A token whose session ended since it was read (a family that does not exist, or no
+        // longer) is said as such and leaves the result in place.
         try await storage.insertResult(idHash: "kept", payload: Data("kept".utf8), expiresAt: Fixtures.now.addingTimeInterval(60))
         let orphan = NewRefreshToken(tokenHash: "t3", familyId: "no-such-family", issuedAt: Fixtures.now)
-        await #expect(throws: (any Error).self) {
+        await #expect(throws: StorageError.sessionGone) {
             try await storage.takeResult(idHash: "kept", now: Fixtures.now, redemption: .keeping(orphan, answer: "sealed-answer"))
+        }
+        #expect(try await storage.result(idHash: "kept", now: Fixtures.now) == .pending(Data("kept".utf8)))
+        try await storage.deleteSession(familyId: session.familyId)
+        let ended = NewRefreshToken(tokenHash: "t4", familyId: session.familyId, issuedAt: Fixtures.now)
+        await #expect(throws: StorageError.sessionGone) {
+            try await storage.takeResult(idHash: "kept", now: Fixtures.now, redemption: .deleting(ended))
         }
         #expect(try await storage.result(idHash: "kept", now: Fixtures.now) == .pending(Data("kept".utf8)))
     }

@@ -101,6 +101,12 @@ import Testing
         #expect(try await storage.session(refreshTokenHash: "r3", now: Fixtures.now) == nil)
         #expect(try await storage.rotateRefreshToken(tokenHash: "r3", successor: .strict("r5"), now: Fixtures.now) == .unknown)
         #expect(try await storage.rotateRefreshToken(tokenHash: "never", successor: .strict("r6"), now: Fixtures.now) == .unknown)
+        // The ended session takes no new token (a sign-in's first one, issued as the session
+        // was signed out everywhere): said as such, nothing stored.
+        await #expect(throws: StorageError.sessionGone) {
+            try await storage.insertRefreshToken(tokenHash: "r7", familyId: session.familyId, at: Fixtures.now)
+        }
+        #expect(try await storage.rotateRefreshToken(tokenHash: "r7", successor: .strict("r8"), now: Fixtures.now) == .unknown)
     }
 
     @Test(arguments: StorageBackend.all)

@@ -235,7 +235,18 @@ public struct SignInService: Sendable {
             var issued: GatewayTokenService.Issued?
             do {
                 established = try await establish(completed, providerId: provider.id, mode: mode, uid: uid, origin: origin, logger: logger)
-                if let session = established.session { issued = try await tokens.issue(for: session.record) }
+                if let session = established.session {
+                    do {
+                        issued = try await tokens.issue(for: session.record)
+                    } catch StorageError.sessionGone {
+                        throw try await sessionEnded(
+                            uid: session.record.uid,
+                            otherwise: GatehouseError(
+                                code: .storageUnavailable,
+                                detail: "The sign-in's session was ended as it was written (its user signed out everywhere meanwhile); retry.",
+                                retryAfter: 1))
+                    }
+                }
             } catch let error as GatehouseError
                 where [.hookUnavailable, .signInDenied, .storageUnavailable].contains(error.code) && completed.idTokenClaims != nil
             {
@@ -493,18 +504,34 @@ public struct SignInService: Sendable {
         }
         // Tokens are minted now, once: the stored result never held a usable credential.
         var prepared: (GatewayTokenService.Issued, NewRefreshToken)?
+        var uid: String?
         if let familyId {
             guard let session = try await storage.session(familyId: familyId, now: now) else { throw GatehouseError.invalidRefreshToken() }
             prepared = try await tokens.prepareIssue(for: session)
+            uid = session.uid
         }
         let answer = try SignInResult.answer(tokenless, adding: prepared?.0)
         // Only a bound result keeps its answer for a retry: an unbound id may have leaked.
         let window = challenge == nil ? 0 : configuration.refreshRetryWindow
         let sealedAnswer = window > 0 ? try await tokens.vault.seal(answer, context: Self.answerContext(key)) : nil
         let redemption = ResultRedemption(refreshToken: prepared?.1, sealedAnswer: sealedAnswer, retryUntil: now.addingTimeInterval(window))
-        // Someone else redeemed it meanwhile: one winner, as before.
-        guard try await storage.takeResult(idHash: key, now: now, redemption: redemption) else { throw GatehouseError.resultNotFound() }
+        do {
+            // Someone else redeemed it meanwhile: one winner, as before.
+            guard try await storage.takeResult(idHash: key, now: now, redemption: redemption) else { throw GatehouseError.resultNotFound() }
+        } catch StorageError.sessionGone {
+            // Ended since it was read above: answered as an ended session read there is.
+            throw try await sessionEnded(uid: uid, otherwise: .invalidRefreshToken())
+        }
         return answer
+    }
+
+    /// The answer to a sign-in whose session ended before its first refresh token was stored:
+    /// the account was disabled or deleted meanwhile, or else `otherwise` (its user signed
+    /// out everywhere).
+    private func sessionEnded(uid: String?, otherwise: GatehouseError) async throws -> GatehouseError {
+        guard let uid else { return otherwise }
+        guard let account = try await storage.account(uid: uid) else { return .userNotFound() }
+        return account.disabled ? .userDisabled() : otherwise
     }
 
     /// The vault context of a redeemed result's kept answer: bound to the result's key.

@@ -241,6 +241,10 @@ public enum StorageError: Error, Sendable, Equatable {
     /// A write that consumes a pending credential found it gone: another claim took it (or
     /// the purge did, once expired). Nothing was committed.
     case pendingGone
+    /// A refresh token's write found its session ended since it was read (signed out, signed
+    /// out everywhere, its account disabled or deleted): the token would belong to nothing.
+    /// Nothing was committed.
+    case sessionGone
     /// The store cannot be reached right now (a database restart, a network failure).
     case unavailable
     /// The store refuses work for lack of a resource (a full disk, no memory, no connection

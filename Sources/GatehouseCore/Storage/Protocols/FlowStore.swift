@@ -17,7 +17,8 @@ public protocol FlowStore: Sendable {
     /// stores the redemption's refresh token (the first of the session's family) and either
     /// keeps the sealed answer for retries or deletes the result. A failed redemption leaves
     /// the result, a successful one the token, never one without the other; `false` when
-    /// there was nothing to redeem (someone else won).
+    /// there was nothing to redeem (someone else won), and `StorageError.sessionGone`, nothing
+    /// written, when the token's session ended since it was read.
     func takeResult(idHash: String, now: Date, redemption: ResultRedemption) async throws -> Bool
     /// Records that a single-use credential (an ID token posted to the gateway) was used,
     /// until `expiresAt`; `false` when it had been recorded already (a replay), across instances.

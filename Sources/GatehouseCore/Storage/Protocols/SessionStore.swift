@@ -17,7 +17,8 @@ public protocol SessionStore: Sendable {
     func deleteSession(idHash: String) async throws
     /// Ends the session of a refresh-token family, with its refresh tokens.
     func deleteSession(familyId: String) async throws
-    /// Stores a new refresh token (by hash) in a session's family.
+    /// Stores a new refresh token (by hash) in a session's family; `StorageError.sessionGone`,
+    /// nothing written, when the session has ended.
     func insertRefreshToken(tokenHash: String, familyId: String, at date: Date) async throws
     /// Spends a refresh token and stores its successor in one transaction, keeping the sealed
     /// successor beside the spent token (and wiping the one its predecessor kept, so only the
