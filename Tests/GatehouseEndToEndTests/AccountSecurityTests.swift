@@ -340,6 +340,27 @@ struct AccountSecurityTests {
             #expect(try await browser.json("/v1/auth/idtoken", body).status == 200)
             #expect(try await browser.json("/v1/auth/idtoken", body).status == 400, "the same token twice")
 
+            // An app's re-authentication with its bearer token: the new session replaces the one
+            // that asked, whose tokens end with it.
+            @Sendable func app(_ nonce: String, mode: String, bearer: String?) async throws -> OutboundResponse {
+                let token = try await OIDCSignInTests.mint(
+                    deployment, issuer: "oidc", hint: Self.olive, extra: #", "nonce": "\#(SecureRandom.digest(nonce))""#)
+                var headers: OutboundHeaders = ["Content-Type": "application/json"]
+                if let bearer { headers.add("Authorization", "Bearer \(bearer)") }
+                return try await deployment.client.execute(
+                    OutboundRequest(
+                        method: "POST", url: "\(deployment.gatewayURL)/v1/auth/idtoken", headers: headers,
+                        body: Array(#"{"providerId": "oidc.emulator", "idToken": "\#(token)", "rawNonce": "\#(nonce)", "mode": "\#(mode)"}"#.utf8)))
+            }
+            let signedIn = try jsonObject(try await app("app-nonce", mode: "signin", bearer: nil))
+            let (oldToken, oldRefresh) = (try #require(signedIn["idToken"] as? String), try #require(signedIn["refreshToken"] as? String))
+            let byBearer = try await app("bearer-nonce", mode: "reauthenticate", bearer: oldToken)
+            #expect(byBearer.status == 200, "\(byBearer.bodyText)")
+            let newToken = try #require(try jsonObject(byBearer)["idToken"] as? String)
+            #expect(try await GatewayTokenTests.bearer(deployment, newToken).status == 200)
+            #expect(try await GatewayTokenTests.bearer(deployment, oldToken).status == 401)
+            #expect(try await GatewayTokenTests.refresh(deployment, oldRefresh).status == 400)
+
             // A token from a sign-in older than the recent-login window cannot re-authenticate.
             let old = try await OIDCSignInTests.mint(
                 deployment, issuer: "oidc", hint: Self.olive, extra: #", "nonce": "\#(SecureRandom.digest("old-nonce"))""#)

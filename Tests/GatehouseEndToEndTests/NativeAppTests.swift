@@ -656,16 +656,24 @@ struct NativeAppTests {
             let fresh = try jsonObject(reauthenticated)
             let holds = fresh["operationType"] as? String == "reauthenticate" && (fresh["idToken"] as? String).map { $0 != idToken } == true
             #expect(holds)
+            // The new session replaces the one that asked for it: the app's old tokens end
+            // with it (kept, they would outlive the app's sign-out).
+            let freshToken = try #require(fresh["idToken"] as? String)
+            let oldRefresh = try #require(tokens["refreshToken"] as? String)
+            let refreshedOld = try await GatewayTokenTests.refresh(deployment, oldRefresh)
+            #expect(refreshedOld.status == 400, "\(refreshedOld.bodyText)")
+            #expect(try await GatewayTokenTests.bearer(deployment, idToken).status == 401)
+            #expect(try await GatewayTokenTests.bearer(deployment, freshToken).status == 200)
 
             // Refused: no bearer token; a web return; no result_challenge.
             #expect(
                 try await Self.startURL(deployment, provider: "github.com", idToken: nil, ["return_to": Self.scheme, "mode": "link"]).status == 401)
             let web = try await Self.startURL(
-                deployment, provider: "oidc.emulator", idToken: idToken,
+                deployment, provider: "oidc.emulator", idToken: freshToken,
                 ["return_to": TestDeployment.returnTo, "mode": "link", "result_challenge": ResultKey().challenge])
             try #expect(web.status == 400 && (try jsonObject(web)["code"] as? String) == "invalid-return-to")
             let unboundStart = try await Self.startURL(
-                deployment, provider: "oidc.emulator", idToken: idToken, ["return_to": Self.scheme, "mode": "link"])
+                deployment, provider: "oidc.emulator", idToken: freshToken, ["return_to": Self.scheme, "mode": "link"])
             #expect(unboundStart.status == 400, "\(unboundStart.bodyText)")
         }
     }

@@ -204,11 +204,11 @@ public struct SignInService: Sendable {
     /// like the code flow's. A bare access token is refused: the gateway cannot check whom
     /// it was issued to (providers.md §5).
     public func signIn(
-        providerId: String, idToken: String?, rawNonce: String?, accessToken: String?, mode: SignInMode = .signIn, signedInUid: String? = nil,
+        providerId: String, idToken: String?, rawNonce: String?, accessToken: String?, mode: SignInMode = .signIn, signedIn: FlowOwner? = nil,
         client: SignInClient = .unknown, logger: Logger
     ) async throws -> (result: SignInResult, session: String?) {
         let provider = try providers.provider(providerId)
-        let uid = try await checkMode(mode, providerId: provider.id, signedInUid: signedInUid)
+        let uid = try await checkMode(mode, providerId: provider.id, signedInUid: signedIn?.uid)
         guard let idToken, !idToken.isEmpty else {
             if accessToken != nil {
                 throw GatehouseError.operationNotAllowed(
@@ -234,7 +234,9 @@ public struct SignInService: Sendable {
             let established: (result: SignInResult, session: NewSession?)
             var issued: GatewayTokenService.Issued?
             do {
-                established = try await establish(completed, providerId: provider.id, mode: mode, uid: uid, origin: origin, logger: logger)
+                established = try await establish(
+                    completed, providerId: provider.id, mode: mode, uid: uid, startedBy: uid == nil ? nil : signedIn?.sessionFamilyId, origin: origin,
+                    logger: logger)
                 if let session = established.session {
                     do {
                         issued = try await tokens.issue(for: session.record)
@@ -343,7 +345,7 @@ public struct SignInService: Sendable {
     /// Account, session and result of a validated provider sign-in, by mode: `signin` and
     /// `reauthenticate` start a new session (a fresh `auth_time`, a new id: no fixation);
     /// `link` changes the account only. A flow started by a session (`startedBy`, its family)
-    /// is written only while that session lives.
+    /// is written only while that session lives, and a re-authentication ends it.
     func establish(
         _ completed: ProviderSignIn, providerId: String, mode: SignInMode, uid: String?, startedBy: String? = nil, origin: SignInOrigin,
         logger: Logger
@@ -377,6 +379,10 @@ public struct SignInService: Sendable {
                 guard try await storage.account(uid: record.uid) == nil else { throw GatehouseError.userDisabled() }
                 throw GatehouseError.userNotFound()
             }
+            // A re-authentication's session replaces the one that asked for it, as a browser's
+            // new cookie replaces its old one: an app's old tokens, kept alive, would outlive
+            // the app's sign-out, which ends only the session it holds.
+            if mode == .reauthenticate, let startedBy { try await storage.deleteSession(familyId: startedBy) }
             session = NewSession(value: value, record: record)
         }
         logger.info(

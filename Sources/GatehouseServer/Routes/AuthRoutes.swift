@@ -162,7 +162,8 @@ struct AuthRoutes {
             if mode == .link, let signedIn { try sessions.requireRecentLogin(signedIn) }
             let established = try await signIn.signIn(
                 providerId: providerId, idToken: object["idToken"] as? String, rawNonce: object["rawNonce"] as? String,
-                accessToken: object["accessToken"] as? String, mode: mode, signedInUid: signedIn?.uid,
+                accessToken: object["accessToken"] as? String, mode: mode,
+                signedIn: signedIn.map { FlowOwner(uid: $0.uid, sessionFamilyId: $0.familyId) },
                 client: browser.signInClient(request, context), logger: context.logger)
             var response = try Response.json(established.result)
             response.headers[.cacheControl] = "no-store"
