@@ -96,3 +96,35 @@ import Testing
         }
     }
 }
+
+/// Hostile values the emulator refuses without stopping: it is a development server, but a
+/// client's bad number must not bring down every other test's provider.
+@Suite struct EmulatorHostileInputTests {
+    @Test("paging numbers at the integer limit and out-of-range fault statuses answer an error, and the emulator answers on")
+    func extremeNumbersAreAnswered() async throws {
+        try await withEmulator { base, http in
+            let github = try await GitHubEmulatorTests.token(base, http, scope: "repo")
+            let pages = try await http.execute(
+                GitHubEmulatorTests.api("\(base)/github-api/user/repos?per_page=2&page=\(Int.max)", token: github))
+            #expect(pages.status == 200 && pages.bodyText == "[]", "\(pages.status): \(pages.bodyText)")
+            #expect(pages.headers["link"]?.contains("rel=\"next\"") != true)
+
+            let graph = try #require(
+                try await MicrosoftEmulatorTests.tokens(base, http, hint: "AdeleV@contoso.example", scope: "openid Calendars.Read")[
+                    "access_token"] as? String)
+            let events = try await http.execute(
+                OutboundRequest(url: "\(base)/graph/v1.0/me/events?$top=1000&$skip=\(Int.max)", headers: ["Authorization": "Bearer \(graph)"]))
+            #expect(events.status == 200, "\(events.status): \(events.bodyText)")
+            #expect((try events.jsonObject()["value"] as? [Any])?.isEmpty == true)
+
+            for status in [1000, 99, -1] {
+                let fault = #"{"endpoint": "GET /github-api/user", "status": \#(status)}"#
+                let refused = try await http.execute(OutboundRequest(method: "POST", url: "\(base)/_emulator/faults", body: Array(fault.utf8)))
+                #expect(refused.status == 400, "status \(status): \(refused.status)")
+            }
+            let endless = #"{"endpoint": "GET /github-api/user", "delayMs": \#(Int.max)}"#
+            #expect(try await http.execute(OutboundRequest(method: "POST", url: "\(base)/_emulator/faults", body: Array(endless.utf8))).status == 400)
+            #expect(try await http.execute(GitHubEmulatorTests.api("\(base)/github-api/user", token: github)).status == 200)
+        }
+    }
+}

@@ -90,6 +90,16 @@ struct ControlRoutes {
             else {
                 return Response.json(["error": "a JSON object with an \"endpoint\" (\"METHOD /path\") is required"], status: .badRequest)
             }
+            // HTTP's status codes are three digits (RFC 9110 §15); another would stop the server
+            // as it builds the answer.
+            if let status = object["status"] as? Int, !(100...599).contains(status) {
+                return Response.json(["error": "\"status\" must be an HTTP status code, 100 to 599"], status: .badRequest)
+            }
+            for name in ["delayMs", "holdMs", "pauseBodyMs"] {
+                if let milliseconds = object[name] as? Int, !(0...86_400_000).contains(milliseconds) {
+                    return Response.json(["error": "\"\(name)\" must be 0 to 86,400,000 (a day)"], status: .badRequest)
+                }
+            }
             let fault = Fault(
                 endpoint: endpoint,
                 status: object["status"] as? Int,

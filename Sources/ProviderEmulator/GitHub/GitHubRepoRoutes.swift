@@ -23,7 +23,9 @@ struct GitHubRepoRoutes {
                 // Without `repo` the token sees public repositories only (GitHub's rule).
                 let privateToo = token.scopes.contains("repo")
                 let all = (1...Self.repositoryCount).filter { privateToo || !GitHubRepository.isPrivate($0) }
-                let slice = all.dropFirst((page - 1) * perPage).prefix(perPage)
+                // A page far past the end (up to `Int.max`) is an empty one, as GitHub answers it.
+                let (skipped, overflow) = (page - 1).multipliedReportingOverflow(by: perPage)
+                let slice = all.dropFirst(overflow ? all.count : skipped).prefix(perPage)
                 var headers = headers
                 let last = max(1, (all.count + perPage - 1) / perPage)
                 if let link = Self.linkHeader(host: GitHubAPIRoutes.host(of: request), perPage: perPage, page: page, last: last) {

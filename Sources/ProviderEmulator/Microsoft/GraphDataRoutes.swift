@@ -58,7 +58,8 @@ struct GraphDataRoutes {
         }
         let slice = Array(items.dropFirst(skip).prefix(top))
         var body: [String: Any] = ["@odata.context": "https://graph.microsoft.com/v1.0/$metadata#users('me')/\(collection)", "value": slice]
-        if skip + top < items.count {
+        // Compared without adding: a `$skip` near the integer limit pages past the end.
+        if skip < items.count, top < items.count - skip {
             body["@odata.nextLink"] = "http://\(request.head.authority ?? "127.0.0.1")/graph/v1.0/me/\(collection)?$top=\(top)&$skip=\(skip + top)"
         }
         return Response.json(body)
