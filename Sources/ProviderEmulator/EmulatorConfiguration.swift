@@ -22,17 +22,34 @@ public struct ClientRegistration: Sendable, Codable, Equatable {
     }
 }
 
+/// How a provider compares a `redirect_uri` with the registered callback.
+enum RedirectRule: Sendable {
+    /// The identity platform and OpenID Providers: exactly the registered URI.
+    case exact
+    /// GitHub: the registered scheme, host and port, and its path or a path below it.
+    case subPath
+}
+
 extension ClientRegistration {
-    /// GitHub's rule, used by every emulated provider: the registered callback's host and
-    /// port with the same or a deeper path; without a registration, any port on a loopback host.
-    func accepts(redirectURI: String) -> Bool {
+    /// Whether `redirectURI` may receive this client's codes. With a registered callback, the
+    /// provider's rule; without one (the demo's clients, whose gateway port is chosen at
+    /// start), any port on a loopback host. Never one with a fragment (RFC 6749 §3.1.2) or
+    /// user information.
+    func accepts(redirectURI: String, rule: RedirectRule) -> Bool {
         guard let url = URLComponents(string: redirectURI), let scheme = url.scheme, let host = url.host,
-            scheme == "http" || scheme == "https", url.user == nil, url.password == nil
+            scheme == "http" || scheme == "https", url.user == nil, url.password == nil, url.fragment == nil
         else { return false }
-        if let registered = callbackURL.flatMap(URLComponents.init(string:)) {
-            return registered.host == host && registered.port == url.port && url.path.hasPrefix(registered.path)
+        guard let registered = callbackURL.flatMap(URLComponents.init(string:)) else {
+            return ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host)
         }
-        return ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host)
+        switch rule {
+        case .exact:
+            return redirectURI == callbackURL
+        case .subPath:
+            let base = registered.path.hasSuffix("/") ? registered.path : registered.path + "/"
+            return registered.scheme == scheme && registered.host == host && registered.port == url.port
+                && (url.path == registered.path || url.path.hasPrefix(base))
+        }
     }
 }
 

@@ -6,10 +6,12 @@ import ProviderEmulator
 
 /// An emulator on a kernel-chosen loopback port, with a libcurl client to talk to it.
 /// Runs `body`, then stops the server (gracefully: `withRunningService`).
-func withEmulator(_ body: (_ baseURL: String, _ client: CurlHTTPClient) async throws -> Void) async throws {
+func withEmulator(
+    _ configuration: EmulatorConfiguration = .init(), _ body: (_ baseURL: String, _ client: CurlHTTPClient) async throws -> Void
+) async throws {
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
     let logger = Logger(label: "emulator-test") { _ in SwiftLogNoOpLogHandler() }
-    let application = ProviderEmulator().application(port: 0, logger: logger) { continuation.yield($0) }
+    let application = ProviderEmulator(configuration: configuration).application(port: 0, logger: logger) { continuation.yield($0) }
     let client = CurlHTTPClient()
     defer { client.shutdown() }
     try await withRunningService(application, logger: logger) {

@@ -27,7 +27,8 @@ struct GitHubOAuthRoutes {
             // GitHub shows its own 404 page for an unknown application.
             return Response.text("<html><body><h1>404</h1><p>Not Found</p></body></html>", status: .notFound, contentType: "text/html; charset=utf-8")
         }
-        guard let redirectURI = query["redirect_uri"], client.accepts(redirectURI: redirectURI) else {
+        // Optional at GitHub: without it, the registered callback.
+        guard let redirectURI = query["redirect_uri"] ?? client.callbackURL, client.accepts(redirectURI: redirectURI, rule: .subPath) else {
             return Response.text(
                 "<html><body><h1>Redirect URI mismatch</h1><p>The redirect_uri MUST match the registered callback URL for this application.</p></body></html>",
                 status: .badRequest, contentType: "text/html; charset=utf-8")

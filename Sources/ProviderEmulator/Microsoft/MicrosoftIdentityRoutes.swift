@@ -90,7 +90,7 @@ struct MicrosoftIdentityRoutes {
         guard let clientID = query["client_id"], let client = clients.first(where: { $0.id == clientID }) else {
             return MicrosoftErrors.page("AADSTS700016: Application with identifier '\(query["client_id"] ?? "")' was not found in the directory.")
         }
-        guard let redirectURI = query["redirect_uri"], client.accepts(redirectURI: redirectURI) else {
+        guard let redirectURI = query["redirect_uri"], client.accepts(redirectURI: redirectURI, rule: .exact) else {
             return MicrosoftErrors.page(
                 "AADSTS50011: The redirect URI specified in the request does not match the redirect URIs configured for the application.")
         }
@@ -177,7 +177,7 @@ struct MicrosoftIdentityRoutes {
         case "authorization_code":
             return await redeem(form, clientID: clientID, base: base)
         case "refresh_token":
-            guard let presented = form["refresh_token"], let record = await state.useRefresh(presented), record.clientID == clientID,
+            guard let presented = form["refresh_token"], let record = await state.liveRefresh(presented), record.clientID == clientID,
                 let user = MicrosoftDirectory.users.first(where: { $0.hint == record.userHint })
             else {
                 return MicrosoftErrors.token(

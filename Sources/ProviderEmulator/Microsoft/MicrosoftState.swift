@@ -48,10 +48,11 @@ actor MicrosoftState {
 
     func access(_ token: String) -> MicrosoftToken? { accessTokens[token] }
 
-    /// Uses a refresh token once: it is rotated, so the presented one stops working.
-    func useRefresh(_ token: String) -> MicrosoftToken? {
+    /// A refresh token that still works. Using it does not revoke it: the identity platform
+    /// answers a new one each time, and the one presented keeps working until it expires or is
+    /// revoked ("Refresh tokens aren't revoked when used to acquire new access tokens").
+    func liveRefresh(_ token: String) -> MicrosoftToken? {
         guard let record = refreshTokens[token], !record.revoked, !record.expired else { return nil }
-        refreshTokens[token]?.revoked = true
         return record
     }
 

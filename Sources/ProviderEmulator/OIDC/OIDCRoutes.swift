@@ -90,7 +90,7 @@ struct OIDCRoutes {
 
     private func authorize(_ query: [String: String], base: String) async -> Response {
         guard let clientID = query["client_id"], let client = clients.first(where: { $0.id == clientID }),
-            let redirectURI = query["redirect_uri"], client.accepts(redirectURI: redirectURI)
+            let redirectURI = query["redirect_uri"], client.accepts(redirectURI: redirectURI, rule: .exact)
         else {
             // A bad client or redirect is shown to the user, never redirected (RFC 6749 §4.1.2.1).
             return Response.text(
@@ -167,7 +167,9 @@ struct OIDCRoutes {
         case "authorization_code":
             return await redeem(form, clientID: clientID, base: base)
         case "refresh_token":
-            guard let refresh = form["refresh_token"], let record = await state.token(refresh), record.clientID == clientID, !record.expired else {
+            guard let refresh = form["refresh_token"], let record = await state.token(refresh), record.refresh, record.clientID == clientID,
+                !record.expired
+            else {
                 return tokenError("INVALID_REFRESH_TOKEN", "invalid_grant", "The refresh token is invalid.", status: .badRequest)
             }
             let access = accessToken(subject: record.subject)
@@ -187,14 +189,17 @@ struct OIDCRoutes {
         else { return invalid }
         if let challenge = issued.codeChallenge {
             let verifier = form["code_verifier"] ?? ""
-            let expected = issued.codeChallengeMethod == "plain" ? verifier : Randomness.s256(verifier)
+            // RFC 7636 §4.3: a challenge sent without its method is `plain`.
+            let expected = (issued.codeChallengeMethod ?? "plain") == "plain" ? verifier : Randomness.s256(verifier)
             guard !verifier.isEmpty, expected == challenge else { return invalid }
         }
         let access = accessToken(subject: user.subject)
         let refresh = "rt-" + Randomness.alphanumeric(40)
         let record = OIDCIssuedToken(issuer: spec.name, clientID: clientID, subject: user.subject, scopes: issued.scopes, expired: false)
         await state.storeToken(access, record)
-        await state.storeToken(refresh, record)
+        var refreshRecord = record
+        refreshRecord.refresh = true
+        await state.storeToken(refresh, refreshRecord)
         do {
             let idToken = try await idToken(for: user, audience: clientID, nonce: issued.nonce, scopes: issued.scopes, base: base)
             return Response.json(
@@ -243,7 +248,7 @@ struct OIDCRoutes {
 
     private func userInfo(authorization: String?, base: String) async -> Response {
         guard let authorization, authorization.lowercased().hasPrefix("bearer "),
-            let record = await state.token(String(authorization.dropFirst(7))), record.issuer == spec.name, !record.expired,
+            let record = await state.token(String(authorization.dropFirst(7))), record.issuer == spec.name, !record.refresh, !record.expired,
             let user = user(subject: record.subject)
         else {
             return Response.json(

@@ -20,6 +20,8 @@ struct OIDCIssuedToken: Sendable {
     var subject: String
     var scopes: [String]
     var expired: Bool
+    /// A refresh token: it refreshes and nothing else, as an access token only calls.
+    var refresh = false
 }
 
 /// Ways the next answer of an issuer can be made wrong, for the gateway's rejection tests
@@ -81,10 +83,12 @@ actor OIDCState {
 
     func token(_ token: String) -> OIDCIssuedToken? { tokens[token] }
 
-    /// Marks every token as expired; returns how many.
+    /// Marks every access token as expired (refresh tokens keep working, so what follows is
+    /// a refresh); returns how many.
     func expireAll() -> Int {
-        for key in tokens.keys { tokens[key]?.expired = true }
-        return tokens.count
+        let access = tokens.filter { !$0.value.refresh }.keys
+        for key in access { tokens[key]?.expired = true }
+        return access.count
     }
 
     func issuedTokens() -> [String] { Array(tokens.keys) }

@@ -12,7 +12,7 @@ struct FantasyRoutes {
     func register(on router: Router<BasicRequestContext>) {
         router.get("/yahoo-fantasy/fantasy/v2/users;use_login=1/games") { request, _ in
             guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer "),
-                let token = await state.token(String(header.dropFirst(7))), token.issuer == OIDCIssuerSpec.yahoo.name, !token.expired
+                let token = await state.token(String(header.dropFirst(7))), token.issuer == OIDCIssuerSpec.yahoo.name, !token.refresh, !token.expired
             else {
                 return Response.text(
                     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<yahoo:error xmlns:yahoo=\"http://yahooapis.com/v1/base.rng\" xml:lang=\"en-us\"><yahoo:description>Please provide valid credentials. OAuth oauth_problem=\"token_expired\", realm=\"yahooapis.com\"</yahoo:description></yahoo:error>",
