@@ -252,6 +252,7 @@ let package = Package(
                 "ProviderEmulator",
                 "CurlClient",
                 "GatehouseTestSupport",
+                "StandardWebhooks",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),

@@ -41,9 +41,13 @@ struct SampleAppHooks {
             if event == "before-create", email.hasSuffix("@" + Self.blockedDomain) {
                 return Response.json(["decision": "deny", "message": "Accounts at \(Self.blockedDomain) are not accepted by this app."])
             }
-            // Only an address a provider vouches for earns a role.
-            let verified = (account["emailVerified"] as? Bool ?? false) || (profile["emailVerified"] as? Bool ?? false)
-            if event == "before-sign-in", email == Self.administrator, verified {
+            // Only an address a provider vouches for earns a role: each address is read with its
+            // own flag. The account's and this sign-in's profile may name different addresses,
+            // and one's flag says nothing of the other's.
+            func vouched(_ object: [String: Any]) -> Bool {
+                (object["email"] as? String)?.lowercased() == Self.administrator && object["emailVerified"] as? Bool == true
+            }
+            if event == "before-sign-in", vouched(account) || vouched(profile) {
                 return Response.json(["decision": "allow", "customClaims": ["role": "admin"]])
             }
             return Response.json(["decision": "allow"])
