@@ -345,6 +345,10 @@ struct HookTests {
                 // OpenID Connect's aggregated and distributed claims: a relying party fetches
                 // claims from their sources and trusts them as the issuer's.
                 "_claim_names", "_claim_sources", "_Claim_Sources",
+                // A verified identity and a grant (OpenID Connect for Identity Assurance, RFC 9396).
+                "verified_claims", "authorization_details",
+                // A path getter reads these as the issuer's nested claims.
+                "firebase.sign_in_provider", "address.country", "Sub.id",
             ]
             // Every claim the gateway mints is among them.
             #expect(Set(try Self.claims(idToken).keys).isSubset(of: Set(reserved)))

@@ -15,7 +15,9 @@ public struct CustomClaims: Sendable, Equatable {
     /// Names no custom claim may have: the registered JWT claims (RFC 7519), the OpenID Connect
     /// ID token's and standard claims (Core §2, §5.1), the names of its aggregated and
     /// distributed claims (§5.6.2: `_claim_names`, `_claim_sources`, whose sources a relying party
-    /// may fetch claims from and trust as the issuer's), RFC 8693's delegation and scope claims,
+    /// may fetch claims from and trust as the issuer's), OpenID Connect for Identity Assurance's
+    /// `verified_claims` and RFC 9396's `authorization_details` (a verified identity, a grant),
+    /// RFC 8693's delegation and scope claims,
     /// every claim the gateway mints itself (names beginning with `gatehouse` are refused as
     /// well), and the names Firebase's ID tokens and SDKs give the issuer's word (`firebase`,
     /// `user_id`, and `uid`, which its Admin SDK sets from `sub`): code ported from Firebase reads
@@ -27,7 +29,7 @@ public struct CustomClaims: Sendable, Equatable {
         "email", "email_verified", "name", "picture", "identities", "sign_in_provider",
         "given_name", "family_name", "middle_name", "nickname", "preferred_username", "profile", "website", "gender", "birthdate",
         "zoneinfo", "locale", "phone_number", "phone_number_verified", "address", "updated_at", "_claim_names", "_claim_sources", "act",
-        "may_act", "scope", "client_id", "firebase", "user_id", "uid",
+        "may_act", "scope", "client_id", "firebase", "user_id", "uid", "verified_claims", "authorization_details",
     ]
 
     /// The largest integer a JSON number is sure to keep (2^53 - 1, JavaScript's
@@ -125,12 +127,15 @@ public struct CustomClaims: Sendable, Equatable {
     /// claims up case-insensitively must not read `Sub` or `EMAIL` as the gateway's own, nor
     /// `ſub` (U+017F, whose upper case is `S`: Python's `casefold` and Java's
     /// `equalsIgnoreCase` take it for `sub`) or `ıss` (U+0131, upper case `I`: Java's
-    /// `equalsIgnoreCase` takes it for `iss`).
+    /// `equalsIgnoreCase` takes it for `iss`). A dotted name is reserved when its first part
+    /// is: path getters (lodash's `_.get(claims, "firebase.sign_in_provider")`) read a member
+    /// named so before they walk the path, as the issuer's nested claim.
     public static func isReserved(_ name: String) -> Bool {
         let folded = asciiFolded(name)
+        let head = folded.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? folded
         // The prefix as bytes: `hasPrefix` compares characters, and `gatehouse` followed by a
         // combining mark (`e` + U+0301 is one character) would not start with it.
-        return reservedNames.contains(folded) || folded.utf8.starts(with: "gatehouse".utf8)
+        return reservedNames.contains(folded) || reservedNames.contains(head) || folded.utf8.starts(with: "gatehouse".utf8)
     }
 
     /// `name` lower-cased, each scalar that some case mapping takes to ASCII letters (its lower
