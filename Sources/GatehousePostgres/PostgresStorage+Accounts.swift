@@ -188,16 +188,18 @@ extension PostgresStorage {
         for try await disabled in rows.decode(Bool.self) where disabled { throw StorageError.accountDisabled }
     }
     /// Replaces an account's custom claims.
-    public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool {
-        guard case .exactly = claims.basis else {
-            return try await changed("UPDATE accounts SET custom_claims = \(claims.stored) WHERE uid = \(uid) RETURNING uid")
-        }
-        return try await transaction { connection, logger in
-            var exists = false
-            for try await _ in try await connection.query("SELECT 1 FROM accounts WHERE uid = \(uid) FOR UPDATE", logger: logger) { exists = true }
-            guard exists else { return false }
+    public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> FlagChange {
+        try await transaction { connection, logger in
+            var found: Data??
+            for try await (stored) in try await connection.query(
+                "SELECT custom_claims FROM accounts WHERE uid = \(uid) FOR UPDATE", logger: logger
+            ).decode(Data?.self) {
+                found = .some(stored)
+            }
+            guard let stored = found else { return .notFound }
+            guard stored != claims.stored else { return .unchanged }
             try await Self.replaceClaims(claims, uid: uid, connection: connection, logger: logger)
-            return true
+            return .changed
         }
     }
     /// Replaces a link's profile snapshot and verified email only.

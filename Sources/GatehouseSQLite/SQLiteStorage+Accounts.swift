@@ -64,13 +64,13 @@ extension SQLiteStorage {
         }
     }
     /// Replaces an account's custom claims.
-    public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool {
+    public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> FlagChange {
         try await write { db in
-            guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM accounts WHERE uid = ?"), arguments: [uid]) != nil else {
-                return false
-            }
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT custom_claims FROM accounts WHERE uid = ?"), arguments: [uid])
+            else { return .notFound }
+            guard (row["custom_claims"] as Data?) != claims.stored else { return .unchanged }
             try Self.replaceClaims(claims, uid: uid, db)
-            return true
+            return .changed
         }
     }
     /// Replaces a link's profile snapshot and verified email only.

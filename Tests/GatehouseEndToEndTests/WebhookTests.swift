@@ -97,6 +97,11 @@ struct WebhookTests {
                 deployment, "/v1/users/\(uid)/claims", key: key, method: "PUT", headers: ["Content-Type": "application/json"],
                 body: Array(#"{"plan":"pro"}"#.utf8))
             #expect(claims.status == 200)
+            // The same claims again change nothing and tell nobody.
+            let same = try await ProviderAPITests.call(
+                deployment, "/v1/users/\(uid)/claims", key: key, method: "PUT", headers: ["Content-Type": "application/json"],
+                body: Array(#"{ "plan": "pro" }"#.utf8))
+            #expect(same.status == 200)
             #expect(try await browser.send("\(deployment.gatewayURL)/v1/me/providers/microsoft.com", method: "DELETE").status == 200)
             // Disabling a disabled account (enabling an enabled one, revoking the sessions of one
             // that has none left) succeeds and tells nobody.
@@ -118,6 +123,7 @@ struct WebhookTests {
             #expect(try await fresh.send("\(deployment.gatewayURL)/v1/auth/signout?all=true", method: "POST").status == 204)
             seen = try await Self.eventually(deployment) { $0.count >= 11 }
             #expect(Self.types(seen, after: 9) == ["account.signed-in", "session.signed-out-all"])
+            #expect(seen.filter { $0.type == "account.updated" }.count == 1)
 
             // A dead Microsoft grant: told once, however often it is met; restored by a sign-in.
             var adele = Browser(deployment)

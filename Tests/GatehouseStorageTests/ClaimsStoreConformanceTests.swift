@@ -63,9 +63,10 @@ import Testing
         try await storage.updateLink(Fixtures.link("u1", federatedId: "1"), consumingPending: nil, replacingClaims: ClaimsReplacement(stored: nil))
         #expect(try await storage.account(uid: "u1")?.customClaims == nil)
 
-        #expect(try await storage.setCustomClaims(uid: "u1", ClaimsReplacement(stored: Self.role)))
+        #expect(try await storage.setCustomClaims(uid: "u1", ClaimsReplacement(stored: Self.role)) == .changed)
         #expect(try await storage.account(uid: "u1")?.customClaims == Self.role)
-        #expect(try await !storage.setCustomClaims(uid: "nobody", ClaimsReplacement(stored: Self.role)))
+        #expect(try await storage.setCustomClaims(uid: "u1", ClaimsReplacement(stored: Self.role)) == .unchanged, "the same claims again")
+        #expect(try await storage.setCustomClaims(uid: "nobody", ClaimsReplacement(stored: Self.role)) == .notFound)
     }
 
     @Test(arguments: StorageBackend.all)
@@ -88,7 +89,7 @@ import Testing
         account.customClaims = Self.role
         try await storage.createAccount(account, firstLink: Fixtures.link("u1", federatedId: "1"))
         // A hook answered for {"role":"admin"}; a service replaced them meanwhile.
-        #expect(try await storage.setCustomClaims(uid: "u1", ClaimsReplacement(stored: Self.plan)))
+        #expect(try await storage.setCustomClaims(uid: "u1", ClaimsReplacement(stored: Self.plan)) == .changed)
         let stale = ClaimsReplacement(stored: Data(#"{"role":"admin","team":"red"}"#.utf8), basis: Self.role)
         var moved = Fixtures.link("u1", federatedId: "1")
         moved.sealedTokens = "sealed-later"
@@ -109,11 +110,11 @@ import Testing
         #expect(try await storage.link(providerId: "oidc.x", federatedId: "3") == nil)
         await #expect(throws: StorageError.changedMeanwhile) { try await storage.setCustomClaims(uid: "u1", stale) }
         #expect(try await storage.account(uid: "u1")?.customClaims == Self.plan)
-        #expect(try await !storage.setCustomClaims(uid: "nobody", stale))
+        #expect(try await storage.setCustomClaims(uid: "nobody", stale) == .notFound)
         // From the claims as they are, the replacement is written, a missing basis (none) too.
         try await storage.recordSignIn(link: moved, at: Fixtures.now, replacingClaims: ClaimsReplacement(stored: Self.role, basis: Self.plan))
         #expect(try await storage.account(uid: "u1")?.customClaims == Self.role)
-        #expect(try await storage.setCustomClaims(uid: "u1", ClaimsReplacement(stored: nil, basis: Self.role)))
+        #expect(try await storage.setCustomClaims(uid: "u1", ClaimsReplacement(stored: nil, basis: Self.role)) == .changed)
         try await storage.updateLink(moved, consumingPending: nil, replacingClaims: ClaimsReplacement(stored: Self.plan, basis: nil))
         #expect(try await storage.account(uid: "u1")?.customClaims == Self.plan)
     }

@@ -449,8 +449,11 @@ public struct AccountService: Sendable {
         }
         let updated = WebhookEvent.account(.accountUpdated, uid: uid, at: clock.now(), ["changes": .array([.string("customClaims")])])
         do {
-            guard try await events.recording([updated], { try await storage.setCustomClaims(uid: uid, replacement) }) else {
-                throw GatehouseError.userNotFound()
+            switch try await events.recording([updated], { try await storage.setCustomClaims(uid: uid, replacement) }) {
+            case .notFound: throw GatehouseError.userNotFound()
+            // The same claims again: nothing changed, so nothing to tell receivers or the audit trail.
+            case .unchanged: return
+            case .changed: break
             }
         } catch StorageError.changedMeanwhile {
             throw GatehouseError(

@@ -277,7 +277,7 @@ public final class CachedStore: GatehouseStorage {
     }
 
     /// Replaces an account's custom claims.
-    public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool {
+    public func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> FlagChange {
         try await writing {
             try await base.setCustomClaims(uid: uid, claims)
         } then: {

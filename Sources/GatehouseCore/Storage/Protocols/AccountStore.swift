@@ -84,8 +84,10 @@ public protocol AccountStore: Sendable {
     /// uid `after`: a stable cursor for operators' paging.
     func searchAccounts(_ search: AccountSearch, after: String?, limit: Int) async throws -> [String]
     /// Replaces an account's custom claims (with a basis, only while the account holds exactly
-    /// it, else `StorageError.changedMeanwhile`); `false` when there is no such account.
-    func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> Bool
+    /// it, else `StorageError.changedMeanwhile`): `.unchanged`, nothing written and no event
+    /// recorded, when it holds exactly the replacement already; `.notFound` when there is no
+    /// such account.
+    func setCustomClaims(uid: String, _ claims: ClaimsReplacement) async throws -> FlagChange
 }
 
 /// A new value of an account's custom claims: the serialized JSON object, or `nil` to clear.
