@@ -10,8 +10,8 @@ import Synchronization
 /// pauses that endpoint on this instance (its entries wait, unsent, and one tries it again at
 /// each `goneProbeInterval`), anything else is retried after the backoff (± 20 %), then
 /// failed. An entry of a type this instance's configuration of its endpoint does not take
-/// waits, unsent, for an instance that takes it until `untakenTypeGrace` after it was
-/// recorded, then fails. Undelivered entries older than the retention are dropped, counted and
+/// waits, unsent, for an instance that takes it (claimable again after `untakenTypeRetry`)
+/// until `untakenTypeGrace` after it was recorded, then fails. Undelivered entries older than the retention are dropped, counted and
 /// logged.
 public final class WebhookDispatcher: Sendable {
     let configuration: WebhookConfiguration
@@ -37,6 +37,9 @@ public final class WebhookDispatcher: Sendable {
     /// endpoint does not take waits for an instance that takes it (ten minutes: a rolling
     /// change of the configuration; under the 15 minutes the oldest-event alert waits).
     static let untakenTypeGrace: TimeInterval = 600
+    /// How long such an event waits before it may be claimed again (by an instance that takes
+    /// it, during that grace): a rolling change moves it on within this, not at the grace's end.
+    static let untakenTypeRetry: TimeInterval = 30
     /// Each endpoint's wake-up signal (a round starts at once).
     private let wakeUps: [String: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)]
 
@@ -186,7 +189,7 @@ public final class WebhookDispatcher: Sendable {
     /// Claims at most the endpoint's concurrency of due entries and delivers them side by
     /// side; answers how many it claimed and how many of those were postponed unsent. The
     /// lease outlasts the round: every attempt ends within the timeout.
-    func round(_ endpoint: String) async throws -> (claimed: Int, postponed: Int) {
+    @_spi(Testing) public func round(_ endpoint: String) async throws -> (claimed: Int, postponed: Int) {
         let now = clock.now()
         let lease = now.addingTimeInterval(configuration.timeout + 5)
         let claimed = try await storage.claimOutbox(
@@ -219,12 +222,14 @@ public final class WebhookDispatcher: Sendable {
             // (`GATEHOUSE_WEBHOOK_…_EVENTS` narrowed since the event was recorded, or widened
             // on the instances already restarted, or a type a newer version records): not sent.
             // Left, no attempt spent, for an instance that takes it until the grace after it
-            // was recorded (a rolling change), then failed: claimed twice at most, and never
-            // old enough in the outbox to look like a receiver that is down.
-            let waitUntil = entry.createdAt.addingTimeInterval(Self.untakenTypeGrace)
-            if clock.now() < waitUntil {
+            // was recorded (a rolling change), then failed: claimed again every
+            // `untakenTypeRetry` at most, and never old enough in the outbox to look like a
+            // receiver that is down.
+            let graceEnd = entry.createdAt.addingTimeInterval(Self.untakenTypeGrace)
+            let now = clock.now()
+            if now < graceEnd {
                 let error = "not sent: this instance's configuration of the endpoint does not take \(entry.type) events"
-                (outcome, label) = (.postponed(until: waitUntil, error: error), "not-taken")
+                (outcome, label) = (.postponed(until: min(graceEnd, now.addingTimeInterval(Self.untakenTypeRetry)), error: error), "not-taken")
             } else {
                 (outcome, label) = (.failed(status: nil, error: "the endpoint does not take \(entry.type) events"), "not-taken")
             }
