@@ -77,6 +77,15 @@ import Testing
             #expect(personalClaims.tid == MicrosoftDirectory.consumersTenant)
             let noOpenID = try await Self.tokens(base, http, hint: "AdeleV@contoso.example", scope: "User.Read")
             #expect(noOpenID["id_token"] == nil)
+            // Without the profile scope the token has no oid, as Microsoft's has none.
+            let noProfile = try #require(
+                try await Self.tokens(base, http, hint: "AdeleV@contoso.example", scope: "openid User.Read")["id_token"] as? String)
+            var payload = String(noProfile.split(separator: ".")[1]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            payload += String(repeating: "=", count: (4 - payload.count % 4) % 4)
+            let payloadBytes = try #require(Data(base64Encoded: payload))
+            let noProfileClaims = try #require(try JSONSerialization.jsonObject(with: payloadBytes) as? [String: Any])
+            #expect(noProfileClaims["oid"] == nil, "\(noProfileClaims)")
+            #expect(noProfileClaims["tid"] as? String == MicrosoftDirectory.tenantA.id)
         }
     }
 

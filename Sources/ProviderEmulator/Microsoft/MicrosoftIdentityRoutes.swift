@@ -241,10 +241,12 @@ struct MicrosoftIdentityRoutes {
             var claims: [String: EmulatorClaims.ClaimValue] = [
                 "ver": .string("2.0"), "iss": .string("\(base)/microsoft/\(user.tenantId)/v2.0"),
                 "sub": .string(MicrosoftDirectory.subject(user, clientID: clientID)), "aud": .string(clientID), "exp": .number(now + 3600),
-                "iat": .number(now), "nbf": .number(now), "tid": .string(user.tenantId), "oid": .string(user.oid),
+                "iat": .number(now), "nbf": .number(now), "tid": .string(user.tenantId),
             ]
             if let nonce { claims["nonce"] = .string(nonce) }
+            // `oid` comes with the profile scope only (providers.md §1: "needs profile scope").
             if scopes.contains("profile") {
+                claims["oid"] = .string(user.oid)
                 claims["name"] = .string(user.displayName)
                 claims["preferred_username"] = .string(user.userPrincipalName)
             }
