@@ -14,16 +14,27 @@ public actor GatehouseClient {
     public nonisolated let baseURL: URL
     private let session: URLSession
     /// The tokens of the signed-in user, `nil` before a sign-in and after sign-out.
-    public private(set) var credentials: Credentials?
+    public private(set) var credentials: Credentials? {
+        didSet { if credentials != oldValue { onCredentialsChange?(credentials) } }
+    }
     /// The refresh in progress, which concurrent calls share (a second would spend the same
     /// single-use refresh token).
     private var refreshing: Task<Credentials, any Error>?
+    /// Told every change of `credentials` (a sign-in, each refresh, a sign-out, a refresh
+    /// token found dead): where the app saves them (the keychain). Each refresh spends the
+    /// refresh token it used, so credentials saved before a refresh are of no further use: the
+    /// gateway takes a spent token for a stolen one and ends the session.
+    private let onCredentialsChange: (@Sendable (Credentials?) -> Void)?
 
     /// A client of the gateway at `baseURL` (`https://gatehouse.example.com`; `http` only to a
-    /// loopback address, else every call throws `invalidArgument`).
-    public init(baseURL: URL, session: URLSession = .shared) {
+    /// loopback address, else every call throws `invalidArgument`). `onCredentialsChange` is
+    /// called with each new value of `credentials` (`nil`: signed out), on the client's actor:
+    /// save them there, and `restore` them at the next start. One client per app process: two
+    /// clients refreshing one session spend each other's refresh tokens.
+    public init(baseURL: URL, session: URLSession = .shared, onCredentialsChange: (@Sendable (Credentials?) -> Void)? = nil) {
         self.baseURL = baseURL
         self.session = session
+        self.onCredentialsChange = onCredentialsChange
     }
 
     /// Credentials kept from an earlier run (the keychain).
@@ -192,13 +203,32 @@ public actor GatehouseClient {
         }
     }
 
-    /// `POST /v1/token` with the refresh-token grant.
+    /// `POST /v1/token` with the refresh-token grant. A refresh whose answer was lost on the way
+    /// (the connection broke after the gateway rotated the token) is sent again at once, twice
+    /// at most: inside its retry window (`GATEHOUSE_REFRESH_RETRY_WINDOW`, 10 s) the gateway
+    /// answers the same successor, where a later retry of the spent token would end the session.
     private func exchange(_ refreshToken: String) async throws -> Credentials {
         let body = try JSONSerialization.data(withJSONObject: ["grant_type": "refresh_token", "refresh_token": refreshToken])
-        let (data, _) = try await send("POST", "v1/token", body: body, contentType: "application/json")
+        var attempt = 0
+        let data: Data
+        while true {
+            do {
+                data = try await send("POST", "v1/token", body: body, contentType: "application/json").data
+                break
+            } catch let error as URLError where attempt < 2 && Self.mayHaveReachedTheGateway(error) {
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(100 * attempt))
+            }
+        }
         let answer = try Self.decoder.decode(TokenAnswer.self, from: data)
         return Credentials(
             idToken: answer.idToken, refreshToken: answer.refreshToken, expiresAt: Date().addingTimeInterval(TimeInterval(answer.expiresIn)))
+    }
+
+    /// Whether a failed request may have reached the gateway and been answered on the way back
+    /// (a connection lost or timed out), rather than never sent (no host, refused, offline).
+    static func mayHaveReachedTheGateway(_ error: URLError) -> Bool {
+        [.networkConnectionLost, .timedOut, .badServerResponse, .cannotParseResponse].contains(error.code)
     }
 
     /// Throws `invalidArgument` unless `baseURL` is `https`, or `http` to a loopback address

@@ -28,6 +28,16 @@ public struct Problem: Sendable, Equatable {
     public var retryAfter: Int?
     /// Extra string members (`providerId`, `email`, `pendingToken`, …).
     public var extensions: [String: String]
+
+    /// A problem as the gateway would send it (an app's tests stand in for the gateway with one).
+    public init(code: ProblemCode, status: Int, title: String, detail: String, retryAfter: Int? = nil, extensions: [String: String] = [:]) {
+        self.code = code
+        self.status = status
+        self.title = title
+        self.detail = detail
+        self.retryAfter = retryAfter
+        self.extensions = extensions
+    }
 }
 
 /// The gateway's problem codes (OpenAPI `Problem.code`); a code this version does not know
