@@ -54,6 +54,9 @@ import Testing
                 try await http.execute(OutboundRequest(url: "\(base)/microsoft/common/discovery/v2.0/keys")).jsonObject()["keys"]
                 as? [[String: Any]]
             #expect(keys?.first?["issuer"] as? String == "\(base)/microsoft/{tenantid}/v2.0")
+            // Microsoft names no algorithm in its keys.
+            let holds = keys?.isEmpty == false && keys?.allSatisfy { $0["alg"] == nil && $0["kty"] as? String == "RSA" } == true
+            #expect(holds)
         }
     }
 

@@ -34,11 +34,18 @@ struct MicrosoftIdentityRoutes {
             return discovery(tenant: tenant, audience: audience, base: request.baseURL)
         }
         router.get("/microsoft/:tenant/discovery/v2.0/keys") { request, context in
-            // As Microsoft's: every key says which issuer it signs for, most for any tenant's.
+            // As Microsoft's: every key says which issuer it signs for, most for any tenant's,
+            // and none names its algorithm (`alg` is not among the members Microsoft publishes:
+            // a verifier takes RS256 for its RSA keys).
+            func published(_ key: [String: String], issuer: String) -> [String: String] {
+                var key = key.merging(["issuer": issuer]) { first, _ in first }
+                key["alg"] = nil
+                return key
+            }
             let issuer = "\(request.baseURL)/microsoft/{tenantid}/v2.0"
-            let shared = try await keys.jwks(Self.keySpec)["keys"]?.map { key in key.merging(["issuer": issuer]) { first, _ in first } } ?? []
+            let shared = try await keys.jwks(Self.keySpec)["keys"]?.map { published($0, issuer: issuer) } ?? []
             let consumers = "\(request.baseURL)/microsoft/\(Self.consumerTenantID)/v2.0"
-            let own = try await keys.jwks(Self.consumerKeySpec)["keys"]?.map { key in key.merging(["issuer": consumers]) { first, _ in first } } ?? []
+            let own = try await keys.jwks(Self.consumerKeySpec)["keys"]?.map { published($0, issuer: consumers) } ?? []
             return Response.json(["keys": shared + own])
         }
         let authorize: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, context in
