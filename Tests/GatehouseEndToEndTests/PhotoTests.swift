@@ -198,6 +198,22 @@ struct PhotoPreferenceTests {
         }
     }
 
+    @Test(
+        "default: the first linked provider's photo failing before its first byte leaves the photo to the next one; asked for by name, it fails as it does"
+    )
+    func nextProviderWhenTheFirstFails() async throws {
+        try await Self.withTwoPhotos(order: []) { deployment, browser in
+            var browser = browser
+            _ = try await deployment.control("faults", #"{"endpoint": "\#(PhotoStreamingTests.avatar)", "status": 500, "times": 2}"#)
+            let named = try await browser.send("\(deployment.gatewayURL)/v1/me/photo?provider=github.com")
+            #expect(named.status == 502, "\(named.status): \(named.bodyText)")
+            let photo = try await browser.send("\(deployment.gatewayURL)/v1/me/photo")
+            #expect(photo.status == 200, "\(photo.status): \(photo.bodyText)")
+            #expect(photo.headers["content-type"] == "image/png", "the OpenID picture")
+            #expect(try await Self.pictureCalls(deployment) == (2, 1))
+        }
+    }
+
     @Test("GATEHOUSE_PHOTO_PROVIDERS=oidc.emulator: the OpenID picture first, though GitHub was linked first")
     func configuredOrder() async throws {
         try await Self.withTwoPhotos(order: ["oidc.emulator"]) { deployment, browser in

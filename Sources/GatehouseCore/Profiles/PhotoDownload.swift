@@ -73,6 +73,9 @@ public final class PhotoDownload: Sendable {
     /// The whole photo if the transfer has already ended with it (nothing left to stream).
     public var completed: ProfileService.Photo? { state.withLock { $0.photo } }
 
+    /// Whether callers have been given a head: from then on the transfer is this source's.
+    var headDelivered: Bool { state.withLock { $0.head != nil } }
+
     /// The image bytes from the first one, in pieces: those received so far, then the rest as
     /// they arrive. Ends with the transfer, or throws if it fails half-way.
     public func chunks() -> Pieces { Pieces(download: self) }

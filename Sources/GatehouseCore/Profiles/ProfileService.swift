@@ -303,7 +303,10 @@ public final class ProfileService: Sendable {
     /// Opens the preferred candidate's photo and receives it into `download`. A photo from the
     /// provider itself (Graph's) is received under the provider's breaker until the last byte,
     /// so a transfer failing half-way counts; one from a public photo URL (an avatar host, an
-    /// OpenID `picture`) only until its head, since that host is not the provider.
+    /// OpenID `picture`) only until its head, since that host is not the provider. Without a
+    /// provider asked for, a candidate that fails before a caller was given its head (no photo
+    /// there now, a dead grant, its provider failing) leaves the photo to the next one; when
+    /// none has one, the first failure other than `no-photo` is the answer.
     private func fetchPhoto(
         uid: String, providerId: String?, size: Int?, into download: PhotoDownload,
         whole: @escaping @Sendable (_ chunks: [[UInt8]], _ contentType: String, _ etag: String) async -> Photo
@@ -311,24 +314,31 @@ public final class ProfileService: Sendable {
         let links = try await storage.links(uid: uid)
         let candidates = providerId.map { id in links.filter { $0.providerId == id } } ?? Self.photoCandidates(links, order: photoProviderOrder)
         if let providerId, candidates.isEmpty { throw GatehouseError.providerNotLinked(providerId) }
+        var passed: GatehouseError?
         for link in candidates {
             let profile = try link.profile()
             guard profile.photoSourceURL != nil else { continue }
             let provider = try providers.provider(link.providerId)
-            let opened = try await circuits.run(link.providerId, caller: uid) { () -> OpenedPhoto in
-                let source = try await withFreshTokens(link, provider, for: "photo") { tokens in
-                    try await Self.userPhoto(link.providerId) { try await provider.fetchPhoto(profile: profile, tokens: tokens, size: size) }
+            do {
+                let opened = try await circuits.run(link.providerId, caller: uid) { () -> OpenedPhoto in
+                    let source = try await withFreshTokens(link, provider, for: "photo") { tokens in
+                        try await Self.userPhoto(link.providerId) { try await provider.fetchPhoto(profile: profile, tokens: tokens, size: size) }
+                    }
+                    if source.fromPublicURL { return .publicSource(source) }
+                    return .received(
+                        try await Self.userPhoto(link.providerId) {
+                            try await download.receive(source, providerId: link.providerId, whole: whole)
+                        })
                 }
-                if source.fromPublicURL { return .publicSource(source) }
-                return .received(
-                    try await Self.userPhoto(link.providerId) { try await download.receive(source, providerId: link.providerId, whole: whole) })
-            }
-            switch opened {
-            case .received(let photo): return photo
-            case .publicSource(let source): return try await download.receive(source, providerId: link.providerId, whole: whole)
+                switch opened {
+                case .received(let photo): return photo
+                case .publicSource(let source): return try await download.receive(source, providerId: link.providerId, whole: whole)
+                }
+            } catch let error as GatehouseError where providerId == nil && !download.headDelivered {
+                if passed == nil || passed?.code == .noPhoto { passed = error }
             }
         }
-        throw GatehouseError.noPhoto()
+        throw passed ?? GatehouseError.noPhoto()
     }
 
     /// Runs a step of opening or receiving a provider's photo. A photo larger than the gateway
