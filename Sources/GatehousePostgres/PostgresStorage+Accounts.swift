@@ -117,7 +117,7 @@ extension PostgresStorage {
 
     /// Removes a link unless it is the account's last: the account row is locked first, so
     /// two concurrent unlinks of one account run one after the other.
-    public func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome {
+    public func deleteLink(uid: String, providerId: String, sparing: String?) async throws -> UnlinkOutcome {
         try await transaction { connection, logger in
             try await connection.query("SELECT uid FROM accounts WHERE uid = \(uid) FOR UPDATE", logger: logger)
             let links = try await Self.links(
@@ -125,6 +125,9 @@ extension PostgresStorage {
             guard let link = links.first(where: { $0.providerId == providerId }) else { return .notLinked }
             guard links.count > 1 else { return .lastLink }
             try await connection.query("DELETE FROM provider_links WHERE uid = \(uid) AND provider_id = \(providerId)", logger: logger)
+            try await connection.query(
+                "DELETE FROM sessions WHERE uid = \(uid) AND sign_in_provider = \(providerId) AND family_id IS DISTINCT FROM \(sparing)",
+                logger: logger)
             return .deleted(link)
         }
     }

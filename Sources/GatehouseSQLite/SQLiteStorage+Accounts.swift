@@ -139,12 +139,15 @@ extension SQLiteStorage {
         if taken == true { throw error }
     }
     /// Removes a link unless it is the account's last (one write transaction: SQLite has one writer).
-    public func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome {
+    public func deleteLink(uid: String, providerId: String, sparing: String?) async throws -> UnlinkOutcome {
         try await write { db in
             let links = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM provider_links WHERE uid = ?"), arguments: [uid]).map(Self.link)
             guard let link = links.first(where: { $0.providerId == providerId }) else { return .notLinked }
             guard links.count > 1 else { return .lastLink }
             try db.cachedStatement(sql: "DELETE FROM provider_links WHERE uid = ? AND provider_id = ?").execute(arguments: [uid, providerId])
+            // `IS NOT` keeps every session when nothing is spared (a NULL compares as unknown with `<>`).
+            try db.cachedStatement(sql: "DELETE FROM sessions WHERE uid = ? AND sign_in_provider = ? AND family_id IS NOT ?").execute(
+                arguments: [uid, providerId, sparing])
             return .deleted(link)
         }
     }

@@ -323,6 +323,29 @@ struct AccountLinkingTests {
         }
     }
 
+    @Test("unlinking an identity ends the sessions that signed in with it, the caller's own excepted")
+    func unlinkEndsItsSessions() async throws {
+        try await withDeployment { deployment in
+            var owner = Browser(deployment)
+            let uid = try account(try await owner.complete(login: "octocat")).uid
+            #expect(try await owner.complete(login: "olive@oidc.example", provider: "oidc.emulator", mode: "link").status == 200)
+            // Someone signed in with the linked identity (the one a thief linked, say).
+            var other = Browser(deployment)
+            #expect(try account(try await other.complete(login: "olive@oidc.example", provider: "oidc.emulator")).uid == uid)
+            // And the owner's second device, also signed in with it.
+            var device = Browser(deployment)
+            #expect(try await device.complete(login: "olive@oidc.example", provider: "oidc.emulator").status == 200)
+            let me = "\(deployment.gatewayURL)/v1/me"
+            #expect(try await other.send(me).status == 200)
+            // Unlinked from the device signed in with it: its own session goes on.
+            let unlinked = try await device.send("\(deployment.gatewayURL)/v1/me/providers/oidc.emulator", method: "DELETE")
+            #expect(unlinked.status == 200, "\(unlinked.bodyText)")
+            #expect(try await other.send(me).status == 401)
+            #expect(try await device.send(me).status == 200)
+            #expect(try await owner.send(me).status == 200, "a session of another provider goes on")
+        }
+    }
+
     @Test(
         "re-authenticate: another identity → user-mismatch; after the window unlink and delete need it; last provider stays; delete revokes GitHub's grant"
     )

@@ -137,13 +137,44 @@ import Testing
     }
 
     @Test(arguments: StorageBackend.all)
+    func unlinkingEndsTheSessionsThatSignedInWithItButTheSparedOne(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        try await storage.addLink(Fixtures.link("u1", provider: "microsoft.com", federatedId: "m1"))
+        try await storage.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", provider: "microsoft.com", federatedId: "m2"))
+        func session(_ id: String, uid: String, provider: String) async throws -> SessionRecord {
+            var record = Fixtures.session(id, uid: uid)
+            record.signInProvider = provider
+            try await storage.insertSession(record)
+            return record
+        }
+        let byGitHub = try await session("g", uid: "u1", provider: "github.com")
+        let byMicrosoft = try await session("m", uid: "u1", provider: "microsoft.com")
+        let caller = try await session("c", uid: "u1", provider: "microsoft.com")
+        let otherAccount = try await session("o", uid: "u2", provider: "microsoft.com")
+        guard case .deleted = try await storage.deleteLink(uid: "u1", providerId: "microsoft.com", sparing: caller.familyId) else {
+            Issue.record("the link was not deleted")
+            return
+        }
+        #expect(try await storage.session(familyId: byMicrosoft.familyId, now: Fixtures.now) == nil)
+        #expect(try await storage.session(familyId: caller.familyId, now: Fixtures.now) == caller, "the caller's own is spared")
+        #expect(try await storage.session(familyId: byGitHub.familyId, now: Fixtures.now) == byGitHub)
+        #expect(try await storage.session(familyId: otherAccount.familyId, now: Fixtures.now) == otherAccount)
+        // Nothing spared (an operator's unlink): every session of that provider ends.
+        try await storage.addLink(Fixtures.link("u1", provider: "microsoft.com", federatedId: "m1"))
+        _ = try await storage.deleteLink(uid: "u1", providerId: "microsoft.com", sparing: nil)
+        #expect(try await storage.session(familyId: caller.familyId, now: Fixtures.now) == nil)
+        #expect(try await storage.session(familyId: byGitHub.familyId, now: Fixtures.now) == byGitHub)
+    }
+
+    @Test(arguments: StorageBackend.all)
     func theLastLinkCannotBeRemovedEvenByConcurrentUnlinks(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
         try await storage.addLink(Fixtures.link("u1", provider: "microsoft.com", federatedId: "m1"))
-        #expect(try await storage.deleteLink(uid: "u1", providerId: "yahoo.com") == .notLinked)
-        async let first = storage.deleteLink(uid: "u1", providerId: "github.com")
-        async let second = storage.deleteLink(uid: "u1", providerId: "microsoft.com")
+        #expect(try await storage.deleteLink(uid: "u1", providerId: "yahoo.com", sparing: nil) == .notLinked)
+        async let first = storage.deleteLink(uid: "u1", providerId: "github.com", sparing: nil)
+        async let second = storage.deleteLink(uid: "u1", providerId: "microsoft.com", sparing: nil)
         let outcomes = try await [first, second]
         let holds = outcomes.filter { if case .deleted = $0 { true } else { false } }.count == 1
         #expect(holds)
@@ -422,7 +453,7 @@ import Testing
         let storage = try await backend.make()
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
         try await storage.addLink(Fixtures.link("u1", provider: "oidc.x", federatedId: "2"), consumingPending: nil, replacingClaims: nil)
-        guard case .deleted = try await storage.deleteLink(uid: "u1", providerId: "oidc.x") else {
+        guard case .deleted = try await storage.deleteLink(uid: "u1", providerId: "oidc.x", sparing: nil) else {
             Issue.record("the link was not deleted")
             return
         }

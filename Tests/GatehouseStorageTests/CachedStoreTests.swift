@@ -132,7 +132,7 @@ import Testing
                     ("sign-out by family", { try await $0.deleteSession(familyId: "family-s1") }, { $0.0 == nil && $0.1 == nil }),
                     ("sign-out everywhere", { _ = try await $0.deleteSessions(uid: "u1", now: Fixtures.now) }, { $0.0 == nil && $0.1 == nil }),
                     ("disable", { _ = try await $0.setDisabled(uid: "u1", disabled: true) }, { $0.0 == nil && $0.2?.disabled == true }),
-                    ("unlink", { _ = try await $0.deleteLink(uid: "u1", providerId: "oidc.x") }, { $0.3 == ["github.com"] }),
+                    ("unlink", { _ = try await $0.deleteLink(uid: "u1", providerId: "oidc.x", sparing: nil) }, { $0.3 == ["github.com"] }),
                     ("account deletion", { _ = try await $0.deleteAccount(uid: "u1") }, { $0.0 == nil && $0.2 == nil && $0.3.isEmpty }),
                 ]
         for (name, write, seen) in writes {

@@ -38,7 +38,7 @@ import Testing
                 "UPDATE provider_links SET linked_at = linked_at WHERE uid = 'u1' AND provider_id = 'oidc.emulator'",
                 logger: PostgresTestServer.quietLogger)
             // 2. The store's unlink locks the account row, then waits for the link's row.
-            let unlink = Task { try await store.deleteLink(uid: "u1", providerId: "oidc.emulator") }
+            let unlink = Task { try await store.deleteLink(uid: "u1", providerId: "oidc.emulator", sparing: nil) }
             // pg_stat_activity lists the whole cluster's sessions: the other tests' too.
             var waiting = false
             let asked = ContinuousClock.now

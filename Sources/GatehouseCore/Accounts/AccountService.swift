@@ -159,10 +159,15 @@ public struct AccountService: Sendable {
     }
 
     /// Removes a provider from the account (never the last one); its stored tokens are
-    /// destroyed with the link and the provider grant is revoked where possible. Answers the
-    /// account's unified profile without it, built from what was read before the commit.
-    /// `actor` is the audit's (the user by default; an operator's key for the admin route).
-    public func unlink(uid: String, providerId: String, providers: ProviderRegistry, by actor: AuditActor? = nil) async throws -> UnifiedProfile {
+    /// destroyed with the link and the provider grant is revoked where possible. The sessions
+    /// that signed in with it end, all but `sparing` (the caller's own session family): an
+    /// identity someone else linked (with a stolen session) and the owner removes takes the
+    /// sessions it opened with it. Answers the account's unified profile without it, built
+    /// from what was read before the commit. `actor` is the audit's (the user by default; an
+    /// operator's key for the admin route).
+    public func unlink(
+        uid: String, providerId: String, providers: ProviderRegistry, sparing: String? = nil, by actor: AuditActor? = nil
+    ) async throws -> UnifiedProfile {
         guard let account = try await storage.account(uid: uid) else { throw GatehouseError.userNotFound() }
         // An operator (`actor`) unlinks from a disabled account too: removing an identity an
         // attacker linked must not need the account enabled, which would let it sign in.
@@ -170,7 +175,7 @@ public struct AccountService: Sendable {
         let remaining = try await storage.links(uid: uid).filter { $0.providerId != providerId }
         let answer = try await unifiedProfile(for: account, links: remaining)
         let unlinked = WebhookEvent.account(.providerUnlinked, uid: uid, at: clock.now(), ["providerId": .string(providerId)])
-        switch try await events.recording([unlinked], { try await storage.deleteLink(uid: uid, providerId: providerId) }) {
+        switch try await events.recording([unlinked], { try await storage.deleteLink(uid: uid, providerId: providerId, sparing: sparing) }) {
         case .deleted(let link):
             audit.record(.providerUnlinked, by: actor ?? .user(uid), uid: uid, provider: providerId)
             await revokeGrants([link], providers: providers)

@@ -53,7 +53,8 @@ struct MeRoutes {
         table.add(.delete, "/v1/me/providers/{providerId}") { request, context in
             let caller = try await sensitive(request, context)
             return try Response.json(
-                try await accounts.unlink(uid: caller.uid, providerId: try context.parameters.require("providerId"), providers: providers))
+                try await accounts.unlink(
+                    uid: caller.uid, providerId: try context.parameters.require("providerId"), providers: providers, sparing: caller.familyId))
         }
 
         table.add(.get, "/v1/me/providers/{providerId}/profile") { request, context in

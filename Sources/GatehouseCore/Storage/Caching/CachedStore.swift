@@ -240,10 +240,10 @@ public final class CachedStore: GatehouseStorage {
         }
     }
 
-    /// Removes a link.
-    public func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome {
+    /// Removes a link, with the sessions that signed in with it.
+    public func deleteLink(uid: String, providerId: String, sparing: String?) async throws -> UnlinkOutcome {
         try await writing {
-            try await base.deleteLink(uid: uid, providerId: providerId)
+            try await base.deleteLink(uid: uid, providerId: providerId, sparing: sparing)
         } then: {
             cache.invalidate(uid: uid)
         }

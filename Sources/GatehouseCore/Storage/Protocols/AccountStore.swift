@@ -53,8 +53,10 @@ public protocol AccountStore: Sendable {
     /// `StorageError.accountDisabled`, as for `recordSignIn`.
     func addLink(_ link: ProviderLinkRecord, consumingPending: String?, replacingClaims: ClaimsReplacement?, exclusiveEmail: Bool) async throws
     /// Removes the account's link to a provider unless it is the last one (decided inside
-    /// the transaction, so two concurrent unlinks cannot leave an account with none).
-    func deleteLink(uid: String, providerId: String) async throws -> UnlinkOutcome
+    /// the transaction, so two concurrent unlinks cannot leave an account with none), and in
+    /// the same transaction ends the account's sessions that signed in with that provider,
+    /// all but `sparing` (a session family: the caller's own).
+    func deleteLink(uid: String, providerId: String, sparing: String?) async throws -> UnlinkOutcome
     /// Deletes an account with its links, sessions and refresh tokens; returns the links it
     /// had (so their grants can be revoked), or `nil` when there is no such account.
     func deleteAccount(uid: String) async throws -> [ProviderLinkRecord]?
