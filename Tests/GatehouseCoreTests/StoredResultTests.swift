@@ -43,11 +43,27 @@ import Testing
             return
         }
         #expect(decoded == result && familyId == "f-1")
-        let stored = try JSONCoding.encoder().encode(StoredResult.answer(try result.tokenlessAnswer(), familyId: nil))
-        guard case .answer(let answer, nil) = try JSONCoding.decoder().decode(StoredResult.self, from: stored) else {
+        let stored = try JSONCoding.encoder().encode(StoredResult.answer(try result.tokenlessAnswer(), familyId: nil, replaces: nil))
+        guard case .answer(let answer, nil, nil) = try JSONCoding.decoder().decode(StoredResult.self, from: stored) else {
             Issue.record("an encoded answer did not decode as one")
             return
         }
         #expect(try JSONCoding.decoder().decode(SignInResult.self, from: answer) == result)
+    }
+
+    @Test("an answer stored before it named the session it replaces decodes with none; one that names it keeps it")
+    func answerWithoutReplacesDecodes() throws {
+        // As an instance of the version before stored it: no `replaces` member.
+        let older = Data(#"{"answer":{"_0":"e30=","familyId":"f-1"}}"#.utf8)
+        guard case .answer(let answer, "f-1", nil) = try JSONCoding.decoder().decode(StoredResult.self, from: older) else {
+            Issue.record("an older answer did not decode")
+            return
+        }
+        #expect(answer == Data("{}".utf8))
+        let replacing = try JSONCoding.encoder().encode(StoredResult.answer(Data("{}".utf8), familyId: "f-2", replaces: "f-1"))
+        guard case .answer(_, "f-2", "f-1") = try JSONCoding.decoder().decode(StoredResult.self, from: replacing) else {
+            Issue.record("the replaced session was not kept")
+            return
+        }
     }
 }

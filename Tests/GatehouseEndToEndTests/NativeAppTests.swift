@@ -652,6 +652,9 @@ struct NativeAppTests {
                 deployment, provider: "github.com", idToken: idToken,
                 ["return_to": Self.scheme, "mode": "reauthenticate", "result_challenge": reauthKey.challenge, "login": "octocat"])
             let reauthID = try await Self.continueInBrowser(deployment, startURL: reauth)
+            // Until the app holds the new session's tokens, its session goes on (a result that
+            // never reaches it signs it out of nothing).
+            #expect(try await GatewayTokenTests.bearer(deployment, idToken).status == 200)
             let reauthenticated = try await Self.redeem(deployment, #"{"result":"\#(reauthID)","result_verifier":"\#(reauthKey.verifier)"}"#)
             let fresh = try jsonObject(reauthenticated)
             let holds = fresh["operationType"] as? String == "reauthenticate" && (fresh["idToken"] as? String).map { $0 != idToken } == true

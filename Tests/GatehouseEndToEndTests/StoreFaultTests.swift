@@ -132,6 +132,33 @@ extension StoreFaultTests {
         }
     }
 
+    @Test("a re-authentication by ID token that fails after its session was written leaves the caller's session: the retry succeeds")
+    func failedReauthenticationKeepsTheCallersSession() async throws {
+        try await withDeployment { deployment in
+            func post(_ nonce: String, mode: String, bearer: String?) async throws -> OutboundResponse {
+                let token = try await OIDCSignInTests.mint(
+                    deployment, issuer: "oidc", hint: OIDCSignInTests.olive, extra: #", "nonce": "\#(SecureRandom.digest(nonce))""#)
+                var headers: OutboundHeaders = ["Content-Type": "application/json"]
+                if let bearer { headers.add("Authorization", "Bearer \(bearer)") }
+                let body = #"{"providerId": "oidc.emulator", "idToken": "\#(token)", "rawNonce": "\#(nonce)", "mode": "\#(mode)"}"#
+                return try await deployment.client.execute(
+                    OutboundRequest(method: "POST", url: "\(deployment.gatewayURL)/v1/auth/idtoken", headers: headers, body: Array(body.utf8)))
+            }
+            let signedIn = try await post("first", mode: "signin", bearer: nil)
+            let idToken = try #require(try jsonObject(signedIn)["idToken"] as? String)
+            // The new session is written; its first refresh token is not.
+            let database = try openSQLite(deployment.databasePath)
+            try await database.write { try $0.execute(sql: "ALTER TABLE refresh_tokens RENAME TO refresh_tokens_away") }
+            let failed = try await post("second", mode: "reauthenticate", bearer: idToken)
+            #expect(failed.status >= 500, "\(failed.status): \(failed.bodyText)")
+            try await database.write { try $0.execute(sql: "ALTER TABLE refresh_tokens_away RENAME TO refresh_tokens") }
+            #expect(try await GatewayTokenTests.bearer(deployment, idToken).status == 200, "the caller's session goes on")
+            let retried = try await post("third", mode: "reauthenticate", bearer: idToken)
+            #expect(retried.status == 200, "\(retried.bodyText)")
+            #expect(try await GatewayTokenTests.bearer(deployment, idToken).status == 401, "replaced once the new tokens were answered")
+        }
+    }
+
     @Test(
         "a provider's rotated tokens whose write fails are used, and written, by the next call: the spent refresh token is never sent again (GitHub App)"
     )

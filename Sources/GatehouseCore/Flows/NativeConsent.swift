@@ -102,8 +102,12 @@ extension SignInService {
     /// session, as the callback would have) and sends the browser to the app with the result;
     /// Cancel stores nothing and sends the app the result `403 sign-in-cancelled`. Answered
     /// once; an unknown, answered, expired or foreign (another browser's) token is `invalid-state`.
+    /// `browserSession` is the family of the session the answering browser's cookie names:
+    /// a re-authentication started by another session (the app's, through its start URL)
+    /// replaces that one when the app redeems the result; one the browser's own session
+    /// started leaves it, since its replacement goes to the app, not to the browser.
     public func answerConsent(
-        token: String, binding: String?, proceed: Bool, client: SignInClient, logger: Logger
+        token: String, binding: String?, proceed: Bool, browserSession: String? = nil, client: SignInClient, logger: Logger
     ) async throws -> Completion {
         guard let binding, !binding.isEmpty, binding.utf8.count <= 512, !token.isEmpty, token.utf8.count <= 128 else {
             throw GatehouseError.invalidState("The consent page was not answered from the browser that signed in.")
@@ -137,7 +141,8 @@ extension SignInService {
         } else if proceed {
             do {
                 let (answer, familyId) = try await complete(pending, client: client, logger: logger)
-                outcome = .answer(answer, familyId: familyId)
+                let replaces = pending.mode == .reauthenticate && pending.sessionFamilyId != browserSession ? pending.sessionFamilyId : nil
+                outcome = .answer(answer, familyId: familyId, replaces: replaces)
             } catch let error as GatehouseError {
                 outcome = .failure(error)
             }

@@ -52,8 +52,10 @@ enum StoredResult: Codable {
     case success(SignInResult, familyId: String?)
     /// A success: the answer's JSON without the session's tokens (`SignInResult.tokenlessAnswer`),
     /// which are added when it is fetched. Encoded once at the callback instead of being decoded
-    /// and encoded again at the fetch (a sixth of a sign-in's CPU).
-    case answer(Data, familyId: String?)
+    /// and encoded again at the fetch (a sixth of a sign-in's CPU). `replaces`: the session
+    /// of the app that started a re-authentication, ended once the app redeems this one
+    /// (absent from results stored before it was kept: optional members decode as missing).
+    case answer(Data, familyId: String?, replaces: String?)
     case failure(GatehouseError)
     /// A link from an app's start URL the user continued on the consent page: the held sign-in
     /// (`PendingConsent`, sealed by the token vault and bound to the result's key), written

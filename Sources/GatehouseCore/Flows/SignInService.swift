@@ -147,7 +147,7 @@ public struct SignInService: Sendable {
             // A native app holds the gateway's tokens from the result; a cookie would land in
             // the system browser, where nothing uses it.
             if returnKind == .web { sessionValue = established.session?.value }
-            outcome = .answer(try established.result.tokenlessAnswer(), familyId: established.session?.familyId)
+            outcome = .answer(try established.result.tokenlessAnswer(), familyId: established.session?.familyId, replaces: nil)
             metrics.signIn(providerId: provider.id, mode: mode, outcome: "ok")
         } catch let error as GatehouseError {
             logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "signin.mode": "\(mode)", "error.code": "\(error.code)"])
@@ -266,6 +266,11 @@ public struct SignInService: Sendable {
                 try? await storage.releaseToken(hash: Self.replayKey(idToken))
                 throw error
             }
+            // The new session replaces the caller's once its tokens are in hand (a cookie
+            // caller's ends with the cookie the route replaces).
+            if mode == .reauthenticate, issued != nil, let replaced = signedIn?.sessionFamilyId {
+                await endReplaced(replaced, logger: logger)
+            }
             metrics.signIn(providerId: provider.id, mode: mode, outcome: "ok")
             return (established.result.with(issued), established.session?.value)
         } catch let error as GatehouseError where error.code == .invalidIDToken {
@@ -345,7 +350,7 @@ public struct SignInService: Sendable {
     /// Account, session and result of a validated provider sign-in, by mode: `signin` and
     /// `reauthenticate` start a new session (a fresh `auth_time`, a new id: no fixation);
     /// `link` changes the account only. A flow started by a session (`startedBy`, its family)
-    /// is written only while that session lives, and a re-authentication ends it.
+    /// is written only while that session lives.
     func establish(
         _ completed: ProviderSignIn, providerId: String, mode: SignInMode, uid: String?, startedBy: String? = nil, origin: SignInOrigin,
         logger: Logger
@@ -379,10 +384,6 @@ public struct SignInService: Sendable {
                 guard try await storage.account(uid: record.uid) == nil else { throw GatehouseError.userDisabled() }
                 throw GatehouseError.userNotFound()
             }
-            // A re-authentication's session replaces the one that asked for it, as a browser's
-            // new cookie replaces its old one: an app's old tokens, kept alive, would outlive
-            // the app's sign-out, which ends only the session it holds.
-            if mode == .reauthenticate, let startedBy { try await storage.deleteSession(familyId: startedBy) }
             session = NewSession(value: value, record: record)
         }
         logger.info(
@@ -467,9 +468,10 @@ public struct SignInService: Sendable {
         }
         let tokenless: Data
         let familyId: String?
+        var replaces: String?
         switch stored {
         case .success(let result, let family): (tokenless, familyId) = (try result.tokenlessAnswer(), family)
-        case .answer(let answer, let family): (tokenless, familyId) = (answer, family)
+        case .answer(let answer, let family, let replaced): (tokenless, familyId, replaces) = (answer, family, replaced)
         case .failure(let error):
             guard
                 try await storage.takeResult(
@@ -528,7 +530,21 @@ public struct SignInService: Sendable {
             // Ended since it was read above: answered as an ended session read there is.
             throw try await sessionEnded(uid: uid, otherwise: .invalidRefreshToken())
         }
+        // A re-authentication's session replaces the app's that started it, now that the app
+        // holds the new one's tokens.
+        if let replaces { await endReplaced(replaces, logger: logger) }
         return answer
+    }
+
+    /// Ends the session a re-authentication's new one replaces: kept, the old tokens would
+    /// outlive the app's sign-out, which ends only the session it holds. A store failure
+    /// leaves it to expire (the new session is the caller's already), logged.
+    func endReplaced(_ familyId: String, logger: Logger) async {
+        do {
+            try await storage.deleteSession(familyId: familyId)
+        } catch {
+            logger.warning("replaced session not ended", metadata: ["error.type": "\(String(reflecting: type(of: error)))"])
+        }
     }
 
     /// The answer to a sign-in whose session ended before its first refresh token was stored:

@@ -122,6 +122,7 @@ struct AuthRoutes {
             }
             let completion = try await signIn.answerConsent(
                 token: token, binding: request.cookie(cookies.transactionName), proceed: decision == "continue",
+                browserSession: try await sessions.caller(sessionCookie: request.cookie(cookies.sessionName))?.familyId,
                 client: browser.signInClient(request, context), logger: context.logger)
             return Response(status: .seeOther, headers: [.location: completion.redirectURL, .cacheControl: "no-store"])
         }
