@@ -204,18 +204,23 @@ public actor GatehouseClient {
     }
 
     /// `POST /v1/token` with the refresh-token grant. A refresh whose answer was lost on the way
-    /// (the connection broke after the gateway rotated the token) is sent again at once, twice
-    /// at most: inside its retry window (`GATEHOUSE_REFRESH_RETRY_WINDOW`, 10 s) the gateway
-    /// answers the same successor, where a later retry of the spent token would end the session.
+    /// (the connection broke after the gateway rotated the token) is sent again after a moment,
+    /// twice at most, while the gateway's retry window (`GATEHOUSE_REFRESH_RETRY_WINDOW`, 10 s
+    /// by default) still holds it: the gateway then answers the same successor, where a retry
+    /// of the spent token after the window would end the session. Each attempt waits
+    /// `refreshRetryBudget` at most, so no retry starts once the budget since the first is spent.
     private func exchange(_ refreshToken: String) async throws -> Credentials {
         let body = try JSONSerialization.data(withJSONObject: ["grant_type": "refresh_token", "refresh_token": refreshToken])
+        let started = ContinuousClock.now
         var attempt = 0
         let data: Data
         while true {
             do {
-                data = try await send("POST", "v1/token", body: body, contentType: "application/json").data
+                data = try await send("POST", "v1/token", body: body, contentType: "application/json", timeout: Self.refreshRetryBudget).data
                 break
-            } catch let error as URLError where attempt < 2 && Self.mayHaveReachedTheGateway(error) {
+            } catch let error as URLError
+                where attempt < 2 && Self.mayHaveReachedTheGateway(error) && ContinuousClock.now - started < Self.refreshRetryBudget
+            {
                 attempt += 1
                 try await Task.sleep(for: .milliseconds(100 * attempt))
             }
@@ -224,6 +229,10 @@ public actor GatehouseClient {
         return Credentials(
             idToken: answer.idToken, refreshToken: answer.refreshToken, expiresAt: Date().addingTimeInterval(TimeInterval(answer.expiresIn)))
     }
+
+    /// How long after a refresh was first sent it may be sent again: under the gateway's
+    /// default retry window (10 s), with room for the clocks' and the network's delays.
+    static let refreshRetryBudget: Duration = .seconds(8)
 
     /// Whether a failed request may have reached the gateway and been answered on the way back
     /// (a connection lost or timed out), rather than never sent (no host, refused, offline).
@@ -252,13 +261,15 @@ public actor GatehouseClient {
 
     /// Sends a request; a status of 400 or more throws the problem document.
     private func send(
-        _ method: String, _ path: String, query: [URLQueryItem] = [], body: Data? = nil, contentType: String? = nil, bearer: String? = nil
+        _ method: String, _ path: String, query: [URLQueryItem] = [], body: Data? = nil, contentType: String? = nil, bearer: String? = nil,
+        timeout: Duration? = nil
     ) async throws -> (data: Data, response: HTTPURLResponse) {
         try Self.checkTransport(baseURL)
         var components = URLComponents(url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false)
         if !query.isEmpty { components?.queryItems = query }
         guard let url = components?.url else { throw GatehouseClientError.invalidArgument("cannot build a URL for \(path)") }
         var request = URLRequest(url: url)
+        if let timeout { request.timeoutInterval = Double(timeout.components.seconds) }
         request.httpMethod = method
         request.httpBody = body
         request.setValue("application/json", forHTTPHeaderField: "Accept")

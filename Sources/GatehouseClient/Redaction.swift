@@ -12,8 +12,14 @@ extension Credentials: CustomStringConvertible, CustomDebugStringConvertible {
 }
 
 extension SignInRequest: CustomStringConvertible, CustomDebugStringConvertible {
-    /// The URL and return address; the verifier, which alone redeems the result, is left out.
-    public var description: String { "SignInRequest(url: \(url), returnTo: \(returnTo), verifier: <redacted>)" }
+    /// The URL without its query (a link's or re-authentication's start URL carries a one-time
+    /// `start_token` that acts for the account) and the return address; the verifier, which
+    /// alone redeems the result, is left out.
+    public var description: String {
+        var shown = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        if shown?.query != nil { shown?.query = "<redacted>" }
+        return "SignInRequest(url: \(shown?.string ?? "<redacted>"), returnTo: \(returnTo), verifier: <redacted>)"
+    }
     /// As `description`.
     public var debugDescription: String { description }
 }

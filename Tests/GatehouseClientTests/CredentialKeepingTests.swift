@@ -28,6 +28,9 @@ struct CredentialKeepingTests {
             let client = GatehouseClient(baseURL: try #require(URL(string: demo.url))) { credentials in told.withLock { $0.append(credentials) } }
             try await Self.signedIn(client)
             let first = try #require(await client.credentials)
+            // A link's start URL acts for the account: printed, it shows no start token.
+            let link = try await client.linkRequest(providerId: "oidc.emulator", returnTo: GatehouseClientTests.appScheme)
+            #expect(link.url.absoluteString.contains("start_token=") && !String(describing: link).contains("start_token="), "\(link)")
             let second = try await client.refresh()
             try await client.signOut()
             #expect(told.withLock { $0 } == [first, second, nil])
@@ -63,7 +66,7 @@ struct CredentialKeepingTests {
         let client = GatehouseClient(baseURL: try #require(URL(string: "https://gatehouse.example")))
         let request = try client.signInRequest(providerId: "github.com", returnTo: GatehouseClientTests.appScheme)
         for text in [String(describing: request), String(reflecting: request)] {
-            #expect(!text.contains(request.verifier) && text.contains("result_challenge="), "\(text)")
+            #expect(!text.contains(request.verifier) && !text.contains("result_challenge=") && text.contains("/v1/auth/github.com/start"), "\(text)")
         }
         let problem = GatehouseClientError.problem(
             Problem(
