@@ -327,7 +327,7 @@ struct HookTests {
     @Test("every reserved claim name, a gatehouse… name, more than 1,000 bytes and nesting deeper than 8 are refused with 400 naming the claim")
     func reservedClaims() async throws {
         try await withDeployment { deployment in
-            let (_, idToken, _) = try await GatewayTokenTests.signedIn(deployment)
+            let (_, idToken, refreshToken) = try await GatewayTokenTests.signedIn(deployment)
             let uid = try #require(try Self.claims(idToken)["sub"] as? String)
             let key = try await ProviderAPITests.key(deployment, ["users:claims"])
             func put(_ body: String) async throws -> OutboundResponse {
@@ -348,7 +348,7 @@ struct HookTests {
                 // A verified identity and a grant (OpenID Connect for Identity Assurance, RFC 9396).
                 "verified_claims", "authorization_details",
                 // A path getter reads these as the issuer's nested claims.
-                "firebase.sign_in_provider", "address.country", "Sub.id",
+                "firebase.sign_in_provider", "address.country", "Sub.id", "firebase[sign_in_provider]",
             ]
             // Every claim the gateway mints is among them.
             #expect(Set(try Self.claims(idToken).keys).isSubset(of: Set(reserved)))
@@ -364,6 +364,11 @@ struct HookTests {
             #expect(try await put(#"{"deep":\#(nine)}"#).status == 400)
             let eight = String(repeating: "[", count: 8) + String(repeating: "]", count: 8)
             #expect(try await put(#"{"deep":\#(eight)}"#).status == 200)
+            // A path-shaped name under the app's own first part is the app's, and reaches the token.
+            #expect(try await put(#"{"app.role":"editor","roles[0]":"x"}"#).status == 200)
+            let refreshed = try await GatewayTokenTests.refresh(deployment, refreshToken)
+            let minted = try Self.claims(try #require(try jsonObject(refreshed)["idToken"] as? String))
+            #expect(minted["app.role"] as? String == "editor" && minted["roles[0]"] as? String == "x", "\(minted)")
             // An integer beyond ±(2^53 - 1) may come back changed (JSON numbers are doubles):
             // refused, anywhere in the value; 2^53 - 1 is kept exactly.
             for large in ["123456789012345678", "-9007199254740993", "9007199254740992", "1e300", "[1, {\"id\": 9007199254740993}]"] {

@@ -127,12 +127,13 @@ public struct CustomClaims: Sendable, Equatable {
     /// claims up case-insensitively must not read `Sub` or `EMAIL` as the gateway's own, nor
     /// `ſub` (U+017F, whose upper case is `S`: Python's `casefold` and Java's
     /// `equalsIgnoreCase` take it for `sub`) or `ıss` (U+0131, upper case `I`: Java's
-    /// `equalsIgnoreCase` takes it for `iss`). A dotted name is reserved when its first part
-    /// is: path getters (lodash's `_.get(claims, "firebase.sign_in_provider")`) read a member
-    /// named so before they walk the path, as the issuer's nested claim.
+    /// `equalsIgnoreCase` takes it for `iss`). A path-shaped name is reserved when its first
+    /// part (before a `.` or `[`) is: path getters (lodash's `_.get(claims,
+    /// "firebase.sign_in_provider")`, or `firebase[sign_in_provider]`) read a member named so
+    /// before they walk the path, as the issuer's nested claim.
     public static func isReserved(_ name: String) -> Bool {
         let folded = asciiFolded(name)
-        let head = folded.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? folded
+        let head = String(folded.prefix { $0 != "." && $0 != "[" })
         // The prefix as bytes: `hasPrefix` compares characters, and `gatehouse` followed by a
         // combining mark (`e` + U+0301 is one character) would not start with it.
         return reservedNames.contains(folded) || reservedNames.contains(head) || folded.utf8.starts(with: "gatehouse".utf8)
