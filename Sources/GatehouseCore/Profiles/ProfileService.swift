@@ -243,7 +243,7 @@ public final class ProfileService: Sendable {
             if !refresh, let failure = await photoFailures.fresh(for: key) { throw failure }
             let download = photoDownloads.join(key) { download in
                 // Its own task: the transfer outlives any one caller and fills the cache.
-                Task { await runDownload(download, key: key, uid: uid, providerId: providerId, size: size) }
+                Task { await runDownload(download, key: key, uid: uid, providerId: providerId, size: size, refresh: refresh) }
             }
             _ = try await download.head()
             // Joined just as it ended (before it left the running set): answer whole, tagged.
@@ -254,11 +254,12 @@ public final class ProfileService: Sendable {
         }
     }
 
-    private func runDownload(_ download: PhotoDownload, key: String, uid: String, providerId: String?, size: Int?) async {
+    private func runDownload(_ download: PhotoDownload, key: String, uid: String, providerId: String?, size: Int?, refresh: Bool) async {
         do {
             let cache = photoCache
             let keep = photoBytes
-            let photo = try await fetchPhoto(uid: uid, providerId: providerId, size: size, into: download) { chunks, contentType, etag in
+            let photo = try await fetchPhoto(uid: uid, providerId: providerId, size: size, refresh: refresh, into: download) {
+                chunks, contentType, etag in
                 // An unchanged image (same tag, same bytes: a tag without a provider validator
                 // could hide a change) keeps the bytes already kept, so callers of every
                 // transfer of it share one copy however many refreshes overlap.
@@ -306,9 +307,11 @@ public final class ProfileService: Sendable {
     /// OpenID `picture`) only until its head, since that host is not the provider. Without a
     /// provider asked for, a candidate that fails before a caller was given its head (no photo
     /// there now, a dead grant, its provider failing) leaves the photo to the next one; when
-    /// none has one, the first failure other than `no-photo` is the answer.
+    /// none has one, the first failure other than `no-photo` is the answer. A candidate's
+    /// `photo-unavailable` is remembered under its own key (as if asked for by name), so the
+    /// next miss passes over it at once instead of waiting for it again (unless `refresh`).
     private func fetchPhoto(
-        uid: String, providerId: String?, size: Int?, into download: PhotoDownload,
+        uid: String, providerId: String?, size: Int?, refresh: Bool, into download: PhotoDownload,
         whole: @escaping @Sendable (_ chunks: [[UInt8]], _ contentType: String, _ etag: String) async -> Photo
     ) async throws -> Photo {
         let links = try await storage.links(uid: uid)
@@ -319,6 +322,12 @@ public final class ProfileService: Sendable {
             let profile = try link.profile()
             guard profile.photoSourceURL != nil else { continue }
             let provider = try providers.provider(link.providerId)
+            // The key `photo(uid:providerId:size:)` gives this candidate asked for by name.
+            let ownKey = "\(uid)|\(link.providerId)|\(size ?? 0)|\(link.federatedId)"
+            if providerId == nil, !refresh, let failure = await photoFailures.fresh(for: ownKey) {
+                if passed == nil || passed?.code == .noPhoto { passed = failure }
+                continue
+            }
             do {
                 let opened = try await circuits.run(link.providerId, caller: uid) { () -> OpenedPhoto in
                     let source = try await withFreshTokens(link, provider, for: "photo") { tokens in
@@ -335,6 +344,7 @@ public final class ProfileService: Sendable {
                 case .publicSource(let source): return try await download.receive(source, providerId: link.providerId, whole: whole)
                 }
             } catch let error as GatehouseError where providerId == nil && !download.headDelivered {
+                if error.code == .photoUnavailable { await photoFailures.insert(error, for: ownKey) }
                 if passed == nil || passed?.code == .noPhoto { passed = error }
             }
         }
