@@ -26,7 +26,8 @@ public struct ClientRegistration: Sendable, Codable, Equatable {
 enum RedirectRule: Sendable {
     /// The identity platform and OpenID Providers: exactly the registered URI.
     case exact
-    /// GitHub: the registered scheme, host and port, and its path or a path below it.
+    /// GitHub: the registered scheme, its host or a sub-domain of it, its port (any port on a
+    /// loopback callback), and its path or a path below it.
     case subPath
 }
 
@@ -47,8 +48,12 @@ extension ClientRegistration {
             return redirectURI == callbackURL
         case .subPath:
             let base = registered.path.hasSuffix("/") ? registered.path : registered.path + "/"
-            return registered.scheme == scheme && registered.host == host && registered.port == url.port
-                && (url.path == registered.path || url.path.hasPrefix(base))
+            let loopback = ["127.0.0.1", "localhost", "::1", "[::1]"].contains(registered.host ?? "")
+            // A dot segment (or an encoded one) would leave the registered path once resolved.
+            let segments = url.percentEncodedPath.lowercased().split(separator: "/", omittingEmptySubsequences: false)
+            guard !segments.contains(where: { [".", "..", "%2e", "%2e%2e", ".%2e", "%2e."].contains($0) }) else { return false }
+            return registered.scheme == scheme && (registered.host == host || host.hasSuffix("." + (registered.host ?? "")))
+                && (loopback || registered.port == url.port) && (url.path == registered.path || url.path.hasPrefix(base))
         }
     }
 }

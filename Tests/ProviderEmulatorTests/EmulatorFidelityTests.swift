@@ -7,6 +7,7 @@ import Testing
 /// cannot pass against it and fail against them: redirect URIs, token kinds, PKCE's default,
 /// refresh tokens that outlive their use.
 @Suite struct EmulatorFidelityTests {
+    /// The callback the clients of `registeredClients` register.
     static let registered = "http://127.0.0.1:9/v1/auth/p/callback"
 
     /// The demo's clients with `registered` as their callback.
@@ -17,10 +18,11 @@ import Testing
         ],
         oidcClients: ["oidc": [ClientRegistration(id: "op", secret: "op-secret", callbackURL: registered)]])
 
+    /// `text` percent-encoded for a query.
     static func escape(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "" }
 
     @Test(
-        "a registered callback: the identity platform and an OpenID Provider take exactly it; GitHub its path or below, same scheme, host and port; none takes a fragment"
+        "a registered callback: the identity platform and an OpenID Provider take exactly it; GitHub its path or below (no dot segment), same scheme and host, its port or any of a loopback one; none takes a fragment"
     )
     func redirectURIsFollowEachProvidersRule() async throws {
         try await withEmulator(Self.registeredClients) { base, http in
@@ -50,11 +52,12 @@ import Testing
             }
             #expect(try await github(registered).status == 302)
             #expect(try await github("\(registered)/deeper").status == 302)
+            #expect(try await github("http://127.0.0.1:10/v1/auth/p/callback").status == 302, "any port of a loopback callback")
             let omitted = try await github(nil)
             #expect(omitted.status == 302 && omitted.headers["location"]?.hasPrefix("\(registered)?code=") == true, "\(omitted.headers)")
             for other in [
-                "\(registered)evil", "https://127.0.0.1:9/v1/auth/p/callback", "http://127.0.0.1:10/v1/auth/p/callback",
-                "http://127.0.0.1:9/v1/auth/q/callback", "\(registered)#fragment",
+                "\(registered)evil", "https://127.0.0.1:9/v1/auth/p/callback", "http://127.0.0.1:9/v1/auth/q/callback",
+                "\(registered)#fragment", "\(registered)/../../q/callback", "\(registered)/%2E%2E/%2e%2e/q/callback",
             ] {
                 #expect(try await github(other).status == 400, "\(other)")
             }
