@@ -195,7 +195,7 @@ extension PostgresStorage {
         try await transaction { connection, logger in
             var found: Data??
             for try await (stored) in try await connection.query(
-                "SELECT custom_claims FROM accounts WHERE uid = \(uid) FOR UPDATE", logger: logger
+                "SELECT custom_claims FROM accounts WHERE uid = \(uid) FOR NO KEY UPDATE", logger: logger
             ).decode(Data?.self) {
                 found = .some(stored)
             }
