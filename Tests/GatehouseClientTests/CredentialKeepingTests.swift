@@ -33,7 +33,8 @@ struct CredentialKeepingTests {
             #expect(link.url.absoluteString.contains("start_token=") && !String(describing: link).contains("start_token="), "\(link)")
             let second = try await client.refresh()
             try await client.signOut()
-            #expect(told.withLock { $0 } == [first, second, nil])
+            let changes = told.withLock { $0 }
+            #expect(changes == [first, second, nil])
         }
     }
 
@@ -49,7 +50,8 @@ struct CredentialKeepingTests {
             let first = try #require(await client.credentials)
             LosingTokenAnswers.losing.withLock { $0 = 1 }
             let renewed = try await client.refresh()
-            #expect(LosingTokenAnswers.lost.withLock { $0 } == 1, "the first answer was lost on the way")
+            let lost = LosingTokenAnswers.lost.withLock { $0 }
+            #expect(lost == 1, "the first answer was lost on the way")
             #expect(renewed.refreshToken != first.refreshToken)
             // The successor is the session's live token: it refreshes, and the profile reads.
             #expect(try await client.refresh().refreshToken != renewed.refreshToken)

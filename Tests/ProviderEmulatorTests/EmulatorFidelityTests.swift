@@ -18,6 +18,18 @@ import Testing
         ],
         oidcClients: ["oidc": [ClientRegistration(id: "op", secret: "op-secret", callbackURL: registered)]])
 
+    /// `POST /oidc/token` with `form`, the demo client authenticated by HTTP Basic.
+    static func oidcToken(_ base: String, _ http: CurlHTTPClient, form: String) async throws -> OutboundResponse {
+        let client = EmulatorConfiguration.demoOIDCClient
+        return try await http.execute(
+            OutboundRequest(
+                method: "POST", url: "\(base)/oidc/token",
+                headers: [
+                    "Content-Type": "application/x-www-form-urlencoded",
+                    "Authorization": "Basic " + Data("\(client.id):\(client.secret)".utf8).base64EncodedString(),
+                ], body: Array(form.utf8)))
+    }
+
     /// `text` percent-encoded for a query.
     static func escape(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "" }
 
@@ -80,14 +92,7 @@ import Testing
                 try await http.execute(OutboundRequest(url: "\(base)/oidc/userinfo", headers: ["Authorization": "Bearer \(token)"])).status
             }
             func refreshing(_ token: String) async throws -> OutboundResponse {
-                let client = EmulatorConfiguration.demoOIDCClient
-                return try await http.execute(
-                    OutboundRequest(
-                        method: "POST", url: "\(base)/oidc/token",
-                        headers: [
-                            "Content-Type": "application/x-www-form-urlencoded",
-                            "Authorization": "Basic " + Data("\(client.id):\(client.secret)".utf8).base64EncodedString(),
-                        ], body: Array("grant_type=refresh_token&refresh_token=\(Self.escape(token))".utf8)))
+                try await Self.oidcToken(base, http, form: "grant_type=refresh_token&refresh_token=\(Self.escape(token))")
             }
             #expect(try await userinfo(access) == 200)
             #expect(try await userinfo(refresh) == 401)
@@ -112,13 +117,8 @@ import Testing
                 let authorize =
                     "\(base)/oidc/authorize?client_id=\(client.id)&response_type=code&scope=openid&login_hint=olive%40oidc.example&redirect_uri=\(callback)&code_challenge=\(challenge)"
                 let code = try #require(try await http.execute(OutboundRequest(url: authorize)).locationQuery()["code"])
-                return try await http.execute(
-                    OutboundRequest(
-                        method: "POST", url: "\(base)/oidc/token",
-                        headers: [
-                            "Content-Type": "application/x-www-form-urlencoded",
-                            "Authorization": "Basic " + Data("\(client.id):\(client.secret)".utf8).base64EncodedString(),
-                        ], body: Array("grant_type=authorization_code&code=\(code)&redirect_uri=\(callback)&code_verifier=\(verifier)".utf8))
+                return try await Self.oidcToken(
+                    base, http, form: "grant_type=authorization_code&code=\(code)&redirect_uri=\(callback)&code_verifier=\(verifier)"
                 ).status
             }
             let plain = try await redeem(challenge: verifier, verifier: verifier)
