@@ -91,7 +91,8 @@ extension PostgresStorage {
     public func redeliverOutbox(id: String, now: Date) async throws -> Bool {
         try await changed(
             """
-            UPDATE webhook_outbox SET status = 'pending', next_attempt_at = \(now), lease_until = NULL
+            UPDATE webhook_outbox SET attempts = CASE WHEN status = 'failed' THEN 0 ELSE attempts END,
+              status = 'pending', next_attempt_at = \(now), lease_until = NULL
             WHERE id = \(id) AND (lease_until IS NULL OR lease_until <= \(now)) RETURNING id
             """)
     }

@@ -89,7 +89,8 @@ extension SQLiteStorage {
         try await write { db in
             try db.cachedStatement(
                 sql: """
-                    UPDATE webhook_outbox SET status = 'pending', next_attempt_at = ?, lease_until = NULL
+                    UPDATE webhook_outbox SET attempts = CASE WHEN status = 'failed' THEN 0 ELSE attempts END,
+                      status = 'pending', next_attempt_at = ?, lease_until = NULL
                     WHERE id = ? AND (lease_until IS NULL OR lease_until <= ?)
                     """
             ).execute(arguments: [now, id, now])

@@ -44,6 +44,31 @@ import Testing
     }
 
     @Test(arguments: StorageBackend.all)
+    func aRedeliveredFailureStartsItsRetriesAnewAPendingOneKeepsThem(_ backend: StorageBackend) async throws {
+        let (storage, entry) = try await Self.storeWithOneEntry(backend)
+        let at = Fixtures.now
+        func attempt(_ outcome: DeliveryOutcome, at offset: TimeInterval) async throws {
+            let lease = at.addingTimeInterval(offset + 15)
+            let claimed = try await storage.claimOutbox(endpoint: "app", now: at.addingTimeInterval(offset), leaseUntil: lease, limit: 8)
+            #expect(claimed.map(\.id) == [entry.id])
+            try await storage.completeOutbox(id: entry.id, lease: lease, outcome: outcome)
+        }
+        try await attempt(.retry(at: at.addingTimeInterval(10), status: 503, error: "down"), at: 0)
+        // Pending: redelivered now, its attempts kept.
+        #expect(try await storage.redeliverOutbox(id: entry.id, now: at.addingTimeInterval(1)))
+        var pending = try await storage.outboxEntries(status: .pending, after: nil, limit: 10)
+        #expect(pending.map(\.attempts) == [1])
+        try await attempt(.failed(status: 503, error: "down"), at: 1)
+        #expect(try await storage.outboxEntries(status: .failed, after: nil, limit: 10).map(\.id) == [entry.id])
+        // Failed: redelivered, its retries start anew.
+        #expect(try await storage.redeliverOutbox(id: entry.id, now: at.addingTimeInterval(2)))
+        pending = try await storage.outboxEntries(status: .pending, after: nil, limit: 10)
+        #expect(pending.map(\.attempts) == [0], "\(pending)")
+        #expect(
+            try await storage.claimOutbox(endpoint: "app", now: at.addingTimeInterval(2), leaseUntil: at.addingTimeInterval(17), limit: 8).count == 1)
+    }
+
+    @Test(arguments: StorageBackend.all)
     func dropsOldEntriesNoDeliveryHolds(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))

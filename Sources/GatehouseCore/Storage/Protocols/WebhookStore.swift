@@ -18,8 +18,10 @@ public protocol WebhookStore: Sendable {
     /// most `limit`. Ids begin with the event's random id: the order is stable for paging, not
     /// the entries' age.
     func outboxEntries(status: OutboxEntry.Status, after: String?, limit: Int) async throws -> [OutboxEntry]
-    /// Makes an entry due again now (pending, attempts kept); `false` when there is none, or
-    /// when it is being delivered (its lease runs).
+    /// Makes an entry due again now: pending, a pending one's attempts kept, a failed one's
+    /// started anew (an operator sends it again once its receiver is mended: one failure more
+    /// must not fail it again at once); `false` when there is none, or when it is being
+    /// delivered (its lease runs).
     func redeliverOutbox(id: String, now: Date) async throws -> Bool
     /// Deletes entries written before `cutoff` (pending or failed) that no delivery holds (no
     /// lease running at `now`): their count by endpoint. A store that deletes in batches may
