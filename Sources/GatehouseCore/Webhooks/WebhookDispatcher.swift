@@ -246,7 +246,15 @@ public final class WebhookDispatcher: Sendable {
         if outcome == .delivered { metrics.webhookDelay(endpoint: entry.endpoint, seconds: clock.now().timeIntervalSince(entry.createdAt)) }
         lastOutcomes.withLock { $0[entry.endpoint] = Self.describe(outcome) }
         do {
-            try await storage.completeOutbox(id: entry.id, lease: lease, outcome: outcome)
+            if Task.isCancelled {
+                // A delivery the receiver took while the gateway stops: recorded in a task the
+                // stop does not cancel, since the stores give up on a cancelled caller's write
+                // (GRDB checks before it starts) and the entry would be sent again after the
+                // restart. One store write, bounded by the store's own timeouts.
+                try await Task { try await storage.completeOutbox(id: entry.id, lease: lease, outcome: outcome) }.value
+            } else {
+                try await storage.completeOutbox(id: entry.id, lease: lease, outcome: outcome)
+            }
         } catch {
             // The lease runs out and another round tries again: at least once.
             logger.warning("webhook delivery outcome not recorded", metadata: ["webhook.endpoint": "\(entry.endpoint)", "error": "\(error)"])
