@@ -10,20 +10,11 @@ extension PostgresStorage {
     public func insertSession(_ session: SessionRecord) async throws {
         // The account's row is read `FOR SHARE`, which a disable's `UPDATE` waits for (or
         // which waits for the disable and then reads the account as it left it): a disable
-        // either sees this session and ends it, or this session is not written.
-        guard let use = session.firstUse else {
-            let written = try await changed(
-                """
-                INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims, authenticated_at)
-                SELECT \(session.idHash), uid, \(session.createdAt), \(session.expiresAt), \(session.familyId),
-                  \(session.signInProvider), \(session.claims), \(session.authenticatedAt)
-                FROM accounts WHERE uid = \(session.uid) AND NOT disabled FOR SHARE
-                RETURNING family_id
-                """)
-            guard written else { throw StorageError.changedMeanwhile }
-            return
-        }
-        // One statement (one commit) for the session and its first use.
+        // either sees this session and ends it, or this session is not written. One statement
+        // (one commit) for the session, its first use and its first refresh token; the parts
+        // a session does not carry insert no row (their values bound as NULL).
+        let use = session.firstUse
+        let token = session.firstRefreshToken
         let written = try await changed(
             """
             WITH s AS (
@@ -34,8 +25,11 @@ extension PostgresStorage {
               RETURNING family_id
             ), u AS (
               INSERT INTO session_uses (family_id, used_at, client_address, user_agent)
-              SELECT family_id, \(use.at), \(use.clientAddress), \(use.userAgent) FROM s
+              SELECT family_id, \(use?.at), \(use?.clientAddress), \(use?.userAgent) FROM s WHERE \(use != nil)
               \(unescaped: Self.keepingLastUse)
+            ), r AS (
+              INSERT INTO refresh_tokens (token_hash, family_id, created_at)
+              SELECT \(token?.tokenHash), family_id, \(token?.issuedAt) FROM s WHERE \(token != nil)
             )
             SELECT family_id FROM s
             """)

@@ -23,6 +23,7 @@ extension SQLiteStorage {
                 ])
             // In the same transaction: one commit (one fsync) for the sign-in's session.
             if let use = session.firstUse { try Self.upsertSessionUse(familyId: session.familyId, use, db) }
+            if let token = session.firstRefreshToken { try Self.insertRefreshToken(token, db) }
         }
     }
     /// The session with this hash, if it has not expired.

@@ -62,6 +62,41 @@ struct StoreFaultTests {
         }
     }
 
+    @Test(
+        "an ID-token sign-in whose first refresh token the store refuses leaves no session behind, nor its use, nor an account.signed-in event: the session and its token commit together"
+    )
+    func idTokenSessionAndTokenCommitTogether() async throws {
+        try await withDeployment(webhooks: WebhookTests.sampleApp()) { deployment in
+            let rawNonce = "refused-refresh-token"
+            let token = try await OIDCSignInTests.mint(
+                deployment, issuer: "oidc", hint: OIDCSignInTests.olive, extra: #", "nonce": "\#(SecureRandom.digest(rawNonce))""#)
+            let body = #"{"providerId": "oidc.emulator", "idToken": "\#(token)", "rawNonce": "\#(rawNonce)"}"#
+            // The receiver refuses every delivery: an event recorded stays in the outbox to be counted.
+            _ = try await deployment.control("faults", #"{"endpoint": "POST /sample-app/webhooks", "status": 500}"#)
+            let database = try openSQLite(deployment.databasePath)
+            try await database.write {
+                try $0.execute(sql: "CREATE TRIGGER refused BEFORE INSERT ON refresh_tokens BEGIN SELECT RAISE(ABORT, 'refused'); END")
+            }
+            var browser = Browser(deployment)
+            let failed = try await browser.json("/v1/auth/idtoken", body)
+            #expect(failed.status >= 500, "\(failed.status): \(failed.bodyText)")
+            let left = try await database.read { db in
+                try ["sessions", "session_uses"].map { try Int.fetchOne(db, sql: "SELECT count(*) FROM \($0)") ?? -1 }
+            }
+            #expect(left == [0, 0])
+            let signedIn = try await database.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM webhook_outbox WHERE type = 'account.signed-in'") ?? -1
+            }
+            #expect(signedIn == 0)
+            try await database.write { try $0.execute(sql: "DROP TRIGGER refused") }
+            #expect(try await browser.json("/v1/auth/idtoken", body).status == 200)
+            let recorded = try await database.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM webhook_outbox WHERE type = 'account.signed-in'") ?? -1
+            }
+            #expect(recorded == 1, "the sign-in that succeeded is told once")
+        }
+    }
+
     @Test("a store error while the one-time result is redeemed leaves it redeemable: its tokens and its removal commit together")
     func resultRedemptionFailingLeavesTheResult() async throws {
         try await withDeployment { deployment in

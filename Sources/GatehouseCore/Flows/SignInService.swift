@@ -234,21 +234,21 @@ public struct SignInService: Sendable {
             let established: (result: SignInResult, session: NewSession?)
             var issued: GatewayTokenService.Issued?
             do {
-                established = try await establish(
-                    completed, providerId: provider.id, mode: mode, uid: uid, startedBy: uid == nil ? nil : signedIn?.sessionFamilyId, origin: origin,
-                    logger: logger)
-                if let session = established.session {
-                    do {
-                        issued = try await tokens.issue(for: session.record)
-                    } catch StorageError.sessionGone {
-                        throw try await sessionEnded(
-                            uid: session.record.uid,
-                            otherwise: GatehouseError(
-                                code: .storageUnavailable,
-                                detail: "The sign-in's session was ended as it was written (its user signed out everywhere meanwhile); retry.",
-                                retryAfter: 1))
-                    }
+                do {
+                    // The session and its first refresh token commit together: a failure leaves
+                    // neither (nor the session's account.signed-in event).
+                    established = try await establish(
+                        completed, providerId: provider.id, mode: mode, uid: uid, startedBy: uid == nil ? nil : signedIn?.sessionFamilyId,
+                        issuing: true, origin: origin, logger: logger)
+                } catch StorageError.sessionGone {
+                    throw try await sessionEnded(
+                        uid: uid,
+                        otherwise: GatehouseError(
+                            code: .storageUnavailable,
+                            detail: "The sign-in's session was ended as it was written (its user signed out everywhere meanwhile); retry.",
+                            retryAfter: 1))
                 }
+                issued = established.session?.issued
             } catch let error as GatehouseError
                 where [.hookUnavailable, .signInDenied, .storageUnavailable].contains(error.code) && completed.idTokenClaims != nil
             {
@@ -321,6 +321,8 @@ public struct SignInService: Sendable {
     struct NewSession {
         let value: String
         let record: SessionRecord
+        /// Its tokens, when they were written with it (`establish`'s `issuing`).
+        var issued: GatewayTokenService.Issued?
         var familyId: String { record.familyId }
     }
 
@@ -350,10 +352,11 @@ public struct SignInService: Sendable {
     /// Account, session and result of a validated provider sign-in, by mode: `signin` and
     /// `reauthenticate` start a new session (a fresh `auth_time`, a new id: no fixation);
     /// `link` changes the account only. A flow started by a session (`startedBy`, its family)
-    /// is written only while that session lives.
+    /// is written only while that session lives. With `issuing`, the session's tokens are
+    /// minted first and its first refresh token written in the session's transaction.
     func establish(
-        _ completed: ProviderSignIn, providerId: String, mode: SignInMode, uid: String?, startedBy: String? = nil, origin: SignInOrigin,
-        logger: Logger
+        _ completed: ProviderSignIn, providerId: String, mode: SignInMode, uid: String?, startedBy: String? = nil, issuing: Bool = false,
+        origin: SignInOrigin, logger: Logger
     ) async throws -> (result: SignInResult, session: NewSession?) {
         try await requireLiveSession(startedBy)
         let profile = completed.profile
@@ -374,6 +377,8 @@ public struct SignInService: Sendable {
                 claims: signIn.sessionClaims?.stored, authenticatedAt: Self.sessionAuthenticationTime(origin.authenticatedAt, now: now))
             // Written with the session, in its transaction: the sign-in costs no second commit.
             record.firstUse = SessionUse(at: now, clientAddress: origin.client.address, userAgent: origin.client.userAgent)
+            var issued: GatewayTokenService.Issued?
+            if issuing { (issued, record.firstRefreshToken) = try await tokens.prepareIssue(for: record) }
             let signedIn = WebhookEvent.account(
                 .accountSignedIn, uid: signIn.account.uid, at: now,
                 ["providerId": .string(providerId), "mode": .string(mode.rawValue), "isNewUser": .bool(signIn.isNewUser)])
@@ -384,7 +389,7 @@ public struct SignInService: Sendable {
                 guard try await storage.account(uid: record.uid) == nil else { throw GatehouseError.userDisabled() }
                 throw GatehouseError.userNotFound()
             }
-            session = NewSession(value: value, record: record)
+            session = NewSession(value: value, record: record, issued: issued)
         }
         logger.info(
             "sign-in completed",

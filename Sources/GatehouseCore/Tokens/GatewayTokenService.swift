@@ -67,15 +67,9 @@ public final class GatewayTokenService: Sendable {
         public var session: SessionRecord
     }
 
-    /// Mints an ID token for the session and starts (or continues) its refresh family.
-    public func issue(for session: SessionRecord) async throws -> Issued {
-        let (issued, token) = try await prepareIssue(for: session)
-        try await storage.insertRefreshToken(tokenHash: token.tokenHash, familyId: token.familyId, at: token.issuedAt)
-        return issued
-    }
-
-    /// The tokens `issue(for:)` would answer, everything read and signed, and the refresh
-    /// token the caller must store (in its own transaction) before answering them.
+    /// A session's tokens, everything read and signed, and the refresh token the caller must
+    /// store (in its own transaction: the session's, or a result's redemption) before
+    /// answering them.
     public func prepareIssue(for session: SessionRecord) async throws -> (Issued, NewRefreshToken) {
         let refreshToken = Self.newRefreshToken()
         let (token, expiresIn) = try await idToken(for: session)

@@ -2,7 +2,8 @@ import Foundation
 
 /// Sessions and their refresh-token families. Part of `GatehouseStorage`.
 public protocol SessionStore: Sendable {
-    /// Saves a session, unless its account is disabled or gone by the time it is written (a
+    /// Saves a session, with its first use and first refresh token when it carries them (one
+    /// transaction), unless its account is disabled or gone by the time it is written (a
     /// disable while the app's hook was asked): then `StorageError.changedMeanwhile`, and
     /// nothing written. A disable running at the same moment either ends it or is seen by it.
     func insertSession(_ session: SessionRecord) async throws
