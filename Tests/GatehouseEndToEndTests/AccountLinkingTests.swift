@@ -323,6 +323,37 @@ struct AccountLinkingTests {
         }
     }
 
+    @Test("a page's re-authentication started with its bearer token replaces that session once the page redeems the result")
+    func bearerStartedReauthenticationReplacesItsSession() async throws {
+        try await withDeployment { deployment in
+            var signIn = Browser(deployment)
+            let first = try await signIn.result(try await signIn.signIn(login: "octocat"))
+            let (idToken, refreshToken) = (
+                try #require(try jsonObject(first)["idToken"] as? String), try #require(try jsonObject(first)["refreshToken"] as? String)
+            )
+            // A page holding only the gateway's tokens (no cookie) starts the re-authentication.
+            var page = Browser(deployment)
+            page.resultKey = ResultKey()
+            let returnTo = FormEncoding.escape(TestDeployment.returnTo)
+            let start = try await page.send(
+                "\(deployment.gatewayURL)/v1/auth/github.com/start?return_to=\(returnTo)&login=octocat&mode=reauthenticate&result_challenge=\(page.resultKey.challenge)",
+                headers: ["Authorization": "Bearer \(idToken)", "Referer": "https://app.example.com/"])
+            #expect(start.status == 302, "\(start.status): \(start.bodyText)")
+            let approved = try await deployment.client.execute(OutboundRequest(url: try #require(start.headers["location"])))
+            let callback = try await page.send(try #require(approved.headers["location"]))
+            let location = try #require(callback.headers["location"])
+            let marker = try #require(location.range(of: "#gatehouse_result="))
+            let resultID = String(location[marker.upperBound...])
+            // Until the page redeems the result, its session goes on.
+            #expect(try await GatewayTokenTests.bearer(deployment, idToken).status == 200)
+            let redeemed = try await page.result(resultID)
+            #expect(redeemed.status == 200, "\(redeemed.bodyText)")
+            #expect(try jsonObject(redeemed)["operationType"] as? String == "reauthenticate")
+            #expect(try await GatewayTokenTests.bearer(deployment, idToken).status == 401)
+            #expect(try await GatewayTokenTests.refresh(deployment, refreshToken).status == 400)
+        }
+    }
+
     @Test("unlinking an identity ends the sessions that signed in with it, the caller's own excepted")
     func unlinkEndsItsSessions() async throws {
         try await withDeployment { deployment in

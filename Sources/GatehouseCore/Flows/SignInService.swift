@@ -147,7 +147,12 @@ public struct SignInService: Sendable {
             // A native app holds the gateway's tokens from the result; a cookie would land in
             // the system browser, where nothing uses it.
             if returnKind == .web { sessionValue = established.session?.value }
-            outcome = .answer(try established.result.tokenlessAnswer(), familyId: established.session?.familyId, replaces: nil)
+            // A re-authentication replaces the session that started it once its result is
+            // redeemed (a page's bearer session; a browser's cookie session the callback's new
+            // cookie has replaced already).
+            outcome = .answer(
+                try established.result.tokenlessAnswer(), familyId: established.session?.familyId,
+                replaces: mode == .reauthenticate ? transaction.sessionFamilyId : nil)
             metrics.signIn(providerId: provider.id, mode: mode, outcome: "ok")
         } catch let error as GatehouseError {
             logger.notice("sign-in failed", metadata: ["provider.id": "\(provider.id)", "signin.mode": "\(mode)", "error.code": "\(error.code)"])
