@@ -207,8 +207,9 @@ public actor GatehouseClient {
     /// (the connection broke after the gateway rotated the token) is sent again after a moment,
     /// twice at most, while the gateway's retry window (`GATEHOUSE_REFRESH_RETRY_WINDOW`, 10 s
     /// by default) still holds it: the gateway then answers the same successor, where a retry
-    /// of the spent token after the window would end the session. Each attempt waits
-    /// `refreshRetryBudget` at most, so no retry starts once the budget since the first is spent.
+    /// of the spent token after the window would end the session. No retry starts once
+    /// `refreshRetryBudget` has passed since the first attempt, and a retry's idle timeout is
+    /// what is left of it (the first attempt keeps the session's own).
     private func exchange(_ refreshToken: String) async throws -> Credentials {
         let body = try JSONSerialization.data(withJSONObject: ["grant_type": "refresh_token", "refresh_token": refreshToken])
         let started = ContinuousClock.now
@@ -216,7 +217,8 @@ public actor GatehouseClient {
         let data: Data
         while true {
             do {
-                data = try await send("POST", "v1/token", body: body, contentType: "application/json", timeout: Self.refreshRetryBudget).data
+                let left = Self.refreshRetryBudget - (ContinuousClock.now - started)
+                data = try await send("POST", "v1/token", body: body, contentType: "application/json", timeout: attempt == 0 ? nil : left).data
                 break
             } catch let error as URLError
                 where attempt < 2 && Self.mayHaveReachedTheGateway(error) && ContinuousClock.now - started < Self.refreshRetryBudget
@@ -269,7 +271,7 @@ public actor GatehouseClient {
         if !query.isEmpty { components?.queryItems = query }
         guard let url = components?.url else { throw GatehouseClientError.invalidArgument("cannot build a URL for \(path)") }
         var request = URLRequest(url: url)
-        if let timeout { request.timeoutInterval = Double(timeout.components.seconds) }
+        if let timeout { request.timeoutInterval = max(1, Double(timeout.components.seconds)) }
         request.httpMethod = method
         request.httpBody = body
         request.setValue("application/json", forHTTPHeaderField: "Accept")
