@@ -49,9 +49,13 @@ extension ClientRegistration {
         case .subPath:
             let base = registered.path.hasSuffix("/") ? registered.path : registered.path + "/"
             let loopback = ["127.0.0.1", "localhost", "::1", "[::1]"].contains(registered.host ?? "")
-            // A dot segment (or an encoded one) would leave the registered path once resolved.
-            let segments = url.percentEncodedPath.lowercased().split(separator: "/", omittingEmptySubsequences: false)
-            guard !segments.contains(where: { [".", "..", "%2e", "%2e%2e", ".%2e", "%2e."].contains($0) }) else { return false }
+            // A dot segment (or an encoded one), or an encoded separator that hides one, would
+            // leave the registered path once resolved.
+            let encoded = url.percentEncodedPath.lowercased()
+            let segments = encoded.split(separator: "/", omittingEmptySubsequences: false)
+            guard !segments.contains(where: { [".", "..", "%2e", "%2e%2e", ".%2e", "%2e."].contains($0) }),
+                !encoded.contains("%2f"), !encoded.contains("%5c")
+            else { return false }
             return registered.scheme == scheme && (registered.host == host || host.hasSuffix("." + (registered.host ?? "")))
                 && (loopback || registered.port == url.port) && (url.path == registered.path || url.path.hasPrefix(base))
         }

@@ -70,6 +70,7 @@ import Testing
             for other in [
                 "\(registered)evil", "https://127.0.0.1:9/v1/auth/p/callback", "http://127.0.0.1:9/v1/auth/q/callback",
                 "\(registered)#fragment", "\(registered)/../../q/callback", "\(registered)/%2E%2E/%2e%2e/q/callback",
+                "\(registered)%2F..%2F..%2Fq",
             ] {
                 #expect(try await github(other).status == 400, "\(other)")
             }
