@@ -7,14 +7,14 @@ import _ConnectionPoolModule
 /// PostgresStorage's `SessionStore` part.
 extension PostgresStorage {
     /// Saves a session.
-    public func insertSession(_ session: SessionRecord) async throws {
+    public func insertSession(_ session: SessionRecord, firstRefreshToken: NewRefreshToken?) async throws {
         // The account's row is read `FOR SHARE`, which a disable's `UPDATE` waits for (or
         // which waits for the disable and then reads the account as it left it): a disable
         // either sees this session and ends it, or this session is not written. One statement
         // (one commit) for the session, its first use and its first refresh token; the parts
         // a session does not carry insert no row (their values bound as NULL).
         let use = session.firstUse
-        let token = session.firstRefreshToken
+        let token = firstRefreshToken
         let written = try await changed(
             """
             WITH s AS (

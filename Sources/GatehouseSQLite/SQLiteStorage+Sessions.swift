@@ -5,7 +5,7 @@ import GatehouseCore
 /// SQLiteStorage's `SessionStore` part.
 extension SQLiteStorage {
     /// Saves a session.
-    public func insertSession(_ session: SessionRecord) async throws {
+    public func insertSession(_ session: SessionRecord, firstRefreshToken: NewRefreshToken?) async throws {
         try await write { db in
             // Checked in the write transaction, which SQLite runs alone: a disable commits
             // wholly before it (and is seen) or after it (and ends this session too).
@@ -23,7 +23,7 @@ extension SQLiteStorage {
                 ])
             // In the same transaction: one commit (one fsync) for the sign-in's session.
             if let use = session.firstUse { try Self.upsertSessionUse(familyId: session.familyId, use, db) }
-            if let token = session.firstRefreshToken { try Self.insertRefreshToken(token, db) }
+            if let token = firstRefreshToken { try Self.insertRefreshToken(token, db) }
         }
     }
     /// The session with this hash, if it has not expired.

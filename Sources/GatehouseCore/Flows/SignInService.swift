@@ -383,12 +383,13 @@ public struct SignInService: Sendable {
             // Written with the session, in its transaction: the sign-in costs no second commit.
             record.firstUse = SessionUse(at: now, clientAddress: origin.client.address, userAgent: origin.client.userAgent)
             var issued: GatewayTokenService.Issued?
-            if issuing { (issued, record.firstRefreshToken) = try await tokens.prepareIssue(for: record) }
+            var firstToken: NewRefreshToken?
+            if issuing { (issued, firstToken) = try await tokens.prepareIssue(for: record) }
             let signedIn = WebhookEvent.account(
                 .accountSignedIn, uid: signIn.account.uid, at: now,
                 ["providerId": .string(providerId), "mode": .string(mode.rawValue), "isNewUser": .bool(signIn.isNewUser)])
             do {
-                try await accounts.events.recording([signedIn]) { try await storage.insertSession(record) }
+                try await accounts.events.recording([signedIn]) { try await storage.insertSession(record, firstRefreshToken: firstToken) }
             } catch StorageError.changedMeanwhile {
                 // Disabled or deleted while the sign-in was under way (the hook was asked).
                 guard try await storage.account(uid: record.uid) == nil else { throw GatehouseError.userDisabled() }

@@ -144,10 +144,6 @@ public struct SessionRecord: Sendable, Equatable {
     /// The sign-in's client, written with the session as its first use (see `SessionUse`);
     /// not read back with the session.
     public var firstUse: SessionUse?
-    /// The first refresh token of the family, written in the session's transaction (an
-    /// ID-token sign-in answers it at once: the session and its token commit together or not
-    /// at all); not read back with the session.
-    public var firstRefreshToken: NewRefreshToken?
 
     /// Creates a session record; `familyId` defaults to a random one, `authenticatedAt` to
     /// `createdAt`.

@@ -66,7 +66,9 @@ extension CachedStore {
     }
 
     /// Saves a session (nothing held can be out of date: absent sessions are never cached).
-    public func insertSession(_ session: SessionRecord) async throws { try await base.insertSession(session) }
+    public func insertSession(_ session: SessionRecord, firstRefreshToken: NewRefreshToken?) async throws {
+        try await base.insertSession(session, firstRefreshToken: firstRefreshToken)
+    }
 
     /// A refresh token's session: always from the store (a rotation decides on it).
     public func session(refreshTokenHash: String, now: Date) async throws -> SessionRecord? {

@@ -2,11 +2,14 @@ import Foundation
 
 /// Sessions and their refresh-token families. Part of `GatehouseStorage`.
 public protocol SessionStore: Sendable {
-    /// Saves a session, with its first use and first refresh token when it carries them (one
-    /// transaction), unless its account is disabled or gone by the time it is written (a
-    /// disable while the app's hook was asked): then `StorageError.changedMeanwhile`, and
-    /// nothing written. A disable running at the same moment either ends it or is seen by it.
-    func insertSession(_ session: SessionRecord) async throws
+    /// Saves a session, with its first use when it carries one and `firstRefreshToken` when
+    /// given (one transaction: an ID-token sign-in answers its token at once, so the session
+    /// and its token commit together or not at all), unless its account is disabled or gone by
+    /// the time it is written (a disable while the app's hook was asked): then
+    /// `StorageError.changedMeanwhile`, and nothing written. A disable running at the same
+    /// moment either ends it or is seen by it. (A parameter, not a member of `SessionRecord`:
+    /// the record is held in the request path's async frames, which the frame check bounds.)
+    func insertSession(_ session: SessionRecord, firstRefreshToken: NewRefreshToken?) async throws
     /// The session with this hash, if it has not expired.
     func session(idHash: String, now: Date) async throws -> SessionRecord?
     /// The session of a refresh-token family (an ID token's `sid`), if it has not expired.
@@ -47,4 +50,11 @@ public protocol SessionStore: Sendable {
     func recordSessionUse(familyId: String, _ use: SessionUse) async throws
     /// The last recorded use of each of these sessions (those never recorded are missing).
     func sessionUses(familyIds: [String]) async throws -> [String: SessionUse]
+}
+
+extension SessionStore {
+    /// Saves a session without a first refresh token (`insertSession(_:firstRefreshToken:)`).
+    public func insertSession(_ session: SessionRecord) async throws {
+        try await insertSession(session, firstRefreshToken: nil)
+    }
 }
