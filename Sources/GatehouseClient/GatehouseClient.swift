@@ -30,11 +30,21 @@ public actor GatehouseClient {
     /// loopback address, else every call throws `invalidArgument`). `onCredentialsChange` is
     /// called with each new value of `credentials` (`nil`: signed out), on the client's actor:
     /// save them there, and `restore` them at the next start. One client per app process: two
-    /// clients refreshing one session spend each other's refresh tokens.
+    /// clients refreshing one session spend each other's refresh tokens. The client sends with a
+    /// session of its own made from `session`'s configuration (its protocol classes, proxies and
+    /// timeouts), which never follows a redirect: the gateway's answers are never redirects, and
+    /// a redirect followed would carry the ID token (its `Authorization` field) wherever a
+    /// misconfigured proxy points, and on platforms that resend a 307's body the refresh token
+    /// or a result's verifier as well. A redirect is `unexpectedAnswer` with its status.
     public init(baseURL: URL, session: URLSession = .shared, onCredentialsChange: (@Sendable (Credentials?) -> Void)? = nil) {
         self.baseURL = baseURL
-        self.session = session
+        self.session = URLSession(configuration: session.configuration, delegate: RefusingRedirects.shared, delegateQueue: nil)
         self.onCredentialsChange = onCredentialsChange
+    }
+
+    deinit {
+        // A session with a delegate lives until it is invalidated.
+        session.finishTasksAndInvalidate()
     }
 
     /// Credentials kept from an earlier run (the keychain).
@@ -279,7 +289,7 @@ public actor GatehouseClient {
         if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
         let (data, response) = try await session.data(for: request)
         guard let http = response as? HTTPURLResponse else { throw GatehouseClientError.unexpectedAnswer(status: 0) }
-        guard http.statusCode < 400 else { throw Self.problem(data, http) }
+        guard http.statusCode < 300 else { throw Self.problem(data, http) }
         return (data, http)
     }
 
@@ -330,5 +340,20 @@ public actor GatehouseClient {
             case refreshToken = "refresh_token"
             case expiresIn = "expires_in"
         }
+    }
+}
+
+/// The delegate of the client's session: refuses each redirect, so the redirect's own answer
+/// reaches the client (`unexpectedAnswer`). A session's delegate, as swift-corelibs-foundation
+/// asks no task delegate of an async request.
+private final class RefusingRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    static let shared = RefusingRedirects()
+
+    // The completion-handler form: swift-corelibs-foundation calls only this one.
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse, newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 }

@@ -10,7 +10,9 @@ public enum GatehouseClientError: Error, Sendable, Equatable {
     case invalidCallback
     /// A caller's argument the client refuses before any request.
     case invalidArgument(String)
-    /// The gateway answered something that is neither the expected answer nor a problem document.
+    /// The gateway answered something that is neither the expected answer nor a problem
+    /// document: a redirect among them, which the client never follows (`baseURL` must be the
+    /// gateway's public URL itself).
     case unexpectedAnswer(status: Int)
 }
 
