@@ -11,12 +11,16 @@ public final class SQLiteStorage: GatehouseStorage {
     let pool: DatabasePool
     /// The in-process named locks (`withLock`).
     let locks = KeyedLock()
+    /// How long a caller of `withLock` waits for a held lock before giving up.
+    let lockWait: Duration
     /// The data folder, named in errors about the disk.
     let folder: String
 
     /// Opens (or creates) the database file, readable by its owner only (0600; SQLite gives
-    /// its `-wal` and `-shm` files the same permissions).
-    public init(path: String) throws {
+    /// its `-wal` and `-shm` files the same permissions). `lockWait` bounds the wait for a named
+    /// lock (`withLock`).
+    public init(path: String, lockWait: Duration = .seconds(60)) throws {
+        self.lockWait = lockWait
         if !FileManager.default.fileExists(atPath: path) {
             _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
         }

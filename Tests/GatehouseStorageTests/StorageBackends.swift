@@ -15,6 +15,8 @@ struct StorageBackend: CustomTestStringConvertible, Sendable {
     let name: String
     /// A fresh, migrated store.
     let make: @Sendable () async throws -> any GatehouseStorage
+    /// A fresh, migrated store whose named locks' waiters give up after `lockWait`.
+    let makeWaiting: @Sendable (_ lockWait: Duration) async throws -> any GatehouseStorage
 
     var testDescription: String { name }
 
@@ -25,7 +27,14 @@ struct StorageBackend: CustomTestStringConvertible, Sendable {
 
     /// SQLite in a new temporary file per store.
     static let sqlite = StorageBackend(name: "SQLite") {
-        let storage = try SQLiteStorage(path: temporaryDatabasePath())
+        try await sqliteStore(lockWait: .seconds(60))
+    } makeWaiting: { lockWait in
+        try await sqliteStore(lockWait: lockWait)
+    }
+
+    /// A fresh, migrated SQLite store.
+    private static func sqliteStore(lockWait: Duration) async throws -> SQLiteStorage {
+        let storage = try SQLiteStorage(path: temporaryDatabasePath(), lockWait: lockWait)
         try await storage.migrate()
         return storage
     }
@@ -34,7 +43,14 @@ struct StorageBackend: CustomTestStringConvertible, Sendable {
     /// what the store answers, not how fast (`PostgresTestServer.store`): ten transactions
     /// queued on one row lock exceeded the production 5 s on a loaded 2-core machine.
     static let postgres = StorageBackend(name: "PostgreSQL") {
-        let storage = try PostgresTestServer.store(try await PostgresTestServer.freshDatabase(), maximumConnections: 6)
+        try await postgresStore(lockWait: .seconds(60))
+    } makeWaiting: { lockWait in
+        try await postgresStore(lockWait: lockWait)
+    }
+
+    /// A fresh, migrated PostgreSQL store.
+    private static func postgresStore(lockWait: Duration) async throws -> PostgresStorage {
+        let storage = try PostgresTestServer.store(try await PostgresTestServer.freshDatabase(), maximumConnections: 6, lockWait: lockWait)
         try await storage.migrate()
         return storage
     }
