@@ -97,7 +97,11 @@ struct KeysCommand: AsyncParsableCommand {
             }
             for key in keys {
                 let state = key.revokedAt.map { "revoked \(formatter.string(from: $0))" } ?? "active"
-                print("\(key.id)\t\(key.name)\t\(key.scopes.joined(separator: ","))\tcreated \(formatter.string(from: key.createdAt))\t\(state)")
+                // A name stored before names were held to plain text is printed with its
+                // controls escaped: the terminal shows them, rather than obeying them.
+                let name = key.name.unicodeScalars.map { $0.showsAsItself ? String($0) : "\\u{\(String($0.value, radix: 16, uppercase: true))}" }
+                    .joined()
+                print("\(key.id)\t\(name)\t\(key.scopes.joined(separator: ","))\tcreated \(formatter.string(from: key.createdAt))\t\(state)")
             }
         }
     }

@@ -249,6 +249,13 @@ struct AdminRoutesTests {
             #expect(try await Self.call(deployment, "/v1/users/nobody", key: vault).status == 403, "still active: a token-vault key only")
             let badScopes = try await Self.call(deployment, "/v1/admin/keys", key: key, method: "POST", body: #"{"name":"x","scopes":["root"]}"#)
             #expect(badScopes.status == 403)
+            // A name is plain text (`keys list` prints it to a terminal): no control, format or bidirectional character.
+            for name in [#"x\r\u001b[2K"#, #"x\ty"#, #"x\u202ey"#, #"x\u200by"#] {
+                let refused = try await Self.call(
+                    deployment, "/v1/admin/keys", key: key, method: "POST", body: #"{"name":"\#(name)","scopes":["profile:read"]}"#)
+                let code = try jsonObject(refused)["code"] as? String
+                #expect(refused.status == 400 && code == "invalid-argument", "\(name)")
+            }
             #expect(try await Self.call(deployment, "/v1/admin/keys/\(id)", key: key, method: "DELETE").status == 204)
             #expect(try await Self.call(deployment, "/v1/users/nobody", key: secret).status == 401, "revoked")
             #expect(try await Self.call(deployment, "/v1/admin/keys/\(id)", key: key, method: "DELETE").status == 404)

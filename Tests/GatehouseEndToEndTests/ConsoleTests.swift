@@ -548,19 +548,19 @@ struct ConsoleTests {
             #expect(keys?.count == 1, "only the test's own key: the cross-site forms created none")
 
             // Markup whose `<`, `>` and `"` each share a character with the scalar before them
-            // (U+0600 joins what follows it): escaped scalar by scalar, it is text too.
-            let joined = "job \u{600}<meta http-equiv=refresh content=0;url=https://evil.example/ \u{600}>\u{600}\"<b\u{301}>"
+            // (U+0D4E, a letter, joins what follows it): escaped scalar by scalar, it is text too.
+            let joined = "job \u{D4E}<meta http-equiv=refresh content=0;url=https://evil.example/ \u{D4E}>\u{D4E}\"<b\u{301}>"
             let named = try await AdminRoutesTests.call(
                 deployment, "/v1/admin/keys", key: key, method: "POST",
                 body: String(decoding: try JSONSerialization.data(withJSONObject: ["name": joined, "scopes": ["profile:read"]]), as: UTF8.self))
             #expect(named.status == 201 || named.status == 200, "\(named.bodyText)")
             let listing = Array(try await browser.send("\(deployment.gatewayURL)/admin/keys").body)
-            // Compared as bytes: a comparison of characters would not see `<` inside "\u{600}<".
+            // Compared as bytes: a comparison of characters would not see `<` inside "\u{D4E}<".
             func holds(_ text: String) -> Bool { listing.firstRange(of: Array(text.utf8)) != nil }
             #expect(
-                !holds("<meta http-equiv") && !holds("\u{600}>") && !holds("\u{600}\"") && !holds("<b\u{301}"),
+                !holds("<meta http-equiv") && !holds("\u{D4E}>") && !holds("\u{D4E}\"") && !holds("<b\u{301}"),
                 "\(String(decoding: listing, as: UTF8.self))")
-            #expect(holds("\u{600}&lt;meta http-equiv") && holds("\u{600}&gt;\u{600}&quot;&lt;b\u{301}&gt;"))
+            #expect(holds("\u{D4E}&lt;meta http-equiv") && holds("\u{D4E}&gt;\u{D4E}&quot;&lt;b\u{301}&gt;"))
 
             // The name is markup; every page shows it as text.
             for path in ["/admin/users", "/admin/users/\(uid)", "/admin/users?query=mallory"] {

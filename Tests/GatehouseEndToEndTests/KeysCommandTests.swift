@@ -64,6 +64,17 @@ struct KeysCommandTests {
         #expect(!listed.output.contains(secret))
         let id = try #require(listed.output.split(separator: "\t").first.map(String.init))
 
+        // A name is plain text: a control sequence in it would reach the operator's terminal.
+        let hiding = try await Self.run(["keys", "create-service", "x\u{1B}[8m", "--scopes", "profile:read"] + location, environment: environment)
+        #expect(hiding.status != 0 && hiding.output.contains("plain text"), "\(hiding.output)")
+        // One stored without that rule is listed with its controls shown, not obeyed.
+        try await storage.insertServiceKey(
+            ServiceKeyRecord(id: "sk_stored", name: "old\r\u{1B}[2K\u{202E}", secretHash: "unused", scopes: ["profile:read"], createdAt: Date()))
+        let shown = try await Self.run(["keys", "list"] + location, environment: environment)
+        let storedLine = shown.output.split(separator: "\n").first { $0.hasPrefix("sk_stored\t") }.map(String.init) ?? ""
+        #expect(storedLine.hasPrefix("sk_stored\told\\u{D}\\u{1B}[2K\\u{202E}\t"), "\(shown.output)")
+        #expect(!shown.output.unicodeScalars.contains("\u{1B}"))
+
         let service = ServiceKeyService(storage: storage)
         let key = try await service.authorize(secret: secret, scope: "photo:read")
         #expect(key.id == id)

@@ -55,8 +55,11 @@ public struct ServiceKeyService: Sendable {
     /// `actor` is the audit's (the command line by default; an operator's key over HTTP).
     public func create(name: String, scopes: [String], by actor: AuditActor = .commandLine) async throws -> (key: ServiceKeyRecord, secret: String) {
         let name = name.trimmingCharacters(in: .whitespaces)
-        guard !name.isEmpty, name.count <= 100, name.utf8.count <= 400 else {
-            throw GatehouseError.invalidArgument("A key needs a name of 1 to 100 characters (at most 400 bytes).")
+        // Plain text only: `keys list` prints names to an operator's terminal, where a control
+        // sequence could hide a key's line or forge others.
+        guard !name.isEmpty, name.count <= 100, name.utf8.count <= 400, name.unicodeScalars.allSatisfy(\.showsAsItself) else {
+            throw GatehouseError.invalidArgument(
+                "A key needs a name of 1 to 100 characters (at most 400 bytes) of plain text: no control, format or bidirectional characters.")
         }
         let unknown = scopes.filter { !Self.isKnown($0) }
         guard unknown.isEmpty, !scopes.isEmpty else {

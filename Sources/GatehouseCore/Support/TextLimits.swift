@@ -23,16 +23,29 @@ extension StringProtocol {
     public func displayable(characters: Int, bytes: Int) -> String {
         var kept = String.UnicodeScalarView()
         for scalar in unicodeScalars {
-            switch scalar.properties.generalCategory {
-            case .control where scalar == "\t" || scalar == "\n" || scalar == "\r": kept.append(" ")
-            case .control: continue
-            case .format where scalar != "\u{200C}" && scalar != "\u{200D}": continue
-            case .lineSeparator, .paragraphSeparator: kept.append(" ")
-            default: if !scalar.properties.isBidiControl { kept.append(scalar) }
+            if scalar.showsAsItself {
+                kept.append(scalar)
+            } else if scalar == "\t" || scalar == "\n" || scalar == "\r"
+                || [.lineSeparator, .paragraphSeparator].contains(scalar.properties.generalCategory)
+            {
+                kept.append(" ")
             }
         }
         var text = String(kept).trimmingCharacters(in: .whitespaces)
         if text.count > characters { text = String(text.prefix(characters)) }
         return text.truncated(toBytes: bytes)
+    }
+}
+
+extension Unicode.Scalar {
+    /// Whether the scalar shows as itself in plain text, where `displayable` keeps it: not a
+    /// control character, a bidirectional control, another invisible format character (the
+    /// joiners some scripts spell with excepted), nor a line or paragraph separator.
+    public var showsAsItself: Bool {
+        switch properties.generalCategory {
+        case .control, .lineSeparator, .paragraphSeparator: false
+        case .format: self == "\u{200C}" || self == "\u{200D}"
+        default: !properties.isBidiControl
+        }
     }
 }
