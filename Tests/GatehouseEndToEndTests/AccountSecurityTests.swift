@@ -186,11 +186,56 @@ struct AccountSecurityTests {
                 #expect(page.status == 200, "\(mode): \(page.bodyText)")
                 #expect(try jsonObject(page)["authorizationUrl"] as? String != nil)
             }
-            // A plain sign-in start is not cookie-authenticated: a cross-site link to it is fine.
-            let signIn = try await Self.navigate(
-                &browser, "/v1/auth/github.com/start?return_to=\(returnTo)&result_challenge=\(ResultKey().challenge)",
+        }
+    }
+
+    @Test(
+        "a web sign-in bound to a result challenge starts only from an allowed page: another site's page cannot bind the user's result to its own verifier; a program's start, an app's return and an unbound start are not refused"
+    )
+    func boundSignInStartsFromAnAllowedPage() async throws {
+        try await withDeployment(gateway: { $0.returnToAllowList.append(NativeAppTests.scheme) }) { deployment in
+            var browser = Browser(deployment)
+            let returnTo = FormEncoding.escape(TestDeployment.returnTo)
+            let path = "/v1/auth/github.com/start?return_to=\(returnTo)&login=octocat&result_challenge=\(ResultKey().challenge)"
+            // Another site's page navigating the user's browser there (with its own challenge: a
+            // provider that approves silently would complete the sign-in, and a leaked result
+            // id would give that site the user's tokens); an email's link; a sibling host.
+            let elsewhere: [OutboundHeaders] = [
+                ["Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"], ["Sec-Fetch-Site": "cross-site", "Referer": "https://evil.example/"],
+                ["Sec-Fetch-Site": "none"], ["Sec-Fetch-Site": "same-site", "Referer": "https://files.example.com/"],
+                ["Referer": "https://evil.example/page"], ["Referer": "https://app.example.com.evil.example/"], ["Referer": "not a url"],
+                ["Origin": "https://evil.example", "Accept": "application/json"],
+            ]
+            for headers in elsewhere {
+                let refused = try await Self.navigate(&browser, path, headers: headers)
+                #expect(refused.status == 403, "\(headers): \(refused.bodyText)")
+                #expect(try jsonObject(refused)["code"] as? String == "origin-not-allowed", "\(headers)")
+                #expect(refused.headers["set-cookie"] == nil, "\(headers)")
+            }
+            // The app's own page, and a program that shows no page at all (curl, a test client).
+            let fromThePage: [OutboundHeaders] = [
+                [:], ["Sec-Fetch-Site": "same-origin"], ["Sec-Fetch-Site": "cross-site", "Referer": "https://app.example.com/"],
+                ["Sec-Fetch-Site": "same-site", "Referer": "https://app.example.com/login?next=1"],
+                ["Origin": "https://app.example.com", "Sec-Fetch-Site": "same-site"],
+            ]
+            for headers in fromThePage {
+                let started = try await Self.navigate(&browser, path, headers: headers)
+                #expect(started.status == 302, "\(headers): \(started.bodyText)")
+            }
+            // An app's return stops at the consent page, which names the app: the system's
+            // browser opens its start from nowhere.
+            let app = "/v1/auth/github.com/start?return_to=\(FormEncoding.escape(NativeAppTests.scheme))&login=octocat"
+            let native = try await Self.navigate(
+                &browser, app + "&result_challenge=\(ResultKey().challenge)", headers: ["Sec-Fetch-Site": "cross-site"])
+            #expect(native.status == 302, "\(native.bodyText)")
+        }
+        // Without binding, a result goes to whoever holds its id, whoever started it.
+        try await withDeployment(gateway: { $0.requireResultBinding = false }) { deployment in
+            var browser = Browser(deployment)
+            let unbound = try await Self.navigate(
+                &browser, "/v1/auth/github.com/start?return_to=\(FormEncoding.escape(TestDeployment.returnTo))&login=octocat",
                 headers: ["Sec-Fetch-Site": "cross-site"])
-            #expect(signIn.status == 302)
+            #expect(unbound.status == 302, "\(unbound.bodyText)")
         }
     }
 

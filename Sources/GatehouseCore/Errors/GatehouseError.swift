@@ -430,10 +430,12 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
             retryAfter: retryAfter)
     }
 
-    /// `origin-not-allowed`: a cookie-authenticated change from a page of another origin.
-    public static func originNotAllowed() -> Self {
-        Self(
-            code: .originNotAllowed, detail: "Requests that change state with the session cookie must come from an allowed origin.")
+    /// `origin-not-allowed`: a cookie-authenticated change, or a bound sign-in's start, from a
+    /// page of another origin.
+    public static func originNotAllowed(
+        _ detail: String = "Requests that change state with the session cookie must come from an allowed origin."
+    ) -> Self {
+        Self(code: .originNotAllowed, detail: detail)
     }
 
     /// `internal`: details stay in the log (by request id), never in the answer.

@@ -34,9 +34,12 @@ public struct SignInService: Sendable {
 
     /// Validates the request, stores the transaction and builds the provider's authorize URL.
     /// `link` and `reauthenticate` need the signed-in account and its session (`signedIn`),
-    /// which the flow then lives no longer than.
+    /// which the flow then lives no longer than. `fromElsewhere`: the browser shows that the
+    /// start leaves a page that is not an allowed one; a web sign-in bound to a result
+    /// challenge is then refused (`origin-not-allowed`).
     public func start(
-        providerId: String, query: [(String, String)], existingBinding: String?, signedIn: FlowOwner?, logger: Logger
+        providerId: String, query: [(String, String)], existingBinding: String?, signedIn: FlowOwner?, fromElsewhere: Bool = false,
+        logger: Logger
     ) async throws -> Start {
         let provider = try providers.provider(providerId)
         let parameters = Dictionary(query, uniquingKeysWith: { first, _ in first })
@@ -50,6 +53,15 @@ public struct SignInService: Sendable {
         // 8252 §8.1): its result must be bound, whatever the web setting says.
         let resultChallenge = try ResultBinding.challenge(
             parameters["result_challenge"], required: configuration.requireResultBinding || returnKind.isNative)
+        // A bound result goes to whoever holds the verifier. Started by another site's page with
+        // its own challenge, a provider that approves silently would complete the user's
+        // sign-in in their browser, and a result id leaked from the return page (an open
+        // redirect, a script, a log) would give that site the user's tokens. A native return
+        // stops at the consent page instead, which names the app and the account.
+        if fromElsewhere, resultChallenge != nil, returnKind == .web {
+            throw GatehouseError.originNotAllowed(
+                "A sign-in whose result is bound (result_challenge) starts from an allowed page: this one came from another.")
+        }
         var custom = try CustomParameters.forwardable(from: query)
         if mode == .reauthenticate { custom = try Self.reauthenticationParameters(custom, provider: provider) }
         var scopes = provider.defaultScopes

@@ -122,6 +122,23 @@ final class BrowserPolicy: Sendable {
         else { throw GatehouseError.originNotAllowed() }
     }
 
+    /// Whether a navigation shows that it leaves a page that is not an allowed one: an `Origin`
+    /// outside the allowed set, a `Referer` on another origin, or no `Referer` from a browser
+    /// that marks its navigations (`Sec-Fetch-Site` other than `same-origin`: another site, a
+    /// sibling host, a link opened from an email). A request that shows neither (a program
+    /// such as curl or an app's HTTP library; a browser too old for Fetch Metadata whose page
+    /// sent no `Referer`) does not.
+    func navigationFromElsewhere(_ request: Request) -> Bool {
+        if let origin = request.headers[.origin] { return !origins.contains(origin) }
+        let site = request.headers[.secFetchSite]?.lowercased()
+        if site == "same-origin" { return false }
+        if let referer = request.headers[.referer] {
+            guard let origin = URLAllowList.webOrigin(of: referer) else { return true }
+            return !origins.contains(origin)
+        }
+        return site != nil
+    }
+
     /// Whether the request's `Origin` is an allowed one: `false` without the field, and
     /// `origin-not-allowed` thrown for any other origin (`null` included), which no later check
     /// of the request may then overrule.

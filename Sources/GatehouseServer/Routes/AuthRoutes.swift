@@ -31,10 +31,13 @@ struct AuthRoutes {
             let providerId = try context.parameters.require("providerId")
             let query: [(String, String)]
             let owner: FlowOwner?
+            // A start URL an app made with its ID token is the app's own, wherever it is opened.
+            var fromElsewhere = false
             if let token = request.queryDictionary["start_token"] {
                 // An app's one-time start URL: its parameters and account, checked when it was made.
                 (query, owner) = try await signIn.takeStartLink(token: token, providerId: providerId)
             } else {
+                fromElsewhere = browser.navigationFromElsewhere(request)
                 // Only link and re-authentication look at who is signed in.
                 let mode = try SignInMode(parameter: request.queryDictionary["mode"])
                 let signedIn = mode == .signIn ? nil : try await context.user()
@@ -47,7 +50,7 @@ struct AuthRoutes {
             }
             let start = try await signIn.start(
                 providerId: providerId, query: query, existingBinding: request.cookie(cookies.transactionName), signedIn: owner,
-                logger: context.logger)
+                fromElsewhere: fromElsewhere, logger: context.logger)
             var response =
                 request.wantsJSON
                 ? try Response.json(["authorizationUrl": start.authorizationURL])
