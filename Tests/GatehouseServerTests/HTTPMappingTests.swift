@@ -147,6 +147,13 @@ struct HTTPMappingTests {
                 #expect(refused.problemCode == "origin-not-allowed")
                 #expect(refused.headers[.accessControlAllowOrigin] == nil)
             }
+            // Whether an answer carries CORS fields depends on the request's `Origin`, so every
+            // answer says so: a shared cache must not give an allowed app the copy it kept of an
+            // answer without them (the key set and the discovery document are cacheable).
+            for origin in [nil, "https://evil.example", "https://app.example.com"] {
+                let keys = try await client.execute(uri: "/.well-known/jwks.json", method: .get, headers: origin.map { [.origin: $0] } ?? [:])
+                #expect(keys.status == .ok && keys.headers[values: .vary].contains("Origin"), "\(origin ?? "no Origin"): \(keys.headers)")
+            }
             // Five results per minute per client; the sixth waits.
             var statuses: [HTTPResponse.Status] = []
             var retryAfter: String?

@@ -75,13 +75,16 @@ final class BrowserPolicy: Sendable {
     }
 
     /// Adds the CORS headers an allowed origin gets on every answer but the console's
-    /// (`path`, the request's).
+    /// (`path`, the request's), and `Vary: Origin` to every such answer, with an `Origin` or
+    /// without: a shared cache keeps the key set and the discovery document, and must not give
+    /// an allowed app the copy it kept of an answer without the CORS fields.
     func decorate(_ response: inout Response, for request: Request, path: String) {
-        guard let origin = request.headers[.origin], origins.contains(origin), !Self.isConsole(path) else { return }
+        guard !Self.isConsole(path) else { return }
+        response.headers.append(HTTPField(name: .vary, value: "Origin"))
+        guard let origin = request.headers[.origin], origins.contains(origin) else { return }
         response.headers[.accessControlAllowOrigin] = origin
         response.headers[.accessControlAllowCredentials] = "true"
         response.headers[.accessControlExposeHeaders] = Self.exposedHeaders
-        response.headers.append(HTTPField(name: .vary, value: "Origin"))
     }
 
     /// Throws `origin-not-allowed` for a cookie-authenticated change without an allowed
