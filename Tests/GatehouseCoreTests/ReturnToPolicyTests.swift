@@ -156,6 +156,32 @@ import Testing
         }
     }
 
+    @Test(
+        "GATEHOUSE_ALLOWED_ORIGINS: each entry is an origin as browsers send it, https outside development mode; any other entry, which would match nothing, is refused with the form to write"
+    )
+    func allowedOrigins() throws {
+        let refused = [
+            ("https://app.example.com/", "write https://app.example.com"), ("https://app.example.com:443", "write https://app.example.com"),
+            ("https://App.Example.com", "write https://app.example.com"), ("https://app.example.com/login", "write https://app.example.com"),
+            ("app.example.com", "not an origin"), ("https://user@app.example.com", "not an origin"),
+            ("http://app.example.com", "plain http"), ("http://127.0.0.1:3000", "plain http"),
+        ]
+        for (entry, said) in refused {
+            var configuration = GatewayConfiguration(publicURL: "https://gw.example", returnToAllowList: [])
+            configuration.allowedOrigins = [entry]
+            let error = #expect(throws: GatehouseError.self, "\(entry)") { try configuration.validate() }
+            #expect(error?.code == .invalidArgument && error?.detail.contains(said) == true, "\(entry): \(String(describing: error))")
+        }
+        for entry in ["https://app.example.com", "https://app.example.com:8443", "https://[2001:db8::1]"] {
+            var configuration = GatewayConfiguration(publicURL: "https://gw.example", returnToAllowList: [])
+            configuration.allowedOrigins = [entry]
+            #expect(throws: Never.self, "\(entry)") { try configuration.validate() }
+        }
+        var development = GatewayConfiguration(publicURL: "http://127.0.0.1:8080", returnToAllowList: [], developmentMode: true)
+        development.allowedOrigins = ["http://127.0.0.1:3000"]
+        #expect(throws: Never.self) { try development.validate() }
+    }
+
     @Test("allow-list entries: private-use schemes need a dot and must not be a browser scheme; plain http only to loopback")
     func entries() throws {
         for good in ["com.example.app:/oauth2redirect", "http://127.0.0.1/callback", "http://[::1]/cb", "https://app.example/"] {

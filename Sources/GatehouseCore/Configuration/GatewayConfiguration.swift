@@ -310,6 +310,23 @@ public struct GatewayConfiguration: Sendable {
                 "the console signs operators in with return_to \(consoleReturn), which GATEHOUSE_RETURN_TO_ALLOWLIST must admit: add \(consoleReturn)"
             )
         }
+        // Browsers send `Origin` as `scheme://host[:port]`, lower case, the scheme's default port
+        // left out: an entry written any other way would match no request, silently.
+        for entry in allowedOrigins ?? [] {
+            guard let origin = URLAllowList.webOrigin(of: entry), origin == entry else {
+                let written = URLAllowList.webOrigin(of: entry).map { "; write \($0)" } ?? ""
+                throw GatehouseError.invalidArgument(
+                    "GATEHOUSE_ALLOWED_ORIGINS: \(entry.truncated(toBytes: 200).debugDescription) is not an origin as browsers send it (scheme://host[:port], no path, no default port)\(written)"
+                )
+            }
+            // A page served over plain http can be rewritten on the network, and an allowed
+            // origin's script acts with the user's cookie.
+            guard developmentMode || entry.hasPrefix("https://") else {
+                throw GatehouseError.invalidArgument(
+                    "GATEHOUSE_ALLOWED_ORIGINS: \(entry.debugDescription) is plain http, allowed only in development mode (GATEHOUSE_DEVELOPMENT=true)"
+                )
+            }
+        }
         do {
             _ = try TrustedProxies(parsing: trustedProxies)
         } catch {

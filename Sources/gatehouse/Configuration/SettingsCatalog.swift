@@ -141,7 +141,10 @@ enum SettingsCatalog {
             "GATEHOUSE_RETURN_TO_ALLOWLIST", .list,
             "`return_to` entries: https origins + path prefixes, native apps' schemes, desktop loopback addresses (no port); a plain `http` page on this machine (a loopback port, `localhost`) only in development mode"
         ),
-        Setting("GATEHOUSE_ALLOWED_ORIGINS", .list, "exact browser origins for CORS and cookie writes (default: the `return_to` origins)"),
+        Setting(
+            "GATEHOUSE_ALLOWED_ORIGINS", .list,
+            "exact browser origins for CORS and cookie writes (default: the `return_to` origins), each as browsers send `Origin` (`https://app.example.com`: no path, no default port), `https` outside development mode"
+        ),
         Setting(
             "GATEHOUSE_TRUSTED_PROXIES", .list,
             "addresses or CIDR ranges of reverse proxies whose `X-Forwarded-For` names the client and whose `X-Request-Id` is adopted"),
