@@ -12,7 +12,7 @@ import ServiceLifecycle
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "demo", abstract: "Run Gatehouse with the provider emulator and the demo page.")
 
-    @Option(help: "The gateway's port (0 picks a free one).")
+    @Option(help: "The gateway's port (0 picks a free one; GATEHOUSE_PORT is serve's, not read here).")
     var port = 8080
 
     @Option(help: "The emulator's port (0 picks a free one).")

@@ -91,6 +91,22 @@ struct AccountSecurityTests {
                     uid, ["github.com", "oidc.emulator"]
                 ))
         }
+        // The window holds when the provider answers, not only when the flow starts: a flow
+        // lives ten minutes, which would give a session near the window's end ten more.
+        try await withDeployment(gateway: { $0.recentLoginWindow = 60 }) { deployment in
+            var holder = Browser(deployment)
+            let uid = try account(try await holder.complete(login: "octocat")).uid
+            deployment.clock.advance(by: 50)
+            let callback = try await holder.authorize(login: Self.olive, provider: "oidc.emulator", mode: "link")
+            deployment.clock.advance(by: 11)
+            let returned = try await holder.send(callback)
+            let location = try #require(returned.headers["location"], "\(returned.status): \(returned.bodyText)")
+            let foundId = location.range(of: "#gatehouse_result=").map { String(location[$0.upperBound...]) }
+            let late = try await holder.result(try #require(foundId))
+            #expect(try jsonObject(late)["code"] as? String == "requires-recent-login", "\(late.bodyText)")
+            let me = try await holder.send("\(deployment.gatewayURL)/v1/me")
+            #expect(try account(me) == (uid, ["github.com"]))
+        }
     }
 
     @Test("a stolen result id redeems nothing without its verifier, and stays redeemable by the browser that started the flow")

@@ -132,8 +132,8 @@ public struct SignInService: Sendable {
                 throw GatehouseError.invalidIdPResponse("The provider's callback has no code.")
             }
             // Before the code is spent: a flow whose session ended (signed out everywhere, say)
-            // asks the provider nothing.
-            try await requireLiveSession(transaction.sessionFamilyId)
+            // asks the provider nothing, nor a link whose session is no longer a recent login.
+            try await requireLiveSession(transaction.sessionFamilyId, linking: mode == .link)
             let completed = try await provider.completeSignIn(
                 CallbackParameters(
                     code: code, codeVerifier: transaction.codeVerifier, redirectURI: transaction.redirectURI, nonce: transaction.nonce,
@@ -347,11 +347,19 @@ public struct SignInService: Sendable {
     /// (`familyId`) has ended since: signed out (everywhere), revoked, or its account disabled
     /// or deleted. Whoever held that session (a stolen cookie or token) cannot finish a flow
     /// they started before the owner ended it. A check, not a lock: a sign-out that lands
-    /// while the hooks are asked about the flow does not stop its write.
-    func requireLiveSession(_ familyId: String?) async throws {
+    /// while the hooks are asked about the flow does not stop its write. With `linking`, also
+    /// `requires-recent-login` once that session's authentication is older than the
+    /// recent-login window.
+    func requireLiveSession(_ familyId: String?, linking: Bool = false) async throws {
         guard let familyId else { return }
-        guard try await storage.session(familyId: familyId, now: configuration.clock.now()) != nil else {
+        let now = configuration.clock.now()
+        guard let session = try await storage.session(familyId: familyId, now: now) else {
             throw GatehouseError.invalidState("The session that started this flow has ended; sign in again.")
+        }
+        // Adding a sign-in method needs a recent login when the provider answers, not only at
+        // the start: a flow lives ten minutes, which would extend the window by as much.
+        if linking, now.timeIntervalSince(session.authenticatedAt) > configuration.recentLoginWindow {
+            throw GatehouseError.requiresRecentLogin(window: Int(configuration.recentLoginWindow))
         }
     }
 
@@ -508,6 +516,8 @@ public struct SignInService: Sendable {
                 let held = try await openHeldLink(sealed, key: key)
                 // A link whose session has ended is not put to the user, nor one for an
                 // address taken off the allow-list since.
+                // The recent-login window held when the provider answered (`callback`); the
+                // app's user then weighs the identity it names for as long as the link is held.
                 try await requireLiveSession(held.sessionFamilyId)
                 guard returnToPolicy.kind(of: held.returnTo) != nil else {
                     throw refusedReturn(providerId: held.providerId, mode: held.mode, logger: logger)

@@ -20,7 +20,7 @@ enum SettingsCatalog {
             "GATEHOUSE_PUBLIC_URL", .url,
             "public base URL (required for `serve`); callbacks are `{url}/v1/auth/{provider}/callback`"),
         Setting("GATEHOUSE_HOST", .text, default: "127.0.0.1", "the public listener's address; also `--host`"),
-        Setting("GATEHOUSE_PORT", .port, default: "8080", "the public listener's port; also `--port`"),
+        Setting("GATEHOUSE_PORT", .port, default: "8080", "the public listener's port; also `serve --port` (`demo` takes `--port` only)"),
         Setting(
             "GATEHOUSE_OPS_ADDRESS", .address, default: "127.0.0.1:9090",
             "the operations listener (`/metrics`, detailed `/readyz`, `/healthz`); `[::1]:9090` for IPv6; `demo`: a free loopback port"),
