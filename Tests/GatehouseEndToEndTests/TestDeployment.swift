@@ -269,6 +269,20 @@ final class TestDeployment: Sendable {
                 method: "POST", url: "\(emulatorURL)/_emulator/\(path)", headers: ["Content-Type": "application/json"], body: Array(json.utf8)))
     }
 
+    /// The detailed `/readyz` (its JSON; a problem document while not ready) once `condition`
+    /// holds of it, asked every 50 ms for 20 s at most (then the last answer). A provider answers
+    /// readiness within half a second, and a loaded machine may finish a cold cache's discovery
+    /// fetch after that: the fetch goes on and fills the cache for a later probe.
+    func readiness(until condition: ([String: Any]) -> Bool) async throws -> [String: Any] {
+        var answer: [String: Any] = [:]
+        for _ in 0..<400 {
+            answer = try jsonObject(try await client.execute(OutboundRequest(url: "\(operationsURL)/readyz")))
+            if condition(answer) { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return answer
+    }
+
     /// The emulator's call counts by `METHOD path`.
     func emulatorStats() async throws -> [String: Int] {
         let response = try await client.execute(OutboundRequest(url: "\(emulatorURL)/_emulator/stats"))

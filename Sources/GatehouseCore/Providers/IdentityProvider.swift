@@ -171,6 +171,9 @@ public protocol IdentityProvider: Sendable {
     func signIn(idToken: String, rawNonce: String?) async throws -> ProviderSignIn
     /// Why the provider cannot sign anyone in right now, for `/readyz`; `nil` when it can.
     func readinessProblem() async -> String?
+    /// `readinessProblem()` within `limit`: past it, what is known of the provider without
+    /// waiting. A load balancer's probe cannot wait for a provider that is slow or down.
+    func readinessProblem(within limit: Duration) async -> String?
     /// A new access token from the refresh token (the refresh token may rotate); throws
     /// `provider-reauth-required` when the grant is gone.
     func refresh(_ tokens: ProviderTokens) async throws -> ProviderTokens
@@ -222,5 +225,12 @@ extension IdentityProvider {
     /// A provider without validators reads the profile anew.
     public func fetchProfile(tokens: ProviderTokens, previous: ProviderProfile) async throws -> ProviderProfile {
         try await fetchProfile(tokens: tokens)
+    }
+}
+
+extension IdentityProvider {
+    /// `readinessProblem()` within `limit`, else that it did not answer in time.
+    public func readinessProblem(within limit: Duration) async -> String? {
+        await Deadline.answer(within: limit) { await self.readinessProblem() } ?? "\(id): it did not answer within \(limit)."
     }
 }

@@ -85,11 +85,11 @@ struct OperationsRoutes {
         }
         // A provider whose discovery is wrong is reported, by name and reason; the others still
         // serve. Asked all at once: a cold cache fetches each discovery document, and one after
-        // the other the probe would take the sum of their latencies (each up to the upstream
-        // timeout while a provider is down), past any load balancer's probe timeout.
+        // the other the probe would take the sum of their latencies. Each answers within half a
+        // second: a provider that is slow or down cannot hold the probe for the upstream timeout.
         let problems = await withTaskGroup(of: (String, String?).self) { group in
             for id in providers.ids {
-                group.addTask { (id, await (try? providers.provider(id))?.readinessProblem()) }
+                group.addTask { (id, await (try? providers.provider(id))?.readinessProblem(within: .milliseconds(500))) }
             }
             var problems: [String: String] = [:]
             for await (id, problem) in group {

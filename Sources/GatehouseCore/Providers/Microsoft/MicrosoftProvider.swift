@@ -93,6 +93,12 @@ public struct MicrosoftProvider: IdentityProvider {
         return await engines.engine(configuration.tenant).readinessProblem()
     }
 
+    /// Discovery problems of the default tenant, within `limit` (`OIDCProvider`'s).
+    public func readinessProblem(within limit: Duration) async -> String? {
+        if let problem = health.readinessProblem { return problem }
+        return await engines.engine(configuration.tenant).readinessProblem(within: limit)
+    }
+
     /// Graph `/me`, normalized; the email is verified only for personal accounts (their
     /// sign-in name) or with the ID token's `xms_edov` for that same address.
     public func fetchProfile(tokens: ProviderTokens) async throws -> ProviderProfile {
