@@ -161,6 +161,43 @@ struct MicrosoftSignInTests {
         }
     }
 
+    @Test(
+        "a configured audience is a restriction: under organizations, tenant= cannot name common, consumers or the personal accounts' tenant; under consumers, nothing else"
+    )
+    func audienceRestriction() async throws {
+        let refusedUnder = [
+            "organizations": ["common", "consumers", MicrosoftDirectory.consumersTenant, MicrosoftDirectory.consumersTenant.uppercased()],
+            "consumers": ["common", "organizations", MicrosoftDirectory.tenantA.id, MicrosoftDirectory.tenantA.domain],
+        ]
+        let allowedUnder = [
+            "organizations": ["organizations", MicrosoftDirectory.tenantA.id, MicrosoftDirectory.tenantB.domain],
+            "consumers": ["consumers", MicrosoftDirectory.consumersTenant],
+        ]
+        for audience in ["organizations", "consumers"] {
+            try await withDeployment(microsoft: { $0.tenant = audience }) { deployment in
+                func start(_ tenant: String) async throws -> OutboundResponse {
+                    var caller = Browser(deployment)
+                    return try await caller.start(
+                        "return_to=\(FormEncoding.escape(TestDeployment.returnTo))&tenant=\(tenant)", provider: "microsoft.com")
+                }
+                for tenant in refusedUnder[audience] ?? [] {
+                    let refused = try await start(tenant)
+                    #expect(refused.status == 403, "\(audience): \(tenant) \(refused.bodyText)")
+                    #expect(try jsonObject(refused)["code"] as? String == "operation-not-allowed", "\(audience): \(tenant)")
+                }
+                for tenant in allowedUnder[audience] ?? [] {
+                    let started = try await start(tenant)
+                    #expect(started.status == 302, "\(audience): \(tenant) \(started.bodyText)")
+                }
+                // The personal account the audience keeps out does not get in through tenant=.
+                var personal = Browser(deployment)
+                let (status, json) = try await Self.signIn(&personal, audience == "organizations" ? Self.steven : Self.adele, extra: "&tenant=common")
+                #expect(status == 403 && json["code"] as? String == "operation-not-allowed", "\(audience): \(status) \(json)")
+                #expect(try await deployment.accountCount() == 0)
+            }
+        }
+    }
+
     /// The emulator's count of discovery reads for `tenant`.
     static func discoveryReads(_ stats: [String: Int], _ tenant: String) -> Int {
         stats["GET /microsoft/\(tenant)/v2.0/.well-known/openid-configuration"] ?? 0

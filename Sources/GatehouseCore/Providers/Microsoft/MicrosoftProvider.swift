@@ -44,11 +44,14 @@ public struct MicrosoftProvider: IdentityProvider {
         // A configured tenant GUID or domain is a restriction, not a default: `tenant=` may name
         // only a permitted tenant (never common, organizations or consumers). Otherwise an
         // allow-list still refuses a GUID outside it.
+        // A configured audience (`organizations`, `consumers`) is a restriction too: `tenant=`
+        // may not name an endpoint that admits accounts it keeps out.
         let permitted = configuration.permittedTenants
         let refused =
             configuration.restrictsTenant
             ? !permitted.contains(tenant.lowercased())
-            : !permitted.isEmpty && MicrosoftTenants.isGUID(tenant) && !permitted.contains(tenant.lowercased())
+            : !MicrosoftTenants.audience(configuration.tenant, admitsEndpoint: tenant)
+                || (!permitted.isEmpty && MicrosoftTenants.isGUID(tenant) && !permitted.contains(tenant.lowercased()))
         if refused {
             throw GatehouseError.operationNotAllowed("Accounts of this Microsoft tenant may not sign in here.", situation: .refusedByPolicy)
         }

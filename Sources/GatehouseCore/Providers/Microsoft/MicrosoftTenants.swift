@@ -30,6 +30,19 @@ public enum MicrosoftTenants {
         isValid(value.lowercased()) && !audiences.contains(value.lowercased()) && !isGUID(value)
     }
 
+    /// Whether `tenant=` may name `requested` under the configured audience `configured`
+    /// (`common`, `organizations` or `consumers`): an endpoint that admits no account the
+    /// configured one refuses. `organizations` takes work tenants (by name, GUID or domain),
+    /// never `common`, `consumers` or the personal accounts' GUID; `consumers` takes only itself.
+    public static func audience(_ configured: String, admitsEndpoint requested: String) -> Bool {
+        let requested = requested.lowercased()
+        switch configured.lowercased() {
+        case "organizations": return !["common", "consumers", consumers].contains(requested)
+        case "consumers": return ["consumers", consumers].contains(requested)
+        default: return true
+        }
+    }
+
     /// Whether a token of tenant `tid` can come from the endpoint of `endpoint`: any tenant for
     /// `common`, work tenants for `organizations`, the personal tenant for `consumers`, that
     /// GUID for a GUID. A domain cannot be checked offline: `IDTokenValidator` compares `tid`
