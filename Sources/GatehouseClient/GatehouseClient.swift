@@ -13,6 +13,8 @@ public actor GatehouseClient {
     /// The gateway's public URL.
     public nonisolated let baseURL: URL
     private let session: URLSession
+    /// Whether `session` is the client's own, made to refuse redirects (see `init`).
+    private let ownsSession: Bool
     /// The tokens of the signed-in user, `nil` before a sign-in and after sign-out.
     public private(set) var credentials: Credentials? {
         didSet { if credentials != oldValue { onCredentialsChange?(credentials) } }
@@ -30,21 +32,28 @@ public actor GatehouseClient {
     /// loopback address, else every call throws `invalidArgument`). `onCredentialsChange` is
     /// called with each new value of `credentials` (`nil`: signed out), on the client's actor:
     /// save them there, and `restore` them at the next start. One client per app process: two
-    /// clients refreshing one session spend each other's refresh tokens. The client sends with a
-    /// session of its own made from `session`'s configuration (its protocol classes, proxies and
-    /// timeouts), which never follows a redirect: the gateway's answers are never redirects, and
-    /// a redirect followed would carry the ID token (its `Authorization` field) wherever a
-    /// misconfigured proxy points, and on platforms that resend a 307's body the refresh token
-    /// or a result's verifier as well. A redirect is `unexpectedAnswer` with its status.
+    /// clients refreshing one session spend each other's refresh tokens.
+    ///
+    /// The gateway's answers are never redirects, and a redirect followed would carry the ID
+    /// token (its `Authorization` field) wherever a misconfigured proxy points, and on platforms
+    /// that resend a 307's body the refresh token or a result's verifier as well. So a
+    /// `session` without a delegate is replaced by one made from its configuration (its
+    /// protocol classes, proxies and timeouts) that never follows a redirect. A `session` with
+    /// a delegate of its own (certificate pinning, client certificates) is used as it is, so
+    /// that its delegate keeps answering; that delegate must refuse redirects itself
+    /// (`urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)` handing
+    /// back `nil`). Either way a redirect's answer is `unexpectedAnswer` with its status.
     public init(baseURL: URL, session: URLSession = .shared, onCredentialsChange: (@Sendable (Credentials?) -> Void)? = nil) {
         self.baseURL = baseURL
-        self.session = URLSession(configuration: session.configuration, delegate: RefusingRedirects.shared, delegateQueue: nil)
+        ownsSession = session.delegate == nil
+        self.session =
+            ownsSession ? URLSession(configuration: session.configuration, delegate: RefusingRedirects.shared, delegateQueue: nil) : session
         self.onCredentialsChange = onCredentialsChange
     }
 
     deinit {
-        // A session with a delegate lives until it is invalidated.
-        session.finishTasksAndInvalidate()
+        // A session with a delegate lives until it is invalidated (only the client's own).
+        if ownsSession { session.finishTasksAndInvalidate() }
     }
 
     /// Credentials kept from an earlier run (the keychain).
@@ -289,6 +298,8 @@ public actor GatehouseClient {
         if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
         let (data, response) = try await session.data(for: request)
         guard let http = response as? HTTPURLResponse else { throw GatehouseClientError.unexpectedAnswer(status: 0) }
+        // A redirect's body is whoever answered it, never the gateway's problem document.
+        if (300..<400).contains(http.statusCode) { throw GatehouseClientError.unexpectedAnswer(status: http.statusCode) }
         guard http.statusCode < 300 else { throw Self.problem(data, http) }
         return (data, http)
     }

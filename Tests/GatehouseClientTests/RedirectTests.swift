@@ -5,6 +5,10 @@ import Glibc
 import Synchronization
 import Testing
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// A gateway URL that answers with a redirect (a misconfigured proxy, a hostile network) gets
 /// nothing from the client: no refresh token, no ID token, no result verifier elsewhere.
 @Suite("GatehouseClient and redirects")
@@ -16,8 +20,13 @@ struct RedirectTests {
             answer: "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(tokens.utf8.count)\r\n\r\n\(tokens)")
         defer { elsewhere.stop() }
         for status in ["307 Temporary Redirect", "302 Found"] {
+            // Whatever the redirect's body says (here a problem document that would end the
+            // session), it is not the gateway's answer.
+            let problem = #"{"type":"about:blank","title":"Invalid refresh token","status":400,"code":"invalid-refresh-token"}"#
             let gateway = try ScriptedServer(
-                answer: "HTTP/1.1 \(status)\r\nLocation: http://127.0.0.1:\(elsewhere.port)/v1/token\r\nContent-Length: 0\r\n\r\n")
+                answer:
+                    "HTTP/1.1 \(status)\r\nLocation: http://127.0.0.1:\(elsewhere.port)/v1/token\r\nContent-Type: application/problem+json\r\nContent-Length: \(problem.utf8.count)\r\n\r\n\(problem)"
+            )
             defer { gateway.stop() }
             let client = GatehouseClient(baseURL: try #require(URL(string: "http://127.0.0.1:\(gateway.port)")))
             let kept = Credentials(idToken: "eyJ.kept.sig", refreshToken: "kept-refresh-token", expiresAt: Date().addingTimeInterval(3600))
@@ -35,6 +44,35 @@ struct RedirectTests {
         }
         let reached = elsewhere.requests()
         #expect(reached.isEmpty, "followed to \(reached)")
+    }
+
+    @Test("a session with a delegate of its own (certificate pinning) is used as it is: its delegate is asked about the redirect")
+    func ownDelegateIsKept() async throws {
+        let gateway = try ScriptedServer(
+            answer: "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:9/v1/token\r\nContent-Length: 0\r\n\r\n")
+        defer { gateway.stop() }
+        let delegate = CountingRedirects()
+        let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let client = GatehouseClient(baseURL: try #require(URL(string: "http://127.0.0.1:\(gateway.port)")), session: session)
+        await client.restore(Credentials(idToken: "eyJ.kept.sig", refreshToken: "kept", expiresAt: Date().addingTimeInterval(3600)))
+        await #expect(throws: GatehouseClientError.unexpectedAnswer(status: 307)) { try await client.me() }
+        let asked = delegate.asked.withLock { $0 }
+        #expect(asked == 1)
+    }
+}
+
+/// A session delegate that refuses redirects, as the client's documentation asks of an app's
+/// own delegate, and counts them.
+private final class CountingRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    let asked = Mutex(0)
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse, newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        asked.withLock { $0 += 1 }
+        completionHandler(nil)
     }
 }
 
