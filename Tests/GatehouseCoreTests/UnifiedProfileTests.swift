@@ -34,6 +34,26 @@ import Testing
         #expect(unified.photoURL == nil)
     }
 
+    @Test(
+        "an address a provider vouches for but one account per verified email could never hold (a trailing dot, a space inside) is not shown verified, in the profile or its provider's entry"
+    )
+    func unmatchableAddressesAreNotVerified() {
+        for address in ["octocat@github.com.", "octocat @github.com", "octocat@@github.com", "@github.com"] {
+            let unified = UnifiedProfile.build(
+                account: account,
+                profiles: [ProviderProfile(providerId: "oidc.loose", federatedId: "s", email: address, emailVerified: true)],
+                photoBaseURL: "http://gw/p")
+            #expect(unified.email == address && !unified.emailVerified, "\(address)")
+            #expect(unified.providers.first?.emailVerified == false, "\(address)")
+        }
+        // One in another case or with white space around it is held in its normalized form: verified.
+        let padded = UnifiedProfile.build(
+            account: account,
+            profiles: [ProviderProfile(providerId: "oidc.x", federatedId: "s", email: " Ada@Example.COM", emailVerified: true)],
+            photoBaseURL: "http://gw/p")
+        #expect(padded.emailVerified)
+    }
+
     @Test func everyKeyIsPresentEvenWhenNull() throws {
         let unified = UnifiedProfile.build(
             account: account, profiles: [ProviderProfile(providerId: "github.com", federatedId: "1")], photoBaseURL: "http://gw/p")

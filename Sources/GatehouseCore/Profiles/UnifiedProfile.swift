@@ -167,9 +167,12 @@ public struct UnifiedProfile: Sendable, Codable, Equatable {
     /// Builds the unified profile from an account and its providers' profiles (oldest link first).
     ///
     /// The first provider with a value wins for names; the email is the first **verified**
-    /// one, else the first unverified one shown with `emailVerified: false`.
+    /// one, else the first unverified one shown with `emailVerified: false`. An address counts
+    /// as verified only in a form one account per verified email holds it by
+    /// (`EmailAddress.verified(of:)`): `octocat@github.com.` or `octocat @github.com`, which
+    /// that rule never registers, is shown unverified, whatever its provider says.
     public static func build(account: AccountRecord, profiles: [ProviderProfile], photoBaseURL: String) -> UnifiedProfile {
-        let verified = profiles.first { $0.email != nil && $0.emailVerified }
+        let verified = profiles.first { EmailAddress.verified(of: $0) != nil }
         let anyEmail = profiles.first { $0.email != nil }
         let hasPhoto = profiles.contains { $0.photoSourceURL != nil }
         return UnifiedProfile(
@@ -184,7 +187,7 @@ public struct UnifiedProfile: Sendable, Codable, Equatable {
             providers: profiles.map { profile in
                 ProviderEntry(
                     providerId: profile.providerId, federatedId: profile.federatedId, username: profile.username,
-                    displayName: profile.displayName, email: profile.email, emailVerified: profile.emailVerified,
+                    displayName: profile.displayName, email: profile.email, emailVerified: EmailAddress.verified(of: profile) != nil,
                     photoURL: profile.photoSourceURL == nil ? nil : "\(photoBaseURL)?provider=\(FormEncoding.escape(profile.providerId))",
                     profileURL: profile.profileURL, tenantId: profile.tenantId, jobTitle: profile.jobTitle)
             },
