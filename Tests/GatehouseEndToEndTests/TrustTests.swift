@@ -193,7 +193,9 @@ struct TrustTests {
                 #expect(answer.status == 200, "\(answer.bodyText)")
                 #expect(answer.headers["cache-control"] == "private, no-store")
                 #expect(answer.headers.values("cache-control").count == 1)
-                #expect(answer.headers.values("vary") == ["Cookie, Authorization"], "\(answer.headers.values("vary"))")
+                // The gateway's own, and no other: the provider's `Vary: Accept` does not pass.
+                let varies = Set(answer.headers.values("vary"))
+                #expect(varies == ["Cookie, Authorization", "Origin"], "\(varies)")
                 #expect(answer.headers["expires"] == nil)
                 #expect(answer.headers["etag"] == "\"events-1\"")
             }
