@@ -99,8 +99,10 @@ struct KeysCommand: AsyncParsableCommand {
                 let state = key.revokedAt.map { "revoked \(formatter.string(from: $0))" } ?? "active"
                 // A name stored before names were held to plain text is printed with its
                 // controls escaped: the terminal shows them, rather than obeying them.
-                let name = key.name.unicodeScalars.map { $0.showsAsItself ? String($0) : "\\u{\(String($0.value, radix: 16, uppercase: true))}" }
-                    .joined()
+                // A backslash is doubled, so an escape printed here is never a name's own text.
+                let name = key.name.unicodeScalars.map { scalar in
+                    scalar == "\\" ? "\\\\" : scalar.showsAsItself ? String(scalar) : "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+                }.joined()
                 print("\(key.id)\t\(name)\t\(key.scopes.joined(separator: ","))\tcreated \(formatter.string(from: key.createdAt))\t\(state)")
             }
         }

@@ -69,10 +69,11 @@ struct KeysCommandTests {
         #expect(hiding.status != 0 && hiding.output.contains("plain text"), "\(hiding.output)")
         // One stored without that rule is listed with its controls shown, not obeyed.
         try await storage.insertServiceKey(
-            ServiceKeyRecord(id: "sk_stored", name: "old\r\u{1B}[2K\u{202E}", secretHash: "unused", scopes: ["profile:read"], createdAt: Date()))
+            ServiceKeyRecord(
+                id: "sk_stored", name: "old\\u{1B}\r\u{1B}[2K\u{202E}", secretHash: "unused", scopes: ["profile:read"], createdAt: Date()))
         let shown = try await Self.run(["keys", "list"] + location, environment: environment)
         let storedLine = shown.output.split(separator: "\n").first { $0.hasPrefix("sk_stored\t") }.map(String.init) ?? ""
-        #expect(storedLine.hasPrefix("sk_stored\told\\u{D}\\u{1B}[2K\\u{202E}\t"), "\(shown.output)")
+        #expect(storedLine.hasPrefix("sk_stored\told\\\\u{1B}\\u{D}\\u{1B}[2K\\u{202E}\t"), "\(shown.output)")
         #expect(!shown.output.unicodeScalars.contains("\u{1B}"))
 
         let service = ServiceKeyService(storage: storage)

@@ -70,6 +70,10 @@ import Testing
         let timedOut = Task { try await hasty.withLock("refresh|held") { "taken from its holder" } }
         let timedOutOutcome = try #require(await Self.outcome(of: timedOut, within: .seconds(20)), "the waiter never gave up")
         #expect(throws: StorageError.unavailable) { try timedOutOutcome.get() }
+        // The waiter that gave up took nothing from the holder: the next one waits, and gives up, too.
+        let next = Task { try await hasty.withLock("refresh|held") { "taken from its holder" } }
+        let nextOutcome = try #require(await Self.outcome(of: next, within: .seconds(20)), "the next waiter never gave up")
+        #expect(throws: StorageError.unavailable) { try nextOutcome.get() }
         held.release()
         try await held.done.value
         let free = try await hasty.withLock("refresh|held") { 42 }

@@ -60,7 +60,8 @@ public struct SignInService: Sendable {
         // stops at the consent page instead, which names the app and the account.
         if fromElsewhere, resultChallenge != nil, returnKind == .web {
             throw GatehouseError.originNotAllowed(
-                "A sign-in whose result is bound (result_challenge) starts from an allowed page: this one came from another.")
+                "A sign-in whose result is bound (result_challenge) starts from an allowed page, and this one came from another: the page must send its origin as Referer (the default Referrer-Policy does; no-referrer does not), or start with fetch and Accept: application/json."
+            )
         }
         var custom = try CustomParameters.forwardable(from: query)
         if mode == .reauthenticate { custom = try Self.reauthenticationParameters(custom, provider: provider) }
