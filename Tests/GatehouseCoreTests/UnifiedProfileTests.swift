@@ -35,7 +35,7 @@ import Testing
     }
 
     @Test(
-        "an address a provider vouches for but one account per verified email could never hold (a trailing dot, a space inside) is not shown verified, in the profile or its provider's entry"
+        "an address a provider vouches for but one account per verified email could never hold (a trailing dot, a space inside) is not shown verified: in the profile, its provider's entry, hooks or a link's confirmation"
     )
     func unmatchableAddressesAreNotVerified() {
         for address in ["octocat@github.com.", "octocat @github.com", "octocat@@github.com", "@github.com"] {
@@ -45,6 +45,10 @@ import Testing
                 photoBaseURL: "http://gw/p")
             #expect(unified.email == address && !unified.emailVerified, "\(address)")
             #expect(unified.providers.first?.emailVerified == false, "\(address)")
+            // Hooks and a link's confirmation say the same as the profile.
+            let loose = ProviderProfile(providerId: "oidc.loose", federatedId: "s", email: address, emailVerified: true)
+            #expect(!HookRequest.Profile(loose).emailVerified, "\(address)")
+            #expect(GatehouseError.linkConfirmationRequired(loose).extensions["emailStatus"] == "unverified", "\(address)")
         }
         // One in another case or with white space around it is held in its normalized form: verified.
         let padded = UnifiedProfile.build(

@@ -491,7 +491,7 @@ public struct AccountService: Sendable {
     private func askNew(account: AccountRecord, profile: ProviderProfile, origin: SignInOrigin) async throws -> HookAllowance {
         guard hooks.asks(.beforeCreate) || hooks.asks(.beforeSignIn) else { return .nothing }
         var subject = HookRequest.Account(
-            uid: nil, email: profile.email, emailVerified: profile.email != nil && profile.emailVerified, displayName: profile.displayName,
+            uid: nil, email: profile.email, emailVerified: profile.emailCountsAsVerified, displayName: profile.displayName,
             providers: [profile.providerId], customClaims: [:], isNew: true)
         let data = { (subject: HookRequest.Account) in
             HookRequest.Payload(

@@ -362,7 +362,7 @@ public struct GatehouseError: Error, Sendable, Codable, Equatable, CustomStringC
     public static func linkConfirmationRequired(_ profile: ProviderProfile) -> Self {
         var identity = ["providerId": profile.providerId, "federatedId": profile.federatedId]
         identity["email"] = profile.email
-        identity["emailStatus"] = profile.email == nil ? nil : (profile.emailVerified ? "verified" : "unverified")
+        identity["emailStatus"] = profile.email == nil ? nil : (profile.emailCountsAsVerified ? "verified" : "unverified")
         identity["displayName"] = profile.displayName
         identity["username"] = profile.username
         identity["tenantId"] = profile.tenantId

@@ -118,7 +118,7 @@ public struct HookRequest: Sendable, Encodable {
             providerId = profile.providerId
             federatedId = profile.federatedId
             email = profile.email
-            emailVerified = profile.emailVerified
+            emailVerified = profile.emailCountsAsVerified
             displayName = profile.displayName
             givenName = profile.givenName
             familyName = profile.familyName

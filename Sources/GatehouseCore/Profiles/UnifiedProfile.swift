@@ -172,7 +172,7 @@ public struct UnifiedProfile: Sendable, Codable, Equatable {
     /// (`EmailAddress.verified(of:)`): `octocat@github.com.` or `octocat @github.com`, which
     /// that rule never registers, is shown unverified, whatever its provider says.
     public static func build(account: AccountRecord, profiles: [ProviderProfile], photoBaseURL: String) -> UnifiedProfile {
-        let verified = profiles.first { EmailAddress.verified(of: $0) != nil }
+        let verified = profiles.first(where: \.emailCountsAsVerified)
         let anyEmail = profiles.first { $0.email != nil }
         let hasPhoto = profiles.contains { $0.photoSourceURL != nil }
         return UnifiedProfile(
@@ -187,7 +187,7 @@ public struct UnifiedProfile: Sendable, Codable, Equatable {
             providers: profiles.map { profile in
                 ProviderEntry(
                     providerId: profile.providerId, federatedId: profile.federatedId, username: profile.username,
-                    displayName: profile.displayName, email: profile.email, emailVerified: EmailAddress.verified(of: profile) != nil,
+                    displayName: profile.displayName, email: profile.email, emailVerified: profile.emailCountsAsVerified,
                     photoURL: profile.photoSourceURL == nil ? nil : "\(photoBaseURL)?provider=\(FormEncoding.escape(profile.providerId))",
                     profileURL: profile.profileURL, tenantId: profile.tenantId, jobTitle: profile.jobTitle)
             },

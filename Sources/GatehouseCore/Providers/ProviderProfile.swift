@@ -59,3 +59,13 @@ public struct ProviderProfile: Sendable, Codable, Equatable {
         self.rawUserInfo = rawUserInfo
     }
 }
+
+extension ProviderProfile {
+    /// Whether the address counts as verified wherever the gateway says so (the unified
+    /// profile, its ID token, hooks, the live profile, a link's confirmation): the provider
+    /// vouches for it, in a form one account per verified email can hold it by
+    /// (`EmailAddress.verified(of:)`). `octocat@github.com.` or `octocat @github.com`, which that
+    /// rule never registers, does not count, whatever its provider says: an app that normalizes
+    /// addresses more loosely could take it for another.
+    public var emailCountsAsVerified: Bool { EmailAddress.verified(of: self) != nil }
+}

@@ -137,7 +137,7 @@ struct ProviderProfileView: Encodable, Equatable, Sendable {
         try c.encode(profile.givenName, forKey: .givenName)
         try c.encode(profile.familyName, forKey: .familyName)
         try c.encode(profile.email, forKey: .email)
-        try c.encode(profile.emailVerified, forKey: .emailVerified)
+        try c.encode(profile.emailCountsAsVerified, forKey: .emailVerified)
         try c.encode(profile.profileURL, forKey: .profileURL)
         try c.encode(profile.tenantId, forKey: .tenantId)
         try c.encode(profile.locale, forKey: .locale)
