@@ -42,7 +42,9 @@ public actor GatehouseClient {
     /// a delegate of its own (certificate pinning, client certificates) is used as it is, so
     /// that its delegate keeps answering; that delegate must refuse redirects itself
     /// (`urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)` handing
-    /// back `nil`). Either way a redirect's answer is `unexpectedAnswer` with its status.
+    /// back `nil`), or a followed redirect carries the request where it points. Either way a
+    /// redirect's answer, and an answer from another origin, is `unexpectedAnswer`, and the
+    /// credentials stay as they were.
     public init(baseURL: URL, session: URLSession = .shared, onCredentialsChange: (@Sendable (Credentials?) -> Void)? = nil) {
         self.baseURL = baseURL
         ownsSession = session.delegate == nil
@@ -298,8 +300,13 @@ public actor GatehouseClient {
         if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
         let (data, response) = try await session.data(for: request)
         guard let http = response as? HTTPURLResponse else { throw GatehouseClientError.unexpectedAnswer(status: 0) }
-        // A redirect's body is whoever answered it, never the gateway's problem document.
+        // A redirect's body is whoever answered it, never the gateway's problem document; and
+        // an answer from another origin (a redirect an app's own session followed, its delegate
+        // not refusing it) is never the gateway's either.
         if (300..<400).contains(http.statusCode) { throw GatehouseClientError.unexpectedAnswer(status: http.statusCode) }
+        if let answered = http.url, Self.origin(of: answered) != Self.origin(of: baseURL) {
+            throw GatehouseClientError.unexpectedAnswer(status: http.statusCode)
+        }
         guard http.statusCode < 300 else { throw Self.problem(data, http) }
         return (data, http)
     }

@@ -62,6 +62,31 @@ struct RedirectTests {
     }
 }
 
+extension RedirectTests {
+    @Test("an app's session whose delegate follows a redirect: the answer from elsewhere is unexpected, and the credentials stay")
+    func followedRedirectIsNotTaken() async throws {
+        let tokens = #"{"id_token":"eyJ.elsewhere.sig","refresh_token":"elsewhere","expires_in":3600}"#
+        let elsewhere = try ScriptedServer(
+            answer: "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(tokens.utf8.count)\r\n\r\n\(tokens)")
+        defer { elsewhere.stop() }
+        let gateway = try ScriptedServer(
+            answer: "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:\(elsewhere.port)/v1/token\r\nContent-Length: 0\r\n\r\n")
+        defer { gateway.stop() }
+        let session = URLSession(configuration: .ephemeral, delegate: PinningOnly(), delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let client = GatehouseClient(baseURL: try #require(URL(string: "http://127.0.0.1:\(gateway.port)")), session: session)
+        let kept = Credentials(idToken: "eyJ.kept.sig", refreshToken: "kept-refresh-token", expiresAt: Date().addingTimeInterval(3600))
+        await client.restore(kept)
+        await #expect(throws: GatehouseClientError.unexpectedAnswer(status: 200)) { try await client.refresh() }
+        let credentials = await client.credentials
+        #expect(credentials == kept)
+    }
+}
+
+/// A session delegate that answers nothing about redirects, as one written for certificate
+/// pinning may: URLSession follows them.
+private final class PinningOnly: NSObject, URLSessionTaskDelegate, Sendable {}
+
 /// A session delegate that refuses redirects, as the client's documentation asks of an app's
 /// own delegate, and counts them.
 private final class CountingRedirects: NSObject, URLSessionTaskDelegate, Sendable {
