@@ -456,6 +456,15 @@ struct UpstreamTrustTests {
             #expect(waited < .seconds(20), "\(waited)")
             #expect(try await deployment.emulatorStats()[Self.discoveryEndpoint] == 1)
         }
+        // An expired document serves a slow hourly refresh: the provider stays ready meanwhile.
+        try await withDeployment { deployment in
+            let warm = try await deployment.readiness { ($0["providers"] as? [String])?.contains("oidc.emulator") == true }
+            #expect((warm["providers"] as? [String])?.contains("oidc.emulator") == true, "\(warm)")
+            deployment.clock.advance(by: 3601)
+            _ = try await deployment.control("faults", #"{"endpoint": "\#(Self.discoveryEndpoint)", "holdMs": 5000, "times": 1}"#)
+            let refreshing = try jsonObject(try await deployment.client.execute(OutboundRequest(url: "\(deployment.operationsURL)/readyz")))
+            #expect((refreshing["providers"] as? [String])?.contains("oidc.emulator") == true, "\(refreshing)")
+        }
     }
 
     @Test(

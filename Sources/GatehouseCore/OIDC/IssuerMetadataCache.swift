@@ -54,6 +54,8 @@ public actor IssuerMetadataCache {
     private var loggedSkips: Set<String> = []
     /// Why the provider is disabled, for `/readyz`.
     public private(set) var disabledReason: String?
+    /// Whether a discovery document is held, expired or not: a slow refresh serves it meanwhile.
+    public var holdsDocument: Bool { document != nil }
 
     /// Creates an empty cache.
     public init(

@@ -157,10 +157,12 @@ public struct OIDCProvider: IdentityProvider {
     /// provider that is slow or down would hold a probe for the upstream timeout, past any load
     /// balancer's probe timeout, and take every instance out of rotation with it: past `limit`
     /// the fetch goes on (its callers share it, and it fills the cache for the next probe), and
-    /// the probe is told why the provider was last disabled, or that its discovery is awaited.
+    /// the probe is told why the provider was last disabled, or, without a document to serve
+    /// meanwhile (an expired one serves a slow refresh), that its discovery is awaited.
     public func readinessProblem(within limit: Duration) async -> String? {
         if let answer = await Deadline.answer(within: limit, { await self.readinessProblem() }) { return answer }
-        return await metadata.disabledReason ?? "\(id): its discovery document did not come within \(limit)."
+        if let reason = await metadata.disabledReason { return reason }
+        return await metadata.holdsDocument ? nil : "\(id): its discovery document did not come within \(limit)."
     }
 
     /// The live profile from userinfo; the caller checks that `sub` is the linked identity.
