@@ -85,7 +85,9 @@ enum SettingsCatalog {
         Setting("GATEHOUSE_GITHUB_AVATAR_URL_PREFIXES", .list, "URL prefixes avatars may be fetched from"),
         Setting("GATEHOUSE_MICROSOFT_CLIENT_ID", .text, "enables Microsoft (`microsoft.com`)"),
         Setting("GATEHOUSE_MICROSOFT_CLIENT_SECRET", .secret, "its client secret"),
-        Setting("GATEHOUSE_MICROSOFT_TENANT", .text, default: "common", "`common`, `organizations`, `consumers`, a tenant GUID or domain"),
+        Setting(
+            "GATEHOUSE_MICROSOFT_TENANT", .text, default: "common",
+            "`common`, `organizations`, `consumers`, a tenant GUID or domain; every one but `common` restricts `tenant=` to what it admits"),
         Setting("GATEHOUSE_MICROSOFT_ALLOWED_TENANTS", .list, "tenant GUIDs (GUIDs only) a `tenant=` start may name and whose accounts may sign in"),
         Setting("GATEHOUSE_MICROSOFT_LOGIN_URL", .url, "the identity platform's base"),
         Setting("GATEHOUSE_MICROSOFT_GRAPH_URL", .url, "Microsoft Graph's base"),
