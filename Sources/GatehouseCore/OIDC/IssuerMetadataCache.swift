@@ -82,16 +82,21 @@ public actor IssuerMetadataCache {
             if let failed = lastDiscoveryFailure, now.timeIntervalSince(failed) < configuration.jwksRefetchCooldown { return document.value }
         }
         do {
-            // The fetch stores its document itself, before the run ends: a caller that finds
-            // no run going on finds the document it brought.
+            // The fetch stores its document, or its failure, itself, before the run ends: a
+            // caller that finds no run going on finds what it brought, even when every caller
+            // that waited for it has left (a readiness probe stops waiting after half a second).
             let fetch = discoveryFetches.task(for: Self.discoveryKey) {
-                let fresh = try await self.fetchDiscovery()
-                await self.store(fresh)
-                return fresh
+                do {
+                    let fresh = try await self.fetchDiscovery()
+                    await self.store(fresh)
+                    return fresh
+                } catch {
+                    await self.recordFailure(error)
+                    throw error
+                }
             }
             return try await discoveryFetches.value(of: fetch)
         } catch let error as GatehouseError where error.code == .providerMisconfigured {
-            document = nil
             throw error
         } catch is CancellationError where Task.isCancelled {
             // This caller went away; the fetch goes on for the others. (A fetch cut short by
@@ -100,8 +105,17 @@ public actor IssuerMetadataCache {
         } catch {
             // A stale document is better than none while the provider is unreachable.
             guard let document else { throw error }
-            lastDiscoveryFailure = clock.now()
             return document.value
+        }
+    }
+
+    /// Keeps what a failed discovery fetch means: a misconfigured provider's document is
+    /// dropped; while an expired one serves, the provider is asked again only after the cooldown.
+    private func recordFailure(_ error: any Error) {
+        if let error = error as? GatehouseError, error.code == .providerMisconfigured {
+            document = nil
+        } else if document != nil {
+            lastDiscoveryFailure = clock.now()
         }
     }
 
