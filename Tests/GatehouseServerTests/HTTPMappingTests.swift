@@ -126,6 +126,8 @@ struct HTTPMappingTests {
             #expect(allowed.status == .noContent)
             #expect(allowed.headers[.accessControlAllowOrigin] == "https://app.example.com")
             #expect(allowed.headers[.accessControlAllowCredentials] == "true")
+            let varyOrigin = allowed.headers[values: .vary].filter { $0 == "Origin" }.count
+            #expect(varyOrigin == 1, "decorated once: \(allowed.headers[values: .vary])")
             // What the passthrough takes (PUT, PATCH) and answers with (paging links, the
             // providers' rate-limit headers) is open to the app's script too.
             let methods = Set(

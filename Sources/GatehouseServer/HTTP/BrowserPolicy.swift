@@ -70,7 +70,7 @@ final class BrowserPolicy: Sendable {
         response.headers[.accessControlAllowMethods] = Self.allowedMethods
         response.headers[.accessControlAllowHeaders] = Self.allowedHeaders
         response.headers[.accessControlMaxAge] = "600"
-        decorate(&response, for: request, path: request.uri.path)
+        // The CORS fields and `Vary` come with every answer's decoration (`decorate`).
         return response
     }
 
