@@ -15,9 +15,7 @@ import Testing
 struct RedirectTests {
     @Test("a 307 or 302 from the gateway's URL is an unexpected answer, and the request is never sent where it points")
     func redirectsAreNotFollowed() async throws {
-        let tokens = #"{"id_token":"eyJ.elsewhere.sig","refresh_token":"elsewhere","expires_in":3600}"#
-        let elsewhere = try ScriptedServer(
-            answer: "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(tokens.utf8.count)\r\n\r\n\(tokens)")
+        let elsewhere = try ScriptedServer.answeringTokens()
         defer { elsewhere.stop() }
         for status in ["307 Temporary Redirect", "302 Found"] {
             // Whatever the redirect's body says (here a problem document that would end the
@@ -65,9 +63,7 @@ struct RedirectTests {
 extension RedirectTests {
     @Test("an app's session whose delegate follows a redirect: the answer from elsewhere is unexpected, and the credentials stay")
     func followedRedirectIsNotTaken() async throws {
-        let tokens = #"{"id_token":"eyJ.elsewhere.sig","refresh_token":"elsewhere","expires_in":3600}"#
-        let elsewhere = try ScriptedServer(
-            answer: "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(tokens.utf8.count)\r\n\r\n\(tokens)")
+        let elsewhere = try ScriptedServer.answeringTokens()
         defer { elsewhere.stop() }
         let gateway = try ScriptedServer(
             answer: "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:\(elsewhere.port)/v1/token\r\nContent-Length: 0\r\n\r\n")
@@ -131,6 +127,14 @@ private final class ScriptedServer: Sendable {
                 _ = Glibc.close(connection)
             }
         }
+    }
+
+    /// A server elsewhere that answers every request with a token grant's answer: a redirect
+    /// followed there would bring its tokens back.
+    static func answeringTokens() throws -> ScriptedServer {
+        let tokens = #"{"id_token":"eyJ.elsewhere.sig","refresh_token":"elsewhere","expires_in":3600}"#
+        return try ScriptedServer(
+            answer: "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(tokens.utf8.count)\r\n\r\n\(tokens)")
     }
 
     /// The requests received so far, each as its text.
