@@ -24,6 +24,10 @@ public struct CurlClientConfiguration: Sendable {
     /// Transfers of one `OutboundRequest.owner` in flight and waiting together, at most; one
     /// beyond fails at once as `ownerOverloaded`. Requests without an owner are not counted.
     public var maxTransfersPerOwner: Int
+    /// `.high` transfers of one `OutboundRequest.share` in flight and waiting together, at
+    /// most; one beyond fails at once as `overloaded`. `.normal` requests and requests without
+    /// a share are not counted.
+    public var maxHighTransfersPerShare: Int
     /// Slots of `maxTransfers` only `.high` requests may take (at most `maxTransfers − 1`):
     /// `.normal` ones run in the rest, so that callers filling those with stalled calls cannot
     /// keep the gateway's own flows waiting. `.high` requests wait in a line of their own, as
@@ -35,8 +39,8 @@ public struct CurlClientConfiguration: Sendable {
     public var streamBufferBytes: Int
 
     /// The defaults: system CA store, 5 s connect, 30 s total, 16 MiB cap, 256 cached
-    /// connections, 1,024 transfers in flight and as many waiting, no limit per owner, none
-    /// reserved.
+    /// connections, 1,024 transfers in flight and as many waiting, no limit per owner or
+    /// share, none reserved.
     public init(
         caBundlePath: String? = nil,
         connectTimeout: Duration = .seconds(5),
@@ -46,6 +50,7 @@ public struct CurlClientConfiguration: Sendable {
         maxTransfers: Int = 1024,
         maxWaitingTransfers: Int = 1024,
         maxTransfersPerOwner: Int = .max,
+        maxHighTransfersPerShare: Int = .max,
         reservedTransfers: Int = 0,
         userAgent: String = "Gatehouse/0.1 libcurl",
         streamBufferBytes: Int = 256 << 10
@@ -58,6 +63,7 @@ public struct CurlClientConfiguration: Sendable {
         self.maxTransfers = max(1, maxTransfers)
         self.maxWaitingTransfers = max(0, maxWaitingTransfers)
         self.maxTransfersPerOwner = max(1, maxTransfersPerOwner)
+        self.maxHighTransfersPerShare = max(1, maxHighTransfersPerShare)
         self.reservedTransfers = min(max(0, reservedTransfers), self.maxTransfers - 1)
         self.userAgent = userAgent
         self.streamBufferBytes = streamBufferBytes

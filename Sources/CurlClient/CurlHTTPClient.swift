@@ -27,6 +27,7 @@ public final class CurlHTTPClient: Sendable {
         self.driver = CurlMultiDriver(
             maxCachedConnections: configuration.maxCachedConnections, maxTransfers: configuration.maxTransfers,
             maxWaiting: configuration.maxWaitingTransfers, maxPerOwner: configuration.maxTransfersPerOwner,
+            maxHighPerShare: configuration.maxHighTransfersPerShare,
             reserved: configuration.reservedTransfers)
     }
 

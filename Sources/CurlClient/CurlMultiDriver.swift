@@ -49,8 +49,12 @@ final class CurlMultiDriver: Sendable {
     /// Starts the driver thread. At most `maxTransfers` run at once, of which `reserved` only
     /// `.high` requests may take; up to `maxWaiting` more of each priority wait in line for
     /// them, and a request beyond those fails as `overloaded`, one beyond `maxPerOwner` of its
-    /// owner's as `ownerOverloaded`.
-    init(maxCachedConnections: Int, maxTransfers: Int = 1024, maxWaiting: Int = 1024, maxPerOwner: Int = .max, reserved: Int = 0) {
+    /// owner's as `ownerOverloaded`, and a `.high` one beyond `maxHighPerShare` of its share's as
+    /// `overloaded`.
+    init(
+        maxCachedConnections: Int, maxTransfers: Int = 1024, maxWaiting: Int = 1024, maxPerOwner: Int = .max, maxHighPerShare: Int = .max,
+        reserved: Int = 0
+    ) {
         guard let multi = curl_multi_init() else {
             fatalError("curl_multi_init failed: libcurl is unusable")
         }
@@ -88,7 +92,7 @@ final class CurlMultiDriver: Sendable {
                     multi: handle.raw, epoll: epoll, wake: wake,
                     limits: .init(
                         transfers: max(1, maxTransfers), waiting: max(0, maxWaiting), perOwner: max(1, maxPerOwner),
-                        reserved: min(max(0, reserved), max(1, maxTransfers) - 1)),
+                        highPerShare: max(1, maxHighPerShare), reserved: min(max(0, reserved), max(1, maxTransfers) - 1)),
                     load: self.load))
         }
         thread.start()
@@ -186,11 +190,13 @@ func monotonicNanoseconds() -> UInt64 {
 /// Never touched from another thread, so it needs no locking.
 private final class DriverLoop {
     /// How many transfers run at once, how many more wait for them (in each line), how many
-    /// one owner may have, and how many of the slots only `.high` transfers may take.
+    /// one owner may have, how many `.high` ones one share may have, and how many of the slots
+    /// only `.high` transfers may take.
     struct Limits {
         var transfers: Int
         var waiting: Int
         var perOwner: Int
+        var highPerShare: Int
         var reserved: Int
     }
 
@@ -218,6 +224,8 @@ private final class DriverLoop {
     /// Transfers in flight and waiting of each owner that has any (so at most as many
     /// entries as transfers).
     private var ownerCounts: [String: Int] = [:]
+    /// `.high` transfers in flight and waiting of each share that has any.
+    private var shareCounts: [String: Int] = [:]
     /// Where the counts are published for other threads.
     let load: LoadCounters
     /// When waiting transfers were last checked for their timeouts.
@@ -308,6 +316,11 @@ private final class DriverLoop {
             transfer.fail(OutboundError(kind: .overloaded, message: "too many calls are in flight and waiting"))
             return
         }
+        if priority == .high, let share = transfer.request.share, shareCounts[share, default: 0] >= limits.highPerShare {
+            load.countRefusal()
+            transfer.fail(Self.shareTaken)
+            return
+        }
         if let owner = transfer.request.owner {
             let count = ownerCounts[owner, default: 0]
             guard count < limits.perOwner else {
@@ -317,6 +330,10 @@ private final class DriverLoop {
             }
             ownerCounts[owner] = count + 1
             transfer.countedForOwner = true
+        }
+        if priority == .high, let share = transfer.request.share {
+            shareCounts[share, default: 0] += 1
+            transfer.countedForShare = true
         }
         if startsNow {
             start(transfer)
@@ -369,8 +386,16 @@ private final class DriverLoop {
     /// overload (never sent), not the upstream's slowness, which `timedOut` would blame.
     private static let waitedTooLong = OutboundError(kind: .overloaded, message: "the timeout elapsed while waiting for a free slot")
 
-    /// Stops counting `transfer` against its owner: it left the line or ended.
+    /// A `.high` call refused because its share holds as many calls as it may.
+    private static let shareTaken = OutboundError(kind: .overloaded, message: "too many calls to this upstream are in flight and waiting")
+
+    /// Stops counting `transfer` against its owner and its share: it left the line or ended.
     func ended(_ transfer: Transfer) {
+        if transfer.countedForShare, let share = transfer.request.share {
+            transfer.countedForShare = false
+            let count = shareCounts[share, default: 1] - 1
+            shareCounts[share] = count > 0 ? count : nil
+        }
         guard transfer.countedForOwner, let owner = transfer.request.owner else { return }
         transfer.countedForOwner = false
         let count = ownerCounts[owner, default: 1] - 1

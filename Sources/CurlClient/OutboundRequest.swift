@@ -28,6 +28,11 @@ public struct OutboundRequest: Sendable {
     /// one owner's calls in flight and waiting together stay within it, so that one caller's
     /// slow calls cannot take every slot. `nil`: no owner, only the client's limits apply.
     public var owner: String?
+    /// Which upstream's flows the call belongs to (a provider's id), when the client's
+    /// `maxHighTransfersPerShare` applies to it: one share's `.high` calls in flight and waiting
+    /// together stay within it, so that a provider whose endpoints hang cannot take the slots
+    /// every other provider's sign-ins and refreshes need. `nil`: not counted.
+    public var share: String?
     /// Which slots the call may take: `.high` ones may use those the client reserves, and
     /// are started before any `.normal` one waiting.
     public var priority: OutboundPriority = .normal

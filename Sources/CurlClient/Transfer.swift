@@ -89,6 +89,8 @@ final class Transfer: @unchecked Sendable {
 
     /// Whether the driver counts this transfer against its request's owner (until it ends).
     var countedForOwner = false
+    /// Whether the driver counts this transfer against its request's share (`.high` with a share).
+    var countedForShare = false
 
     /// Whether the transfer is in the driver's waiting line (`WaitingTransfers`).
     var isWaiting = false

@@ -68,10 +68,7 @@ struct DemoCommand: AsyncParsableCommand {
             upstreamConnections: CurlClientConfiguration().maxCachedConnections,
             databaseConnections: try store.databaseConnections(environment: environment), operationsListener: operations != nil,
             memoryKept: memoryKept, logger: logger)
-        let http = CurlHTTPClient(
-            configuration: .init(
-                maxTransfers: upstreamCalls.calls, maxWaitingTransfers: upstreamCalls.calls, maxTransfersPerOwner: upstreamCalls.perUser,
-                reservedTransfers: upstreamCalls.reserved))
+        let http = CurlHTTPClient(configuration: .init(upstreamCalls: upstreamCalls))
         metrics.observeOutbound(calls: upstreamCalls.calls) { http.load }
         let gateway = GatehouseServer.service(
             host: "127.0.0.1", port: port, operations: operations, idleTimeout: idleTimeout, maxConnections: maxConnections, logger: logger

@@ -61,9 +61,7 @@ struct ServeCommand: AsyncParsableCommand {
         let (storage, pool) = try store.openForServices(environment: environment, metricsFactory: metrics.metricsFactory, logger: logger)
         let http = CurlHTTPClient(
             configuration: .init(
-                caBundlePath: settings.caBundlePath, maxCachedConnections: settings.upstreamConnections, maxTransfers: upstreamCalls.calls,
-                maxWaitingTransfers: upstreamCalls.calls, maxTransfersPerOwner: upstreamCalls.perUser,
-                reservedTransfers: upstreamCalls.reserved))
+                upstreamCalls: upstreamCalls, caBundlePath: settings.caBundlePath, maxCachedConnections: settings.upstreamConnections))
         metrics.observeOutbound(calls: upstreamCalls.calls) { http.load }
         if !settings.gateway.requireResultBinding {
             logger.warning(

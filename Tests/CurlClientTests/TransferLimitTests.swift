@@ -16,13 +16,15 @@ struct TransferLimitTests {
     /// when the test cancels it, however slowly a loaded machine runs the test.
     static let held = Duration.seconds(3600)
 
-    /// Starts a request in a task of its own, `owner`'s with `priority`.
+    /// Starts a request in a task of its own, `owner`'s with `priority`, counted against `share`.
     static func call(
-        _ client: CurlHTTPClient, _ url: String, timeout: Duration? = nil, owner: String? = nil, priority: OutboundPriority = .normal
+        _ client: CurlHTTPClient, _ url: String, timeout: Duration? = nil, owner: String? = nil, priority: OutboundPriority = .normal,
+        share: String? = nil
     ) -> Task<Outcome, Never> {
         var request = OutboundRequest(url: url, timeout: timeout)
         request.owner = owner
         request.priority = priority
+        request.share = share
         return Task {
             do {
                 return .status(try await client.execute(request).status)
@@ -123,6 +125,41 @@ struct TransferLimitTests {
             for call in again { call.cancel() }
             for call in again { #expect(await call.value == .failed(.cancelled)) }
             #expect(server.requestsSeen == 7)
+        }
+    }
+
+    @Test(
+        "one share's .high calls in flight and waiting stay within maxHighTransfersPerShare: one more is refused at once while slots are free, another share's and unshared calls run, .normal calls are not counted, and an ended call frees its place"
+    )
+    func highCallsShare() async throws {
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient(
+                configuration: .init(timeout: Self.held, maxTransfers: 4, maxWaitingTransfers: 4, maxHighTransfersPerShare: 2))
+            defer { client.shutdown() }
+            func call(_ path: String, _ priority: OutboundPriority = .high, share: String?) -> Task<Outcome, Never> {
+                Self.call(client, server.url(path), priority: priority, share: share)
+            }
+            // A hanging provider's two .high calls hold its share.
+            let held = [call("/hold?a-1", share: "provider:a"), call("/hold?a-2", share: "provider:a")]
+            let bothRun = try await UploadTests.eventually { client.load.inFlight == 2 && server.requestsSeen == 2 }
+            #expect(bothRun)
+            // Its third is refused at once, with two slots free, and never sent.
+            #expect(await call("/hello?a-3", share: "provider:a").value == .failed(.overloaded))
+            #expect(client.load == OutboundLoad(inFlight: 2, waiting: 0, refused: 1))
+            // Another provider's sign-in, a call without a share and the same provider's
+            // .normal calls go on.
+            #expect(await call("/hello?b-1", share: "provider:b").value == .status(200))
+            #expect(await call("/hello?unshared", share: nil).value == .status(200))
+            #expect(await call("/hello?a-normal", .normal, share: "provider:a").value == .status(200))
+            #expect(!server.targetsSeen.contains("/hello?a-3"))
+            // One of its calls ends: the provider has room for one more .high call again.
+            held[0].cancel()
+            #expect(await held[0].value == .failed(.cancelled))
+            #expect(await call("/hello?a-4", share: "provider:a").value == .status(200))
+            held[1].cancel()
+            #expect(await held[1].value == .failed(.cancelled))
+            let allEnded = try await UploadTests.eventually { client.load.inFlight == 0 && client.load.waiting == 0 }
+            #expect(allEnded)
         }
     }
 

@@ -1,6 +1,7 @@
 import CurlClient
 import Foundation
 import GatehouseCore
+import GatehouseServer
 import GatehouseTestSupport
 import Testing
 
@@ -9,19 +10,22 @@ import Testing
 @Suite("Calls to providers beyond the gateway's limit")
 struct UpstreamCallLimitTests {
     /// A deployment with the demo's API policy whose gateway holds `calls` calls out and as
-    /// many waiting, `perUser` of one user's, `reserved` kept for `.high` calls, delivering
+    /// many waiting, `perUser` of one user's, `reserved` kept for `.high` calls, `perProvider` of
+    /// one provider's `.high` calls, delivering
     /// `webhooks`, on `database` (SQLite when `nil`). GitHub's calls may take an hour: a call the
     /// emulator holds ends when the test releases it, however long a loaded machine takes to get there.
     static func withLimits(
-        calls: Int, perUser: Int? = nil, reserved: Int = 0, webhooks: (@Sendable (_ emulatorURL: String) -> WebhookConfiguration)? = nil,
-        database: String? = nil, _ body: (TestDeployment) async throws -> Void
+        calls: Int, perUser: Int? = nil, reserved: Int = 0, perProvider: Int? = nil,
+        webhooks: (@Sendable (_ emulatorURL: String) -> WebhookConfiguration)? = nil, database: String? = nil,
+        _ body: (TestDeployment) async throws -> Void
     ) async throws {
         try await withDeployment(
             gateway: { configuration in
                 let emulatorURL = String(configuration.github!.apiBaseURL.dropLast("/github-api".count))
                 configuration.api = APIPolicy.sample(yahooBaseURL: "\(emulatorURL)/yahoo-fantasy")
                 configuration.upstreamTimeouts["github.com"] = .seconds(3600)
-            }, webhooks: webhooks, database: database, upstreamCalls: calls, upstreamCallsPerUser: perUser, upstreamCallsReserved: reserved, body)
+            }, webhooks: webhooks, database: database, upstreamCalls: calls, upstreamCallsPerUser: perUser, upstreamCallsReserved: reserved,
+            upstreamCallsPerProvider: perProvider, body)
     }
 
     /// Waits (bounded: 10 s) until the gateway's `/metrics` shows `name` at `value`.
@@ -160,6 +164,57 @@ struct UpstreamCallLimitTests {
             }
             let after = try await octocat.send(repos)
             #expect(after.status == 200, "\(after.status) \(after.bodyText)")
+        }
+    }
+
+    @Test(
+        "a provider whose token endpoint hangs holds half of the slots at most: its next sign-in is refused at once (upstream-unavailable) and never sent, while another provider's sign-in completes"
+    )
+    func oneProviderCannotTakeEverySlot() async throws {
+        let calls = 4
+        try await Self.withLimits(calls: calls, perProvider: ConnectionLimit.upstreamCallsPerProvider(of: calls)) { deployment in
+            // GitHub's token endpoint holds two code exchanges: half of the slots.
+            let exchange = "POST /github/login/oauth/access_token"
+            _ = try await deployment.control("faults", #"{"endpoint": "\#(exchange)", "holdMs": 3600000, "times": 2}"#)
+            let held = ["octocat", "private-pat"].map { login in
+                Task {
+                    var browser = Browser(deployment)
+                    return try await browser.signIn(login: login)
+                }
+            }
+            let bothHeld = try await Self.eventually(deployment, "gatehouse_upstream_calls_in_flight", is: 2)
+            #expect(bothHeld)
+            // A third GitHub sign-in is refused at once, with two slots free, and never sent.
+            var refused = Browser(deployment)
+            let refusedResult = try await refused.result(try await refused.signIn(login: "octocat"))
+            #expect(refusedResult.status == 503, "\(refusedResult.status) \(refusedResult.bodyText)")
+            #expect(TrustTests.code(refusedResult) == "upstream-unavailable", "\(refusedResult.bodyText)")
+            #expect(try await deployment.emulatorStats()[exchange] == 2)
+            // Another provider's sign-in (discovery, keys, code exchange, userinfo) completes.
+            let openID = Task {
+                var browser = Browser(deployment)
+                return (try? await OIDCSignInTests.signIn(&browser, login: "olive@oidc.example", provider: "oidc.emulator").status) ?? 0
+            }
+            let completed = try await Self.within(.seconds(60)) { await openID.value }
+            #expect(completed == 200, "the OpenID sign-in did not complete beside GitHub's held exchanges")
+
+            // Released, the held sign-ins complete.
+            _ = try await deployment.control("faults/release", "{}")
+            for sign in held { #expect(!(try await sign.value).isEmpty) }
+        }
+    }
+
+    /// What `work` gives within `limit`, or `nil` once `limit` passed (`work` goes on).
+    static func within<T: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async -> T) async throws -> T? {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { await work() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first
         }
     }
 

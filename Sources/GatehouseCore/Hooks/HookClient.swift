@@ -198,6 +198,9 @@ public final class HookClient: SignInHooks {
             method: "POST", url: url, headers: headers, body: Array(body), timeout: timeout, connectTimeout: timeout,
             maxResponseBytes: Self.maximumAnswerBytes)
         outbound.priority = .high
+        // A receiver that hangs holds at most its share of the slots: the providers' calls of
+        // the sign-ins it does not hold still find one.
+        outbound.share = "hooks"
         let response: OutboundResponse
         do {
             response = try await http.execute(outbound)

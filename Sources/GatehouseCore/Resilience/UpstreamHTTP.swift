@@ -56,6 +56,10 @@ public struct UpstreamHTTP: Sendable {
     func stream(_ request: OutboundRequest, endpoint: UpstreamEndpoint = .other) async throws -> OutboundStreamingResponse {
         var request = request
         if request.timeout == nil { request.timeout = timeout }
+        // Its sign-ins' and refreshes' calls count against the provider's share of the slots
+        // (`CurlClientConfiguration.maxHighTransfersPerShare`): a provider that hangs cannot
+        // take the slots the others' need.
+        if request.share == nil { request.share = "provider:" + providerId }
         let started = ContinuousClock.now
         let response: OutboundStreamingResponse
         do {

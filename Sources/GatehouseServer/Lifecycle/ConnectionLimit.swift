@@ -111,6 +111,13 @@ public enum ConnectionLimit {
         calls < 2 ? 0 : max(1, calls / 8)
     }
 
+    /// The `.high` calls of one provider (or of the hooks) in flight and waiting, of `calls`:
+    /// half, at least 1. A provider whose token endpoint hangs then holds half of the slots at
+    /// most, and every other provider's sign-ins and refreshes still find the rest.
+    public static func upstreamCallsPerProvider(of calls: Int) -> Int {
+        max(1, calls / 2)
+    }
+
     /// The fewest calls in flight a default allows, however few descriptors there are: fewer
     /// would make every burst of sign-ins wait.
     public static let minimumUpstreamCalls = 16
