@@ -45,3 +45,17 @@ struct ProfileSnapshotTests {
         }
     }
 }
+
+/// What a profile weighs in the caches that keep it.
+@Suite struct ProfileFootprintTests {
+    @Test("a profile weighs at least its raw answer's text, each member and value, and its own fields")
+    func weighsItsAnswer() {
+        let small = ProviderProfile(providerId: "oidc.x", federatedId: "1", rawUserInfo: .object(["sub": .string("1")]))
+        let bio = String(repeating: "x", count: 256 << 10)
+        let large = ProviderProfile(
+            providerId: "oidc.x", federatedId: "1", displayName: "Olive",
+            rawUserInfo: .object(["sub": .string("1"), "bio": .string(bio), "groups": .array((0..<100).map { .string("group-\($0)") })]))
+        #expect(small.approximateBytes < 512)
+        #expect(large.approximateBytes >= bio.utf8.count + 100 * 32 + small.approximateBytes)
+    }
+}

@@ -2,7 +2,7 @@ import Foundation
 
 /// A bounded, expiring cache with single flight: concurrent misses for one key share one
 /// load, answers live for `lifetime`, and the least recently used entries go first when the
-/// total cost passes `capacity` (bytes for photos, entries for profiles). Failures are not
+/// total cost passes `capacity` (bytes: a photo's buffer, a profile's `approximateBytes`). Failures are not
 /// cached. Expired entries stay (within the budget) for `staleLifetime` more, so that a
 /// failing provider can be answered from them, marked stale.
 actor ExpiringCache<Value: Sendable> {

@@ -23,6 +23,10 @@ public final class ProfileService: Sendable {
     /// How long an opened token set is kept (0: never).
     let decryptedTokenLifetime: TimeInterval
     let profileCache: ExpiringCache<ProviderProfile>
+    /// The live profiles' budget, in `ProviderProfile.approximateBytes`: a profile is about
+    /// 2–4 KB, so some ten thousand fit, and users whose provider answers the most it may
+    /// (userinfo up to 256 KB each) cannot make the cache hold more.
+    static let profileCacheBytes = 32 << 20
     let photoCache: ExpiringCache<Photo>
     /// Photo sources that just failed, by the same key: answered from here, not fetched again.
     let photoFailures: ExpiringCache<GatehouseError>
@@ -71,9 +75,9 @@ public final class ProfileService: Sendable {
         self.clock = configuration.clock
         let lifetime = configuration.profileCacheLifetime
         profileCache = ExpiringCache(
-            name: "profile", lifetime: lifetime, staleLifetime: configuration.staleIfError, capacity: 10_000, metrics: metrics,
+            name: "profile", lifetime: lifetime, staleLifetime: configuration.staleIfError, capacity: Self.profileCacheBytes, metrics: metrics,
             clock: configuration.clock
-        ) { _ in 1 }
+        ) { $0.approximateBytes }
         photoCache = ExpiringCache(
             name: "photo", lifetime: lifetime, staleLifetime: configuration.staleIfError, capacity: configuration.photoCacheBytes,
             metrics: metrics, clock: configuration.clock

@@ -68,4 +68,15 @@ extension ProviderProfile {
     /// rule never registers, does not count, whatever its provider says: an app that normalizes
     /// addresses more loosely could take it for another.
     public var emailCountsAsVerified: Bool { EmailAddress.verified(of: self) != nil }
+
+    /// About how many bytes of memory the profile holds (`JSONValue.approximateBytes`): its
+    /// raw answer, its text fields and validators, and 256 for the rest.
+    public var approximateBytes: Int {
+        let texts = [
+            providerId, federatedId, username, displayName, givenName, familyName, email, photoSourceURL, profileURL, tenantId, locale, jobTitle,
+        ]
+        let textBytes = texts.reduce(0) { $0 + ($1?.utf8.count ?? 0) }
+        let validatorBytes = validators?.reduce(0) { $0 + 32 + $1.key.utf8.count + $1.value.utf8.count } ?? 0
+        return 256 + textBytes + validatorBytes + rawUserInfo.approximateBytes
+    }
 }

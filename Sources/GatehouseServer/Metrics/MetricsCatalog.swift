@@ -85,7 +85,7 @@ public enum MetricsCatalog {
         Entry(
             name: "gatehouse_cache_used", type: "gauge", labels: ["cache"],
             help:
-                "What each in-memory cache holds against its budget: bytes for photo (the memory its photos take), entries for profile and photo-failure."
+                "What each in-memory cache holds against its budget: bytes for photo (the memory its photos take, within `GATEHOUSE_PHOTO_CACHE_BYTES`) and profile (about the memory its live profiles take, their providers' answers included, within 32 MiB: some ten thousand profiles of a few KB, fewer when providers answer more), entries for photo-failure."
         ),
         Entry(
             name: "gatehouse_provider_api_buffered_bytes", type: "gauge", labels: [],
