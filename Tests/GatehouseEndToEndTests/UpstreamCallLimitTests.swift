@@ -195,26 +195,12 @@ struct UpstreamCallLimitTests {
                 var browser = Browser(deployment)
                 return (try? await OIDCSignInTests.signIn(&browser, login: "olive@oidc.example", provider: "oidc.emulator").status) ?? 0
             }
-            let completed = try await Self.within(.seconds(60)) { await openID.value }
+            let completed = await Deadline.answer(within: .seconds(60)) { await openID.value }
             #expect(completed == 200, "the OpenID sign-in did not complete beside GitHub's held exchanges")
 
             // Released, the held sign-ins complete.
             _ = try await deployment.control("faults/release", "{}")
             for sign in held { #expect(!(try await sign.value).isEmpty) }
-        }
-    }
-
-    /// What `work` gives within `limit`, or `nil` once `limit` passed (`work` goes on).
-    static func within<T: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async -> T) async throws -> T? {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { await work() }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                return nil
-            }
-            let first = try await group.next() ?? nil
-            group.cancelAll()
-            return first
         }
     }
 

@@ -84,19 +84,9 @@ struct OperationsRoutes {
             return .failure(GatehouseError(code: .notReady, detail: "No provider is configured."))
         }
         // A provider whose discovery is wrong is reported, by name and reason; the others still
-        // serve. Asked all at once: a cold cache fetches each discovery document, and one after
-        // the other the probe would take the sum of their latencies. Each answers within half a
-        // second: a provider that is slow or down cannot hold the probe for the upstream timeout.
-        let problems = await withTaskGroup(of: (String, String?).self) { group in
-            for id in providers.ids {
-                group.addTask { (id, await (try? providers.provider(id))?.readinessProblem(within: .milliseconds(500))) }
-            }
-            var problems: [String: String] = [:]
-            for await (id, problem) in group {
-                if let problem { problems[id] = problem }
-            }
-            return problems
-        }
+        // serve. Each answers within half a second (all at once): a provider that is slow or
+        // down cannot hold the probe for the upstream timeout.
+        let problems = await providers.readinessProblems(within: .milliseconds(500))
         guard problems.count < providers.ids.count else {
             return .failure(
                 GatehouseError(
