@@ -26,6 +26,9 @@ public struct UpstreamHTTP: Sendable {
     public let photoTimeout: Duration
     /// Where failed calls are logged (with the request's id, which the HTTP layer's log handler adds).
     let logger: Logger
+    /// The share of the client's slots this provider's calls count against
+    /// (`OutboundRequest.share`), built once rather than for every call.
+    let share: String
 
     /// Wraps `client` for `providerId`.
     public init(
@@ -40,6 +43,7 @@ public struct UpstreamHTTP: Sendable {
         self.maxPhotoBytes = maxPhotoBytes
         self.client = client
         self.providerId = providerId
+        share = "provider:" + providerId
         self.timeout = timeout
         self.metrics = metrics
     }
@@ -59,7 +63,7 @@ public struct UpstreamHTTP: Sendable {
         // Its sign-ins' and refreshes' calls count against the provider's share of the slots
         // (`CurlClientConfiguration.maxHighTransfersPerShare`): a provider that hangs cannot
         // take the slots the others' need.
-        if request.share == nil { request.share = "provider:" + providerId }
+        if request.share == nil { request.share = share }
         let started = ContinuousClock.now
         let response: OutboundStreamingResponse
         do {
