@@ -81,8 +81,9 @@ enum StartupChecks {
     /// (`GATEHOUSE_UPSTREAM_CALLS_PER_USER`) or `ConnectionLimit.upstreamCallsPerUser`, and the
     /// slots kept for the gateway's own flows: `configuredReserved`
     /// (`GATEHOUSE_UPSTREAM_CALLS_RESERVED`, at most all but one) or
-    /// `ConnectionLimit.upstreamCallsReserved`. Logs the three; warns when a configured number
-    /// is above what fits.
+    /// `ConnectionLimit.upstreamCallsReserved`. Logs the three and one provider's share
+    /// (`ConnectionLimit.upstreamCallsPerProvider`); warns when a configured number is above
+    /// what fits.
     static func upstreamCalls(
         configured: Int?, configuredPerUser: Int?, configuredReserved: Int?, descriptorLimit: Int, upstreamConnections: Int,
         databaseConnections: Int, operationsListener: Bool, memoryLimit: Int? = ConnectionLimit.memoryLimit(), memoryKept: Int,
@@ -97,6 +98,7 @@ enum StartupChecks {
         let metadata: Logger.Metadata = [
             "upstream.calls": .stringConvertible(limit), "upstream.calls.fitting": .stringConvertible(fitting),
             "upstream.calls.per_user": .stringConvertible(perUser), "upstream.calls.reserved": .stringConvertible(reserved),
+            "upstream.calls.per_provider": .stringConvertible(ConnectionLimit.upstreamCallsPerProvider(of: limit)),
         ]
         if let configuredReserved, configuredReserved > reserved {
             logger.warning(

@@ -58,4 +58,16 @@ struct ProfileSnapshotTests {
         #expect(small.approximateBytes < 512)
         #expect(large.approximateBytes >= bio.utf8.count + 100 * 32 + small.approximateBytes)
     }
+
+    @Test("a container weighs its own block: a thousand empty objects or one-member objects are not charged as a thousand scalars")
+    func containersWeighTheirBlocks() {
+        let emptyObjects = JSONValue.array(Array(repeating: .object([:]), count: 1000))
+        let oneMember = JSONValue.array(Array(repeating: .object(["": .number(0)]), count: 1000))
+        let nested = JSONValue.array(Array(repeating: .array([.number(0)]), count: 1000))
+        // Parsed, each costs its container's allocation besides its values (about 150, 190
+        // and 90 bytes each in a Swift heap).
+        #expect(emptyObjects.approximateBytes >= 1000 * 96)
+        #expect(oneMember.approximateBytes >= 1000 * 192)
+        #expect(nested.approximateBytes >= 1000 * 96)
+    }
 }

@@ -162,6 +162,7 @@ struct StartupTests {
             #expect(calls?["upstream.calls"] as? Int == 16 && calls?["level"] as? String == "info", "\(instance.logTail)")
             #expect(calls?["upstream.calls.per_user"] as? Int == 4, "\(instance.logTail)")
             #expect(calls?["upstream.calls.reserved"] as? Int == 2, "\(instance.logTail)")
+            #expect(calls?["upstream.calls.per_provider"] as? Int == 8, "\(instance.logTail)")
 
             // Past the limit, the rest wait in the listen backlog (at most 256, and the
             // kernel's somaxconn): a connect beyond it would wait for its SYN to be retried.

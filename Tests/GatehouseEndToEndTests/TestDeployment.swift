@@ -26,9 +26,9 @@ import Synchronization
 /// file instead of a fresh temporary folder (the caller removes it). `idleTimeout` is how long
 /// the listeners keep a silent connection. `upstreamCalls` gives the gateways a libcurl client of
 /// their own holding that many calls in flight and as many waiting, `upstreamCallsPerUser` of
-/// one user's, `upstreamCallsReserved` of them kept for `.high` calls (default none) and
-/// `upstreamCallsPerProvider` of one provider's `.high` calls (default no limit; the tests' own
-/// calls use another, unbounded client).
+/// one user's, `upstreamCallsReserved` of them kept for `.high` calls (default none) and half of
+/// them for one provider's `.high` calls, as `serve` configures it (the tests' own calls use
+/// another, unbounded client).
 func withDeployment<T>(
     transactionLifetime: TimeInterval = 600,
     profileCacheLifetime: TimeInterval = 0,
@@ -49,7 +49,6 @@ func withDeployment<T>(
     upstreamCalls: Int? = nil,
     upstreamCallsPerUser: Int? = nil,
     upstreamCallsReserved: Int = 0,
-    upstreamCallsPerProvider: Int? = nil,
     _ body: (TestDeployment) async throws -> T
 ) async throws -> T {
     let folder = try TestScratch.folder("e2e")
@@ -67,8 +66,7 @@ func withDeployment<T>(
         upstreamCalls.map {
             CurlHTTPClient(
                 configuration: CurlClientConfiguration(
-                    timeout: .seconds(120), maxTransfers: $0, maxWaitingTransfers: $0, maxTransfersPerOwner: upstreamCallsPerUser ?? .max,
-                    maxHighTransfersPerShare: upstreamCallsPerProvider ?? .max, reservedTransfers: upstreamCallsReserved))
+                    upstreamCalls: ($0, upstreamCallsPerUser ?? .max, upstreamCallsReserved), timeout: .seconds(120)))
         }
         ?? client
     if let upstreamCalls { metrics.observeOutbound(calls: upstreamCalls) { gatewayClient.load } }

@@ -53,7 +53,9 @@ actor ExpiringCache<Value: Sendable> {
         // Registered before this actor suspends: a concurrent miss joins this load.
         let shared = loads.task(for: key) {
             let value = try await load()
-            await self.insert(value, for: key)
+            // Weighed before the actor is entered: a large value's walk (a profile's whole
+            // answer) does not hold up the cache's other callers.
+            await self.insert(value, for: key, cost: self.cost(value))
             return value
         }
         return try await shared.value
@@ -89,10 +91,10 @@ actor ExpiringCache<Value: Sendable> {
     }
 
     /// Stores `value` for `key`, evicting within the budget; a value larger than the whole
-    /// budget is not kept.
-    func insert(_ value: Value, for key: String) {
+    /// budget is not kept. `cost`: the value's weight, when the caller has it already.
+    func insert(_ value: Value, for key: String, cost given: Int? = nil) {
         guard lifetime > 0 else { return }
-        let size = cost(value)
+        let size = given ?? cost(value)
         guard size <= capacity else { return }
         defer { metrics.cacheUsed(cache: name, cost: totalCost) }
         clock += 1

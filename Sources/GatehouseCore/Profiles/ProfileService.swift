@@ -23,9 +23,9 @@ public final class ProfileService: Sendable {
     /// How long an opened token set is kept (0: never).
     let decryptedTokenLifetime: TimeInterval
     let profileCache: ExpiringCache<ProviderProfile>
-    /// The live profiles' budget, in `ProviderProfile.approximateBytes`: a profile is about
-    /// 2–4 KB, so some ten thousand fit, and users whose provider answers the most it may
-    /// (userinfo up to 256 KB each) cannot make the cache hold more.
+    /// The live profiles' budget, in `ProviderProfile.approximateBytes`: a profile weighs a few
+    /// KB, so thousands fit, and users whose provider answers the most it may (userinfo up to
+    /// 256 KB each) cannot make the cache hold more.
     static let profileCacheBytes = 32 << 20
     let photoCache: ExpiringCache<Photo>
     /// Photo sources that just failed, by the same key: answered from here, not fetched again.

@@ -69,7 +69,7 @@ public enum MetricsCatalog {
         Entry(
             name: "gatehouse_upstream_calls_refused_total", type: "counter", labels: [],
             help:
-                "Calls refused without being sent because as many were in flight and waiting as allowed, in all (503 upstream-unavailable) or for their user (429 rate-limited)."
+                "Calls refused without being sent because as many were in flight and waiting as allowed, in all (503 upstream-unavailable), for their provider or the hooks (half of the limit: 503 upstream-unavailable or hook-unavailable) or for their user (429 rate-limited)."
         ),
         Entry(
             name: "gatehouse_upstream_calls_total", type: "counter", labels: ["provider", "endpoint", "outcome"],
@@ -85,7 +85,7 @@ public enum MetricsCatalog {
         Entry(
             name: "gatehouse_cache_used", type: "gauge", labels: ["cache"],
             help:
-                "What each in-memory cache holds against its budget: bytes for photo (the memory its photos take, within `GATEHOUSE_PHOTO_CACHE_BYTES`) and profile (about the memory its live profiles take, their providers' answers included, within 32 MiB: some ten thousand profiles of a few KB, fewer when providers answer more), entries for photo-failure."
+                "What each in-memory cache holds against its budget: bytes for photo (the memory its photos take, within `GATEHOUSE_PHOTO_CACHE_BYTES`) and profile (about the memory its live profiles take, their providers' answers included, within 32 MiB: thousands of profiles of a few KB, fewer when providers answer more), entries for photo-failure."
         ),
         Entry(
             name: "gatehouse_provider_api_buffered_bytes", type: "gauge", labels: [],

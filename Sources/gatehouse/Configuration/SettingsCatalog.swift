@@ -182,7 +182,7 @@ enum SettingsCatalog {
             "provider connections kept open for reuse (more concurrent calls than this reconnect)"),
         Setting(
             "GATEHOUSE_UPSTREAM_CALLS", .count(minimum: 1),
-            "calls to providers, hooks and webhook receivers in flight at once; as many more wait for a free slot within their timeout in each of two lines (the gateway's own calls; passthrough calls, photos and webhooks), and beyond those a call is refused at once (`503 upstream-unavailable`, `Retry-After: 1`) (default: half of the descriptors kept for provider calls, and under a cgroup memory limit 64 KiB each in a quarter of what the process and the photo cache leave, at least 16)"
+            "calls to providers, hooks and webhook receivers in flight at once; as many more wait for a free slot within their timeout in each of two lines (the gateway's own calls; passthrough calls, photos and webhooks), and beyond those a call is refused at once (`503 upstream-unavailable`, `Retry-After: 1`), as is one provider's sign-in, refresh or key call (or a hook call) beyond half of this limit in flight and waiting (default: half of the descriptors kept for provider calls, and under a cgroup memory limit 64 KiB each in a quarter of what the process and the photo cache leave, at least 16)"
         ),
         Setting(
             "GATEHOUSE_UPSTREAM_CALLS_PER_USER", .count(minimum: 1),
