@@ -226,8 +226,6 @@ private final class DriverLoop {
     private var ownerCounts: [String: Int] = [:]
     /// `.high` transfers in flight and waiting of each share that has any.
     private var shareCounts: [String: Int] = [:]
-    /// `.high` transfers in flight of each share that has any (`mayStart`).
-    private var shareRunning: [String: Int] = [:]
     /// Where the counts are published for other threads.
     let load: LoadCounters
     /// When waiting transfers were last checked for their timeouts.
@@ -301,16 +299,6 @@ private final class DriverLoop {
         return priority == .high || activeNormal < limits.transfers - limits.reserved
     }
 
-    /// Whether `transfer` may take a free slot now: a `.high` transfer of a share only while its
-    /// share runs fewer than half of the slots `.normal` transfers leave (all of them at best,
-    /// the reserved ones when stalled `.normal` calls hold the rest), and at least one. A share
-    /// whose upstream hangs so keeps half of those for the other shares, which are started from
-    /// the line past its waiting transfers.
-    private func mayStart(_ transfer: Transfer) -> Bool {
-        guard transfer.request.priority == .high, let share = transfer.request.share else { return true }
-        return shareRunning[share, default: 0] < max(1, (limits.transfers - activeNormal) / 2)
-    }
-
     /// Starts `transfer` when a slot is free and none waits before it, puts it in line when
     /// the line has room, and refuses it otherwise, or when its owner has its share already.
     func admit(_ transfer: Transfer) {
@@ -322,7 +310,7 @@ private final class DriverLoop {
         if active.count < limits.transfers, !noneWaits { startWaiting() }
         let priority = transfer.request.priority
         let inLine = withLine(of: transfer) { $0.count }
-        let startsNow = hasSlot(for: priority) && inLine == 0 && mayStart(transfer)
+        let startsNow = hasSlot(for: priority) && inLine == 0
         guard startsNow || inLine < limits.waiting else {
             load.countRefusal()
             transfer.fail(OutboundError(kind: .overloaded, message: "too many calls are in flight and waiting"))
@@ -353,8 +341,7 @@ private final class DriverLoop {
             // Capped at about 12 days, far beyond any real timeout, so the sum cannot overflow.
             transfer.deadline = monotonicNanoseconds() + UInt64(min(transfer.totalTimeout.curlMilliseconds, 1 << 30)) * 1_000_000
             withLine(of: transfer) { $0.append(transfer) }
-            // Behind waiting transfers of a share that may not start now, it may start itself.
-            if hasSlot(for: priority) { startWaiting() } else { publishLoad() }
+            publishLoad()
         }
     }
 
@@ -387,11 +374,11 @@ private final class DriverLoop {
         for transfer in expired { transfer.fail(Self.waitedTooLong) }
     }
 
-    /// The waiting transfer a free slot starts next: the first `.high` one that may start
-    /// (`mayStart`), else the first `.normal` one when a slot outside the reserved ones is free.
+    /// The waiting transfer a free slot starts next: the first `.high` one, else the first
+    /// `.normal` one when a slot outside the reserved ones is free.
     private func nextToStart() -> Transfer? {
         guard hasSlot(for: .high) else { return nil }
-        if let first = waitingFirst.popFirst(where: mayStart) { return first }
+        if let first = waitingFirst.popFirst() { return first }
         return hasSlot(for: .normal) ? waiting.popFirst() : nil
     }
 
@@ -452,7 +439,6 @@ private final class DriverLoop {
         }
         active[easy] = transfer
         if transfer.request.priority == .normal { activeNormal += 1 }
-        if transfer.request.priority == .high, let share = transfer.request.share { shareRunning[share, default: 0] += 1 }
         publishLoad()
         let code = curl_multi_add_handle(multi, easy)
         if code != CURLM_OK {
@@ -504,13 +490,7 @@ private final class DriverLoop {
     }
 
     func complete(_ transfer: Transfer, easy: UnsafeMutableRawPointer, error: OutboundError?) {
-        if active.removeValue(forKey: easy) != nil {
-            if transfer.request.priority == .normal { activeNormal -= 1 }
-            if transfer.request.priority == .high, let share = transfer.request.share {
-                let running = shareRunning[share, default: 1] - 1
-                shareRunning[share] = running > 0 ? running : nil
-            }
-        }
+        if active.removeValue(forKey: easy) != nil, transfer.request.priority == .normal { activeNormal -= 1 }
         ended(transfer)
         publishLoad()
         _ = curl_multi_remove_handle(multi, easy)

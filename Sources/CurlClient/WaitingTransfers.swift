@@ -35,24 +35,6 @@ struct WaitingTransfers {
         return nil
     }
 
-    /// Takes the first in line for which `mayStart` holds, passing over the others (which keep
-    /// their places); `popFirst()` when the first may.
-    mutating func popFirst(where mayStart: (Transfer) -> Bool) -> Transfer? {
-        var index = head
-        while index < items.count {
-            let transfer = items[index]
-            if transfer.isWaiting, mayStart(transfer) {
-                if index == head { return popFirst() }
-                transfer.isWaiting = false
-                count -= 1
-                compactIfWorthIt()
-                return transfer
-            }
-            index += 1
-        }
-        return nil
-    }
-
     /// Takes `transfer` out of the line; whether it was in it.
     mutating func remove(_ transfer: Transfer) -> Bool {
         guard transfer.isWaiting else { return false }

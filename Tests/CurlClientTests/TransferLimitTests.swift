@@ -164,45 +164,6 @@ struct TransferLimitTests {
     }
 
     @Test(
-        "with stalled .normal calls holding every slot but the reserved ones, one share's .high calls run in half of those at most: its next waits though a reserved slot is free, another share's starts in it, even from behind it in line, and the waiting one starts once .normal slots free"
-    )
-    func sharesSplitTheReservedSlots() async throws {
-        try await LoopbackHTTPServer.with { server in
-            let client = CurlHTTPClient(
-                configuration: .init(timeout: Self.held, maxTransfers: 4, maxWaitingTransfers: 4, maxHighTransfersPerShare: 2, reservedTransfers: 2))
-            defer { client.shutdown() }
-            func call(_ path: String, _ priority: OutboundPriority = .high, share: String?) -> Task<Outcome, Never> {
-                Self.call(client, server.url(path), priority: priority, share: share)
-            }
-            // Stalled passthrough calls hold both unreserved slots.
-            let stalled = [call("/hold?normal-1", .normal, share: "provider:a"), call("/hold?normal-2", .normal, share: "provider:a")]
-            let twoRun = try await UploadTests.eventually { client.load.inFlight == 2 && server.requestsSeen == 2 }
-            #expect(twoRun)
-            // A hanging provider's code exchange takes one reserved slot; its next waits, with the
-            // other reserved slot free.
-            let hanging = call("/hold?a-1", share: "provider:a")
-            let threeRun = try await UploadTests.eventually { client.load.inFlight == 3 && server.requestsSeen == 3 }
-            #expect(threeRun)
-            let waiting = call("/hello?a-2", share: "provider:a")
-            let aWaits = try await UploadTests.eventually { client.load.waiting == 1 }
-            #expect(aWaits)
-            #expect(client.load.inFlight == 3)
-            // Another provider's sign-in starts in it at once, from behind the waiting call.
-            #expect(await call("/hello?b-1", share: "provider:b").value == .status(200))
-            #expect(!server.targetsSeen.contains("/hello?a-2"), "\(server.targetsSeen)")
-            // Once the stalled calls end, the provider may run in half of all four slots: its
-            // waiting call starts.
-            for task in stalled { task.cancel() }
-            for task in stalled { #expect(await task.value == .failed(.cancelled)) }
-            #expect(await waiting.value == .status(200))
-            hanging.cancel()
-            #expect(await hanging.value == .failed(.cancelled))
-            let allEnded = try await UploadTests.eventually { client.load.inFlight == 0 && client.load.waiting == 0 }
-            #expect(allEnded)
-        }
-    }
-
-    @Test(
         "reserved slots take only .high calls: .normal ones wait with those slots free, a .high call starts in one at once; .high calls wait in a line of their own (refused beyond it, leaving when cancelled or out of time), which a freed slot serves before .normal calls that waited longer"
     )
     func reservedSlots() async throws {
