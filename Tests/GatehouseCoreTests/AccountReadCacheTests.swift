@@ -98,4 +98,36 @@ import Testing
         }
         #expect(cache.lookupKeys <= 2 * 16 + 1 + 2 * 10, "\(cache.lookupKeys)")
     }
+
+    static func link(uid: String, profileBytes: Int) -> ProviderLinkRecord {
+        ProviderLinkRecord(
+            uid: uid, providerId: "oidc.example", federatedId: "f-\(uid)", profileJSON: Data(repeating: 0x20, count: profileBytes),
+            sealedTokens: "", linkedAt: now, updatedAt: now)
+    }
+
+    @Test(
+        "held accounts are weighed in bytes: accounts whose providers answered megabyte profiles fill the 32 MiB budget, not ten thousand slots"
+    )
+    func weighedInBytes() {
+        let cache = AccountReadCache(capacity: 10_000, lifetime: 60, enabled: true)
+        for index in 0..<200 {
+            cache.store(links: [Self.link(uid: "u\(index)", profileBytes: 1 << 20)], uid: "u\(index)", ticket: cache.ticket(), now: Self.now)
+        }
+        #expect(cache.count <= 32, "\(cache.count) accounts of a megabyte each held")
+        #expect(cache.bytes <= 32 << 20 && cache.bytes > 15 << 20, "\(cache.bytes)")
+        #expect(cache.links(uid: "u199", now: Self.now)?.first?.profileJSON.count == 1 << 20)
+        // An account heavier than a generation is not held; what was held before stays.
+        cache.store(links: [Self.link(uid: "huge", profileBytes: 17 << 20)], uid: "huge", ticket: cache.ticket(), now: Self.now)
+        #expect(cache.links(uid: "huge", now: Self.now) == nil)
+        #expect(cache.links(uid: "u199", now: Self.now) != nil)
+        // Replacing an account's links re-weighs it; dropping it takes its weight away.
+        let before = cache.bytes
+        cache.store(links: [Self.link(uid: "u199", profileBytes: 10)], uid: "u199", ticket: cache.ticket(), now: Self.now)
+        #expect(before - cache.bytes == (1 << 20) - 10)
+        cache.invalidate(uid: "u199")
+        #expect(before - cache.bytes > 1 << 20 - 10 + AccountReadCache.recordBytes)
+        // Small accounts still fill the slots.
+        for index in 0..<10_000 { cache.store(Self.session("s\(index)", uid: "small\(index)"), ticket: cache.ticket(), now: Self.now) }
+        #expect(cache.count >= 5_000, "\(cache.count)")
+    }
 }

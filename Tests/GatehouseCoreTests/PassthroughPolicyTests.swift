@@ -211,7 +211,7 @@ struct PassthroughPolicyTests {
         #expect(throws: GatehouseError.self) { try configuration.validate() }
         configuration.apiBufferBytes = 8 << 20
         try configuration.validate()
-        #expect(configuration.memoryKept == configuration.photoCacheBytes + 16 << 20)
+        #expect(configuration.memoryKept == configuration.photoCacheBytes + 16 << 20 + 64 << 20)
         // A budget meant as "no limit" is refused, not added up past `Int.max`.
         configuration.apiBufferBytes = Int.max
         #expect(throws: GatehouseError.self) { try configuration.validate() }

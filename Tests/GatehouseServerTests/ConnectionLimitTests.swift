@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseCore
 import Testing
 
 @testable import GatehouseServer
@@ -56,20 +57,22 @@ import Testing
     }
 
     @Test(
-        "Docker's 1,048,576 descriptors under Kubernetes' 512 MiB with a 32 MiB photo cache: 6,656 connections of 48 KiB and 1,664 calls of 64 KiB beside 64 MiB, not about 786,000 and 131,000"
+        "Docker's 1,048,576 descriptors under Kubernetes' 512 MiB with the default caches (photos 32 MiB, live profiles and accounts 32 MiB each): 5,632 connections of 48 KiB and 1,408 calls of 64 KiB beside 64 MiB, not about 786,000 and 131,000"
     )
     func memoryLimited() {
+        let kept = GatewayConfiguration.memoryKept(photoCacheBytes: 32 << 20, apiBufferBytes: 0)
+        #expect(kept == 96 << 20)
         let limit = ConnectionLimit.fitting(
             descriptorLimit: 1 << 20, upstreamConnections: 256, databaseConnections: 20, operationsListener: true, memoryLimit: 512 << 20,
-            memoryKept: 32 << 20, processors: 2)
-        // 512 − 64 − 32 = 416 MiB: three quarters for connections, a quarter for calls.
-        #expect(limit == 312 * 1_024 / 48)
+            memoryKept: kept, processors: 2)
+        // 512 − 64 − 96 = 352 MiB: three quarters for connections, a quarter for calls.
+        #expect(limit == 264 * 1_024 / 48)
         let calls = ConnectionLimit.upstreamCalls(
             descriptorLimit: 1 << 20, upstreamConnections: 256, databaseConnections: 20, operationsListener: true, memoryLimit: 512 << 20,
-            memoryKept: 32 << 20, processors: 2)
-        #expect(calls == 104 * 1_024 / 64)
-        // Both together stay within the limit, beside the reserve and the cache.
-        #expect(limit * (48 << 10) + calls * (64 << 10) + (64 << 20) + (32 << 20) <= 512 << 20)
+            memoryKept: kept, processors: 2)
+        #expect(calls == 88 * 1_024 / 64)
+        // Both together stay within the limit, beside the reserve and the caches.
+        #expect(limit * (48 << 10) + calls * (64 << 10) + (64 << 20) + kept <= 512 << 20)
         let unlimited = ConnectionLimit.fitting(
             descriptorLimit: 1 << 20, upstreamConnections: 256, databaseConnections: 20, operationsListener: true, processors: 2)
         #expect(unlimited > 780_000)

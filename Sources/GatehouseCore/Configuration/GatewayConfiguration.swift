@@ -143,20 +143,30 @@ public struct GatewayConfiguration: Sendable {
     /// `maxResponseBytes` of a provider whose answers are read whole.
     public var apiBufferBytes = 64 << 20
 
-    /// The memory the gateway may keep beyond its connections and calls: the photo cache, and
-    /// twice the API answer budget when Graph's answers may be passed through (the connection
-    /// and call limits under a memory limit are sized in what is left).
+    /// The memory the gateway may keep beyond its connections and calls: the photo cache, the
+    /// budgets of the live-profile and account caches that are on, and twice the API answer
+    /// budget when Graph's answers may be passed through (the connection and call limits under
+    /// a memory limit are sized in what is left).
     public var memoryKept: Int {
-        guard api.providers["microsoft.com"] != nil else { return photoCacheBytes }
-        return Self.memoryKept(photoCacheBytes: photoCacheBytes, apiBufferBytes: apiBufferBytes)
+        var recordCaches = 0
+        if profileCacheLifetime > 0 { recordCaches += ProfileService.profileCacheBytes }
+        if accountCacheLifetime > 0, accountCacheCapacity > 0 { recordCaches += AccountReadCache.defaultByteBudget }
+        return Self.memoryKept(
+            photoCacheBytes: photoCacheBytes, apiBufferBytes: api.providers["microsoft.com"] != nil ? apiBufferBytes : 0,
+            recordCacheBytes: recordCaches)
     }
 
-    /// The photo cache and twice the API answer budget (an answer is copied once on its way
-    /// out, and its links' rewrite is a copy too), without overflowing.
-    public static func memoryKept(photoCacheBytes: Int, apiBufferBytes: Int) -> Int {
+    /// The budgets of the live-profile cache and the account cache together (32 MiB each).
+    public static let recordCacheBytes = ProfileService.profileCacheBytes + AccountReadCache.defaultByteBudget
+
+    /// The photo cache, the record caches' `recordCacheBytes` and twice the API answer budget
+    /// (an answer is copied once on its way out, and its links' rewrite is a copy too), without
+    /// overflowing.
+    public static func memoryKept(photoCacheBytes: Int, apiBufferBytes: Int, recordCacheBytes: Int = recordCacheBytes) -> Int {
         let (twice, over) = apiBufferBytes.multipliedReportingOverflow(by: 2)
         let (sum, overAgain) = photoCacheBytes.addingReportingOverflow(twice)
-        return over || overAgain ? Int.max : sum
+        let (total, overOnceMore) = sum.addingReportingOverflow(recordCacheBytes)
+        return over || overAgain || overOnceMore ? Int.max : total
     }
     /// The app's blocking hooks (`GATEHOUSE_HOOK_*`); `nil`: none.
     public var hooks: HookConfiguration?

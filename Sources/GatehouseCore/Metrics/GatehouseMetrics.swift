@@ -154,8 +154,9 @@ public final class GatehouseMetrics: Sendable {
         }.increment()
     }
 
-    /// What a cache holds against its budget after an insert: bytes for `photo` (the memory
-    /// its photos take), entries for `profile` and `photo-failure`.
+    /// What a cache holds against its budget after a change: bytes for `photo` (the memory its
+    /// photos take), `profile` and `account` (about the memory their records take), entries
+    /// for `photo-failure`.
     func cacheUsed(cache: String, cost: Int) {
         gauges.handle("gatehouse_cache_used", [("cache", cache)]) {
             Gauge(label: "gatehouse_cache_used", dimensions: [("cache", cache)], factory: factory)

@@ -85,7 +85,7 @@ public enum MetricsCatalog {
         Entry(
             name: "gatehouse_cache_used", type: "gauge", labels: ["cache"],
             help:
-                "What each in-memory cache holds against its budget: bytes for photo (the memory its photos take, within `GATEHOUSE_PHOTO_CACHE_BYTES`) and profile (about the memory its live profiles take, their providers' answers included, within 32 MiB: thousands of profiles of a few KB, fewer when providers answer more), entries for photo-failure."
+                "What each in-memory cache holds against its budget: bytes for photo (the memory its photos take, within `GATEHOUSE_PHOTO_CACHE_BYTES`), profile (about the memory its live profiles take, their providers' answers included, within 32 MiB: thousands of profiles of a few KB, fewer when providers answer more) and account (about the memory of the accounts, links and sessions held for signed-in reads, the links' stored profiles and sealed tokens included, within 32 MiB beside `GATEHOUSE_ACCOUNT_CACHE_SIZE`), entries for photo-failure."
         ),
         Entry(
             name: "gatehouse_provider_api_buffered_bytes", type: "gauge", labels: [],

@@ -119,7 +119,9 @@ enum SettingsCatalog {
         Setting(
             "GATEHOUSE_ACCOUNT_CACHE_TTL", .seconds(0...SettingKind.longestSeconds), default: "60",
             "seconds an account, its links and sessions may be answered from memory (`0`: off); writes drop them everywhere"),
-        Setting("GATEHOUSE_ACCOUNT_CACHE_SIZE", .count(minimum: 0), default: "10000", "accounts held in memory at most"),
+        Setting(
+            "GATEHOUSE_ACCOUNT_CACHE_SIZE", .count(minimum: 0), default: "10000",
+            "accounts held in memory at most (and 32 MiB of them, their links' stored profiles and sealed tokens weighed)"),
         Setting(
             "GATEHOUSE_SERVICE_KEY_CACHE_TTL", .seconds(0...SettingKind.longestSeconds), default: "5",
             "seconds a service key read from the store is trusted (a revocation's delay where no change feed tells it: SQLite, or PostgreSQL's feed down)"

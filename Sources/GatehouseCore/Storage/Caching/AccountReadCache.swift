@@ -4,9 +4,12 @@ import Synchronization
 /// Accounts, their links and their sessions as last read from the store, per account, so
 /// that a signed-in read (`/v1/me`, a bearer check) needs no database round trip.
 ///
-/// Bounded: two generations of at most `capacity / 2` accounts each (the older one is
-/// dropped when the newer one fills up, a hit moves an account to the newer one), at most
-/// `sessionsPerAccount` sessions each, and nothing older than `lifetime` is answered.
+/// Bounded: two generations of at most `capacity / 2` accounts and `byteBudget / 2` bytes
+/// each (the older one is dropped when the newer one fills up, a hit moves an account to the
+/// newer one), at most `sessionsPerAccount` sessions each, and nothing older than `lifetime`
+/// is answered. Accounts are weighed in bytes because a link holds its provider's whole
+/// answer (`profileJSON`, up to a megabyte from a hostile provider) beside its sealed tokens:
+/// counted by entries alone, ten thousand such accounts would hold gigabytes.
 /// Invalidated by account: whatever changes an account, a link or a session drops all that
 /// is held for that account. Reads that were in flight across an invalidation are not
 /// stored (`Ticket`): an answer read before a write can never be kept after it.
@@ -18,7 +21,32 @@ final class AccountReadCache: Sendable {
         var sessions: [SessionRecord] = []
         /// When the first piece was stored: the whole entry goes once this is `lifetime` old.
         var storedAt: Date
+        /// About the memory the entry holds (`weigh(uid:)`), set whenever it changes.
+        var bytes = 0
+
+        /// Sets `bytes`: every string's and data's bytes, and `recordBytes` for the entry and
+        /// for each record it holds (its struct, its lookup keys and their table slots).
+        mutating func weigh(uid: String) {
+            var total = AccountReadCache.recordBytes + uid.utf8.count
+            if let account {
+                total += AccountReadCache.recordBytes + account.uid.utf8.count + (account.customClaims?.count ?? 0)
+            }
+            for link in links ?? [] {
+                total += AccountReadCache.recordBytes + link.uid.utf8.count + link.providerId.utf8.count + link.federatedId.utf8.count
+                total += link.profileJSON.count + link.sealedTokens.utf8.count + (link.verifiedEmail?.utf8.count ?? 0)
+            }
+            for session in sessions {
+                total += AccountReadCache.recordBytes + session.idHash.utf8.count + session.uid.utf8.count + session.familyId.utf8.count
+                total += session.signInProvider.utf8.count + (session.claims?.count ?? 0)
+            }
+            bytes = total
+        }
     }
+
+    /// The bytes all held accounts may weigh together by default (`Entry.weigh`).
+    static let defaultByteBudget = 32 << 20
+    /// What a record is charged beside its strings and data.
+    static let recordBytes = 128
 
     /// Where the keys of the other lookups point (per generation, dropped with it).
     private struct Generation {
@@ -26,9 +54,12 @@ final class AccountReadCache: Sendable {
         var uidBySession: [String: String] = [:]
         var uidByFamily: [String: String] = [:]
         var uidByIdentity: [String: String] = [:]
+        /// What its entries weigh together.
+        var bytes = 0
 
         mutating func remove(_ uid: String) -> Entry? {
             guard let entry = entries.removeValue(forKey: uid) else { return nil }
+            bytes -= entry.bytes
             for session in entry.sessions {
                 uidBySession[session.idHash] = nil
                 uidByFamily[session.familyId] = nil
@@ -39,6 +70,7 @@ final class AccountReadCache: Sendable {
 
         mutating func put(_ entry: Entry, for uid: String) {
             entries[uid] = entry
+            bytes += entry.bytes
             for session in entry.sessions {
                 uidBySession[session.idHash] = uid
                 uidByFamily[session.familyId] = uid
@@ -54,6 +86,8 @@ final class AccountReadCache: Sendable {
         var epoch: UInt64 = 0
         /// Off while the store cannot tell what other instances write (see `CachedStore`).
         var enabled: Bool
+        /// What both generations weigh.
+        var bytes: Int { newer.bytes + older.bytes }
     }
 
     /// Proof of when a read began.
@@ -63,14 +97,23 @@ final class AccountReadCache: Sendable {
 
     private let state: Mutex<State>
     private let generationSize: Int
+    private let generationBytes: Int
+    private let metrics: GatehouseMetrics
     private let sessionsPerAccount: Int
     private let lifetime: TimeInterval
     /// Whether a lifetime and a capacity were given at all.
     private let usable: Bool
 
-    /// A cache of at most `capacity` accounts, each answered for at most `lifetime` seconds.
-    init(capacity: Int, lifetime: TimeInterval, sessionsPerAccount: Int = 16, enabled: Bool) {
+    /// A cache of at most `capacity` accounts weighing `byteBudget` bytes together, each
+    /// answered for at most `lifetime` seconds; `gatehouse_cache_used{cache="account"}`
+    /// reports their weight.
+    init(
+        capacity: Int, lifetime: TimeInterval, byteBudget: Int = defaultByteBudget, sessionsPerAccount: Int = 16, enabled: Bool,
+        metrics: GatehouseMetrics = .disabled
+    ) {
         generationSize = max(1, capacity / 2)
+        generationBytes = max(1, byteBudget / 2)
+        self.metrics = metrics
         self.lifetime = lifetime
         self.sessionsPerAccount = sessionsPerAccount
         usable = lifetime > 0 && capacity > 0
@@ -105,20 +148,22 @@ final class AccountReadCache: Sendable {
     /// Finds the account a key points to in either generation (moving it to the newer one),
     /// drops it when too old, and reads `piece` of it.
     private func withEntry<T>(of key: (Generation) -> String?, now: Date, _ piece: (Entry) -> T?) -> T? {
-        state.withLock { state in
-            guard state.enabled else { return nil }
+        let (found, held): (T?, Int?) = state.withLock { state in
+            guard state.enabled else { return (nil, nil) }
             if let uid = key(state.newer), let entry = state.newer.entries[uid] {
                 guard now.timeIntervalSince(entry.storedAt) < lifetime else {
                     _ = state.newer.remove(uid)
-                    return nil
+                    return (nil, state.bytes)
                 }
-                return piece(entry)
+                return (piece(entry), nil)
             }
-            guard let uid = key(state.older), let entry = state.older.remove(uid) else { return nil }
-            guard now.timeIntervalSince(entry.storedAt) < lifetime else { return nil }
-            Self.put(entry, for: uid, into: &state, limit: generationSize)
-            return piece(entry)
+            guard let uid = key(state.older), let entry = state.older.remove(uid) else { return (nil, nil) }
+            guard now.timeIntervalSince(entry.storedAt) < lifetime else { return (nil, state.bytes) }
+            put(entry, for: uid, into: &state)
+            return (piece(entry), state.bytes)
         }
+        if let held { metrics.cacheUsed(cache: "account", cost: held) }
+        return found
     }
 
     // MARK: Storing what was read
@@ -148,17 +193,24 @@ final class AccountReadCache: Sendable {
     }
 
     private func update(_ uid: String, ticket: Ticket, now: Date, _ change: (inout Entry) -> Void) {
-        state.withLock { state in
-            guard state.enabled, state.epoch == ticket.epoch else { return }
+        let held: Int? = state.withLock { state in
+            guard state.enabled, state.epoch == ticket.epoch else { return nil }
             var entry = state.newer.remove(uid) ?? state.older.remove(uid) ?? Entry(storedAt: now)
             if now.timeIntervalSince(entry.storedAt) >= lifetime { entry = Entry(storedAt: now) }
             change(&entry)
-            Self.put(entry, for: uid, into: &state, limit: generationSize)
+            entry.weigh(uid: uid)
+            put(entry, for: uid, into: &state)
+            return state.bytes
         }
+        if let held { metrics.cacheUsed(cache: "account", cost: held) }
     }
 
-    private static func put(_ entry: Entry, for uid: String, into state: inout State, limit: Int) {
-        if state.newer.entries.count >= limit {
+    /// Puts an entry into the newer generation, which becomes the older one first when it
+    /// holds its accounts or its bytes already. An entry heavier than a generation is not held
+    /// (its reads go to the store).
+    private func put(_ entry: Entry, for uid: String, into state: inout State) {
+        guard entry.bytes <= generationBytes else { return }
+        if state.newer.entries.count >= generationSize || state.newer.bytes + entry.bytes > generationBytes {
             state.older = state.newer
             state.newer = Generation()
         }
@@ -169,11 +221,13 @@ final class AccountReadCache: Sendable {
 
     /// Drops what is held for the account.
     func invalidate(uid: String) {
-        state.withLock { state in
+        let held = state.withLock { state in
             state.epoch &+= 1
             _ = state.newer.remove(uid)
             _ = state.older.remove(uid)
+            return state.bytes
         }
+        metrics.cacheUsed(cache: "account", cost: held)
     }
 
     /// Drops what is held for the account of this session (cookie hash), if any.
@@ -193,13 +247,15 @@ final class AccountReadCache: Sendable {
     }
 
     private func invalidate(_ key: (Generation) -> String?) {
-        state.withLock { state in
+        let held = state.withLock { state in
             state.epoch &+= 1
             for uid in [key(state.newer), key(state.older)].compactMap({ $0 }) {
                 _ = state.newer.remove(uid)
                 _ = state.older.remove(uid)
             }
+            return state.bytes
         }
+        metrics.cacheUsed(cache: "account", cost: held)
     }
 
     /// Drops everything; with `enabled`, also turns the cache on or off.
@@ -210,6 +266,7 @@ final class AccountReadCache: Sendable {
             state.older = Generation()
             if let enabled { state.enabled = enabled && usable }
         }
+        metrics.cacheUsed(cache: "account", cost: 0)
     }
 
     /// Whether anything is stored and answered.
@@ -217,6 +274,9 @@ final class AccountReadCache: Sendable {
 
     /// How many accounts are held (tests).
     var count: Int { state.withLock { $0.newer.entries.count + $0.older.entries.count } }
+
+    /// What the held accounts weigh (tests).
+    var bytes: Int { state.withLock { $0.bytes } }
 
     /// How many keys the session, family and identity lookups hold (tests: never more than the
     /// sessions and links held).

@@ -38,7 +38,7 @@ public final class CachedStore: GatehouseStorage {
         self.metrics = metrics
         self.logger = logger
         // A shared store's cache starts off: it turns on once the change feed listens.
-        cache = AccountReadCache(capacity: capacity, lifetime: lifetime, enabled: !(base is any SharedStore))
+        cache = AccountReadCache(capacity: capacity, lifetime: lifetime, enabled: !(base is any SharedStore), metrics: metrics)
     }
 
     /// Follows what other instances write until the task is cancelled, reconnecting after a
