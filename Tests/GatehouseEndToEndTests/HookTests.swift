@@ -727,6 +727,37 @@ struct HookTests {
     }
 
     @Test(
+        "under GATEHOUSE_HOOK_ON_FAILURE=allow a receiver that refuses the gateway's signature (401) or its call (403) without a deny answer still refuses the sign-in: 503 hook-unavailable, nothing stored"
+    )
+    func refusedCallsDenyUnderAllow() async throws {
+        // A rotated secret the receiver does not know: it answers every call 401.
+        let wrongSecret = "whsec_" + Data(repeating: 7, count: 32).base64EncodedString()
+        try await withDeployment(hooks: { emulatorURL in
+            HookConfiguration(
+                urls: [.beforeCreate: "\(emulatorURL)/sample-app/hooks/before-create"], secrets: [wrongSecret], onFailure: .allow)
+        }) { deployment in
+            let before = try await Self.snapshot(deployment)
+            var browser = Browser(deployment)
+            let refused = try await browser.complete(login: "octocat")
+            #expect(refused.status == 503, "\(refused.bodyText)")
+            #expect(try jsonObject(refused)["code"] as? String == "hook-unavailable")
+            #expect(try await Self.snapshot(deployment) == before)
+        }
+        try await withDeployment(hooks: Self.sampleApp(onFailure: .allow)) { deployment in
+            let before = try await Self.snapshot(deployment)
+            try await Self.answer(deployment, "before-create", #"{"error":"forbidden"}"#, status: 403)
+            var browser = Browser(deployment)
+            let refused = try await browser.complete(login: "octocat")
+            #expect(refused.status == 503, "\(refused.bodyText)")
+            #expect(try jsonObject(refused)["code"] as? String == "hook-unavailable")
+            #expect(try await Self.snapshot(deployment) == before)
+            // Other failures still go on under `allow`.
+            try await Self.answer(deployment, "before-create", "", status: 500)
+            #expect(try await browser.complete(login: "octocat").status == 200)
+        }
+    }
+
+    @Test(
         "the hook request: signed (the PyPI standardwebhooks package verifies it), the account, the profile, ID token claims and context, never a provider token"
     )
     func hookRequestContents() async throws {

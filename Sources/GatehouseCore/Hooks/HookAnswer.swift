@@ -100,6 +100,20 @@ enum HookFailure: Error, Equatable {
         }
     }
 
+    /// Whether the failure refuses the sign-in under `GATEHOUSE_HOOK_ON_FAILURE=allow` too.
+    /// `allow` keeps sign-ins going while a receiver is down or erring; it must not let them on
+    /// when the gateway itself is overloaded (whoever can fill its calls out would skip the
+    /// hook), nor when the receiver refuses the call (`401`, `403`): that is a receiver up and
+    /// turning the gateway away, most often a secret rotated on one side only, and letting
+    /// everyone through unasked would switch the hook off without anyone deciding to.
+    var refusesUnderAllow: Bool {
+        switch self {
+        case .overloaded: true
+        case .status(let status): status == 401 || status == 403
+        case .timeout, .unreachable, .tooLarge, .invalidAnswer, .circuitOpen: false
+        }
+    }
+
     /// The metric's outcome label (a fixed word).
     var outcome: String {
         switch self {
@@ -118,6 +132,8 @@ enum HookFailure: Error, Equatable {
         switch self {
         case .timeout: "no answer within the timeout"
         case .unreachable(let why): "cannot connect: \(why)"
+        case .status(let status) where status == 401 || status == 403:
+            "answered status \(status): the receiver refused the call (does it verify with GATEHOUSE_HOOK_SECRETS?)"
         case .status(let status): "answered status \(status)"
         case .tooLarge: "the answer is larger than 16 KB"
         case .invalidAnswer(let why): "malformed answer: \(why)"

@@ -75,10 +75,9 @@ public final class HookClient: SignInHooks {
             let called = refusedFor == nil && failure != .overloaded
             metrics.hookCall(event: event.rawValue, outcome: failure.outcome, duration: called ? ContinuousClock.now - started : nil)
             warn(event, failure)
-            // The gateway's own overload refuses the sign-in whatever the policy: `allow` keeps
-            // sign-ins going while the receiver is down, and must not let anyone who can fill
-            // the calls out skip the hook.
-            if failure == .overloaded { throw GatehouseError.hookUnavailable(event.rawValue, retryAfter: 1) }
+            // The gateway's own overload, and a receiver refusing the call, refuse the sign-in
+            // whatever the policy (`refusesUnderAllow`).
+            if failure.refusesUnderAllow { throw GatehouseError.hookUnavailable(event.rawValue, retryAfter: 1) }
             switch configuration.onFailure {
             case .deny: throw GatehouseError.hookUnavailable(event.rawValue, retryAfter: refusedFor ?? 1)
             case .allow: return .nothing
@@ -235,8 +234,7 @@ public final class HookClient: SignInHooks {
     private func warn(_ event: HookEvent, _ failure: HookFailure) {
         let now = ContinuousClock.now
         // The gateway's overload is throttled apart: its lines must not hide the receiver's.
-        let overloaded = failure == .overloaded
-        let key = overloaded ? event.rawValue + "|overloaded" : event.rawValue
+        let key = failure == .overloaded ? event.rawValue + "|overloaded" : event.rawValue
         let loud = lastWarned.withLock { last in
             if let previous = last[key], now - previous < .seconds(60) { return false }
             last[key] = now
@@ -244,8 +242,8 @@ public final class HookClient: SignInHooks {
         }
         let metadata: Logger.Metadata = [
             "hook.event": "\(event.rawValue)", "hook.outcome": "\(failure.outcome)", "hook.reason": "\(failure.reason)",
-            // What became of the sign-in: an overload refuses it whatever the policy.
-            "hook.on_failure": "\(overloaded ? HookFailurePolicy.deny.rawValue : configuration.onFailure.rawValue)",
+            // What became of the sign-in: some failures refuse it whatever the policy.
+            "hook.on_failure": "\(failure.refusesUnderAllow ? HookFailurePolicy.deny.rawValue : configuration.onFailure.rawValue)",
         ]
         if loud { logger.warning("hook call failed", metadata: metadata) } else { logger.debug("hook call failed", metadata: metadata) }
     }

@@ -228,7 +228,8 @@ enum SettingsCatalog {
         Setting("GATEHOUSE_HOOK_TIMEOUT", .seconds(0.1...10), default: "2", "seconds one hook call may take"),
         Setting(
             "GATEHOUSE_HOOK_ON_FAILURE", .choice(["deny", "allow"]), default: "deny",
-            "a hook that cannot be asked (down, slow, a malformed answer): `deny` answers `503 hook-unavailable`, `allow` goes on without it"),
+            "a hook that cannot be asked (down, slow, a malformed answer): `deny` answers `503 hook-unavailable`, `allow` goes on without it (not when the receiver refuses the call, `401`/`403`)"
+        ),
     ]
 
     private static let webhooks: [Setting] = [
