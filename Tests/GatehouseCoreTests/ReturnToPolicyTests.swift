@@ -165,6 +165,11 @@ import Testing
             ("https://App.Example.com", "write https://app.example.com"), ("https://app.example.com/login", "write https://app.example.com"),
             ("app.example.com", "not an origin"), ("https://user@app.example.com", "not an origin"),
             ("http://app.example.com", "plain http"), ("http://127.0.0.1:3000", "plain http"),
+            // IPv6 literals as browsers write them: the first longest zero run as `::`, lowercase.
+            ("https://[0:0:0:0:0:0:0:1]", "write https://[::1]"), ("https://[2001:DB8::1]", "write https://[2001:db8::1]"),
+            ("https://[2001:db8:0:0:1:0:0:1]", "write https://[2001:db8::1:0:0:1]"), ("https://[::ffff:1.2.3.4]", "write https://[::ffff:102:304]"),
+            ("https://[::1", "not an origin"), ("https://[::1]x", "not an origin"), ("https://app[1].example", "not an origin"),
+            ("https://[not:an:address]", "not an origin"),
         ]
         for (entry, said) in refused {
             var configuration = GatewayConfiguration(publicURL: "https://gw.example", returnToAllowList: [])
@@ -180,6 +185,20 @@ import Testing
         var development = GatewayConfiguration(publicURL: "http://127.0.0.1:8080", returnToAllowList: [], developmentMode: true)
         development.allowedOrigins = ["http://127.0.0.1:3000"]
         #expect(throws: Never.self) { try development.validate() }
+    }
+
+    @Test(
+        "an IPv6 literal matches however it is written: an entry and a URL naming one address in two forms are one host; a bracket outside a literal is refused"
+    )
+    func ipv6Literals() {
+        let policy = ReturnToPolicy(allowList: ["http://[0:0:0:0:0:0:0:1]/cb", "https://[2001:DB8:0::1]:8443/app"])
+        #expect(policy.kind(of: "http://[::1]/cb") != nil)
+        #expect(policy.kind(of: "https://[2001:db8::1]:8443/app/page") != nil)
+        #expect(policy.kind(of: "https://[2001:db8::2]:8443/app") == nil)
+        #expect(URLAllowList.webOrigin(of: "https://[2001:0DB8::0001]/x") == "https://[2001:db8::1]")
+        for refused in ["https://app[1].example/", "https://[::1/", "https://[::1]]/", "https://::1/"] {
+            #expect(URLAllowList.webOrigin(of: refused) == nil, "\(refused)")
+        }
     }
 
     @Test("allow-list entries: private-use schemes need a dot and must not be a browser scheme; plain http only to loopback")

@@ -95,6 +95,15 @@ public struct URLAllowList: Sendable {
             host = authority[..<colon]
         }
         guard !host.isEmpty, host.allSatisfy(isHostByte) else { return nil }
+        var hostText = String(decoding: host, as: UTF8.self)
+        // An IPv6 literal, and only one, holds `[`, `]` or `:`; it is kept as browsers write it
+        // (`Origin`, `location.href`), so that `[0:0::1]` and `[::1]` are one host.
+        if host.contains(where: { $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: "]") || $0 == UInt8(ascii: ":") }) {
+            guard host.first == UInt8(ascii: "["), host.last == UInt8(ascii: "]"),
+                let literal = ipv6Literal(String(decoding: host.dropFirst().dropLast(), as: UTF8.self))
+            else { return nil }
+            hostText = "[" + literal + "]"
+        }
         let afterAuthority = rest[authorityEnd...]
         let path = afterAuthority[..<(afterAuthority.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? afterAuthority.endIndex)]
         // Encoded slashes or backslashes could be re-interpreted by the app; dot segments
@@ -104,7 +113,7 @@ public struct URLAllowList: Sendable {
         else { return nil }
         guard !hasDotSegment(path) else { return nil }
         return ParsedURL(
-            scheme: scheme, host: String(decoding: host, as: UTF8.self), port: port,
+            scheme: scheme, host: hostText, port: port,
             path: path.isEmpty ? "/" : String(decoding: path, as: UTF8.self))
     }
 
@@ -175,5 +184,26 @@ public struct URLAllowList: Sendable {
             }
         }
         return decoded
+    }
+
+    /// An IPv6 address as the URL Standard serializes it: eight groups of lowercase hex without
+    /// leading zeros, the first longest run of two or more zero groups written `::`, and no
+    /// embedded IPv4 form; `nil` when `text` is not an IPv6 address.
+    static func ipv6Literal(_ text: String) -> String? {
+        var address = in6_addr()
+        guard inet_pton(AF_INET6, text, &address) == 1 else { return nil }
+        let bytes = withUnsafeBytes(of: &address) { Array($0) }
+        let groups = (0..<8).map { UInt16(bytes[2 * $0]) << 8 | UInt16(bytes[2 * $0 + 1]) }
+        var run: (start: Int, length: Int) = (0, 0)
+        var start = 0
+        while start < 8 {
+            var end = start
+            while end < 8, groups[end] == 0 { end += 1 }
+            if end - start > run.length { run = (start, end - start) }
+            start = max(end, start + 1)
+        }
+        func hex(_ range: Range<Int>) -> String { groups[range].map { String($0, radix: 16) }.joined(separator: ":") }
+        guard run.length >= 2 else { return hex(0..<8) }
+        return hex(0..<run.start) + "::" + hex((run.start + run.length)..<8)
     }
 }

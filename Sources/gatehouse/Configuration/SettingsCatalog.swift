@@ -147,7 +147,7 @@ enum SettingsCatalog {
         ),
         Setting(
             "GATEHOUSE_ALLOWED_ORIGINS", .list,
-            "exact browser origins for CORS and cookie writes (default: the `return_to` origins), each as browsers send `Origin` (`https://app.example.com`: no path, no default port), `https` outside development mode"
+            "exact browser origins for CORS and cookie writes (default: the `return_to` origins), each as browsers send `Origin` (`https://app.example.com`: no path, no default port, an IPv6 literal shortened as in `https://[2001:db8::1]`), `https` outside development mode"
         ),
         Setting(
             "GATEHOUSE_TRUSTED_PROXIES", .list,
