@@ -26,12 +26,16 @@ public struct CurlClientConfiguration: Sendable {
     public var maxTransfersPerOwner: Int
     /// `.high` transfers of one `OutboundRequest.share` in flight and waiting together, at
     /// most; one beyond fails at once as `overloaded`. `.normal` requests and requests without
-    /// a share are not counted.
+    /// a share are not counted. Set below `maxTransfers` with two `reservedTransfers` or more,
+    /// it also stops a share's `.high` transfers from starting once half of `reservedTransfers`
+    /// of them run while `.normal` ones in flight and waiting would fill every other slot: its
+    /// next wait while the other calls start past them.
     public var maxHighTransfersPerShare: Int
     /// Slots of `maxTransfers` only `.high` requests may take (at most `maxTransfers − 1`):
     /// `.normal` ones run in the rest, so that callers filling those with stalled calls cannot
-    /// keep the gateway's own flows waiting. `.high` requests wait in a line of their own, as
-    /// long as `maxWaitingTransfers`, served before the `.normal` one.
+    /// keep the gateway's own flows waiting. `.high` requests wait in lines of their own (one per
+    /// share, served in order of arrival among the shares that may run one more), as many as
+    /// `maxWaitingTransfers` together, served before the `.normal` one.
     public var reservedTransfers: Int
     /// Sent when a request carries no `User-Agent` (GitHub rejects requests without one).
     public var userAgent: String

@@ -216,8 +216,8 @@ private final class DriverLoop {
     private var activeNormal = 0
     /// `.normal` transfers waiting for one of `active` to end, first in line first.
     private var waiting = WaitingTransfers()
-    /// `.high` transfers waiting, started before any of `waiting`.
-    private var waitingFirst = WaitingTransfers()
+    /// `.high` transfers waiting, one line per share, started before any of `waiting`.
+    private var waitingFirst = ShareLines()
     /// Whether no transfer of either priority waits.
     private var noneWaits: Bool { waiting.isEmpty && waitingFirst.isEmpty }
     let limits: Limits
@@ -226,6 +226,14 @@ private final class DriverLoop {
     private var ownerCounts: [String: Int] = [:]
     /// `.high` transfers in flight and waiting of each share that has any.
     private var shareCounts: [String: Int] = [:]
+    /// `.high` transfers in flight of each share that has any (`mayStart(share:)`).
+    private var runningShareCounts: [String: Int] = [:]
+    /// Whether a share's `.high` transfers stop starting at half of the reserved slots while
+    /// `.normal` ones would fill all others (`mayStart(share:)`): only when a share limit is
+    /// set, below the slots, and at least two slots are reserved (with one, a share running it
+    /// would hold it all the same; with none, the hold would only put sign-ins behind
+    /// passthrough calls).
+    private var sharesSplitSlots: Bool { limits.highPerShare < limits.transfers && limits.reserved >= 2 }
     /// Where the counts are published for other threads.
     let load: LoadCounters
     /// When waiting transfers were last checked for their timeouts.
@@ -269,7 +277,8 @@ private final class DriverLoop {
         case .add(let transfer):
             admit(transfer)
         case .cancel(let transfer):
-            if withLine(of: transfer, { $0.remove(transfer) }) {
+            let left = transfer.request.priority == .high ? waitingFirst.remove(transfer) : waiting.remove(transfer)
+            if left {
                 ended(transfer)
                 // Published first: a caller that has its outcome sees a line without it.
                 publishLoad()
@@ -284,12 +293,22 @@ private final class DriverLoop {
         }
     }
 
-    /// The line `transfer` waits in (or would), by its priority.
-    private func withLine<Result>(of transfer: Transfer, _ body: (inout WaitingTransfers) -> Result) -> Result {
-        switch transfer.request.priority {
-        case .high: body(&waitingFirst)
-        case .normal: body(&waiting)
-        }
+    /// Whether one more `.high` transfer of `share` may start (any without a share may). With a
+    /// share limit set, while `.normal` transfers in flight and waiting are enough to hold
+    /// every slot but the reserved ones (stalled passthrough calls, say), a share whose `.high`
+    /// transfers running are half of the reserved slots starts no more: an
+    /// upstream whose calls hang then stops taking slots there, and the others' calls start in
+    /// the rest instead of waiting behind its calls in line. A slot it is kept from goes to the
+    /// next waiting transfer, a `.normal` one included: the bound is fixed, so a `.normal` start
+    /// cannot tighten it, and the condition lasts while the `.normal` demand does instead of
+    /// ending with the first `.normal` call that ends. It gates starts only: what a share
+    /// started before is not taken back. With less `.normal` demand every `.high` transfer
+    /// goes first as before.
+    private func mayStart(share: String?) -> Bool {
+        guard sharesSplitSlots, activeNormal + waiting.count >= limits.transfers - limits.reserved, let share,
+            let running = runningShareCounts[share]
+        else { return true }
+        return running < limits.reserved / 2
     }
 
     /// Whether a slot is free for a transfer of `priority`: any slot for `.high`, one outside
@@ -299,8 +318,10 @@ private final class DriverLoop {
         return priority == .high || activeNormal < limits.transfers - limits.reserved
     }
 
-    /// Starts `transfer` when a slot is free and none waits before it, puts it in line when
-    /// the line has room, and refuses it otherwise, or when its owner has its share already.
+    /// Starts `transfer` when a slot is free and none that may start waits before it (a `.high`
+    /// one starts past the lines of shares held back by `mayStart(share:)`), puts it in line
+    /// when the lines have room, and refuses it otherwise, or when its owner or share has its
+    /// part already.
     func admit(_ transfer: Transfer) {
         if transfer.isCancelRequested {
             transfer.fail(OutboundError(kind: .cancelled, message: "the request was cancelled"))
@@ -309,8 +330,14 @@ private final class DriverLoop {
         // A slot freed earlier in this batch goes to the lines first, which may make room in them.
         if active.count < limits.transfers, !noneWaits { startWaiting() }
         let priority = transfer.request.priority
-        let inLine = withLine(of: transfer) { $0.count }
-        let startsNow = hasSlot(for: priority) && inLine == 0
+        let inLine = priority == .high ? waitingFirst.count : waiting.count
+        // Those still waiting after `startWaiting` may not start (their share may run no more),
+        // or no slot is free: a `.high` transfer starts past them when its own share may run.
+        let startsNow =
+            switch priority {
+            case .high: hasSlot(for: .high) && mayStart(share: transfer.request.share) && !waitingFirst.holds(share: transfer.request.share)
+            case .normal: hasSlot(for: .normal) && inLine == 0
+            }
         guard startsNow || inLine < limits.waiting else {
             load.countRefusal()
             transfer.fail(OutboundError(kind: .overloaded, message: "too many calls are in flight and waiting"))
@@ -340,7 +367,7 @@ private final class DriverLoop {
         } else {
             // Capped at about 12 days, far beyond any real timeout, so the sum cannot overflow.
             transfer.deadline = monotonicNanoseconds() + UInt64(min(transfer.totalTimeout.curlMilliseconds, 1 << 30)) * 1_000_000
-            withLine(of: transfer) { $0.append(transfer) }
+            if priority == .high { waitingFirst.append(transfer) } else { waiting.append(transfer) }
             publishLoad()
         }
     }
@@ -374,11 +401,11 @@ private final class DriverLoop {
         for transfer in expired { transfer.fail(Self.waitedTooLong) }
     }
 
-    /// The waiting transfer a free slot starts next: the first `.high` one, else the first
-    /// `.normal` one when a slot outside the reserved ones is free.
+    /// The waiting transfer a free slot starts next: the first `.high` one whose share may run
+    /// one more, else the first `.normal` one when a slot outside the reserved ones is free.
     private func nextToStart() -> Transfer? {
         guard hasSlot(for: .high) else { return nil }
-        if let first = waitingFirst.popFirst() { return first }
+        if !waitingFirst.isEmpty, let first = waitingFirst.popFirst(where: mayStart(share:)) { return first }
         return hasSlot(for: .normal) ? waiting.popFirst() : nil
     }
 
@@ -438,7 +465,11 @@ private final class DriverLoop {
             return
         }
         active[easy] = transfer
-        if transfer.request.priority == .normal { activeNormal += 1 }
+        if transfer.request.priority == .normal {
+            activeNormal += 1
+        } else if let share = transfer.request.share {
+            runningShareCounts[share, default: 0] += 1
+        }
         publishLoad()
         let code = curl_multi_add_handle(multi, easy)
         if code != CURLM_OK {
@@ -490,7 +521,14 @@ private final class DriverLoop {
     }
 
     func complete(_ transfer: Transfer, easy: UnsafeMutableRawPointer, error: OutboundError?) {
-        if active.removeValue(forKey: easy) != nil, transfer.request.priority == .normal { activeNormal -= 1 }
+        if active.removeValue(forKey: easy) != nil {
+            if transfer.request.priority == .normal {
+                activeNormal -= 1
+            } else if let share = transfer.request.share {
+                let count = runningShareCounts[share, default: 1] - 1
+                runningShareCounts[share] = count > 0 ? count : nil
+            }
+        }
         ended(transfer)
         publishLoad()
         _ = curl_multi_remove_handle(multi, easy)
@@ -510,7 +548,11 @@ private final class DriverLoop {
     }
 
     func abortAll() {
-        while let transfer = waitingFirst.popFirst() ?? waiting.popFirst() {
+        let waitingHigh = waitingFirst.removeAll { _ in true }
+        for transfer in waitingHigh {
+            transfer.fail(OutboundError(kind: .cancelled, message: "the HTTP client was shut down"))
+        }
+        while let transfer = waiting.popFirst() {
             transfer.fail(OutboundError(kind: .cancelled, message: "the HTTP client was shut down"))
         }
         for (easy, transfer) in active {

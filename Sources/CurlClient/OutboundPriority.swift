@@ -5,8 +5,12 @@
 /// the reserved slots stay free for the gateway's own flows, so sign-ins, refreshes, key
 /// fetches and hooks still find one.
 public enum OutboundPriority: Sendable, Hashable {
-    /// Any slot but the reserved ones; waits behind every `.high` call.
+    /// Any slot but the reserved ones; waits behind every `.high` call that may start.
     case normal
-    /// Any slot, the reserved ones included; waits in a line of its own, which is served first.
+    /// Any slot, the reserved ones included; waits in lines of its own (one per
+    /// `OutboundRequest.share`), which are served first. While `.normal` calls in flight and
+    /// waiting would fill every slot they may, a share running half of the reserved slots (two
+    /// reserved at least) starts no more, and the other calls, `.normal` ones included, start
+    /// past its waiting ones.
     case high
 }

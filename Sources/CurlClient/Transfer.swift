@@ -92,6 +92,9 @@ final class Transfer: @unchecked Sendable {
     /// Whether the driver counts this transfer against its request's share (`.high` with a share).
     var countedForShare = false
 
+    /// Its place in the order of arrival of the `.high` transfers that waited (`ShareLines`).
+    var arrival: UInt64 = 0
+
     /// Whether the transfer is in the driver's waiting line (`WaitingTransfers`).
     var isWaiting = false
 

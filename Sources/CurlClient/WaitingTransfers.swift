@@ -20,6 +20,13 @@ struct WaitingTransfers {
         count += 1
     }
 
+    /// The first in line, left in it (those marked as gone before it are dropped on the way).
+    mutating func first() -> Transfer? {
+        while head < items.count, !items[head].isWaiting { head += 1 }
+        compactIfWorthIt()
+        return head < items.count ? items[head] : nil
+    }
+
     /// Takes the first in line.
     mutating func popFirst() -> Transfer? {
         while head < items.count {

@@ -164,6 +164,174 @@ struct TransferLimitTests {
     }
 
     @Test(
+        "with stalled .normal calls holding every slot but the reserved ones, one share's .high calls run in half of those at most: its next waits though reserved slots are free, another share's and unshared calls start in them, even from behind it in line, and the waiting one starts once a .normal slot frees"
+    )
+    func sharesSplitTheReservedSlots() async throws {
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient(
+                configuration: .init(timeout: Self.held, maxTransfers: 6, maxWaitingTransfers: 4, maxHighTransfersPerShare: 3, reservedTransfers: 4))
+            defer { client.shutdown() }
+            // A call held where it should start runs out of time in line instead of hanging the test.
+            func call(_ path: String, _ priority: OutboundPriority = .high, share: String?, timeout: Duration? = nil) -> Task<Outcome, Never> {
+                Self.call(client, server.url(path), timeout: timeout, priority: priority, share: share)
+            }
+            // Stalled passthrough calls hold both unreserved slots.
+            let stalled = [call("/hold?normal-1", .normal, share: "provider:a"), call("/hold?normal-2", .normal, share: "provider:a")]
+            let twoRun = try await UploadTests.eventually { client.load.inFlight == 2 && server.requestsSeen == 2 }
+            #expect(twoRun)
+            // A hanging provider's code exchanges take two of the four reserved slots; its next
+            // waits, with two reserved slots free.
+            let hanging = [call("/hold?a-1", share: "provider:a"), call("/hold?a-2", share: "provider:a")]
+            let fourRun = try await UploadTests.eventually { client.load.inFlight == 4 && server.requestsSeen == 4 }
+            #expect(fourRun)
+            let waiting = call("/hello?a-3", share: "provider:a", timeout: .seconds(30))
+            let aWaits = try await UploadTests.eventually { client.load.waiting == 1 }
+            #expect(aWaits)
+            #expect(client.load.inFlight == 4)
+            // Another provider's sign-in starts in one at once, from behind the waiting call, and
+            // so does a call without a share.
+            #expect(await call("/hello?b-1", share: "provider:b", timeout: .seconds(10)).value == .status(200))
+            #expect(await call("/hello?unshared", share: nil, timeout: .seconds(10)).value == .status(200))
+            #expect(!server.targetsSeen.contains("/hello?a-3"), "\(server.targetsSeen)")
+            // Once a stalled call ends, the passthrough calls no longer hold every slot they may:
+            // the provider's waiting call starts.
+            stalled[0].cancel()
+            #expect(await stalled[0].value == .failed(.cancelled))
+            #expect(await waiting.value == .status(200))
+            for task in [stalled[1]] + hanging { task.cancel() }
+            for task in [stalled[1]] + hanging { #expect(await task.value == .failed(.cancelled)) }
+            let allEnded = try await UploadTests.eventually { client.load.inFlight == 0 && client.load.waiting == 0 }
+            #expect(allEnded)
+        }
+    }
+
+    @Test(
+        "the hold lasts while .normal calls in flight and waiting fill their slots: a stalled call that ends passes its slot to a waiting .normal call, not to the held share, whose next still waits while another share's starts"
+    )
+    func heldShareYieldsToWaitingNormalCalls() async throws {
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient(
+                configuration: .init(timeout: Self.held, maxTransfers: 6, maxWaitingTransfers: 4, maxHighTransfersPerShare: 3, reservedTransfers: 2))
+            defer { client.shutdown() }
+            // A held call that should start runs out of time in line instead of hanging the test.
+            func call(_ path: String, _ priority: OutboundPriority = .high, share: String?) -> Task<Outcome, Never> {
+                Self.call(client, server.url(path), timeout: .seconds(30), priority: priority, share: share)
+            }
+            // Stalled passthrough calls hold all four unreserved slots, and a fifth waits.
+            let stalled = (1...4).map { Self.call(client, server.url("/hold?normal-\($0)"), priority: .normal, share: "provider:a") }
+            let fourRun = try await UploadTests.eventually { client.load.inFlight == 4 && server.requestsSeen == 4 }
+            #expect(fourRun)
+            let fifth = Self.call(client, server.url("/hold?normal-5"), priority: .normal, share: "provider:a")
+            let fifthWaits = try await UploadTests.eventually { client.load.waiting == 1 }
+            #expect(fifthWaits)
+            // The hanging provider runs one of the two reserved slots (half); its next waits.
+            let hanging = Self.call(client, server.url("/hold?a-1"), priority: .high, share: "provider:a")
+            let fiveRun = try await UploadTests.eventually { client.load.inFlight == 5 && server.requestsSeen == 5 }
+            #expect(fiveRun)
+            let held = call("/hello?a-2", share: "provider:a")
+            let twoWait = try await UploadTests.eventually { client.load.waiting == 2 }
+            #expect(twoWait)
+            // A stalled call ends: its slot goes to the waiting passthrough call, which came after
+            // the held one; the provider's next still waits.
+            stalled[0].cancel()
+            #expect(await stalled[0].value == .failed(.cancelled))
+            let fifthRuns = try await UploadTests.eventually { server.targetsSeen.contains("/hold?normal-5") }
+            #expect(fifthRuns)
+            #expect(!server.targetsSeen.contains("/hello?a-2"), "\(server.targetsSeen)")
+            #expect(client.load.waiting == 1)
+            // Another provider's sign-in takes the other reserved slot at once.
+            #expect(await call("/hello?b-1", share: "provider:b").value == .status(200))
+            // The provider's running call ends: the held call takes the reserved slot it leaves,
+            // with the passthrough calls still filling theirs.
+            hanging.cancel()
+            #expect(await hanging.value == .failed(.cancelled))
+            #expect(await held.value == .status(200))
+            #expect(client.load.inFlight == 4)
+            for task in stalled.dropFirst() + [fifth] {
+                task.cancel()
+                #expect(await task.value == .failed(.cancelled))
+            }
+        }
+    }
+
+    @Test(
+        "while .normal calls hold fewer slots than they may, one share's .high calls take every free slot up to its share limit: a busy provider is not held back by passthrough calls"
+    )
+    func sharesRunFreelyBelowSaturation() async throws {
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient(
+                configuration: .init(timeout: Self.held, maxTransfers: 6, maxWaitingTransfers: 4, maxHighTransfersPerShare: 5, reservedTransfers: 2))
+            defer { client.shutdown() }
+            let stalled = Self.call(client, server.url("/hold?normal-1"), priority: .normal, share: "provider:a")
+            let busy = (1...4).map { Self.call(client, server.url("/hold?a-\($0)"), priority: .high, share: "provider:a") }
+            let fiveRun = try await UploadTests.eventually { client.load.inFlight == 5 && server.requestsSeen == 5 }
+            #expect(fiveRun)
+            // The last slot goes to the same provider at once (held back, it would run out of
+            // time in line).
+            let last = Self.call(client, server.url("/hello?a-5"), timeout: .seconds(30), priority: .high, share: "provider:a")
+            #expect(await last.value == .status(200))
+            for task in [stalled] + busy { task.cancel() }
+            for task in [stalled] + busy { #expect(await task.value == .failed(.cancelled)) }
+        }
+    }
+
+    @Test(
+        "with a share limit set, waiting .high calls of several shares start in the order they came, a call leaving from any line keeping the others' order; without one, a share's calls take every slot as before"
+    )
+    func sharesKeepTheArrivalOrder() async throws {
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient(
+                configuration: .init(timeout: Self.held, maxTransfers: 4, maxWaitingTransfers: 8, maxHighTransfersPerShare: 3))
+            defer { client.shutdown() }
+            func call(_ path: String) -> Task<Outcome, Never> {
+                let name = path.dropFirst("/hello?".count).prefix { $0 != "-" }
+                // Held where it should start, a call runs out of time in line instead of hanging the test.
+                return Self.call(client, server.url(path), timeout: .seconds(30), priority: .high, share: name == "none" ? nil : "provider:\(name)")
+            }
+            // Calls without a share hold every slot.
+            let held = (1...4).map { Self.call(client, server.url("/hold?held-\($0)"), priority: .high) }
+            let allRun = try await UploadTests.eventually { client.load.inFlight == 4 && server.requestsSeen == 4 }
+            #expect(allRun)
+            // Calls of three shares and without one wait, in this order.
+            var waiting: [String: Task<Outcome, Never>] = [:]
+            for path in ["/hello?b-1", "/hello?a-1", "/hello?none-1", "/hello?b-2", "/hello?c-1", "/hello?a-2"] {
+                waiting[path] = call(path)
+                let inLine = try await UploadTests.eventually { client.load.waiting == waiting.count }
+                #expect(inLine)
+            }
+            // The only call without a share leaves (its line, not the last one, goes), and another
+            // comes after the rest.
+            waiting["/hello?none-1"]?.cancel()
+            #expect(await waiting["/hello?none-1"]?.value == .failed(.cancelled))
+            waiting["/hello?none-1"] = nil
+            waiting["/hello?none-2"] = call("/hello?none-2")
+            let sixWait = try await UploadTests.eventually { client.load.waiting == 6 }
+            #expect(sixWait)
+            // One slot frees: the waiting calls pass through it one at a time, each freed slot
+            // starting the earliest.
+            held[0].cancel()
+            for task in waiting.values { #expect(await task.value == .status(200)) }
+            let expected = ["/hello?b-1", "/hello?a-1", "/hello?b-2", "/hello?c-1", "/hello?a-2", "/hello?none-2"]
+            #expect(server.targetsSeen.filter { $0.hasPrefix("/hello") } == expected)
+            for task in held { task.cancel() }
+            for task in held { #expect(await task.value == .failed(.cancelled)) }
+        }
+        try await LoopbackHTTPServer.with { server in
+            let client = CurlHTTPClient(configuration: .init(timeout: Self.held, maxTransfers: 4, maxWaitingTransfers: 4, reservedTransfers: 2))
+            defer { client.shutdown() }
+            let stalled = (1...2).map { Self.call(client, server.url("/hold?normal-\($0)"), priority: .normal, share: "provider:a") }
+            let hanging = Self.call(client, server.url("/hold?a-1"), priority: .high, share: "provider:a")
+            let threeRun = try await UploadTests.eventually { client.load.inFlight == 3 && server.requestsSeen == 3 }
+            #expect(threeRun)
+            // No share limit: the provider's second call takes the last reserved slot at once.
+            let second = Self.call(client, server.url("/hello?a-2"), timeout: .seconds(30), priority: .high, share: "provider:a")
+            #expect(await second.value == .status(200))
+            for task in stalled + [hanging] { task.cancel() }
+            for task in stalled + [hanging] { #expect(await task.value == .failed(.cancelled)) }
+        }
+    }
+
+    @Test(
         "reserved slots take only .high calls: .normal ones wait with those slots free, a .high call starts in one at once; .high calls wait in a line of their own (refused beyond it, leaving when cancelled or out of time), which a freed slot serves before .normal calls that waited longer"
     )
     func reservedSlots() async throws {

@@ -192,7 +192,7 @@ enum SettingsCatalog {
         ),
         Setting(
             "GATEHOUSE_UPSTREAM_CALLS_RESERVED", .count(minimum: 0),
-            "slots of `GATEHOUSE_UPSTREAM_CALLS` kept for sign-ins, refreshes, grant revocations, key fetches and hooks, which also wait in a line of their own served first; passthrough calls, photos and webhooks run in the rest (default: an eighth, at least 1; at most all but one)"
+            "slots of `GATEHOUSE_UPSTREAM_CALLS` kept for sign-ins, refreshes, grant revocations, key fetches and hooks, which also wait in lines of their own served first; passthrough calls, photos and webhooks run in the rest, and while those in flight and waiting would fill the rest, one provider's calls (or the hooks') stop starting once they run in half of the reserved slots (when two or more) (default: an eighth, at least 1; at most all but one)"
         ),
         Setting(
             "GATEHOUSE_BREAKER_FAILURES", .count(minimum: 0), default: "5",

@@ -82,7 +82,7 @@ public struct GitHubProvider: IdentityProvider {
             method: "POST", url: configuration.tokenURL,
             headers: ["Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"],
             body: Array(FormEncoding.encode(form).utf8), maxResponseBytes: 64 << 10)
-        request.priority = .high  // sign-ins and refreshes: never behind passthrough calls
+        request.priority = .high  // sign-ins and refreshes: ahead of passthrough calls (`OutboundPriority.high`)
         return try await http.execute(request, endpoint: .token)
     }
 
@@ -205,7 +205,7 @@ public struct GitHubProvider: IdentityProvider {
                 "Authorization": "Basic \(credentials)", "Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
                 "Content-Type": "application/json",
             ], body: Array(body), maxResponseBytes: 64 << 10)
-        // An unlink or a deletion revokes once, and does not retry: never behind passthrough calls.
+        // An unlink or a deletion revokes once, and does not retry: ahead of passthrough calls.
         request.priority = .high
         let response = try await http.execute(request, endpoint: .revocation)
         guard response.status == 204 || response.status == 404 || response.status == 422 else {
@@ -223,7 +223,7 @@ public struct GitHubProvider: IdentityProvider {
         ]
         if let validator { headers.add("If-None-Match", validator) }
         var request = OutboundRequest(url: configuration.apiBaseURL + path, headers: headers, maxResponseBytes: 1 << 20)
-        request.priority = .high  // a sign-in reads the profile: never behind passthrough calls
+        request.priority = .high  // a sign-in reads the profile: ahead of passthrough calls (`OutboundPriority.high`)
         let response = try await http.execute(request, endpoint: path.hasSuffix("/emails") ? .emails : .profile)
         // A primary or secondary limit: GitHub answering, not failing, and the grant is fine.
         if let limit = GitHubRateLimits.limit(status: response.status, headers: response.headers, body: response.body, now: clock.now()) {

@@ -238,7 +238,7 @@ public struct OIDCProvider: IdentityProvider {
         }
         var request = OutboundRequest(
             method: "POST", url: endpoint, headers: headers, body: Array(FormEncoding.encode(form).utf8), maxResponseBytes: 64 << 10)
-        request.priority = .high  // sign-ins and refreshes: never behind passthrough calls
+        request.priority = .high  // sign-ins and refreshes: ahead of passthrough calls (`OutboundPriority.high`)
         return try await http.execute(request, endpoint: .token)
     }
 
@@ -253,7 +253,7 @@ public struct OIDCProvider: IdentityProvider {
     private func userInfo(endpoint: String, accessToken: String, expectedSubject: String?) async throws -> JSONValue {
         var request = OutboundRequest(
             url: endpoint, headers: ["Authorization": "Bearer \(accessToken)", "Accept": "application/json"], maxResponseBytes: 256 << 10)
-        request.priority = .high  // a sign-in reads the profile: never behind passthrough calls
+        request.priority = .high  // a sign-in reads the profile: ahead of passthrough calls (`OutboundPriority.high`)
         let response = try await http.execute(request, endpoint: .userinfo)
         guard response.status == 200 else { throw UpstreamErrors.status(response, providerId: id) }
         guard let info = try? JSONValue.parseRepeated(response.body), case .object = info else {
