@@ -328,6 +328,13 @@ enum PostgresMigrations {
         Migration(version: "v17-flow-sessions", statements: ["ALTER TABLE signin_transactions ADD COLUMN session_family_id text"]),
         // When the session's user last authenticated at the provider (`NULL`: at its sign-in).
         Migration(version: "v18-session-authentication-time", statements: ["ALTER TABLE sessions ADD COLUMN authenticated_at timestamptz"]),
+        // The purge's batches find what expired through these instead of reading the tables.
+        Migration(
+            version: "v19-expiry-indexes",
+            statements: [
+                "CREATE INDEX spent_tokens_expires_at ON spent_tokens(expires_at)",
+                "CREATE INDEX signin_results_retry_until ON signin_results(retry_until) WHERE retry_until IS NOT NULL",
+            ]),
     ]
 
     /// Sets every link's `verified_email` to what the gateway writes for its snapshot

@@ -132,17 +132,24 @@ public final class SQLiteStorage: GatehouseStorage {
     /// Deletes expired transactions, results and sessions.
     public func purgeExpired(now: Date) async throws {
         try await write { db in
-            try db.execute(sql: "DELETE FROM signin_transactions WHERE expires_at <= ?", arguments: [now])
-            try db.execute(sql: "DELETE FROM signin_results WHERE expires_at <= ?1 OR retry_until <= ?1", arguments: [now])
-            try db.execute(
-                sql: "UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL WHERE retry_until <= ?", arguments: [now])
-            try db.execute(sql: "DELETE FROM sessions WHERE expires_at <= ?", arguments: [now])
-            try db.execute(sql: "DELETE FROM pending_credentials WHERE expires_at <= ?", arguments: [now])
-            try db.execute(sql: "DELETE FROM spent_tokens WHERE expires_at <= ?", arguments: [now])
-            // The uses of sessions that ended (expired, signed out, revoked).
-            try db.execute(sql: "DELETE FROM session_uses WHERE family_id NOT IN (SELECT family_id FROM sessions)")
+            for statement in Self.purgeStatements { try db.execute(sql: statement, arguments: [now]) }
         }
     }
+
+    /// The purge's statements, `?1` being the time: each finds what it removes through an
+    /// index on its time column (the purge holds the write lock, which a scan of every
+    /// session would hold for as long as the table is large), except the last, which reads
+    /// the uses of the sessions still held, one per live session.
+    @_spi(Testing) public static let purgeStatements = [
+        "DELETE FROM signin_transactions WHERE expires_at <= ?1",
+        "DELETE FROM signin_results WHERE expires_at <= ?1 OR retry_until <= ?1",
+        "UPDATE refresh_tokens SET sealed_successor = NULL, retry_until = NULL WHERE retry_until <= ?1",
+        "DELETE FROM sessions WHERE expires_at <= ?1",
+        "DELETE FROM pending_credentials WHERE expires_at <= ?1",
+        "DELETE FROM spent_tokens WHERE expires_at <= ?1",
+        // The uses of sessions that ended (expired, signed out, revoked).
+        "DELETE FROM session_uses WHERE family_id NOT IN (SELECT family_id FROM sessions) AND ?1 IS NOT NULL",
+    ]
 
     /// `body`, with a uniqueness violation reported as `StorageError.conflict`.
     func conflicting(_ body: () async throws -> Void) async throws {

@@ -452,6 +452,23 @@ import Testing
         }
     }
 
+    @Test(
+        "each batch of the purge finds expired rows through an index on their time, never by reading a whole table, but for the uses of the live sessions and the locks"
+    )
+    func purgeUsesIndexes() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let storage = try PostgresTestServer.store(url, maximumConnections: 1)
+        try await storage.migrate()
+        storage.shutdown()
+        let timed = PostgresStorage.purgeStatements.dropLast(2)
+        #expect(timed.count == 6)
+        for statement in timed {
+            let query = statement(Date(timeIntervalSince1970: 1_800_000_000), 500)
+            let plan = try await PostgresTestServer.plan(url, query)
+            #expect(!plan.contains("Seq Scan"), "\(query.sql)\n\(plan)")
+        }
+    }
+
     @Test("an endpoint's claim of due webhook entries is served by an index on its endpoint, not a read past other endpoints' entries")
     func outboxClaimUsesTheEndpointIndex() async throws {
         let url = try await PostgresTestServer.freshDatabase()

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 @_spi(Testing) import GatehouseCore
-import GatehouseSQLite
+@_spi(Testing) import GatehouseSQLite
 import Testing
 
 /// What only the SQLite file store promises: its data survives closing and reopening the file.
@@ -37,6 +37,20 @@ import Testing
         }
         #expect(plan.contains("webhook_outbox_endpoint_due (endpoint=? AND status=? AND next_attempt_at<?)"), "\(plan)")
         #expect(!plan.contains("TEMP B-TREE"), "\(plan)")
+    }
+
+    @Test("the purge finds expired rows through an index on their time, never by reading a whole table, but for the uses of the live sessions")
+    func purgeUsesIndexes() async throws {
+        let path = try StorageBackend.temporaryDatabasePath()
+        try await SQLiteStorage(path: path).migrate()
+        #expect(SQLiteStorage.purgeStatements.count == 7)
+        for statement in SQLiteStorage.purgeStatements {
+            let plan = try await DatabaseQueue(path: path).read { db in
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + statement, arguments: [Fixtures.now]).map { $0["detail"] as String }
+            }
+            let scans = plan.filter { $0.hasPrefix("SCAN ") && !$0.hasPrefix("SCAN session_uses") }
+            #expect(scans.isEmpty, "\(statement): \(plan)")
+        }
     }
 
     @Test("a session an older version wrote, without the time its user authenticated, counts from its sign-in")

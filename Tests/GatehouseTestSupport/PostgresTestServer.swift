@@ -69,6 +69,11 @@ extension PostgresTestServer {
     /// with sequential scans and sorts discouraged, so that an index that can serve the query
     /// shows in it even on a table of a few rows.
     public static func plan(_ url: String, _ sql: String) async throws -> String {
+        try await plan(url, PostgresQuery(unsafeSQL: sql))
+    }
+
+    /// The plan of `query`, its bound values included, as `plan(_:_:)` reads it.
+    public static func plan(_ url: String, _ query: PostgresQuery) async throws -> String {
         let client = PostgresClient(configuration: try DatabaseURL.configuration(url, maximumConnections: 1), backgroundLogger: quietLogger)
         let runner = Task { await client.run() }
         defer { runner.cancel() }
@@ -76,7 +81,8 @@ extension PostgresTestServer {
             try await connection.query("SET enable_seqscan = off", logger: quietLogger)
             try await connection.query("SET enable_sort = off", logger: quietLogger)
             var lines: [String] = []
-            for try await line in try await connection.query(PostgresQuery(unsafeSQL: "EXPLAIN (COSTS OFF) " + sql), logger: quietLogger)
+            let explained = PostgresQuery(unsafeSQL: "EXPLAIN (COSTS OFF) " + query.sql, binds: query.binds)
+            for try await line in try await connection.query(explained, logger: quietLogger)
                 .decode(String.self)
             {
                 lines.append(line)
