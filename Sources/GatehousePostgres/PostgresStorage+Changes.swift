@@ -58,7 +58,11 @@ extension PostgresStorage: SharedStore {
         try? await connection.closeFuture.get()
     }
 
-    /// Asks `connection` `SELECT 1` every `feedCheckInterval` (`probe`); throws when a check
+    /// The feed's check, named so that its backend is told apart in `pg_stat_activity` after a
+    /// check as before one (the `LISTEN` it ran until then).
+    static let feedCheck: PostgresQuery = "SELECT 1 AS gatehouse_change_feed"
+
+    /// Asks `connection` `SELECT 1` (`feedCheck`) every `feedCheckInterval` (`probe`); throws when a check
     /// fails or goes unanswered for the operation timeout (closing the connection, which ends the
     /// listener too). Cancelled, it closes the connection and returns: that ends a check waiting
     /// on a dead connection at once.
@@ -71,7 +75,7 @@ extension PostgresStorage: SharedStore {
                     guard !connection.isClosed else { throw PostgresStorageError("the change feed's connection closed") }
                     try await Self.probe(
                         within: timeout, close: { let _: EventLoopFuture<Void> = connection.close() },
-                        query: { try await connection.query("SELECT 1", logger: logger) })
+                        query: { try await connection.query(Self.feedCheck, logger: logger) })
                 } catch {
                     if Task.isCancelled { return }
                     throw error

@@ -302,10 +302,12 @@ struct TwoInstances {
         runner = Task { await killer.run() }
     }
 
-    /// How many of the stores' backends are listening.
+    /// How many of the stores' backends are listening: their last statement the `LISTEN`, or the
+    /// feed's check that follows it every 10 s (matched by `LISTEN` alone, a feed that had just
+    /// checked went uncounted and unkilled).
     func listeningBackends() async throws -> Int {
         let rows = try await killer.query(
-            "SELECT count(*)::int FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database() AND pid <> pg_backend_pid()",
+            "SELECT count(*)::int FROM pg_stat_activity WHERE (query LIKE 'LISTEN%' OR query = 'SELECT 1 AS gatehouse_change_feed') AND datname = current_database() AND pid <> pg_backend_pid()",
             logger: PostgresTestServer.quietLogger)
         for try await count in rows.decode(Int.self) { return count }
         return 0
@@ -315,7 +317,7 @@ struct TwoInstances {
     @discardableResult
     func killListeners() async throws -> Int {
         let rows = try await killer.query(
-            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database() AND pid <> pg_backend_pid()",
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int FROM pg_stat_activity WHERE (query LIKE 'LISTEN%' OR query = 'SELECT 1 AS gatehouse_change_feed') AND datname = current_database() AND pid <> pg_backend_pid()",
             logger: PostgresTestServer.quietLogger)
         for try await count in rows.decode(Int.self) { return count }
         return 0
