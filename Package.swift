@@ -35,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.25.0"),
+        // Queues with both ends in O(1) (already built for NIO).
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
         // The operators' console: server-rendered HTML templates.
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.0.0"),
         // The configuration file (YAML or JSON), the environment and the secrets folder.
@@ -77,6 +79,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: swiftSettings,
             plugins: ["BuildCommitPlugin"]
@@ -219,7 +222,7 @@ let package = Package(
         ),
         .testTarget(
             name: "GatehouseCoreTests",
-            dependencies: ["GatehouseCore", "CurlClient"],
+            dependencies: ["GatehouseCore", "CurlClient", .product(name: "DequeModule", package: "swift-collections")],
             swiftSettings: swiftSettings
         ),
         // Helpers shared by the test targets: the PostgreSQL server of the run, private

@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 import Logging
 import Synchronization
@@ -24,7 +25,9 @@ public final class AuditTrail: Sendable {
     let retention: TimeInterval
     /// How often waiting events are stored.
     let flushInterval: Duration
-    private let waiting = Mutex<[AuditRecord]>([])
+    /// A deque: dropping the oldest of a full queue, as every event does while the store is
+    /// down, costs one step instead of moving the ten thousand others.
+    private let waiting = Mutex<Deque<AuditRecord>>([])
 
     /// A trail into `storage` keeping events `retention` seconds.
     public init(
@@ -77,8 +80,8 @@ public final class AuditTrail: Sendable {
     /// Puts a batch the store refused back before what queued meanwhile, and drops what is
     /// past `capacity` from the oldest end, as `append` does: the newest events are the ones an
     /// operator looks for first. Answers how many were dropped.
-    static func requeue(_ batch: [AuditRecord], into queue: inout [AuditRecord]) -> Int {
-        queue.insert(contentsOf: batch, at: 0)
+    static func requeue(_ batch: [AuditRecord], into queue: inout Deque<AuditRecord>) -> Int {
+        queue.prepend(contentsOf: batch)
         let over = max(0, queue.count - capacity)
         queue.removeFirst(over)
         return over
