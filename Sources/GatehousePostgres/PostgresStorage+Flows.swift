@@ -85,6 +85,9 @@ extension PostgresStorage {
             for try await _ in try await connection.query(taken, logger: logger) { found = true }
             guard found else { return false }
             if let token = redemption.refreshToken { try await Self.insertRefreshToken(token, connection, logger) }
+            if let family = redemption.endsSession {
+                try await connection.query("DELETE FROM sessions WHERE family_id = \(family)", logger: logger)
+            }
             return true
         }
     }

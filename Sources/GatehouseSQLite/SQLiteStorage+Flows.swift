@@ -99,6 +99,9 @@ extension SQLiteStorage {
                 try db.cachedStatement(sql: "DELETE FROM signin_results WHERE id_hash = ?").execute(arguments: [idHash])
             }
             if let token = redemption.refreshToken { try Self.insertRefreshToken(token, db) }
+            if let family = redemption.endsSession {
+                try db.cachedStatement(sql: "DELETE FROM sessions WHERE family_id = ?").execute(arguments: [family])
+            }
             return true
         }
     }

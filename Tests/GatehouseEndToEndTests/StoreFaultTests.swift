@@ -167,6 +167,42 @@ extension StoreFaultTests {
         }
     }
 
+    @Test(
+        "a re-authentication whose replaced session cannot be ended is not redeemed: nothing is committed, both tokens stay as they were, and the retry ends the old session"
+    )
+    func reauthenticationEndsItsSessionInItsCommit() async throws {
+        try await withDeployment { deployment in
+            var signIn = Browser(deployment)
+            let first = try await signIn.result(try await signIn.signIn(login: "octocat"))
+            let idToken = try #require(try jsonObject(first)["idToken"] as? String)
+            var page = Browser(deployment)
+            page.resultKey = ResultKey()
+            let returnTo = FormEncoding.escape(TestDeployment.returnTo)
+            let start = try await page.send(
+                "\(deployment.gatewayURL)/v1/auth/github.com/start?return_to=\(returnTo)&login=octocat&mode=reauthenticate&result_challenge=\(page.resultKey.challenge)",
+                headers: ["Authorization": "Bearer \(idToken)", "Referer": "https://app.example.com/"])
+            #expect(start.status == 302, "\(start.status): \(start.bodyText)")
+            let approved = try await deployment.client.execute(OutboundRequest(url: try #require(start.headers["location"])))
+            let callback = try await page.send(try #require(approved.headers["location"]))
+            let location = try #require(callback.headers["location"])
+            let resultID = String(location[try #require(location.range(of: "#gatehouse_result=")).upperBound...])
+            // The store refuses to end any session (a broken disk, a lost connection).
+            let database = try openSQLite(deployment.databasePath)
+            try await database.write {
+                try $0.execute(sql: "CREATE TRIGGER keep_sessions BEFORE DELETE ON sessions BEGIN SELECT RAISE(ABORT, 'sessions are kept'); END")
+            }
+            let failed = try await page.result(resultID)
+            #expect(failed.status >= 500, "\(failed.status): \(failed.bodyText)")
+            #expect(try await GatewayTokenTests.bearer(deployment, idToken).status == 200, "the old session goes on: nothing was redeemed")
+            try await database.write { try $0.execute(sql: "DROP TRIGGER keep_sessions") }
+            let redeemed = try await page.result(resultID)
+            #expect(redeemed.status == 200, "\(redeemed.bodyText)")
+            #expect(try await GatewayTokenTests.bearer(deployment, idToken).status == 401, "replaced in the redemption's commit")
+            let newToken = try #require(try jsonObject(redeemed)["idToken"] as? String)
+            #expect(try await GatewayTokenTests.bearer(deployment, newToken).status == 200)
+        }
+    }
+
     @Test("a re-authentication by ID token that fails after its session was written leaves the caller's session: the retry succeeds")
     func failedReauthenticationKeepsTheCallersSession() async throws {
         try await withDeployment { deployment in

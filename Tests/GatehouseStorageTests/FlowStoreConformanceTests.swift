@@ -108,6 +108,34 @@ import Testing
     }
 
     @Test(arguments: StorageBackend.all)
+    func takingAResultEndsTheSessionItReplacesInTheSameTransaction(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let (old, new) = (Fixtures.session("old", uid: "u1"), Fixtures.session("new", uid: "u1"))
+        try await storage.insertSession(old)
+        try await storage.insertSession(new)
+        // A redemption that fails (its token's session is gone) leaves the old session.
+        try await storage.insertResult(idHash: "r", payload: Data("payload".utf8), expiresAt: Fixtures.now.addingTimeInterval(60))
+        var failing = ResultRedemption.deleting(NewRefreshToken(tokenHash: "t0", familyId: "no-such-family", issuedAt: Fixtures.now))
+        failing.endsSession = old.familyId
+        await #expect(throws: StorageError.sessionGone) { try await storage.takeResult(idHash: "r", now: Fixtures.now, redemption: failing) }
+        #expect(try await storage.session(familyId: old.familyId, now: Fixtures.now) == old)
+        // The redemption ends it with the new session's first token.
+        var redemption = ResultRedemption.keeping(NewRefreshToken(tokenHash: "t1", familyId: new.familyId, issuedAt: Fixtures.now), answer: "sealed")
+        redemption.endsSession = old.familyId
+        #expect(try await storage.takeResult(idHash: "r", now: Fixtures.now, redemption: redemption))
+        #expect(try await storage.session(familyId: old.familyId, now: Fixtures.now) == nil)
+        #expect(try await storage.session(refreshTokenHash: "t1", now: Fixtures.now) == new)
+        // Nothing left to redeem: a second redemption ends nothing.
+        let third = Fixtures.session("third", uid: "u1")
+        try await storage.insertSession(third)
+        var late = ResultRedemption.deleting(nil)
+        late.endsSession = third.familyId
+        #expect(try await storage.takeResult(idHash: "r", now: Fixtures.now, redemption: late) == false)
+        #expect(try await storage.session(familyId: third.familyId, now: Fixtures.now) == third)
+    }
+
+    @Test(arguments: StorageBackend.all)
     func aRedeemedResultKeepsItsAnswerForItsWindowWhileItsTokenIsUnused(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))

@@ -556,7 +556,11 @@ public struct SignInService: Sendable {
         // Only a bound result keeps its answer for a retry: an unbound id may have leaked.
         let window = challenge == nil ? 0 : configuration.refreshRetryWindow
         let sealedAnswer = window > 0 ? try await tokens.vault.seal(answer, context: Self.answerContext(key)) : nil
-        let redemption = ResultRedemption(refreshToken: prepared?.1, sealedAnswer: sealedAnswer, retryUntil: now.addingTimeInterval(window))
+        // A re-authentication's session replaces the app's that started it in the same commit
+        // that hands the app the new one's tokens: kept, the old tokens would outlive the app's
+        // sign-out, which ends only the session it holds.
+        let redemption = ResultRedemption(
+            refreshToken: prepared?.1, sealedAnswer: sealedAnswer, retryUntil: now.addingTimeInterval(window), endsSession: replaces)
         do {
             // Someone else redeemed it meanwhile: one winner, as before.
             guard try await storage.takeResult(idHash: key, now: now, redemption: redemption) else { throw GatehouseError.resultNotFound() }
@@ -564,9 +568,6 @@ public struct SignInService: Sendable {
             // Ended since it was read above: answered as an ended session read there is.
             throw try await sessionEnded(uid: uid, otherwise: .invalidRefreshToken())
         }
-        // A re-authentication's session replaces the app's that started it, now that the app
-        // holds the new one's tokens.
-        if let replaces { await endReplaced(replaces, logger: logger) }
         return answer
     }
 

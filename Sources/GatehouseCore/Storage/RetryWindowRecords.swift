@@ -48,11 +48,15 @@ public struct ResultRedemption: Sendable, Equatable {
     public var sealedAnswer: String?
     /// The end of the retry window.
     public var retryUntil: Date
+    /// The family of the session the redemption replaces (a re-authentication's), ended in the
+    /// same transaction: a redemption is never answered with the old session left alive.
+    public var endsSession: String?
 
     /// Describes the redemption.
-    public init(refreshToken: NewRefreshToken?, sealedAnswer: String?, retryUntil: Date) {
+    public init(refreshToken: NewRefreshToken?, sealedAnswer: String?, retryUntil: Date, endsSession: String? = nil) {
         self.refreshToken = refreshToken
         self.sealedAnswer = sealedAnswer
         self.retryUntil = retryUntil
+        self.endsSession = endsSession
     }
 }

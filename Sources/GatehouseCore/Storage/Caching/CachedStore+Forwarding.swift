@@ -30,7 +30,9 @@ extension CachedStore {
 
     /// Redeems a sign-in result.
     public func takeResult(idHash: String, now: Date, redemption: ResultRedemption) async throws -> Bool {
-        try await base.takeResult(idHash: idHash, now: now, redemption: redemption)
+        let taken = try await base.takeResult(idHash: idHash, now: now, redemption: redemption)
+        if taken, let family = redemption.endsSession { cache.invalidate(familyId: family) }
+        return taken
     }
 
     /// Spends a single-use credential.

@@ -15,8 +15,9 @@ public protocol FlowStore: Sendable {
     func result(idHash: String, now: Date) async throws -> StoredResultState?
     /// Redeems the result if it has not expired and was not redeemed: in one transaction it
     /// stores the redemption's refresh token (the first of the session's family) and either
-    /// keeps the sealed answer for retries or deletes the result. A failed redemption leaves
-    /// the result, a successful one the token, never one without the other; `false` when
+    /// keeps the sealed answer for retries or deletes the result, and ends the session the
+    /// redemption replaces (`endsSession`). A failed redemption leaves the result and that
+    /// session, a successful one the token, never one without the other; `false` when
     /// there was nothing to redeem (someone else won), and `StorageError.sessionGone`, nothing
     /// written, when the token's session ended since it was read.
     func takeResult(idHash: String, now: Date, redemption: ResultRedemption) async throws -> Bool
