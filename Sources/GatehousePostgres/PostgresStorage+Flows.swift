@@ -84,10 +84,11 @@ extension PostgresStorage {
             var found = false
             for try await _ in try await connection.query(taken, logger: logger) { found = true }
             guard found else { return false }
-            if let token = redemption.refreshToken { try await Self.insertRefreshToken(token, connection, logger) }
+            // The replaced session first: a refresh token refused after it takes the delete back too.
             if let family = redemption.endsSession {
                 try await connection.query("DELETE FROM sessions WHERE family_id = \(family)", logger: logger)
             }
+            if let token = redemption.refreshToken { try await Self.insertRefreshToken(token, connection, logger) }
             return true
         }
     }

@@ -6,13 +6,14 @@ import _ConnectionPoolModule
 
 /// PostgresStorage's `SessionStore` part.
 extension PostgresStorage {
-    /// Saves a session.
-    public func insertSession(_ session: SessionRecord, firstRefreshToken: NewRefreshToken?) async throws {
+    /// Saves a session, ending the one it replaces.
+    public func insertSession(_ session: SessionRecord, firstRefreshToken: NewRefreshToken?, ending: String?) async throws {
         // The account's row is read `FOR SHARE`, which a disable's `UPDATE` waits for (or
         // which waits for the disable and then reads the account as it left it): a disable
         // either sees this session and ends it, or this session is not written. One statement
-        // (one commit) for the session, its first use and its first refresh token; the parts
-        // a session does not carry insert no row (their values bound as NULL).
+        // (one commit) for the session, its first use, its first refresh token and the end of
+        // the session it replaces; the parts a session does not carry insert (or delete) no row
+        // (their values bound as NULL).
         let use = session.firstUse
         let token = firstRefreshToken
         let written = try await changed(
@@ -30,6 +31,8 @@ extension PostgresStorage {
             ), r AS (
               INSERT INTO refresh_tokens (token_hash, family_id, created_at)
               SELECT \(token?.tokenHash), family_id, \(token?.issuedAt) FROM s WHERE \(token != nil)
+            ), e AS (
+              DELETE FROM sessions WHERE family_id = \(ending) AND EXISTS (SELECT 1 FROM s)
             )
             SELECT family_id FROM s
             """)

@@ -98,10 +98,11 @@ extension SQLiteStorage {
             } else {
                 try db.cachedStatement(sql: "DELETE FROM signin_results WHERE id_hash = ?").execute(arguments: [idHash])
             }
-            if let token = redemption.refreshToken { try Self.insertRefreshToken(token, db) }
+            // The replaced session first: a refresh token refused after it takes the delete back too.
             if let family = redemption.endsSession {
                 try db.cachedStatement(sql: "DELETE FROM sessions WHERE family_id = ?").execute(arguments: [family])
             }
+            if let token = redemption.refreshToken { try Self.insertRefreshToken(token, db) }
             return true
         }
     }

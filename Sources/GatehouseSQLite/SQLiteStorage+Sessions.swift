@@ -4,13 +4,14 @@ import GatehouseCore
 
 /// SQLiteStorage's `SessionStore` part.
 extension SQLiteStorage {
-    /// Saves a session.
-    public func insertSession(_ session: SessionRecord, firstRefreshToken: NewRefreshToken?) async throws {
+    /// Saves a session, ending the one it replaces.
+    public func insertSession(_ session: SessionRecord, firstRefreshToken: NewRefreshToken?, ending: String?) async throws {
         try await write { db in
             // Checked in the write transaction, which SQLite runs alone: a disable commits
             // wholly before it (and is seen) or after it (and ends this session too).
             let disabled = try Bool.fetchOne(db.cachedStatement(sql: "SELECT disabled FROM accounts WHERE uid = ?"), arguments: [session.uid])
             guard disabled == false else { throw StorageError.changedMeanwhile }
+            if let ending { try db.cachedStatement(sql: "DELETE FROM sessions WHERE family_id = ?").execute(arguments: [ending]) }
             try db.cachedStatement(
                 sql: """
                     INSERT INTO sessions (id_hash, uid, created_at, expires_at, family_id, sign_in_provider, claims, authenticated_at)

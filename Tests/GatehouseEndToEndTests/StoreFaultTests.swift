@@ -203,17 +203,43 @@ extension StoreFaultTests {
         }
     }
 
+    /// `POST /v1/auth/idtoken` with a fresh emulator ID token for `nonce`, in `mode`, as `bearer`'s caller.
+    static func postIDToken(_ deployment: TestDeployment, _ nonce: String, mode: String, bearer: String?) async throws -> OutboundResponse {
+        let token = try await OIDCSignInTests.mint(
+            deployment, issuer: "oidc", hint: OIDCSignInTests.olive, extra: #", "nonce": "\#(SecureRandom.digest(nonce))""#)
+        var headers: OutboundHeaders = ["Content-Type": "application/json"]
+        if let bearer { headers.add("Authorization", "Bearer \(bearer)") }
+        let body = #"{"providerId": "oidc.emulator", "idToken": "\#(token)", "rawNonce": "\#(nonce)", "mode": "\#(mode)"}"#
+        return try await deployment.client.execute(
+            OutboundRequest(method: "POST", url: "\(deployment.gatewayURL)/v1/auth/idtoken", headers: headers, body: Array(body.utf8)))
+    }
+
+    @Test(
+        "a re-authentication by ID token whose replaced session cannot be ended answers no tokens and commits nothing: the retry ends the old session"
+    )
+    func idTokenReauthenticationEndsItsSessionInItsCommit() async throws {
+        try await withDeployment { deployment in
+            let signedIn = try await Self.postIDToken(deployment, "first", mode: "signin", bearer: nil)
+            let idToken = try #require(try jsonObject(signedIn)["idToken"] as? String)
+            let database = try openSQLite(deployment.databasePath)
+            try await database.write {
+                try $0.execute(sql: "CREATE TRIGGER keep_sessions BEFORE DELETE ON sessions BEGIN SELECT RAISE(ABORT, 'sessions are kept'); END")
+            }
+            let failed = try await Self.postIDToken(deployment, "second", mode: "reauthenticate", bearer: idToken)
+            #expect(failed.status >= 500, "\(failed.status): \(failed.bodyText)")
+            #expect(try await GatewayTokenTests.bearer(deployment, idToken).status == 200, "the caller's session goes on")
+            try await database.write { try $0.execute(sql: "DROP TRIGGER keep_sessions") }
+            let retried = try await Self.postIDToken(deployment, "third", mode: "reauthenticate", bearer: idToken)
+            #expect(retried.status == 200, "\(retried.bodyText)")
+            #expect(try await GatewayTokenTests.bearer(deployment, idToken).status == 401, "replaced in the sign-in's commit")
+        }
+    }
+
     @Test("a re-authentication by ID token that fails after its session was written leaves the caller's session: the retry succeeds")
     func failedReauthenticationKeepsTheCallersSession() async throws {
         try await withDeployment { deployment in
             func post(_ nonce: String, mode: String, bearer: String?) async throws -> OutboundResponse {
-                let token = try await OIDCSignInTests.mint(
-                    deployment, issuer: "oidc", hint: OIDCSignInTests.olive, extra: #", "nonce": "\#(SecureRandom.digest(nonce))""#)
-                var headers: OutboundHeaders = ["Content-Type": "application/json"]
-                if let bearer { headers.add("Authorization", "Bearer \(bearer)") }
-                let body = #"{"providerId": "oidc.emulator", "idToken": "\#(token)", "rawNonce": "\#(nonce)", "mode": "\#(mode)"}"#
-                return try await deployment.client.execute(
-                    OutboundRequest(method: "POST", url: "\(deployment.gatewayURL)/v1/auth/idtoken", headers: headers, body: Array(body.utf8)))
+                try await Self.postIDToken(deployment, nonce, mode: mode, bearer: bearer)
             }
             let signedIn = try await post("first", mode: "signin", bearer: nil)
             let idToken = try #require(try jsonObject(signedIn)["idToken"] as? String)

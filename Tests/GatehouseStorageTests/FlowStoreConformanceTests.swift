@@ -108,6 +108,41 @@ import Testing
     }
 
     @Test(arguments: StorageBackend.all)
+    func aSessionEndsTheOneItReplacesInItsTransaction(_ backend: StorageBackend) async throws {
+        let storage = try await backend.make()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let old = Fixtures.session("old", uid: "u1")
+        try await storage.insertSession(old)
+        // A session whose first token is refused (a duplicate hash) is not written, nor is the
+        // old one ended.
+        let taken = Fixtures.session("taken", uid: "u1")
+        try await storage.insertSession(taken, firstRefreshToken: NewRefreshToken(tokenHash: "t1", familyId: taken.familyId, issuedAt: Fixtures.now))
+        let failing = Fixtures.session("failing", uid: "u1")
+        await #expect(throws: (any Error).self) {
+            try await storage.insertSession(
+                failing, firstRefreshToken: NewRefreshToken(tokenHash: "t1", familyId: failing.familyId, issuedAt: Fixtures.now),
+                ending: old.familyId)
+        }
+        #expect(try await storage.session(familyId: old.familyId, now: Fixtures.now) == old)
+        #expect(try await storage.session(familyId: failing.familyId, now: Fixtures.now) == nil)
+        // Written, it ends the old one with it.
+        let new = Fixtures.session("new", uid: "u1")
+        try await storage.insertSession(
+            new, firstRefreshToken: NewRefreshToken(tokenHash: "t2", familyId: new.familyId, issuedAt: Fixtures.now), ending: old.familyId)
+        #expect(try await storage.session(familyId: old.familyId, now: Fixtures.now) == nil)
+        #expect(try await storage.session(refreshTokenHash: "t2", now: Fixtures.now) == new)
+        // A disabled account's session is not written, and ends nothing.
+        #expect(try await storage.setDisabled(uid: "u1", disabled: true) == .changed)
+        try await storage.createAccount(Fixtures.account("u2"), firstLink: Fixtures.link("u2", federatedId: "2"))
+        let other = Fixtures.session("other", uid: "u2")
+        try await storage.insertSession(other)
+        await #expect(throws: StorageError.changedMeanwhile) {
+            try await storage.insertSession(Fixtures.session("late", uid: "u1"), firstRefreshToken: nil, ending: other.familyId)
+        }
+        #expect(try await storage.session(familyId: other.familyId, now: Fixtures.now) == other)
+    }
+
+    @Test(arguments: StorageBackend.all)
     func takingAResultEndsTheSessionItReplacesInTheSameTransaction(_ backend: StorageBackend) async throws {
         let storage = try await backend.make()
         try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))

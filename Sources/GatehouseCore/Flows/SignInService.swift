@@ -284,11 +284,6 @@ public struct SignInService: Sendable {
                 try? await storage.releaseToken(hash: Self.replayKey(idToken))
                 throw error
             }
-            // The new session replaces the caller's once its tokens are in hand (a cookie
-            // caller's ends with the cookie the route replaces).
-            if mode == .reauthenticate, issued != nil, let replaced = signedIn?.sessionFamilyId {
-                await endReplaced(replaced, logger: logger)
-            }
             metrics.signIn(providerId: provider.id, mode: mode, outcome: "ok")
             return (established.result.with(issued), established.session?.value)
         } catch let error as GatehouseError where error.code == .invalidIDToken {
@@ -410,7 +405,13 @@ public struct SignInService: Sendable {
                 .accountSignedIn, uid: signIn.account.uid, at: now,
                 ["providerId": .string(providerId), "mode": .string(mode.rawValue), "isNewUser": .bool(signIn.isNewUser)])
             do {
-                try await accounts.events.recording([signedIn]) { try await storage.insertSession(record, firstRefreshToken: firstToken) }
+                // A re-authentication that answers its tokens at once (by ID token) replaces the
+                // session that asked for it in the same commit: kept, the old tokens would outlive
+                // the app's sign-out, which ends only the session it holds.
+                let ending = mode == .reauthenticate && issuing ? startedBy : nil
+                try await accounts.events.recording([signedIn]) {
+                    try await storage.insertSession(record, firstRefreshToken: firstToken, ending: ending)
+                }
             } catch StorageError.changedMeanwhile {
                 // Disabled or deleted while the sign-in was under way (the hook was asked).
                 guard try await storage.account(uid: record.uid) == nil else { throw GatehouseError.userDisabled() }
@@ -569,17 +570,6 @@ public struct SignInService: Sendable {
             throw try await sessionEnded(uid: uid, otherwise: .invalidRefreshToken())
         }
         return answer
-    }
-
-    /// Ends the session a re-authentication's new one replaces: kept, the old tokens would
-    /// outlive the app's sign-out, which ends only the session it holds. A store failure
-    /// leaves it to expire (the new session is the caller's already), logged.
-    func endReplaced(_ familyId: String, logger: Logger) async {
-        do {
-            try await storage.deleteSession(familyId: familyId)
-        } catch {
-            logger.warning("replaced session not ended", metadata: ["error.type": "\(String(reflecting: type(of: error)))"])
-        }
     }
 
     /// The answer to a sign-in whose session ended before its first refresh token was stored:

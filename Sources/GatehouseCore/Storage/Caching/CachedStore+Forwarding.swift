@@ -30,9 +30,12 @@ extension CachedStore {
 
     /// Redeems a sign-in result.
     public func takeResult(idHash: String, now: Date, redemption: ResultRedemption) async throws -> Bool {
-        let taken = try await base.takeResult(idHash: idHash, now: now, redemption: redemption)
-        if taken, let family = redemption.endsSession { cache.invalidate(familyId: family) }
-        return taken
+        guard let family = redemption.endsSession else { return try await base.takeResult(idHash: idHash, now: now, redemption: redemption) }
+        return try await writing {
+            try await base.takeResult(idHash: idHash, now: now, redemption: redemption)
+        } then: {
+            cache.invalidate(familyId: family)
+        }
     }
 
     /// Spends a single-use credential.
@@ -67,9 +70,15 @@ extension CachedStore {
         try await base.pendingCredential(tokenHash: tokenHash, now: now)
     }
 
-    /// Saves a session (nothing held can be out of date: absent sessions are never cached).
-    public func insertSession(_ session: SessionRecord, firstRefreshToken: NewRefreshToken?) async throws {
-        try await base.insertSession(session, firstRefreshToken: firstRefreshToken)
+    /// Saves a session (nothing held can be out of date: absent sessions are never cached),
+    /// then drops the one it ends, if any.
+    public func insertSession(_ session: SessionRecord, firstRefreshToken: NewRefreshToken?, ending: String?) async throws {
+        guard let ending else { return try await base.insertSession(session, firstRefreshToken: firstRefreshToken, ending: nil) }
+        try await writing {
+            try await base.insertSession(session, firstRefreshToken: firstRefreshToken, ending: ending)
+        } then: {
+            cache.invalidate(familyId: ending)
+        }
     }
 
     /// A refresh token's session: always from the store (a rotation decides on it).

@@ -9,7 +9,9 @@ public protocol SessionStore: Sendable {
     /// `StorageError.changedMeanwhile`, and nothing written. A disable running at the same
     /// moment either ends it or is seen by it. (A parameter, not a member of `SessionRecord`:
     /// the record is held in the request path's async frames, which the frame check bounds.)
-    func insertSession(_ session: SessionRecord, firstRefreshToken: NewRefreshToken?) async throws
+    /// `ending` names the family of a session the new one replaces (a re-authentication by ID
+    /// token), deleted in the same transaction.
+    func insertSession(_ session: SessionRecord, firstRefreshToken: NewRefreshToken?, ending: String?) async throws
     /// The session with this hash, if it has not expired.
     func session(idHash: String, now: Date) async throws -> SessionRecord?
     /// The session of a refresh-token family (an ID token's `sid`), if it has not expired.
@@ -53,8 +55,13 @@ public protocol SessionStore: Sendable {
 }
 
 extension SessionStore {
-    /// Saves a session without a first refresh token (`insertSession(_:firstRefreshToken:)`).
+    /// Saves a session without a first refresh token (`insertSession(_:firstRefreshToken:ending:)`).
     public func insertSession(_ session: SessionRecord) async throws {
-        try await insertSession(session, firstRefreshToken: nil)
+        try await insertSession(session, firstRefreshToken: nil, ending: nil)
+    }
+
+    /// Saves a session, replacing none (`insertSession(_:firstRefreshToken:ending:)`).
+    public func insertSession(_ session: SessionRecord, firstRefreshToken: NewRefreshToken?) async throws {
+        try await insertSession(session, firstRefreshToken: firstRefreshToken, ending: nil)
     }
 }
