@@ -50,7 +50,8 @@ struct DemoCommand: AsyncParsableCommand {
         // The operations listener on a port of its own (any free one unless GATEHOUSE_OPS_ADDRESS says).
         let operations = try ServeSettings.operationsAddress(environment, default: "127.0.0.1:0")
         let idleTimeout = try TypedSettings(environment: environment).durationOrDefault("GATEHOUSE_IDLE_TIMEOUT")
-        // The photo cache and the API answer budget (the demo's sample policy passes Graph's answers).
+        // The photo cache, the API answer budget (the demo's sample policy passes Graph's answers)
+        // and the live-profile and account caches' budgets.
         let memoryKept = GatewayConfiguration.memoryKept(
             photoCacheBytes: try TypedSettings(environment: environment).numberOrDefault("GATEHOUSE_PHOTO_CACHE_BYTES"),
             apiBufferBytes: try TypedSettings(environment: environment).numberOrDefault("GATEHOUSE_API_BUFFER_BYTES"))

@@ -148,22 +148,22 @@ final class AccountReadCache: Sendable {
     /// Finds the account a key points to in either generation (moving it to the newer one),
     /// drops it when too old, and reads `piece` of it.
     private func withEntry<T>(of key: (Generation) -> String?, now: Date, _ piece: (Entry) -> T?) -> T? {
-        let (found, held): (T?, Int?) = state.withLock { state in
-            guard state.enabled else { return (nil, nil) }
+        state.withLock { state in
+            guard state.enabled else { return nil }
             if let uid = key(state.newer), let entry = state.newer.entries[uid] {
                 guard now.timeIntervalSince(entry.storedAt) < lifetime else {
                     _ = state.newer.remove(uid)
-                    return (nil, state.bytes)
+                    publish(state.bytes)
+                    return nil
                 }
-                return (piece(entry), nil)
+                return piece(entry)
             }
-            guard let uid = key(state.older), let entry = state.older.remove(uid) else { return (nil, nil) }
-            guard now.timeIntervalSince(entry.storedAt) < lifetime else { return (nil, state.bytes) }
+            guard let uid = key(state.older), let entry = state.older.remove(uid) else { return nil }
+            defer { publish(state.bytes) }
+            guard now.timeIntervalSince(entry.storedAt) < lifetime else { return nil }
             put(entry, for: uid, into: &state)
-            return (piece(entry), state.bytes)
+            return piece(entry)
         }
-        if let held { metrics.cacheUsed(cache: "account", cost: held) }
-        return found
     }
 
     // MARK: Storing what was read
@@ -193,16 +193,21 @@ final class AccountReadCache: Sendable {
     }
 
     private func update(_ uid: String, ticket: Ticket, now: Date, _ change: (inout Entry) -> Void) {
-        let held: Int? = state.withLock { state in
-            guard state.enabled, state.epoch == ticket.epoch else { return nil }
+        state.withLock { state in
+            guard state.enabled, state.epoch == ticket.epoch else { return }
             var entry = state.newer.remove(uid) ?? state.older.remove(uid) ?? Entry(storedAt: now)
             if now.timeIntervalSince(entry.storedAt) >= lifetime { entry = Entry(storedAt: now) }
             change(&entry)
             entry.weigh(uid: uid)
             put(entry, for: uid, into: &state)
-            return state.bytes
+            publish(state.bytes)
         }
-        if let held { metrics.cacheUsed(cache: "account", cost: held) }
+    }
+
+    /// Reports what the held accounts weigh. Called under the lock, so that the last report is
+    /// always of the last change (reported after it, two changes could land in either order).
+    private func publish(_ bytes: Int) {
+        metrics.cacheUsed(cache: "account", cost: bytes)
     }
 
     /// Puts an entry into the newer generation, which becomes the older one first when it
@@ -221,13 +226,12 @@ final class AccountReadCache: Sendable {
 
     /// Drops what is held for the account.
     func invalidate(uid: String) {
-        let held = state.withLock { state in
+        state.withLock { state in
             state.epoch &+= 1
             _ = state.newer.remove(uid)
             _ = state.older.remove(uid)
-            return state.bytes
+            publish(state.bytes)
         }
-        metrics.cacheUsed(cache: "account", cost: held)
     }
 
     /// Drops what is held for the account of this session (cookie hash), if any.
@@ -247,15 +251,14 @@ final class AccountReadCache: Sendable {
     }
 
     private func invalidate(_ key: (Generation) -> String?) {
-        let held = state.withLock { state in
+        state.withLock { state in
             state.epoch &+= 1
             for uid in [key(state.newer), key(state.older)].compactMap({ $0 }) {
                 _ = state.newer.remove(uid)
                 _ = state.older.remove(uid)
             }
-            return state.bytes
+            publish(state.bytes)
         }
-        metrics.cacheUsed(cache: "account", cost: held)
     }
 
     /// Drops everything; with `enabled`, also turns the cache on or off.
@@ -265,8 +268,8 @@ final class AccountReadCache: Sendable {
             state.newer = Generation()
             state.older = Generation()
             if let enabled { state.enabled = enabled && usable }
+            publish(state.bytes)
         }
-        metrics.cacheUsed(cache: "account", cost: 0)
     }
 
     /// Whether anything is stored and answered.
