@@ -323,6 +323,21 @@ struct AccountLinkingTests {
         }
     }
 
+    /// Runs octocat's GitHub re-authentication from a page holding only `bearer` (no cookie),
+    /// bound to a fresh result key of `page`'s, up to its callback; the result's id.
+    static func reauthenticate(_ deployment: TestDeployment, _ page: inout Browser, bearer: String) async throws -> String {
+        page.resultKey = ResultKey()
+        let returnTo = FormEncoding.escape(TestDeployment.returnTo)
+        let start = try await page.send(
+            "\(deployment.gatewayURL)/v1/auth/github.com/start?return_to=\(returnTo)&login=octocat&mode=reauthenticate&result_challenge=\(page.resultKey.challenge)",
+            headers: ["Authorization": "Bearer \(bearer)", "Referer": "https://app.example.com/"])
+        #expect(start.status == 302, "\(start.status): \(start.bodyText)")
+        let approved = try await deployment.client.execute(OutboundRequest(url: try #require(start.headers["location"])))
+        let callback = try await page.send(try #require(approved.headers["location"]))
+        let location = try #require(callback.headers["location"])
+        return String(location[try #require(location.range(of: "#gatehouse_result=")).upperBound...])
+    }
+
     @Test("a page's re-authentication started with its bearer token replaces that session once the page redeems the result")
     func bearerStartedReauthenticationReplacesItsSession() async throws {
         try await withDeployment { deployment in
@@ -333,17 +348,7 @@ struct AccountLinkingTests {
             )
             // A page holding only the gateway's tokens (no cookie) starts the re-authentication.
             var page = Browser(deployment)
-            page.resultKey = ResultKey()
-            let returnTo = FormEncoding.escape(TestDeployment.returnTo)
-            let start = try await page.send(
-                "\(deployment.gatewayURL)/v1/auth/github.com/start?return_to=\(returnTo)&login=octocat&mode=reauthenticate&result_challenge=\(page.resultKey.challenge)",
-                headers: ["Authorization": "Bearer \(idToken)", "Referer": "https://app.example.com/"])
-            #expect(start.status == 302, "\(start.status): \(start.bodyText)")
-            let approved = try await deployment.client.execute(OutboundRequest(url: try #require(start.headers["location"])))
-            let callback = try await page.send(try #require(approved.headers["location"]))
-            let location = try #require(callback.headers["location"])
-            let marker = try #require(location.range(of: "#gatehouse_result="))
-            let resultID = String(location[marker.upperBound...])
+            let resultID = try await Self.reauthenticate(deployment, &page, bearer: idToken)
             // Until the page redeems the result, its session goes on.
             #expect(try await GatewayTokenTests.bearer(deployment, idToken).status == 200)
             let redeemed = try await page.result(resultID)

@@ -176,16 +176,7 @@ extension StoreFaultTests {
             let first = try await signIn.result(try await signIn.signIn(login: "octocat"))
             let idToken = try #require(try jsonObject(first)["idToken"] as? String)
             var page = Browser(deployment)
-            page.resultKey = ResultKey()
-            let returnTo = FormEncoding.escape(TestDeployment.returnTo)
-            let start = try await page.send(
-                "\(deployment.gatewayURL)/v1/auth/github.com/start?return_to=\(returnTo)&login=octocat&mode=reauthenticate&result_challenge=\(page.resultKey.challenge)",
-                headers: ["Authorization": "Bearer \(idToken)", "Referer": "https://app.example.com/"])
-            #expect(start.status == 302, "\(start.status): \(start.bodyText)")
-            let approved = try await deployment.client.execute(OutboundRequest(url: try #require(start.headers["location"])))
-            let callback = try await page.send(try #require(approved.headers["location"]))
-            let location = try #require(callback.headers["location"])
-            let resultID = String(location[try #require(location.range(of: "#gatehouse_result=")).upperBound...])
+            let resultID = try await AccountLinkingTests.reauthenticate(deployment, &page, bearer: idToken)
             // The store refuses to end any session (a broken disk, a lost connection).
             let database = try openSQLite(deployment.databasePath)
             try await database.write {
