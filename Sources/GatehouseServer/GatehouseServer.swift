@@ -130,7 +130,8 @@ public enum GatehouseServer {
                 browser: browser, problems: ProblemMapping(routes: table, storageHealth: assembly.gatehouse.storageHealth, logger: logger),
                 credentials: CredentialReader(
                     sessions: assembly.gatehouse.sessions, serviceKeys: assembly.gatehouse.serviceKeys,
-                    cookies: CookiePolicy(assembly.gatehouse.configuration))))
+                    cookies: CookiePolicy(assembly.gatehouse.configuration), browser: browser,
+                    failures: CredentialFailureLimit(perMinute: assembly.gatehouse.configuration.credentialFailureLimitPerMinute))))
         table.register(on: router)
         return router
     }

@@ -51,6 +51,7 @@ enum ProfileSettings {
         if let value = try count("GATEHOUSE_AUTH_RATE_LIMIT") { gateway.authRateLimitPerMinute = value }
         if let value = try count("GATEHOUSE_USER_RATE_LIMIT") { gateway.userRateLimitPerMinute = value }
         if let value = try count("GATEHOUSE_SERVICE_RATE_LIMIT") { gateway.serviceRateLimitPerMinute = value }
+        if let value = try count("GATEHOUSE_CREDENTIAL_FAILURE_LIMIT") { gateway.credentialFailureLimitPerMinute = value }
         if let value = try flag("GATEHOUSE_REQUIRE_RESULT_BINDING") { gateway.requireResultBinding = value }
         if let value = try count("GATEHOUSE_SESSION_REFRESH_LIMIT") { gateway.sessionRefreshLimit = value }
         try applyRetryWindow(environment, to: &gateway)

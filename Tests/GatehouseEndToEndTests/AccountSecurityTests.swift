@@ -516,3 +516,56 @@ extension AccountSecurityTests {
         }
     }
 }
+
+extension AccountSecurityTests {
+    @Test(
+        "session cookies and service keys naming nothing live are limited per client: past the budget its credentialed requests are 429 before any look-up, other clients unaffected"
+    )
+    func credentialFailuresLimitedPerClient() async throws {
+        // Stopped: the budgets do not refill while a loaded machine runs the calls.
+        let clock = StoppedClock()
+        try await withDeployment(gateway: {
+            $0.credentialFailureLimitPerMinute = 3
+            $0.trustedProxies = ["127.0.0.0/8"]
+            $0.clock = clock
+        }) { deployment in
+            var octo = Browser(deployment)
+            let uid = try account(try await octo.complete(login: "octocat")).uid
+            let (_, key) = try await ServiceKeyService(storage: try GatehouseSQLiteStorageForSpec.open(deployment.databasePath))
+                .create(name: "reader", scopes: ["profile:read"])
+            func me(cookie: String, from client: String) async throws -> OutboundResponse {
+                try await deployment.client.execute(
+                    OutboundRequest(
+                        url: "\(deployment.gatewayURL)/v1/me", headers: ["Cookie": "gatehouse-session=\(cookie)", "X-Forwarded-For": client]))
+            }
+            func user(key: String, from client: String) async throws -> Int {
+                try await deployment.client.execute(
+                    OutboundRequest(
+                        url: "\(deployment.gatewayURL)/v1/users/\(uid)", headers: ["Authorization": "Bearer \(key)", "X-Forwarded-For": client])
+                ).status
+            }
+            let session = try #require(octo.jar.cookies["gatehouse-session"])
+
+            var statuses: [Int] = []
+            for _ in 0..<3 { statuses.append(try await me(cookie: SecureRandom.token(byteCount: 32), from: "198.51.100.1").status) }
+            let refused = try await me(cookie: SecureRandom.token(byteCount: 32), from: "198.51.100.1")
+            statuses.append(refused.status)
+            #expect(statuses == [401, 401, 401, 429])
+            #expect(try jsonObject(refused)["code"] as? String == "rate-limited")
+            #expect((Int(refused.headers["retry-after"] ?? "") ?? 0) >= 1)
+            // Refused before the look-up: the live session's own cookie from that client too.
+            #expect(try await me(cookie: session, from: "198.51.100.1").status == 429)
+            #expect(try await user(key: key, from: "198.51.100.1") == 429)
+            // Another client keeps its budget, and a secret not of the keys' form is never looked up.
+            #expect(try await me(cookie: session, from: "198.51.100.2").status == 200)
+            for _ in 0..<4 { #expect(try await user(key: "not-a-key", from: "198.51.100.2") == 401) }
+            var keyStatuses: [Int] = []
+            for _ in 0..<4 { keyStatuses.append(try await user(key: "ghsk_" + SecureRandom.token(byteCount: 32), from: "198.51.100.2")) }
+            #expect(keyStatuses == [401, 401, 401, 429])
+            #expect(try await user(key: key, from: "198.51.100.3") == 200)
+            // The budget refills with time: a token every 20 s at 3 a minute.
+            clock.advance(by: 20)
+            #expect(try await me(cookie: session, from: "198.51.100.1").status == 200)
+        }
+    }
+}

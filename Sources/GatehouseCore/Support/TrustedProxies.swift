@@ -57,6 +57,9 @@ public struct TrustedProxies: Sendable {
 
     private init(ranges: [IPRange]) { self.ranges = ranges }
 
+    /// Whether no proxy is trusted (every peer is the client).
+    public var isEmpty: Bool { ranges.isEmpty }
+
     /// The ranges of `entries` (`10.0.0.0/8`, `127.0.0.1`); throws naming the first entry that
     /// is neither an address nor a range.
     public init(parsing entries: [String]) throws(InvalidEntry) {

@@ -9,14 +9,20 @@ struct CredentialReader: Sendable {
     let checks: CredentialChecks
     let cookies: CookiePolicy
 
-    init(sessions: SessionService, serviceKeys: ServiceKeyService, cookies: CookiePolicy) {
-        checks = CredentialChecks(sessions: sessions, serviceKeys: serviceKeys)
+    init(
+        sessions: SessionService, serviceKeys: ServiceKeyService, cookies: CookiePolicy, browser: BrowserPolicy,
+        failures: CredentialFailureLimit
+    ) {
+        checks = CredentialChecks(sessions: sessions, serviceKeys: serviceKeys, browser: browser, failures: failures)
         self.cookies = cookies
     }
 
     /// The request's credentials, unchecked.
     func read(_ request: Request) -> Credentials {
-        Credentials(authorization: request.field(.authorization), sessionCookie: request.cookie(cookies.sessionName), checks: checks)
+        Credentials(
+            authorization: request.field(.authorization), sessionCookie: request.cookie(cookies.sessionName),
+            // Only behind a trusted proxy does the client's address need a field of the request.
+            forwardedFor: checks.browser.trustedProxies.isEmpty ? nil : request.headers[values: .xForwardedFor], checks: checks)
     }
 }
 
@@ -28,10 +34,16 @@ final class CredentialChecks: Sendable {
     let sessions: SessionService
     /// Checks service keys.
     let serviceKeys: ServiceKeyService
+    /// Who the client is behind the trusted proxies, and the clock.
+    let browser: BrowserPolicy
+    /// How many credentials naming nothing live each client may present.
+    let failures: CredentialFailureLimit
 
-    init(sessions: SessionService, serviceKeys: ServiceKeyService) {
+    init(sessions: SessionService, serviceKeys: ServiceKeyService, browser: BrowserPolicy, failures: CredentialFailureLimit) {
         self.sessions = sessions
         self.serviceKeys = serviceKeys
+        self.browser = browser
+        self.failures = failures
     }
 }
 
@@ -41,13 +53,16 @@ struct Credentials: Sendable {
     var authorization: String?
     /// The session cookie's value, if sent.
     var sessionCookie: String?
+    /// The request's `X-Forwarded-For` values when some proxy is trusted (`nil` otherwise: the
+    /// peer is the client), read only to name a client out of its credential budget.
+    var forwardedFor: [String]?
     /// What checks them; `nil` when there is nothing to check: the request presented no
     /// credential, or no middleware saw the context. Either way `user()` is `nil` and
     /// `requireService(scope:)` is `401`, as they are for a request without credentials.
     let checks: CredentialChecks?
 
     /// No credentials: what a request that presents none carries, and a context no middleware saw.
-    static let none = Credentials(authorization: nil, sessionCookie: nil, checks: nil)
+    static let none = Credentials(authorization: nil, sessionCookie: nil, forwardedFor: nil, checks: nil)
 
     /// Whether the request presented no credential at all (`CredentialReader` reads every
     /// kind it knows into this value, so this is the one place that lists them).
@@ -81,14 +96,21 @@ extension GatehouseRequestContext {
     /// is `401`, never a silent fall-back to the cookie), else the session cookie; `nil` when
     /// neither names a live session.
     func user() async throws -> SessionService.Caller? {
-        guard let sessions = credentials.checks?.sessions else { return nil }
+        guard let checks = credentials.checks else { return nil }
+        try admitCredential(checks)
         let caller =
             if credentials.authorization != nil {
-                try await sessions.caller(idToken: try credentials.idToken())
+                try await checks.sessions.caller(idToken: try credentials.idToken())
             } else {
-                try await sessions.caller(sessionCookie: credentials.sessionCookie)
+                try await checks.sessions.caller(sessionCookie: credentials.sessionCookie)
             }
-        if let caller { RequestScope.user(caller.uid) }
+        guard let caller else {
+            // A cookie was looked up and named no live session (a forged or expired ID token
+            // fails its signature or its times first, without a look-up).
+            if credentials.authorization == nil, credentials.sessionCookie?.isEmpty == false { credentialFailed(checks) }
+            return nil
+        }
+        RequestScope.user(caller.uid)
         return caller
     }
 
@@ -101,9 +123,37 @@ extension GatehouseRequestContext {
     /// The service key of `Authorization: Bearer <key>`, holding `scope`: `401
     /// unauthenticated` without a valid key, `403 permission-denied` without the scope.
     func requireService(scope: String) async throws -> ServiceKeyRecord {
-        guard let serviceKeys = credentials.checks?.serviceKeys else { throw GatehouseError.unauthenticated() }
-        let key = try await serviceKeys.authorize(secret: credentials.bearer(limit: 512), scope: scope)
+        guard let checks = credentials.checks else { throw GatehouseError.unauthenticated() }
+        try admitCredential(checks)
+        let secret = credentials.bearer(limit: 512)
+        let key: ServiceKeyRecord
+        do {
+            key = try await checks.serviceKeys.authorize(secret: secret, scope: scope)
+        } catch let error as GatehouseError where error.code == .unauthenticated {
+            // Only a secret of the keys' form is looked up.
+            if secret?.hasPrefix(ServiceKeyService.secretPrefix) == true { credentialFailed(checks) }
+            throw error
+        }
         RequestScope.serviceKey(key.id)
         return key
+    }
+
+    /// Throws `rate-limited` (with `Retry-After`) while the client is out of its budget of
+    /// credentials naming nothing live (`CredentialFailureLimit`): before any look-up.
+    private func admitCredential(_ checks: CredentialChecks) throws {
+        if let wait = checks.failures.wait(now: checks.browser.clock.now(), client: { clientAddress(checks) }) {
+            throw GatehouseError.rateLimited(retryAfter: wait)
+        }
+    }
+
+    /// Counts a credential of this request's client that named nothing live.
+    private func credentialFailed(_ checks: CredentialChecks) {
+        checks.failures.failed(client: clientAddress(checks), now: checks.browser.clock.now())
+    }
+
+    /// The client's address: the peer, or the right-most untrusted `X-Forwarded-For` hop when
+    /// the peer is a trusted proxy (as `BrowserPolicy.client` reads it).
+    private func clientAddress(_ checks: CredentialChecks) -> String {
+        checks.browser.trustedProxies.client(peer: remoteAddress?.ipAddress ?? "unknown", forwardedFor: credentials.forwardedFor ?? [])
     }
 }

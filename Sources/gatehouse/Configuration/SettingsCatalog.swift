@@ -176,6 +176,10 @@ enum SettingsCatalog {
         Setting("GATEHOUSE_USER_RATE_LIMIT", .count(minimum: 0), default: "600", "requests per minute per signed-in user on `/v1/me…`"),
         Setting("GATEHOUSE_SERVICE_RATE_LIMIT", .count(minimum: 0), default: "6000", "requests per minute per service key on `/v1/users…`"),
         Setting(
+            "GATEHOUSE_CREDENTIAL_FAILURE_LIMIT", .count(minimum: 0), default: "300",
+            "session cookies and service keys per minute per client (an IPv6 client's /64) that name nothing live; past them the client's credentialed requests are `429` (`0`: off)"
+        ),
+        Setting(
             "GATEHOUSE_UPSTREAM_TIMEOUT", .seconds(1...3600), default: "10",
             "seconds one provider call may take"),
         Setting("GATEHOUSE_UPSTREAM_TIMEOUTS", .text, "per provider: `github.com=5,microsoft.com=8` (1 to 3600 seconds each)"),

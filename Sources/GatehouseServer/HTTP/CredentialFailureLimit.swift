@@ -1,0 +1,47 @@
+import Foundation
+import GatehouseCore
+import Synchronization
+
+/// How many credentials naming nothing live one client may present: a session
+/// cookie or service key that matches no live record costs a read of the store, and random
+/// ones never hit a cache. Each client (an IPv6 client's /64) has
+/// `GATEHOUSE_CREDENTIAL_FAILURE_LIMIT` of them per minute; past them, every request of the
+/// client that presents a credential is `429 rate-limited` before any look-up, a valid one
+/// included (its neighbours behind one address share the budget, as for the sign-in routes),
+/// until the budget refills.
+///
+/// A class behind a lock rather than an actor: the check runs on every credentialed request,
+/// and while no client has spent its budget it is one atomic read and no hop.
+final class CredentialFailureLimit: Sendable {
+    private let buckets: Mutex<TokenBuckets>
+    /// Until when (seconds since 1970) some client may be out of budget: set whenever a bucket
+    /// empties, a minute ahead, the longest a bucket takes to refill one token and more. Before
+    /// then nothing is looked up.
+    private let spentUntil = Atomic<Int64>(0)
+    private let enabled: Bool
+
+    /// A limit of `perMinute` failures per client (0: off).
+    init(perMinute: Int) {
+        buckets = Mutex(TokenBuckets(perMinute: perMinute))
+        enabled = perMinute > 0
+    }
+
+    /// The seconds `client` must wait before presenting a credential again, or `nil` when it may;
+    /// `client` (the client's address) is read only while some client is out of budget.
+    func wait(now: Date, client: () -> String) -> Int? {
+        guard enabled, Int64(now.timeIntervalSince1970) <= spentUntil.load(ordering: .relaxed) else { return nil }
+        let key = TrustedProxies.network(of: client())
+        return buckets.withLock { $0.wait(key, now: now) }
+    }
+
+    /// Counts one credential of `client` that named nothing live.
+    func failed(client: String, now: Date) {
+        guard enabled else { return }
+        let key = TrustedProxies.network(of: client)
+        let empty = buckets.withLock { buckets in
+            _ = buckets.take(key, now: now)
+            return buckets.wait(key, now: now) != nil
+        }
+        if empty { spentUntil.store(Int64(now.timeIntervalSince1970) + 61, ordering: .relaxed) }
+    }
+}
