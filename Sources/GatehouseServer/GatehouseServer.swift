@@ -36,7 +36,7 @@ public enum GatehouseServer {
             // The templates are part of the build: without them the build is broken, not the configuration.
             let views: ConsoleViews
             do { views = try ConsoleViews() } catch { preconditionFailure("the console's templates cannot be loaded: \(error)") }
-            ConsoleRoutes(gatehouse: gatehouse, console: console, cookies: CookiePolicy(gatehouse.configuration), views: views)
+            ConsoleRoutes(gatehouse: gatehouse, console: console, cookies: CookiePolicy(gatehouse.configuration), views: views, browser: browser)
                 .register(into: &table)
         }
         if let page = gatehouse.configuration.apiReferencePage {
@@ -130,8 +130,7 @@ public enum GatehouseServer {
                 browser: browser, problems: ProblemMapping(routes: table, storageHealth: assembly.gatehouse.storageHealth, logger: logger),
                 credentials: CredentialReader(
                     sessions: assembly.gatehouse.sessions, serviceKeys: assembly.gatehouse.serviceKeys,
-                    cookies: CookiePolicy(assembly.gatehouse.configuration), browser: browser,
-                    failures: CredentialFailureLimit(perMinute: assembly.gatehouse.configuration.credentialFailureLimitPerMinute))))
+                    cookies: CookiePolicy(assembly.gatehouse.configuration), browser: browser)))
         table.register(on: router)
         return router
     }

@@ -563,6 +563,20 @@ extension AccountSecurityTests {
             for _ in 0..<4 { keyStatuses.append(try await user(key: "ghsk_" + SecureRandom.token(byteCount: 32), from: "198.51.100.2")) }
             #expect(keyStatuses == [401, 401, 401, 429])
             #expect(try await user(key: key, from: "198.51.100.3") == 200)
+            // A bearer sign-out looks up the cookie sent along too (the console's cookie goes the same way).
+            func signOut(from client: String) async throws -> Int {
+                try await deployment.client.execute(
+                    OutboundRequest(
+                        method: "POST", url: "\(deployment.gatewayURL)/v1/auth/signout",
+                        headers: [
+                            "Authorization": "Bearer forged", "Cookie": "gatehouse-session=\(SecureRandom.token(byteCount: 32))",
+                            "X-Forwarded-For": client,
+                        ])
+                ).status
+            }
+            var signOuts: [Int] = []
+            for _ in 0..<4 { signOuts.append(try await signOut(from: "198.51.100.4")) }
+            #expect(signOuts == [204, 204, 204, 429])
             // The budget refills with time: a token every 20 s at 3 a minute.
             clock.advance(by: 20)
             #expect(try await me(cookie: session, from: "198.51.100.1").status == 200)

@@ -88,15 +88,6 @@ public final class SessionService: Sendable {
         audit.record(all ? .signedOutEverywhere : .signedOut, by: .user(caller.uid), uid: caller.uid)
     }
 
-    /// Signs out the session behind a cookie value, if it names a live one other than
-    /// `caller`'s (already ended by `signOut(_:all:)`), with its audit line: a bearer
-    /// sign-out from a browser that also holds another session's cookie, which the answer
-    /// clears.
-    public func signOut(cookie value: String?, besides caller: Caller?) async throws {
-        guard let cookieCaller = try await self.caller(sessionCookie: value), cookieCaller.familyId != caller?.familyId else { return }
-        try await signOut(cookieCaller, all: false)
-    }
-
     /// Ends the session behind a cookie value, if any (a new sign-in replaces it).
     public func endSession(cookie value: String?) async throws {
         guard let value, !value.isEmpty, value.utf8.count <= 128 else { return }

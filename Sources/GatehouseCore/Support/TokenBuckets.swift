@@ -41,6 +41,19 @@ public struct TokenBuckets: Sendable {
         return nil
     }
 
+    /// Takes one token for `key` whether or not there is one: a bucket runs into debt, down to
+    /// `-perMinute`, so what was spent past the budget (uses checked together, counted after
+    /// the fact) is waited out too. Returns the seconds until `key` has a token again, `nil`
+    /// when it still has one.
+    public mutating func charge(_ key: String, now: Date) -> Int? {
+        guard perMinute > 0 else { return nil }
+        var bucket = refilled(key, now: now)
+        bucket.tokens = max(-perMinute, bucket.tokens - 1)
+        buckets[key] = bucket
+        if buckets.count > nextPrune { prune(now: now) }
+        return bucket.tokens < 1 ? wait(bucket) : nil
+    }
+
     /// The seconds until `key` has a token again, `nil` when it has one now; takes none.
     public func wait(_ key: String, now: Date) -> Int? {
         guard perMinute > 0, buckets[key] != nil else { return nil }
@@ -50,8 +63,9 @@ public struct TokenBuckets: Sendable {
 
     private func refilled(_ key: String, now: Date) -> Bucket {
         var bucket = buckets[key] ?? Bucket(tokens: perMinute, updated: now)
-        bucket.tokens = min(perMinute, bucket.tokens + now.timeIntervalSince(bucket.updated) * perMinute / 60)
-        bucket.updated = now
+        // A clock set back refills nothing and takes nothing.
+        bucket.tokens = min(perMinute, bucket.tokens + max(0, now.timeIntervalSince(bucket.updated)) * perMinute / 60)
+        bucket.updated = max(bucket.updated, now)
         return bucket
     }
 
@@ -60,7 +74,7 @@ public struct TokenBuckets: Sendable {
     }
 
     private mutating func prune(now: Date) {
-        buckets = buckets.filter { _, bucket in bucket.tokens + now.timeIntervalSince(bucket.updated) * perMinute / 60 < perMinute }
+        buckets = buckets.filter { _, bucket in bucket.tokens + max(0, now.timeIntervalSince(bucket.updated)) * perMinute / 60 < perMinute }
         nextPrune = max(Self.prunedAbove, 2 * buckets.count)
         prunes += 1
     }

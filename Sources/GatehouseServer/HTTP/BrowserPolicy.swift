@@ -1,6 +1,7 @@
 import GatehouseCore
 import HTTPTypes
 import Hummingbird
+import NIOCore
 
 /// What browsers may do (design §4): CORS only for configured origins (credentials allowed,
 /// never a wildcard or `null`), an allowed `Origin` on every cookie-authenticated state
@@ -16,11 +17,14 @@ final class BrowserPolicy: Sendable {
     let userLimiter: RateLimiter
     /// Per service key, on `/v1/users…`.
     let serviceLimiter: RateLimiter
+    /// Per client, the session cookies and service keys that name nothing live.
+    let credentialFailures: CredentialFailureLimit
     let clock: any GatehouseClock
 
     init(configuration: GatewayConfiguration) {
         userLimiter = RateLimiter(perMinute: configuration.userRateLimitPerMinute)
         serviceLimiter = RateLimiter(perMinute: configuration.serviceRateLimitPerMinute)
+        credentialFailures = CredentialFailureLimit(perMinute: configuration.credentialFailureLimitPerMinute)
         clock = configuration.clock
         origins = Set(configuration.browserOrigins)
         // Checked by `GatewayConfiguration.validate()` before any server is built.
@@ -177,7 +181,40 @@ final class BrowserPolicy: Sendable {
     /// The client's address: the peer, or the right-most untrusted `X-Forwarded-For` hop when
     /// the peer is a trusted proxy (`TrustedProxies`).
     func client(_ request: Request, _ context: GatehouseRequestContext) -> String {
-        trustedProxies.client(peer: context.remoteAddress?.ipAddress ?? "unknown", forwardedFor: request.headers[values: .xForwardedFor])
+        client(peer: context.remoteAddress, forwardedFor: request.headers[values: .xForwardedFor])
+    }
+
+    /// The client's address from the peer and the request's `X-Forwarded-For` values.
+    func client(peer: SocketAddress?, forwardedFor: [String]) -> String {
+        trustedProxies.client(peer: peer?.ipAddress ?? "unknown", forwardedFor: forwardedFor)
+    }
+
+    /// Throws `rate-limited` (with `Retry-After`) while the client is out of its budget of
+    /// credentials naming nothing live (`CredentialFailureLimit`): called before a session
+    /// cookie or service key is looked up. `client` is read only while some client is out of
+    /// budget.
+    func admitCredential(client: () -> String) throws {
+        if let wait = credentialFailures.wait(now: clock.now(), client: client) { throw GatehouseError.rateLimited(retryAfter: wait) }
+    }
+
+    /// Counts a session cookie or service key of `client` that named nothing live.
+    func credentialFailed(client: String) {
+        credentialFailures.failed(client: client, now: clock.now())
+    }
+
+    /// The caller behind a session cookie's value that the request's credentials do not carry
+    /// (the console's own cookie, a bearer sign-out's cookie): looked up within the client's
+    /// budget, like `GatehouseRequestContext.user()`.
+    func caller(
+        sessionCookie value: String?, in sessions: SessionService, _ request: Request, _ context: GatehouseRequestContext
+    ) async throws -> SessionService.Caller? {
+        guard let value, !value.isEmpty else { return nil }
+        try admitCredential { client(request, context) }
+        guard let caller = try await sessions.caller(sessionCookie: value) else {
+            credentialFailed(client: client(request, context))
+            return nil
+        }
+        return caller
     }
 
     /// The client completing a sign-in, as the hooks are told it.

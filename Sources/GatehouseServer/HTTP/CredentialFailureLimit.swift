@@ -14,9 +14,8 @@ import Synchronization
 /// and while no client has spent its budget it is one atomic read and no hop.
 final class CredentialFailureLimit: Sendable {
     private let buckets: Mutex<TokenBuckets>
-    /// Until when (seconds since 1970) some client may be out of budget: set whenever a bucket
-    /// empties, a minute ahead, the longest a bucket takes to refill one token and more. Before
-    /// then nothing is looked up.
+    /// Until when (seconds since 1970) some client may be out of budget: moved on whenever a
+    /// bucket is left without a token, to when it has one again. After it, no bucket is looked up.
     private let spentUntil = Atomic<Int64>(0)
     private let enabled: Bool
 
@@ -34,14 +33,20 @@ final class CredentialFailureLimit: Sendable {
         return buckets.withLock { $0.wait(key, now: now) }
     }
 
-    /// Counts one credential of `client` that named nothing live.
+    /// Counts one credential of `client` that named nothing live. Credentials checked together
+    /// are all counted, past the budget too: the bucket runs into debt (`TokenBuckets.charge`,
+    /// at most a minute's worth), which the client waits out before its next look-up.
     func failed(client: String, now: Date) {
         guard enabled else { return }
         let key = TrustedProxies.network(of: client)
-        let empty = buckets.withLock { buckets in
-            _ = buckets.take(key, now: now)
-            return buckets.wait(key, now: now) != nil
+        guard let wait = buckets.withLock({ $0.charge(key, now: now) }) else { return }
+        // Until the bucket has a token again, and a second more: never moved back.
+        let until = Int64(now.timeIntervalSince1970) + Int64(wait) + 1
+        var current = spentUntil.load(ordering: .relaxed)
+        while current < until {
+            let (exchanged, found) = spentUntil.compareExchange(expected: current, desired: until, ordering: .relaxed)
+            if exchanged { break }
+            current = found
         }
-        if empty { spentUntil.store(Int64(now.timeIntervalSince1970) + 61, ordering: .relaxed) }
     }
 }

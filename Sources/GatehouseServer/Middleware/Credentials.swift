@@ -9,11 +9,8 @@ struct CredentialReader: Sendable {
     let checks: CredentialChecks
     let cookies: CookiePolicy
 
-    init(
-        sessions: SessionService, serviceKeys: ServiceKeyService, cookies: CookiePolicy, browser: BrowserPolicy,
-        failures: CredentialFailureLimit
-    ) {
-        checks = CredentialChecks(sessions: sessions, serviceKeys: serviceKeys, browser: browser, failures: failures)
+    init(sessions: SessionService, serviceKeys: ServiceKeyService, cookies: CookiePolicy, browser: BrowserPolicy) {
+        checks = CredentialChecks(sessions: sessions, serviceKeys: serviceKeys, browser: browser)
         self.cookies = cookies
     }
 
@@ -34,16 +31,14 @@ final class CredentialChecks: Sendable {
     let sessions: SessionService
     /// Checks service keys.
     let serviceKeys: ServiceKeyService
-    /// Who the client is behind the trusted proxies, and the clock.
+    /// Who the client is behind the trusted proxies, and its budget of credentials naming
+    /// nothing live.
     let browser: BrowserPolicy
-    /// How many credentials naming nothing live each client may present.
-    let failures: CredentialFailureLimit
 
-    init(sessions: SessionService, serviceKeys: ServiceKeyService, browser: BrowserPolicy, failures: CredentialFailureLimit) {
+    init(sessions: SessionService, serviceKeys: ServiceKeyService, browser: BrowserPolicy) {
         self.sessions = sessions
         self.serviceKeys = serviceKeys
         self.browser = browser
-        self.failures = failures
     }
 }
 
@@ -141,19 +136,16 @@ extension GatehouseRequestContext {
     /// Throws `rate-limited` (with `Retry-After`) while the client is out of its budget of
     /// credentials naming nothing live (`CredentialFailureLimit`): before any look-up.
     private func admitCredential(_ checks: CredentialChecks) throws {
-        if let wait = checks.failures.wait(now: checks.browser.clock.now(), client: { clientAddress(checks) }) {
-            throw GatehouseError.rateLimited(retryAfter: wait)
-        }
+        try checks.browser.admitCredential { clientAddress(checks) }
     }
 
     /// Counts a credential of this request's client that named nothing live.
     private func credentialFailed(_ checks: CredentialChecks) {
-        checks.failures.failed(client: clientAddress(checks), now: checks.browser.clock.now())
+        checks.browser.credentialFailed(client: clientAddress(checks))
     }
 
-    /// The client's address: the peer, or the right-most untrusted `X-Forwarded-For` hop when
-    /// the peer is a trusted proxy (as `BrowserPolicy.client` reads it).
+    /// The client's address, as `BrowserPolicy.client` reads it from the request.
     private func clientAddress(_ checks: CredentialChecks) -> String {
-        checks.browser.trustedProxies.client(peer: remoteAddress?.ipAddress ?? "unknown", forwardedFor: credentials.forwardedFor ?? [])
+        checks.browser.client(peer: remoteAddress, forwardedFor: credentials.forwardedFor ?? [])
     }
 }

@@ -220,8 +220,11 @@ struct AuthRoutes {
             try await sessions.signOut(signedIn, all: allParameter == "true")
             // A bearer caller's browser may hold another session's cookie, which the answer
             // clears: that session ends too.
-            if request.headers[.authorization] != nil {
-                try await sessions.signOut(cookie: context.credentials.sessionCookie, besides: signedIn)
+            if request.headers[.authorization] != nil,
+                let cookieCaller = try await browser.caller(sessionCookie: context.credentials.sessionCookie, in: sessions, request, context),
+                cookieCaller.familyId != signedIn?.familyId
+            {
+                try await sessions.signOut(cookieCaller, all: false)
             }
             var response = Response(status: .noContent, headers: [.cacheControl: "no-store"])
             response.headers.append(HTTPField(name: .setCookie, value: cookies.deleteCookie(name: cookies.sessionName)))

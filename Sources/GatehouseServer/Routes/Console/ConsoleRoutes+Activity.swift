@@ -23,8 +23,8 @@ extension ConsoleRoutes {
     func registerActivity(into table: inout RouteTable) {
         let routes = self
         let gatehouse = self.gatehouse
-        table.add(.get, "/admin/activity") { request, _ in
-            try await routes.page(request) { who in
+        table.add(.get, "/admin/activity") { request, context in
+            try await routes.page(request, context) { who in
                 let query = request.queryDictionary
                 let uid = query["uid"].flatMap { $0.isEmpty ? nil : $0 }
                 let type = query["type"].flatMap { $0.isEmpty ? nil : $0 }

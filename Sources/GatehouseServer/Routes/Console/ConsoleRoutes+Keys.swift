@@ -25,11 +25,11 @@ extension ConsoleRoutes {
             if let created { values["created"] = ["name": created.name, "secret": created.secret] }
             return routes.views.render("keys", values, operator: who, request: request)
         }
-        table.add(.get, "/admin/keys") { request, _ in
-            try await routes.page(request) { who in try await keysPage(request, who) }
+        table.add(.get, "/admin/keys") { request, context in
+            try await routes.page(request, context) { who in try await keysPage(request, who) }
         }
-        table.add(.post, "/admin/keys") { request, _ in
-            try await routes.page(request) { who in
+        table.add(.post, "/admin/keys") { request, context in
+            try await routes.page(request, context) { who in
                 guard let who else { throw Refusal.signedOut }
                 try routes.requireDestructive(request, who)
                 let form = try await Self.form(request)
@@ -42,7 +42,7 @@ extension ConsoleRoutes {
             }
         }
         table.add(.post, "/admin/keys/{id}/revoke") { request, context in
-            try await routes.page(request) { who in
+            try await routes.page(request, context) { who in
                 guard let who else { throw Refusal.signedOut }
                 try routes.requireDestructive(request, who)
                 let id = try context.parameters.require("id")

@@ -8,8 +8,8 @@ extension ConsoleRoutes {
     func registerUsers(into table: inout RouteTable) {
         let routes = self
         let gatehouse = self.gatehouse
-        table.add(.get, "/admin/users") { request, _ in
-            try await routes.page(request) { who in
+        table.add(.get, "/admin/users") { request, context in
+            try await routes.page(request, context) { who in
                 let query = request.queryDictionary
                 let text = query["query"] ?? ""
                 let cursor = query["cursor"]
@@ -34,7 +34,7 @@ extension ConsoleRoutes {
             }
         }
         table.add(.get, "/admin/users/{uid}") { request, context in
-            try await routes.page(request) { who in
+            try await routes.page(request, context) { who in
                 let uid = try context.parameters.require("uid")
                 let user = try await gatehouse.profiles.profile(uid: uid)
                 let (sessions, sessionTotal) = try await gatehouse.admin.sessionsWithUses(uid: uid)
@@ -72,7 +72,7 @@ extension ConsoleRoutes {
             }
         }
         table.add(.get, "/admin/users/{uid}/photo") { request, context in
-            try await routes.page(request) { _ in
+            try await routes.page(request, context) { _ in
                 var photo = try await ProfileResponses.photo(
                     request, query: request.queryDictionary, eventLoop: context.eventLoop, profiles: gatehouse.profiles,
                     uid: try context.parameters.require("uid"))
@@ -85,7 +85,7 @@ extension ConsoleRoutes {
         @Sendable func change(
             _ request: Request, _ context: GatehouseRequestContext, _ body: (Operator, String) async throws -> Response
         ) async throws -> Response {
-            try await routes.page(request) { who in
+            try await routes.page(request, context) { who in
                 guard let who else { throw Refusal.signedOut }
                 try routes.requireDestructive(request, who)
                 return try await body(who, try context.parameters.require("uid"))

@@ -17,8 +17,8 @@ extension ConsoleRoutes {
     func registerWebhooks(into table: inout RouteTable) {
         let routes = self
         let gatehouse = self.gatehouse
-        table.add(.get, "/admin/webhooks") { request, _ in
-            try await routes.page(request) { who in
+        table.add(.get, "/admin/webhooks") { request, context in
+            try await routes.page(request, context) { who in
                 // Each list is paged on its own: its cursor is a query parameter named for its
                 // status, and each list's links keep the other list's.
                 let query = request.queryDictionary
@@ -61,7 +61,7 @@ extension ConsoleRoutes {
             }
         }
         table.add(.post, "/admin/webhooks/deliveries/{id}/redeliver") { request, context in
-            try await routes.page(request) { who in
+            try await routes.page(request, context) { who in
                 guard let who else { throw Refusal.signedOut }
                 try routes.requireOwnOrigin(request)
                 try await gatehouse.redeliver(try context.parameters.require("id"), by: .operator(who.profile.uid))

@@ -18,6 +18,8 @@ struct ConsoleRoutes {
     let console: ConsoleConfiguration
     let cookies: CookiePolicy
     let views: ConsoleViews
+    /// Who the client is, and its budget of session cookies naming nothing live.
+    let browser: BrowserPolicy
 
     /// Users per page.
     static let pageSize = 50
@@ -58,19 +60,19 @@ struct ConsoleRoutes {
                 status: .ok, headers: [.contentType: "text/css; charset=utf-8", .cacheControl: "public, max-age=3600"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: routes.views.stylesheet)))
         }
-        table.add(.get, "/admin/") { request, _ in
-            try await routes.page(request, needsOperator: false) { _ in
-                if case .some(.some) = try await routes.operatorBehind(request.cookie(routes.cookieName)) {
+        table.add(.get, "/admin/") { request, context in
+            try await routes.page(request, context, needsOperator: false) { _ in
+                if case .some(.some) = try await routes.operatorBehind(request.cookie(routes.cookieName), request, context) {
                     return Response(status: .seeOther, headers: [.location: "/admin/users"])
                 }
-                return try await routes.entryPage(request)
+                return try await routes.entryPage(request, context)
             }
         }
-        table.add(.post, "/admin/session") { request, _ in
-            try await routes.page(request, needsOperator: false) { _ in
+        table.add(.post, "/admin/session") { request, context in
+            try await routes.page(request, context, needsOperator: false) { _ in
                 try routes.requireOwnOrigin(request)
                 let value = request.cookie(routes.cookies.sessionName)
-                guard let found = try await routes.operatorBehind(value), let value else { throw Refusal.signedOut }
+                guard let found = try await routes.operatorBehind(value, request, context), let value else { throw Refusal.signedOut }
                 guard let opened = found else { throw Refusal.notAnOperator }
                 // Opened only within the recent-login window of a sign-in: a session left
                 // signed in on a shared machine does not open the console for the next person.
@@ -82,8 +84,8 @@ struct ConsoleRoutes {
                 return response
             }
         }
-        table.add(.post, "/admin/sign-out") { request, _ in
-            try await routes.page(request, needsOperator: false) { _ in
+        table.add(.post, "/admin/sign-out") { request, context in
+            try await routes.page(request, context, needsOperator: false) { _ in
                 try routes.requireOwnOrigin(request)
                 var response = Response(status: .seeOther, headers: [.location: "/admin/"])
                 response.headers[.setCookie] = routes.consoleCookie("", maxAge: 0)
@@ -101,12 +103,14 @@ struct ConsoleRoutes {
     /// Runs `body` for a console request and renders what it refuses as a page: the entry page
     /// for a signed-out browser, `403` for a non-operator (saying nothing about any account),
     /// problems as a message page with their code.
-    func page(_ request: Request, needsOperator: Bool = true, _ body: (Operator?) async throws -> Response) async throws -> Response {
+    func page(
+        _ request: Request, _ context: GatehouseRequestContext, needsOperator: Bool = true, _ body: (Operator?) async throws -> Response
+    ) async throws -> Response {
         var response: Response
         var who: Operator?
         do {
             if needsOperator {
-                guard let found = try await operatorBehind(request.cookie(cookieName)) else { throw Refusal.signedOut }
+                guard let found = try await operatorBehind(request.cookie(cookieName), request, context) else { throw Refusal.signedOut }
                 guard let found else { throw Refusal.notAnOperator }
                 who = found
             }
@@ -114,10 +118,11 @@ struct ConsoleRoutes {
         } catch Refusal.signedOut {
             // A browser signed in as somebody who is not an operator is told so on every page
             // and route, whatever it asks for (nothing about any account leaks that way).
-            if case .some(.none) = try await operatorBehind(request.cookie(cookies.sessionName)) {
+            if case .some(.none) = try await operatorBehind(request.cookie(cookies.sessionName), request, context) {
                 response = notAnOperatorPage()
             } else {
-                response = request.method == .get ? try await entryPage(request) : Response(status: .seeOther, headers: [.location: "/admin/"])
+                response =
+                    request.method == .get ? try await entryPage(request, context) : Response(status: .seeOther, headers: [.location: "/admin/"])
             }
         } catch Refusal.notAnOperator {
             response = notAnOperatorPage()
@@ -183,9 +188,9 @@ struct ConsoleRoutes {
     /// The entry page: "Open the console" when the browser is signed in as an operator
     /// recently, re-authentication links when the sign-in is older, sign-in links when it is
     /// not signed in (a signed-in non-operator is refused).
-    func entryPage(_ request: Request) async throws -> Response {
+    func entryPage(_ request: Request, _ context: GatehouseRequestContext) async throws -> Response {
         var values: [String: Any] = ["title": "Sign in"]
-        if let found = try await operatorBehind(request.cookie(cookies.sessionName)) {
+        if let found = try await operatorBehind(request.cookie(cookies.sessionName), request, context) {
             guard let found else { return notAnOperatorPage() }
             // Both set whatever the case: a name a section lacks is looked up outside it.
             values["signedIn"] = found.label
@@ -203,9 +208,10 @@ struct ConsoleRoutes {
     // MARK: Who
 
     /// The operator behind a session cookie value: `nil` when it names no live session,
-    /// `.some(nil)` when its account is not an operator (or is disabled).
-    func operatorBehind(_ cookie: String?) async throws -> Operator?? {
-        guard let caller = try await gatehouse.sessions.caller(sessionCookie: cookie),
+    /// `.some(nil)` when its account is not an operator (or is disabled). The cookie is looked
+    /// up within the client's budget of credentials naming nothing live (`BrowserPolicy`).
+    func operatorBehind(_ cookie: String?, _ request: Request, _ context: GatehouseRequestContext) async throws -> Operator?? {
+        guard let caller = try await browser.caller(sessionCookie: cookie, in: gatehouse.sessions, request, context),
             let account = try await gatehouse.storage.account(uid: caller.uid)
         else { return nil }
         let profile = try await gatehouse.accounts.unifiedProfile(for: account)
