@@ -530,7 +530,9 @@ extension AccountSecurityTests {
             $0.clock = clock
         }) { deployment in
             var octo = Browser(deployment)
-            let uid = try account(try await octo.complete(login: "octocat")).uid
+            let signedIn = try await octo.complete(login: "octocat")
+            let uid = try account(signedIn).uid
+            let idToken = try #require(try jsonObject(signedIn)["idToken"] as? String)
             let (_, key) = try await ServiceKeyService(storage: try GatehouseSQLiteStorageForSpec.open(deployment.databasePath))
                 .create(name: "reader", scopes: ["profile:read"])
             func me(cookie: String, from client: String) async throws -> OutboundResponse {
@@ -556,6 +558,11 @@ extension AccountSecurityTests {
             // Refused before the look-up: the live session's own cookie from that client too.
             #expect(try await me(cookie: session, from: "198.51.100.1").status == 429)
             #expect(try await user(key: key, from: "198.51.100.1") == 429)
+            // An ID token is checked by its signature, never counted nor refused.
+            let bearer = try await deployment.client.execute(
+                OutboundRequest(
+                    url: "\(deployment.gatewayURL)/v1/me", headers: ["Authorization": "Bearer \(idToken)", "X-Forwarded-For": "198.51.100.1"]))
+            #expect(bearer.status == 200)
             // Another client keeps its budget, and a secret not of the keys' form is never looked up.
             #expect(try await me(cookie: session, from: "198.51.100.2").status == 200)
             for _ in 0..<4 { #expect(try await user(key: "not-a-key", from: "198.51.100.2") == 401) }
@@ -577,6 +584,20 @@ extension AccountSecurityTests {
             var signOuts: [Int] = []
             for _ in 0..<4 { signOuts.append(try await signOut(from: "198.51.100.4")) }
             #expect(signOuts == [204, 204, 204, 429])
+            // A bearer sign-out whose cookie is the bearer's own session is no failure: the
+            // cookie is looked up before the session ends.
+            for round in 0..<4 {
+                var again = Browser(deployment)
+                let token = try #require(try jsonObject(try await again.complete(login: "octocat"))["idToken"] as? String)
+                let cookie = try #require(again.jar.cookies["gatehouse-session"])
+                let status = try await deployment.client.execute(
+                    OutboundRequest(
+                        method: "POST", url: "\(deployment.gatewayURL)/v1/auth/signout",
+                        headers: ["Authorization": "Bearer \(token)", "Cookie": "gatehouse-session=\(cookie)", "X-Forwarded-For": "198.51.100.5"])
+                ).status
+                #expect(status == 204)
+                #expect(try await me(cookie: cookie, from: "198.51.100.\(10 + round)").status == 401, "the session ended")
+            }
             // The budget refills with time: a token every 20 s at 3 a minute.
             clock.advance(by: 20)
             #expect(try await me(cookie: session, from: "198.51.100.1").status == 200)

@@ -640,3 +640,36 @@ struct ConsoleTests {
         return String(html[range].dropFirst(#"href="/admin/users/"#.count).dropLast())
     }
 }
+
+extension ConsoleTests {
+    @Test(
+        "console cookies naming no session count against the client's credential budget; past it the console answers its own 429 page, with Retry-After and the console's headers"
+    )
+    func consoleCookiesCountAgainstTheBudget() async throws {
+        try await withDeployment(gateway: {
+            $0.console = ConsoleConfiguration(operators: ["octocat@github.com"])
+            $0.credentialFailureLimitPerMinute = 2
+            $0.clock = StoppedClock()
+        }) { deployment in
+            func page(_ path: String, sessionCookie: Bool = false) async throws -> OutboundResponse {
+                var cookies = "gatehouse-console=\(SecureRandom.token(byteCount: 32))"
+                if sessionCookie { cookies += "; gatehouse-session=\(SecureRandom.token(byteCount: 32))" }
+                return try await deployment.client.execute(OutboundRequest(url: "\(deployment.gatewayURL)\(path)", headers: ["Cookie": cookies]))
+            }
+            // A signed-out answer is the entry page: a console cookie and a session cookie looked
+            // up, each naming nothing. With a budget of 2, the entry page's own look-up of the
+            // session cookie is the one refused.
+            let first = try await page("/admin/users", sessionCookie: true)
+            #expect(first.status == 429)
+            #expect(first.headers["content-security-policy"]?.hasPrefix("default-src 'none'") == true, "the console's own page")
+            for path in ["/admin/users", "/admin/", "/admin/keys"] {
+                let refused = try await page(path)
+                #expect(refused.status == 429, "\(path)")
+                #expect(refused.bodyText.contains("rate-limited"), "\(path)")
+                #expect((Int(refused.headers["retry-after"] ?? "") ?? 0) >= 1, "\(path)")
+                #expect(refused.headers["content-security-policy"]?.hasPrefix("default-src 'none'") == true, "\(path)")
+                #expect(refused.headers["x-frame-options"] == "DENY", "\(path)")
+            }
+        }
+    }
+}

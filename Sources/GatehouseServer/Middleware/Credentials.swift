@@ -1,4 +1,5 @@
 import GatehouseCore
+import HTTPTypes
 import Hummingbird
 
 /// Reads what a request presents to prove who it is: the `Authorization` header and the
@@ -18,8 +19,9 @@ struct CredentialReader: Sendable {
     func read(_ request: Request) -> Credentials {
         Credentials(
             authorization: request.field(.authorization), sessionCookie: request.cookie(cookies.sessionName),
-            // Only behind a trusted proxy does the client's address need a field of the request.
-            forwardedFor: checks.browser.trustedProxies.isEmpty ? nil : request.headers[values: .xForwardedFor], checks: checks)
+            // Only behind a trusted proxy does the client's address need a field of the request,
+            // kept whole (one reference) and read only when the address is.
+            fields: checks.browser.trustedProxies.isEmpty ? nil : request.headers, checks: checks)
     }
 }
 
@@ -48,16 +50,16 @@ struct Credentials: Sendable {
     var authorization: String?
     /// The session cookie's value, if sent.
     var sessionCookie: String?
-    /// The request's `X-Forwarded-For` values when some proxy is trusted (`nil` otherwise: the
-    /// peer is the client), read only to name a client out of its credential budget.
-    var forwardedFor: [String]?
+    /// The request's fields when some proxy is trusted (`nil` otherwise: the peer is the
+    /// client), whose `X-Forwarded-For` is read only to name a client for its credential budget.
+    var fields: HTTPFields?
     /// What checks them; `nil` when there is nothing to check: the request presented no
     /// credential, or no middleware saw the context. Either way `user()` is `nil` and
     /// `requireService(scope:)` is `401`, as they are for a request without credentials.
     let checks: CredentialChecks?
 
     /// No credentials: what a request that presents none carries, and a context no middleware saw.
-    static let none = Credentials(authorization: nil, sessionCookie: nil, forwardedFor: nil, checks: nil)
+    static let none = Credentials(authorization: nil, sessionCookie: nil, fields: nil, checks: nil)
 
     /// Whether the request presented no credential at all (`CredentialReader` reads every
     /// kind it knows into this value, so this is the one place that lists them).
@@ -92,20 +94,19 @@ extension GatehouseRequestContext {
     /// neither names a live session.
     func user() async throws -> SessionService.Caller? {
         guard let checks = credentials.checks else { return nil }
-        try admitCredential(checks)
-        let caller =
-            if credentials.authorization != nil {
-                try await checks.sessions.caller(idToken: try credentials.idToken())
-            } else {
-                try await checks.sessions.caller(sessionCookie: credentials.sessionCookie)
-            }
-        guard let caller else {
-            // A cookie was looked up and named no live session (a forged or expired ID token
-            // fails its signature or its times first, without a look-up).
-            if credentials.authorization == nil, credentials.sessionCookie?.isEmpty == false { credentialFailed(checks) }
-            return nil
+        let caller: SessionService.Caller?
+        if credentials.authorization != nil {
+            // Never counted nor refused: a forged or expired ID token fails its signature or its
+            // times before any look-up.
+            caller = try await checks.sessions.caller(idToken: try credentials.idToken())
+        } else if let cookie = credentials.sessionCookie, !cookie.isEmpty {
+            try admitCredential(checks)
+            caller = try await checks.sessions.caller(sessionCookie: cookie)
+            if caller == nil { credentialFailed(checks) }
+        } else {
+            caller = nil
         }
-        RequestScope.user(caller.uid)
+        if let caller { RequestScope.user(caller.uid) }
         return caller
     }
 
@@ -146,6 +147,6 @@ extension GatehouseRequestContext {
 
     /// The client's address, as `BrowserPolicy.client` reads it from the request.
     private func clientAddress(_ checks: CredentialChecks) -> String {
-        checks.browser.client(peer: remoteAddress, forwardedFor: credentials.forwardedFor ?? [])
+        checks.browser.client(peer: remoteAddress, forwardedFor: credentials.fields?[values: .xForwardedFor] ?? [])
     }
 }

@@ -217,13 +217,15 @@ struct AuthRoutes {
             } catch let error as GatehouseError where error.code == .invalidIDToken {
                 signedIn = nil
             }
-            try await sessions.signOut(signedIn, all: allParameter == "true")
             // A bearer caller's browser may hold another session's cookie, which the answer
-            // clears: that session ends too.
-            if request.headers[.authorization] != nil,
-                let cookieCaller = try await browser.caller(sessionCookie: context.credentials.sessionCookie, in: sessions, request, context),
-                cookieCaller.familyId != signedIn?.familyId
-            {
+            // clears: that session ends too. Looked up first: once the bearer's sessions have
+            // ended, a cookie of one of them would name nothing (and count as a failure).
+            let all = allParameter == "true"
+            let cookieCaller =
+                request.headers[.authorization] == nil
+                ? nil : try await browser.caller(sessionCookie: context.credentials.sessionCookie, in: sessions, request, context)
+            try await sessions.signOut(signedIn, all: all)
+            if let cookieCaller, cookieCaller.familyId != signedIn?.familyId, !(all && cookieCaller.uid == signedIn?.uid) {
                 try await sessions.signOut(cookieCaller, all: false)
             }
             var response = Response(status: .noContent, headers: [.cacheControl: "no-store"])

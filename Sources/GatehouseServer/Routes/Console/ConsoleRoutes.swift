@@ -118,11 +118,16 @@ struct ConsoleRoutes {
         } catch Refusal.signedOut {
             // A browser signed in as somebody who is not an operator is told so on every page
             // and route, whatever it asks for (nothing about any account leaks that way).
-            if case .some(.none) = try await operatorBehind(request.cookie(cookies.sessionName), request, context) {
-                response = notAnOperatorPage()
-            } else {
-                response =
-                    request.method == .get ? try await entryPage(request, context) : Response(status: .seeOther, headers: [.location: "/admin/"])
+            do {
+                if case .some(.none) = try await operatorBehind(request.cookie(cookies.sessionName), request, context) {
+                    response = notAnOperatorPage()
+                } else {
+                    response =
+                        request.method == .get
+                        ? try await entryPage(request, context) : Response(status: .seeOther, headers: [.location: "/admin/"])
+                }
+            } catch let error as GatehouseError {
+                response = try await problemPage(error, request: request, operator: nil)
             }
         } catch Refusal.notAnOperator {
             response = notAnOperatorPage()
@@ -165,7 +170,9 @@ struct ConsoleRoutes {
             values["canReauthenticate"] = true
             values["reauthenticate"] = reauthenticationLinks(who)
         }
-        return views.render("message", values, operator: who, status: error.status)
+        var response = views.render("message", values, operator: who, status: error.status)
+        if let retryAfter = error.retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+        return response
     }
 
     /// "Sign in again" links, one per provider linked to the operator's account.
