@@ -33,7 +33,7 @@ public struct TokenBuckets: Sendable {
         var bucket = refilled(key, now: now)
         if bucket.tokens < 1 {
             buckets[key] = bucket
-            return wait(bucket)
+            return wait(bucket, now: now)
         }
         bucket.tokens -= 1
         buckets[key] = bucket
@@ -51,14 +51,14 @@ public struct TokenBuckets: Sendable {
         bucket.tokens = max(-perMinute, bucket.tokens - 1)
         buckets[key] = bucket
         if buckets.count > nextPrune { prune(now: now) }
-        return bucket.tokens < 1 ? wait(bucket) : nil
+        return bucket.tokens < 1 ? wait(bucket, now: now) : nil
     }
 
     /// The seconds until `key` has a token again, `nil` when it has one now; takes none.
     public func wait(_ key: String, now: Date) -> Int? {
         guard perMinute > 0, buckets[key] != nil else { return nil }
         let bucket = refilled(key, now: now)
-        return bucket.tokens < 1 ? wait(bucket) : nil
+        return bucket.tokens < 1 ? wait(bucket, now: now) : nil
     }
 
     private func refilled(_ key: String, now: Date) -> Bucket {
@@ -69,8 +69,11 @@ public struct TokenBuckets: Sendable {
         return bucket
     }
 
-    private func wait(_ bucket: Bucket) -> Int {
-        max(1, Int(((1 - bucket.tokens) * 60 / perMinute).rounded(.up)))
+    /// The seconds until `bucket` has a token: after a clock set back, the refill starts only
+    /// once the clock is past the bucket's last update again.
+    private func wait(_ bucket: Bucket, now: Date) -> Int {
+        let frozen = max(0, bucket.updated.timeIntervalSince(now))
+        return max(1, Int((frozen + (1 - bucket.tokens) * 60 / perMinute).rounded(.up)))
     }
 
     private mutating func prune(now: Date) {
