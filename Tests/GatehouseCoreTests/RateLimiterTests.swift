@@ -63,3 +63,21 @@ import Testing
         #expect(await limiter.keys < RateLimiter.prunedAbove)
     }
 }
+
+/// `EndedSessions`: ended sessions remembered until their tokens expire, within a bound.
+@Suite struct EndedSessionsTests {
+    @Test("an ended session is kept until its tokens expire; past the capacity, expired ones make room, else a new one is not kept")
+    func boundedAndExpiring() {
+        let ended = EndedSessions(capacity: 2)
+        let start = Date(timeIntervalSince1970: 1_000_000)
+        ended.insert("a", until: start.addingTimeInterval(60), now: start)
+        ended.insert("b", until: start.addingTimeInterval(3600), now: start)
+        ended.insert("c", until: start.addingTimeInterval(3600), now: start)
+        #expect(ended.contains("a", now: start) && ended.contains("b", now: start))
+        #expect(!ended.contains("c", now: start), "full: not kept")
+        #expect(!ended.contains("a", now: start.addingTimeInterval(61)), "its tokens have expired")
+        ended.insert("c", until: start.addingTimeInterval(3600), now: start.addingTimeInterval(61))
+        #expect(ended.contains("c", now: start.addingTimeInterval(61)), "the expired one made room")
+        #expect(ended.count == 2)
+    }
+}

@@ -550,8 +550,11 @@ extension AccountSecurityTests {
 
             var statuses: [Int] = []
             for _ in 0..<3 { statuses.append(try await me(cookie: SecureRandom.token(byteCount: 32), from: "198.51.100.1").status) }
+            let misses = ["cache": "account", "result": "miss"]
+            let readsBefore = try await ResilienceTests.metric(deployment, "gatehouse_cache_lookups_total", misses)
             let refused = try await me(cookie: SecureRandom.token(byteCount: 32), from: "198.51.100.1")
             statuses.append(refused.status)
+            #expect(try await ResilienceTests.metric(deployment, "gatehouse_cache_lookups_total", misses) == readsBefore, "no look-up")
             #expect(statuses == [401, 401, 401, 429])
             #expect(try jsonObject(refused)["code"] as? String == "rate-limited")
             #expect((Int(refused.headers["retry-after"] ?? "") ?? 0) >= 1)
@@ -601,6 +604,31 @@ extension AccountSecurityTests {
             // The budget refills with time: a token every 20 s at 3 a minute.
             clock.advance(by: 20)
             #expect(try await me(cookie: session, from: "198.51.100.1").status == 200)
+        }
+    }
+}
+
+extension AccountSecurityTests {
+    @Test("a signed-out session's genuine ID token is refused again without a read of the store, until it expires")
+    func endedSessionsTokensAreRefusedWithoutARead() async throws {
+        try await withDeployment { deployment in
+            var browser = Browser(deployment)
+            let idToken = try #require(try jsonObject(try await browser.complete(login: "octocat"))["idToken"] as? String)
+            let bearer: OutboundHeaders = ["Authorization": "Bearer \(idToken)"]
+            let me = OutboundRequest(url: "\(deployment.gatewayURL)/v1/me", headers: bearer)
+            #expect(try await deployment.client.execute(me).status == 200)
+            let signedOut = try await deployment.client.execute(
+                OutboundRequest(method: "POST", url: "\(deployment.gatewayURL)/v1/auth/signout", headers: bearer))
+            #expect(signedOut.status == 204)
+            let misses = ["cache": "account", "result": "miss"]
+            let readsBefore = try await ResilienceTests.metric(deployment, "gatehouse_cache_lookups_total", misses) ?? 0
+            for _ in 0..<4 {
+                let refused = try await deployment.client.execute(me)
+                #expect(refused.status == 401)
+                #expect(try jsonObject(refused)["code"] as? String == "invalid-id-token")
+            }
+            let reads = try await ResilienceTests.metric(deployment, "gatehouse_cache_lookups_total", misses) ?? 0
+            #expect(reads - readsBefore == 1, "the first refusal read the store, the others did not")
         }
     }
 }

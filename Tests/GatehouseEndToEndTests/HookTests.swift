@@ -730,11 +730,14 @@ struct HookTests {
         "under GATEHOUSE_HOOK_ON_FAILURE=allow a receiver that refuses the gateway's signature (401) or its call (403) without a deny answer still refuses the sign-in: 503 hook-unavailable, nothing stored"
     )
     func refusedCallsDenyUnderAllow() async throws {
-        // A rotated secret the receiver does not know: it answers every call 401.
+        // A rotated secret the receiver does not know: it answers every call 401. The longest
+        // timeout: under `allow` a call that times out lets the sign-in through, and a loaded
+        // machine can take more than the default 2 s to answer.
         let wrongSecret = "whsec_" + Data(repeating: 7, count: 32).base64EncodedString()
         try await withDeployment(hooks: { emulatorURL in
             HookConfiguration(
-                urls: [.beforeCreate: "\(emulatorURL)/sample-app/hooks/before-create"], secrets: [wrongSecret], onFailure: .allow)
+                urls: [.beforeCreate: "\(emulatorURL)/sample-app/hooks/before-create"], secrets: [wrongSecret], timeout: 10,
+                onFailure: .allow)
         }) { deployment in
             let before = try await Self.snapshot(deployment)
             var browser = Browser(deployment)

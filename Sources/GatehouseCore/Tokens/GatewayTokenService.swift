@@ -23,6 +23,8 @@ public final class GatewayTokenService: Sendable {
     let logger: Logger
     /// The signing keys (shared with the JWKS route).
     public let keys: SigningKeyRing
+    /// Sessions whose ID tokens are refused without a read (`EndedSessions`).
+    let ended = EndedSessions()
 
     /// Issues and checks tokens under `configuration`, signed with `keys`.
     init(
@@ -153,8 +155,11 @@ public final class GatewayTokenService: Sendable {
         guard Double(claims.iat) <= now.timeIntervalSince1970 + Self.skew else {
             throw GatehouseError.invalidIdToken("The ID token was issued in the future.")
         }
+        let ended = GatehouseError.invalidIdToken("The ID token's session has ended (signed out or revoked).")
+        guard !self.ended.contains(claims.sid, now: now) else { throw ended }
         guard let session = try await storage.session(familyId: claims.sid, now: now), session.uid == claims.sub else {
-            throw GatehouseError.invalidIdToken("The ID token's session has ended (signed out or revoked).")
+            self.ended.insert(claims.sid, until: Date(timeIntervalSince1970: Double(claims.exp) + Self.skew), now: now)
+            throw ended
         }
         return Bearer(claims: claims, session: session)
     }
