@@ -33,7 +33,7 @@ public struct TokenBuckets: Sendable {
         var bucket = refilled(key, now: now)
         if bucket.tokens < 1 {
             buckets[key] = bucket
-            return wait(bucket, now: now)
+            return wait(bucket)
         }
         bucket.tokens -= 1
         buckets[key] = bucket
@@ -51,29 +51,27 @@ public struct TokenBuckets: Sendable {
         bucket.tokens = max(-perMinute, bucket.tokens - 1)
         buckets[key] = bucket
         if buckets.count > nextPrune { prune(now: now) }
-        return bucket.tokens < 1 ? wait(bucket, now: now) : nil
+        return bucket.tokens < 1 ? wait(bucket) : nil
     }
 
     /// The seconds until `key` has a token again, `nil` when it has one now; takes none.
     public func wait(_ key: String, now: Date) -> Int? {
         guard perMinute > 0, buckets[key] != nil else { return nil }
         let bucket = refilled(key, now: now)
-        return bucket.tokens < 1 ? wait(bucket, now: now) : nil
+        return bucket.tokens < 1 ? wait(bucket) : nil
     }
 
     private func refilled(_ key: String, now: Date) -> Bucket {
         var bucket = buckets[key] ?? Bucket(tokens: perMinute, updated: now)
-        // A clock set back refills nothing and takes nothing.
+        // A clock set back refills nothing and takes nothing; the refill goes on from its new reading.
         bucket.tokens = min(perMinute, bucket.tokens + max(0, now.timeIntervalSince(bucket.updated)) * perMinute / 60)
-        bucket.updated = max(bucket.updated, now)
+        bucket.updated = now
         return bucket
     }
 
-    /// The seconds until `bucket` has a token: after a clock set back, the refill starts only
-    /// once the clock is past the bucket's last update again.
-    private func wait(_ bucket: Bucket, now: Date) -> Int {
-        let frozen = max(0, bucket.updated.timeIntervalSince(now))
-        return max(1, Int((frozen + (1 - bucket.tokens) * 60 / perMinute).rounded(.up)))
+    /// The seconds until `bucket` has a token.
+    private func wait(_ bucket: Bucket) -> Int {
+        max(1, Int(((1 - bucket.tokens) * 60 / perMinute).rounded(.up)))
     }
 
     private mutating func prune(now: Date) {
