@@ -99,12 +99,9 @@ extension GatehouseRequestContext {
             // Never counted nor refused: a forged or expired ID token fails its signature or its
             // times before any look-up.
             caller = try await checks.sessions.caller(idToken: try credentials.idToken())
-        } else if let cookie = credentials.sessionCookie, !cookie.isEmpty {
-            try admitCredential(checks)
-            caller = try await checks.sessions.caller(sessionCookie: cookie)
-            if caller == nil { credentialFailed(checks) }
         } else {
-            caller = nil
+            caller = try await checks.sessions.caller(sessionCookie: try admittedCookie(checks))
+            if caller == nil { cookieFailed(checks) }
         }
         if let caller { RequestScope.user(caller.uid) }
         return caller
@@ -132,6 +129,21 @@ extension GatehouseRequestContext {
         }
         RequestScope.serviceKey(key.id)
         return key
+    }
+
+    /// The session cookie to look up (`nil` when none was sent), within the client's budget.
+    /// Out of line from `user()`, whose async frame the connection's task keeps.
+    @inline(never)
+    private func admittedCookie(_ checks: CredentialChecks) throws -> String? {
+        guard let cookie = credentials.sessionCookie, !cookie.isEmpty else { return nil }
+        try admitCredential(checks)
+        return cookie
+    }
+
+    /// Counts the session cookie just looked up as naming nothing live, if one was sent.
+    @inline(never)
+    private func cookieFailed(_ checks: CredentialChecks) {
+        if credentials.sessionCookie?.isEmpty == false { credentialFailed(checks) }
     }
 
     /// Throws `rate-limited` (with `Retry-After`) while the client is out of its budget of
