@@ -93,9 +93,9 @@ public struct GatewayConfiguration: Sendable {
     public var userRateLimitPerMinute = 600
     /// Requests per minute one service key may make to `/v1/users…` (per instance; 0: no limit).
     public var serviceRateLimitPerMinute = 6000
-    /// Credentials one client (an IPv6 client's /64) may present per minute that name no live
-    /// session or service key; past them its credentialed requests are `429` before any look-up
-    /// (per instance; 0: no limit). Each such credential costs a read of the store.
+    /// Session cookies and service keys one client (an IPv6 client's /64) may present per
+    /// minute that name nothing live; past them its cookies and keys are `429` before any
+    /// look-up (per instance; 0: no limit). Each such credential costs a read of the store.
     public var credentialFailureLimitPerMinute = 300
     /// Whether every browser flow must bind its result to the client that started it
     /// (`result_challenge` at start, `result_verifier` at `POST /v1/auth/result`). Turning it

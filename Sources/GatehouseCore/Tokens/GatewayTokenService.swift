@@ -155,13 +155,17 @@ public final class GatewayTokenService: Sendable {
         guard Double(claims.iat) <= now.timeIntervalSince1970 + Self.skew else {
             throw GatehouseError.invalidIdToken("The ID token was issued in the future.")
         }
-        let ended = GatehouseError.invalidIdToken("The ID token's session has ended (signed out or revoked).")
-        guard !self.ended.contains(claims.sid, now: now) else { throw ended }
+        guard !ended.contains(claims.sid, now: now) else { throw Self.sessionEnded() }
         guard let session = try await storage.session(familyId: claims.sid, now: now), session.uid == claims.sub else {
-            self.ended.insert(claims.sid, until: Date(timeIntervalSince1970: Double(claims.exp) + Self.skew), now: now)
-            throw ended
+            ended.insert(claims.sid, until: Date(timeIntervalSince1970: Double(claims.exp) + Self.skew), now: now)
+            throw Self.sessionEnded()
         }
         return Bearer(claims: claims, session: session)
+    }
+
+    /// The refusal of a token whose session has ended (built only when thrown).
+    private static func sessionEnded() -> GatehouseError {
+        GatehouseError.invalidIdToken("The ID token's session has ended (signed out or revoked).")
     }
 
     /// The claims of a token not seen before: header policy, then signature.

@@ -5,10 +5,11 @@ import Synchronization
 /// How many credentials naming nothing live one client may present: a session
 /// cookie or service key that matches no live record costs a read of the store, and random
 /// ones never hit a cache. Each client (an IPv6 client's /64) has
-/// `GATEHOUSE_CREDENTIAL_FAILURE_LIMIT` of them per minute; past them, every request of the
-/// client that presents a credential is `429 rate-limited` before any look-up, a valid one
-/// included (its neighbours behind one address share the budget, as for the sign-in routes),
-/// until the budget refills.
+/// `GATEHOUSE_CREDENTIAL_FAILURE_LIMIT` of them per minute; past them, the client's session
+/// cookies and service keys are `429 rate-limited` before any look-up, valid ones included
+/// (its neighbours behind one address share the budget, as for the sign-in routes), until the
+/// budget refills. ID tokens are neither counted nor refused: a forged one fails its signature
+/// before any look-up.
 ///
 /// A class behind a lock rather than an actor: the check runs on every credentialed request,
 /// and while no client has spent its budget it is one atomic read and no hop.

@@ -177,7 +177,7 @@ enum SettingsCatalog {
         Setting("GATEHOUSE_SERVICE_RATE_LIMIT", .count(minimum: 0), default: "6000", "requests per minute per service key on `/v1/users…`"),
         Setting(
             "GATEHOUSE_CREDENTIAL_FAILURE_LIMIT", .count(minimum: 0), default: "300",
-            "session cookies and service keys per minute per client (an IPv6 client's /64) that name nothing live; past them the client's credentialed requests are `429` (`0`: off)"
+            "session cookies and service keys per minute per client (an IPv6 client's /64) that name nothing live; past them the client's cookies and keys are `429` before any look-up, ID tokens never (`0`: off)"
         ),
         Setting(
             "GATEHOUSE_UPSTREAM_TIMEOUT", .seconds(1...3600), default: "10",
