@@ -335,6 +335,11 @@ enum PostgresMigrations {
                 "CREATE INDEX spent_tokens_expires_at ON spent_tokens(expires_at)",
                 "CREATE INDEX signin_results_retry_until ON signin_results(retry_until) WHERE retry_until IS NOT NULL",
             ]),
+        // The claim holding an outbox entry (`OutboxLease.id`): its outcome is recorded only
+        // while the entry is still held under that claim. The lease's end (`lease_until`) is
+        // the server's time from this version on; an older instance's claim during a rolling
+        // upgrade still sets its own, and is fenced by it as before.
+        Migration(version: "v20-outbox-lease-ids", statements: ["ALTER TABLE webhook_outbox ADD COLUMN lease_id text"]),
     ]
 
     /// Sets every link's `verified_email` to what the gateway writes for its snapshot

@@ -5,7 +5,8 @@ import PostgresNIO
 
 /// PostgresStorage's `WebhookStore` part: due entries are claimed with `FOR UPDATE SKIP
 /// LOCKED` and a lease, so instances never take the same entry while its lease runs, and the
-/// entries of an instance that died are taken over once their lease has passed.
+/// entries of an instance that died are taken over once their lease has passed. Leases run on
+/// the server's clock (`now()`), as the named locks' do: the instances' clocks need not agree.
 extension PostgresStorage {
     /// The statement that inserts an outbox entry.
     static func insertOutboxQuery(_ entry: OutboxEntry) throws -> PostgresQuery {
@@ -33,17 +34,18 @@ extension PostgresStorage {
         return entries
     }
 
-    /// Leases up to `limit` due entries.
-    public func claimOutbox(endpoint: String, now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry] {
-        try await transaction { connection, logger in
+    /// Leases up to `limit` due entries (due by the caller's `now`, leased on the server's clock).
+    public func claimOutbox(endpoint: String, now: Date, lease: OutboxLease, limit: Int) async throws -> [OutboxEntry] {
+        let milliseconds = Int((lease.duration * 1000).rounded())
+        return try await transaction { connection, logger in
             try Self.outbox(
                 try await connection.query(
                     """
-                    UPDATE webhook_outbox SET lease_until = \(leaseUntil)
+                    UPDATE webhook_outbox SET lease_until = now() + \(milliseconds) * interval '1 millisecond', lease_id = \(lease.id)
                     WHERE id IN (
                       SELECT id FROM webhook_outbox
                       WHERE endpoint = \(endpoint) AND status = 'pending' AND next_attempt_at <= \(now)
-                        AND (lease_until IS NULL OR lease_until <= \(now))
+                        AND (lease_until IS NULL OR lease_until <= now())
                       ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                     RETURNING \(unescaped: Self.outboxColumns)
                     """, logger: logger
@@ -52,27 +54,27 @@ extension PostgresStorage {
     }
 
     /// Records an attempt by the holder of `lease`; a delivery by anyone.
-    public func completeOutbox(id: String, lease: Date, outcome: DeliveryOutcome) async throws {
+    public func completeOutbox(id: String, lease: OutboxLease, outcome: DeliveryOutcome) async throws {
         switch outcome {
         case .delivered:
             try await execute("DELETE FROM webhook_outbox WHERE id = \(id)")
         case .retry(let at, let status, let error):
             try await execute(
                 """
-                UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = \(at), lease_until = NULL, last_status = \(status),
-                  last_error = \(error) WHERE id = \(id) AND lease_until = \(lease)
+                UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = \(at), lease_until = NULL, lease_id = NULL,
+                  last_status = \(status), last_error = \(error) WHERE id = \(id) AND lease_id = \(lease.id)
                 """)
         case .failed(let status, let error):
             try await execute(
                 """
-                UPDATE webhook_outbox SET attempts = attempts + 1, status = 'failed', lease_until = NULL, last_status = \(status),
-                  last_error = \(error) WHERE id = \(id) AND lease_until = \(lease)
+                UPDATE webhook_outbox SET attempts = attempts + 1, status = 'failed', lease_until = NULL, lease_id = NULL,
+                  last_status = \(status), last_error = \(error) WHERE id = \(id) AND lease_id = \(lease.id)
                 """)
         case .postponed(let until, let error):
             try await execute(
                 """
-                UPDATE webhook_outbox SET next_attempt_at = \(until), lease_until = NULL, last_error = \(error)
-                WHERE id = \(id) AND lease_until = \(lease)
+                UPDATE webhook_outbox SET next_attempt_at = \(until), lease_until = NULL, lease_id = NULL, last_error = \(error)
+                WHERE id = \(id) AND lease_id = \(lease.id)
                 """)
         }
     }
@@ -87,17 +89,18 @@ extension PostgresStorage {
                 """, logger: logger))
     }
 
-    /// Makes an entry due now.
+    /// Makes an entry due now, unless a lease runs on it (the server's clock).
     public func redeliverOutbox(id: String, now: Date) async throws -> Bool {
         try await changed(
             """
             UPDATE webhook_outbox SET attempts = CASE WHEN status = 'failed' THEN 0 ELSE attempts END,
-              status = 'pending', next_attempt_at = \(now), lease_until = NULL
-            WHERE id = \(id) AND (lease_until IS NULL OR lease_until <= \(now)) RETURNING id
+              status = 'pending', next_attempt_at = \(now), lease_until = NULL, lease_id = NULL
+            WHERE id = \(id) AND (lease_until IS NULL OR lease_until <= now()) RETURNING id
             """)
     }
 
-    /// Drops entries written before `cutoff`.
+    /// Drops entries written before `cutoff` that no lease holds (the server's clock; `now` is
+    /// not needed).
     public func dropOutbox(writtenBefore cutoff: Date, now: Date) async throws -> [String: Int] {
         var counts: [String: Int] = [:]
         // Oldest first in batches (`inBatches`): a backlog of any size is worked through within
@@ -107,9 +110,9 @@ extension PostgresStorage {
             _ = try await inBatches { size in
                 """
                 DELETE FROM webhook_outbox WHERE id IN (
-                  SELECT id FROM webhook_outbox WHERE created_at < \(cutoff) AND (lease_until IS NULL OR lease_until <= \(now))
+                  SELECT id FROM webhook_outbox WHERE created_at < \(cutoff) AND (lease_until IS NULL OR lease_until <= now())
                   ORDER BY created_at LIMIT \(size))
-                  AND created_at < \(cutoff) AND (lease_until IS NULL OR lease_until <= \(now))
+                  AND created_at < \(cutoff) AND (lease_until IS NULL OR lease_until <= now())
                 RETURNING endpoint
                 """
             } each: { rows in

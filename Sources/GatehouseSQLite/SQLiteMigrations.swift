@@ -245,6 +245,11 @@ enum SQLiteMigrations {
                     CREATE INDEX spent_tokens_expires_at ON spent_tokens(expires_at);
                     """)
         }
+        // The claim holding an outbox entry (`OutboxLease.id`): its outcome is recorded only
+        // while the entry is still held under that claim.
+        migrator.registerMigration("v17-outbox-lease-ids") { db in
+            try db.execute(sql: "ALTER TABLE webhook_outbox ADD COLUMN lease_id TEXT")
+        }
         return migrator
     }
 }

@@ -26,9 +26,10 @@ extension SQLiteStorage {
             status: OutboxEntry.Status(rawValue: row["status"]) ?? .pending, lastStatus: row["last_status"], lastError: row["last_error"])
     }
 
-    /// Leases up to `limit` due entries.
-    public func claimOutbox(endpoint: String, now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry] {
-        try await write { db in
+    /// Leases up to `limit` due entries (the lease on the caller's clock: the file is on one host).
+    public func claimOutbox(endpoint: String, now: Date, lease: OutboxLease, limit: Int) async throws -> [OutboxEntry] {
+        let leaseUntil = now.addingTimeInterval(lease.duration)
+        return try await write { db in
             let rows = try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -38,14 +39,15 @@ extension SQLiteStorage {
                         """), arguments: [endpoint, now, now, limit])
             let entries = rows.map(Self.outbox)
             for entry in entries {
-                try db.cachedStatement(sql: "UPDATE webhook_outbox SET lease_until = ? WHERE id = ?").execute(arguments: [leaseUntil, entry.id])
+                try db.cachedStatement(sql: "UPDATE webhook_outbox SET lease_until = ?, lease_id = ? WHERE id = ?").execute(
+                    arguments: [leaseUntil, lease.id, entry.id])
             }
             return entries
         }
     }
 
     /// Records an attempt by the holder of `lease`; a delivery by anyone.
-    public func completeOutbox(id: String, lease: Date, outcome: DeliveryOutcome) async throws {
+    public func completeOutbox(id: String, lease: OutboxLease, outcome: DeliveryOutcome) async throws {
         try await write { db in
             switch outcome {
             case .delivered:
@@ -53,21 +55,24 @@ extension SQLiteStorage {
             case .retry(let at, let status, let error):
                 try db.cachedStatement(
                     sql: """
-                        UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = ?, lease_until = NULL, last_status = ?,
-                          last_error = ? WHERE id = ? AND lease_until = ?
+                        UPDATE webhook_outbox SET attempts = attempts + 1, next_attempt_at = ?, lease_until = NULL, lease_id = NULL,
+                          last_status = ?, last_error = ? WHERE id = ? AND lease_id = ?
                         """
-                ).execute(arguments: [at, status, error, id, lease])
+                ).execute(arguments: [at, status, error, id, lease.id])
             case .failed(let status, let error):
                 try db.cachedStatement(
                     sql: """
-                        UPDATE webhook_outbox SET attempts = attempts + 1, status = 'failed', lease_until = NULL, last_status = ?,
-                          last_error = ? WHERE id = ? AND lease_until = ?
+                        UPDATE webhook_outbox SET attempts = attempts + 1, status = 'failed', lease_until = NULL, lease_id = NULL,
+                          last_status = ?, last_error = ? WHERE id = ? AND lease_id = ?
                         """
-                ).execute(arguments: [status, error, id, lease])
+                ).execute(arguments: [status, error, id, lease.id])
             case .postponed(let until, let error):
                 try db.cachedStatement(
-                    sql: "UPDATE webhook_outbox SET next_attempt_at = ?, lease_until = NULL, last_error = ? WHERE id = ? AND lease_until = ?"
-                ).execute(arguments: [until, error, id, lease])
+                    sql: """
+                        UPDATE webhook_outbox SET next_attempt_at = ?, lease_until = NULL, lease_id = NULL, last_error = ?
+                        WHERE id = ? AND lease_id = ?
+                        """
+                ).execute(arguments: [until, error, id, lease.id])
             }
         }
     }
@@ -90,7 +95,7 @@ extension SQLiteStorage {
             try db.cachedStatement(
                 sql: """
                     UPDATE webhook_outbox SET attempts = CASE WHEN status = 'failed' THEN 0 ELSE attempts END,
-                      status = 'pending', next_attempt_at = ?, lease_until = NULL
+                      status = 'pending', next_attempt_at = ?, lease_until = NULL, lease_id = NULL
                     WHERE id = ? AND (lease_until IS NULL OR lease_until <= ?)
                     """
             ).execute(arguments: [now, id, now])

@@ -1,7 +1,7 @@
 import CurlClient
 import Foundation
 import GRDB
-import GatehouseCore
+@_spi(Testing) import GatehouseCore
 import GatehousePostgres
 import GatehouseSQLite
 import GatehouseTestSupport
@@ -438,16 +438,10 @@ struct WebhookTests {
         // The deployment delivers nothing itself (no webhooks): this test's dispatcher alone
         // works its store, with a client of its own.
         try await withDeployment(database: database) { deployment in
-            var browser = Browser(deployment)
-            let uid = try account(try await browser.complete(login: "octocat")).uid
             let postgres = try database.map { try PostgresTestServer.store($0) }
             defer { postgres?.shutdown() }
             let storage: any GatehouseStorage = try postgres ?? SQLiteStorage(path: deployment.databasePath)
-            let event = WebhookEvent.account(.accountDisabled, uid: uid, at: deployment.clock.now())
-            let entry = OutboxEntry(
-                eventId: event.id, endpoint: "sample-app", type: event.type.rawValue, payload: try JSONCoding.encoder().encode(event),
-                createdAt: event.timestamp)
-            _ = try await Outbox.$entries.withValue([entry]) { try await storage.setDisabled(uid: uid, disabled: true) }
+            let event = try await Self.recordDisabledAccount(deployment, storage)
             // The receiver holds its answer (until released): the delivery is in flight when its
             // dispatcher stops.
             try await TrustTests.fault(deployment, ["endpoint": "POST /sample-app/webhooks", "status": 200, "holdMs": 60_000, "times": 1])
@@ -472,6 +466,59 @@ struct WebhookTests {
             #expect(waiting.map(\.eventId) == [event.id])
             #expect(waiting.first?.attempts == 0, "\(waiting)")
             _ = try await deployment.control("faults/release", "{}")
+        }
+    }
+
+    /// Signs a user in and records an `account.disabled` event for the sample app with the
+    /// account's change, in `storage` (the deployment's own store): the event.
+    static func recordDisabledAccount(_ deployment: TestDeployment, _ storage: any GatehouseStorage) async throws -> WebhookEvent {
+        var browser = Browser(deployment)
+        let uid = try account(try await browser.complete(login: "octocat")).uid
+        let event = WebhookEvent.account(.accountDisabled, uid: uid, at: deployment.clock.now())
+        let entry = OutboxEntry(
+            eventId: event.id, endpoint: "sample-app", type: event.type.rawValue, payload: try JSONCoding.encoder().encode(event),
+            createdAt: event.timestamp)
+        _ = try await Outbox.$entries.withValue([entry]) { try await storage.setDisabled(uid: uid, disabled: true) }
+        return event
+    }
+
+    @Test(
+        "two instances on one PostgreSQL whose clocks disagree by a minute: the one ahead does not claim an event the other is delivering, which is sent once"
+    )
+    func instancesWithSkewedClocksSendAnEventOnce() async throws {
+        let database = try await PostgresTestServer.freshDatabase()
+        // The deployment delivers nothing itself (no webhooks): two dispatchers of this test's
+        // work its store, one of them with a clock a minute ahead.
+        try await withDeployment(database: database) { deployment in
+            let storage = try PostgresTestServer.store(database)
+            defer { storage.shutdown() }
+            _ = try await Self.recordDisabledAccount(deployment, storage)
+            // The receiver holds its answer (until released): the delivery is in flight.
+            try await TrustTests.fault(deployment, ["endpoint": "POST /sample-app/webhooks", "status": 200, "holdMs": 60_000, "times": 1])
+            let http = CurlHTTPClient(configuration: CurlClientConfiguration(timeout: .seconds(120)))
+            defer { http.shutdown() }
+            var configuration = Self.sampleApp()(deployment.emulatorURL)
+            configuration.timeout = 30  // a lease of 35 s, longer than a loaded machine takes to the second claim
+            let ahead = OffsetClock()
+            ahead.advance(by: 60)
+            let dispatchers = [deployment.clock, ahead].map { clock in
+                WebhookDispatcher(
+                    configuration: configuration, storage: storage, http: http, clock: clock, metrics: .disabled, logger: Logger(label: "test"))
+            }
+            let delivering = Task { try await dispatchers[0].round("sample-app") }
+            var inFlight = false
+            for _ in 0..<500 where !inFlight {
+                inFlight = http.load.inFlight == 1
+                if !inFlight { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            try #require(inFlight, "the delivery started")
+            let second = try await dispatchers[1].round("sample-app")
+            #expect(second.claimed == 0, "the instance ahead claimed the event being delivered")
+            _ = try await deployment.control("faults/release", "{}")
+            #expect(try await delivering.value.claimed == 1)
+            // The fault answered for the sample app, which so records nothing: the calls are counted.
+            #expect(try await deployment.emulatorStats()["POST /sample-app/webhooks"] == 1)
+            #expect(try await storage.outboxEntries(status: .pending, after: nil, limit: 10).isEmpty)
         }
     }
 

@@ -487,6 +487,29 @@ import Testing
         #expect(!plan.contains("Sort"), "\(plan)")
     }
 
+    @Test(
+        "a webhook entry's lease runs on the database's clock: an instance whose clock runs a minute ahead neither claims, redelivers nor drops an entry another instance is delivering"
+    )
+    func webhookLeasesRunOnTheDatabasesClock() async throws {
+        let at = Fixtures.now
+        let ahead = at.addingTimeInterval(60)
+        let others: [(String, @Sendable (any GatehouseStorage, OutboxEntry) async throws -> Bool)] = [
+            (
+                "claimed",
+                { storage, _ in !(try await storage.claimOutbox(endpoint: "app", now: ahead, lease: OutboxLease(duration: 15), limit: 8).isEmpty) }
+            ),
+            ("redelivered", { storage, entry in try await storage.redeliverOutbox(id: entry.id, now: ahead) }),
+            ("dropped", { storage, _ in !(try await storage.dropOutbox(writtenBefore: ahead, now: ahead).isEmpty) }),
+        ]
+        for (what, other) in others {
+            let (storage, entry) = try await WebhookStoreConformanceTests.storeWithOneEntry(.postgres)
+            defer { (storage as? PostgresStorage)?.shutdown() }
+            #expect(try await storage.claimOutbox(endpoint: "app", now: at, lease: OutboxLease(duration: 15), limit: 8).map(\.id) == [entry.id])
+            #expect(try await other(storage, entry) == false, "\(what) by the instance whose clock runs ahead")
+            #expect(try await storage.outboxEntries(status: .pending, after: nil, limit: 10).map(\.id) == [entry.id], "\(what)")
+        }
+    }
+
     @Test("a database migrated by a newer Gatehouse is refused with a clear error")
     func newerSchemaIsRefused() async throws {
         let url = try await PostgresTestServer.freshDatabase()

@@ -190,10 +190,9 @@ public final class WebhookDispatcher: Sendable {
     /// side; answers how many it claimed and how many of those were postponed unsent. The
     /// lease outlasts the round: every attempt ends within the timeout.
     @_spi(Testing) public func round(_ endpoint: String) async throws -> (claimed: Int, postponed: Int) {
-        let now = clock.now()
-        let lease = now.addingTimeInterval(configuration.timeout + 5)
+        let lease = OutboxLease(duration: configuration.timeout + 5)
         let claimed = try await storage.claimOutbox(
-            endpoint: endpoint, now: now, leaseUntil: lease, limit: configuration.concurrencyPerEndpoint)
+            endpoint: endpoint, now: clock.now(), lease: lease, limit: configuration.concurrencyPerEndpoint)
         let postponed = await withTaskGroup(of: Bool.self) { group in
             for entry in claimed {
                 group.addTask { await self.attempt(entry, lease: lease) }
@@ -205,7 +204,7 @@ public final class WebhookDispatcher: Sendable {
 
     /// One attempt and its record under the claim's `lease`; whether it was postponed unsent.
     @discardableResult
-    private func attempt(_ entry: OutboxEntry, lease: Date) async -> Bool {
+    private func attempt(_ entry: OutboxEntry, lease: OutboxLease) async -> Bool {
         let started = ContinuousClock.now
         let outcome: DeliveryOutcome
         let label: String

@@ -167,12 +167,12 @@ extension CachedStore {
 // The webhook outbox is never cached.
 extension CachedStore {
     /// Leases due outbox entries.
-    public func claimOutbox(endpoint: String, now: Date, leaseUntil: Date, limit: Int) async throws -> [OutboxEntry] {
-        try await base.claimOutbox(endpoint: endpoint, now: now, leaseUntil: leaseUntil, limit: limit)
+    public func claimOutbox(endpoint: String, now: Date, lease: OutboxLease, limit: Int) async throws -> [OutboxEntry] {
+        try await base.claimOutbox(endpoint: endpoint, now: now, lease: lease, limit: limit)
     }
 
     /// Records a delivery attempt.
-    public func completeOutbox(id: String, lease: Date, outcome: DeliveryOutcome) async throws {
+    public func completeOutbox(id: String, lease: OutboxLease, outcome: DeliveryOutcome) async throws {
         try await base.completeOutbox(id: id, lease: lease, outcome: outcome)
     }
 
