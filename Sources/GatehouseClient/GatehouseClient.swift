@@ -27,6 +27,9 @@ public actor GatehouseClient {
     /// refresh token it used, so credentials saved before a refresh are of no further use: the
     /// gateway takes a spent token for a stolen one and ends the session.
     private let onCredentialsChange: (@Sendable (Credentials?) -> Void)?
+    /// How long after a refresh was first sent it may be sent again: the gateway's retry window
+    /// less 2 s for the clocks' and the network's delays (`exchange`).
+    private let refreshRetryBudget: Duration
 
     /// A client of the gateway at `baseURL` (`https://gatehouse.example.com`; `http` only to a
     /// loopback address, else every call throws `invalidArgument`). `onCredentialsChange` is
@@ -45,8 +48,16 @@ public actor GatehouseClient {
     /// back `nil`), or a followed redirect carries the request where it points. Either way a
     /// redirect's answer, and an answer from another origin, is `unexpectedAnswer`, and the
     /// credentials stay as they were.
-    public init(baseURL: URL, session: URLSession = .shared, onCredentialsChange: (@Sendable (Credentials?) -> Void)? = nil) {
+    ///
+    /// `refreshRetryWindow` is the gateway's `GATEHOUSE_REFRESH_RETRY_WINDOW` (10 s by
+    /// default): a refresh whose answer was lost is sent again only within it, less 2 s for the
+    /// clocks' and the network's delays (none at all under 2 s).
+    public init(
+        baseURL: URL, session: URLSession = .shared, refreshRetryWindow: Duration = .seconds(10),
+        onCredentialsChange: (@Sendable (Credentials?) -> Void)? = nil
+    ) {
         self.baseURL = baseURL
+        refreshRetryBudget = max(.zero, refreshRetryWindow - .seconds(2))
         ownsSession = session.delegate == nil
         self.session =
             ownsSession ? URLSession(configuration: session.configuration, delegate: RefusingRedirects.shared, delegateQueue: nil) : session
@@ -226,8 +237,8 @@ public actor GatehouseClient {
 
     /// `POST /v1/token` with the refresh-token grant. A refresh whose answer was lost on the way
     /// (the connection broke after the gateway rotated the token) is sent again after a moment,
-    /// twice at most, while the gateway's retry window (`GATEHOUSE_REFRESH_RETRY_WINDOW`, 10 s
-    /// by default) still holds it: the gateway then answers the same successor, where a retry
+    /// twice at most, while the gateway's retry window (`GATEHOUSE_REFRESH_RETRY_WINDOW`, the
+    /// client's `refreshRetryWindow`) still holds it: the gateway then answers the same successor, where a retry
     /// of the spent token after the window would end the session. No retry starts once
     /// `refreshRetryBudget` has passed since the first attempt, and a retry's idle timeout is
     /// what is left of it (the first attempt keeps the session's own).
@@ -238,11 +249,11 @@ public actor GatehouseClient {
         let data: Data
         while true {
             do {
-                let left = Self.refreshRetryBudget - (ContinuousClock.now - started)
+                let left = refreshRetryBudget - (ContinuousClock.now - started)
                 data = try await send("POST", "v1/token", body: body, contentType: "application/json", timeout: attempt == 0 ? nil : left).data
                 break
             } catch let error as URLError
-                where attempt < 2 && Self.mayHaveReachedTheGateway(error) && ContinuousClock.now - started < Self.refreshRetryBudget
+                where attempt < 2 && Self.mayHaveReachedTheGateway(error) && ContinuousClock.now - started < refreshRetryBudget
             {
                 attempt += 1
                 try await Task.sleep(for: .milliseconds(100 * attempt))
@@ -252,10 +263,6 @@ public actor GatehouseClient {
         return Credentials(
             idToken: answer.idToken, refreshToken: answer.refreshToken, expiresAt: Date().addingTimeInterval(TimeInterval(answer.expiresIn)))
     }
-
-    /// How long after a refresh was first sent it may be sent again: under the gateway's
-    /// default retry window (10 s), with room for the clocks' and the network's delays.
-    static let refreshRetryBudget: Duration = .seconds(8)
 
     /// Whether a failed request may have reached the gateway and been answered on the way back
     /// (a connection lost or timed out), rather than never sent (no host, refused, offline).
