@@ -50,14 +50,17 @@ public actor GatehouseClient {
     /// credentials stay as they were.
     ///
     /// `refreshRetryWindow` is the gateway's `GATEHOUSE_REFRESH_RETRY_WINDOW` (10 s by
-    /// default): a refresh whose answer was lost is sent again only within it, less 2 s for the
-    /// clocks' and the network's delays (none at all under 2 s).
+    /// default; read as 0–60 s, as the gateway reads it): a refresh whose answer was lost is sent
+    /// again only within it, less 2 s for the clocks' and the network's delays (none at all
+    /// under 2 s). It must never be longer than the gateway's: a retry after the gateway's
+    /// window presents a spent refresh token, and the gateway ends the session. While the
+    /// gateway's instances are configured differently, give the shortest.
     public init(
         baseURL: URL, session: URLSession = .shared, refreshRetryWindow: Duration = .seconds(10),
         onCredentialsChange: (@Sendable (Credentials?) -> Void)? = nil
     ) {
         self.baseURL = baseURL
-        refreshRetryBudget = max(.zero, refreshRetryWindow - .seconds(2))
+        refreshRetryBudget = max(.zero, min(refreshRetryWindow, .seconds(60)) - .seconds(2))
         ownsSession = session.delegate == nil
         self.session =
             ownsSession ? URLSession(configuration: session.configuration, delegate: RefusingRedirects.shared, delegateQueue: nil) : session
