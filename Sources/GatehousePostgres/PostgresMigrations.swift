@@ -337,9 +337,29 @@ enum PostgresMigrations {
             ]),
         // The claim holding an outbox entry (`OutboxLease.id`): its outcome is recorded only
         // while the entry is still held under that claim. The lease's end (`lease_until`) is
-        // the server's time from this version on; an older instance's claim during a rolling
-        // upgrade still sets its own, and is fenced by it as before.
-        Migration(version: "v20-outbox-lease-ids", statements: ["ALTER TABLE webhook_outbox ADD COLUMN lease_id text"]),
+        // the server's time from this version on. An older instance, during a rolling upgrade,
+        // moves the lease without naming a claim (its claim, outcome or redelivery): the trigger
+        // then clears the id, so that a newer instance's lapsed claim does not record its late
+        // outcome over the older instance's claim.
+        Migration(
+            version: "v20-outbox-lease-ids",
+            statements: [
+                "ALTER TABLE webhook_outbox ADD COLUMN lease_id text",
+                """
+                CREATE FUNCTION gatehouse_outbox_lease_moved() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                  IF NEW.lease_id IS NOT DISTINCT FROM OLD.lease_id AND NEW.lease_until IS DISTINCT FROM OLD.lease_until THEN
+                    NEW.lease_id := NULL;
+                  END IF;
+                  RETURN NEW;
+                END
+                $$
+                """,
+                """
+                CREATE TRIGGER webhook_outbox_lease_moved BEFORE UPDATE OF lease_until ON webhook_outbox
+                FOR EACH ROW EXECUTE FUNCTION gatehouse_outbox_lease_moved()
+                """,
+            ]),
     ]
 
     /// Sets every link's `verified_email` to what the gateway writes for its snapshot

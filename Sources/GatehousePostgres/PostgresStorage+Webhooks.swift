@@ -34,14 +34,16 @@ extension PostgresStorage {
         return entries
     }
 
-    /// Leases up to `limit` due entries (due by the caller's `now`, leased on the server's clock).
+    /// Leases up to `limit` due entries (due by the caller's `now`, leased on the server's clock:
+    /// free by the transaction's start, held from the statement's time, so a slow `BEGIN` does
+    /// not shorten the lease).
     public func claimOutbox(endpoint: String, now: Date, lease: OutboxLease, limit: Int) async throws -> [OutboxEntry] {
         let milliseconds = Int((lease.duration * 1000).rounded())
         return try await transaction { connection, logger in
             try Self.outbox(
                 try await connection.query(
                     """
-                    UPDATE webhook_outbox SET lease_until = now() + \(milliseconds) * interval '1 millisecond', lease_id = \(lease.id)
+                    UPDATE webhook_outbox SET lease_until = clock_timestamp() + \(milliseconds) * interval '1 millisecond', lease_id = \(lease.id)
                     WHERE id IN (
                       SELECT id FROM webhook_outbox
                       WHERE endpoint = \(endpoint) AND status = 'pending' AND next_attempt_at <= \(now)

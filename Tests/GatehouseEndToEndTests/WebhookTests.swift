@@ -493,25 +493,20 @@ struct WebhookTests {
             let storage = try PostgresTestServer.store(database)
             defer { storage.shutdown() }
             _ = try await Self.recordDisabledAccount(deployment, storage)
-            // The receiver holds its answer (until released): the delivery is in flight.
-            try await TrustTests.fault(deployment, ["endpoint": "POST /sample-app/webhooks", "status": 200, "holdMs": 60_000, "times": 1])
             let http = CurlHTTPClient(configuration: CurlClientConfiguration(timeout: .seconds(120)))
             defer { http.shutdown() }
             var configuration = Self.sampleApp()(deployment.emulatorURL)
-            configuration.timeout = 30  // a lease of 35 s, longer than a loaded machine takes to the second claim
+            configuration.timeout = 110  // a lease of 115 s: longer than a loaded machine takes to the second claim
             let ahead = OffsetClock()
             ahead.advance(by: 60)
             let dispatchers = [deployment.clock, ahead].map { clock in
                 WebhookDispatcher(
                     configuration: configuration, storage: storage, http: http, clock: clock, metrics: .disabled, logger: Logger(label: "test"))
             }
-            let delivering = Task { try await dispatchers[0].round("sample-app") }
-            var inFlight = false
-            for _ in 0..<500 where !inFlight {
-                inFlight = http.load.inFlight == 1
-                if !inFlight { try await Task.sleep(for: .milliseconds(20)) }
+            // The receiver has the call and holds its answer (until released): the delivery is in flight.
+            let delivering = try await deployment.holdingHook("POST /sample-app/webhooks", milliseconds: 60_000, answer: "{}") {
+                try await dispatchers[0].round("sample-app")
             }
-            try #require(inFlight, "the delivery started")
             let second = try await dispatchers[1].round("sample-app")
             #expect(second.claimed == 0, "the instance ahead claimed the event being delivered")
             _ = try await deployment.control("faults/release", "{}")

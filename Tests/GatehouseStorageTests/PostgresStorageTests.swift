@@ -496,7 +496,7 @@ import Testing
         let others: [(String, @Sendable (any GatehouseStorage, OutboxEntry) async throws -> Bool)] = [
             (
                 "claimed",
-                { storage, _ in !(try await storage.claimOutbox(endpoint: "app", now: ahead, lease: OutboxLease(duration: 15), limit: 8).isEmpty) }
+                { storage, _ in !(try await storage.claimOutbox(endpoint: "app", now: ahead, lease: OutboxLease(duration: 3600), limit: 8).isEmpty) }
             ),
             ("redelivered", { storage, entry in try await storage.redeliverOutbox(id: entry.id, now: ahead) }),
             ("dropped", { storage, _ in !(try await storage.dropOutbox(writtenBefore: ahead, now: ahead).isEmpty) }),
@@ -504,10 +504,35 @@ import Testing
         for (what, other) in others {
             let (storage, entry) = try await WebhookStoreConformanceTests.storeWithOneEntry(.postgres)
             defer { (storage as? PostgresStorage)?.shutdown() }
-            #expect(try await storage.claimOutbox(endpoint: "app", now: at, lease: OutboxLease(duration: 15), limit: 8).map(\.id) == [entry.id])
+            #expect(try await storage.claimOutbox(endpoint: "app", now: at, lease: OutboxLease(duration: 3600), limit: 8).map(\.id) == [entry.id])
             #expect(try await other(storage, entry) == false, "\(what) by the instance whose clock runs ahead")
             #expect(try await storage.outboxEntries(status: .pending, after: nil, limit: 10).map(\.id) == [entry.id], "\(what)")
         }
+    }
+
+    @Test(
+        "during a rolling upgrade, an older instance's claim of an entry (its own lease, no claim id) is not taken over by the late outcome of a newer instance's lapsed claim"
+    )
+    func anOlderInstancesClaimIsNotTakenOver() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let storage = try PostgresTestServer.store(url)
+        defer { storage.shutdown() }
+        try await storage.migrate()
+        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
+        let entry = OutboxEntry(eventId: "e1", endpoint: "app", type: "account.disabled", payload: Data("{}".utf8), createdAt: Fixtures.now)
+        _ = try await Outbox.$entries.withValue([entry]) { try await storage.setDisabled(uid: "u1", disabled: true) }
+        // A newer instance's claim lapses (here at once) before its outcome arrives.
+        let lapsed = OutboxLease(duration: 0)
+        #expect(try await storage.claimOutbox(endpoint: "app", now: Fixtures.now, lease: lapsed, limit: 8).map(\.id) == [entry.id])
+        // An older instance claims the entry as its version's SQL does: a lease on its own
+        // clock, and no claim id.
+        try await PostgresTestServer.execute(url, "UPDATE webhook_outbox SET lease_until = now() + interval '1 hour' WHERE id = '\(entry.id)'")
+        // The lapsed claim's outcomes are not recorded: the older instance holds the entry.
+        try await storage.completeOutbox(id: entry.id, lease: lapsed, outcome: .failed(status: 500, error: "late"))
+        try await storage.completeOutbox(id: entry.id, lease: lapsed, outcome: .retry(at: Fixtures.now, status: 503, error: "late"))
+        let listed = try await storage.outboxEntries(status: .pending, after: nil, limit: 10)
+        #expect(listed.map(\.attempts) == [0] && listed.map(\.lastError) == [nil], "\(listed)")
+        #expect(try await storage.claimOutbox(endpoint: "app", now: Fixtures.now, lease: OutboxLease(duration: 3600), limit: 8).isEmpty)
     }
 
     @Test("a database migrated by a newer Gatehouse is refused with a clear error")

@@ -22,7 +22,7 @@ import Testing
         // store's clock): another instance claims.
         let firstLease = OutboxLease(duration: 0)
         #expect(try await storage.claimOutbox(endpoint: "app", now: at, lease: firstLease, limit: 8).map(\.id) == [entry.id])
-        let secondLease = OutboxLease(duration: 15)
+        let secondLease = OutboxLease(duration: 3600)
         let again = try await storage.claimOutbox(endpoint: "app", now: at.addingTimeInterval(16), lease: secondLease, limit: 8)
         #expect(again.map(\.id) == [entry.id])
         // The first holder's outcomes arrive late: none is recorded, the second lease holds.
@@ -32,16 +32,30 @@ import Testing
         var listed = try await storage.outboxEntries(status: .pending, after: nil, limit: 10)
         #expect(listed.map(\.attempts) == [0] && listed.map(\.lastError) == [nil], "\(listed)")
         #expect(
-            try await storage.claimOutbox(endpoint: "app", now: at.addingTimeInterval(20), lease: OutboxLease(duration: 15), limit: 8).isEmpty)
+            try await storage.claimOutbox(endpoint: "app", now: at.addingTimeInterval(20), lease: OutboxLease(duration: 3600), limit: 8).isEmpty)
         // The holder's outcome is recorded.
         try await storage.completeOutbox(id: entry.id, lease: secondLease, outcome: .retry(at: at.addingTimeInterval(50), status: 502, error: "held"))
         listed = try await storage.outboxEntries(status: .pending, after: nil, limit: 10)
         #expect(listed.map(\.attempts) == [1] && listed.map(\.lastError) == ["held"], "\(listed)")
         // A delivery is recorded whoever made it: the receiver has the event.
-        let third = try await storage.claimOutbox(endpoint: "app", now: at.addingTimeInterval(50), lease: OutboxLease(duration: 15), limit: 8)
+        let third = try await storage.claimOutbox(endpoint: "app", now: at.addingTimeInterval(50), lease: OutboxLease(duration: 3600), limit: 8)
         #expect(third.map(\.id) == [entry.id])
         try await storage.completeOutbox(id: entry.id, lease: secondLease, outcome: .delivered)
         #expect(try await storage.outboxEntries(status: .pending, after: nil, limit: 10).isEmpty)
+    }
+
+    @Test(arguments: StorageBackend.all)
+    func aRedeliveryEndsTheClaimsHold(_ backend: StorageBackend) async throws {
+        let (storage, entry) = try await Self.storeWithOneEntry(backend)
+        let at = Fixtures.now
+        // The claim's lease ran out (here at once): an operator redelivers the entry.
+        let lapsed = OutboxLease(duration: 0)
+        #expect(try await storage.claimOutbox(endpoint: "app", now: at, lease: lapsed, limit: 8).map(\.id) == [entry.id])
+        #expect(try await storage.redeliverOutbox(id: entry.id, now: at.addingTimeInterval(1)))
+        // The claim's late outcome is not recorded: the redelivery stands.
+        try await storage.completeOutbox(id: entry.id, lease: lapsed, outcome: .failed(status: 500, error: "late"))
+        let listed = try await storage.outboxEntries(status: .pending, after: nil, limit: 10)
+        #expect(listed.map(\.attempts) == [0] && listed.map(\.lastError) == [nil], "\(listed)")
     }
 
     @Test(arguments: StorageBackend.all)
@@ -49,7 +63,7 @@ import Testing
         let (storage, entry) = try await Self.storeWithOneEntry(backend)
         let at = Fixtures.now
         func attempt(_ outcome: DeliveryOutcome, at offset: TimeInterval) async throws {
-            let lease = OutboxLease(duration: 15)
+            let lease = OutboxLease(duration: 3600)
             let claimed = try await storage.claimOutbox(endpoint: "app", now: at.addingTimeInterval(offset), lease: lease, limit: 8)
             #expect(claimed.map(\.id) == [entry.id])
             try await storage.completeOutbox(id: entry.id, lease: lease, outcome: outcome)
@@ -66,7 +80,7 @@ import Testing
         pending = try await storage.outboxEntries(status: .pending, after: nil, limit: 10)
         #expect(pending.map(\.attempts) == [0], "\(pending)")
         #expect(
-            try await storage.claimOutbox(endpoint: "app", now: at.addingTimeInterval(2), lease: OutboxLease(duration: 15), limit: 8).count == 1)
+            try await storage.claimOutbox(endpoint: "app", now: at.addingTimeInterval(2), lease: OutboxLease(duration: 3600), limit: 8).count == 1)
     }
 
     @Test(arguments: StorageBackend.all)
@@ -80,7 +94,7 @@ import Testing
         let entries = [entry("e1", "app", age: 100), entry("e2", "app", age: 50), entry("e3", "other", age: 60), entry("e4", "app", age: 0)]
         _ = try await Outbox.$entries.withValue(entries) { try await storage.setDisabled(uid: "u1", disabled: true) }
         // The oldest is being delivered: its lease runs past now.
-        let leased = try await storage.claimOutbox(endpoint: "app", now: Fixtures.now, lease: OutboxLease(duration: 15), limit: 1)
+        let leased = try await storage.claimOutbox(endpoint: "app", now: Fixtures.now, lease: OutboxLease(duration: 3600), limit: 1)
         #expect(leased.map(\.eventId) == ["e1"])
         #expect(try await storage.dropOutbox(writtenBefore: Fixtures.now.addingTimeInterval(-10), now: Fixtures.now) == ["app": 1, "other": 1])
         let left = try await storage.outboxEntries(status: .pending, after: nil, limit: 10).map(\.eventId).sorted()

@@ -8,7 +8,8 @@ import Foundation
 public struct OutboxLease: Sendable, Equatable {
     /// Names the claim: random, one per claim.
     public let id: String
-    /// How long the claim holds its entries, from when the store takes them.
+    /// How long the claim holds its entries: on PostgreSQL from the claim's statement, on
+    /// SQLite from the caller's `now`.
     public let duration: TimeInterval
 
     /// A new lease of `duration` seconds with a random id (`id` for tests that name it).
