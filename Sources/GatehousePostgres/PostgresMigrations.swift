@@ -340,7 +340,9 @@ enum PostgresMigrations {
         // the server's time from this version on. An older instance, during a rolling upgrade,
         // moves the lease without naming a claim (its claim, outcome or redelivery): the trigger
         // then clears the id, so that a newer instance's lapsed claim does not record its late
-        // outcome over the older instance's claim.
+        // outcome over the older instance's claim. The trigger cannot tell an id left out of
+        // the update from one written again unchanged: a claim that moves its lease writes a
+        // new id.
         Migration(
             version: "v20-outbox-lease-ids",
             statements: [
@@ -348,16 +350,15 @@ enum PostgresMigrations {
                 """
                 CREATE FUNCTION gatehouse_outbox_lease_moved() RETURNS trigger LANGUAGE plpgsql AS $$
                 BEGIN
-                  IF NEW.lease_id IS NOT DISTINCT FROM OLD.lease_id AND NEW.lease_until IS DISTINCT FROM OLD.lease_until THEN
-                    NEW.lease_id := NULL;
-                  END IF;
+                  NEW.lease_id := NULL;
                   RETURN NEW;
                 END
                 $$
                 """,
                 """
                 CREATE TRIGGER webhook_outbox_lease_moved BEFORE UPDATE OF lease_until ON webhook_outbox
-                FOR EACH ROW EXECUTE FUNCTION gatehouse_outbox_lease_moved()
+                FOR EACH ROW WHEN (NEW.lease_id IS NOT DISTINCT FROM OLD.lease_id AND NEW.lease_until IS DISTINCT FROM OLD.lease_until)
+                EXECUTE FUNCTION gatehouse_outbox_lease_moved()
                 """,
             ]),
     ]

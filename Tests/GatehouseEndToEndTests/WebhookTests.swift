@@ -483,12 +483,12 @@ struct WebhookTests {
     }
 
     @Test(
-        "two instances on one PostgreSQL whose clocks disagree by a minute: the one ahead does not claim an event the other is delivering, which is sent once"
+        "two instances on one PostgreSQL whose clocks disagree by an hour, longer than a lease: the one ahead does not claim an event the other is delivering, which is sent once"
     )
     func instancesWithSkewedClocksSendAnEventOnce() async throws {
         let database = try await PostgresTestServer.freshDatabase()
         // The deployment delivers nothing itself (no webhooks): two dispatchers of this test's
-        // work its store, one of them with a clock a minute ahead.
+        // work its store, one of them with a clock an hour ahead (further than its lease lasts).
         try await withDeployment(database: database) { deployment in
             let storage = try PostgresTestServer.store(database)
             defer { storage.shutdown() }
@@ -498,13 +498,13 @@ struct WebhookTests {
             var configuration = Self.sampleApp()(deployment.emulatorURL)
             configuration.timeout = 110  // a lease of 115 s: longer than a loaded machine takes to the second claim
             let ahead = OffsetClock()
-            ahead.advance(by: 60)
+            ahead.advance(by: 3600)
             let dispatchers = [deployment.clock, ahead].map { clock in
                 WebhookDispatcher(
                     configuration: configuration, storage: storage, http: http, clock: clock, metrics: .disabled, logger: Logger(label: "test"))
             }
             // The receiver has the call and holds its answer (until released): the delivery is in flight.
-            let delivering = try await deployment.holdingHook("POST /sample-app/webhooks", milliseconds: 60_000, answer: "{}") {
+            let delivering = try await deployment.holdingHook("POST /sample-app/webhooks", milliseconds: 100_000, answer: "{}") {
                 try await dispatchers[0].round("sample-app")
             }
             let second = try await dispatchers[1].round("sample-app")

@@ -488,11 +488,12 @@ import Testing
     }
 
     @Test(
-        "a webhook entry's lease runs on the database's clock: an instance whose clock runs a minute ahead neither claims, redelivers nor drops an entry another instance is delivering"
+        "a webhook entry's lease runs on the database's clock: an instance whose clock runs two hours ahead, longer than the lease, neither claims, redelivers nor drops an entry another instance is delivering"
     )
     func webhookLeasesRunOnTheDatabasesClock() async throws {
         let at = Fixtures.now
-        let ahead = at.addingTimeInterval(60)
+        // Further ahead than the lease (an hour) lasts: judged by the callers' clocks, it has run out.
+        let ahead = at.addingTimeInterval(2 * 3600)
         let others: [(String, @Sendable (any GatehouseStorage, OutboxEntry) async throws -> Bool)] = [
             (
                 "claimed",
@@ -514,25 +515,26 @@ import Testing
         "during a rolling upgrade, an older instance's claim of an entry (its own lease, no claim id) is not taken over by the late outcome of a newer instance's lapsed claim"
     )
     func anOlderInstancesClaimIsNotTakenOver() async throws {
-        let url = try await PostgresTestServer.freshDatabase()
-        let storage = try PostgresTestServer.store(url)
-        defer { storage.shutdown() }
-        try await storage.migrate()
-        try await storage.createAccount(Fixtures.account("u1"), firstLink: Fixtures.link("u1", federatedId: "1"))
-        let entry = OutboxEntry(eventId: "e1", endpoint: "app", type: "account.disabled", payload: Data("{}".utf8), createdAt: Fixtures.now)
-        _ = try await Outbox.$entries.withValue([entry]) { try await storage.setDisabled(uid: "u1", disabled: true) }
-        // A newer instance's claim lapses (here at once) before its outcome arrives.
-        let lapsed = OutboxLease(duration: 0)
-        #expect(try await storage.claimOutbox(endpoint: "app", now: Fixtures.now, lease: lapsed, limit: 8).map(\.id) == [entry.id])
-        // An older instance claims the entry as its version's SQL does: a lease on its own
-        // clock, and no claim id.
-        try await PostgresTestServer.execute(url, "UPDATE webhook_outbox SET lease_until = now() + interval '1 hour' WHERE id = '\(entry.id)'")
-        // The lapsed claim's outcomes are not recorded: the older instance holds the entry.
-        try await storage.completeOutbox(id: entry.id, lease: lapsed, outcome: .failed(status: 500, error: "late"))
-        try await storage.completeOutbox(id: entry.id, lease: lapsed, outcome: .retry(at: Fixtures.now, status: 503, error: "late"))
-        let listed = try await storage.outboxEntries(status: .pending, after: nil, limit: 10)
-        #expect(listed.map(\.attempts) == [0] && listed.map(\.lastError) == [nil], "\(listed)")
-        #expect(try await storage.claimOutbox(endpoint: "app", now: Fixtures.now, lease: OutboxLease(duration: 3600), limit: 8).isEmpty)
+        let outcomes: [DeliveryOutcome] = [
+            .failed(status: 500, error: "late"), .retry(at: Fixtures.now, status: 503, error: "late"),
+            .postponed(until: Fixtures.now, error: "late"),
+        ]
+        for outcome in outcomes {
+            let (stored, entry) = try await WebhookStoreConformanceTests.storeWithOneEntry(.postgres)
+            let storage = try #require(stored as? PostgresStorage)
+            defer { storage.shutdown() }
+            // A newer instance's claim lapses (here at once) before its outcome arrives.
+            let lapsed = OutboxLease(duration: 0)
+            #expect(try await storage.claimOutbox(endpoint: "app", now: Fixtures.now, lease: lapsed, limit: 8).map(\.id) == [entry.id])
+            // An older instance claims the entry as its version's SQL does: a lease on its own
+            // clock, and no claim id.
+            try await storage.execute("UPDATE webhook_outbox SET lease_until = now() + interval '1 hour' WHERE id = \(entry.id)")
+            // The lapsed claim's outcome is not recorded: the older instance holds the entry.
+            try await storage.completeOutbox(id: entry.id, lease: lapsed, outcome: outcome)
+            let listed = try await storage.outboxEntries(status: .pending, after: nil, limit: 10)
+            #expect(listed.map(\.attempts) == [0] && listed.map(\.lastError) == [nil], "\(outcome): \(listed)")
+            #expect(try await storage.claimOutbox(endpoint: "app", now: Fixtures.now, lease: OutboxLease(duration: 3600), limit: 8).isEmpty)
+        }
     }
 
     @Test("a database migrated by a newer Gatehouse is refused with a clear error")

@@ -189,8 +189,9 @@ public final class WebhookDispatcher: Sendable {
     /// Claims at most the endpoint's concurrency of due entries and delivers them side by
     /// side; answers how many it claimed and how many of those were postponed unsent. The
     /// lease outlasts the round: every attempt ends within the timeout, and the lease runs 5 s
-    /// longer from the claim's statement, which leaves the claim's commit those 5 s (a commit
-    /// slower than that shortens the round's hold; no other claim takes the entries before it).
+    /// longer from the claim's statement on PostgreSQL, which leaves the claim's commit those
+    /// 5 s (a commit slower than that shortens the round's hold; no other claim takes the
+    /// entries before it), and from the caller's time on SQLite, before it waits for the write.
     @_spi(Testing) public func round(_ endpoint: String) async throws -> (claimed: Int, postponed: Int) {
         let lease = OutboxLease(duration: configuration.timeout + 5)
         let claimed = try await storage.claimOutbox(
