@@ -16,6 +16,11 @@ struct TransferLimitTests {
     /// when the test cancels it, however slowly a loaded machine runs the test.
     static let held = Duration.seconds(3600)
 
+    /// The timeout of a call that should start: it bounds a test whose call never does (it runs
+    /// out of time in line instead of hanging the test), and is far longer than a loaded machine
+    /// takes to run the test's steps (a full run on two cores once took over 30 s).
+    static let shouldStart = Duration.seconds(300)
+
     /// Starts a request in a task of its own, `owner`'s with `priority`, counted against `share`.
     static func call(
         _ client: CurlHTTPClient, _ url: String, timeout: Duration? = nil, owner: String? = nil, priority: OutboundPriority = .normal,
@@ -184,14 +189,14 @@ struct TransferLimitTests {
             let hanging = [call("/hold?a-1", share: "provider:a"), call("/hold?a-2", share: "provider:a")]
             let fourRun = try await UploadTests.eventually { client.load.inFlight == 4 && server.requestsSeen == 4 }
             #expect(fourRun)
-            let waiting = call("/hello?a-3", share: "provider:a", timeout: .seconds(30))
+            let waiting = call("/hello?a-3", share: "provider:a", timeout: Self.shouldStart)
             let aWaits = try await UploadTests.eventually { client.load.waiting == 1 }
             #expect(aWaits)
             #expect(client.load.inFlight == 4)
             // Another provider's sign-in starts in one at once, from behind the waiting call, and
             // so does a call without a share.
-            #expect(await call("/hello?b-1", share: "provider:b", timeout: .seconds(10)).value == .status(200))
-            #expect(await call("/hello?unshared", share: nil, timeout: .seconds(10)).value == .status(200))
+            #expect(await call("/hello?b-1", share: "provider:b", timeout: Self.shouldStart).value == .status(200))
+            #expect(await call("/hello?unshared", share: nil, timeout: Self.shouldStart).value == .status(200))
             #expect(!server.targetsSeen.contains("/hello?a-3"), "\(server.targetsSeen)")
             // Once a stalled call ends, the passthrough calls no longer hold every slot they may:
             // the provider's waiting call starts.
@@ -215,7 +220,7 @@ struct TransferLimitTests {
             defer { client.shutdown() }
             // A held call that should start runs out of time in line instead of hanging the test.
             func call(_ path: String, _ priority: OutboundPriority = .high, share: String?) -> Task<Outcome, Never> {
-                Self.call(client, server.url(path), timeout: .seconds(30), priority: priority, share: share)
+                Self.call(client, server.url(path), timeout: Self.shouldStart, priority: priority, share: share)
             }
             // Stalled passthrough calls hold all four unreserved slots, and a fifth waits.
             let stalled = (1...4).map { Self.call(client, server.url("/hold?normal-\($0)"), priority: .normal, share: "provider:a") }
@@ -268,7 +273,7 @@ struct TransferLimitTests {
             #expect(fiveRun)
             // The last slot goes to the same provider at once (held back, it would run out of
             // time in line).
-            let last = Self.call(client, server.url("/hello?a-5"), timeout: .seconds(30), priority: .high, share: "provider:a")
+            let last = Self.call(client, server.url("/hello?a-5"), timeout: Self.shouldStart, priority: .high, share: "provider:a")
             #expect(await last.value == .status(200))
             for task in [stalled] + busy { task.cancel() }
             for task in [stalled] + busy { #expect(await task.value == .failed(.cancelled)) }
@@ -286,7 +291,8 @@ struct TransferLimitTests {
             func call(_ path: String) -> Task<Outcome, Never> {
                 let name = path.dropFirst("/hello?".count).prefix { $0 != "-" }
                 // Held where it should start, a call runs out of time in line instead of hanging the test.
-                return Self.call(client, server.url(path), timeout: .seconds(30), priority: .high, share: name == "none" ? nil : "provider:\(name)")
+                return Self.call(
+                    client, server.url(path), timeout: Self.shouldStart, priority: .high, share: name == "none" ? nil : "provider:\(name)")
             }
             // Calls without a share hold every slot.
             let held = (1...4).map { Self.call(client, server.url("/hold?held-\($0)"), priority: .high) }
@@ -325,7 +331,7 @@ struct TransferLimitTests {
             let threeRun = try await UploadTests.eventually { client.load.inFlight == 3 && server.requestsSeen == 3 }
             #expect(threeRun)
             // No share limit: the provider's second call takes the last reserved slot at once.
-            let second = Self.call(client, server.url("/hello?a-2"), timeout: .seconds(30), priority: .high, share: "provider:a")
+            let second = Self.call(client, server.url("/hello?a-2"), timeout: Self.shouldStart, priority: .high, share: "provider:a")
             #expect(await second.value == .status(200))
             for task in stalled + [hanging] { task.cancel() }
             for task in stalled + [hanging] { #expect(await task.value == .failed(.cancelled)) }
