@@ -6,7 +6,8 @@ import PostgresNIO
 /// PostgresStorage's `WebhookStore` part: due entries are claimed with `FOR UPDATE SKIP
 /// LOCKED` and a lease, so instances never take the same entry while its lease runs, and the
 /// entries of an instance that died are taken over once their lease has passed. Leases run on
-/// the server's clock (`now()`), as the named locks' do: the instances' clocks need not agree.
+/// the server's clock (`now()`), as the named locks' do: whether a lease holds does not depend
+/// on the instances' clocks (when an entry is due still does: it is written with theirs).
 extension PostgresStorage {
     /// The statement that inserts an outbox entry.
     static func insertOutboxQuery(_ entry: OutboxEntry) throws -> PostgresQuery {

@@ -3,8 +3,8 @@ import Foundation
 /// A claim's hold on the outbox entries it took (`WebhookStore.claimOutbox`): a random id, which
 /// the claim's outcomes carry back (`completeOutbox`) so that only its holder records them, and
 /// how long it lasts. The store measures that time on its own clock: several instances sharing
-/// one database (PostgreSQL) use the database's, so their clocks need not agree for one of them
-/// to tell a running delivery from one whose holder died.
+/// one database (PostgreSQL) use the database's, so whether one of them tells a running
+/// delivery from one whose holder died does not depend on their clocks agreeing.
 public struct OutboxLease: Sendable, Equatable {
     /// Names the claim: random, one per claim.
     public let id: String

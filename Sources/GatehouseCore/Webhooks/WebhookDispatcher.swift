@@ -15,7 +15,7 @@ import Synchronization
 /// logged.
 public final class WebhookDispatcher: Sendable {
     let configuration: WebhookConfiguration
-    let storage: any GatehouseStorage
+    let storage: any WebhookStore
     let http: CurlHTTPClient
     let clock: any GatehouseClock
     let metrics: GatehouseMetrics
@@ -40,12 +40,16 @@ public final class WebhookDispatcher: Sendable {
     /// How long such an event waits before it may be claimed again (by an instance that takes
     /// it, during that grace): a rolling change moves it on within this, not at the grace's end.
     static let untakenTypeRetry: TimeInterval = 30
+    /// What a claim's lease keeps after its deliveries' time for their outcomes' records.
+    static let outcomeReserve: TimeInterval = 2
+    /// The shortest time a delivery is given: with less of its claim's lease left, it is not sent.
+    static let shortestAttempt: TimeInterval = 1
     /// Each endpoint's wake-up signal (a round starts at once).
     private let wakeUps: [String: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)]
 
     /// A dispatcher for `configuration`'s endpoints.
     public init(
-        configuration: WebhookConfiguration, storage: any GatehouseStorage, http: CurlHTTPClient, clock: any GatehouseClock,
+        configuration: WebhookConfiguration, storage: any WebhookStore, http: CurlHTTPClient, clock: any GatehouseClock,
         metrics: GatehouseMetrics, logger: Logger
     ) {
         self.configuration = configuration
@@ -188,26 +192,31 @@ public final class WebhookDispatcher: Sendable {
 
     /// Claims at most the endpoint's concurrency of due entries and delivers them side by
     /// side; answers how many it claimed and how many of those were postponed unsent. The
-    /// lease outlasts the round: every attempt ends within the timeout, and the lease runs 5 s
-    /// longer from the claim's statement on PostgreSQL, which leaves the claim's commit those
-    /// 5 s (a commit slower than that shortens the round's hold; no other claim takes the
-    /// entries before it), and from the caller's time on SQLite, before it waits for the write.
+    /// lease outlasts the round: it runs 5 s longer than the delivery timeout, from the claim's
+    /// statement on PostgreSQL and from the caller's time on SQLite, and each delivery must end
+    /// `outcomeReserve` before it does, measured from before the claim. A claim whose write
+    /// took most of those 5 s gives its deliveries less than the timeout, and one that took
+    /// longer sends nothing (`late-claim`, no attempt spent): another instance may claim the
+    /// entries once the lease ends, and must not find them still being delivered.
     @_spi(Testing) public func round(_ endpoint: String) async throws -> (claimed: Int, postponed: Int) {
         let lease = OutboxLease(duration: configuration.timeout + 5)
+        let claimedAt = clock.now()
         let claimed = try await storage.claimOutbox(
-            endpoint: endpoint, now: clock.now(), lease: lease, limit: configuration.concurrencyPerEndpoint)
+            endpoint: endpoint, now: claimedAt, lease: lease, limit: configuration.concurrencyPerEndpoint)
+        let sendBy = claimedAt.addingTimeInterval(lease.duration - Self.outcomeReserve)
         let postponed = await withTaskGroup(of: Bool.self) { group in
             for entry in claimed {
-                group.addTask { await self.attempt(entry, lease: lease) }
+                group.addTask { await self.attempt(entry, lease: lease, sendBy: sendBy) }
             }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
         return (claimed.count, postponed)
     }
 
-    /// One attempt and its record under the claim's `lease`; whether it was postponed unsent.
+    /// One attempt, ended by `sendBy`, and its record under the claim's `lease`; whether it was
+    /// postponed unsent.
     @discardableResult
-    private func attempt(_ entry: OutboxEntry, lease: OutboxLease) async -> Bool {
+    private func attempt(_ entry: OutboxEntry, lease: OutboxLease, sendBy: Date) async -> Bool {
         let started = ContinuousClock.now
         let outcome: DeliveryOutcome
         let label: String
@@ -236,7 +245,7 @@ public final class WebhookDispatcher: Sendable {
                 (outcome, label) = (.failed(status: nil, error: "the endpoint does not take \(entry.type) events"), "not-taken")
             }
         } else if let url = urls[entry.endpoint], let signer = signers[entry.endpoint] {
-            (outcome, label) = await post(entry, url: url, signer: signer)
+            (outcome, label) = await post(entry, url: url, signer: signer, sendBy: sendBy)
         } else {
             (outcome, label) = (.failed(status: nil, error: "the endpoint is no longer configured"), "failed")
         }
@@ -265,13 +274,22 @@ public final class WebhookDispatcher: Sendable {
         return false
     }
 
-    /// Posts the entry; the outcome and its metric label.
-    private func post(_ entry: OutboxEntry, url: String, signer: WebhookSigner) async -> (DeliveryOutcome, String) {
+    /// Posts the entry, waiting for its answer until `sendBy` at most; the outcome and its
+    /// metric label.
+    private func post(_ entry: OutboxEntry, url: String, signer: WebhookSigner, sendBy: Date) async -> (DeliveryOutcome, String) {
+        let now = clock.now()
+        let left = sendBy.timeIntervalSince(now)
+        guard left >= Self.shortestAttempt else {
+            // The claim's write took the time its lease left for sending: sent now, the entry
+            // could still be in flight when the lease ends and another instance sends it too.
+            return (.postponed(until: now, error: "not sent: the claim was written too late in its lease; sent in a later round"), "late-claim")
+        }
+        let seconds = min(configuration.timeout, left)
         var headers: OutboundHeaders = ["Content-Type": "application/json"]
         for (name, value) in signer.headers(id: entry.eventId, timestamp: Int(clock.now().timeIntervalSince1970), body: entry.payload) {
             headers.add(name, value)
         }
-        let timeout = Duration.milliseconds(Int(configuration.timeout * 1000))
+        let timeout = Duration.milliseconds(Int(seconds * 1000))
         let status: Int?
         let reason: String
         do {
@@ -302,7 +320,7 @@ public final class WebhookDispatcher: Sendable {
             return (.postponed(until: again, error: "not sent: \(failure.message)"), "overloaded")
         } catch let failure as OutboundError {
             endPause(entry.endpoint)
-            (status, reason) = (nil, failure.kind == .timedOut ? "no answer within \(Int(configuration.timeout)) s" : failure.message)
+            (status, reason) = (nil, failure.kind == .timedOut ? "no answer within \(Int(seconds.rounded(.up))) s" : failure.message)
         } catch {
             endPause(entry.endpoint)
             (status, reason) = (nil, "the call failed")

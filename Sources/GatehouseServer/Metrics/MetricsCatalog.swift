@@ -120,7 +120,7 @@ public enum MetricsCatalog {
         Entry(
             name: "gatehouse_webhook_deliveries_total", type: "counter", labels: ["endpoint", "outcome"],
             help:
-                "Webhook delivery attempts, by endpoint and outcome (delivered, retry, failed; gone: a 410 or its pause, overloaded and not-taken: no attempt spent)."
+                "Webhook delivery attempts, by endpoint and outcome (delivered, retry, failed; gone: a 410 or its pause, overloaded, not-taken and late-claim: no attempt spent)."
         ),
         Entry(
             name: "gatehouse_webhook_delivery_duration_seconds", type: "histogram", labels: ["endpoint", "outcome"],
