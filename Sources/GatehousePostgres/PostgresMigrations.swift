@@ -5,7 +5,11 @@ import PostgresNIO
 
 /// The PostgreSQL schema, as versioned forward-only migrations. Never edit a shipped
 /// migration: add the next one. Applied under a transaction-scoped advisory lock, so that
-/// several instances starting at once apply each migration exactly once.
+/// several instances starting at once apply each migration exactly once. A statement waits at
+/// most `lockWait` for a table's lock: a migration's `ALTER TABLE` queued behind a long
+/// transaction would otherwise hold every write to that table, the serving instances' too,
+/// until it ended. The migrations then roll back, and are tried again after `lockRetryPause`,
+/// for as long as it takes.
 enum PostgresMigrations {
     /// One migration: a version name, its statements and then its Swift step, applied in one
     /// transaction.
@@ -18,6 +22,11 @@ enum PostgresMigrations {
 
     /// An arbitrary, fixed key for `pg_advisory_xact_lock` ("gatehous" in ASCII).
     static let lockKey: Int64 = 0x6761_7465_686F_7573
+    /// How long a migration's statement waits for a lock another transaction holds: the
+    /// longest the writes queued behind it wait, under the database timeout's 5 s by default.
+    static let lockWait = Duration.seconds(2)
+    /// How long the migrations wait after giving up a lock before they try again.
+    static let lockRetryPause = Duration.seconds(3)
 
     /// Every migration, oldest first.
     static let all: [Migration] = [
@@ -391,23 +400,43 @@ enum PostgresMigrations {
         }
     }
 
-    /// Applies the missing migrations; refuses a database migrated by a newer Gatehouse.
-    static func migrate(_ client: PostgresClient, logger: Logger) async throws {
-        do {
-            try await migrateInTransaction(client, logger: logger)
-        } catch let error as PostgresTransactionError {
-            // A refusal of ours comes out as itself, not wrapped in the transaction's error.
-            if let refusal = error.closureError as? PostgresStorageError { throw refusal }
-            throw error
+    /// Applies `migrations` where missing (every one, outside tests); refuses a database
+    /// migrated by a newer Gatehouse. Tries again while a lock another transaction holds keeps
+    /// a statement waiting longer than `lockWait`.
+    static func migrate(
+        _ client: PostgresClient, migrations: [Migration] = all, lockWait: Duration = lockWait, lockRetryPause: Duration = lockRetryPause,
+        logger: Logger
+    ) async throws {
+        var attempt = 0
+        while true {
+            do {
+                return try await migrateInTransaction(client, migrations: migrations, lockWait: lockWait, logger: logger)
+            } catch let error as PostgresTransactionError {
+                // A refusal of ours comes out as itself, not wrapped in the transaction's error.
+                if let refusal = error.closureError as? PostgresStorageError { throw refusal }
+                guard PostgresStorage.sqlState(of: error) == PostgresError.Code.lockNotAvailable.raw else { throw error }
+                attempt += 1
+                logger.warning(
+                    "a migration waited for a lock another transaction holds (pg_locks, pg_stat_activity name it): rolled back so that the writes queued behind it go on, and tried again",
+                    metadata: [
+                        "db.lock_wait_ms": "\(PostgresStorage.milliseconds(lockWait))", "attempt": "\(attempt)",
+                    ])
+                try await Task.sleep(for: lockRetryPause)
+            }
         }
     }
 
-    private static func migrateInTransaction(_ client: PostgresClient, logger: Logger) async throws {
+    private static func migrateInTransaction(
+        _ client: PostgresClient, migrations: [Migration], lockWait: Duration, logger: Logger
+    ) async throws {
         try await client.withTransaction(logger: logger) { connection in
             // Waiting for another instance's migration, and a migration's own statements
             // (building an index on a large table), may take longer than any request may.
             try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
             try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+            // Set after the advisory lock, for which instances starting at once wait their turn.
+            try await connection.query(
+                "SET LOCAL lock_timeout = \(unescaped: "\(PostgresStorage.milliseconds(lockWait))")", logger: logger)
             try await requireTextFolding(connection, logger: logger)
             try await requireReadCommitted(connection, logger: logger)
             try await connection.query(
@@ -417,13 +446,13 @@ enum PostgresMigrations {
             for try await version in try await connection.query("SELECT version FROM gatehouse_migrations", logger: logger).decode(String.self) {
                 applied.insert(version)
             }
-            let unknown = applied.subtracting(all.map(\.version))
+            let unknown = applied.subtracting(migrations.map(\.version))
             guard unknown.isEmpty else {
                 throw PostgresStorageError(
                     "the database has migrations this Gatehouse does not know (\(unknown.sorted().joined(separator: ", "))): it was migrated by a newer version"
                 )
             }
-            for migration in all where !applied.contains(migration.version) {
+            for migration in migrations where !applied.contains(migration.version) {
                 for statement in migration.statements {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }

@@ -24,6 +24,66 @@ import Testing
         for store in stores { store.shutdown() }
     }
 
+    @Test(
+        "a migration whose table a long transaction holds waits for its lock a bounded time, then rolls back and tries again: the writes queued behind it go on, and it is applied once the table is free"
+    )
+    func aMigrationDoesNotHoldWritesBehindALongTransaction() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let store = try PostgresTestServer.store(url)
+        defer { store.shutdown() }
+        try await store.migrate()
+        // The next version's migration, altering a table every sign-in writes.
+        let next =
+            PostgresMigrations.all + [
+                PostgresMigrations.Migration(version: "v-next", statements: ["ALTER TABLE webhook_outbox ADD COLUMN next_probe integer"])
+            ]
+        func insert(_ id: String) -> String {
+            """
+            INSERT INTO webhook_outbox (id, event_id, endpoint, type, payload, created_at, next_attempt_at)
+            VALUES ('\(id).app', '\(id)', 'app', 'account.created', '\\x7b7d', now(), now())
+            """
+        }
+        let log = PostgresTestServer.quietLogger
+        try await PostgresTestServer.withSession(url) { holder in
+            // A long transaction that read the table (a report, a backup's snapshot) holds it.
+            try await holder.query("BEGIN", logger: log)
+            try await holder.query("SELECT count(*) FROM webhook_outbox", logger: log)
+            let migrating = Task {
+                try await PostgresMigrations.migrate(
+                    store.client, migrations: next, lockWait: .milliseconds(300), lockRetryPause: .milliseconds(300), logger: log)
+            }
+            // The migration's ALTER waits for the table (in the lock queue).
+            var queued = false
+            for _ in 0..<3000 where !queued {
+                queued =
+                    try await PostgresTestServer.count(
+                        url, table: "pg_locks",
+                        where:
+                            "NOT granted AND relation = 'webhook_outbox'::regclass AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                    ) > 0
+                if !queued { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            try #require(queued, "the migration never waited for the table")
+            // A write the serving instances make meanwhile goes through, within its own 20 s
+            // (without a lock wait, it would wait for the long transaction, which never ends first).
+            let failure: String? = try await PostgresTestServer.withSession(url) { writer in
+                try await writer.query("SET statement_timeout = '20s'", logger: log)
+                do {
+                    try await writer.query(PostgresQuery(unsafeSQL: insert("e1")), logger: log)
+                    return nil
+                } catch {
+                    return String(reflecting: error)
+                }
+            }
+            #expect(failure == nil, "the write waited behind the migration")
+            try await holder.query("COMMIT", logger: log)
+            try await migrating.value
+        }
+        #expect(try await PostgresTestServer.count(url, table: "gatehouse_migrations", where: "version = 'v-next'") == 1)
+        try await PostgresTestServer.execute(url, "UPDATE webhook_outbox SET next_probe = 1")
+        #expect(try await PostgresTestServer.count(url, table: "webhook_outbox", where: "next_probe = 1") == 1)
+    }
+
     @Test("a session an older version wrote, without the time its user authenticated, counts from its sign-in")
     func aSessionWithoutItsAuthenticationTime() async throws {
         let url = try await PostgresTestServer.freshDatabase()
