@@ -18,6 +18,9 @@ public final class WebhookDispatcher: Sendable {
     let storage: any WebhookStore
     let http: CurlHTTPClient
     let clock: any GatehouseClock
+    /// The monotonic clock that times a claim and its deliveries against its lease: a step of
+    /// the wall clock neither lengthens nor shortens them.
+    let uptime: @Sendable () -> ContinuousClock.Instant
     let metrics: GatehouseMetrics
     let logger: Logger
     private let signers: [String: WebhookSigner]
@@ -40,22 +43,25 @@ public final class WebhookDispatcher: Sendable {
     /// How long such an event waits before it may be claimed again (by an instance that takes
     /// it, during that grace): a rolling change moves it on within this, not at the grace's end.
     static let untakenTypeRetry: TimeInterval = 30
-    /// What a claim's lease keeps after its deliveries' time for their outcomes' records.
-    static let outcomeReserve: TimeInterval = 2
+    /// What a claim's lease keeps after its deliveries' time for their outcomes' records, at
+    /// least: as long as the claim took to be written, when that was longer.
+    static let outcomeReserve = Duration.seconds(2)
     /// The shortest time a delivery is given: with less of its claim's lease left, it is not sent.
-    static let shortestAttempt: TimeInterval = 1
+    static let shortestAttempt = Duration.seconds(1)
     /// Each endpoint's wake-up signal (a round starts at once).
     private let wakeUps: [String: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)]
 
-    /// A dispatcher for `configuration`'s endpoints.
+    /// A dispatcher for `configuration`'s endpoints (`uptime` for tests that make a claim take
+    /// longer than it did).
     public init(
         configuration: WebhookConfiguration, storage: any WebhookStore, http: CurlHTTPClient, clock: any GatehouseClock,
-        metrics: GatehouseMetrics, logger: Logger
+        uptime: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }, metrics: GatehouseMetrics, logger: Logger
     ) {
         self.configuration = configuration
         self.storage = storage
         self.http = http
         self.clock = clock
+        self.uptime = uptime
         self.metrics = metrics
         self.logger = logger
         var signers: [String: WebhookSigner] = [:]
@@ -193,17 +199,27 @@ public final class WebhookDispatcher: Sendable {
     /// Claims at most the endpoint's concurrency of due entries and delivers them side by
     /// side; answers how many it claimed and how many of those were postponed unsent. The
     /// lease outlasts the round: it runs 5 s longer than the delivery timeout, from the claim's
-    /// statement on PostgreSQL and from the caller's time on SQLite, and each delivery must end
-    /// `outcomeReserve` before it does, measured from before the claim. A claim whose write
-    /// took most of those 5 s gives its deliveries less than the timeout, and one that took
-    /// longer sends nothing (`late-claim`, no attempt spent): another instance may claim the
-    /// entries once the lease ends, and must not find them still being delivered.
+    /// statement on PostgreSQL and from the caller's time on SQLite; timed from before the
+    /// claim, each delivery must end before it by as long as the claim took to be written, 2 s
+    /// at least, which its outcome's record may take too. A claim written more than 2.5 s late
+    /// gives its deliveries less than the timeout, and one written later than half of the
+    /// timeout and 2 s sends nothing (`late-claim`, no attempt spent): another instance may
+    /// claim the entries once the lease ends, and must not find them still being delivered.
     @_spi(Testing) public func round(_ endpoint: String) async throws -> (claimed: Int, postponed: Int) {
         let lease = OutboxLease(duration: configuration.timeout + 5)
-        let claimedAt = clock.now()
+        let claimStarted = uptime()
         let claimed = try await storage.claimOutbox(
-            endpoint: endpoint, now: claimedAt, lease: lease, limit: configuration.concurrencyPerEndpoint)
-        let sendBy = claimedAt.addingTimeInterval(lease.duration - Self.outcomeReserve)
+            endpoint: endpoint, now: clock.now(), lease: lease, limit: configuration.concurrencyPerEndpoint)
+        let claimTook = uptime() - claimStarted
+        let sendBy = claimStarted + .milliseconds(Int(lease.duration * 1000)) - max(Self.outcomeReserve, claimTook)
+        if !claimed.isEmpty, sendBy - uptime() < .milliseconds(Int(configuration.timeout * 1000)) {
+            logger.warning(
+                "webhook claim written late in its lease: its deliveries wait less than the timeout for an answer, or are not sent (late-claim)",
+                metadata: [
+                    "webhook.endpoint": "\(endpoint)", "webhook.claim_ms": .stringConvertible(Self.milliseconds(claimTook)),
+                    "webhook.lease_ms": .stringConvertible(Int(lease.duration * 1000)),
+                ])
+        }
         let postponed = await withTaskGroup(of: Bool.self) { group in
             for entry in claimed {
                 group.addTask { await self.attempt(entry, lease: lease, sendBy: sendBy) }
@@ -213,14 +229,23 @@ public final class WebhookDispatcher: Sendable {
         return (claimed.count, postponed)
     }
 
-    /// One attempt, ended by `sendBy`, and its record under the claim's `lease`; whether it was
-    /// postponed unsent.
+    /// One attempt, whose post ends by `sendBy`, and its record under the claim's `lease`;
+    /// whether it was postponed unsent.
     @discardableResult
-    private func attempt(_ entry: OutboxEntry, lease: OutboxLease, sendBy: Date) async -> Bool {
+    private func attempt(_ entry: OutboxEntry, lease: OutboxLease, sendBy: ContinuousClock.Instant) async -> Bool {
         let started = ContinuousClock.now
         let outcome: DeliveryOutcome
         let label: String
-        if let until = pausedUntil(entry.endpoint) {
+        let left = sendBy - uptime()
+        if left < Self.shortestAttempt {
+            // Less than `shortestAttempt` of the lease left to send: sent now, the entry could
+            // still be in flight when the lease ends and another instance sends it too. Checked
+            // first, so that a paused endpoint's try is not spent on an entry not sent.
+            (outcome, label) = (
+                .postponed(until: clock.now(), error: "not sent: the claim was written too late in its lease; sent in a later round"),
+                "late-claim"
+            )
+        } else if let until = pausedUntil(entry.endpoint) {
             (outcome, label) = (
                 .postponed(
                     until: until,
@@ -245,7 +270,7 @@ public final class WebhookDispatcher: Sendable {
                 (outcome, label) = (.failed(status: nil, error: "the endpoint does not take \(entry.type) events"), "not-taken")
             }
         } else if let url = urls[entry.endpoint], let signer = signers[entry.endpoint] {
-            (outcome, label) = await post(entry, url: url, signer: signer, sendBy: sendBy)
+            (outcome, label) = await post(entry, url: url, signer: signer, within: left)
         } else {
             (outcome, label) = (.failed(status: nil, error: "the endpoint is no longer configured"), "failed")
         }
@@ -274,22 +299,17 @@ public final class WebhookDispatcher: Sendable {
         return false
     }
 
-    /// Posts the entry, waiting for its answer until `sendBy` at most; the outcome and its
-    /// metric label.
-    private func post(_ entry: OutboxEntry, url: String, signer: WebhookSigner, sendBy: Date) async -> (DeliveryOutcome, String) {
-        let now = clock.now()
-        let left = sendBy.timeIntervalSince(now)
-        guard left >= Self.shortestAttempt else {
-            // The claim's write took the time its lease left for sending: sent now, the entry
-            // could still be in flight when the lease ends and another instance sends it too.
-            return (.postponed(until: now, error: "not sent: the claim was written too late in its lease; sent in a later round"), "late-claim")
-        }
-        let seconds = min(configuration.timeout, left)
+    /// Posts the entry, waiting for its answer for the delivery timeout, or `within` when that
+    /// is shorter (a claim written late in its lease); the outcome and its metric label. A
+    /// shortened delivery that gets no answer spends no attempt: the gateway's store cut it
+    /// short, not the receiver.
+    private func post(_ entry: OutboxEntry, url: String, signer: WebhookSigner, within: Duration) async -> (DeliveryOutcome, String) {
+        let configured = Duration.milliseconds(Int(configuration.timeout * 1000))
+        let timeout = min(configured, within)
         var headers: OutboundHeaders = ["Content-Type": "application/json"]
         for (name, value) in signer.headers(id: entry.eventId, timestamp: Int(clock.now().timeIntervalSince1970), body: entry.payload) {
             headers.add(name, value)
         }
-        let timeout = Duration.milliseconds(Int(seconds * 1000))
         let status: Int?
         let reason: String
         do {
@@ -318,9 +338,14 @@ public final class WebhookDispatcher: Sendable {
             // Again in about a second, as `Retry-After: 1` tells the gateway's other callers.
             let again = clock.now().addingTimeInterval(Double.random(in: 0.8...1.2))
             return (.postponed(until: again, error: "not sent: \(failure.message)"), "overloaded")
+        } catch let failure as OutboundError where failure.kind == .timedOut && timeout < configured {
+            endPause(entry.endpoint)
+            let seconds = String(format: "%.1f", Double(Self.milliseconds(timeout)) / 1000)
+            let error = "no answer within \(seconds) s, less than the timeout: the claim was written late in its lease; not counted"
+            return (.postponed(until: clock.now(), error: error), "late-claim")
         } catch let failure as OutboundError {
             endPause(entry.endpoint)
-            (status, reason) = (nil, failure.kind == .timedOut ? "no answer within \(Int(seconds.rounded(.up))) s" : failure.message)
+            (status, reason) = (nil, failure.kind == .timedOut ? "no answer within \(Int(configuration.timeout)) s" : failure.message)
         } catch {
             endPause(entry.endpoint)
             (status, reason) = (nil, "the call failed")
@@ -340,6 +365,11 @@ public final class WebhookDispatcher: Sendable {
                 "undelivered webhook events dropped after the retention",
                 metadata: ["webhook.endpoint": "\(endpoint)", "webhook.dropped": .stringConvertible(count)])
         }
+    }
+
+    /// `duration` in whole milliseconds.
+    static func milliseconds(_ duration: Duration) -> Int {
+        Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
     }
 
     static func describe(_ outcome: DeliveryOutcome) -> String {
