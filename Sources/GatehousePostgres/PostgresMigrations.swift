@@ -8,8 +8,7 @@ import PostgresNIO
 /// several instances starting at once apply each migration exactly once. A statement waits at
 /// most `lockWait` for a table's lock: a migration's `ALTER TABLE` queued behind a long
 /// transaction would otherwise hold every write to that table, the serving instances' too,
-/// until it ended. The migrations then roll back, and are tried again after `lockRetryPause`,
-/// for as long as it takes.
+/// until it ended (`migrate`).
 enum PostgresMigrations {
     /// One migration: a version name, its statements and then its Swift step, applied in one
     /// transaction.
@@ -22,10 +21,12 @@ enum PostgresMigrations {
 
     /// An arbitrary, fixed key for `pg_advisory_xact_lock` ("gatehous" in ASCII).
     static let lockKey: Int64 = 0x6761_7465_686F_7573
-    /// How long a migration's statement waits for a lock another transaction holds: the
-    /// longest the writes queued behind it wait, under the database timeout's 5 s by default.
+    /// How long a migration's statement waits for a lock another transaction holds, at most
+    /// (`PostgresStorage` passes half of its operation timeout when that is shorter): what the
+    /// writes queued behind it wait.
     static let lockWait = Duration.seconds(2)
-    /// How long the migrations wait after giving up a lock before they try again.
+    /// How long a migration that gave up a lock waits before it tries again, the first time
+    /// (then twice, four, eight, then ten times as long, ± 20 %).
     static let lockRetryPause = Duration.seconds(3)
 
     /// Every migration, oldest first.
@@ -401,64 +402,117 @@ enum PostgresMigrations {
     }
 
     /// Applies `migrations` where missing (every one, outside tests); refuses a database
-    /// migrated by a newer Gatehouse. Tries again while a lock another transaction holds keeps
-    /// a statement waiting longer than `lockWait`.
+    /// migrated by a newer Gatehouse.
+    ///
+    /// One instance migrates at a time: it holds a session-level advisory lock on one
+    /// connection throughout, pauses included, so that instances starting together wait for
+    /// it rather than queue for the tables in turn. Each migration commits on its own, and its
+    /// statements wait at most `lockWait` for a lock another transaction holds: one that gives
+    /// up (or loses a deadlock) rolls back, so the writes queued behind it go on, and is tried
+    /// again after a pause that grows from `lockRetryPause` to ten times it, for as long as it
+    /// takes (the gateway is not ready meanwhile).
     static func migrate(
         _ client: PostgresClient, migrations: [Migration] = all, lockWait: Duration = lockWait, lockRetryPause: Duration = lockRetryPause,
         logger: Logger
     ) async throws {
-        var attempt = 0
-        while true {
+        try await client.withConnection { connection in
+            // Waiting for another instance's migration may take longer than any statement or
+            // lock wait the role sets; a session-level lock outlives this transaction.
+            try await connection.withTransaction(logger: logger) { connection in
+                try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
+                try await connection.query("SET LOCAL lock_timeout = 0", logger: logger)
+                try await connection.query("SELECT pg_advisory_lock(\(lockKey))", logger: logger)
+            }
+            let result: Result<Void, any Error>
             do {
-                return try await migrateInTransaction(client, migrations: migrations, lockWait: lockWait, logger: logger)
-            } catch let error as PostgresTransactionError {
-                // A refusal of ours comes out as itself, not wrapped in the transaction's error.
-                if let refusal = error.closureError as? PostgresStorageError { throw refusal }
-                guard PostgresStorage.sqlState(of: error) == PostgresError.Code.lockNotAvailable.raw else { throw error }
-                attempt += 1
-                logger.warning(
-                    "a migration waited for a lock another transaction holds (pg_locks, pg_stat_activity name it): rolled back so that the writes queued behind it go on, and tried again",
-                    metadata: [
-                        "db.lock_wait_ms": "\(PostgresStorage.milliseconds(lockWait))", "attempt": "\(attempt)",
-                    ])
-                try await Task.sleep(for: lockRetryPause)
+                try await migrateHoldingTheLock(connection, migrations: migrations, lockWait: lockWait, pause: lockRetryPause, logger: logger)
+                result = .success(())
+            } catch {
+                result = .failure(error)
+            }
+            // In a task the caller's cancellation does not reach: a connection back in the pool
+            // with the lock would hold every other instance's migration. Closed if that fails.
+            let unlocked = await Task { try? await connection.query("SELECT pg_advisory_unlock(\(lockKey))", logger: logger) }.value
+            if unlocked == nil { try? await connection.close() }
+            try result.get()
+        }
+    }
+
+    /// The states a migration's transaction rolls back in and is tried again: a lock not had
+    /// within `lockWait`, a deadlock lost to a serving transaction, a serialization failure.
+    static let retriedStates: Set<String> = [
+        PostgresError.Code.lockNotAvailable.raw, PostgresError.Code.deadlockDetected.raw, PostgresError.Code.serializationFailure.raw,
+    ]
+
+    /// The checks, then each missing migration in a transaction of its own, tried again in the
+    /// `retriedStates`.
+    private static func migrateHoldingTheLock(
+        _ connection: PostgresConnection, migrations: [Migration], lockWait: Duration, pause: Duration, logger: Logger
+    ) async throws {
+        let applied = try await unwrappingRefusals {
+            try await connection.withTransaction(logger: logger) { connection in
+                try await requireTextFolding(connection, logger: logger)
+                try await requireReadCommitted(connection, logger: logger)
+                try await connection.query(
+                    "CREATE TABLE IF NOT EXISTS gatehouse_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+                    logger: logger)
+                var applied = Set<String>()
+                for try await version in try await connection.query("SELECT version FROM gatehouse_migrations", logger: logger).decode(String.self) {
+                    applied.insert(version)
+                }
+                let unknown = applied.subtracting(migrations.map(\.version))
+                guard unknown.isEmpty else {
+                    throw PostgresStorageError(
+                        "the database has migrations this Gatehouse does not know (\(unknown.sorted().joined(separator: ", "))): it was migrated by a newer version"
+                    )
+                }
+                return applied
+            }
+        }
+        for migration in migrations where !applied.contains(migration.version) {
+            var attempt = 0
+            while true {
+                do {
+                    try await unwrappingRefusals { try await apply(migration, on: connection, lockWait: lockWait, logger: logger) }
+                    break
+                } catch let error as PostgresTransactionError {
+                    guard let state = PostgresStorage.sqlState(of: error), retriedStates.contains(state) else { throw error }
+                    attempt += 1
+                    let wait = pause * min(1 << min(attempt - 1, 4), 10) * Double.random(in: 0.8...1.2)
+                    logger.warning(
+                        "a migration waited for a lock another transaction holds, or lost a deadlock to one: rolled back so that the writes queued behind it go on, and tried again after a pause (pg_stat_activity shows long transactions)",
+                        metadata: [
+                            "db.migration": "\(migration.version)", "sqlstate": "\(state)", "attempt": "\(attempt)",
+                            "db.lock_wait_ms": "\(lockWait.wholeMilliseconds)", "db.retry_in_ms": "\(wait.wholeMilliseconds)",
+                        ])
+                    try await Task.sleep(for: wait)
+                }
             }
         }
     }
 
-    private static func migrateInTransaction(
-        _ client: PostgresClient, migrations: [Migration], lockWait: Duration, logger: Logger
-    ) async throws {
-        try await client.withTransaction(logger: logger) { connection in
-            // Waiting for another instance's migration, and a migration's own statements
-            // (building an index on a large table), may take longer than any request may.
+    /// `migration` in one transaction: its statements, its step and its record.
+    private static func apply(_ migration: Migration, on connection: PostgresConnection, lockWait: Duration, logger: Logger) async throws {
+        try await connection.withTransaction(logger: logger) { connection in
+            // A migration's own statements (building an index on a large table) may take longer
+            // than any request may; their waits for others' locks may not.
             try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
-            try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
-            // Set after the advisory lock, for which instances starting at once wait their turn.
-            try await connection.query(
-                "SET LOCAL lock_timeout = \(unescaped: "\(PostgresStorage.milliseconds(lockWait))")", logger: logger)
-            try await requireTextFolding(connection, logger: logger)
-            try await requireReadCommitted(connection, logger: logger)
-            try await connection.query(
-                "CREATE TABLE IF NOT EXISTS gatehouse_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
-                logger: logger)
-            var applied = Set<String>()
-            for try await version in try await connection.query("SELECT version FROM gatehouse_migrations", logger: logger).decode(String.self) {
-                applied.insert(version)
+            try await connection.query("SET LOCAL lock_timeout = \(unescaped: "\(PostgresStorage.milliseconds(lockWait))")", logger: logger)
+            for statement in migration.statements {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
-            let unknown = applied.subtracting(migrations.map(\.version))
-            guard unknown.isEmpty else {
-                throw PostgresStorageError(
-                    "the database has migrations this Gatehouse does not know (\(unknown.sorted().joined(separator: ", "))): it was migrated by a newer version"
-                )
-            }
-            for migration in migrations where !applied.contains(migration.version) {
-                for statement in migration.statements {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                }
-                try await migration.step?(connection, logger)
-                try await connection.query("INSERT INTO gatehouse_migrations (version) VALUES (\(migration.version))", logger: logger)
-            }
+            try await migration.step?(connection, logger)
+            try await connection.query("INSERT INTO gatehouse_migrations (version) VALUES (\(migration.version))", logger: logger)
+        }
+    }
+
+    /// `body`, with a refusal of ours thrown as itself rather than inside the transaction's error.
+    private static func unwrappingRefusals<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as PostgresTransactionError {
+            if let refusal = error.closureError as? PostgresStorageError { throw refusal }
+            throw error
         }
     }
 }

@@ -37,7 +37,7 @@ public final class PostgresStorage: GatehouseStorage {
 
     /// `duration` in whole milliseconds (at least one).
     static func milliseconds(_ duration: Duration) -> Int {
-        max(1, Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000))
+        max(1, duration.wholeMilliseconds)
     }
     /// How long `withLock` waits for a lock another holder has.
     let lockWait: Duration
@@ -111,9 +111,12 @@ public final class PostgresStorage: GatehouseStorage {
     /// database as long as it takes: see `awaitReachable`).
     public func migrate() async throws {
         do {
-            try await retrying { try await PostgresMigrations.migrate(client, logger: logger) }
+            let lockWait = min(PostgresMigrations.lockWait, operationTimeout / 2)
+            try await retrying { try await PostgresMigrations.migrate(client, lockWait: lockWait, logger: logger) }
         } catch let error as PostgresStorageError {
             throw error
+        } catch is CancellationError {
+            throw CancellationError()
         } catch {
             // postgres-nio's descriptions are generic on purpose (no credentials); add where,
             // and what the server said.

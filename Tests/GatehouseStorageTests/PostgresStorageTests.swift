@@ -25,17 +25,18 @@ import Testing
     }
 
     @Test(
-        "a migration whose table a long transaction holds waits for its lock a bounded time, then rolls back and tries again: the writes queued behind it go on, and it is applied once the table is free"
+        "a migration whose table a long transaction holds waits for its lock a bounded time, then rolls back and tries again: the writes queued behind it go on, the migration before it is committed, and it is applied once the table is free"
     )
     func aMigrationDoesNotHoldWritesBehindALongTransaction() async throws {
         let url = try await PostgresTestServer.freshDatabase()
         let store = try PostgresTestServer.store(url)
         defer { store.shutdown() }
         try await store.migrate()
-        // The next version's migration, altering a table every sign-in writes.
+        // The next version's two migrations, the second altering a table that sign-ins write.
         let next =
             PostgresMigrations.all + [
-                PostgresMigrations.Migration(version: "v-next", statements: ["ALTER TABLE webhook_outbox ADD COLUMN next_probe integer"])
+                PostgresMigrations.Migration(version: "v-next-sessions", statements: ["ALTER TABLE sessions ADD COLUMN next_probe integer"]),
+                PostgresMigrations.Migration(version: "v-next", statements: ["ALTER TABLE webhook_outbox ADD COLUMN next_probe integer"]),
             ]
         func insert(_ id: String) -> String {
             """
@@ -52,6 +53,7 @@ import Testing
                 try await PostgresMigrations.migrate(
                     store.client, migrations: next, lockWait: .milliseconds(300), lockRetryPause: .milliseconds(300), logger: log)
             }
+            defer { migrating.cancel() }
             // The migration's ALTER waits for the table (in the lock queue).
             var queued = false
             for _ in 0..<3000 where !queued {
@@ -64,6 +66,8 @@ import Testing
                 if !queued { try await Task.sleep(for: .milliseconds(10)) }
             }
             try #require(queued, "the migration never waited for the table")
+            // Each migration commits on its own: the first holds nothing while the second waits.
+            #expect(try await PostgresTestServer.count(url, table: "gatehouse_migrations", where: "version = 'v-next-sessions'") == 1)
             // A write the serving instances make meanwhile goes through, within its own 20 s
             // (without a lock wait, it would wait for the long transaction, which never ends first).
             let failure: String? = try await PostgresTestServer.withSession(url) { writer in
