@@ -72,14 +72,14 @@ import Testing
         }
     }
 
-    /// A dispatcher of the sample app's events with a 60 s delivery timeout (a lease of 65 s),
-    /// whose claims take `delay` of its monotonic clock while its wall clock moves `wallStep`.
+    /// A dispatcher of the sample app's events with a delivery timeout of `timeout` (a lease 5 s
+    /// longer), whose claims take `delay` of its monotonic clock while its wall clock moves `wallStep`.
     static func dispatcher(
         _ deployment: TestDeployment, _ storage: any WebhookStore, http: CurlHTTPClient, clock: StoppedClock, delay: Duration,
-        wallStep: TimeInterval = 0
+        wallStep: TimeInterval = 0, timeout: TimeInterval = 60
     ) -> WebhookDispatcher {
         var configuration = WebhookTests.sampleApp()(deployment.emulatorURL)
-        configuration.timeout = 60
+        configuration.timeout = timeout
         let uptime = MovableUptime()
         return WebhookDispatcher(
             configuration: configuration,
@@ -123,7 +123,7 @@ import Testing
     }
 
     @Test(
-        "a claim written part way through its lease, while the wall clock steps an hour back, waits for its delivery's answer only as long as the lease has left for it, and spends no attempt when none comes",
+        "a claim written part way through its lease, while the wall clock steps an hour back, waits for its delivery's answer only as long as the lease has left for it, less than half of the timeout, and spends no attempt when none comes",
         arguments: ["SQLite", "PostgreSQL"])
     func aSlowClaimShortensItsDelivery(store: String) async throws {
         try await Self.withOutbox(store) { deployment, storage in
@@ -134,8 +134,8 @@ import Testing
             try await TrustTests.fault(deployment, ["endpoint": "POST /sample-app/webhooks", "status": 200, "holdMs": 100_000, "times": 1])
             // 28 s of the lease's 65 s gone in the claim, as long again kept for the outcome's
             // record: 9 s for the delivery, whatever the wall clock does.
-            let dispatcher = Self.dispatcher(
-                deployment, storage, http: http, clock: StoppedClock(at: deployment.clock.now()), delay: .seconds(28), wallStep: -3600)
+            let clock = StoppedClock(at: deployment.clock.now())
+            let dispatcher = Self.dispatcher(deployment, storage, http: http, clock: clock, delay: .seconds(28), wallStep: -3600)
             let started = ContinuousClock.now
             let round = try await dispatcher.round("sample-app")
             let took = ContinuousClock.now - started
@@ -146,7 +146,32 @@ import Testing
             let waiting = try await storage.outboxEntries(status: .pending, after: nil, limit: 10)
             #expect(waiting.map(\.eventId) == [event.id])
             #expect(waiting.first?.attempts == 0, "\(waiting)")
-            #expect(waiting.first?.lastError?.contains("s, less than the timeout") == true, "\(waiting)")
+            #expect(waiting.first?.lastError?.contains("s, less than half of the timeout") == true, "\(waiting)")
+            // The first retry's backoff (5 s ± 20 %), from the stepped clock.
+            #expect(waiting.first.map { $0.nextAttemptAt >= clock.now().addingTimeInterval(4) } == true, "\(waiting)")
+        }
+    }
+
+    @Test("a delivery cut short by a late claim to half of the timeout or more that gets no answer spends its attempt, as a receiver's failure")
+    func aDeliveryGivenHalfOfTheTimeoutSpendsItsAttempt() async throws {
+        try await Self.withOutbox("SQLite") { deployment, storage in
+            let event = try await WebhookTests.recordDisabledAccount(deployment, storage)
+            let http = CurlHTTPClient()
+            defer { http.shutdown() }
+            try await TrustTests.fault(deployment, ["endpoint": "POST /sample-app/webhooks", "status": 200, "holdMs": 100_000, "times": 1])
+            // A 4 s timeout and a 9 s lease; 3 s gone in the claim and as long kept for the
+            // outcome's record: 3 s for the delivery, more than half of the timeout.
+            let round = try await Self.dispatcher(
+                deployment, storage, http: http, clock: StoppedClock(at: deployment.clock.now()), delay: .seconds(3), timeout: 4
+            ).round("sample-app")
+            _ = try await deployment.control("faults/release", "{}")
+            #expect(round.claimed == 1 && round.postponed == 0, "\(round)")
+            let waiting = try await storage.outboxEntries(status: .pending, after: nil, limit: 10)
+            #expect(waiting.map(\.eventId) == [event.id])
+            #expect(waiting.first?.attempts == 1, "\(waiting)")
+            // Its last 3 s, less what the round took before it sent (a loaded machine's milliseconds).
+            let error = waiting.first?.lastError ?? ""
+            #expect(error.hasPrefix("no answer within 2.") || error == "no answer within 3.0 s", "\(waiting)")
         }
     }
 }

@@ -15,6 +15,7 @@ import Synchronization
 /// logged.
 public final class WebhookDispatcher: Sendable {
     let configuration: WebhookConfiguration
+    /// The outbox.
     let storage: any WebhookStore
     let http: CurlHTTPClient
     let clock: any GatehouseClock
@@ -32,6 +33,8 @@ public final class WebhookDispatcher: Sendable {
     private let paused = Mutex<[String: Date]>([:])
     /// How long the endpoint's other entries wait for the answer of the one that tries it.
     static let goneProbeWait: TimeInterval = 5
+    /// When each endpoint last warned of a claim written late in its lease (`uptime`).
+    private let lateWarnings = Mutex<[String: ContinuousClock.Instant]>([:])
     /// Each endpoint's last outcome, for `gatehouse check` and the logs.
     private let lastOutcomes = Mutex<[String: String]>([:])
     /// When the rounds read the backlog gauges: at most every 5 s.
@@ -79,14 +82,16 @@ public final class WebhookDispatcher: Sendable {
     }
 
     /// When an entry of `endpoint` waits until while a `410 Gone` pauses it, or `nil` when it
-    /// is not paused or its pause is over: this attempt is then the one that tries it, and the
-    /// others wait for its answer (`post` pauses the endpoint again on a `410`, and ends the
-    /// pause on any other).
-    private func pausedUntil(_ endpoint: String) -> Date? {
+    /// is not paused or its pause is over: when `probing`, this attempt is then the one that
+    /// tries it, and the others wait for its answer (`post` pauses the endpoint again on a
+    /// `410`, and ends the pause on any other); otherwise (an attempt that will not send) the
+    /// pause is left for the next.
+    private func pausedUntil(_ endpoint: String, probing: Bool) -> Date? {
         let now = clock.now()
         return paused.withLock { paused in
             guard let until = paused[endpoint] else { return nil }
             if now < until { return until }
+            guard probing else { return nil }
             // The others wait for that try's answer, which may take the whole delivery timeout.
             paused[endpoint] = now.addingTimeInterval(max(Self.goneProbeWait, configuration.timeout + 1))
             return nil
@@ -197,7 +202,8 @@ public final class WebhookDispatcher: Sendable {
     }
 
     /// Claims at most the endpoint's concurrency of due entries and delivers them side by
-    /// side; answers how many it claimed and how many of those were postponed unsent. The
+    /// side; answers how many it claimed and how many of those were postponed (unsent, or cut
+    /// short by the claim's lateness) without an attempt spent. The
     /// lease outlasts the round: it runs 5 s longer than the delivery timeout, from the claim's
     /// statement on PostgreSQL and from the caller's time on SQLite; timed from before the
     /// claim, each delivery must end before it by as long as the claim took to be written, 2 s
@@ -205,6 +211,7 @@ public final class WebhookDispatcher: Sendable {
     /// gives its deliveries less than the timeout, and one written later than half of the
     /// timeout and 2 s sends nothing (`late-claim`, no attempt spent): another instance may
     /// claim the entries once the lease ends, and must not find them still being delivered.
+    /// The lease's own end is the database server's clock.
     @_spi(Testing) public func round(_ endpoint: String) async throws -> (claimed: Int, postponed: Int) {
         let lease = OutboxLease(duration: configuration.timeout + 5)
         let claimStarted = uptime()
@@ -213,12 +220,7 @@ public final class WebhookDispatcher: Sendable {
         let claimTook = uptime() - claimStarted
         let sendBy = claimStarted + .milliseconds(Int(lease.duration * 1000)) - max(Self.outcomeReserve, claimTook)
         if !claimed.isEmpty, sendBy - uptime() < .milliseconds(Int(configuration.timeout * 1000)) {
-            logger.warning(
-                "webhook claim written late in its lease: its deliveries wait less than the timeout for an answer, or are not sent (late-claim)",
-                metadata: [
-                    "webhook.endpoint": "\(endpoint)", "webhook.claim_ms": .stringConvertible(Self.milliseconds(claimTook)),
-                    "webhook.lease_ms": .stringConvertible(Int(lease.duration * 1000)),
-                ])
+            warnOfLateClaim(endpoint, took: claimTook, lease: lease)
         }
         let postponed = await withTaskGroup(of: Bool.self) { group in
             for entry in claimed {
@@ -229,23 +231,36 @@ public final class WebhookDispatcher: Sendable {
         return (claimed.count, postponed)
     }
 
+    /// Warns that `endpoint`'s claim was written late in its `lease`: at most once a minute
+    /// per endpoint, since a slow store makes every round late.
+    private func warnOfLateClaim(_ endpoint: String, took: Duration, lease: OutboxLease) {
+        let now = uptime()
+        let due = lateWarnings.withLock { warned in
+            if let last = warned[endpoint], now - last < .seconds(60) { return false }
+            warned[endpoint] = now
+            return true
+        }
+        guard due else { return }
+        logger.warning(
+            "webhook claim written late in its lease: its deliveries are given less than the timeout, or not sent (late-claim); the store is slow",
+            metadata: [
+                "webhook.endpoint": "\(endpoint)", "webhook.claim_ms": .stringConvertible(took.wholeMilliseconds),
+                "webhook.lease_ms": .stringConvertible(Int(lease.duration * 1000)),
+            ])
+    }
+
     /// One attempt, whose post ends by `sendBy`, and its record under the claim's `lease`;
-    /// whether it was postponed unsent.
+    /// whether it was postponed (unsent, or cut short) without an attempt spent.
     @discardableResult
     private func attempt(_ entry: OutboxEntry, lease: OutboxLease, sendBy: ContinuousClock.Instant) async -> Bool {
         let started = ContinuousClock.now
         let outcome: DeliveryOutcome
         let label: String
         let left = sendBy - uptime()
-        if left < Self.shortestAttempt {
-            // Less than `shortestAttempt` of the lease left to send: sent now, the entry could
-            // still be in flight when the lease ends and another instance sends it too. Checked
-            // first, so that a paused endpoint's try is not spent on an entry not sent.
-            (outcome, label) = (
-                .postponed(until: clock.now(), error: "not sent: the claim was written too late in its lease; sent in a later round"),
-                "late-claim"
-            )
-        } else if let until = pausedUntil(entry.endpoint) {
+        // Less than `shortestAttempt` of the lease left to send: sent now, the entry could
+        // still be in flight when the lease ends and another instance sends it too.
+        let late = left < Self.shortestAttempt
+        if let until = pausedUntil(entry.endpoint, probing: !late) {
             (outcome, label) = (
                 .postponed(
                     until: until,
@@ -269,6 +284,11 @@ public final class WebhookDispatcher: Sendable {
             } else {
                 (outcome, label) = (.failed(status: nil, error: "the endpoint does not take \(entry.type) events"), "not-taken")
             }
+        } else if late {
+            (outcome, label) = (
+                .postponed(until: clock.now(), error: "not sent: the claim was written too late in its lease; sent in a later round"),
+                "late-claim"
+            )
         } else if let url = urls[entry.endpoint], let signer = signers[entry.endpoint] {
             (outcome, label) = await post(entry, url: url, signer: signer, within: left)
         } else {
@@ -301,8 +321,9 @@ public final class WebhookDispatcher: Sendable {
 
     /// Posts the entry, waiting for its answer for the delivery timeout, or `within` when that
     /// is shorter (a claim written late in its lease); the outcome and its metric label. A
-    /// shortened delivery that gets no answer spends no attempt: the gateway's store cut it
-    /// short, not the receiver.
+    /// delivery cut to less than half of the timeout that gets no answer spends no attempt
+    /// (the gateway's store cut it short, not the receiver) and waits the backoff as a retry
+    /// would; one given half of the timeout or more is a receiver's failure like any.
     private func post(_ entry: OutboxEntry, url: String, signer: WebhookSigner, within: Duration) async -> (DeliveryOutcome, String) {
         let configured = Duration.milliseconds(Int(configuration.timeout * 1000))
         let timeout = min(configured, within)
@@ -338,14 +359,17 @@ public final class WebhookDispatcher: Sendable {
             // Again in about a second, as `Retry-After: 1` tells the gateway's other callers.
             let again = clock.now().addingTimeInterval(Double.random(in: 0.8...1.2))
             return (.postponed(until: again, error: "not sent: \(failure.message)"), "overloaded")
-        } catch let failure as OutboundError where failure.kind == .timedOut && timeout < configured {
-            endPause(entry.endpoint)
-            let seconds = String(format: "%.1f", Double(Self.milliseconds(timeout)) / 1000)
-            let error = "no answer within \(seconds) s, less than the timeout: the claim was written late in its lease; not counted"
-            return (.postponed(until: clock.now(), error: error), "late-claim")
+        } catch let failure as OutboundError where failure.kind == .timedOut && timeout * 2 < configured {
+            // The endpoint's pause, if this was its try, stays: the receiver was not given its time.
+            let seconds = String(format: "%.1f", Double(timeout.wholeMilliseconds) / 1000)
+            let error = "no answer within \(seconds) s, less than half of the timeout: the claim was written late in its lease; not counted"
+            let steps = configuration.backoff
+            let wait = (steps.isEmpty ? 5 : steps[min(entry.attempts, steps.count - 1)]) * Double.random(in: 0.8...1.2)
+            return (.postponed(until: clock.now().addingTimeInterval(wait), error: error), "cut-short")
         } catch let failure as OutboundError {
             endPause(entry.endpoint)
-            (status, reason) = (nil, failure.kind == .timedOut ? "no answer within \(Int(configuration.timeout)) s" : failure.message)
+            let waited = timeout < configured ? String(format: "%.1f", Double(timeout.wholeMilliseconds) / 1000) : "\(Int(configuration.timeout))"
+            (status, reason) = (nil, failure.kind == .timedOut ? "no answer within \(waited) s" : failure.message)
         } catch {
             endPause(entry.endpoint)
             (status, reason) = (nil, "the call failed")
@@ -365,11 +389,6 @@ public final class WebhookDispatcher: Sendable {
                 "undelivered webhook events dropped after the retention",
                 metadata: ["webhook.endpoint": "\(endpoint)", "webhook.dropped": .stringConvertible(count)])
         }
-    }
-
-    /// `duration` in whole milliseconds.
-    static func milliseconds(_ duration: Duration) -> Int {
-        Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
     }
 
     static func describe(_ outcome: DeliveryOutcome) -> String {
