@@ -4,7 +4,7 @@ import Logging
 import PostgresNIO
 
 /// The PostgreSQL schema, as versioned forward-only migrations. Never edit a shipped
-/// migration: add the next one. Applied under a transaction-scoped advisory lock, so that
+/// migration: add the next one. Applied under a session-level advisory lock, so that
 /// several instances starting at once apply each migration exactly once. A statement waits at
 /// most `lockWait` for a table's lock: a migration's `ALTER TABLE` queued behind a long
 /// transaction would otherwise hold every write to that table, the serving instances' too,
@@ -19,7 +19,7 @@ enum PostgresMigrations {
         var step: (@Sendable (PostgresConnection, Logger) async throws -> Void)? = nil
     }
 
-    /// An arbitrary, fixed key for `pg_advisory_xact_lock` ("gatehous" in ASCII).
+    /// An arbitrary, fixed key for the migrations' advisory lock ("gatehous" in ASCII).
     static let lockKey: Int64 = 0x6761_7465_686F_7573
     /// How long a migration's statement waits for a lock another transaction holds, at most
     /// (`PostgresStorage` passes half of its operation timeout when that is shorter): what the
@@ -416,12 +416,10 @@ enum PostgresMigrations {
         logger: Logger
     ) async throws {
         try await client.withConnection { connection in
-            // Waiting for another instance's migration may take longer than any statement or
-            // lock wait the role sets; a session-level lock outlives this transaction.
-            try await connection.withTransaction(logger: logger) { connection in
-                try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
-                try await connection.query("SET LOCAL lock_timeout = 0", logger: logger)
-                try await connection.query("SELECT pg_advisory_lock(\(lockKey))", logger: logger)
+            // Asked for without waiting in the server, then again each second: a stop ends the
+            // wait for another instance's migration, which may last as long as its pauses.
+            while try await !answer(connection, "SELECT pg_try_advisory_lock(\(lockKey))", logger: logger) {
+                try await Task.sleep(for: .seconds(1))
             }
             let result: Result<Void, any Error>
             do {
@@ -431,11 +429,20 @@ enum PostgresMigrations {
                 result = .failure(error)
             }
             // In a task the caller's cancellation does not reach: a connection back in the pool
-            // with the lock would hold every other instance's migration. Closed if that fails.
-            let unlocked = await Task { try? await connection.query("SELECT pg_advisory_unlock(\(lockKey))", logger: logger) }.value
-            if unlocked == nil { try? await connection.close() }
+            // with the lock would hold every other instance's migration. Closed unless the
+            // server says the lock was released.
+            let unlocked = await Task { try? await answer(connection, "SELECT pg_advisory_unlock(\(lockKey))", logger: logger) }.value
+            if unlocked != true { try? await connection.close() }
             try result.get()
         }
+    }
+
+    /// The one boolean `sql` answers, read whole: an error the statement meets while it runs
+    /// comes with its rows, not with the call that sends it.
+    private static func answer(_ connection: PostgresConnection, _ sql: PostgresQuery, logger: Logger) async throws -> Bool {
+        var answer = false
+        for try await value in try await connection.query(sql, logger: logger).decode(Bool.self) { answer = value }
+        return answer
     }
 
     /// The states a migration's transaction rolls back in and is tried again: a lock not had
