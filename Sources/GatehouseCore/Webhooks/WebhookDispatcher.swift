@@ -260,7 +260,9 @@ public final class WebhookDispatcher: Sendable {
         // Less than `shortestAttempt` of the lease left to send: sent now, the entry could
         // still be in flight when the lease ends and another instance sends it too.
         let late = left < Self.shortestAttempt
-        if let until = pausedUntil(entry.endpoint, probing: !late) {
+        let taken = endpoints[entry.endpoint]?.events.map { events in WebhookEventType(rawValue: entry.type).map(events.contains) ?? false } ?? true
+        // Only an entry that will be sent takes a paused endpoint's try.
+        if let until = pausedUntil(entry.endpoint, probing: !late && taken) {
             (outcome, label) = (
                 .postponed(
                     until: until,
@@ -268,7 +270,7 @@ public final class WebhookDispatcher: Sendable {
                         "not sent: the endpoint answered 410 Gone; one of its events tries it again every \(Int(configuration.goneProbeInterval)) s"),
                 "gone"
             )
-        } else if let events = endpoints[entry.endpoint]?.events, !(WebhookEventType(rawValue: entry.type).map(events.contains) ?? false) {
+        } else if !taken {
             // This instance's configuration of the endpoint does not take the type
             // (`GATEHOUSE_WEBHOOK_…_EVENTS` narrowed since the event was recorded, or widened
             // on the instances already restarted, or a type a newer version records): not sent.
