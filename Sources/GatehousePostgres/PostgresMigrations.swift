@@ -404,8 +404,9 @@ enum PostgresMigrations {
     /// Applies `migrations` where missing (every one, outside tests); refuses a database
     /// migrated by a newer Gatehouse.
     ///
-    /// One instance migrates at a time: it holds a session-level advisory lock on one
-    /// connection throughout, pauses included, so that instances starting together wait for
+    /// A start that finds nothing to apply makes its checks and takes no lock. One instance
+    /// migrates at a time: it holds a session-level advisory lock on one connection
+    /// throughout, pauses included, so that instances starting together wait for
     /// it rather than queue for the tables in turn. Each migration commits on its own, and its
     /// statements wait at most `lockWait` for a lock another transaction holds: one that gives
     /// up (or loses a deadlock) rolls back, so the writes queued behind it go on, and is tried
@@ -416,6 +417,8 @@ enum PostgresMigrations {
         logger: Logger
     ) async throws {
         try await client.withConnection { connection in
+            // Every start but an upgrade's finds nothing to apply: the checks, without the lock.
+            if try await unwrappingRefusals({ try await nothingToApply(migrations, on: connection, logger: logger) }) { return }
             // Asked for without waiting in the server, then again each second: a stop ends the
             // wait for another instance's migration, which may last as long as its pauses.
             while try await !answer(connection, "SELECT pg_try_advisory_lock(\(lockKey))", logger: logger) {
@@ -435,6 +438,34 @@ enum PostgresMigrations {
             if unlocked != true { try? await connection.close() }
             try result.get()
         }
+    }
+
+    /// Whether every one of `migrations` is applied, after the checks every start makes (the
+    /// server, the isolation, no migration of a newer version).
+    private static func nothingToApply(_ migrations: [Migration], on connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        try await connection.withTransaction(logger: logger) { connection in
+            try await requireTextFolding(connection, logger: logger)
+            try await requireReadCommitted(connection, logger: logger)
+            guard try await answer(connection, "SELECT to_regclass('gatehouse_migrations') IS NOT NULL", logger: logger) else { return false }
+            let applied = try await appliedVersions(connection, known: migrations, logger: logger)
+            return migrations.allSatisfy { applied.contains($0.version) }
+        }
+    }
+
+    /// The versions the database records, refused when one is not among `known` (a newer
+    /// Gatehouse migrated it).
+    private static func appliedVersions(_ connection: PostgresConnection, known: [Migration], logger: Logger) async throws -> Set<String> {
+        var applied = Set<String>()
+        for try await version in try await connection.query("SELECT version FROM gatehouse_migrations", logger: logger).decode(String.self) {
+            applied.insert(version)
+        }
+        let unknown = applied.subtracting(known.map(\.version))
+        guard unknown.isEmpty else {
+            throw PostgresStorageError(
+                "the database has migrations this Gatehouse does not know (\(unknown.sorted().joined(separator: ", "))): it was migrated by a newer version"
+            )
+        }
+        return applied
     }
 
     /// The one boolean `sql` answers, read whole: an error the statement meets while it runs
@@ -463,17 +494,7 @@ enum PostgresMigrations {
                 try await connection.query(
                     "CREATE TABLE IF NOT EXISTS gatehouse_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
                     logger: logger)
-                var applied = Set<String>()
-                for try await version in try await connection.query("SELECT version FROM gatehouse_migrations", logger: logger).decode(String.self) {
-                    applied.insert(version)
-                }
-                let unknown = applied.subtracting(migrations.map(\.version))
-                guard unknown.isEmpty else {
-                    throw PostgresStorageError(
-                        "the database has migrations this Gatehouse does not know (\(unknown.sorted().joined(separator: ", "))): it was migrated by a newer version"
-                    )
-                }
-                return applied
+                return try await appliedVersions(connection, known: migrations, logger: logger)
             }
         }
         for migration in migrations where !applied.contains(migration.version) {
@@ -487,7 +508,7 @@ enum PostgresMigrations {
                     attempt += 1
                     let wait = pause * min(1 << min(attempt - 1, 4), 10) * Double.random(in: 0.8...1.2)
                     logger.warning(
-                        "a migration waited for a lock another transaction holds, or lost a deadlock to one: rolled back so that the writes queued behind it go on, and tried again after a pause (pg_stat_activity shows long transactions)",
+                        "a migration waited for a lock another transaction holds, or lost to one (a deadlock, a serialization failure): rolled back so that the writes queued behind it go on, and tried again after a pause (pg_stat_activity shows long transactions)",
                         metadata: [
                             "db.migration": "\(migration.version)", "sqlstate": "\(state)", "attempt": "\(attempt)",
                             "db.lock_wait_ms": "\(lockWait.wholeMilliseconds)", "db.retry_in_ms": "\(wait.wholeMilliseconds)",

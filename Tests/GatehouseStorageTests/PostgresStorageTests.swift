@@ -88,6 +88,36 @@ import Testing
         #expect(try await PostgresTestServer.count(url, table: "webhook_outbox", where: "next_probe = 1") == 1)
     }
 
+    @Test("a start that finds every migration applied takes no migration lock: it does not wait for an instance that holds it")
+    func aMigratedDatabaseTakesNoLock() async throws {
+        let url = try await PostgresTestServer.freshDatabase()
+        let store = try PostgresTestServer.store(url)
+        defer { store.shutdown() }
+        try await store.migrate()
+        let starting = try PostgresTestServer.store(url)
+        defer { starting.shutdown() }
+        let log = PostgresTestServer.quietLogger
+        try await PostgresTestServer.withSession(url) { holder in
+            // An instance holding the lock (migrating, or behind a pooler that kept it).
+            for try await _ in try await holder.query("SELECT pg_advisory_lock(\(PostgresMigrations.lockKey))", logger: log) {}
+            let started = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    try await starting.migrate()
+                    return true
+                }
+                // Well past a migrated database's checks on a loaded machine.
+                group.addTask {
+                    try await Task.sleep(for: .seconds(30))
+                    return false
+                }
+                let first = try await group.next() ?? false
+                group.cancelAll()
+                return first
+            }
+            #expect(started, "the start waited for the migration lock with nothing to apply")
+        }
+    }
+
     @Test("a session an older version wrote, without the time its user authenticated, counts from its sign-in")
     func aSessionWithoutItsAuthenticationTime() async throws {
         let url = try await PostgresTestServer.freshDatabase()

@@ -61,9 +61,10 @@ public enum DeliveryOutcome: Sendable, Equatable {
     case retry(at: Date, status: Int?, error: String)
     /// Give up.
     case failed(status: Int?, error: String)
-    /// Not attempted: the gateway had no free slot for the call (`GATEHOUSE_UPSTREAM_CALLS`),
-    /// so nothing was sent. Try again at this time without counting an attempt (the
-    /// retention still bounds how long an entry waits).
+    /// Not counted as an attempt: nothing was sent (no free slot for the call, a paused
+    /// endpoint, a type not taken, a claim written too late in its lease), or the answer's
+    /// wait was cut short by a late claim. Try again at this time (the retention still bounds
+    /// how long an entry waits).
     case postponed(until: Date, error: String)
 }
 

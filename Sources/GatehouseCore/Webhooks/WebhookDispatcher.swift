@@ -211,7 +211,7 @@ public final class WebhookDispatcher: Sendable {
     /// gives its deliveries less than the timeout, and one written later than half of the
     /// timeout and 2 s sends nothing (`late-claim`, no attempt spent): another instance may
     /// claim the entries once the lease ends, and must not find them still being delivered.
-    /// The lease's own end is the database server's clock.
+    /// The lease's own end is the store's clock: the PostgreSQL server's, on SQLite the caller's.
     @_spi(Testing) public func round(_ endpoint: String) async throws -> (claimed: Int, postponed: Int) {
         let lease = OutboxLease(duration: configuration.timeout + 5)
         let claimStarted = uptime()

@@ -120,7 +120,7 @@ public enum MetricsCatalog {
         Entry(
             name: "gatehouse_webhook_deliveries_total", type: "counter", labels: ["endpoint", "outcome"],
             help:
-                "Webhook delivery attempts, by endpoint and outcome (delivered, retry, failed; gone: a 410 or its pause; overloaded and late-claim: not sent, and cut-short: cut short, by the gateway, no attempt spent; not-taken: a type the endpoint does not take, no attempt spent within its grace)."
+                "Webhook delivery attempts, by endpoint and outcome (delivered, retry, failed; gone: a 410 or its pause; overloaded and late-claim: not sent; cut-short: no answer within a delivery a late claim shortened; none of these three spends an attempt; not-taken: a type the endpoint does not take, no attempt spent within its grace)."
         ),
         Entry(
             name: "gatehouse_webhook_delivery_duration_seconds", type: "histogram", labels: ["endpoint", "outcome"],

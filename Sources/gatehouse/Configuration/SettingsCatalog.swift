@@ -65,7 +65,7 @@ enum SettingsCatalog {
         Setting("GATEHOUSE_DATABASE_POOL_SIZE", .count(minimum: 1), default: "20", "PostgreSQL connections at most"),
         Setting(
             "GATEHOUSE_DATABASE_TIMEOUT", .seconds(0.1...3600), default: "5",
-            "how long one database operation may wait, a free connection included, before `503 storage-unavailable`; on PostgreSQL also each statement's `statement_timeout` (migrations excepted; reads that scan whole tables get six times as long, two at a time on each instance)"
+            "how long one database operation may wait, a free connection included, before `503 storage-unavailable`; on PostgreSQL also each statement's `statement_timeout` (a migration's own statements excepted, whose waits for other transactions' locks end at half of it, 2 s at most; reads that scan whole tables get six times as long, two at a time on each instance)"
         ),
         Setting(
             "GATEHOUSE_ENCRYPTION_KEY", .key,
