@@ -11,6 +11,12 @@ public struct OutboundHeaders: Sendable, Equatable, Sequence, ExpressibleByDicti
     /// Creates an empty header list.
     public init() { self.fields = [] }
 
+    /// Creates an empty header list with room for `capacity` fields.
+    public init(capacity: Int) {
+        self.fields = []
+        fields.reserveCapacity(capacity)
+    }
+
     /// Creates a header list from literal pairs, in order.
     public init(dictionaryLiteral elements: (String, String)...) {
         self.fields = elements.map { (name: $0.0, value: $0.1) }

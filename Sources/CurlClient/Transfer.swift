@@ -188,10 +188,10 @@ final class Transfer: @unchecked Sendable {
         var hasUserAgent = false
         for field in request.headers {
             hasUserAgent = hasUserAgent || OutboundHeaders.sameName(field.name, "user-agent")
-            list = curl_slist_append(list, field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)")
+            list = Self.append(field.name, field.value, to: list)
         }
         if !hasUserAgent {
-            list = curl_slist_append(list, "User-Agent: \(configuration.userAgent)")
+            list = Self.append("User-Agent", configuration.userAgent, to: list)
         }
         // No `Expect: 100-continue` round trip for small bodies.
         list = curl_slist_append(list, "Expect:")
@@ -246,12 +246,36 @@ final class Transfer: @unchecked Sendable {
             // response follows; after the final one's, only the body and trailers do.
             headerBlockEnded = !interimResponse
         } else if end >= 5, bytes[..<5].elementsEqual("HTTP/".utf8) {
-            receivedHeaders = OutboundHeaders()  // a new (final or interim) response starts
+            // A new (final or interim) response starts; room for a dozen fields at once, where
+            // growing by doubling copied the list four times.
+            receivedHeaders = OutboundHeaders(capacity: 16)
             // `HTTP/1.1 100 Continue`, `HTTP/2 103`: the status's first digit follows the first space.
             let space = bytes[..<end].firstIndex(of: UInt8(ascii: " "))
             interimResponse = space.map { $0 + 1 < end && bytes[$0 + 1] == UInt8(ascii: "1") } ?? false
         } else if let colon = bytes[..<end].firstIndex(of: UInt8(ascii: ":")) {
             receivedHeaders.add(Self.trimmed(bytes, 0, colon), Self.trimmed(bytes, colon + 1, end))
+        }
+    }
+
+    /// `list` with the line `name: value` (`name;` for an empty value, libcurl's form of a field
+    /// sent empty) appended. The line is assembled on the stack, since libcurl copies it: as an
+    /// interpolated string it was two allocations per field (the string and its C copy).
+    private static func append(
+        _ name: String, _ value: String, to list: UnsafeMutablePointer<curl_slist>?
+    ) -> UnsafeMutablePointer<curl_slist>? {
+        let length = name.utf8.count + (value.isEmpty ? 1 : 2 + value.utf8.count)
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length + 1) { line in
+            var end = line.initialize(fromContentsOf: name.utf8)
+            if value.isEmpty {
+                line[end] = UInt8(ascii: ";")
+                end += 1
+            } else {
+                line[end] = UInt8(ascii: ":")
+                line[end + 1] = UInt8(ascii: " ")
+                end = line[(end + 2)...].initialize(fromContentsOf: value.utf8)
+            }
+            line[end] = 0
+            return line.withMemoryRebound(to: CChar.self) { curl_slist_append(list, $0.baseAddress!) }
         }
     }
 

@@ -115,7 +115,7 @@ public struct Gatehouse: Sendable {
                 operatorClaim: operatorClaim, logger: logger)
         }
         let accounts = AccountService(
-            storage: storage, vault: vault, publicURL: configuration.publicURL,
+            storage: storage, vault: vault, photoURLs: PhotoURLs(publicURL: configuration.publicURL),
             oneAccountPerEmail: configuration.oneAccountPerEmail, pendingLifetime: configuration.pendingCredentialLifetime,
             clock: configuration.clock, audit: audit, hooks: hooks, events: events, operatorClaim: operatorClaim)
         self.accounts = accounts

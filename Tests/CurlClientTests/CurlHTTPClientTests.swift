@@ -85,19 +85,23 @@ struct CurlHTTPClientTests {
         }
     }
 
-    @Test("per-request method, headers and body reach the server")
+    @Test("per-request method, headers and body reach the server; a field sent empty and one longer than a stack buffer arrive whole")
     func sendsMethodHeadersAndBody() async throws {
         try await LoopbackHTTPServer.with { server in
             let client = CurlHTTPClient(configuration: .init(userAgent: "gatehouse-test"))
             defer { client.shutdown() }
+            let long = String(repeating: "0123456789", count: 300)
             let response = try await client.execute(
                 OutboundRequest(
-                    method: "DELETE", url: server.url("/echo?x=1"), headers: ["X-Custom": "yes", "Content-Type": "application/json"],
+                    method: "DELETE", url: server.url("/echo?x=1"),
+                    headers: ["X-Custom": "yes", "Content-Type": "application/json", "X-Empty": "", "X-Long": long],
                     body: Array(#"{"a":1}"#.utf8)))
-            let lines = Set(response.bodyText.split(separator: "\n").map(String.init))
+            let lines = Set(response.bodyText.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
             #expect(lines.contains("method=DELETE"))
             #expect(lines.contains("uri=/echo?x=1"))
             #expect(lines.contains("header:x-custom=yes"))
+            #expect(lines.contains("header:x-empty="))
+            #expect(lines.contains("header:x-long=\(long)"))
             #expect(lines.contains("header:user-agent=gatehouse-test"))
             #expect(lines.contains("header:content-length=7"))
             #expect(lines.contains(#"body={"a":1}"#))

@@ -6,8 +6,8 @@ import Foundation
 public struct AccountService: Sendable {
     let storage: any GatehouseStorage
     let vault: TokenVault
-    /// The gateway's public URL, which the profiles' photo URLs start with.
-    let publicURL: String
+    /// Where the profiles' photos are fetched, under the gateway's public URL.
+    let photoURLs: PhotoURLs
     /// Firebase's "one account per email address".
     var oneAccountPerEmail = true
     /// How long a pending credential can be claimed.
@@ -583,10 +583,7 @@ public struct AccountService: Sendable {
 
     /// Where the photo of `uid`'s profile is fetched by `reader`.
     func photoBaseURL(uid: String, for reader: ProfileReader) -> String {
-        switch reader {
-        case .signedInUser: "\(publicURL)/v1/me/photo"
-        case .service: "\(publicURL)/v1/users/\(FormEncoding.escape(uid))/photo"
-        }
+        photoURLs.base(uid: uid, for: reader)
     }
 
     /// The unified profile of an account from its links' stored snapshots, as `reader` reads it.

@@ -31,16 +31,31 @@ public enum EmailAddress {
     /// a twentieth of a live profile fetch (perf, release build).
     static func normalizedASCII(_ text: String) -> String? {
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }
-        var bytes = Array(text.utf8)
+        let utf8 = text.utf8
+        // An address already in its normalized form (how providers send most, and what every
+        // unified profile checks for each link) is checked where it is and answered as it is:
+        // no copy of its bytes, no new string.
+        if let first = utf8.first, let last = utf8.last, !isSpace(first), !isSpace(last), !utf8.contains(where: { (0x41...0x5A).contains($0) }) {
+            return isPlausible(utf8) ? text : nil
+        }
+        var bytes = Array(utf8)
         while let last = bytes.last, isSpace(last) { bytes.removeLast() }
         let start = bytes.firstIndex { !isSpace($0) } ?? bytes.endIndex
         bytes.removeFirst(start)
         for index in bytes.indices where (0x41...0x5A).contains(bytes[index]) { bytes[index] |= 0x20 }
-        guard bytes.count <= 320, bytes.allSatisfy({ $0 > 0x20 && $0 != 0x7F }),
-            let at = bytes.firstIndex(of: UInt8(ascii: "@")), at > 0, bytes.lastIndex(of: UInt8(ascii: "@")) == at,
-            at + 1 < bytes.count, bytes[at + 1] != UInt8(ascii: "."), bytes.last != UInt8(ascii: ".")
-        else { return nil }
+        guard isPlausible(bytes) else { return nil }
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Whether trimmed, lower-cased ASCII `bytes` are a plausible single address: at most 320
+    /// bytes, no spaces or control characters, one `@` with something on each side, and a
+    /// domain that neither starts nor ends with a dot.
+    private static func isPlausible<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes) -> Bool {
+        guard bytes.count <= 320, bytes.allSatisfy({ $0 > 0x20 && $0 != 0x7F }), let at = bytes.firstIndex(of: UInt8(ascii: "@")),
+            at != bytes.startIndex, bytes.lastIndex(of: UInt8(ascii: "@")) == at
+        else { return false }
+        let domain = bytes.index(after: at)
+        return domain != bytes.endIndex && bytes[domain] != UInt8(ascii: ".") && bytes.last != UInt8(ascii: ".")
     }
 
     /// The profile's email, normalized, when its provider vouches for it (Microsoft only

@@ -19,6 +19,8 @@ public struct APIPath: Sendable, Equatable, CustomStringConvertible {
             throw Self.refused("The API path is empty or too long.")
         }
         var segments: [String] = []
+        // One allocation for the list, not one per doubling.
+        segments.reserveCapacity(1 + bytes[start...].lazy.filter { $0 == UInt8(ascii: "/") }.count)
         while true {
             // A `/` is a scalar of its own, so the slices begin and end on scalar boundaries.
             let end = bytes[start...].firstIndex(of: UInt8(ascii: "/")) ?? bytes.endIndex

@@ -86,13 +86,31 @@ public final class ProviderAPIService: Sendable {
         }
     }
 
+    /// A call the policy allows, as `authorize` decided it. Only `authorize` makes one, and
+    /// `call` sends the method, path and query it holds: a call is sent as it was checked, and
+    /// checked once.
+    public struct AllowedCall: Sendable {
+        /// The provider whose API is called.
+        public let providerId: String
+        /// The method.
+        public let method: APIMethod
+        /// The provider API path.
+        public let path: APIPath
+        /// The raw query string, without `?`.
+        public let query: String?
+        /// Who calls.
+        public let caller: Caller
+        /// The template allowing the call.
+        public let template: APITemplate
+        /// The provider's limits.
+        public let limits: APIPolicy.Provider
+    }
+
     /// The template allowing the call (its path and the names of its `query`, the raw query
     /// string without `?`) and the provider's limits, or `path-not-allowed` — decided before
     /// anything is read or sent, so a refused call costs no upstream call. A query a URL cannot
     /// carry is `invalid-argument`.
-    public func authorize(providerId: String, method: APIMethod, path: APIPath, query: String?, caller: Caller) throws -> (
-        template: APITemplate, limits: APIPolicy.Provider
-    ) {
+    public func authorize(providerId: String, method: APIMethod, path: APIPath, query: String?, caller: Caller) throws -> AllowedCall {
         try Self.checkQuery(query)
         _ = try providers.provider(providerId)
         guard let policy = configuration.api.providers[providerId] else {
@@ -109,21 +127,24 @@ public final class ProviderAPIService: Sendable {
             }
             throw GatehouseError.pathNotAllowed("\(method.rawValue) \(path) is not among the allowed \(providerId) API calls.")
         }
-        return (template, policy)
+        return AllowedCall(providerId: providerId, method: method, path: path, query: query, caller: caller, template: template, limits: policy)
     }
 
     /// Makes the call with the user's stored token (refreshed when expired, or once after a
     /// `401`, then retried once; a streamed body over its replay limit cannot be sent twice, and
     /// that retry answers `503` so the caller sends it again) and answers the provider's status, passed headers and body,
-    /// with paging links moved under `gatewayBase` (the passthrough route's URL up to `/api`).
-    /// The HTTP layer records the call (`record`) with the status it answered.
+    /// with paging links moved under `gatewayBase` (the passthrough route's URL up to `/api`,
+    /// built only for an answer that has such links). `headers` are the caller's fields and
+    /// `body` its body, streamed within the policy's cap. The HTTP layer records the call
+    /// (`record`) with the status it answered.
     public func call(
-        _ request: ProviderAPIRequest, uid: String, providerId: String, caller: Caller, gatewayBase: String
+        _ allowed: AllowedCall, headers: [(name: String, value: String)], body: OutboundUpload?, uid: String,
+        gatewayBase: @autoclosure () -> String
     ) async throws -> ProviderAPIAnswer {
-        let (template, limits) = try authorize(
-            providerId: providerId, method: request.method, path: request.path, query: request.query, caller: caller)
-        return try await send(
-            request, template: template, limits: limits, uid: uid, providerId: providerId, caller: caller, gatewayBase: gatewayBase)
+        try await send(
+            ProviderAPIRequest(method: allowed.method, path: allowed.path, query: allowed.query, headers: headers, body: body),
+            template: allowed.template, limits: allowed.limits, uid: uid, providerId: allowed.providerId, caller: allowed.caller,
+            gatewayBase: gatewayBase)
     }
 
     /// One audit line and one metric per passthrough call, answered or refused: the template
@@ -149,7 +170,7 @@ public final class ProviderAPIService: Sendable {
 
     private func send(
         _ request: ProviderAPIRequest, template: APITemplate, limits: APIPolicy.Provider, uid: String, providerId: String, caller: Caller,
-        gatewayBase: String
+        gatewayBase: () -> String
     ) async throws -> ProviderAPIAnswer {
         _ = try await profiles.enabledAccount(uid)
         let link = try await profiles.link(uid: uid, providerId: providerId)
@@ -236,7 +257,16 @@ public final class ProviderAPIService: Sendable {
     /// path, query, forwarded headers and body, within the policy's limits; `uid`'s call.
     @inline(never)
     private static func outbound(_ request: ProviderAPIRequest, base: String, limits: APIPolicy.Provider, uid: String) -> OutboundRequest {
-        var outbound = OutboundRequest(method: request.method.rawValue, url: base + request.path.encoded + (request.query.map { "?" + $0 } ?? ""))
+        // Built in one allocation: joined with `+`, each piece copied the URL again.
+        var url = ""
+        url.reserveCapacity(base.utf8.count + request.path.encoded.utf8.count + 1 + (request.query?.utf8.count ?? 0))
+        url += base
+        url += request.path.encoded
+        if let query = request.query {
+            url += "?"
+            url += query
+        }
+        var outbound = OutboundRequest(method: request.method.rawValue, url: url)
         // The user's share of the calls out (GATEHOUSE_UPSTREAM_CALLS_PER_USER), whoever asks
         // for it: one user's slow calls cannot take every slot. `.normal` priority (the default):
         // however many users' calls stall, the reserved slots stay for sign-ins.
@@ -262,7 +292,7 @@ public final class ProviderAPIService: Sendable {
     @inline(never)
     private func answer(
         _ response: OutboundStreamingResponse, tokens: ProviderTokens, template: APITemplate, limits: APIPolicy.Provider,
-        providerId: String, base: String, http: UpstreamHTTP, githubLimits: GitHubRateLimits?, gatewayBase: String, caller: Caller,
+        providerId: String, base: String, http: UpstreamHTTP, githubLimits: GitHubRateLimits?, gatewayBase: () -> String, caller: Caller,
         uid: String, writeHold: ByteBudget.Hold?
     ) async throws -> ProviderAPIAnswer {
         let clock = configuration.clock
@@ -293,14 +323,19 @@ public final class ProviderAPIService: Sendable {
             }
             readBody = refusal.body
         }
-        // Paging links are followed with GET: only those to a path and query the policy allows stay.
-        let paging = PagingLinks(providerBase: base, gatewayBase: gatewayBase) { limits.template(for: .get, $0, query: $1) != nil }
+        // Paging links are followed with GET: only those to a path and query the policy allows
+        // stay. Made for an answer that has such links only: its closure and the gateway's
+        // base URL would be allocated on every call.
+        func paging() -> PagingLinks {
+            PagingLinks(providerBase: base, gatewayBase: gatewayBase()) { limits.template(for: .get, $0, query: $1) != nil }
+        }
         var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(response.head.headers.fields.count)
         for (name, value) in response.head.headers.fields {
             let lower = OutboundHeaders.lowercasedName(name)
             guard ProviderAPIAnswer.passes(lowercasedName: lower) else { continue }
             if lower == "link" {
-                if let links = paging.rewriteLinkHeader(value) { headers.append((lower, links)) }
+                if let links = paging().rewriteLinkHeader(value) { headers.append((lower, links)) }
             } else {
                 headers.append((lower, value))
             }
@@ -314,7 +349,7 @@ public final class ProviderAPIService: Sendable {
             let held = hold ?? writeHold ?? newHold(caller: caller, uid: uid, method: template.method)
             let body = try await collect(response, http: http, providerId: providerId, hold: held, cap: limits.maxResponseBytes)
             return ProviderAPIAnswer(
-                status: response.head.status, headers: headers, body: .whole(paging.rewriteODataLinks(body) ?? body), template: template,
+                status: response.head.status, headers: headers, body: .whole(paging().rewriteODataLinks(body) ?? body), template: template,
                 hold: held)
         }
         // A small answer goes out whole, with its length, in one write with its head; the

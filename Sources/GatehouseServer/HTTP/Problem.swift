@@ -39,9 +39,10 @@ extension GatehouseError: HTTPResponseError {
     func problemResponse(status: HTTPResponse.Status? = nil) -> Response {
         let status = status ?? self.status
         let data = problemDocument(requestID: RequestScope.current?.id, status: status)
-        var headers: HTTPFields = [.contentType: "application/problem+json", .cacheControl: "no-store"]
-        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(data: data)))
+        var response = Response.whole(
+            status: status, fields: [.contentType: "application/problem+json", .cacheControl: "no-store"], body: ByteBuffer(data: data))
+        if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+        return response
     }
 
     /// The problem document's JSON, carrying `requestID` when there is one (and `status` when
@@ -138,7 +139,6 @@ extension Response {
 
     /// A JSON response with a body already encoded, never cached.
     static func json(body: ByteBuffer, status: HTTPResponse.Status = .ok) -> Response {
-        Response(
-            status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: ResponseBody(byteBuffer: body))
+        whole(status: status, fields: [.contentType: "application/json", .cacheControl: "no-store"], body: body)
     }
 }

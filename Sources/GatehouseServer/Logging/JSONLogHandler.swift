@@ -30,9 +30,10 @@ public final class LogSink: Sendable {
         // One write(2) of the whole line (lines from several threads never interleave),
         // without Foundation's FileHandle on every request's audit line. The line is the
         // caller's last use of it, so its newline goes into its own spare capacity.
-        var bytes = line
-        bytes.append(UInt8(ascii: "\n"))
-        bytes.withUnsafeBufferPointer { bytes in
+        // Appended to the parameter itself: a `var` copy of it would share its storage while the
+        // parameter lives, and the append would copy the whole line.
+        line.append(UInt8(ascii: "\n"))
+        line.withUnsafeBufferPointer { bytes in
             var offset = 0
             while offset < bytes.count {
                 let written = Glibc.write(2, bytes.baseAddress! + offset, bytes.count - offset)
@@ -116,7 +117,7 @@ public struct JSONLogHandler: LogHandler {
         var line: [UInt8] = []
         line.reserveCapacity(512)
         fields.write(to: &line)
-        destination.sink.write(line)
+        destination.sink.write(consume line)
     }
 
     /// `2026-11-25T18:31:22.123Z`: UTC, milliseconds truncated, as `Date.ISO8601FormatStyle`

@@ -79,9 +79,11 @@ struct Credentials: Sendable {
         // On the bytes: Foundation's case folding and trimming cost a twentieth of a /v1/me
         // request (perf, release build).
         let bytes = authorization.utf8
-        guard bytes.count > 7, bytes.prefix(6).map({ $0 | 0x20 }).elementsEqual("bearer".utf8), bytes.dropFirst(6).first == UInt8(ascii: " ")
+        guard bytes.count > 7, bytes.prefix(6).lazy.map({ $0 | 0x20 }).elementsEqual("bearer".utf8), bytes.dropFirst(6).first == UInt8(ascii: " ")
         else { return nil }
-        let token = Array(bytes.dropFirst(7))
+        // Trimmed in place: the token's one allocation is its string (a copy of the bytes first
+        // was two more on every keyed or bearer request).
+        let token = bytes.dropFirst(7)
         let isSpace: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
         guard let first = token.firstIndex(where: { !isSpace($0) }), let last = token.lastIndex(where: { !isSpace($0) }) else { return "" }
         return String(decoding: token[first...last], as: UTF8.self)

@@ -88,6 +88,9 @@ struct GatewayMiddleware: RouterMiddleware {
             case .routed(let routed): problems.checked(routed, for: request)
             case .failed(let error): problems.response(for: error, to: request)
             }
+        // Room for every field added below and by `handle`, in one copy at most: a field added
+        // to storage another value still holds, or past its capacity, copies it each time.
+        response.headers.reserveCapacity(response.headers.count + Response.fieldsAddedOnTheWayOut)
         // Read once: `URI.path` builds a new string at every read, allocated past 15 bytes.
         let path = request.uri.path
         browser?.decorate(&response, for: request, path: path)

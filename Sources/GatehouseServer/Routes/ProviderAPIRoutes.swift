@@ -84,20 +84,17 @@ struct ProviderAPIRoutes {
     static func forward(
         _ request: Request, eventLoop: any EventLoop, method: APIMethod, api: ProviderAPIService, uid: String, providerId: String,
         caller: ProviderAPIService.Caller,
-        prefixSegments: Int, gatewayBase: String
+        prefixSegments: Int, gatewayBase: @autoclosure () -> String
     ) async throws -> Response {
         var template: APITemplate?
         do {
             let path = try APIPath(raw: Self.apiPath(of: request.uri.path, after: prefixSegments))
-            let (allowed, limits) = try api.authorize(
-                providerId: providerId, method: method, path: path, query: request.uri.query, caller: caller)
-            template = allowed
+            let allowed = try api.authorize(providerId: providerId, method: method, path: path, query: request.uri.query, caller: caller)
+            template = allowed.template
             // Streamed to the provider as it arrives, within the policy's cap.
-            let body = method.hasBody ? try CappedRequestBody.upload(request, cap: limits.maxRequestBytes) : nil
+            let body = method.hasBody ? try CappedRequestBody.upload(request, cap: allowed.limits.maxRequestBytes) : nil
             let headers = request.headers.map { (name: $0.name.canonicalName, value: $0.value) }
-            let answer = try await api.call(
-                ProviderAPIRequest(method: method, path: path, query: request.uri.query, headers: headers, body: body), uid: uid,
-                providerId: providerId, caller: caller, gatewayBase: gatewayBase)
+            let answer = try await api.call(allowed, headers: headers, body: body, uid: uid, gatewayBase: gatewayBase())
             api.record(uid: uid, providerId: providerId, caller: caller, method: method, template: template, status: answer.status)
             return response(answer, eventLoop: eventLoop)
         } catch let error as GatehouseError {
@@ -120,10 +117,10 @@ struct ProviderAPIRoutes {
     /// that keeps a provider's document from running anything on the gateway's origin.
     static func response(_ answer: ProviderAPIAnswer, eventLoop: any EventLoop) -> Response {
         var headers = HTTPFields()
-        // Room for the answer's fields and all that the gateway adds (the three below; on the way
-        // out `SecurityHeaders`' two, CORS' four and `X-Request-Id`): grown field by field, the
-        // list would be copied twice per call.
-        headers.reserveCapacity(answer.headers.count + 10)
+        // Room for the answer's fields and all that the gateway adds (the three below and
+        // `Content-Length`, then the way out's): grown field by field, the list would be copied
+        // twice per call.
+        headers.reserveCapacity(answer.headers.count + 4 + Response.fieldsAddedOnTheWayOut)
         for (name, value) in answer.headers {
             if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
         }
@@ -136,6 +133,8 @@ struct ProviderAPIRoutes {
         let status = HTTPResponse.Status(code: answer.status)
         switch answer.body {
         case .whole(let bytes):
+            // Set here, not by Hummingbird's initializer, which would set it in a copy of the fields.
+            headers[.contentLength] = String(bytes.count)
             guard let hold = answer.hold else {
                 return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
             }
