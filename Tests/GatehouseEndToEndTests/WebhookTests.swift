@@ -70,6 +70,15 @@ struct WebhookTests {
     /// the events of one step may arrive in any order (the Webhooks article says so).
     static func types(_ events: [Received], after count: Int) -> [String] { events.dropFirst(count).map(\.type).sorted() }
 
+    /// The first delivery of each event id, in the order received. Delivery is at least once
+    /// (Webhooks): a delivery whose outcome the store did not record in time (a starved machine
+    /// writes a claim tens of seconds late) is sent again, with the same id, which a receiver
+    /// drops. Two events of one type with different ids stay two.
+    static func distinct(_ events: [Received]) -> [Received] {
+        var ids = Set<String>()
+        return events.filter { ids.insert($0.id).inserted }
+    }
+
     @Test(
         "every event fires in its case and only there: created on the first sign-in only, signed-in on each, linked, updated, unlinked, disabled, enabled, revoked, signed out, reauth-required once per dead grant, restored, deleted"
     )
@@ -563,7 +572,7 @@ struct WebhookTests {
             let foundId = created.output.firstMatch(of: #/Created service key (sk_[A-Za-z0-9_-]+)/#).map { String($0.1) }
             let id = try #require(foundId)
             #expect(try await KeysCommandTests.run(["keys", "revoke", id, "--data-dir", folder], environment: environment).status == 0)
-            let seen = try await Self.eventually(deployment) { $0.count >= 2 }
+            let seen = Self.distinct(try await Self.eventually(deployment) { Self.distinct($0).count >= 2 })
             #expect(Self.types(seen, after: 0) == ["service-key.created", "service-key.revoked"])
             let holds = seen.allSatisfy { $0.data["keyId"] as? String == id }
             #expect(holds)
