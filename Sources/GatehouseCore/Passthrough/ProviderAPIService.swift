@@ -134,7 +134,7 @@ public final class ProviderAPIService: Sendable {
     /// `401`, then retried once; a streamed body over its replay limit cannot be sent twice, and
     /// that retry answers `503` so the caller sends it again) and answers the provider's status, passed headers and body,
     /// with paging links moved under `gatewayBase` (the passthrough route's URL up to `/api`,
-    /// built only for an answer that has such links). `headers` are the caller's fields and
+    /// built only for an answer that may carry such links). `headers` are the caller's fields and
     /// `body` its body, streamed within the policy's cap. The HTTP layer records the call
     /// (`record`) with the status it answered.
     public func call(
@@ -257,11 +257,13 @@ public final class ProviderAPIService: Sendable {
     /// path, query, forwarded headers and body, within the policy's limits; `uid`'s call.
     @inline(never)
     private static func outbound(_ request: ProviderAPIRequest, base: String, limits: APIPolicy.Provider, uid: String) -> OutboundRequest {
-        // Built in one allocation: joined with `+`, each piece copied the URL again.
+        // One string sized at once: joined with `+`, the query's `?` made a string of its own and
+        // each piece grew the URL again. (`encoded` builds a string at each read.)
+        let path = request.path.encoded
         var url = ""
-        url.reserveCapacity(base.utf8.count + request.path.encoded.utf8.count + 1 + (request.query?.utf8.count ?? 0))
+        url.reserveCapacity(base.utf8.count + path.utf8.count + 1 + (request.query?.utf8.count ?? 0))
         url += base
-        url += request.path.encoded
+        url += path
         if let query = request.query {
             url += "?"
             url += query
@@ -324,8 +326,8 @@ public final class ProviderAPIService: Sendable {
             readBody = refusal.body
         }
         // Paging links are followed with GET: only those to a path and query the policy allows
-        // stay. Made for an answer that has such links only: its closure and the gateway's
-        // base URL would be allocated on every call.
+        // stay. Made only for an answer that may carry such links (a `Link` field, Graph's
+        // JSON): its closure and the gateway's base URL were allocated on every call.
         func paging() -> PagingLinks {
             PagingLinks(providerBase: base, gatewayBase: gatewayBase()) { limits.template(for: .get, $0, query: $1) != nil }
         }
